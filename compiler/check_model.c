@@ -1,0 +1,692 @@
+#include "check_model.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ast_build.h"
+#include "eval.h"
+#include "resolve.h"
+#include "suggest.h"
+#include "vocabulary.h"
+#include "widths.h"
+
+enum { MAX_SETTINGS = 64, BUSY = 1, DONE = 2, FAILED = 3 };
+
+/* The settings of one model after inheritance: for each setting of the
+ * vocabulary, the definition that wins (the most derived one). */
+typedef struct scope {
+    program *p;
+    const item *model;
+    const setting *def[MAX_SETTINGS];
+    const item *owner[MAX_SETTINGS];
+    int state[MAX_SETTINGS];
+    double value[MAX_SETTINGS];
+    evaluator ev;
+} scope;
+
+static diag_engine *D(scope *s) { return &s->p->s->diag; }
+
+static int spec_index(const char *name) {
+    const setting_spec *x = find_setting(model_settings, name);
+    return x ? (int)(x - model_settings) : -1;
+}
+
+static const expr *value_of(scope *s, const char *name) {
+    int i = spec_index(name);
+    return i >= 0 && s->def[i] ? s->def[i]->value : NULL;
+}
+
+static tlm_loc loc_of(scope *s, const char *name) {
+    int i = spec_index(name);
+    return i >= 0 && s->def[i] ? s->def[i]->value->loc : s->model->name_loc;
+}
+
+/* An error in a setting the model inherited is worth a pointer to the model. */
+static void inherited_note(scope *s, const char *name) {
+    int i = spec_index(name);
+    if (i >= 0 && s->owner[i] && s->owner[i] != s->model)
+        diag_note(D(s), s->model->name_loc, "`%s` inherits `%s` from `%s`", s->model->name, name,
+                  s->owner[i]->name);
+}
+
+static bool default_number(scope *s, const char *name, double *out);
+
+/* The evaluator's window onto this model's numeric settings. */
+static bool lookup(void *opaque, const char *name, tlm_loc use, double *out, bool *found) {
+    scope *s = opaque;
+    int i = spec_index(name);
+    *found = false;
+    if (i < 0) return true;
+    if (!s->def[i]) {
+        *found = default_number(s, name, out);
+        return true;
+    }
+    if (s->state[i] == DONE) { *found = true; *out = s->value[i]; return true; }
+    if (s->state[i] == FAILED) return false;
+    if (s->state[i] == BUSY) {
+        diag_error(D(s), use, "setting `%s` is defined in terms of itself", name);
+        s->state[i] = FAILED;
+        return false;
+    }
+    s->state[i] = BUSY;
+    double v;
+    bool ok = eval_number(&s->ev, s->def[i]->value, &v);
+    if (!ok) { s->state[i] = FAILED; return false; }
+    s->state[i] = DONE;
+    s->value[i] = v;
+    *found = true;
+    *out = v;
+    return true;
+}
+
+static bool number_of(scope *s, const char *name, double *out) {
+    bool found;
+    return lookup(s, name, loc_of(s, name), out, &found) && found;
+}
+
+static bool default_number(scope *s, const char *name, double *out) {
+    if (strcmp(name, "quantum") == 0) { *out = 1; return true; }
+    if (strcmp(name, "norm_eps") == 0) { *out = 1e-5; return true; }
+    if (strcmp(name, "rope_base") == 0) { *out = 10000; return true; }
+    if (strcmp(name, "chunk") == 0) { *out = 16; return true; }
+    if (strcmp(name, "inner_lr") == 0) { *out = 0.1; return true; }
+    if (strcmp(name, "head_dim") == 0) {
+        double d, h;
+        if (!number_of(s, "d_model", &d) || !number_of(s, "heads", &h) || h <= 0) return false;
+        *out = floor(d / h);
+        return true;
+    }
+    return false;
+}
+
+/* ---- typed readers for settings ---- */
+
+static const char *describe_value(const expr *e) {
+    switch (e->kind) {
+    case EX_NUMBER: return "a number";
+    case EX_STRING: return "a string";
+    case EX_TUPLE: return "a tuple";
+    case EX_LIST: return "a list";
+    case EX_CALL: return "a call";
+    default: return "an expression";
+    }
+}
+
+/* A name that stands for a param is replaced by the param's value, so
+ * `param mix = titans; mixer = mix;` and `-D mix=titans` work. */
+static const expr *deref(scope *s, const expr *e) {
+    for (int hops = 0; e && e->kind == EX_NAME && hops < 64; hops++) {
+        item *param = symtab_get(&s->p->params, e->text);
+        if (!param) break;
+        const expr *override = symtab_get(&s->p->param_overrides, e->text);
+        e = override ? override : param->value;
+    }
+    return e;
+}
+
+static bool check_range(scope *s, const setting_spec *x, tlm_loc loc, double v, const char *owner) {
+    bool low = x->lo_open ? v <= x->lo : v < x->lo;
+    if (!low && v <= x->hi) return true;
+    if (x->type == ST_INT)
+        diag_error(D(s), loc, "%s%s must be between %.0f and %.0f, not %.17g", owner, x->name, x->lo,
+                   x->hi, v);
+    else if (x->lo_open && x->hi >= 1e15)
+        diag_error(D(s), loc, "%s%s must be greater than %g, not %.17g", owner, x->name, x->lo, v);
+    else if (x->hi >= 1e15)
+        diag_error(D(s), loc, "%s%s must be at least %g, not %.17g", owner, x->name, x->lo, v);
+    else
+        diag_error(D(s), loc, "%s%s must be %s %g and at most %g, not %.17g", owner, x->name,
+                   x->lo_open ? "greater than" : "at least", x->lo, x->hi, v);
+    return false;
+}
+
+static bool read_number_expr(scope *s, const setting_spec *x, const expr *e, double *out,
+                             const char *owner) {
+    double v;
+    if (!eval_number(&s->ev, e, &v)) return false;
+    if (x->type == ST_INT && v != floor(v)) {
+        diag_error(D(s), e->loc, "%s%s must be a whole number, not %.17g", owner, x->name, v);
+        return false;
+    }
+    if (!check_range(s, x, e->loc, v, owner)) return false;
+    *out = v;
+    return true;
+}
+
+/* One of a fixed set of names: a mixer, an MLP kind, true/false, ... */
+static int read_choice(scope *s, const setting_spec *x, const expr *e0, const char *what) {
+    const expr *e = deref(s, e0);
+    const char *const *choices = x->choices;
+    char list[256] = "";
+    size_t n = 0;
+    for (int i = 0; choices[i]; i++)
+        n += (size_t)snprintf(list + n, sizeof list - n, "%s%s", i ? ", " : "", choices[i]);
+    if (e->kind != EX_NAME) {
+        diag_error(D(s), e0->loc, "expected %s name, found %s", what, describe_value(e));
+        diag_hint(D(s), "%s is one of: %s", x->name, list);
+        return -1;
+    }
+    int i = name_index(choices, e->text);
+    if (i >= 0) return i;
+    diag_error(D(s), e0->loc, "unknown %s `%s`", what, e->text);
+    suggester sg;
+    suggest_begin(&sg, e->text);
+    suggest_list(&sg, choices);
+    const char *best = suggest_result(&sg);
+    if (best) diag_hint(D(s), "did you mean `%s`?", best);
+    else diag_hint(D(s), "%s is one of: %s", x->name, list);
+    return -1;
+}
+
+/* Names first (so a typo is reported as such), then the value. */
+static bool checked_number(scope *s, const setting_spec *x, const expr *e, double *out) {
+    int before = D(s)->errors;
+    resolve_number(s->p, e, false);
+    if (D(s)->errors > before) return false;
+    return read_number_expr(s, x, e, out, "");
+}
+
+static int64_t int_setting(scope *s, const char *name, bool *ok) {
+    int i = spec_index(name);
+    double v;
+    if (!s->def[i]) {
+        if (default_number(s, name, &v)) return (int64_t)v;
+        return 0;
+    }
+    if (!read_number_expr(s, &model_settings[i], s->def[i]->value, &v, "")) {
+        inherited_note(s, name);
+        *ok = false;
+        return 0;
+    }
+    return (int64_t)v;
+}
+
+static double real_setting(scope *s, const char *name, bool *ok) {
+    int i = spec_index(name);
+    double v = 0;
+    if (!s->def[i]) {
+        default_number(s, name, &v);
+        return v;
+    }
+    if (!read_number_expr(s, &model_settings[i], s->def[i]->value, &v, "")) {
+        inherited_note(s, name);
+        *ok = false;
+    }
+    return v;
+}
+
+static int choice_setting(scope *s, const char *name, int fallback, const char *what, bool *ok) {
+    int i = spec_index(name);
+    if (!s->def[i]) return fallback;
+    int c = read_choice(s, &model_settings[i], s->def[i]->value, what);
+    if (c < 0) {
+        inherited_note(s, name);
+        *ok = false;
+        return fallback;
+    }
+    return c;
+}
+
+/* ---- collecting the settings along the inheritance chain ---- */
+
+static bool collect_settings(scope *s, const item *model, const item **chain, int *nchain) {
+    program *p = s->p;
+    int n = 0;
+    int limit = (int)p->models.count + 1;
+    for (const item *m = model; m; n++) {
+        if (n >= limit) {
+            diag_error(D(s), model->parent_loc, "model `%s` inherits from itself", model->name);
+            return false;
+        }
+        chain[n] = m;
+        if (!m->parent) break;
+        const item *parent = symtab_get(&p->models, m->parent);
+        if (!parent) {
+            diag_error(D(s), m->parent_loc, "unknown model `%s`", m->parent);
+            suggester sg;
+            suggest_begin(&sg, m->parent);
+            for (size_t i = 0; i < p->models.cap; i++) suggest_consider(&sg, p->models.keys[i]);
+            const char *best = suggest_result(&sg);
+            if (best) diag_hint(D(s), "did you mean `%s`?", best);
+            return false;
+        }
+        if (parent == model || parent == m) {
+            diag_error(D(s), m->parent_loc, "model `%s` inherits from itself", m->name);
+            return false;
+        }
+        m = parent;
+    }
+    *nchain = n + 1;
+    bool ok = true;
+    for (int k = *nchain - 1; k >= 0; k--) {        /* root first: the child overrides */
+        const item *m = chain[k];
+        for (const setting *x = m->settings; x; x = x->next) {
+            int i = spec_index(x->name);
+            if (i < 0) {
+                if (find_setting(train_settings, x->name)) {
+                    diag_error(D(s), x->name_loc, "`%s` is a training setting", x->name);
+                    diag_hint(D(s), "put it in a `train { ... }` block");
+                } else {
+                    diag_error(D(s), x->name_loc, "unknown setting `%s`", x->name);
+                    suggester sg;
+                    suggest_begin(&sg, x->name);
+                    suggest_list(&sg, setting_names(model_settings));
+                    const char *best = suggest_result(&sg);
+                    if (best) diag_hint(D(s), "did you mean `%s`?", best);
+                }
+                ok = false;
+                continue;
+            }
+            if (s->def[i] && s->owner[i] == m) {
+                diag_error(D(s), x->name_loc, "`%s` is set twice", x->name);
+                diag_note(D(s), s->def[i]->name_loc, "the first setting is here");
+                ok = false;
+                continue;
+            }
+            s->def[i] = x;
+            s->owner[i] = m;
+        }
+    }
+    return ok;
+}
+
+/* ---- the train block ---- */
+
+static bool read_named_args(scope *s, const expr *e, const char *fn, const char *const *names,
+                            const expr **values) {
+    bool ok = true;
+    for (arg *a = e->args; a; a = a->next) {
+        if (!a->name) {
+            diag_error(D(s), a->value->loc, "the arguments of `%s` are named", fn);
+            char list[256] = "";
+            size_t n = 0;
+            for (int i = 0; names[i]; i++)
+                n += (size_t)snprintf(list + n, sizeof list - n, "%s%s", i ? ", " : "", names[i]);
+            diag_hint(D(s), "write e.g. `%s(%s = ...)`; it takes %s", fn, names[0], list);
+            return false;
+        }
+        int i = name_index(names, a->name);
+        if (i < 0) {
+            diag_error(D(s), a->name_loc, "`%s` has no argument `%s`", fn, a->name);
+            suggester sg;
+            suggest_begin(&sg, a->name);
+            suggest_list(&sg, names);
+            const char *best = suggest_result(&sg);
+            if (best) diag_hint(D(s), "did you mean `%s`?", best);
+            ok = false;
+            continue;
+        }
+        if (values[i]) {
+            diag_error(D(s), a->name_loc, "`%s` is given twice", a->name);
+            ok = false;
+            continue;
+        }
+        values[i] = a->value;
+    }
+    return ok;
+}
+
+/* A real-valued argument in [lo, hi] (or (lo, hi] when lo_open). */
+static bool arg_number(scope *s, const expr *e, const char *name, double lo, double hi, bool lo_open,
+                       double *out) {
+    if (!e) return true;                       /* keep the default */
+    setting_spec x = {name, ST_REAL, lo, hi, lo_open, NULL, NULL, false, NULL};
+    return checked_number(s, &x, e, out);
+}
+
+static bool read_optimizer(scope *s, const expr *e0, train_config *t) {
+    const expr *e = deref(s, e0);
+    const char *fn = e->kind == EX_CALL || e->kind == EX_NAME ? e->text : NULL;
+    static const char *const adamw_args[] = {"lr", "betas", "eps", "weight_decay", NULL};
+    static const char *const sgd_args[] = {"lr", "momentum", "weight_decay", NULL};
+    static const char *const optimizers[] = {"adamw", "sgd", NULL};
+    if (!fn || name_index(optimizers, fn) < 0) {
+        if (fn) {
+            diag_error(D(s), e0->loc, "unknown optimizer `%s`", fn);
+            suggester sg;
+            suggest_begin(&sg, fn);
+            suggest_list(&sg, optimizers);
+            const char *best = suggest_result(&sg);
+            if (best) diag_hint(D(s), "did you mean `%s`?", best);
+        } else {
+            diag_error(D(s), e0->loc, "expected an optimizer, found %s", describe_value(e));
+        }
+        diag_hint(D(s), "optimizer = adamw(lr = 3e-3, betas = (0.9, 0.95), weight_decay = 0.1) or "
+                        "sgd(lr = 0.1, momentum = 0.9)");
+        return false;
+    }
+    bool adamw = strcmp(fn, "adamw") == 0;
+    t->optimizer = adamw ? OPT_ADAMW : OPT_SGD;
+    if (e->kind == EX_NAME) return true;
+    const expr *v[4] = {NULL, NULL, NULL, NULL};
+    if (!read_named_args(s, e, fn, adamw ? adamw_args : sgd_args, v)) return false;
+    bool ok = arg_number(s, v[0], "lr", 0, 1e6, true, &t->lr);
+    if (adamw) {
+        if (v[1]) {
+            const expr *b = deref(s, v[1]);
+            if (b->kind != EX_TUPLE || b->nargs != 2) {
+                diag_error(D(s), v[1]->loc, "betas is a pair, like (0.9, 0.95)");
+                ok = false;
+            } else {
+                ok &= arg_number(s, b->args->value, "betas[0]", 0, 0.999999999, false, &t->beta1);
+                ok &= arg_number(s, b->args->next->value, "betas[1]", 0, 0.999999999, false, &t->beta2);
+            }
+        }
+        ok &= arg_number(s, v[2], "eps", 0, 1, true, &t->eps);
+        ok &= arg_number(s, v[3], "weight_decay", 0, 1e6, false, &t->weight_decay);
+    } else {
+        ok &= arg_number(s, v[1], "momentum", 0, 0.999999999, false, &t->momentum);
+        ok &= arg_number(s, v[2], "weight_decay", 0, 1e6, false, &t->weight_decay);
+    }
+    return ok;
+}
+
+static bool read_lr_schedule(scope *s, const expr *e0, train_config *t) {
+    const expr *e = deref(s, e0);
+    const char *fn = e->kind == EX_CALL || e->kind == EX_NAME ? e->text : NULL;
+    static const char *const kinds[] = {"cosine", "linear", "constant", NULL};
+    static const char *const decay_args[] = {"warmup", "min_lr", NULL};
+    static const char *const constant_args[] = {"warmup", NULL};
+    int k = fn ? name_index(kinds, fn) : -1;
+    if (k < 0) {
+        if (fn) diag_error(D(s), e0->loc, "unknown lr schedule `%s`", fn);
+        else diag_error(D(s), e0->loc, "expected an lr schedule, found %s", describe_value(e));
+        diag_hint(D(s), "lr_schedule = cosine(warmup = 100, min_lr = 3e-4), linear(...) or constant(warmup = 0)");
+        return false;
+    }
+    t->lr_schedule = k == 0 ? LR_COSINE : k == 1 ? LR_LINEAR : LR_CONSTANT;
+    if (e->kind == EX_NAME) return true;
+    const expr *v[2] = {NULL, NULL};
+    if (!read_named_args(s, e, fn, k == 2 ? constant_args : decay_args, v)) return false;
+    double warmup = (double)t->warmup;
+    bool ok = arg_number(s, v[0], "warmup", 0, 1e15, false, &warmup);
+    if (ok && warmup != floor(warmup)) {
+        diag_error(D(s), v[0]->loc, "warmup is a whole number of steps, not %.17g", warmup);
+        ok = false;
+    }
+    t->warmup = (int64_t)warmup;
+    ok &= arg_number(s, v[1], "min_lr", 0, 1e6, false, &t->min_lr);
+    return ok;
+}
+
+static void train_defaults(train_config *t, int64_t context) {
+    memset(t, 0, sizeof *t);
+    t->batch = 8;
+    t->context = context;
+    t->steps = 1000;
+    t->optimizer = OPT_ADAMW;
+    t->lr = 1e-3;
+    t->beta1 = 0.9;
+    t->beta2 = 0.95;
+    t->eps = 1e-8;
+    t->weight_decay = 0.1;
+    t->momentum = 0.9;
+    t->lr_schedule = LR_COSINE;
+    t->warmup = 100;
+    t->min_lr = -1;
+    t->seed = 1337;
+    t->grad_clip = 1.0;
+    t->accumulate = 1;
+    t->eval_every = 100;
+    t->eval_batches = 20;
+    t->ckpt_every = 500;
+    t->log_every = 10;
+}
+
+static bool apply_train_block(scope *s, const item *block, train_config *t, const setting **seen) {
+    bool ok = true;
+    for (const setting *x = block->settings; x; x = x->next) {
+        const setting_spec *spec = find_setting(train_settings, x->name);
+        if (!spec) {
+            if (find_setting(model_settings, x->name))
+                diag_error(D(s), x->name_loc, "`%s` is a model setting, not a training setting", x->name);
+            else
+                diag_error(D(s), x->name_loc, "unknown training setting `%s`", x->name);
+            suggester sg;
+            suggest_begin(&sg, x->name);
+            suggest_list(&sg, setting_names(train_settings));
+            const char *best = suggest_result(&sg);
+            if (best) diag_hint(D(s), "did you mean `%s`?", best);
+            ok = false;
+            continue;
+        }
+        int i = (int)(spec - train_settings);
+        if (seen[i]) {
+            diag_error(D(s), x->name_loc, "training setting `%s` is set twice", x->name);
+            diag_note(D(s), seen[i]->name_loc, "the first setting is here");
+            ok = false;
+            continue;
+        }
+        seen[i] = x;
+        double v;
+        switch (spec->type) {
+        case ST_OPTIMIZER: ok &= read_optimizer(s, x->value, t); continue;
+        case ST_LR_SCHEDULE: ok &= read_lr_schedule(s, x->value, t); continue;
+        default: break;
+        }
+        if (!checked_number(s, spec, x->value, &v)) { ok = false; continue; }
+        const char *n = spec->name;
+        if      (!strcmp(n, "batch")) t->batch = (int64_t)v;
+        else if (!strcmp(n, "context")) t->context = (int64_t)v;
+        else if (!strcmp(n, "steps")) t->steps = (int64_t)v;
+        else if (!strcmp(n, "seed")) t->seed = (uint64_t)v;
+        else if (!strcmp(n, "grad_clip")) t->grad_clip = v;
+        else if (!strcmp(n, "accumulate")) t->accumulate = (int64_t)v;
+        else if (!strcmp(n, "eval_every")) t->eval_every = (int64_t)v;
+        else if (!strcmp(n, "eval_batches")) t->eval_batches = (int64_t)v;
+        else if (!strcmp(n, "ckpt_every")) t->ckpt_every = (int64_t)v;
+        else if (!strcmp(n, "log_every")) t->log_every = (int64_t)v;
+    }
+    return ok;
+}
+
+/* Top-level train blocks of the model's file apply first; then the blocks
+ * inside the model and its parents, root first. Within one level a setting
+ * may be given once. */
+static bool read_train(scope *s, const item **chain, int nchain, checked_model *m) {
+    train_defaults(&m->train, m->context);
+    bool ok = true;
+    const setting *seen[MAX_SETTINGS] = {0};
+    for (int f = 0; f < s->p->nfiles; f++) {
+        if (s->p->files[f].file != s->model->file) continue;
+        for (item *it = s->p->files[f].items; it; it = it->next)
+            if (it->kind == IT_TRAIN) ok &= apply_train_block(s, it, &m->train, seen);
+    }
+    for (int k = nchain - 1; k >= 0; k--) {
+        if (!chain[k]->train) continue;
+        const setting *level[MAX_SETTINGS] = {0};
+        ok &= apply_train_block(s, chain[k]->train, &m->train, level);
+    }
+    if (ok && m->train.context > m->context) {
+        diag_error(D(s), s->model->name_loc,
+                   "the training context (%lld) is longer than the model's context (%lld)",
+                   (long long)m->train.context, (long long)m->context);
+        ok = false;
+    }
+    return ok;
+}
+
+/* ---- the model ---- */
+
+static bool read_budget(scope *s, checked_model *m) {
+    const expr *e0 = value_of(s, "budget");
+    m->has_budget = false;
+    if (!e0) return true;
+    const expr *e = deref(s, e0);
+    if (e->kind == EX_NAME && strcmp(e->text, "none") == 0) return true;
+    if (e->kind != EX_CALL || strcmp(e->text, "uniform") != 0 || e->nargs != 1 || e->args->name) {
+        diag_error(D(s), e0->loc, "expected a budget, found %s",
+                   e->kind == EX_CALL ? "a call" : describe_value(e));
+        diag_hint(D(s), "budget = uniform(W) keeps the MLP params and FLOPs of width W in every "
+                        "layer; budget = none checks nothing");
+        inherited_note(s, "budget");
+        return false;
+    }
+    setting_spec x = {"the budget width", ST_INT, 1, 1 << 24, 0, NULL, NULL, false, NULL};
+    double w;
+    if (!checked_number(s, &x, e->args->value, &w)) {
+        inherited_note(s, "budget");
+        return false;
+    }
+    m->has_budget = true;
+    m->budget_width = (int64_t)w;
+    return true;
+}
+
+static bool read_cms(scope *s, checked_model *m) {
+    const expr *e0 = value_of(s, "cms");
+    m->ncms = 1;
+    m->cms[0] = 1;
+    if (!e0) return true;
+    const expr *e = deref(s, e0);
+    if (e->kind != EX_LIST || e->nargs == 0) {
+        diag_error(D(s), e0->loc, "cms is a non-empty list of update periods, like [1, 4]");
+        return false;
+    }
+    if (e->nargs > TLM_MAX_CMS_LEVELS) {
+        diag_error(D(s), e0->loc, "cms has %d levels; the limit is %d", e->nargs, TLM_MAX_CMS_LEVELS);
+        return false;
+    }
+    setting_spec x = {"each cms period", ST_INT, 1, 1 << 20, 0, NULL, NULL, false, NULL};
+    m->ncms = 0;
+    for (arg *a = e->args; a; a = a->next) {
+        double v;
+        if (!checked_number(s, &x, a->value, &v)) return false;
+        m->cms[m->ncms++] = (int64_t)v;
+    }
+    return true;
+}
+
+static bool read_widths(scope *s, checked_model *m) {
+    const expr *e = value_of(s, "d_ff");
+    m->raw_widths = arena_alloc(&s->p->s->arena, (size_t)m->layers * sizeof *m->raw_widths);
+    m->widths = arena_alloc(&s->p->s->arena, (size_t)m->layers * sizeof *m->widths);
+    s->ev.in_layer = true;
+    s->ev.L = m->layers;
+    bool ok = true;
+    for (int64_t l = 0; l < m->layers && ok; l++) {
+        s->ev.l = l;
+        ok = eval_number(&s->ev, e, &m->raw_widths[l]);
+    }
+    s->ev.in_layer = false;
+    if (!ok) inherited_note(s, "d_ff");
+    return ok;
+}
+
+/* Settings that only make sense for one mixer. */
+static bool check_mixer_settings(scope *s, checked_model *m) {
+    bool ok = true;
+    for (const setting_spec *x = model_settings; x->name; x++) {
+        int i = (int)(x - model_settings);
+        if (!x->mixer || !s->def[i]) continue;
+        if (strcmp(x->mixer, mixer_names[m->mixer]) != 0) {
+            diag_error(D(s), s->def[i]->name_loc, "`%s` is a setting of the `%s` mixer, but `%s` "
+                       "uses `%s`", x->name, x->mixer, s->model->name, mixer_names[m->mixer]);
+            ok = false;
+        }
+    }
+    return ok;
+}
+
+static bool check_shape(scope *s, checked_model *m) {
+    bool ok = true;
+    int hd = spec_index("head_dim");
+    if (!s->def[hd]) {
+        if (m->d_model % m->heads != 0) {
+            diag_error(D(s), loc_of(s, "heads"), "heads (%lld) must divide d_model (%lld)",
+                       (long long)m->heads, (long long)m->d_model);
+            diag_hint(D(s), "d_model / heads = %.4g; heads could be %s", (double)m->d_model / (double)m->heads,
+                      m->d_model % 4 == 0 ? "4 or another divisor of d_model" : "a divisor of d_model");
+            inherited_note(s, "heads");
+            return false;
+        }
+        m->head_dim = m->d_model / m->heads;
+    } else if (m->heads * m->head_dim != m->d_model) {
+        diag_error(D(s), loc_of(s, "head_dim"), "heads × head_dim = %lld × %lld = %lld, but d_model is %lld",
+                   (long long)m->heads, (long long)m->head_dim, (long long)(m->heads * m->head_dim),
+                   (long long)m->d_model);
+        inherited_note(s, "head_dim");
+        return false;
+    }
+    if (m->mixer != MIXER_TITANS && m->head_dim % 2 != 0) {
+        diag_error(D(s), loc_of(s, s->def[hd] ? "head_dim" : "heads"),
+                   "rotary position embeddings need an even head size, but it is %lld",
+                   (long long)m->head_dim);
+        ok = false;
+    }
+    if (m->mixer == MIXER_TITANS && m->context % m->chunk != 0) {
+        diag_error(D(s), loc_of(s, "chunk"), "chunk (%lld) must divide context (%lld)",
+                   (long long)m->chunk, (long long)m->context);
+        ok = false;
+    }
+    return ok;
+}
+
+bool check_model(program *p, const item *model, checked_model *m) {
+    scope *s = calloc(1, sizeof *s);
+    if (!s) return false;
+    s->p = p;
+    s->model = model;
+    eval_init(&s->ev, p, s, lookup);
+    memset(m, 0, sizeof *m);
+    m->name = model->name;
+    m->parent = model->parent;
+    m->loc = model->name_loc;
+
+    int nmodels = (int)p->models.count + 2;
+    const item **chain = calloc((size_t)nmodels, sizeof *chain);
+    int nchain = 0;
+    bool ok = chain && collect_settings(s, model, chain, &nchain);
+
+    for (const setting_spec *x = model_settings; ok && x->name; x++) {
+        int i = (int)(x - model_settings);
+        if (x->required && !s->def[i]) {
+            diag_error(D(s), model->name_loc, "model `%s` does not set `%s`", model->name, x->name);
+            diag_hint(D(s), "%s: %s", x->name, x->help);
+            ok = false;
+        }
+    }
+    /* Names are checked before anything is evaluated, so each mistake is
+     * reported once and evaluation only meets well-formed expressions. */
+    int before = D(s)->errors;
+    for (const setting_spec *x = model_settings; ok && x->name; x++) {
+        int i = (int)(x - model_settings);
+        if (s->def[i] && (x->type == ST_INT || x->type == ST_REAL || x->type == ST_WIDTH))
+            resolve_number(p, deref(s, s->def[i]->value), x->type == ST_WIDTH);
+    }
+    if (D(s)->errors > before) ok = false;
+
+    if (ok) {
+        bool good = true;
+        m->vocab = int_setting(s, "vocab", &good);
+        m->context = int_setting(s, "context", &good);
+        m->d_model = int_setting(s, "d_model", &good);
+        m->layers = int_setting(s, "layers", &good);
+        m->heads = int_setting(s, "heads", &good);
+        m->quantum = int_setting(s, "quantum", &good);
+        m->chunk = int_setting(s, "chunk", &good);
+        m->norm_eps = real_setting(s, "norm_eps", &good);
+        m->rope_base = real_setting(s, "rope_base", &good);
+        m->inner_lr = real_setting(s, "inner_lr", &good);
+        m->mixer = (mixer_kind)choice_setting(s, "mixer", MIXER_ATTENTION, "mixer", &good);
+        m->mlp = (mlp_kind)choice_setting(s, "mlp", MLP_SWIGLU, "MLP kind", &good);
+        m->gate = (gate_kind)choice_setting(s, "gate", GATE_ELEMENTWISE, "gate kind", &good);
+        m->tie_embeddings = choice_setting(s, "tie_embeddings", 0, "boolean", &good) == 1;
+        m->warn_nonmonotone = choice_setting(s, "monotone", 1, "boolean", &good) == 1;
+        if (s->def[spec_index("head_dim")]) m->head_dim = int_setting(s, "head_dim", &good);
+        good &= read_budget(s, m);
+        good &= read_cms(s, m);
+        if (good) good = check_mixer_settings(s, m) && check_shape(s, m);
+        ok = good;
+    }
+    if (ok) ok = read_train(s, chain, nchain, m);
+    if (ok) ok = read_widths(s, m);
+    if (ok) ok = fit_widths(p->s, m, value_of(s, "d_ff")->loc,
+                            value_of(s, "budget") ? value_of(s, "budget")->loc : model->name_loc,
+                            loc_of(s, "quantum"));
+    free(chain);
+    eval_free(&s->ev);
+    free(s);
+    return ok;
+}

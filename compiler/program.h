@@ -1,0 +1,45 @@
+/* A program: the main .tlm file and every module it uses, parsed, with the
+ * global tables of schedules, params and models. Modules are found on a
+ * search path, loaded once each, and cycles between them are errors. */
+#ifndef TLM_PROGRAM_H
+#define TLM_PROGRAM_H
+
+#include "ast.h"
+#include "session.h"
+#include "symtab.h"
+
+typedef struct loaded_file {
+    char *realpath;          /* identity of the file */
+    int file;                /* source index */
+    bool loading;            /* on the stack of `use`s being followed */
+    item *items;
+} loaded_file;
+
+typedef struct program {
+    tlm_session *s;
+    int main_file;
+    const char *const *include_dirs;
+    int ninclude;
+    const char *stdlib_dir;
+
+    loaded_file *files;      /* in load order: a module before its user */
+    int nfiles, capfiles;
+
+    symtab schedules, params, models;  /* name -> item* */
+    symtab param_overrides;            /* name -> expr* from -D */
+} program;
+
+/* Loads and parses path and its modules and builds the tables. Returns false
+ * if the main file cannot be read (reported); syntax and name errors are
+ * reported through the session and counted there. */
+bool program_load(program *p, tlm_session *s, const char *path, const char *const *include_dirs,
+                  int ninclude, const char *stdlib_dir);
+/* Also loads from memory (the fuzzer); name is what diagnostics show. */
+bool program_load_text(program *p, tlm_session *s, const char *name, const char *text, size_t len,
+                       const char *stdlib_dir);
+void program_free(program *p);
+
+/* The items of the main file. */
+item *program_main_items(const program *p);
+
+#endif

@@ -1,0 +1,246 @@
+#include "report.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cost.h"
+#include "numfmt.h"
+#include "vocabulary.h"
+
+static int cmp_desc(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x < y) - (x > y);
+}
+
+int distinct_widths(const checked_model *m, int64_t *out) {
+    memcpy(out, m->widths, (size_t)m->layers * sizeof *out);
+    qsort(out, (size_t)m->layers, sizeof *out, cmp_desc);
+    int n = 0;
+    for (int64_t l = 0; l < m->layers; l++)
+        if (n == 0 || out[n - 1] != out[l]) out[n++] = out[l];
+    return n;
+}
+
+static int64_t *baseline_widths(const checked_model *m) {
+    int64_t *b = malloc((size_t)m->layers * sizeof *b);
+    for (int64_t l = 0; l < m->layers; l++) b[l] = m->budget_width;
+    return b;
+}
+
+static double mean_width(const checked_model *m) {
+    double s = 0;
+    for (int64_t l = 0; l < m->layers; l++) s += (double)m->widths[l];
+    return s / (double)m->layers;
+}
+
+static int64_t width_sum(const checked_model *m) {
+    int64_t s = 0;
+    for (int64_t l = 0; l < m->layers; l++) s += m->widths[l];
+    return s;
+}
+
+void report_summary(FILE *out, const checked_model *m) {
+    model_cost c = cost_of_model(m, m->widths);
+    int64_t *d = malloc((size_t)m->layers * sizeof *d);
+    int nd = distinct_widths(m, d);
+    char p[32];
+    fprintf(out, "%s: %lld layers, d_ff %lld..%lld (%d distinct), %s params", m->name,
+            (long long)m->layers, (long long)d[nd - 1], (long long)d[0], nd,
+            fmt_int(p, sizeof p, c.total_params, 0));
+    if (m->has_budget) fprintf(out, ", budget uniform(%lld) met exactly", (long long)m->budget_width);
+    fputc('\n', out);
+    free(d);
+}
+
+static const char *mixer_title(const checked_model *m) {
+    switch (m->mixer) {
+    case MIXER_ATTENTION: return "Transformer";
+    case MIXER_GATED_ATTENTION: return "Gated Attention";
+    case MIXER_TITANS: return "Titans";
+    case MIXER_HOPE_ATTENTION: return "Hope-attention";
+    }
+    return "?";
+}
+
+static void cost_row(FILE *out, const char *what, int64_t got, int64_t base, bool has_base) {
+    char a[32], b[32], c[32];
+    if (has_base)
+        fprintf(out, "  %-22s %15s %15s %13s\n", what, fmt_int(a, sizeof a, got, 0),
+                fmt_int(b, sizeof b, base, 0), fmt_int(c, sizeof c, got - base, 1));
+    else
+        fprintf(out, "  %-22s %15s\n", what, fmt_int(a, sizeof a, got, 0));
+}
+
+void report_text(FILE *out, const checked_model *m) {
+    char a[32], b[32];
+    fprintf(out, "model %s: %s (%s, %s), %lld layers, d_model %lld, %lld heads of %lld, vocab %lld, "
+            "context %lld, quantum %lld%s\n",
+            m->name, mixer_title(m), mixer_names[m->mixer], mlp_names[m->mlp], (long long)m->layers,
+            (long long)m->d_model, (long long)m->heads, (long long)m->head_dim, (long long)m->vocab,
+            (long long)m->context, (long long)m->quantum, m->tie_embeddings ? ", tied embeddings" : "");
+    if (m->mixer == MIXER_HOPE_ATTENTION) {
+        fprintf(out, "  CMS levels: %d, update periods [", m->ncms);
+        for (int i = 0; i < m->ncms; i++) fprintf(out, "%s%lld", i ? ", " : "", (long long)m->cms[i]);
+        fprintf(out, "]; every level has the layer's width\n");
+    }
+    model_cost c = cost_of_model(m, m->widths);
+    double ref = m->has_budget ? (double)m->budget_width : mean_width(m);
+    fprintf(out, "  %5s %8s %6s %15s %17s %7s\n", "layer", "d_ff", m->has_budget ? "ratio" : "/mean",
+            "MLP params", "MLP FLOP/token", "share");
+    for (int64_t l = 0; l < m->layers; l++) {
+        layer_cost lc = cost_of_layer(m, m->widths[l]);
+        fprintf(out, "  %5lld %8lld %6.3f %15s %17s %6.2f%%\n", (long long)l, (long long)m->widths[l],
+                (double)m->widths[l] / ref, fmt_int(a, sizeof a, lc.mlp_params, 0),
+                fmt_int(b, sizeof b, (int64_t)lc.mlp_flops, 0),
+                100.0 * (double)lc.mlp_params / (double)c.mlp_params);
+    }
+    fprintf(out, "  %5s %8lld %6s %15s %17s %6.2f%%\n", "sum", (long long)width_sum(m), "",
+            fmt_int(a, sizeof a, c.mlp_params, 0), fmt_int(b, sizeof b, (int64_t)c.mlp_flops, 0), 100.0);
+
+    model_cost base = c;
+    if (m->has_budget) {
+        int64_t *bw = baseline_widths(m);
+        base = cost_of_model(m, bw);
+        free(bw);
+        int64_t target = m->layers * m->budget_width;
+        fprintf(out, "  budget uniform(%lld): widths sum to %s = %lld x %lld, met exactly\n",
+                (long long)m->budget_width, fmt_int(a, sizeof a, width_sum(m), 0),
+                (long long)m->layers, (long long)m->budget_width);
+        (void)target;
+        fprintf(out, "  %-22s %15s %15s %13s\n", "", "this model", "baseline", "difference");
+    } else {
+        fprintf(out, "  budget: none (no baseline to compare with)\n");
+    }
+    bool hb = m->has_budget;
+    cost_row(out, "params: MLP", c.mlp_params, base.mlp_params, hb);
+    cost_row(out, "params: mixers", c.mixer_params, base.mixer_params, hb);
+    cost_row(out, "params: norms", c.norm_params + c.final_norm_params,
+             base.norm_params + base.final_norm_params, hb);
+    cost_row(out, "params: embedding", c.embed_params, base.embed_params, hb);
+    cost_row(out, m->tie_embeddings ? "params: head (tied)" : "params: head", c.head_params,
+             base.head_params, hb);
+    cost_row(out, "params: total", c.total_params, base.total_params, hb);
+    cost_row(out, "FLOP/token: forward", (int64_t)c.total_flops, (int64_t)base.total_flops, hb);
+    cost_row(out, "FLOP/token: training", (int64_t)(3 * c.total_flops), (int64_t)(3 * base.total_flops), hb);
+
+    int64_t *d = malloc((size_t)m->layers * sizeof *d);
+    int nd = distinct_widths(m, d);
+    fprintf(out, "  distinct widths: %d (", nd);
+    for (int i = 0; i < nd; i++) fprintf(out, "%s%lld", i ? ", " : "", (long long)d[i]);
+    fprintf(out, ") -> %d MLP kernel specialisation%s\n", nd, nd == 1 ? "" : "s");
+    free(d);
+}
+
+void report_json_begin(FILE *out) { fputs("{\"models\": [", out); }
+void report_json_end(FILE *out) { fputs("\n]}\n", out); }
+
+static void json_cost(FILE *out, const char *key, const model_cost *c) {
+    fprintf(out, ",\n   \"%s\": {\"params\": %lld, \"mlp_params\": %lld, \"mixer_params\": %lld, "
+            "\"norm_params\": %lld, \"embed_params\": %lld, \"head_params\": %lld, "
+            "\"flops_per_token_forward\": %.0f, \"flops_per_token_training\": %.0f}",
+            key, (long long)c->total_params, (long long)c->mlp_params, (long long)c->mixer_params,
+            (long long)(c->norm_params + c->final_norm_params), (long long)c->embed_params,
+            (long long)c->head_params, c->total_flops, 3 * c->total_flops);
+}
+
+void report_json_model(FILE *out, const checked_model *m, int index) {
+    fprintf(out, "%s\n  {\"name\": \"%s\", \"mixer\": \"%s\", \"mlp\": \"%s\", \"layers\": %lld, "
+            "\"d_model\": %lld, \"heads\": %lld, \"head_dim\": %lld, \"vocab\": %lld, \"context\": %lld, "
+            "\"quantum\": %lld, \"tie_embeddings\": %s,\n   \"budget\": ",
+            index ? "," : "", m->name, mixer_names[m->mixer], mlp_names[m->mlp], (long long)m->layers,
+            (long long)m->d_model, (long long)m->heads, (long long)m->head_dim, (long long)m->vocab,
+            (long long)m->context, (long long)m->quantum, m->tie_embeddings ? "true" : "false");
+    if (m->has_budget) fprintf(out, "{\"uniform\": %lld}", (long long)m->budget_width);
+    else fputs("null", out);
+    fputs(",\n   \"layers_table\": [", out);
+    for (int64_t l = 0; l < m->layers; l++) {
+        layer_cost lc = cost_of_layer(m, m->widths[l]);
+        fprintf(out, "%s\n    {\"layer\": %lld, \"d_ff\": %lld, \"d_ff_exact\": %.17g, \"mlp_params\": %lld, "
+                "\"mlp_flops_per_token\": %.0f, \"mixer_params\": %lld}",
+                l ? "," : "", (long long)l, (long long)m->widths[l], m->raw_widths[l],
+                (long long)lc.mlp_params, lc.mlp_flops, (long long)lc.mixer_params);
+    }
+    fputs("]", out);
+    model_cost c = cost_of_model(m, m->widths);
+    json_cost(out, "totals", &c);
+    if (m->has_budget) {
+        int64_t *bw = baseline_widths(m);
+        model_cost base = cost_of_model(m, bw);
+        free(bw);
+        json_cost(out, "baseline", &base);
+    }
+    int64_t *d = malloc((size_t)m->layers * sizeof *d);
+    int nd = distinct_widths(m, d);
+    fputs(",\n   \"distinct_widths\": [", out);
+    for (int i = 0; i < nd; i++) fprintf(out, "%s%lld", i ? ", " : "", (long long)d[i]);
+    fputs("]", out);
+    free(d);
+    const train_config *t = &m->train;
+    fprintf(out, ",\n   \"train\": {\"batch\": %lld, \"context\": %lld, \"steps\": %lld, "
+            "\"optimizer\": \"%s\", \"lr\": %.17g, \"betas\": [%.17g, %.17g], \"eps\": %.17g, "
+            "\"weight_decay\": %.17g, \"momentum\": %.17g, \"lr_schedule\": \"%s\", \"warmup\": %lld, "
+            "\"min_lr\": %.17g, \"seed\": %llu, \"grad_clip\": %.17g, \"accumulate\": %lld, "
+            "\"eval_every\": %lld, \"eval_batches\": %lld, \"ckpt_every\": %lld, \"log_every\": %lld}}",
+            (long long)t->batch, (long long)t->context, (long long)t->steps,
+            t->optimizer == OPT_ADAMW ? "adamw" : "sgd", t->lr, t->beta1, t->beta2, t->eps,
+            t->weight_decay, t->momentum,
+            t->lr_schedule == LR_COSINE ? "cosine" : t->lr_schedule == LR_LINEAR ? "linear" : "constant",
+            (long long)t->warmup, t->min_lr < 0 ? t->lr / 10 : t->min_lr, (unsigned long long)t->seed,
+            t->grad_clip, (long long)t->accumulate, (long long)t->eval_every,
+            (long long)t->eval_batches, (long long)t->ckpt_every, (long long)t->log_every);
+}
+
+/* A plain SVG line chart: width (relative to the baseline or the mean) on
+ * the y axis, layer on the x axis, one line per model. */
+bool report_svg(const char *path, const checked_model *const *models, int n) {
+    FILE *f = fopen(path, "w");
+    if (!f) return false;
+    const double W = 640, H = 400, left = 60, right = 150, top = 30, bottom = 50;
+    double ymax = 0;
+    int64_t lmax = 1;
+    for (int i = 0; i < n; i++) {
+        const checked_model *m = models[i];
+        double ref = m->has_budget ? (double)m->budget_width : mean_width(m);
+        for (int64_t l = 0; l < m->layers; l++)
+            if ((double)m->widths[l] / ref > ymax) ymax = (double)m->widths[l] / ref;
+        if (m->layers - 1 > lmax) lmax = m->layers - 1;
+    }
+    ymax = ceil(ymax * 4 + 0.5) / 4;
+    double pw = W - left - right, ph = H - top - bottom;
+    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+            "font-family=\"sans-serif\" font-size=\"12\">\n", W, H);
+    fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
+    fprintf(f, "<text x=\"%.0f\" y=\"18\" font-size=\"14\">MLP width against depth</text>\n", left);
+    for (int k = 0; k <= (int)(ymax * 4 + 0.5); k++) {
+        double v = k * 0.25, y = top + ph - v / ymax * ph;
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", left, y,
+                left + pw, y);
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%.2f</text>\n", left - 6, y + 4, v);
+    }
+    for (int64_t l = 0; l <= lmax; l += lmax > 12 ? lmax / 12 + 1 : 1) {
+        double x = left + (double)l / (double)lmax * pw;
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%lld</text>\n", x, top + ph + 18,
+                (long long)l);
+    }
+    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">layer</text>\n", left + pw / 2, H - 10);
+    fprintf(f, "<text transform=\"translate(16,%.1f) rotate(-90)\" text-anchor=\"middle\">"
+            "d_ff / baseline</text>\n", top + ph / 2);
+    static const char *colors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"};
+    for (int i = 0; i < n; i++) {
+        const checked_model *m = models[i];
+        double ref = m->has_budget ? (double)m->budget_width : mean_width(m);
+        const char *color = colors[i % 6];
+        fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", color);
+        for (int64_t l = 0; l < m->layers; l++) {
+            double x = left + (m->layers > 1 ? (double)l / (double)lmax : 0) * pw;
+            double y = top + ph - (double)m->widths[l] / ref / ymax * ph;
+            fprintf(f, "%.1f,%.1f ", x, y);
+        }
+        fprintf(f, "\"/>\n");
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" fill=\"%s\">%s</text>\n", left + pw + 10,
+                top + 16.0 * (i + 1), color, m->name);
+    }
+    fprintf(f, "</svg>\n");
+    return fclose(f) == 0;
+}

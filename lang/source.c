@@ -1,0 +1,125 @@
+#include "source.h"
+#include "utf8.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static char *xstrdup(const char *s) {
+    char *p = strdup(s ? s : "");
+    if (!p) { fputs("out of memory\n", stderr); exit(3); }
+    return p;
+}
+
+void source_table_free(source_table *t) {
+    for (int i = 0; i < t->count; i++) {
+        source *s = t->files[i];
+        free(s->name);
+        free(s->path);
+        free(s->text);
+        free(s->line_starts);
+        free(s);
+    }
+    free(t->files);
+    t->files = NULL;
+    t->count = t->cap = 0;
+}
+
+int source_add(source_table *t, const char *name, const char *path, char *text, size_t len) {
+    if (t->count == t->cap) {
+        t->cap = t->cap ? 2 * t->cap : 8;
+        source **files = realloc(t->files, (size_t)t->cap * sizeof *files);
+        if (!files) { fputs("out of memory\n", stderr); exit(3); }
+        t->files = files;
+    }
+    source *s = calloc(1, sizeof *s);
+    if (!s) { fputs("out of memory\n", stderr); exit(3); }
+    s->name = xstrdup(name);
+    s->path = xstrdup(path ? path : name);
+    s->text = text;
+    s->len = len;
+    t->files[t->count] = s;
+    return t->count++;
+}
+
+int source_load(source_table *t, const char *name, const char *path, const char **why) {
+    FILE *f = fopen(path, "rb");
+    if (!f) { *why = strerror(errno); return -1; }
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0) { *why = strerror(errno); fclose(f); return -1; }
+    if (S_ISDIR(st.st_mode)) { *why = "is a directory"; fclose(f); return -1; }
+    /* Read in chunks rather than trusting st_size: pipes and /proc files
+     * report 0, and a file may change while we read it. */
+    size_t cap = st.st_size > 0 ? (size_t)st.st_size + 1 : 4096, len = 0;
+    char *buf = malloc(cap);
+    if (!buf) { *why = "out of memory"; fclose(f); return -1; }
+    for (;;) {
+        if (len + 1 >= cap) {
+            if (cap > TLM_MAX_SOURCE_BYTES) {
+                *why = "file too large (the limit is 64 MiB)";
+                free(buf);
+                fclose(f);
+                return -1;
+            }
+            char *nb = realloc(buf, cap * 2);
+            if (!nb) { *why = "out of memory"; free(buf); fclose(f); return -1; }
+            buf = nb;
+            cap *= 2;
+        }
+        size_t n = fread(buf + len, 1, cap - 1 - len, f);
+        len += n;
+        if (n == 0) break;
+    }
+    if (ferror(f)) { *why = strerror(errno); free(buf); fclose(f); return -1; }
+    fclose(f);
+    if (len > TLM_MAX_SOURCE_BYTES) {
+        *why = "file too large (the limit is 64 MiB)";
+        free(buf);
+        return -1;
+    }
+    buf[len] = '\0';
+    return source_add(t, name, path, buf, len);
+}
+
+static void build_lines(source *s) {
+    size_t n = 1;
+    for (size_t i = 0; i < s->len; i++) n += s->text[i] == '\n';
+    s->line_starts = malloc(n * sizeof *s->line_starts);
+    if (!s->line_starts) { fputs("out of memory\n", stderr); exit(3); }
+    size_t k = 0;
+    s->line_starts[k++] = 0;
+    for (size_t i = 0; i < s->len; i++)
+        if (s->text[i] == '\n') s->line_starts[k++] = (uint32_t)(i + 1);
+    s->nlines = n;
+}
+
+void source_position(source *s, uint32_t offset, unsigned *line, unsigned *col) {
+    if (!s->line_starts) build_lines(s);
+    if (offset > s->len) offset = (uint32_t)s->len;
+    size_t lo = 0, hi = s->nlines;               /* last start <= offset */
+    while (hi - lo > 1) {
+        size_t mid = (lo + hi) / 2;
+        if (s->line_starts[mid] <= offset) lo = mid; else hi = mid;
+    }
+    *line = (unsigned)lo + 1;
+    unsigned c = 1;
+    const char *p = s->text + s->line_starts[lo], *end = s->text + offset;
+    while (p < end) {
+        int32_t cp;
+        p += utf8_unit(p, s->text + s->len, &cp);
+        c++;
+    }
+    *col = c;
+}
+
+const char *source_line(source *s, unsigned line, size_t *len) {
+    if (!s->line_starts) build_lines(s);
+    if (line < 1 || line > s->nlines) { *len = 0; return ""; }
+    uint32_t b = s->line_starts[line - 1];
+    uint32_t e = line < s->nlines ? s->line_starts[line] - 1 : (uint32_t)s->len;
+    if (e > b && s->text[e - 1] == '\r') e--;
+    *len = e - b;
+    return s->text + b;
+}

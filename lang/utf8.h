@@ -1,0 +1,35 @@
+/* One display unit of source text: a well-formed UTF-8 sequence, or a single
+ * byte that is not part of one. Columns in diagnostics count these units, so
+ * carets line up under any text, valid or not. */
+#ifndef TLM_UTF8_H
+#define TLM_UTF8_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Bytes in the unit at p (1..4, never past end); *cp gets the code point, or
+ * -1 for a stray byte. */
+static inline size_t utf8_unit(const char *p, const char *end, int32_t *cp) {
+    const unsigned char *s = (const unsigned char *)p;
+    size_t avail = (size_t)(end - p);
+    unsigned c = s[0];
+    if (c < 0x80) { *cp = (int32_t)c; return 1; }
+    size_t n = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c < 0xE0 ? 2 : 0;
+    if (n == 0 || c > 0xF4 || avail < n) { *cp = -1; return 1; }
+    uint32_t v = c & (0xFF >> (n + 1));
+    for (size_t i = 1; i < n; i++) {
+        if ((s[i] & 0xC0) != 0x80) { *cp = -1; return 1; }
+        v = (v << 6) | (s[i] & 0x3F);
+    }
+    /* Reject overlong forms, surrogates and values past U+10FFFF. */
+    if ((n == 3 && v < 0x800) || (n == 4 && (v < 0x10000 || v > 0x10FFFF)) ||
+        (v >= 0xD800 && v <= 0xDFFF)) {
+        *cp = -1;
+        return 1;
+    }
+    *cp = (int32_t)v;
+    return n;
+}
+
+#endif

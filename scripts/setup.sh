@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Installs everything tlm needs on Debian 12 (as root, or with sudo), skipping
+# what is already present, then configures and builds into ./build.
+#   scripts/setup.sh            install + build
+#   scripts/setup.sh --no-build install only
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(
+  build-essential cmake ninja-build pkg-config re2c bison
+  llvm-19-dev clang-19 lld-19 libclang-rt-19-dev libomp-19-dev
+  libzstd-dev libopenblas-dev
+  python3 python3-torch python3-numpy
+  vim-nox emacs-nox valgrind
+)
+if ! command -v npm >/dev/null 2>&1; then packages+=(nodejs npm); fi
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  sudo=""
+  if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+else
+  echo "setup: all system packages present"
+fi
+
+# Editor tests use npm packages installed locally (never globally).
+if [ -f editors/vscode/package.json ] && [ ! -d editors/vscode/node_modules ]; then
+  echo "setup: installing npm packages for the editor tests"
+  (cd editors/vscode && npm ci --no-audit --no-fund --loglevel=error)
+fi
+
+if [ "${1:-}" = "--no-build" ]; then exit 0; fi
+gen=()
+if command -v ninja >/dev/null 2>&1; then gen=(-G Ninja); fi
+if [ ! -f build/CMakeCache.txt ]; then
+  cmake -S . -B build "${gen[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+fi
+cmake --build build -j"$(nproc)"
