@@ -23,6 +23,7 @@ typedef struct scope {
     int state[MAX_SETTINGS];
     double value[MAX_SETTINGS];
     evaluator ev;
+    tlm_loc train_context_loc;     /* where the training context was set */
 } scope;
 
 static diag_engine *D(scope *s) { return &s->p->s->diag; }
@@ -141,20 +142,24 @@ static bool check_range(scope *s, const setting_spec *x, tlm_loc loc, double v, 
     return false;
 }
 
+static bool check_whole(scope *s, const setting_spec *x, tlm_loc loc, double v) {
+    if (v == floor(v)) return true;
+    diag_error(D(s), loc, "%s must be a whole number, not %.17g", x->name, v);
+    return false;
+}
+
 static bool read_number_expr(scope *s, const setting_spec *x, const expr *e, double *out,
                              const char *owner) {
     double v;
     if (!eval_number(&s->ev, e, &v)) return false;
-    if (x->type == ST_INT && v != floor(v)) {
-        diag_error(D(s), e->loc, "%s%s must be a whole number, not %.17g", owner, x->name, v);
-        return false;
-    }
+    if (x->type == ST_INT && !check_whole(s, x, e->loc, v)) return false;
     if (!check_range(s, x, e->loc, v, owner)) return false;
     *out = v;
     return true;
 }
 
-/* One of a fixed set of names: a mixer, an MLP kind, true/false, ... */
+/* One of a fixed set of names: a mixer, an MLP kind, true/false, ...
+ * what: "mixer", "MLP kind", ...; NULL for booleans. */
 static int read_choice(scope *s, const setting_spec *x, const expr *e0, const char *what) {
     const expr *e = deref(s, e0);
     const char *const *choices = x->choices;
@@ -163,19 +168,23 @@ static int read_choice(scope *s, const setting_spec *x, const expr *e0, const ch
     for (int i = 0; choices[i]; i++)
         n += (size_t)snprintf(list + n, sizeof list - n, "%s%s", i ? ", " : "", choices[i]);
     if (e->kind != EX_NAME) {
-        diag_error(D(s), e0->loc, "expected %s name, found %s", what, describe_value(e));
-        diag_hint(D(s), "%s is one of: %s", x->name, list);
+        if (what) diag_error(D(s), e0->loc, "expected %s %s, found %s", strchr("aeiouAEIOU", what[0]) ? "an" : "a",
+                             what, describe_value(e));
+        else diag_error(D(s), e0->loc, "expected true or false, found %s", describe_value(e));
+        if (what) diag_hint(D(s), "%s is one of: %s", x->name, list);
         return -1;
     }
     int i = name_index(choices, e->text);
     if (i >= 0) return i;
-    diag_error(D(s), e0->loc, "unknown %s `%s`", what, e->text);
+    if (what) diag_error(D(s), e0->loc, "unknown %s `%s`", what, e->text);
+    else diag_error(D(s), e0->loc, "expected true or false, found `%s`", e->text);
+    if (!what) return -1;
     suggester sg;
     suggest_begin(&sg, e->text);
     suggest_list(&sg, choices);
     const char *best = suggest_result(&sg);
     if (best) diag_hint(D(s), "did you mean `%s`?", best);
-    else diag_hint(D(s), "%s is one of: %s", x->name, list);
+    diag_hint(D(s), "%s is one of: %s", x->name, list);
     return -1;
 }
 
@@ -187,32 +196,31 @@ static bool checked_number(scope *s, const setting_spec *x, const expr *e, doubl
     return read_number_expr(s, x, e, out, "");
 }
 
-static int64_t int_setting(scope *s, const char *name, bool *ok) {
+/* A numeric setting, evaluated once through lookup() (which also finds
+ * settings defined in terms of each other), then checked against its type. */
+static bool numeric_setting(scope *s, const char *name, double *v) {
     int i = spec_index(name);
-    double v;
-    if (!s->def[i]) {
-        if (default_number(s, name, &v)) return (int64_t)v;
-        return 0;
-    }
-    if (!read_number_expr(s, &model_settings[i], s->def[i]->value, &v, "")) {
+    if (!s->def[i]) return default_number(s, name, v);
+    bool found;
+    const setting_spec *x = &model_settings[i];
+    tlm_loc loc = s->def[i]->value->loc;
+    if (!lookup(s, name, loc, v, &found) || !found ||
+        (x->type == ST_INT && !check_whole(s, x, loc, *v)) || !check_range(s, x, loc, *v, "")) {
         inherited_note(s, name);
-        *ok = false;
-        return 0;
+        return false;
     }
+    return true;
+}
+
+static int64_t int_setting(scope *s, const char *name, bool *ok) {
+    double v = 0;
+    if (!numeric_setting(s, name, &v)) *ok = false;
     return (int64_t)v;
 }
 
 static double real_setting(scope *s, const char *name, bool *ok) {
-    int i = spec_index(name);
     double v = 0;
-    if (!s->def[i]) {
-        default_number(s, name, &v);
-        return v;
-    }
-    if (!read_number_expr(s, &model_settings[i], s->def[i]->value, &v, "")) {
-        inherited_note(s, name);
-        *ok = false;
-    }
+    if (!numeric_setting(s, name, &v)) *ok = false;
     return v;
 }
 
@@ -230,7 +238,11 @@ static int choice_setting(scope *s, const char *name, int fallback, const char *
 
 /* ---- collecting the settings along the inheritance chain ---- */
 
-static bool collect_settings(scope *s, const item *model, const item **chain, int *nchain) {
+/* *chain_ok: the inheritance chain itself is sound (else nothing else can be
+ * checked); returns false if any setting was rejected. */
+static bool collect_settings(scope *s, const item *model, const item **chain, int *nchain,
+                             bool *chain_ok) {
+    *chain_ok = false;
     program *p = s->p;
     int n = 0;
     int limit = (int)p->models.count + 1;
@@ -258,6 +270,7 @@ static bool collect_settings(scope *s, const item *model, const item **chain, in
         m = parent;
     }
     *nchain = n + 1;
+    *chain_ok = true;
     bool ok = true;
     for (int k = *nchain - 1; k >= 0; k--) {        /* root first: the child overrides */
         const item *m = chain[k];
@@ -468,7 +481,10 @@ static bool apply_train_block(scope *s, const item *block, train_config *t, cons
         if (!checked_number(s, spec, x->value, &v)) { ok = false; continue; }
         const char *n = spec->name;
         if      (!strcmp(n, "batch")) t->batch = (int64_t)v;
-        else if (!strcmp(n, "context")) t->context = (int64_t)v;
+        else if (!strcmp(n, "context")) {
+            t->context = (int64_t)v;
+            s->train_context_loc = x->value->loc;
+        }
         else if (!strcmp(n, "steps")) t->steps = (int64_t)v;
         else if (!strcmp(n, "seed")) t->seed = (uint64_t)v;
         else if (!strcmp(n, "grad_clip")) t->grad_clip = v;
@@ -499,7 +515,7 @@ static bool read_train(scope *s, const item **chain, int nchain, checked_model *
         ok &= apply_train_block(s, chain[k]->train, &m->train, level);
     }
     if (ok && m->train.context > m->context) {
-        diag_error(D(s), s->model->name_loc,
+        diag_error(D(s), s->train_context_loc,
                    "the training context (%lld) is longer than the model's context (%lld)",
                    (long long)m->train.context, (long long)m->context);
         ok = false;
@@ -623,7 +639,7 @@ static bool check_shape(scope *s, checked_model *m) {
     return ok;
 }
 
-bool check_model(program *p, const item *model, checked_model *m) {
+bool check_model(program *p, const item *model, checked_model *m, bool names_only) {
     scope *s = calloc(1, sizeof *s);
     if (!s) return false;
     s->p = p;
@@ -637,25 +653,40 @@ bool check_model(program *p, const item *model, checked_model *m) {
     int nmodels = (int)p->models.count + 2;
     const item **chain = calloc((size_t)nmodels, sizeof *chain);
     int nchain = 0;
-    bool ok = chain && collect_settings(s, model, chain, &nchain);
+    bool chain_ok = true;
+    bool ok = chain && collect_settings(s, model, chain, &nchain, &chain_ok);
+    if (!chain_ok) names_only = false;          /* nothing more to look at */
+    else if (!ok) names_only = true;
 
-    for (const setting_spec *x = model_settings; ok && x->name; x++) {
+    bool complete = true;
+    for (const setting_spec *x = model_settings; ok && !names_only && x->name; x++) {
         int i = (int)(x - model_settings);
         if (x->required && !s->def[i]) {
             diag_error(D(s), model->name_loc, "model `%s` does not set `%s`", model->name, x->name);
             diag_hint(D(s), "%s: %s", x->name, x->help);
-            ok = false;
+            complete = false;
         }
     }
+    ok &= complete;
     /* Names are checked before anything is evaluated, so each mistake is
      * reported once and evaluation only meets well-formed expressions. */
     int before = D(s)->errors;
-    for (const setting_spec *x = model_settings; ok && x->name; x++) {
+    for (const setting_spec *x = model_settings; (ok || names_only) && x->name; x++) {
         int i = (int)(x - model_settings);
         if (s->def[i] && (x->type == ST_INT || x->type == ST_REAL || x->type == ST_WIDTH))
             resolve_number(p, deref(s, s->def[i]->value), x->type == ST_WIDTH);
     }
     if (D(s)->errors > before) ok = false;
+    if (names_only) {
+        /* After syntax errors: report what can be known without evaluating. */
+        bool good = true;
+        choice_setting(s, "mixer", MIXER_ATTENTION, "mixer", &good);
+        choice_setting(s, "mlp", MLP_SWIGLU, "MLP kind", &good);
+        choice_setting(s, "gate", GATE_ELEMENTWISE, "gate kind", &good);
+        choice_setting(s, "tie_embeddings", 0, NULL, &good);
+        choice_setting(s, "monotone", 1, NULL, &good);
+        ok = false;
+    }
 
     if (ok) {
         bool good = true;
@@ -672,8 +703,8 @@ bool check_model(program *p, const item *model, checked_model *m) {
         m->mixer = (mixer_kind)choice_setting(s, "mixer", MIXER_ATTENTION, "mixer", &good);
         m->mlp = (mlp_kind)choice_setting(s, "mlp", MLP_SWIGLU, "MLP kind", &good);
         m->gate = (gate_kind)choice_setting(s, "gate", GATE_ELEMENTWISE, "gate kind", &good);
-        m->tie_embeddings = choice_setting(s, "tie_embeddings", 0, "boolean", &good) == 1;
-        m->warn_nonmonotone = choice_setting(s, "monotone", 1, "boolean", &good) == 1;
+        m->tie_embeddings = choice_setting(s, "tie_embeddings", 0, NULL, &good) == 1;
+        m->warn_nonmonotone = choice_setting(s, "monotone", 1, NULL, &good) == 1;
         if (s->def[spec_index("head_dim")]) m->head_dim = int_setting(s, "head_dim", &good);
         good &= read_budget(s, m);
         good &= read_cms(s, m);

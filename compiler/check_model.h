@@ -9,7 +9,9 @@
 #include "model.h"
 #include "program.h"
 
-/* Returns false if the model has errors (reported). */
-bool check_model(program *p, const item *model, checked_model *out);
+/* Returns false if the model has errors (reported). names_only: the file had
+ * syntax errors, so only report what needs no evaluation (unknown settings,
+ * names, mixers) and return false. */
+bool check_model(program *p, const item *model, checked_model *out, bool names_only);
 
 #endif

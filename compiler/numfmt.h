@@ -4,6 +4,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 /* Writes v with thousands separators; sign: also print + for positive. */
 static inline const char *fmt_int(char *buf, size_t n, int64_t v, int sign) {
@@ -20,6 +21,15 @@ static inline const char *fmt_int(char *buf, size_t n, int64_t v, int sign) {
     else if (sign && v > 0 && j + 1 < n) buf[j++] = '+';
     while (k > 0 && j + 1 < n) buf[j++] = digits[--k];
     buf[j] = '\0';
+    return buf;
+}
+
+/* The shortest decimal that reads back as the same double (for JSON). */
+static inline const char *fmt_real(char *buf, size_t n, double v) {
+    for (int digits = 6; digits <= 17; digits++) {
+        snprintf(buf, n, "%.*g", digits, v);
+        if (strtod(buf, NULL) == v) break;
+    }
     return buf;
 }
 

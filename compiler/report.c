@@ -156,9 +156,10 @@ void report_json_model(FILE *out, const checked_model *m, int index) {
     fputs(",\n   \"layers_table\": [", out);
     for (int64_t l = 0; l < m->layers; l++) {
         layer_cost lc = cost_of_layer(m, m->widths[l]);
-        fprintf(out, "%s\n    {\"layer\": %lld, \"d_ff\": %lld, \"d_ff_exact\": %.17g, \"mlp_params\": %lld, "
+        char raw[40];
+        fprintf(out, "%s\n    {\"layer\": %lld, \"d_ff\": %lld, \"d_ff_exact\": %s, \"mlp_params\": %lld, "
                 "\"mlp_flops_per_token\": %.0f, \"mixer_params\": %lld}",
-                l ? "," : "", (long long)l, (long long)m->widths[l], m->raw_widths[l],
+                l ? "," : "", (long long)l, (long long)m->widths[l], fmt_real(raw, sizeof raw, m->raw_widths[l]),
                 (long long)lc.mlp_params, lc.mlp_flops, (long long)lc.mixer_params);
     }
     fputs("]", out);
@@ -177,18 +178,21 @@ void report_json_model(FILE *out, const checked_model *m, int index) {
     fputs("]", out);
     free(d);
     const train_config *t = &m->train;
+    char r[8][40];
     fprintf(out, ",\n   \"train\": {\"batch\": %lld, \"context\": %lld, \"steps\": %lld, "
-            "\"optimizer\": \"%s\", \"lr\": %.17g, \"betas\": [%.17g, %.17g], \"eps\": %.17g, "
-            "\"weight_decay\": %.17g, \"momentum\": %.17g, \"lr_schedule\": \"%s\", \"warmup\": %lld, "
-            "\"min_lr\": %.17g, \"seed\": %llu, \"grad_clip\": %.17g, \"accumulate\": %lld, "
+            "\"optimizer\": \"%s\", \"lr\": %s, \"betas\": [%s, %s], \"eps\": %s, "
+            "\"weight_decay\": %s, \"momentum\": %s, \"lr_schedule\": \"%s\", \"warmup\": %lld, "
+            "\"min_lr\": %s, \"seed\": %llu, \"grad_clip\": %s, \"accumulate\": %lld, "
             "\"eval_every\": %lld, \"eval_batches\": %lld, \"ckpt_every\": %lld, \"log_every\": %lld}}",
             (long long)t->batch, (long long)t->context, (long long)t->steps,
-            t->optimizer == OPT_ADAMW ? "adamw" : "sgd", t->lr, t->beta1, t->beta2, t->eps,
-            t->weight_decay, t->momentum,
+            t->optimizer == OPT_ADAMW ? "adamw" : "sgd", fmt_real(r[0], 40, t->lr),
+            fmt_real(r[1], 40, t->beta1), fmt_real(r[2], 40, t->beta2), fmt_real(r[3], 40, t->eps),
+            fmt_real(r[4], 40, t->weight_decay), fmt_real(r[5], 40, t->momentum),
             t->lr_schedule == LR_COSINE ? "cosine" : t->lr_schedule == LR_LINEAR ? "linear" : "constant",
-            (long long)t->warmup, t->min_lr < 0 ? t->lr / 10 : t->min_lr, (unsigned long long)t->seed,
-            t->grad_clip, (long long)t->accumulate, (long long)t->eval_every,
-            (long long)t->eval_batches, (long long)t->ckpt_every, (long long)t->log_every);
+            (long long)t->warmup, fmt_real(r[6], 40, t->min_lr < 0 ? t->lr / 10 : t->min_lr),
+            (unsigned long long)t->seed, fmt_real(r[7], 40, t->grad_clip), (long long)t->accumulate,
+            (long long)t->eval_every, (long long)t->eval_batches, (long long)t->ckpt_every,
+            (long long)t->log_every);
 }
 
 /* A plain SVG line chart: width (relative to the baseline or the mean) on

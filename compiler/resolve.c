@@ -216,15 +216,19 @@ enum { WHITE = 0, GREY = 1, BLACK = 2 };
 
 /* Depth-first search with an explicit stack: a chain of a hundred thousand
  * schedules must not overflow the C stack. */
-static void find_cycles(program *p, const symtab *table) {
+static void find_cycles(program *p, item_kind kind) {
     diag_engine *d = &p->s->diag;
     symtab color = {0};
     typedef struct { item *it; edges es; int next; } dfs_frame;
     dfs_frame *stack = NULL;
     int depth = 0, cap = 0;
-    for (size_t i = 0; i < table->cap; i++) {
-        item *root = table->keys[i] ? table->values[i] : NULL;
-        if (!root || symtab_get(&color, root->name)) continue;
+    /* Roots in source order, so the report does not depend on hashing. */
+    for (int f = 0; f < p->nfiles; f++)
+    for (item *root = p->files[f].items; root; root = root->next) {
+        const symtab *table = kind == IT_SCHEDULE ? &p->schedules : &p->params;
+        if (root->kind != kind || !root->name || symtab_get(table, root->name) != root ||
+            symtab_get(&color, root->name))
+            continue;
         symtab_set(&color, root->name, (void *)GREY);
         if (depth == cap) {
             cap = cap ? 2 * cap : 64;
@@ -307,6 +311,6 @@ void resolve_program(program *p) {
             }
         }
     }
-    find_cycles(p, &p->schedules);
-    find_cycles(p, &p->params);
+    find_cycles(p, IT_SCHEDULE);
+    find_cycles(p, IT_PARAM);
 }

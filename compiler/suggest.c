@@ -36,7 +36,9 @@ void suggest_begin(suggester *s, const char *word) {
 void suggest_consider(suggester *s, const char *candidate) {
     if (!candidate || strcmp(candidate, s->word) == 0) return;
     size_t d = distance(s->word, candidate);
-    if (d < s->best_distance) {
+    /* Ties go to the alphabetically first, so the hint never depends on the
+     * order candidates come in. */
+    if (d < s->best_distance || (d == s->best_distance && strcmp(candidate, s->best) < 0)) {
         s->best_distance = d;
         s->best = candidate;
     }

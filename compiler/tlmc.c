@@ -219,8 +219,9 @@ int main(int argc, char **argv) {
         session_free(&s);
         return EXIT_USER;
     }
+    int syntax_errors = s.diag.errors;
     rc = apply_defines(&p, &s, &o);
-    if (!rc && !s.diag.errors) resolve_program(&p);
+    if (!rc) resolve_program(&p);
 
     /* The models to check: one by name, or all in the main file. */
     const item *models[4096];
@@ -238,10 +239,13 @@ int main(int argc, char **argv) {
             if (it->kind == IT_MODEL && it->name && nmodels < 4096) models[nmodels++] = it;
     }
     checked_model *checked = calloc((size_t)(nmodels ? nmodels : 1), sizeof *checked);
-    bool ok = !rc && !s.diag.errors;
-    bool each_ok[4096] = {false};
-    for (int i = 0; ok && i < nmodels && !s.diag.stopped; i++) each_ok[i] = check_model(&p, models[i], &checked[i]);
-    if (!rc && ok && s.diag.errors == 0) {
+    /* After syntax or name errors the models are still looked at, for the
+     * mistakes that can be found without evaluating anything. */
+    bool names_only = s.diag.errors > 0;
+    (void)syntax_errors;
+    for (int i = 0; !rc && i < nmodels && !s.diag.stopped; i++)
+        check_model(&p, models[i], &checked[i], names_only);
+    if (!rc && s.diag.errors == 0) {
         if (nmodels == 0 && (o.act == ACT_REPORT_TEXT || o.act == ACT_REPORT_JSON || o.plot)) {
             fprintf(stderr, "tlmc: %s defines no models\n", o.input);
             rc = EXIT_USER;
@@ -267,7 +271,6 @@ int main(int argc, char **argv) {
             }
         }
     }
-    (void)each_ok;
     if (!rc && s.diag.errors) rc = EXIT_USER;
     diag_summary(&s.diag);
     free(checked);

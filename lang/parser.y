@@ -266,7 +266,7 @@ static int yyreport_syntax_error(const yypcontext_t *ctx, lexer *lx, item **resu
      * (after `x = 1` we say "expected `;`", not a list of every operator). */
     bool expr_ok = false, other = false, semi = false, equals = false;
     for (int i = 0; i < n; i++) {
-        if (starts_expr(want[i]) && want[i] != YYSYMBOL_IDENT) expr_ok = true;
+        if (want[i] == YYSYMBOL_NUMBER) expr_ok = true;
         if (!is_operator(want[i]) && !starts_expr(want[i])) other = true;
         if (is_char(want[i], ';')) semi = true;
         if (is_char(want[i], '=')) equals = true;
@@ -280,6 +280,14 @@ static int yyreport_syntax_error(const yypcontext_t *ctx, lexer *lx, item **resu
         if (expr_ok && starts_expr(want[i])) continue;
         if (other && is_operator(want[i])) continue;
         keep[nkeep++] = want[i];
+    }
+    bool declaration = false;
+    for (int i = 0; i < n; i++) declaration |= want[i] == YYSYMBOL_USE;
+    if (declaration) {
+        /* At the top level every keyword is possible: name the idea instead. */
+        used += (size_t)snprintf(list + used, sizeof list - used,
+                                 "a declaration (`use`, `param`, `schedule`, `model` or `train`)");
+        shown = 5;
     }
     if (expr_ok) {
         used += (size_t)snprintf(list + used, sizeof list - used, "an expression");
@@ -320,11 +328,19 @@ static int yyreport_syntax_error(const yypcontext_t *ctx, lexer *lx, item **resu
     if (equals && is_char(found, ':'))
         diag_hint(d, "settings and named arguments are written `name = value`");
     if (is_keyword(found) && (n == 1 && want[0] == YYSYMBOL_IDENT))
-        diag_hint(d, "%s is a keyword and cannot be used as a name", what);
+        diag_hint(d, "`%.*s` is a keyword and cannot be used as a name", (int)(loc.end - loc.begin),
+                  (const char *)lx->base + loc.begin);
+    if (found == YYSYMBOL_STRING && n == 1 && want[0] == YYSYMBOL_IDENT)
+        diag_hint(d, "module names are written with dots, like `use std.schedules;`");
+    bool comparison = found == YYSYMBOL_LE || found == YYSYMBOL_GE || found == YYSYMBOL_EQ ||
+                      found == YYSYMBOL_NE || is_char(found, '<') || is_char(found, '>');
+    if (comparison && other)
+        diag_hint(d, "comparisons do not chain: write `a < b && b < c`");
     if (lx->nopen > 0) {
         open_bracket top = lx->open[lx->nopen - 1];
-        bool closing = is_char(found, ')') || is_char(found, ']') || is_char(found, '}');
-        if (found == YYSYMBOL_YYEOF || closing) {
+        bool closer_expected = false;
+        for (int i = 0; i < n; i++) closer_expected |= is_char(want[i], closer_of(top.c));
+        if (found == YYSYMBOL_YYEOF || closer_expected) {
             tlm_loc at = {lx->file, top.offset, top.offset + 1};
             diag_note(d, at, "to match this `%c` (expected `%c`)", top.c, closer_of(top.c));
         }

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# tlmc's command line: exit statuses, flags, report formats, -D, --plot,
+# --print-keywords.
+set -u
+tlmc=$1; root=$2
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+py=/usr/bin/python3
+fail=0
+status() {   # status WANT DESCRIPTION -- command...
+  local want=$1 what=$2; shift 3
+  "$@" >"$tmp/out" 2>"$tmp/err"; local got=$?
+  if [ "$got" != "$want" ]; then
+    echo "FAIL: $what: exit $got, wanted $want"; cat "$tmp/err"; fail=1
+  else
+    echo "ok: $what (exit $got)"
+  fi
+}
+has() {      # has FILE PATTERN DESCRIPTION
+  if ! grep -q -- "$2" "$1"; then echo "FAIL: $3: no '$2' in:"; cat "$1"; fail=1; fi
+}
+
+tiny=$root/examples/tiny.tlm
+status 0 "--help" -- "$tlmc" --help;                     has "$tmp/out" "usage: tlmc" "--help"
+status 0 "--version" -- "$tlmc" --version;               has "$tmp/out" "^tlmc [0-9]" "--version"
+status 0 "--help-settings" -- "$tlmc" --help-settings;   has "$tmp/out" "d_ff" "--help-settings"
+status 2 "no input" -- "$tlmc";                          has "$tmp/err" "no input file" "no input"
+status 2 "unknown option" -- "$tlmc" --frobnicate "$tiny"; has "$tmp/err" "unknown option" "unknown option"
+status 2 "two inputs" -- "$tlmc" "$tiny" "$tiny"
+status 2 "bad report format" -- "$tlmc" --report=xml "$tiny"
+status 2 "bad color" -- "$tlmc" --color=sometimes "$tiny"
+status 2 "-D without =" -- "$tlmc" -D ratio "$tiny";     has "$tmp/err" "NAME=VALUE" "-D without ="
+status 2 "-D unknown param" -- "$tlmc" -D ratoi=2 "$tiny"; has "$tmp/err" "did you mean .ratio." "-D typo"
+status 1 "-D bad value" -- "$tlmc" -D 'ratio=1 +' "$tiny"; has "$tmp/err" "^-D ratio:1:" "-D syntax error location"
+status 2 "--model unknown" -- "$tlmc" --model nope "$tiny"
+status 2 "--model without argument" -- "$tlmc" "$tiny" --model
+status 1 "missing file" -- "$tlmc" "$tmp/nope.tlm";      has "$tmp/err" "No such file" "missing file"
+status 0 "check prints nothing" -- "$tlmc" --check "$tiny"
+[ -s "$tmp/out" ] && { echo "FAIL: --check printed output"; fail=1; }
+status 0 "summary" -- "$tlmc" "$tiny";                   has "$tmp/out" "tiny: 6 layers" "summary"
+
+status 0 "-D ratio=1.75" -- "$tlmc" --report -D ratio=1.75 --model tiny "$tiny"
+has "$tmp/out" "      0     1200  1.744" "-D changes the widths"
+status 0 "-D with an expression" -- "$tlmc" --report -Dratio=7/4 --model tiny "$tiny"
+has "$tmp/out" "      0     1200  1.744" "-D expression"
+
+status 0 "--report=json" -- "$tlmc" --report=json "$tiny"
+if ! $py -c 'import json,sys; d=json.load(open(sys.argv[1])); m=d["models"][0]; assert m["name"]=="tiny"; assert sum(x["d_ff"] for x in m["layers_table"])==6*688; assert m["totals"]["params"]==m["baseline"]["params"]' "$tmp/out"; then
+  echo "FAIL: JSON report"; fail=1
+else echo "ok: JSON report parses and the budget holds"; fi
+
+status 0 "--plot" -- "$tlmc" --plot "$tmp/w.svg" "$tiny"
+if ! $py -c 'import sys, xml.dom.minidom as m; d=m.parse(sys.argv[1]); assert len(d.getElementsByTagName("polyline"))==2' "$tmp/w.svg"; then
+  echo "FAIL: --plot SVG"; fail=1
+else echo "ok: --plot writes an SVG with one line per model"; fi
+status 1 "--plot to an unwritable path" -- "$tlmc" --plot /nonexistent/dir/w.svg "$tiny"
+
+status 0 "--print-keywords" -- "$tlmc" --print-keywords
+for want in "keyword model" "setting d_ff" "train_setting optimizer" "mixer titans" "mlp gelu" \
+            "builtin sigmoid" "constant pi" "variable t" "schedule cosine" "schedule normalize" \
+            "value headwise" "function uniform"; do
+  has "$tmp/out" "^$want\$" "--print-keywords has $want"
+done
+
+status 0 "stdlib checks cleanly" -- "$tlmc" --check "$root/stdlib/schedules.tlm"
+status 1 "stdlib path is honoured" -- "$tlmc" --stdlib "$tmp" "$tiny"
+has "$tmp/err" "cannot find module .std.schedules." "--stdlib"
+exit $fail

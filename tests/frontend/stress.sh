@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Hostile inputs: tlmc must answer each with a clear error (exit 1) or a
+# result (exit 0) within seconds: never crash, hang or blow the stack.
+set -u
+tlmc=$1
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+fail=0
+
+expect() {   # expect NAME WANT_STATUS PATTERN FILE
+  local name=$1 want=$2 pattern=$3 file=$4 start end out status
+  start=$(date +%s.%N)
+  out=$(timeout 60 "$tlmc" --check --color=never "$file" 2>&1); status=$?
+  end=$(date +%s.%N)
+  printf '%-28s exit %3d  %6.2fs  %s\n' "$name" "$status" "$(echo "$end - $start" | bc)" \
+    "$(printf '%s' "$out" | head -1 | cut -c1-90)"
+  if [ "$status" != "$want" ]; then echo "  FAIL: wanted exit $want"; fail=1; fi
+  if [ -n "$pattern" ] && ! printf '%s' "$out" | grep -q -- "$pattern"; then
+    echo "  FAIL: output lacks '$pattern'"; fail=1
+  fi
+}
+
+python3 - "$tmp" <<'PY'
+import os, random, sys
+d = sys.argv[1]
+def w(name, data):
+    open(os.path.join(d, name), 'wb').write(data if isinstance(data, bytes) else data.encode())
+w('parens.tlm', 'param p = ' + '(' * 100000 + '1' + ')' * 100000 + ';\n')
+w('brackets.tlm', 'param p = ' + '[' * 100000 + ']' * 100000 + ';\n')
+w('unary.tlm', 'param p = ' + '-' * 100000 + '1;\n')
+w('long_sum.tlm', 'param p = ' + '+'.join(['1'] * 200000) + ';\n')
+w('huge_number.tlm', 'param p = 1' + '0' * 100000 + ';\n')
+w('long_name.tlm', 'param ' + 'a' * 1000000 + ' = 1;\n')
+random.seed(1)
+w('junk.bin', bytes(random.getrandbits(8) for _ in range(10 * 1024 * 1024)))
+w('junk_ascii.tlm', ''.join(random.choice('(){}[];=+-*/<>?:,. model param x 1 2e') for _ in range(10 * 1024 * 1024)))
+lines = ['param p%d = %d;' % (i, i) for i in range(600000)]
+w('big_valid.tlm', '\n'.join(lines) + '\n')
+body = ''.join('    %s = %s;\n' % kv for kv in [('vocab', 256), ('context', 64), ('d_model', 64), ('layers', 4), ('heads', 4), ('d_ff', 128)])
+chain = 'model m0 {\n' + body + '}\n' + ''.join('model m%d : m%d { layers = %d; }\n' % (i, i - 1, 1 + i % 8) for i in range(1, 3000))
+w('model_chain.tlm', chain)
+sched = 'schedule f0(x) = x;\n' + ''.join('schedule f%d(x) = f%d(x);\n' % (i, i - 1) for i in range(1, 20000))
+w('schedule_chain.tlm', sched + 'model m {\n' + body.replace('d_ff = 128', 'd_ff = f19999(128)') + '}\n')
+params = 'param p0 = 1;\n' + ''.join('param p%d = p%d + 1;\n' % (i, i - 1) for i in range(1, 20000))
+w('param_chain.tlm', params + 'model m {\n' + body.replace('d_ff = 128', 'd_ff = 128 + 0 * p19999') + '}\n')
+w('nested_mean.tlm', 'model m {\n' + body.replace('layers = 4', 'layers = 4096').replace('d_ff = 128', 'd_ff = 128 + 0 * mean(mean(mean(l)))') + '}\n')
+w('many_errors.tlm', 'model m { x = ; }\n' * 5000)
+w('huge_layers.tlm', 'model m {\n' + body.replace('layers = 4', 'layers = 1e300') + '}\n')
+PY
+
+expect parens           1 "nested too deeply" "$tmp/parens.tlm"
+expect brackets         1 "nested too deeply" "$tmp/brackets.tlm"
+expect unary            1 "nested too deeply" "$tmp/unary.tlm"
+expect long_sum         1 "nested too deeply" "$tmp/long_sum.tlm"
+expect huge_number      1 "out of range"      "$tmp/huge_number.tlm"
+expect long_name        0 ""                  "$tmp/long_name.tlm"
+expect junk_binary      1 "error"             "$tmp/junk.bin"
+expect junk_ascii       1 "error"             "$tmp/junk_ascii.tlm"
+expect big_valid        0 ""                  "$tmp/big_valid.tlm"
+expect model_chain      0 ""                  "$tmp/model_chain.tlm"
+expect schedule_chain   1 "nested too deeply" "$tmp/schedule_chain.tlm"
+expect param_chain      1 "nested too deeply" "$tmp/param_chain.tlm"
+expect nested_mean      1 "too long"          "$tmp/nested_mean.tlm"
+expect many_errors      1 "too many errors"   "$tmp/many_errors.tlm"
+expect huge_layers      1 "between 1 and"     "$tmp/huge_layers.tlm"
+expect missing_file     1 "cannot read"       "$tmp/does-not-exist.tlm"
+expect directory        1 "is a directory"    "$tmp"
+exit $fail
