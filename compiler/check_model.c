@@ -214,7 +214,10 @@ static bool numeric_setting(scope *s, const char *name, double *v) {
 
 static int64_t int_setting(scope *s, const char *name, bool *ok) {
     double v = 0;
-    if (!numeric_setting(s, name, &v)) *ok = false;
+    if (!numeric_setting(s, name, &v)) {
+        *ok = false;
+        return 0;                 /* v may be out of range for an integer */
+    }
     return (int64_t)v;
 }
 

@@ -36,9 +36,10 @@ void suggest_begin(suggester *s, const char *word) {
 void suggest_consider(suggester *s, const char *candidate) {
     if (!candidate || strcmp(candidate, s->word) == 0) return;
     size_t d = distance(s->word, candidate);
+    if (d == (size_t)-1) return;                  /* too long to be a typo of */
     /* Ties go to the alphabetically first, so the hint never depends on the
      * order candidates come in. */
-    if (d < s->best_distance || (d == s->best_distance && strcmp(candidate, s->best) < 0)) {
+    if (d < s->best_distance || (d == s->best_distance && s->best && strcmp(candidate, s->best) < 0)) {
         s->best_distance = d;
         s->best = candidate;
     }

@@ -1,0 +1,255 @@
+/* The numeric ops of the runtime: each is a forward/backward pair of free
+ * functions living side by side in runtime/ops/<name>.c.
+ *
+ * Conventions (all ops):
+ *   - float32 storage, row-major, no hidden allocation: every buffer is a
+ *     pointer into the caller's parameter block or activation arena.
+ *   - B batch, T time, C channels, N = B*T rows, V vocabulary, H heads,
+ *     D head size, F MLP width. Weights use the PyTorch nn.Linear layout
+ *     [out, in], so y = x W^T.
+ *   - Parameter gradients (dw, dtable, ...) are always ACCUMULATED (+=), so
+ *     a tied or shared parameter can collect from several places and the
+ *     driver zeroes the gradient block once per step.
+ *   - Input gradients are WRITTEN (=) unless the doc of the op says "+=".
+ *     They are accumulated where the input typically fans out in a
+ *     pre-norm block (the residual stream into rmsnorm, the normalised
+ *     input into several projections) so the caller can sum branches
+ *     without a temporary.
+ *   - Outputs may alias inputs only where the doc says "in place ok".
+ *   - Deterministic: every reduction has a fixed order that does not depend
+ *     on the number of OpenMP threads; the GEMMs are OpenBLAS's.
+ */
+#ifndef TLM_RT_OPS_H
+#define TLM_RT_OPS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- threads.c ---------------------------------------------------------- */
+
+/* Sets the thread count of the OpenMP loops and of OpenBLAS together
+ * (n <= 0: unchanged). Results are reproducible for a fixed count; the
+ * library's own loops give the same bits for any count. */
+void tlm_set_num_threads(int n);
+/* The OpenMP thread count (1 when built without OpenMP). */
+int tlm_get_num_threads(void);
+
+/* ---- embedding.c ------------------------------------------------------ */
+
+/* out[N,C] = table[ids[n], :].  ids: [N] in [0, V); table: [V,C]. */
+void tlm_embedding_forward(float *out, const int32_t *ids, const float *table,
+                           int N, int C);
+/* dtable[ids[n], :] += dout[n, :]  (scatter-add, in row order). */
+void tlm_embedding_backward(float *dtable, const float *dout,
+                            const int32_t *ids, int N, int C);
+
+/* ---- rmsnorm.c -------------------------------------------------------- */
+
+/* out[N,C] = x * rstd[n] * w,  rstd[n] = 1/sqrt(mean_c(x^2) + eps)  (torch /
+ * Llama RMSNorm). rstd: [N], saved for backward. w: [C]. */
+void tlm_rmsnorm_forward(float *out, float *rstd, const float *x,
+                         const float *w, int N, int C, float eps);
+/* dx[N,C] += ..., dw[C] += ...  (dx ACCUMULATES: x is the residual stream,
+ * which also flows past the block). dw may be NULL. */
+void tlm_rmsnorm_backward(float *dx, float *dw, const float *dout,
+                          const float *x, const float *w, const float *rstd,
+                          int N, int C);
+
+/* RMSNorm over each head: x viewed as [N,H,D], each (n,h) row of D
+ * normalised on its own. w: [H*D] (per head and channel) or NULL (no
+ * scale). rstd: [N*H]. */
+void tlm_rmsnorm_heads_forward(float *out, float *rstd, const float *x,
+                               const float *w, int N, int H, int D, float eps);
+/* dx[N,H*D] written; dw[H*D] += (skipped when w or dw is NULL). */
+void tlm_rmsnorm_heads_backward(float *dx, float *dw, const float *dout,
+                                const float *x, const float *w,
+                                const float *rstd, int N, int H, int D);
+
+/* ---- l2norm.c --------------------------------------------------------- */
+
+/* out[R,D] = x * rnorm[r],  rnorm[r] = 1/sqrt(sum_d x^2 + eps).
+ * For per-head use R = N*H, D = head size (the Titans q and k). */
+void tlm_l2norm_forward(float *out, float *rnorm, const float *x, int R, int D,
+                        float eps);
+/* dx[R,D] written. */
+void tlm_l2norm_backward(float *dx, const float *dout, const float *x,
+                         const float *rnorm, int R, int D);
+
+/* ---- matmul.c --------------------------------------------------------- */
+
+/* y[N,out] = x[N,in] W[out,in]^T, or y += ... when accumulate (e.g. the
+ * attention output projection added into the residual stream). */
+void tlm_linear_forward(float *y, const float *x, const float *w, int N,
+                        int in, int out, bool accumulate);
+/* dx[N,in] = dy W (or += when accumulate_dx); dw[out,in] += dy^T x.
+ * dx or dw may be NULL to skip that half. */
+void tlm_linear_backward(float *dx, float *dw, const float *dy, const float *x,
+                         const float *w, int N, int in, int out,
+                         bool accumulate_dx);
+
+/* ---- rope.c ----------------------------------------------------------- */
+
+/* Tables for rotary embeddings: cos_t, sin_t [T, D/2] with
+ * angle(t, i) = t * base^(-2i/D) (computed in double, stored as float).
+ * D must be even. To start at position p0 (e.g. a KV cache), pass
+ * cos_t + p0*D/2 and sin_t + p0*D/2 to the ops below. */
+void tlm_rope_init(float *cos_t, float *sin_t, int T, int D, double base);
+/* Llama/HF "rotate_half": within each head, pairs (i, i + D/2) rotate by
+ * angle(t, i):  out_i = x_i cos - x_{i+D/2} sin,
+ *               out_{i+D/2} = x_{i+D/2} cos + x_i sin.
+ * x, out: [B,T,H,D] with consecutive tokens `stride` floats apart
+ * (stride = H*D for a plain tensor, 3*H*D inside a packed qkv).
+ * In place ok (out == x). */
+void tlm_rope_forward(float *out, const float *x, const float *cos_t,
+                      const float *sin_t, int B, int T, int H, int D,
+                      int stride);
+/* dx = rotation by -angle of dout. Same layout; written; in place ok. */
+void tlm_rope_backward(float *dx, const float *dout, const float *cos_t,
+                       const float *sin_t, int B, int T, int H, int D,
+                       int stride);
+
+/* ---- attention.c ------------------------------------------------------ */
+
+/* Causal multi-head softmax attention, scale 1/sqrt(D).
+ * q, k, v: [B,T,H,D] with consecutive tokens `stride` floats apart: stride =
+ *   H*D for separate tensors; for a packed qkv [B,T,3,H,D] pass q = qkv,
+ *   k = qkv + H*D, v = qkv + 2*H*D and stride = 3*H*D.
+ * att: [B,H,T,T] softmax probabilities, saved for backward (row t holds
+ *   entries 0..t; the masked part is written as zeros).
+ * y: [B,T,H*D] (heads concatenated, ready for the output projection). */
+void tlm_attention_forward(float *y, float *att, const float *q,
+                           const float *k, const float *v, int B, int T,
+                           int H, int D, int stride);
+/* dq, dk, dv: same layout/stride as q, k, v; WRITTEN (only their head
+ * slices: in a packed dqkv the three parts are disjoint). Uses the forward's
+ * y and att (no recomputation, no scratch: the softmax backward's row term
+ * sum_u P_tu dP_tu equals dy_t . y_t). */
+void tlm_attention_backward(float *dq, float *dk, float *dv, const float *dy,
+                            const float *y, const float *att, const float *q,
+                            const float *k, const float *v, int B, int T,
+                            int H, int D, int stride);
+
+/* ---- activations.c (elementwise, n elements; in place ok unless noted) */
+
+/* out = x * sigmoid(x) */
+void tlm_silu_forward(float *out, const float *x, size_t n);
+/* dx = dout * silu'(x) */
+void tlm_silu_backward(float *dx, const float *dout, const float *x, size_t n);
+
+/* out = 1 / (1 + exp(-x)) */
+void tlm_sigmoid_forward(float *out, const float *x, size_t n);
+/* dx = dout * s (1 - s), from the saved output s (in place ok). */
+void tlm_sigmoid_backward(float *dx, const float *dout, const float *s,
+                          size_t n);
+
+/* Sigmoid gate (gated attention): y [R,D], g [R] broadcast over D:
+ *   out[r,d] = y[r,d] * sigmoid(g[r]).
+ * Elementwise gate: R = N*H*D, D = 1. Head-wise gate: R = N*H, D = head
+ * size. out may alias y in forward only if the caller keeps y elsewhere,
+ * since backward needs it. */
+void tlm_sigmoid_gate_forward(float *out, const float *y, const float *g,
+                              int R, int D);
+/* dy [R,D] and dg [R] written (either may be NULL). */
+void tlm_sigmoid_gate_backward(float *dy, float *dg, const float *dout,
+                               const float *y, const float *g, int R, int D);
+
+/* h = silu(g) * u */
+void tlm_swiglu_forward(float *h, const float *g, const float *u, size_t n);
+/* dg = dh * u * silu'(g), du = dh * silu(g); written. dh may alias dg or du
+ * (each element of dh is read before either output is written). */
+void tlm_swiglu_backward(float *dg, float *du, const float *dh, const float *g,
+                         const float *u, size_t n);
+
+/* out = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))  (GELU, tanh form,
+ * = torch gelu(approximate="tanh")) */
+void tlm_gelu_forward(float *out, const float *x, size_t n);
+/* dx = dout * gelu'(x); written; in place ok (dx == dout). */
+void tlm_gelu_backward(float *dx, const float *dout, const float *x, size_t n);
+
+/* ---- mlp.c: the reference MLPs ------------------------------------------
+ * Plain C/BLAS twins of the kernels the code generator emits per width
+ * (codegen/codegen.h): the same three entries, the same argument order and
+ * semantics, with the sizes C = d_model and F = width passed first instead
+ * of being compiled in. Used by tests and as a fallback. Like the generated
+ * kernels they allocate nothing (h = act(...) is recomputed in small tiles
+ * on the stack) and every buffer is the whole tensor:
+ *   x, out, dout, dx [N,C];  pre_gate, pre_up, d_pre_gate, d_pre_up [N,F];
+ *   w_gate, w_up [F,C];  w_down [C,F]  (nn.Linear layout).
+ * forward and backward_data work on rows [r0, r1); backward_weight on width
+ * indices [j0, j1) summed over rows [0, rows). Disjoint ranges never write
+ * the same memory, so a driver may split work between threads that way,
+ * exactly as with the generated kernels.
+ *
+ * SwiGLU: g = x Wg^T, u = x Wu^T, h = silu(g) * u, out += h Wd^T.
+ * GELU:   u = x Wu^T, h = gelu_tanh(u), out += h Wd^T  (no gate). */
+
+/* pre_gate = x Wg^T, pre_up = x Wu^T (saved); out += h Wd^T (residual
+ * add fused: out holds the residual stream on entry). */
+void tlm_mlp_swiglu_forward(int C, int F, int r0, int r1, const float *x,
+                            const float *w_gate, const float *w_up,
+                            const float *w_down, float *pre_gate,
+                            float *pre_up, float *out);
+/* dh = dout Wd; d_pre_gate = dh u silu'(g); d_pre_up = dh silu(g)
+ * (written); dx = d_pre_gate Wg + d_pre_up Wu (WRITTEN). x is unused (the
+ * three entries share one argument vocabulary). */
+void tlm_mlp_swiglu_backward_data(int C, int F, int r0, int r1,
+                                  const float *x, const float *w_gate,
+                                  const float *w_up, const float *w_down,
+                                  const float *pre_gate, const float *pre_up,
+                                  const float *dout, float *d_pre_gate,
+                                  float *d_pre_up, float *dx);
+/* For j in [j0, j1): dWg[j,:] += d_pre_gate[:,j]^T x,
+ * dWu[j,:] += d_pre_up[:,j]^T x, dWd[:,j] += dout^T h[:,j] (ACCUMULATE). */
+void tlm_mlp_swiglu_backward_weight(int C, int F, int rows, int j0, int j1,
+                                    const float *x, const float *pre_gate,
+                                    const float *pre_up, const float *dout,
+                                    const float *d_pre_gate,
+                                    const float *d_pre_up, float *dw_gate,
+                                    float *dw_up, float *dw_down);
+/* Both halves over all N rows and the whole width. */
+void tlm_mlp_swiglu_backward(int C, int F, int N, const float *x,
+                             const float *w_gate, const float *w_up,
+                             const float *w_down, const float *pre_gate,
+                             const float *pre_up, const float *dout,
+                             float *d_pre_gate, float *d_pre_up, float *dx,
+                             float *dw_gate, float *dw_up, float *dw_down);
+
+/* GELU: pre_up = x Wu^T (saved); out += gelu(pre_up) Wd^T. */
+void tlm_mlp_gelu_forward(int C, int F, int r0, int r1, const float *x,
+                          const float *w_up, const float *w_down,
+                          float *pre_up, float *out);
+/* d_pre_up = (dout Wd) gelu'(u) (written); dx = d_pre_up Wu (WRITTEN). */
+void tlm_mlp_gelu_backward_data(int C, int F, int r0, int r1, const float *x,
+                                const float *w_up, const float *w_down,
+                                const float *pre_up, const float *dout,
+                                float *d_pre_up, float *dx);
+/* For j in [j0, j1): dWu[j,:] += d_pre_up[:,j]^T x,
+ * dWd[:,j] += dout^T h[:,j] (ACCUMULATE). */
+void tlm_mlp_gelu_backward_weight(int C, int F, int rows, int j0, int j1,
+                                  const float *x, const float *pre_up,
+                                  const float *dout, const float *d_pre_up,
+                                  float *dw_up, float *dw_down);
+void tlm_mlp_gelu_backward(int C, int F, int N, const float *x,
+                           const float *w_up, const float *w_down,
+                           const float *pre_up, const float *dout,
+                           float *d_pre_up, float *dx, float *dw_up,
+                           float *dw_down);
+
+/* ---- crossentropy.c --------------------------------------------------- */
+
+/* Softmax cross-entropy over the vocabulary, numerically stable.
+ * logits [N,V]; targets [N] in [0,V), or < 0 to ignore that row (padding).
+ * lse [N] = logsumexp of each row (saved for backward).
+ * losses [N] = lse - logit[target] (0 for ignored rows; may be NULL).
+ * Returns the mean loss over the rows that are not ignored (0 if none),
+ * summed in double in row order (= torch F.cross_entropy, ignore_index<0). */
+double tlm_crossentropy_forward(float *losses, float *lse, const float *logits,
+                                const int32_t *targets, int N, int V);
+/* dlogits [N,V] = dloss / n_valid * (softmax(logits) - onehot(target))
+ * (zero rows for ignored targets). Written; may alias logits (in place). */
+void tlm_crossentropy_backward(float *dlogits, const float *logits,
+                               const float *lse, const int32_t *targets, int N,
+                               int V, float dloss);
+
+#endif

@@ -1,0 +1,203 @@
+/* Byte-level text data: load, check, sample windows. */
+#include "tlm_rt/data.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* Appends the whole file to *buf (grown with realloc). */
+static int append_file(uint8_t **buf, size_t *len, size_t *cap,
+                       const char *path, tlm_err *err) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        tlm_err_set(err, "%s: cannot open: %s", path, strerror(errno));
+        return -1;
+    }
+    for (;;) {
+        if (*cap - *len < 65536) {
+            size_t ncap = *cap ? *cap * 2 : 1 << 20;
+            uint8_t *nb = realloc(*buf, ncap);
+            if (!nb) {
+                fclose(f);
+                tlm_err_set(err, "%s: out of memory reading the file", path);
+                return -1;
+            }
+            *buf = nb;
+            *cap = ncap;
+        }
+        size_t got = fread(*buf + *len, 1, *cap - *len, f);
+        *len += got;
+        if (got == 0) break;
+    }
+    int bad = ferror(f);
+    int saved = errno;
+    fclose(f);
+    if (bad) {
+        tlm_err_set(err, "%s: read error: %s", path, strerror(saved));
+        return -1;
+    }
+    return 0;
+}
+
+static int load_list(tlm_dataset *ds, const char *const *paths, int npaths,
+                     const char *what, tlm_err *err) {
+    uint8_t *buf = NULL;
+    size_t len = 0, cap = 0;
+    for (int i = 0; i < npaths; i++) {
+        struct stat st;
+        if (stat(paths[i], &st) != 0) {
+            tlm_err_set(err, "%s: %s", paths[i], strerror(errno));
+            free(buf);
+            return -1;
+        }
+        if (!S_ISREG(st.st_mode)) {
+            tlm_err_set(err, "%s: not a regular file", paths[i]);
+            free(buf);
+            return -1;
+        }
+        if (append_file(&buf, &len, &cap, paths[i], err) != 0) {
+            free(buf);
+            return -1;
+        }
+    }
+    if (len == 0) {
+        tlm_err_set(err, "%s: no data (empty)", what);
+        free(buf);
+        return -1;
+    }
+    ds->bytes = buf;
+    ds->n = len;
+    ds->nfiles = npaths;
+    return 0;
+}
+
+int tlm_data_load_files(tlm_dataset *ds, const char *const *paths, int npaths,
+                        tlm_err *err) {
+    *ds = (tlm_dataset){0};
+    if (npaths <= 0) {
+        tlm_err_set(err, "no data files given");
+        return -1;
+    }
+    return load_list(ds, paths, npaths, npaths == 1 ? paths[0] : "data files",
+                     err);
+}
+
+static int cmp_str(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static bool ends_with_txt(const char *name) {
+    size_t n = strlen(name);
+    return n > 4 && strcmp(name + n - 4, ".txt") == 0;
+}
+
+int tlm_data_load(tlm_dataset *ds, const char *path, tlm_err *err) {
+    *ds = (tlm_dataset){0};
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        tlm_err_set(err, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (!S_ISDIR(st.st_mode)) return tlm_data_load_files(ds, &path, 1, err);
+
+    DIR *dir = opendir(path);
+    if (!dir) {
+        tlm_err_set(err, "%s: cannot open directory: %s", path,
+                    strerror(errno));
+        return -1;
+    }
+    char **names = NULL;
+    int n = 0, cap = 0, rc = -1;
+    struct dirent *e;
+    while ((e = readdir(dir)) != NULL) {
+        if (e->d_name[0] == '.' || !ends_with_txt(e->d_name)) continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 16;
+            char **nn = realloc(names, (size_t)cap * sizeof *names);
+            if (!nn) goto oom;
+            names = nn;
+        }
+        size_t len = strlen(path) + 1 + strlen(e->d_name) + 1;
+        if (!(names[n] = malloc(len))) goto oom;
+        snprintf(names[n], len, "%s/%s", path, e->d_name);
+        n++;
+    }
+    if (n == 0) {
+        tlm_err_set(err, "%s: no .txt files in this directory", path);
+        goto done;
+    }
+    /* readdir order is arbitrary: sort so the data (and so training) is the
+     * same on every machine */
+    qsort(names, (size_t)n, sizeof *names, cmp_str);
+    rc = load_list(ds, (const char *const *)names, n, path, err);
+    goto done;
+oom:
+    tlm_err_set(err, "%s: out of memory listing the directory", path);
+done:
+    closedir(dir);
+    for (int i = 0; i < n; i++) free(names[i]);
+    free(names);
+    return rc;
+}
+
+void tlm_data_free(tlm_dataset *ds) {
+    free(ds->bytes);
+    *ds = (tlm_dataset){0};
+}
+
+int tlm_data_check(const tlm_dataset *ds, int T, tlm_err *err) {
+    if (T <= 0) {
+        tlm_err_set(err, "context length must be positive (got %d)", T);
+        return -1;
+    }
+    if (!ds->bytes || ds->n < (size_t)T + 1) {
+        tlm_err_set(err,
+                    "data too short: %zu tokens, a window needs %d (context "
+                    "%d + 1)",
+                    ds->n, T + 1, T);
+        return -1;
+    }
+    return 0;
+}
+
+static void window(const uint8_t *src, int T, int32_t *in, int32_t *tgt) {
+    for (int t = 0; t < T; t++) {
+        in[t] = src[t];
+        tgt[t] = src[t + 1];
+    }
+}
+
+int tlm_data_sample_batch(const tlm_dataset *ds, tlm_rng *rng, int B, int T,
+                          int32_t *inputs, int32_t *targets, tlm_err *err) {
+    if (tlm_data_check(ds, T, err) != 0) return -1;
+    /* starts 0 .. n-T-1: the last window ends on the last byte */
+    uint64_t nstarts = (uint64_t)(ds->n - (size_t)T);
+    for (int b = 0; b < B; b++) {
+        size_t start = (size_t)tlm_rng_below(rng, nstarts);
+        window(ds->bytes + start, T, inputs + (size_t)b * T,
+               targets + (size_t)b * T);
+    }
+    return 0;
+}
+
+size_t tlm_data_num_windows(const tlm_dataset *ds, int T) {
+    if (T <= 0 || ds->n < 1) return 0;
+    return (ds->n - 1) / (size_t)T;
+}
+
+int tlm_data_window(const tlm_dataset *ds, size_t i, int T, int32_t *inputs,
+                    int32_t *targets, tlm_err *err) {
+    size_t nw = tlm_data_num_windows(ds, T);
+    if (tlm_data_check(ds, T, err) != 0) return -1;
+    if (i >= nw) {
+        tlm_err_set(err, "window %zu out of range (%zu windows of %d)", i, nw,
+                    T);
+        return -1;
+    }
+    window(ds->bytes + i * (size_t)T, T, inputs, targets);
+    return 0;
+}

@@ -1,0 +1,24 @@
+/* One knob for both thread pools the ops use: OpenMP for the loops in this
+ * library, OpenBLAS's own for the GEMMs. */
+#include "tlm_rt/ops.h"
+
+#include <cblas.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+void tlm_set_num_threads(int n) {
+    if (n <= 0) return;
+#ifdef _OPENMP
+    omp_set_num_threads(n);
+#endif
+    openblas_set_num_threads(n);
+}
+
+int tlm_get_num_threads(void) {
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}

@@ -1,0 +1,45 @@
+/* AdamW as torch.optim.AdamW computes it (1.13, _single_tensor_adamw):
+ *
+ *   param.mul_(1 - lr * weight_decay)
+ *   exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1)
+ *   exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+ *   step_size = lr / (1 - beta1^t)
+ *   denom = (exp_avg_sq.sqrt() / sqrt(1 - beta2^t)).add_(eps)
+ *   param.addcdiv_(exp_avg, denom, value=-step_size)
+ *
+ * The scalars are formed in double (as Python does) and rounded to float
+ * once; the per-element arithmetic is float, in torch's order. */
+#include "tlm_rt/optim.h"
+
+#include <math.h>
+
+void tlm_adamw_update(const tlm_adamw *opt, float *p, const float *g, float *m,
+                      float *v, size_t n, float lr, long t, bool decay) {
+    double b1 = opt->beta1, b2 = opt->beta2;
+    float shrink = decay ? (float)(1.0 - (double)lr * opt->weight_decay) : 1.0f;
+    float fb1 = (float)b1, fb2 = (float)b2;
+    float one_b1 = (float)(1.0 - b1), one_b2 = (float)(1.0 - b2);
+    float step_size = (float)((double)lr / (1.0 - pow(b1, (double)t)));
+    float bc2_sqrt = (float)sqrt(1.0 - pow(b2, (double)t));
+    float eps = opt->eps;
+    #pragma omp parallel for schedule(static) if (n >= 32768)
+    for (size_t i = 0; i < n; i++) {
+        float gi = g[i];
+        float mi = m[i] * fb1 + one_b1 * gi;
+        float vi = v[i] * fb2 + one_b2 * gi * gi;
+        m[i] = mi;
+        v[i] = vi;
+        float denom = sqrtf(vi) / bc2_sqrt + eps;
+        p[i] = p[i] * shrink - step_size * (mi / denom);
+    }
+}
+
+void tlm_adamw_update_spans(const tlm_adamw *opt, float *p, const float *g,
+                            float *m, float *v, const tlm_param_span *spans,
+                            int nspans, float lr, long t) {
+    for (int s = 0; s < nspans; s++) {
+        size_t o = spans[s].offset;
+        tlm_adamw_update(opt, p + o, g + o, m + o, v + o, spans[s].count, lr, t,
+                         spans[s].decay);
+    }
+}

@@ -1,0 +1,41 @@
+/* Global-norm gradient clipping (torch.nn.utils.clip_grad_norm_, 2-norm):
+ *   total = ||g||_2;  coef = max_norm / (total + 1e-6);  if coef < 1: g *= coef
+ * torch multiplies by min(coef, 1) unconditionally; multiplying by 1 is the
+ * identity, so skipping it gives the same numbers.
+ *
+ * The squared norm is summed in double over a fixed number of chunks, each
+ * chunk in order, then the chunk sums in order: the same bits for any
+ * thread count. */
+#include "tlm_rt/optim.h"
+
+#include <math.h>
+
+enum { NCHUNK = 64 };
+
+double tlm_grad_norm(const float *g, size_t n) {
+    double part[NCHUNK];
+    size_t step = (n + NCHUNK - 1) / NCHUNK;
+    #pragma omp parallel for schedule(static) if (n >= 65536)
+    for (int c = 0; c < NCHUNK; c++) {
+        size_t lo = (size_t)c * step, hi = lo + step;
+        if (hi > n) hi = n;
+        double s = 0.0;
+        for (size_t i = lo; i < hi; i++) s += (double)g[i] * g[i];
+        part[c] = s;
+    }
+    double total = 0.0;
+    for (int c = 0; c < NCHUNK; c++) total += part[c];
+    return sqrt(total);
+}
+
+double tlm_clip_grad_norm(float *g, size_t n, float max_norm) {
+    double norm = tlm_grad_norm(g, n);
+    if (max_norm > 0.0f) {
+        float coef = (float)(max_norm / (norm + 1e-6));
+        if (coef < 1.0f) {
+            #pragma omp parallel for schedule(static) if (n >= 32768)
+            for (size_t i = 0; i < n; i++) g[i] *= coef;
+        }
+    }
+    return norm;
+}

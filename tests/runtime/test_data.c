@@ -1,0 +1,193 @@
+/* The byte-level data loader: files, folders (sorted, only *.txt), clear
+ * errors for missing / empty / too short inputs, window sampling that is
+ * deterministic for a seed and resumable from a saved generator state.
+ *
+ * usage: test_data TMPDIR [AUSTEN_DIR] */
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "test_util.h"
+
+static const char *g_dir;
+
+static char *path_in(const char *name) {
+    static char buf[4][1024];
+    static int k;
+    char *p = buf[k++ % 4];
+    snprintf(p, 1024, "%s/%s", g_dir, name);
+    return p;
+}
+
+static void write_bytes(const char *path, const char *bytes, size_t n) {
+    FILE *f = fopen(path, "wb");
+    if (!f) {
+        printf("cannot create %s\n", path);
+        exit(2);
+    }
+    fwrite(bytes, 1, n, f);
+    fclose(f);
+}
+
+static void write_file(const char *path, const char *text) {
+    write_bytes(path, text, strlen(text));
+}
+
+static void expect_load_error(const char *path, const char *needle) {
+    tlm_dataset ds;
+    tlm_err err = {{0}};
+    int rc = tlm_data_load(&ds, path, &err);
+    CHECK(rc == -1, "loading %s succeeded", path);
+    CHECK(strstr(err.msg, needle) != NULL, "message '%s' lacks '%s'", err.msg, needle);
+    CHECK(ds.bytes == NULL && ds.n == 0, "dataset not cleared on error");
+    printf("  error as expected: %s\n", err.msg);
+}
+
+static void test_errors(void) {
+    expect_load_error(path_in("no-such-file.txt"), "No such file");
+    expect_load_error(path_in("no-such-file.txt"), "no-such-file.txt");
+    write_file(path_in("empty.txt"), "");
+    expect_load_error(path_in("empty.txt"), "empty");
+    mkdir(path_in("emptydir"), 0755);
+    expect_load_error(path_in("emptydir"), "no .txt files");
+    mkdir(path_in("onlyempty"), 0755);
+    write_file(path_in("onlyempty/a.txt"), "");
+    expect_load_error(path_in("onlyempty"), "empty");
+    mkdir(path_in("withdir"), 0755);
+    mkdir(path_in("withdir/sub.txt"), 0755); /* a directory named like a file */
+    expect_load_error(path_in("withdir"), "not a regular file");
+
+    tlm_dataset ds;
+    tlm_err err;
+    CHECK(tlm_data_load_files(&ds, NULL, 0, &err) == -1, "no files accepted");
+
+    /* too short for a window */
+    write_file(path_in("short.txt"), "abc");
+    CHECK(tlm_data_load(&ds, path_in("short.txt"), &err) == 0, "%s", err.msg);
+    CHECK(tlm_data_check(&ds, 2, &err) == 0, "3 bytes hold a window of 2+1");
+    CHECK(tlm_data_check(&ds, 3, &err) == -1 && strstr(err.msg, "too short"), "%s", err.msg);
+    printf("  error as expected: %s\n", err.msg);
+    int32_t in[8], tg[8];
+    tlm_rng r;
+    tlm_rng_seed(&r, 1);
+    CHECK(tlm_data_sample_batch(&ds, &r, 1, 3, in, tg, &err) == -1, "sampling a too-short file");
+    CHECK(tlm_data_sample_batch(&ds, &r, 2, 2, in, tg, &err) == 0, "%s", err.msg);
+    CHECK(in[0] == 'a' && in[1] == 'b' && tg[0] == 'b' && tg[1] == 'c', "only window");
+    CHECK(tlm_data_check(&ds, 0, &err) == -1, "T = 0 accepted");
+    tlm_data_free(&ds);
+}
+
+static void test_folder(void) {
+    mkdir(path_in("corpus"), 0755);
+    write_file(path_in("corpus/b.txt"), "BBBB");
+    write_file(path_in("corpus/a.txt"), "aaa");
+    write_file(path_in("corpus/c.md"), "ignored");
+    write_file(path_in("corpus/.hidden.txt"), "ignored");
+    write_bytes(path_in("corpus/C.txt"), "\xff\x00z", 3); /* uppercase sorts first */
+    tlm_dataset ds;
+    tlm_err err;
+    CHECK(tlm_data_load(&ds, path_in("corpus"), &err) == 0, "%s", err.msg);
+    CHECK(ds.n == 10 && ds.nfiles == 3, "n %zu files %d", ds.n, ds.nfiles);
+    CHECK(ds.n == 10 && memcmp(ds.bytes, "\xff\x00zaaaBBBB", 10) == 0, "order or content");
+    /* byte ids, including 0 and 255 */
+    int32_t in[9], tg[9];
+    CHECK(tlm_data_window(&ds, 0, 9, in, tg, &err) == 0, "%s", err.msg);
+    CHECK(in[0] == 255 && in[1] == 0 && tg[0] == 0 && tg[8] == 'B', "byte ids");
+    CHECK(tlm_data_num_windows(&ds, 3) == 3, "windows of 3 in 10 bytes");
+    /* bytes: ff 00 z a a a B B B B; window i starts at 3i */
+    CHECK(tlm_data_window(&ds, 1, 3, in, tg, &err) == 0 && in[0] == 'a' && tg[2] == 'B',
+          "window 1");
+    CHECK(tlm_data_window(&ds, 2, 3, in, tg, &err) == 0 && in[0] == 'B' && tg[2] == 'B',
+          "window 2");
+    CHECK(tlm_data_window(&ds, 3, 3, in, tg, &err) == -1 && strstr(err.msg, "out of range"),
+          "window 3: %s", err.msg);
+    /* an explicit list keeps its order */
+    const char *files[2] = {path_in("corpus/b.txt"), path_in("corpus/a.txt")};
+    tlm_dataset d2;
+    CHECK(tlm_data_load_files(&d2, files, 2, &err) == 0 && d2.n == 7 &&
+              memcmp(d2.bytes, "BBBBaaa", 7) == 0,
+          "file list order");
+    tlm_data_free(&d2);
+    tlm_data_free(&ds);
+}
+
+static void test_sampling(const char *austen) {
+    tlm_dataset ds;
+    tlm_err err;
+    if (austen && tlm_data_load(&ds, austen, &err) == 0) {
+        printf("  %s: %zu bytes from %d files\n", austen, ds.n, ds.nfiles);
+        CHECK(ds.n > 1000000 && ds.nfiles >= 5, "austen corpus too small");
+    } else {
+        if (austen) printf("  (no corpus: %s)\n", err.msg);
+        /* a synthetic corpus */
+        size_t n = 100000;
+        char *text = malloc(n + 1);
+        for (size_t i = 0; i < n; i++) text[i] = (char)('a' + i * 7 % 26);
+        text[n] = '\0';
+        write_file(path_in("synthetic.txt"), text);
+        free(text);
+        CHECK(tlm_data_load(&ds, path_in("synthetic.txt"), &err) == 0, "%s", err.msg);
+    }
+    enum { B = 4, T = 64 };
+    int32_t in1[B * T], tg1[B * T], in2[B * T], tg2[B * T];
+    tlm_rng r1, r2;
+    tlm_rng_seed(&r1, 2024);
+    tlm_rng_seed(&r2, 2024);
+    bool same = true, shifted = true, inrange = true;
+    for (int step = 0; step < 50; step++) {
+        tlm_data_sample_batch(&ds, &r1, B, T, in1, tg1, &err);
+        tlm_data_sample_batch(&ds, &r2, B, T, in2, tg2, &err);
+        same &= memcmp(in1, in2, sizeof in1) == 0 && memcmp(tg1, tg2, sizeof tg1) == 0;
+        for (int b = 0; b < B; b++)
+            for (int t = 0; t + 1 < T; t++) shifted &= tg1[b * T + t] == in1[b * T + t + 1];
+        for (int i = 0; i < B * T; i++) inrange &= in1[i] >= 0 && in1[i] < 256;
+    }
+    CHECK(same, "same seed, different batches");
+    CHECK(shifted, "targets are not inputs shifted by one");
+    CHECK(inrange, "token ids outside 0..255");
+    /* a different seed gives different windows */
+    tlm_rng r3;
+    tlm_rng_seed(&r3, 2025);
+    tlm_data_sample_batch(&ds, &r3, B, T, in2, tg2, &err);
+    tlm_data_sample_batch(&ds, &r1, B, T, in1, tg1, &err);
+    CHECK(memcmp(in1, in2, sizeof in1) != 0, "different seeds, same batch");
+    /* resume: save the generator, draw, restore, draw again */
+    int64_t saved[4];
+    tlm_rng_save(&r1, saved);
+    tlm_data_sample_batch(&ds, &r1, B, T, in1, tg1, &err);
+    tlm_rng back;
+    tlm_rng_load(&back, saved);
+    tlm_data_sample_batch(&ds, &back, B, T, in2, tg2, &err);
+    CHECK(memcmp(in1, in2, sizeof in1) == 0, "restored generator gives another batch");
+    printf("  50 batches of %dx%d: deterministic for a seed, resumable\n", B, T);
+    tlm_data_free(&ds);
+
+    /* windows reach both ends of a small file, uniformly */
+    write_file(path_in("ends.txt"), "0123456789");
+    tlm_data_load(&ds, path_in("ends.txt"), &err);
+    int count[10] = {0};
+    tlm_rng_seed(&r1, 3);
+    for (int k = 0; k < 7000; k++) {
+        int32_t i4[4], t4[4];
+        tlm_data_sample_batch(&ds, &r1, 1, 4, i4, t4, &err);
+        count[i4[0] - '0']++;
+    }
+    /* 4+1 tokens from 10 bytes: starts 0..5, each ~1/6 */
+    for (int s = 0; s < 10; s++) {
+        if (s <= 5) CHECK(count[s] > 1000 && count[s] < 1350, "start %d drawn %d times", s, count[s]);
+        else CHECK(count[s] == 0, "start %d out of range drawn", s);
+    }
+    tlm_data_free(&ds);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        fprintf(stderr, "usage: test_data TMPDIR [CORPUS_DIR]\n");
+        return 2;
+    }
+    g_dir = argv[1];
+    mkdir(g_dir, 0755);
+    test_errors();
+    test_folder();
+    test_sampling(argc > 2 ? argv[2] : NULL);
+    return test_finish("test_data");
+}

@@ -1,0 +1,104 @@
+/* Optimiser, clipping and schedule properties checkable without PyTorch
+ * (tests/reference/check_optim.py compares the numbers with torch). */
+#include "test_util.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+static void test_schedule(void) {
+    tlm_lr_schedule s = {TLM_LR_COSINE, 1.0f, 0.1f, 4, 14};
+    CHECK(tlm_lr_at(&s, 0) == 0.25f, "warm-up step 0: %g", tlm_lr_at(&s, 0));
+    CHECK(tlm_lr_at(&s, 3) == 1.0f, "end of warm-up");
+    CHECK(tlm_lr_at(&s, 4) == 1.0f, "decay starts at max");
+    CHECK(fabsf(tlm_lr_at(&s, 9) - 0.55f) < 1e-6f, "cosine midpoint %g", tlm_lr_at(&s, 9));
+    CHECK(tlm_lr_at(&s, 13) > 0.1f && tlm_lr_at(&s, 13) < 0.13f, "near the end");
+    CHECK(tlm_lr_at(&s, 14) == 0.1f && tlm_lr_at(&s, 1000) == 0.1f, "after total: min_lr");
+    s.kind = TLM_LR_LINEAR;
+    CHECK(fabsf(tlm_lr_at(&s, 9) - 0.55f) < 1e-6f, "linear midpoint");
+    CHECK(fabsf(tlm_lr_at(&s, 6) - 0.82f) < 1e-6f, "linear at 1/5: %g", tlm_lr_at(&s, 6));
+    s.kind = TLM_LR_CONSTANT;
+    CHECK(tlm_lr_at(&s, 1) == 0.5f && tlm_lr_at(&s, 100) == 1.0f, "constant");
+    tlm_lr_schedule nw = {TLM_LR_COSINE, 2.0f, 0.0f, 0, 10};
+    CHECK(tlm_lr_at(&nw, 0) == 2.0f && tlm_lr_at(&nw, 5) == 1.0f, "no warm-up");
+    bool mono = true;
+    for (long i = 4; i < 20; i++) mono &= tlm_lr_at(&s, i + 1) <= tlm_lr_at(&s, i);
+    CHECK(mono, "decay not monotone");
+}
+
+static void test_clip(void) {
+    float g[2] = {3.0f, 4.0f};
+    double n = tlm_clip_grad_norm(g, 2, 1.0f);
+    CHECK(n == 5.0, "norm %g", n);
+    CHECK(fabsf(g[0] - 0.6f) < 1e-6f && fabsf(g[1] - 0.8f) < 1e-6f, "clipped %g %g", g[0], g[1]);
+    float h[2] = {0.3f, 0.4f};
+    tlm_clip_grad_norm(h, 2, 1.0f);
+    CHECK(h[0] == 0.3f && h[1] == 0.4f, "below the bound: untouched");
+    float k[2] = {30.0f, 40.0f};
+    tlm_clip_grad_norm(k, 2, 0.0f);
+    CHECK(k[0] == 30.0f, "max_norm 0: no clipping");
+    /* a long vector: accurate, and the same bits for 1 and 2 threads */
+    size_t N = 3000001;
+    float *x = falloc(N);
+    tlm_rng r;
+    tlm_rng_seed(&r, 3);
+    tlm_rng_fill_normal(&r, x, N, 0.0f, 1.0f);
+    long double ref = 0;
+    for (size_t i = 0; i < N; i++) ref += (long double)x[i] * x[i];
+    double n1 = tlm_grad_norm(x, N);
+    double exact = (double)sqrtl(ref);
+    CHECK(fabs(n1 - exact) / n1 < 1e-12, "norm accuracy %.3e", fabs(n1 - exact) / n1);
+#ifdef _OPENMP
+    int threads = omp_get_max_threads();
+    omp_set_num_threads(1);
+    double a = tlm_grad_norm(x, N);
+    omp_set_num_threads(2);
+    double b = tlm_grad_norm(x, N);
+    omp_set_num_threads(threads);
+    CHECK(a == b && a == n1, "norm depends on the thread count");
+#endif
+    free(x);
+}
+
+static void test_adamw(void) {
+    enum { N = 6 };
+    float p[N] = {1, -1, 2, -2, 0.5f, 3}, g[N] = {0.1f, -3, 1e-3f, 0, 5, -1e-4f};
+    float m[N] = {0}, v[N] = {0}, p0[N];
+    memcpy(p0, p, sizeof p);
+    tlm_adamw opt = {0.9f, 0.999f, 1e-12f, 0.0f};
+    tlm_adamw_update(&opt, p, g, m, v, N, 0.01f, 1, true);
+    /* first step with bias correction: each moves by lr * sign(g) */
+    for (int i = 0; i < N; i++) {
+        float want = g[i] == 0 ? p0[i] : p0[i] - 0.01f * (g[i] > 0 ? 1 : -1);
+        CHECK(fabsf(p[i] - want) < 1e-6f, "first step %d: %g vs %g", i, p[i], want);
+    }
+    /* decoupled decay only where the span says so, independent of grad */
+    float q[4] = {1, 1, 1, 1}, zg[4] = {0}, zm[4] = {0}, zv[4] = {0};
+    tlm_adamw dec = {0.9f, 0.999f, 1e-8f, 0.5f};
+    tlm_param_span spans[2] = {{0, 2, true}, {2, 2, false}};
+    tlm_adamw_update_spans(&dec, q, zg, zm, zv, spans, 2, 0.1f, 1);
+    CHECK(q[0] == 0.95f && q[1] == 0.95f && q[2] == 1.0f && q[3] == 1.0f,
+          "decay mask: %g %g %g %g", q[0], q[1], q[2], q[3]);
+}
+
+static void test_sgd(void) {
+    float p[2] = {1, 1}, g[2] = {1, 1}, buf[2] = {123, 123};
+    tlm_sgd opt = {0.9f, 0.5f, 0.0f, false};
+    tlm_sgd_update(&opt, p, g, buf, 2, 0.1f, 1, true);
+    /* first step: buf = grad (no dampening), p -= lr * buf */
+    CHECK(buf[0] == 1.0f && fabsf(p[0] - 0.9f) < 1e-7f, "first step buf %g p %g", buf[0], p[0]);
+    tlm_sgd_update(&opt, p, g, buf, 2, 0.1f, 2, true);
+    CHECK(fabsf(buf[0] - 1.4f) < 1e-6f && fabsf(p[0] - 0.76f) < 1e-6f, "second step");
+    tlm_sgd plain = {0, 0, 0, false};
+    float pp[1] = {1}, gg[1] = {2};
+    tlm_sgd_update(&plain, pp, gg, NULL, 1, 0.25f, 1, true);
+    CHECK(pp[0] == 0.5f, "plain SGD without a buffer");
+}
+
+int main(void) {
+    test_schedule();
+    test_clip();
+    test_adamw();
+    test_sgd();
+    return test_finish("test_optim");
+}

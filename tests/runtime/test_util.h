@@ -1,0 +1,73 @@
+/* Small helpers shared by the runtime tests: checks that count failures,
+ * random fills, buffers that abort the test (not the library) on OOM. */
+#ifndef TLM_TEST_UTIL_H
+#define TLM_TEST_UTIL_H
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tlm_rt/rt.h"
+
+static int g_failures = 0;
+
+#define CHECK(cond, ...)                                                     \
+    do {                                                                     \
+        if (!(cond)) {                                                       \
+            printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);           \
+            printf(__VA_ARGS__);                                             \
+            printf("\n");                                                    \
+            g_failures++;                                                    \
+        }                                                                    \
+    } while (0)
+
+static inline int test_finish(const char *name) {
+    if (g_failures) {
+        printf("%s: %d failure(s)\n", name, g_failures);
+        return 1;
+    }
+    printf("%s: all checks passed\n", name);
+    return 0;
+}
+
+static inline float *falloc(size_t n) {
+    float *p = calloc(n ? n : 1, sizeof(float));
+    if (!p) {
+        fprintf(stderr, "test: out of memory\n");
+        exit(2);
+    }
+    return p;
+}
+
+static inline void fill_uniform(tlm_rng *r, float *x, size_t n, float lo,
+                                float hi) {
+    tlm_rng_fill_uniform(r, x, n, lo, hi);
+}
+
+static inline void fill_const(float *x, size_t n, float v) {
+    for (size_t i = 0; i < n; i++) x[i] = v;
+}
+
+/* sum_i a_i b_i in double */
+static inline double dot_d(const float *a, const float *b, size_t n) {
+    double s = 0.0;
+    for (size_t i = 0; i < n; i++) s += (double)a[i] * b[i];
+    return s;
+}
+
+static inline double max_abs(const float *a, size_t n) {
+    double m = 0.0;
+    for (size_t i = 0; i < n; i++) m = fmax(m, fabs((double)a[i]));
+    return m;
+}
+
+/* max |a - b| / max |b|: a relative error that ignores entries near zero */
+static inline double rel_err(const float *a, const float *b, size_t n) {
+    double d = 0.0;
+    for (size_t i = 0; i < n; i++) d = fmax(d, fabs((double)a[i] - b[i]));
+    double s = max_abs(b, n);
+    return d / (s > 0 ? s : 1.0);
+}
+
+#endif
