@@ -6,7 +6,7 @@
 set -u
 tlmc=$1; input=$2; shift 2
 dir=$(dirname "$input"); base=$(basename "$input")
-expected="$dir/${base%.tlm}.expected"
+expected="${EXPECTED_DIR:-$dir}/${base%.tlm}.expected"
 # Options may also come from a first line `// tlmc: OPTIONS` in the input.
 opts=$(sed -n '1s|^// tlmc: ||p' "$input")
 actual=$(cd "$dir" && timeout 20 "$tlmc" --color=never "$@" $opts "$base" 2>&1; echo "exit: $?")
