@@ -18,7 +18,6 @@ void eval_init(evaluator *ev, program *p, void *scope, setting_lookup lookup) {
     ev->prog = p;
     ev->scope = scope;
     ev->lookup = lookup;
-    ev->max_steps = 20 * 1000 * 1000;
 }
 
 void eval_free(evaluator *ev) { symtab_free(&ev->busy_params); }
@@ -272,10 +271,13 @@ static const char *describe(const expr *e) {
 
 static bool eval(evaluator *ev, const expr *e, const frame *f, double *out) {
     diag_engine *d = &ev->prog->s->diag;
-    if (++ev->steps > ev->max_steps) {
-        if (ev->steps == ev->max_steps + 1)
+    /* The step budget is shared by the whole compilation, so many models
+     * cannot add up to a hang either. */
+    program *p = ev->prog;
+    if (++p->eval_steps > p->max_eval_steps) {
+        if (p->eval_steps == p->max_eval_steps + 1)
             diag_error(d, e->loc, "evaluation takes too long (more than %lld steps)",
-                       (long long)ev->max_steps);
+                       (long long)p->max_eval_steps);
         return false;
     }
     if (ev->depth >= TLM_MAX_EVAL_DEPTH) {

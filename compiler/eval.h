@@ -24,7 +24,6 @@ typedef struct evaluator {
     setting_lookup lookup;
     bool in_layer;           /* evaluating d_ff for one layer */
     int64_t l, L;
-    int64_t steps, max_steps;
     int depth;
     symtab busy_params;      /* params being evaluated: a reference back is a cycle */
 } evaluator;

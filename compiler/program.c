@@ -191,6 +191,7 @@ static void init(program *p, tlm_session *s, const char *const *include_dirs, in
     p->include_dirs = include_dirs;
     p->ninclude = ninclude;
     p->stdlib_dir = stdlib_dir;
+    p->max_eval_steps = TLM_DEFAULT_EVAL_STEPS;
 }
 
 bool program_load(program *p, tlm_session *s, const char *path, const char *const *include_dirs,

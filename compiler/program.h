@@ -27,7 +27,12 @@ typedef struct program {
 
     symtab schedules, params, models;  /* name -> item* */
     symtab param_overrides;            /* name -> expr* from -D */
+
+    int64_t eval_steps;                /* expression nodes evaluated so far */
+    int64_t max_eval_steps;            /* then evaluation stops with an error */
 } program;
+
+enum { TLM_DEFAULT_EVAL_STEPS = 50 * 1000 * 1000 };
 
 /* Loads and parses path and its modules and builds the tables. Returns false
  * if the main file cannot be read (reported); syntax and name errors are

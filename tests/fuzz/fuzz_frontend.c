@@ -16,6 +16,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     session_init(&s, NULL);
     program p;
     program_load_text(&p, &s, "fuzz.tlm", (const char *)data, size, stdlib ? stdlib : "stdlib");
+    /* Sanitizers slow evaluation down ~10x: a smaller step budget keeps
+     * each input well under the fuzzer's timeout. */
+    p.max_eval_steps = 2 * 1000 * 1000;
     resolve_program(&p);
     bool names_only = s.diag.errors > 0;
     for (item *it = program_main_items(&p); it && !s.diag.stopped; it = it->next) {
