@@ -32,7 +32,10 @@ else
 fi
 
 # Editor tests use npm packages installed locally (never globally).
-if [ -f editors/vscode/package.json ] && [ ! -d editors/vscode/node_modules ]; then
+# Reinstalled when package-lock.json is newer than the last install.
+if [ -f editors/vscode/package.json ] &&
+   { [ ! -f editors/vscode/node_modules/.package-lock.json ] ||
+     [ editors/vscode/package-lock.json -nt editors/vscode/node_modules/.package-lock.json ]; }; then
   echo "setup: installing npm packages for the editor tests"
   (cd editors/vscode && npm ci --no-audit --no-fund --loglevel=error)
 fi

@@ -1,0 +1,2 @@
+" tlm model descriptions
+autocmd BufRead,BufNewFile *.tlm setfiletype tlm
