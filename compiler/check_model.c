@@ -517,6 +517,12 @@ static bool read_train(scope *s, const item **chain, int nchain, checked_model *
         const setting *level[MAX_SETTINGS] = {0};
         ok &= apply_train_block(s, chain[k]->train, &m->train, level);
     }
+    if (ok && m->train.batch % m->train.accumulate != 0) {
+        diag_error(D(s), s->model->name_loc, "the training batch (%lld) must be a multiple of "
+                   "accumulate (%lld): each step adds up equal micro-batches",
+                   (long long)m->train.batch, (long long)m->train.accumulate);
+        ok = false;
+    }
     if (ok && m->train.context > m->context) {
         diag_error(D(s), s->train_context_loc,
                    "the training context (%lld) is longer than the model's context (%lld)",

@@ -146,6 +146,7 @@ static const char *kind_word(item_kind k) {
 static bool reserved_name(program *p, item *it) {
     diag_engine *d = &p->s->diag;
     const char *n = it->name;
+    if (it->kind == IT_MODEL) return false;      /* models never appear in expressions */
     if (strcmp(n, "l") == 0 || strcmp(n, "L") == 0 || strcmp(n, "t") == 0 || strcmp(n, "pi") == 0) {
         diag_error(d, it->name_loc, "`%s` is predefined and cannot name a %s", n, kind_word(it->kind));
         diag_hint(d, "l is the layer index, L the number of layers, t = l / (L - 1), pi = 3.14159...");

@@ -3,9 +3,12 @@
  * same checked models. Exit status: 0 ok, 1 errors in the input, 2 usage. */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "build_so.h"
 #include "check_model.h"
+#include "ir.h"
 #include "parser.h"
 #include "program.h"
 #include "report.h"
@@ -36,6 +39,10 @@ typedef struct options {
     int nincludes;
     int color;                     /* -1 auto, 0 never, 1 always */
     bool print_keywords, help_settings;
+    const char *output;            /* -o model.so */
+    bool emit_ir, timing;
+    const char *cpu;
+    int opt_level;
 } options;
 
 static void usage(FILE *out) {
@@ -43,6 +50,13 @@ static void usage(FILE *out) {
           "\n"
           "Checks the models in FILE.tlm and reports on them.\n"
           "\n"
+          "  -o FILE.so          compile a model into a loadable shared object (the first\n"
+          "                      model in FILE, or the one --model names)\n"
+          "  --emit-ir           print the IR: params, buffers, ops, kernels, memory plans\n"
+          "  --cpu NAME          generate code for NAME (x86-64, x86-64-v3, znver3, ...)\n"
+          "                      instead of this machine's CPU\n"
+          "  -O0 .. -O3          LLVM optimisation level (default -O3)\n"
+          "  --time              print how long each stage takes\n"
           "  --check             check only; print nothing but diagnostics\n"
           "  --report[=FORMAT]   per-layer width table with params and FLOPs against the\n"
           "                      baseline; FORMAT is text (default) or json\n"
@@ -70,12 +84,16 @@ static int usage_error(const char *fmt, const char *arg) {
 static int parse_args(int argc, char **argv, options *o) {
     memset(o, 0, sizeof *o);
     o->color = -1;
+    o->opt_level = 3;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *next = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); exit(0); }
         else if (!strcmp(a, "--version")) { printf("tlmc %s\n", TLM_VERSION); exit(0); }
         else if (!strcmp(a, "--check")) o->act = ACT_CHECK;
+        else if (!strcmp(a, "--emit-ir")) o->emit_ir = true;
+        else if (!strcmp(a, "--time")) o->timing = true;
+        else if (a[0] == '-' && a[1] == 'O' && a[2] >= '0' && a[2] <= '3' && !a[3]) o->opt_level = a[2] - '0';
         else if (!strcmp(a, "--report") || !strcmp(a, "--report=text")) o->act = ACT_REPORT_TEXT;
         else if (!strcmp(a, "--report=json")) o->act = ACT_REPORT_JSON;
         else if (!strncmp(a, "--report=", 9)) return usage_error("unknown report format `%s` (text or json)", a + 9);
@@ -85,10 +103,13 @@ static int parse_args(int argc, char **argv, options *o) {
         else if (!strcmp(a, "--color=never")) o->color = 0;
         else if (!strcmp(a, "--color=auto")) o->color = -1;
         else if (!strncmp(a, "--color=", 8)) return usage_error("--color takes auto, always or never, not `%s`", a + 8);
-        else if (!strcmp(a, "--model") || !strcmp(a, "--plot") || !strcmp(a, "--stdlib")) {
+        else if (!strcmp(a, "--model") || !strcmp(a, "--plot") || !strcmp(a, "--stdlib") ||
+                 !strcmp(a, "-o") || !strcmp(a, "--cpu")) {
             if (!next) return usage_error("%s needs an argument", a);
             if (!strcmp(a, "--model")) o->model = next;
             else if (!strcmp(a, "--plot")) o->plot = next;
+            else if (!strcmp(a, "-o")) o->output = next;
+            else if (!strcmp(a, "--cpu")) o->cpu = next;
             else o->stdlib = next;
             i++;
         } else if (!strncmp(a, "-D", 2) || !strncmp(a, "-I", 2)) {
@@ -113,6 +134,12 @@ static int parse_args(int argc, char **argv, options *o) {
     if (!o->input && !o->print_keywords && !o->help_settings)
         return usage_error("no input file%s", "");
     return 0;
+}
+
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 static int cmp_str(const void *a, const void *b) {
@@ -210,6 +237,7 @@ int main(int argc, char **argv) {
     if (o.help_settings) { print_settings(); if (!o.input && !o.print_keywords) return 0; }
     if (o.print_keywords) return print_keywords(stdlib_dir(&o));
 
+    double start = now_seconds();
     tlm_session s;
     session_init(&s, stderr);
     s.diag.color = o.color == 1 || (o.color < 0 && isatty(2) && !getenv("NO_COLOR"));
@@ -249,7 +277,7 @@ int main(int argc, char **argv) {
         if (nmodels == 0 && (o.act == ACT_REPORT_TEXT || o.act == ACT_REPORT_JSON || o.plot)) {
             fprintf(stderr, "tlmc: %s defines no models\n", o.input);
             rc = EXIT_USER;
-        } else if (o.act == ACT_SUMMARY) {
+        } else if (o.act == ACT_SUMMARY && !o.output && !o.emit_ir) {
             for (int i = 0; i < nmodels; i++) report_summary(stdout, &checked[i]);
             if (nmodels == 0) printf("%s: no models (checked)\n", o.input);
         } else if (o.act == ACT_REPORT_TEXT) {
@@ -261,6 +289,30 @@ int main(int argc, char **argv) {
             report_json_begin(stdout);
             for (int i = 0; i < nmodels; i++) report_json_model(stdout, &checked[i], i);
             report_json_end(stdout);
+        }
+        if (!rc && o.emit_ir) {
+            for (int i = 0; i < nmodels && !rc; i++) {
+                ir_model ir;
+                if (i) putchar('\n');
+                if (!ir_lower(&checked[i], &ir)) {
+                    fprintf(stderr, "tlmc: %s: the memory plan does not fit in memory\n", checked[i].name);
+                    rc = EXIT_USER;
+                } else {
+                    ir_print(stdout, &ir);
+                }
+                ir_free(&ir);
+            }
+        }
+        if (!rc && o.output) {
+            if (nmodels == 0) {
+                fprintf(stderr, "tlmc: %s defines no models\n", o.input);
+                rc = EXIT_USER;
+            } else {
+                build_options bo = {o.cpu, o.opt_level, o.timing ? stderr : NULL};
+                if (o.timing) fprintf(stderr, "tlmc: timings for %s\n  %-22s %8.1f ms\n", checked[0].name,
+                                      "read and check", 1e3 * (now_seconds() - start));
+                if (!build_shared_object(&checked[0], o.output, &bo)) rc = EXIT_USER;
+            }
         }
         if (!rc && o.plot) {
             const checked_model *list[4096];

@@ -1,0 +1,20 @@
+/* Which CPU to generate for and how wide its float vectors are. */
+#ifndef TLM_CPU_TARGETS_H
+#define TLM_CPU_TARGETS_H
+
+#include <stdbool.h>
+
+typedef struct {
+  char *triple;   /* LLVM-owned strings: free with cpu_target_dispose */
+  char *cpu;
+  char *features; /* "" for a named CPU: LLVM derives them from the name */
+  int vl;         /* floats per vector register we generate for */
+} cpu_target;
+
+/* name NULL or "native": the host CPU and its exact features. Otherwise an
+ * x86-64 CPU name LLVM knows; unknown names are an error here because LLVM
+ * itself only prints a warning and silently generates generic code. */
+bool cpu_target_resolve(const char *name, cpu_target *t, char **err);
+void cpu_target_dispose(cpu_target *t);
+
+#endif

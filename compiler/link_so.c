@@ -1,0 +1,81 @@
+#include "link_so.h"
+
+#include <errno.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+static bool on_path(const char *name) {
+    if (strchr(name, '/')) return access(name, X_OK) == 0;
+    const char *path = getenv("PATH");
+    if (!path) path = "/usr/bin:/bin";
+    char buf[4096];
+    for (const char *p = path; *p;) {
+        const char *colon = strchr(p, ':');
+        size_t n = colon ? (size_t)(colon - p) : strlen(p);
+        snprintf(buf, sizeof buf, "%.*s/%s", (int)n, p, name);
+        if (access(buf, X_OK) == 0) return true;
+        p += n + (colon != NULL);
+    }
+    return false;
+}
+
+static const char *find_linker(void) {
+    const char *env = getenv("TLM_LD");
+    if (env && *env) return env;
+    static const char *const candidates[] = {"ld.lld-19", "ld.lld", "ld"};
+    for (size_t i = 0; i < sizeof candidates / sizeof *candidates; i++)
+        if (on_path(candidates[i])) return candidates[i];
+    return NULL;
+}
+
+bool link_shared_object(const char *const *objects, int n, const char *out_path, char *err, size_t errlen) {
+    const char *ld = find_linker();
+    if (!ld) {
+        snprintf(err, errlen, "no linker found (tried ld.lld-19, ld.lld, ld); install lld-19 or binutils");
+        return false;
+    }
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%d", out_path, (int)getpid());
+    const char **argv = calloc((size_t)n + 10, sizeof *argv);
+    int k = 0;
+    argv[k++] = ld;
+    argv[k++] = "-shared";
+    argv[k++] = "-z";
+    argv[k++] = "noexecstack";
+    argv[k++] = "-o";
+    argv[k++] = tmp;
+    for (int i = 0; i < n; i++) argv[k++] = objects[i];
+    argv[k] = NULL;
+    pid_t pid;
+    int rc = posix_spawnp(&pid, ld, NULL, NULL, (char *const *)argv, environ);
+    free(argv);
+    if (rc != 0) {
+        snprintf(err, errlen, "cannot run %s: %s", ld, strerror(rc));
+        return false;
+    }
+    int status;
+    while (waitpid(pid, &status, 0) < 0) {
+        if (errno != EINTR) {
+            snprintf(err, errlen, "waiting for %s: %s", ld, strerror(errno));
+            return false;
+        }
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        unlink(tmp);
+        snprintf(err, errlen, "%s failed (status %d)", ld, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+        return false;
+    }
+    if (rename(tmp, out_path) != 0) {
+        snprintf(err, errlen, "cannot write %s: %s", out_path, strerror(errno));
+        unlink(tmp);
+        return false;
+    }
+    return true;
+}

@@ -1,0 +1,12 @@
+/* Links object files into a shared object with the system linker (ld.lld-19,
+ * ld.lld or ld; $TLM_LD overrides), writing the result atomically: to a
+ * temporary file next to the target, renamed into place on success. */
+#ifndef TLM_LINK_SO_H
+#define TLM_LINK_SO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+bool link_shared_object(const char *const *objects, int n, const char *out_path, char *err, size_t errlen);
+
+#endif

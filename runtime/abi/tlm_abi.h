@@ -1,0 +1,216 @@
+/* The ABI between tlmc and the runtime: what a compiled model.so exports.
+ *
+ * A model.so holds generated code and one descriptor. It exports:
+ *
+ *   const uint32_t       tlm_abi_magic;        TLM_ABI_MAGIC
+ *   const uint32_t       tlm_abi_version;      TLM_ABI_VERSION
+ *   const uint8_t        tlm_model_blob[];     the descriptor (below), 16-aligned
+ *   const uint64_t       tlm_model_blob_size;
+ *   const tlm_kernel_fns tlm_kernel_table[];   one entry per kernel of the blob
+ *   const char           tlm_cuda_source[];    CUDA C for NVRTC, NUL-terminated
+ *
+ * The descriptor is a flat little-endian blob: a header, then tables that
+ * refer to each other by index and to text by offset into a string table.
+ * It holds no pointers, so a reader can check every offset and count against
+ * the blob's size before trusting it, and a checksum catches damage. The
+ * only pointers are the kernels' entry points, which the dynamic loader
+ * relocates.
+ *
+ * Versioning: any change to a struct below or to the meaning of a field bumps
+ * TLM_ABI_VERSION; the runtime refuses other versions with a message that
+ * says to recompile the model.
+ */
+#ifndef TLM_ABI_H
+#define TLM_ABI_H
+
+#include <stdint.h>
+
+#define TLM_ABI_MAGIC 0x314D4C54u          /* "TLM1" */
+#define TLM_ABI_VERSION 1u
+
+#define TLM_SYM_MAGIC "tlm_abi_magic"
+#define TLM_SYM_VERSION "tlm_abi_version"
+#define TLM_SYM_BLOB "tlm_model_blob"
+#define TLM_SYM_BLOB_SIZE "tlm_model_blob_size"
+#define TLM_SYM_KERNELS "tlm_kernel_table"
+#define TLM_SYM_CUDA "tlm_cuda_source"
+
+/* ---- generated MLP kernels (semantics: codegen/codegen.h) ---- */
+
+typedef void (*tlm_mlp_fwd_fn)(int64_t r0, int64_t r1, const float *x, const float *w_gate,
+                               const float *w_up, const float *w_down, float *pre_gate,
+                               float *pre_up, float *out);
+typedef void (*tlm_mlp_bwd_data_fn)(int64_t r0, int64_t r1, const float *x, const float *w_gate,
+                                    const float *w_up, const float *w_down, const float *pre_gate,
+                                    const float *pre_up, const float *dout, float *d_pre_gate,
+                                    float *d_pre_up, float *dx);
+typedef void (*tlm_mlp_bwd_weight_fn)(int64_t rows, int64_t j0, int64_t j1, const float *x,
+                                      const float *pre_gate, const float *pre_up,
+                                      const float *dout, const float *d_pre_gate,
+                                      const float *d_pre_up, float *dw_gate, float *dw_up,
+                                      float *dw_down);
+
+typedef struct tlm_kernel_fns {
+    tlm_mlp_fwd_fn fwd;
+    tlm_mlp_bwd_data_fn bwd_data;
+    tlm_mlp_bwd_weight_fn bwd_weight;
+} tlm_kernel_fns;
+
+/* ---- enumerations stored in the blob ---- */
+
+enum tlm_abi_mixer { TLM_MIXER_ATTENTION, TLM_MIXER_GATED_ATTENTION, TLM_MIXER_TITANS, TLM_MIXER_HOPE_ATTENTION };
+enum tlm_abi_mlp { TLM_ABI_MLP_SWIGLU, TLM_ABI_MLP_GELU };
+enum tlm_abi_optimizer { TLM_OPT_ADAMW, TLM_OPT_SGD };
+enum tlm_abi_lr_schedule { TLM_LR_COSINE, TLM_LR_LINEAR, TLM_LR_CONSTANT };
+enum tlm_abi_init { TLM_INIT_NORMAL, TLM_INIT_ONES, TLM_INIT_ZEROS };
+
+/* What a parameter is; with its layer this says where it is used. */
+enum tlm_abi_param_role {
+    TLM_P_EMBED,          /* [V, D] */
+    TLM_P_ATTN_NORM,      /* [D]    input_layernorm */
+    TLM_P_Q, TLM_P_K, TLM_P_V,   /* [A, D] */
+    TLM_P_O,              /* [D, A] */
+    TLM_P_MLP_NORM,       /* [D]    post_attention_layernorm */
+    TLM_P_GATE, TLM_P_UP, /* [W, D] */
+    TLM_P_DOWN,           /* [D, W] */
+    TLM_P_FINAL_NORM,     /* [D] */
+    TLM_P_HEAD,           /* [V, D] (absent when tied) */
+    TLM_P_COUNT
+};
+
+/* What an activation buffer holds. Sizes are per_token × B·T floats plus
+ * per_token_t × B·T·T (attention probabilities). */
+enum tlm_abi_buffer_role {
+    TLM_B_RESID,          /* h_l, the residual stream entering layer l [BT, D]; l = L: the last */
+    TLM_B_MID,            /* z_l = h_l + attention [BT, D] */
+    TLM_B_NORM1, TLM_B_RSTD1,    /* attention's input norm [BT, D], [BT] */
+    TLM_B_QKV,            /* q, k, v packed per token [BT, 3A]; q and k after RoPE */
+    TLM_B_PROBS,          /* softmax probabilities [B, H, T, T] */
+    TLM_B_ATTN_Y,         /* attention output before o_proj [BT, A] */
+    TLM_B_NORM2, TLM_B_RSTD2,    /* the MLP's input norm */
+    TLM_B_PRE_GATE, TLM_B_PRE_UP, /* MLP pre-activations [BT, W_l] */
+    TLM_B_NORMF, TLM_B_RSTDF,    /* the final norm */
+    TLM_B_LOGITS,         /* [BT, V]; the backward overwrites it with dlogits */
+    TLM_B_LSE,            /* log-sum-exp per token [BT] */
+    TLM_B_D_RESID,        /* gradient of the residual stream [BT, D] */
+    TLM_B_D_NORM,         /* gradient of a norm's output [BT, D] */
+    TLM_B_D_PRE_GATE, TLM_B_D_PRE_UP, /* [BT, W_l] */
+    TLM_B_D_ATTN_Y,       /* [BT, A] */
+    TLM_B_D_QKV,          /* [BT, 3A] */
+    TLM_B_COUNT
+};
+
+/* The operations of one training step, in order; the forward ones alone are
+ * inference. Operands are indices into the buffer and parameter tables (-1:
+ * none). The runtime executes this list, so the memory plan and the
+ * execution always agree. */
+enum tlm_abi_op_kind {
+    TLM_OP_EMBED,            /* out0 = embed[param0][tokens] */
+    TLM_OP_RMSNORM,          /* out0 = rmsnorm(in0) * param0, out1 = rstd */
+    TLM_OP_QKV,              /* out0 = in0 [Wq; Wk; Wv]^T, params 0..2 */
+    TLM_OP_ROPE,             /* rotate q and k of out0 in place */
+    TLM_OP_ATTENTION,        /* causal softmax attention of in0 (qkv): out0 = probs, out1 = y */
+    TLM_OP_OUT_PROJ,         /* out0 = in1 + in0 Wo^T (in1: the residual), param0 */
+    TLM_OP_MLP,              /* out2 = in1 + MLP(in0) through kernel; out0, out1 = pre_gate, pre_up;
+                                params gate, up, down */
+    TLM_OP_HEAD,             /* out0 = in0 W^T, param0 (the head, or the embedding when tied) */
+    TLM_OP_LOSS,             /* mean cross-entropy of in0 against the targets; out0 = lse */
+    /* backward */
+    TLM_OP_LOSS_BACKWARD,    /* in0 (logits) becomes dlogits, in place; in1 = lse */
+    TLM_OP_HEAD_BACKWARD,    /* out0 = dlogits W; dW += dlogits^T in1. in0 = dlogits */
+    TLM_OP_RMSNORM_BACKWARD, /* out0 (=|+= per flag) from in0 (dout), in1 (x), in2 (rstd); dparam0 += */
+    TLM_OP_MLP_BACKWARD,     /* in0 = dout, in1 = x, in2 = pre_gate, in3 = pre_up;
+                                out0, out1 = d_pre_gate, d_pre_up, out2 = dx (written); dparams += */
+    TLM_OP_OUT_PROJ_BACKWARD,/* out0 = in0 Wo; dWo += in0^T in1 */
+    TLM_OP_ATTENTION_BACKWARD,/* out0 = d qkv from in0 (dy), in1 (qkv), in2 (probs), in3 (y) */
+    TLM_OP_ROPE_BACKWARD,    /* rotate back the q and k parts of out0 in place */
+    TLM_OP_QKV_BACKWARD,     /* out0 = in0 [Wq; Wk; Wv]; dW += in0^T in1 */
+    TLM_OP_EMBED_BACKWARD,   /* d embed[tokens] += in0 */
+    TLM_OP_COUNT
+};
+
+#define TLM_OP_FLAG_ACCUMULATE 1u   /* the op adds into out0 instead of writing it */
+
+/* ---- the blob ---- */
+
+typedef struct tlm_blob_header {
+    uint32_t magic, version;
+    uint64_t size;            /* of the whole blob */
+    uint64_t checksum;        /* FNV-1a 64 of the bytes after the header */
+    uint32_t nlayers, nparams, nkernels, nbuffers, nops, nplans;
+    uint64_t model_off, train_off, layers_off, params_off, kernels_off, buffers_off, ops_off,
+        plans_off, strings_off, strings_size;
+} tlm_blob_header;
+
+typedef struct tlm_abi_model {
+    uint32_t name;            /* string offset */
+    uint32_t mixer, mlp, gate, tie_embeddings, ncms;
+    int64_t vocab, context, d_model, layers, heads, head_dim, quantum, chunk;
+    int64_t budget_width;     /* 0: no budget */
+    int64_t cms[8];
+    double norm_eps, rope_base, inner_lr;
+    int64_t param_floats;     /* size of the parameter block */
+} tlm_abi_model;
+
+typedef struct tlm_abi_train {
+    int64_t batch, context, steps, warmup, accumulate, eval_every, eval_batches, ckpt_every, log_every;
+    uint64_t seed;
+    uint32_t optimizer, lr_schedule;
+    double lr, beta1, beta2, eps, weight_decay, momentum, min_lr, grad_clip;
+} tlm_abi_train;
+
+typedef struct tlm_abi_layer {
+    int64_t width;            /* MLP width d_ff(l) */
+    double exact_width;       /* the schedule's value before rounding */
+    uint32_t kernel;          /* index into the kernel table */
+    uint32_t reserved;
+} tlm_abi_layer;
+
+typedef struct tlm_abi_param {
+    uint32_t name;            /* Llama-style, e.g. model.layers.3.mlp.gate_proj.weight */
+    uint32_t role;            /* tlm_abi_param_role */
+    int32_t layer;            /* -1 for embedding, final norm, head */
+    uint32_t ndim;
+    int64_t shape[2];
+    int64_t offset, count;    /* in floats, into the parameter block */
+    uint32_t decay;           /* weight decay applies */
+    uint32_t init;            /* tlm_abi_init */
+    double init_std;
+} tlm_abi_param;
+
+typedef struct tlm_abi_kernel {
+    uint32_t mlp;             /* tlm_abi_mlp */
+    uint32_t symbol;          /* string: the fwd entry's symbol */
+    int64_t d_model, width;
+} tlm_abi_kernel;
+
+typedef struct tlm_abi_buffer {
+    uint32_t name;            /* e.g. qkv.3 */
+    uint32_t role;            /* tlm_abi_buffer_role */
+    int32_t layer;
+    uint32_t reserved;
+    int64_t per_token;        /* floats per B·T */
+    int64_t per_token_t;      /* floats per B·T·T */
+} tlm_abi_buffer;
+
+typedef struct tlm_abi_op {
+    uint32_t kind;            /* tlm_abi_op_kind */
+    uint32_t flags;
+    int32_t layer, kernel;
+    int32_t in[4], out[4], param[4];
+} tlm_abi_op;
+
+enum tlm_abi_plan_kind { TLM_PLAN_TRAIN, TLM_PLAN_INFER };
+
+/* A memory plan: one arena, an offset per buffer (-1: not used by this
+ * plan), for one batch and sequence length. Plans for other sizes are made by
+ * the runtime with the same algorithm (tlm_plan_arena). */
+typedef struct tlm_abi_plan {
+    uint32_t kind;            /* tlm_abi_plan_kind */
+    uint32_t nops;            /* the plan runs ops [0, nops) */
+    int64_t batch, seq;
+    int64_t arena_bytes;
+    uint64_t offsets_off;     /* int64_t[nbuffers], bytes */
+} tlm_abi_plan;
+
+#endif

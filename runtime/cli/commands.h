@@ -1,0 +1,8 @@
+/* tlm-run's subcommands. Each takes its own argv (argv[0] is the command
+ * name) and returns the exit status: 0 ok, 1 user error, 2 usage. */
+#ifndef TLM_COMMANDS_H
+#define TLM_COMMANDS_H
+
+int cmd_info(int argc, char **argv);
+
+#endif

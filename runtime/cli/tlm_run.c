@@ -1,0 +1,36 @@
+/* tlm-run: the runtime's command line. */
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+
+#ifndef TLM_VERSION
+#define TLM_VERSION "0.0.0"
+#endif
+
+static const struct command {
+    const char *name;
+    int (*run)(int, char **);
+    const char *help;
+} commands[] = {
+    {"info", cmd_info, "settings, layer table, kernels, parameters and memory plans of a model"},
+};
+
+static void usage(FILE *out) {
+    fputs("usage: tlm-run COMMAND MODEL.so [options]\n\ncommands:\n", out);
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+        fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].help);
+    fputs("\n`tlm-run COMMAND --help` describes a command's options.\n"
+          "Exit status: 0 ok, 1 error (bad model, file or data), 2 bad usage.\n", out);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) { usage(stderr); return 2; }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) { usage(stdout); return 0; }
+    if (!strcmp(argv[1], "--version")) { printf("tlm-run %s\n", TLM_VERSION); return 0; }
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+        if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "tlm-run: unknown command `%s`\n", argv[1]);
+    usage(stderr);
+    return 2;
+}

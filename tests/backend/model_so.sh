@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# tlmc -o and tlm-run info: a model.so round trip, one kernel per distinct
+# width, a generic-CPU build, and every kind of bad shared object rejected
+# with exit status 1 and a one-line reason (never a crash).
+set -u
+tlmc=$1; run=$2; root=$3
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+py=/usr/bin/python3
+fail=0
+expect() {   # expect STATUS PATTERN DESCRIPTION -- command...
+  local want=$1 pattern=$2 what=$3; shift 4
+  "$@" >"$tmp/out" 2>"$tmp/err"; local got=$?
+  if [ "$got" != "$want" ]; then
+    echo "FAIL: $what: exit $got, wanted $want"; head -5 "$tmp/err" "$tmp/out"; fail=1; return
+  fi
+  if [ -n "$pattern" ] && ! grep -q -- "$pattern" "$tmp/out" "$tmp/err"; then
+    echo "FAIL: $what: no '$pattern' in the output:"; head -5 "$tmp/err" "$tmp/out"; fail=1; return
+  fi
+  if [ "$want" = 1 ] && [ "$(wc -l < "$tmp/err")" != 1 ]; then
+    echo "FAIL: $what: the error is not one line:"; cat "$tmp/err"; fail=1; return
+  fi
+  echo "ok: $what"
+}
+
+tiny=$root/examples/tiny.tlm
+expect 0 "" "compile tiny" -- "$tlmc" "$tiny" -o "$tmp/tiny.so"
+expect 0 "6 specialisations" "tlm-run info tiny.so" -- "$run" info "$tmp/tiny.so"
+for w in 1040 960 800 576 416 336; do grep -q " $w " "$tmp/out" || { echo "FAIL: width $w missing from info"; fail=1; }; done
+expect 0 "model.layers.5.mlp.down_proj.weight" "info --params" -- "$run" info "$tmp/tiny.so" --params
+expect 0 "" "compile the uniform twin" -- "$tlmc" "$tiny" --model tiny_uniform -o "$tmp/uniform.so"
+expect 0 "1 specialisations" "uniform model has one kernel" -- "$run" info "$tmp/uniform.so"
+expect 0 "" "generic x86-64 code" -- "$tlmc" --cpu x86-64 "$tiny" -o "$tmp/generic.so"
+expect 0 "model tiny" "info on the generic build" -- "$run" info "$tmp/generic.so"
+expect 1 "unknown CPU\|not a known\|cpu" "unknown --cpu" -- "$tlmc" --cpu pentium-9000 "$tiny" -o "$tmp/x.so"
+
+# One kernel specialisation per distinct width, at paper scale.
+paper=$root/examples/paper/transformer_440m.tlm
+"$tlmc" --report=json --model transformer_440m "$paper" > "$tmp/report.json"
+distinct=$($py -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["models"][0]["distinct_widths"]))' "$tmp/report.json")
+expect 0 "" "compile the 440M preset" -- "$tlmc" --time "$paper" -o "$tmp/p440.so"
+cat "$tmp/err"
+expect 0 "kernels ($distinct specialisations" "kernels == distinct widths ($distinct)" -- "$run" info "$tmp/p440.so"
+
+# Bad input to tlmc -o.
+expect 1 "cannot write\|No such file" "tlmc -o into a missing directory" -- "$tlmc" "$tiny" -o "$tmp/no/such/dir/x.so"
+printf 'model mem { vocab = 64; context = 16; d_model = 32; layers = 2; heads = 2; d_ff = 64; mixer = titans; }\n' > "$tmp/titans.tlm"
+expect 1 "not available yet" "mixer without code generation" -- "$tlmc" "$tmp/titans.tlm" -o "$tmp/t.so"
+
+# Bad shared objects.
+expect 2 "usage" "tlm-run without arguments" -- "$run"
+expect 2 "unknown command" "unknown command" -- "$run" frobnicate "$tmp/tiny.so"
+expect 2 "unknown option" "unknown option" -- "$run" info --frobnicate "$tmp/tiny.so"
+expect 1 "cannot open" "missing model file" -- "$run" info "$tmp/nope.so"
+expect 1 "not a regular file" "a directory" -- "$run" info "$tmp"
+echo "just text" > "$tmp/text.so"
+expect 1 "not a compiled model" "a text file" -- "$run" info "$tmp/text.so"
+foreign=$(ls /usr/lib/x86_64-linux-gnu/libz.so.1 /lib/x86_64-linux-gnu/libm.so.6 2>/dev/null | head -1)
+cp "$foreign" "$tmp/foreign.so"
+expect 1 "not a compiled tlm model" "a foreign shared object ($(basename "$foreign"))" -- "$run" info "$tmp/foreign.so"
+size=$(stat -c %s "$tmp/tiny.so")
+for cut in 16 64 1000 $((size / 2)) $((size - 100)); do
+  head -c "$cut" "$tmp/tiny.so" > "$tmp/cut.so"
+  expect 1 "" "truncated to $cut of $size bytes" -- "$run" info "$tmp/cut.so"
+done
+# Damage inside the descriptor: its header starts with the magic and version
+# (the second such place in the file; the first is tlm_abi_magic itself).
+$py - "$tmp/tiny.so" "$tmp/damaged.so" <<'PY'
+import sys
+data = bytearray(open(sys.argv[1], 'rb').read())
+pattern = b'TLM1\x01\x00\x00\x00'
+first = data.find(pattern)
+blob = data.find(pattern, first + 1)
+assert blob > 0, "descriptor not found"
+data[blob + 200] ^= 0x5A
+open(sys.argv[2], 'wb').write(data)
+PY
+expect 1 "damaged" "a damaged descriptor" -- "$run" info "$tmp/damaged.so"
+# Hand-made objects: wrong magic, another ABI version, missing symbols.
+cat > "$tmp/fake.c" <<'C'
+#include <stdint.h>
+#ifndef MAGIC
+#define MAGIC 0x314D4C54u
+#endif
+const uint32_t tlm_abi_magic = MAGIC;
+const uint32_t tlm_abi_version = VERSION;
+C
+cc -shared -fPIC -DVERSION=1 -DMAGIC=0x12345678u -o "$tmp/magic.so" "$tmp/fake.c"
+cc -shared -fPIC -DVERSION=999 -o "$tmp/version.so" "$tmp/fake.c"
+cc -shared -fPIC -DVERSION=1 -o "$tmp/nosyms.so" "$tmp/fake.c"
+expect 1 "wrong magic" "wrong magic number" -- "$run" info "$tmp/magic.so"
+expect 1 "ABI version 999" "another ABI version" -- "$run" info "$tmp/version.so"
+expect 1 "lacks the symbol" "missing symbols" -- "$run" info "$tmp/nosyms.so"
+exit $fail

@@ -1,0 +1,39 @@
+/* Test helper: runs one spec's generated fwd, bwd_data and bwd_weight on
+ * fresh random inputs and compares them with the float64 reference.
+ *
+ * What is checked, per call:
+ *   - norm-wise error <= MLP_CHECK_TOLERANCE relative to the norm of the
+ *     summed terms' magnitudes (sum |a||b| per output, = the result's norm
+ *     unless the sums cancel); the error relative to the result's norm and
+ *     the max elementwise error are printed alongside. For accumulated
+ *     outputs the error is that of the part the kernel added, beyond the
+ *     half-ulp rounding of storing the sum;
+ *   - written outputs are poisoned with a NaN first, so a missed element
+ *     fails; accumulated outputs (out, dw_*) start from random values and
+ *     must end at start + reference;
+ *   - elements outside the requested row / width range are bit-identical
+ *     to what they were before the call;
+ *   - GELU kernels get NULL for every gate pointer. */
+#ifndef TLM_MLP_CHECK_H
+#define TLM_MLP_CHECK_H
+
+#include <stdint.h>
+
+#include "kernel_loader.h"
+
+#define MLP_CHECK_TOLERANCE 1e-5
+
+typedef struct {
+  int rows;   /* rows in the buffers (and summed over by bwd_weight) */
+  int r0, r1; /* row range for fwd / bwd_data */
+  int j0, j1; /* width range for bwd_weight; j1 <= 0 means width + j1 */
+} mlp_case;
+
+uint64_t test_seed(void); /* TLM_TEST_SEED or the clock; printed */
+double test_uniform(uint64_t *rng, double lo, double hi);
+
+/* Returns the number of failed comparisons (0 = pass); prints a line each. */
+int mlp_check_spec(kernel_lib *lib, const tlm_kernel_spec *s, const mlp_case *c,
+                   uint64_t *rng);
+
+#endif
