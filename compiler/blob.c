@@ -78,8 +78,8 @@ uint8_t *blob_write(const ir_model *ir, size_t *size) {
         .accumulate = t->accumulate, .eval_every = t->eval_every, .eval_batches = t->eval_batches,
         .ckpt_every = t->ckpt_every, .log_every = t->log_every, .seed = t->seed,
         .optimizer = t->optimizer == OPT_ADAMW ? TLM_OPT_ADAMW : TLM_OPT_SGD,
-        .lr_schedule = t->lr_schedule == LR_COSINE ? TLM_LR_COSINE
-                     : t->lr_schedule == LR_LINEAR ? TLM_LR_LINEAR : TLM_LR_CONSTANT,
+        .lr_schedule = t->lr_schedule == LR_COSINE ? TLM_ABI_LR_COSINE
+                     : t->lr_schedule == LR_LINEAR ? TLM_ABI_LR_LINEAR : TLM_ABI_LR_CONSTANT,
         .lr = t->lr, .beta1 = t->beta1, .beta2 = t->beta2, .eps = t->eps,
         .weight_decay = t->weight_decay, .momentum = t->momentum,
         .min_lr = t->min_lr < 0 ? t->lr / 10 : t->min_lr, .grad_clip = t->grad_clip,

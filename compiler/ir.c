@@ -36,9 +36,13 @@ static int add_param(ir_model *ir, char *name, uint32_t role, int layer, int64_t
     p->shape[0] = rows;
     p->shape[1] = cols;
     p->count = cols ? rows * cols : rows;
-    /* 16 floats: every tensor starts on a 64-byte boundary. */
+    /* 16 floats: tensors start on 64-byte boundaries, except that k_proj
+     * and v_proj follow q_proj directly so that the three form one
+     * [3A, D] matrix and q, k, v take a single GEMM. */
+    bool packed = role == TLM_P_K || role == TLM_P_V;
+    if (!packed) ir->param_floats = (ir->param_floats + 15) / 16 * 16;
     p->offset = ir->param_floats;
-    ir->param_floats += (p->count + 15) / 16 * 16;
+    ir->param_floats += p->count;
     p->init = init;
     p->init_std = std;
     p->decay = decay;
@@ -253,6 +257,7 @@ bool ir_lower(const checked_model *m, ir_model *ir) {
 
     /* Plans for the default sizes: a training micro-batch, and one
      * sequence of the full context for inference. */
+    ir->param_floats = (ir->param_floats + 15) / 16 * 16;
     bool ok = true;
     int64_t micro = m->train.batch / m->train.accumulate;
     if (micro < 1) micro = 1;

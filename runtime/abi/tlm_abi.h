@@ -61,14 +61,15 @@ typedef struct tlm_kernel_fns {
 enum tlm_abi_mixer { TLM_MIXER_ATTENTION, TLM_MIXER_GATED_ATTENTION, TLM_MIXER_TITANS, TLM_MIXER_HOPE_ATTENTION };
 enum tlm_abi_mlp { TLM_ABI_MLP_SWIGLU, TLM_ABI_MLP_GELU };
 enum tlm_abi_optimizer { TLM_OPT_ADAMW, TLM_OPT_SGD };
-enum tlm_abi_lr_schedule { TLM_LR_COSINE, TLM_LR_LINEAR, TLM_LR_CONSTANT };
+enum tlm_abi_lr_schedule { TLM_ABI_LR_COSINE, TLM_ABI_LR_LINEAR, TLM_ABI_LR_CONSTANT };
 enum tlm_abi_init { TLM_INIT_NORMAL, TLM_INIT_ONES, TLM_INIT_ZEROS };
 
 /* What a parameter is; with its layer this says where it is used. */
 enum tlm_abi_param_role {
     TLM_P_EMBED,          /* [V, D] */
     TLM_P_ATTN_NORM,      /* [D]    input_layernorm */
-    TLM_P_Q, TLM_P_K, TLM_P_V,   /* [A, D] */
+    TLM_P_Q, TLM_P_K, TLM_P_V,   /* [A, D] each; k and v directly follow q, so the three
+                                    are one [3A, D] matrix */
     TLM_P_O,              /* [D, A] */
     TLM_P_MLP_NORM,       /* [D]    post_attention_layernorm */
     TLM_P_GATE, TLM_P_UP, /* [W, D] */

@@ -77,7 +77,7 @@ int cmd_info(int argc, char **argv) {
     else
         printf("  sgd: lr %g, momentum %g, weight_decay %g\n", t->lr, t->momentum, t->weight_decay);
     printf("  lr schedule %s, warmup %lld, min_lr %g, grad_clip %g\n",
-           t->lr_schedule == TLM_LR_COSINE ? "cosine" : t->lr_schedule == TLM_LR_LINEAR ? "linear" : "constant",
+           t->lr_schedule == TLM_ABI_LR_COSINE ? "cosine" : t->lr_schedule == TLM_ABI_LR_LINEAR ? "linear" : "constant",
            (long long)t->warmup, t->min_lr, t->grad_clip);
     printf("  eval every %lld steps (%lld batches), checkpoint every %lld, log every %lld\n",
            (long long)t->eval_every, (long long)t->eval_batches, (long long)t->ckpt_every,

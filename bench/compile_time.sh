@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Compile-time benchmark (not a test): a 24-layer model whose 24 layers all
+# have different widths, compiled with tlmc --time, best of N runs.
+#   bench/compile_time.sh [TLMC] [RUNS]
+set -eu
+tlmc=${1:-build/compiler/tlmc}; runs=${2:-5}
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+cat > "$tmp/wide24.tlm" <<'TLM'
+use std.schedules;
+model wide24 {
+    vocab = 32000; context = 2048; d_model = 1024; layers = 24; heads = 16;
+    d_ff = 2816 * cosine(1.5, 0.5);
+    quantum = 8;
+    budget = uniform(2816);
+}
+TLM
+distinct=$("$tlmc" "$tmp/wide24.tlm" | sed -n 's/.*(\([0-9]*\) distinct).*/\1/p')
+echo "model: 24 layers, d_model 1024, $distinct distinct widths (SwiGLU kernels: $((3 * distinct)) entry points)"
+best=
+for i in $(seq "$runs"); do
+  start=$(date +%s%N)
+  "$tlmc" "$tmp/wide24.tlm" -o "$tmp/wide24.so"
+  end=$(date +%s%N)
+  ms=$(( (end - start) / 1000000 ))
+  echo "run $i: ${ms} ms"
+  if [ -z "$best" ] || [ "$ms" -lt "$best" ]; then best=$ms; fi
+done
+echo "best: ${best} ms for the whole tlmc -o (parse, check, IR, LLVM, link)"
+"$tlmc" --time "$tmp/wide24.tlm" -o "$tmp/wide24.so"

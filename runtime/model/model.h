@@ -1,0 +1,55 @@
+/* A model in memory: the parameter block, its gradients, the activation
+ * arena laid out by the memory plan, and the interpreter that runs the
+ * IR's ops (forward, then backward) with the runtime's ops and the model's
+ * generated MLP kernels. */
+#ifndef TLM_MODEL_H
+#define TLM_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model_so.h"
+
+typedef struct tlm_model {
+    const tlm_model_so *so;
+    int64_t B, T;              /* the largest batch and sequence the arena holds */
+    bool training;             /* gradients and the backward ops */
+    int nforward, nops;        /* ops [0, nforward) are the forward pass */
+    float *params, *grads;     /* param_floats each; grads NULL for inference */
+    int64_t param_floats;
+    uint8_t *arena;
+    int64_t arena_bytes;
+    int64_t *offsets;          /* byte offset of each buffer in the arena, -1: unused */
+    float *rope_cos, *rope_sin;/* [T, head_dim / 2] */
+    int32_t *tokens, *targets; /* [B*T] of the last forward */
+    int64_t run_B, run_T;      /* sizes of the last forward */
+    int threads;
+} tlm_model;
+
+/* B, T: the sizes to plan for (later calls may use smaller ones). */
+bool tlm_model_create(tlm_model *m, const tlm_model_so *so, int64_t B, int64_t T, bool training,
+                      char *err, size_t errlen);
+void tlm_model_destroy(tlm_model *m);
+
+/* Initialises every parameter as its table entry says (normal with its std,
+ * ones or zeros), in table order from one generator seeded with seed. */
+void tlm_model_init_params(tlm_model *m, uint64_t seed);
+
+/* Runs the forward pass on tokens [B*T]. With targets, returns the mean
+ * cross-entropy (and keeps what the backward pass needs); without, returns
+ * 0 and only the logits are meaningful. B <= m->B, T <= m->T. */
+double tlm_model_forward(tlm_model *m, const int32_t *tokens, const int32_t *targets, int64_t B, int64_t T);
+/* Adds the gradients of dloss × the last forward's loss to m->grads. */
+void tlm_model_backward(tlm_model *m, float dloss);
+void tlm_model_zero_grads(tlm_model *m);
+
+/* The logits of the last forward, [B, T, vocab]. */
+const float *tlm_model_logits(const tlm_model *m);
+/* A buffer by role and layer (-1 for the model-wide ones), or NULL. */
+float *tlm_model_buffer(const tlm_model *m, uint32_t role, int layer);
+/* Parameter i's values and gradient. */
+float *tlm_model_param(const tlm_model *m, int i);
+float *tlm_model_grad(const tlm_model *m, int i);
+
+#endif

@@ -1,0 +1,88 @@
+#include "trainer.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+bool tlm_trainer_create(tlm_trainer *t, tlm_model *model, const tlm_abi_train *s, bool decay_embeddings,
+                        char *err, size_t errlen) {
+    memset(t, 0, sizeof *t);
+    t->model = model;
+    t->settings = *s;
+    t->decay_embeddings = decay_embeddings;
+    if (!model->grads) {
+        snprintf(err, errlen, "the model was not created for training");
+        return false;
+    }
+    if (s->accumulate < 1 || s->batch % s->accumulate != 0 || s->batch / s->accumulate > model->B) {
+        snprintf(err, errlen, "batch %lld in %lld micro-batches does not fit the model's arena (%lld sequences)",
+                 (long long)s->batch, (long long)s->accumulate, (long long)model->B);
+        return false;
+    }
+    size_t n = (size_t)model->param_floats;
+    t->m = calloc(n, sizeof *t->m);
+    t->v = s->optimizer == TLM_OPT_ADAMW ? calloc(n, sizeof *t->v) : NULL;
+    const tlm_model_so *so = model->so;
+    t->spans = calloc(so->header->nparams + 1, sizeof *t->spans);
+    if (!t->m || (s->optimizer == TLM_OPT_ADAMW && !t->v) || !t->spans) {
+        tlm_trainer_destroy(t);
+        snprintf(err, errlen, "out of memory for the optimizer state");
+        return false;
+    }
+    /* The decay mask: the parameter table says which tensors decay (not
+     * norms, not the embedding); --decay-embeddings adds the embedding. */
+    for (uint32_t i = 0; i < so->header->nparams; i++) {
+        const tlm_abi_param *p = &so->params[i];
+        bool decay = p->decay || (decay_embeddings && p->role == TLM_P_EMBED);
+        t->spans[t->nspans++] = (tlm_param_span){(size_t)p->offset, (size_t)p->count, decay};
+    }
+    t->adamw = (tlm_adamw){(float)s->beta1, (float)s->beta2, (float)s->eps, (float)s->weight_decay};
+    t->sgd = (tlm_sgd){(float)s->momentum, 0.0f, (float)s->weight_decay, false};
+    t->schedule.kind = s->lr_schedule == TLM_ABI_LR_COSINE ? TLM_LR_COSINE
+                     : s->lr_schedule == TLM_ABI_LR_LINEAR ? TLM_LR_LINEAR
+                                                           : TLM_LR_CONSTANT;
+    t->schedule.max_lr = (float)s->lr;
+    t->schedule.min_lr = (float)s->min_lr;
+    t->schedule.warmup = (long)s->warmup;
+    t->schedule.total = (long)s->steps;
+    return true;
+}
+
+void tlm_trainer_destroy(tlm_trainer *t) {
+    free(t->m);
+    free(t->v);
+    free(t->spans);
+    memset(t, 0, sizeof *t);
+}
+
+int64_t tlm_trainer_state_floats(const tlm_trainer *t) { return t->model->param_floats; }
+
+tlm_step_result tlm_trainer_step(tlm_trainer *t, const int32_t *tokens, const int32_t *targets, int64_t T) {
+    tlm_model *model = t->model;
+    int64_t k = t->settings.accumulate, micro = t->settings.batch / k;
+    tlm_step_result r = {0};
+    tlm_model_zero_grads(model);
+    /* Each micro-batch's loss is a mean over its tokens; scaling its
+     * gradient by 1/k makes the step's gradient that of the mean over all. */
+    for (int64_t i = 0; i < k; i++) {
+        const int32_t *x = tokens + i * micro * T, *y = targets + i * micro * T;
+        double loss = tlm_model_forward(model, x, y, micro, T);
+        r.loss += loss / (double)k;
+        if (!isfinite(loss)) break;
+        tlm_model_backward(model, 1.0f / (float)k);
+    }
+    size_t n = (size_t)model->param_floats;
+    r.grad_norm = t->settings.grad_clip > 0 ? tlm_clip_grad_norm(model->grads, n, (float)t->settings.grad_clip)
+                                            : tlm_grad_norm(model->grads, n);
+    r.lr = tlm_lr_at(&t->schedule, t->step);
+    r.finite = isfinite(r.loss) && isfinite(r.grad_norm);
+    if (!r.finite) return r;           /* the parameters keep their last good values */
+    t->step++;
+    if (t->settings.optimizer == TLM_OPT_ADAMW)
+        tlm_adamw_update_spans(&t->adamw, model->params, model->grads, t->m, t->v, t->spans, t->nspans, r.lr,
+                               t->step);
+    else
+        tlm_sgd_update_spans(&t->sgd, model->params, model->grads, t->m, t->spans, t->nspans, r.lr, t->step);
+    return r;
+}

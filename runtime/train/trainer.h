@@ -1,0 +1,48 @@
+/* One optimizer step of training: forward and backward over the step's
+ * micro-batches (gradient accumulation), the global gradient norm and
+ * clipping, the learning rate from the schedule, and the AdamW (or SGD)
+ * update with weight decay only where the parameter table allows it. The
+ * optimizer state is here too, so a checkpoint saves and restores it. */
+#ifndef TLM_TRAINER_H
+#define TLM_TRAINER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "model.h"
+#include "tlm_rt/optim.h"
+
+typedef struct tlm_trainer {
+    tlm_model *model;
+    tlm_abi_train settings;    /* the model's defaults with the user's overrides */
+    bool decay_embeddings;     /* weight decay on the embedding (and a tied head) too */
+    tlm_adamw adamw;
+    tlm_sgd sgd;
+    float *m, *v;              /* AdamW moments; SGD keeps its momentum in m */
+    tlm_param_span *spans;
+    int nspans;
+    tlm_lr_schedule schedule;
+    long step;                 /* optimizer steps taken so far */
+} tlm_trainer;
+
+typedef struct tlm_step_result {
+    double loss;               /* mean over the step's micro-batches */
+    double grad_norm;          /* before clipping */
+    float lr;
+    bool finite;               /* false: NaN or Inf in the loss or gradients; nothing was updated */
+} tlm_step_result;
+
+/* settings: the full training configuration (batch is the per-step batch;
+ * the model's arena must hold batch / accumulate sequences). */
+bool tlm_trainer_create(tlm_trainer *t, tlm_model *model, const tlm_abi_train *settings,
+                        bool decay_embeddings, char *err, size_t errlen);
+void tlm_trainer_destroy(tlm_trainer *t);
+
+/* One step. tokens and targets hold accumulate × micro-batch × T ids, the
+ * micro-batches one after another. */
+tlm_step_result tlm_trainer_step(tlm_trainer *t, const int32_t *tokens, const int32_t *targets, int64_t T);
+
+/* Sizes of the state a checkpoint keeps: m and v have param_floats each. */
+int64_t tlm_trainer_state_floats(const tlm_trainer *t);
+
+#endif
