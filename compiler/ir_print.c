@@ -28,6 +28,21 @@ const char *ir_op_name(uint32_t kind) {
         [TLM_OP_ROPE_BACKWARD] = "rope_backward",
         [TLM_OP_QKV_BACKWARD] = "qkv_backward",
         [TLM_OP_EMBED_BACKWARD] = "embed_backward",
+        [TLM_OP_LINEAR] = "linear",
+        [TLM_OP_LINEAR_DW] = "linear_dw",
+        [TLM_OP_LINEAR_DX] = "linear_dx",
+        [TLM_OP_SIGMOID_GATE] = "sigmoid_gate",
+        [TLM_OP_SIGMOID_GATE_BACKWARD] = "sigmoid_gate_backward",
+        [TLM_OP_SILU_GATE] = "silu_gate",
+        [TLM_OP_SILU_GATE_BACKWARD] = "silu_gate_backward",
+        [TLM_OP_MEM_ACT] = "memory_act",
+        [TLM_OP_MEM_ACT_BACKWARD] = "memory_act_backward",
+        [TLM_OP_MEM_GATES] = "memory_gates",
+        [TLM_OP_MEM_GATES_BACKWARD] = "memory_gates_backward",
+        [TLM_OP_TITANS] = "titans",
+        [TLM_OP_TITANS_BACKWARD] = "titans_backward",
+        [TLM_OP_RMSNORM_HEADS] = "rmsnorm_heads",
+        [TLM_OP_RMSNORM_HEADS_BACKWARD] = "rmsnorm_heads_backward",
     };
     return kind < TLM_OP_COUNT && names[kind] ? names[kind] : "?";
 }
@@ -41,6 +56,7 @@ static const char *init_name(const tlm_abi_param *p, char *buf, size_t n) {
 
 static void print_size(FILE *out, const tlm_abi_buffer *b) {
     if (b->per_token_t) fprintf(out, "[B, %lld, T, T]", (long long)b->per_token_t);
+    else if (b->per_seq) fprintf(out, "%lld BT + %lld B floats", (long long)b->per_token, (long long)b->per_seq);
     else if (b->per_token == 1) fprintf(out, "[BT]");
     else fprintf(out, "[BT, %lld]", (long long)b->per_token);
 }
@@ -84,6 +100,15 @@ void ir_print(FILE *out, const ir_model *ir) {
             m->name, mixer_names[m->mixer], mlp_names[m->mlp], (long long)m->vocab, (long long)m->context,
             (long long)m->d_model, (long long)m->layers, (long long)m->heads, (long long)m->head_dim,
             m->tie_embeddings ? "true" : "false", m->norm_eps, m->rope_base);
+    if (m->mixer == MIXER_GATED_ATTENTION)
+        fprintf(out, "gate %s\n", m->gate == GATE_HEADWISE ? "headwise" : "elementwise");
+    if (m->mixer == MIXER_TITANS)
+        fprintf(out, "memory: chunk %lld, inner_lr %g\n", (long long)m->chunk, m->inner_lr);
+    if (m->mixer == MIXER_HOPE_ATTENTION) {
+        fprintf(out, "cms levels %d, periods", m->ncms);
+        for (int i = 0; i < m->ncms; i++) fprintf(out, " %lld", (long long)m->cms[i]);
+        fputc('\n', out);
+    }
     fprintf(out, "\nlayers (%lld):\n", (long long)m->layers);
     for (int64_t l = 0; l < m->layers; l++)
         fprintf(out, "  layer %-3lld d_ff %-6lld (exact %.6g)  kernel k%d\n", (long long)l,
@@ -106,9 +131,11 @@ void ir_print(FILE *out, const ir_model *ir) {
         char shape[48], init[32];
         if (p->ndim == 2) snprintf(shape, sizeof shape, "[%lld, %lld]", (long long)p->shape[0], (long long)p->shape[1]);
         else snprintf(shape, sizeof shape, "[%lld]", (long long)p->shape[0]);
-        fprintf(out, "  p%-4d %-46s %-14s @%-10s %-16s %s\n", i, ir->param_names[i], shape,
+        fprintf(out, "  p%-4d %-46s %-14s @%-10s %-16s %s", i, ir->param_names[i], shape,
                 fmt_int(b, sizeof b, p->offset, 0), init_name(p, init, sizeof init),
                 p->decay ? "decay" : "no decay");
+        if (p->period > 1) fprintf(out, ", updated every %u steps", p->period);
+        fputc('\n', out);
     }
     if (m->tie_embeddings) fprintf(out, "  (lm_head is tied to model.embed_tokens.weight)\n");
 

@@ -10,7 +10,8 @@ int64_t tlm_buffer_bytes(const tlm_abi_buffer *b, int64_t B, int64_t T) {
     if (b->per_token < 0 || b->per_token_t < 0) return 0;
     if (b->per_token && bt > limit / b->per_token) return 0;
     if (b->per_token_t && (T > limit / bt || b->per_token_t > limit / (bt * T))) return 0;
-    int64_t floats = b->per_token * bt + b->per_token_t * bt * T;
+    if (b->per_seq < 0 || (b->per_seq && b->per_seq > limit / B)) return 0;
+    int64_t floats = b->per_token * bt + b->per_token_t * bt * T + b->per_seq * B;
     if (floats > limit / 4) return 0;
     int64_t bytes = floats * 4;
     return (bytes + TLM_ARENA_ALIGN - 1) / TLM_ARENA_ALIGN * TLM_ARENA_ALIGN;
@@ -57,7 +58,10 @@ int64_t tlm_plan_arena(const tlm_abi_buffer *buffers, int nbuffers, const tlm_ab
         offsets[i] = -1;
         if (first[i] < 0) continue;
         int64_t bytes = tlm_buffer_bytes(&buffers[i], B, T);
-        if (bytes == 0 && (buffers[i].per_token || buffers[i].per_token_t)) { arena = -1; goto done; }
+        if (bytes == 0 && (buffers[i].per_token || buffers[i].per_token_t || buffers[i].per_seq)) {
+            arena = -1;
+            goto done;
+        }
         order[n++] = (item){i, bytes};
     }
     qsort(order, (size_t)n, sizeof *order, by_size);

@@ -102,7 +102,8 @@ bool tlm_blob_validate(const uint8_t *blob, size_t size, char *err, size_t n) {
         const tlm_abi_param *p = &params[i];
         if (!STR_OK(p->name) || p->role >= TLM_P_COUNT || p->ndim < 1 || p->ndim > 2 || p->offset < 0 ||
             p->count < 1 || p->count > m->param_floats - p->offset ||
-            p->count != p->shape[0] * (p->ndim == 2 ? p->shape[1] : 1) || p->layer >= (int32_t)h->nlayers)
+            p->count != p->shape[0] * (p->ndim == 2 ? p->shape[1] : 1) || p->layer < -1 ||
+            p->layer >= (int32_t)h->nlayers || p->period < 1)
             return fail(err, n, "model descriptor: parameter %u is invalid", i);
     }
     const tlm_abi_kernel *kernels = (const tlm_abi_kernel *)(blob + h->kernels_off);
@@ -112,7 +113,7 @@ bool tlm_blob_validate(const uint8_t *blob, size_t size, char *err, size_t n) {
     const tlm_abi_buffer *buffers = (const tlm_abi_buffer *)(blob + h->buffers_off);
     for (uint32_t i = 0; i < h->nbuffers; i++)
         if (!STR_OK(buffers[i].name) || buffers[i].role >= TLM_B_COUNT || buffers[i].per_token < 0 ||
-            buffers[i].per_token_t < 0)
+            buffers[i].per_token_t < 0 || buffers[i].per_seq < 0)
             return fail(err, n, "model descriptor: buffer %u is invalid", i);
     const tlm_abi_op *ops = (const tlm_abi_op *)(blob + h->ops_off);
     for (uint32_t i = 0; i < h->nops; i++) {

@@ -26,7 +26,7 @@
 #include <stdint.h>
 
 #define TLM_ABI_MAGIC 0x314D4C54u          /* "TLM1" */
-#define TLM_ABI_VERSION 1u
+#define TLM_ABI_VERSION 2u
 
 #define TLM_SYM_MAGIC "tlm_abi_magic"
 #define TLM_SYM_VERSION "tlm_abi_version"
@@ -76,11 +76,16 @@ enum tlm_abi_param_role {
     TLM_P_DOWN,           /* [D, W] */
     TLM_P_FINAL_NORM,     /* [D] */
     TLM_P_HEAD,           /* [V, D] (absent when tied) */
+    TLM_P_OUT_GATE,       /* gated attention: [A, D] (elementwise) or [H, D] (head-wise);
+                             titans: the output gate [A, D] */
+    TLM_P_THETA, TLM_P_ETA, TLM_P_ALPHA, /* titans: [H, D] each, one matrix [3H, D] */
+    TLM_P_MEM_NORM,       /* titans: the output norm's weight [A] (per head and channel) */
     TLM_P_COUNT
 };
 
 /* What an activation buffer holds. Sizes are per_token × B·T floats plus
- * per_token_t × B·T·T (attention probabilities). */
+ * per_token_t × B·T·T (attention probabilities) plus per_seq × B (titans'
+ * memory checkpoints). */
 enum tlm_abi_buffer_role {
     TLM_B_RESID,          /* h_l, the residual stream entering layer l [BT, D]; l = L: the last */
     TLM_B_MID,            /* z_l = h_l + attention [BT, D] */
@@ -98,6 +103,19 @@ enum tlm_abi_buffer_role {
     TLM_B_D_PRE_GATE, TLM_B_D_PRE_UP, /* [BT, W_l] */
     TLM_B_D_ATTN_Y,       /* [BT, A] */
     TLM_B_D_QKV,          /* [BT, 3A] */
+    TLM_B_GATE_PRE,       /* output gate pre-activation [BT, A] (head-wise: [BT, H]) */
+    TLM_B_ATTN_GATED,     /* the gated mixer output fed to o_proj [BT, A] */
+    TLM_B_D_GATE_PRE, TLM_B_D_ATTN_GATED,
+    TLM_B_MEM_ACT,        /* titans: silu(q, k, v) [BT, 3A] */
+    TLM_B_MEM_QKV,        /* titans: l2-normalised q, k and v [BT, 3A] */
+    TLM_B_MEM_RNORM,      /* titans: q and k's 1/norm [BT, 2H] */
+    TLM_B_MEM_GATES_PRE,  /* titans: theta, eta, alpha before the sigmoid [BT, 3H] */
+    TLM_B_MEM_GATES,      /* titans: theta, eta, alpha [BT, 3H] */
+    TLM_B_MEM_Y,          /* titans: memory read-out M_t q_t [BT, A] */
+    TLM_B_MEM_SAVED,      /* titans: memory checkpoints for the backward pass */
+    TLM_B_MEM_YN, TLM_B_MEM_RSTD, /* titans: the read-out's per-head norm [BT, A], [BT, H] */
+    TLM_B_D_MEM_YN, TLM_B_D_MEM_Y, TLM_B_D_MEM_QKV, TLM_B_D_MEM_GATES, TLM_B_D_MEM_GATES_PRE,
+    TLM_B_CMS_U,          /* hope: the residual stream between two CMS levels [BT, D] */
     TLM_B_COUNT
 };
 
@@ -127,6 +145,22 @@ enum tlm_abi_op_kind {
     TLM_OP_ROPE_BACKWARD,    /* rotate back the q and k parts of out0 in place */
     TLM_OP_QKV_BACKWARD,     /* out0 = in0 [Wq; Wk; Wv]; dW += in0^T in1 */
     TLM_OP_EMBED_BACKWARD,   /* d embed[tokens] += in0 */
+    /* used by the other mixers */
+    TLM_OP_LINEAR,           /* out0 = in0 W^T; W: the params' rows, one matrix (they are contiguous) */
+    TLM_OP_LINEAR_DW,        /* dW += in0^T in1 (in0: d out, in1: x) */
+    TLM_OP_LINEAR_DX,        /* out0 (=|+=) in0 W */
+    TLM_OP_SIGMOID_GATE,     /* out0 = in1 * sigmoid(in0) (head-wise: one gate per head) */
+    TLM_OP_SIGMOID_GATE_BACKWARD, /* in0 = d out, in1 = y, in2 = gate pre -> out0 = dy, out1 = d gate pre */
+    TLM_OP_SILU_GATE,        /* out0 = in0 * silu(in1) */
+    TLM_OP_SILU_GATE_BACKWARD,    /* in0 = d out, in1 = x, in2 = gate pre -> out0 = dx, out1 = d gate pre */
+    TLM_OP_MEM_ACT,          /* in0 = q,k,v pre -> out0 = silu, out1 = q,k l2-normalised (v as is), out2 = 1/norms */
+    TLM_OP_MEM_ACT_BACKWARD, /* in0 = d out1, in1 = pre, in2 = silu, in3 = 1/norms -> out0 = d pre */
+    TLM_OP_MEM_GATES,        /* in0 = pre -> out0 = (inner_lr sigmoid, sigmoid, sigmoid) */
+    TLM_OP_MEM_GATES_BACKWARD,    /* in0 = d gates, in1 = gates -> out0 = d pre */
+    TLM_OP_TITANS,           /* in0 = q,k,v, in1 = gates -> out0 = y, out1 = saved states */
+    TLM_OP_TITANS_BACKWARD,  /* in0 = dy, in1 = q,k,v, in2 = gates, in3 = saved -> out0 = d q,k,v, out1 = d gates */
+    TLM_OP_RMSNORM_HEADS,    /* out0 = per-head rmsnorm(in0) * param0, out1 = rstd */
+    TLM_OP_RMSNORM_HEADS_BACKWARD, /* in0 = d out, in1 = x, in2 = rstd -> out0 = dx; dparam0 += */
     TLM_OP_COUNT
 };
 
@@ -145,7 +179,7 @@ typedef struct tlm_blob_header {
 
 typedef struct tlm_abi_model {
     uint32_t name;            /* string offset */
-    uint32_t mixer, mlp, gate, tie_embeddings, ncms;
+    uint32_t mixer, mlp, gate, tie_embeddings, ncms;  /* gate: 0 elementwise, 1 head-wise */
     int64_t vocab, context, d_model, layers, heads, head_dim, quantum, chunk;
     int64_t budget_width;     /* 0: no budget */
     int64_t cms[8];
@@ -177,6 +211,9 @@ typedef struct tlm_abi_param {
     uint32_t decay;           /* weight decay applies */
     uint32_t init;            /* tlm_abi_init */
     double init_std;
+    uint32_t level;           /* hope_attention: the CMS level (0 elsewhere) */
+    uint32_t period;          /* the optimizer updates it every `period` steps with the gradients
+                                 summed over them (1: every step) */
 } tlm_abi_param;
 
 typedef struct tlm_abi_kernel {
@@ -192,6 +229,7 @@ typedef struct tlm_abi_buffer {
     uint32_t reserved;
     int64_t per_token;        /* floats per B·T */
     int64_t per_token_t;      /* floats per B·T·T */
+    int64_t per_seq;          /* floats per B */
 } tlm_abi_buffer;
 
 typedef struct tlm_abi_op {

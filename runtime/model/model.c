@@ -82,6 +82,19 @@ bool tlm_model_create(tlm_model *m, const tlm_model_so *so, int64_t B, int64_t T
         return fail(err, n, "out of memory: the model needs %.0f MiB for batch %lld × %lld tokens", mib,
                     (long long)B, (long long)T);
     }
+    /* Ops that read several parameters as one matrix need them adjacent. */
+    for (uint32_t i = 0; i < h->nops; i++) {
+        const tlm_abi_op *op = &so->ops[i];
+        for (int j = 1; j < 4 && op->param[j] >= 0; j++) {
+            const tlm_abi_param *a = &so->params[op->param[j - 1]], *b = &so->params[op->param[j]];
+            if ((op->kind == TLM_OP_QKV || op->kind == TLM_OP_QKV_BACKWARD || op->kind == TLM_OP_LINEAR ||
+                 op->kind == TLM_OP_LINEAR_DW || op->kind == TLM_OP_LINEAR_DX) &&
+                (b->offset != a->offset + a->count || a->shape[1] != b->shape[1])) {
+                tlm_model_destroy(m);
+                return fail(err, n, "the model's op %u reads parameters that are not one matrix", i);
+            }
+        }
+    }
     tlm_rope_init(m->rope_cos, m->rope_sin, (int)T, (int)am->head_dim, am->rope_base);
     m->threads = tlm_get_num_threads();
     return true;
@@ -148,6 +161,16 @@ const float *tlm_model_logits(const tlm_model *m) { return tlm_model_buffer(m, T
             body;                                                                \
         }                                                                        \
     } while (0)
+
+/* Rows of a linear op's weight: its parameters are contiguous rows of one
+ * matrix (checked when the model is created). */
+static int linear_rows(const tlm_model *m, const tlm_abi_op *op) {
+    int rows = 0;
+    for (int j = 0; j < 4 && op->param[j] >= 0; j++) rows += (int)m->so->params[op->param[j]].shape[0];
+    return rows;
+}
+
+#include "titans_ops.h"
 
 static double run_op(tlm_model *m, const tlm_abi_op *op, float dloss) {
     const tlm_abi_model *am = m->so->model;
@@ -237,6 +260,53 @@ static double run_op(tlm_model *m, const tlm_abi_op *op, float dloss) {
         return tlm_crossentropy_forward(NULL, out0, in0, m->targets, N, V);
     case TLM_OP_LOSS_BACKWARD:
         tlm_crossentropy_backward(out0, in0, in1, m->targets, N, V, dloss);
+        break;
+    /* a linear map whose weight is one or more contiguous parameters */
+    case TLM_OP_LINEAR:
+        tlm_linear_forward(out0, in0, p0, N, (int)m->so->params[op->param[0]].shape[1], linear_rows(m, op), false);
+        break;
+    case TLM_OP_LINEAR_DW:
+        tlm_linear_backward(NULL, g0, in0, in1, p0, N, (int)m->so->params[op->param[0]].shape[1], linear_rows(m, op),
+                            false);
+        break;
+    case TLM_OP_LINEAR_DX:
+        tlm_linear_backward(out0, NULL, in0, NULL, p0, N, (int)m->so->params[op->param[0]].shape[1],
+                            linear_rows(m, op), (op->flags & TLM_OP_FLAG_ACCUMULATE) != 0);
+        break;
+
+    /* gated attention: y * sigmoid(gate), one gate per channel or per head */
+    case TLM_OP_SIGMOID_GATE:
+        if (am->gate) tlm_sigmoid_gate_forward(out0, in1, in0, N * H, hd);
+        else tlm_sigmoid_gate_forward(out0, in1, in0, N * A, 1);
+        break;
+    case TLM_OP_SIGMOID_GATE_BACKWARD:
+        if (am->gate) tlm_sigmoid_gate_backward(out0, out1, in0, in1, in2, N * H, hd);
+        else tlm_sigmoid_gate_backward(out0, out1, in0, in1, in2, N * A, 1);
+        break;
+
+    /* titans' output gate: out = x * silu(gate), which is SwiGLU's product */
+    case TLM_OP_SILU_GATE:
+        tlm_swiglu_forward(out0, in1, in0, (size_t)N * (size_t)A);
+        break;
+    case TLM_OP_SILU_GATE_BACKWARD:
+        tlm_swiglu_backward(out1, out0, in0, in2, in1, (size_t)N * (size_t)A);
+        break;
+
+    /* a norm per head (titans' read-out) */
+    case TLM_OP_RMSNORM_HEADS:
+        tlm_rmsnorm_heads_forward(out0, out1, in0, p0, N, H, hd, eps);
+        break;
+    case TLM_OP_RMSNORM_HEADS_BACKWARD:
+        tlm_rmsnorm_heads_backward(out0, g0, in0, in1, p0, in2, N, H, hd);
+        break;
+
+    case TLM_OP_MEM_ACT:
+    case TLM_OP_MEM_ACT_BACKWARD:
+    case TLM_OP_MEM_GATES:
+    case TLM_OP_MEM_GATES_BACKWARD:
+    case TLM_OP_TITANS:
+    case TLM_OP_TITANS_BACKWARD:
+        titans_op(m, op, in0, in1, in2, in3, out0, out1, out2);
         break;
     case TLM_OP_COUNT:
         break;

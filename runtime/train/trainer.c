@@ -32,10 +32,25 @@ bool tlm_trainer_create(tlm_trainer *t, tlm_model *model, const tlm_abi_train *s
     }
     /* The decay mask: the parameter table says which tensors decay (not
      * norms, not the embedding); --decay-embeddings adds the embedding. */
+    t->slow = calloc(so->header->nparams + 1, sizeof *t->slow);
+    if (!t->slow) {
+        tlm_trainer_destroy(t);
+        snprintf(err, errlen, "out of memory for the optimizer state");
+        return false;
+    }
     for (uint32_t i = 0; i < so->header->nparams; i++) {
         const tlm_abi_param *p = &so->params[i];
+        if (p->period > 1) {
+            t->slow[t->nslow++] = (int)i;
+            continue;
+        }
         bool decay = p->decay || (decay_embeddings && p->role == TLM_P_EMBED);
         t->spans[t->nspans++] = (tlm_param_span){(size_t)p->offset, (size_t)p->count, decay};
+    }
+    if (t->nslow && !(t->grad_sum = calloc(n, sizeof *t->grad_sum))) {
+        tlm_trainer_destroy(t);
+        snprintf(err, errlen, "out of memory for the optimizer state");
+        return false;
     }
     t->adamw = (tlm_adamw){(float)s->beta1, (float)s->beta2, (float)s->eps, (float)s->weight_decay};
     t->sgd = (tlm_sgd){(float)s->momentum, 0.0f, (float)s->weight_decay, false};
@@ -53,10 +68,20 @@ void tlm_trainer_destroy(tlm_trainer *t) {
     free(t->m);
     free(t->v);
     free(t->spans);
+    free(t->slow);
+    free(t->grad_sum);
     memset(t, 0, sizeof *t);
 }
 
 int64_t tlm_trainer_state_floats(const tlm_trainer *t) { return t->model->param_floats; }
+
+static void update(tlm_trainer *t, const float *grads, const tlm_param_span *spans, int nspans, float lr, long step) {
+    tlm_model *model = t->model;
+    if (t->settings.optimizer == TLM_OPT_ADAMW)
+        tlm_adamw_update_spans(&t->adamw, model->params, grads, t->m, t->v, spans, nspans, lr, step);
+    else
+        tlm_sgd_update_spans(&t->sgd, model->params, grads, t->m, spans, nspans, lr, step);
+}
 
 tlm_step_result tlm_trainer_step(tlm_trainer *t, const int32_t *tokens, const int32_t *targets, int64_t T) {
     tlm_model *model = t->model;
@@ -79,10 +104,19 @@ tlm_step_result tlm_trainer_step(tlm_trainer *t, const int32_t *tokens, const in
     r.finite = isfinite(r.loss) && isfinite(r.grad_norm);
     if (!r.finite) return r;           /* the parameters keep their last good values */
     t->step++;
-    if (t->settings.optimizer == TLM_OPT_ADAMW)
-        tlm_adamw_update_spans(&t->adamw, model->params, model->grads, t->m, t->v, t->spans, t->nspans, r.lr,
-                               t->step);
-    else
-        tlm_sgd_update_spans(&t->sgd, model->params, model->grads, t->m, t->spans, t->nspans, r.lr, t->step);
+    update(t, model->grads, t->spans, t->nspans, r.lr, t->step);
+    /* A slow parameter collects its gradients and is updated once every
+     * `period` steps with their sum; its optimizer counts its own updates. */
+    for (int i = 0; i < t->nslow; i++) {
+        const tlm_abi_param *p = &model->so->params[t->slow[i]];
+        float *sum = t->grad_sum + p->offset;
+        const float *g = model->grads + p->offset;
+        for (int64_t j = 0; j < p->count; j++) sum[j] += g[j];
+        if (t->step % p->period != 0) continue;
+        bool decay = p->decay || (t->decay_embeddings && p->role == TLM_P_EMBED);
+        tlm_param_span span = {(size_t)p->offset, (size_t)p->count, decay};
+        update(t, t->grad_sum, &span, 1, r.lr, t->step / p->period);
+        memset(sum, 0, (size_t)p->count * sizeof *sum);
+    }
     return r;
 }

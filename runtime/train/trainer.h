@@ -19,8 +19,13 @@ typedef struct tlm_trainer {
     tlm_adamw adamw;
     tlm_sgd sgd;
     float *m, *v;              /* AdamW moments; SGD keeps its momentum in m */
-    tlm_param_span *spans;
+    tlm_param_span *spans;     /* parameters updated every step */
     int nspans;
+    /* Parameters updated every `period` > 1 steps (hope_attention's slower
+     * CMS levels) sum their gradients here between updates. */
+    float *grad_sum;           /* param_floats, or NULL when every period is 1 */
+    int *slow;                 /* indices into the param table */
+    int nslow;
     tlm_lr_schedule schedule;
     long step;                 /* optimizer steps taken so far */
 } tlm_trainer;

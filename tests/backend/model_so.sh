@@ -77,16 +77,20 @@ PY
 expect 1 "damaged" "a damaged descriptor" -- "$run" info "$tmp/damaged.so"
 # Hand-made objects: wrong magic, another ABI version, missing symbols.
 cat > "$tmp/fake.c" <<'C'
-#include <stdint.h>
+#include "tlm_abi.h"
 #ifndef MAGIC
-#define MAGIC 0x314D4C54u
+#define MAGIC TLM_ABI_MAGIC
+#endif
+#ifndef VERSION
+#define VERSION TLM_ABI_VERSION
 #endif
 const uint32_t tlm_abi_magic = MAGIC;
 const uint32_t tlm_abi_version = VERSION;
 C
-cc -shared -fPIC -DVERSION=1 -DMAGIC=0x12345678u -o "$tmp/magic.so" "$tmp/fake.c"
-cc -shared -fPIC -DVERSION=999 -o "$tmp/version.so" "$tmp/fake.c"
-cc -shared -fPIC -DVERSION=1 -o "$tmp/nosyms.so" "$tmp/fake.c"
+abi="-I$root/runtime/abi"
+cc -shared -fPIC $abi -DMAGIC=0x12345678u -o "$tmp/magic.so" "$tmp/fake.c"
+cc -shared -fPIC $abi -DVERSION=999 -o "$tmp/version.so" "$tmp/fake.c"
+cc -shared -fPIC $abi -o "$tmp/nosyms.so" "$tmp/fake.c"
 expect 1 "wrong magic" "wrong magic number" -- "$run" info "$tmp/magic.so"
 expect 1 "ABI version 999" "another ABI version" -- "$run" info "$tmp/version.so"
 expect 1 "lacks the symbol" "missing symbols" -- "$run" info "$tmp/nosyms.so"

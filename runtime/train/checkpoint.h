@@ -1,0 +1,68 @@
+/* Training checkpoints: one safetensors file that PyTorch can read as a
+ * Llama-style state dict and that tlm-run can resume from bit for bit.
+ *
+ * Tensors:
+ *   <param name>                       F32, every entry of the parameter table
+ *                                      (Llama names; a tied head is not repeated)
+ *   optimizer.exp_avg.<name>           F32, AdamW's first moment
+ *   optimizer.exp_avg_sq.<name>        F32, AdamW's second moment
+ *   optimizer.momentum_buffer.<name>   F32, SGD's momentum (instead of the two above)
+ *   train.step                         I64 [1], optimizer steps taken
+ *   train.tokens_seen                  I64 [1]
+ *   train.data_rng                     I64 [4], the training sampler's generator
+ *
+ * __metadata__ (strings): format, model, abi_version, param_fingerprint,
+ * step, tokens_seen, elapsed, optimizer, plus what the caller adds (the
+ * settings as JSON, ...), and checksum: FNV-1a 64 over every tensor (name,
+ * dtype, shape, bytes) and every other metadata entry, so that a flipped
+ * byte anywhere is caught rather than trained on. */
+#ifndef TLM_CHECKPOINT_H
+#define TLM_CHECKPOINT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model_so.h"
+#include "tlm_rt/rng.h"
+#include "tlm_rt/safetensors.h"
+#include "trainer.h"
+
+#define TLM_CKPT_FORMAT "tlm-checkpoint-1"
+#define TLM_CKPT_FILE "checkpoint.safetensors"
+
+/* The state of a run besides the tensors of the model and optimizer. */
+typedef struct tlm_run_state {
+    int64_t step;           /* optimizer steps taken */
+    int64_t tokens_seen;
+    tlm_rng data_rng;       /* the training sampler, after the last step's batch */
+    double elapsed;         /* wall seconds of training so far, across resumes */
+} tlm_run_state;
+
+/* FNV-1a 64, continuing from h (start with TLM_FNV_OFFSET). */
+#define TLM_FNV_OFFSET 0xcbf29ce484222325ull
+uint64_t tlm_fnv1a(uint64_t h, const void *data, size_t n);
+
+/* Names and shapes of the parameter table, hashed: two models whose
+ * checkpoints are interchangeable have the same fingerprint. */
+uint64_t tlm_param_fingerprint(const tlm_model_so *so);
+
+/* Writes the model's parameters, the trainer's optimizer state, the run
+ * state and extra metadata to path, atomically (the old file stays valid
+ * until the new one is renamed over it). */
+bool tlm_ckpt_save(const char *path, const tlm_trainer *t, const tlm_run_state *st, const tlm_st_meta *extra,
+                   int nextra, char *err, size_t errlen);
+
+/* Opens a checkpoint and checks it belongs to this model: the format, the
+ * checksum, the model's name, the ABI version, and every parameter's name
+ * and shape. NULL with a one-line reason otherwise. */
+tlm_st_file *tlm_ckpt_open(const char *path, const tlm_model_so *so, char *err, size_t errlen);
+
+/* Copies the parameters into the model (which must be of the same so). */
+bool tlm_ckpt_load_params(const tlm_st_file *f, tlm_model *m, char *err, size_t errlen);
+
+/* Copies the optimizer state into the trainer (its optimizer decides which
+ * tensors are needed) and reads the run state; also sets t->step. */
+bool tlm_ckpt_load_trainer(const tlm_st_file *f, tlm_trainer *t, tlm_run_state *st, char *err, size_t errlen);
+
+#endif
