@@ -59,10 +59,19 @@ int cmd_info(int argc, char **argv) {
            mixer_name(m->mixer), m->mlp == TLM_ABI_MLP_SWIGLU ? "swiglu" : "gelu", (long long)m->vocab,
            (long long)m->context, (long long)m->d_model, (long long)m->layers, (long long)m->heads,
            (long long)m->head_dim);
-    printf("  norm_eps %g, rope_base %g, tied embeddings %s, quantum %lld, budget %s\n", m->norm_eps,
-           m->rope_base, m->tie_embeddings ? "yes" : "no", (long long)m->quantum,
-           m->budget_width ? "uniform" : "none");
+    printf("  norm_eps %g, rope_base %g, tied embeddings %s, quantum %lld\n", m->norm_eps, m->rope_base,
+           m->tie_embeddings ? "yes" : "no", (long long)m->quantum);
+    if (m->mixer == TLM_MIXER_GATED_ATTENTION)
+        printf("  output gate: %s\n", m->gate ? "one per head" : "one per channel (elementwise)");
+    if (m->mixer == TLM_MIXER_TITANS)
+        printf("  memory: chunk %lld, inner learning rate bound %g\n", (long long)m->chunk, m->inner_lr);
+    if (m->mixer == TLM_MIXER_HOPE_ATTENTION) {
+        printf("  CMS: %u levels, updated every", m->ncms);
+        for (uint32_t i = 0; i < m->ncms; i++) printf(" %lld", (long long)m->cms[i]);
+        printf(" steps\n");
+    }
     if (m->budget_width) printf("  budget: uniform(%lld), met exactly\n", (long long)m->budget_width);
+    else printf("  budget: none\n");
     int64_t params = 0;
     for (uint32_t i = 0; i < so.header->nparams; i++) params += so.params[i].count;
     commas(a, sizeof a, params);
