@@ -25,10 +25,6 @@ static void stage(const build_options *o, const char *what, double *t) {
 }
 
 bool build_shared_object(const checked_model *m, const char *out_path, const build_options *o) {
-    if (m->mixer == MIXER_TITANS) {
-        fprintf(stderr, "tlmc: %s: code generation for the `titans` mixer is not available yet\n", m->name);
-        return false;
-    }
     /* Fail before the slow stages if the result cannot be written. */
     char *slash = strrchr(out_path, '/');
     char out_dir[4096];

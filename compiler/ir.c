@@ -200,12 +200,14 @@ static void block_params(lowering *lw, block *y) {
     for (int i = 0; i < lw->levels; i++) mlp_params(lw, y, i);
 }
 
-/* Titans checkpoints its memory every 16 tokens or more (a multiple of the
- * chunk); this bounds the saved floats for any B and T. */
+/* Titans keeps (M, S) of every head after each segment of K >= 16 tokens
+ * (K a multiple of the chunk; ceil(T / K) <= T / 16 + 1 segments) and each
+ * token's error M0 k - v (H × head_dim floats): an upper bound on
+ * tlm_titans_saved_floats for any B and T. */
 static void titans_saved_size(lowering *lw, int64_t *per_token, int64_t *per_seq) {
     int64_t state = 2 * lw->H * lw->hd * lw->hd;     /* M and S of every head */
-    *per_token = (state + 15) / 16;
-    *per_seq = 2 * state;
+    *per_token = (state + 15) / 16 + lw->H * lw->hd;
+    *per_seq = state;
 }
 
 static void block_buffers(lowering *lw, block *y) {

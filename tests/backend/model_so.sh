@@ -43,8 +43,11 @@ expect 0 "kernels ($distinct specialisations" "kernels == distinct widths ($dist
 
 # Bad input to tlmc -o.
 expect 1 "cannot write\|No such file" "tlmc -o into a missing directory" -- "$tlmc" "$tiny" -o "$tmp/no/such/dir/x.so"
-printf 'model mem { vocab = 64; context = 16; d_model = 32; layers = 2; heads = 2; d_ff = 64; mixer = titans; }\n' > "$tmp/titans.tlm"
-expect 1 "not available yet" "mixer without code generation" -- "$tlmc" "$tmp/titans.tlm" -o "$tmp/t.so"
+for arch in gated titans hope; do
+  expect 0 "" "compile tiny_$arch" -- "$tlmc" "$root/examples/tiny_$arch.tlm" -o "$tmp/$arch.so"
+  expect 0 "model tiny_$arch" "info on tiny_$arch" -- "$run" info "$tmp/$arch.so"
+done
+grep -q "CMS: 2 levels, updated every 1 4 steps" "$tmp/out" || { echo "FAIL: hope's CMS periods missing from info"; fail=1; }
 
 # Bad shared objects.
 expect 2 "usage" "tlm-run without arguments" -- "$run"

@@ -252,4 +252,38 @@ void tlm_crossentropy_backward(float *dlogits, const float *logits,
                                const float *lse, const int32_t *targets, int N,
                                int V, float dloss);
 
+/* ---- titans.c: Titans neural memory (matrix memory, chunked) ----------
+ * Per (batch, head), a D x D memory M and momentum S, both 0 at t = 0, are
+ * written by gradient steps on |M k_t - v_t|^2 taken at the memory M0 of the
+ * start of t's chunk of `chunk` tokens (chunk = 1: the exact recurrence; the
+ * last chunk may be shorter):
+ *   S_t = eta_t S_{t-1} - theta_t 2 (M0 k_t - v_t) k_t^T
+ *   M_t = (1 - alpha_t) M_{t-1} + S_t,   y_t = M_t q_t.
+ * q, k, v: [B,T,H,D] with consecutive tokens `stride` floats apart (packed
+ *   qkv [B,T,3,H,D]: q = qkv, k = qkv + H*D, v = qkv + 2*H*D, stride =
+ *   3*H*D). q and k are expected l2-normalised (not required).
+ * theta, eta, alpha: [B,T,H], already activated (theta in (0, lr_max),
+ *   eta and alpha in (0, 1)).
+ * y: [B,T,H*D] (heads concatenated), written.
+ * saved: tlm_titans_saved_floats(...) floats, written by the forward and read
+ *   by the backward: (M, S) after every K = chunk*ceil(16/chunk) tokens and
+ *   the chunk errors M0 k_t - v_t (layout in titans.c). */
+size_t tlm_titans_saved_floats(int B, int T, int H, int D, int chunk);
+void tlm_titans_forward(float *y, float *saved, const float *q, const float *k,
+                        const float *v, int stride, const float *theta,
+                        const float *eta, const float *alpha, int B, int T,
+                        int H, int D, int chunk);
+/* dq, dk, dv: same layout/stride as q, k, v, WRITTEN (only their head
+ * slices: in a packed dqkv the three parts are disjoint). dtheta, deta,
+ * dalpha: [B,T,H], WRITTEN. dy: [B,T,H*D]. Recomputes each segment's states
+ * from `saved`; the one op that allocates: a scratch of (2K+5) D^2 + 2D
+ * floats per thread, freed before return (aborts if malloc fails). v is
+ * not read (it enters through the saved errors), so it may be NULL. */
+void tlm_titans_backward(float *dq, float *dk, float *dv, float *dtheta,
+                         float *deta, float *dalpha, const float *dy,
+                         const float *saved, const float *q, const float *k,
+                         const float *v, int stride, const float *theta,
+                         const float *eta, const float *alpha, int B, int T,
+                         int H, int D, int chunk);
+
 #endif
