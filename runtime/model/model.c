@@ -154,7 +154,9 @@ const float *tlm_model_logits(const tlm_model *m) { return tlm_model_buffer(m, T
 #define SPLIT(count, lo, hi, body)                                               \
     do {                                                                         \
         int64_t count_ = (count), chunks_ = m->threads < 1 ? 1 : m->threads;     \
-        if (chunks_ > count_) chunks_ = count_;                                  \
+        /* at least 32 rows (or widths) a thread: below that a parallel region \
+         * costs more than it saves */                                          \
+        if (chunks_ > count_ / 32) chunks_ = count_ / 32 > 0 ? count_ / 32 : 1;  \
         _Pragma("omp parallel for schedule(static) num_threads(chunks_)")        \
         for (int64_t c_ = 0; c_ < chunks_; c_++) {                               \
             int64_t lo = count_ * c_ / chunks_, hi = count_ * (c_ + 1) / chunks_; \
@@ -315,8 +317,7 @@ static double run_op(tlm_model *m, const tlm_abi_op *op, float dloss) {
 }
 
 double tlm_model_forward(tlm_model *m, const int32_t *tokens, const int32_t *targets, int64_t B, int64_t T) {
-    if (B > m->B) B = m->B;
-    if (T > m->T) T = m->T;
+    if (B < 1 || T < 1 || B > m->B || T > m->T) return NAN;     /* the arena was planned for less */
     m->run_B = B;
     m->run_T = T;
     memcpy(m->tokens, tokens, (size_t)(B * T) * sizeof(int32_t));

@@ -38,7 +38,8 @@ void tlm_model_init_params(tlm_model *m, uint64_t seed);
 
 /* Runs the forward pass on tokens [B*T]. With targets, returns the mean
  * cross-entropy (and keeps what the backward pass needs); without, returns
- * 0 and only the logits are meaningful. B <= m->B, T <= m->T. */
+ * 0 and only the logits are meaningful. B <= m->B and T <= m->T, else it
+ * returns NaN and computes nothing. */
 double tlm_model_forward(tlm_model *m, const int32_t *tokens, const int32_t *targets, int64_t B, int64_t T);
 /* Adds the gradients of dloss × the last forward's loss to m->grads. */
 void tlm_model_backward(tlm_model *m, float dloss);

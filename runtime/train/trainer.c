@@ -15,6 +15,11 @@ bool tlm_trainer_create(tlm_trainer *t, tlm_model *model, const tlm_abi_train *s
         snprintf(err, errlen, "the model was not created for training");
         return false;
     }
+    if (s->context < 1 || s->context > model->T) {
+        snprintf(err, errlen, "training context %lld does not fit the model's arena (%lld tokens)",
+                 (long long)s->context, (long long)model->T);
+        return false;
+    }
     if (s->accumulate < 1 || s->batch % s->accumulate != 0 || s->batch / s->accumulate > model->B) {
         snprintf(err, errlen, "batch %lld in %lld micro-batches does not fit the model's arena (%lld sequences)",
                  (long long)s->batch, (long long)s->accumulate, (long long)model->B);
@@ -89,7 +94,9 @@ tlm_step_result tlm_trainer_step(tlm_trainer *t, const int32_t *tokens, const in
     tlm_step_result r = {0};
     tlm_model_zero_grads(model);
     /* Each micro-batch's loss is a mean over its tokens; scaling its
-     * gradient by 1/k makes the step's gradient that of the mean over all. */
+     * gradient by 1/k makes the step's gradient the mean of the micro-batch
+     * means (the mean over all tokens, as every micro-batch has B·T targets;
+     * with ignored targets it would weight micro-batches equally). */
     for (int64_t i = 0; i < k; i++) {
         const int32_t *x = tokens + i * micro * T, *y = targets + i * micro * T;
         double loss = tlm_model_forward(model, x, y, micro, T);

@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""Training throughput of tlm beside PyTorch on the same model.
+
+For each thread count, alternately (so both see the same machine load):
+  tlm      tests/model/dump_model MODEL.so --time STEPS --threads N: the
+           compiled model's generated MLP kernels and tlm_trainer_step
+           (forward, backward, clipping, AdamW), float32
+  pytorch  the same model rebuilt from the settings dump_model prints
+           (tests/reference/tapered_llama.py: same widths, heads, norms,
+           RoPE, tied or not), float32, torch.set_num_threads(N),
+           AdamW with the same param groups, clip_grad_norm_
+Both take a fresh random batch every step, run one warm-up step outside the
+clock, and report tokens (batch x sequence) per second; the best of
+--repeat runs counts. Not a test: numbers depend on the machine and its load
+(on a machine whose cores are busy, OpenMP's spinning threads slow both
+down at 2+ threads; OMP_WAIT_POLICY=PASSIVE avoids that).
+
+usage: train_bench.py DUMP_MODEL MODEL.so [--threads 1,2] [--steps 5]
+                      [--repeat 2] [--batch 8] [--seq 256]
+       train_bench.py --torch-worker JSON_SETTINGS THREADS STEPS   (internal)
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "reference"))
+
+
+def env_for(threads):
+    env = dict(os.environ)
+    for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        env[k] = str(threads)
+    return env
+
+
+def run_tlm(exe, so, threads, steps, batch, seq):
+    cmd = [exe, so, "--time", str(steps), "--threads", str(threads), "--batch", str(batch), "--seq", str(seq)]
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env_for(threads))
+    if r.returncode != 0:
+        sys.exit(f"{' '.join(cmd)} failed:\n{r.stderr}")
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def run_torch(settings, threads, steps):
+    cmd = [sys.executable, os.path.abspath(__file__), "--torch-worker", json.dumps(settings), str(threads), str(steps)]
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env_for(threads))
+    if r.returncode != 0:
+        sys.exit(f"pytorch worker failed:\n{r.stderr}")
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def torch_worker(settings, threads, steps):
+    import torch
+    import tapered_llama as tl
+    torch.set_num_threads(threads)
+    torch.manual_seed(0)
+    c = tl.Config(settings["model"])
+    tr = settings["train"]
+    model = tl.TaperedLlama(c).float()
+    with torch.no_grad():     # the initialisation does not matter for speed; keep it sane
+        for n, p in model.named_parameters():
+            if p.dim() == 2:
+                p.normal_(0, 0.02)
+    params = dict(model.named_parameters())
+    groups = [{"params": [p for n, p in params.items() if tl.decays(n)], "weight_decay": tr["weight_decay"]},
+              {"params": [p for n, p in params.items() if not tl.decays(n)], "weight_decay": 0.0}]
+    opt = torch.optim.AdamW(groups, lr=tr["lr"], betas=(tr["beta1"], tr["beta2"]), eps=tr["eps"])
+    B, T, V, k = settings["batch"], settings["seq"], c.vocab, tr["accumulate"]
+    micro = B // k
+    t0, loss = 0.0, 0.0
+    for step in range(steps + 1):
+        if step == 1:
+            t0 = time.perf_counter()
+        data = torch.randint(0, V, (B, T + 1))
+        opt.zero_grad(set_to_none=True)
+        for i in range(k):
+            x, y = data[i * micro:(i + 1) * micro, :-1], data[i * micro:(i + 1) * micro, 1:]
+            loss = tl.loss_fn(model(x), y) / k
+            loss.backward()
+        if tr["grad_clip"] > 0:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), tr["grad_clip"])
+        opt.step()
+    sec = time.perf_counter() - t0
+    print(json.dumps({"threads": torch.get_num_threads(), "seconds": sec, "tokens_per_s": B * T * steps / sec,
+                      "last_loss": float(loss) * k, "torch": torch.__version__}))
+
+
+def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "--torch-worker":
+        torch_worker(json.loads(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]))
+        return
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("dump_model")
+    ap.add_argument("model_so")
+    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--seq", type=int, default=256)
+    a = ap.parse_args()
+    rows = []
+    for threads in (int(t) for t in a.threads.split(",")):
+        best_tlm, best_torch, settings = None, None, None
+        for _ in range(a.repeat):
+            r = run_tlm(a.dump_model, a.model_so, threads, a.steps, a.batch, a.seq)
+            settings = {"model": r["model"], "train": r["train"], "batch": r["batch"], "seq": r["seq"]}
+            if best_tlm is None or r["tokens_per_s"] > best_tlm["tokens_per_s"]:
+                best_tlm = r
+            p = run_torch(settings, threads, a.steps)
+            if best_torch is None or p["tokens_per_s"] > best_torch["tokens_per_s"]:
+                best_torch = p
+        rows.append((threads, best_tlm, best_torch))
+        m = settings["model"]
+    print(f"model {m['name']}: d_model {m['d_model']}, {m['layers']} layers, widths {m['widths']}, "
+          f"{m['heads']} x {m['head_dim']} heads, vocab {m['vocab']}, {m['mlp']}")
+    print(f"training step: batch {a.batch} x {a.seq} tokens, AdamW, clip, float32; {a.steps} timed steps "
+          f"after one warm-up, best of {a.repeat}; torch {rows[0][2]['torch']}; "
+          f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', '(unset)')}; load average "
+          f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    print()
+    print(f"{'threads':>7} | {'tlm tokens/s':>12} | {'pytorch tokens/s':>16} | {'tlm / pytorch':>13} | "
+          f"{'tlm s/step':>10} | {'torch s/step':>12}")
+    print("-" * 86)
+    for threads, t, p in rows:
+        print(f"{threads:>7} | {t['tokens_per_s']:>12.0f} | {p['tokens_per_s']:>16.0f} | "
+              f"{t['tokens_per_s'] / p['tokens_per_s']:>13.2f} | {t['seconds'] / a.steps:>10.3f} | "
+              f"{p['seconds'] / a.steps:>12.3f}")
+
+
+if __name__ == "__main__":
+    main()
