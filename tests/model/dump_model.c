@@ -17,8 +17,10 @@
  *   adam.m.<name>, adam.v.<name>  AdamW's moments after the last step
  *
  * The metadata holds the model (sizes, per-layer widths, heads, head_dim,
- * norm_eps, rope_base, tie, mlp), the parameter table (name, shape, decay,
- * init, std) and the training settings actually used, as JSON strings.
+ * norm_eps, rope_base, tie, mlp, and the mixer with its settings: gate,
+ * chunk, inner_lr, cms periods), the parameter table (name, shape, decay,
+ * init, std, CMS level and update period) and the training settings
+ * actually used, as JSON strings.
  *
  * usage: dump_model MODEL.so OUT.safetensors [options]
  *        dump_model MODEL.so --time STEPS [options]   (prints training
@@ -28,7 +30,10 @@
  *   --seed N --data-seed N --scale X --norm-noise X --ignore N
  *   --batch N --seq N --accumulate N --run N (steps to run) --steps N
  *   (schedule length) --warmup N --lr X --min-lr X --clip X --weight-decay X
- *   --threads N --final-only */
+ *   --threads N --final-only
+ *   --scale-param SUBSTRING X  (repeatable) after the above, multiply every
+ *   parameter whose name contains SUBSTRING by X: e.g. small q_proj and
+ *   k_proj make Titans' l2norm(silu(.)) depend on its epsilon */
 #include <inttypes.h>
 #include <stdarg.h>
 #include <time.h>
@@ -111,7 +116,22 @@ typedef struct options {
     int ignore, threads, time_steps;
     int64_t run;             /* optimizer steps to run (default: the schedule's length) */
     bool final_only;
+    int nscaled;             /* --scale-param */
+    const char *scaled_name[8];
+    double scaled_by[8];
 } options;
+
+/* the test parameters (init_test_params), then the --scale-param factors */
+static void test_params(tlm_model *m, const options *o) {
+    init_test_params(m, o->seed, o->scale, o->norm_noise);
+    for (int k = 0; k < o->nscaled; k++)
+        for (uint32_t i = 0; i < m->so->header->nparams; i++) {
+            const tlm_abi_param *p = &m->so->params[i];
+            if (!strstr(tlm_model_str(m->so, p->name), o->scaled_name[k])) continue;
+            float *w = tlm_model_param(m, (int)i);
+            for (int64_t j = 0; j < p->count; j++) w[j] = (float)(w[j] * o->scaled_by[k]);
+        }
+}
 
 static double num_arg(int argc, char **argv, int *i) {
     if (*i + 1 >= argc) {
@@ -144,6 +164,11 @@ static void metadata(const tlm_model_so *so, const tlm_abi_train *s, const optio
               am->tie_embeddings ? "true" : "false", am->norm_eps, am->rope_base);
     for (int64_t l = 0; l < am->layers; l++)
         sb_printf(model, "%s%" PRId64, l ? ", " : "", so->layers[l].width);
+    static const char *mixers[] = {"attention", "gated_attention", "titans", "hope_attention"};
+    sb_printf(model, "], \"mixer\": \"%s\", \"gate\": \"%s\", \"chunk\": %" PRId64 ", \"inner_lr\": %.17g, \"cms\": [",
+              am->mixer < 4 ? mixers[am->mixer] : "unknown", am->gate ? "headwise" : "elementwise", am->chunk,
+              am->inner_lr);
+    for (uint32_t i = 0; i < am->ncms && i < 8; i++) sb_printf(model, "%s%" PRId64, i ? ", " : "", am->cms[i]);
     sb_printf(model, "]}");
 
     sb_printf(params, "[");
@@ -152,9 +177,11 @@ static void metadata(const tlm_model_so *so, const tlm_abi_train *s, const optio
         sb_printf(params, "%s{\"name\": \"%s\", \"layer\": %d, \"shape\": [%" PRId64, i ? ", " : "",
                   tlm_model_str(so, p->name), p->layer, p->shape[0]);
         if (p->ndim == 2) sb_printf(params, ", %" PRId64, p->shape[1]);
-        sb_printf(params, "], \"decay\": %s, \"init\": \"%s\", \"init_std\": %.17g}", p->decay ? "true" : "false",
+        sb_printf(params,
+                  "], \"decay\": %s, \"init\": \"%s\", \"init_std\": %.17g, \"level\": %u, \"period\": %u}",
+                  p->decay ? "true" : "false",
                   p->init == TLM_INIT_NORMAL ? "normal" : p->init == TLM_INIT_ONES ? "ones" : "zeros",
-                  p->init_std);
+                  p->init_std, p->level, p->period);
     }
     sb_printf(params, "]");
 
@@ -169,8 +196,11 @@ static void metadata(const tlm_model_so *so, const tlm_abi_train *s, const optio
 
     sb_printf(check,
               "{\"seed\": %" PRIu64 ", \"data_seed\": %" PRIu64 ", \"scale\": %.17g, \"norm_noise\": %.17g, "
-              "\"ignore\": %d, \"threads\": %d}",
+              "\"ignore\": %d, \"threads\": %d, \"scale_param\": {",
               o->seed, o->data_seed, o->scale, o->norm_noise, o->ignore, tlm_get_num_threads());
+    for (int k = 0; k < o->nscaled; k++)
+        sb_printf(check, "%s\"%s\": %.17g", k ? ", " : "", o->scaled_name[k], o->scaled_by[k]);
+    sb_printf(check, "}}");
 }
 
 static double now(void) {
@@ -201,6 +231,10 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--time")) o.time_steps = (int)num_arg(argc, argv, &i);
         else if (!strcmp(a, "--run")) o.run = (int64_t)num_arg(argc, argv, &i);
         else if (!strcmp(a, "--final-only")) o.final_only = true;
+        else if (!strcmp(a, "--scale-param") && i + 1 < argc && o.nscaled < 8) {
+            o.scaled_name[o.nscaled] = argv[++i];
+            o.scaled_by[o.nscaled++] = num_arg(argc, argv, &i);
+        }
         else if (!strcmp(a, "--batch")) s.batch = (int64_t)num_arg(argc, argv, &i);
         else if (!strcmp(a, "--seq")) s.context = (int64_t)num_arg(argc, argv, &i);
         else if (!strcmp(a, "--accumulate")) s.accumulate = (int64_t)num_arg(argc, argv, &i);
@@ -232,7 +266,7 @@ int main(int argc, char **argv) {
     create_model(&m, &so, micro, T, true);
     tlm_trainer tr;
     char err[512];
-    init_test_params(&m, o.seed, o.scale, o.norm_noise);
+    test_params(&m, &o);
     if (!tlm_trainer_create(&tr, &m, &s, false, err, sizeof err)) {
         fprintf(stderr, "dump_model: %s\n", err);
         return 1;
@@ -268,7 +302,7 @@ int main(int argc, char **argv) {
     /* The parameters as initialised, then as the checks use them. */
     tlm_model_init_params(&m, o.seed);
     put_params(&so, m.params, "init.");
-    init_test_params(&m, o.seed, o.scale, o.norm_noise);
+    test_params(&m, &o);
     put_params(&so, m.params, "param.");
 
     /* One forward and backward pass on a fixed micro-batch. */
