@@ -4,5 +4,8 @@
 #define TLM_COMMANDS_H
 
 int cmd_info(int argc, char **argv);
+int cmd_train(int argc, char **argv);
+int cmd_eval(int argc, char **argv);
+int cmd_sample(int argc, char **argv);
 
 #endif

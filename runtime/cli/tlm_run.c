@@ -14,6 +14,9 @@ static const struct command {
     const char *help;
 } commands[] = {
     {"info", cmd_info, "settings, layer table, kernels, parameters and memory plans of a model"},
+    {"train", cmd_train, "train a model on text; checkpoints, validation, exact resume"},
+    {"eval", cmd_eval, "loss, perplexity and bits per byte of a checkpoint on texts"},
+    {"sample", cmd_sample, "generate text from a checkpoint"},
 };
 
 static void usage(FILE *out) {

@@ -7,12 +7,15 @@
  *   optimizer.exp_avg.<name>           F32, AdamW's first moment
  *   optimizer.exp_avg_sq.<name>        F32, AdamW's second moment
  *   optimizer.momentum_buffer.<name>   F32, SGD's momentum (instead of the two above)
+ *   optimizer.grad_sum.<name>          F32, a parameter updated every `period` > 1 steps:
+ *                                      its gradients summed since its last update
  *   train.step                         I64 [1], optimizer steps taken
  *   train.tokens_seen                  I64 [1]
  *   train.data_rng                     I64 [4], the training sampler's generator
  *
  * __metadata__ (strings): format, model, abi_version, param_fingerprint,
- * step, tokens_seen, elapsed, optimizer, plus what the caller adds (the
+ * step, tokens_seen, elapsed, optimizer, config (the architecture as JSON:
+ * vocab, d_model, heads, widths, ...), plus what the caller adds (the
  * settings as JSON, ...), and checksum: FNV-1a 64 over every tensor (name,
  * dtype, shape, bytes) and every other metadata entry, so that a flipped
  * byte anywhere is caught rather than trained on. */

@@ -1,0 +1,45 @@
+/* Command-line parsing shared by the commands: flags as `--name VALUE` or
+ * `--name=VALUE`, numbers checked against their range, and errors as one
+ * line on stderr (control characters replaced, so a hostile file name or
+ * message cannot spill onto more lines). */
+#ifndef TLM_CLI_ARGS_H
+#define TLM_CLI_ARGS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct cli_args {
+    const char *cmd;   /* "train", for the messages */
+    int argc;
+    char **argv;
+    int i;             /* the argument being looked at */
+    const char *flag;  /* the flag matched last (without "=VALUE") */
+    const char *val;   /* its value */
+} cli_args;
+
+/* argv[i] is the switch `name`. */
+bool cli_switch(cli_args *a, const char *name);
+/* argv[i] is `name VALUE` or `name=VALUE`: sets a->val (NULL when the value
+ * is missing, after saying so) and moves past the value. */
+bool cli_option(cli_args *a, const char *name);
+
+/* The value as an integer in [lo, hi] / a finite real >= lo (> lo when
+ * lo_open); false after a one-line message. */
+bool cli_int(cli_args *a, int64_t lo, int64_t hi, int64_t *out);
+bool cli_real(cli_args *a, double lo, bool lo_open, double *out);
+
+/* "tlm-run CMD: message" on one line of stderr; cli_usage_error adds a
+ * pointer to --help. Both return the exit status they stand for (1, 2). */
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+int cli_error(const char *cmd, const char *fmt, ...);
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+int cli_usage_error(const char *cmd, const char *fmt, ...);
+
+/* The number of processors available to this process (at least 1). */
+int cli_cores(void);
+
+#endif

@@ -1,0 +1,133 @@
+/* tlm-run eval: loss, perplexity and bits per byte of a checkpoint over
+ * whole texts, window after window (no sampling, so the numbers are exactly
+ * reproducible). */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "args.h"
+#include "commands.h"
+#include "corpus.h"
+#include "evaluate.h"
+#include "load.h"
+#include "tlm_rt/ops.h"
+
+#define MAX_DATA 16
+
+static void usage(FILE *out) {
+    fputs("usage: tlm-run eval MODEL.so [--ckpt DIR] [--data FILE|DIR]... [options]\n"
+          "\n"
+          "Evaluates a checkpoint on consecutive, non-overlapping windows of each text and\n"
+          "prints loss (nats per byte), perplexity and bits per byte.\n"
+          "  --ckpt DIR         the checkpoint's folder or file (default: checkpoints/MODEL)\n"
+          "  --data FILE|DIR    a text to evaluate on; may be repeated (default: Persuasion)\n"
+          "  --batch N          windows per forward pass (default: the model's train batch)\n"
+          "  --context T        tokens per window (default: the model's train context)\n"
+          "  --max-tokens N     evaluate at most N tokens of each text, in whole windows\n"
+          "  --threads N        CPU threads (default: all cores)\n"
+          "\n"
+          "Exit status: 0 ok, 1 error (model, checkpoint, data), 2 bad usage.\n",
+          out);
+}
+
+static void commas(char *buf, size_t n, int64_t v) {
+    char digits[32];
+    int k = snprintf(digits, sizeof digits, "%" PRId64, v), out = 0;
+    for (int i = 0; i < k && out + 2 < (int)n; i++) {
+        buf[out++] = digits[i];
+        if ((k - i - 1) > 0 && (k - i - 1) % 3 == 0) buf[out++] = ',';
+    }
+    buf[out] = '\0';
+}
+
+/* A diverged model's loss is NaN or Inf: say so plainly, without a sign. */
+static void number(char *buf, size_t n, const char *fmt, double v) {
+    if (isnan(v)) snprintf(buf, n, "nan");
+    else if (isinf(v)) snprintf(buf, n, "inf");
+    else snprintf(buf, n, fmt, v);
+}
+
+int cmd_eval(int argc, char **argv) {
+    const char *model_path = NULL, *ckpt = NULL, *data[MAX_DATA];
+    int ndata = 0;
+    int64_t batch = 0, context = 0, max_tokens = 0, threads = 0;
+    cli_args a = {.cmd = "eval", .argc = argc, .argv = argv};
+    for (a.i = 1; a.i < argc; a.i++) {
+        const char *arg = argv[a.i];
+        if (cli_switch(&a, "--help") || cli_switch(&a, "-h")) {
+            usage(stdout);
+            return 0;
+        } else if (cli_option(&a, "--ckpt")) {
+            if (!(ckpt = a.val)) return 2;
+        } else if (cli_option(&a, "--data")) {
+            if (!a.val) return 2;
+            if (ndata == MAX_DATA) return cli_usage_error("eval", "at most %d --data", MAX_DATA);
+            data[ndata++] = a.val;
+        } else if (cli_option(&a, "--batch")) {
+            if (!cli_int(&a, 1, 1 << 20, &batch)) return 2;
+        } else if (cli_option(&a, "--context")) {
+            if (!cli_int(&a, 1, INT32_MAX, &context)) return 2;
+        } else if (cli_option(&a, "--max-tokens")) {
+            if (!cli_int(&a, 1, INT64_MAX, &max_tokens)) return 2;
+        } else if (cli_option(&a, "--threads")) {
+            if (!cli_int(&a, 1, 4096, &threads)) return 2;
+        } else if (arg[0] == '-' && arg[1]) return cli_usage_error("eval", "unknown option `%s`", arg);
+        else if (model_path) return cli_usage_error("eval", "more than one model given (`%s`)", arg);
+        else model_path = arg;
+    }
+    if (!model_path) return cli_usage_error("eval", "no MODEL.so given");
+    if (ndata == 0) data[ndata++] = NULL;   /* Persuasion */
+
+    tlm_set_num_threads(threads > 0 ? (int)threads : cli_cores());
+    char err[1024], path[4200];
+    tlm_model_so so;
+    if (!tlm_model_open(model_path, &so, err, sizeof err)) return cli_error("eval", "%s", err);
+    if (context == 0) context = so.train->context > 0 ? so.train->context : so.model->context;
+    if (batch == 0) batch = so.train->batch > 0 ? so.train->batch : 1;
+    tlm_model m = {0};
+    tlm_dataset ds[MAX_DATA] = {{0}};
+    char names[MAX_DATA][4200];
+    int64_t step = 0;
+    int rc = 0, width = 4;
+    if (context > so.model->context)
+        rc = cli_usage_error("eval", "--context %" PRId64 " is longer than the model's context (%" PRId64 ")",
+                             context, so.model->context);
+    else if (!tlm_model_create(&m, &so, batch, context, false, err, sizeof err))
+        rc = cli_error("eval", "%s", err);
+    else
+        rc = load_checkpoint("eval", &so, ckpt, &m, path, sizeof path, &step);
+
+    /* Load every text first, so a bad path fails before any long work. */
+    for (int i = 0; i < ndata && !rc; i++) {
+        if (!corpus_load(&ds[i], data[i], CORPUS_VALID, context, so.model->vocab, names[i], sizeof names[i], err,
+                         sizeof err))
+            rc = cli_error("eval", "%s", err);
+        else if ((int)strlen(names[i]) > width) width = (int)strlen(names[i]);
+    }
+    if (!rc) {
+        printf("model %s, checkpoint %s (step %" PRId64 "), windows of %" PRId64 " tokens\n",
+               tlm_model_str(&so, so.model->name), path, step, context);
+        printf("%-*s  %12s  %8s  %9s  %9s\n", width, "data", "tokens", "loss", "ppl", "bits/byte");
+        fflush(stdout);
+    }
+    for (int i = 0; i < ndata && !rc; i++) {
+        tlm_eval_result res;
+        if (!tlm_eval_windows(&m, &ds[i], batch, context, max_tokens, &res, err, sizeof err)) {
+            rc = cli_error("eval", "%s: %s", names[i], err);
+            break;
+        }
+        char tokens[32];
+        commas(tokens, sizeof tokens, res.tokens);
+        char loss[32], ppl[32], bpb[32];
+        number(loss, sizeof loss, "%.4f", res.loss);
+        number(ppl, sizeof ppl, "%.3f", exp(res.loss));
+        number(bpb, sizeof bpb, "%.4f", res.loss / log(2.0));
+        printf("%-*s  %12s  %8s  %9s  %9s\n", width, names[i], tokens, loss, ppl, bpb);
+        fflush(stdout);
+    }
+    for (int i = 0; i < ndata; i++) tlm_data_free(&ds[i]);
+    tlm_model_destroy(&m);
+    tlm_model_close(&so);
+    return rc;
+}

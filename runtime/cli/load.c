@@ -1,0 +1,25 @@
+#include "load.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "args.h"
+#include "checkpoint.h"
+#include "corpus.h"
+
+int load_checkpoint(const char *cmd, const tlm_model_so *so, const char *ckpt, tlm_model *m, char *path,
+                    size_t pathlen, int64_t *step) {
+    const char *name = tlm_model_str(so, so->model->name);
+    checkpoint_path(path, pathlen, ckpt, name);
+    if (access(path, F_OK) != 0)
+        return cli_error(cmd, "no checkpoint at %s (train first: tlm-run train MODEL.so%s%s)", path,
+                         ckpt ? " --ckpt " : "", ckpt ? ckpt : "");
+    char err[1024];
+    tlm_st_file *f = tlm_ckpt_open(path, so, err, sizeof err);
+    if (!f) return cli_error(cmd, "%s", err);
+    bool ok = tlm_ckpt_load_params(f, m, err, sizeof err);
+    const char *s = tlm_st_meta_get(f, "step");
+    *step = s ? atoll(s) : -1;
+    tlm_st_close(f);
+    return ok ? 0 : cli_error(cmd, "%s: %s", path, err);
+}

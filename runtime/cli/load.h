@@ -1,0 +1,16 @@
+/* What eval and sample share: a model with the parameters of a checkpoint. */
+#ifndef TLM_CLI_LOAD_H
+#define TLM_CLI_LOAD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model.h"
+
+/* Finds the checkpoint of --ckpt (DIR or file; NULL: checkpoints/<model>),
+ * checks it belongs to so and copies its parameters into m. Returns 0, or 1
+ * after a one-line message. path receives the file, step its step. */
+int load_checkpoint(const char *cmd, const tlm_model_so *so, const char *ckpt, tlm_model *m, char *path,
+                    size_t pathlen, int64_t *step);
+
+#endif

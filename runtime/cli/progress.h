@@ -1,0 +1,57 @@
+/* What `tlm-run train` shows while it runs, and the JSON-lines log.
+ *
+ * On a terminal, one live line (step/total, loss, lr, tokens/s, ETA) is
+ * redrawn in place with \r; anything else printed (validation, notes)
+ * clears it first and goes on a line of its own. When stdout is not a
+ * terminal (a pipe, a file, a CI log) a plain line is printed instead every
+ * log_every steps. The log file gets one JSON object per logged step and
+ * one per validation. */
+#ifndef TLM_CLI_PROGRESS_H
+#define TLM_CLI_PROGRESS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+typedef struct progress {
+    bool tty;            /* stdout is a terminal: the live line */
+    bool live;           /* the live line is on screen */
+    double last_draw;    /* when it was last drawn (seconds) */
+    FILE *log;           /* JSON lines, or NULL */
+    int64_t total;       /* steps of the run */
+} progress;
+
+typedef struct progress_step {
+    int64_t step;
+    double loss, lr, grad_norm;
+    double tokens_per_s;  /* over the steps since the last logged one */
+    double elapsed;       /* seconds of training, across resumes */
+    double eta;           /* seconds left, < 0: unknown */
+} progress_step;
+
+/* Seconds on a monotonic clock. */
+double progress_now(void);
+
+void progress_init(progress *p, int64_t total);
+/* Opens the JSON-lines log: afresh, or (resume) keeping only the records of
+ * steps up to keep_upto, so a resumed run's log reads like an uninterrupted
+ * one. false with a message. */
+bool progress_open_log(progress *p, const char *path, bool resume, int64_t keep_upto, char *err, size_t errlen);
+
+/* Every step: the live line (throttled; keep: drawn now and left on screen,
+ * as before a validation); when logged, the plain line (not a terminal) and
+ * the JSON record. */
+void progress_update(progress *p, const progress_step *s, bool logged, bool keep);
+/* A validation result, on its own line and in the log. */
+void progress_validation(progress *p, int64_t step, double loss);
+/* A message on a line of its own (the live line is cleared first). */
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+void progress_say(progress *p, const char *fmt, ...);
+void progress_close(progress *p);
+
+/* "1h02m", "3m12s", "45s" */
+void progress_duration(char *buf, size_t n, double seconds);
+
+#endif

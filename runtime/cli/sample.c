@@ -1,0 +1,112 @@
+/* tlm-run sample: text from a checkpoint, one byte at a time. Each new
+ * byte runs the model over the text so far (the last `context` bytes once
+ * it is longer: the window slides) and draws from the last position's
+ * distribution. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "args.h"
+#include "commands.h"
+#include "load.h"
+#include "tlm_rt/ops.h"
+#include "tlm_rt/sample.h"
+
+static void usage(FILE *out) {
+    fputs("usage: tlm-run sample MODEL.so [--ckpt DIR] [--prompt TEXT] [options]\n"
+          "\n"
+          "Prints the prompt, then generated text, byte by byte as it is produced.\n"
+          "  --ckpt DIR          the checkpoint's folder or file (default: checkpoints/MODEL)\n"
+          "  --prompt TEXT       text to continue (default: none; generation starts after a newline)\n"
+          "  --length N          bytes to generate (default 256)\n"
+          "  --temperature X     0 is greedy (always the likeliest byte); default 0.8\n"
+          "  --top-k K           draw only among the K likeliest bytes (0: all; default 0)\n"
+          "  --seed N            seeds the draws: the same seed gives the same text (default 1337)\n"
+          "  --threads N         CPU threads (default: all cores)\n"
+          "\n"
+          "Exit status: 0 ok, 1 error (model, checkpoint), 2 bad usage.\n",
+          out);
+}
+
+int cmd_sample(int argc, char **argv) {
+    const char *model_path = NULL, *ckpt = NULL, *prompt = "";
+    int64_t length = 256, top_k = 0, seed = 1337, threads = 0;
+    double temperature = 0.8;
+    cli_args a = {.cmd = "sample", .argc = argc, .argv = argv};
+    for (a.i = 1; a.i < argc; a.i++) {
+        const char *arg = argv[a.i];
+        if (cli_switch(&a, "--help") || cli_switch(&a, "-h")) {
+            usage(stdout);
+            return 0;
+        } else if (cli_option(&a, "--ckpt")) {
+            if (!(ckpt = a.val)) return 2;
+        } else if (cli_option(&a, "--prompt")) {
+            if (!(prompt = a.val)) return 2;
+        } else if (cli_option(&a, "--length")) {
+            if (!cli_int(&a, 0, INT32_MAX, &length)) return 2;
+        } else if (cli_option(&a, "--temperature")) {
+            if (!cli_real(&a, 0, false, &temperature)) return 2;
+        } else if (cli_option(&a, "--top-k")) {
+            if (!cli_int(&a, 0, INT32_MAX, &top_k)) return 2;
+        } else if (cli_option(&a, "--seed")) {
+            if (!cli_int(&a, 0, INT64_MAX, &seed)) return 2;
+        } else if (cli_option(&a, "--threads")) {
+            if (!cli_int(&a, 1, 4096, &threads)) return 2;
+        } else if (arg[0] == '-' && arg[1]) return cli_usage_error("sample", "unknown option `%s`", arg);
+        else if (model_path) return cli_usage_error("sample", "more than one model given (`%s`)", arg);
+        else model_path = arg;
+    }
+    if (!model_path) return cli_usage_error("sample", "no MODEL.so given");
+
+    tlm_set_num_threads(threads > 0 ? (int)threads : cli_cores());
+    char err[1024], path[4200];
+    tlm_model_so so;
+    if (!tlm_model_open(model_path, &so, err, sizeof err)) return cli_error("sample", "%s", err);
+    const int64_t T = so.model->context, V = so.model->vocab;
+    /* Tokens are bytes: a larger vocabulary's other ids cannot be printed,
+     * so the draw is among the first 256. */
+    const int nbytes = V < 256 ? (int)V : 256;
+    tlm_model m = {0};
+    int64_t step;
+    int32_t *window = malloc((size_t)T * sizeof *window);
+    float *scratch = malloc((size_t)V * sizeof *scratch);
+    int rc = 0;
+    if (!window || !scratch) rc = cli_error("sample", "out of memory");
+    else if (!tlm_model_create(&m, &so, 1, T, false, err, sizeof err)) rc = cli_error("sample", "%s", err);
+    else rc = load_checkpoint("sample", &so, ckpt, &m, path, sizeof path, &step);
+
+    /* The prompt's last T bytes are the context; an empty prompt starts from
+     * a newline, as a text would after a paragraph. */
+    size_t plen = strlen(prompt);
+    int64_t n = 0;
+    for (size_t i = plen > (size_t)T ? plen - (size_t)T : 0; !rc && i < plen; i++) {
+        int b = (unsigned char)prompt[i];
+        if (b >= nbytes) rc = cli_error("sample", "the prompt holds byte %d, outside the model's %d tokens", b, nbytes);
+        window[n++] = b;
+    }
+    if (!rc && n == 0) window[n++] = '\n';
+    if (!rc) {
+        fwrite(prompt, 1, plen, stdout);
+        fflush(stdout);
+        tlm_rng rng;
+        tlm_rng_seed(&rng, (uint64_t)seed);
+        int last = plen ? (unsigned char)prompt[plen - 1] : '\n';
+        for (int64_t i = 0; i < length; i++) {
+            tlm_model_forward(&m, window, NULL, 1, n);
+            const float *logits = tlm_model_logits(&m) + (n - 1) * V;
+            int next = tlm_sample(logits, nbytes, (float)temperature, (int)top_k, &rng, scratch);
+            putchar(next);
+            fflush(stdout);
+            last = next;
+            if (n == T) memmove(window, window + 1, (size_t)(T - 1) * sizeof *window), n--;
+            window[n++] = next;
+        }
+        if (last != '\n') putchar('\n');
+    }
+    free(window);
+    free(scratch);
+    tlm_model_destroy(&m);
+    tlm_model_close(&so);
+    return rc;
+}

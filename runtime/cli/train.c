@@ -1,0 +1,394 @@
+/* tlm-run train: the training loop.
+ *
+ *   sample a batch of random windows -> forward/backward over its
+ *   micro-batches -> clip, schedule, AdamW/SGD (tlm_trainer_step)
+ *   -> log -> validate -> checkpoint
+ *
+ * Everything a step depends on is either in the checkpoint (parameters,
+ * optimizer moments, step, the sampler's generator) or fixed by the
+ * settings, so a resumed run repeats an uninterrupted one bit for bit at the
+ * same thread count. */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "args.h"
+#include "checkpoint.h"
+#include "commands.h"
+#include "corpus.h"
+#include "evaluate.h"
+#include "progress.h"
+#include "tlm_rt/ops.h"
+#include "train_options.h"
+#include "trainer.h"
+
+#ifndef TLM_VERSION
+#define TLM_VERSION "0.0.0"
+#endif
+
+/* Validation draws the same windows every time, whatever --seed is, so
+ * that validation losses compare across steps and across runs. */
+#define VALIDATION_SEED 0x76616c6964617465ull   /* "validate" */
+/* The data order gets a stream of its own, apart from the initialisation's. */
+#define DATA_SEED_OFFSET 0x64617461ull           /* "data" */
+
+typedef struct run {
+    train_options o;
+    tlm_model_so so;
+    tlm_model model;
+    tlm_trainer trainer;
+    tlm_dataset train, val;
+    bool have_val;
+    char train_name[4200], val_name[4200];
+    char data_fingerprint[48];
+    char ckpt_dir[4096], ckpt_file[4200];
+    int64_t ckpt_step;             /* step of the checkpoint on disk, -1: none yet */
+    tlm_run_state state;
+    int64_t micro, T;              /* sequences per micro-batch, tokens per sequence */
+    int32_t *x, *y;                /* one step's batch: batch × T each */
+    progress out;
+    double elapsed_base, started;  /* elapsed of earlier sessions; this one's start */
+} run;
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_signal(int sig) {
+    stop_signal = sig;
+    signal(sig, SIG_DFL);   /* a second Ctrl-C kills at once */
+}
+
+static int mkdir_p(const char *path) {
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = '\0';
+        if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
+        *p = '/';
+    }
+    return mkdir(buf, 0777) != 0 && errno != EEXIST ? -1 : 0;
+}
+
+static bool file_exists(const char *path) { return access(path, F_OK) == 0; }
+
+static double elapsed(const run *r) { return r->elapsed_base + progress_now() - r->started; }
+
+/* ---- checkpoints ---- */
+
+static bool save_checkpoint(run *r, char *err, size_t errlen) {
+    if (mkdir_p(r->ckpt_dir) != 0) {
+        snprintf(err, errlen, "%s: cannot create the checkpoint folder: %s", r->ckpt_dir, strerror(errno));
+        return false;
+    }
+    char *settings = train_settings_json(&r->o);
+    if (!settings) {
+        snprintf(err, errlen, "out of memory writing the checkpoint");
+        return false;
+    }
+    char threads[16];
+    snprintf(threads, sizeof threads, "%d", tlm_get_num_threads());
+    tlm_st_meta extra[] = {
+        {"settings", settings},
+        {"data_fingerprint", r->data_fingerprint},
+        {"threads", threads},
+        {"created_by", "tlm-run " TLM_VERSION},
+    };
+    r->state.elapsed = elapsed(r);
+    bool ok = tlm_ckpt_save(r->ckpt_file, &r->trainer, &r->state, extra, (int)(sizeof extra / sizeof *extra), err,
+                            errlen);
+    free(settings);
+    if (ok) r->ckpt_step = r->state.step;
+    return ok;
+}
+
+/* On --resume: the checkpoint's settings become the defaults. */
+static int open_resume(run *r, tlm_st_file **ckpt, tlm_abi_train *s, bool *decay) {
+    char err[8192];
+    if (!file_exists(r->ckpt_file))
+        return cli_error("train", "--resume: no checkpoint at %s (train without --resume first)", r->ckpt_file);
+    *ckpt = tlm_ckpt_open(r->ckpt_file, &r->so, err, sizeof err);
+    if (!*ckpt) return cli_error("train", "%s", err);
+    const char *json = tlm_st_meta_get(*ckpt, "settings");
+    if (!json) return cli_error("train", "%s: no training settings in the metadata", r->ckpt_file);
+    if (!train_settings_parse(json, s, decay, &r->o.owned[0], &r->o.owned[1], &r->o.owned[2], err, sizeof err))
+        return cli_error("train", "%s: %s", r->ckpt_file, err);
+    return 0;
+}
+
+static void fingerprint_data(run *r) {
+    snprintf(r->data_fingerprint, sizeof r->data_fingerprint, "%zu:%016" PRIx64, r->train.n,
+             tlm_fnv1a(TLM_FNV_OFFSET, r->train.bytes, r->train.n));
+}
+
+/* Parameters and optimizer state: fresh, or the checkpoint's. */
+static int start_state(run *r, tlm_st_file *ckpt) {
+    char err[8192];
+    if (!ckpt) {
+        tlm_model_init_params(&r->model, r->o.s.seed);
+        tlm_rng_seed(&r->state.data_rng, r->o.s.seed + DATA_SEED_OFFSET);
+        return 0;
+    }
+    const char *fp = tlm_st_meta_get(ckpt, "data_fingerprint");
+    if (!fp || strcmp(fp, r->data_fingerprint) != 0)
+        return cli_error("train", "the training data %s differs from the checkpoint's (%s bytes:fnv, now %s)",
+                         r->train_name, fp ? fp : "?", r->data_fingerprint);
+    if (!tlm_ckpt_load_params(ckpt, &r->model, err, sizeof err) ||
+        !tlm_ckpt_load_trainer(ckpt, &r->trainer, &r->state, err, sizeof err))
+        return cli_error("train", "%s: %s", r->ckpt_file, err);
+    if (r->state.step > r->o.s.steps)
+        return cli_error("train", "the checkpoint is at step %" PRId64 ", past --steps %" PRId64
+                                  " (raise --steps to continue)", r->state.step, r->o.s.steps);
+    if (r->o.stop_at > 0 && r->o.stop_at <= r->state.step)
+        return cli_error("train", "--stop-at %" PRId64 " is not past the checkpoint's step %" PRId64, r->o.stop_at,
+                         r->state.step);
+    const char *threads = tlm_st_meta_get(ckpt, "threads");
+    if (threads && atoi(threads) != tlm_get_num_threads())
+        printf("note: resuming with %d threads, the checkpoint was written with %s; the result will differ in "
+               "the last bits from an uninterrupted run\n", tlm_get_num_threads(), threads);
+    r->ckpt_step = r->state.step;
+    r->elapsed_base = r->state.elapsed;
+    return 0;
+}
+
+/* ---- set-up ---- */
+
+static int setup(run *r) {
+    char err[8192];
+    train_options *o = &r->o;
+    if (!tlm_model_open(o->model, &r->so, err, sizeof err)) return cli_error("train", "%s", err);
+    const char *name = tlm_model_str(&r->so, r->so.model->name);
+    checkpoint_dir(r->ckpt_dir, sizeof r->ckpt_dir, o->ckpt, name);
+    checkpoint_path(r->ckpt_file, sizeof r->ckpt_file, o->ckpt, name);
+    r->ckpt_step = -1;
+
+    /* The defaults: the model's, or the checkpoint's when resuming. */
+    tlm_st_file *ckpt = NULL;
+    tlm_abi_train defaults = *r->so.train;
+    bool decay = false;
+    int rc = 0;
+    if (o->resume) {
+        rc = open_resume(r, &ckpt, &defaults, &decay);
+        if (rc) goto out;
+        train_apply(o, &defaults, decay, o->owned[0], o->owned[1], o->owned[2]);
+    } else {
+        if (file_exists(r->ckpt_file) && !o->overwrite) {
+            rc = cli_error("train", "%s already holds a checkpoint: pass --resume to continue it, or --overwrite "
+                                    "to start afresh", r->ckpt_file);
+            goto out;
+        }
+        train_apply(o, &defaults, false, NULL, NULL, NULL);
+    }
+    /* Threads: the flag, else on resume the checkpoint's count (the same
+     * count gives the same bits), else every core. */
+    const char *ckpt_threads = ckpt ? tlm_st_meta_get(ckpt, "threads") : NULL;
+    int threads = o->threads > 0 ? o->threads : ckpt_threads && atoi(ckpt_threads) > 0 ? atoi(ckpt_threads)
+                                                                                         : cli_cores();
+    tlm_set_num_threads(threads);
+    if (o->s.context <= 0) o->s.context = r->so.model->context;
+    if ((rc = train_check(o, &r->so))) goto out;
+    if (o->resume && !train_same_trajectory(o, &defaults, decay, err, sizeof err)) {
+        rc = cli_error("train", "%s", err);
+        goto out;
+    }
+
+    /* Data: the bundled corpora validate on Persuasion; a user's --data
+     * validates only on an explicit --val. */
+    r->T = o->s.context;
+    r->micro = o->s.batch / o->s.accumulate;
+    int64_t vocab = r->so.model->vocab;
+    if (!corpus_load(&r->train, o->data, CORPUS_TRAIN, r->T, vocab, r->train_name, sizeof r->train_name, err,
+                     sizeof err)) {
+        rc = cli_error("train", "%s", err);
+        goto out;
+    }
+    r->have_val = (o->val && *o->val) || !(o->data && *o->data);
+    if (r->have_val && !corpus_load(&r->val, o->val, CORPUS_VALID, r->T, vocab, r->val_name, sizeof r->val_name,
+                                    err, sizeof err)) {
+        rc = cli_error("train", "%s", err);
+        goto out;
+    }
+    fingerprint_data(r);
+
+    if (!tlm_model_create(&r->model, &r->so, r->micro, r->T, true, err, sizeof err) ||
+        !tlm_trainer_create(&r->trainer, &r->model, &o->s, o->decay_embeddings, err, sizeof err)) {
+        rc = cli_error("train", "%s", err);
+        goto out;
+    }
+    r->x = malloc((size_t)(o->s.batch * r->T) * sizeof *r->x);
+    r->y = malloc((size_t)(o->s.batch * r->T) * sizeof *r->y);
+    if (!r->x || !r->y) {
+        rc = cli_error("train", "out of memory for a batch of %" PRId64 " x %" PRId64 " tokens", o->s.batch, r->T);
+        goto out;
+    }
+    if ((rc = start_state(r, ckpt))) goto out;
+    /* A checkpoint folder that cannot be made should fail now, not after
+     * hours of training. */
+    if (mkdir_p(r->ckpt_dir) != 0 || access(r->ckpt_dir, W_OK) != 0) {
+        rc = cli_error("train", "%s: cannot create or write the checkpoint folder: %s", r->ckpt_dir,
+                       strerror(errno));
+        goto out;
+    }
+
+    progress_init(&r->out, o->s.steps);
+    if (o->log && *o->log &&
+        !progress_open_log(&r->out, o->log, o->resume, r->state.step, err, sizeof err))
+        rc = cli_error("train", "%s", err);
+out:
+    tlm_st_close(ckpt);
+    return rc;
+}
+
+static void banner(const run *r) {
+    const tlm_abi_train *s = &r->o.s;
+    const tlm_abi_model *m = r->so.model;
+    int64_t params = 0;
+    for (uint32_t i = 0; i < r->so.header->nparams; i++) params += r->so.params[i].count;
+    printf("model %s: %.2fM parameters, %" PRId64 " layers, d_model %" PRId64 ", context %" PRId64 "\n",
+           tlm_model_str(&r->so, m->name), (double)params / 1e6, m->layers, m->d_model, m->context);
+    printf("data: %s, %.2f MB", r->train_name, (double)r->train.n / 1e6);
+    if (r->have_val) printf("; validation: %s, %.2f MB\n", r->val_name, (double)r->val.n / 1e6);
+    else printf("; no validation (give --val)\n");
+    if (r->o.resume) printf("resuming at step %" PRId64 " of %" PRId64 ",", r->state.step, s->steps);
+    else printf("training %" PRId64 " steps,", s->steps);
+    printf(" %" PRId64 " x %" PRId64 " tokens a step", s->batch, r->T);
+    if (s->accumulate > 1) printf(" in %" PRId64 " micro-batches", s->accumulate);
+    printf(", %s lr %g, %d thread%s\n", s->optimizer == TLM_OPT_ADAMW ? "adamw" : "sgd", s->lr,
+           tlm_get_num_threads(), tlm_get_num_threads() == 1 ? "" : "s");
+    printf("checkpoints: %s\n", r->ckpt_file);
+    fflush(stdout);
+}
+
+static bool validate(run *r, char *err, size_t errlen) {
+    tlm_eval_result res;
+    if (!tlm_eval_sampled(&r->model, &r->val, r->micro, r->T, r->o.s.eval_batches, VALIDATION_SEED, &res, err,
+                          errlen))
+        return false;
+    progress_validation(&r->out, r->state.step, res.loss);
+    return true;
+}
+
+/* ---- the loop ---- */
+
+static int train_loop(run *r) {
+    const tlm_abi_train *s = &r->o.s;
+    char err[8192];
+    int64_t logged_tokens = 0;
+    double train_time = 0, logged_time = 0, step_ema = 0;
+    r->started = progress_now();
+
+    if (r->state.step == s->steps && r->o.resume) {
+        printf("the checkpoint is already at step %" PRId64 " of %" PRId64 ": nothing to do (raise --steps to go on)\n",
+               r->state.step, s->steps);
+        return 0;
+    }
+    if (r->have_val && !r->o.resume) {
+        if (!validate(r, err, sizeof err)) return cli_error("train", "%s", err);
+    }
+    while (r->state.step < s->steps) {
+        double t0 = progress_now();
+        tlm_err e;
+        if (tlm_data_sample_batch(&r->train, &r->state.data_rng, (int)s->batch, (int)r->T, r->x, r->y, &e) != 0) {
+            progress_close(&r->out);
+            return cli_error("train", "%s", e.msg);
+        }
+        tlm_step_result res = tlm_trainer_step(&r->trainer, r->x, r->y, r->T);
+        if (!res.finite) {
+            progress_close(&r->out);
+            bool loss_bad = !isfinite(res.loss);
+            double bad = loss_bad ? res.loss : res.grad_norm;
+            char last[4300];
+            if (r->ckpt_step >= 0)
+                snprintf(last, sizeof last, "the last checkpoint, %s (step %" PRId64 "), is intact", r->ckpt_file,
+                         r->ckpt_step);
+            else
+                snprintf(last, sizeof last, "no checkpoint was written");
+            return cli_error("train", "step %" PRId64 ": the %s is %s, stopping (is the learning rate too high?); "
+                                      "the step was not applied and %s",
+                             r->state.step + 1, loss_bad ? "loss" : "gradient norm", isnan(bad) ? "NaN" : "Inf",
+                             last);
+        }
+        double dt = progress_now() - t0;
+        r->state.step++;
+        r->state.tokens_seen += s->batch * r->T;
+        train_time += dt;
+        logged_tokens += s->batch * r->T;
+        step_ema = step_ema == 0 ? dt : 0.9 * step_ema + 0.1 * dt;
+
+        int64_t step = r->state.step;
+        bool last = step == s->steps;
+        bool stop = last || step == r->o.stop_at || stop_signal;
+        bool logged = last || step == 1 || (s->log_every > 0 && step % s->log_every == 0);
+        progress_step ps = {
+            .step = step, .loss = res.loss, .lr = res.lr, .grad_norm = res.grad_norm,
+            .tokens_per_s = logged ? (double)logged_tokens / fmax(train_time - logged_time, 1e-9)
+                                   : (double)(s->batch * r->T) / fmax(step_ema, 1e-9),
+            .elapsed = elapsed(r), .eta = step_ema * (double)(s->steps - step),
+        };
+        bool validating = r->have_val && (last || (s->eval_every > 0 && step % s->eval_every == 0));
+        progress_update(&r->out, &ps, logged, validating);
+        if (logged) {
+            logged_tokens = 0;
+            logged_time = train_time;
+        }
+        if (validating) {
+            if (!validate(r, err, sizeof err)) {
+                progress_close(&r->out);
+                return cli_error("train", "%s", err);
+            }
+        }
+        if (stop || (s->ckpt_every > 0 && step % s->ckpt_every == 0)) {
+            if (!save_checkpoint(r, err, sizeof err)) {
+                progress_close(&r->out);
+                return cli_error("train", "%s", err);
+            }
+        }
+        if (stop && !last) {
+            progress_close(&r->out);
+            printf("%s at step %" PRId64 " of %" PRId64 "; checkpoint %s (continue with --resume)\n",
+                   stop_signal ? "interrupted" : "stopped", step, s->steps, r->ckpt_file);
+            return stop_signal ? 128 + stop_signal : 0;
+        }
+    }
+    if (r->ckpt_step != r->state.step && !save_checkpoint(r, err, sizeof err)) {   /* --steps 0 */
+        progress_close(&r->out);
+        return cli_error("train", "%s", err);
+    }
+    progress_close(&r->out);
+    char took[16];
+    progress_duration(took, sizeof took, elapsed(r));
+    printf("done: %" PRId64 " steps, %.2fM tokens in %s; checkpoint %s\n", r->state.step,
+           (double)r->state.tokens_seen / 1e6, took, r->ckpt_file);
+    return 0;
+}
+
+int cmd_train(int argc, char **argv) {
+    run *r = calloc(1, sizeof *r);
+    if (!r) return cli_error("train", "out of memory");
+    int rc = train_parse(&r->o, argc, argv);
+    if (rc < 0 && (rc = setup(r)) == 0) {
+        banner(r);
+        stop_signal = 0;
+        signal(SIGINT, on_signal);
+        signal(SIGTERM, on_signal);
+        rc = train_loop(r);
+        signal(SIGINT, SIG_DFL);
+        signal(SIGTERM, SIG_DFL);
+    }
+    progress_close(&r->out);
+    free(r->x);
+    free(r->y);
+    tlm_trainer_destroy(&r->trainer);
+    tlm_model_destroy(&r->model);
+    tlm_data_free(&r->train);
+    tlm_data_free(&r->val);
+    if (r->so.handle) tlm_model_close(&r->so);
+    train_options_free(&r->o);
+    free(r);
+    return rc;
+}

@@ -1,0 +1,59 @@
+/* The options of `tlm-run train`: parsing the flags, laying them over the
+ * defaults (the model's `train {}` block, or a checkpoint's settings when
+ * resuming), checking them, and the settings as JSON for the checkpoint. */
+#ifndef TLM_CLI_TRAIN_OPTIONS_H
+#define TLM_CLI_TRAIN_OPTIONS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tlm_abi.h"
+#include "model_so.h"
+
+#define TRAIN_NSETTINGS 14   /* the numeric flags: --steps ... --log-every */
+
+typedef struct train_options {
+    const char *model;                 /* MODEL.so */
+    tlm_abi_train s;                   /* the settings in force */
+    bool decay_embeddings;
+    const char *data, *val, *log;      /* NULL or "": the bundled corpora; no log */
+    const char *ckpt;                  /* --ckpt; NULL: checkpoints/<model> */
+    const char *device;
+    int threads;
+    bool resume, overwrite;
+    int64_t stop_at;                   /* stop (as if interrupted) after this step; 0: never */
+
+    /* What the command line said, to lay over the defaults. */
+    tlm_abi_train flags;
+    bool given[TRAIN_NSETTINGS];
+    bool given_decay, given_data, given_val, given_log;
+    char *owned[3];                    /* strings read from a checkpoint */
+} train_options;
+
+/* Parses argv; returns -1 to go on, or the exit status (0 after --help, 2
+ * after a usage error, already reported). */
+int train_parse(train_options *o, int argc, char **argv);
+void train_options_free(train_options *o);
+
+/* o->s = defaults with the flags laid over them; the strings likewise. */
+void train_apply(train_options *o, const tlm_abi_train *defaults, bool decay, const char *data, const char *val,
+                 const char *log);
+
+/* The settings against each other and the model: 0, or 2 after a message. */
+int train_check(const train_options *o, const tlm_model_so *so);
+
+/* On --resume: the settings that shape the trajectory must equal the
+ * checkpoint's (only --steps may change). false with a message naming the
+ * first difference. */
+bool train_same_trajectory(const train_options *o, const tlm_abi_train *ckpt, bool ckpt_decay, char *err,
+                           size_t errlen);
+
+/* The settings as one JSON object (malloc'd; NULL when out of memory). */
+char *train_settings_json(const train_options *o);
+/* ... and back: fills s, decay and the three strings (malloc'd, NULL when
+ * absent). false with a message when the JSON lacks a setting. */
+bool train_settings_parse(const char *json, tlm_abi_train *s, bool *decay, char **data, char **val, char **log,
+                          char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,383 @@
+#include "checkpoint.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tlm_rt/json.h"
+
+static bool fail(char *err, size_t n, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, n, fmt, ap);
+    va_end(ap);
+    return false;
+}
+
+uint64_t tlm_fnv1a(uint64_t h, const void *data, size_t n) {
+    const uint8_t *p = data;
+    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ull;
+    return h;
+}
+
+static uint64_t fnv_str(uint64_t h, const char *s) { return tlm_fnv1a(h, s, strlen(s) + 1); }
+
+static void shape_text(char *buf, size_t n, int ndim, const int64_t *shape) {
+    size_t used = (size_t)snprintf(buf, n, "[");
+    for (int d = 0; d < ndim && used < n; d++)
+        used += (size_t)snprintf(buf + used, n - used, "%s%" PRId64, d ? ", " : "", shape[d]);
+    if (used < n) snprintf(buf + used, n - used, "]");
+}
+
+uint64_t tlm_param_fingerprint(const tlm_model_so *so) {
+    uint64_t h = TLM_FNV_OFFSET;
+    char shape[96];
+    for (uint32_t i = 0; i < so->header->nparams; i++) {
+        const tlm_abi_param *p = &so->params[i];
+        shape_text(shape, sizeof shape, (int)p->ndim, p->shape);
+        h = fnv_str(h, tlm_model_str(so, p->name));
+        h = fnv_str(h, shape);
+    }
+    return h;
+}
+
+/* ---- the checksum: tensors in file order, metadata sorted by key ---- */
+
+static uint64_t hash_tensor(uint64_t h, const tlm_st_tensor *t) {
+    char shape[96];
+    shape_text(shape, sizeof shape, t->ndim, t->shape);
+    h = fnv_str(h, t->name);
+    h = fnv_str(h, tlm_dtype_name(t->dtype));
+    h = fnv_str(h, shape);
+    size_t bytes = tlm_dtype_size(t->dtype);
+    for (int d = 0; d < t->ndim; d++) bytes *= (size_t)t->shape[d];
+    return tlm_fnv1a(h, t->data, bytes);
+}
+
+static int cmp_meta(const void *a, const void *b) {
+    return strcmp((*(const tlm_st_meta *const *)a)->key, (*(const tlm_st_meta *const *)b)->key);
+}
+
+/* Sorting makes the sum independent of how a writer orders the keys. */
+static bool hash_meta(uint64_t *h, const tlm_st_meta *const *meta, int n) {
+    const tlm_st_meta **sorted = malloc((size_t)(n > 0 ? n : 1) * sizeof *sorted);
+    if (!sorted) return false;
+    memcpy(sorted, meta, (size_t)n * sizeof *sorted);
+    qsort(sorted, (size_t)n, sizeof *sorted, cmp_meta);
+    for (int i = 0; i < n; i++) {
+        if (!strcmp(sorted[i]->key, "checksum")) continue;
+        *h = fnv_str(*h, sorted[i]->key);
+        *h = fnv_str(*h, sorted[i]->value);
+    }
+    free(sorted);
+    return true;
+}
+
+/* ---- writing ---- */
+
+/* The architecture as JSON, so that a PyTorch user can build the module the
+ * state dict belongs to (as a Hugging Face config.json would). */
+static char *model_config(const tlm_model_so *so) {
+    static const char *const mixers[] = {"attention", "gated_attention", "titans", "hope_attention"};
+    const tlm_abi_model *m = so->model;
+    tlm_strbuf sb = {0};
+    tlm_sb_printf(&sb,
+                  "{\"vocab\":%" PRId64 ",\"context\":%" PRId64 ",\"d_model\":%" PRId64 ",\"layers\":%" PRId64
+                  ",\"heads\":%" PRId64 ",\"head_dim\":%" PRId64 ",\"mixer\":\"%s\",\"mlp\":\"%s\","
+                  "\"tie_embeddings\":%s,\"norm_eps\":%.17g,\"rope_base\":%.17g,\"widths\":[",
+                  m->vocab, m->context, m->d_model, m->layers, m->heads, m->head_dim,
+                  m->mixer < 4 ? mixers[m->mixer] : "?", m->mlp == TLM_ABI_MLP_SWIGLU ? "swiglu" : "gelu",
+                  m->tie_embeddings ? "true" : "false", m->norm_eps, m->rope_base);
+    for (uint32_t l = 0; l < so->header->nlayers; l++)
+        tlm_sb_printf(&sb, "%s%" PRId64, l ? "," : "", so->layers[l].width);
+    /* the mixers' own settings, spelled as tests/reference/tapered_llama.py reads them */
+    tlm_sb_printf(&sb, "],\"gate\":\"%s\",\"chunk\":%" PRId64 ",\"inner_lr\":%.17g,\"cms\":[",
+                  m->gate ? "headwise" : "elementwise", m->chunk, m->inner_lr);
+    for (uint32_t i = 0; i < m->ncms && i < 8; i++) tlm_sb_printf(&sb, "%s%" PRId64, i ? "," : "", m->cms[i]);
+    tlm_sb_puts(&sb, "]}");
+    if (sb.oom) {
+        tlm_sb_free(&sb);
+        return NULL;
+    }
+    return sb.buf;
+}
+
+bool tlm_ckpt_save(const char *path, const tlm_trainer *t, const tlm_run_state *st, const tlm_st_meta *extra,
+                   int nextra, char *err, size_t errlen) {
+    const tlm_model *m = t->model;
+    const tlm_model_so *so = m->so;
+    int np = (int)so->header->nparams;
+    bool adamw = t->settings.optimizer == TLM_OPT_ADAMW;
+    int nstate = adamw ? 2 : 1;
+    int nslow = t->grad_sum ? t->nslow : 0;
+    int nnames = np * nstate + nslow;
+    int ntensors = np * (1 + nstate) + nslow + 3;
+    tlm_st_tensor *ts = calloc((size_t)ntensors, sizeof *ts);
+    char **names = calloc((size_t)nnames + 1, sizeof *names);
+    enum { NMETA_OWN = 10 };
+    char *config = NULL;
+    const tlm_st_meta **meta = calloc((size_t)(NMETA_OWN + nextra), sizeof *meta);
+    tlm_st_meta own[NMETA_OWN];
+    bool ok = false;
+    if (!ts || !names || !meta) {
+        fail(err, errlen, "out of memory writing the checkpoint");
+        goto out;
+    }
+
+    /* The parameters under their own names, then the optimizer's state per
+     * parameter, as torch.optim names it. */
+    int k = 0;
+    for (int i = 0; i < np; i++) {
+        const tlm_abi_param *p = &so->params[i];
+        tlm_st_tensor base = {.name = tlm_model_str(so, p->name), .dtype = TLM_F32, .ndim = (int)p->ndim,
+                              .shape = {p->shape[0], p->shape[1]}, .data = m->params + p->offset};
+        ts[k++] = base;
+        for (int s = 0; s < nstate; s++) {
+            const char *kind = !adamw ? "momentum_buffer" : s == 0 ? "exp_avg" : "exp_avg_sq";
+            const float *state = s == 0 ? t->m : t->v;
+            size_t len = strlen(base.name) + 32;
+            char *name = names[i * nstate + s] = malloc(len);
+            if (!name) {
+                fail(err, errlen, "out of memory writing the checkpoint");
+                goto out;
+            }
+            snprintf(name, len, "optimizer.%s.%s", kind, base.name);
+            ts[k] = base;
+            ts[k].name = name;
+            ts[k].data = state + p->offset;
+            k++;
+        }
+    }
+    /* Parameters updated every few steps (hope_attention's slower levels)
+     * carry the gradients summed since their last update. */
+    for (int i = 0; i < nslow; i++) {
+        const tlm_abi_param *p = &so->params[t->slow[i]];
+        const char *pname = tlm_model_str(so, p->name);
+        size_t len = strlen(pname) + 32;
+        char *name = names[np * nstate + i] = malloc(len);
+        if (!name) {
+            fail(err, errlen, "out of memory writing the checkpoint");
+            goto out;
+        }
+        snprintf(name, len, "optimizer.grad_sum.%s", pname);
+        ts[k++] = (tlm_st_tensor){.name = name, .dtype = TLM_F32, .ndim = (int)p->ndim,
+                                  .shape = {p->shape[0], p->shape[1]}, .data = t->grad_sum + p->offset};
+    }
+    int64_t step = st->step, tokens = st->tokens_seen, rng[4];
+    tlm_rng_save(&st->data_rng, rng);
+    ts[k++] = (tlm_st_tensor){.name = "train.step", .dtype = TLM_I64, .ndim = 1, .shape = {1}, .data = &step};
+    ts[k++] = (tlm_st_tensor){.name = "train.tokens_seen", .dtype = TLM_I64, .ndim = 1, .shape = {1},
+                              .data = &tokens};
+    ts[k++] = (tlm_st_tensor){.name = "train.data_rng", .dtype = TLM_I64, .ndim = 1, .shape = {4}, .data = rng};
+
+    config = model_config(so);
+    if (!config) {
+        fail(err, errlen, "out of memory writing the checkpoint");
+        goto out;
+    }
+    char abi[16], fp[24], sstep[24], stokens[24], elapsed[32], sum[24];
+    snprintf(abi, sizeof abi, "%u", so->header->version);
+    snprintf(fp, sizeof fp, "%016" PRIx64, tlm_param_fingerprint(so));
+    snprintf(sstep, sizeof sstep, "%" PRId64, step);
+    snprintf(stokens, sizeof stokens, "%" PRId64, tokens);
+    snprintf(elapsed, sizeof elapsed, "%.3f", st->elapsed);
+    int nm = 0;
+    own[nm++] = (tlm_st_meta){"format", TLM_CKPT_FORMAT};
+    own[nm++] = (tlm_st_meta){"model", tlm_model_str(so, so->model->name)};
+    own[nm++] = (tlm_st_meta){"abi_version", abi};
+    own[nm++] = (tlm_st_meta){"param_fingerprint", fp};
+    own[nm++] = (tlm_st_meta){"step", sstep};
+    own[nm++] = (tlm_st_meta){"tokens_seen", stokens};
+    own[nm++] = (tlm_st_meta){"elapsed", elapsed};
+    own[nm++] = (tlm_st_meta){"optimizer", adamw ? "adamw" : "sgd"};
+    own[nm++] = (tlm_st_meta){"config", config};
+    for (int i = 0; i < nm; i++) meta[i] = &own[i];
+    for (int i = 0; i < nextra; i++) meta[nm + i] = &extra[i];
+
+    uint64_t h = TLM_FNV_OFFSET;
+    for (int i = 0; i < ntensors; i++) h = hash_tensor(h, &ts[i]);
+    if (!hash_meta(&h, meta, nm + nextra)) {
+        fail(err, errlen, "out of memory writing the checkpoint");
+        goto out;
+    }
+    snprintf(sum, sizeof sum, "%016" PRIx64, h);
+    own[nm++] = (tlm_st_meta){"checksum", sum};
+    meta[nm - 1] = &own[nm - 1];
+
+    /* tlm_st_write takes the entries by value, in one array. */
+    tlm_st_meta *flat = malloc((size_t)(nm + nextra) * sizeof *flat);
+    if (!flat) {
+        fail(err, errlen, "out of memory writing the checkpoint");
+        goto out;
+    }
+    for (int i = 0; i < nm; i++) flat[i] = own[i];
+    for (int i = 0; i < nextra; i++) flat[nm + i] = extra[i];
+    tlm_err e;
+    ok = tlm_st_write(path, ts, ntensors, flat, nm + nextra, &e) == 0;
+    if (!ok) fail(err, errlen, "%s", e.msg);
+    free(flat);
+out:
+    if (names)
+        for (int i = 0; i < nnames; i++) free(names[i]);
+    free(names);
+    free(ts);
+    free(meta);
+    free(config);
+    return ok;
+}
+
+/* ---- reading ---- */
+
+static bool verify_checksum(const tlm_st_file *f, const char *path, char *err, size_t errlen) {
+    const char *want = tlm_st_meta_get(f, "checksum");
+    if (!want) return fail(err, errlen, "%s: no checksum in the metadata (not written by tlm-run?)", path);
+    uint64_t h = TLM_FNV_OFFSET;
+    for (int i = 0; i < tlm_st_count(f); i++) h = hash_tensor(h, tlm_st_at(f, i));
+    int nm = tlm_st_meta_count(f);
+    const tlm_st_meta **meta = malloc((size_t)(nm > 0 ? nm : 1) * sizeof *meta);
+    if (!meta) return fail(err, errlen, "%s: out of memory", path);
+    for (int i = 0; i < nm; i++) meta[i] = tlm_st_meta_at(f, i);
+    bool ok = hash_meta(&h, meta, nm);
+    free(meta);
+    if (!ok) return fail(err, errlen, "%s: out of memory", path);
+    char got[24];
+    snprintf(got, sizeof got, "%016" PRIx64, h);
+    if (strcmp(got, want) != 0)
+        return fail(err, errlen, "%s: checksum mismatch: the file is damaged (or was edited)", path);
+    return true;
+}
+
+/* The first parameter whose tensor is missing or has another shape. */
+static bool describe_difference(const tlm_st_file *f, const tlm_model_so *so, const char *path, char *err,
+                                size_t errlen) {
+    const char *model = tlm_model_str(so, so->model->name);
+    for (uint32_t i = 0; i < so->header->nparams; i++) {
+        const tlm_abi_param *p = &so->params[i];
+        const char *name = tlm_model_str(so, p->name);
+        const tlm_st_tensor *t = tlm_st_find(f, name);
+        char here[96], there[96];
+        shape_text(here, sizeof here, (int)p->ndim, p->shape);
+        if (!t)
+            return fail(err, errlen, "%s: written for a different `%s`: it has no %s (was the model recompiled?)",
+                        path, model, name);
+        shape_text(there, sizeof there, t->ndim, t->shape);
+        if (t->dtype != TLM_F32 || strcmp(here, there) != 0)
+            return fail(err, errlen,
+                        "%s: written for a different `%s`: %s is %s %s there, F32 %s here (was the model "
+                        "recompiled?)",
+                        path, model, name, tlm_dtype_name(t->dtype), there, here);
+    }
+    return fail(err, errlen, "%s: written for a different `%s` (its parameter table differs)", path, model);
+}
+
+/* Every parameter present as F32 with its shape: the fingerprint says so for
+ * the names and shapes the writer recorded; this checks the tensors. */
+static bool params_match(const tlm_st_file *f, const tlm_model_so *so) {
+    for (uint32_t i = 0; i < so->header->nparams; i++) {
+        const tlm_abi_param *p = &so->params[i];
+        const tlm_st_tensor *t = tlm_st_find(f, tlm_model_str(so, p->name));
+        if (!t || t->dtype != TLM_F32 || t->ndim != (int)p->ndim || t->shape[0] != p->shape[0] ||
+            (p->ndim == 2 && t->shape[1] != p->shape[1]))
+            return false;
+    }
+    return true;
+}
+
+tlm_st_file *tlm_ckpt_open(const char *path, const tlm_model_so *so, char *err, size_t errlen) {
+    tlm_err e;
+    tlm_st_file *f = tlm_st_open(path, &e);
+    if (!f) {
+        fail(err, errlen, "%s", e.msg);
+        return NULL;
+    }
+    const char *format = tlm_st_meta_get(f, "format");
+    const char *model = tlm_st_meta_get(f, "model");
+    const char *abi = tlm_st_meta_get(f, "abi_version");
+    const char *fp = tlm_st_meta_get(f, "param_fingerprint");
+    const char *name = tlm_model_str(so, so->model->name);
+    char want_abi[16], want_fp[24];
+    snprintf(want_abi, sizeof want_abi, "%u", so->header->version);
+    snprintf(want_fp, sizeof want_fp, "%016" PRIx64, tlm_param_fingerprint(so));
+    bool ok = false;
+    if (!format || strcmp(format, TLM_CKPT_FORMAT) != 0)
+        fail(err, errlen, "%s: not a tlm checkpoint (format `%s`, expected `%s`)", path, format ? format : "none",
+             TLM_CKPT_FORMAT);
+    else if (!verify_checksum(f, path, err, errlen))
+        ;
+    else if (!model || strcmp(model, name) != 0)
+        fail(err, errlen, "%s: a checkpoint of model `%s`, not `%s`", path, model ? model : "?", name);
+    else if (!abi || strcmp(abi, want_abi) != 0)
+        fail(err, errlen, "%s: written with ABI version %s, the model has version %s", path, abi ? abi : "?",
+             want_abi);
+    else if (!fp || strcmp(fp, want_fp) != 0 || !params_match(f, so))
+        describe_difference(f, so, path, err, errlen);
+    else
+        ok = true;
+    if (!ok) {
+        tlm_st_close(f);
+        return NULL;
+    }
+    return f;
+}
+
+bool tlm_ckpt_load_params(const tlm_st_file *f, tlm_model *m, char *err, size_t errlen) {
+    const tlm_model_so *so = m->so;
+    for (uint32_t i = 0; i < so->header->nparams; i++) {
+        const tlm_abi_param *p = &so->params[i];
+        tlm_err e;
+        if (tlm_st_read(f, tlm_model_str(so, p->name), TLM_F32, (int)p->ndim, p->shape, m->params + p->offset,
+                        &e) != 0)
+            return fail(err, errlen, "checkpoint: %s", e.msg);
+    }
+    return true;
+}
+
+static bool read_i64(const tlm_st_file *f, const char *name, int64_t n, int64_t *dst, char *err, size_t errlen) {
+    tlm_err e;
+    int64_t shape[1] = {n};
+    if (tlm_st_read(f, name, TLM_I64, 1, shape, dst, &e) != 0) return fail(err, errlen, "checkpoint: %s", e.msg);
+    return true;
+}
+
+bool tlm_ckpt_load_trainer(const tlm_st_file *f, tlm_trainer *t, tlm_run_state *st, char *err, size_t errlen) {
+    const tlm_model_so *so = t->model->so;
+    bool adamw = t->settings.optimizer == TLM_OPT_ADAMW;
+    for (uint32_t i = 0; i < so->header->nparams; i++) {
+        const tlm_abi_param *p = &so->params[i];
+        const char *pname = tlm_model_str(so, p->name);
+        for (int s = 0; s < (adamw ? 2 : 1); s++) {
+            const char *kind = !adamw ? "momentum_buffer" : s == 0 ? "exp_avg" : "exp_avg_sq";
+            float *state = (s == 0 ? t->m : t->v) + p->offset;
+            char name[512];
+            snprintf(name, sizeof name, "optimizer.%s.%s", kind, pname);
+            tlm_err e;
+            if (!tlm_st_find(f, name))
+                return fail(err, errlen, "checkpoint: no %s (was it written with another optimizer?)", name);
+            if (tlm_st_read(f, name, TLM_F32, (int)p->ndim, p->shape, state, &e) != 0)
+                return fail(err, errlen, "checkpoint: %s", e.msg);
+        }
+    }
+    for (int i = 0; t->grad_sum && i < t->nslow; i++) {
+        const tlm_abi_param *p = &so->params[t->slow[i]];
+        char name[512];
+        snprintf(name, sizeof name, "optimizer.grad_sum.%s", tlm_model_str(so, p->name));
+        tlm_err e;
+        if (tlm_st_read(f, name, TLM_F32, (int)p->ndim, p->shape, t->grad_sum + p->offset, &e) != 0)
+            return fail(err, errlen, "checkpoint: %s", e.msg);
+    }
+    int64_t step, tokens, rng[4];
+    if (!read_i64(f, "train.step", 1, &step, err, errlen) ||
+        !read_i64(f, "train.tokens_seen", 1, &tokens, err, errlen) ||
+        !read_i64(f, "train.data_rng", 4, rng, err, errlen))
+        return false;
+    if (step < 0 || tokens < 0) return fail(err, errlen, "checkpoint: negative step or token count");
+    st->step = step;
+    st->tokens_seen = tokens;
+    tlm_rng_load(&st->data_rng, rng);
+    const char *elapsed = tlm_st_meta_get(f, "elapsed");
+    st->elapsed = elapsed ? strtod(elapsed, NULL) : 0;
+    t->step = (long)step;
+    return true;
+}

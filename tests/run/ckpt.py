@@ -1,0 +1,186 @@
+"""Checks of tlm-run's checkpoints and JSON-lines logs for tests/run/run.sh,
+with the plain safetensors reader of tests/reference/st.py (numpy only):
+
+  ckpt.py same A B              every tensor of two checkpoints bit-identical
+  ckpt.py logs A B              two logs equal but for timings
+  ckpt.py meta FILE KEY         print a __metadata__ value
+  ckpt.py layout FILE OPT       Llama names, optimizer state (adamw|sgd), run state
+  ckpt.py learned LOG RATIO     the last val_loss < RATIO x the first
+  ckpt.py count FILE PREFIX     how many tensors' names start with PREFIX
+  ckpt.py log_steps LOG         the steps of the training records, then of the validations
+  ckpt.py corrupt FILE OUTDIR   damaged copies: truncations, byte flips, garbage
+"""
+import json
+import os
+import random
+import struct
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "reference"))
+import st  # noqa: E402
+
+
+def fail(msg):
+    print("FAIL:", msg)
+    sys.exit(1)
+
+
+def records(path):
+    with open(path) as f:
+        return [json.loads(line) for line in f]
+
+
+def same(a, b):
+    ta, _ = st.load(a)
+    tb, _ = st.load(b)
+    if sorted(ta) != sorted(tb):
+        fail(f"different tensors: {sorted(set(ta) ^ set(tb))[:5]}")
+    diff = [k for k in ta if ta[k].dtype != tb[k].dtype or ta[k].tobytes() != tb[k].tobytes()]
+    if diff:
+        fail(f"{len(diff)} of {len(ta)} tensors differ, e.g. {diff[:3]}")
+    print(f"ok: {len(ta)} tensors bit-identical")
+
+
+def logs(a, b):
+    timing = {"elapsed", "tokens_per_s"}
+    ra = [{k: v for k, v in r.items() if k not in timing} for r in records(a)]
+    rb = [{k: v for k, v in r.items() if k not in timing} for r in records(b)]
+    if ra != rb:
+        for i, (x, y) in enumerate(zip(ra, rb)):
+            if x != y:
+                fail(f"record {i} differs: {x} vs {y}")
+        fail(f"{len(ra)} vs {len(rb)} records")
+    print(f"ok: {len(ra)} log records equal")
+
+
+def layout(path, opt):
+    t, meta = st.load(path)
+    params = [k for k in t if not k.startswith(("optimizer.", "train."))]
+    want = {"model.embed_tokens.weight", "model.norm.weight", "lm_head.weight",
+            "model.layers.0.self_attn.q_proj.weight", "model.layers.0.self_attn.k_proj.weight",
+            "model.layers.0.self_attn.v_proj.weight", "model.layers.0.self_attn.o_proj.weight",
+            "model.layers.0.input_layernorm.weight", "model.layers.0.post_attention_layernorm.weight",
+            "model.layers.1.mlp.gate_proj.weight", "model.layers.1.mlp.up_proj.weight",
+            "model.layers.1.mlp.down_proj.weight"}
+    if not want <= set(params):
+        fail(f"missing Llama names: {sorted(want - set(params))}")
+    if t["model.layers.0.mlp.up_proj.weight"].shape != (192, 64) or t["model.layers.1.mlp.up_proj.weight"].shape != (64, 64):
+        fail("the tapered widths are not 192, 64")
+    kinds = ["exp_avg", "exp_avg_sq"] if opt == "adamw" else ["momentum_buffer"]
+    for p in params:
+        if t[p].dtype.str != "<f4":
+            fail(f"{p} is {t[p].dtype}")
+        for k in kinds:
+            s = t.get(f"optimizer.{k}.{p}")
+            if s is None or s.shape != t[p].shape:
+                fail(f"no optimizer.{k}.{p} of its shape")
+    others = {"exp_avg", "exp_avg_sq", "momentum_buffer"} - set(kinds)
+    if any(k.split(".")[1] in others for k in t if k.startswith("optimizer.")):
+        fail("state of another optimizer")
+    for name, shape in (("train.step", (1,)), ("train.tokens_seen", (1,)), ("train.data_rng", (4,))):
+        if name not in t or t[name].dtype.str != "<i8" or t[name].shape != shape:
+            fail(f"{name} is not I64 {shape}")
+    for key in ("format", "model", "abi_version", "param_fingerprint", "step", "tokens_seen", "settings", "checksum"):
+        if key not in meta:
+            fail(f"no {key} in the metadata")
+    if int(meta["step"]) != int(t["train.step"][0]):
+        fail("the metadata's step is not train.step")
+    settings = json.loads(meta["settings"])
+    if int(meta["tokens_seen"]) != int(meta["step"]) * settings["batch"] * settings["context"]:
+        fail("tokens_seen is not step x batch x context")
+    print(f"ok: {len(params)} parameters with Llama names, {opt} state, run state; model {meta['model']} step {meta['step']}")
+
+
+def learned(path, ratio):
+    val = [r for r in records(path) if "val_loss" in r]
+    if len(val) < 2:
+        fail("fewer than two validations")
+    first, last = val[0]["val_loss"], val[-1]["val_loss"]
+    for r in val:
+        if abs(r["val_ppl"] - 2.718281828459045 ** r["val_loss"]) > 1e-6 * r["val_ppl"] or \
+           abs(r["val_bpb"] - r["val_loss"] / 0.6931471805599453) > 1e-6:
+            fail(f"val_ppl / val_bpb disagree with val_loss: {r}")
+    if not last < float(ratio) * first:
+        fail(f"val loss {first:.4f} -> {last:.4f}: not below {ratio} x")
+    for r in records(path):
+        if "loss" in r and set(r) != {"step", "loss", "lr", "grad_norm", "tokens_per_s", "elapsed"}:
+            fail(f"a step record's fields: {sorted(r)}")
+        if "val_loss" in r and set(r) != {"step", "val_loss", "val_ppl", "val_bpb"}:
+            fail(f"a validation record's fields: {sorted(r)}")
+    print(f"ok: val loss {first:.4f} -> {last:.4f} ({last / first:.2f} x)")
+
+
+def log_steps(path):
+    rs = records(path)
+    print(" ".join(str(r["step"]) for r in rs if "loss" in r))
+    print(" ".join(str(r["step"]) for r in rs if "val_loss" in r))
+
+
+def corrupt(path, outdir):
+    """Writes damaged copies and prints their paths, one a line."""
+    with open(path, "rb") as f:
+        raw = f.read()
+    (hlen,) = struct.unpack("<Q", raw[:8])
+    end = 8 + hlen
+    os.makedirs(outdir, exist_ok=True)
+    cases = {}
+    for n in (0, 4, 8, 9, end // 2, end - 1, end, end + 1, end + 1000, len(raw) // 2, len(raw) - 1):
+        cases[f"trunc_{n}"] = raw[:n]
+    rng = random.Random(1)
+    # the length field, the header's JSON (structure, names, metadata) and the data
+    spots = [0, 3, 7, 8, end - 1] + sorted(rng.sample(range(9, end - 1), 40))
+    spots += [end, end + 1, len(raw) - 1] + sorted(rng.sample(range(end, len(raw)), 12))
+    for p in spots:
+        b = bytearray(raw)
+        b[p] ^= 0xFF
+        cases[f"flip_{p}"] = bytes(b)
+    # the lowest bit: letters and digits stay letters and digits, so the JSON
+    # often stays valid and the checksum (or a shape or offset check) must
+    # catch the change
+    for p in sorted(rng.sample(range(9, end - 1), 40)):
+        b = bytearray(raw)
+        b[p] ^= 0x01
+        cases[f"bit_{p}"] = bytes(b)
+    meta = raw[8:end].decode()
+    for old, new in (('"step":"', '"step":"1'), ('model.norm.weight', 'model.norm.weighu'),
+                     ('"lr":0.0030', '"lr":0.0040')):
+        if old in meta:
+            cases["edit_" + old.strip('":.').replace('"', "").replace(":", "_")] = \
+                raw[:8] + meta.replace(old, new, 1).encode()[:hlen].ljust(hlen) + raw[end:]
+    cases["garbage"] = bytes(rng.getrandbits(8) for _ in range(4096))
+    cases["text"] = b"not a checkpoint\n"
+    cases["bigheader"] = struct.pack("<Q", 1 << 40) + b"{}"
+    # a well-formed safetensors file that is not a tlm checkpoint
+    hdr = json.dumps({"x": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}}).encode()
+    cases["foreign"] = struct.pack("<Q", len(hdr)) + hdr + b"\0\0\0\0"
+    for name, data in cases.items():
+        out = os.path.join(outdir, name + ".safetensors")
+        with open(out, "wb") as f:
+            f.write(data)
+        print(out)
+
+
+def main():
+    cmd, args = sys.argv[1], sys.argv[2:]
+    if cmd == "same":
+        same(*args)
+    elif cmd == "logs":
+        logs(*args)
+    elif cmd == "meta":
+        print(st.load(args[0])[1][args[1]])
+    elif cmd == "layout":
+        layout(*args)
+    elif cmd == "learned":
+        learned(*args)
+    elif cmd == "count":
+        print(sum(k.startswith(args[1]) for k in st.load(args[0])[0]))
+    elif cmd == "log_steps":
+        log_steps(*args)
+    elif cmd == "corrupt":
+        corrupt(*args)
+    else:
+        fail(f"unknown command {cmd}")
+
+
+if __name__ == "__main__":
+    main()

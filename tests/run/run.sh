@@ -1,0 +1,415 @@
+#!/usr/bin/env bash
+# End-to-end tests of `tlm-run train`, `eval` and `sample` on the small
+# models of tests/run/models.tlm. One case per ctest test:
+#
+#   run.sh CASE TLMC TLM_RUN SOURCE_ROOT WORK_DIR
+#
+# `compile` builds the models into WORK_DIR/models (a fixture for the
+# others); `train_learns` trains WORK_DIR/trained (a fixture for the
+# checkpoint, eval and sample cases). Training uses one thread: on a shared
+# two-core machine a small model runs several times faster that way.
+set -u
+case_=$1 tlmc=$2 run=$3 root=$4 work=$5
+py=${TLM_PYTHON:-/usr/bin/python3}
+here=$(cd "$(dirname "$0")" && pwd)
+models=$work/models
+trained=$work/trained
+tmp=$work/$case_
+rm -rf "$tmp"
+mkdir -p "$tmp"
+cd "$tmp" || exit 1   # so that a default checkpoints/ folder would land here
+austen=$root/data/austen
+fail=0
+
+# expect STATUS PATTERN DESCRIPTION -- command...
+# The exit status must be STATUS and PATTERN (grep) must be in the output; a
+# failure (1) or usage error (2) must be exactly one line on stderr.
+expect() {
+  local want=$1 pattern=$2 what=$3; shift 4
+  "$@" >"$tmp/out" 2>"$tmp/err"; local got=$?
+  if [ "$got" != "$want" ]; then
+    echo "FAIL: $what: exit $got, wanted $want"; head -5 "$tmp/err" "$tmp/out"; fail=1; return
+  fi
+  if [ -n "$pattern" ] && ! grep -q -- "$pattern" "$tmp/out" "$tmp/err"; then
+    echo "FAIL: $what: no '$pattern' in the output:"; head -5 "$tmp/err" "$tmp/out"; fail=1; return
+  fi
+  if [ "$want" != 0 ] && [ "$(wc -l < "$tmp/err")" != 1 ]; then
+    echo "FAIL: $what: the error is not one line:"; cat "$tmp/err"; fail=1; return
+  fi
+  echo "ok: $what"
+}
+check() {   # check DESCRIPTION -- command...: the command must succeed
+  local what=$1; shift 2
+  if "$@" >"$tmp/check" 2>&1; then echo "ok: $what"; sed 's/^/    /' "$tmp/check" | head -3
+  else echo "FAIL: $what"; cat "$tmp/check"; fail=1; fi
+}
+ckpt() { "$py" "$here/ckpt.py" "$@"; }
+
+# Fast settings for runs whose learning does not matter.
+quick=(--threads 1 --context 32 --batch 8 --eval-batches 2)
+
+case $case_ in
+
+compile)
+  mkdir -p "$models"
+  for m in small small_sgd small_hope small_tied other ascii; do
+    expect 0 "" "tlmc --model $m" -- "$tlmc" "$here/models.tlm" --model "$m" -o "$models/$m.so"
+  done
+  expect 0 "" "tlmc -D width=160 (same names, other shapes)" -- \
+    "$tlmc" -D width=160 "$here/models.tlm" -o "$models/small160.so"
+  ;;
+
+train_learns)
+  # A few hundred steps on the five novels, validated on Persuasion (the
+  # defaults), stdout not a terminal: plain lines every log_every steps.
+  expect 0 "done: 300 steps" "train small, 300 steps on the bundled Austen" -- \
+    "$run" train "$models/small.so" --ckpt "$trained" --log "$tmp/log.jsonl" --threads 1 --overwrite
+  cp "$tmp/out" "$tmp/train.out"
+  sed 's/^/    /' "$tmp/train.out"
+  check "the validation loss falls below 0.85 x its start" -- ckpt learned "$tmp/log.jsonl" 0.85
+  ckpt log_steps "$tmp/log.jsonl" > "$tmp/steps"
+  check "logged steps 1, 50, ..., 300; validations 0, 100, 200, 300" -- \
+    diff <(printf '1 50 100 150 200 250 300\n0 100 200 300\n') "$tmp/steps"
+  check "plain progress lines, one per logged step" -- \
+    test "$(grep -c '^step .*/300  loss' "$tmp/train.out")" = 7
+  check "no carriage returns or escapes when stdout is not a terminal" -- \
+    bash -c "! grep -q $'[\r\033]' '$tmp/train.out'"
+  check "checkpoint layout: Llama names, AdamW state, run state, metadata" -- \
+    ckpt layout "$trained/checkpoint.safetensors" adamw
+  check "checkpoint step 300" -- test "$(ckpt meta "$trained/checkpoint.safetensors" step)" = 300
+  check "no temporary files left" -- test "$(ls "$trained")" = checkpoint.safetensors
+  ;;
+
+resume_exact)
+  # N steps straight vs. stopped at step k and resumed: bit-identical
+  # tensors and logs. k = 13 is off the checkpoint, log and eval cadence and
+  # in the middle of small_hope's 3-step period (its summed gradients must
+  # survive); AdamW with 2 micro-batches (and 2 threads), SGD with momentum.
+  flags=(--context 32 --batch 8 --accumulate 2 --steps 30 --log-every 1 --eval-every 10
+         --eval-batches 2 --ckpt-every 7)
+  for m in small small_sgd small_hope; do
+    opt=adamw; [ $m = small_sgd ] && opt=sgd
+    threads=1; [ $m = small ] && threads=2
+    flags+=(--threads $threads)   # the last --threads wins
+    expect 0 "done: 30 steps" "$m: 30 steps straight" -- \
+      "$run" train "$models/$m.so" "${flags[@]}" --ckpt "$tmp/$m.a" --log "$tmp/$m.a.jsonl"
+    expect 0 "stopped at step 13 of 30" "$m: stopped at step 13" -- \
+      "$run" train "$models/$m.so" "${flags[@]}" --ckpt "$tmp/$m.b" --log "$tmp/$m.b.jsonl" --stop-at 13
+    # A crash after the checkpoint leaves later records and a torn line in
+    # the log; the resumed run drops them.
+    printf '{"step":14,"loss":1}\n{"step":15,"lo' >> "$tmp/$m.b.jsonl"
+    expect 0 "done: 30 steps" "$m: resumed with no flags (the checkpoint's settings)" -- \
+      "$run" train "$models/$m.so" --ckpt "$tmp/$m.b" --resume
+    check "$m: checkpoints bit-identical" -- ckpt same "$tmp/$m.a/checkpoint.safetensors" "$tmp/$m.b/checkpoint.safetensors"
+    check "$m: logged losses identical" -- ckpt logs "$tmp/$m.a.jsonl" "$tmp/$m.b.jsonl"
+    if [ $m = small_hope ]; then
+      check "$m: the slow level's summed gradients in the checkpoint (2 layers x 4 tensors)" -- \
+        test "$(ckpt count "$tmp/$m.a/checkpoint.safetensors" optimizer.grad_sum.model.layers.)" = 8
+    else
+      check "$m: Llama names and $opt state in the checkpoint" -- ckpt layout "$tmp/$m.a/checkpoint.safetensors" $opt
+    fi
+  done
+
+  # Ctrl-C: the step in flight finishes, a checkpoint is written, exit 130;
+  # wherever that happened, resuming gives the run that was not interrupted.
+  flags=(--threads 1 --context 32 --batch 8 --steps 100000 --log-every 1 --eval-every 0 --eval-batches 1)
+  "$run" train "$models/small.so" "${flags[@]}" --ckpt "$tmp/int" --log "$tmp/int.jsonl" > "$tmp/int.out" 2>&1 &
+  pid=$!
+  for _ in $(seq 300); do
+    [ "$(cat "$tmp/int.jsonl" 2>/dev/null | wc -l)" -ge 4 ] && break
+    sleep 0.05
+  done
+  kill -INT $pid
+  wait $pid; rc=$?
+  k=$(ckpt meta "$tmp/int/checkpoint.safetensors" step)
+  check "SIGINT: exit 130, 'interrupted at step $k', checkpoint at step $k" -- \
+    bash -c "[ $rc = 130 ] && grep -q 'interrupted at step $k of' '$tmp/int.out'"
+  stop=$((k + 5))
+  expect 0 "stopped at step $stop" "resume after SIGINT, up to step $stop" -- \
+    "$run" train "$models/small.so" --ckpt "$tmp/int" --resume --stop-at $stop
+  expect 0 "stopped at step $stop" "the same $stop steps uninterrupted" -- \
+    "$run" train "$models/small.so" "${flags[@]}" --ckpt "$tmp/straight" --log "$tmp/straight.jsonl" --stop-at $stop
+  check "interrupted + resumed == straight" -- \
+    ckpt same "$tmp/int/checkpoint.safetensors" "$tmp/straight/checkpoint.safetensors"
+  check "interrupted + resumed logs == straight logs" -- ckpt logs "$tmp/int.jsonl" "$tmp/straight.jsonl"
+  ;;
+
+resume_rules)
+  c=$tmp/c
+  expect 0 "done: 10 steps" "a 10-step run" -- "$run" train "$models/small.so" "${quick[@]}" --steps 10 --ckpt "$c"
+  expect 1 "already holds a checkpoint.*--resume" "train again without --resume" -- \
+    "$run" train "$models/small.so" "${quick[@]}" --steps 10 --ckpt "$c"
+  expect 1 "\-\-batch is 4, the checkpoint's is 8" "resume with another --batch" -- \
+    "$run" train "$models/small.so" --ckpt "$c" --resume --steps 20 --batch 4
+  expect 1 "\-\-context is 16, the checkpoint's is 32" "resume with another --context" -- \
+    "$run" train "$models/small.so" --ckpt "$c" --resume --steps 20 --context 16
+  expect 1 "\-\-seed is 7" "resume with another --seed" -- \
+    "$run" train "$models/small.so" --ckpt "$c" --resume --steps 20 --seed 7
+  expect 1 "\-\-lr is 0.1" "resume with another --lr" -- \
+    "$run" train "$models/small.so" --ckpt "$c" --resume --steps 20 --lr 0.1
+  expect 1 "decay-embeddings" "resume with --decay-embeddings" -- \
+    "$run" train "$models/small.so" --ckpt "$c" --resume --steps 20 --decay-embeddings
+  expect 1 "a checkpoint of model .small., not .small_sgd." "resume with another model" -- \
+    "$run" train "$models/small_sgd.so" --ckpt "$c" --resume --steps 20
+  head -c 5000 "$austen/emma.txt" > "$tmp/emma5k.txt"
+  expect 1 "differs from the checkpoint's" "resume on other data" -- \
+    "$run" train "$models/small.so" --ckpt "$c" --resume --steps 20 --data "$tmp/emma5k.txt"
+  expect 1 "past --steps 5" "resume with --steps below the checkpoint's step" -- \
+    "$run" train "$models/small.so" --ckpt "$c" --resume --steps 5
+  expect 0 "nothing to do" "resume at the last step" -- "$run" train "$models/small.so" --ckpt "$c" --resume
+  expect 1 "\-\-stop-at 5 is not past the checkpoint's step 10" "resume with --stop-at behind the checkpoint" -- \
+    "$run" train "$models/small.so" --ckpt "$c" --resume --steps 20 --stop-at 5
+  expect 0 "done: 15 steps" "resume with --steps raised to 15" -- \
+    "$run" train "$models/small.so" --ckpt "$c" --resume --steps 15
+  check "the checkpoint is at step 15" -- test "$(ckpt meta "$c/checkpoint.safetensors" step)" = 15
+  expect 0 "1 thread" "a resumed run keeps the checkpoint's thread count" -- \
+    "$run" train "$models/small.so" --ckpt "$c" --resume --steps 16
+  expect 0 "note: resuming with 2 threads" "resume with another --threads: a note" -- \
+    "$run" train "$models/small.so" --ckpt "$c" --resume --steps 17 --threads 2
+  expect 1 "no checkpoint at" "--resume with no checkpoint" -- \
+    "$run" train "$models/small.so" --ckpt "$tmp/none" --resume
+  check "... creates nothing" -- test ! -e "$tmp/none"
+  expect 0 "done: 3 steps" "--overwrite starts afresh" -- \
+    "$run" train "$models/small.so" "${quick[@]}" --steps 3 --ckpt "$c" --overwrite
+  check "the checkpoint is at step 3" -- test "$(ckpt meta "$c/checkpoint.safetensors" step)" = 3
+  expect 0 "done: 0 steps" "--steps 0: validation and a step-0 checkpoint" -- \
+    "$run" train "$models/small.so" "${quick[@]}" --steps 0 --ckpt "$tmp/zero"
+  check "the step-0 checkpoint" -- test "$(ckpt meta "$tmp/zero/checkpoint.safetensors" step)" = 0
+  ;;
+
+bad_flags)
+  s=$models/small.so
+  for cmd in train eval sample; do
+    expect 0 "usage: tlm-run $cmd" "$cmd --help" -- "$run" $cmd --help
+    expect 2 "no MODEL.so" "$cmd without a model" -- "$run" $cmd
+    expect 2 "unknown option .--frobnicate." "$cmd --frobnicate" -- "$run" $cmd "$s" --frobnicate
+    expect 2 "more than one model" "$cmd with two models" -- "$run" $cmd "$s" "$s"
+    expect 1 "cannot open" "$cmd on a missing model file" -- "$run" $cmd "$tmp/nope.so"
+    expect 2 "\-\-threads must be between 1" "$cmd --threads 0" -- "$run" $cmd "$s" --threads 0
+  done
+  expect 2 "\-\-steps must be between 0 and" "train --steps -1" -- "$run" train "$s" --steps -1
+  expect 2 "not an integer" "train --steps abc" -- "$run" train "$s" --steps abc
+  expect 2 "not an integer" "train --steps 10x" -- "$run" train "$s" --steps 10x
+  expect 2 "\-\-steps needs a value" "train --steps (no value)" -- "$run" train "$s" --steps
+  expect 2 "\-\-lr must be > 0" "train --lr 0" -- "$run" train "$s" --lr 0
+  expect 2 "\-\-lr must be > 0" "train --lr=-1" -- "$run" train "$s" --lr=-1
+  expect 2 "not a finite number" "train --lr nan" -- "$run" train "$s" --lr nan
+  expect 2 "not a finite number" "train --lr inf" -- "$run" train "$s" --lr inf
+  expect 2 "\-\-min-lr must be >= 0" "train --min-lr -1" -- "$run" train "$s" --min-lr -1
+  expect 2 "\-\-batch must be between 1 and" "train --batch 0" -- "$run" train "$s" --batch 0
+  expect 2 "\-\-batch must be between 1 and 1048576" "train --batch 10^12" -- "$run" train "$s" --batch 1000000000000
+  expect 2 "not an integer" "train --seed 2^64" -- "$run" train "$s" --seed 18446744073709551616
+  expect 2 "\-\-batch 6 is not divisible by --accumulate 4" "train --batch 6 --accumulate 4" -- \
+    "$run" train "$s" --batch 6 --accumulate 4
+  expect 2 "\-\-accumulate 3" "train --accumulate 3 (the model's batch 16)" -- "$run" train "$s" --accumulate 3
+  expect 2 "longer than the model's context (64)" "train --context 65" -- "$run" train "$s" --context 65
+  expect 2 "\-\-eval-batches must be between 1 and" "train --eval-batches 0" -- "$run" train "$s" --eval-batches 0
+  expect 2 "contradict" "train --resume --overwrite" -- "$run" train "$s" --resume --overwrite
+  expect 2 "unknown device .tpu." "train --device tpu" -- "$run" train "$s" --device tpu
+  expect 1 "\-\-device cuda is not available yet" "train --device cuda" -- "$run" train "$s" --device cuda
+  expect 2 "longer than the model's context" "eval --context 65" -- "$run" eval "$s" --context 65
+  expect 2 "\-\-batch must be between 1" "eval --batch 0" -- "$run" eval "$s" --batch 0
+  expect 2 "\-\-max-tokens must be at least 1" "eval --max-tokens 0" -- "$run" eval "$s" --max-tokens 0
+  expect 2 "\-\-temperature must be >= 0" "sample --temperature -1" -- "$run" sample "$s" --temperature -1
+  expect 2 "\-\-top-k must be between 0" "sample --top-k -1" -- "$run" sample "$s" --top-k -1
+  expect 2 "not an integer" "sample --length x" -- "$run" sample "$s" --length x
+  check "no checkpoint folder was created" -- test ! -e "$tmp/checkpoints"
+  ;;
+
+bad_data)
+  s=$models/small.so
+  t=(train "$s" "${quick[@]}" --steps 2)
+  : > "$tmp/empty.txt"
+  mkdir -p "$tmp/emptydir" "$tmp/notxt"
+  echo hi > "$tmp/notxt/readme.md"
+  printf 'too short' > "$tmp/short.txt"
+  printf 'caf\xc3\xa9 %.0s' $(seq 40) > "$tmp/utf8.txt"
+  expect 1 "No such file" "train --data missing" -- "$run" "${t[@]}" --data "$tmp/missing.txt" --ckpt "$tmp/c"
+  expect 1 "empty" "train --data an empty file" -- "$run" "${t[@]}" --data "$tmp/empty.txt" --ckpt "$tmp/c"
+  expect 1 "no .txt files" "train --data an empty folder" -- "$run" "${t[@]}" --data "$tmp/emptydir" --ckpt "$tmp/c"
+  expect 1 "no .txt files" "train --data a folder without .txt" -- "$run" "${t[@]}" --data "$tmp/notxt" --ckpt "$tmp/c"
+  expect 1 "too short.*a window needs 33" "train --data shorter than a window" -- \
+    "$run" "${t[@]}" --data "$tmp/short.txt" --ckpt "$tmp/c"
+  expect 1 "Not a directory" "train --data under a file" -- "$run" "${t[@]}" --data "$tmp/short.txt/x" --ckpt "$tmp/c"
+  if [ "$(id -u)" != 0 ]; then
+    printf 'x%.0s' $(seq 100) > "$tmp/locked.txt"; chmod 000 "$tmp/locked.txt"
+    expect 1 "Permission denied" "train --data unreadable" -- "$run" "${t[@]}" --data "$tmp/locked.txt" --ckpt "$tmp/c"
+  else
+    echo "skip: unreadable files (running as root, which reads anything)"
+  fi
+  expect 1 "No such file" "train --val missing" -- "$run" "${t[@]}" --val "$tmp/missing.txt" --ckpt "$tmp/c"
+  expect 1 "too short" "train --val shorter than a window" -- "$run" "${t[@]}" --val "$tmp/short.txt" --ckpt "$tmp/c"
+  expect 1 "/nonexistent/austen" "the bundled data missing (\$TLM_DATA)" -- \
+    env TLM_DATA=/nonexistent "$run" "${t[@]}" --ckpt "$tmp/c"
+  expect 1 "holds byte 195, but the model's vocabulary has only 128" "UTF-8 text for a 128-token model" -- \
+    "$run" train "$models/ascii.so" "${quick[@]}" --steps 2 --data "$tmp/utf8.txt" --ckpt "$tmp/c"
+  check "no checkpoint was written" -- test ! -e "$tmp/c"
+  expect 1 "cannot write the log" "train --log in a missing folder" -- \
+    "$run" "${t[@]}" --log "$tmp/missing/log.jsonl" --ckpt "$tmp/c"
+  expect 1 "cannot create or write the checkpoint folder" "train --ckpt under a file" -- \
+    "$run" "${t[@]}" --ckpt "$tmp/short.txt/ckpt"
+  expect 0 "no validation" "train --data without --val: no validation" -- \
+    "$run" "${t[@]}" --data "$tmp/utf8.txt" --ckpt "$tmp/ok"
+  expect 1 "No such file" "eval --data missing" -- "$run" eval "$s" --ckpt "$tmp/ok" --data "$tmp/missing.txt"
+  expect 1 "too short" "eval --data shorter than a window" -- "$run" eval "$s" --ckpt "$tmp/ok" --data "$tmp/short.txt"
+  expect 1 "empty" "eval --data empty" -- "$run" eval "$s" --ckpt "$tmp/ok" --data "$tmp/empty.txt"
+  ;;
+
+bad_checkpoint)
+  s=$models/small.so
+  good=$trained/checkpoint.safetensors
+  expect 1 "no checkpoint at" "eval without a checkpoint" -- "$run" eval "$s" --ckpt "$tmp/none"
+  expect 1 "no checkpoint at" "sample without a checkpoint" -- "$run" sample "$s" --ckpt "$tmp/none"
+  mkdir -p "$tmp/dir/checkpoint.safetensors"
+  expect 1 "not a regular file" "a folder in the checkpoint's place" -- "$run" eval "$s" --ckpt "$tmp/dir"
+  expect 1 "a checkpoint of model .small., not .other." "another model's checkpoint" -- \
+    "$run" eval "$models/other.so" --ckpt "$trained"
+  expect 1 "written for a different .small.: model.layers.0.mlp.gate_proj.weight is F32 \[192, 64\] there, F32 \[160, 64\] here" \
+    "the same model name with other shapes" -- "$run" eval "$models/small160.so" --ckpt "$trained"
+  expect 1 "a checkpoint of model .small., not .small_sgd." "resume another model's checkpoint" -- \
+    "$run" train "$models/small_sgd.so" --ckpt "$trained" --resume --steps 400
+  # Every damaged copy: exit 1 with one line, from eval, sample and resume.
+  ckpt corrupt "$good" "$tmp/bad" > "$tmp/list"
+  n=0 bad=0
+  while read -r f; do
+    n=$((n + 1))
+    for cmd in "eval $s --ckpt $f --max-tokens 64 --batch 1" "sample $s --ckpt $f --length 1"; do
+      # shellcheck disable=SC2086
+      "$run" $cmd > "$tmp/out" 2> "$tmp/err"; rc=$?
+      if [ $rc != 1 ] || [ "$(wc -l < "$tmp/err")" != 1 ]; then
+        echo "FAIL: $(basename "$f"): tlm-run ${cmd%% *}: exit $rc"; head -3 "$tmp/err"; bad=1
+      fi
+    done
+  done < "$tmp/list"
+  [ $bad = 0 ] && echo "ok: $n damaged checkpoints (truncations, flipped bytes, garbage) rejected by eval and sample"
+  [ $bad = 0 ] || fail=1
+  mkdir -p "$tmp/resume"
+  cp "$tmp/bad/flip_$(( $(stat -c %s "$good") - 1 )).safetensors" "$tmp/resume/checkpoint.safetensors"
+  expect 1 "checksum mismatch" "resume from a checkpoint with its last byte flipped" -- \
+    "$run" train "$s" --ckpt "$tmp/resume" --resume --steps 400
+  expect 1 "not a tlm checkpoint" "a safetensors file of something else" -- \
+    "$run" eval "$s" --ckpt "$tmp/bad/foreign.safetensors"
+  ;;
+
+nan)
+  # --lr 1e30: the first update throws the weights to ~1e30, the next loss
+  # is NaN. The trainer does not apply that step; tlm-run stops with exit 1
+  # and the step-1 checkpoint stays valid.
+  expect 1 "step 2: the loss is NaN.*ckpt/checkpoint.safetensors (step 1), is intact" "--lr 1e30 stops on NaN" -- \
+    "$run" train "$models/small.so" "${quick[@]}" --steps 20 --lr 1e30 --ckpt "$tmp/ckpt" --ckpt-every 1 \
+    --log "$tmp/log.jsonl"
+  check "the last checkpoint is step 1" -- test "$(ckpt meta "$tmp/ckpt/checkpoint.safetensors" step)" = 1
+  expect 0 "(step 1)" "... and it loads (eval)" -- \
+    "$run" eval "$models/small.so" --ckpt "$tmp/ckpt" --max-tokens 64 --batch 1
+  check "the log has no record past step 1" -- diff <(ckpt log_steps "$tmp/log.jsonl") <(printf '1\n0\n')
+  expect 1 "step 2: the loss is NaN" "resuming it fails the same way" -- \
+    "$run" train "$models/small.so" --ckpt "$tmp/ckpt" --resume
+  ;;
+
+eval)
+  s=$models/small.so
+  p=$austen/persuasion.txt
+  expect 0 "persuasion.txt .* 4,096 " "eval 64 windows of Persuasion" -- \
+    "$run" eval "$s" --ckpt "$trained" --data "$p" --max-tokens 4096 --context 64
+  cp "$tmp/out" "$tmp/a"
+  sed 's/^/    /' "$tmp/a"
+  read -r loss ppl bpb <<< "$(awk '/persuasion/ {print $3, $4, $5}' "$tmp/a")"
+  check "ppl = exp(loss), bits/byte = loss / ln 2 (loss $loss, ppl $ppl, bpb $bpb)" -- \
+    "$py" -c "import math,sys; l,p,b=map(float,sys.argv[1:]); sys.exit(not (abs(math.exp(l)-p) < 1e-3*p+2e-3 and abs(l/math.log(2)-b) < 2e-4))" \
+    "$loss" "$ppl" "$bpb"
+  expect 0 "" "the same again" -- "$run" eval "$s" --ckpt "$trained" --data "$p" --max-tokens 4096 --context 64
+  check "deterministic: identical output" -- cmp "$tmp/a" "$tmp/out"
+  expect 0 "" "one window at a time (--batch 1)" -- \
+    "$run" eval "$s" --ckpt "$trained" --data "$p" --max-tokens 4096 --context 64 --batch 1
+  loss1=$(awk '/persuasion/ {print $3}' "$tmp/out")
+  check "the batch size does not change the loss ($loss vs $loss1)" -- \
+    "$py" -c "import sys; sys.exit(abs(float(sys.argv[1]) - float(sys.argv[2])) > 2e-4)" "$loss" "$loss1"
+  expect 0 "kjv.txt" "two texts, two rows (Persuasion by default and the KJV)" -- \
+    "$run" eval "$s" --ckpt "$trained/checkpoint.safetensors" --data "$p" --data "$root/data/kjv/kjv.txt" --max-tokens 2048
+  check "the default text is Persuasion" -- bash -c "'$run' eval '$s' --ckpt '$trained' --max-tokens 64 | grep -q persuasion.txt"
+  expect 0 " 64 " "--max-tokens below a window: one window" -- \
+    "$run" eval "$s" --ckpt "$trained" --max-tokens 10 --context 64
+  # The checkpoint is a Llama state dict: PyTorch gets the same loss. Also
+  # with a tied head, which the checkpoint does not store twice.
+  expect 0 "done: 30 steps" "train a model with a tied head" -- \
+    "$run" train "$models/small_tied.so" "${quick[@]}" --steps 30 --ckpt "$tmp/tied"
+  check "no lm_head.weight in the tied model's checkpoint" -- \
+    test "$(ckpt count "$tmp/tied/checkpoint.safetensors" lm_head.)" = 0
+  expect 0 "persuasion" "eval the tied model" -- \
+    "$run" eval "$models/small_tied.so" --ckpt "$tmp/tied" --data "$p" --max-tokens 2048 --context 64
+  tied_loss=$(awk '/persuasion/ {print $3}' "$tmp/out")
+  for c in "$trained/checkpoint.safetensors 64 $loss" "$tmp/tied/checkpoint.safetensors 32 $tied_loss"; do
+    set -- $c
+    "$py" "$here/check_llama.py" "$1" "$p" 64 "$2" "$3" > "$tmp/llama" 2>&1; rc=$?
+    if [ $rc = 77 ]; then echo "skip: PyTorch reference: $(cat "$tmp/llama")"
+    elif [ $rc = 0 ]; then echo "ok: PyTorch reference, $(basename "$(dirname "$1")")"; sed 's/^/    /' "$tmp/llama"
+    else echo "FAIL: PyTorch reference, $1"; cat "$tmp/llama"; fail=1; fi
+  done
+  ;;
+
+sample)
+  s=$models/small.so
+  prompt="It is a truth universally acknowledged"
+  sample() { "$run" sample "$s" --ckpt "$trained" --prompt "$prompt" --length 80 "$@"; }
+  expect 0 "^$prompt" "sample: the prompt, then text" -- sample --seed 7
+  cp "$tmp/out" "$tmp/a"
+  sed 's/^/    /' "$tmp/a"
+  check "prompt + 80 bytes + a newline" -- test "$(wc -c < "$tmp/a")" -ge $(( ${#prompt} + 81 ))
+  expect 0 "" "the same seed" -- sample --seed 7
+  check "the same seed, the same text" -- cmp "$tmp/a" "$tmp/out"
+  expect 0 "" "another seed" -- sample --seed 8
+  check "another seed, other text" -- bash -c "! cmp -s '$tmp/a' '$tmp/out'"
+  expect 0 "" "greedy" -- sample --temperature 0 --seed 1
+  cp "$tmp/out" "$tmp/g"
+  expect 0 "" "greedy, another seed" -- sample --temperature 0 --seed 2
+  check "greedy ignores the seed" -- cmp "$tmp/g" "$tmp/out"
+  expect 0 "" "top-k 1 is greedy" -- sample --top-k 1 --temperature 1
+  check "top-k 1 == greedy" -- cmp "$tmp/g" "$tmp/out"
+  long=$(printf 'Emma Woodhouse, handsome, clever, and rich, %.0s' 1 2 3 4 5)
+  expect 0 "" "a prompt longer than the context (the window slides)" -- \
+    "$run" sample "$s" --ckpt "$trained" --prompt "$long" --length 100
+  check "... printed whole, then 100 bytes" -- bash -c "head -c ${#long} '$tmp/out' | cmp -s - <(printf %s '$long')"
+  expect 0 "" "--length 0: the prompt alone" -- "$run" sample "$s" --ckpt "$trained" --prompt "abc" --length 0
+  check "... 'abc' and a newline" -- cmp "$tmp/out" <(printf 'abc\n')
+  expect 0 "" "no prompt" -- "$run" sample "$s" --ckpt "$trained" --length 20
+  # A model trained on one repeated sentence says it back, greedily.
+  fox="the quick brown fox jumps over the lazy dog. "
+  for _ in $(seq 200); do printf %s "$fox"; done > "$tmp/fox.txt"
+  expect 0 "done: 100 steps" "train on a repeated sentence" -- \
+    "$run" train "$s" --threads 1 --steps 100 --warmup 10 --data "$tmp/fox.txt" --ckpt "$tmp/fox"
+  expect 0 "" "greedy sample of it" -- \
+    "$run" sample "$s" --ckpt "$tmp/fox" --prompt "the quick" --temperature 0 --length 126
+  sed 's/^/    /' "$tmp/out"
+  check "greedy sampling reproduces the sentence" -- \
+    cmp "$tmp/out" <(printf '%s%s%s\n' "$fox" "$fox" "$fox" | head -c 135; echo)
+  ;;
+
+progress)
+  s=$models/small.so
+  expect 0 "done: 20 steps" "stdout a file" -- \
+    "$run" train "$s" "${quick[@]}" --steps 20 --log-every 5 --eval-every 10 --ckpt "$tmp/a"
+  cp "$tmp/out" "$tmp/plain"
+  sed 's/^/    /' "$tmp/plain"
+  check "a plain line at steps 1, 5, 10, 15, 20" -- \
+    diff <(grep -o '^step *[0-9]*/20  loss' "$tmp/plain" | awk '{print $2}') <(printf '1/20\n5/20\n10/20\n15/20\n20/20\n')
+  check "validations at 0, 10, 20 on lines of their own" -- \
+    test "$(grep -c '^step *[0-9]*/20  val loss .* ppl .* bits/byte' "$tmp/plain")" = 3
+  check "no carriage returns or escapes" -- bash -c "! grep -q $'[\r\033]' '$tmp/plain'"
+  if command -v script > /dev/null; then
+    script -qec "'$run' train '$s' ${quick[*]} --steps 20 --log-every 5 --eval-every 10 --ckpt '$tmp/b'" /dev/null \
+      > "$tmp/tty" 2>&1
+    check "on a terminal: one line redrawn with \\r and ESC[K" -- grep -q $'\r\033\[Kstep' "$tmp/tty"
+    check "... showing step/total, loss, lr, tok/s and the ETA" -- \
+      grep -qE $'step +[0-9]+/20  loss [0-9.]+  lr [0-9.e+-]+  [0-9.kM]+ tok/s  ETA' "$tmp/tty"
+    check "... validation lines of their own" -- test "$(grep -c 'val loss' "$tmp/tty")" = 3
+    check "... and no plain per-step lines" -- bash -c "! grep -q 'grad norm' '$tmp/tty'"
+  else
+    echo "skip: no \`script\` to fake a terminal"
+  fi
+  ;;
+
+*)
+  echo "run.sh: unknown case $case_"; exit 2 ;;
+esac
+
+exit $fail
