@@ -52,7 +52,7 @@ case $case_ in
 
 compile)
   mkdir -p "$models"
-  for m in small small_sgd small_hope small_tied other ascii; do
+  for m in small small_sgd small_hope small_tied other ascii small_gated small_titans; do
     expect 0 "" "tlmc --model $m" -- "$tlmc" "$here/models.tlm" --model "$m" -o "$models/$m.so"
   done
   expect 0 "" "tlmc -D width=160 (same names, other shapes)" -- \
@@ -78,6 +78,17 @@ train_learns)
     ckpt layout "$trained/checkpoint.safetensors" adamw
   check "checkpoint step 300" -- test "$(ckpt meta "$trained/checkpoint.safetensors" step)" = 300
   check "no temporary files left" -- test "$(ls "$trained")" = checkpoint.safetensors
+  ;;
+
+mixers_learn)
+  # Every architecture's training lowers the validation loss: gated
+  # attention, titans and hope_attention (the Transformer is train_learns).
+  for m in small_gated small_titans small_hope; do
+    expect 0 "done: 150 steps" "train $m, 150 steps" -- \
+      "$run" train "$models/$m.so" --steps 150 --eval-every 150 --eval-batches 8 --log-every 50 \
+      --ckpt "$tmp/$m" --log "$tmp/$m.jsonl" --threads 1
+    check "$m: the validation loss falls below 0.85 x its start" -- ckpt learned "$tmp/$m.jsonl" 0.85
+  done
   ;;
 
 resume_exact)
