@@ -11,6 +11,9 @@ tlmc=build/compiler/tlmc
 run=build/runtime/tlm-run
 out=build/demo
 steps=${STEPS:-200}
+# Idle OpenMP threads sleep rather than spin: much faster on a shared
+# machine, about the same on an idle one (docs/runtime.md).
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
 mkdir -p "$out"
 
 echo
