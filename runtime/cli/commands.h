@@ -6,6 +6,7 @@
 int cmd_info(int argc, char **argv);
 int cmd_train(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
+int cmd_probe(int argc, char **argv);
 int cmd_sample(int argc, char **argv);
 
 #endif

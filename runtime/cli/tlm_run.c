@@ -16,6 +16,7 @@ static const struct command {
     {"info", cmd_info, "settings, layer table, kernels, parameters and memory plans of a model"},
     {"train", cmd_train, "train a model on text; checkpoints, validation, exact resume"},
     {"eval", cmd_eval, "loss, perplexity and bits per byte of a checkpoint on texts"},
+    {"probe", cmd_probe, "rho per layer: how much each MLP's output aligns with the residual stream"},
     {"sample", cmd_sample, "generate text from a checkpoint"},
 };
 

@@ -358,6 +358,27 @@ eval)
   done
   ;;
 
+probe)
+  # rho per layer (method.md's probe) on the trained model: one row per
+  # layer, reproducible, and equal to PyTorch's on the same windows.
+  s=$models/small.so
+  p=$austen/persuasion.txt
+  expect 0 "rho" "probe the trained model" -- \
+    "$run" probe "$s" --ckpt "$trained" --data "$p" --windows 6 --batch 4 --context 64 --threads 1
+  cp "$tmp/out" "$tmp/probe"
+  sed 's/^/    /' "$tmp/probe"
+  check "one row per layer" -- test "$(grep -cE '^ +[0-9]+ +[0-9]+ +-?[0-9.]+$' "$tmp/probe")" = 2
+  expect 0 "rho" "probe again, other batching" -- \
+    "$run" probe "$s" --ckpt "$trained" --data "$p" --windows 6 --batch 5 --context 64 --threads 2
+  check "the same rho" -- diff <(grep -E '^ +[0-9]' "$tmp/probe") <(grep -E '^ +[0-9]' "$tmp/out")
+  "$py" "$here/check_probe.py" "$trained/checkpoint.safetensors" "$p" 64 6 "$tmp/probe" > "$tmp/torch" 2>&1; rc=$?
+  if [ $rc = 77 ]; then echo "skip: PyTorch reference: $(cat "$tmp/torch")"
+  elif [ $rc = 0 ]; then echo "ok: PyTorch gives the same rho"; sed 's/^/    /' "$tmp/torch"
+  else echo "FAIL: rho differs from PyTorch's"; cat "$tmp/torch"; fail=1; fi
+  expect 1 "no checkpoint" "probe without a checkpoint" -- "$run" probe "$s" --ckpt "$tmp/none"
+  expect 2 "unknown option" "probe with a bad flag" -- "$run" probe "$s" --frobnicate
+  ;;
+
 sample)
   s=$models/small.so
   prompt="It is a truth universally acknowledged"

@@ -1,0 +1,140 @@
+/* tlm-run probe: the mechanistic probe of method.md. For every layer l,
+ * rho_l is the cosine similarity between what the MLP adds,
+ * MLP_l(norm(z_l)), and the residual stream z_l it is added to, averaged
+ * over tokens. In trained models rho rises with depth: late MLPs reinforce
+ * what is already in the stream, which is why tapering moves their width to
+ * the early layers. Windows are consecutive (no sampling), so the numbers
+ * reproduce exactly. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "args.h"
+#include "commands.h"
+#include "corpus.h"
+#include "load.h"
+#include "tlm_rt/ops.h"
+
+static void usage(FILE *out) {
+    fputs("usage: tlm-run probe MODEL.so [--ckpt DIR] [--data FILE|DIR] [options]\n"
+          "\n"
+          "Prints rho per layer: the mean cosine similarity between each layer's MLP output\n"
+          "and the residual stream it is added to (for hope_attention, of all CMS levels\n"
+          "together).\n"
+          "  --ckpt DIR         the checkpoint's folder or file (default: checkpoints/MODEL)\n"
+          "  --data FILE|DIR    the text (default: Persuasion)\n"
+          "  --batch N          windows per forward pass (default 8)\n"
+          "  --context T        tokens per window (default: the model's train context)\n"
+          "  --windows N        windows to average over (default 32)\n"
+          "  --threads N        CPU threads (default: all cores)\n"
+          "\n"
+          "Exit status: 0 ok, 1 error (model, checkpoint, data), 2 bad usage.\n",
+          out);
+}
+
+/* Adds, for every token, cos(mlp_out, z) with mlp_out = next - z. */
+static void add_cosines(const float *z, const float *next, int64_t N, int64_t D, double *sum) {
+    for (int64_t n = 0; n < N; n++) {
+        const float *a = z + n * D, *b = next + n * D;
+        double dot = 0, aa = 0, mm = 0;
+        for (int64_t d = 0; d < D; d++) {
+            double mlp = (double)b[d] - (double)a[d];
+            dot += mlp * a[d];
+            aa += (double)a[d] * a[d];
+            mm += mlp * mlp;
+        }
+        if (aa > 0 && mm > 0) *sum += dot / sqrt(aa * mm);
+    }
+}
+
+int cmd_probe(int argc, char **argv) {
+    const char *model_path = NULL, *ckpt = NULL, *data = NULL;
+    int64_t batch = 8, context = 0, windows = 32, threads = 0;
+    cli_args a = {.cmd = "probe", .argc = argc, .argv = argv};
+    for (a.i = 1; a.i < argc; a.i++) {
+        const char *arg = argv[a.i];
+        if (cli_switch(&a, "--help") || cli_switch(&a, "-h")) {
+            usage(stdout);
+            return 0;
+        } else if (cli_option(&a, "--ckpt")) {
+            if (!(ckpt = a.val)) return 2;
+        } else if (cli_option(&a, "--data")) {
+            if (!(data = a.val)) return 2;
+        } else if (cli_option(&a, "--batch")) {
+            if (!cli_int(&a, 1, 1 << 16, &batch)) return 2;
+        } else if (cli_option(&a, "--context")) {
+            if (!cli_int(&a, 1, INT32_MAX, &context)) return 2;
+        } else if (cli_option(&a, "--windows")) {
+            if (!cli_int(&a, 1, 1 << 20, &windows)) return 2;
+        } else if (cli_option(&a, "--threads")) {
+            if (!cli_int(&a, 1, 4096, &threads)) return 2;
+        } else if (arg[0] == '-' && arg[1]) return cli_usage_error("probe", "unknown option `%s`", arg);
+        else if (model_path) return cli_usage_error("probe", "more than one model given (`%s`)", arg);
+        else model_path = arg;
+    }
+    if (!model_path) return cli_usage_error("probe", "no MODEL.so given");
+
+    tlm_set_num_threads(threads > 0 ? (int)threads : cli_cores());
+    char err[1024], path[4200], name[4200];
+    tlm_model_so so;
+    if (!tlm_model_open(model_path, &so, err, sizeof err)) return cli_error("probe", "%s", err);
+    const tlm_abi_model *am = so.model;
+    if (context == 0) context = so.train->context > 0 ? so.train->context : am->context;
+    if (batch > windows) batch = windows;
+    tlm_model m = {0};
+    tlm_dataset ds = {0};
+    int64_t step = 0;
+    int rc = 0;
+    int64_t L = am->layers, D = am->d_model;
+    double *sum = calloc((size_t)L, sizeof *sum);
+    int32_t *in = malloc((size_t)(batch * context) * sizeof *in), *tgt = malloc((size_t)(batch * context) * sizeof *tgt);
+    if (!sum || !in || !tgt)
+        rc = cli_error("probe", "out of memory");
+    else if (context > am->context)
+        rc = cli_usage_error("probe", "--context %" PRId64 " is longer than the model's context (%" PRId64 ")",
+                             context, am->context);
+    /* The training layout keeps every layer's residual stream to the end
+     * of the forward pass; the inference one reuses it. */
+    else if (!tlm_model_create(&m, &so, batch, context, true, err, sizeof err))
+        rc = cli_error("probe", "%s", err);
+    else if ((rc = load_checkpoint("probe", &so, ckpt, &m, path, sizeof path, &step)) != 0)
+        ;
+    else if (!corpus_load(&ds, data, CORPUS_VALID, context, am->vocab, name, sizeof name, err, sizeof err))
+        rc = cli_error("probe", "%s", err);
+    int64_t available = rc ? 0 : (int64_t)tlm_data_num_windows(&ds, (int)context);
+    if (!rc && available < 1) rc = cli_error("probe", "%s is shorter than one window of %" PRId64 " tokens", name, context);
+    if (!rc && windows > available) windows = available;
+    int64_t done = 0;
+    while (!rc && done < windows) {
+        int64_t b = windows - done < batch ? windows - done : batch;
+        for (int64_t i = 0; i < b; i++)
+            tlm_data_window(&ds, (size_t)(done + i), (int)context, in + i * context, tgt + i * context, NULL);
+        double loss = tlm_model_forward(&m, in, tgt, b, context);
+        if (!isfinite(loss)) {
+            rc = cli_error("probe", "the model's loss is not finite on %s", name);
+            break;
+        }
+        for (int64_t l = 0; l < L; l++) {
+            const float *z = tlm_model_buffer(&m, TLM_B_MID, (int)l);
+            const float *next = tlm_model_buffer(&m, TLM_B_RESID, (int)l + 1);
+            add_cosines(z, next, b * context, D, &sum[l]);
+        }
+        done += b;
+    }
+    if (!rc) {
+        printf("model %s, checkpoint %s (step %" PRId64 "), %s: %" PRId64 " windows of %" PRId64 " tokens\n",
+               tlm_model_str(&so, am->name), path, step, name, done, context);
+        printf("%5s %7s %8s\n", "layer", "d_ff", "rho");
+        for (int64_t l = 0; l < L; l++)
+            printf("%5" PRId64 " %7" PRId64 " %8.4f\n", l, so.layers[l].width, sum[l] / (double)(done * context));
+    }
+    free(sum);
+    free(in);
+    free(tgt);
+    tlm_data_free(&ds);
+    tlm_model_destroy(&m);
+    tlm_model_close(&so);
+    return rc;
+}

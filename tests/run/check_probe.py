@@ -1,0 +1,56 @@
+"""`tlm-run probe` against PyTorch: load the checkpoint into the reference
+model of tests/reference/tapered_llama.py, take every block's residual
+stream z (what post_attention_layernorm reads) and its output h, and compute
+rho_l = mean over tokens of cos(h - z, z) on the same windows.
+
+  check_probe.py CHECKPOINT TEXT CONTEXT WINDOWS PROBE_OUTPUT
+"""
+import json
+import os
+import re
+import sys
+
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(here, "..", "reference"))
+try:
+    import torch
+    import tapered_llama
+except ImportError as e:
+    print(f"skip: {e}")
+    sys.exit(77)
+import st  # noqa: E402
+
+
+def main():
+    path, text, T, n, probe = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+    tensors, meta = st.load(path)
+    config = tapered_llama.Config(json.loads(meta["config"]))
+    state = {k: torch.from_numpy(v).double() for k, v in tensors.items()
+             if not k.startswith(("optimizer.", "train."))}
+    model = tapered_llama.TaperedLlama(config).double()
+    model.load_state_dict(state, strict=True)
+    with open(text, "rb") as f:
+        data = torch.tensor(list(f.read(n * T + 1)), dtype=torch.long)
+    x = torch.stack([data[i * T:(i + 1) * T] for i in range(n)])
+    seen = {}
+    for l, block in enumerate(model.model.layers):
+        block.post_attention_layernorm.register_forward_hook(
+            lambda mod, inp, out, l=l: seen.__setitem__(("z", l), inp[0]))
+        block.register_forward_hook(lambda mod, inp, out, l=l: seen.__setitem__(("h", l), out))
+    with torch.no_grad():
+        model(x)
+    want = []
+    for l in range(len(model.model.layers)):
+        z, h = seen[("z", l)], seen[("h", l)]
+        want.append(torch.nn.functional.cosine_similarity(h - z, z, dim=-1).mean().item())
+    got = [float(m.group(1)) for m in re.finditer(r"^\s*\d+\s+\d+\s+(-?[0-9.]+)\s*$", open(probe).read(), re.M)]
+    print("PyTorch rho", " ".join(f"{v:.4f}" for v in want))
+    print("tlm-run    ", " ".join(f"{v:.4f}" for v in got))
+    if len(got) != len(want) or any(abs(a - b) > 2e-4 for a, b in zip(got, want)):
+        print("FAIL: the probes differ")
+        sys.exit(1)
+    print("ok: rho per layer matches PyTorch")
+
+
+if __name__ == "__main__":
+    main()
