@@ -5,7 +5,6 @@ rho_l = mean over tokens of cos(h - z, z) on the same windows.
 
   check_probe.py CHECKPOINT TEXT CONTEXT WINDOWS PROBE_OUTPUT
 """
-import json
 import os
 import re
 import sys
@@ -14,24 +13,16 @@ here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(here, "..", "reference"))
 try:
     import torch
-    import tapered_llama
+    from check_llama import load_model, windows
 except ImportError as e:
     print(f"skip: {e}")
     sys.exit(77)
-import st  # noqa: E402
 
 
 def main():
     path, text, T, n, probe = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
-    tensors, meta = st.load(path)
-    config = tapered_llama.Config(json.loads(meta["config"]))
-    state = {k: torch.from_numpy(v).double() for k, v in tensors.items()
-             if not k.startswith(("optimizer.", "train."))}
-    model = tapered_llama.TaperedLlama(config).double()
-    model.load_state_dict(state, strict=True)
-    with open(text, "rb") as f:
-        data = torch.tensor(list(f.read(n * T + 1)), dtype=torch.long)
-    x = torch.stack([data[i * T:(i + 1) * T] for i in range(n)])
+    model, _ = load_model(path)
+    x, _ = windows(text, T, n)
     seen = {}
     for l, block in enumerate(model.model.layers):
         block.post_attention_layernorm.register_forward_hook(
