@@ -126,18 +126,18 @@ static const expr *deref(scope *s, const expr *e) {
     return e;
 }
 
-static bool check_range(scope *s, const setting_spec *x, tlm_loc loc, double v, const char *owner) {
+static bool check_range(scope *s, const setting_spec *x, tlm_loc loc, double v) {
     bool low = x->lo_open ? v <= x->lo : v < x->lo;
     if (!low && v <= x->hi) return true;
     if (x->type == ST_INT)
-        diag_error(D(s), loc, "%s%s must be between %.0f and %.0f, not %.17g", owner, x->name, x->lo,
+        diag_error(D(s), loc, "%s must be between %.0f and %.0f, not %.17g", x->name, x->lo,
                    x->hi, v);
     else if (x->lo_open && x->hi >= 1e15)
-        diag_error(D(s), loc, "%s%s must be greater than %g, not %.17g", owner, x->name, x->lo, v);
+        diag_error(D(s), loc, "%s must be greater than %g, not %.17g", x->name, x->lo, v);
     else if (x->hi >= 1e15)
-        diag_error(D(s), loc, "%s%s must be at least %g, not %.17g", owner, x->name, x->lo, v);
+        diag_error(D(s), loc, "%s must be at least %g, not %.17g", x->name, x->lo, v);
     else
-        diag_error(D(s), loc, "%s%s must be %s %g and at most %g, not %.17g", owner, x->name,
+        diag_error(D(s), loc, "%s must be %s %g and at most %g, not %.17g", x->name,
                    x->lo_open ? "greater than" : "at least", x->lo, x->hi, v);
     return false;
 }
@@ -148,12 +148,11 @@ static bool check_whole(scope *s, const setting_spec *x, tlm_loc loc, double v) 
     return false;
 }
 
-static bool read_number_expr(scope *s, const setting_spec *x, const expr *e, double *out,
-                             const char *owner) {
+static bool read_number_expr(scope *s, const setting_spec *x, const expr *e, double *out) {
     double v;
     if (!eval_number(&s->ev, e, &v)) return false;
     if (x->type == ST_INT && !check_whole(s, x, e->loc, v)) return false;
-    if (!check_range(s, x, e->loc, v, owner)) return false;
+    if (!check_range(s, x, e->loc, v)) return false;
     *out = v;
     return true;
 }
@@ -193,7 +192,7 @@ static bool checked_number(scope *s, const setting_spec *x, const expr *e, doubl
     int before = D(s)->errors;
     resolve_number(s->p, e, false);
     if (D(s)->errors > before) return false;
-    return read_number_expr(s, x, e, out, "");
+    return read_number_expr(s, x, e, out);
 }
 
 /* A numeric setting, evaluated once through lookup() (which also finds
@@ -205,7 +204,7 @@ static bool numeric_setting(scope *s, const char *name, double *v) {
     const setting_spec *x = &model_settings[i];
     tlm_loc loc = s->def[i]->value->loc;
     if (!lookup(s, name, loc, v, &found) || !found ||
-        (x->type == ST_INT && !check_whole(s, x, loc, *v)) || !check_range(s, x, loc, *v, "")) {
+        (x->type == ST_INT && !check_whole(s, x, loc, *v)) || !check_range(s, x, loc, *v)) {
         inherited_note(s, name);
         return false;
     }

@@ -103,11 +103,9 @@ void report_text(FILE *out, const checked_model *m) {
         int64_t *bw = baseline_widths(m);
         base = cost_of_model(m, bw);
         free(bw);
-        int64_t target = m->layers * m->budget_width;
         fprintf(out, "  budget uniform(%lld): widths sum to %s = %lld x %lld, met exactly\n",
                 (long long)m->budget_width, fmt_int(a, sizeof a, width_sum(m), 0),
                 (long long)m->layers, (long long)m->budget_width);
-        (void)target;
         fprintf(out, "  %-22s %15s %15s %13s\n", "", "this model", "baseline", "difference");
     } else {
         fprintf(out, "  budget: none (no baseline to compare with)\n");

@@ -247,7 +247,6 @@ int main(int argc, char **argv) {
         session_free(&s);
         return EXIT_USER;
     }
-    int syntax_errors = s.diag.errors;
     rc = apply_defines(&p, &s, &o);
     if (!rc) resolve_program(&p);
 
@@ -270,7 +269,6 @@ int main(int argc, char **argv) {
     /* After syntax or name errors the models are still looked at, for the
      * mistakes that can be found without evaluating anything. */
     bool names_only = s.diag.errors > 0;
-    (void)syntax_errors;
     for (int i = 0; !rc && i < nmodels && !s.diag.stopped; i++)
         check_model(&p, models[i], &checked[i], names_only);
     if (!rc && s.diag.errors == 0) {

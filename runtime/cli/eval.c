@@ -76,13 +76,12 @@ int cmd_eval(int argc, char **argv) {
         else if (model_path) return cli_usage_error("eval", "more than one model given (`%s`)", arg);
         else model_path = arg;
     }
-    if (!model_path) return cli_usage_error("eval", "no MODEL.so given");
     if (ndata == 0) data[ndata++] = NULL;   /* Persuasion */
 
-    tlm_set_num_threads(threads > 0 ? (int)threads : cli_cores());
     char err[1024], path[4200];
     tlm_model_so so;
-    if (!tlm_model_open(model_path, &so, err, sizeof err)) return cli_error("eval", "%s", err);
+    int opened = open_model("eval", model_path, threads, &so);
+    if (opened) return opened;
     if (context == 0) context = so.train->context > 0 ? so.train->context : so.model->context;
     if (batch == 0) batch = so.train->batch > 0 ? so.train->batch : 1;
     tlm_model m = {0};

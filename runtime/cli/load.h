@@ -7,6 +7,11 @@
 
 #include "model.h"
 
+/* What eval, sample and probe do first: check a model was given, use
+ * `threads` CPU threads (0: every core) and open it. Returns 0, or the exit
+ * status (1, 2) after a one-line message. */
+int open_model(const char *cmd, const char *path, int64_t threads, tlm_model_so *so);
+
 /* Finds the checkpoint of --ckpt (DIR or file; NULL: checkpoints/<model>),
  * checks it belongs to so and copies its parameters into m. Returns 0, or 1
  * after a one-line message. path receives the file, step its step. */

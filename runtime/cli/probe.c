@@ -74,12 +74,11 @@ int cmd_probe(int argc, char **argv) {
         else if (model_path) return cli_usage_error("probe", "more than one model given (`%s`)", arg);
         else model_path = arg;
     }
-    if (!model_path) return cli_usage_error("probe", "no MODEL.so given");
 
-    tlm_set_num_threads(threads > 0 ? (int)threads : cli_cores());
     char err[1024], path[4200], name[4200];
     tlm_model_so so;
-    if (!tlm_model_open(model_path, &so, err, sizeof err)) return cli_error("probe", "%s", err);
+    int opened = open_model("probe", model_path, threads, &so);
+    if (opened) return opened;
     const tlm_abi_model *am = so.model;
     if (context == 0) context = so.train->context > 0 ? so.train->context : am->context;
     if (batch > windows) batch = windows;

@@ -57,12 +57,11 @@ int cmd_sample(int argc, char **argv) {
         else if (model_path) return cli_usage_error("sample", "more than one model given (`%s`)", arg);
         else model_path = arg;
     }
-    if (!model_path) return cli_usage_error("sample", "no MODEL.so given");
 
-    tlm_set_num_threads(threads > 0 ? (int)threads : cli_cores());
     char err[1024], path[4200];
     tlm_model_so so;
-    if (!tlm_model_open(model_path, &so, err, sizeof err)) return cli_error("sample", "%s", err);
+    int opened = open_model("sample", model_path, threads, &so);
+    if (opened) return opened;
     const int64_t T = so.model->context, V = so.model->vocab;
     /* Tokens are bytes: a larger vocabulary's other ids cannot be printed,
      * so the draw is among the first 256. */

@@ -5,12 +5,12 @@
 #include "model.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "arena_plan.h"
+#include "errmsg.h"
 #include "tlm_rt/ops.h"
 #include "tlm_rt/rng.h"
 
@@ -18,13 +18,6 @@
 #include <omp.h>
 #endif
 
-static bool fail(char *err, size_t n, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, n, fmt, ap);
-    va_end(ap);
-    return false;
-}
 
 static void *alloc_aligned(size_t bytes) {
     void *p = NULL;
@@ -38,8 +31,8 @@ bool tlm_model_create(tlm_model *m, const tlm_model_so *so, int64_t B, int64_t T
     memset(m, 0, sizeof *m);
     const tlm_blob_header *h = so->header;
     const tlm_abi_model *am = so->model;
-    if (B < 1 || T < 1) return fail(err, n, "batch and sequence length must be positive");
-    if (T > am->context) return fail(err, n, "sequence length %lld is longer than the model's context %lld",
+    if (B < 1 || T < 1) return tlm_fail(err, n, "batch and sequence length must be positive");
+    if (T > am->context) return tlm_fail(err, n, "sequence length %lld is longer than the model's context %lld",
                                      (long long)T, (long long)am->context);
     m->so = so;
     m->B = B;
@@ -50,7 +43,7 @@ bool tlm_model_create(tlm_model *m, const tlm_model_so *so, int64_t B, int64_t T
     if (!training) m->nops = m->nforward;
     m->param_floats = am->param_floats;
     m->offsets = calloc(h->nbuffers + 1, sizeof *m->offsets);
-    if (!m->offsets) return fail(err, n, "out of memory");
+    if (!m->offsets) return tlm_fail(err, n, "out of memory");
     /* The stored plan when the sizes match it, else the same planner now. */
     int kind = training ? TLM_PLAN_TRAIN : TLM_PLAN_INFER;
     const tlm_abi_plan *stored = &so->plans[kind];
@@ -62,7 +55,7 @@ bool tlm_model_create(tlm_model *m, const tlm_model_so *so, int64_t B, int64_t T
                                         NULL, NULL);
         if (m->arena_bytes < 0) {
             tlm_model_destroy(m);
-            return fail(err, n, "the activations for batch %lld × %lld tokens do not fit in memory",
+            return tlm_fail(err, n, "the activations for batch %lld × %lld tokens do not fit in memory",
                         (long long)B, (long long)T);
         }
     }
@@ -79,7 +72,7 @@ bool tlm_model_create(tlm_model *m, const tlm_model_so *so, int64_t B, int64_t T
         !m->targets) {
         double mib = (double)(param_bytes * (training ? 2 : 1) + (size_t)m->arena_bytes) / 1048576.0;
         tlm_model_destroy(m);
-        return fail(err, n, "out of memory: the model needs %.0f MiB for batch %lld × %lld tokens", mib,
+        return tlm_fail(err, n, "out of memory: the model needs %.0f MiB for batch %lld × %lld tokens", mib,
                     (long long)B, (long long)T);
     }
     /* Ops that read several parameters as one matrix need them adjacent. */
@@ -91,7 +84,7 @@ bool tlm_model_create(tlm_model *m, const tlm_model_so *so, int64_t B, int64_t T
                  op->kind == TLM_OP_LINEAR_DW || op->kind == TLM_OP_LINEAR_DX) &&
                 (b->offset != a->offset + a->count || a->shape[1] != b->shape[1])) {
                 tlm_model_destroy(m);
-                return fail(err, n, "the model's op %u reads parameters that are not one matrix", i);
+                return tlm_fail(err, n, "the model's op %u reads parameters that are not one matrix", i);
             }
         }
     }

@@ -24,17 +24,7 @@
 #include <math.h>
 #include <string.h>
 
-static inline float dot(const float *a, const float *b, int n) {
-    float s = 0.0f;
-    #pragma omp simd reduction(+ : s)
-    for (int i = 0; i < n; i++) s += a[i] * b[i];
-    return s;
-}
-
-static inline void axpy(float *y, float a, const float *x, int n) {
-    #pragma omp simd
-    for (int i = 0; i < n; i++) y[i] += a * x[i];
-}
+#include "vec_inline.h"
 
 void tlm_attention_forward(float *y, float *att, const float *q,
                            const float *k, const float *v, int B, int T,

@@ -70,17 +70,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static inline float dot(const float *a, const float *b, int n) {
-    float s = 0.0f;
-    #pragma omp simd reduction(+ : s)
-    for (int i = 0; i < n; i++) s += a[i] * b[i];
-    return s;
-}
-
-static inline void axpy(float *y, float a, const float *x, int n) {
-    #pragma omp simd
-    for (int i = 0; i < n; i++) y[i] += a * x[i];
-}
+#include "vec_inline.h"
 
 /* Segment length: whole chunks, at least 16 tokens. */
 static int segment_len(int chunk) { return chunk * ((16 + chunk - 1) / chunk); }

@@ -1,20 +1,13 @@
 #include "checkpoint.h"
 
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "errmsg.h"
 #include "tlm_rt/json.h"
 
-static bool fail(char *err, size_t n, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, n, fmt, ap);
-    va_end(ap);
-    return false;
-}
 
 uint64_t tlm_fnv1a(uint64_t h, const void *data, size_t n) {
     const uint8_t *p = data;
@@ -122,7 +115,7 @@ bool tlm_ckpt_save(const char *path, const tlm_trainer *t, const tlm_run_state *
     tlm_st_meta own[NMETA_OWN];
     bool ok = false;
     if (!ts || !names || !meta) {
-        fail(err, errlen, "out of memory writing the checkpoint");
+        tlm_fail(err, errlen, "out of memory writing the checkpoint");
         goto out;
     }
 
@@ -140,7 +133,7 @@ bool tlm_ckpt_save(const char *path, const tlm_trainer *t, const tlm_run_state *
             size_t len = strlen(base.name) + 32;
             char *name = names[i * nstate + s] = malloc(len);
             if (!name) {
-                fail(err, errlen, "out of memory writing the checkpoint");
+                tlm_fail(err, errlen, "out of memory writing the checkpoint");
                 goto out;
             }
             snprintf(name, len, "optimizer.%s.%s", kind, base.name);
@@ -158,7 +151,7 @@ bool tlm_ckpt_save(const char *path, const tlm_trainer *t, const tlm_run_state *
         size_t len = strlen(pname) + 32;
         char *name = names[np * nstate + i] = malloc(len);
         if (!name) {
-            fail(err, errlen, "out of memory writing the checkpoint");
+            tlm_fail(err, errlen, "out of memory writing the checkpoint");
             goto out;
         }
         snprintf(name, len, "optimizer.grad_sum.%s", pname);
@@ -174,7 +167,7 @@ bool tlm_ckpt_save(const char *path, const tlm_trainer *t, const tlm_run_state *
 
     config = model_config(so);
     if (!config) {
-        fail(err, errlen, "out of memory writing the checkpoint");
+        tlm_fail(err, errlen, "out of memory writing the checkpoint");
         goto out;
     }
     char abi[16], fp[24], sstep[24], stokens[24], elapsed[32], sum[24];
@@ -199,7 +192,7 @@ bool tlm_ckpt_save(const char *path, const tlm_trainer *t, const tlm_run_state *
     uint64_t h = TLM_FNV_OFFSET;
     for (int i = 0; i < ntensors; i++) h = hash_tensor(h, &ts[i]);
     if (!hash_meta(&h, meta, nm + nextra)) {
-        fail(err, errlen, "out of memory writing the checkpoint");
+        tlm_fail(err, errlen, "out of memory writing the checkpoint");
         goto out;
     }
     snprintf(sum, sizeof sum, "%016" PRIx64, h);
@@ -209,14 +202,14 @@ bool tlm_ckpt_save(const char *path, const tlm_trainer *t, const tlm_run_state *
     /* tlm_st_write takes the entries by value, in one array. */
     tlm_st_meta *flat = malloc((size_t)(nm + nextra) * sizeof *flat);
     if (!flat) {
-        fail(err, errlen, "out of memory writing the checkpoint");
+        tlm_fail(err, errlen, "out of memory writing the checkpoint");
         goto out;
     }
     for (int i = 0; i < nm; i++) flat[i] = own[i];
     for (int i = 0; i < nextra; i++) flat[nm + i] = extra[i];
     tlm_err e;
     ok = tlm_st_write(path, ts, ntensors, flat, nm + nextra, &e) == 0;
-    if (!ok) fail(err, errlen, "%s", e.msg);
+    if (!ok) tlm_fail(err, errlen, "%s", e.msg);
     free(flat);
 out:
     if (names)
@@ -232,20 +225,20 @@ out:
 
 static bool verify_checksum(const tlm_st_file *f, const char *path, char *err, size_t errlen) {
     const char *want = tlm_st_meta_get(f, "checksum");
-    if (!want) return fail(err, errlen, "%s: no checksum in the metadata (not written by tlm-run?)", path);
+    if (!want) return tlm_fail(err, errlen, "%s: no checksum in the metadata (not written by tlm-run?)", path);
     uint64_t h = TLM_FNV_OFFSET;
     for (int i = 0; i < tlm_st_count(f); i++) h = hash_tensor(h, tlm_st_at(f, i));
     int nm = tlm_st_meta_count(f);
     const tlm_st_meta **meta = malloc((size_t)(nm > 0 ? nm : 1) * sizeof *meta);
-    if (!meta) return fail(err, errlen, "%s: out of memory", path);
+    if (!meta) return tlm_fail(err, errlen, "%s: out of memory", path);
     for (int i = 0; i < nm; i++) meta[i] = tlm_st_meta_at(f, i);
     bool ok = hash_meta(&h, meta, nm);
     free(meta);
-    if (!ok) return fail(err, errlen, "%s: out of memory", path);
+    if (!ok) return tlm_fail(err, errlen, "%s: out of memory", path);
     char got[24];
     snprintf(got, sizeof got, "%016" PRIx64, h);
     if (strcmp(got, want) != 0)
-        return fail(err, errlen, "%s: checksum mismatch: the file is damaged (or was edited)", path);
+        return tlm_fail(err, errlen, "%s: checksum mismatch: the file is damaged (or was edited)", path);
     return true;
 }
 
@@ -260,16 +253,16 @@ static bool describe_difference(const tlm_st_file *f, const tlm_model_so *so, co
         char here[96], there[96];
         shape_text(here, sizeof here, (int)p->ndim, p->shape);
         if (!t)
-            return fail(err, errlen, "%s: written for a different `%s`: it has no %s (was the model recompiled?)",
+            return tlm_fail(err, errlen, "%s: written for a different `%s`: it has no %s (was the model recompiled?)",
                         path, model, name);
         shape_text(there, sizeof there, t->ndim, t->shape);
         if (t->dtype != TLM_F32 || strcmp(here, there) != 0)
-            return fail(err, errlen,
+            return tlm_fail(err, errlen,
                         "%s: written for a different `%s`: %s is %s %s there, F32 %s here (was the model "
                         "recompiled?)",
                         path, model, name, tlm_dtype_name(t->dtype), there, here);
     }
-    return fail(err, errlen, "%s: written for a different `%s` (its parameter table differs)", path, model);
+    return tlm_fail(err, errlen, "%s: written for a different `%s` (its parameter table differs)", path, model);
 }
 
 /* Every parameter present as F32 with its shape: the fingerprint says so for
@@ -289,7 +282,7 @@ tlm_st_file *tlm_ckpt_open(const char *path, const tlm_model_so *so, char *err, 
     tlm_err e;
     tlm_st_file *f = tlm_st_open(path, &e);
     if (!f) {
-        fail(err, errlen, "%s", e.msg);
+        tlm_fail(err, errlen, "%s", e.msg);
         return NULL;
     }
     const char *format = tlm_st_meta_get(f, "format");
@@ -302,14 +295,14 @@ tlm_st_file *tlm_ckpt_open(const char *path, const tlm_model_so *so, char *err, 
     snprintf(want_fp, sizeof want_fp, "%016" PRIx64, tlm_param_fingerprint(so));
     bool ok = false;
     if (!format || strcmp(format, TLM_CKPT_FORMAT) != 0)
-        fail(err, errlen, "%s: not a tlm checkpoint (format `%s`, expected `%s`)", path, format ? format : "none",
+        tlm_fail(err, errlen, "%s: not a tlm checkpoint (format `%s`, expected `%s`)", path, format ? format : "none",
              TLM_CKPT_FORMAT);
     else if (!verify_checksum(f, path, err, errlen))
         ;
     else if (!model || strcmp(model, name) != 0)
-        fail(err, errlen, "%s: a checkpoint of model `%s`, not `%s`", path, model ? model : "?", name);
+        tlm_fail(err, errlen, "%s: a checkpoint of model `%s`, not `%s`", path, model ? model : "?", name);
     else if (!abi || strcmp(abi, want_abi) != 0)
-        fail(err, errlen, "%s: written with ABI version %s, the model has version %s", path, abi ? abi : "?",
+        tlm_fail(err, errlen, "%s: written with ABI version %s, the model has version %s", path, abi ? abi : "?",
              want_abi);
     else if (!fp || strcmp(fp, want_fp) != 0 || !params_match(f, so))
         describe_difference(f, so, path, err, errlen);
@@ -329,7 +322,7 @@ bool tlm_ckpt_load_params(const tlm_st_file *f, tlm_model *m, char *err, size_t 
         tlm_err e;
         if (tlm_st_read(f, tlm_model_str(so, p->name), TLM_F32, (int)p->ndim, p->shape, m->params + p->offset,
                         &e) != 0)
-            return fail(err, errlen, "checkpoint: %s", e.msg);
+            return tlm_fail(err, errlen, "checkpoint: %s", e.msg);
     }
     return true;
 }
@@ -337,7 +330,7 @@ bool tlm_ckpt_load_params(const tlm_st_file *f, tlm_model *m, char *err, size_t 
 static bool read_i64(const tlm_st_file *f, const char *name, int64_t n, int64_t *dst, char *err, size_t errlen) {
     tlm_err e;
     int64_t shape[1] = {n};
-    if (tlm_st_read(f, name, TLM_I64, 1, shape, dst, &e) != 0) return fail(err, errlen, "checkpoint: %s", e.msg);
+    if (tlm_st_read(f, name, TLM_I64, 1, shape, dst, &e) != 0) return tlm_fail(err, errlen, "checkpoint: %s", e.msg);
     return true;
 }
 
@@ -354,9 +347,9 @@ bool tlm_ckpt_load_trainer(const tlm_st_file *f, tlm_trainer *t, tlm_run_state *
             snprintf(name, sizeof name, "optimizer.%s.%s", kind, pname);
             tlm_err e;
             if (!tlm_st_find(f, name))
-                return fail(err, errlen, "checkpoint: no %s (was it written with another optimizer?)", name);
+                return tlm_fail(err, errlen, "checkpoint: no %s (was it written with another optimizer?)", name);
             if (tlm_st_read(f, name, TLM_F32, (int)p->ndim, p->shape, state, &e) != 0)
-                return fail(err, errlen, "checkpoint: %s", e.msg);
+                return tlm_fail(err, errlen, "checkpoint: %s", e.msg);
         }
     }
     for (int i = 0; t->grad_sum && i < t->nslow; i++) {
@@ -365,14 +358,14 @@ bool tlm_ckpt_load_trainer(const tlm_st_file *f, tlm_trainer *t, tlm_run_state *
         snprintf(name, sizeof name, "optimizer.grad_sum.%s", tlm_model_str(so, p->name));
         tlm_err e;
         if (tlm_st_read(f, name, TLM_F32, (int)p->ndim, p->shape, t->grad_sum + p->offset, &e) != 0)
-            return fail(err, errlen, "checkpoint: %s", e.msg);
+            return tlm_fail(err, errlen, "checkpoint: %s", e.msg);
     }
     int64_t step, tokens, rng[4];
     if (!read_i64(f, "train.step", 1, &step, err, errlen) ||
         !read_i64(f, "train.tokens_seen", 1, &tokens, err, errlen) ||
         !read_i64(f, "train.data_rng", 4, rng, err, errlen))
         return false;
-    if (step < 0 || tokens < 0) return fail(err, errlen, "checkpoint: negative step or token count");
+    if (step < 0 || tokens < 0) return tlm_fail(err, errlen, "checkpoint: negative step or token count");
     st->step = step;
     st->tokens_seen = tokens;
     tlm_rng_load(&st->data_rng, rng);
