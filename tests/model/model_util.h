@@ -11,19 +11,8 @@
 #include <string.h>
 
 #include "model.h"
+#include "test_util.h"   /* CHECK and its failure count, shared with the runtime tests */
 #include "tlm_rt/rng.h"
-
-static int g_failures = 0;
-
-#define CHECK(cond, ...)                                                   \
-    do {                                                                   \
-        if (!(cond)) {                                                     \
-            printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);         \
-            printf(__VA_ARGS__);                                           \
-            printf("\n");                                                  \
-            g_failures++;                                                  \
-        }                                                                  \
-    } while (0)
 
 static inline void *xcalloc(size_t n, size_t size) {
     void *p = calloc(n ? n : 1, size);
@@ -87,15 +76,6 @@ static inline void draw_batch(tlm_rng *rng, int64_t V, int64_t B, int64_t T, int
         }
     }
     for (int i = 0; i < ignore; i++) targets[tlm_rng_below(rng, (uint64_t)(B * T))] = -1;
-}
-
-static inline int test_finish(const char *name) {
-    if (g_failures) {
-        printf("%s: %d failure(s)\n", name, g_failures);
-        return 1;
-    }
-    printf("%s: all checks passed\n", name);
-    return 0;
 }
 
 #endif
