@@ -151,7 +151,7 @@ static void layer_free(layer *L) {
 }
 
 /* Codegen (and link) time of a 24-layer model with 24 distinct widths. */
-static int time_codegen_24(tlm_mlp_kind kind) {
+static int time_codegen_24(tlm_mlp kind) {
   tlm_kernel_spec specs[24];
   for (int i = 0; i < 24; i++) specs[i] = (tlm_kernel_spec){kind, 1024, 1536 + 112 * i};
   kernel_lib lib;
@@ -174,7 +174,7 @@ static int time_codegen_24(tlm_mlp_kind kind) {
 int main(int argc, char **argv) {
   int reps = 5, rows = 8 * 256, D = 256, only_threads = 0, skip_codegen = 0;
   const char *cpu = NULL;
-  tlm_mlp_kind kind = TLM_MLP_SWIGLU;
+  tlm_mlp kind = TLM_MLP_SWIGLU;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "--reps")) reps = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--rows")) rows = atoi(argv[i + 1]);

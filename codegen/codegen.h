@@ -44,10 +44,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef enum { TLM_MLP_SWIGLU = 0, TLM_MLP_GELU = 1 } tlm_mlp_kind;
+#include "tlm_enums.h"
+
 
 typedef struct {
-  tlm_mlp_kind kind;
+  tlm_mlp kind;
   int d_model;
   int width;
 } tlm_kernel_spec;

@@ -58,7 +58,7 @@ static void load_group(ir *g, LLVMValueRef *addrs, int n, LLVMValueRef full,
 
 /* The activation of the (gate, up) vectors at offset `off`; the gate is not
  * read for GELU, whose gate pointers may be NULL. */
-static LLVMValueRef activation_at(ir *g, tlm_mlp_kind kind, LLVMValueRef gate,
+static LLVMValueRef activation_at(ir *g, tlm_mlp kind, LLVMValueRef gate,
                                   LLVMValueRef up, LLVMValueRef off, LLVMValueRef full,
                                   LLVMValueRef mask) {
   LLVMValueRef addrs[2] = {ir_gep(g, up, off), NULL}, masks[2] = {mask, mask};
@@ -112,7 +112,7 @@ static LLVMValueRef emit_pack_rows(ir *g, int kind, const char *name, LLVMTypeRe
   LLVMValueRef full = LLVMBuildICmp(g->b, LLVMIntSLE, ir_add(g, c, ir_i64(g, g->vl)), cols, "");
   LLVMValueRef mask = ir_lane_mask(g, cols, c), off = ir_add(g, from, c), val;
   if (kind >= 0) {
-    val = activation_at(g, (tlm_mlp_kind)kind, gate, src, off, full, mask);
+    val = activation_at(g, (tlm_mlp)kind, gate, src, off, full, mask);
   } else {
     LLVMValueRef addr = ir_gep(g, src, off);
     load_group(g, &addr, 1, full, &mask, &val);
@@ -183,7 +183,7 @@ typedef struct {
   LLVMValueRef c_off[MAX_MR];       /* element offset of row i from c */
   LLVMValueRef masks[MAX_NV];
   LLVMValueRef c, pre_gate, pre_up, d_gate;
-  tlm_mlp_kind kind;
+  tlm_mlp kind;
 } tile;
 
 static LLVMValueRef acc_get(tile *t, int i, int v) {

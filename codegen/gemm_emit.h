@@ -51,7 +51,7 @@ typedef enum {
 } gemm_c_kind;
 
 typedef struct {
-  tlm_mlp_kind kind; /* which activation the _ACTIVATION variants apply */
+  tlm_mlp kind; /* which activation the _ACTIVATION variants apply */
   /* C rows [m0, m1), columns [n0, n1), depth k: i64 values. */
   LLVMValueRef m0, m1, n0, n1, k;
   gemm_a_kind a_kind;

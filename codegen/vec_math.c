@@ -69,7 +69,7 @@ static LLVMValueRef gelu_tanh_term(ir *g, LLVMValueRef u, LLVMValueRef *u2) {
   return vm_tanh(g, ir_fmul(g, ir_fmul(g, u, ir_vf32(g, GELU_K0)), poly));
 }
 
-LLVMValueRef vm_activation(ir *g, tlm_mlp_kind kind, LLVMValueRef gate,
+LLVMValueRef vm_activation(ir *g, tlm_mlp kind, LLVMValueRef gate,
                            LLVMValueRef up) {
   if (kind == TLM_MLP_SWIGLU)
     return ir_fmul(g, ir_fmul(g, gate, vm_sigmoid(g, gate)), up);
@@ -78,7 +78,7 @@ LLVMValueRef vm_activation(ir *g, tlm_mlp_kind kind, LLVMValueRef gate,
   return ir_fmul(g, ir_fmul(g, up, ir_vf32(g, 0.5)), ir_fadd(g, t, ir_vf32(g, 1.0)));
 }
 
-void vm_activation_grad(ir *g, tlm_mlp_kind kind, LLVMValueRef gate,
+void vm_activation_grad(ir *g, tlm_mlp kind, LLVMValueRef gate,
                         LLVMValueRef up, LLVMValueRef dh, LLVMValueRef *d_gate,
                         LLVMValueRef *d_up) {
   LLVMValueRef one = ir_vf32(g, 1.0);

@@ -49,7 +49,7 @@ uint8_t *blob_write(const ir_model *ir, size_t *size) {
     put(&w, &h, sizeof h);                     /* filled in at the end */
     str(&w, "");                               /* offset 0 is the empty string */
 
-    tlm_abi_model am = {0};
+    tlm_abi_config am = {0};
     am.name = str(&w, m->name);
     am.mixer = (uint32_t)m->mixer;
     am.mlp = (uint32_t)m->mlp;
@@ -77,9 +77,9 @@ uint8_t *blob_write(const ir_model *ir, size_t *size) {
         .batch = t->batch, .context = t->context, .steps = t->steps, .warmup = t->warmup,
         .accumulate = t->accumulate, .eval_every = t->eval_every, .eval_batches = t->eval_batches,
         .ckpt_every = t->ckpt_every, .log_every = t->log_every, .seed = t->seed,
-        .optimizer = t->optimizer == OPT_ADAMW ? TLM_OPT_ADAMW : TLM_OPT_SGD,
-        .lr_schedule = t->lr_schedule == LR_COSINE ? TLM_ABI_LR_COSINE
-                     : t->lr_schedule == LR_LINEAR ? TLM_ABI_LR_LINEAR : TLM_ABI_LR_CONSTANT,
+        .optimizer = t->optimizer == TLM_OPT_ADAMW ? TLM_OPT_ADAMW : TLM_OPT_SGD,
+        .lr_schedule = t->lr_schedule == TLM_LR_COSINE ? TLM_LR_COSINE
+                     : t->lr_schedule == TLM_LR_LINEAR ? TLM_LR_LINEAR : TLM_LR_CONSTANT,
         .lr = t->lr, .beta1 = t->beta1, .beta2 = t->beta2, .eps = t->eps,
         .weight_decay = t->weight_decay, .momentum = t->momentum,
         .min_lr = t->min_lr < 0 ? t->lr / 10 : t->min_lr, .grad_clip = t->grad_clip,

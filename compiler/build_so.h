@@ -5,7 +5,7 @@
 
 #include <stdbool.h>
 #include <stdio.h>
-#include "model.h"
+#include "checked_model.h"
 
 typedef struct build_options {
     const char *cpu;          /* NULL: the host */

@@ -372,7 +372,7 @@ static bool read_optimizer(scope *s, const expr *e0, train_config *t) {
         return false;
     }
     bool adamw = strcmp(fn, "adamw") == 0;
-    t->optimizer = adamw ? OPT_ADAMW : OPT_SGD;
+    t->optimizer = adamw ? TLM_OPT_ADAMW : TLM_OPT_SGD;
     if (e->kind == EX_NAME) return true;
     const expr *v[4] = {NULL, NULL, NULL, NULL};
     if (!read_named_args(s, e, fn, adamw ? adamw_args : sgd_args, v)) return false;
@@ -410,7 +410,7 @@ static bool read_lr_schedule(scope *s, const expr *e0, train_config *t) {
         diag_hint(D(s), "lr_schedule = cosine(warmup = 100, min_lr = 3e-4), linear(...) or constant(warmup = 0)");
         return false;
     }
-    t->lr_schedule = k == 0 ? LR_COSINE : k == 1 ? LR_LINEAR : LR_CONSTANT;
+    t->lr_schedule = k == 0 ? TLM_LR_COSINE : k == 1 ? TLM_LR_LINEAR : TLM_LR_CONSTANT;
     if (e->kind == EX_NAME) return true;
     const expr *v[2] = {NULL, NULL};
     if (!read_named_args(s, e, fn, k == 2 ? constant_args : decay_args, v)) return false;
@@ -430,14 +430,14 @@ static void train_defaults(train_config *t, int64_t context) {
     t->batch = 8;
     t->context = context;
     t->steps = 1000;
-    t->optimizer = OPT_ADAMW;
+    t->optimizer = TLM_OPT_ADAMW;
     t->lr = 1e-3;
     t->beta1 = 0.9;
     t->beta2 = 0.95;
     t->eps = 1e-8;
     t->weight_decay = 0.1;
     t->momentum = 0.9;
-    t->lr_schedule = LR_COSINE;
+    t->lr_schedule = TLM_LR_COSINE;
     t->warmup = 100;
     t->min_lr = -1;
     t->seed = 1337;
@@ -604,9 +604,9 @@ static bool check_mixer_settings(scope *s, checked_model *m) {
     for (const setting_spec *x = model_settings; x->name; x++) {
         int i = (int)(x - model_settings);
         if (!x->mixer || !s->def[i]) continue;
-        if (strcmp(x->mixer, mixer_names[m->mixer]) != 0) {
+        if (strcmp(x->mixer, tlm_enum_name(&tlm_mixer_enum, m->mixer)) != 0) {
             diag_error(D(s), s->def[i]->name_loc, "`%s` is a setting of the `%s` mixer, but `%s` "
-                       "uses `%s`", x->name, x->mixer, s->model->name, mixer_names[m->mixer]);
+                       "uses `%s`", x->name, x->mixer, s->model->name, tlm_enum_name(&tlm_mixer_enum, m->mixer));
             ok = false;
         }
     }
@@ -633,13 +633,13 @@ static bool check_shape(scope *s, checked_model *m) {
         inherited_note(s, "head_dim");
         return false;
     }
-    if (m->mixer != MIXER_TITANS && m->head_dim % 2 != 0) {
+    if (m->mixer != TLM_MIXER_TITANS && m->head_dim % 2 != 0) {
         diag_error(D(s), loc_of(s, s->def[hd] ? "head_dim" : "heads"),
                    "rotary position embeddings need an even head size, but it is %lld",
                    (long long)m->head_dim);
         ok = false;
     }
-    if (m->mixer == MIXER_TITANS && m->context % m->chunk != 0) {
+    if (m->mixer == TLM_MIXER_TITANS && m->context % m->chunk != 0) {
         diag_error(D(s), loc_of(s, "chunk"), "chunk (%lld) must divide context (%lld)",
                    (long long)m->chunk, (long long)m->context);
         ok = false;
@@ -688,9 +688,9 @@ bool check_model(program *p, const item *model, checked_model *m, bool names_onl
     if (names_only) {
         /* After syntax errors: report what can be known without evaluating. */
         bool good = true;
-        choice_setting(s, "mixer", MIXER_ATTENTION, "mixer", &good);
-        choice_setting(s, "mlp", MLP_SWIGLU, "MLP kind", &good);
-        choice_setting(s, "gate", GATE_ELEMENTWISE, "gate kind", &good);
+        choice_setting(s, "mixer", TLM_MIXER_ATTENTION, "mixer", &good);
+        choice_setting(s, "mlp", TLM_MLP_SWIGLU, "MLP kind", &good);
+        choice_setting(s, "gate", TLM_GATE_ELEMENTWISE, "gate kind", &good);
         choice_setting(s, "tie_embeddings", 0, NULL, &good);
         choice_setting(s, "monotone", 1, NULL, &good);
         ok = false;
@@ -708,9 +708,9 @@ bool check_model(program *p, const item *model, checked_model *m, bool names_onl
         m->norm_eps = real_setting(s, "norm_eps", &good);
         m->rope_base = real_setting(s, "rope_base", &good);
         m->inner_lr = real_setting(s, "inner_lr", &good);
-        m->mixer = (mixer_kind)choice_setting(s, "mixer", MIXER_ATTENTION, "mixer", &good);
-        m->mlp = (mlp_kind)choice_setting(s, "mlp", MLP_SWIGLU, "MLP kind", &good);
-        m->gate = (gate_kind)choice_setting(s, "gate", GATE_ELEMENTWISE, "gate kind", &good);
+        m->mixer = (tlm_mixer)choice_setting(s, "mixer", TLM_MIXER_ATTENTION, "mixer", &good);
+        m->mlp = (tlm_mlp)choice_setting(s, "mlp", TLM_MLP_SWIGLU, "MLP kind", &good);
+        m->gate = (tlm_gate)choice_setting(s, "gate", TLM_GATE_ELEMENTWISE, "gate kind", &good);
         m->tie_embeddings = choice_setting(s, "tie_embeddings", 0, NULL, &good) == 1;
         m->warn_nonmonotone = choice_setting(s, "monotone", 1, NULL, &good) == 1;
         if (s->def[spec_index("head_dim")]) m->head_dim = int_setting(s, "head_dim", &good);

@@ -6,7 +6,7 @@
 #define TLM_CHECK_MODEL_H
 
 #include <stdbool.h>
-#include "model.h"
+#include "checked_model.h"
 #include "program.h"
 
 /* Returns false if the model has errors (reported). names_only: the file had

@@ -1,8 +1,8 @@
 #include "cost.h"
 
 int64_t mlp_params_at(const checked_model *m, int64_t w) {
-    int64_t per_level = (m->mlp == MLP_SWIGLU ? 3 : 2) * m->d_model * w;
-    return per_level * (m->mixer == MIXER_HOPE_ATTENTION ? m->ncms : 1);
+    int64_t per_level = (m->mlp == TLM_MLP_SWIGLU ? 3 : 2) * m->d_model * w;
+    return per_level * (m->mixer == TLM_MIXER_HOPE_ATTENTION ? m->ncms : 1);
 }
 
 layer_cost cost_of_layer(const checked_model *m, int64_t width) {
@@ -15,15 +15,15 @@ layer_cost cost_of_layer(const checked_model *m, int64_t width) {
     int64_t matrices = 0;
     double extra = 0;                        /* FLOPs beyond the weight matrices */
     switch (m->mixer) {
-    case MIXER_ATTENTION:
+    case TLM_MIXER_ATTENTION:
         matrices = 4 * d * a;                /* q, k, v, o */
         extra = 4.0 * (double)a * mean_ctx;
         break;
-    case MIXER_GATED_ATTENTION:
-        matrices = 4 * d * a + d * (m->gate == GATE_HEADWISE ? h : a);
+    case TLM_MIXER_GATED_ATTENTION:
+        matrices = 4 * d * a + d * (m->gate == TLM_GATE_HEADWISE ? h : a);
         extra = 4.0 * (double)a * mean_ctx;
         break;
-    case MIXER_TITANS:
+    case TLM_MIXER_TITANS:
         /* q, k, v, output gate, o; per-head theta, eta, alpha; an output
          * RMSNorm weight of size d_attn. */
         matrices = 5 * d * a + 3 * d * h;
@@ -32,7 +32,7 @@ layer_cost cost_of_layer(const checked_model *m, int64_t width) {
          * momentum and memory updates and M q, about 12 d_h^2 FLOPs. */
         extra = 12.0 * (double)h * (double)m->head_dim * (double)m->head_dim;
         break;
-    case MIXER_HOPE_ATTENTION:
+    case TLM_MIXER_HOPE_ATTENTION:
         matrices = 4 * d * a;
         extra = 4.0 * (double)a * mean_ctx;
         c.norm_params = d + (int64_t)m->ncms * d;    /* one norm per CMS level */

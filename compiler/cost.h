@@ -7,7 +7,7 @@
 #define TLM_COST_H
 
 #include <stdint.h>
-#include "model.h"
+#include "checked_model.h"
 
 typedef struct layer_cost {
     int64_t mlp_params, mixer_params, norm_params;

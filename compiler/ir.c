@@ -90,7 +90,7 @@ static void add_op(ir_model *ir, uint32_t kind, int layer, int kernel, uint32_t 
 /* ---- kernels: one per distinct (kind, d_model, width) ---- */
 
 static int kernel_for(ir_model *ir, const checked_model *m, int64_t width) {
-    uint32_t kind = m->mlp == MLP_SWIGLU ? TLM_ABI_MLP_SWIGLU : TLM_ABI_MLP_GELU;
+    uint32_t kind = m->mlp == TLM_MLP_SWIGLU ? TLM_MLP_SWIGLU : TLM_MLP_GELU;
     for (int k = 0; k < ir->nkernels; k++)
         if (ir->kernels[k].mlp == kind && ir->kernels[k].width == width) return k;
     ir->kernels = grow(ir->kernels, ir->nkernels, &ir->caps[3], sizeof *ir->kernels);
@@ -100,7 +100,7 @@ static int kernel_for(ir_model *ir, const checked_model *m, int64_t width) {
     k->mlp = kind;
     k->d_model = m->d_model;
     k->width = width;
-    tlm_kernel_spec spec = {kind == TLM_ABI_MLP_SWIGLU ? TLM_MLP_SWIGLU : TLM_MLP_GELU, (int)m->d_model,
+    tlm_kernel_spec spec = {kind == TLM_MLP_SWIGLU ? TLM_MLP_SWIGLU : TLM_MLP_GELU, (int)m->d_model,
                             (int)width};
     char symbol[128];
     tlm_kernel_symbol(&spec, TLM_ENTRY_FWD, symbol, sizeof symbol);
@@ -151,7 +151,7 @@ static char *fmt2(const char *f, int a, int b) {
 static void mlp_params(lowering *lw, block *y, int i) {
     int l = y->layer;
     int64_t W = lw->m->widths[l], D = lw->D;
-    bool cms = lw->m->mixer == MIXER_HOPE_ATTENTION;
+    bool cms = lw->m->mixer == TLM_MIXER_HOPE_ATTENTION;
     y->mlp_norm[i] = P(cms ? fmt2("model.layers.%d.cms.%d.norm.weight", l, i)
                            : fmt("model.layers.%d.post_attention_layernorm.weight", l),
                        TLM_P_MLP_NORM, l, D, 0, TLM_INIT_ONES, 0, false);
@@ -183,10 +183,10 @@ static void block_params(lowering *lw, block *y) {
     y->q = P(fmt("model.layers.%d.self_attn.q_proj.weight", l), TLM_P_Q, l, A, D, TLM_INIT_NORMAL, lw->std, true);
     y->k = P(fmt("model.layers.%d.self_attn.k_proj.weight", l), TLM_P_K, l, A, D, TLM_INIT_NORMAL, lw->std, true);
     y->v = P(fmt("model.layers.%d.self_attn.v_proj.weight", l), TLM_P_V, l, A, D, TLM_INIT_NORMAL, lw->std, true);
-    if (m->mixer == MIXER_GATED_ATTENTION)
+    if (m->mixer == TLM_MIXER_GATED_ATTENTION)
         y->out_gate = P(fmt("model.layers.%d.self_attn.g_proj.weight", l), TLM_P_OUT_GATE, l,
-                        m->gate == GATE_HEADWISE ? H : A, D, TLM_INIT_NORMAL, lw->std, true);
-    if (m->mixer == MIXER_TITANS) {
+                        m->gate == TLM_GATE_HEADWISE ? H : A, D, TLM_INIT_NORMAL, lw->std, true);
+    if (m->mixer == TLM_MIXER_TITANS) {
         y->gates = P(fmt("model.layers.%d.self_attn.theta_proj.weight", l), TLM_P_THETA, l, H, D, TLM_INIT_NORMAL,
                      lw->std, true);
         P(fmt("model.layers.%d.self_attn.eta_proj.weight", l), TLM_P_ETA, l, H, D, TLM_INIT_NORMAL, lw->std, true);
@@ -219,7 +219,7 @@ static void block_buffers(lowering *lw, block *y) {
     y->rstd1 = BUF(fmt("rstd1.%d", l), TLM_B_RSTD1, l, 1, 0);
     y->qkv = BUF(fmt("qkv.%d", l), TLM_B_QKV, l, 3 * A, 0);
     y->gate_pre = y->attn_gated = y->probs = y->attn_y = -1;
-    if (m->mixer == MIXER_TITANS) {
+    if (m->mixer == TLM_MIXER_TITANS) {
         int64_t per_token, per_seq;
         titans_saved_size(lw, &per_token, &per_seq);
         y->mem_act = BUF(fmt("mem_act.%d", l), TLM_B_MEM_ACT, l, 3 * A, 0);
@@ -242,7 +242,7 @@ static void block_buffers(lowering *lw, block *y) {
     }
     y->mid = BUF(fmt("mid.%d", l), TLM_B_MID, l, D, 0);
     for (int i = 0; i < lw->levels; i++) {
-        bool cms = m->mixer == MIXER_HOPE_ATTENTION;
+        bool cms = m->mixer == TLM_MIXER_HOPE_ATTENTION;
         /* level i reads u_i: the block's mid for i = 0, else the stream
          * after level i - 1 */
         y->level_in[i] = i == 0 ? y->mid : BUF(fmt2("cms_u.%d.%d", l, i), TLM_B_CMS_U, l, D, 0);
@@ -258,7 +258,7 @@ static void block_grad_buffers(lowering *lw, block *y) {
     const checked_model *m = lw->m;
     int l = y->layer;
     int64_t A = lw->A, H = lw->H, W = m->widths[l];
-    bool cms = m->mixer == MIXER_HOPE_ATTENTION;
+    bool cms = m->mixer == TLM_MIXER_HOPE_ATTENTION;
     for (int i = 0; i < lw->levels; i++) {
         y->d_pre_gate[i] = lw->swiglu ? BUF(cms ? fmt2("d_pre_gate.%d.%d", l, i) : fmt("d_pre_gate.%d", l),
                                             TLM_B_D_PRE_GATE, l, W, 0)
@@ -270,7 +270,7 @@ static void block_grad_buffers(lowering *lw, block *y) {
         y->d_attn_gated = BUF(fmt("d_attn_gated.%d", l), TLM_B_D_ATTN_GATED, l, A, 0);
         y->d_gate_pre = BUF(fmt("d_gate_pre.%d", l), TLM_B_D_GATE_PRE, l, lw->ir->params[y->out_gate].shape[0], 0);
     }
-    if (m->mixer == MIXER_TITANS) {
+    if (m->mixer == TLM_MIXER_TITANS) {
         y->d_mem_yn = BUF(fmt("d_mem_yn.%d", l), TLM_B_D_MEM_YN, l, A, 0);
         y->d_mem_y = BUF(fmt("d_mem_y.%d", l), TLM_B_D_MEM_Y, l, A, 0);
         y->d_mem_qkv = BUF(fmt("d_mem_qkv.%d", l), TLM_B_D_MEM_QKV, l, 3 * A, 0);
@@ -295,7 +295,7 @@ static void mixer_forward(lowering *lw, block *y) {
     OP(TLM_OP_RMSNORM, l, IN(y->resid, -1, -1, -1), OUT(y->norm1, y->rstd1, -1, -1), PARAMS(y->attn_norm, -1, -1, -1));
     OP(TLM_OP_QKV, l, IN(y->norm1, -1, -1, -1), OUT(y->qkv, -1, -1, -1), PARAMS(y->q, y->k, y->v, -1));
     int mixed;                                 /* what o_proj reads */
-    if (m->mixer == MIXER_TITANS) {
+    if (m->mixer == TLM_MIXER_TITANS) {
         OP(TLM_OP_MEM_ACT, l, IN(y->qkv, -1, -1, -1), OUT(y->mem_act, y->mem_qkv, y->mem_rnorm, -1), PARAMS(-1, -1, -1, -1));
         OP(TLM_OP_LINEAR, l, IN(y->norm1, -1, -1, -1), OUT(y->mem_gates_pre, -1, -1, -1), PARAMS(y->gates, y->gates + 1, y->gates + 2, -1));
         OP(TLM_OP_MEM_GATES, l, IN(y->mem_gates_pre, -1, -1, -1), OUT(y->mem_gates, -1, -1, -1), PARAMS(-1, -1, -1, -1));
@@ -351,7 +351,7 @@ static void mixer_backward(lowering *lw, block *y) {
     int d_mixed = y->out_gate >= 0 ? y->d_attn_gated : y->d_attn_y;
     int mixed = y->out_gate >= 0 ? y->attn_gated : y->attn_y;
     OP(TLM_OP_OUT_PROJ_BACKWARD, l, IN(lw->d_resid, mixed, -1, -1), OUT(d_mixed, -1, -1, -1), PARAMS(y->o, -1, -1, -1));
-    if (m->mixer == MIXER_TITANS) {
+    if (m->mixer == TLM_MIXER_TITANS) {
         OP(TLM_OP_SILU_GATE_BACKWARD, l, IN(y->d_attn_gated, y->mem_yn, y->gate_pre, -1), OUT(y->d_mem_yn, y->d_gate_pre, -1, -1), PARAMS(-1, -1, -1, -1));
         OP(TLM_OP_LINEAR_DW, l, IN(y->d_gate_pre, y->norm1, -1, -1), OUT(-1, -1, -1, -1), PARAMS(y->out_gate, -1, -1, -1));
         OP(TLM_OP_RMSNORM_HEADS_BACKWARD, l, IN(y->d_mem_yn, y->mem_y, y->mem_rstd, -1), OUT(y->d_mem_y, -1, -1, -1), PARAMS(y->mem_norm, -1, -1, -1));
@@ -395,8 +395,8 @@ bool ir_lower(const checked_model *m, ir_model *ir) {
     ir->m = m;
     int L = (int)m->layers;
     lowering lw_ = {ir, m, m->d_model, m->heads * m->head_dim, m->heads, m->head_dim, m->vocab,
-                    m->mixer == MIXER_HOPE_ATTENTION ? m->ncms : 1,
-                    0.02, 0.02 / sqrt(2.0 * (double)L), m->mlp == MLP_SWIGLU, -1, -1};
+                    m->mixer == TLM_MIXER_HOPE_ATTENTION ? m->ncms : 1,
+                    0.02, 0.02 / sqrt(2.0 * (double)L), m->mlp == TLM_MLP_SWIGLU, -1, -1};
     lowering *lw = &lw_;
     block *blocks = calloc((size_t)L, sizeof *blocks);
     ir->layer_kernel = calloc((size_t)L, sizeof *ir->layer_kernel);

@@ -11,7 +11,7 @@
 
 #include <stdio.h>
 
-#include "model.h"
+#include "checked_model.h"
 #include "tlm_abi.h"
 
 typedef struct ir_plan {

@@ -49,7 +49,7 @@ const char *ir_op_name(uint32_t kind) {
 
 static const char *init_name(const tlm_abi_param *p, char *buf, size_t n) {
     if (p->init == TLM_INIT_ONES) return "ones";
-    if (p->init == TLM_INIT_ZEROS) return "zeros";
+    if (p->init == TLM_INIT_COUNT) return "zeros";
     snprintf(buf, n, "normal(%.6g)", p->init_std);
     return buf;
 }
@@ -97,14 +97,14 @@ void ir_print(FILE *out, const ir_model *ir) {
     fprintf(out, "; tlm IR, ABI version %u\n", TLM_ABI_VERSION);
     fprintf(out, "model %s: mixer %s, mlp %s, vocab %lld, context %lld, d_model %lld, layers %lld, "
             "heads %lld x %lld, tie_embeddings %s, norm_eps %g, rope_base %g\n",
-            m->name, mixer_names[m->mixer], mlp_names[m->mlp], (long long)m->vocab, (long long)m->context,
+            m->name, tlm_enum_name(&tlm_mixer_enum, m->mixer), tlm_enum_name(&tlm_mlp_enum, m->mlp), (long long)m->vocab, (long long)m->context,
             (long long)m->d_model, (long long)m->layers, (long long)m->heads, (long long)m->head_dim,
             m->tie_embeddings ? "true" : "false", m->norm_eps, m->rope_base);
-    if (m->mixer == MIXER_GATED_ATTENTION)
-        fprintf(out, "gate %s\n", m->gate == GATE_HEADWISE ? "headwise" : "elementwise");
-    if (m->mixer == MIXER_TITANS)
+    if (m->mixer == TLM_MIXER_GATED_ATTENTION)
+        fprintf(out, "gate %s\n", m->gate == TLM_GATE_HEADWISE ? "headwise" : "elementwise");
+    if (m->mixer == TLM_MIXER_TITANS)
         fprintf(out, "memory: chunk %lld, inner_lr %g\n", (long long)m->chunk, m->inner_lr);
-    if (m->mixer == MIXER_HOPE_ATTENTION) {
+    if (m->mixer == TLM_MIXER_HOPE_ATTENTION) {
         fprintf(out, "cms levels %d, periods", m->ncms);
         for (int i = 0; i < m->ncms; i++) fprintf(out, " %lld", (long long)m->cms[i]);
         fputc('\n', out);
@@ -117,7 +117,7 @@ void ir_print(FILE *out, const ir_model *ir) {
     fprintf(out, "\nkernels (%d specialisations):\n", ir->nkernels);
     for (int k = 0; k < ir->nkernels; k++) {
         fprintf(out, "  k%-3d %-6s d_model %lld width %-6lld %s, layers", k,
-                ir->kernels[k].mlp == TLM_ABI_MLP_SWIGLU ? "swiglu" : "gelu",
+                ir->kernels[k].mlp == TLM_MLP_SWIGLU ? "swiglu" : "gelu",
                 (long long)ir->kernels[k].d_model, (long long)ir->kernels[k].width, ir->kernel_symbols[k]);
         for (int64_t l = 0; l < m->layers; l++)
             if (ir->layer_kernel[l] == k) fprintf(out, " %lld", (long long)l);

@@ -53,16 +53,6 @@ void report_summary(FILE *out, const checked_model *m) {
     free(d);
 }
 
-static const char *mixer_title(const checked_model *m) {
-    switch (m->mixer) {
-    case MIXER_ATTENTION: return "Transformer";
-    case MIXER_GATED_ATTENTION: return "Gated Attention";
-    case MIXER_TITANS: return "Titans";
-    case MIXER_HOPE_ATTENTION: return "Hope-attention";
-    }
-    return "?";
-}
-
 static void cost_row(FILE *out, const char *what, int64_t got, int64_t base, bool has_base) {
     char a[32], b[32], c[32];
     if (has_base)
@@ -76,10 +66,10 @@ void report_text(FILE *out, const checked_model *m) {
     char a[32], b[32];
     fprintf(out, "model %s: %s (%s, %s), %lld layers, d_model %lld, %lld heads of %lld, vocab %lld, "
             "context %lld, quantum %lld%s\n",
-            m->name, mixer_title(m), mixer_names[m->mixer], mlp_names[m->mlp], (long long)m->layers,
+            m->name, tlm_enum_title(&tlm_mixer_enum, m->mixer), tlm_enum_name(&tlm_mixer_enum, m->mixer), tlm_enum_name(&tlm_mlp_enum, m->mlp), (long long)m->layers,
             (long long)m->d_model, (long long)m->heads, (long long)m->head_dim, (long long)m->vocab,
             (long long)m->context, (long long)m->quantum, m->tie_embeddings ? ", tied embeddings" : "");
-    if (m->mixer == MIXER_HOPE_ATTENTION) {
+    if (m->mixer == TLM_MIXER_HOPE_ATTENTION) {
         fprintf(out, "  CMS levels: %d, update periods [", m->ncms);
         for (int i = 0; i < m->ncms; i++) fprintf(out, "%s%lld", i ? ", " : "", (long long)m->cms[i]);
         fprintf(out, "]; every level has the layer's width\n");
@@ -146,7 +136,7 @@ void report_json_model(FILE *out, const checked_model *m, int index) {
     fprintf(out, "%s\n  {\"name\": \"%s\", \"mixer\": \"%s\", \"mlp\": \"%s\", \"layers\": %lld, "
             "\"d_model\": %lld, \"heads\": %lld, \"head_dim\": %lld, \"vocab\": %lld, \"context\": %lld, "
             "\"quantum\": %lld, \"tie_embeddings\": %s,\n   \"budget\": ",
-            index ? "," : "", m->name, mixer_names[m->mixer], mlp_names[m->mlp], (long long)m->layers,
+            index ? "," : "", m->name, tlm_enum_name(&tlm_mixer_enum, m->mixer), tlm_enum_name(&tlm_mlp_enum, m->mlp), (long long)m->layers,
             (long long)m->d_model, (long long)m->heads, (long long)m->head_dim, (long long)m->vocab,
             (long long)m->context, (long long)m->quantum, m->tie_embeddings ? "true" : "false");
     if (m->has_budget) fprintf(out, "{\"uniform\": %lld}", (long long)m->budget_width);
@@ -183,10 +173,10 @@ void report_json_model(FILE *out, const checked_model *m, int index) {
             "\"min_lr\": %s, \"seed\": %llu, \"grad_clip\": %s, \"accumulate\": %lld, "
             "\"eval_every\": %lld, \"eval_batches\": %lld, \"ckpt_every\": %lld, \"log_every\": %lld}}",
             (long long)t->batch, (long long)t->context, (long long)t->steps,
-            t->optimizer == OPT_ADAMW ? "adamw" : "sgd", fmt_real(r[0], 40, t->lr),
+            t->optimizer == TLM_OPT_ADAMW ? "adamw" : "sgd", fmt_real(r[0], 40, t->lr),
             fmt_real(r[1], 40, t->beta1), fmt_real(r[2], 40, t->beta2), fmt_real(r[3], 40, t->eps),
             fmt_real(r[4], 40, t->weight_decay), fmt_real(r[5], 40, t->momentum),
-            t->lr_schedule == LR_COSINE ? "cosine" : t->lr_schedule == LR_LINEAR ? "linear" : "constant",
+            t->lr_schedule == TLM_LR_COSINE ? "cosine" : t->lr_schedule == TLM_LR_LINEAR ? "linear" : "constant",
             (long long)t->warmup, fmt_real(r[6], 40, t->min_lr < 0 ? t->lr / 10 : t->min_lr),
             (unsigned long long)t->seed, fmt_real(r[7], 40, t->grad_clip), (long long)t->accumulate,
             (long long)t->eval_every, (long long)t->eval_batches, (long long)t->ckpt_every,

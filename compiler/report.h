@@ -5,7 +5,7 @@
 #define TLM_REPORT_H
 
 #include <stdio.h>
-#include "model.h"
+#include "checked_model.h"
 
 void report_summary(FILE *out, const checked_model *m);
 void report_text(FILE *out, const checked_model *m);

@@ -32,7 +32,7 @@ static void suggest_name(resolver *r, const char *name) {
 }
 
 static bool is_symbol_word(const char *n) {
-    return name_index(mixer_names, n) >= 0 || name_index(mlp_names, n) >= 0 ||
+    return name_index(tlm_mixer_enum.names, n) >= 0 || name_index(tlm_mlp_enum.names, n) >= 0 ||
            name_index(symbol_values, n) >= 0;
 }
 

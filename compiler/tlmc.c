@@ -169,8 +169,8 @@ static int print_keywords(const char *stdlib) {
     print_list("keyword", keywords);
     print_list("setting", setting_names(model_settings));
     print_list("train_setting", setting_names(train_settings));
-    print_list("mixer", mixer_names);
-    print_list("mlp", mlp_names);
+    print_list("mixer", tlm_mixer_enum.names);
+    print_list("mlp", tlm_mlp_enum.names);
     print_list("value", symbol_values);
     print_list("function", value_functions);
     print_list("builtin", builtin_names);

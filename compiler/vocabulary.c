@@ -3,9 +3,6 @@
 #include <string.h>
 
 const char *const keywords[] = {"model", "param", "schedule", "train", "use", NULL};
-const char *const mixer_names[] = {"attention", "gated_attention", "titans", "hope_attention", NULL};
-const char *const mlp_names[] = {"swiglu", "gelu", NULL};
-const char *const gate_names[] = {"elementwise", "headwise", NULL};
 static const char *const bools[] = {"false", "true", NULL};
 const char *const symbol_values[] = {"elementwise", "false", "headwise", "none", "true", NULL};
 const char *const value_functions[] = {"adamw", "constant", "cosine", "linear", "sgd", "uniform", NULL};
@@ -21,8 +18,8 @@ const setting_spec model_settings[] = {
     {"layers", ST_INT, 1, 4096, 0, NULL, NULL, true, "number of blocks L"},
     {"heads", ST_INT, 1, 4096, 0, NULL, NULL, true, "attention (or memory) heads per block"},
     {"head_dim", ST_INT, 1, 1 << 16, 0, NULL, NULL, false, "size of a head (default d_model / heads)"},
-    {"mixer", ST_CHOICE, 0, 0, 0, mixer_names, NULL, false, "token mixer (default attention)"},
-    {"mlp", ST_CHOICE, 0, 0, 0, mlp_names, NULL, false, "MLP kind (default swiglu)"},
+    {"mixer", ST_CHOICE, 0, 0, 0, tlm_mixer_enum_names_, NULL, false, "token mixer (default attention)"},
+    {"mlp", ST_CHOICE, 0, 0, 0, tlm_mlp_enum_names_, NULL, false, "MLP kind (default swiglu)"},
     {"d_ff", ST_WIDTH, 0, 0, 0, NULL, NULL, true, "MLP width, an expression in the layer index l"},
     {"quantum", ST_INT, 1, 1 << 16, 0, NULL, NULL, false, "every width is a multiple of this (default 1)"},
     {"budget", ST_BUDGET, 0, 0, 0, NULL, NULL, false,
@@ -33,7 +30,7 @@ const setting_spec model_settings[] = {
     {"rope_base", ST_REAL, 1, BIG, 1, NULL, NULL, false, "rotary embedding base (default 10000)"},
     {"monotone", ST_BOOL, 0, 0, 0, bools, NULL, false,
      "false: widths may rise and fall with depth without a warning"},
-    {"gate", ST_CHOICE, 0, 0, 0, gate_names, "gated_attention", false,
+    {"gate", ST_CHOICE, 0, 0, 0, tlm_gate_enum_names_, "gated_attention", false,
      "elementwise (default) or headwise output gate"},
     {"chunk", ST_INT, 1, 1 << 16, 0, NULL, "titans", false,
      "memory update chunk size C (default 16; 1 is the exact recurrence)"},

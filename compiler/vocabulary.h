@@ -7,6 +7,8 @@
 
 #include <stdbool.h>
 
+#include "tlm_enums.h"
+
 typedef enum {
     ST_INT,          /* a whole number in [lo, hi] */
     ST_REAL,         /* a number in (lo, hi] or [lo, hi] */
@@ -33,9 +35,6 @@ typedef struct setting_spec {
 extern const setting_spec model_settings[];
 extern const setting_spec train_settings[];
 extern const char *const keywords[];
-extern const char *const mixer_names[];     /* indexed by mixer_kind */
-extern const char *const mlp_names[];       /* indexed by mlp_kind */
-extern const char *const gate_names[];
 extern const char *const symbol_values[];   /* true false none elementwise headwise */
 extern const char *const value_functions[]; /* uniform adamw sgd constant cosine linear */
 extern const char *const builtin_names[];

@@ -7,7 +7,7 @@
 #define TLM_WIDTHS_H
 
 #include <stdbool.h>
-#include "model.h"
+#include "checked_model.h"
 #include "session.h"
 
 /* Fills m->widths from m->raw_widths. Returns false after reporting. */

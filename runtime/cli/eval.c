@@ -79,19 +79,19 @@ int cmd_eval(int argc, char **argv) {
     if (ndata == 0) data[ndata++] = NULL;   /* Persuasion */
 
     char err[1024], path[4200];
-    tlm_model_so so;
+    tlm_so so;
     int opened = open_model("eval", model_path, threads, &so);
     if (opened) return opened;
-    if (context == 0) context = so.train->context > 0 ? so.train->context : so.model->context;
+    if (context == 0) context = so.train->context > 0 ? so.train->context : so.config->context;
     if (batch == 0) batch = so.train->batch > 0 ? so.train->batch : 1;
     tlm_model m = {0};
     tlm_dataset ds[MAX_DATA] = {{0}};
     char names[MAX_DATA][4200];
     int64_t step = 0;
     int rc = 0, width = 4;
-    if (context > so.model->context)
+    if (context > so.config->context)
         rc = cli_usage_error("eval", "--context %" PRId64 " is longer than the model's context (%" PRId64 ")",
-                             context, so.model->context);
+                             context, so.config->context);
     else if (!tlm_model_create(&m, &so, batch, context, false, err, sizeof err))
         rc = cli_error("eval", "%s", err);
     else
@@ -99,14 +99,14 @@ int cmd_eval(int argc, char **argv) {
 
     /* Load every text first, so a bad path fails before any long work. */
     for (int i = 0; i < ndata && !rc; i++) {
-        if (!corpus_load(&ds[i], data[i], CORPUS_VALID, context, so.model->vocab, names[i], sizeof names[i], err,
+        if (!corpus_load(&ds[i], data[i], CORPUS_VALID, context, so.config->vocab, names[i], sizeof names[i], err,
                          sizeof err))
             rc = cli_error("eval", "%s", err);
         else if ((int)strlen(names[i]) > width) width = (int)strlen(names[i]);
     }
     if (!rc) {
         printf("model %s, checkpoint %s (step %" PRId64 "), windows of %" PRId64 " tokens\n",
-               tlm_model_str(&so, so.model->name), path, step, context);
+               tlm_so_str(&so, so.config->name), path, step, context);
         printf("%-*s  %12s  %8s  %9s  %9s\n", width, "data", "tokens", "loss", "ppl", "bits/byte");
         fflush(stdout);
     }
@@ -127,6 +127,6 @@ int cmd_eval(int argc, char **argv) {
     }
     for (int i = 0; i < ndata; i++) tlm_data_free(&ds[i]);
     tlm_model_destroy(&m);
-    tlm_model_close(&so);
+    tlm_so_close(&so);
     return rc;
 }

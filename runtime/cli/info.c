@@ -45,18 +45,18 @@ int cmd_info(int argc, char **argv) {
         else path = argv[i];
     }
     if (!path) { usage(stderr); return 2; }
-    tlm_model_so so;
+    tlm_so so;
     char err[512];
-    if (!tlm_model_open(path, &so, err, sizeof err)) {
+    if (!tlm_so_open(path, &so, err, sizeof err)) {
         fprintf(stderr, "tlm-run: %s\n", err);
         return 1;
     }
-    const tlm_abi_model *m = so.model;
+    const tlm_abi_config *m = so.config;
     const tlm_abi_train *t = so.train;
     char a[32], b[32];
-    printf("model %s (%s), ABI version %u\n", tlm_model_str(&so, m->name), path, so.header->version);
+    printf("model %s (%s), ABI version %u\n", tlm_so_str(&so, m->name), path, so.header->version);
     printf("  mixer %s, mlp %s, vocab %lld, context %lld, d_model %lld, layers %lld, heads %lld x %lld\n",
-           mixer_name(m->mixer), m->mlp == TLM_ABI_MLP_SWIGLU ? "swiglu" : "gelu", (long long)m->vocab,
+           mixer_name(m->mixer), m->mlp == TLM_MLP_SWIGLU ? "swiglu" : "gelu", (long long)m->vocab,
            (long long)m->context, (long long)m->d_model, (long long)m->layers, (long long)m->heads,
            (long long)m->head_dim);
     printf("  norm_eps %g, rope_base %g, tied embeddings %s, quantum %lld\n", m->norm_eps, m->rope_base,
@@ -86,7 +86,7 @@ int cmd_info(int argc, char **argv) {
     else
         printf("  sgd: lr %g, momentum %g, weight_decay %g\n", t->lr, t->momentum, t->weight_decay);
     printf("  lr schedule %s, warmup %lld, min_lr %g, grad_clip %g\n",
-           t->lr_schedule == TLM_ABI_LR_COSINE ? "cosine" : t->lr_schedule == TLM_ABI_LR_LINEAR ? "linear" : "constant",
+           t->lr_schedule == TLM_LR_COSINE ? "cosine" : t->lr_schedule == TLM_LR_LINEAR ? "linear" : "constant",
            (long long)t->warmup, t->min_lr, t->grad_clip);
     printf("  eval every %lld steps (%lld batches), checkpoint every %lld, log every %lld\n",
            (long long)t->eval_every, (long long)t->eval_batches, (long long)t->ckpt_every,
@@ -98,9 +98,9 @@ int cmd_info(int argc, char **argv) {
                so.layers[l].kernel);
     printf("kernels (%u specialisations, one per distinct width):\n", so.header->nkernels);
     for (uint32_t k = 0; k < so.header->nkernels; k++)
-        printf("  k%-3u %s d_model %lld width %lld  %s\n", k, so.kernels[k].mlp == TLM_ABI_MLP_SWIGLU ? "swiglu" : "gelu",
+        printf("  k%-3u %s d_model %lld width %lld  %s\n", k, so.kernels[k].mlp == TLM_MLP_SWIGLU ? "swiglu" : "gelu",
                (long long)so.kernels[k].d_model, (long long)so.kernels[k].width,
-               tlm_model_str(&so, so.kernels[k].symbol));
+               tlm_so_str(&so, so.kernels[k].symbol));
     printf("memory plans:\n");
     for (uint32_t p = 0; p < so.header->nplans; p++) {
         const tlm_abi_plan *pl = &so.plans[p];
@@ -117,17 +117,17 @@ int cmd_info(int argc, char **argv) {
             char shape[48];
             if (p->ndim == 2) snprintf(shape, sizeof shape, "[%lld, %lld]", (long long)p->shape[0], (long long)p->shape[1]);
             else snprintf(shape, sizeof shape, "[%lld]", (long long)p->shape[0]);
-            printf("  %-48s %-14s @%lld\n", tlm_model_str(&so, p->name), shape, (long long)p->offset);
+            printf("  %-48s %-14s @%lld\n", tlm_so_str(&so, p->name), shape, (long long)p->offset);
         }
     }
     if (list_buffers) {
-        const int64_t *off = tlm_model_plan_offsets(&so, TLM_PLAN_TRAIN);
+        const int64_t *off = tlm_so_plan_offsets(&so, TLM_PLAN_TRAIN);
         printf("buffers (train plan offsets):\n");
         for (uint32_t i = 0; i < so.header->nbuffers; i++)
-            printf("  %-16s %12lld bytes @%lld\n", tlm_model_str(&so, so.buffers[i].name),
+            printf("  %-16s %12lld bytes @%lld\n", tlm_so_str(&so, so.buffers[i].name),
                    (long long)tlm_buffer_bytes(&so.buffers[i], so.plans[0].batch, so.plans[0].seq),
                    (long long)off[i]);
     }
-    tlm_model_close(&so);
+    tlm_so_close(&so);
     return 0;
 }

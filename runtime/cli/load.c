@@ -8,17 +8,17 @@
 #include "corpus.h"
 #include "tlm_rt/ops.h"
 
-int open_model(const char *cmd, const char *path, int64_t threads, tlm_model_so *so) {
+int open_model(const char *cmd, const char *path, int64_t threads, tlm_so *so) {
     if (!path) return cli_usage_error(cmd, "no MODEL.so given");
     tlm_set_num_threads(threads > 0 ? (int)threads : cli_cores());
     char err[1024];
-    if (!tlm_model_open(path, so, err, sizeof err)) return cli_error(cmd, "%s", err);
+    if (!tlm_so_open(path, so, err, sizeof err)) return cli_error(cmd, "%s", err);
     return 0;
 }
 
-int load_checkpoint(const char *cmd, const tlm_model_so *so, const char *ckpt, tlm_model *m, char *path,
+int load_checkpoint(const char *cmd, const tlm_so *so, const char *ckpt, tlm_model *m, char *path,
                     size_t pathlen, int64_t *step) {
-    const char *name = tlm_model_str(so, so->model->name);
+    const char *name = tlm_so_str(so, so->config->name);
     checkpoint_path(path, pathlen, ckpt, name);
     if (access(path, F_OK) != 0)
         return cli_error(cmd, "no checkpoint at %s (train first: tlm-run train MODEL.so%s%s)", path,

@@ -76,10 +76,10 @@ int cmd_probe(int argc, char **argv) {
     }
 
     char err[1024], path[4200], name[4200];
-    tlm_model_so so;
+    tlm_so so;
     int opened = open_model("probe", model_path, threads, &so);
     if (opened) return opened;
-    const tlm_abi_model *am = so.model;
+    const tlm_abi_config *am = so.config;
     if (context == 0) context = so.train->context > 0 ? so.train->context : am->context;
     if (batch > windows) batch = windows;
     tlm_model m = {0};
@@ -124,7 +124,7 @@ int cmd_probe(int argc, char **argv) {
     }
     if (!rc) {
         printf("model %s, checkpoint %s (step %" PRId64 "), %s: %" PRId64 " windows of %" PRId64 " tokens\n",
-               tlm_model_str(&so, am->name), path, step, name, done, context);
+               tlm_so_str(&so, am->name), path, step, name, done, context);
         printf("%5s %7s %8s\n", "layer", "d_ff", "rho");
         for (int64_t l = 0; l < L; l++)
             printf("%5" PRId64 " %7" PRId64 " %8.4f\n", l, so.layers[l].width, sum[l] / (double)(done * context));
@@ -134,6 +134,6 @@ int cmd_probe(int argc, char **argv) {
     free(tgt);
     tlm_data_free(&ds);
     tlm_model_destroy(&m);
-    tlm_model_close(&so);
+    tlm_so_close(&so);
     return rc;
 }

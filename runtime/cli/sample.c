@@ -59,10 +59,10 @@ int cmd_sample(int argc, char **argv) {
     }
 
     char err[1024], path[4200];
-    tlm_model_so so;
+    tlm_so so;
     int opened = open_model("sample", model_path, threads, &so);
     if (opened) return opened;
-    const int64_t T = so.model->context, V = so.model->vocab;
+    const int64_t T = so.config->context, V = so.config->vocab;
     /* Tokens are bytes: a larger vocabulary's other ids cannot be printed,
      * so the draw is among the first 256. */
     const int nbytes = V < 256 ? (int)V : 256;
@@ -106,6 +106,6 @@ int cmd_sample(int argc, char **argv) {
     free(window);
     free(scratch);
     tlm_model_destroy(&m);
-    tlm_model_close(&so);
+    tlm_so_close(&so);
     return rc;
 }

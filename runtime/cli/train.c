@@ -40,7 +40,7 @@
 
 typedef struct run {
     train_options o;
-    tlm_model_so so;
+    tlm_so so;
     tlm_model model;
     tlm_trainer trainer;
     tlm_dataset train, val;
@@ -161,8 +161,8 @@ static int start_state(run *r, tlm_st_file *ckpt) {
 static int setup(run *r) {
     char err[8192];
     train_options *o = &r->o;
-    if (!tlm_model_open(o->model, &r->so, err, sizeof err)) return cli_error("train", "%s", err);
-    const char *name = tlm_model_str(&r->so, r->so.model->name);
+    if (!tlm_so_open(o->model, &r->so, err, sizeof err)) return cli_error("train", "%s", err);
+    const char *name = tlm_so_str(&r->so, r->so.config->name);
     checkpoint_dir(r->ckpt_dir, sizeof r->ckpt_dir, o->ckpt, name);
     checkpoint_path(r->ckpt_file, sizeof r->ckpt_file, o->ckpt, name);
     r->ckpt_step = -1;
@@ -190,7 +190,7 @@ static int setup(run *r) {
     int threads = o->threads > 0 ? o->threads : ckpt_threads && atoi(ckpt_threads) > 0 ? atoi(ckpt_threads)
                                                                                          : cli_cores();
     tlm_set_num_threads(threads);
-    if (o->s.context <= 0) o->s.context = r->so.model->context;
+    if (o->s.context <= 0) o->s.context = r->so.config->context;
     if ((rc = train_check(o, &r->so))) goto out;
     if (o->resume && !train_same_trajectory(o, &defaults, decay, err, sizeof err)) {
         rc = cli_error("train", "%s", err);
@@ -201,7 +201,7 @@ static int setup(run *r) {
      * validates only on an explicit --val. */
     r->T = o->s.context;
     r->micro = o->s.batch / o->s.accumulate;
-    int64_t vocab = r->so.model->vocab;
+    int64_t vocab = r->so.config->vocab;
     if (!corpus_load(&r->train, o->data, CORPUS_TRAIN, r->T, vocab, r->train_name, sizeof r->train_name, err,
                      sizeof err)) {
         rc = cli_error("train", "%s", err);
@@ -246,11 +246,11 @@ out:
 
 static void banner(const run *r) {
     const tlm_abi_train *s = &r->o.s;
-    const tlm_abi_model *m = r->so.model;
+    const tlm_abi_config *m = r->so.config;
     int64_t params = 0;
     for (uint32_t i = 0; i < r->so.header->nparams; i++) params += r->so.params[i].count;
     printf("model %s: %.2fM parameters, %" PRId64 " layers, d_model %" PRId64 ", context %" PRId64 "\n",
-           tlm_model_str(&r->so, m->name), (double)params / 1e6, m->layers, m->d_model, m->context);
+           tlm_so_str(&r->so, m->name), (double)params / 1e6, m->layers, m->d_model, m->context);
     printf("data: %s, %.2f MB", r->train_name, (double)r->train.n / 1e6);
     if (r->have_val) printf("; validation: %s, %.2f MB\n", r->val_name, (double)r->val.n / 1e6);
     else printf("; no validation (give --val)\n");
@@ -387,7 +387,7 @@ int cmd_train(int argc, char **argv) {
     tlm_model_destroy(&r->model);
     tlm_data_free(&r->train);
     tlm_data_free(&r->val);
-    if (r->so.handle) tlm_model_close(&r->so);
+    if (r->so.handle) tlm_so_close(&r->so);
     train_options_free(&r->o);
     free(r);
     return rc;

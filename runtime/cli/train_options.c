@@ -186,7 +186,7 @@ void train_apply(train_options *o, const tlm_abi_train *defaults, bool decay, co
     if (!o->given_log) o->log = log;
 }
 
-int train_check(const train_options *o, const tlm_model_so *so) {
+int train_check(const train_options *o, const tlm_so *so) {
     tlm_abi_train s = o->s;
     /* Defaults come from the model or a checkpoint, so check them all, not
      * only what the flags set. */
@@ -207,10 +207,10 @@ int train_check(const train_options *o, const tlm_model_so *so) {
     if (s.batch % s.accumulate != 0)
         return cli_usage_error("train", "--batch %" PRId64 " is not divisible by --accumulate %" PRId64, s.batch,
                                s.accumulate);
-    if (s.context > so->model->context)
+    if (s.context > so->config->context)
         return cli_usage_error("train", "--context %" PRId64 " is longer than the model's context (%" PRId64 ")",
-                               s.context, so->model->context);
-    if (s.optimizer > TLM_OPT_SGD || s.lr_schedule > TLM_ABI_LR_CONSTANT)
+                               s.context, so->config->context);
+    if (s.optimizer > TLM_OPT_SGD || s.lr_schedule > TLM_LR_CONSTANT)
         return cli_usage_error("train", "unknown optimizer or learning-rate schedule");
     return 0;
 }
@@ -267,7 +267,7 @@ char *train_settings_json(const train_options *o) {
     for (int k = 0; k < NOPT; k++) tlm_sb_printf(&sb, "\"%s\":%.17g,", optimizer_reals[k].key, *real_at(&s, optimizer_reals[k].off));
     tlm_sb_printf(&sb, "\"optimizer\":\"%s\",\"lr_schedule\":\"%s\",\"decay_embeddings\":%s",
                   optimizer_names[s.optimizer <= TLM_OPT_SGD ? s.optimizer : 0],
-                  schedule_names[s.lr_schedule <= TLM_ABI_LR_CONSTANT ? s.lr_schedule : 0],
+                  schedule_names[s.lr_schedule <= TLM_LR_CONSTANT ? s.lr_schedule : 0],
                   o->decay_embeddings ? "true" : "false");
     const char *keys[3] = {"data", "val", "log"}, *vals[3] = {o->data, o->val, o->log};
     for (int k = 0; k < 3; k++) {

@@ -41,7 +41,7 @@ void train_apply(train_options *o, const tlm_abi_train *defaults, bool decay, co
                  const char *log);
 
 /* The settings against each other and the model: 0, or 2 after a message. */
-int train_check(const train_options *o, const tlm_model_so *so);
+int train_check(const train_options *o, const tlm_so *so);
 
 /* On --resume: the settings that shape the trajectory must equal the
  * checkpoint's (only --steps may change). false with a message naming the

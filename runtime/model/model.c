@@ -26,11 +26,11 @@ static void *alloc_aligned(size_t bytes) {
     return p;
 }
 
-bool tlm_model_create(tlm_model *m, const tlm_model_so *so, int64_t B, int64_t T, bool training,
+bool tlm_model_create(tlm_model *m, const tlm_so *so, int64_t B, int64_t T, bool training,
                       char *err, size_t n) {
     memset(m, 0, sizeof *m);
     const tlm_blob_header *h = so->header;
-    const tlm_abi_model *am = so->model;
+    const tlm_abi_config *am = so->config;
     if (B < 1 || T < 1) return tlm_fail(err, n, "batch and sequence length must be positive");
     if (T > am->context) return tlm_fail(err, n, "sequence length %lld is longer than the model's context %lld",
                                      (long long)T, (long long)am->context);
@@ -48,7 +48,7 @@ bool tlm_model_create(tlm_model *m, const tlm_model_so *so, int64_t B, int64_t T
     int kind = training ? TLM_PLAN_TRAIN : TLM_PLAN_INFER;
     const tlm_abi_plan *stored = &so->plans[kind];
     if (stored->batch == B && stored->seq == T) {
-        memcpy(m->offsets, tlm_model_plan_offsets(so, kind), h->nbuffers * sizeof *m->offsets);
+        memcpy(m->offsets, tlm_so_plan_offsets(so, kind), h->nbuffers * sizeof *m->offsets);
         m->arena_bytes = stored->arena_bytes;
     } else {
         m->arena_bytes = tlm_plan_arena(so->buffers, (int)h->nbuffers, so->ops, m->nops, B, T, m->offsets,
@@ -168,7 +168,7 @@ static int linear_rows(const tlm_model *m, const tlm_abi_op *op) {
 #include "titans_ops.h"
 
 static double run_op(tlm_model *m, const tlm_abi_op *op, float dloss) {
-    const tlm_abi_model *am = m->so->model;
+    const tlm_abi_config *am = m->so->config;
     const int N = (int)(m->run_B * m->run_T), B = (int)m->run_B, T = (int)m->run_T;
     const int D = (int)am->d_model, H = (int)am->heads, hd = (int)am->head_dim, A = H * hd, V = (int)am->vocab;
     const float eps = (float)am->norm_eps;
@@ -179,7 +179,7 @@ static double run_op(tlm_model *m, const tlm_abi_op *op, float dloss) {
     const tlm_kernel_fns *k = op->kernel >= 0 ? &m->so->kernel_fns[op->kernel] : NULL;
     int64_t W = op->kernel >= 0 ? m->so->kernels[op->kernel].width : 0;
 
-    switch ((enum tlm_abi_op_kind)op->kind) {
+    switch ((enum tlm_op_kind)op->kind) {
     /* token embedding: resid.0 = embed[tokens] */
     case TLM_OP_EMBED:
         tlm_embedding_forward(out0, m->tokens, p0, N, D);
@@ -302,8 +302,6 @@ static double run_op(tlm_model *m, const tlm_abi_op *op, float dloss) {
     case TLM_OP_TITANS:
     case TLM_OP_TITANS_BACKWARD:
         titans_op(m, op, in0, in1, in2, in3, out0, out1, out2);
-        break;
-    case TLM_OP_COUNT:
         break;
     }
     return 0;

@@ -2,8 +2,8 @@
  * arena laid out by the memory plan, and the interpreter that runs the
  * IR's ops (forward, then backward) with the runtime's ops and the model's
  * generated MLP kernels. */
-#ifndef TLM_MODEL_H
-#define TLM_MODEL_H
+#ifndef TLM_RUNTIME_MODEL_H
+#define TLM_RUNTIME_MODEL_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -12,7 +12,7 @@
 #include "model_so.h"
 
 typedef struct tlm_model {
-    const tlm_model_so *so;
+    const tlm_so *so;
     int64_t B, T;              /* the largest batch and sequence the arena holds */
     bool training;             /* gradients and the backward ops */
     int nforward, nops;        /* ops [0, nforward) are the forward pass */
@@ -28,7 +28,7 @@ typedef struct tlm_model {
 } tlm_model;
 
 /* B, T: the sizes to plan for (later calls may use smaller ones). */
-bool tlm_model_create(tlm_model *m, const tlm_model_so *so, int64_t B, int64_t T, bool training,
+bool tlm_model_create(tlm_model *m, const tlm_so *so, int64_t B, int64_t T, bool training,
                       char *err, size_t errlen);
 void tlm_model_destroy(tlm_model *m);
 

@@ -15,7 +15,7 @@ static float sigmoid_of(float x) { return 1.0f / (1.0f + expf(-x)); }
 
 static void titans_op(tlm_model *m, const tlm_abi_op *op, float *in0, float *in1, float *in2, float *in3,
                       float *out0, float *out1, float *out2) {
-    const tlm_abi_model *am = m->so->model;
+    const tlm_abi_config *am = m->so->config;
     const int B = (int)m->run_B, T = (int)m->run_T, N = B * T;
     const int H = (int)am->heads, hd = (int)am->head_dim, A = H * hd;
     const float lr_max = (float)am->inner_lr;

@@ -24,13 +24,13 @@ static void shape_text(char *buf, size_t n, int ndim, const int64_t *shape) {
     if (used < n) snprintf(buf + used, n - used, "]");
 }
 
-uint64_t tlm_param_fingerprint(const tlm_model_so *so) {
+uint64_t tlm_param_fingerprint(const tlm_so *so) {
     uint64_t h = TLM_FNV_OFFSET;
     char shape[96];
     for (uint32_t i = 0; i < so->header->nparams; i++) {
         const tlm_abi_param *p = &so->params[i];
         shape_text(shape, sizeof shape, (int)p->ndim, p->shape);
-        h = fnv_str(h, tlm_model_str(so, p->name));
+        h = fnv_str(h, tlm_so_str(so, p->name));
         h = fnv_str(h, shape);
     }
     return h;
@@ -72,16 +72,16 @@ static bool hash_meta(uint64_t *h, const tlm_st_meta *const *meta, int n) {
 
 /* The architecture as JSON, so that a PyTorch user can build the module the
  * state dict belongs to (as a Hugging Face config.json would). */
-static char *model_config(const tlm_model_so *so) {
+static char *model_config(const tlm_so *so) {
     static const char *const mixers[] = {"attention", "gated_attention", "titans", "hope_attention"};
-    const tlm_abi_model *m = so->model;
+    const tlm_abi_config *m = so->config;
     tlm_strbuf sb = {0};
     tlm_sb_printf(&sb,
                   "{\"vocab\":%" PRId64 ",\"context\":%" PRId64 ",\"d_model\":%" PRId64 ",\"layers\":%" PRId64
                   ",\"heads\":%" PRId64 ",\"head_dim\":%" PRId64 ",\"mixer\":\"%s\",\"mlp\":\"%s\","
                   "\"tie_embeddings\":%s,\"norm_eps\":%.17g,\"rope_base\":%.17g,\"widths\":[",
                   m->vocab, m->context, m->d_model, m->layers, m->heads, m->head_dim,
-                  m->mixer < 4 ? mixers[m->mixer] : "?", m->mlp == TLM_ABI_MLP_SWIGLU ? "swiglu" : "gelu",
+                  m->mixer < 4 ? mixers[m->mixer] : "?", m->mlp == TLM_MLP_SWIGLU ? "swiglu" : "gelu",
                   m->tie_embeddings ? "true" : "false", m->norm_eps, m->rope_base);
     for (uint32_t l = 0; l < so->header->nlayers; l++)
         tlm_sb_printf(&sb, "%s%" PRId64, l ? "," : "", so->layers[l].width);
@@ -100,7 +100,7 @@ static char *model_config(const tlm_model_so *so) {
 bool tlm_ckpt_save(const char *path, const tlm_trainer *t, const tlm_run_state *st, const tlm_st_meta *extra,
                    int nextra, char *err, size_t errlen) {
     const tlm_model *m = t->model;
-    const tlm_model_so *so = m->so;
+    const tlm_so *so = m->so;
     int np = (int)so->header->nparams;
     bool adamw = t->settings.optimizer == TLM_OPT_ADAMW;
     int nstate = adamw ? 2 : 1;
@@ -124,7 +124,7 @@ bool tlm_ckpt_save(const char *path, const tlm_trainer *t, const tlm_run_state *
     int k = 0;
     for (int i = 0; i < np; i++) {
         const tlm_abi_param *p = &so->params[i];
-        tlm_st_tensor base = {.name = tlm_model_str(so, p->name), .dtype = TLM_F32, .ndim = (int)p->ndim,
+        tlm_st_tensor base = {.name = tlm_so_str(so, p->name), .dtype = TLM_F32, .ndim = (int)p->ndim,
                               .shape = {p->shape[0], p->shape[1]}, .data = m->params + p->offset};
         ts[k++] = base;
         for (int s = 0; s < nstate; s++) {
@@ -147,7 +147,7 @@ bool tlm_ckpt_save(const char *path, const tlm_trainer *t, const tlm_run_state *
      * carry the gradients summed since their last update. */
     for (int i = 0; i < nslow; i++) {
         const tlm_abi_param *p = &so->params[t->slow[i]];
-        const char *pname = tlm_model_str(so, p->name);
+        const char *pname = tlm_so_str(so, p->name);
         size_t len = strlen(pname) + 32;
         char *name = names[np * nstate + i] = malloc(len);
         if (!name) {
@@ -178,7 +178,7 @@ bool tlm_ckpt_save(const char *path, const tlm_trainer *t, const tlm_run_state *
     snprintf(elapsed, sizeof elapsed, "%.3f", st->elapsed);
     int nm = 0;
     own[nm++] = (tlm_st_meta){"format", TLM_CKPT_FORMAT};
-    own[nm++] = (tlm_st_meta){"model", tlm_model_str(so, so->model->name)};
+    own[nm++] = (tlm_st_meta){"model", tlm_so_str(so, so->config->name)};
     own[nm++] = (tlm_st_meta){"abi_version", abi};
     own[nm++] = (tlm_st_meta){"param_fingerprint", fp};
     own[nm++] = (tlm_st_meta){"step", sstep};
@@ -243,12 +243,12 @@ static bool verify_checksum(const tlm_st_file *f, const char *path, char *err, s
 }
 
 /* The first parameter whose tensor is missing or has another shape. */
-static bool describe_difference(const tlm_st_file *f, const tlm_model_so *so, const char *path, char *err,
+static bool describe_difference(const tlm_st_file *f, const tlm_so *so, const char *path, char *err,
                                 size_t errlen) {
-    const char *model = tlm_model_str(so, so->model->name);
+    const char *model = tlm_so_str(so, so->config->name);
     for (uint32_t i = 0; i < so->header->nparams; i++) {
         const tlm_abi_param *p = &so->params[i];
-        const char *name = tlm_model_str(so, p->name);
+        const char *name = tlm_so_str(so, p->name);
         const tlm_st_tensor *t = tlm_st_find(f, name);
         char here[96], there[96];
         shape_text(here, sizeof here, (int)p->ndim, p->shape);
@@ -267,10 +267,10 @@ static bool describe_difference(const tlm_st_file *f, const tlm_model_so *so, co
 
 /* Every parameter present as F32 with its shape: the fingerprint says so for
  * the names and shapes the writer recorded; this checks the tensors. */
-static bool params_match(const tlm_st_file *f, const tlm_model_so *so) {
+static bool params_match(const tlm_st_file *f, const tlm_so *so) {
     for (uint32_t i = 0; i < so->header->nparams; i++) {
         const tlm_abi_param *p = &so->params[i];
-        const tlm_st_tensor *t = tlm_st_find(f, tlm_model_str(so, p->name));
+        const tlm_st_tensor *t = tlm_st_find(f, tlm_so_str(so, p->name));
         if (!t || t->dtype != TLM_F32 || t->ndim != (int)p->ndim || t->shape[0] != p->shape[0] ||
             (p->ndim == 2 && t->shape[1] != p->shape[1]))
             return false;
@@ -278,7 +278,7 @@ static bool params_match(const tlm_st_file *f, const tlm_model_so *so) {
     return true;
 }
 
-tlm_st_file *tlm_ckpt_open(const char *path, const tlm_model_so *so, char *err, size_t errlen) {
+tlm_st_file *tlm_ckpt_open(const char *path, const tlm_so *so, char *err, size_t errlen) {
     tlm_err e;
     tlm_st_file *f = tlm_st_open(path, &e);
     if (!f) {
@@ -289,7 +289,7 @@ tlm_st_file *tlm_ckpt_open(const char *path, const tlm_model_so *so, char *err, 
     const char *model = tlm_st_meta_get(f, "model");
     const char *abi = tlm_st_meta_get(f, "abi_version");
     const char *fp = tlm_st_meta_get(f, "param_fingerprint");
-    const char *name = tlm_model_str(so, so->model->name);
+    const char *name = tlm_so_str(so, so->config->name);
     char want_abi[16], want_fp[24];
     snprintf(want_abi, sizeof want_abi, "%u", so->header->version);
     snprintf(want_fp, sizeof want_fp, "%016" PRIx64, tlm_param_fingerprint(so));
@@ -316,11 +316,11 @@ tlm_st_file *tlm_ckpt_open(const char *path, const tlm_model_so *so, char *err, 
 }
 
 bool tlm_ckpt_load_params(const tlm_st_file *f, tlm_model *m, char *err, size_t errlen) {
-    const tlm_model_so *so = m->so;
+    const tlm_so *so = m->so;
     for (uint32_t i = 0; i < so->header->nparams; i++) {
         const tlm_abi_param *p = &so->params[i];
         tlm_err e;
-        if (tlm_st_read(f, tlm_model_str(so, p->name), TLM_F32, (int)p->ndim, p->shape, m->params + p->offset,
+        if (tlm_st_read(f, tlm_so_str(so, p->name), TLM_F32, (int)p->ndim, p->shape, m->params + p->offset,
                         &e) != 0)
             return tlm_fail(err, errlen, "checkpoint: %s", e.msg);
     }
@@ -335,11 +335,11 @@ static bool read_i64(const tlm_st_file *f, const char *name, int64_t n, int64_t 
 }
 
 bool tlm_ckpt_load_trainer(const tlm_st_file *f, tlm_trainer *t, tlm_run_state *st, char *err, size_t errlen) {
-    const tlm_model_so *so = t->model->so;
+    const tlm_so *so = t->model->so;
     bool adamw = t->settings.optimizer == TLM_OPT_ADAMW;
     for (uint32_t i = 0; i < so->header->nparams; i++) {
         const tlm_abi_param *p = &so->params[i];
-        const char *pname = tlm_model_str(so, p->name);
+        const char *pname = tlm_so_str(so, p->name);
         for (int s = 0; s < (adamw ? 2 : 1); s++) {
             const char *kind = !adamw ? "momentum_buffer" : s == 0 ? "exp_avg" : "exp_avg_sq";
             float *state = (s == 0 ? t->m : t->v) + p->offset;
@@ -355,7 +355,7 @@ bool tlm_ckpt_load_trainer(const tlm_st_file *f, tlm_trainer *t, tlm_run_state *
     for (int i = 0; t->grad_sum && i < t->nslow; i++) {
         const tlm_abi_param *p = &so->params[t->slow[i]];
         char name[512];
-        snprintf(name, sizeof name, "optimizer.grad_sum.%s", tlm_model_str(so, p->name));
+        snprintf(name, sizeof name, "optimizer.grad_sum.%s", tlm_so_str(so, p->name));
         tlm_err e;
         if (tlm_st_read(f, name, TLM_F32, (int)p->ndim, p->shape, t->grad_sum + p->offset, &e) != 0)
             return tlm_fail(err, errlen, "checkpoint: %s", e.msg);

@@ -48,7 +48,7 @@ uint64_t tlm_fnv1a(uint64_t h, const void *data, size_t n);
 
 /* Names and shapes of the parameter table, hashed: two models whose
  * checkpoints are interchangeable have the same fingerprint. */
-uint64_t tlm_param_fingerprint(const tlm_model_so *so);
+uint64_t tlm_param_fingerprint(const tlm_so *so);
 
 /* Writes the model's parameters, the trainer's optimizer state, the run
  * state and extra metadata to path, atomically (the old file stays valid
@@ -59,7 +59,7 @@ bool tlm_ckpt_save(const char *path, const tlm_trainer *t, const tlm_run_state *
 /* Opens a checkpoint and checks it belongs to this model: the format, the
  * checksum, the model's name, the ABI version, and every parameter's name
  * and shape. NULL with a one-line reason otherwise. */
-tlm_st_file *tlm_ckpt_open(const char *path, const tlm_model_so *so, char *err, size_t errlen);
+tlm_st_file *tlm_ckpt_open(const char *path, const tlm_so *so, char *err, size_t errlen);
 
 /* Copies the parameters into the model (which must be of the same so). */
 bool tlm_ckpt_load_params(const tlm_st_file *f, tlm_model *m, char *err, size_t errlen);

@@ -28,7 +28,7 @@ bool tlm_trainer_create(tlm_trainer *t, tlm_model *model, const tlm_abi_train *s
     size_t n = (size_t)model->param_floats;
     t->m = calloc(n, sizeof *t->m);
     t->v = s->optimizer == TLM_OPT_ADAMW ? calloc(n, sizeof *t->v) : NULL;
-    const tlm_model_so *so = model->so;
+    const tlm_so *so = model->so;
     t->spans = calloc(so->header->nparams + 1, sizeof *t->spans);
     if (!t->m || (s->optimizer == TLM_OPT_ADAMW && !t->v) || !t->spans) {
         tlm_trainer_destroy(t);
@@ -59,8 +59,8 @@ bool tlm_trainer_create(tlm_trainer *t, tlm_model *model, const tlm_abi_train *s
     }
     t->adamw = (tlm_adamw){(float)s->beta1, (float)s->beta2, (float)s->eps, (float)s->weight_decay};
     t->sgd = (tlm_sgd){(float)s->momentum, 0.0f, (float)s->weight_decay, false};
-    t->schedule.kind = s->lr_schedule == TLM_ABI_LR_COSINE ? TLM_LR_COSINE
-                     : s->lr_schedule == TLM_ABI_LR_LINEAR ? TLM_LR_LINEAR
+    t->schedule.kind = s->lr_schedule == TLM_LR_COSINE ? TLM_LR_COSINE
+                     : s->lr_schedule == TLM_LR_LINEAR ? TLM_LR_LINEAR
                                                            : TLM_LR_CONSTANT;
     t->schedule.max_lr = (float)s->lr;
     t->schedule.min_lr = (float)s->min_lr;

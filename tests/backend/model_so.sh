@@ -90,7 +90,7 @@ cat > "$tmp/fake.c" <<'C'
 const uint32_t tlm_abi_magic = MAGIC;
 const uint32_t tlm_abi_version = VERSION;
 C
-abi="-I$root/runtime/abi"
+abi="-I$root/abi"
 cc -shared -fPIC $abi -DMAGIC=0x12345678u -o "$tmp/magic.so" "$tmp/fake.c"
 cc -shared -fPIC $abi -DVERSION=999 -o "$tmp/version.so" "$tmp/fake.c"
 cc -shared -fPIC $abi -o "$tmp/nosyms.so" "$tmp/fake.c"

@@ -140,7 +140,7 @@ static int check_rows(const tlm_kernel_spec *s, const mlp_case *mc, const char *
 }
 
 /* h = act(pre_gate, pre_up) over n x W (pre_gate NULL for GELU). */
-static double *activations(tlm_mlp_kind kind, const double *pg, const double *pu, size_t n) {
+static double *activations(tlm_mlp kind, const double *pg, const double *pu, size_t n) {
   double *h = alloc_d(n);
   for (size_t i = 0; i < n; i++) h[i] = ref_activation(kind, pg ? pg[i] : 0.0, pu[i]);
   return h;

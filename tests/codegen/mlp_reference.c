@@ -8,12 +8,12 @@
 
 static double sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 
-double ref_activation(tlm_mlp_kind kind, double gate, double up) {
+double ref_activation(tlm_mlp kind, double gate, double up) {
   if (kind == TLM_MLP_SWIGLU) return gate * sigmoid(gate) * up;
   return 0.5 * up * (1.0 + tanh(GELU_K0 * (up + GELU_K1 * up * up * up)));
 }
 
-void ref_activation_grad(tlm_mlp_kind kind, double gate, double up, double *d_gate,
+void ref_activation_grad(tlm_mlp kind, double gate, double up, double *d_gate,
                          double *d_up) {
   if (kind == TLM_MLP_SWIGLU) {
     double s = sigmoid(gate);
@@ -27,7 +27,7 @@ void ref_activation_grad(tlm_mlp_kind kind, double gate, double up, double *d_ga
           0.5 * up * (1.0 - t * t) * GELU_K0 * (1.0 + 3.0 * GELU_K1 * up * up);
 }
 
-void ref_fwd(tlm_mlp_kind kind, int D, int W, int rows, const double *x,
+void ref_fwd(tlm_mlp kind, int D, int W, int rows, const double *x,
              const double *w_gate, const double *w_up, const double *w_down,
              double *pre_gate, double *pre_up, double *out) {
   double *h = malloc(sizeof(double) * (size_t)W);
@@ -52,7 +52,7 @@ void ref_fwd(tlm_mlp_kind kind, int D, int W, int rows, const double *x,
   free(h);
 }
 
-void ref_bwd_data(tlm_mlp_kind kind, int D, int W, int rows, const double *w_gate,
+void ref_bwd_data(tlm_mlp kind, int D, int W, int rows, const double *w_gate,
                   const double *w_up, const double *w_down, const double *pre_gate,
                   const double *pre_up, const double *dout, double *d_pre_gate,
                   double *d_pre_up, double *dx) {
@@ -78,7 +78,7 @@ void ref_bwd_data(tlm_mlp_kind kind, int D, int W, int rows, const double *w_gat
   }
 }
 
-void ref_bwd_weight(tlm_mlp_kind kind, int D, int W, int rows, const double *x,
+void ref_bwd_weight(tlm_mlp kind, int D, int W, int rows, const double *x,
                     const double *pre_gate, const double *pre_up, const double *dout,
                     const double *d_pre_gate, const double *d_pre_up, double *dw_gate,
                     double *dw_up, double *dw_down) {

@@ -73,7 +73,7 @@ int main(void) {
   expect_error("unknown CPU", specs, 1, &bad_cpu, "not-a-cpu");
   tlm_kernel_spec bad_spec = {TLM_MLP_GELU, 72, 0};
   expect_error("width 0", &bad_spec, 1, NULL, "width");
-  tlm_kernel_spec bad_kind = {(tlm_mlp_kind)7, 72, 40};
+  tlm_kernel_spec bad_kind = {(tlm_mlp)7, 72, 40};
   expect_error("unknown kind", &bad_kind, 1, NULL, "kind");
   tlm_codegen_options bad_level = {NULL, 9};
   expect_error("opt_level 9", specs, 1, &bad_level, "opt_level");

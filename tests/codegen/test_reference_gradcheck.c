@@ -12,7 +12,7 @@
 enum { D = 5, W = 7, ROWS = 3 };
 
 typedef struct {
-  tlm_mlp_kind kind;
+  tlm_mlp kind;
   double x[ROWS * D], wg[W * D], wu[W * D], wd[D * W], c[ROWS * D];
 } problem;
 
@@ -63,7 +63,7 @@ static void check_param(problem *p, const char *what, double *param, int n,
   }
 }
 
-static void check_kind(tlm_mlp_kind kind, uint64_t *rng) {
+static void check_kind(tlm_mlp kind, uint64_t *rng) {
   problem p;
   p.kind = kind;
   double *all[] = {p.x, p.wg, p.wu, p.wd, p.c};

@@ -101,10 +101,10 @@ static void put(tlm_dtype dt, const void *data, int ndim, const int64_t *shape, 
 }
 
 /* every parameter tensor of a block laid out like the parameter block */
-static void put_params(const tlm_model_so *so, const float *block, const char *prefix) {
+static void put_params(const tlm_so *so, const float *block, const char *prefix) {
     for (uint32_t i = 0; i < so->header->nparams; i++) {
         const tlm_abi_param *p = &so->params[i];
-        put(TLM_F32, block + p->offset, (int)p->ndim, p->shape, "%s%s", prefix, tlm_model_str(so, p->name));
+        put(TLM_F32, block + p->offset, (int)p->ndim, p->shape, "%s%s", prefix, tlm_so_str(so, p->name));
     }
 }
 
@@ -127,7 +127,7 @@ static void test_params(tlm_model *m, const options *o) {
     for (int k = 0; k < o->nscaled; k++)
         for (uint32_t i = 0; i < m->so->header->nparams; i++) {
             const tlm_abi_param *p = &m->so->params[i];
-            if (!strstr(tlm_model_str(m->so, p->name), o->scaled_name[k])) continue;
+            if (!strstr(tlm_so_str(m->so, p->name), o->scaled_name[k])) continue;
             float *w = tlm_model_param(m, (int)i);
             for (int64_t j = 0; j < p->count; j++) w[j] = (float)(w[j] * o->scaled_by[k]);
         }
@@ -148,19 +148,19 @@ static double num_arg(int argc, char **argv, int *i) {
 }
 
 static const char *schedule_name(uint32_t k) {
-    return k == TLM_ABI_LR_COSINE ? "cosine" : k == TLM_ABI_LR_LINEAR ? "linear" : "constant";
+    return k == TLM_LR_COSINE ? "cosine" : k == TLM_LR_LINEAR ? "linear" : "constant";
 }
 
-static void metadata(const tlm_model_so *so, const tlm_abi_train *s, const options *o, int64_t T,
+static void metadata(const tlm_so *so, const tlm_abi_train *s, const options *o, int64_t T,
                      sbuf *model, sbuf *params, sbuf *train, sbuf *check) {
-    const tlm_abi_model *am = so->model;
+    const tlm_abi_config *am = so->config;
     sb_printf(model,
               "{\"name\": \"%s\", \"vocab\": %" PRId64 ", \"context\": %" PRId64 ", \"d_model\": %" PRId64
               ", \"layers\": %" PRId64 ", \"heads\": %" PRId64 ", \"head_dim\": %" PRId64
               ", \"mlp\": \"%s\", \"tie_embeddings\": %s, \"norm_eps\": %.17g, \"rope_base\": %.17g, "
               "\"widths\": [",
-              tlm_model_str(so, am->name), am->vocab, am->context, am->d_model, am->layers, am->heads,
-              am->head_dim, am->mlp == TLM_ABI_MLP_SWIGLU ? "swiglu" : "gelu",
+              tlm_so_str(so, am->name), am->vocab, am->context, am->d_model, am->layers, am->heads,
+              am->head_dim, am->mlp == TLM_MLP_SWIGLU ? "swiglu" : "gelu",
               am->tie_embeddings ? "true" : "false", am->norm_eps, am->rope_base);
     for (int64_t l = 0; l < am->layers; l++)
         sb_printf(model, "%s%" PRId64, l ? ", " : "", so->layers[l].width);
@@ -175,7 +175,7 @@ static void metadata(const tlm_model_so *so, const tlm_abi_train *s, const optio
     for (uint32_t i = 0; i < so->header->nparams; i++) {
         const tlm_abi_param *p = &so->params[i];
         sb_printf(params, "%s{\"name\": \"%s\", \"layer\": %d, \"shape\": [%" PRId64, i ? ", " : "",
-                  tlm_model_str(so, p->name), p->layer, p->shape[0]);
+                  tlm_so_str(so, p->name), p->layer, p->shape[0]);
         if (p->ndim == 2) sb_printf(params, ", %" PRId64, p->shape[1]);
         sb_printf(params,
                   "], \"decay\": %s, \"init\": \"%s\", \"init_std\": %.17g, \"level\": %u, \"period\": %u}",
@@ -216,7 +216,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     const char *so_path = argv[1], *out = NULL;
-    tlm_model_so so;
+    tlm_so so;
     open_so(so_path, &so);
     tlm_abi_train s = *so.train;
     options o = {.seed = so.train->seed, .data_seed = 7, .scale = 5.0, .norm_noise = 0.2, .run = -1};
@@ -260,7 +260,7 @@ int main(int argc, char **argv) {
         fputs("dump_model: the batch must be a multiple of --accumulate\n", stderr);
         return 2;
     }
-    const int64_t V = so.model->vocab, T = s.context, micro = s.batch / s.accumulate, S = o.run;
+    const int64_t V = so.config->vocab, T = s.context, micro = s.batch / s.accumulate, S = o.run;
 
     tlm_model m;
     create_model(&m, &so, micro, T, true);
@@ -295,7 +295,7 @@ int main(int argc, char **argv) {
         free(x), free(y);
         tlm_trainer_destroy(&tr);
         tlm_model_destroy(&m);
-        tlm_model_close(&so);
+        tlm_so_close(&so);
         return 0;
     }
 
@@ -317,7 +317,7 @@ int main(int argc, char **argv) {
     put(TLM_I32, targets, 2, (int64_t[]){micro, T}, "targets");
     put(TLM_F64, &loss, 0, NULL, "loss");
     put_params(&so, m.grads, "grad.");
-    printf("%s: loss %.6f on %lld x %lld tokens\n", tlm_model_str(&so, so.model->name), loss, (long long)micro,
+    printf("%s: loss %.6f on %lld x %lld tokens\n", tlm_so_str(&so, so.config->name), loss, (long long)micro,
            (long long)T);
 
     /* S optimizer steps, one fresh batch each. */
@@ -371,6 +371,6 @@ int main(int argc, char **argv) {
     free(tokens), free(targets), free(xs), free(ys), free(losses), free(norms), free(lrs);
     tlm_trainer_destroy(&tr);
     tlm_model_destroy(&m);
-    tlm_model_close(&so);
+    tlm_so_close(&so);
     return rc == 0 ? 0 : 1;
 }

@@ -41,7 +41,7 @@ static const double RANDOM_DIR_TOL = 1e-4; /* seen: <= 3e-5 */
 
 typedef struct fd_case {
     tlm_model m;
-    const tlm_model_so *so;
+    const tlm_so *so;
     int32_t *tokens, *targets;
     int64_t B, T;
     float *p0;   /* the parameters at which the gradient is checked */
@@ -112,7 +112,7 @@ static void check_direction(fd_case *c, const char *what, bool gradient_dir, dou
 }
 
 static void check_model(const char *path) {
-    tlm_model_so so;
+    tlm_so so;
     open_so(path, &so);
     fd_case c = {.so = &so, .B = 2, .T = so.train->context};
     create_model(&c.m, &so, c.B, c.T, true);
@@ -122,7 +122,7 @@ static void check_model(const char *path) {
     c.targets = xcalloc((size_t)(c.B * c.T), sizeof *c.targets);
     tlm_rng rng;
     tlm_rng_seed(&rng, 17);
-    draw_batch(&rng, so.model->vocab, c.B, c.T, 1, c.tokens, c.targets);
+    draw_batch(&rng, so.config->vocab, c.B, c.T, 1, c.tokens, c.targets);
     c.p0 = xcalloc((size_t)n, sizeof *c.p0);
     c.g = xcalloc((size_t)n, sizeof *c.g);
     c.dir = xcalloc((size_t)n, sizeof *c.dir);
@@ -131,13 +131,13 @@ static void check_model(const char *path) {
     double loss = tlm_model_forward(&c.m, c.tokens, c.targets, c.B, c.T);
     tlm_model_backward(&c.m, 1.0f);
     memcpy(c.g, c.m.grads, (size_t)n * sizeof *c.g);
-    printf("%s: loss %.6f on %lld x %lld tokens, %u tensors\n", tlm_model_str(&so, so.model->name), loss,
+    printf("%s: loss %.6f on %lld x %lld tokens, %u tensors\n", tlm_so_str(&so, so.config->name), loss,
            (long long)c.B, (long long)c.T, so.header->nparams);
 
     double worst_grad = 0, worst_rand = 0;
     for (uint32_t t = 0; t < so.header->nparams; t++) {
         const tlm_abi_param *p = &so.params[t];
-        const char *name = tlm_model_str(&so, p->name);
+        const char *name = tlm_so_str(&so, p->name);
         c.lo = p->offset;
         c.hi = p->offset + p->count;
         for (int64_t i = c.lo; i < c.hi; i++) c.dir[i] = c.g[i];
@@ -173,7 +173,7 @@ static void check_model(const char *path) {
            NRANDOM * so.header->nparams + NGLOBAL, worst_rand, RANDOM_DIR_TOL);
     free(c.tokens), free(c.targets), free(c.p0), free(c.g), free(c.dir);
     tlm_model_destroy(&c.m);
-    tlm_model_close(&so);
+    tlm_so_close(&so);
 }
 
 int main(int argc, char **argv) {

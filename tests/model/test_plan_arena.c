@@ -46,8 +46,8 @@ typedef struct op_needs { need in[4], out[4]; bool known; } op_needs;
 
 /* Floats per token (and per token x T) each operand of op must hold, as
  * run_op uses them; W: the op's kernel width. */
-static op_needs needs_of(const tlm_model_so *so, const tlm_abi_op *op) {
-    const tlm_abi_model *am = so->model;
+static op_needs needs_of(const tlm_so *so, const tlm_abi_op *op) {
+    const tlm_abi_config *am = so->config;
     int64_t D = am->d_model, A = am->heads * am->head_dim, V = am->vocab, H = am->heads;
     int64_t W = op->kernel >= 0 ? so->kernels[op->kernel].width : 0;
     need d = {D, 0}, a = {A, 0}, qkv = {3 * A, 0}, one = {1, 0}, v = {V, 0}, w = {W, 0}, probs = {0, H};
@@ -88,7 +88,7 @@ static bool reads(const tlm_abi_op *op, int b) {
 
 /* ---- static checks of one plan ---------------------------------------- */
 
-static void check_plan(const tlm_model_so *so, const char *what, int nops, int64_t B, int64_t T,
+static void check_plan(const tlm_so *so, const char *what, int nops, int64_t B, int64_t T,
                        const int64_t *offsets, int64_t arena) {
     const int nb = (int)so->header->nbuffers;
     const tlm_abi_buffer *bufs = so->buffers;
@@ -101,7 +101,7 @@ static void check_plan(const tlm_model_so *so, const char *what, int nops, int64
     int64_t rearena = tlm_plan_arena(bufs, nb, ops, nops, B, T, re, pfirst, plast);
     CHECK(rearena == arena, "%s: arena %lld bytes, recomputed %lld", what, (long long)arena, (long long)rearena);
     for (int i = 0; i < nb; i++)
-        CHECK(re[i] == offsets[i], "%s: buffer %s at %lld, recomputed %lld", what, tlm_model_str(so, bufs[i].name),
+        CHECK(re[i] == offsets[i], "%s: buffer %s at %lld, recomputed %lld", what, tlm_so_str(so, bufs[i].name),
               (long long)offsets[i], (long long)re[i]);
 
     for (int i = 0; i < nb; i++) first[i] = last[i] = -1;
@@ -116,7 +116,7 @@ static void check_plan(const tlm_model_so *so, const char *what, int nops, int64
         }
     int used = 0;
     for (int i = 0; i < nb; i++) {
-        const char *name = tlm_model_str(so, bufs[i].name);
+        const char *name = tlm_so_str(so, bufs[i].name);
         CHECK(first[i] == pfirst[i] && last[i] == plast[i], "%s: %s lives [%d, %d], the planner says [%d, %d]",
               what, name, first[i], last[i], pfirst[i], plast[i]);
         if (first[i] < 0) {
@@ -141,8 +141,8 @@ static void check_plan(const tlm_model_so *so, const char *what, int nops, int64
             pairs++;
             bool apart = offsets[i] + bytes[i] <= offsets[j] || offsets[j] + bytes[j] <= offsets[i];
             CHECK(apart, "%s: %s [%lld, %lld) and %s [%lld, %lld) overlap while both are alive (ops %d..%d, %d..%d)",
-                  what, tlm_model_str(so, bufs[i].name), (long long)offsets[i], (long long)(offsets[i] + bytes[i]),
-                  tlm_model_str(so, bufs[j].name), (long long)offsets[j], (long long)(offsets[j] + bytes[j]),
+                  what, tlm_so_str(so, bufs[i].name), (long long)offsets[i], (long long)(offsets[i] + bytes[i]),
+                  tlm_so_str(so, bufs[j].name), (long long)offsets[j], (long long)(offsets[j] + bytes[j]),
                   first[i], last[i], first[j], last[j]);
         }
     /* operand sizes against what the interpreter touches */
@@ -169,7 +169,7 @@ static void check_plan(const tlm_model_so *so, const char *what, int nops, int64
                 const tlm_abi_buffer *b = &bufs[ids[x]];
                 CHECK(b->per_token >= nd[x].per_token && b->per_token_t >= nd[x].per_token_t,
                       "%s: op %d (kind %u) uses %s as %s%d: %lld + %lld T floats per token, needs %lld + %lld T",
-                      what, k, ops[k].kind, tlm_model_str(so, b->name), x ? "out" : "in", j,
+                      what, k, ops[k].kind, tlm_so_str(so, b->name), x ? "out" : "in", j,
                       (long long)b->per_token, (long long)b->per_token_t, (long long)nd[x].per_token,
                       (long long)nd[x].per_token_t);
             }
@@ -181,22 +181,22 @@ static void check_plan(const tlm_model_so *so, const char *what, int nops, int64
     free(first), free(last), free(pfirst), free(plast), free(re), free(bytes);
 }
 
-static void check_tables(const tlm_model_so *so) {
-    const tlm_abi_model *am = so->model;
+static void check_tables(const tlm_so *so) {
+    const tlm_abi_config *am = so->config;
     for (uint32_t i = 0; i < so->header->nparams; i++) {
         const tlm_abi_param *p = &so->params[i];
         if (p->role == TLM_P_K || p->role == TLM_P_V) {
             const tlm_abi_param *prev = &so->params[i - 1];
             CHECK(i > 0 && prev->role == p->role - 1 && prev->layer == p->layer &&
                       prev->offset + prev->count == p->offset,
-                  "%s does not directly follow %s in the parameter block", tlm_model_str(so, p->name),
-                  tlm_model_str(so, prev->name));
+                  "%s does not directly follow %s in the parameter block", tlm_so_str(so, p->name),
+                  tlm_so_str(so, prev->name));
         }
         if ((p->role == TLM_P_GATE || p->role == TLM_P_UP || p->role == TLM_P_DOWN) && p->layer >= 0) {
             const tlm_abi_layer *l = &so->layers[p->layer];
             int64_t W = p->role == TLM_P_DOWN ? p->shape[1] : p->shape[0];
             CHECK(W == l->width && so->kernels[l->kernel].width == l->width && so->kernels[l->kernel].d_model == am->d_model,
-                  "%s: width %lld, layer %d width %lld, kernel width %lld", tlm_model_str(so, p->name), (long long)W,
+                  "%s: width %lld, layer %d width %lld, kernel width %lld", tlm_so_str(so, p->name), (long long)W,
                   p->layer, (long long)l->width, (long long)so->kernels[l->kernel].width);
         }
     }
@@ -215,7 +215,7 @@ static void poison(tlm_model *m) { memset(m->arena, 0xff, (size_t)m->arena_bytes
 
 /* Gives m a layout where no two buffers share memory (NaN-filled). */
 static void unshare(tlm_model *m) {
-    const tlm_model_so *so = m->so;
+    const tlm_so *so = m->so;
     int64_t at = 0;
     for (uint32_t i = 0; i < so->header->nbuffers; i++) {
         if (m->offsets[i] < 0) continue;
@@ -259,13 +259,13 @@ static void copy_sub(int32_t *dst, const int32_t *src, int64_t T, int64_t Bp, in
     for (int64_t b = 0; b < Bp; b++) memcpy(dst + b * Tp, src + b * T, (size_t)Tp * sizeof *dst);
 }
 
-static void run_checks(const tlm_model_so *so) {
-    const int64_t V = so->model->vocab;
+static void run_checks(const tlm_so *so) {
+    const int64_t V = so->config->vocab;
     const tlm_abi_plan *sp = &so->plans[TLM_PLAN_TRAIN];
     /* the stored training plan when it is small, else smaller sizes */
     int64_t B = sp->batch, T = sp->seq;
     if (sp->arena_bytes > (64 << 20)) B = 2, T = T < 32 ? T : 32;
-    const size_t nlog = (size_t)(B * T * V), npar = (size_t)so->model->param_floats;
+    const size_t nlog = (size_t)(B * T * V), npar = (size_t)so->config->param_floats;
     int32_t *x = xcalloc((size_t)(B * T), sizeof *x), *y = xcalloc((size_t)(B * T), sizeof *y);
     tlm_rng rng;
     tlm_rng_seed(&rng, 99);
@@ -343,7 +343,7 @@ static void run_checks(const tlm_model_so *so) {
 
     /* inference with the stored infer plan: the training model's logits */
     tlm_model inf;
-    create_model(&inf, so, 1, so->model->context, false);
+    create_model(&inf, so, 1, so->config->context, false);
     memcpy(inf.params, m.params, npar * sizeof *inf.params);
     poison(&inf);
     poison(&m);
@@ -354,7 +354,7 @@ static void run_checks(const tlm_model_so *so) {
     double e = rows_err(logits, T, tlm_model_logits(&inf), 1, T, V, &bits);
     CHECK(e <= ROW_TOL, "the inference model's logits differ by %.2e", e);
     printf("  inference model (stored plan B 1, T %lld) on %lld tokens: the training model's logits (%s, %.1e)\n",
-           (long long)so->model->context, (long long)T, bits ? "bit-identical" : "max rel", e);
+           (long long)so->config->context, (long long)T, bits ? "bit-identical" : "max rel", e);
     tlm_model_destroy(&inf);
 
     tlm_model_destroy(&m);
@@ -368,16 +368,16 @@ int main(int argc, char **argv) {
     }
     tlm_set_num_threads(1);   /* small models; OpenMP's waiting threads are slow on a loaded machine */
     for (int i = 1; i < argc; i++) {
-        tlm_model_so so;
+        tlm_so so;
         open_so(argv[i], &so);
-        const tlm_abi_model *am = so.model;
-        printf("%s (%s)\n", tlm_model_str(&so, am->name), argv[i]);
+        const tlm_abi_config *am = so.config;
+        printf("%s (%s)\n", tlm_so_str(&so, am->name), argv[i]);
         check_tables(&so);
         for (int k = 0; k < 2; k++) {
             const tlm_abi_plan *p = &so.plans[k];
             char what[64];
             snprintf(what, sizeof what, "stored %s plan", k == TLM_PLAN_TRAIN ? "train" : "infer");
-            check_plan(&so, what, (int)p->nops, p->batch, p->seq, tlm_model_plan_offsets(&so, k), p->arena_bytes);
+            check_plan(&so, what, (int)p->nops, p->batch, p->seq, tlm_so_plan_offsets(&so, k), p->arena_bytes);
         }
         /* plans made now for other sizes, as tlm_model_create makes them */
         int64_t sizes[][2] = {{1, 1}, {1, am->context}, {3, 5}, {2, am->context > 7 ? 7 : am->context}};
@@ -392,7 +392,7 @@ int main(int argc, char **argv) {
                 free(off);
             }
         run_checks(&so);
-        tlm_model_close(&so);
+        tlm_so_close(&so);
     }
     return test_finish("test_plan_arena");
 }

@@ -9,6 +9,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "tlm_enums.h"
+
 /* A run of parameters [offset, offset + count) of the parameter block and
  * whether weight decay applies to it (usually: matrices yes; norms, biases
  * and often embeddings no). This is the per-parameter decay mask. */
@@ -71,11 +73,6 @@ double tlm_clip_grad_norm(float *g, size_t n, float max_norm);
  * Equal to torch's LinearLR(1/warmup -> 1 over warmup-1 steps) followed by
  * CosineAnnealingLR(T_max = total - warmup, eta_min = min_lr) (or
  * LinearLR for LINEAR), which tests/reference/check_optim.py checks. */
-typedef enum tlm_lr_kind {
-    TLM_LR_CONSTANT,
-    TLM_LR_COSINE,
-    TLM_LR_LINEAR,
-} tlm_lr_kind;
 
 typedef struct tlm_lr_schedule {
     tlm_lr_kind kind;

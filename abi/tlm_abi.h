@@ -25,6 +25,9 @@
 
 #include <stdint.h>
 
+#include "tlm_enums.h"
+#include "tlm_ops.h"
+
 #define TLM_ABI_MAGIC 0x314D4C54u          /* "TLM1" */
 #define TLM_ABI_VERSION 2u
 
@@ -56,13 +59,8 @@ typedef struct tlm_kernel_fns {
     tlm_mlp_bwd_weight_fn bwd_weight;
 } tlm_kernel_fns;
 
-/* ---- enumerations stored in the blob ---- */
-
-enum tlm_abi_mixer { TLM_MIXER_ATTENTION, TLM_MIXER_GATED_ATTENTION, TLM_MIXER_TITANS, TLM_MIXER_HOPE_ATTENTION };
-enum tlm_abi_mlp { TLM_ABI_MLP_SWIGLU, TLM_ABI_MLP_GELU };
-enum tlm_abi_optimizer { TLM_OPT_ADAMW, TLM_OPT_SGD };
-enum tlm_abi_lr_schedule { TLM_ABI_LR_COSINE, TLM_ABI_LR_LINEAR, TLM_ABI_LR_CONSTANT };
-enum tlm_abi_init { TLM_INIT_NORMAL, TLM_INIT_ONES, TLM_INIT_ZEROS };
+/* ---- enumerations stored in the blob: tlm_enums.h (mixers, MLP kinds,
+ * gates, optimizers, LR schedules, inits) and tlm_ops.h (op kinds) ---- */
 
 /* What a parameter is; with its layer this says where it is used. */
 enum tlm_abi_param_role {
@@ -119,53 +117,6 @@ enum tlm_abi_buffer_role {
     TLM_B_COUNT
 };
 
-/* The operations of one training step, in order; the forward ones alone are
- * inference. Operands are indices into the buffer and parameter tables (-1:
- * none). The runtime executes this list, so the memory plan and the
- * execution always agree. */
-enum tlm_abi_op_kind {
-    TLM_OP_EMBED,            /* out0 = embed[param0][tokens] */
-    TLM_OP_RMSNORM,          /* out0 = rmsnorm(in0) * param0, out1 = rstd */
-    TLM_OP_QKV,              /* out0 = in0 [Wq; Wk; Wv]^T, params 0..2 */
-    TLM_OP_ROPE,             /* rotate q and k of out0 in place */
-    TLM_OP_ATTENTION,        /* causal softmax attention of in0 (qkv): out0 = probs, out1 = y */
-    TLM_OP_OUT_PROJ,         /* out0 = in1 + in0 Wo^T (in1: the residual), param0 */
-    TLM_OP_MLP,              /* out2 = in1 + MLP(in0) through kernel; out0, out1 = pre_gate, pre_up;
-                                params gate, up, down */
-    TLM_OP_HEAD,             /* out0 = in0 W^T, param0 (the head, or the embedding when tied) */
-    TLM_OP_LOSS,             /* mean cross-entropy of in0 against the targets; out0 = lse */
-    /* backward */
-    TLM_OP_LOSS_BACKWARD,    /* in0 (logits) becomes dlogits, in place; in1 = lse */
-    TLM_OP_HEAD_BACKWARD,    /* out0 = dlogits W; dW += dlogits^T in1. in0 = dlogits */
-    TLM_OP_RMSNORM_BACKWARD, /* out0 (=|+= per flag) from in0 (dout), in1 (x), in2 (rstd); dparam0 += */
-    TLM_OP_MLP_BACKWARD,     /* in0 = dout, in1 = x, in2 = pre_gate, in3 = pre_up;
-                                out0, out1 = d_pre_gate, d_pre_up, out2 = dx (written); dparams += */
-    TLM_OP_OUT_PROJ_BACKWARD,/* out0 = in0 Wo; dWo += in0^T in1 */
-    TLM_OP_ATTENTION_BACKWARD,/* out0 = d qkv from in0 (dy), in1 (qkv), in2 (probs), in3 (y) */
-    TLM_OP_ROPE_BACKWARD,    /* rotate back the q and k parts of out0 in place */
-    TLM_OP_QKV_BACKWARD,     /* out0 = in0 [Wq; Wk; Wv]; dW += in0^T in1 */
-    TLM_OP_EMBED_BACKWARD,   /* d embed[tokens] += in0 */
-    /* used by the other mixers */
-    TLM_OP_LINEAR,           /* out0 = in0 W^T; W: the params' rows, one matrix (they are contiguous) */
-    TLM_OP_LINEAR_DW,        /* dW += in0^T in1 (in0: d out, in1: x) */
-    TLM_OP_LINEAR_DX,        /* out0 (=|+=) in0 W */
-    TLM_OP_SIGMOID_GATE,     /* out0 = in1 * sigmoid(in0) (head-wise: one gate per head) */
-    TLM_OP_SIGMOID_GATE_BACKWARD, /* in0 = d out, in1 = y, in2 = gate pre -> out0 = dy, out1 = d gate pre */
-    TLM_OP_SILU_GATE,        /* out0 = in0 * silu(in1) */
-    TLM_OP_SILU_GATE_BACKWARD,    /* in0 = d out, in1 = x, in2 = gate pre -> out0 = dx, out1 = d gate pre */
-    TLM_OP_MEM_ACT,          /* in0 = q,k,v pre -> out0 = silu, out1 = q,k l2-normalised (v as is), out2 = 1/norms */
-    TLM_OP_MEM_ACT_BACKWARD, /* in0 = d out1, in1 = pre, in2 = silu, in3 = 1/norms -> out0 = d pre */
-    TLM_OP_MEM_GATES,        /* in0 = pre -> out0 = (inner_lr sigmoid, sigmoid, sigmoid) */
-    TLM_OP_MEM_GATES_BACKWARD,    /* in0 = d gates, in1 = gates -> out0 = d pre */
-    TLM_OP_TITANS,           /* in0 = q,k,v, in1 = gates -> out0 = y, out1 = saved states */
-    TLM_OP_TITANS_BACKWARD,  /* in0 = dy, in1 = q,k,v, in2 = gates, in3 = saved -> out0 = d q,k,v, out1 = d gates */
-    TLM_OP_RMSNORM_HEADS,    /* out0 = per-head rmsnorm(in0) * param0, out1 = rstd */
-    TLM_OP_RMSNORM_HEADS_BACKWARD, /* in0 = d out, in1 = x, in2 = rstd -> out0 = dx; dparam0 += */
-    TLM_OP_COUNT
-};
-
-#define TLM_OP_FLAG_ACCUMULATE 1u   /* the op adds into out0 instead of writing it */
-
 /* ---- the blob ---- */
 
 typedef struct tlm_blob_header {
@@ -177,7 +128,7 @@ typedef struct tlm_blob_header {
         plans_off, strings_off, strings_size;
 } tlm_blob_header;
 
-typedef struct tlm_abi_model {
+typedef struct tlm_abi_config {
     uint32_t name;            /* string offset */
     uint32_t mixer, mlp, gate, tie_embeddings, ncms;  /* gate: 0 elementwise, 1 head-wise */
     int64_t vocab, context, d_model, layers, heads, head_dim, quantum, chunk;
@@ -185,7 +136,7 @@ typedef struct tlm_abi_model {
     int64_t cms[8];
     double norm_eps, rope_base, inner_lr;
     int64_t param_floats;     /* size of the parameter block */
-} tlm_abi_model;
+} tlm_abi_config;
 
 typedef struct tlm_abi_train {
     int64_t batch, context, steps, warmup, accumulate, eval_every, eval_batches, ckpt_every, log_every;
@@ -209,7 +160,7 @@ typedef struct tlm_abi_param {
     int64_t shape[2];
     int64_t offset, count;    /* in floats, into the parameter block */
     uint32_t decay;           /* weight decay applies */
-    uint32_t init;            /* tlm_abi_init */
+    uint32_t init;            /* tlm_init */
     double init_std;
     uint32_t level;           /* hope_attention: the CMS level (0 elsewhere) */
     uint32_t period;          /* the optimizer updates it every `period` steps with the gradients
@@ -217,7 +168,7 @@ typedef struct tlm_abi_param {
 } tlm_abi_param;
 
 typedef struct tlm_abi_kernel {
-    uint32_t mlp;             /* tlm_abi_mlp */
+    uint32_t mlp;             /* tlm_mlp */
     uint32_t symbol;          /* string: the fwd entry's symbol */
     int64_t d_model, width;
 } tlm_abi_kernel;
@@ -232,11 +183,16 @@ typedef struct tlm_abi_buffer {
     int64_t per_seq;          /* floats per B */
 } tlm_abi_buffer;
 
+/* One op of a training step, in order; the forward ones alone are
+ * inference. Operands are indices into the buffer and parameter tables (-1:
+ * none), by slot (in[], out[], param[]) or by name (op->mlp.in_x): the op
+ * table in tlm_ops.h says which. The runtime executes this list, so the
+ * memory plan and the execution always agree. */
 typedef struct tlm_abi_op {
-    uint32_t kind;            /* tlm_abi_op_kind */
-    uint32_t flags;
-    int32_t layer, kernel;
-    int32_t in[4], out[4], param[4];
+    uint32_t kind;            /* tlm_op_kind */
+    uint32_t flags;           /* TLM_OP_FLAG_* */
+    int32_t layer, kernel;    /* kernel: index into the kernel table (MLP ops), else -1 */
+    TLM_OP_OPERAND_UNION;
 } tlm_abi_op;
 
 enum tlm_abi_plan_kind { TLM_PLAN_TRAIN, TLM_PLAN_INFER };

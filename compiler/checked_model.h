@@ -1,26 +1,22 @@
 /* A checked model: every setting evaluated, defaulted and validated, the
  * per-layer MLP widths rounded to the quantum with the budget met exactly.
  * This is what the back end (IR, code generation, model.so) consumes. */
-#ifndef TLM_MODEL_H
-#define TLM_MODEL_H
+#ifndef TLM_CHECKED_MODEL_H
+#define TLM_CHECKED_MODEL_H
 
 #include <stdbool.h>
 #include <stdint.h>
 #include "source.h"
+#include "tlm_enums.h"
 
-typedef enum { MIXER_ATTENTION, MIXER_GATED_ATTENTION, MIXER_TITANS, MIXER_HOPE_ATTENTION } mixer_kind;
-typedef enum { MLP_SWIGLU, MLP_GELU } mlp_kind;
-typedef enum { GATE_ELEMENTWISE, GATE_HEADWISE } gate_kind;
-typedef enum { OPT_ADAMW, OPT_SGD } optimizer_kind;
-typedef enum { LR_COSINE, LR_LINEAR, LR_CONSTANT } lr_schedule_kind;
 
 enum { TLM_MAX_CMS_LEVELS = 8 };
 
 typedef struct train_config {
     int64_t batch, context, steps;
-    optimizer_kind optimizer;
+    tlm_optimizer optimizer;
     double lr, beta1, beta2, eps, weight_decay, momentum;
-    lr_schedule_kind lr_schedule;
+    tlm_lr_kind lr_schedule;
     int64_t warmup;
     double min_lr;                 /* < 0: a tenth of lr */
     uint64_t seed;
@@ -34,9 +30,9 @@ typedef struct checked_model {
     tlm_loc loc;                   /* the model's name */
 
     int64_t vocab, context, d_model, layers, heads, head_dim, quantum;
-    mixer_kind mixer;
-    mlp_kind mlp;
-    gate_kind gate;                /* gated_attention */
+    tlm_mixer mixer;
+    tlm_mlp mlp;
+    tlm_gate gate;                /* gated_attention */
     int64_t chunk;                 /* titans */
     double inner_lr;               /* titans */
     int ncms;                      /* hope_attention: levels */

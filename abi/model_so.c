@@ -68,7 +68,7 @@ bool tlm_blob_validate(const uint8_t *blob, size_t size, char *err, size_t n) {
                                      (unsigned long long)h->size, size);
     if (tlm_abi_checksum(blob + sizeof *h, size - sizeof *h) != h->checksum)
         return tlm_fail(err, n, "model descriptor is damaged (checksum mismatch)");
-    if (!in_bounds(h->model_off, 1, sizeof(tlm_abi_model), size) ||
+    if (!in_bounds(h->model_off, 1, sizeof(tlm_abi_config), size) ||
         !in_bounds(h->train_off, 1, sizeof(tlm_abi_train), size) ||
         !in_bounds(h->layers_off, h->nlayers, sizeof(tlm_abi_layer), size) ||
         !in_bounds(h->params_off, h->nparams, sizeof(tlm_abi_param), size) ||
@@ -80,7 +80,7 @@ bool tlm_blob_validate(const uint8_t *blob, size_t size, char *err, size_t n) {
         return tlm_fail(err, n, "model descriptor has a table outside its bounds");
     const char *strings = (const char *)blob + h->strings_off;
     if (strings[h->strings_size - 1] != '\0') return tlm_fail(err, n, "model descriptor's strings are unterminated");
-    const tlm_abi_model *m = (const tlm_abi_model *)(blob + h->model_off);
+    const tlm_abi_config *m = (const tlm_abi_config *)(blob + h->model_off);
 #define STR_OK(off) ((off) < h->strings_size)
     if (!STR_OK(m->name)) return tlm_fail(err, n, "model descriptor: bad model name");
     if (m->layers != h->nlayers || m->layers < 1 || m->d_model < 1 || m->vocab < 2 || m->heads < 1 ||
@@ -101,7 +101,7 @@ bool tlm_blob_validate(const uint8_t *blob, size_t size, char *err, size_t n) {
     }
     const tlm_abi_kernel *kernels = (const tlm_abi_kernel *)(blob + h->kernels_off);
     for (uint32_t i = 0; i < h->nkernels; i++)
-        if (!STR_OK(kernels[i].symbol) || kernels[i].mlp > TLM_ABI_MLP_GELU || kernels[i].d_model != m->d_model)
+        if (!STR_OK(kernels[i].symbol) || kernels[i].mlp > TLM_MLP_GELU || kernels[i].d_model != m->d_model)
             return tlm_fail(err, n, "model descriptor: kernel %u is invalid", i);
     const tlm_abi_buffer *buffers = (const tlm_abi_buffer *)(blob + h->buffers_off);
     for (uint32_t i = 0; i < h->nbuffers; i++)
@@ -133,7 +133,7 @@ bool tlm_blob_validate(const uint8_t *blob, size_t size, char *err, size_t n) {
     return true;
 }
 
-bool tlm_model_open(const char *path, tlm_model_so *m, char *err, size_t n) {
+bool tlm_so_open(const char *path, tlm_so *m, char *err, size_t n) {
     memset(m, 0, sizeof *m);
     if (!check_elf(path, err, n)) return false;
     /* A bare name would be looked up on the library path, not here. */
@@ -144,12 +144,12 @@ bool tlm_model_open(const char *path, tlm_model_so *m, char *err, size_t n) {
     m->handle = h;
     const uint32_t *magic = dlsym(h, TLM_SYM_MAGIC);
     const uint32_t *version = dlsym(h, TLM_SYM_VERSION);
-    if (!magic) { tlm_model_close(m); return tlm_fail(err, n, "%s is not a compiled tlm model (no %s)", path, TLM_SYM_MAGIC); }
-    if (*magic != TLM_ABI_MAGIC) { tlm_model_close(m); return tlm_fail(err, n, "%s has a wrong magic number", path); }
-    if (!version) { tlm_model_close(m); return tlm_fail(err, n, "%s lacks %s", path, TLM_SYM_VERSION); }
+    if (!magic) { tlm_so_close(m); return tlm_fail(err, n, "%s is not a compiled tlm model (no %s)", path, TLM_SYM_MAGIC); }
+    if (*magic != TLM_ABI_MAGIC) { tlm_so_close(m); return tlm_fail(err, n, "%s has a wrong magic number", path); }
+    if (!version) { tlm_so_close(m); return tlm_fail(err, n, "%s lacks %s", path, TLM_SYM_VERSION); }
     if (*version != TLM_ABI_VERSION) {
         uint32_t v = *version;
-        tlm_model_close(m);
+        tlm_so_close(m);
         return tlm_fail(err, n, "%s was compiled for model ABI version %u; this tlm-run reads version %u "
                     "(recompile it with this tlmc)", path, v, TLM_ABI_VERSION);
     }
@@ -159,15 +159,15 @@ bool tlm_model_open(const char *path, tlm_model_so *m, char *err, size_t n) {
     const char *cuda = dlsym(h, TLM_SYM_CUDA);
     const char *missing = !blob ? TLM_SYM_BLOB : !blob_size ? TLM_SYM_BLOB_SIZE : !fns ? TLM_SYM_KERNELS
                         : !cuda ? TLM_SYM_CUDA : NULL;
-    if (missing) { tlm_model_close(m); return tlm_fail(err, n, "%s lacks the symbol %s", path, missing); }
+    if (missing) { tlm_so_close(m); return tlm_fail(err, n, "%s lacks the symbol %s", path, missing); }
     char why[256];
     if (!tlm_blob_validate(blob, (size_t)*blob_size, why, sizeof why)) {
-        tlm_model_close(m);
+        tlm_so_close(m);
         return tlm_fail(err, n, "%s: %s", path, why);
     }
     const tlm_blob_header *hd = (const tlm_blob_header *)blob;
     m->header = hd;
-    m->model = (const tlm_abi_model *)(blob + hd->model_off);
+    m->config = (const tlm_abi_config *)(blob + hd->model_off);
     m->train = (const tlm_abi_train *)(blob + hd->train_off);
     m->layers = (const tlm_abi_layer *)(blob + hd->layers_off);
     m->params = (const tlm_abi_param *)(blob + hd->params_off);
@@ -180,20 +180,20 @@ bool tlm_model_open(const char *path, tlm_model_so *m, char *err, size_t n) {
     m->cuda_source = cuda;
     for (uint32_t k = 0; k < hd->nkernels; k++) {
         if (!fns[k].fwd || !fns[k].bwd_data || !fns[k].bwd_weight) {
-            tlm_model_close(m);
+            tlm_so_close(m);
             return tlm_fail(err, n, "%s: kernel %u has a missing entry point", path, k);
         }
     }
     return true;
 }
 
-void tlm_model_close(tlm_model_so *m) {
+void tlm_so_close(tlm_so *m) {
     if (m->handle) dlclose(m->handle);
     memset(m, 0, sizeof *m);
 }
 
-const char *tlm_model_str(const tlm_model_so *m, uint32_t offset) { return m->strings + offset; }
+const char *tlm_so_str(const tlm_so *m, uint32_t offset) { return m->strings + offset; }
 
-const int64_t *tlm_model_plan_offsets(const tlm_model_so *m, int plan) {
+const int64_t *tlm_so_plan_offsets(const tlm_so *m, int plan) {
     return (const int64_t *)((const uint8_t *)m->header + m->plans[plan].offsets_off);
 }
