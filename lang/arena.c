@@ -1,4 +1,5 @@
 #include "arena.h"
+#include "xalloc.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -31,11 +32,7 @@ void *arena_alloc(arena *a, size_t size) {
     arena_block *b = a->head;
     if (!b || b->cap - b->used < size) {
         size_t cap = size > BLOCK_SIZE ? size : BLOCK_SIZE;
-        b = malloc(sizeof *b + cap);
-        if (!b) {
-            fputs("tlmc: out of memory\n", stderr);
-            exit(3);
-        }
+        b = tlm_xmalloc(sizeof *b + cap);
         b->used = 0;
         b->cap = cap;
         /* A big one-off allocation goes behind the current block so the
@@ -61,8 +58,6 @@ char *arena_strndup(arena *a, const char *s, size_t n) {
     p[n] = '\0';
     return p;
 }
-
-char *arena_strdup(arena *a, const char *s) { return arena_strndup(a, s, strlen(s)); }
 
 char *arena_printf(arena *a, const char *fmt, ...) {
     va_list ap;
