@@ -70,27 +70,33 @@ static int add_buffer(ir_model *ir, char *name, uint32_t role, int layer, int64_
 
 /* ---- ops ---- */
 
-typedef struct operands { int in[4], out[4], param[4]; } operands;
-#define NONE {-1, -1, -1, -1}
-
-static void add_op(ir_model *ir, uint32_t kind, int layer, int kernel, uint32_t flags, operands o) {
+static void add_op(ir_model *ir, const tlm_abi_op *op) {
     ir->ops = grow(ir->ops, ir->nops, &ir->caps[2], sizeof *ir->ops);
-    tlm_abi_op *op = &ir->ops[ir->nops++];
-    op->kind = kind;
-    op->flags = flags;
-    op->layer = layer;
-    op->kernel = kernel;
-    memcpy(op->in, o.in, sizeof o.in);
-    memcpy(op->out, o.out, sizeof o.out);
-    memcpy(op->param, o.param, sizeof o.param);
+    ir->ops[ir->nops++] = *op;
 }
 
-#define OPS(...) ((operands){__VA_ARGS__})
+/* EMIT(attention_backward, layer, .in_dy = ..., .out_dqkv = ...): an op by
+ * its operand names (abi/tlm_ops.h), the names the executor reads. Every
+ * slot starts at -1 (absent) and the named ones override it, so a forgotten
+ * operand is absent (and refused by the validator), never buffer 0. The
+ * override is the point, hence the pragma. */
+#if defined(__clang__)
+#pragma clang diagnostic ignored "-Winitializer-overrides"
+#else
+#pragma GCC diagnostic ignored "-Woverride-init"
+#endif
+#define ABSENT12 -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1
+#define EMIT_OP(op_, layer_, kernel_, flags_, ...)                                                         \
+    add_op(lw->ir, &(tlm_abi_op){.kind = tlm_op_kind_##op_, .flags = (flags_), .layer = (layer_),        \
+                                 .kernel = (kernel_), .op_ = {ABSENT12, __VA_ARGS__}})
+#define EMIT(op_, layer_, ...) EMIT_OP(op_, layer_, -1, 0, __VA_ARGS__)
+/* the same, adding into its first output instead of writing it */
+#define EMIT_ACC(op_, layer_, ...) EMIT_OP(op_, layer_, -1, TLM_OP_FLAG_ACCUMULATE, __VA_ARGS__)
 
 /* ---- kernels: one per distinct (kind, d_model, width) ---- */
 
 static int kernel_for(ir_model *ir, const checked_model *m, int64_t width) {
-    uint32_t kind = m->mlp == TLM_MLP_SWIGLU ? TLM_MLP_SWIGLU : TLM_MLP_GELU;
+    tlm_mlp kind = m->mlp;
     for (int k = 0; k < ir->nkernels; k++)
         if (ir->kernels[k].mlp == kind && ir->kernels[k].width == width) return k;
     ir->kernels = grow(ir->kernels, ir->nkernels, &ir->caps[3], sizeof *ir->kernels);
@@ -100,7 +106,7 @@ static int kernel_for(ir_model *ir, const checked_model *m, int64_t width) {
     k->mlp = kind;
     k->d_model = m->d_model;
     k->width = width;
-    tlm_kernel_spec spec = {kind == TLM_MLP_SWIGLU ? TLM_MLP_SWIGLU : TLM_MLP_GELU, (int)m->d_model,
+    tlm_kernel_spec spec = {kind, (int)m->d_model,
                             (int)width};
     char symbol[128];
     tlm_kernel_symbol(&spec, TLM_ENTRY_FWD, symbol, sizeof symbol);
@@ -282,39 +288,37 @@ static void block_grad_buffers(lowering *lw, block *y) {
     y->d_qkv = BUF(fmt("d_qkv.%d", l), TLM_B_D_QKV, l, 3 * A, 0);
 }
 
-#define IN(...) .in = {__VA_ARGS__}
-#define OUT(...) .out = {__VA_ARGS__}
-#define PARAMS(...) .param = {__VA_ARGS__}
-#define OP(kind, layer, ...) add_op(lw->ir, kind, layer, -1, 0, OPS(__VA_ARGS__))
-#define OPF(kind, layer, flags, ...) add_op(lw->ir, kind, layer, -1, flags, OPS(__VA_ARGS__))
-
 /* The token mixer's forward: mid = resid + mixer(norm1). */
 static void mixer_forward(lowering *lw, block *y) {
     const checked_model *m = lw->m;
     int l = y->layer;
-    OP(TLM_OP_RMSNORM, l, IN(y->resid, -1, -1, -1), OUT(y->norm1, y->rstd1, -1, -1), PARAMS(y->attn_norm, -1, -1, -1));
-    OP(TLM_OP_QKV, l, IN(y->norm1, -1, -1, -1), OUT(y->qkv, -1, -1, -1), PARAMS(y->q, y->k, y->v, -1));
+    EMIT(rmsnorm, l, .in_x = y->resid, .out_y = y->norm1, .out_rstd = y->rstd1, .param_weight = y->attn_norm);
+    EMIT(qkv, l, .in_x = y->norm1, .out_qkv = y->qkv, .param_wq = y->q, .param_wk = y->k, .param_wv = y->v);
     int mixed;                                 /* what o_proj reads */
     if (m->mixer == TLM_MIXER_TITANS) {
-        OP(TLM_OP_MEM_ACT, l, IN(y->qkv, -1, -1, -1), OUT(y->mem_act, y->mem_qkv, y->mem_rnorm, -1), PARAMS(-1, -1, -1, -1));
-        OP(TLM_OP_LINEAR, l, IN(y->norm1, -1, -1, -1), OUT(y->mem_gates_pre, -1, -1, -1), PARAMS(y->gates, y->gates + 1, y->gates + 2, -1));
-        OP(TLM_OP_MEM_GATES, l, IN(y->mem_gates_pre, -1, -1, -1), OUT(y->mem_gates, -1, -1, -1), PARAMS(-1, -1, -1, -1));
-        OP(TLM_OP_TITANS, l, IN(y->mem_qkv, y->mem_gates, -1, -1), OUT(y->mem_y, y->mem_saved, -1, -1), PARAMS(-1, -1, -1, -1));
-        OP(TLM_OP_RMSNORM_HEADS, l, IN(y->mem_y, -1, -1, -1), OUT(y->mem_yn, y->mem_rstd, -1, -1), PARAMS(y->mem_norm, -1, -1, -1));
-        OP(TLM_OP_LINEAR, l, IN(y->norm1, -1, -1, -1), OUT(y->gate_pre, -1, -1, -1), PARAMS(y->out_gate, -1, -1, -1));
-        OP(TLM_OP_SILU_GATE, l, IN(y->mem_yn, y->gate_pre, -1, -1), OUT(y->attn_gated, -1, -1, -1), PARAMS(-1, -1, -1, -1));
+        EMIT(memory_act, l, .in_qkv = y->qkv, .out_act = y->mem_act, .out_mem_qkv = y->mem_qkv,
+             .out_rnorm = y->mem_rnorm);
+        EMIT(linear, l, .in_x = y->norm1, .out_y = y->mem_gates_pre, .param_w0 = y->gates,
+             .param_w1 = y->gates + 1, .param_w2 = y->gates + 2);
+        EMIT(memory_gates, l, .in_pre = y->mem_gates_pre, .out_gates = y->mem_gates);
+        EMIT(titans, l, .in_mem_qkv = y->mem_qkv, .in_gates = y->mem_gates, .out_y = y->mem_y,
+             .out_saved = y->mem_saved);
+        EMIT(rmsnorm_heads, l, .in_x = y->mem_y, .out_y = y->mem_yn, .out_rstd = y->mem_rstd,
+             .param_weight = y->mem_norm);
+        EMIT(linear, l, .in_x = y->norm1, .out_y = y->gate_pre, .param_w0 = y->out_gate);
+        EMIT(silu_gate, l, .in_x = y->mem_yn, .in_gate_pre = y->gate_pre, .out_out = y->attn_gated);
         mixed = y->attn_gated;
     } else {
-        OP(TLM_OP_ROPE, l, IN(-1, -1, -1, -1), OUT(y->qkv, -1, -1, -1), PARAMS(-1, -1, -1, -1));
-        OP(TLM_OP_ATTENTION, l, IN(y->qkv, -1, -1, -1), OUT(y->probs, y->attn_y, -1, -1), PARAMS(-1, -1, -1, -1));
+        EMIT(rope, l, .out_qkv = y->qkv);
+        EMIT(attention, l, .in_qkv = y->qkv, .out_probs = y->probs, .out_y = y->attn_y);
         mixed = y->attn_y;
         if (y->out_gate >= 0) {
-            OP(TLM_OP_LINEAR, l, IN(y->norm1, -1, -1, -1), OUT(y->gate_pre, -1, -1, -1), PARAMS(y->out_gate, -1, -1, -1));
-            OP(TLM_OP_SIGMOID_GATE, l, IN(y->gate_pre, y->attn_y, -1, -1), OUT(y->attn_gated, -1, -1, -1), PARAMS(-1, -1, -1, -1));
+            EMIT(linear, l, .in_x = y->norm1, .out_y = y->gate_pre, .param_w0 = y->out_gate);
+            EMIT(sigmoid_gate, l, .in_gate_pre = y->gate_pre, .in_y = y->attn_y, .out_out = y->attn_gated);
             mixed = y->attn_gated;
         }
     }
-    OP(TLM_OP_OUT_PROJ, l, IN(mixed, y->resid, -1, -1), OUT(y->mid, -1, -1, -1), PARAMS(y->o, -1, -1, -1));
+    EMIT(out_proj, l, .in_y = mixed, .in_resid = y->resid, .out_out = y->mid, .param_wo = y->o);
 }
 
 /* The MLP (or the CMS levels): next = mid + MLP(norm(mid)), level by level. */
@@ -322,10 +326,11 @@ static void mlp_forward(lowering *lw, block *y, int next) {
     int l = y->layer, kernel = lw->ir->layer_kernel[l];
     for (int i = 0; i < lw->levels; i++) {
         int out = i + 1 < lw->levels ? y->level_in[i + 1] : next;
-        OP(TLM_OP_RMSNORM, l, IN(y->level_in[i], -1, -1, -1), OUT(y->norm2[i], y->rstd2[i], -1, -1), PARAMS(y->mlp_norm[i], -1, -1, -1));
-        add_op(lw->ir, TLM_OP_MLP, l, kernel, 0,
-               OPS(IN(y->norm2[i], y->level_in[i], -1, -1), OUT(y->pre_gate[i], y->pre_up[i], out, -1),
-                   PARAMS(y->gate[i], y->up[i], y->down[i], -1)));
+        EMIT(rmsnorm, l, .in_x = y->level_in[i], .out_y = y->norm2[i], .out_rstd = y->rstd2[i],
+             .param_weight = y->mlp_norm[i]);
+        EMIT_OP(mlp, l, kernel, 0, .in_x = y->norm2[i], .in_resid = y->level_in[i], .out_pre_gate = y->pre_gate[i],
+                .out_pre_up = y->pre_up[i], .out_out = out, .param_w_gate = y->gate[i], .param_w_up = y->up[i],
+                .param_w_down = y->down[i]);
     }
 }
 
@@ -334,11 +339,12 @@ static void mlp_forward(lowering *lw, block *y, int next) {
 static void mlp_backward(lowering *lw, block *y) {
     int l = y->layer, kernel = lw->ir->layer_kernel[l];
     for (int i = lw->levels - 1; i >= 0; i--) {
-        add_op(lw->ir, TLM_OP_MLP_BACKWARD, l, kernel, 0,
-               OPS(IN(lw->d_resid, y->norm2[i], y->pre_gate[i], y->pre_up[i]), OUT(y->d_pre_gate[i], y->d_pre_up[i], lw->d_norm, -1),
-                   PARAMS(y->gate[i], y->up[i], y->down[i], -1)));
-        OPF(TLM_OP_RMSNORM_BACKWARD, l, TLM_OP_FLAG_ACCUMULATE, IN(lw->d_norm, y->level_in[i], y->rstd2[i], -1),
-            OUT(lw->d_resid, -1, -1, -1), PARAMS(y->mlp_norm[i], -1, -1, -1));
+        EMIT_OP(mlp_backward, l, kernel, 0, .in_dout = lw->d_resid, .in_x = y->norm2[i],
+                .in_pre_gate = y->pre_gate[i], .in_pre_up = y->pre_up[i], .out_d_pre_gate = y->d_pre_gate[i],
+                .out_d_pre_up = y->d_pre_up[i], .out_dx = lw->d_norm, .param_w_gate = y->gate[i],
+                .param_w_up = y->up[i], .param_w_down = y->down[i]);
+        EMIT_ACC(rmsnorm_backward, l, .in_dy = lw->d_norm, .in_x = y->level_in[i], .in_rstd = y->rstd2[i],
+                 .out_dx = lw->d_resid, .param_weight = y->mlp_norm[i]);
     }
 }
 
@@ -350,31 +356,42 @@ static void mixer_backward(lowering *lw, block *y) {
     int l = y->layer, d_norm = lw->d_norm;
     int d_mixed = y->out_gate >= 0 ? y->d_attn_gated : y->d_attn_y;
     int mixed = y->out_gate >= 0 ? y->attn_gated : y->attn_y;
-    OP(TLM_OP_OUT_PROJ_BACKWARD, l, IN(lw->d_resid, mixed, -1, -1), OUT(d_mixed, -1, -1, -1), PARAMS(y->o, -1, -1, -1));
+    EMIT(out_proj_backward, l, .in_dout = lw->d_resid, .in_y = mixed, .out_dy = d_mixed, .param_wo = y->o);
     if (m->mixer == TLM_MIXER_TITANS) {
-        OP(TLM_OP_SILU_GATE_BACKWARD, l, IN(y->d_attn_gated, y->mem_yn, y->gate_pre, -1), OUT(y->d_mem_yn, y->d_gate_pre, -1, -1), PARAMS(-1, -1, -1, -1));
-        OP(TLM_OP_LINEAR_DW, l, IN(y->d_gate_pre, y->norm1, -1, -1), OUT(-1, -1, -1, -1), PARAMS(y->out_gate, -1, -1, -1));
-        OP(TLM_OP_RMSNORM_HEADS_BACKWARD, l, IN(y->d_mem_yn, y->mem_y, y->mem_rstd, -1), OUT(y->d_mem_y, -1, -1, -1), PARAMS(y->mem_norm, -1, -1, -1));
-        OP(TLM_OP_TITANS_BACKWARD, l, IN(y->d_mem_y, y->mem_qkv, y->mem_gates, y->mem_saved), OUT(y->d_mem_qkv, y->d_mem_gates, -1, -1), PARAMS(-1, -1, -1, -1));
-        OP(TLM_OP_MEM_GATES_BACKWARD, l, IN(y->d_mem_gates, y->mem_gates, -1, -1), OUT(y->d_mem_gates_pre, -1, -1, -1), PARAMS(-1, -1, -1, -1));
-        OP(TLM_OP_LINEAR_DW, l, IN(y->d_mem_gates_pre, y->norm1, -1, -1), OUT(-1, -1, -1, -1), PARAMS(y->gates, y->gates + 1, y->gates + 2, -1));
-        OP(TLM_OP_MEM_ACT_BACKWARD, l, IN(y->d_mem_qkv, y->qkv, y->mem_act, y->mem_rnorm), OUT(y->d_qkv, -1, -1, -1), PARAMS(-1, -1, -1, -1));
-        OP(TLM_OP_QKV_BACKWARD, l, IN(y->d_qkv, y->norm1, -1, -1), OUT(d_norm, -1, -1, -1), PARAMS(y->q, y->k, y->v, -1));
-        OPF(TLM_OP_LINEAR_DX, l, TLM_OP_FLAG_ACCUMULATE, IN(y->d_mem_gates_pre, -1, -1, -1), OUT(d_norm, -1, -1, -1), PARAMS(y->gates, y->gates + 1, y->gates + 2, -1));
-        OPF(TLM_OP_LINEAR_DX, l, TLM_OP_FLAG_ACCUMULATE, IN(y->d_gate_pre, -1, -1, -1), OUT(d_norm, -1, -1, -1), PARAMS(y->out_gate, -1, -1, -1));
+        EMIT(silu_gate_backward, l, .in_dout = y->d_attn_gated, .in_x = y->mem_yn, .in_gate_pre = y->gate_pre,
+             .out_dx = y->d_mem_yn, .out_dgate_pre = y->d_gate_pre);
+        EMIT(linear_dw, l, .in_dy = y->d_gate_pre, .in_x = y->norm1, .param_w0 = y->out_gate);
+        EMIT(rmsnorm_heads_backward, l, .in_dy = y->d_mem_yn, .in_x = y->mem_y, .in_rstd = y->mem_rstd,
+             .out_dx = y->d_mem_y, .param_weight = y->mem_norm);
+        EMIT(titans_backward, l, .in_dy = y->d_mem_y, .in_mem_qkv = y->mem_qkv, .in_gates = y->mem_gates,
+             .in_saved = y->mem_saved, .out_d_mem_qkv = y->d_mem_qkv, .out_dgates = y->d_mem_gates);
+        EMIT(memory_gates_backward, l, .in_dgates = y->d_mem_gates, .in_gates = y->mem_gates,
+             .out_dpre = y->d_mem_gates_pre);
+        EMIT(linear_dw, l, .in_dy = y->d_mem_gates_pre, .in_x = y->norm1, .param_w0 = y->gates,
+             .param_w1 = y->gates + 1, .param_w2 = y->gates + 2);
+        EMIT(memory_act_backward, l, .in_d_mem_qkv = y->d_mem_qkv, .in_qkv = y->qkv, .in_act = y->mem_act,
+             .in_rnorm = y->mem_rnorm, .out_dqkv = y->d_qkv);
+        EMIT(qkv_backward, l, .in_dqkv = y->d_qkv, .in_x = y->norm1, .out_dx = d_norm, .param_wq = y->q,
+             .param_wk = y->k, .param_wv = y->v);
+        EMIT_ACC(linear_dx, l, .in_dy = y->d_mem_gates_pre, .out_dx = d_norm, .param_w0 = y->gates,
+                 .param_w1 = y->gates + 1, .param_w2 = y->gates + 2);
+        EMIT_ACC(linear_dx, l, .in_dy = y->d_gate_pre, .out_dx = d_norm, .param_w0 = y->out_gate);
     } else {
         if (y->out_gate >= 0) {
-            OP(TLM_OP_SIGMOID_GATE_BACKWARD, l, IN(y->d_attn_gated, y->attn_y, y->gate_pre, -1), OUT(y->d_attn_y, y->d_gate_pre, -1, -1), PARAMS(-1, -1, -1, -1));
-            OP(TLM_OP_LINEAR_DW, l, IN(y->d_gate_pre, y->norm1, -1, -1), OUT(-1, -1, -1, -1), PARAMS(y->out_gate, -1, -1, -1));
+            EMIT(sigmoid_gate_backward, l, .in_dout = y->d_attn_gated, .in_y = y->attn_y, .in_gate_pre = y->gate_pre,
+                 .out_dy = y->d_attn_y, .out_dgate_pre = y->d_gate_pre);
+            EMIT(linear_dw, l, .in_dy = y->d_gate_pre, .in_x = y->norm1, .param_w0 = y->out_gate);
         }
-        OP(TLM_OP_ATTENTION_BACKWARD, l, IN(y->d_attn_y, y->qkv, y->probs, y->attn_y), OUT(y->d_qkv, -1, -1, -1), PARAMS(-1, -1, -1, -1));
-        OP(TLM_OP_ROPE_BACKWARD, l, IN(-1, -1, -1, -1), OUT(y->d_qkv, -1, -1, -1), PARAMS(-1, -1, -1, -1));
-        OP(TLM_OP_QKV_BACKWARD, l, IN(y->d_qkv, y->norm1, -1, -1), OUT(d_norm, -1, -1, -1), PARAMS(y->q, y->k, y->v, -1));
+        EMIT(attention_backward, l, .in_dy = y->d_attn_y, .in_qkv = y->qkv, .in_probs = y->probs,
+             .in_y = y->attn_y, .out_dqkv = y->d_qkv);
+        EMIT(rope_backward, l, .out_dqkv = y->d_qkv);
+        EMIT(qkv_backward, l, .in_dqkv = y->d_qkv, .in_x = y->norm1, .out_dx = d_norm, .param_wq = y->q,
+             .param_wk = y->k, .param_wv = y->v);
         if (y->out_gate >= 0)
-            OPF(TLM_OP_LINEAR_DX, l, TLM_OP_FLAG_ACCUMULATE, IN(y->d_gate_pre, -1, -1, -1), OUT(d_norm, -1, -1, -1), PARAMS(y->out_gate, -1, -1, -1));
+            EMIT_ACC(linear_dx, l, .in_dy = y->d_gate_pre, .out_dx = d_norm, .param_w0 = y->out_gate);
     }
-    OPF(TLM_OP_RMSNORM_BACKWARD, l, TLM_OP_FLAG_ACCUMULATE, IN(d_norm, y->resid, y->rstd1, -1), OUT(lw->d_resid, -1, -1, -1),
-        PARAMS(y->attn_norm, -1, -1, -1));
+    EMIT_ACC(rmsnorm_backward, l, .in_dy = d_norm, .in_x = y->resid, .in_rstd = y->rstd1, .out_dx = lw->d_resid,
+             .param_weight = y->attn_norm);
 }
 
 static void plan(ir_model *ir, ir_plan *p, uint32_t kind, int nops, int64_t B, int64_t T, bool *ok) {
@@ -423,26 +440,28 @@ bool ir_lower(const checked_model *m, ir_model *ir) {
     for (int l = 0; l < L; l++) block_grad_buffers(lw, &blocks[l]);
 
     /* Forward. */
-    OP(TLM_OP_EMBED, -1, IN(-1, -1, -1, -1), OUT(blocks[0].resid, -1, -1, -1), PARAMS(embed, -1, -1, -1));
+    EMIT(embed, -1, .out_resid = blocks[0].resid, .param_embed = embed);
     for (int l = 0; l < L; l++) {
         mixer_forward(lw, &blocks[l]);
         mlp_forward(lw, &blocks[l], l + 1 < L ? blocks[l + 1].resid : resid_last);
     }
-    OP(TLM_OP_RMSNORM, -1, IN(resid_last, -1, -1, -1), OUT(normf, rstdf, -1, -1), PARAMS(final_norm, -1, -1, -1));
-    OP(TLM_OP_HEAD, -1, IN(normf, -1, -1, -1), OUT(logits, -1, -1, -1), PARAMS(head, -1, -1, -1));
-    OP(TLM_OP_LOSS, -1, IN(logits, -1, -1, -1), OUT(lse, -1, -1, -1), PARAMS(-1, -1, -1, -1));
+    EMIT(rmsnorm, -1, .in_x = resid_last, .out_y = normf, .out_rstd = rstdf, .param_weight = final_norm);
+    EMIT(head, -1, .in_x = normf, .out_logits = logits, .param_w = head);
+    EMIT(loss, -1, .in_logits = logits, .out_lse = lse);
     ir->nforward = ir->nops;
 
     /* Backward, in reverse. The residual stream's gradient d_resid passes
-     * through every block; each norm's backward adds its share to it. */
-    OP(TLM_OP_LOSS_BACKWARD, -1, IN(logits, lse, -1, -1), OUT(logits, -1, -1, -1), PARAMS(-1, -1, -1, -1));
-    OP(TLM_OP_HEAD_BACKWARD, -1, IN(logits, normf, -1, -1), OUT(lw->d_norm, -1, -1, -1), PARAMS(head, -1, -1, -1));
-    OP(TLM_OP_RMSNORM_BACKWARD, -1, IN(lw->d_norm, resid_last, rstdf, -1), OUT(lw->d_resid, -1, -1, -1), PARAMS(final_norm, -1, -1, -1));
+     * through every block; each norm's backward adds its share to it. The
+     * loss's backward turns the logits into their gradient in place. */
+    EMIT(loss_backward, -1, .in_logits = logits, .in_lse = lse, .out_dlogits = logits);
+    EMIT(head_backward, -1, .in_dlogits = logits, .in_x = normf, .out_dx = lw->d_norm, .param_w = head);
+    EMIT(rmsnorm_backward, -1, .in_dy = lw->d_norm, .in_x = resid_last, .in_rstd = rstdf, .out_dx = lw->d_resid,
+         .param_weight = final_norm);
     for (int l = L - 1; l >= 0; l--) {
         mlp_backward(lw, &blocks[l]);
         mixer_backward(lw, &blocks[l]);
     }
-    OP(TLM_OP_EMBED_BACKWARD, -1, IN(lw->d_resid, -1, -1, -1), OUT(-1, -1, -1, -1), PARAMS(embed, -1, -1, -1));
+    EMIT(embed_backward, -1, .in_dresid = lw->d_resid, .param_embed = embed);
     free(blocks);
 
     /* Plans for the default sizes: a training micro-batch, and one

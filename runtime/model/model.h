@@ -1,7 +1,7 @@
 /* A model in memory: the parameter block, its gradients, the activation
- * arena laid out by the memory plan, and the interpreter that runs the
- * IR's ops (forward, then backward) with the runtime's ops and the model's
- * generated MLP kernels. */
+ * arena laid out by the memory plan (model.c), and the executor that runs
+ * the IR's ops (forward, then backward) with the runtime's ops and the
+ * model's generated MLP kernels (executor.c). */
 #ifndef TLM_RUNTIME_MODEL_H
 #define TLM_RUNTIME_MODEL_H
 
@@ -24,7 +24,8 @@ typedef struct tlm_model {
     float *rope_cos, *rope_sin;/* [T, head_dim / 2] */
     int32_t *tokens, *targets; /* [B*T] of the last forward */
     int64_t run_B, run_T;      /* sizes of the last forward */
-    int threads;
+    int threads;               /* the OpenMP threads the ops split into */
+    float *titans_scratch;     /* titans' backward: per-thread scratch (NULL otherwise) */
 } tlm_model;
 
 /* B, T: the sizes to plan for (later calls may use smaller ones). */

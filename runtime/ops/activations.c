@@ -5,10 +5,10 @@
 
 #include <math.h>
 
+#include "vec_inline.h"
+
 /* below this many elements a parallel region costs more than it saves */
 #define PAR_MIN 32768
-
-static inline float sigmoidf(float x) { return 1.0f / (1.0f + expf(-x)); }
 
 /* ---- silu: x sigmoid(x);  silu'(x) = s (1 + x (1 - s)) ---------------- */
 

@@ -22,3 +22,11 @@ int tlm_get_num_threads(void) {
     return 1;
 #endif
 }
+
+int tlm_thread_index(void) {
+#ifdef _OPENMP
+    return omp_get_thread_num();
+#else
+    return 0;
+#endif
+}

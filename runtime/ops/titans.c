@@ -159,27 +159,29 @@ void tlm_titans_forward(float *y, float *saved, const float *q, const float *k,
     }
 }
 
+size_t tlm_titans_scratch_floats(int D, int chunk) {
+    const size_t DD = (size_t)D * D;
+    return (2 * (size_t)segment_len(chunk) + 5) * DD + 2 * (size_t)D;
+}
+
 void tlm_titans_backward(float *dq, float *dk, float *dv, float *dtheta,
                          float *deta, float *dalpha, const float *dy,
                          const float *saved, const float *q, const float *k,
                          const float *v, int stride, const float *theta,
                          const float *eta, const float *alpha, int B, int T,
-                         int H, int D, int chunk) {
+                         int H, int D, int chunk, float *scratch,
+                         int threads) {
     (void)v; /* enters only through the saved e_t */
     if (B <= 0 || T <= 0 || H <= 0 || D <= 0 || chunk <= 0) return;
     const int K = segment_len(chunk);
     const int nseg = (T + K - 1) / K;
     const size_t DD = (size_t)D * D;
     const float *e_all = saved + (size_t)B * H * nseg * 2 * DD;
-    const size_t scratch = (2 * (size_t)K + 5) * DD + 2 * (size_t)D;
-    #pragma omp parallel
+    const size_t per_thread = tlm_titans_scratch_floats(D, chunk);
+    if (threads < 1) threads = 1;
+    #pragma omp parallel num_threads(threads)
     {
-        float *scr = malloc(scratch * sizeof(float));
-        if (!scr) {
-            fprintf(stderr, "tlm_titans_backward: out of memory (%zu bytes "
-                    "of scratch)\n", scratch * sizeof(float));
-            abort();
-        }
+        float *scr = scratch + (size_t)tlm_thread_index() * per_thread;
         /* Ms[i], Ss[i]: the state after token s0 + i - 1 (i = 0: the
          * segment's starting checkpoint) */
         float *Ms = scr, *Ss = Ms + (size_t)(K + 1) * DD;
@@ -278,6 +280,5 @@ void tlm_titans_backward(float *dq, float *dk, float *dv, float *dtheta,
                 }
             }
         }
-        free(scr);
     }
 }

@@ -2,6 +2,10 @@
 #ifndef TLM_VEC_INLINE_H
 #define TLM_VEC_INLINE_H
 
+#include <math.h>
+
+static inline float sigmoidf(float x) { return 1.0f / (1.0f + expf(-x)); }
+
 static inline float dot(const float *a, const float *b, int n) {
     float s = 0.0f;
     #pragma omp simd reduction(+ : s)

@@ -42,11 +42,14 @@ static tlm_rng g_rng;
  * `s` = theta, eta, alpha [B,T,H] one after another. xd, sd: the same in
  * double (what the reference and the finite differences move); dx, ds: the
  * op's gradients, at the same offsets. */
+#define SCRATCH_THREADS 8
+
 typedef struct {
     int B, T, H, D, C, stride;
     size_t qo, ko, vo; /* offsets of q, k, v in x */
     size_t nx, ns;
     float *x, *s, *dx, *ds, *y, *dy, *saved;
+    float *scratch;      /* the backward's, for up to SCRATCH_THREADS threads */
     double *xd, *sd;
     double *Mh, *Sh, *e; /* reference history, (T+1) D^2 each */
 } prob;
@@ -70,6 +73,7 @@ static prob make_prob(int B, int T, int H, int D, int C, bool packed) {
     p.y = falloc(n);
     p.dy = falloc(n);
     p.saved = falloc(tlm_titans_saved_floats(B, T, H, D, C));
+    p.scratch = falloc(tlm_titans_scratch_floats(D, C) * SCRATCH_THREADS);
     p.xd = malloc(p.nx * sizeof(double));
     p.sd = malloc(p.ns * sizeof(double));
     size_t DD = (size_t)D * D;
@@ -107,7 +111,7 @@ static prob make_prob(int B, int T, int H, int D, int C, bool packed) {
 static void free_prob(prob *p) {
     free(p->x), free(p->s), free(p->dx), free(p->ds), free(p->y);
     free(p->dy), free(p->saved), free(p->xd), free(p->sd), free(p->Mh);
-    free(p->Sh), free(p->e);
+    free(p->Sh), free(p->e), free(p->scratch);
 }
 
 static void op_forward(prob *p) {
@@ -118,12 +122,14 @@ static void op_forward(prob *p) {
 }
 
 static void op_backward(prob *p) {
+    int threads = tlm_get_num_threads();
+    if (threads > SCRATCH_THREADS) threads = SCRATCH_THREADS;
     size_t BTH = (size_t)p->B * p->T * p->H;
     tlm_titans_backward(p->dx + p->qo, p->dx + p->ko, p->dx + p->vo, p->ds,
                         p->ds + BTH, p->ds + 2 * BTH, p->dy, p->saved,
                         p->x + p->qo, p->x + p->ko, p->x + p->vo, p->stride,
                         p->s, p->s + BTH, p->s + 2 * BTH, p->B, p->T, p->H,
-                        p->D, p->C);
+                        p->D, p->C, p->scratch, threads);
 }
 
 /* The reference for one (b, h), from xd and sd: writes y_t into y (double,

@@ -34,6 +34,8 @@
 void tlm_set_num_threads(int n);
 /* The OpenMP thread count (1 when built without OpenMP). */
 int tlm_get_num_threads(void);
+/* The calling thread's index in its OpenMP team (0 outside one). */
+int tlm_thread_index(void);
 
 /* ---- embedding.c ------------------------------------------------------ */
 
@@ -276,14 +278,35 @@ void tlm_titans_forward(float *y, float *saved, const float *q, const float *k,
 /* dq, dk, dv: same layout/stride as q, k, v, WRITTEN (only their head
  * slices: in a packed dqkv the three parts are disjoint). dtheta, deta,
  * dalpha: [B,T,H], WRITTEN. dy: [B,T,H*D]. Recomputes each segment's states
- * from `saved`; the one op that allocates: a scratch of (2K+5) D^2 + 2D
- * floats per thread, freed before return (aborts if malloc fails). v is
- * not read (it enters through the saved errors), so it may be NULL. */
+ * from `saved` in `scratch`: tlm_titans_scratch_floats(D, chunk) floats for
+ * each of `threads` threads (the caller allocates it, so the op itself
+ * cannot fail). v is not read (it enters through the saved errors), so it
+ * may be NULL. */
+size_t tlm_titans_scratch_floats(int D, int chunk);
 void tlm_titans_backward(float *dq, float *dk, float *dv, float *dtheta,
                          float *deta, float *dalpha, const float *dy,
                          const float *saved, const float *q, const float *k,
                          const float *v, int stride, const float *theta,
                          const float *eta, const float *alpha, int B, int T,
-                         int H, int D, int chunk);
+                         int H, int D, int chunk, float *scratch,
+                         int threads);
+
+/* The activations around the memory (titans_gates.c), per token n of N:
+ *   act = silu(qkv)                         qkv, act: [N, 3, H, D] packed
+ *   mem_qkv = l2norm(q), l2norm(k), v of act (per head); rnorm [N, 2H]
+ *   the 1/norms of q and k, saved for the backward
+ * and the memory's gates from pre [N, 3H] (theta, eta, alpha per head):
+ *   gates = three [N, H] blocks: inner_lr sigmoid, sigmoid, sigmoid
+ * (the layout tlm_titans_forward reads). Backwards write their outputs. */
+void tlm_titans_qkv_forward(float *act, float *mem_qkv, float *rnorm,
+                            const float *qkv, int N, int H, int D);
+void tlm_titans_qkv_backward(float *dqkv, const float *d_mem_qkv,
+                             const float *qkv, const float *act,
+                             const float *rnorm, int N, int H, int D);
+void tlm_titans_gates_forward(float *gates, const float *pre, int N, int H,
+                              float inner_lr);
+void tlm_titans_gates_backward(float *dpre, const float *dgates,
+                               const float *gates, int N, int H,
+                               float inner_lr);
 
 #endif

@@ -1,0 +1,332 @@
+/* The CPU executor of the IR's op list: one function per op of the table in
+ * abi/tlm_ops.h, forward and backward side by side, reading its operands by
+ * the names the compiler's EMIT wrote them with (llm.c's gpt2_forward). A
+ * missing function is a build error: the dispatch table is generated from
+ * the op table. The shapes in the comments are per micro-batch: N = B·T
+ * tokens, D = d_model, A = heads·head_dim, V = vocab, W = the layer's MLP
+ * width. */
+#include <math.h>
+#include <string.h>
+
+#include "arena_plan.h"
+#include "model.h"
+#include "tlm_rt/ops.h"
+
+/* What every op reads: the model and the sizes of this forward. */
+typedef struct step {
+    tlm_model *m;
+    int B, T, N, D, H, hd, A, V;
+    bool headwise_gate;        /* gated attention: one gate per head */
+    float eps, inner_lr;
+    int chunk;                 /* titans */
+    float dloss;               /* backward: the weight of the loss */
+    double loss;               /* forward: what the loss op computed */
+} step;
+
+static float *buf(const step *s, int32_t b) {
+    return b < 0 || s->m->offsets[b] < 0 ? NULL : (float *)(s->m->arena + s->m->offsets[b]);
+}
+static float *prm(const step *s, int32_t p) { return p < 0 ? NULL : s->m->params + s->m->so->params[p].offset; }
+static float *grd(const step *s, int32_t p) {
+    return p < 0 || !s->m->grads ? NULL : s->m->grads + s->m->so->params[p].offset;
+}
+
+/* Operands by name: OPERANDS(rmsnorm) names o the op's slots, then
+ * IN(x), OUT(y), PARAM(weight) and GRAD(weight) read them. */
+#define OPERANDS(name) const tlm_operands_##name *o = &op->name
+#define IN(n) buf(s, o->in_##n)
+#define OUT(n) buf(s, o->out_##n)
+#define PARAM(n) prm(s, o->param_##n)
+#define GRAD(n) grd(s, o->param_##n)
+#define ACCUMULATE ((op->flags & TLM_OP_FLAG_ACCUMULATE) != 0)
+
+/* Generated kernels take row (or width) ranges; split them into one chunk
+ * per thread. Chunks are disjoint, so the results do not depend on the
+ * split. */
+#define SPLIT(count, lo, hi, body)                                                                         \
+    do {                                                                                                   \
+        int64_t count_ = (count), chunks_ = s->m->threads < 1 ? 1 : s->m->threads;                         \
+        /* at least 32 rows (or widths) a thread: below that a parallel region                             \
+         * costs more than it saves */                                                                     \
+        if (chunks_ > count_ / 32) chunks_ = count_ / 32 > 0 ? count_ / 32 : 1;                            \
+        _Pragma("omp parallel for schedule(static) num_threads(chunks_)") for (int64_t c_ = 0; c_ < chunks_; \
+                                                                               c_++) {                     \
+            int64_t lo = count_ * c_ / chunks_, hi = count_ * (c_ + 1) / chunks_;                          \
+            body;                                                                                          \
+        }                                                                                                  \
+    } while (0)
+
+/* ---- embedding ---- */
+
+/* resid [N, D] = embed[tokens] */
+static void op_embed(step *s, const tlm_abi_op *op) {
+    OPERANDS(embed);
+    tlm_embedding_forward(OUT(resid), s->m->tokens, PARAM(embed), s->N, s->D);
+}
+/* dembed[tokens] += dresid */
+static void op_embed_backward(step *s, const tlm_abi_op *op) {
+    OPERANDS(embed_backward);
+    tlm_embedding_backward(GRAD(embed), IN(dresid), s->m->tokens, s->N, s->D);
+}
+
+/* ---- RMSNorm; its backward adds into the residual stream's gradient ---- */
+
+/* y [N, D] = x rstd weight; rstd [N] */
+static void op_rmsnorm(step *s, const tlm_abi_op *op) {
+    OPERANDS(rmsnorm);
+    tlm_rmsnorm_forward(OUT(y), OUT(rstd), IN(x), PARAM(weight), s->N, s->D, s->eps);
+}
+static void op_rmsnorm_backward(step *s, const tlm_abi_op *op) {
+    OPERANDS(rmsnorm_backward);
+    float *dx = OUT(dx);
+    if (!ACCUMULATE) memset(dx, 0, (size_t)s->N * (size_t)s->D * sizeof(float));
+    tlm_rmsnorm_backward(dx, GRAD(weight), IN(dy), IN(x), PARAM(weight), IN(rstd), s->N, s->D);
+}
+
+/* a norm per head (titans' read-out): y [N, A], rstd [N, H] */
+static void op_rmsnorm_heads(step *s, const tlm_abi_op *op) {
+    OPERANDS(rmsnorm_heads);
+    tlm_rmsnorm_heads_forward(OUT(y), OUT(rstd), IN(x), PARAM(weight), s->N, s->H, s->hd, s->eps);
+}
+static void op_rmsnorm_heads_backward(step *s, const tlm_abi_op *op) {
+    OPERANDS(rmsnorm_heads_backward);
+    tlm_rmsnorm_heads_backward(OUT(dx), GRAD(weight), IN(dy), IN(x), PARAM(weight), IN(rstd), s->N, s->H, s->hd);
+}
+
+/* ---- q, k, v in one GEMM: wq, wk, wv are one [3A, D] matrix ---- */
+
+/* qkv [N, 3A] = x [N, D] [wq; wk; wv]^T */
+static void op_qkv(step *s, const tlm_abi_op *op) {
+    OPERANDS(qkv);
+    tlm_linear_forward(OUT(qkv), IN(x), PARAM(wq), s->N, s->D, 3 * s->A, false);
+}
+static void op_qkv_backward(step *s, const tlm_abi_op *op) {
+    OPERANDS(qkv_backward);
+    tlm_linear_backward(OUT(dx), GRAD(wq), IN(dqkv), IN(x), PARAM(wq), s->N, s->D, 3 * s->A, false);
+}
+
+/* ---- rotary embeddings on q and k, in place inside the packed qkv ---- */
+
+static void op_rope(step *s, const tlm_abi_op *op) {
+    OPERANDS(rope);
+    float *q = OUT(qkv), *k = q + s->A;
+    const float *cos_t = s->m->rope_cos, *sin_t = s->m->rope_sin;
+    tlm_rope_forward(q, q, cos_t, sin_t, s->B, s->T, s->H, s->hd, 3 * s->A);
+    tlm_rope_forward(k, k, cos_t, sin_t, s->B, s->T, s->H, s->hd, 3 * s->A);
+}
+static void op_rope_backward(step *s, const tlm_abi_op *op) {
+    OPERANDS(rope_backward);
+    float *dq = OUT(dqkv), *dk = dq + s->A;
+    const float *cos_t = s->m->rope_cos, *sin_t = s->m->rope_sin;
+    tlm_rope_backward(dq, dq, cos_t, sin_t, s->B, s->T, s->H, s->hd, 3 * s->A);
+    tlm_rope_backward(dk, dk, cos_t, sin_t, s->B, s->T, s->H, s->hd, 3 * s->A);
+}
+
+/* ---- causal softmax attention over the packed qkv ---- */
+
+/* probs [B, H, T, T], y [N, A] */
+static void op_attention(step *s, const tlm_abi_op *op) {
+    OPERANDS(attention);
+    const float *q = IN(qkv), *k = q + s->A, *v = q + 2 * s->A;
+    tlm_attention_forward(OUT(y), OUT(probs), q, k, v, s->B, s->T, s->H, s->hd, 3 * s->A);
+}
+static void op_attention_backward(step *s, const tlm_abi_op *op) {
+    OPERANDS(attention_backward);
+    float *dq = OUT(dqkv), *dk = dq + s->A, *dv = dq + 2 * s->A;
+    const float *q = IN(qkv), *k = q + s->A, *v = q + 2 * s->A;
+    tlm_attention_backward(dq, dk, dv, IN(dy), IN(y), IN(probs), q, k, v, s->B, s->T, s->H, s->hd, 3 * s->A);
+}
+
+/* ---- output projection with the residual added ---- */
+
+/* out [N, D] = resid + y [N, A] wo^T */
+static void op_out_proj(step *s, const tlm_abi_op *op) {
+    OPERANDS(out_proj);
+    float *out = OUT(out);
+    memcpy(out, IN(resid), (size_t)s->N * (size_t)s->D * sizeof(float));
+    tlm_linear_forward(out, IN(y), PARAM(wo), s->N, s->A, s->D, true);
+}
+static void op_out_proj_backward(step *s, const tlm_abi_op *op) {
+    OPERANDS(out_proj_backward);
+    tlm_linear_backward(OUT(dy), GRAD(wo), IN(dout), IN(y), PARAM(wo), s->N, s->A, s->D, false);
+}
+
+/* ---- the MLP, a generated kernel per width ---- */
+
+/* out [N, D] = resid + MLP(x); pre_gate, pre_up [N, W] kept for the backward */
+static void op_mlp(step *s, const tlm_abi_op *op) {
+    OPERANDS(mlp);
+    const tlm_kernel_fns *kernel = &s->m->so->kernel_fns[op->kernel];
+    const float *x = IN(x), *w_gate = PARAM(w_gate), *w_up = PARAM(w_up), *w_down = PARAM(w_down);
+    float *pre_gate = OUT(pre_gate), *pre_up = OUT(pre_up), *out = OUT(out);
+    memcpy(out, IN(resid), (size_t)s->N * (size_t)s->D * sizeof(float));
+    SPLIT(s->N, r0, r1, kernel->fwd(r0, r1, x, w_gate, w_up, w_down, pre_gate, pre_up, out));
+}
+/* dx [N, D] written from dout; the weights' gradients accumulate */
+static void op_mlp_backward(step *s, const tlm_abi_op *op) {
+    OPERANDS(mlp_backward);
+    const tlm_kernel_fns *kernel = &s->m->so->kernel_fns[op->kernel];
+    const int64_t W = s->m->so->kernels[op->kernel].width;
+    const float *dout = IN(dout), *x = IN(x), *pre_gate = IN(pre_gate), *pre_up = IN(pre_up);
+    const float *w_gate = PARAM(w_gate), *w_up = PARAM(w_up), *w_down = PARAM(w_down);
+    float *d_pre_gate = OUT(d_pre_gate), *d_pre_up = OUT(d_pre_up), *dx = OUT(dx);
+    float *dw_gate = GRAD(w_gate), *dw_up = GRAD(w_up), *dw_down = GRAD(w_down);
+    SPLIT(s->N, r0, r1,
+          kernel->bwd_data(r0, r1, x, w_gate, w_up, w_down, pre_gate, pre_up, dout, d_pre_gate, d_pre_up, dx));
+    SPLIT(W, j0, j1,
+          kernel->bwd_weight(s->N, j0, j1, x, pre_gate, pre_up, dout, d_pre_gate, d_pre_up, dw_gate, dw_up,
+                             dw_down));
+}
+
+/* ---- LM head (the embedding when tied) and the loss ---- */
+
+/* logits [N, V] = x [N, D] w^T */
+static void op_head(step *s, const tlm_abi_op *op) {
+    OPERANDS(head);
+    tlm_linear_forward(OUT(logits), IN(x), PARAM(w), s->N, s->D, s->V, false);
+}
+static void op_head_backward(step *s, const tlm_abi_op *op) {
+    OPERANDS(head_backward);
+    tlm_linear_backward(OUT(dx), GRAD(w), IN(dlogits), IN(x), PARAM(w), s->N, s->D, s->V, false);
+}
+/* the mean cross-entropy against the targets; lse [N] */
+static void op_loss(step *s, const tlm_abi_op *op) {
+    OPERANDS(loss);
+    s->loss = tlm_crossentropy_forward(NULL, OUT(lse), IN(logits), s->m->targets, s->N, s->V);
+}
+static void op_loss_backward(step *s, const tlm_abi_op *op) {
+    OPERANDS(loss_backward);
+    tlm_crossentropy_backward(OUT(dlogits), IN(logits), IN(lse), s->m->targets, s->N, s->V, s->dloss);
+}
+
+/* ---- a linear map whose weight is one or more adjacent parameters ----
+ * (the validator checks that w0, w1, w2 are rows of one matrix) */
+
+static int linear_rows(const step *s, const int32_t w[3]) {
+    int rows = 0;
+    for (int j = 0; j < 3 && w[j] >= 0; j++) rows += (int)s->m->so->params[w[j]].shape[0];
+    return rows;
+}
+static int linear_cols(const step *s, int32_t w0) { return (int)s->m->so->params[w0].shape[1]; }
+
+/* y [N, rows] = x [N, cols] W^T */
+static void op_linear(step *s, const tlm_abi_op *op) {
+    OPERANDS(linear);
+    const int32_t w[3] = {o->param_w0, o->param_w1, o->param_w2};
+    tlm_linear_forward(OUT(y), IN(x), PARAM(w0), s->N, linear_cols(s, o->param_w0), linear_rows(s, w), false);
+}
+/* dW += dy^T x */
+static void op_linear_dw(step *s, const tlm_abi_op *op) {
+    OPERANDS(linear_dw);
+    const int32_t w[3] = {o->param_w0, o->param_w1, o->param_w2};
+    tlm_linear_backward(NULL, GRAD(w0), IN(dy), IN(x), PARAM(w0), s->N, linear_cols(s, o->param_w0),
+                        linear_rows(s, w), false);
+}
+/* dx (= or +=) dy W */
+static void op_linear_dx(step *s, const tlm_abi_op *op) {
+    OPERANDS(linear_dx);
+    const int32_t w[3] = {o->param_w0, o->param_w1, o->param_w2};
+    tlm_linear_backward(OUT(dx), NULL, IN(dy), NULL, PARAM(w0), s->N, linear_cols(s, o->param_w0),
+                        linear_rows(s, w), ACCUMULATE);
+}
+
+/* ---- gated attention: y sigmoid(gate), one gate per channel or per head ---- */
+
+static void op_sigmoid_gate(step *s, const tlm_abi_op *op) {
+    OPERANDS(sigmoid_gate);
+    int rows = s->headwise_gate ? s->N * s->H : s->N * s->A, per_gate = s->headwise_gate ? s->hd : 1;
+    tlm_sigmoid_gate_forward(OUT(out), IN(y), IN(gate_pre), rows, per_gate);
+}
+static void op_sigmoid_gate_backward(step *s, const tlm_abi_op *op) {
+    OPERANDS(sigmoid_gate_backward);
+    int rows = s->headwise_gate ? s->N * s->H : s->N * s->A, per_gate = s->headwise_gate ? s->hd : 1;
+    tlm_sigmoid_gate_backward(OUT(dy), OUT(dgate_pre), IN(dout), IN(y), IN(gate_pre), rows, per_gate);
+}
+
+/* ---- titans: the output gate x silu(gate_pre), which is SwiGLU's product ---- */
+
+static void op_silu_gate(step *s, const tlm_abi_op *op) {
+    OPERANDS(silu_gate);
+    tlm_swiglu_forward(OUT(out), IN(gate_pre), IN(x), (size_t)s->N * (size_t)s->A);
+}
+static void op_silu_gate_backward(step *s, const tlm_abi_op *op) {
+    OPERANDS(silu_gate_backward);
+    tlm_swiglu_backward(OUT(dgate_pre), OUT(dx), IN(dout), IN(gate_pre), IN(x), (size_t)s->N * (size_t)s->A);
+}
+
+/* ---- titans: the activations around the memory, and the memory ---- */
+
+/* act = silu(qkv); mem_qkv = l2norm(q), l2norm(k), v of act; rnorm [N, 2H] */
+static void op_memory_act(step *s, const tlm_abi_op *op) {
+    OPERANDS(memory_act);
+    tlm_titans_qkv_forward(OUT(act), OUT(mem_qkv), OUT(rnorm), IN(qkv), s->N, s->H, s->hd);
+}
+static void op_memory_act_backward(step *s, const tlm_abi_op *op) {
+    OPERANDS(memory_act_backward);
+    tlm_titans_qkv_backward(OUT(dqkv), IN(d_mem_qkv), IN(qkv), IN(act), IN(rnorm), s->N, s->H, s->hd);
+}
+/* gates: theta, eta, alpha as three [N, H] blocks, from pre [N, 3H] */
+static void op_memory_gates(step *s, const tlm_abi_op *op) {
+    OPERANDS(memory_gates);
+    tlm_titans_gates_forward(OUT(gates), IN(pre), s->N, s->H, s->inner_lr);
+}
+static void op_memory_gates_backward(step *s, const tlm_abi_op *op) {
+    OPERANDS(memory_gates_backward);
+    tlm_titans_gates_backward(OUT(dpre), IN(dgates), IN(gates), s->N, s->H, s->inner_lr);
+}
+
+/* y [N, A] = M_t q_t; saved: the memory's checkpoints for the backward (the
+ * compiler sized the buffer for any B and T; tlm_model_create checked it) */
+static void op_titans(step *s, const tlm_abi_op *op) {
+    OPERANDS(titans);
+    const size_t NH = (size_t)s->N * (size_t)s->H;
+    const float *q = IN(mem_qkv), *k = q + s->A, *v = q + 2 * s->A;
+    const float *theta = IN(gates), *eta = theta + NH, *alpha = theta + 2 * NH;
+    tlm_titans_forward(OUT(y), OUT(saved), q, k, v, 3 * s->A, theta, eta, alpha, s->B, s->T, s->H, s->hd,
+                       s->chunk);
+}
+static void op_titans_backward(step *s, const tlm_abi_op *op) {
+    OPERANDS(titans_backward);
+    const size_t NH = (size_t)s->N * (size_t)s->H;
+    float *dq = OUT(d_mem_qkv), *dk = dq + s->A, *dv = dq + 2 * s->A;
+    float *dtheta = OUT(dgates), *deta = dtheta + NH, *dalpha = dtheta + 2 * NH;
+    const float *q = IN(mem_qkv), *k = q + s->A, *v = q + 2 * s->A;
+    const float *theta = IN(gates), *eta = theta + NH, *alpha = theta + 2 * NH;
+    tlm_titans_backward(dq, dk, dv, dtheta, deta, dalpha, IN(dy), IN(saved), q, k, v, 3 * s->A, theta, eta, alpha,
+                        s->B, s->T, s->H, s->hd, s->chunk, s->m->titans_scratch, s->m->threads);
+}
+
+/* ---- dispatch: one entry per op of the table, or the build fails ---- */
+
+typedef void (*op_fn)(step *, const tlm_abi_op *);
+#define OP_ENTRY_(E, name, in, out, param, doc) [TLM_OP_##E] = op_##name,
+static const op_fn op_functions[TLM_OP_COUNT] = {TLM_OPS(OP_ENTRY_)};
+
+static step step_for(tlm_model *m, float dloss) {
+    const tlm_abi_config *c = m->so->config;
+    step s = {.m = m, .B = (int)m->run_B, .T = (int)m->run_T, .N = (int)(m->run_B * m->run_T),
+              .D = (int)c->d_model, .H = (int)c->heads, .hd = (int)c->head_dim, .A = (int)(c->heads * c->head_dim),
+              .V = (int)c->vocab, .headwise_gate = c->gate == TLM_GATE_HEADWISE, .eps = (float)c->norm_eps,
+              .inner_lr = (float)c->inner_lr, .chunk = (int)c->chunk, .dloss = dloss};
+    return s;
+}
+
+double tlm_model_forward(tlm_model *m, const int32_t *tokens, const int32_t *targets, int64_t B, int64_t T) {
+    if (B < 1 || T < 1 || B > m->B || T > m->T) return NAN;     /* the arena was planned for less */
+    m->run_B = B;
+    m->run_T = T;
+    memcpy(m->tokens, tokens, (size_t)(B * T) * sizeof(int32_t));
+    if (targets) memcpy(m->targets, targets, (size_t)(B * T) * sizeof(int32_t));
+    step s = step_for(m, 0);
+    for (int i = 0; i < m->nforward; i++) {
+        const tlm_abi_op *op = &m->so->ops[i];
+        if (op->kind == TLM_OP_LOSS && !targets) continue;
+        op_functions[op->kind](&s, op);
+    }
+    return targets ? s.loss : 0;
+}
+
+void tlm_model_backward(tlm_model *m, float dloss) {
+    step s = step_for(m, dloss);
+    for (int i = m->nforward; i < m->nops; i++) op_functions[m->so->ops[i].kind](&s, &m->so->ops[i]);
+}
