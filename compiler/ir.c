@@ -7,19 +7,18 @@
 
 #include "arena_plan.h"
 #include "codegen.h"
+#include "xalloc.h"
 
 static void *grow(void *p, int n, int *cap, size_t size) {
     if (n < *cap) return p;
     *cap = *cap ? 2 * *cap : 64;
-    p = realloc(p, (size_t)*cap * size);
-    if (!p) { fputs("out of memory\n", stderr); exit(3); }
-    return p;
+    return tlm_xrealloc(p, (size_t)*cap * size);
 }
 
 static char *fmt(const char *f, int layer) {
     char buf[128];
     snprintf(buf, sizeof buf, f, layer);
-    return strdup(buf);
+    return tlm_xstrdup(buf);
 }
 
 /* ---- parameters ---- */
@@ -27,7 +26,7 @@ static char *fmt(const char *f, int layer) {
 static int add_param(ir_model *ir, char *name, uint32_t role, int layer, int64_t rows, int64_t cols,
                      uint32_t init, double std, bool decay) {
     ir->params = grow(ir->params, ir->nparams, &ir->caps[0], sizeof *ir->params);
-    ir->param_names = realloc(ir->param_names, (size_t)ir->caps[0] * sizeof *ir->param_names);
+    ir->param_names = tlm_xrealloc(ir->param_names, (size_t)ir->caps[0] * sizeof *ir->param_names);
     tlm_abi_param *p = &ir->params[ir->nparams];
     memset(p, 0, sizeof *p);
     p->role = role;
@@ -57,7 +56,7 @@ static int add_param(ir_model *ir, char *name, uint32_t role, int layer, int64_t
 static int add_buffer(ir_model *ir, char *name, uint32_t role, int layer, int64_t per_token,
                       int64_t per_token_t) {
     ir->buffers = grow(ir->buffers, ir->nbuffers, &ir->caps[1], sizeof *ir->buffers);
-    ir->buffer_names = realloc(ir->buffer_names, (size_t)ir->caps[1] * sizeof *ir->buffer_names);
+    ir->buffer_names = tlm_xrealloc(ir->buffer_names, (size_t)ir->caps[1] * sizeof *ir->buffer_names);
     tlm_abi_buffer *b = &ir->buffers[ir->nbuffers];
     memset(b, 0, sizeof *b);
     b->role = role;
@@ -100,7 +99,7 @@ static int kernel_for(ir_model *ir, const checked_model *m, int64_t width) {
     for (int k = 0; k < ir->nkernels; k++)
         if (ir->kernels[k].mlp == kind && ir->kernels[k].width == width) return k;
     ir->kernels = grow(ir->kernels, ir->nkernels, &ir->caps[3], sizeof *ir->kernels);
-    ir->kernel_symbols = realloc(ir->kernel_symbols, (size_t)ir->caps[3] * sizeof *ir->kernel_symbols);
+    ir->kernel_symbols = tlm_xrealloc(ir->kernel_symbols, (size_t)ir->caps[3] * sizeof *ir->kernel_symbols);
     tlm_abi_kernel *k = &ir->kernels[ir->nkernels];
     memset(k, 0, sizeof *k);
     k->mlp = kind;
@@ -110,7 +109,7 @@ static int kernel_for(ir_model *ir, const checked_model *m, int64_t width) {
                             (int)width};
     char symbol[128];
     tlm_kernel_symbol(&spec, TLM_ENTRY_FWD, symbol, sizeof symbol);
-    ir->kernel_symbols[ir->nkernels] = strdup(symbol);
+    ir->kernel_symbols[ir->nkernels] = tlm_xstrdup(symbol);
     return ir->nkernels++;
 }
 
@@ -149,7 +148,7 @@ typedef struct lowering {
 static char *fmt2(const char *f, int a, int b) {
     char buf[128];
     snprintf(buf, sizeof buf, f, a, b);
-    return strdup(buf);
+    return tlm_xstrdup(buf);
 }
 
 /* The parameter names of one MLP: Llama's for a plain block; for
@@ -399,9 +398,9 @@ static void plan(ir_model *ir, ir_plan *p, uint32_t kind, int nops, int64_t B, i
     p->head.nops = (uint32_t)nops;
     p->head.batch = B;
     p->head.seq = T;
-    p->offsets = calloc((size_t)ir->nbuffers + 1, sizeof *p->offsets);
-    p->first = calloc((size_t)ir->nbuffers + 1, sizeof *p->first);
-    p->last = calloc((size_t)ir->nbuffers + 1, sizeof *p->last);
+    p->offsets = tlm_xcalloc((size_t)ir->nbuffers + 1, sizeof *p->offsets);
+    p->first = tlm_xcalloc((size_t)ir->nbuffers + 1, sizeof *p->first);
+    p->last = tlm_xcalloc((size_t)ir->nbuffers + 1, sizeof *p->last);
     p->head.arena_bytes = tlm_plan_arena(ir->buffers, ir->nbuffers, ir->ops, nops, B, T, p->offsets,
                                          p->first, p->last);
     if (p->head.arena_bytes < 0) *ok = false;
@@ -415,28 +414,28 @@ bool ir_lower(const checked_model *m, ir_model *ir) {
                     m->mixer == TLM_MIXER_HOPE_ATTENTION ? m->ncms : 1,
                     0.02, 0.02 / sqrt(2.0 * (double)L), m->mlp == TLM_MLP_SWIGLU, -1, -1};
     lowering *lw = &lw_;
-    block *blocks = calloc((size_t)L, sizeof *blocks);
-    ir->layer_kernel = calloc((size_t)L, sizeof *ir->layer_kernel);
+    block *blocks = tlm_xcalloc((size_t)L, sizeof *blocks);
+    ir->layer_kernel = tlm_xcalloc((size_t)L, sizeof *ir->layer_kernel);
 
-    int embed = P(strdup("model.embed_tokens.weight"), TLM_P_EMBED, -1, lw->V, lw->D, TLM_INIT_NORMAL, lw->std, false);
+    int embed = P(tlm_xstrdup("model.embed_tokens.weight"), TLM_P_EMBED, -1, lw->V, lw->D, TLM_INIT_NORMAL, lw->std, false);
     for (int l = 0; l < L; l++) {
         blocks[l].layer = l;
         block_params(lw, &blocks[l]);
         ir->layer_kernel[l] = kernel_for(ir, m, m->widths[l]);
     }
-    int final_norm = P(strdup("model.norm.weight"), TLM_P_FINAL_NORM, -1, lw->D, 0, TLM_INIT_ONES, 0, false);
+    int final_norm = P(tlm_xstrdup("model.norm.weight"), TLM_P_FINAL_NORM, -1, lw->D, 0, TLM_INIT_ONES, 0, false);
     int head = m->tie_embeddings ? embed
-                                 : P(strdup("lm_head.weight"), TLM_P_HEAD, -1, lw->V, lw->D, TLM_INIT_NORMAL, lw->std, true);
+                                 : P(tlm_xstrdup("lm_head.weight"), TLM_P_HEAD, -1, lw->V, lw->D, TLM_INIT_NORMAL, lw->std, true);
     ir->param_floats = (ir->param_floats + 15) / 16 * 16;
 
     for (int l = 0; l < L; l++) block_buffers(lw, &blocks[l]);
     int resid_last = BUF(fmt("resid.%d", L), TLM_B_RESID, L, lw->D, 0);
-    int normf = BUF(strdup("normf"), TLM_B_NORMF, -1, lw->D, 0);
-    int rstdf = BUF(strdup("rstdf"), TLM_B_RSTDF, -1, 1, 0);
-    int logits = BUF(strdup("logits"), TLM_B_LOGITS, -1, lw->V, 0);
-    int lse = BUF(strdup("lse"), TLM_B_LSE, -1, 1, 0);
-    lw->d_resid = BUF(strdup("d_resid"), TLM_B_D_RESID, -1, lw->D, 0);
-    lw->d_norm = BUF(strdup("d_norm"), TLM_B_D_NORM, -1, lw->D, 0);
+    int normf = BUF(tlm_xstrdup("normf"), TLM_B_NORMF, -1, lw->D, 0);
+    int rstdf = BUF(tlm_xstrdup("rstdf"), TLM_B_RSTDF, -1, 1, 0);
+    int logits = BUF(tlm_xstrdup("logits"), TLM_B_LOGITS, -1, lw->V, 0);
+    int lse = BUF(tlm_xstrdup("lse"), TLM_B_LSE, -1, 1, 0);
+    lw->d_resid = BUF(tlm_xstrdup("d_resid"), TLM_B_D_RESID, -1, lw->D, 0);
+    lw->d_norm = BUF(tlm_xstrdup("d_norm"), TLM_B_D_NORM, -1, lw->D, 0);
     for (int l = 0; l < L; l++) block_grad_buffers(lw, &blocks[l]);
 
     /* Forward. */
