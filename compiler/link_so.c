@@ -9,6 +9,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "xalloc.h"
+
 extern char **environ;
 
 static bool on_path(const char *name) {
@@ -43,7 +45,7 @@ bool link_shared_object(const char *const *objects, int n, const char *out_path,
     }
     char tmp[4096];
     snprintf(tmp, sizeof tmp, "%s.tmp.%d", out_path, (int)getpid());
-    const char **argv = calloc((size_t)n + 10, sizeof *argv);
+    const char **argv = tlm_xcalloc((size_t)n + 10, sizeof *argv);
     int k = 0;
     argv[k++] = ld;
     argv[k++] = "-shared";

@@ -9,6 +9,7 @@
 #include "suggest.h"
 #include "eval.h"
 #include "vocabulary.h"
+#include "xalloc.h"
 
 enum { MAX_MODULE_DEPTH = 64 };
 
@@ -17,13 +18,11 @@ static int load_source(program *p, int file, int depth);
 static loaded_file *add_file(program *p, const char *realpath, int file) {
     if (p->nfiles == p->capfiles) {
         p->capfiles = p->capfiles ? 2 * p->capfiles : 8;
-        loaded_file *f = realloc(p->files, (size_t)p->capfiles * sizeof *f);
-        if (!f) { fputs("out of memory\n", stderr); exit(3); }
-        p->files = f;
+        p->files = tlm_xrealloc(p->files, (size_t)p->capfiles * sizeof *p->files);
     }
     loaded_file *f = &p->files[p->nfiles++];
     memset(f, 0, sizeof *f);
-    f->realpath = strdup(realpath);
+    f->realpath = tlm_xstrdup(realpath);
     f->file = file;
     return f;
 }
@@ -36,9 +35,9 @@ static int find_loaded(program *p, const char *realpath) {
 
 static char *dir_of(const char *path) {
     const char *slash = strrchr(path, '/');
-    if (!slash) return strdup(".");
-    if (slash == path) return strdup("/");
-    return strndup(path, (size_t)(slash - path));
+    if (!slash) return tlm_xstrdup(".");
+    if (slash == path) return tlm_xstrdup("/");
+    return tlm_xstrndup(path, (size_t)(slash - path));
 }
 
 /* "std.schedules" -> "<stdlib>/schedules.tlm"; "a.b" -> "a/b.tlm" on the
@@ -55,16 +54,16 @@ static char *find_module(program *p, const char *module, const char *from_path, 
     int ndirs = 0;
     char *dirs[80];
     if (is_std) {
-        dirs[ndirs++] = strdup(p->stdlib_dir);
+        dirs[ndirs++] = tlm_xstrdup(p->stdlib_dir);
     } else {
         dirs[ndirs++] = dir_of(from_path);
-        for (int i = 0; i < p->ninclude && ndirs < 80; i++) dirs[ndirs++] = strdup(p->include_dirs[i]);
+        for (int i = 0; i < p->ninclude && ndirs < 80; i++) dirs[ndirs++] = tlm_xstrdup(p->include_dirs[i]);
     }
     char *found = NULL;
-    *tried = calloc((size_t)ndirs, sizeof **tried);
+    *tried = tlm_xcalloc((size_t)ndirs, sizeof **tried);
     *ntried = 0;
     for (int i = 0; i < ndirs; i++) {
-        char *cand = malloc(strlen(dirs[i]) + strlen(rel) + 2);
+        char *cand = tlm_xmalloc(strlen(dirs[i]) + strlen(rel) + 2);
         sprintf(cand, "%s/%s", dirs[i], rel);
         if (!found && access(cand, R_OK) == 0) found = cand;
         else (*tried)[(*ntried)++] = cand;
@@ -94,7 +93,7 @@ static void follow_use(program *p, item *use, int depth) {
     }
     free_list(tried, ntried);
     char *real = realpath(path, NULL);
-    if (!real) real = strdup(path);
+    if (!real) real = tlm_xstrdup(path);
     int at = find_loaded(p, real);
     if (at >= 0 && p->files[at].loading) {
         diag_error(d, use->name_loc, "module `%s` uses itself through a cycle of `use`", use->name);
@@ -213,10 +212,7 @@ bool program_load(program *p, tlm_session *s, const char *path, const char *cons
 bool program_load_text(program *p, tlm_session *s, const char *name, const char *text, size_t len,
                        const char *stdlib_dir) {
     init(p, s, NULL, 0, stdlib_dir);
-    char *copy = malloc(len + 1);
-    if (!copy) return false;
-    memcpy(copy, text, len);
-    copy[len] = '\0';
+    char *copy = tlm_xstrndup(text, len);
     p->main_file = source_add(&s->sources, name, name, copy, len);
     load_source(p, p->main_file, 0);
     build_tables(p);

@@ -7,6 +7,7 @@
 #include "eval.h"
 #include "suggest.h"
 #include "vocabulary.h"
+#include "xalloc.h"
 
 typedef struct resolver {
     program *p;
@@ -181,9 +182,7 @@ typedef struct edges { edge *v; int n, cap; } edges;
 static void add_edge(edges *es, item *to, tlm_loc at) {
     if (es->n == es->cap) {
         es->cap = es->cap ? 2 * es->cap : 8;
-        edge *v = realloc(es->v, (size_t)es->cap * sizeof *v);
-        if (!v) { fputs("out of memory\n", stderr); exit(3); }
-        es->v = v;
+        es->v = tlm_xrealloc(es->v, (size_t)es->cap * sizeof *es->v);
     }
     es->v[es->n++] = (edge){to, at};
 }
@@ -232,7 +231,7 @@ static void find_cycles(program *p, item_kind kind) {
         symtab_set(&color, root->name, (void *)GREY);
         if (depth == cap) {
             cap = cap ? 2 * cap : 64;
-            stack = realloc(stack, (size_t)cap * sizeof *stack);
+            stack = tlm_xrealloc(stack, (size_t)cap * sizeof *stack);
         }
         stack[depth++] = (dfs_frame){root, successors(p, root), 0};
         while (depth > 0) {
@@ -257,7 +256,7 @@ static void find_cycles(program *p, item_kind kind) {
                 symtab_set(&color, e.to->name, (void *)GREY);
                 if (depth == cap) {
                     cap *= 2;
-                    stack = realloc(stack, (size_t)cap * sizeof *stack);
+                    stack = tlm_xrealloc(stack, (size_t)cap * sizeof *stack);
                 }
                 stack[depth++] = (dfs_frame){e.to, successors(p, e.to), 0};
             }

@@ -1,4 +1,5 @@
 #include "symtab.h"
+#include "xalloc.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -34,9 +35,8 @@ void *symtab_get(const symtab *t, const char *key) {
 static void grow(symtab *t) {
     symtab n = {0};
     n.cap = t->cap ? 2 * t->cap : 64;
-    n.keys = calloc(n.cap, sizeof *n.keys);
-    n.values = calloc(n.cap, sizeof *n.values);
-    if (!n.keys || !n.values) { fputs("out of memory\n", stderr); exit(3); }
+    n.keys = tlm_xcalloc(n.cap, sizeof *n.keys);
+    n.values = tlm_xcalloc(n.cap, sizeof *n.values);
     for (size_t i = 0; i < t->cap; i++) {
         if (!t->keys[i]) continue;
         size_t j = find(&n, t->keys[i]);

@@ -1,6 +1,9 @@
 /* tlmc: the tlm compiler driver. Reads a .tlm file and its modules, checks
  * every model, and reports; later stages (IR, code generation) hang off the
  * same checked models. Exit status: 0 ok, 1 errors in the input, 2 usage. */
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -15,6 +18,7 @@
 #include "resolve.h"
 #include "suggest.h"
 #include "vocabulary.h"
+#include "xalloc.h"
 
 #ifndef TLM_VERSION
 #define TLM_VERSION "0.0.0"
@@ -74,65 +78,122 @@ static void usage(FILE *out) {
           "input, 2 bad usage.\n", out);
 }
 
-static int usage_error(const char *fmt, const char *arg) {
-    fputs("tlmc: ", stderr);
-    fprintf(stderr, fmt, arg);
-    fputs("\ntry `tlmc --help`\n", stderr);
+/* One line on stderr, exit status 2. Control characters in the message
+ * (from an argument) become '?', so the message stays on its line. */
+__attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    for (char *c = msg; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
+    fprintf(stderr, "tlmc: %s (see `tlmc --help`)\n", msg);
     return EXIT_USAGE;
+}
+
+/* Long options without a short form are numbered past every character. */
+enum {
+    OPT_VERSION = 256, OPT_CHECK, OPT_EMIT_IR, OPT_TIME, OPT_REPORT, OPT_PLOT, OPT_MODEL,
+    OPT_STDLIB, OPT_COLOR, OPT_CPU, OPT_PRINT_KEYWORDS, OPT_HELP_SETTINGS
+};
+
+/* "-" first: file names come back in order as option 1, so the input may
+ * stand anywhere, whatever POSIXLY_CORRECT says; ":" next: a missing
+ * argument is reported as ':' and the message is ours. */
+static const char short_options[] = "-:hO:o:D:I:";
+static const struct option long_options[] = {
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, OPT_VERSION},
+    {"check", no_argument, NULL, OPT_CHECK},
+    {"emit-ir", no_argument, NULL, OPT_EMIT_IR},
+    {"time", no_argument, NULL, OPT_TIME},
+    {"report", optional_argument, NULL, OPT_REPORT},
+    {"plot", required_argument, NULL, OPT_PLOT},
+    {"model", required_argument, NULL, OPT_MODEL},
+    {"stdlib", required_argument, NULL, OPT_STDLIB},
+    {"color", optional_argument, NULL, OPT_COLOR},
+    {"cpu", required_argument, NULL, OPT_CPU},
+    {"print-keywords", no_argument, NULL, OPT_PRINT_KEYWORDS},
+    {"help-settings", no_argument, NULL, OPT_HELP_SETTINGS},
+    {NULL, 0, NULL, 0},
+};
+
+/* The option as the user spells it, for messages: "-o", "--model". */
+static void option_spelling(int opt, char *buf, size_t size) {
+    for (const struct option *lo = long_options; lo->name; lo++)
+        if (lo->val == opt && opt >= 256) {
+            snprintf(buf, size, "--%s", lo->name);
+            return;
+        }
+    snprintf(buf, size, "-%c", opt);
 }
 
 static int parse_args(int argc, char **argv, options *o) {
     memset(o, 0, sizeof *o);
     o->color = -1;
     o->opt_level = 3;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *next = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); exit(0); }
-        else if (!strcmp(a, "--version")) { printf("tlmc %s\n", TLM_VERSION); exit(0); }
-        else if (!strcmp(a, "--check")) o->act = ACT_CHECK;
-        else if (!strcmp(a, "--emit-ir")) o->emit_ir = true;
-        else if (!strcmp(a, "--time")) o->timing = true;
-        else if (a[0] == '-' && a[1] == 'O' && a[2] >= '0' && a[2] <= '3' && !a[3]) o->opt_level = a[2] - '0';
-        else if (!strcmp(a, "--report") || !strcmp(a, "--report=text")) o->act = ACT_REPORT_TEXT;
-        else if (!strcmp(a, "--report=json")) o->act = ACT_REPORT_JSON;
-        else if (!strncmp(a, "--report=", 9)) return usage_error("unknown report format `%s` (text or json)", a + 9);
-        else if (!strcmp(a, "--print-keywords")) o->print_keywords = true;
-        else if (!strcmp(a, "--help-settings")) o->help_settings = true;
-        else if (!strcmp(a, "--color") || !strcmp(a, "--color=always")) o->color = 1;
-        else if (!strcmp(a, "--color=never")) o->color = 0;
-        else if (!strcmp(a, "--color=auto")) o->color = -1;
-        else if (!strncmp(a, "--color=", 8)) return usage_error("--color takes auto, always or never, not `%s`", a + 8);
-        else if (!strcmp(a, "--model") || !strcmp(a, "--plot") || !strcmp(a, "--stdlib") ||
-                 !strcmp(a, "-o") || !strcmp(a, "--cpu")) {
-            if (!next) return usage_error("%s needs an argument", a);
-            if (!strcmp(a, "--model")) o->model = next;
-            else if (!strcmp(a, "--plot")) o->plot = next;
-            else if (!strcmp(a, "-o")) o->output = next;
-            else if (!strcmp(a, "--cpu")) o->cpu = next;
-            else o->stdlib = next;
-            i++;
-        } else if (!strncmp(a, "-D", 2) || !strncmp(a, "-I", 2)) {
-            const char *v = a[2] ? a + 2 : next;
-            if (!v) return usage_error("%s needs an argument", a);
-            if (!a[2]) i++;
-            if (a[1] == 'D') {
-                if (o->ndefines == MAX_DEFINES) return usage_error("too many -D options%s", "");
-                o->defines[o->ndefines++] = v;
-            } else {
-                if (o->nincludes == MAX_INCLUDES) return usage_error("too many -I options%s", "");
-                o->includes[o->nincludes++] = v;
-            }
-        } else if (a[0] == '-' && a[1]) {
-            return usage_error("unknown option `%s`", a);
-        } else if (o->input) {
-            return usage_error("more than one input file (`%s`)", a);
-        } else {
-            o->input = a;
+    opterr = 0;
+    char name[64];
+    int opt;
+    while ((opt = getopt_long(argc, argv, short_options, long_options, NULL)) != -1) {
+        switch (opt) {
+        case 'h': usage(stdout); exit(0);
+        case OPT_VERSION: printf("tlmc %s\n", TLM_VERSION); exit(0);
+        case OPT_CHECK: o->act = ACT_CHECK; break;
+        case OPT_EMIT_IR: o->emit_ir = true; break;
+        case OPT_TIME: o->timing = true; break;
+        case 'O':
+            if (optarg[0] < '0' || optarg[0] > '3' || optarg[1])
+                return usage_error("-O takes 0, 1, 2 or 3, not `%s`", optarg);
+            o->opt_level = optarg[0] - '0';
+            break;
+        case OPT_REPORT:
+            if (!optarg || !strcmp(optarg, "text")) o->act = ACT_REPORT_TEXT;
+            else if (!strcmp(optarg, "json")) o->act = ACT_REPORT_JSON;
+            else return usage_error("unknown report format `%s` (text or json)", optarg);
+            break;
+        case OPT_PRINT_KEYWORDS: o->print_keywords = true; break;
+        case OPT_HELP_SETTINGS: o->help_settings = true; break;
+        case OPT_COLOR:
+            if (!optarg || !strcmp(optarg, "always")) o->color = 1;
+            else if (!strcmp(optarg, "never")) o->color = 0;
+            else if (!strcmp(optarg, "auto")) o->color = -1;
+            else return usage_error("--color takes auto, always or never, not `%s`", optarg);
+            break;
+        case OPT_MODEL: o->model = optarg; break;
+        case OPT_PLOT: o->plot = optarg; break;
+        case OPT_STDLIB: o->stdlib = optarg; break;
+        case OPT_CPU: o->cpu = optarg; break;
+        case 'o': o->output = optarg; break;
+        case 'D':
+            if (o->ndefines == MAX_DEFINES) return usage_error("too many -D options");
+            o->defines[o->ndefines++] = optarg;
+            break;
+        case 'I':
+            if (o->nincludes == MAX_INCLUDES) return usage_error("too many -I options");
+            o->includes[o->nincludes++] = optarg;
+            break;
+        case 1:
+            if (o->input) return usage_error("more than one input file (`%s`)", optarg);
+            o->input = optarg;
+            break;
+        case ':':
+            option_spelling(optopt, name, sizeof name);
+            return usage_error("%s needs an argument", name);
+        default:   /* '?': optopt is 0 for an unknown long option */
+            if (optopt > 0 && optopt < 256 && !strchr(short_options + 2, optopt))
+                return usage_error("unknown option `-%c`", optopt);
+            if (optopt) return usage_error("`%s` takes no argument", argv[optind - 1]);
+            return usage_error("unknown option `%s`", argv[optind - 1]);
         }
     }
-    if (!o->input && !o->print_keywords && !o->help_settings)
-        return usage_error("no input file%s", "");
+    /* What follows "--" is file names only. */
+    for (; optind < argc; optind++) {
+        if (o->input) return usage_error("more than one input file (`%s`)", argv[optind]);
+        o->input = argv[optind];
+    }
+    if (!o->input && !o->print_keywords && !o->help_settings) return usage_error("no input file");
     return 0;
 }
 
@@ -177,7 +238,7 @@ static int print_keywords(const char *stdlib) {
     static const char *const constants[] = {"pi", NULL}, *const variables[] = {"L", "l", "t", NULL};
     print_list("constant", constants);
     print_list("variable", variables);
-    const char **names = malloc((p.schedules.count + 1) * sizeof *names);
+    const char **names = tlm_xmalloc((p.schedules.count + 1) * sizeof *names);
     int n = 0;
     for (size_t i = 0; i < p.schedules.cap; i++)
         if (p.schedules.keys[i]) names[n++] = p.schedules.keys[i];
@@ -212,8 +273,7 @@ static int apply_defines(program *p, tlm_session *s, const options *o) {
             return EXIT_USAGE;
         }
         size_t len = strlen(eq + 1);
-        char *text = malloc(len + 1);
-        memcpy(text, eq + 1, len + 1);
+        char *text = tlm_xstrndup(eq + 1, len);
         char label[128];
         snprintf(label, sizeof label, "-D %s", name);
         int file = source_add(&s->sources, label, label, text, len);
@@ -265,7 +325,7 @@ int main(int argc, char **argv) {
         for (item *it = program_main_items(&p); it; it = it->next)
             if (it->kind == IT_MODEL && it->name && nmodels < 4096) models[nmodels++] = it;
     }
-    checked_model *checked = calloc((size_t)(nmodels ? nmodels : 1), sizeof *checked);
+    checked_model *checked = tlm_xcalloc((size_t)nmodels, sizeof *checked);
     /* After syntax or name errors the models are still looked at, for the
      * mistakes that can be found without evaluating anything. */
     bool names_only = s.diag.errors > 0;

@@ -5,6 +5,7 @@
 
 #include "cost.h"
 #include "numfmt.h"
+#include "xalloc.h"
 
 enum { MAX_WIDTH = 1 << 24 };
 
@@ -50,7 +51,7 @@ static bool budget_respected(tlm_session *s, checked_model *m, tlm_loc dff_loc) 
     for (int64_t l = 0; l < L; l++) sum += m->raw_widths[l];
     if (fabs(sum - (double)S) <= 1e-9 * (double)S + 1e-6) return true;
 
-    int64_t *rounded = malloc((size_t)L * sizeof *rounded), *base = malloc((size_t)L * sizeof *base);
+    int64_t *rounded = tlm_xmalloc((size_t)L * sizeof *rounded), *base = tlm_xmalloc((size_t)L * sizeof *base);
     round_widths(m, rounded);
     for (int64_t l = 0; l < L; l++) base[l] = m->budget_width;
     model_cost got = cost_of_model(m, rounded), want = cost_of_model(m, base);
@@ -88,7 +89,7 @@ static int by_remainder(const void *pa, const void *pb) {
  * first, so a monotone schedule stays monotone. */
 static void distribute(checked_model *m) {
     int64_t L = m->layers, q = m->quantum, S = L * m->budget_width;
-    candidate *c = malloc((size_t)L * sizeof *c);
+    candidate *c = tlm_xmalloc((size_t)L * sizeof *c);
     int64_t floors = 0, direction = m->raw_widths[0] >= m->raw_widths[L - 1] ? 1 : -1;
     for (int64_t l = 0; l < L; l++) {
         double units = m->raw_widths[l] / (double)q;

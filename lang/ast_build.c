@@ -194,22 +194,3 @@ const char *join_path(tlm_session *s, const char *a, const char *b) {
     return intern_cstr(&s->names, p);
 }
 
-const char *op_text(int op) {
-    switch (op) {
-    case OP_LE: return "<=";
-    case OP_GE: return ">=";
-    case OP_EQ: return "==";
-    case OP_NE: return "!=";
-    case OP_AND: return "&&";
-    case OP_OR: return "||";
-    case '+': return "+";
-    case '-': return "-";
-    case '*': return "*";
-    case '/': return "/";
-    case '%': return "%";
-    case '<': return "<";
-    case '>': return ">";
-    case '!': return "!";
-    default: return "?";
-    }
-}

@@ -40,7 +40,4 @@ item *item_prepend(item *list, item *it);
 item *item_reverse(item *list);
 const char *join_path(tlm_session *s, const char *a, const char *b);
 
-/* A short English name for an operator, e.g. for "`<` cannot be chained". */
-const char *op_text(int op);
-
 #endif

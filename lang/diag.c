@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "utf8.h"
+#include "xalloc.h"
 
 enum { WINDOW = 100 };      /* units of a long line shown each side of the caret */
 
@@ -86,8 +87,7 @@ static bool seen_before(diag_engine *d, diag_level level, tlm_loc loc, const cha
     if (h == 0) h = 1;
     if (2 * (d->nseen + 1) > d->capseen) {
         size_t cap = d->capseen ? 2 * d->capseen : 64;
-        uint64_t *slots = calloc(cap, sizeof *slots);
-        if (!slots) return false;
+        uint64_t *slots = tlm_xcalloc(cap, sizeof *slots);
         for (size_t i = 0; i < d->capseen; i++) {
             if (!d->seen[i]) continue;
             size_t j = d->seen[i] & (cap - 1);

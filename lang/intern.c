@@ -1,4 +1,5 @@
 #include "intern.h"
+#include "xalloc.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -14,7 +15,7 @@ void interner_init(interner *in, arena *a) {
     in->arena = a;
     in->cap = 256;
     in->count = 0;
-    in->slots = calloc(in->cap, sizeof *in->slots);
+    in->slots = tlm_xcalloc(in->cap, sizeof *in->slots);
 }
 
 void interner_free(interner *in) {
@@ -25,7 +26,7 @@ void interner_free(interner *in) {
 
 static void grow(interner *in) {
     size_t cap = in->cap * 2;
-    const char **slots = calloc(cap, sizeof *slots);
+    const char **slots = tlm_xcalloc(cap, sizeof *slots);
     for (size_t i = 0; i < in->cap; i++) {
         const char *s = in->slots[i];
         if (!s) continue;

@@ -10,6 +10,7 @@
 #include "lexer.h"
 #include "parser.h"
 #include "utf8.h"
+#include "xalloc.h"
 
 void lexer_init(lexer *lx, tlm_session *s, int file) {
     memset(lx, 0, sizeof *lx);
@@ -29,9 +30,7 @@ static tlm_loc span(lexer *lx, const unsigned char *b, const unsigned char *e) {
 static void push_open(lexer *lx, char c, uint32_t offset) {
     if (lx->nopen == lx->capopen) {
         lx->capopen = lx->capopen ? 2 * lx->capopen : 16;
-        open_bracket *o = realloc(lx->open, (size_t)lx->capopen * sizeof *o);
-        if (!o) { fputs("out of memory\n", stderr); exit(3); }
-        lx->open = o;
+        lx->open = tlm_xrealloc(lx->open, (size_t)lx->capopen * sizeof *lx->open);
     }
     lx->open[lx->nopen++] = (open_bracket){c, offset};
 }
@@ -81,8 +80,7 @@ static void bad_number(lexer *lx, const unsigned char *b, const unsigned char *e
 
 static double number_value(lexer *lx, const unsigned char *b, const unsigned char *e) {
     size_t n = (size_t)(e - b);
-    char small[64], *buf = n < sizeof small ? small : malloc(n + 1);
-    if (!buf) { fputs("out of memory\n", stderr); exit(3); }
+    char small[64], *buf = n < sizeof small ? small : tlm_xmalloc(n + 1);
     size_t k = 0;
     for (const unsigned char *p = b; p < e; p++)
         if (*p != '_') buf[k++] = (char)*p;
@@ -104,8 +102,7 @@ static const char *string_value(lexer *lx, const unsigned char *b) {
     diag_engine *d = &lx->session->diag;
     const unsigned char *p = b + 1;
     size_t cap = 32, n = 0;
-    char *out = malloc(cap);
-    if (!out) { fputs("out of memory\n", stderr); exit(3); }
+    char *out = tlm_xmalloc(cap);
     for (;;) {
         unsigned c = *p;
         if (c == '"') { p++; break; }
@@ -116,9 +113,7 @@ static const char *string_value(lexer *lx, const unsigned char *b) {
         }
         if (n + 5 > cap) {
             cap *= 2;
-            char *o = realloc(out, cap);
-            if (!o) { fputs("out of memory\n", stderr); exit(3); }
-            out = o;
+            out = tlm_xrealloc(out, cap);
         }
         if (c == '\\') {
             int v = -1;

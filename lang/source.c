@@ -1,17 +1,12 @@
 #include "source.h"
 #include "utf8.h"
+#include "xalloc.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-
-static char *xstrdup(const char *s) {
-    char *p = strdup(s ? s : "");
-    if (!p) { fputs("out of memory\n", stderr); exit(3); }
-    return p;
-}
 
 void source_table_free(source_table *t) {
     for (int i = 0; i < t->count; i++) {
@@ -30,14 +25,11 @@ void source_table_free(source_table *t) {
 int source_add(source_table *t, const char *name, const char *path, char *text, size_t len) {
     if (t->count == t->cap) {
         t->cap = t->cap ? 2 * t->cap : 8;
-        source **files = realloc(t->files, (size_t)t->cap * sizeof *files);
-        if (!files) { fputs("out of memory\n", stderr); exit(3); }
-        t->files = files;
+        t->files = tlm_xrealloc(t->files, (size_t)t->cap * sizeof *t->files);
     }
-    source *s = calloc(1, sizeof *s);
-    if (!s) { fputs("out of memory\n", stderr); exit(3); }
-    s->name = xstrdup(name);
-    s->path = xstrdup(path ? path : name);
+    source *s = tlm_xcalloc(1, sizeof *s);
+    s->name = tlm_xstrdup(name ? name : "");
+    s->path = tlm_xstrdup(path ? path : name ? name : "");
     s->text = text;
     s->len = len;
     t->files[t->count] = s;
@@ -51,10 +43,12 @@ int source_load(source_table *t, const char *name, const char *path, const char 
     if (fstat(fileno(f), &st) != 0) { *why = strerror(errno); fclose(f); return -1; }
     if (S_ISDIR(st.st_mode)) { *why = "is a directory"; fclose(f); return -1; }
     /* Read in chunks rather than trusting st_size: pipes and /proc files
-     * report 0, and a file may change while we read it. */
-    size_t cap = st.st_size > 0 ? (size_t)st.st_size + 1 : 4096, len = 0;
-    char *buf = malloc(cap);
-    if (!buf) { *why = "out of memory"; fclose(f); return -1; }
+     * report 0, and a file may change while we read it. The first buffer is
+     * no bigger than the limit, so a huge file is "too large", not an
+     * allocation failure. */
+    size_t first = st.st_size > TLM_MAX_SOURCE_BYTES ? TLM_MAX_SOURCE_BYTES : (size_t)st.st_size;
+    size_t cap = first > 0 ? first + 1 : 4096, len = 0;
+    char *buf = tlm_xmalloc(cap);
     for (;;) {
         if (len + 1 >= cap) {
             if (cap > TLM_MAX_SOURCE_BYTES) {
@@ -63,9 +57,7 @@ int source_load(source_table *t, const char *name, const char *path, const char 
                 fclose(f);
                 return -1;
             }
-            char *nb = realloc(buf, cap * 2);
-            if (!nb) { *why = "out of memory"; free(buf); fclose(f); return -1; }
-            buf = nb;
+            buf = tlm_xrealloc(buf, cap * 2);
             cap *= 2;
         }
         size_t n = fread(buf + len, 1, cap - 1 - len, f);
@@ -86,8 +78,7 @@ int source_load(source_table *t, const char *name, const char *path, const char 
 static void build_lines(source *s) {
     size_t n = 1;
     for (size_t i = 0; i < s->len; i++) n += s->text[i] == '\n';
-    s->line_starts = malloc(n * sizeof *s->line_starts);
-    if (!s->line_starts) { fputs("out of memory\n", stderr); exit(3); }
+    s->line_starts = tlm_xmalloc(n * sizeof *s->line_starts);
     size_t k = 0;
     s->line_starts[k++] = 0;
     for (size_t i = 0; i < s->len; i++)
