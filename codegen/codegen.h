@@ -75,7 +75,8 @@ typedef struct {
 /* Writes a relocatable PIC object holding fwd, bwd_data and bwd_weight for
  * each spec (duplicate specs are emitted once) plus internal helpers they
  * share. opt may be NULL (host CPU, O3). On failure returns false and sets
- * *err to a malloc'd message. Safe to call from several threads at once. */
+ * *err to a malloc'd message, or to NULL when not even the message could be
+ * allocated (codegen_error.h). Safe to call from several threads at once. */
 bool tlm_codegen_cpu_object(const tlm_kernel_spec *specs, int n,
                             const tlm_codegen_options *opt,
                             const char *obj_path, char **err);

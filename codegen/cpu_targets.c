@@ -3,9 +3,9 @@
 #include <llvm-c/Core.h>
 #include <llvm-c/TargetMachine.h>
 #include <pthread.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
+
+#include "codegen_error.h"
 
 /* x86-64 CPUs by widest float vector we use: 16 = AVX-512, 8 = AVX/AVX2,
  * 4 = SSE. A subset of LLVM 19's list (llc -mcpu=help): the baselines and
@@ -48,13 +48,6 @@ static int vl_from_features(const char *f) {
   return 4;
 }
 
-static void set_err(char **err, const char *fmt, const char *a, const char *b) {
-  if (!err) return;
-  int n = snprintf(NULL, 0, fmt, a, b);
-  *err = malloc((size_t)n + 1);
-  if (*err) snprintf(*err, (size_t)n + 1, fmt, a, b);
-}
-
 static void init_llvm_target(void) {
   LLVMInitializeNativeTarget();
   LLVMInitializeNativeAsmPrinter();
@@ -66,18 +59,24 @@ bool cpu_target_resolve(const char *name, cpu_target *t, char **err) {
   static pthread_once_t once = PTHREAD_ONCE_INIT;
   pthread_once(&once, init_llvm_target);
   memset(t, 0, sizeof *t);
+  /* LLVM's strings are strdup'd copies: NULL when memory ran out. */
   t->triple = LLVMGetDefaultTargetTriple();
+  if (!t->triple) return codegen_fail(err, "codegen: out of memory");
   if (!name || strcmp(name, "native") == 0) {
     t->cpu = LLVMGetHostCPUName();
     t->features = LLVMGetHostCPUFeatures();
+    if (!t->cpu || !t->features) {
+      cpu_target_dispose(t);
+      return codegen_fail(err, "codegen: out of memory");
+    }
     t->vl = vl_from_features(t->features);
     /* Non-x86 hosts (e.g. NEON) get 4-wide vectors. */
     if (strncmp(t->triple, "x86_64", 6) != 0) t->vl = 4;
     return true;
   }
   if (strncmp(t->triple, "x86_64", 6) != 0) {
-    set_err(err, "codegen: named CPU '%s' is only supported on x86-64 hosts (this is %s)",
-            name, t->triple);
+    codegen_fail(err, "codegen: named CPU '%s' is only supported on x86-64 hosts (this is %s)",
+                 name, t->triple);
     cpu_target_dispose(t);
     return false;
   }
@@ -86,12 +85,16 @@ bool cpu_target_resolve(const char *name, cpu_target *t, char **err) {
       t->cpu = dup_message(name);
       t->features = dup_message("");
       t->vl = known_cpus[i].vl;
+      if (!t->cpu || !t->features) {
+        cpu_target_dispose(t);
+        return codegen_fail(err, "codegen: out of memory");
+      }
       return true;
     }
-  set_err(err,
-          "codegen: unknown CPU '%s' (%s); use NULL/\"native\" for the host, or e.g. "
-          "x86-64, x86-64-v2, x86-64-v3, x86-64-v4, haswell, skylake-avx512, znver4",
-          name, "not in tlm's x86-64 CPU table");
+  codegen_fail(err,
+               "codegen: unknown CPU '%s' (%s); use NULL/\"native\" for the host, or e.g. "
+               "x86-64, x86-64-v2, x86-64-v3, x86-64-v4, haswell, skylake-avx512, znver4",
+               name, "not in tlm's x86-64 CPU table");
   cpu_target_dispose(t);
   return false;
 }

@@ -3,23 +3,13 @@
 #include <llvm-c/Core.h>
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "codegen_error.h"
 #include "cpu_targets.h"
 #include "tlm_abi.h"
-
-static bool fail(char **err, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    char buf[1024];
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    if (err) *err = strdup(buf);
-    return false;
-}
 
 static LLVMValueRef constant_global(LLVMModuleRef mod, const char *name, LLVMValueRef init,
                                     unsigned align) {
@@ -34,13 +24,18 @@ static LLVMValueRef constant_global(LLVMModuleRef mod, const char *name, LLVMVal
 bool tlm_codegen_descriptor_object(const uint8_t *blob, size_t blob_size, const tlm_kernel_spec *specs,
                                    int nkernels, const char *cuda_source,
                                    const tlm_codegen_options *opt, const char *obj_path, char **err) {
-    if (blob_size > 0x7fffffffu) return fail(err, "descriptor too large (%zu bytes)", blob_size);
+    if (blob_size > 0x7fffffffu) return codegen_fail(err, "descriptor too large (%zu bytes)", blob_size);
+    LLVMValueRef *entries = malloc(((size_t)nkernels + 1) * sizeof *entries);
+    if (!entries) return codegen_fail(err, "out of memory");
     LLVMInitializeX86TargetInfo();
     LLVMInitializeX86Target();
     LLVMInitializeX86TargetMC();
     LLVMInitializeX86AsmPrinter();
     cpu_target t;
-    if (!cpu_target_resolve(opt ? opt->cpu : NULL, &t, err)) return false;
+    if (!cpu_target_resolve(opt ? opt->cpu : NULL, &t, err)) {
+        free(entries);
+        return false;
+    }
 
     LLVMContextRef ctx = LLVMContextCreate();
     LLVMModuleRef mod = LLVMModuleCreateWithNameInContext("tlm_descriptor", ctx);
@@ -59,7 +54,6 @@ bool tlm_codegen_descriptor_object(const uint8_t *blob, size_t blob_size, const 
     LLVMTypeRef fn = LLVMFunctionType(LLVMVoidTypeInContext(ctx), NULL, 0, 0);
     LLVMTypeRef fields[3] = {ptr, ptr, ptr};
     LLVMTypeRef entry_type = LLVMStructTypeInContext(ctx, fields, 3, 0);
-    LLVMValueRef *entries = malloc(((size_t)nkernels + 1) * sizeof *entries);
     static const char *const names[3] = {TLM_ENTRY_FWD, TLM_ENTRY_BWD_DATA, TLM_ENTRY_BWD_WEIGHT};
     for (int k = 0; k < nkernels; k++) {
         LLVMValueRef fns[3];
@@ -80,7 +74,7 @@ bool tlm_codegen_descriptor_object(const uint8_t *blob, size_t blob_size, const 
     LLVMTargetRef target;
     bool ok = false;
     if (LLVMGetTargetFromTriple(t.triple, &target, &msg)) {
-        fail(err, "no LLVM target for %s: %s", t.triple, msg);
+        codegen_fail(err, "no LLVM target for %s: %s", t.triple, msg);
     } else {
         LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, t.triple, t.cpu, t.features,
                                                           LLVMCodeGenLevelNone, LLVMRelocPIC,
@@ -88,7 +82,7 @@ bool tlm_codegen_descriptor_object(const uint8_t *blob, size_t blob_size, const 
         LLVMTargetDataRef layout = LLVMCreateTargetDataLayout(tm);
         LLVMSetModuleDataLayout(mod, layout);
         if (LLVMTargetMachineEmitToFile(tm, mod, (char *)obj_path, LLVMObjectFile, &msg))
-            fail(err, "cannot write %s: %s", obj_path, msg);
+            codegen_fail(err, "cannot write %s: %s", obj_path, msg);
         else
             ok = true;
         LLVMDisposeTargetData(layout);

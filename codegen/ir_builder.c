@@ -168,9 +168,6 @@ LLVMValueRef ir_load_f(ir *g, LLVMValueRef addr) {
   LLVMSetAlignment(v, 4);
   return v;
 }
-void ir_store_f(ir *g, LLVMValueRef v, LLVMValueRef addr) {
-  LLVMSetAlignment(LLVMBuildStore(g->b, v, addr), 4);
-}
 LLVMValueRef ir_load_v(ir *g, LLVMValueRef addr) {
   LLVMValueRef v = LLVMBuildLoad2(g->b, g->vf32, addr, "");
   LLVMSetAlignment(v, 4);

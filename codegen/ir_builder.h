@@ -77,7 +77,6 @@ void ir_if_end(ir *g, ir_if *s);
 
 /* Memory: unaligned (align 4) so callers need no alignment guarantees. */
 LLVMValueRef ir_load_f(ir *g, LLVMValueRef addr);
-void ir_store_f(ir *g, LLVMValueRef v, LLVMValueRef addr);
 LLVMValueRef ir_load_v(ir *g, LLVMValueRef addr);
 void ir_store_v(ir *g, LLVMValueRef v, LLVMValueRef addr);
 /* Lanes with mask false read as 0 and are never accessed. */

@@ -9,32 +9,17 @@
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
 #include <llvm-c/Transforms/PassBuilder.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "codegen.h"
+#include "codegen_error.h"
 #include "cpu_targets.h"
 #include "gemm_emit.h"
 #include "ir_builder.h"
 #include "mlp_kernels.h"
-
-static bool fail(char **err, const char *fmt, ...) {
-  if (!err) return false;
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(NULL, 0, fmt, ap);
-  va_end(ap);
-  *err = malloc((size_t)n + 1);
-  if (*err) {
-    va_start(ap, fmt);
-    vsnprintf(*err, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-  }
-  return false;
-}
 
 static double now_s(void) {
   struct timespec ts;
@@ -53,9 +38,9 @@ static bool blocking_for(int vl, gemm_blocking *bk, char **err) {
       o.mr < 1 || o.mr > 16 || o.nv < 1 || o.nv > 4 || o.kc < vl || o.kc % vl ||
       o.mc < o.mr || o.mc_in_place < o.mr ||
       gemm_scratch_bytes(vl, &o) > TLM_CODEGEN_MAX_STACK_BYTES)
-    return fail(err, "codegen: bad TLM_CODEGEN_BLOCKING '%s' (mr<=16, nv<=4, kc a "
-                     "multiple of %d, scratch <= %d bytes)",
-                env, vl, TLM_CODEGEN_MAX_STACK_BYTES);
+    return codegen_fail(err, "codegen: bad TLM_CODEGEN_BLOCKING '%s' (mr<=16, nv<=4, kc a "
+                             "multiple of %d, scratch <= %d bytes)",
+                        env, vl, TLM_CODEGEN_MAX_STACK_BYTES);
   *bk = o;
   return true;
 }
@@ -100,7 +85,7 @@ static bool optimise(LLVMModuleRef mod, LLVMTargetMachineRef tm, int level, char
   LLVMDisposePassBuilderOptions(pbo);
   if (!e) return true;
   char *m = LLVMGetErrorMessage(e);
-  fail(err, "codegen: optimisation pipeline failed: %s", m);
+  codegen_fail(err, "codegen: optimisation pipeline failed: %s", m);
   LLVMDisposeErrorMessage(m);
   return false;
 }
@@ -112,14 +97,14 @@ bool tlm_codegen_cpu_object(const tlm_kernel_spec *specs, int n,
   tlm_codegen_options defaults = {NULL, 3};
   if (!opt) opt = &defaults;
   if (n < 0 || (n > 0 && !specs) || !obj_path)
-    return fail(err, "codegen: bad arguments (n=%d, specs=%p, obj_path=%p)", n,
-                (const void *)specs, (const void *)obj_path);
+    return codegen_fail(err, "codegen: bad arguments (n=%d, specs=%p, obj_path=%p)", n,
+                        (const void *)specs, (const void *)obj_path);
   if (opt->opt_level < 0 || opt->opt_level > 3)
-    return fail(err, "codegen: opt_level %d not in 0..3", opt->opt_level);
+    return codegen_fail(err, "codegen: opt_level %d not in 0..3", opt->opt_level);
   for (int i = 0; i < n; i++) {
     char msg[128];
     if (!tlm_kernel_spec_valid(&specs[i], msg, sizeof msg))
-      return fail(err, "codegen: spec %d: %s", i, msg);
+      return codegen_fail(err, "codegen: spec %d: %s", i, msg);
   }
 
   cpu_target t;
@@ -132,7 +117,7 @@ bool tlm_codegen_cpu_object(const tlm_kernel_spec *specs, int n,
   LLVMTargetRef target;
   char *msg = NULL;
   if (LLVMGetTargetFromTriple(t.triple, &target, &msg)) {
-    fail(err, "codegen: no LLVM target for %s: %s", t.triple, msg);
+    codegen_fail(err, "codegen: no LLVM target for %s: %s", t.triple, msg);
     LLVMDisposeMessage(msg);
     cpu_target_dispose(&t);
     return false;
@@ -156,7 +141,7 @@ bool tlm_codegen_cpu_object(const tlm_kernel_spec *specs, int n,
 
   bool ok = true;
   if (LLVMVerifyModule(mod, LLVMReturnStatusAction, &msg))
-    ok = fail(err, "codegen: internal error, invalid IR: %s", msg);
+    ok = codegen_fail(err, "codegen: internal error, invalid IR: %s", msg);
   LLVMDisposeMessage(msg);
   msg = NULL;
   if (ok) ok = optimise(mod, tm, opt->opt_level, err);
@@ -164,7 +149,7 @@ bool tlm_codegen_cpu_object(const tlm_kernel_spec *specs, int n,
   const char *dump = getenv("TLM_CODEGEN_DUMP_IR");
   if (ok && dump) LLVMPrintModuleToFile(mod, dump, NULL);
   if (ok && LLVMTargetMachineEmitToFile(tm, mod, obj_path, LLVMObjectFile, &msg)) {
-    ok = fail(err, "codegen: writing %s failed: %s", obj_path, msg);
+    ok = codegen_fail(err, "codegen: writing %s failed: %s", obj_path, msg);
     LLVMDisposeMessage(msg);
   }
   double t3 = now_s();
