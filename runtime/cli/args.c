@@ -9,6 +9,63 @@
 #include <string.h>
 #include <unistd.h>
 
+/* The option whose val is opt, as the user spells it: "--batch", "-h". */
+static void spell(char *buf, size_t n, int opt, int longindex, const struct option *long_options) {
+    if (longindex < 0)
+        for (int k = 0; long_options[k].name; k++)
+            if (long_options[k].val == opt && !long_options[k].flag) { longindex = k; break; }
+    if (longindex >= 0) snprintf(buf, n, "--%s", long_options[longindex].name);
+    else snprintf(buf, n, "-%c", opt);
+}
+
+int cli_getopt(cli_args *a, const char *short_options, const struct option *long_options) {
+    if (!a->started) {
+        a->started = true;
+        a->options_done = false;
+        optind = 0;    /* glibc: start afresh on this argv */
+        opterr = 0;    /* the messages are ours, on one line */
+    }
+    a->flag = NULL;
+    a->val = NULL;
+    if (!a->options_done) {
+        /* "-" first: non-options come back in order as 1 (whatever
+         * POSIXLY_CORRECT says); ":" next: a missing value comes back as ':'. */
+        char spec[64];
+        snprintf(spec, sizeof spec, "-:%s", short_options);
+        int longindex = -1;
+        int opt = getopt_long(a->argc, a->argv, spec, long_options, &longindex);
+        a->i = optind;
+        if (opt == ':') {
+            spell(a->flag_text, sizeof a->flag_text, optopt, -1, long_options);
+            cli_usage_error(a->cmd, "%s needs a value", a->flag_text);
+            return '?';
+        }
+        if (opt == '?') {
+            /* optopt: 0 for an unknown long option, else the option's val
+             * (a known one given a value it does not take) or the unknown
+             * letter. */
+            const char *arg = a->argv[optind - 1];
+            if (optopt == 0) cli_usage_error(a->cmd, "unknown option `%s`", arg);
+            else if (optopt >= 256 || strchr(short_options, optopt))
+                cli_usage_error(a->cmd, "`%s` takes no value", arg);
+            else cli_usage_error(a->cmd, "unknown option `-%c`", optopt);
+            return '?';
+        }
+        if (opt != -1) {
+            a->val = optarg;
+            if (opt != 1) {
+                spell(a->flag_text, sizeof a->flag_text, opt, longindex, long_options);
+                a->flag = a->flag_text;
+            }
+            return opt;
+        }
+        a->options_done = true;
+    }
+    if (a->i >= a->argc) return -1;
+    a->val = a->argv[a->i++];   /* after "--" */
+    return 1;
+}
+
 bool cli_switch(cli_args *a, const char *name) {
     if (strcmp(a->argv[a->i], name) != 0) return false;
     a->flag = name;

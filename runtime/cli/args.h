@@ -1,10 +1,12 @@
-/* Command-line parsing shared by the commands: flags as `--name VALUE` or
- * `--name=VALUE`, numbers checked against their range, and errors as one
- * line on stderr (control characters replaced, so a hostile file name or
- * message cannot spill onto more lines). */
+/* Command-line parsing shared by the commands: getopt_long with our own
+ * one-line messages (cli_getopt), flags as `--name VALUE` or `--name=VALUE`,
+ * numbers checked against their range, and errors as one line on stderr
+ * (control characters replaced, so a hostile file name or message cannot
+ * spill onto more lines). */
 #ifndef TLM_CLI_ARGS_H
 #define TLM_CLI_ARGS_H
 
+#include <getopt.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -15,7 +17,19 @@ typedef struct cli_args {
     int i;             /* the argument being looked at */
     const char *flag;  /* the flag matched last (without "=VALUE") */
     const char *val;   /* its value */
+    /* cli_getopt's state */
+    bool started, options_done;
+    char flag_text[64];
 } cli_args;
+
+/* The next option of a->argv, through getopt_long: returns its val from
+ * long_options (or its short letter), 1 for a non-option argument (the
+ * model's path, wherever it stands, and everything after "--"), -1 at the
+ * end, and '?' after a usage error (an unknown option, a missing value, a
+ * value given to a switch) has been reported on one line: the command then
+ * returns 2. Sets a->val (the value or the argument; NULL for a switch) and
+ * a->flag (the option as written, "--batch") for cli_int and cli_real. */
+int cli_getopt(cli_args *a, const char *short_options, const struct option *long_options);
 
 /* argv[i] is the switch `name`. */
 bool cli_switch(cli_args *a, const char *name);

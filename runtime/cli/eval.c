@@ -48,33 +48,44 @@ static void number(char *buf, size_t n, const char *fmt, double v) {
     else snprintf(buf, n, fmt, v);
 }
 
+enum { OPT_CKPT = 256, OPT_DATA, OPT_BATCH, OPT_CONTEXT, OPT_MAX_TOKENS, OPT_THREADS };
+static const struct option long_options[] = {
+    {"help", no_argument, NULL, 'h'},
+    {"ckpt", required_argument, NULL, OPT_CKPT},
+    {"data", required_argument, NULL, OPT_DATA},
+    {"batch", required_argument, NULL, OPT_BATCH},
+    {"context", required_argument, NULL, OPT_CONTEXT},
+    {"max-tokens", required_argument, NULL, OPT_MAX_TOKENS},
+    {"threads", required_argument, NULL, OPT_THREADS},
+    {NULL, 0, NULL, 0},
+};
+
 int cmd_eval(int argc, char **argv) {
     const char *model_path = NULL, *ckpt = NULL, *data[MAX_DATA];
     int ndata = 0;
     int64_t batch = 0, context = 0, max_tokens = 0, threads = 0;
     cli_args a = {.cmd = "eval", .argc = argc, .argv = argv};
-    for (a.i = 1; a.i < argc; a.i++) {
-        const char *arg = argv[a.i];
-        if (cli_switch(&a, "--help") || cli_switch(&a, "-h")) {
-            usage(stdout);
-            return 0;
-        } else if (cli_option(&a, "--ckpt")) {
-            if (!(ckpt = a.val)) return 2;
-        } else if (cli_option(&a, "--data")) {
-            if (!a.val) return 2;
+    int opt;
+    while ((opt = cli_getopt(&a, "h", long_options)) != -1) {
+        bool ok = true;
+        switch (opt) {
+        case 'h': usage(stdout); return 0;
+        case OPT_CKPT: ckpt = a.val; break;
+        case OPT_DATA:
             if (ndata == MAX_DATA) return cli_usage_error("eval", "at most %d --data", MAX_DATA);
             data[ndata++] = a.val;
-        } else if (cli_option(&a, "--batch")) {
-            if (!cli_int(&a, 1, 1 << 20, &batch)) return 2;
-        } else if (cli_option(&a, "--context")) {
-            if (!cli_int(&a, 1, INT32_MAX, &context)) return 2;
-        } else if (cli_option(&a, "--max-tokens")) {
-            if (!cli_int(&a, 1, INT64_MAX, &max_tokens)) return 2;
-        } else if (cli_option(&a, "--threads")) {
-            if (!cli_int(&a, 1, 4096, &threads)) return 2;
-        } else if (arg[0] == '-' && arg[1]) return cli_usage_error("eval", "unknown option `%s`", arg);
-        else if (model_path) return cli_usage_error("eval", "more than one model given (`%s`)", arg);
-        else model_path = arg;
+            break;
+        case OPT_BATCH: ok = cli_int(&a, 1, 1 << 20, &batch); break;
+        case OPT_CONTEXT: ok = cli_int(&a, 1, INT32_MAX, &context); break;
+        case OPT_MAX_TOKENS: ok = cli_int(&a, 1, INT64_MAX, &max_tokens); break;
+        case OPT_THREADS: ok = cli_int(&a, 1, 4096, &threads); break;
+        case 1:
+            if (model_path) return cli_usage_error("eval", "more than one model given (`%s`)", a.val);
+            model_path = a.val;
+            break;
+        default: return 2;   /* reported by cli_getopt */
+        }
+        if (!ok) return 2;
     }
     if (ndata == 0) data[ndata++] = NULL;   /* Persuasion */
 

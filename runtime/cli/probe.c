@@ -49,30 +49,40 @@ static void add_cosines(const float *z, const float *next, int64_t N, int64_t D,
     }
 }
 
+enum { OPT_CKPT = 256, OPT_DATA, OPT_BATCH, OPT_CONTEXT, OPT_WINDOWS, OPT_THREADS };
+static const struct option long_options[] = {
+    {"help", no_argument, NULL, 'h'},
+    {"ckpt", required_argument, NULL, OPT_CKPT},
+    {"data", required_argument, NULL, OPT_DATA},
+    {"batch", required_argument, NULL, OPT_BATCH},
+    {"context", required_argument, NULL, OPT_CONTEXT},
+    {"windows", required_argument, NULL, OPT_WINDOWS},
+    {"threads", required_argument, NULL, OPT_THREADS},
+    {NULL, 0, NULL, 0},
+};
+
 int cmd_probe(int argc, char **argv) {
     const char *model_path = NULL, *ckpt = NULL, *data = NULL;
     int64_t batch = 8, context = 0, windows = 32, threads = 0;
     cli_args a = {.cmd = "probe", .argc = argc, .argv = argv};
-    for (a.i = 1; a.i < argc; a.i++) {
-        const char *arg = argv[a.i];
-        if (cli_switch(&a, "--help") || cli_switch(&a, "-h")) {
-            usage(stdout);
-            return 0;
-        } else if (cli_option(&a, "--ckpt")) {
-            if (!(ckpt = a.val)) return 2;
-        } else if (cli_option(&a, "--data")) {
-            if (!(data = a.val)) return 2;
-        } else if (cli_option(&a, "--batch")) {
-            if (!cli_int(&a, 1, 1 << 16, &batch)) return 2;
-        } else if (cli_option(&a, "--context")) {
-            if (!cli_int(&a, 1, INT32_MAX, &context)) return 2;
-        } else if (cli_option(&a, "--windows")) {
-            if (!cli_int(&a, 1, 1 << 20, &windows)) return 2;
-        } else if (cli_option(&a, "--threads")) {
-            if (!cli_int(&a, 1, 4096, &threads)) return 2;
-        } else if (arg[0] == '-' && arg[1]) return cli_usage_error("probe", "unknown option `%s`", arg);
-        else if (model_path) return cli_usage_error("probe", "more than one model given (`%s`)", arg);
-        else model_path = arg;
+    int opt;
+    while ((opt = cli_getopt(&a, "h", long_options)) != -1) {
+        bool ok = true;
+        switch (opt) {
+        case 'h': usage(stdout); return 0;
+        case OPT_CKPT: ckpt = a.val; break;
+        case OPT_DATA: data = a.val; break;
+        case OPT_BATCH: ok = cli_int(&a, 1, 1 << 16, &batch); break;
+        case OPT_CONTEXT: ok = cli_int(&a, 1, INT32_MAX, &context); break;
+        case OPT_WINDOWS: ok = cli_int(&a, 1, 1 << 20, &windows); break;
+        case OPT_THREADS: ok = cli_int(&a, 1, 4096, &threads); break;
+        case 1:
+            if (model_path) return cli_usage_error("probe", "more than one model given (`%s`)", a.val);
+            model_path = a.val;
+            break;
+        default: return 2;   /* reported by cli_getopt */
+        }
+        if (!ok) return 2;
     }
 
     char err[1024], path[4200], name[4200];

@@ -1,7 +1,6 @@
 #include "progress.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -137,16 +136,6 @@ void progress_validation(progress *p, int64_t step, double loss) {
         fputs("}\n", p->log);
         fflush(p->log);
     }
-}
-
-void progress_say(progress *p, const char *fmt, ...) {
-    clear_live(p);
-    va_list ap;
-    va_start(ap, fmt);
-    vprintf(fmt, ap);
-    va_end(ap);
-    fputc('\n', stdout);
-    fflush(stdout);
 }
 
 void progress_close(progress *p) {

@@ -44,11 +44,6 @@ bool progress_open_log(progress *p, const char *path, bool resume, int64_t keep_
 void progress_update(progress *p, const progress_step *s, bool logged, bool keep);
 /* A validation result, on its own line and in the log. */
 void progress_validation(progress *p, int64_t step, double loss);
-/* A message on a line of its own (the live line is cleared first). */
-#if defined(__GNUC__)
-__attribute__((format(printf, 2, 3)))
-#endif
-void progress_say(progress *p, const char *fmt, ...);
 void progress_close(progress *p);
 
 /* "1h02m", "3m12s", "45s" */

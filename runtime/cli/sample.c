@@ -29,33 +29,43 @@ static void usage(FILE *out) {
           out);
 }
 
+enum { OPT_CKPT = 256, OPT_PROMPT, OPT_LENGTH, OPT_TEMPERATURE, OPT_TOP_K, OPT_SEED, OPT_THREADS };
+static const struct option long_options[] = {
+    {"help", no_argument, NULL, 'h'},
+    {"ckpt", required_argument, NULL, OPT_CKPT},
+    {"prompt", required_argument, NULL, OPT_PROMPT},
+    {"length", required_argument, NULL, OPT_LENGTH},
+    {"temperature", required_argument, NULL, OPT_TEMPERATURE},
+    {"top-k", required_argument, NULL, OPT_TOP_K},
+    {"seed", required_argument, NULL, OPT_SEED},
+    {"threads", required_argument, NULL, OPT_THREADS},
+    {NULL, 0, NULL, 0},
+};
+
 int cmd_sample(int argc, char **argv) {
     const char *model_path = NULL, *ckpt = NULL, *prompt = "";
     int64_t length = 256, top_k = 0, seed = 1337, threads = 0;
     double temperature = 0.8;
     cli_args a = {.cmd = "sample", .argc = argc, .argv = argv};
-    for (a.i = 1; a.i < argc; a.i++) {
-        const char *arg = argv[a.i];
-        if (cli_switch(&a, "--help") || cli_switch(&a, "-h")) {
-            usage(stdout);
-            return 0;
-        } else if (cli_option(&a, "--ckpt")) {
-            if (!(ckpt = a.val)) return 2;
-        } else if (cli_option(&a, "--prompt")) {
-            if (!(prompt = a.val)) return 2;
-        } else if (cli_option(&a, "--length")) {
-            if (!cli_int(&a, 0, INT32_MAX, &length)) return 2;
-        } else if (cli_option(&a, "--temperature")) {
-            if (!cli_real(&a, 0, false, &temperature)) return 2;
-        } else if (cli_option(&a, "--top-k")) {
-            if (!cli_int(&a, 0, INT32_MAX, &top_k)) return 2;
-        } else if (cli_option(&a, "--seed")) {
-            if (!cli_int(&a, 0, INT64_MAX, &seed)) return 2;
-        } else if (cli_option(&a, "--threads")) {
-            if (!cli_int(&a, 1, 4096, &threads)) return 2;
-        } else if (arg[0] == '-' && arg[1]) return cli_usage_error("sample", "unknown option `%s`", arg);
-        else if (model_path) return cli_usage_error("sample", "more than one model given (`%s`)", arg);
-        else model_path = arg;
+    int opt;
+    while ((opt = cli_getopt(&a, "h", long_options)) != -1) {
+        bool ok = true;
+        switch (opt) {
+        case 'h': usage(stdout); return 0;
+        case OPT_CKPT: ckpt = a.val; break;
+        case OPT_PROMPT: prompt = a.val; break;
+        case OPT_LENGTH: ok = cli_int(&a, 0, INT32_MAX, &length); break;
+        case OPT_TEMPERATURE: ok = cli_real(&a, 0, false, &temperature); break;
+        case OPT_TOP_K: ok = cli_int(&a, 0, INT32_MAX, &top_k); break;
+        case OPT_SEED: ok = cli_int(&a, 0, INT64_MAX, &seed); break;
+        case OPT_THREADS: ok = cli_int(&a, 1, 4096, &threads); break;
+        case 1:
+            if (model_path) return cli_usage_error("sample", "more than one model given (`%s`)", a.val);
+            model_path = a.val;
+            break;
+        default: return 2;   /* reported by cli_getopt */
+        }
+        if (!ok) return 2;
     }
 
     char err[1024], path[4200];
