@@ -66,27 +66,6 @@ int cli_getopt(cli_args *a, const char *short_options, const struct option *long
     return 1;
 }
 
-bool cli_switch(cli_args *a, const char *name) {
-    if (strcmp(a->argv[a->i], name) != 0) return false;
-    a->flag = name;
-    a->val = NULL;
-    return true;
-}
-
-bool cli_option(cli_args *a, const char *name) {
-    const char *arg = a->argv[a->i];
-    size_t n = strlen(name);
-    if (strncmp(arg, name, n) != 0 || (arg[n] != '\0' && arg[n] != '=')) return false;
-    a->flag = name;
-    if (arg[n] == '=') a->val = arg + n + 1;
-    else if (a->i + 1 < a->argc) a->val = a->argv[++a->i];
-    else {
-        a->val = NULL;
-        cli_usage_error(a->cmd, "%s needs a value", name);
-    }
-    return true;
-}
-
 bool cli_int(cli_args *a, int64_t lo, int64_t hi, int64_t *out) {
     if (!a->val) return false;
     errno = 0;

@@ -14,11 +14,12 @@ typedef struct cli_args {
     const char *cmd;   /* "train", for the messages */
     int argc;
     char **argv;
-    int i;             /* the argument being looked at */
     const char *flag;  /* the flag matched last (without "=VALUE") */
     const char *val;   /* its value */
-    /* cli_getopt's state */
+    /* cli_getopt's state: started, past the options (only "--" and what
+     * follows left), the next argument, the storage behind flag */
     bool started, options_done;
+    int i;
     char flag_text[64];
 } cli_args;
 
@@ -30,12 +31,6 @@ typedef struct cli_args {
  * returns 2. Sets a->val (the value or the argument; NULL for a switch) and
  * a->flag (the option as written, "--batch") for cli_int and cli_real. */
 int cli_getopt(cli_args *a, const char *short_options, const struct option *long_options);
-
-/* argv[i] is the switch `name`. */
-bool cli_switch(cli_args *a, const char *name);
-/* argv[i] is `name VALUE` or `name=VALUE`: sets a->val (NULL when the value
- * is missing, after saying so) and moves past the value. */
-bool cli_option(cli_args *a, const char *name);
 
 /* The value as an integer in [lo, hi] / a finite real >= lo (> lo when
  * lo_open); false after a one-line message. */
