@@ -72,19 +72,7 @@ uint8_t *blob_write(const ir_model *ir, size_t *size) {
     am.param_floats = ir->param_floats;
     h.model_off = put(&w, &am, sizeof am);
 
-    const train_config *t = &m->train;
-    tlm_abi_train at = {
-        .batch = t->batch, .context = t->context, .steps = t->steps, .warmup = t->warmup,
-        .accumulate = t->accumulate, .eval_every = t->eval_every, .eval_batches = t->eval_batches,
-        .ckpt_every = t->ckpt_every, .log_every = t->log_every, .seed = t->seed,
-        .optimizer = t->optimizer == TLM_OPT_ADAMW ? TLM_OPT_ADAMW : TLM_OPT_SGD,
-        .lr_schedule = t->lr_schedule == TLM_LR_COSINE ? TLM_LR_COSINE
-                     : t->lr_schedule == TLM_LR_LINEAR ? TLM_LR_LINEAR : TLM_LR_CONSTANT,
-        .lr = t->lr, .beta1 = t->beta1, .beta2 = t->beta2, .eps = t->eps,
-        .weight_decay = t->weight_decay, .momentum = t->momentum,
-        .min_lr = t->min_lr < 0 ? t->lr / 10 : t->min_lr, .grad_clip = t->grad_clip,
-    };
-    h.train_off = put(&w, &at, sizeof at);
+    h.train_off = put(&w, &m->train, sizeof m->train);
 
     tlm_abi_layer *layers = calloc((size_t)m->layers, sizeof *layers);
     for (int64_t l = 0; l < m->layers; l++)

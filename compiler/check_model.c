@@ -1,13 +1,16 @@
 #include "check_model.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ast_build.h"
 #include "eval.h"
+#include "numfmt.h"
 #include "resolve.h"
 #include "suggest.h"
+#include "tlm_train_settings.h"
 #include "vocabulary.h"
 #include "widths.h"
 
@@ -129,16 +132,20 @@ static const expr *deref(scope *s, const expr *e) {
 static bool check_range(scope *s, const setting_spec *x, tlm_loc loc, double v) {
     bool low = x->lo_open ? v <= x->lo : v < x->lo;
     if (!low && v <= x->hi) return true;
+    /* Bounds in the fewest digits that are exact (0.9999999, not %g's 1). A
+     * value below a bound of 1e15 or more is told only the lower bound. */
+    char lo[32], hi[32];
+    fmt_real(lo, sizeof lo, x->lo);
+    fmt_real(hi, sizeof hi, x->hi);
     if (x->type == ST_INT)
         diag_error(D(s), loc, "%s must be between %.0f and %.0f, not %.17g", x->name, x->lo,
                    x->hi, v);
-    else if (x->lo_open && x->hi >= 1e15)
-        diag_error(D(s), loc, "%s must be greater than %g, not %.17g", x->name, x->lo, v);
-    else if (x->hi >= 1e15)
-        diag_error(D(s), loc, "%s must be at least %g, not %.17g", x->name, x->lo, v);
+    else if (low && x->hi >= 1e15)
+        diag_error(D(s), loc, "%s must be %s %s, not %.17g", x->name,
+                   x->lo_open ? "greater than" : "at least", lo, v);
     else
-        diag_error(D(s), loc, "%s must be %s %g and at most %g, not %.17g", x->name,
-                   x->lo_open ? "greater than" : "at least", x->lo, x->hi, v);
+        diag_error(D(s), loc, "%s must be %s %s and at most %s, not %.17g", x->name,
+                   x->lo_open ? "greater than" : "at least", lo, hi, v);
     return false;
 }
 
@@ -306,7 +313,9 @@ static bool collect_settings(scope *s, const item *model, const item **chain, in
     return ok;
 }
 
-/* ---- the train block ---- */
+/* ---- the train block: the rows of abi/tlm_train_settings.h ---- */
+
+_Static_assert((int)TLM_TRAIN_NSETTINGS <= (int)MAX_SETTINGS, "a train block's settings fit `seen`");
 
 static bool read_named_args(scope *s, const expr *e, const char *fn, const char *const *names,
                             const expr **values) {
@@ -342,131 +351,139 @@ static bool read_named_args(scope *s, const expr *e, const char *fn, const char 
     return ok;
 }
 
-/* A real-valued argument in [lo, hi] (or (lo, hi] when lo_open). */
-static bool arg_number(scope *s, const expr *e, const char *name, double lo, double hi, bool lo_open,
-                       double *out) {
-    if (!e) return true;                       /* keep the default */
-    setting_spec x = {name, ST_REAL, lo, hi, lo_open, NULL, NULL, false, NULL};
-    return checked_number(s, &x, e, out);
+/* A number for `row`, checked against the row's kind and range (the
+ * messages call it `name`, e.g. betas[0]), into t. */
+static bool read_train_number(scope *s, const tlm_train_setting *row, const char *name, const expr *e,
+                              tlm_abi_train *t) {
+    setting_spec x = {name, row->kind == TLM_TS_REAL ? ST_REAL : ST_INT, row->lo, row->hi, row->lo_open,
+                      NULL, NULL, false, row->help};
+    double v;
+    if (!checked_number(s, &x, e, &v)) return false;
+    tlm_train_set(t, row, v);
+    return true;
 }
 
-static bool read_optimizer(scope *s, const expr *e0, train_config *t) {
+/* What the messages call a setting whose value is a call, and the example
+ * the hint after a wrong value gives (the table's help for another one). */
+typedef struct call_words {
+    const char *key, *noun, *a_noun, *example;
+} call_words;
+
+static call_words words_for(const tlm_train_setting *row) {
+    static const call_words known[] = {
+        {"optimizer", "optimizer", "an optimizer",
+         "optimizer = adamw(lr = 3e-3, betas = (0.9, 0.95), weight_decay = 0.1) or sgd(lr = 0.1, momentum = 0.9)"},
+        {"lr_schedule", "lr schedule", "an lr schedule",
+         "lr_schedule = cosine(warmup = 100, min_lr = 3e-4), linear(...) or constant(warmup = 0)"},
+    };
+    for (size_t i = 0; i < sizeof known / sizeof *known; i++)
+        if (!strcmp(known[i].key, row->key)) return known[i];
+    return (call_words){row->key, row->key, row->key, row->help};
+}
+
+/* A setting whose value is a call, like optimizer = adamw(lr = 3e-3): the
+ * function names the choice; its named arguments are the ARGUMENT rows of
+ * the table that this choice takes, where rows that share a name are one
+ * tuple (betas = (beta1, beta2)). Arguments not given keep their defaults. */
+static bool read_call(scope *s, const tlm_train_setting *row, const expr *e0, tlm_abi_train *t) {
     const expr *e = deref(s, e0);
     const char *fn = e->kind == EX_CALL || e->kind == EX_NAME ? e->text : NULL;
-    static const char *const adamw_args[] = {"lr", "betas", "eps", "weight_decay", NULL};
-    static const char *const sgd_args[] = {"lr", "momentum", "weight_decay", NULL};
-    static const char *const optimizers[] = {"adamw", "sgd", NULL};
-    if (!fn || name_index(optimizers, fn) < 0) {
+    call_words words = words_for(row);
+    int choice = fn ? tlm_enum_find(row->choices, fn) : -1;
+    if (choice < 0) {
         if (fn) {
-            diag_error(D(s), e0->loc, "unknown optimizer `%s`", fn);
+            diag_error(D(s), e0->loc, "unknown %s `%s`", words.noun, fn);
             suggester sg;
             suggest_begin(&sg, fn);
-            suggest_list(&sg, optimizers);
+            suggest_list(&sg, row->choices->names);
             const char *best = suggest_result(&sg);
             if (best) diag_hint(D(s), "did you mean `%s`?", best);
         } else {
-            diag_error(D(s), e0->loc, "expected an optimizer, found %s", describe_value(e));
+            diag_error(D(s), e0->loc, "expected %s, found %s", words.a_noun, describe_value(e));
         }
-        diag_hint(D(s), "optimizer = adamw(lr = 3e-3, betas = (0.9, 0.95), weight_decay = 0.1) or "
-                        "sgd(lr = 0.1, momentum = 0.9)");
+        diag_hint(D(s), "%s", words.example);
         return false;
     }
-    bool adamw = strcmp(fn, "adamw") == 0;
-    t->optimizer = adamw ? TLM_OPT_ADAMW : TLM_OPT_SGD;
+    tlm_train_set(t, row, choice);
     if (e->kind == EX_NAME) return true;
-    const expr *v[4] = {NULL, NULL, NULL, NULL};
-    if (!read_named_args(s, e, fn, adamw ? adamw_args : sgd_args, v)) return false;
-    bool ok = arg_number(s, v[0], "lr", 0, 1e6, true, &t->lr);
-    if (adamw) {
-        if (v[1]) {
-            const expr *b = deref(s, v[1]);
-            if (b->kind != EX_TUPLE || b->nargs != 2) {
-                diag_error(D(s), v[1]->loc, "betas is a pair, like (0.9, 0.95)");
-                ok = false;
-            } else {
-                ok &= arg_number(s, b->args->value, "betas[0]", 0, 0.999999999, false, &t->beta1);
-                ok &= arg_number(s, b->args->next->value, "betas[1]", 0, 0.999999999, false, &t->beta2);
-            }
+
+    const char *names[TLM_TRAIN_NSETTINGS + 1];
+    int first[TLM_TRAIN_NSETTINGS], count[TLM_TRAIN_NSETTINGS], n = 0;
+    for (int i = 0; i < TLM_TRAIN_NSETTINGS; i++) {
+        const tlm_train_setting *a = &tlm_train_settings[i];
+        if (!a->call || strcmp(a->call, row->key) != 0 || !(a->for_choices & (1u << choice))) continue;
+        if (n > 0 && first[n - 1] + count[n - 1] == i && !strcmp(names[n - 1], a->arg)) {
+            count[n - 1]++;
+            continue;
         }
-        ok &= arg_number(s, v[2], "eps", 0, 1, true, &t->eps);
-        ok &= arg_number(s, v[3], "weight_decay", 0, 1e6, false, &t->weight_decay);
-    } else {
-        ok &= arg_number(s, v[1], "momentum", 0, 0.999999999, false, &t->momentum);
-        ok &= arg_number(s, v[2], "weight_decay", 0, 1e6, false, &t->weight_decay);
+        names[n] = a->arg;
+        first[n] = i;
+        count[n++] = 1;
     }
-    return ok;
-}
-
-static bool read_lr_schedule(scope *s, const expr *e0, train_config *t) {
-    const expr *e = deref(s, e0);
-    const char *fn = e->kind == EX_CALL || e->kind == EX_NAME ? e->text : NULL;
-    static const char *const kinds[] = {"cosine", "linear", "constant", NULL};
-    static const char *const decay_args[] = {"warmup", "min_lr", NULL};
-    static const char *const constant_args[] = {"warmup", NULL};
-    int k = fn ? name_index(kinds, fn) : -1;
-    if (k < 0) {
-        if (fn) diag_error(D(s), e0->loc, "unknown lr schedule `%s`", fn);
-        else diag_error(D(s), e0->loc, "expected an lr schedule, found %s", describe_value(e));
-        diag_hint(D(s), "lr_schedule = cosine(warmup = 100, min_lr = 3e-4), linear(...) or constant(warmup = 0)");
-        return false;
-    }
-    t->lr_schedule = k == 0 ? TLM_LR_COSINE : k == 1 ? TLM_LR_LINEAR : TLM_LR_CONSTANT;
-    if (e->kind == EX_NAME) return true;
-    const expr *v[2] = {NULL, NULL};
-    if (!read_named_args(s, e, fn, k == 2 ? constant_args : decay_args, v)) return false;
-    double warmup = (double)t->warmup;
-    bool ok = arg_number(s, v[0], "warmup", 0, 1e15, false, &warmup);
-    if (ok && warmup != floor(warmup)) {
-        diag_error(D(s), v[0]->loc, "warmup is a whole number of steps, not %.17g", warmup);
-        ok = false;
-    }
-    t->warmup = (int64_t)warmup;
-    ok &= arg_number(s, v[1], "min_lr", 0, 1e6, false, &t->min_lr);
-    return ok;
-}
-
-static void train_defaults(train_config *t, int64_t context) {
-    memset(t, 0, sizeof *t);
-    t->batch = 8;
-    t->context = context;
-    t->steps = 1000;
-    t->optimizer = TLM_OPT_ADAMW;
-    t->lr = 1e-3;
-    t->beta1 = 0.9;
-    t->beta2 = 0.95;
-    t->eps = 1e-8;
-    t->weight_decay = 0.1;
-    t->momentum = 0.9;
-    t->lr_schedule = TLM_LR_COSINE;
-    t->warmup = 100;
-    t->min_lr = -1;
-    t->seed = 1337;
-    t->grad_clip = 1.0;
-    t->accumulate = 1;
-    t->eval_every = 100;
-    t->eval_batches = 20;
-    t->ckpt_every = 500;
-    t->log_every = 10;
-}
-
-static bool apply_train_block(scope *s, const item *block, train_config *t, const setting **seen) {
+    names[n] = NULL;
+    const expr *values[TLM_TRAIN_NSETTINGS] = {0};
+    if (!read_named_args(s, e, fn, names, values)) return false;
     bool ok = true;
-    for (const setting *x = block->settings; x; x = x->next) {
-        const setting_spec *spec = find_setting(train_settings, x->name);
-        if (!spec) {
-            if (find_setting(model_settings, x->name))
-                diag_error(D(s), x->name_loc, "`%s` is a model setting, not a training setting", x->name);
-            else
-                diag_error(D(s), x->name_loc, "unknown training setting `%s`", x->name);
-            suggester sg;
-            suggest_begin(&sg, x->name);
-            suggest_list(&sg, setting_names(train_settings));
-            const char *best = suggest_result(&sg);
-            if (best) diag_hint(D(s), "did you mean `%s`?", best);
+    for (int k = 0; k < n; k++) {
+        const tlm_train_setting *a = &tlm_train_settings[first[k]];
+        if (!values[k]) continue;
+        if (count[k] == 1) {
+            ok &= read_train_number(s, a, a->arg, values[k], t);
+            continue;
+        }
+        const expr *tuple = deref(s, values[k]);
+        if (tuple->kind != EX_TUPLE || tuple->nargs != count[k]) {
+            char like[128] = "", v[32];
+            size_t len = 0;
+            for (int j = 0; j < count[k] && len < sizeof like; j++)
+                len += (size_t)snprintf(like + len, sizeof like - len, "%s%s", j ? ", " : "",
+                                        tlm_train_format_real(v, sizeof v, a[j].default_value));
+            diag_error(D(s), values[k]->loc, "%s is a %s, like (%s)", a->arg, count[k] == 2 ? "pair" : "tuple", like);
             ok = false;
             continue;
         }
-        int i = (int)(spec - train_settings);
+        int j = 0;
+        for (arg *x = tuple->args; x; x = x->next, j++) {
+            char name[64];
+            snprintf(name, sizeof name, "%s[%d]", a->arg, j);
+            ok &= read_train_number(s, &a[j], name, x->value, t);
+        }
+    }
+    return ok;
+}
+
+/* A name in a train block that is not a setting of its own: a model
+ * setting, an argument of a call, or a typo. */
+static void unknown_train_setting(scope *s, const setting *x, const tlm_train_setting *row) {
+    if (row) {
+        const tlm_train_setting *call = tlm_train_call_of(row);
+        diag_error(D(s), x->name_loc, "`%s` is an argument of `%s`, not a setting of its own", x->name, call->key);
+        unsigned first = 0;
+        while (first < 31 && !(row->for_choices & (1u << first))) first++;
+        diag_hint(D(s), "write e.g. `%s = %s(%s = ...)`", call->key, tlm_enum_name(call->choices, first), row->arg);
+        return;
+    }
+    if (find_setting(model_settings, x->name))
+        diag_error(D(s), x->name_loc, "`%s` is a model setting, not a training setting", x->name);
+    else
+        diag_error(D(s), x->name_loc, "unknown training setting `%s`", x->name);
+    suggester sg;
+    suggest_begin(&sg, x->name);
+    suggest_list(&sg, setting_names(train_settings));
+    const char *best = suggest_result(&sg);
+    if (best) diag_hint(D(s), "did you mean `%s`?", best);
+}
+
+static bool apply_train_block(scope *s, const item *block, tlm_abi_train *t, const setting **seen) {
+    bool ok = true;
+    for (const setting *x = block->settings; x; x = x->next) {
+        const tlm_train_setting *row = tlm_train_find(x->name);
+        if (!row || row->call) {
+            unknown_train_setting(s, x, row);
+            ok = false;
+            continue;
+        }
+        int i = (int)(row - tlm_train_settings);
         if (seen[i]) {
             diag_error(D(s), x->name_loc, "training setting `%s` is set twice", x->name);
             diag_note(D(s), seen[i]->name_loc, "the first setting is here");
@@ -474,36 +491,25 @@ static bool apply_train_block(scope *s, const item *block, train_config *t, cons
             continue;
         }
         seen[i] = x;
-        double v;
-        switch (spec->type) {
-        case ST_OPTIMIZER: ok &= read_optimizer(s, x->value, t); continue;
-        case ST_LR_SCHEDULE: ok &= read_lr_schedule(s, x->value, t); continue;
-        default: break;
+        if (row->kind == TLM_TS_CHOICE) {
+            ok &= read_call(s, row, x->value, t);
+            continue;
         }
-        if (!checked_number(s, spec, x->value, &v)) { ok = false; continue; }
-        const char *n = spec->name;
-        if      (!strcmp(n, "batch")) t->batch = (int64_t)v;
-        else if (!strcmp(n, "context")) {
-            t->context = (int64_t)v;
-            s->train_context_loc = x->value->loc;
+        if (!read_train_number(s, row, row->key, x->value, t)) {
+            ok = false;
+            continue;
         }
-        else if (!strcmp(n, "steps")) t->steps = (int64_t)v;
-        else if (!strcmp(n, "seed")) t->seed = (uint64_t)v;
-        else if (!strcmp(n, "grad_clip")) t->grad_clip = v;
-        else if (!strcmp(n, "accumulate")) t->accumulate = (int64_t)v;
-        else if (!strcmp(n, "eval_every")) t->eval_every = (int64_t)v;
-        else if (!strcmp(n, "eval_batches")) t->eval_batches = (int64_t)v;
-        else if (!strcmp(n, "ckpt_every")) t->ckpt_every = (int64_t)v;
-        else if (!strcmp(n, "log_every")) t->log_every = (int64_t)v;
+        if (row->offset == offsetof(tlm_abi_train, context)) s->train_context_loc = x->value->loc;
     }
     return ok;
 }
 
 /* Top-level train blocks of the model's file apply first; then the blocks
  * inside the model and its parents, root first. Within one level a setting
- * may be given once. */
+ * may be given once. Defaults come from the table; the ones that depend on
+ * other values (min_lr: a tenth of lr) are resolved once every block is read. */
 static bool read_train(scope *s, const item **chain, int nchain, checked_model *m) {
-    train_defaults(&m->train, m->context);
+    tlm_train_defaults(&m->train, m->context);
     bool ok = true;
     const setting *seen[MAX_SETTINGS] = {0};
     for (int f = 0; f < s->p->nfiles; f++) {
@@ -516,6 +522,7 @@ static bool read_train(scope *s, const item **chain, int nchain, checked_model *
         const setting *level[MAX_SETTINGS] = {0};
         ok &= apply_train_block(s, chain[k]->train, &m->train, level);
     }
+    tlm_train_resolve_defaults(&m->train);
     if (ok && m->train.batch % m->train.accumulate != 0) {
         diag_error(D(s), s->model->name_loc, "the training batch (%lld) must be a multiple of "
                    "accumulate (%lld): each step adds up equal micro-batches",

@@ -7,22 +7,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "source.h"
+#include "tlm_abi.h"
 #include "tlm_enums.h"
 
-
 enum { TLM_MAX_CMS_LEVELS = 8 };
-
-typedef struct train_config {
-    int64_t batch, context, steps;
-    tlm_optimizer optimizer;
-    double lr, beta1, beta2, eps, weight_decay, momentum;
-    tlm_lr_kind lr_schedule;
-    int64_t warmup;
-    double min_lr;                 /* < 0: a tenth of lr */
-    uint64_t seed;
-    double grad_clip;              /* 0: off */
-    int64_t accumulate, eval_every, eval_batches, ckpt_every, log_every;
-} train_config;
 
 typedef struct checked_model {
     const char *name;
@@ -47,7 +35,9 @@ typedef struct checked_model {
     double *raw_widths;            /* d_ff evaluated per layer, before rounding */
     int64_t *widths;               /* the widths the model is built with */
 
-    train_config train;
+    /* The training defaults as model.so stores them: every field set, the
+     * table's derived defaults (context, min_lr) resolved. */
+    tlm_abi_train train;
 } checked_model;
 
 #endif

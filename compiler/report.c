@@ -6,6 +6,7 @@
 
 #include "cost.h"
 #include "numfmt.h"
+#include "tlm_train_settings.h"
 #include "vocabulary.h"
 
 static int cmp_desc(const void *a, const void *b) {
@@ -132,6 +133,27 @@ static void json_cost(FILE *out, const char *key, const model_cost *c) {
             (long long)c->head_params, c->total_flops, 3 * c->total_flops);
 }
 
+/* The training defaults, from the table in its order, under the names a
+ * train { } block uses: a call's choice by name, then its arguments; rows
+ * that share an argument name are one list (betas). */
+static void json_train(FILE *out, const tlm_abi_train *t) {
+    fputs(",\n   \"train\": {", out);
+    for (int i = 0; i < TLM_TRAIN_NSETTINGS; i++) {
+        const tlm_train_setting *row = &tlm_train_settings[i];
+        const tlm_train_setting *prev = i ? row - 1 : NULL, *next = i + 1 < TLM_TRAIN_NSETTINGS ? row + 1 : NULL;
+        bool joins_prev = row->arg && prev && prev->arg && !strcmp(prev->arg, row->arg);
+        bool joins_next = row->arg && next && next->arg && !strcmp(next->arg, row->arg);
+        char v[40], name[32];
+        if (row->kind == TLM_TS_CHOICE) snprintf(v, sizeof v, "\"%s\"", tlm_train_format(name, sizeof name, row, t));
+        else if (row->kind == TLM_TS_REAL) fmt_real(v, sizeof v, tlm_train_get(t, row));
+        else tlm_train_format(v, sizeof v, row, t);
+        if (joins_prev) fprintf(out, ", %s", v);
+        else fprintf(out, "%s\"%s\": %s%s", i ? ", " : "", row->arg ? row->arg : row->key, joins_next ? "[" : "", v);
+        if (joins_prev && !joins_next) fputs("]", out);
+    }
+    fputs("}", out);
+}
+
 void report_json_model(FILE *out, const checked_model *m, int index) {
     fprintf(out, "%s\n  {\"name\": \"%s\", \"mixer\": \"%s\", \"mlp\": \"%s\", \"layers\": %lld, "
             "\"d_model\": %lld, \"heads\": %lld, \"head_dim\": %lld, \"vocab\": %lld, \"context\": %lld, "
@@ -165,22 +187,8 @@ void report_json_model(FILE *out, const checked_model *m, int index) {
     for (int i = 0; i < nd; i++) fprintf(out, "%s%lld", i ? ", " : "", (long long)d[i]);
     fputs("]", out);
     free(d);
-    const train_config *t = &m->train;
-    char r[8][40];
-    fprintf(out, ",\n   \"train\": {\"batch\": %lld, \"context\": %lld, \"steps\": %lld, "
-            "\"optimizer\": \"%s\", \"lr\": %s, \"betas\": [%s, %s], \"eps\": %s, "
-            "\"weight_decay\": %s, \"momentum\": %s, \"lr_schedule\": \"%s\", \"warmup\": %lld, "
-            "\"min_lr\": %s, \"seed\": %llu, \"grad_clip\": %s, \"accumulate\": %lld, "
-            "\"eval_every\": %lld, \"eval_batches\": %lld, \"ckpt_every\": %lld, \"log_every\": %lld}}",
-            (long long)t->batch, (long long)t->context, (long long)t->steps,
-            t->optimizer == TLM_OPT_ADAMW ? "adamw" : "sgd", fmt_real(r[0], 40, t->lr),
-            fmt_real(r[1], 40, t->beta1), fmt_real(r[2], 40, t->beta2), fmt_real(r[3], 40, t->eps),
-            fmt_real(r[4], 40, t->weight_decay), fmt_real(r[5], 40, t->momentum),
-            t->lr_schedule == TLM_LR_COSINE ? "cosine" : t->lr_schedule == TLM_LR_LINEAR ? "linear" : "constant",
-            (long long)t->warmup, fmt_real(r[6], 40, t->min_lr < 0 ? t->lr / 10 : t->min_lr),
-            (unsigned long long)t->seed, fmt_real(r[7], 40, t->grad_clip), (long long)t->accumulate,
-            (long long)t->eval_every, (long long)t->eval_batches, (long long)t->ckpt_every,
-            (long long)t->log_every);
+    json_train(out, &m->train);
+    fputs("}", out);
 }
 
 /* A plain SVG line chart: width (relative to the baseline or the mean) on

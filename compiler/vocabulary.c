@@ -2,6 +2,8 @@
 
 #include <string.h>
 
+#include "tlm_train_settings.h"
+
 const char *const keywords[] = {"model", "param", "schedule", "train", "use", NULL};
 static const char *const bools[] = {"false", "true", NULL};
 const char *const symbol_values[] = {"elementwise", "false", "headwise", "none", "true", NULL};
@@ -41,23 +43,34 @@ const setting_spec model_settings[] = {
     {NULL, 0, 0, 0, 0, NULL, NULL, false, NULL},
 };
 
+/* The training settings that are names of their own in a train { } block,
+ * as the table abi/tlm_train_settings.h has them (its ARGUMENT rows are
+ * arguments of the optimizer's and the schedule's calls, not names here).
+ * The help quotes the range and default from the same line. */
+#define TYPE_INT ST_INT
+#define TYPE_SEED ST_INT
+#define TYPE_REAL ST_REAL
+#define TYPE_REAL_GT ST_REAL
+#define TYPE_OPTIMIZER ST_OPTIMIZER
+#define TYPE_LR_SCHEDULE ST_LR_SCHEDULE
+#define OPEN_INT false
+#define OPEN_SEED false
+#define OPEN_REAL false
+#define OPEN_REAL_GT true
+#define OPEN_OPTIMIZER false
+#define OPEN_LR_SCHEDULE false
+#define ABOUT_INT(lo, hi) "; " TLM_TS_RANGE_INT(lo, hi) ", default "
+#define ABOUT_SEED(lo, hi) "; " TLM_TS_RANGE_SEED(lo, hi) ", default "
+#define ABOUT_REAL(lo, hi) "; " TLM_TS_RANGE_REAL(lo, hi) ", default "
+#define ABOUT_REAL_GT(lo, hi) "; " TLM_TS_RANGE_REAL_GT(lo, hi) ", default "
+#define ABOUT_OPTIMIZER(lo, hi) "; default "
+#define ABOUT_LR_SCHEDULE(lo, hi) "; default "
+#define TRAIN_SETTING_(field, flag, kind, lo, hi, def, def_text, trajectory, help)                             \
+    {#field, TYPE_##kind, lo, hi, OPEN_##kind, NULL, NULL, false, help ABOUT_##kind(lo, hi) def_text},
+#define TRAIN_ARGUMENT_(...)
+
 const setting_spec train_settings[] = {
-    {"batch", ST_INT, 1, 1 << 20, 0, NULL, NULL, false, "sequences per optimizer step (default 8)"},
-    {"context", ST_INT, 1, 1 << 20, 0, NULL, NULL, false,
-     "training sequence length (default: the model's context)"},
-    {"steps", ST_INT, 0, BIG, 0, NULL, NULL, false, "optimizer steps (default 1000)"},
-    {"optimizer", ST_OPTIMIZER, 0, 0, 0, NULL, NULL, false,
-     "adamw(lr, betas, eps, weight_decay) or sgd(lr, momentum, weight_decay)"},
-    {"lr_schedule", ST_LR_SCHEDULE, 0, 0, 0, NULL, NULL, false,
-     "cosine(warmup, min_lr), linear(warmup, min_lr) or constant(warmup)"},
-    {"seed", ST_INT, 0, 9007199254740991.0, 0, NULL, NULL, false, "random seed (default 1337)"},
-    {"grad_clip", ST_REAL, 0, BIG, 0, NULL, NULL, false, "clip the global gradient norm; 0: off"},
-    {"accumulate", ST_INT, 1, 1 << 16, 0, NULL, NULL, false,
-     "micro-batches per step (gradient accumulation)"},
-    {"eval_every", ST_INT, 0, BIG, 0, NULL, NULL, false, "validate every N steps; 0: only at the end"},
-    {"eval_batches", ST_INT, 1, 1 << 20, 0, NULL, NULL, false, "batches per validation"},
-    {"ckpt_every", ST_INT, 0, BIG, 0, NULL, NULL, false, "checkpoint every N steps; 0: only at the end"},
-    {"log_every", ST_INT, 1, BIG, 0, NULL, NULL, false, "print a line every N steps"},
+    TLM_TRAIN_SETTINGS(TRAIN_SETTING_, TRAIN_ARGUMENT_)
     {NULL, 0, 0, 0, 0, NULL, NULL, false, NULL},
 };
 

@@ -1,7 +1,9 @@
-/* The vocabulary of the language in one place: keywords, settings (with their
- * types, ranges and defaults), mixers, MLP kinds, builtins. The checker, the
- * --help text, `tlmc --print-keywords` and hence the editor grammars all read
- * these tables, so adding a name here is the whole job. */
+/* The vocabulary of the language in one place: keywords, model settings
+ * (with their types and ranges), builtins, and views of the tables kept
+ * elsewhere: mixers and MLP kinds (abi/tlm_enums.h), training settings
+ * (abi/tlm_train_settings.h, whose header says what adding one touches). The
+ * checker, the --help text, `tlmc --print-keywords` and hence the editor
+ * grammars all read these tables. */
 #ifndef TLM_VOCABULARY_H
 #define TLM_VOCABULARY_H
 
@@ -33,7 +35,7 @@ typedef struct setting_spec {
 } setting_spec;
 
 extern const setting_spec model_settings[];
-extern const setting_spec train_settings[];
+extern const setting_spec train_settings[];  /* the train { } names: a view of tlm_train_settings.h */
 extern const char *const keywords[];
 extern const char *const symbol_values[];   /* true false none elementwise headwise */
 extern const char *const value_functions[]; /* uniform adamw sgd constant cosine linear */

@@ -6,6 +6,7 @@
 #include "arena_plan.h"
 #include "commands.h"
 #include "model_so.h"
+#include "tlm_train_settings.h"
 
 static const char *mixer_name(uint32_t m) {
     static const char *names[] = {"attention", "gated_attention", "titans", "hope_attention"};
@@ -77,20 +78,7 @@ int cmd_info(int argc, char **argv) {
     commas(a, sizeof a, params);
     commas(b, sizeof b, m->param_floats * 4);
     printf("  parameters: %s in %u tensors (%s bytes in the block)\n", a, so.header->nparams, b);
-    printf("train defaults: batch %lld (accumulate %lld), context %lld, steps %lld, seed %llu\n",
-           (long long)t->batch, (long long)t->accumulate, (long long)t->context, (long long)t->steps,
-           (unsigned long long)t->seed);
-    if (t->optimizer == TLM_OPT_ADAMW)
-        printf("  adamw: lr %g, betas (%g, %g), eps %g, weight_decay %g\n", t->lr, t->beta1, t->beta2, t->eps,
-               t->weight_decay);
-    else
-        printf("  sgd: lr %g, momentum %g, weight_decay %g\n", t->lr, t->momentum, t->weight_decay);
-    printf("  lr schedule %s, warmup %lld, min_lr %g, grad_clip %g\n",
-           t->lr_schedule == TLM_LR_COSINE ? "cosine" : t->lr_schedule == TLM_LR_LINEAR ? "linear" : "constant",
-           (long long)t->warmup, t->min_lr, t->grad_clip);
-    printf("  eval every %lld steps (%lld batches), checkpoint every %lld, log every %lld\n",
-           (long long)t->eval_every, (long long)t->eval_batches, (long long)t->ckpt_every,
-           (long long)t->log_every);
+    tlm_train_print(stdout, "train defaults", t);
 
     printf("layers:\n  layer    d_ff      exact  kernel\n");
     for (uint32_t l = 0; l < so.header->nlayers; l++)

@@ -7,7 +7,8 @@
  * Everything a step depends on is either in the checkpoint (parameters,
  * optimizer moments, step, the sampler's generator) or fixed by the
  * settings, so a resumed run repeats an uninterrupted one bit for bit at the
- * same thread count. */
+ * same thread count. --dry-run stops once the settings are resolved and
+ * checked, before the data is read or the model allocated. */
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -126,6 +127,37 @@ static void fingerprint_data(run *r) {
              tlm_fnv1a(TLM_FNV_OFFSET, r->train.bytes, r->train.n));
 }
 
+/* A resumed run continues from the checkpoint's step: --steps and --stop-at
+ * must lie ahead of it. */
+static int check_resume_step(const run *r, int64_t step) {
+    if (step > r->o.s.steps)
+        return cli_error("train", "the checkpoint is at step %" PRId64 ", past --steps %" PRId64
+                                  " (raise --steps to continue)", step, r->o.s.steps);
+    if (r->o.stop_at > 0 && r->o.stop_at <= step)
+        return cli_error("train", "--stop-at %" PRId64 " is not past the checkpoint's step %" PRId64, r->o.stop_at,
+                         step);
+    return 0;
+}
+
+/* --dry-run: the settings as resolved, after the checks a run makes before
+ * it loads data or allocates the model; with --resume, the checkpoint's step
+ * (from its metadata) checked as a run checks it. */
+static int dry_run(run *r, tlm_st_file *ckpt) {
+    if (ckpt) {
+        const char *meta = tlm_st_meta_get(ckpt, "step");
+        char *end;
+        long long step = meta ? strtoll(meta, &end, 10) : -1;
+        if (!meta || *end || step < 0) return cli_error("train", "%s: no valid step in the metadata", r->ckpt_file);
+        int rc = check_resume_step(r, step);
+        if (rc) return rc;
+        printf("resume_step %lld\n", step);
+    }
+    train_print_settings(stdout, &r->o);
+    printf("checkpoint %s\n", r->ckpt_file);
+    printf("threads %d\n", tlm_get_num_threads());
+    return 0;
+}
+
 /* Parameters and optimizer state: fresh, or the checkpoint's. */
 static int start_state(run *r, tlm_st_file *ckpt) {
     char err[8192];
@@ -141,12 +173,8 @@ static int start_state(run *r, tlm_st_file *ckpt) {
     if (!tlm_ckpt_load_params(ckpt, &r->model, err, sizeof err) ||
         !tlm_ckpt_load_trainer(ckpt, &r->trainer, &r->state, err, sizeof err))
         return cli_error("train", "%s: %s", r->ckpt_file, err);
-    if (r->state.step > r->o.s.steps)
-        return cli_error("train", "the checkpoint is at step %" PRId64 ", past --steps %" PRId64
-                                  " (raise --steps to continue)", r->state.step, r->o.s.steps);
-    if (r->o.stop_at > 0 && r->o.stop_at <= r->state.step)
-        return cli_error("train", "--stop-at %" PRId64 " is not past the checkpoint's step %" PRId64, r->o.stop_at,
-                         r->state.step);
+    int rc = check_resume_step(r, r->state.step);
+    if (rc) return rc;
     const char *threads = tlm_st_meta_get(ckpt, "threads");
     if (threads && atoi(threads) != tlm_get_num_threads())
         printf("note: resuming with %d threads, the checkpoint was written with %s; the result will differ in "
@@ -194,6 +222,10 @@ static int setup(run *r) {
     if ((rc = train_check(o, &r->so))) goto out;
     if (o->resume && !train_same_trajectory(o, &defaults, decay, err, sizeof err)) {
         rc = cli_error("train", "%s", err);
+        goto out;
+    }
+    if (o->dry_run) {
+        rc = dry_run(r, ckpt);
         goto out;
     }
 
@@ -258,7 +290,7 @@ static void banner(const run *r) {
     else printf("training %" PRId64 " steps,", s->steps);
     printf(" %" PRId64 " x %" PRId64 " tokens a step", s->batch, r->T);
     if (s->accumulate > 1) printf(" in %" PRId64 " micro-batches", s->accumulate);
-    printf(", %s lr %g, %d thread%s\n", s->optimizer == TLM_OPT_ADAMW ? "adamw" : "sgd", s->lr,
+    printf(", %s lr %g, %d thread%s\n", tlm_enum_name(&tlm_optimizer_enum, s->optimizer), s->lr,
            tlm_get_num_threads(), tlm_get_num_threads() == 1 ? "" : "s");
     printf("checkpoints: %s\n", r->ckpt_file);
     fflush(stdout);
@@ -371,7 +403,7 @@ int cmd_train(int argc, char **argv) {
     run *r = calloc(1, sizeof *r);
     if (!r) return cli_error("train", "out of memory");
     int rc = train_parse(&r->o, argc, argv);
-    if (rc < 0 && (rc = setup(r)) == 0) {
+    if (rc < 0 && (rc = setup(r)) == 0 && !r->o.dry_run) {
         banner(r);
         stop_signal = 0;
         signal(SIGINT, on_signal);

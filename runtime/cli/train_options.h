@@ -1,17 +1,20 @@
 /* The options of `tlm-run train`: parsing the flags, laying them over the
  * defaults (the model's `train {}` block, or a checkpoint's settings when
- * resuming), checking them, and the settings as JSON for the checkpoint. */
+ * resuming), checking them, and the settings as JSON for the checkpoint.
+ * The settings' flags, ranges, help, trajectory rule and JSON keys all come
+ * from the table in abi/tlm_train_settings.h, which tlmc checks train { }
+ * blocks against too. */
 #ifndef TLM_CLI_TRAIN_OPTIONS_H
 #define TLM_CLI_TRAIN_OPTIONS_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
-#include "tlm_abi.h"
 #include "model_so.h"
-
-#define TRAIN_NSETTINGS 14   /* the numeric flags: --steps ... --log-every */
+#include "tlm_abi.h"
+#include "tlm_train_settings.h"
 
 typedef struct train_options {
     const char *model;                 /* MODEL.so */
@@ -22,11 +25,12 @@ typedef struct train_options {
     const char *device;
     int threads;
     bool resume, overwrite;
+    bool dry_run;                      /* resolve and print the settings, then stop */
     int64_t stop_at;                   /* stop (as if interrupted) after this step; 0: never */
 
     /* What the command line said, to lay over the defaults. */
     tlm_abi_train flags;
-    bool given[TRAIN_NSETTINGS];
+    bool given[TLM_TRAIN_NSETTINGS];
     bool given_decay, given_data, given_val, given_log;
     char *owned[3];                    /* strings read from a checkpoint */
 } train_options;
@@ -40,14 +44,19 @@ void train_options_free(train_options *o);
 void train_apply(train_options *o, const tlm_abi_train *defaults, bool decay, const char *data, const char *val,
                  const char *log);
 
-/* The settings against each other and the model: 0, or 2 after a message. */
+/* The settings against their ranges, each other and the model: 0, or 2
+ * after a message. */
 int train_check(const train_options *o, const tlm_so *so);
 
 /* On --resume: the settings that shape the trajectory must equal the
- * checkpoint's (only --steps may change). false with a message naming the
- * first difference. */
+ * checkpoint's (only --steps and the other periods may change). false with
+ * a message naming the first difference. */
 bool train_same_trajectory(const train_options *o, const tlm_abi_train *ckpt, bool ckpt_decay, char *err,
                            size_t errlen);
+
+/* --dry-run: the settings in force, one `key value` line each (the settings
+ * of the table that apply, then decay_embeddings and the data). */
+void train_print_settings(FILE *out, const train_options *o);
 
 /* The settings as one JSON object (malloc'd; NULL when out of memory). */
 char *train_settings_json(const train_options *o);

@@ -59,9 +59,7 @@ bool tlm_trainer_create(tlm_trainer *t, tlm_model *model, const tlm_abi_train *s
     }
     t->adamw = (tlm_adamw){(float)s->beta1, (float)s->beta2, (float)s->eps, (float)s->weight_decay};
     t->sgd = (tlm_sgd){(float)s->momentum, 0.0f, (float)s->weight_decay, false};
-    t->schedule.kind = s->lr_schedule == TLM_LR_COSINE ? TLM_LR_COSINE
-                     : s->lr_schedule == TLM_LR_LINEAR ? TLM_LR_LINEAR
-                                                           : TLM_LR_CONSTANT;
+    t->schedule.kind = (tlm_lr_kind)s->lr_schedule;
     t->schedule.max_lr = (float)s->lr;
     t->schedule.min_lr = (float)s->min_lr;
     t->schedule.warmup = (long)s->warmup;
@@ -77,8 +75,6 @@ void tlm_trainer_destroy(tlm_trainer *t) {
     free(t->grad_sum);
     memset(t, 0, sizeof *t);
 }
-
-int64_t tlm_trainer_state_floats(const tlm_trainer *t) { return t->model->param_floats; }
 
 static void update(tlm_trainer *t, const float *grads, const tlm_param_span *spans, int nspans, float lr, long step) {
     tlm_model *model = t->model;

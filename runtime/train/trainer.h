@@ -47,7 +47,4 @@ void tlm_trainer_destroy(tlm_trainer *t);
  * micro-batches one after another. */
 tlm_step_result tlm_trainer_step(tlm_trainer *t, const int32_t *tokens, const int32_t *targets, int64_t T);
 
-/* Sizes of the state a checkpoint keeps: m and v have param_floats each. */
-int64_t tlm_trainer_state_floats(const tlm_trainer *t);
-
 #endif
