@@ -3,13 +3,16 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "abi_checksum.h"
+#include "arena_plan.h"
 #include "errmsg.h"
-
 
 /* dlopen maps whatever the ELF headers claim; a file cut short or a
  * foreign one could fault inside the loader. So the headers are checked
@@ -52,12 +55,35 @@ static bool check_elf(const char *path, char *err, size_t n) {
     return ok;
 }
 
+/* ---- the validator ----
+ * Everything a reader or the executor later follows without a check: the
+ * tables' bounds, every string offset, every enum a switch or a name table
+ * reads, every index an op holds, and every buffer a plan's ops touch lying
+ * inside its arena. A descriptor that passes cannot make the executor read
+ * or write out of bounds through an index or an offset. */
+
 static bool in_bounds(uint64_t off, uint64_t count, uint64_t elem, uint64_t size) {
     if (elem && count > size / elem) return false;
     return off <= size && count * elem <= size - off && off % 8 == 0;
 }
 
-bool tlm_blob_validate(const uint8_t *blob, size_t size, char *err, size_t n) {
+/* The descriptor's parts once its bounds are known good. */
+typedef struct blob_view {
+    const tlm_blob_header *h;
+    const char *strings;
+    const tlm_abi_config *config;
+    const tlm_abi_train *train;
+    const tlm_abi_layer *layers;
+    const tlm_abi_param *params;
+    const tlm_abi_kernel *kernels;
+    const tlm_abi_buffer *buffers;
+    const tlm_abi_op *ops;
+    const tlm_abi_plan *plans;
+} blob_view;
+
+static bool string_ok(const blob_view *v, uint32_t offset) { return offset < v->h->strings_size; }
+
+static bool check_header(const uint8_t *blob, size_t size, blob_view *v, char *err, size_t n) {
     if (size < sizeof(tlm_blob_header)) return tlm_fail(err, n, "model descriptor is truncated");
     const tlm_blob_header *h = (const tlm_blob_header *)blob;
     if (h->magic != TLM_ABI_MAGIC) return tlm_fail(err, n, "model descriptor has a wrong magic number");
@@ -78,59 +104,254 @@ bool tlm_blob_validate(const uint8_t *blob, size_t size, char *err, size_t n) {
         !in_bounds(h->plans_off, h->nplans, sizeof(tlm_abi_plan), size) ||
         !in_bounds(h->strings_off, h->strings_size, 1, size) || h->strings_size == 0)
         return tlm_fail(err, n, "model descriptor has a table outside its bounds");
-    const char *strings = (const char *)blob + h->strings_off;
-    if (strings[h->strings_size - 1] != '\0') return tlm_fail(err, n, "model descriptor's strings are unterminated");
-    const tlm_abi_config *m = (const tlm_abi_config *)(blob + h->model_off);
-#define STR_OK(off) ((off) < h->strings_size)
-    if (!STR_OK(m->name)) return tlm_fail(err, n, "model descriptor: bad model name");
-    if (m->layers != h->nlayers || m->layers < 1 || m->d_model < 1 || m->vocab < 2 || m->heads < 1 ||
-        m->head_dim < 1 || m->context < 1 || m->param_floats < 1 || m->ncms > 8)
+    /* Operand indices are int32 and compared as such. */
+    if (h->nbuffers > INT32_MAX || h->nparams > INT32_MAX || h->nkernels > INT32_MAX || h->nlayers > INT32_MAX)
+        return tlm_fail(err, n, "model descriptor has tables too large to index");
+    v->h = h;
+    v->strings = (const char *)blob + h->strings_off;
+    if (v->strings[h->strings_size - 1] != '\0')
+        return tlm_fail(err, n, "model descriptor's strings are unterminated");
+    v->config = (const tlm_abi_config *)(blob + h->model_off);
+    v->train = (const tlm_abi_train *)(blob + h->train_off);
+    v->layers = (const tlm_abi_layer *)(blob + h->layers_off);
+    v->params = (const tlm_abi_param *)(blob + h->params_off);
+    v->kernels = (const tlm_abi_kernel *)(blob + h->kernels_off);
+    v->buffers = (const tlm_abi_buffer *)(blob + h->buffers_off);
+    v->ops = (const tlm_abi_op *)(blob + h->ops_off);
+    v->plans = (const tlm_abi_plan *)(blob + h->plans_off);
+    return true;
+}
+
+static bool check_settings(const blob_view *v, char *err, size_t n) {
+    const tlm_abi_config *m = v->config;
+    if (!string_ok(v, m->name)) return tlm_fail(err, n, "model descriptor: bad model name");
+    if (m->mixer >= TLM_MIXER_COUNT || m->mlp >= TLM_MLP_COUNT || m->gate >= TLM_GATE_COUNT ||
+        m->tie_embeddings > 1 || m->ncms > sizeof m->cms / sizeof m->cms[0])
+        return tlm_fail(err, n, "model descriptor: a model setting (mixer, mlp, gate, tie_embeddings or CMS "
+                        "levels) is out of range");
+    if (m->layers != v->h->nlayers || m->layers < 1 || m->d_model < 1 || m->vocab < 2 || m->heads < 1 ||
+        m->head_dim < 1 || m->context < 1 || m->param_floats < 1)
         return tlm_fail(err, n, "model descriptor: inconsistent model settings");
-    const tlm_abi_layer *layers = (const tlm_abi_layer *)(blob + h->layers_off);
-    for (uint32_t l = 0; l < h->nlayers; l++)
-        if (layers[l].kernel >= h->nkernels || layers[l].width < 1)
+    if (v->train->optimizer >= TLM_OPT_COUNT || v->train->lr_schedule >= TLM_LR_COUNT)
+        return tlm_fail(err, n, "model descriptor: the training defaults' optimizer or schedule is out of range");
+    return true;
+}
+
+static bool check_layers_kernels(const blob_view *v, char *err, size_t n) {
+    const tlm_blob_header *h = v->h;
+    for (uint32_t i = 0; i < h->nkernels; i++) {
+        const tlm_abi_kernel *k = &v->kernels[i];
+        if (!string_ok(v, k->symbol) || k->mlp >= TLM_MLP_COUNT || k->mlp != v->config->mlp ||
+            k->d_model != v->config->d_model || k->width < 1)
+            return tlm_fail(err, n, "model descriptor: kernel %u is invalid", i);
+    }
+    for (uint32_t l = 0; l < h->nlayers; l++) {
+        const tlm_abi_layer *layer = &v->layers[l];
+        if (layer->kernel >= h->nkernels || layer->width < 1 || v->kernels[layer->kernel].width != layer->width)
             return tlm_fail(err, n, "model descriptor: layer %u is invalid", l);
-    const tlm_abi_param *params = (const tlm_abi_param *)(blob + h->params_off);
+    }
+    return true;
+}
+
+static bool check_params_buffers(const blob_view *v, char *err, size_t n) {
+    const tlm_blob_header *h = v->h;
     for (uint32_t i = 0; i < h->nparams; i++) {
-        const tlm_abi_param *p = &params[i];
-        if (!STR_OK(p->name) || p->role >= TLM_P_COUNT || p->ndim < 1 || p->ndim > 2 || p->offset < 0 ||
-            p->count < 1 || p->count > m->param_floats - p->offset ||
-            p->count != p->shape[0] * (p->ndim == 2 ? p->shape[1] : 1) || p->layer < -1 ||
+        const tlm_abi_param *p = &v->params[i];
+        if (!string_ok(v, p->name) || p->role >= TLM_P_COUNT || p->init >= TLM_INIT_COUNT || p->ndim < 1 ||
+            p->ndim > 2 || p->shape[0] < 1 || (p->ndim == 2 && p->shape[1] < 1) || p->layer < -1 ||
             p->layer >= (int32_t)h->nlayers || p->period < 1)
             return tlm_fail(err, n, "model descriptor: parameter %u is invalid", i);
+        if (p->offset < 0 || p->count < 1 || p->count > v->config->param_floats - p->offset ||
+            p->count / p->shape[0] != (p->ndim == 2 ? p->shape[1] : 1) || p->count % p->shape[0] != 0)
+            return tlm_fail(err, n, "model descriptor: parameter %u lies outside the parameter block or does not "
+                            "match its shape", i);
     }
-    const tlm_abi_kernel *kernels = (const tlm_abi_kernel *)(blob + h->kernels_off);
-    for (uint32_t i = 0; i < h->nkernels; i++)
-        if (!STR_OK(kernels[i].symbol) || kernels[i].mlp > TLM_MLP_GELU || kernels[i].d_model != m->d_model)
-            return tlm_fail(err, n, "model descriptor: kernel %u is invalid", i);
-    const tlm_abi_buffer *buffers = (const tlm_abi_buffer *)(blob + h->buffers_off);
-    for (uint32_t i = 0; i < h->nbuffers; i++)
-        if (!STR_OK(buffers[i].name) || buffers[i].role >= TLM_B_COUNT || buffers[i].per_token < 0 ||
-            buffers[i].per_token_t < 0 || buffers[i].per_seq < 0)
+    for (uint32_t i = 0; i < h->nbuffers; i++) {
+        const tlm_abi_buffer *b = &v->buffers[i];
+        if (!string_ok(v, b->name) || b->role >= TLM_B_COUNT || b->layer < -1 || b->layer > (int32_t)h->nlayers ||
+            b->per_token < 0 || b->per_token_t < 0 || b->per_seq < 0)
             return tlm_fail(err, n, "model descriptor: buffer %u is invalid", i);
-    const tlm_abi_op *ops = (const tlm_abi_op *)(blob + h->ops_off);
-    for (uint32_t i = 0; i < h->nops; i++) {
-        const tlm_abi_op *op = &ops[i];
-        bool ok = op->kind < TLM_OP_COUNT && op->kernel >= -1 && op->kernel < (int32_t)h->nkernels;
-        for (int j = 0; j < 4; j++) {
-            ok &= op->in[j] >= -1 && op->in[j] < (int32_t)h->nbuffers;
-            ok &= op->out[j] >= -1 && op->out[j] < (int32_t)h->nbuffers;
-            ok &= op->param[j] >= -1 && op->param[j] < (int32_t)h->nparams;
-        }
-        if (!ok) return tlm_fail(err, n, "model descriptor: op %u is invalid", i);
     }
-    const tlm_abi_plan *plans = (const tlm_abi_plan *)(blob + h->plans_off);
-    for (uint32_t i = 0; i < h->nplans; i++) {
-        if (plans[i].nops > h->nops || !in_bounds(plans[i].offsets_off, h->nbuffers, 8, size) ||
-            plans[i].arena_bytes < 0)
-            return tlm_fail(err, n, "model descriptor: memory plan %u is invalid", i);
-        const int64_t *off = (const int64_t *)(blob + plans[i].offsets_off);
-        for (uint32_t b = 0; b < h->nbuffers; b++)
-            if (off[b] < -1 || off[b] > plans[i].arena_bytes)
-                return tlm_fail(err, n, "model descriptor: memory plan %u places buffer %u outside its arena", i, b);
-    }
-#undef STR_OK
     return true;
+}
+
+/* An op's twelve operand slots, numbered as tlm_ops.h lays them out: in[4],
+ * out[4], param[4]. */
+enum { SLOTS = 12 };
+#define SLOT(op, field) ((int)(offsetof(tlm_operands_##op, field) / sizeof(int32_t)))
+
+static int32_t slot_value(const tlm_abi_op *op, int s) {
+    return s < 4 ? op->in[s] : s < 8 ? op->out[s - 4] : op->param[s - 8];
+}
+static const char *slot_name(uint32_t kind, int s) {
+    const tlm_op_info *info = &tlm_op_table[kind];
+    return s < 4 ? info->in[s] : s < 8 ? info->out[s - 4] : info->param[s - 8];
+}
+
+/* The slots a GELU MLP leaves empty: it has no gate, so no gate weight and
+ * no gate pre-activation (or its gradient); a SwiGLU MLP fills them. */
+static bool is_gate_slot(uint32_t kind, int s) {
+    if (kind == TLM_OP_MLP) return s == SLOT(mlp, out_pre_gate) || s == SLOT(mlp, param_w_gate);
+    if (kind == TLM_OP_MLP_BACKWARD)
+        return s == SLOT(mlp_backward, in_pre_gate) || s == SLOT(mlp_backward, out_d_pre_gate) ||
+               s == SLOT(mlp_backward, param_w_gate);
+    return false;
+}
+
+/* Ops whose parameters are read as the rows of one matrix. */
+static bool reads_one_matrix(uint32_t kind) {
+    return kind == TLM_OP_QKV || kind == TLM_OP_QKV_BACKWARD || kind == TLM_OP_LINEAR ||
+           kind == TLM_OP_LINEAR_DW || kind == TLM_OP_LINEAR_DX;
+}
+static bool is_linear(uint32_t kind) {
+    return kind == TLM_OP_LINEAR || kind == TLM_OP_LINEAR_DW || kind == TLM_OP_LINEAR_DX;
+}
+
+static bool check_op(const blob_view *v, uint32_t i, char *err, size_t n) {
+    const tlm_blob_header *h = v->h;
+    const tlm_abi_op *op = &v->ops[i];
+    if (op->kind >= TLM_OP_COUNT) return tlm_fail(err, n, "model descriptor: op %u has an unknown kind %u", i, op->kind);
+    const char *name = tlm_op_name(op->kind);
+    if (op->layer < -1 || op->layer >= (int32_t)h->nlayers)
+        return tlm_fail(err, n, "model descriptor: op %u (%s) names layer %d of %u", i, name, op->layer, h->nlayers);
+    if (op->flags & ~TLM_OP_FLAG_ACCUMULATE)
+        return tlm_fail(err, n, "model descriptor: op %u (%s) has unknown flags 0x%x", i, name, op->flags);
+
+    bool mlp = op->kind == TLM_OP_MLP || op->kind == TLM_OP_MLP_BACKWARD;
+    bool swiglu = false;
+    if (mlp) {
+        if (op->kernel < 0 || op->kernel >= (int32_t)h->nkernels)
+            return tlm_fail(err, n, "model descriptor: op %u (%s) names kernel %d of %u", i, name, op->kernel,
+                            h->nkernels);
+        if (op->layer < 0)
+            return tlm_fail(err, n, "model descriptor: op %u (%s) belongs to no layer", i, name);
+        if (v->kernels[op->kernel].width != v->layers[op->layer].width)
+            return tlm_fail(err, n, "model descriptor: op %u (%s) runs a kernel of another width than its layer's",
+                            i, name);
+        swiglu = v->kernels[op->kernel].mlp == TLM_MLP_SWIGLU;
+    } else if (op->kernel != -1) {
+        return tlm_fail(err, n, "model descriptor: op %u (%s) names a kernel but is not an MLP", i, name);
+    }
+
+    for (int s = 0; s < SLOTS; s++) {
+        int32_t x = slot_value(op, s);
+        const char *slot = slot_name(op->kind, s);
+        const char *group = s < 4 ? "input" : s < 8 ? "output" : "parameter";
+        bool named = slot[0] != '\0';
+        int32_t limit = s < 8 ? (int32_t)h->nbuffers : (int32_t)h->nparams;
+        if (x < -1 || x >= limit)
+            return tlm_fail(err, n, "model descriptor: op %u (%s): %s %s is %d, out of range (%d %ss)", i, name,
+                            group, named ? slot : "(unused slot)", x, limit, s < 8 ? "buffer" : "parameter");
+        bool optional = (is_gate_slot(op->kind, s) && !swiglu) ||
+                        (is_linear(op->kind) && (s == SLOT(linear, param_w1) || s == SLOT(linear, param_w2)));
+        if (!named && x != -1)
+            return tlm_fail(err, n, "model descriptor: op %u (%s) fills %s slot %d, which its kind does not use", i,
+                            name, group, s % 4);
+        if (named && !optional && x < 0)
+            return tlm_fail(err, n, "model descriptor: op %u (%s) lacks its operand %s", i, name, slot);
+        if (is_gate_slot(op->kind, s) && !swiglu && x >= 0)
+            return tlm_fail(err, n, "model descriptor: op %u (%s) of a GELU MLP has a gate operand %s", i, name, slot);
+    }
+    /* A linear map's weight is w0, w0 + w1 or all three: linear_rows stops
+     * at the first absent one, so a gap would drop w2 silently. */
+    if (is_linear(op->kind) && op->linear.param_w1 < 0 && op->linear.param_w2 >= 0)
+        return tlm_fail(err, n, "model descriptor: op %u (%s) has w2 without w1", i, name);
+    if (reads_one_matrix(op->kind)) {
+        for (int j = 1; j < 4 && op->param[j] >= 0; j++) {
+            const tlm_abi_param *a = &v->params[op->param[j - 1]], *b = &v->params[op->param[j]];
+            if (a->ndim != 2 || b->ndim != 2 || b->offset != a->offset + a->count || a->shape[1] != b->shape[1])
+                return tlm_fail(err, n, "model descriptor: op %u (%s) reads parameters that are not one matrix", i,
+                                name);
+        }
+    }
+    return true;
+}
+
+static bool check_plans(const blob_view *v, const uint8_t *blob, size_t size, char *err, size_t n) {
+    const tlm_blob_header *h = v->h;
+    if (h->nplans != TLM_SO_NPLANS)
+        return tlm_fail(err, n, "model descriptor has %u memory plans, not %d (training and inference)", h->nplans,
+                        TLM_SO_NPLANS);
+    const tlm_abi_plan *train = &v->plans[TLM_PLAN_TRAIN], *infer = &v->plans[TLM_PLAN_INFER];
+    /* Training runs every op; inference the forward ones, a prefix. */
+    if (train->nops != h->nops)
+        return tlm_fail(err, n, "model descriptor: the training plan covers %u of %u ops", train->nops, h->nops);
+    if (infer->nops < 1 || infer->nops > train->nops)
+        return tlm_fail(err, n, "model descriptor: the inference plan covers %u ops of the training plan's %u",
+                        infer->nops, train->nops);
+    for (uint32_t p = 0; p < h->nplans; p++) {
+        const tlm_abi_plan *plan = &v->plans[p];
+        if (plan->kind != p || plan->batch < 1 || plan->seq < 1 || plan->arena_bytes < 0 ||
+            !in_bounds(plan->offsets_off, h->nbuffers, sizeof(int64_t), size))
+            return tlm_fail(err, n, "model descriptor: memory plan %u is invalid", p);
+        const int64_t *offsets = (const int64_t *)(blob + plan->offsets_off);
+        for (uint32_t b = 0; b < h->nbuffers; b++) {
+            if (offsets[b] < -1 || offsets[b] > plan->arena_bytes)
+                return tlm_fail(err, n, "model descriptor: memory plan %u places buffer %u outside its arena", p, b);
+            if (offsets[b] > 0 && offsets[b] % TLM_ARENA_ALIGN != 0)
+                return tlm_fail(err, n, "model descriptor: memory plan %u places buffer %u at a misaligned offset",
+                                p, b);
+        }
+        for (uint32_t i = 0; i < plan->nops; i++) {
+            const tlm_abi_op *op = &v->ops[i];
+            for (int s = 0; s < 8; s++) {
+                int32_t b = slot_value(op, s);
+                if (b < 0) continue;
+                const tlm_abi_buffer *buffer = &v->buffers[b];
+                int64_t bytes = tlm_buffer_bytes(buffer, plan->batch, plan->seq);
+                bool overflows = bytes == 0 && (buffer->per_token || buffer->per_token_t || buffer->per_seq);
+                if (offsets[b] < 0 || overflows || bytes > plan->arena_bytes - offsets[b])
+                    return tlm_fail(err, n, "model descriptor: memory plan %u does not place buffer %d (%s), which op "
+                                    "%u uses, inside its arena", p, b, v->strings + buffer->name, i);
+            }
+        }
+    }
+    return true;
+}
+
+/* Validates the blob and locates its tables in *v. */
+static bool validate(const uint8_t *blob, size_t size, blob_view *v, char *err, size_t n) {
+    if (!check_header(blob, size, v, err, n) || !check_settings(v, err, n) || !check_layers_kernels(v, err, n) ||
+        !check_params_buffers(v, err, n))
+        return false;
+    for (uint32_t i = 0; i < v->h->nops; i++)
+        if (!check_op(v, i, err, n)) return false;
+    return check_plans(v, blob, size, err, n);
+}
+
+bool tlm_blob_validate(const uint8_t *blob, size_t size, char *err, size_t n) {
+    blob_view v;
+    return validate(blob, size, &v, err, n);
+}
+
+/* ---- the reader ---- */
+
+bool tlm_blob_read(const uint8_t *blob, size_t size, tlm_so_tables *t, char *err, size_t n) {
+    memset(t, 0, sizeof *t);
+    blob_view v;
+    if (!validate(blob, size, &v, err, n)) return false;
+    const tlm_blob_header *h = v.h;
+    /* One array holds every name: parameters, then kernels, then buffers. */
+    const char **names = malloc(((size_t)h->nparams + h->nkernels + h->nbuffers + 1) * sizeof *names);
+    if (!names) return tlm_fail(err, n, "out of memory reading the model descriptor");
+    for (uint32_t i = 0; i < h->nparams; i++) names[i] = v.strings + v.params[i].name;
+    for (uint32_t i = 0; i < h->nkernels; i++) names[h->nparams + i] = v.strings + v.kernels[i].symbol;
+    for (uint32_t i = 0; i < h->nbuffers; i++) names[h->nparams + h->nkernels + i] = v.strings + v.buffers[i].name;
+    *t = (tlm_so_tables){
+        .config = v.config, .train = v.train, .layers = v.layers, .params = v.params, .kernels = v.kernels,
+        .buffers = v.buffers, .ops = v.ops, .plans = v.plans,
+        .nlayers = h->nlayers, .nparams = h->nparams, .nkernels = h->nkernels, .nbuffers = h->nbuffers,
+        .nops = h->nops,
+        .model_name = v.strings + v.config->name,
+        .param_names = names, .kernel_symbols = names + h->nparams, .buffer_names = names + h->nparams + h->nkernels,
+    };
+    for (int p = 0; p < TLM_SO_NPLANS; p++) t->plan_offsets[p] = (const int64_t *)(blob + v.plans[p].offsets_off);
+    return true;
+}
+
+void tlm_so_tables_free(tlm_so_tables *t) {
+    free((void *)t->param_names);              /* the one array of tlm_blob_read */
+    memset(t, 0, sizeof *t);
 }
 
 bool tlm_so_open(const char *path, tlm_so *m, char *err, size_t n) {
@@ -161,20 +382,12 @@ bool tlm_so_open(const char *path, tlm_so *m, char *err, size_t n) {
                         : !cuda ? TLM_SYM_CUDA : NULL;
     if (missing) { tlm_so_close(m); return tlm_fail(err, n, "%s lacks the symbol %s", path, missing); }
     char why[256];
-    if (!tlm_blob_validate(blob, (size_t)*blob_size, why, sizeof why)) {
+    if (!tlm_blob_read(blob, (size_t)*blob_size, &m->tables, why, sizeof why)) {
         tlm_so_close(m);
         return tlm_fail(err, n, "%s: %s", path, why);
     }
     const tlm_blob_header *hd = (const tlm_blob_header *)blob;
     m->header = hd;
-    m->config = (const tlm_abi_config *)(blob + hd->model_off);
-    m->train = (const tlm_abi_train *)(blob + hd->train_off);
-    m->layers = (const tlm_abi_layer *)(blob + hd->layers_off);
-    m->params = (const tlm_abi_param *)(blob + hd->params_off);
-    m->kernels = (const tlm_abi_kernel *)(blob + hd->kernels_off);
-    m->buffers = (const tlm_abi_buffer *)(blob + hd->buffers_off);
-    m->ops = (const tlm_abi_op *)(blob + hd->ops_off);
-    m->plans = (const tlm_abi_plan *)(blob + hd->plans_off);
     m->strings = (const char *)blob + hd->strings_off;
     m->kernel_fns = fns;
     m->cuda_source = cuda;
@@ -188,12 +401,11 @@ bool tlm_so_open(const char *path, tlm_so *m, char *err, size_t n) {
 }
 
 void tlm_so_close(tlm_so *m) {
+    tlm_so_tables_free(&m->tables);
     if (m->handle) dlclose(m->handle);
     memset(m, 0, sizeof *m);
 }
 
 const char *tlm_so_str(const tlm_so *m, uint32_t offset) { return m->strings + offset; }
 
-const int64_t *tlm_so_plan_offsets(const tlm_so *m, int plan) {
-    return (const int64_t *)((const uint8_t *)m->header + m->plans[plan].offsets_off);
-}
+const int64_t *tlm_so_plan_offsets(const tlm_so *m, int plan) { return m->plan_offsets[plan]; }

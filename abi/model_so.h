@@ -1,26 +1,77 @@
-/* Opening a compiled model.so: checks the file before dlopen (so a truncated
- * or foreign file is an error, not a crash), resolves the ABI's symbols, and
- * validates every count, offset and index of the descriptor against its size
- * and checksum. After tlm_so_open succeeds, the tables can be read without
- * further bounds checks. */
+/* The model.so descriptor: its writer (model_so_write.c), its reader and
+ * validator (model_so.c) and its printer (model_so_print.c), side by side
+ * over one struct of tables, so what tlmc writes and what tlm-run reads
+ * mirror each other (the record layouts and constants: tlm_abi.h).
+ *
+ * Reading checks the file before dlopen (so a truncated or foreign file is
+ * an error, not a crash), resolves the ABI's symbols, and validates every
+ * count, offset and index of the descriptor against its size and checksum,
+ * and every index the executor later follows. After tlm_so_open (or
+ * tlm_blob_read) succeeds, the tables can be read without further checks. */
 #ifndef TLM_MODEL_SO_H
 #define TLM_MODEL_SO_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include "tlm_abi.h"
+
+/* The descriptor stores exactly these plans, at these indices. */
+enum { TLM_SO_NPLANS = TLM_PLAN_INFER + 1 };
+
+/* The descriptor's tables: what tlm_blob_write consumes and what the reader
+ * exposes. In the blob, names are offsets into its string table (the
+ * records' name and symbol fields, and plans' offsets_off, are the writer's
+ * to fill in: it ignores what they hold); here they are C strings, and each
+ * plan's per-buffer offsets are an array. The fields are a macro so that
+ * tlm_so can hold them both as one struct (so->tables, for the printer) and
+ * directly (so->params), the spelling the runtime uses. */
+#define TLM_SO_TABLES_FIELDS                                                                               \
+    const tlm_abi_config *config;                                                                          \
+    const tlm_abi_train *train;                                                                            \
+    const tlm_abi_layer *layers;                                                                           \
+    const tlm_abi_param *params;                                                                           \
+    const tlm_abi_kernel *kernels;                                                                         \
+    const tlm_abi_buffer *buffers;                                                                         \
+    const tlm_abi_op *ops;                                                                                 \
+    const tlm_abi_plan *plans;                  /* [TLM_SO_NPLANS], indexed by tlm_abi_plan_kind */        \
+    uint32_t nlayers, nparams, nkernels, nbuffers, nops;                                                   \
+    const int64_t *plan_offsets[TLM_SO_NPLANS]; /* bytes per buffer; -1: not in this plan */               \
+    const char *model_name;                                                                                \
+    const char *const *param_names;             /* [nparams] */                                            \
+    const char *const *kernel_symbols;          /* [nkernels] */                                           \
+    const char *const *buffer_names;            /* [nbuffers] */
+
+typedef struct tlm_so_tables {
+    TLM_SO_TABLES_FIELDS
+} tlm_so_tables;
+
+/* ---- writing (tlmc) ---- */
+
+/* The descriptor blob for t: malloc'd, *size gets its length. NULL when out
+ * of memory. */
+uint8_t *tlm_blob_write(const tlm_so_tables *t, size_t *size);
+
+/* ---- reading (tlm-run, and tlmc --emit-ir on the blob it just wrote) ---- */
+
+/* Checks a descriptor blob in memory: the format, and everything the
+ * executor indexes. Returns false with a one-line reason in err. */
+bool tlm_blob_validate(const uint8_t *blob, size_t size, char *err, size_t errlen);
+
+/* Validates the blob and views it as tables (pointing into the blob, which
+ * must outlive them). Free with tlm_so_tables_free. */
+bool tlm_blob_read(const uint8_t *blob, size_t size, tlm_so_tables *t, char *err, size_t errlen);
+void tlm_so_tables_free(tlm_so_tables *t);
 
 typedef struct tlm_so {
     void *handle;
     const tlm_blob_header *header;
-    const tlm_abi_config *config;
-    const tlm_abi_train *train;
-    const tlm_abi_layer *layers;
-    const tlm_abi_param *params;
-    const tlm_abi_kernel *kernels;
-    const tlm_abi_buffer *buffers;
-    const tlm_abi_op *ops;
-    const tlm_abi_plan *plans;
+    union {
+        tlm_so_tables tables;
+        struct {
+            TLM_SO_TABLES_FIELDS
+        };
+    };
     const char *strings;
     const tlm_kernel_fns *kernel_fns;
     const char *cuda_source;
@@ -35,8 +86,23 @@ const char *tlm_so_str(const tlm_so *m, uint32_t offset);
 /* The per-buffer offsets of plan i. */
 const int64_t *tlm_so_plan_offsets(const tlm_so *m, int plan);
 
-/* Checks a descriptor blob in memory (used by open, and by tests on
- * damaged copies). */
-bool tlm_blob_validate(const uint8_t *blob, size_t size, char *err, size_t errlen);
+/* ---- printing: the one text form of the tables, for tlmc --emit-ir and
+ * tlm-run info (model_so_print.c) ---- */
+
+/* The model's settings: architecture, mixer settings, budget, parameter count. */
+void tlm_so_print_config(FILE *out, const tlm_so_tables *t);
+/* One line per layer: width, the schedule's exact value, kernel. */
+void tlm_so_print_layers(FILE *out, const tlm_so_tables *t);
+/* One line per kernel specialisation, with the layers that use it. */
+void tlm_so_print_kernels(FILE *out, const tlm_so_tables *t);
+void tlm_so_print_params(FILE *out, const tlm_so_tables *t);
+void tlm_so_print_buffers(FILE *out, const tlm_so_tables *t);
+/* One line per op, its operands by slot name (tlm_ops.h). */
+void tlm_so_print_ops(FILE *out, const tlm_so_tables *t);
+/* Plan `plan`'s sizes and arena; with placements, each buffer's offset,
+ * size and lifetime. False when out of memory. */
+bool tlm_so_print_plan(FILE *out, const tlm_so_tables *t, int plan, bool placements);
+/* Every table, in the order above (tlmc --emit-ir). False when out of memory. */
+bool tlm_so_print_all(FILE *out, const tlm_so_tables *t);
 
 #endif

@@ -1,13 +1,20 @@
-/* The descriptor blob of model.so (format: runtime/abi/tlm_abi.h), written
- * from the IR. */
+/* The model.so descriptor from the IR: the compiler's side of the format,
+ * whose home (writer, reader, validator, printer) is abi/model_so.h. */
 #ifndef TLM_BLOB_H
 #define TLM_BLOB_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include "ir.h"
 
 /* malloc'd blob; *size gets its length. */
 uint8_t *blob_write(const ir_model *ir, size_t *size);
+
+/* tlmc --emit-ir: lowers m and prints the descriptor's tables, read back
+ * from the blob as tlm-run reads them. Returns false after printing a
+ * one-line reason to stderr. */
+bool emit_ir(FILE *out, const checked_model *m);
 
 #endif

@@ -11,6 +11,7 @@
 #include "descriptor.h"
 #include "ir.h"
 #include "link_so.h"
+#include "xalloc.h"
 
 static double now(void) {
     struct timespec ts;
@@ -51,7 +52,7 @@ bool build_shared_object(const checked_model *m, const char *out_path, const bui
     char kernels_o[64], descriptor_o[64];
     snprintf(kernels_o, sizeof kernels_o, "%s/kernels.o", dir);
     snprintf(descriptor_o, sizeof descriptor_o, "%s/descriptor.o", dir);
-    tlm_kernel_spec *specs = calloc((size_t)ir.nkernels + 1, sizeof *specs);
+    tlm_kernel_spec *specs = tlm_xcalloc((size_t)ir.nkernels + 1, sizeof *specs);
     for (int k = 0; k < ir.nkernels; k++)
         specs[k] = (tlm_kernel_spec){ir.kernels[k].mlp == TLM_MLP_SWIGLU ? TLM_MLP_SWIGLU : TLM_MLP_GELU,
                                      (int)ir.kernels[k].d_model, (int)ir.kernels[k].width};
@@ -64,7 +65,7 @@ bool build_shared_object(const checked_model *m, const char *out_path, const bui
         stage(o, "CPU kernels (LLVM)", &t);
         cuda = tlm_codegen_cuda_source(specs, ir.nkernels);
         ok = cuda != NULL;
-        if (!ok) err = strdup("cannot generate the CUDA source");
+        if (!ok) err = tlm_xstrdup("cannot generate the CUDA source");
     }
     if (ok) {
         stage(o, "CUDA source", &t);
@@ -76,7 +77,7 @@ bool build_shared_object(const checked_model *m, const char *out_path, const bui
         stage(o, "descriptor", &t);
         const char *objects[2] = {kernels_o, descriptor_o};
         ok = link_shared_object(objects, 2, out_path, why, sizeof why);
-        if (!ok) err = strdup(why);
+        if (!ok) err = tlm_xstrdup(why);
     }
     if (ok) {
         stage(o, "link", &t);

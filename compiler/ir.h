@@ -40,10 +40,4 @@ typedef struct ir_model {
 bool ir_lower(const checked_model *m, ir_model *ir);
 void ir_free(ir_model *ir);
 
-/* Readable text, stable enough for golden tests. */
-void ir_print(FILE *out, const ir_model *ir);
-
-/* The op kind's name as printed, e.g. "mlp_backward". */
-const char *ir_op_name(uint32_t kind);
-
 #endif

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "blob.h"
 #include "build_so.h"
 #include "check_model.h"
 #include "ir.h"
@@ -350,15 +351,8 @@ int main(int argc, char **argv) {
         }
         if (!rc && o.emit_ir) {
             for (int i = 0; i < nmodels && !rc; i++) {
-                ir_model ir;
                 if (i) putchar('\n');
-                if (!ir_lower(&checked[i], &ir)) {
-                    fprintf(stderr, "tlmc: %s: the memory plan does not fit in memory\n", checked[i].name);
-                    rc = EXIT_USER;
-                } else {
-                    ir_print(stdout, &ir);
-                }
-                ir_free(&ir);
+                if (!emit_ir(stdout, &checked[i])) rc = EXIT_USER;
             }
         }
         if (!rc && o.output) {

@@ -27,6 +27,18 @@ expect 0 "" "compile tiny" -- "$tlmc" "$tiny" -o "$tmp/tiny.so"
 expect 0 "6 specialisations" "tlm-run info tiny.so" -- "$run" info "$tmp/tiny.so"
 for w in 1040 960 800 576 416 336; do grep -q " $w " "$tmp/out" || { echo "FAIL: width $w missing from info"; fail=1; }; done
 expect 0 "model.layers.5.mlp.down_proj.weight" "info --params" -- "$run" info "$tmp/tiny.so" --params
+expect 0 "ops 0..[0-9]*$" "info --buffers (placements and lifetimes)" -- "$run" info --buffers "$tmp/tiny.so"
+# One printer: the tables info lists are the ones tlmc --emit-ir prints.
+"$tlmc" --emit-ir --model tiny "$tiny" | sed '/^ops (/,/^$/d' | sed -n '/^buffers (/,$p' > "$tmp/ir_tables"
+"$run" info "$tmp/tiny.so" --params --buffers | sed -n '/^buffers (/,$p' > "$tmp/info_tables"
+if [ ! -s "$tmp/ir_tables" ] || ! diff -u "$tmp/ir_tables" "$tmp/info_tables" > "$tmp/diff"; then
+  echo "FAIL: info --buffers and tlmc --emit-ir print the buffers and plans differently:"; head -20 "$tmp/diff"; fail=1
+else echo "ok: info and --emit-ir print the same buffers and plans"; fi
+for table in "layers (" "kernels (" "params ("; do
+  cmp -s <("$tlmc" --emit-ir --model tiny "$tiny" | sed -n "/^$table/,/^\$/{/^\$/!p}") <("$run" info --params "$tmp/tiny.so" | sed -n "/^$table/,/^\$/{/^\$/!p}") \
+    && echo "ok: info and --emit-ir print the same $table...)" \
+    || { echo "FAIL: info and --emit-ir print $table...) differently"; fail=1; }
+done
 expect 0 "" "compile the uniform twin" -- "$tlmc" "$tiny" --model tiny_uniform -o "$tmp/uniform.so"
 expect 0 "1 specialisations" "uniform model has one kernel" -- "$run" info "$tmp/uniform.so"
 expect 0 "" "generic x86-64 code" -- "$tlmc" --cpu x86-64 "$tiny" -o "$tmp/generic.so"
@@ -53,6 +65,11 @@ grep -q "CMS: 2 levels, updated every 1 4 steps" "$tmp/out" || { echo "FAIL: hop
 expect 2 "usage" "tlm-run without arguments" -- "$run"
 expect 2 "unknown command" "unknown command" -- "$run" frobnicate "$tmp/tiny.so"
 expect 2 "unknown option" "unknown option" -- "$run" info --frobnicate "$tmp/tiny.so"
+expect 2 "unknown option \`-x\`" "unknown short option" -- "$run" info -x "$tmp/tiny.so"
+expect 2 "takes no value" "a switch given a value" -- "$run" info --params=all "$tmp/tiny.so"
+expect 2 "more than one model" "two models" -- "$run" info "$tmp/tiny.so" "$tmp/uniform.so"
+expect 0 "usage: tlm-run info" "info --help" -- "$run" info --help
+expect 2 "usage: tlm-run info" "info without a model" -- "$run" info
 expect 1 "cannot open" "missing model file" -- "$run" info "$tmp/nope.so"
 expect 1 "not a regular file" "a directory" -- "$run" info "$tmp"
 echo "just text" > "$tmp/text.so"
@@ -67,17 +84,18 @@ for cut in 16 64 1000 $((size / 2)) $((size - 100)); do
 done
 # Damage inside the descriptor: its header starts with the magic and version
 # (the second such place in the file; the first is tlm_abi_magic itself).
-$py - "$tmp/tiny.so" "$tmp/damaged.so" <<'PY'
-import sys
+version=$(sed -n 's/^#define TLM_ABI_VERSION \([0-9]*\)u.*/\1/p' "$root/abi/tlm_abi.h")
+$py - "$tmp/tiny.so" "$tmp/damaged.so" "$version" <<'PY'
+import struct, sys
 data = bytearray(open(sys.argv[1], 'rb').read())
-pattern = b'TLM1\x01\x00\x00\x00'
+pattern = b'TLM1' + struct.pack('<I', int(sys.argv[3]))
 first = data.find(pattern)
 blob = data.find(pattern, first + 1)
 assert blob > 0, "descriptor not found"
 data[blob + 200] ^= 0x5A
 open(sys.argv[2], 'wb').write(data)
 PY
-expect 1 "damaged" "a damaged descriptor" -- "$run" info "$tmp/damaged.so"
+expect 1 "checksum mismatch" "a damaged descriptor" -- "$run" info "$tmp/damaged.so"
 # Hand-made objects: wrong magic, another ABI version, missing symbols.
 cat > "$tmp/fake.c" <<'C'
 #include "tlm_abi.h"
