@@ -3,10 +3,11 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-bool tlm_fail(char *err, size_t n, const char *fmt, ...) {
+bool tlm_fail(tlm_err *err, const char *fmt, ...) {
+    if (!err) return false;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(err, n, fmt, ap);
+    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
     va_end(ap);
     return false;
 }

@@ -17,36 +17,36 @@
 /* dlopen maps whatever the ELF headers claim; a file cut short or a
  * foreign one could fault inside the loader. So the headers are checked
  * against the real file size first. */
-static bool check_elf(const char *path, char *err, size_t n) {
+static bool check_elf(const char *path, tlm_err *err) {
     FILE *f = fopen(path, "rb");
-    if (!f) return tlm_fail(err, n, "cannot open %s: %s", path, strerror(errno));
+    if (!f) return tlm_fail(err, "cannot open %s: %s", path, strerror(errno));
     struct stat st;
     Elf64_Ehdr eh;
     bool ok = false;
     if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-        tlm_fail(err, n, "%s is not a regular file", path);
+        tlm_fail(err, "%s is not a regular file", path);
     } else if (fread(&eh, 1, sizeof eh, f) != sizeof eh || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0) {
-        tlm_fail(err, n, "%s is not a compiled model (not an ELF shared object)", path);
+        tlm_fail(err, "%s is not a compiled model (not an ELF shared object)", path);
     } else if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_ident[EI_DATA] != ELFDATA2LSB ||
                eh.e_machine != EM_X86_64) {
-        tlm_fail(err, n, "%s is built for another machine (not x86-64 little-endian)", path);
+        tlm_fail(err, "%s is built for another machine (not x86-64 little-endian)", path);
     } else if (eh.e_type != ET_DYN) {
-        tlm_fail(err, n, "%s is not a shared object", path);
+        tlm_fail(err, "%s is not a shared object", path);
     } else {
         uint64_t size = (uint64_t)st.st_size;
         uint64_t ph_end = eh.e_phoff + (uint64_t)eh.e_phnum * eh.e_phentsize;
         uint64_t sh_end = eh.e_shoff + (uint64_t)eh.e_shnum * eh.e_shentsize;
         if (eh.e_phentsize != sizeof(Elf64_Phdr) || ph_end > size || sh_end > size) {
-            tlm_fail(err, n, "%s is truncated or damaged (headers past the end of the file)", path);
+            tlm_fail(err, "%s is truncated or damaged (headers past the end of the file)", path);
         } else {
             ok = true;
             for (int i = 0; ok && i < eh.e_phnum; i++) {
                 Elf64_Phdr ph;
                 if (fseek(f, (long)(eh.e_phoff + (uint64_t)i * sizeof ph), SEEK_SET) != 0 ||
                     fread(&ph, 1, sizeof ph, f) != sizeof ph)
-                    ok = tlm_fail(err, n, "%s is truncated (cannot read program header %d)", path, i);
+                    ok = tlm_fail(err, "%s is truncated (cannot read program header %d)", path, i);
                 else if (ph.p_type == PT_LOAD && ph.p_offset + ph.p_filesz > size)
-                    ok = tlm_fail(err, n, "%s is truncated: a segment ends at byte %llu of %llu", path,
+                    ok = tlm_fail(err, "%s is truncated: a segment ends at byte %llu of %llu", path,
                               (unsigned long long)(ph.p_offset + ph.p_filesz), (unsigned long long)size);
             }
         }
@@ -83,17 +83,17 @@ typedef struct blob_view {
 
 static bool string_ok(const blob_view *v, uint32_t offset) { return offset < v->h->strings_size; }
 
-static bool check_header(const uint8_t *blob, size_t size, blob_view *v, char *err, size_t n) {
-    if (size < sizeof(tlm_blob_header)) return tlm_fail(err, n, "model descriptor is truncated");
+static bool check_header(const uint8_t *blob, size_t size, blob_view *v, tlm_err *err) {
+    if (size < sizeof(tlm_blob_header)) return tlm_fail(err, "model descriptor is truncated");
     const tlm_blob_header *h = (const tlm_blob_header *)blob;
-    if (h->magic != TLM_ABI_MAGIC) return tlm_fail(err, n, "model descriptor has a wrong magic number");
+    if (h->magic != TLM_ABI_MAGIC) return tlm_fail(err, "model descriptor has a wrong magic number");
     if (h->version != TLM_ABI_VERSION)
-        return tlm_fail(err, n, "model descriptor is version %u; this runtime reads version %u (recompile the "
+        return tlm_fail(err, "model descriptor is version %u; this runtime reads version %u (recompile the "
                     "model with this tlmc)", h->version, TLM_ABI_VERSION);
-    if (h->size != size) return tlm_fail(err, n, "model descriptor size %llu does not match %zu",
+    if (h->size != size) return tlm_fail(err, "model descriptor size %llu does not match %zu",
                                      (unsigned long long)h->size, size);
     if (tlm_abi_checksum(blob + sizeof *h, size - sizeof *h) != h->checksum)
-        return tlm_fail(err, n, "model descriptor is damaged (checksum mismatch)");
+        return tlm_fail(err, "model descriptor is damaged (checksum mismatch)");
     if (!in_bounds(h->model_off, 1, sizeof(tlm_abi_config), size) ||
         !in_bounds(h->train_off, 1, sizeof(tlm_abi_train), size) ||
         !in_bounds(h->layers_off, h->nlayers, sizeof(tlm_abi_layer), size) ||
@@ -103,14 +103,14 @@ static bool check_header(const uint8_t *blob, size_t size, blob_view *v, char *e
         !in_bounds(h->ops_off, h->nops, sizeof(tlm_abi_op), size) ||
         !in_bounds(h->plans_off, h->nplans, sizeof(tlm_abi_plan), size) ||
         !in_bounds(h->strings_off, h->strings_size, 1, size) || h->strings_size == 0)
-        return tlm_fail(err, n, "model descriptor has a table outside its bounds");
+        return tlm_fail(err, "model descriptor has a table outside its bounds");
     /* Operand indices are int32 and compared as such. */
     if (h->nbuffers > INT32_MAX || h->nparams > INT32_MAX || h->nkernels > INT32_MAX || h->nlayers > INT32_MAX)
-        return tlm_fail(err, n, "model descriptor has tables too large to index");
+        return tlm_fail(err, "model descriptor has tables too large to index");
     v->h = h;
     v->strings = (const char *)blob + h->strings_off;
     if (v->strings[h->strings_size - 1] != '\0')
-        return tlm_fail(err, n, "model descriptor's strings are unterminated");
+        return tlm_fail(err, "model descriptor's strings are unterminated");
     v->config = (const tlm_abi_config *)(blob + h->model_off);
     v->train = (const tlm_abi_train *)(blob + h->train_off);
     v->layers = (const tlm_abi_layer *)(blob + h->layers_off);
@@ -122,55 +122,55 @@ static bool check_header(const uint8_t *blob, size_t size, blob_view *v, char *e
     return true;
 }
 
-static bool check_settings(const blob_view *v, char *err, size_t n) {
+static bool check_settings(const blob_view *v, tlm_err *err) {
     const tlm_abi_config *m = v->config;
-    if (!string_ok(v, m->name)) return tlm_fail(err, n, "model descriptor: bad model name");
+    if (!string_ok(v, m->name)) return tlm_fail(err, "model descriptor: bad model name");
     if (m->mixer >= TLM_MIXER_COUNT || m->mlp >= TLM_MLP_COUNT || m->gate >= TLM_GATE_COUNT ||
         m->tie_embeddings > 1 || m->ncms > sizeof m->cms / sizeof m->cms[0])
-        return tlm_fail(err, n, "model descriptor: a model setting (mixer, mlp, gate, tie_embeddings or CMS "
+        return tlm_fail(err, "model descriptor: a model setting (mixer, mlp, gate, tie_embeddings or CMS "
                         "levels) is out of range");
     if (m->layers != v->h->nlayers || m->layers < 1 || m->d_model < 1 || m->vocab < 2 || m->heads < 1 ||
         m->head_dim < 1 || m->context < 1 || m->param_floats < 1)
-        return tlm_fail(err, n, "model descriptor: inconsistent model settings");
+        return tlm_fail(err, "model descriptor: inconsistent model settings");
     if (v->train->optimizer >= TLM_OPT_COUNT || v->train->lr_schedule >= TLM_LR_COUNT)
-        return tlm_fail(err, n, "model descriptor: the training defaults' optimizer or schedule is out of range");
+        return tlm_fail(err, "model descriptor: the training defaults' optimizer or schedule is out of range");
     return true;
 }
 
-static bool check_layers_kernels(const blob_view *v, char *err, size_t n) {
+static bool check_layers_kernels(const blob_view *v, tlm_err *err) {
     const tlm_blob_header *h = v->h;
     for (uint32_t i = 0; i < h->nkernels; i++) {
         const tlm_abi_kernel *k = &v->kernels[i];
         if (!string_ok(v, k->symbol) || k->mlp >= TLM_MLP_COUNT || k->mlp != v->config->mlp ||
             k->d_model != v->config->d_model || k->width < 1)
-            return tlm_fail(err, n, "model descriptor: kernel %u is invalid", i);
+            return tlm_fail(err, "model descriptor: kernel %u is invalid", i);
     }
     for (uint32_t l = 0; l < h->nlayers; l++) {
         const tlm_abi_layer *layer = &v->layers[l];
         if (layer->kernel >= h->nkernels || layer->width < 1 || v->kernels[layer->kernel].width != layer->width)
-            return tlm_fail(err, n, "model descriptor: layer %u is invalid", l);
+            return tlm_fail(err, "model descriptor: layer %u is invalid", l);
     }
     return true;
 }
 
-static bool check_params_buffers(const blob_view *v, char *err, size_t n) {
+static bool check_params_buffers(const blob_view *v, tlm_err *err) {
     const tlm_blob_header *h = v->h;
     for (uint32_t i = 0; i < h->nparams; i++) {
         const tlm_abi_param *p = &v->params[i];
         if (!string_ok(v, p->name) || p->role >= TLM_P_COUNT || p->init >= TLM_INIT_COUNT || p->ndim < 1 ||
             p->ndim > 2 || p->shape[0] < 1 || (p->ndim == 2 && p->shape[1] < 1) || p->layer < -1 ||
             p->layer >= (int32_t)h->nlayers || p->period < 1)
-            return tlm_fail(err, n, "model descriptor: parameter %u is invalid", i);
+            return tlm_fail(err, "model descriptor: parameter %u is invalid", i);
         if (p->offset < 0 || p->count < 1 || p->count > v->config->param_floats - p->offset ||
             p->count / p->shape[0] != (p->ndim == 2 ? p->shape[1] : 1) || p->count % p->shape[0] != 0)
-            return tlm_fail(err, n, "model descriptor: parameter %u lies outside the parameter block or does not "
+            return tlm_fail(err, "model descriptor: parameter %u lies outside the parameter block or does not "
                             "match its shape", i);
     }
     for (uint32_t i = 0; i < h->nbuffers; i++) {
         const tlm_abi_buffer *b = &v->buffers[i];
         if (!string_ok(v, b->name) || b->role >= TLM_B_COUNT || b->layer < -1 || b->layer > (int32_t)h->nlayers ||
             b->per_token < 0 || b->per_token_t < 0 || b->per_seq < 0)
-            return tlm_fail(err, n, "model descriptor: buffer %u is invalid", i);
+            return tlm_fail(err, "model descriptor: buffer %u is invalid", i);
     }
     return true;
 }
@@ -207,30 +207,30 @@ static bool is_linear(uint32_t kind) {
     return kind == TLM_OP_LINEAR || kind == TLM_OP_LINEAR_DW || kind == TLM_OP_LINEAR_DX;
 }
 
-static bool check_op(const blob_view *v, uint32_t i, char *err, size_t n) {
+static bool check_op(const blob_view *v, uint32_t i, tlm_err *err) {
     const tlm_blob_header *h = v->h;
     const tlm_abi_op *op = &v->ops[i];
-    if (op->kind >= TLM_OP_COUNT) return tlm_fail(err, n, "model descriptor: op %u has an unknown kind %u", i, op->kind);
+    if (op->kind >= TLM_OP_COUNT) return tlm_fail(err, "model descriptor: op %u has an unknown kind %u", i, op->kind);
     const char *name = tlm_op_name(op->kind);
     if (op->layer < -1 || op->layer >= (int32_t)h->nlayers)
-        return tlm_fail(err, n, "model descriptor: op %u (%s) names layer %d of %u", i, name, op->layer, h->nlayers);
+        return tlm_fail(err, "model descriptor: op %u (%s) names layer %d of %u", i, name, op->layer, h->nlayers);
     if (op->flags & ~TLM_OP_FLAG_ACCUMULATE)
-        return tlm_fail(err, n, "model descriptor: op %u (%s) has unknown flags 0x%x", i, name, op->flags);
+        return tlm_fail(err, "model descriptor: op %u (%s) has unknown flags 0x%x", i, name, op->flags);
 
     bool mlp = op->kind == TLM_OP_MLP || op->kind == TLM_OP_MLP_BACKWARD;
     bool swiglu = false;
     if (mlp) {
         if (op->kernel < 0 || op->kernel >= (int32_t)h->nkernels)
-            return tlm_fail(err, n, "model descriptor: op %u (%s) names kernel %d of %u", i, name, op->kernel,
+            return tlm_fail(err, "model descriptor: op %u (%s) names kernel %d of %u", i, name, op->kernel,
                             h->nkernels);
         if (op->layer < 0)
-            return tlm_fail(err, n, "model descriptor: op %u (%s) belongs to no layer", i, name);
+            return tlm_fail(err, "model descriptor: op %u (%s) belongs to no layer", i, name);
         if (v->kernels[op->kernel].width != v->layers[op->layer].width)
-            return tlm_fail(err, n, "model descriptor: op %u (%s) runs a kernel of another width than its layer's",
+            return tlm_fail(err, "model descriptor: op %u (%s) runs a kernel of another width than its layer's",
                             i, name);
         swiglu = v->kernels[op->kernel].mlp == TLM_MLP_SWIGLU;
     } else if (op->kernel != -1) {
-        return tlm_fail(err, n, "model descriptor: op %u (%s) names a kernel but is not an MLP", i, name);
+        return tlm_fail(err, "model descriptor: op %u (%s) names a kernel but is not an MLP", i, name);
     }
 
     for (int s = 0; s < SLOTS; s++) {
@@ -240,56 +240,56 @@ static bool check_op(const blob_view *v, uint32_t i, char *err, size_t n) {
         bool named = slot[0] != '\0';
         int32_t limit = s < 8 ? (int32_t)h->nbuffers : (int32_t)h->nparams;
         if (x < -1 || x >= limit)
-            return tlm_fail(err, n, "model descriptor: op %u (%s): %s %s is %d, out of range (%d %ss)", i, name,
+            return tlm_fail(err, "model descriptor: op %u (%s): %s %s is %d, out of range (%d %ss)", i, name,
                             group, named ? slot : "(unused slot)", x, limit, s < 8 ? "buffer" : "parameter");
         bool optional = (is_gate_slot(op->kind, s) && !swiglu) ||
                         (is_linear(op->kind) && (s == SLOT(linear, param_w1) || s == SLOT(linear, param_w2)));
         if (!named && x != -1)
-            return tlm_fail(err, n, "model descriptor: op %u (%s) fills %s slot %d, which its kind does not use", i,
+            return tlm_fail(err, "model descriptor: op %u (%s) fills %s slot %d, which its kind does not use", i,
                             name, group, s % 4);
         if (named && !optional && x < 0)
-            return tlm_fail(err, n, "model descriptor: op %u (%s) lacks its operand %s", i, name, slot);
+            return tlm_fail(err, "model descriptor: op %u (%s) lacks its operand %s", i, name, slot);
         if (is_gate_slot(op->kind, s) && !swiglu && x >= 0)
-            return tlm_fail(err, n, "model descriptor: op %u (%s) of a GELU MLP has a gate operand %s", i, name, slot);
+            return tlm_fail(err, "model descriptor: op %u (%s) of a GELU MLP has a gate operand %s", i, name, slot);
     }
     /* A linear map's weight is w0, w0 + w1 or all three: linear_rows stops
      * at the first absent one, so a gap would drop w2 silently. */
     if (is_linear(op->kind) && op->linear.param_w1 < 0 && op->linear.param_w2 >= 0)
-        return tlm_fail(err, n, "model descriptor: op %u (%s) has w2 without w1", i, name);
+        return tlm_fail(err, "model descriptor: op %u (%s) has w2 without w1", i, name);
     if (reads_one_matrix(op->kind)) {
         for (int j = 1; j < 4 && op->param[j] >= 0; j++) {
             const tlm_abi_param *a = &v->params[op->param[j - 1]], *b = &v->params[op->param[j]];
             if (a->ndim != 2 || b->ndim != 2 || b->offset != a->offset + a->count || a->shape[1] != b->shape[1])
-                return tlm_fail(err, n, "model descriptor: op %u (%s) reads parameters that are not one matrix", i,
+                return tlm_fail(err, "model descriptor: op %u (%s) reads parameters that are not one matrix", i,
                                 name);
         }
     }
     return true;
 }
 
-static bool check_plans(const blob_view *v, const uint8_t *blob, size_t size, char *err, size_t n) {
+static bool check_plans(const blob_view *v, const uint8_t *blob, size_t size, tlm_err *err) {
     const tlm_blob_header *h = v->h;
     if (h->nplans != TLM_SO_NPLANS)
-        return tlm_fail(err, n, "model descriptor has %u memory plans, not %d (training and inference)", h->nplans,
+        return tlm_fail(err, "model descriptor has %u memory plans, not %d (training and inference)", h->nplans,
                         TLM_SO_NPLANS);
     const tlm_abi_plan *train = &v->plans[TLM_PLAN_TRAIN], *infer = &v->plans[TLM_PLAN_INFER];
     /* Training runs every op; inference the forward ones, a prefix. */
     if (train->nops != h->nops)
-        return tlm_fail(err, n, "model descriptor: the training plan covers %u of %u ops", train->nops, h->nops);
+        return tlm_fail(err, "model descriptor: the training plan covers %u of %u ops", train->nops, h->nops);
     if (infer->nops < 1 || infer->nops > train->nops)
-        return tlm_fail(err, n, "model descriptor: the inference plan covers %u ops of the training plan's %u",
+        return tlm_fail(err, "model descriptor: the inference plan covers %u ops of the training plan's %u",
                         infer->nops, train->nops);
     for (uint32_t p = 0; p < h->nplans; p++) {
         const tlm_abi_plan *plan = &v->plans[p];
         if (plan->kind != p || plan->batch < 1 || plan->seq < 1 || plan->arena_bytes < 0 ||
             !in_bounds(plan->offsets_off, h->nbuffers, sizeof(int64_t), size))
-            return tlm_fail(err, n, "model descriptor: memory plan %u is invalid", p);
+            return tlm_fail(err, "model descriptor: memory plan %u is invalid", p);
         const int64_t *offsets = (const int64_t *)(blob + plan->offsets_off);
         for (uint32_t b = 0; b < h->nbuffers; b++) {
             if (offsets[b] < -1 || offsets[b] > plan->arena_bytes)
-                return tlm_fail(err, n, "model descriptor: memory plan %u places buffer %u outside its arena", p, b);
+                return tlm_fail(err, "model descriptor: memory plan %u places buffer %u outside its arena", p, b);
             if (offsets[b] > 0 && offsets[b] % TLM_ARENA_ALIGN != 0)
-                return tlm_fail(err, n, "model descriptor: memory plan %u places buffer %u at a misaligned offset",
+                return tlm_fail(err, "model descriptor: memory plan %u places buffer %u at a misaligned offset",
                                 p, b);
         }
         for (uint32_t i = 0; i < plan->nops; i++) {
@@ -301,7 +301,7 @@ static bool check_plans(const blob_view *v, const uint8_t *blob, size_t size, ch
                 int64_t bytes = tlm_buffer_bytes(buffer, plan->batch, plan->seq);
                 bool overflows = bytes == 0 && (buffer->per_token || buffer->per_token_t || buffer->per_seq);
                 if (offsets[b] < 0 || overflows || bytes > plan->arena_bytes - offsets[b])
-                    return tlm_fail(err, n, "model descriptor: memory plan %u does not place buffer %d (%s), which op "
+                    return tlm_fail(err, "model descriptor: memory plan %u does not place buffer %d (%s), which op "
                                     "%u uses, inside its arena", p, b, v->strings + buffer->name, i);
             }
         }
@@ -310,30 +310,30 @@ static bool check_plans(const blob_view *v, const uint8_t *blob, size_t size, ch
 }
 
 /* Validates the blob and locates its tables in *v. */
-static bool validate(const uint8_t *blob, size_t size, blob_view *v, char *err, size_t n) {
-    if (!check_header(blob, size, v, err, n) || !check_settings(v, err, n) || !check_layers_kernels(v, err, n) ||
-        !check_params_buffers(v, err, n))
+static bool validate(const uint8_t *blob, size_t size, blob_view *v, tlm_err *err) {
+    if (!check_header(blob, size, v, err) || !check_settings(v, err) || !check_layers_kernels(v, err) ||
+        !check_params_buffers(v, err))
         return false;
     for (uint32_t i = 0; i < v->h->nops; i++)
-        if (!check_op(v, i, err, n)) return false;
-    return check_plans(v, blob, size, err, n);
+        if (!check_op(v, i, err)) return false;
+    return check_plans(v, blob, size, err);
 }
 
-bool tlm_blob_validate(const uint8_t *blob, size_t size, char *err, size_t n) {
+bool tlm_blob_validate(const uint8_t *blob, size_t size, tlm_err *err) {
     blob_view v;
-    return validate(blob, size, &v, err, n);
+    return validate(blob, size, &v, err);
 }
 
 /* ---- the reader ---- */
 
-bool tlm_blob_read(const uint8_t *blob, size_t size, tlm_so_tables *t, char *err, size_t n) {
+bool tlm_blob_read(const uint8_t *blob, size_t size, tlm_so_tables *t, tlm_err *err) {
     memset(t, 0, sizeof *t);
     blob_view v;
-    if (!validate(blob, size, &v, err, n)) return false;
+    if (!validate(blob, size, &v, err)) return false;
     const tlm_blob_header *h = v.h;
     /* One array holds every name: parameters, then kernels, then buffers. */
     const char **names = malloc(((size_t)h->nparams + h->nkernels + h->nbuffers + 1) * sizeof *names);
-    if (!names) return tlm_fail(err, n, "out of memory reading the model descriptor");
+    if (!names) return tlm_fail(err, "out of memory reading the model descriptor");
     for (uint32_t i = 0; i < h->nparams; i++) names[i] = v.strings + v.params[i].name;
     for (uint32_t i = 0; i < h->nkernels; i++) names[h->nparams + i] = v.strings + v.kernels[i].symbol;
     for (uint32_t i = 0; i < h->nbuffers; i++) names[h->nparams + h->nkernels + i] = v.strings + v.buffers[i].name;
@@ -354,24 +354,24 @@ void tlm_so_tables_free(tlm_so_tables *t) {
     memset(t, 0, sizeof *t);
 }
 
-bool tlm_so_open(const char *path, tlm_so *m, char *err, size_t n) {
+bool tlm_so_open(const char *path, tlm_so *m, tlm_err *err) {
     memset(m, 0, sizeof *m);
-    if (!check_elf(path, err, n)) return false;
+    if (!check_elf(path, err)) return false;
     /* A bare name would be looked up on the library path, not here. */
     char local[4096];
     snprintf(local, sizeof local, "%s%s", strchr(path, '/') ? "" : "./", path);
     void *h = dlopen(local, RTLD_NOW | RTLD_LOCAL);
-    if (!h) return tlm_fail(err, n, "cannot load %s: %s", path, dlerror());
+    if (!h) return tlm_fail(err, "cannot load %s: %s", path, dlerror());
     m->handle = h;
     const uint32_t *magic = dlsym(h, TLM_SYM_MAGIC);
     const uint32_t *version = dlsym(h, TLM_SYM_VERSION);
-    if (!magic) { tlm_so_close(m); return tlm_fail(err, n, "%s is not a compiled tlm model (no %s)", path, TLM_SYM_MAGIC); }
-    if (*magic != TLM_ABI_MAGIC) { tlm_so_close(m); return tlm_fail(err, n, "%s has a wrong magic number", path); }
-    if (!version) { tlm_so_close(m); return tlm_fail(err, n, "%s lacks %s", path, TLM_SYM_VERSION); }
+    if (!magic) { tlm_so_close(m); return tlm_fail(err, "%s is not a compiled tlm model (no %s)", path, TLM_SYM_MAGIC); }
+    if (*magic != TLM_ABI_MAGIC) { tlm_so_close(m); return tlm_fail(err, "%s has a wrong magic number", path); }
+    if (!version) { tlm_so_close(m); return tlm_fail(err, "%s lacks %s", path, TLM_SYM_VERSION); }
     if (*version != TLM_ABI_VERSION) {
         uint32_t v = *version;
         tlm_so_close(m);
-        return tlm_fail(err, n, "%s was compiled for model ABI version %u; this tlm-run reads version %u "
+        return tlm_fail(err, "%s was compiled for model ABI version %u; this tlm-run reads version %u "
                     "(recompile it with this tlmc)", path, v, TLM_ABI_VERSION);
     }
     const uint8_t *blob = dlsym(h, TLM_SYM_BLOB);
@@ -380,11 +380,11 @@ bool tlm_so_open(const char *path, tlm_so *m, char *err, size_t n) {
     const char *cuda = dlsym(h, TLM_SYM_CUDA);
     const char *missing = !blob ? TLM_SYM_BLOB : !blob_size ? TLM_SYM_BLOB_SIZE : !fns ? TLM_SYM_KERNELS
                         : !cuda ? TLM_SYM_CUDA : NULL;
-    if (missing) { tlm_so_close(m); return tlm_fail(err, n, "%s lacks the symbol %s", path, missing); }
-    char why[256];
-    if (!tlm_blob_read(blob, (size_t)*blob_size, &m->tables, why, sizeof why)) {
+    if (missing) { tlm_so_close(m); return tlm_fail(err, "%s lacks the symbol %s", path, missing); }
+    tlm_err why = {""};
+    if (!tlm_blob_read(blob, (size_t)*blob_size, &m->tables, &why)) {
         tlm_so_close(m);
-        return tlm_fail(err, n, "%s: %s", path, why);
+        return tlm_fail(err, "%s: %s", path, why.msg);
     }
     const tlm_blob_header *hd = (const tlm_blob_header *)blob;
     m->header = hd;
@@ -394,7 +394,7 @@ bool tlm_so_open(const char *path, tlm_so *m, char *err, size_t n) {
     for (uint32_t k = 0; k < hd->nkernels; k++) {
         if (!fns[k].fwd || !fns[k].bwd_data || !fns[k].bwd_weight) {
             tlm_so_close(m);
-            return tlm_fail(err, n, "%s: kernel %u has a missing entry point", path, k);
+            return tlm_fail(err, "%s: kernel %u has a missing entry point", path, k);
         }
     }
     return true;

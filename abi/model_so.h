@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
+#include "errmsg.h"
 #include "tlm_abi.h"
 
 /* The descriptor stores exactly these plans, at these indices. */
@@ -56,11 +57,11 @@ uint8_t *tlm_blob_write(const tlm_so_tables *t, size_t *size);
 
 /* Checks a descriptor blob in memory: the format, and everything the
  * executor indexes. Returns false with a one-line reason in err. */
-bool tlm_blob_validate(const uint8_t *blob, size_t size, char *err, size_t errlen);
+bool tlm_blob_validate(const uint8_t *blob, size_t size, tlm_err *err);
 
 /* Validates the blob and views it as tables (pointing into the blob, which
  * must outlive them). Free with tlm_so_tables_free. */
-bool tlm_blob_read(const uint8_t *blob, size_t size, tlm_so_tables *t, char *err, size_t errlen);
+bool tlm_blob_read(const uint8_t *blob, size_t size, tlm_so_tables *t, tlm_err *err);
 void tlm_so_tables_free(tlm_so_tables *t);
 
 typedef struct tlm_so {
@@ -78,7 +79,7 @@ typedef struct tlm_so {
 } tlm_so;
 
 /* Returns false with a one-line reason in err. */
-bool tlm_so_open(const char *path, tlm_so *m, char *err, size_t errlen);
+bool tlm_so_open(const char *path, tlm_so *m, tlm_err *err);
 void tlm_so_close(tlm_so *m);
 
 /* A string of the descriptor (validated: always NUL-terminated). */

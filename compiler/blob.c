@@ -69,9 +69,9 @@ bool emit_ir(FILE *out, const checked_model *m) {
     /* Printed from the blob through the runtime's own reader, so the text
      * shows what tlm-run will execute, validated as tlm-run validates it. */
     tlm_so_tables tables;
-    char why[512];
-    bool ok = tlm_blob_read(blob, size, &tables, why, sizeof why);
-    if (!ok) fprintf(stderr, "tlmc: %s: internal error: the descriptor is invalid: %s\n", m->name, why);
+    tlm_err why = {""};
+    bool ok = tlm_blob_read(blob, size, &tables, &why);
+    if (!ok) fprintf(stderr, "tlmc: %s: internal error: the descriptor is invalid: %s\n", m->name, why.msg);
     else {
         fprintf(out, "; tlm IR, ABI version %u\n", TLM_ABI_VERSION);
         if (!tlm_so_print_all(out, &tables)) tlm_out_of_memory();

@@ -13,6 +13,7 @@
 #include "tlm_train_settings.h"
 #include "vocabulary.h"
 #include "widths.h"
+#include "xalloc.h"
 
 enum { MAX_SETTINGS = 64, BUSY = 1, DONE = 2, FAILED = 3 };
 
@@ -655,8 +656,7 @@ static bool check_shape(scope *s, checked_model *m) {
 }
 
 bool check_model(program *p, const item *model, checked_model *m, bool names_only) {
-    scope *s = calloc(1, sizeof *s);
-    if (!s) return false;
+    scope *s = tlm_xcalloc(1, sizeof *s);
     s->p = p;
     s->model = model;
     eval_init(&s->ev, p, s, lookup);
@@ -666,10 +666,10 @@ bool check_model(program *p, const item *model, checked_model *m, bool names_onl
     m->loc = model->name_loc;
 
     int nmodels = (int)p->models.count + 2;
-    const item **chain = calloc((size_t)nmodels, sizeof *chain);
+    const item **chain = tlm_xcalloc((size_t)nmodels, sizeof *chain);
     int nchain = 0;
     bool chain_ok = true;
-    bool ok = chain && collect_settings(s, model, chain, &nchain, &chain_ok);
+    bool ok = collect_settings(s, model, chain, &nchain, &chain_ok);
     if (!chain_ok) names_only = false;          /* nothing more to look at */
     else if (!ok) names_only = true;
 

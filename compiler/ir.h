@@ -5,11 +5,10 @@
  * then backward) with their operands, one MLP kernel per distinct
  * (kind, d_model, width), and two memory plans (training and inference).
  * The tables use the ABI's record types, so the blob in model.so is these
- * arrays written out. `tlmc --emit-ir` prints it (ir_print.c). */
+ * arrays written out. `tlmc --emit-ir` prints the blob written from it with
+ * the printer `tlm-run info` uses (compiler/blob.c's emit_ir, abi/model_so_print.c). */
 #ifndef TLM_IR_H
 #define TLM_IR_H
-
-#include <stdio.h>
 
 #include "checked_model.h"
 #include "tlm_abi.h"

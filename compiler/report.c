@@ -8,6 +8,7 @@
 #include "numfmt.h"
 #include "tlm_train_settings.h"
 #include "vocabulary.h"
+#include "xalloc.h"
 
 static int cmp_desc(const void *a, const void *b) {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
@@ -24,7 +25,7 @@ int distinct_widths(const checked_model *m, int64_t *out) {
 }
 
 static int64_t *baseline_widths(const checked_model *m) {
-    int64_t *b = malloc((size_t)m->layers * sizeof *b);
+    int64_t *b = tlm_xmalloc((size_t)m->layers * sizeof *b);
     for (int64_t l = 0; l < m->layers; l++) b[l] = m->budget_width;
     return b;
 }
@@ -43,7 +44,7 @@ static int64_t width_sum(const checked_model *m) {
 
 void report_summary(FILE *out, const checked_model *m) {
     model_cost c = cost_of_model(m, m->widths);
-    int64_t *d = malloc((size_t)m->layers * sizeof *d);
+    int64_t *d = tlm_xmalloc((size_t)m->layers * sizeof *d);
     int nd = distinct_widths(m, d);
     char p[32];
     fprintf(out, "%s: %lld layers, d_ff %lld..%lld (%d distinct), %s params", m->name,
@@ -113,7 +114,7 @@ void report_text(FILE *out, const checked_model *m) {
     cost_row(out, "FLOP/token: forward", (int64_t)c.total_flops, (int64_t)base.total_flops, hb);
     cost_row(out, "FLOP/token: training", (int64_t)(3 * c.total_flops), (int64_t)(3 * base.total_flops), hb);
 
-    int64_t *d = malloc((size_t)m->layers * sizeof *d);
+    int64_t *d = tlm_xmalloc((size_t)m->layers * sizeof *d);
     int nd = distinct_widths(m, d);
     fprintf(out, "  distinct widths: %d (", nd);
     for (int i = 0; i < nd; i++) fprintf(out, "%s%lld", i ? ", " : "", (long long)d[i]);
@@ -181,7 +182,7 @@ void report_json_model(FILE *out, const checked_model *m, int index) {
         free(bw);
         json_cost(out, "baseline", &base);
     }
-    int64_t *d = malloc((size_t)m->layers * sizeof *d);
+    int64_t *d = tlm_xmalloc((size_t)m->layers * sizeof *d);
     int nd = distinct_widths(m, d);
     fputs(",\n   \"distinct_widths\": [", out);
     for (int i = 0; i < nd; i++) fprintf(out, "%s%lld", i ? ", " : "", (long long)d[i]);

@@ -23,7 +23,7 @@ const char *corpus_dir(void) {
 }
 
 bool corpus_load(tlm_dataset *ds, const char *path, enum corpus_role role, int64_t T, int64_t vocab,
-                 char *name, size_t namelen, char *err, size_t errlen) {
+                 char *name, size_t namelen, tlm_err *err) {
     tlm_err e;
     int rc;
     if (path && *path) {
@@ -46,17 +46,17 @@ bool corpus_load(tlm_dataset *ds, const char *path, enum corpus_role role, int64
         snprintf(name, namelen, "%s", file);
     }
     if (rc != 0) {
-        snprintf(err, errlen, "%s", e.msg);
+        tlm_fail(err, "%s", e.msg);
         return false;
     }
     if (tlm_data_check(ds, (int)T, &e) != 0) {
-        snprintf(err, errlen, "%s: %s", name, e.msg);
+        tlm_fail(err, "%s: %s", name, e.msg);
         tlm_data_free(ds);
         return false;
     }
     int top = tlm_data_max_byte(ds);
     if (top >= vocab) {
-        snprintf(err, errlen, "%s: holds byte %d, but the model's vocabulary has only %lld tokens", name, top,
+        tlm_fail(err, "%s: holds byte %d, but the model's vocabulary has only %lld tokens", name, top,
                  (long long)vocab);
         tlm_data_free(ds);
         return false;

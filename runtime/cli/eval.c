@@ -89,7 +89,8 @@ int cmd_eval(int argc, char **argv) {
     }
     if (ndata == 0) data[ndata++] = NULL;   /* Persuasion */
 
-    char err[1024], path[4200];
+    tlm_err err = {""};
+    char path[4200];
     tlm_so so;
     int opened = open_model("eval", model_path, threads, &so);
     if (opened) return opened;
@@ -103,16 +104,15 @@ int cmd_eval(int argc, char **argv) {
     if (context > so.config->context)
         rc = cli_usage_error("eval", "--context %" PRId64 " is longer than the model's context (%" PRId64 ")",
                              context, so.config->context);
-    else if (!tlm_model_create(&m, &so, batch, context, false, err, sizeof err))
-        rc = cli_error("eval", "%s", err);
+    else if (!tlm_model_create(&m, &so, batch, context, false, &err))
+        rc = cli_error("eval", "%s", err.msg);
     else
         rc = load_checkpoint("eval", &so, ckpt, &m, path, sizeof path, &step);
 
     /* Load every text first, so a bad path fails before any long work. */
     for (int i = 0; i < ndata && !rc; i++) {
-        if (!corpus_load(&ds[i], data[i], CORPUS_VALID, context, so.config->vocab, names[i], sizeof names[i], err,
-                         sizeof err))
-            rc = cli_error("eval", "%s", err);
+        if (!corpus_load(&ds[i], data[i], CORPUS_VALID, context, so.config->vocab, names[i], sizeof names[i], &err))
+            rc = cli_error("eval", "%s", err.msg);
         else if ((int)strlen(names[i]) > width) width = (int)strlen(names[i]);
     }
     if (!rc) {
@@ -123,8 +123,8 @@ int cmd_eval(int argc, char **argv) {
     }
     for (int i = 0; i < ndata && !rc; i++) {
         tlm_eval_result res;
-        if (!tlm_eval_windows(&m, &ds[i], batch, context, max_tokens, &res, err, sizeof err)) {
-            rc = cli_error("eval", "%s: %s", names[i], err);
+        if (!tlm_eval_windows(&m, &ds[i], batch, context, max_tokens, &res, &err)) {
+            rc = cli_error("eval", "%s: %s", names[i], err.msg);
             break;
         }
         char tokens[32];

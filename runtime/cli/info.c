@@ -49,9 +49,9 @@ int cmd_info(int argc, char **argv) {
         return 2;
     }
     tlm_so so;
-    char err[512];
-    if (!tlm_so_open(path, &so, err, sizeof err)) {
-        fprintf(stderr, "tlm-run: %s\n", err);
+    tlm_err err = {""};
+    if (!tlm_so_open(path, &so, &err)) {
+        fprintf(stderr, "tlm-run: %s\n", err.msg);
         return 1;
     }
     printf("%s: ABI version %u\n", path, so.header->version);

@@ -11,8 +11,8 @@
 int open_model(const char *cmd, const char *path, int64_t threads, tlm_so *so) {
     if (!path) return cli_usage_error(cmd, "no MODEL.so given");
     tlm_set_num_threads(threads > 0 ? (int)threads : cli_cores());
-    char err[1024];
-    if (!tlm_so_open(path, so, err, sizeof err)) return cli_error(cmd, "%s", err);
+    tlm_err err = {""};
+    if (!tlm_so_open(path, so, &err)) return cli_error(cmd, "%s", err.msg);
     return 0;
 }
 
@@ -23,12 +23,12 @@ int load_checkpoint(const char *cmd, const tlm_so *so, const char *ckpt, tlm_mod
     if (access(path, F_OK) != 0)
         return cli_error(cmd, "no checkpoint at %s (train first: tlm-run train MODEL.so%s%s)", path,
                          ckpt ? " --ckpt " : "", ckpt ? ckpt : "");
-    char err[1024];
-    tlm_st_file *f = tlm_ckpt_open(path, so, err, sizeof err);
-    if (!f) return cli_error(cmd, "%s", err);
-    bool ok = tlm_ckpt_load_params(f, m, err, sizeof err);
+    tlm_err err = {""};
+    tlm_st_file *f = tlm_ckpt_open(path, so, &err);
+    if (!f) return cli_error(cmd, "%s", err.msg);
+    bool ok = tlm_ckpt_load_params(f, m, &err);
     const char *s = tlm_st_meta_get(f, "step");
     *step = s ? atoll(s) : -1;
     tlm_st_close(f);
-    return ok ? 0 : cli_error(cmd, "%s: %s", path, err);
+    return ok ? 0 : cli_error(cmd, "%s: %s", path, err.msg);
 }

@@ -85,7 +85,8 @@ int cmd_probe(int argc, char **argv) {
         if (!ok) return 2;
     }
 
-    char err[1024], path[4200], name[4200];
+    tlm_err err = {""};
+    char path[4200], name[4200];
     tlm_so so;
     int opened = open_model("probe", model_path, threads, &so);
     if (opened) return opened;
@@ -106,12 +107,12 @@ int cmd_probe(int argc, char **argv) {
                              context, am->context);
     /* The training layout keeps every layer's residual stream to the end
      * of the forward pass; the inference one reuses it. */
-    else if (!tlm_model_create(&m, &so, batch, context, true, err, sizeof err))
-        rc = cli_error("probe", "%s", err);
+    else if (!tlm_model_create(&m, &so, batch, context, true, &err))
+        rc = cli_error("probe", "%s", err.msg);
     else if ((rc = load_checkpoint("probe", &so, ckpt, &m, path, sizeof path, &step)) != 0)
         ;
-    else if (!corpus_load(&ds, data, CORPUS_VALID, context, am->vocab, name, sizeof name, err, sizeof err))
-        rc = cli_error("probe", "%s", err);
+    else if (!corpus_load(&ds, data, CORPUS_VALID, context, am->vocab, name, sizeof name, &err))
+        rc = cli_error("probe", "%s", err.msg);
     int64_t available = rc ? 0 : (int64_t)tlm_data_num_windows(&ds, (int)context);
     if (!rc && available < 1) rc = cli_error("probe", "%s is shorter than one window of %" PRId64 " tokens", name, context);
     if (!rc && windows > available) windows = available;

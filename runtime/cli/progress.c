@@ -31,8 +31,7 @@ static int64_t record_step(const char *line, size_t len) {
     return v;
 }
 
-bool progress_open_log(progress *p, const char *path, bool resume, int64_t keep_upto, char *err,
-                       size_t errlen) {
+bool progress_open_log(progress *p, const char *path, bool resume, int64_t keep_upto, tlm_err *err) {
     tlm_strbuf kept = {0};
     FILE *old = resume ? fopen(path, "rb") : NULL;
     if (old) {
@@ -50,7 +49,7 @@ bool progress_open_log(progress *p, const char *path, bool resume, int64_t keep_
     }
     p->log = fopen(path, "w");
     if (!p->log || kept.oom) {
-        snprintf(err, errlen, "%s: cannot write the log", path);
+        tlm_fail(err, "%s: cannot write the log", path);
         if (p->log) fclose(p->log);
         p->log = NULL;
         tlm_sb_free(&kept);

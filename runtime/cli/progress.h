@@ -13,6 +13,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "tlm_rt/error.h"
+
 typedef struct progress {
     bool tty;            /* stdout is a terminal: the live line */
     bool live;           /* the live line is on screen */
@@ -36,7 +38,7 @@ void progress_init(progress *p, int64_t total);
 /* Opens the JSON-lines log: afresh, or (resume) keeping only the records of
  * steps up to keep_upto, so a resumed run's log reads like an uninterrupted
  * one. false with a message. */
-bool progress_open_log(progress *p, const char *path, bool resume, int64_t keep_upto, char *err, size_t errlen);
+bool progress_open_log(progress *p, const char *path, bool resume, int64_t keep_upto, tlm_err *err);
 
 /* Every step: the live line (throttled; keep: drawn now and left on screen,
  * as before a validation); when logged, the plain line (not a terminal) and

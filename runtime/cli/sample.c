@@ -68,7 +68,8 @@ int cmd_sample(int argc, char **argv) {
         if (!ok) return 2;
     }
 
-    char err[1024], path[4200];
+    tlm_err err = {""};
+    char path[4200];
     tlm_so so;
     int opened = open_model("sample", model_path, threads, &so);
     if (opened) return opened;
@@ -82,7 +83,7 @@ int cmd_sample(int argc, char **argv) {
     float *scratch = malloc((size_t)V * sizeof *scratch);
     int rc = 0;
     if (!window || !scratch) rc = cli_error("sample", "out of memory");
-    else if (!tlm_model_create(&m, &so, 1, T, false, err, sizeof err)) rc = cli_error("sample", "%s", err);
+    else if (!tlm_model_create(&m, &so, 1, T, false, &err)) rc = cli_error("sample", "%s", err.msg);
     else rc = load_checkpoint("sample", &so, ckpt, &m, path, sizeof path, &step);
 
     /* The prompt's last T bytes are the context; an empty prompt starts from

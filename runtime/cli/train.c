@@ -82,14 +82,14 @@ static double elapsed(const run *r) { return r->elapsed_base + progress_now() - 
 
 /* ---- checkpoints ---- */
 
-static bool save_checkpoint(run *r, char *err, size_t errlen) {
+static bool save_checkpoint(run *r, tlm_err *err) {
     if (mkdir_p(r->ckpt_dir) != 0) {
-        snprintf(err, errlen, "%s: cannot create the checkpoint folder: %s", r->ckpt_dir, strerror(errno));
+        tlm_fail(err, "%s: cannot create the checkpoint folder: %s", r->ckpt_dir, strerror(errno));
         return false;
     }
     char *settings = train_settings_json(&r->o);
     if (!settings) {
-        snprintf(err, errlen, "out of memory writing the checkpoint");
+        tlm_fail(err, "out of memory writing the checkpoint");
         return false;
     }
     char threads[16];
@@ -101,8 +101,7 @@ static bool save_checkpoint(run *r, char *err, size_t errlen) {
         {"created_by", "tlm-run " TLM_VERSION},
     };
     r->state.elapsed = elapsed(r);
-    bool ok = tlm_ckpt_save(r->ckpt_file, &r->trainer, &r->state, extra, (int)(sizeof extra / sizeof *extra), err,
-                            errlen);
+    bool ok = tlm_ckpt_save(r->ckpt_file, &r->trainer, &r->state, extra, (int)(sizeof extra / sizeof *extra), err);
     free(settings);
     if (ok) r->ckpt_step = r->state.step;
     return ok;
@@ -110,15 +109,15 @@ static bool save_checkpoint(run *r, char *err, size_t errlen) {
 
 /* On --resume: the checkpoint's settings become the defaults. */
 static int open_resume(run *r, tlm_st_file **ckpt, tlm_abi_train *s, bool *decay) {
-    char err[8192];
+    tlm_err err = {""};
     if (!file_exists(r->ckpt_file))
         return cli_error("train", "--resume: no checkpoint at %s (train without --resume first)", r->ckpt_file);
-    *ckpt = tlm_ckpt_open(r->ckpt_file, &r->so, err, sizeof err);
-    if (!*ckpt) return cli_error("train", "%s", err);
+    *ckpt = tlm_ckpt_open(r->ckpt_file, &r->so, &err);
+    if (!*ckpt) return cli_error("train", "%s", err.msg);
     const char *json = tlm_st_meta_get(*ckpt, "settings");
     if (!json) return cli_error("train", "%s: no training settings in the metadata", r->ckpt_file);
-    if (!train_settings_parse(json, s, decay, &r->o.owned[0], &r->o.owned[1], &r->o.owned[2], err, sizeof err))
-        return cli_error("train", "%s: %s", r->ckpt_file, err);
+    if (!train_settings_parse(json, s, decay, &r->o.owned[0], &r->o.owned[1], &r->o.owned[2], &err))
+        return cli_error("train", "%s: %s", r->ckpt_file, err.msg);
     return 0;
 }
 
@@ -160,7 +159,7 @@ static int dry_run(run *r, tlm_st_file *ckpt) {
 
 /* Parameters and optimizer state: fresh, or the checkpoint's. */
 static int start_state(run *r, tlm_st_file *ckpt) {
-    char err[8192];
+    tlm_err err = {""};
     if (!ckpt) {
         tlm_model_init_params(&r->model, r->o.s.seed);
         tlm_rng_seed(&r->state.data_rng, r->o.s.seed + DATA_SEED_OFFSET);
@@ -170,9 +169,9 @@ static int start_state(run *r, tlm_st_file *ckpt) {
     if (!fp || strcmp(fp, r->data_fingerprint) != 0)
         return cli_error("train", "the training data %s differs from the checkpoint's (%s bytes:fnv, now %s)",
                          r->train_name, fp ? fp : "?", r->data_fingerprint);
-    if (!tlm_ckpt_load_params(ckpt, &r->model, err, sizeof err) ||
-        !tlm_ckpt_load_trainer(ckpt, &r->trainer, &r->state, err, sizeof err))
-        return cli_error("train", "%s: %s", r->ckpt_file, err);
+    if (!tlm_ckpt_load_params(ckpt, &r->model, &err) ||
+        !tlm_ckpt_load_trainer(ckpt, &r->trainer, &r->state, &err))
+        return cli_error("train", "%s: %s", r->ckpt_file, err.msg);
     int rc = check_resume_step(r, r->state.step);
     if (rc) return rc;
     const char *threads = tlm_st_meta_get(ckpt, "threads");
@@ -187,9 +186,9 @@ static int start_state(run *r, tlm_st_file *ckpt) {
 /* ---- set-up ---- */
 
 static int setup(run *r) {
-    char err[8192];
+    tlm_err err = {""};
     train_options *o = &r->o;
-    if (!tlm_so_open(o->model, &r->so, err, sizeof err)) return cli_error("train", "%s", err);
+    if (!tlm_so_open(o->model, &r->so, &err)) return cli_error("train", "%s", err.msg);
     const char *name = tlm_so_str(&r->so, r->so.config->name);
     checkpoint_dir(r->ckpt_dir, sizeof r->ckpt_dir, o->ckpt, name);
     checkpoint_path(r->ckpt_file, sizeof r->ckpt_file, o->ckpt, name);
@@ -220,8 +219,8 @@ static int setup(run *r) {
     tlm_set_num_threads(threads);
     if (o->s.context <= 0) o->s.context = r->so.config->context;
     if ((rc = train_check(o, &r->so))) goto out;
-    if (o->resume && !train_same_trajectory(o, &defaults, decay, err, sizeof err)) {
-        rc = cli_error("train", "%s", err);
+    if (o->resume && !train_same_trajectory(o, &defaults, decay, &err)) {
+        rc = cli_error("train", "%s", err.msg);
         goto out;
     }
     if (o->dry_run) {
@@ -234,22 +233,21 @@ static int setup(run *r) {
     r->T = o->s.context;
     r->micro = o->s.batch / o->s.accumulate;
     int64_t vocab = r->so.config->vocab;
-    if (!corpus_load(&r->train, o->data, CORPUS_TRAIN, r->T, vocab, r->train_name, sizeof r->train_name, err,
-                     sizeof err)) {
-        rc = cli_error("train", "%s", err);
+    if (!corpus_load(&r->train, o->data, CORPUS_TRAIN, r->T, vocab, r->train_name, sizeof r->train_name, &err)) {
+        rc = cli_error("train", "%s", err.msg);
         goto out;
     }
     r->have_val = (o->val && *o->val) || !(o->data && *o->data);
     if (r->have_val && !corpus_load(&r->val, o->val, CORPUS_VALID, r->T, vocab, r->val_name, sizeof r->val_name,
-                                    err, sizeof err)) {
-        rc = cli_error("train", "%s", err);
+                                    &err)) {
+        rc = cli_error("train", "%s", err.msg);
         goto out;
     }
     fingerprint_data(r);
 
-    if (!tlm_model_create(&r->model, &r->so, r->micro, r->T, true, err, sizeof err) ||
-        !tlm_trainer_create(&r->trainer, &r->model, &o->s, o->decay_embeddings, err, sizeof err)) {
-        rc = cli_error("train", "%s", err);
+    if (!tlm_model_create(&r->model, &r->so, r->micro, r->T, true, &err) ||
+        !tlm_trainer_create(&r->trainer, &r->model, &o->s, o->decay_embeddings, &err)) {
+        rc = cli_error("train", "%s", err.msg);
         goto out;
     }
     r->x = malloc((size_t)(o->s.batch * r->T) * sizeof *r->x);
@@ -269,8 +267,8 @@ static int setup(run *r) {
 
     progress_init(&r->out, o->s.steps);
     if (o->log && *o->log &&
-        !progress_open_log(&r->out, o->log, o->resume, r->state.step, err, sizeof err))
-        rc = cli_error("train", "%s", err);
+        !progress_open_log(&r->out, o->log, o->resume, r->state.step, &err))
+        rc = cli_error("train", "%s", err.msg);
 out:
     tlm_st_close(ckpt);
     return rc;
@@ -296,10 +294,9 @@ static void banner(const run *r) {
     fflush(stdout);
 }
 
-static bool validate(run *r, char *err, size_t errlen) {
+static bool validate(run *r, tlm_err *err) {
     tlm_eval_result res;
-    if (!tlm_eval_sampled(&r->model, &r->val, r->micro, r->T, r->o.s.eval_batches, VALIDATION_SEED, &res, err,
-                          errlen))
+    if (!tlm_eval_sampled(&r->model, &r->val, r->micro, r->T, r->o.s.eval_batches, VALIDATION_SEED, &res, err))
         return false;
     progress_validation(&r->out, r->state.step, res.loss);
     return true;
@@ -309,7 +306,7 @@ static bool validate(run *r, char *err, size_t errlen) {
 
 static int train_loop(run *r) {
     const tlm_abi_train *s = &r->o.s;
-    char err[8192];
+    tlm_err err = {""};
     int64_t logged_tokens = 0;
     double train_time = 0, logged_time = 0, step_ema = 0;
     r->started = progress_now();
@@ -320,7 +317,7 @@ static int train_loop(run *r) {
         return 0;
     }
     if (r->have_val && !r->o.resume) {
-        if (!validate(r, err, sizeof err)) return cli_error("train", "%s", err);
+        if (!validate(r, &err)) return cli_error("train", "%s", err.msg);
     }
     while (r->state.step < s->steps) {
         double t0 = progress_now();
@@ -369,15 +366,15 @@ static int train_loop(run *r) {
             logged_time = train_time;
         }
         if (validating) {
-            if (!validate(r, err, sizeof err)) {
+            if (!validate(r, &err)) {
                 progress_close(&r->out);
-                return cli_error("train", "%s", err);
+                return cli_error("train", "%s", err.msg);
             }
         }
         if (stop || (s->ckpt_every > 0 && step % s->ckpt_every == 0)) {
-            if (!save_checkpoint(r, err, sizeof err)) {
+            if (!save_checkpoint(r, &err)) {
                 progress_close(&r->out);
-                return cli_error("train", "%s", err);
+                return cli_error("train", "%s", err.msg);
             }
         }
         if (stop && !last) {
@@ -387,9 +384,9 @@ static int train_loop(run *r) {
             return stop_signal ? 128 + stop_signal : 0;
         }
     }
-    if (r->ckpt_step != r->state.step && !save_checkpoint(r, err, sizeof err)) {   /* --steps 0 */
+    if (r->ckpt_step != r->state.step && !save_checkpoint(r, &err)) {   /* --steps 0 */
         progress_close(&r->out);
-        return cli_error("train", "%s", err);
+        return cli_error("train", "%s", err.msg);
     }
     progress_close(&r->out);
     char took[16];

@@ -247,8 +247,7 @@ int train_check(const train_options *o, const tlm_so *so) {
     return 0;
 }
 
-bool train_same_trajectory(const train_options *o, const tlm_abi_train *ckpt, bool ckpt_decay, char *err,
-                           size_t errlen) {
+bool train_same_trajectory(const train_options *o, const tlm_abi_train *ckpt, bool ckpt_decay, tlm_err *err) {
     /* In table order, so a different optimizer is named before its
      * arguments, which then compare under the same choice. */
     for (int i = 0; i < TLM_TRAIN_NSETTINGS; i++) {
@@ -256,14 +255,14 @@ bool train_same_trajectory(const train_options *o, const tlm_abi_train *ckpt, bo
         if (!row->trajectory || !tlm_train_applies(row, &o->s)) continue;
         if (tlm_train_get(&o->s, row) == tlm_train_get(ckpt, row)) continue;
         char now[64], then[64];
-        snprintf(err, errlen,
+        tlm_fail(err,
                  "%s is %s, the checkpoint's is %s: a resumed run keeps the settings that shape its "
                  "trajectory (only --steps may change)", row->flag, tlm_train_format(now, sizeof now, row, &o->s),
                  tlm_train_format(then, sizeof then, row, ckpt));
         return false;
     }
     if (o->decay_embeddings != ckpt_decay) {
-        snprintf(err, errlen, "--decay-embeddings is %s, in the checkpoint's run it was %s",
+        tlm_fail(err, "--decay-embeddings is %s, in the checkpoint's run it was %s",
                  o->decay_embeddings ? "on" : "off", ckpt_decay ? "on" : "off");
         return false;
     }
@@ -313,13 +312,13 @@ char *train_settings_json(const train_options *o) {
 }
 
 bool train_settings_parse(const char *json, tlm_abi_train *s, bool *decay, char **data, char **val, char **log,
-                          char *err, size_t errlen) {
+                          tlm_err *err) {
     tlm_err e;
     tlm_json *j = tlm_json_parse(json, strlen(json), &e);
     memset(s, 0, sizeof *s);
     *data = *val = *log = NULL;
     if (!j || j->type != TLM_JSON_OBJECT) {
-        snprintf(err, errlen, "the checkpoint's settings are not a JSON object");
+        tlm_fail(err, "the checkpoint's settings are not a JSON object");
         tlm_json_free(j);
         return false;
     }
@@ -355,7 +354,7 @@ bool train_settings_parse(const char *json, tlm_abi_train *s, bool *decay, char 
     }
     tlm_json_free(j);
     if (missing) {
-        snprintf(err, errlen, "the checkpoint's settings lack a valid `%s`", missing);
+        tlm_fail(err, "the checkpoint's settings lack a valid `%s`", missing);
         return false;
     }
     if (oom) {
@@ -363,7 +362,7 @@ bool train_settings_parse(const char *json, tlm_abi_train *s, bool *decay, char 
         free(*val);
         free(*log);
         *data = *val = *log = NULL;
-        snprintf(err, errlen, "out of memory reading the checkpoint's settings");
+        tlm_fail(err, "out of memory reading the checkpoint's settings");
         return false;
     }
     return true;

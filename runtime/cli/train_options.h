@@ -51,8 +51,7 @@ int train_check(const train_options *o, const tlm_so *so);
 /* On --resume: the settings that shape the trajectory must equal the
  * checkpoint's (only --steps and the other periods may change). false with
  * a message naming the first difference. */
-bool train_same_trajectory(const train_options *o, const tlm_abi_train *ckpt, bool ckpt_decay, char *err,
-                           size_t errlen);
+bool train_same_trajectory(const train_options *o, const tlm_abi_train *ckpt, bool ckpt_decay, tlm_err *err);
 
 /* --dry-run: the settings in force, one `key value` line each (the settings
  * of the table that apply, then decay_embeddings and the data). */
@@ -63,6 +62,6 @@ char *train_settings_json(const train_options *o);
 /* ... and back: fills s, decay and the three strings (malloc'd, NULL when
  * absent). false with a message when the JSON lacks a setting. */
 bool train_settings_parse(const char *json, tlm_abi_train *s, bool *decay, char **data, char **val, char **log,
-                          char *err, size_t errlen);
+                          tlm_err *err);
 
 #endif

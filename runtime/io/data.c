@@ -14,7 +14,7 @@ static int append_file(uint8_t **buf, size_t *len, size_t *cap,
                        const char *path, tlm_err *err) {
     FILE *f = fopen(path, "rb");
     if (!f) {
-        tlm_err_set(err, "%s: cannot open: %s", path, strerror(errno));
+        tlm_fail(err, "%s: cannot open: %s", path, strerror(errno));
         return -1;
     }
     for (;;) {
@@ -23,7 +23,7 @@ static int append_file(uint8_t **buf, size_t *len, size_t *cap,
             uint8_t *nb = realloc(*buf, ncap);
             if (!nb) {
                 fclose(f);
-                tlm_err_set(err, "%s: out of memory reading the file", path);
+                tlm_fail(err, "%s: out of memory reading the file", path);
                 return -1;
             }
             *buf = nb;
@@ -37,7 +37,7 @@ static int append_file(uint8_t **buf, size_t *len, size_t *cap,
     int saved = errno;
     fclose(f);
     if (bad) {
-        tlm_err_set(err, "%s: read error: %s", path, strerror(saved));
+        tlm_fail(err, "%s: read error: %s", path, strerror(saved));
         return -1;
     }
     return 0;
@@ -50,12 +50,12 @@ static int load_list(tlm_dataset *ds, const char *const *paths, int npaths,
     for (int i = 0; i < npaths; i++) {
         struct stat st;
         if (stat(paths[i], &st) != 0) {
-            tlm_err_set(err, "%s: %s", paths[i], strerror(errno));
+            tlm_fail(err, "%s: %s", paths[i], strerror(errno));
             free(buf);
             return -1;
         }
         if (!S_ISREG(st.st_mode)) {
-            tlm_err_set(err, "%s: not a regular file", paths[i]);
+            tlm_fail(err, "%s: not a regular file", paths[i]);
             free(buf);
             return -1;
         }
@@ -65,7 +65,7 @@ static int load_list(tlm_dataset *ds, const char *const *paths, int npaths,
         }
     }
     if (len == 0) {
-        tlm_err_set(err, "%s: no data (empty)", what);
+        tlm_fail(err, "%s: no data (empty)", what);
         free(buf);
         return -1;
     }
@@ -79,7 +79,7 @@ int tlm_data_load_files(tlm_dataset *ds, const char *const *paths, int npaths,
                         tlm_err *err) {
     *ds = (tlm_dataset){0};
     if (npaths <= 0) {
-        tlm_err_set(err, "no data files given");
+        tlm_fail(err, "no data files given");
         return -1;
     }
     return load_list(ds, paths, npaths, npaths == 1 ? paths[0] : "data files",
@@ -99,14 +99,14 @@ int tlm_data_load(tlm_dataset *ds, const char *path, tlm_err *err) {
     *ds = (tlm_dataset){0};
     struct stat st;
     if (stat(path, &st) != 0) {
-        tlm_err_set(err, "%s: %s", path, strerror(errno));
+        tlm_fail(err, "%s: %s", path, strerror(errno));
         return -1;
     }
     if (!S_ISDIR(st.st_mode)) return tlm_data_load_files(ds, &path, 1, err);
 
     DIR *dir = opendir(path);
     if (!dir) {
-        tlm_err_set(err, "%s: cannot open directory: %s", path,
+        tlm_fail(err, "%s: cannot open directory: %s", path,
                     strerror(errno));
         return -1;
     }
@@ -127,7 +127,7 @@ int tlm_data_load(tlm_dataset *ds, const char *path, tlm_err *err) {
         n++;
     }
     if (n == 0) {
-        tlm_err_set(err, "%s: no .txt files in this directory", path);
+        tlm_fail(err, "%s: no .txt files in this directory", path);
         goto done;
     }
     /* readdir order is arbitrary: sort so the data (and so training) is the
@@ -136,7 +136,7 @@ int tlm_data_load(tlm_dataset *ds, const char *path, tlm_err *err) {
     rc = load_list(ds, (const char *const *)names, n, path, err);
     goto done;
 oom:
-    tlm_err_set(err, "%s: out of memory listing the directory", path);
+    tlm_fail(err, "%s: out of memory listing the directory", path);
 done:
     closedir(dir);
     for (int i = 0; i < n; i++) free(names[i]);
@@ -151,11 +151,11 @@ void tlm_data_free(tlm_dataset *ds) {
 
 int tlm_data_check(const tlm_dataset *ds, int T, tlm_err *err) {
     if (T <= 0) {
-        tlm_err_set(err, "context length must be positive (got %d)", T);
+        tlm_fail(err, "context length must be positive (got %d)", T);
         return -1;
     }
     if (!ds->bytes || ds->n < (size_t)T + 1) {
-        tlm_err_set(err,
+        tlm_fail(err,
                     "data too short: %zu tokens, a window needs %d (context "
                     "%d + 1)",
                     ds->n, T + 1, T);
@@ -194,7 +194,7 @@ int tlm_data_window(const tlm_dataset *ds, size_t i, int T, int32_t *inputs,
     size_t nw = tlm_data_num_windows(ds, T);
     if (tlm_data_check(ds, T, err) != 0) return -1;
     if (i >= nw) {
-        tlm_err_set(err, "window %zu out of range (%zu windows of %d)", i, nw,
+        tlm_fail(err, "window %zu out of range (%zu windows of %d)", i, nw,
                     T);
         return -1;
     }

@@ -16,7 +16,7 @@ typedef struct parser {
 static void fail(parser *ps, const char *what) {
     if (ps->failed) return;
     ps->failed = true;
-    tlm_err_set(ps->err, "JSON: %s at byte %zu", what,
+    tlm_fail(ps->err, "JSON: %s at byte %zu", what,
                 (size_t)(ps->p - ps->start));
 }
 
@@ -392,7 +392,7 @@ tlm_json *tlm_json_parse(const char *text, size_t len, tlm_err *err) {
     parser ps = {text, text, text + len, err, false};
     tlm_json *root = calloc(1, sizeof *root);
     if (!root) {
-        tlm_err_set(err, "JSON: out of memory");
+        tlm_fail(err, "JSON: out of memory");
         return NULL;
     }
     if (parse_value(&ps, root, 0)) {

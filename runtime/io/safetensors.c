@@ -101,13 +101,13 @@ static int build_header(tlm_strbuf *sb, const tlm_st_tensor *ts, int n,
         const tlm_st_tensor *t = &ts[i];
         uint64_t nb;
         if ((int)t->dtype < 0 || (int)t->dtype >= NDTYPES) {
-            tlm_err_set(err, "tensor '%s': unknown dtype %d", t->name,
+            tlm_fail(err, "tensor '%s': unknown dtype %d", t->name,
                         (int)t->dtype);
             return -1;
         }
         if (t->ndim < 0 || t->ndim > TLM_ST_MAX_DIMS ||
             !byte_size(t->shape, t->ndim, tlm_dtype_size(t->dtype), &nb)) {
-            tlm_err_set(err, "tensor '%s': invalid shape", t->name);
+            tlm_fail(err, "tensor '%s': invalid shape", t->name);
             return -1;
         }
         if (!first) tlm_sb_puts(sb, ",");
@@ -127,7 +127,7 @@ static int build_header(tlm_strbuf *sb, const tlm_st_tensor *ts, int n,
      * reference writer does */
     while (sb->len % 8) tlm_sb_puts(sb, " ");
     if (sb->oom) {
-        tlm_err_set(err, "out of memory building the safetensors header");
+        tlm_fail(err, "out of memory building the safetensors header");
         return -1;
     }
     return 0;
@@ -135,36 +135,36 @@ static int build_header(tlm_strbuf *sb, const tlm_st_tensor *ts, int n,
 
 static int check_names(const tlm_st_tensor *ts, int n, tlm_err *err) {
     if (n < 0) {
-        tlm_err_set(err, "negative tensor count");
+        tlm_fail(err, "negative tensor count");
         return -1;
     }
     for (int i = 0; i < n; i++) {
         if (!ts[i].name || !ts[i].name[0]) {
-            tlm_err_set(err, "tensor %d has an empty name", i);
+            tlm_fail(err, "tensor %d has an empty name", i);
             return -1;
         }
         if (strcmp(ts[i].name, "__metadata__") == 0) {
-            tlm_err_set(err, "'__metadata__' cannot name a tensor");
+            tlm_fail(err, "'__metadata__' cannot name a tensor");
             return -1;
         }
         if (!ts[i].data && ts[i].ndim >= 0) {
             uint64_t nb = 0;
             if (byte_size(ts[i].shape, ts[i].ndim, 1, &nb) && nb > 0) {
-                tlm_err_set(err, "tensor '%s' has no data", ts[i].name);
+                tlm_fail(err, "tensor '%s' has no data", ts[i].name);
                 return -1;
             }
         }
     }
     const char **names = malloc((size_t)(n > 0 ? n : 1) * sizeof *names);
     if (!names) {
-        tlm_err_set(err, "out of memory");
+        tlm_fail(err, "out of memory");
         return -1;
     }
     for (int i = 0; i < n; i++) names[i] = ts[i].name;
     qsort(names, (size_t)n, sizeof *names, cmp_name_ptr);
     for (int i = 1; i < n; i++) {
         if (strcmp(names[i - 1], names[i]) == 0) {
-            tlm_err_set(err, "duplicate tensor name '%s'", names[i]);
+            tlm_fail(err, "duplicate tensor name '%s'", names[i]);
             free(names);
             return -1;
         }
@@ -191,7 +191,7 @@ int tlm_st_write(const char *path, const tlm_st_tensor *ts, int n,
     char *tmp = malloc(tlen);
     char *dir = malloc(dirlen + 2);
     if (!tmp || !dir) {
-        tlm_err_set(err, "out of memory");
+        tlm_fail(err, "out of memory");
         free(tmp);
         free(dir);
         tlm_sb_free(&hdr);
@@ -208,7 +208,7 @@ int tlm_st_write(const char *path, const tlm_st_tensor *ts, int n,
     int rc = -1;
     int fd = mkstemp(tmp);
     if (fd < 0) {
-        tlm_err_set(err, "%s: cannot create a temporary file: %s", path,
+        tlm_fail(err, "%s: cannot create a temporary file: %s", path,
                     strerror(errno));
         goto out;
     }
@@ -221,18 +221,18 @@ int tlm_st_write(const char *path, const tlm_st_tensor *ts, int n,
         if (nb) ok = write_all(fd, ts[i].data, (size_t)nb) == 0;
     }
     if (!ok || fsync(fd) != 0) {
-        tlm_err_set(err, "%s: write failed: %s", tmp, strerror(errno));
+        tlm_fail(err, "%s: write failed: %s", tmp, strerror(errno));
         close(fd);
         unlink(tmp);
         goto out;
     }
     if (close(fd) != 0) {
-        tlm_err_set(err, "%s: close failed: %s", tmp, strerror(errno));
+        tlm_fail(err, "%s: close failed: %s", tmp, strerror(errno));
         unlink(tmp);
         goto out;
     }
     if (rename(tmp, path) != 0) {
-        tlm_err_set(err, "%s: cannot rename into place: %s", path,
+        tlm_fail(err, "%s: cannot rename into place: %s", path,
                     strerror(errno));
         unlink(tmp);
         goto out;
@@ -305,19 +305,19 @@ static int parse_entry(const char *name, const tlm_json *e,
                        const uint8_t *data_start, uint64_t dlen,
                        tlm_st_tensor *t, tlm_err *err) {
     if (e->type != TLM_JSON_OBJECT) {
-        tlm_err_set(err, "safetensors: entry '%s' is not an object", name);
+        tlm_fail(err, "safetensors: entry '%s' is not an object", name);
         return -1;
     }
     const tlm_json *dt = tlm_json_get(e, "dtype");
     const tlm_json *sh = tlm_json_get(e, "shape");
     const tlm_json *of = tlm_json_get(e, "data_offsets");
     if (!get_dtype(dt, &t->dtype)) {
-        tlm_err_set(err, "safetensors: tensor '%s': missing or unknown dtype",
+        tlm_fail(err, "safetensors: tensor '%s': missing or unknown dtype",
                     name);
         return -1;
     }
     if (!sh || sh->type != TLM_JSON_ARRAY || sh->len > TLM_ST_MAX_DIMS) {
-        tlm_err_set(err,
+        tlm_fail(err,
                     "safetensors: tensor '%s': shape must be an array of at "
                     "most %d dimensions",
                     name, TLM_ST_MAX_DIMS);
@@ -327,7 +327,7 @@ static int parse_entry(const char *name, const tlm_json *e,
     for (int d = 0; d < t->ndim; d++) {
         const tlm_json *x = &sh->items[d];
         if (x->type != TLM_JSON_NUMBER || !x->is_int || x->integer < 0) {
-            tlm_err_set(err,
+            tlm_fail(err,
                         "safetensors: tensor '%s': shape entries must be "
                         "non-negative integers",
                         name);
@@ -336,7 +336,7 @@ static int parse_entry(const char *name, const tlm_json *e,
         t->shape[d] = x->integer;
     }
     if (!of || of->type != TLM_JSON_ARRAY || of->len != 2) {
-        tlm_err_set(err,
+        tlm_fail(err,
                     "safetensors: tensor '%s': data_offsets must be [begin, "
                     "end]",
                     name);
@@ -345,7 +345,7 @@ static int parse_entry(const char *name, const tlm_json *e,
     for (int k = 0; k < 2; k++) {
         if (of->items[k].type != TLM_JSON_NUMBER || !of->items[k].is_int ||
             of->items[k].integer < 0) {
-            tlm_err_set(err,
+            tlm_fail(err,
                         "safetensors: tensor '%s': data_offsets must be "
                         "non-negative integers",
                         name);
@@ -355,7 +355,7 @@ static int parse_entry(const char *name, const tlm_json *e,
     uint64_t begin = (uint64_t)of->items[0].integer;
     uint64_t end = (uint64_t)of->items[1].integer;
     if (begin > end || end > dlen) {
-        tlm_err_set(err,
+        tlm_fail(err,
                     "safetensors: tensor '%s': data_offsets [%llu, %llu] "
                     "outside the data section (%llu bytes)",
                     name, (unsigned long long)begin, (unsigned long long)end,
@@ -365,7 +365,7 @@ static int parse_entry(const char *name, const tlm_json *e,
     uint64_t nb;
     if (!byte_size(t->shape, t->ndim, tlm_dtype_size(t->dtype), &nb) ||
         nb != end - begin) {
-        tlm_err_set(err,
+        tlm_fail(err,
                     "safetensors: tensor '%s': %llu bytes at data_offsets, "
                     "but dtype %s and its shape need a different size",
                     name, (unsigned long long)(end - begin),
@@ -383,13 +383,13 @@ static tlm_st_file *parse_owned(uint8_t *buf, size_t len, tlm_err *err) {
     tlm_st_file *f = calloc(1, sizeof *f);
     if (!f) {
         free(buf);
-        tlm_err_set(err, "out of memory");
+        tlm_fail(err, "out of memory");
         return NULL;
     }
     f->buf = buf;
     f->len = len;
     if (len < 8) {
-        tlm_err_set(err,
+        tlm_fail(err,
                     "safetensors: file too short (%zu bytes) for the 8-byte "
                     "header length",
                     len);
@@ -397,7 +397,7 @@ static tlm_st_file *parse_owned(uint8_t *buf, size_t len, tlm_err *err) {
     }
     uint64_t hlen = get_le64(buf);
     if (hlen > MAX_HEADER || hlen > len - 8) {
-        tlm_err_set(err,
+        tlm_fail(err,
                     "safetensors: header length %llu exceeds the file (%zu "
                     "bytes) or the 100 MB limit",
                     (unsigned long long)hlen, len);
@@ -406,11 +406,11 @@ static tlm_st_file *parse_owned(uint8_t *buf, size_t len, tlm_err *err) {
     tlm_err jerr;
     f->header = tlm_json_parse((const char *)buf + 8, (size_t)hlen, &jerr);
     if (!f->header) {
-        tlm_err_set(err, "safetensors: bad header: %s", jerr.msg);
+        tlm_fail(err, "safetensors: bad header: %s", jerr.msg);
         goto bad;
     }
     if (f->header->type != TLM_JSON_OBJECT) {
-        tlm_err_set(err, "safetensors: header is not a JSON object");
+        tlm_fail(err, "safetensors: header is not a JSON object");
         goto bad;
     }
     const uint8_t *data = buf + 8 + hlen;
@@ -418,7 +418,7 @@ static tlm_st_file *parse_owned(uint8_t *buf, size_t len, tlm_err *err) {
     size_t nk = f->header->len;
     f->tensors = calloc(nk ? nk : 1, sizeof *f->tensors);
     if (!f->tensors) {
-        tlm_err_set(err, "out of memory");
+        tlm_fail(err, "out of memory");
         goto bad;
     }
     bool seen_meta = false;
@@ -426,12 +426,12 @@ static tlm_st_file *parse_owned(uint8_t *buf, size_t len, tlm_err *err) {
         const char *key = f->header->keys[i];
         const tlm_json *val = &f->header->items[i];
         if (strlen(key) != f->header->key_lens[i]) {
-            tlm_err_set(err, "safetensors: a name contains a NUL character");
+            tlm_fail(err, "safetensors: a name contains a NUL character");
             goto bad;
         }
         if (strcmp(key, "__metadata__") == 0) {
             if (seen_meta || val->type != TLM_JSON_OBJECT) {
-                tlm_err_set(err,
+                tlm_fail(err,
                             "safetensors: __metadata__ must appear once, as "
                             "an object of strings");
                 goto bad;
@@ -439,7 +439,7 @@ static tlm_st_file *parse_owned(uint8_t *buf, size_t len, tlm_err *err) {
             seen_meta = true;
             f->meta = calloc(val->len ? val->len : 1, sizeof *f->meta);
             if (!f->meta) {
-                tlm_err_set(err, "out of memory");
+                tlm_fail(err, "out of memory");
                 goto bad;
             }
             for (size_t m = 0; m < val->len; m++) {
@@ -447,7 +447,7 @@ static tlm_st_file *parse_owned(uint8_t *buf, size_t len, tlm_err *err) {
                 if (mv->type != TLM_JSON_STRING ||
                     strlen(mv->str) != mv->len ||
                     strlen(val->keys[m]) != val->key_lens[m]) {
-                    tlm_err_set(err,
+                    tlm_fail(err,
                                 "safetensors: __metadata__ values must be "
                                 "strings (without NUL)");
                     goto bad;
@@ -457,7 +457,7 @@ static tlm_st_file *parse_owned(uint8_t *buf, size_t len, tlm_err *err) {
             continue;
         }
         if (key[0] == '\0') {
-            tlm_err_set(err, "safetensors: empty tensor name");
+            tlm_fail(err, "safetensors: empty tensor name");
             goto bad;
         }
         if (parse_entry(key, val, data, dlen, &f->tensors[f->n], err) != 0)
@@ -467,14 +467,14 @@ static tlm_st_file *parse_owned(uint8_t *buf, size_t len, tlm_err *err) {
     /* distinct names */
     const char **names = malloc((size_t)(f->n ? f->n : 1) * sizeof *names);
     if (!names) {
-        tlm_err_set(err, "out of memory");
+        tlm_fail(err, "out of memory");
         goto bad;
     }
     for (int i = 0; i < f->n; i++) names[i] = f->tensors[i].name;
     qsort(names, (size_t)f->n, sizeof *names, cmp_tensor_name);
     for (int i = 1; i < f->n; i++) {
         if (strcmp(names[i - 1], names[i]) == 0) {
-            tlm_err_set(err, "safetensors: duplicate tensor '%s'", names[i]);
+            tlm_fail(err, "safetensors: duplicate tensor '%s'", names[i]);
             free(names);
             goto bad;
         }
@@ -488,7 +488,7 @@ static tlm_st_file *parse_owned(uint8_t *buf, size_t len, tlm_err *err) {
         const tlm_st_tensor *t = &f->tensors[i];
         uint64_t begin = (uint64_t)((const uint8_t *)t->data - data);
         if (begin != at) {
-            tlm_err_set(err,
+            tlm_fail(err,
                         "safetensors: tensor '%s' starts at data offset %llu, "
                         "expected %llu (%s)",
                         t->name, (unsigned long long)begin,
@@ -500,7 +500,7 @@ static tlm_st_file *parse_owned(uint8_t *buf, size_t len, tlm_err *err) {
         at = begin + t->nbytes;
     }
     if (at != dlen) {
-        tlm_err_set(err,
+        tlm_fail(err,
                     "safetensors: the tensors cover %llu bytes but the data "
                     "section has %llu (truncated or trailing bytes)",
                     (unsigned long long)at, (unsigned long long)dlen);
@@ -515,7 +515,7 @@ bad:
 tlm_st_file *tlm_st_parse(const void *bytes, size_t len, tlm_err *err) {
     uint8_t *buf = malloc(len ? len : 1);
     if (!buf) {
-        tlm_err_set(err, "out of memory");
+        tlm_fail(err, "out of memory");
         return NULL;
     }
     if (len) memcpy(buf, bytes, len);
@@ -525,32 +525,32 @@ tlm_st_file *tlm_st_parse(const void *bytes, size_t len, tlm_err *err) {
 tlm_st_file *tlm_st_open(const char *path, tlm_err *err) {
     FILE *fp = fopen(path, "rb");
     if (!fp) {
-        tlm_err_set(err, "%s: cannot open: %s", path, strerror(errno));
+        tlm_fail(err, "%s: cannot open: %s", path, strerror(errno));
         return NULL;
     }
     struct stat st;
     if (fstat(fileno(fp), &st) != 0 || !S_ISREG(st.st_mode)) {
-        tlm_err_set(err, "%s: not a regular file", path);
+        tlm_fail(err, "%s: not a regular file", path);
         fclose(fp);
         return NULL;
     }
     size_t len = (size_t)st.st_size;
     uint8_t *buf = malloc(len ? len : 1);
     if (!buf) {
-        tlm_err_set(err, "%s: out of memory (%zu bytes)", path, len);
+        tlm_fail(err, "%s: out of memory (%zu bytes)", path, len);
         fclose(fp);
         return NULL;
     }
     size_t got = fread(buf, 1, len, fp);
     fclose(fp);
     if (got != len) {
-        tlm_err_set(err, "%s: short read (%zu of %zu bytes)", path, got, len);
+        tlm_fail(err, "%s: short read (%zu of %zu bytes)", path, got, len);
         free(buf);
         return NULL;
     }
     tlm_err perr;
     tlm_st_file *f = parse_owned(buf, len, &perr);
-    if (!f) tlm_err_set(err, "%s: %s", path, perr.msg);
+    if (!f) tlm_fail(err, "%s: %s", path, perr.msg);
     return f;
 }
 
@@ -584,11 +584,11 @@ int tlm_st_read(const tlm_st_file *f, const char *name, tlm_dtype dtype,
                 int ndim, const int64_t *shape, void *dst, tlm_err *err) {
     const tlm_st_tensor *t = tlm_st_find(f, name);
     if (!t) {
-        tlm_err_set(err, "tensor '%s' not found", name);
+        tlm_fail(err, "tensor '%s' not found", name);
         return -1;
     }
     if (t->dtype != dtype) {
-        tlm_err_set(err, "tensor '%s': dtype %s, expected %s", name,
+        tlm_fail(err, "tensor '%s': dtype %s, expected %s", name,
                     tlm_dtype_name(t->dtype), tlm_dtype_name(dtype));
         return -1;
     }
@@ -606,7 +606,7 @@ int tlm_st_read(const tlm_st_file *f, const char *name, tlm_dtype dtype,
             snprintf(want + l, sizeof want - l, "%s%lld", d ? "," : "",
                      (long long)shape[d]);
         }
-        tlm_err_set(err, "tensor '%s': shape [%s], expected [%s]", name, got,
+        tlm_fail(err, "tensor '%s': shape [%s], expected [%s]", name, got,
                     want);
         return -1;
     }

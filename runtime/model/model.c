@@ -24,7 +24,7 @@ static void *alloc_aligned(size_t bytes) {
 /* Titans: the checkpoint buffer must hold what the memory saves at these
  * sizes (the compiler sized it for any B and T), and the backward's
  * per-thread scratch is allocated here, so no op fails later. */
-static bool titans_memory(tlm_model *m, char *err, size_t n) {
+static bool titans_memory(tlm_model *m, tlm_err *err) {
     const tlm_abi_config *c = m->so->config;
     size_t need = tlm_titans_saved_floats((int)m->B, (int)m->T, (int)c->heads, (int)c->head_dim, (int)c->chunk);
     for (uint32_t i = 0; i < m->so->header->nops; i++) {
@@ -32,25 +32,25 @@ static bool titans_memory(tlm_model *m, char *err, size_t n) {
         if (op->kind != TLM_OP_TITANS) continue;
         int64_t have = tlm_buffer_bytes(&m->so->buffers[op->titans.out_saved], m->B, m->T) / 4;
         if (have < 0 || (size_t)have < need)
-            return tlm_fail(err, n, "the model's memory checkpoint buffer holds %lld floats, the memory needs %zu "
+            return tlm_fail(err, "the model's memory checkpoint buffer holds %lld floats, the memory needs %zu "
                             "(recompile the model with this tlmc)", (long long)have, need);
     }
     if (!m->training) return true;
     size_t floats = tlm_titans_scratch_floats((int)c->head_dim, (int)c->chunk) * (size_t)(m->threads < 1 ? 1 : m->threads);
     m->titans_scratch = alloc_aligned(floats * sizeof(float));
     if (!m->titans_scratch)
-        return tlm_fail(err, n, "out of memory: the memory's backward needs %.0f MiB of scratch",
+        return tlm_fail(err, "out of memory: the memory's backward needs %.0f MiB of scratch",
                         (double)floats * 4 / 1048576.0);
     return true;
 }
 
 bool tlm_model_create(tlm_model *m, const tlm_so *so, int64_t B, int64_t T, bool training,
-                      char *err, size_t n) {
+                      tlm_err *err) {
     memset(m, 0, sizeof *m);
     const tlm_blob_header *h = so->header;
     const tlm_abi_config *am = so->config;
-    if (B < 1 || T < 1) return tlm_fail(err, n, "batch and sequence length must be positive");
-    if (T > am->context) return tlm_fail(err, n, "sequence length %lld is longer than the model's context %lld",
+    if (B < 1 || T < 1) return tlm_fail(err, "batch and sequence length must be positive");
+    if (T > am->context) return tlm_fail(err, "sequence length %lld is longer than the model's context %lld",
                                      (long long)T, (long long)am->context);
     m->so = so;
     m->B = B;
@@ -61,7 +61,7 @@ bool tlm_model_create(tlm_model *m, const tlm_so *so, int64_t B, int64_t T, bool
     if (!training) m->nops = m->nforward;
     m->param_floats = am->param_floats;
     m->offsets = calloc(h->nbuffers + 1, sizeof *m->offsets);
-    if (!m->offsets) return tlm_fail(err, n, "out of memory");
+    if (!m->offsets) return tlm_fail(err, "out of memory");
     /* The stored plan when the sizes match it, else the same planner now. */
     int kind = training ? TLM_PLAN_TRAIN : TLM_PLAN_INFER;
     const tlm_abi_plan *stored = &so->plans[kind];
@@ -73,7 +73,7 @@ bool tlm_model_create(tlm_model *m, const tlm_so *so, int64_t B, int64_t T, bool
                                         NULL, NULL);
         if (m->arena_bytes < 0) {
             tlm_model_destroy(m);
-            return tlm_fail(err, n, "the activations for batch %lld × %lld tokens do not fit in memory",
+            return tlm_fail(err, "the activations for batch %lld × %lld tokens do not fit in memory",
                         (long long)B, (long long)T);
         }
     }
@@ -90,25 +90,12 @@ bool tlm_model_create(tlm_model *m, const tlm_so *so, int64_t B, int64_t T, bool
         !m->targets) {
         double mib = (double)(param_bytes * (training ? 2 : 1) + (size_t)m->arena_bytes) / 1048576.0;
         tlm_model_destroy(m);
-        return tlm_fail(err, n, "out of memory: the model needs %.0f MiB for batch %lld × %lld tokens", mib,
+        return tlm_fail(err, "out of memory: the model needs %.0f MiB for batch %lld × %lld tokens", mib,
                     (long long)B, (long long)T);
-    }
-    /* Ops that read several parameters as one matrix need them adjacent. */
-    for (uint32_t i = 0; i < h->nops; i++) {
-        const tlm_abi_op *op = &so->ops[i];
-        for (int j = 1; j < 4 && op->param[j] >= 0; j++) {
-            const tlm_abi_param *a = &so->params[op->param[j - 1]], *b = &so->params[op->param[j]];
-            if ((op->kind == TLM_OP_QKV || op->kind == TLM_OP_QKV_BACKWARD || op->kind == TLM_OP_LINEAR ||
-                 op->kind == TLM_OP_LINEAR_DW || op->kind == TLM_OP_LINEAR_DX) &&
-                (b->offset != a->offset + a->count || a->shape[1] != b->shape[1])) {
-                tlm_model_destroy(m);
-                return tlm_fail(err, n, "the model's op %u reads parameters that are not one matrix", i);
-            }
-        }
     }
     tlm_rope_init(m->rope_cos, m->rope_sin, (int)T, (int)am->head_dim, am->rope_base);
     m->threads = tlm_get_num_threads();
-    if (am->mixer == TLM_MIXER_TITANS && !titans_memory(m, err, n)) {
+    if (am->mixer == TLM_MIXER_TITANS && !titans_memory(m, err)) {
         tlm_model_destroy(m);
         return false;
     }

@@ -98,7 +98,7 @@ static char *model_config(const tlm_so *so) {
 }
 
 bool tlm_ckpt_save(const char *path, const tlm_trainer *t, const tlm_run_state *st, const tlm_st_meta *extra,
-                   int nextra, char *err, size_t errlen) {
+                   int nextra, tlm_err *err) {
     const tlm_model *m = t->model;
     const tlm_so *so = m->so;
     int np = (int)so->header->nparams;
@@ -115,7 +115,7 @@ bool tlm_ckpt_save(const char *path, const tlm_trainer *t, const tlm_run_state *
     tlm_st_meta own[NMETA_OWN];
     bool ok = false;
     if (!ts || !names || !meta) {
-        tlm_fail(err, errlen, "out of memory writing the checkpoint");
+        tlm_fail(err, "out of memory writing the checkpoint");
         goto out;
     }
 
@@ -133,7 +133,7 @@ bool tlm_ckpt_save(const char *path, const tlm_trainer *t, const tlm_run_state *
             size_t len = strlen(base.name) + 32;
             char *name = names[i * nstate + s] = malloc(len);
             if (!name) {
-                tlm_fail(err, errlen, "out of memory writing the checkpoint");
+                tlm_fail(err, "out of memory writing the checkpoint");
                 goto out;
             }
             snprintf(name, len, "optimizer.%s.%s", kind, base.name);
@@ -151,7 +151,7 @@ bool tlm_ckpt_save(const char *path, const tlm_trainer *t, const tlm_run_state *
         size_t len = strlen(pname) + 32;
         char *name = names[np * nstate + i] = malloc(len);
         if (!name) {
-            tlm_fail(err, errlen, "out of memory writing the checkpoint");
+            tlm_fail(err, "out of memory writing the checkpoint");
             goto out;
         }
         snprintf(name, len, "optimizer.grad_sum.%s", pname);
@@ -167,7 +167,7 @@ bool tlm_ckpt_save(const char *path, const tlm_trainer *t, const tlm_run_state *
 
     config = model_config(so);
     if (!config) {
-        tlm_fail(err, errlen, "out of memory writing the checkpoint");
+        tlm_fail(err, "out of memory writing the checkpoint");
         goto out;
     }
     char abi[16], fp[24], sstep[24], stokens[24], elapsed[32], sum[24];
@@ -192,7 +192,7 @@ bool tlm_ckpt_save(const char *path, const tlm_trainer *t, const tlm_run_state *
     uint64_t h = TLM_FNV_OFFSET;
     for (int i = 0; i < ntensors; i++) h = hash_tensor(h, &ts[i]);
     if (!hash_meta(&h, meta, nm + nextra)) {
-        tlm_fail(err, errlen, "out of memory writing the checkpoint");
+        tlm_fail(err, "out of memory writing the checkpoint");
         goto out;
     }
     snprintf(sum, sizeof sum, "%016" PRIx64, h);
@@ -202,14 +202,14 @@ bool tlm_ckpt_save(const char *path, const tlm_trainer *t, const tlm_run_state *
     /* tlm_st_write takes the entries by value, in one array. */
     tlm_st_meta *flat = malloc((size_t)(nm + nextra) * sizeof *flat);
     if (!flat) {
-        tlm_fail(err, errlen, "out of memory writing the checkpoint");
+        tlm_fail(err, "out of memory writing the checkpoint");
         goto out;
     }
     for (int i = 0; i < nm; i++) flat[i] = own[i];
     for (int i = 0; i < nextra; i++) flat[nm + i] = extra[i];
     tlm_err e;
     ok = tlm_st_write(path, ts, ntensors, flat, nm + nextra, &e) == 0;
-    if (!ok) tlm_fail(err, errlen, "%s", e.msg);
+    if (!ok) tlm_fail(err, "%s", e.msg);
     free(flat);
 out:
     if (names)
@@ -223,28 +223,27 @@ out:
 
 /* ---- reading ---- */
 
-static bool verify_checksum(const tlm_st_file *f, const char *path, char *err, size_t errlen) {
+static bool verify_checksum(const tlm_st_file *f, const char *path, tlm_err *err) {
     const char *want = tlm_st_meta_get(f, "checksum");
-    if (!want) return tlm_fail(err, errlen, "%s: no checksum in the metadata (not written by tlm-run?)", path);
+    if (!want) return tlm_fail(err, "%s: no checksum in the metadata (not written by tlm-run?)", path);
     uint64_t h = TLM_FNV_OFFSET;
     for (int i = 0; i < tlm_st_count(f); i++) h = hash_tensor(h, tlm_st_at(f, i));
     int nm = tlm_st_meta_count(f);
     const tlm_st_meta **meta = malloc((size_t)(nm > 0 ? nm : 1) * sizeof *meta);
-    if (!meta) return tlm_fail(err, errlen, "%s: out of memory", path);
+    if (!meta) return tlm_fail(err, "%s: out of memory", path);
     for (int i = 0; i < nm; i++) meta[i] = tlm_st_meta_at(f, i);
     bool ok = hash_meta(&h, meta, nm);
     free(meta);
-    if (!ok) return tlm_fail(err, errlen, "%s: out of memory", path);
+    if (!ok) return tlm_fail(err, "%s: out of memory", path);
     char got[24];
     snprintf(got, sizeof got, "%016" PRIx64, h);
     if (strcmp(got, want) != 0)
-        return tlm_fail(err, errlen, "%s: checksum mismatch: the file is damaged (or was edited)", path);
+        return tlm_fail(err, "%s: checksum mismatch: the file is damaged (or was edited)", path);
     return true;
 }
 
 /* The first parameter whose tensor is missing or has another shape. */
-static bool describe_difference(const tlm_st_file *f, const tlm_so *so, const char *path, char *err,
-                                size_t errlen) {
+static bool describe_difference(const tlm_st_file *f, const tlm_so *so, const char *path, tlm_err *err) {
     const char *model = tlm_so_str(so, so->config->name);
     for (uint32_t i = 0; i < so->header->nparams; i++) {
         const tlm_abi_param *p = &so->params[i];
@@ -253,16 +252,16 @@ static bool describe_difference(const tlm_st_file *f, const tlm_so *so, const ch
         char here[96], there[96];
         shape_text(here, sizeof here, (int)p->ndim, p->shape);
         if (!t)
-            return tlm_fail(err, errlen, "%s: written for a different `%s`: it has no %s (was the model recompiled?)",
+            return tlm_fail(err, "%s: written for a different `%s`: it has no %s (was the model recompiled?)",
                         path, model, name);
         shape_text(there, sizeof there, t->ndim, t->shape);
         if (t->dtype != TLM_F32 || strcmp(here, there) != 0)
-            return tlm_fail(err, errlen,
+            return tlm_fail(err,
                         "%s: written for a different `%s`: %s is %s %s there, F32 %s here (was the model "
                         "recompiled?)",
                         path, model, name, tlm_dtype_name(t->dtype), there, here);
     }
-    return tlm_fail(err, errlen, "%s: written for a different `%s` (its parameter table differs)", path, model);
+    return tlm_fail(err, "%s: written for a different `%s` (its parameter table differs)", path, model);
 }
 
 /* Every parameter present as F32 with its shape: the fingerprint says so for
@@ -278,11 +277,11 @@ static bool params_match(const tlm_st_file *f, const tlm_so *so) {
     return true;
 }
 
-tlm_st_file *tlm_ckpt_open(const char *path, const tlm_so *so, char *err, size_t errlen) {
+tlm_st_file *tlm_ckpt_open(const char *path, const tlm_so *so, tlm_err *err) {
     tlm_err e;
     tlm_st_file *f = tlm_st_open(path, &e);
     if (!f) {
-        tlm_fail(err, errlen, "%s", e.msg);
+        tlm_fail(err, "%s", e.msg);
         return NULL;
     }
     const char *format = tlm_st_meta_get(f, "format");
@@ -295,17 +294,17 @@ tlm_st_file *tlm_ckpt_open(const char *path, const tlm_so *so, char *err, size_t
     snprintf(want_fp, sizeof want_fp, "%016" PRIx64, tlm_param_fingerprint(so));
     bool ok = false;
     if (!format || strcmp(format, TLM_CKPT_FORMAT) != 0)
-        tlm_fail(err, errlen, "%s: not a tlm checkpoint (format `%s`, expected `%s`)", path, format ? format : "none",
+        tlm_fail(err, "%s: not a tlm checkpoint (format `%s`, expected `%s`)", path, format ? format : "none",
              TLM_CKPT_FORMAT);
-    else if (!verify_checksum(f, path, err, errlen))
+    else if (!verify_checksum(f, path, err))
         ;
     else if (!model || strcmp(model, name) != 0)
-        tlm_fail(err, errlen, "%s: a checkpoint of model `%s`, not `%s`", path, model ? model : "?", name);
+        tlm_fail(err, "%s: a checkpoint of model `%s`, not `%s`", path, model ? model : "?", name);
     else if (!abi || strcmp(abi, want_abi) != 0)
-        tlm_fail(err, errlen, "%s: written with ABI version %s, the model has version %s", path, abi ? abi : "?",
+        tlm_fail(err, "%s: written with ABI version %s, the model has version %s", path, abi ? abi : "?",
              want_abi);
     else if (!fp || strcmp(fp, want_fp) != 0 || !params_match(f, so))
-        describe_difference(f, so, path, err, errlen);
+        describe_difference(f, so, path, err);
     else
         ok = true;
     if (!ok) {
@@ -315,26 +314,26 @@ tlm_st_file *tlm_ckpt_open(const char *path, const tlm_so *so, char *err, size_t
     return f;
 }
 
-bool tlm_ckpt_load_params(const tlm_st_file *f, tlm_model *m, char *err, size_t errlen) {
+bool tlm_ckpt_load_params(const tlm_st_file *f, tlm_model *m, tlm_err *err) {
     const tlm_so *so = m->so;
     for (uint32_t i = 0; i < so->header->nparams; i++) {
         const tlm_abi_param *p = &so->params[i];
         tlm_err e;
         if (tlm_st_read(f, tlm_so_str(so, p->name), TLM_F32, (int)p->ndim, p->shape, m->params + p->offset,
                         &e) != 0)
-            return tlm_fail(err, errlen, "checkpoint: %s", e.msg);
+            return tlm_fail(err, "checkpoint: %s", e.msg);
     }
     return true;
 }
 
-static bool read_i64(const tlm_st_file *f, const char *name, int64_t n, int64_t *dst, char *err, size_t errlen) {
+static bool read_i64(const tlm_st_file *f, const char *name, int64_t n, int64_t *dst, tlm_err *err) {
     tlm_err e;
     int64_t shape[1] = {n};
-    if (tlm_st_read(f, name, TLM_I64, 1, shape, dst, &e) != 0) return tlm_fail(err, errlen, "checkpoint: %s", e.msg);
+    if (tlm_st_read(f, name, TLM_I64, 1, shape, dst, &e) != 0) return tlm_fail(err, "checkpoint: %s", e.msg);
     return true;
 }
 
-bool tlm_ckpt_load_trainer(const tlm_st_file *f, tlm_trainer *t, tlm_run_state *st, char *err, size_t errlen) {
+bool tlm_ckpt_load_trainer(const tlm_st_file *f, tlm_trainer *t, tlm_run_state *st, tlm_err *err) {
     const tlm_so *so = t->model->so;
     bool adamw = t->settings.optimizer == TLM_OPT_ADAMW;
     for (uint32_t i = 0; i < so->header->nparams; i++) {
@@ -347,9 +346,9 @@ bool tlm_ckpt_load_trainer(const tlm_st_file *f, tlm_trainer *t, tlm_run_state *
             snprintf(name, sizeof name, "optimizer.%s.%s", kind, pname);
             tlm_err e;
             if (!tlm_st_find(f, name))
-                return tlm_fail(err, errlen, "checkpoint: no %s (was it written with another optimizer?)", name);
+                return tlm_fail(err, "checkpoint: no %s (was it written with another optimizer?)", name);
             if (tlm_st_read(f, name, TLM_F32, (int)p->ndim, p->shape, state, &e) != 0)
-                return tlm_fail(err, errlen, "checkpoint: %s", e.msg);
+                return tlm_fail(err, "checkpoint: %s", e.msg);
         }
     }
     for (int i = 0; t->grad_sum && i < t->nslow; i++) {
@@ -358,14 +357,14 @@ bool tlm_ckpt_load_trainer(const tlm_st_file *f, tlm_trainer *t, tlm_run_state *
         snprintf(name, sizeof name, "optimizer.grad_sum.%s", tlm_so_str(so, p->name));
         tlm_err e;
         if (tlm_st_read(f, name, TLM_F32, (int)p->ndim, p->shape, t->grad_sum + p->offset, &e) != 0)
-            return tlm_fail(err, errlen, "checkpoint: %s", e.msg);
+            return tlm_fail(err, "checkpoint: %s", e.msg);
     }
     int64_t step, tokens, rng[4];
-    if (!read_i64(f, "train.step", 1, &step, err, errlen) ||
-        !read_i64(f, "train.tokens_seen", 1, &tokens, err, errlen) ||
-        !read_i64(f, "train.data_rng", 4, rng, err, errlen))
+    if (!read_i64(f, "train.step", 1, &step, err) ||
+        !read_i64(f, "train.tokens_seen", 1, &tokens, err) ||
+        !read_i64(f, "train.data_rng", 4, rng, err))
         return false;
-    if (step < 0 || tokens < 0) return tlm_fail(err, errlen, "checkpoint: negative step or token count");
+    if (step < 0 || tokens < 0) return tlm_fail(err, "checkpoint: negative step or token count");
     st->step = step;
     st->tokens_seen = tokens;
     tlm_rng_load(&st->data_rng, rng);

@@ -54,18 +54,18 @@ uint64_t tlm_param_fingerprint(const tlm_so *so);
  * state and extra metadata to path, atomically (the old file stays valid
  * until the new one is renamed over it). */
 bool tlm_ckpt_save(const char *path, const tlm_trainer *t, const tlm_run_state *st, const tlm_st_meta *extra,
-                   int nextra, char *err, size_t errlen);
+                   int nextra, tlm_err *err);
 
 /* Opens a checkpoint and checks it belongs to this model: the format, the
  * checksum, the model's name, the ABI version, and every parameter's name
  * and shape. NULL with a one-line reason otherwise. */
-tlm_st_file *tlm_ckpt_open(const char *path, const tlm_so *so, char *err, size_t errlen);
+tlm_st_file *tlm_ckpt_open(const char *path, const tlm_so *so, tlm_err *err);
 
 /* Copies the parameters into the model (which must be of the same so). */
-bool tlm_ckpt_load_params(const tlm_st_file *f, tlm_model *m, char *err, size_t errlen);
+bool tlm_ckpt_load_params(const tlm_st_file *f, tlm_model *m, tlm_err *err);
 
 /* Copies the optimizer state into the trainer (its optimizer decides which
  * tensors are needed) and reads the run state; also sets t->step. */
-bool tlm_ckpt_load_trainer(const tlm_st_file *f, tlm_trainer *t, tlm_run_state *st, char *err, size_t errlen);
+bool tlm_ckpt_load_trainer(const tlm_st_file *f, tlm_trainer *t, tlm_run_state *st, tlm_err *err);
 
 #endif

@@ -3,20 +3,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static bool alloc_batch(int64_t B, int64_t T, int32_t **x, int32_t **y, char *err, size_t errlen) {
+static bool alloc_batch(int64_t B, int64_t T, int32_t **x, int32_t **y, tlm_err *err) {
     *x = malloc((size_t)(B * T) * sizeof **x);
     *y = malloc((size_t)(B * T) * sizeof **y);
     if (*x && *y) return true;
     free(*x);
     free(*y);
-    snprintf(err, errlen, "out of memory for an evaluation batch");
+    tlm_fail(err, "out of memory for an evaluation batch");
     return false;
 }
 
 bool tlm_eval_sampled(tlm_model *m, const tlm_dataset *ds, int64_t B, int64_t T, int64_t nbatches,
-                      uint64_t seed, tlm_eval_result *out, char *err, size_t errlen) {
+                      uint64_t seed, tlm_eval_result *out, tlm_err *err) {
     int32_t *x, *y;
-    if (!alloc_batch(B, T, &x, &y, err, errlen)) return false;
+    if (!alloc_batch(B, T, &x, &y, err)) return false;
     tlm_rng rng;
     tlm_rng_seed(&rng, seed);
     double sum = 0;
@@ -24,7 +24,7 @@ bool tlm_eval_sampled(tlm_model *m, const tlm_dataset *ds, int64_t B, int64_t T,
     for (int64_t i = 0; i < nbatches && ok; i++) {
         tlm_err e;
         if (tlm_data_sample_batch(ds, &rng, (int)B, (int)T, x, y, &e) != 0) {
-            snprintf(err, errlen, "%s", e.msg);
+            tlm_fail(err, "%s", e.msg);
             ok = false;
             break;
         }
@@ -37,15 +37,15 @@ bool tlm_eval_sampled(tlm_model *m, const tlm_dataset *ds, int64_t B, int64_t T,
 }
 
 bool tlm_eval_windows(tlm_model *m, const tlm_dataset *ds, int64_t B, int64_t T, int64_t max_tokens,
-                      tlm_eval_result *out, char *err, size_t errlen) {
+                      tlm_eval_result *out, tlm_err *err) {
     int64_t nwin = (int64_t)tlm_data_num_windows(ds, (int)T);
     if (max_tokens > 0 && max_tokens / T < nwin) nwin = max_tokens / T > 0 ? max_tokens / T : 1;
     if (nwin < 1) {
-        snprintf(err, errlen, "the text is shorter than one window of %lld tokens", (long long)T + 1);
+        tlm_fail(err, "the text is shorter than one window of %lld tokens", (long long)T + 1);
         return false;
     }
     int32_t *x, *y;
-    if (!alloc_batch(B, T, &x, &y, err, errlen)) return false;
+    if (!alloc_batch(B, T, &x, &y, err)) return false;
     /* Every window has T tokens, so weighting a batch's mean by its rows
      * gives the mean over all tokens. */
     double sum = 0;
@@ -55,7 +55,7 @@ bool tlm_eval_windows(tlm_model *m, const tlm_dataset *ds, int64_t B, int64_t T,
         for (int64_t r = 0; r < rows && ok; r++) {
             tlm_err e;
             if (tlm_data_window(ds, (size_t)(w + r), (int)T, x + r * T, y + r * T, &e) != 0) {
-                snprintf(err, errlen, "%s", e.msg);
+                tlm_fail(err, "%s", e.msg);
                 ok = false;
             }
         }

@@ -6,22 +6,22 @@
 #include <string.h>
 
 bool tlm_trainer_create(tlm_trainer *t, tlm_model *model, const tlm_abi_train *s, bool decay_embeddings,
-                        char *err, size_t errlen) {
+                        tlm_err *err) {
     memset(t, 0, sizeof *t);
     t->model = model;
     t->settings = *s;
     t->decay_embeddings = decay_embeddings;
     if (!model->grads) {
-        snprintf(err, errlen, "the model was not created for training");
+        tlm_fail(err, "the model was not created for training");
         return false;
     }
     if (s->context < 1 || s->context > model->T) {
-        snprintf(err, errlen, "training context %lld does not fit the model's arena (%lld tokens)",
+        tlm_fail(err, "training context %lld does not fit the model's arena (%lld tokens)",
                  (long long)s->context, (long long)model->T);
         return false;
     }
     if (s->accumulate < 1 || s->batch % s->accumulate != 0 || s->batch / s->accumulate > model->B) {
-        snprintf(err, errlen, "batch %lld in %lld micro-batches does not fit the model's arena (%lld sequences)",
+        tlm_fail(err, "batch %lld in %lld micro-batches does not fit the model's arena (%lld sequences)",
                  (long long)s->batch, (long long)s->accumulate, (long long)model->B);
         return false;
     }
@@ -32,7 +32,7 @@ bool tlm_trainer_create(tlm_trainer *t, tlm_model *model, const tlm_abi_train *s
     t->spans = calloc(so->header->nparams + 1, sizeof *t->spans);
     if (!t->m || (s->optimizer == TLM_OPT_ADAMW && !t->v) || !t->spans) {
         tlm_trainer_destroy(t);
-        snprintf(err, errlen, "out of memory for the optimizer state");
+        tlm_fail(err, "out of memory for the optimizer state");
         return false;
     }
     /* The decay mask: the parameter table says which tensors decay (not
@@ -40,7 +40,7 @@ bool tlm_trainer_create(tlm_trainer *t, tlm_model *model, const tlm_abi_train *s
     t->slow = calloc(so->header->nparams + 1, sizeof *t->slow);
     if (!t->slow) {
         tlm_trainer_destroy(t);
-        snprintf(err, errlen, "out of memory for the optimizer state");
+        tlm_fail(err, "out of memory for the optimizer state");
         return false;
     }
     for (uint32_t i = 0; i < so->header->nparams; i++) {
@@ -54,7 +54,7 @@ bool tlm_trainer_create(tlm_trainer *t, tlm_model *model, const tlm_abi_train *s
     }
     if (t->nslow && !(t->grad_sum = calloc(n, sizeof *t->grad_sum))) {
         tlm_trainer_destroy(t);
-        snprintf(err, errlen, "out of memory for the optimizer state");
+        tlm_fail(err, "out of memory for the optimizer state");
         return false;
     }
     t->adamw = (tlm_adamw){(float)s->beta1, (float)s->beta2, (float)s->eps, (float)s->weight_decay};

@@ -354,9 +354,9 @@ static void check_model(const char *path) {
         failures++;
         return;
     }
-    char err[512] = "";
-    bool ok = tlm_blob_validate(original.bytes, original.size, err, sizeof err);
-    CHECK(ok, "%s: the blob as written is refused: %s", path, err);
+    tlm_err err = {""};
+    bool ok = tlm_blob_validate(original.bytes, original.size, &err);
+    CHECK(ok, "%s: the blob as written is refused: %s", path, err.msg);
     if (!ok) {
         free(original.bytes);
         return;
@@ -370,27 +370,27 @@ static void check_model(const char *path) {
     memcpy(b.bytes, original.bytes, b.size);
     locate(&b);
     b.ops[0].flags ^= 1;
-    CHECK(!tlm_blob_validate(b.bytes, b.size, err, sizeof err) && strstr(err, "checksum"),
-          "%s: an op changed without fixing the checksum: `%s`", path, err);
+    CHECK(!tlm_blob_validate(b.bytes, b.size, &err) && strstr(err.msg, "checksum"),
+          "%s: an op changed without fixing the checksum: `%s`", path, err.msg);
     /* Fixing the checksum of an untouched copy changes nothing. */
     memcpy(b.bytes, original.bytes, b.size);
     locate(&b);
     fix_checksum(&b);
-    CHECK(tlm_blob_validate(b.bytes, b.size, err, sizeof err), "%s: refixed checksum refused: %s", path, err);
+    CHECK(tlm_blob_validate(b.bytes, b.size, &err), "%s: refixed checksum refused: %s", path, err.msg);
 
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         memcpy(b.bytes, original.bytes, b.size);
         locate(&b);
         if (!cases[c].apply(&b)) continue;
         fix_checksum(&b);
-        err[0] = '\0';
-        bool refused = !tlm_blob_validate(b.bytes, b.size, err, sizeof err);
+        err.msg[0] = '\0';
+        bool refused = !tlm_blob_validate(b.bytes, b.size, &err);
         CHECK(refused, "%s: %s: damaged blob accepted", path, cases[c].what);
-        CHECK(!refused || strstr(err, cases[c].message), "%s: %s: message `%s` lacks `%s`", path, cases[c].what,
-              err, cases[c].message);
-        if (refused && strstr(err, cases[c].message)) {
+        CHECK(!refused || strstr(err.msg, cases[c].message), "%s: %s: message `%s` lacks `%s`", path, cases[c].what,
+              err.msg, cases[c].message);
+        if (refused && strstr(err.msg, cases[c].message)) {
             cases[c].refused++;
-            printf("ok: %s: %s: %s\n", path, cases[c].what, err);
+            printf("ok: %s: %s: %s\n", path, cases[c].what, err.msg);
         }
     }
     free(b.bytes);

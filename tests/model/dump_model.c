@@ -265,10 +265,10 @@ int main(int argc, char **argv) {
     tlm_model m;
     create_model(&m, &so, micro, T, true);
     tlm_trainer tr;
-    char err[512];
+    tlm_err err = {""};
     test_params(&m, &o);
-    if (!tlm_trainer_create(&tr, &m, &s, false, err, sizeof err)) {
-        fprintf(stderr, "dump_model: %s\n", err);
+    if (!tlm_trainer_create(&tr, &m, &s, false, &err)) {
+        fprintf(stderr, "dump_model: %s\n", err.msg);
         return 1;
     }
     tlm_rng data;

@@ -25,17 +25,17 @@ static inline void *xcalloc(size_t n, size_t size) {
 
 /* Opens path or exits with the reason. */
 static inline void open_so(const char *path, tlm_so *so) {
-    char err[512];
-    if (!tlm_so_open(path, so, err, sizeof err)) {
-        fprintf(stderr, "cannot open %s: %s\n", path, err);
+    tlm_err err = {""};
+    if (!tlm_so_open(path, so, &err)) {
+        fprintf(stderr, "cannot open %s: %s\n", path, err.msg);
         exit(2);
     }
 }
 
 static inline void create_model(tlm_model *m, const tlm_so *so, int64_t B, int64_t T, bool training) {
-    char err[512];
-    if (!tlm_model_create(m, so, B, T, training, err, sizeof err)) {
-        fprintf(stderr, "cannot create the model (B %lld, T %lld): %s\n", (long long)B, (long long)T, err);
+    tlm_err err = {""};
+    if (!tlm_model_create(m, so, B, T, training, &err)) {
+        fprintf(stderr, "cannot create the model (B %lld, T %lld): %s\n", (long long)B, (long long)T, err.msg);
         exit(2);
     }
 }
