@@ -5,7 +5,7 @@
 void tlm_kernel_symbol(const tlm_kernel_spec *s, const char *entry, char *buf,
                        size_t len) {
   snprintf(buf, len, "tlm_mlp_%s_d%d_w%d_%s",
-           s->kind == TLM_MLP_SWIGLU ? "swiglu" : "gelu", s->d_model, s->width,
+           tlm_enum_name(&tlm_mlp_enum, s->kind), s->d_model, s->width,
            entry);
 }
 
@@ -14,7 +14,7 @@ void tlm_kernel_symbol(const tlm_kernel_spec *s, const char *entry, char *buf,
 #define MAX_DIM (1 << 16)
 
 bool tlm_kernel_spec_valid(const tlm_kernel_spec *s, char *msg, size_t len) {
-  if (s->kind != TLM_MLP_SWIGLU && s->kind != TLM_MLP_GELU) {
+  if ((unsigned)s->kind >= TLM_MLP_COUNT) {
     snprintf(msg, len, "unknown MLP kind %d", (int)s->kind);
     return false;
   }

@@ -6,8 +6,12 @@
 
 const char *const keywords[] = {"model", "param", "schedule", "train", "use", NULL};
 static const char *const bools[] = {"false", "true", NULL};
-const char *const symbol_values[] = {"elementwise", "false", "headwise", "none", "true", NULL};
-const char *const value_functions[] = {"adamw", "constant", "cosine", "linear", "sgd", "uniform", NULL};
+/* Values and value functions come from the enum tables (abi/tlm_enums.h):
+ * a gate kind is a value, an optimizer or LR schedule a function. */
+#define ENUM_NAME_(E, name, title, help) #name,
+const char *const symbol_values[] = {TLM_GATES(ENUM_NAME_) "false", "none", "true", NULL};
+const char *const value_functions[] = {TLM_OPTIMIZERS(ENUM_NAME_) TLM_LR_SCHEDULES(ENUM_NAME_) "uniform", NULL};
+#undef ENUM_NAME_
 const char *const builtin_names[] = {"abs", "ceil", "clamp", "cos", "exp", "floor", "log", "max",
                                      "mean", "min", "pow", "round", "sigmoid", "sin", "sqrt",
                                      "tanh", NULL};

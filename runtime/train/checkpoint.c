@@ -73,7 +73,6 @@ static bool hash_meta(uint64_t *h, const tlm_st_meta *const *meta, int n) {
 /* The architecture as JSON, so that a PyTorch user can build the module the
  * state dict belongs to (as a Hugging Face config.json would). */
 static char *model_config(const tlm_so *so) {
-    static const char *const mixers[] = {"attention", "gated_attention", "titans", "hope_attention"};
     const tlm_abi_config *m = so->config;
     tlm_strbuf sb = {0};
     tlm_sb_printf(&sb,
@@ -81,13 +80,13 @@ static char *model_config(const tlm_so *so) {
                   ",\"heads\":%" PRId64 ",\"head_dim\":%" PRId64 ",\"mixer\":\"%s\",\"mlp\":\"%s\","
                   "\"tie_embeddings\":%s,\"norm_eps\":%.17g,\"rope_base\":%.17g,\"widths\":[",
                   m->vocab, m->context, m->d_model, m->layers, m->heads, m->head_dim,
-                  m->mixer < 4 ? mixers[m->mixer] : "?", m->mlp == TLM_MLP_SWIGLU ? "swiglu" : "gelu",
+                  tlm_enum_name(&tlm_mixer_enum, m->mixer), tlm_enum_name(&tlm_mlp_enum, m->mlp),
                   m->tie_embeddings ? "true" : "false", m->norm_eps, m->rope_base);
     for (uint32_t l = 0; l < so->header->nlayers; l++)
         tlm_sb_printf(&sb, "%s%" PRId64, l ? "," : "", so->layers[l].width);
     /* the mixers' own settings, spelled as tests/reference/tapered_llama.py reads them */
     tlm_sb_printf(&sb, "],\"gate\":\"%s\",\"chunk\":%" PRId64 ",\"inner_lr\":%.17g,\"cms\":[",
-                  m->gate ? "headwise" : "elementwise", m->chunk, m->inner_lr);
+                  tlm_enum_name(&tlm_gate_enum, m->gate), m->chunk, m->inner_lr);
     for (uint32_t i = 0; i < m->ncms && i < 8; i++) tlm_sb_printf(&sb, "%s%" PRId64, i ? "," : "", m->cms[i]);
     tlm_sb_puts(&sb, "]}");
     if (sb.oom) {
@@ -184,7 +183,7 @@ bool tlm_ckpt_save(const char *path, const tlm_trainer *t, const tlm_run_state *
     own[nm++] = (tlm_st_meta){"step", sstep};
     own[nm++] = (tlm_st_meta){"tokens_seen", stokens};
     own[nm++] = (tlm_st_meta){"elapsed", elapsed};
-    own[nm++] = (tlm_st_meta){"optimizer", adamw ? "adamw" : "sgd"};
+    own[nm++] = (tlm_st_meta){"optimizer", tlm_enum_name(&tlm_optimizer_enum, t->settings.optimizer)};
     own[nm++] = (tlm_st_meta){"config", config};
     for (int i = 0; i < nm; i++) meta[i] = &own[i];
     for (int i = 0; i < nextra; i++) meta[nm + i] = &extra[i];

@@ -147,9 +147,7 @@ static double num_arg(int argc, char **argv, int *i) {
     return v;
 }
 
-static const char *schedule_name(uint32_t k) {
-    return k == TLM_LR_COSINE ? "cosine" : k == TLM_LR_LINEAR ? "linear" : "constant";
-}
+static const char *schedule_name(uint32_t k) { return tlm_enum_name(&tlm_lr_enum, k); }
 
 static void metadata(const tlm_so *so, const tlm_abi_train *s, const options *o, int64_t T,
                      sbuf *model, sbuf *params, sbuf *train, sbuf *check) {
@@ -160,13 +158,12 @@ static void metadata(const tlm_so *so, const tlm_abi_train *s, const options *o,
               ", \"mlp\": \"%s\", \"tie_embeddings\": %s, \"norm_eps\": %.17g, \"rope_base\": %.17g, "
               "\"widths\": [",
               tlm_so_str(so, am->name), am->vocab, am->context, am->d_model, am->layers, am->heads,
-              am->head_dim, am->mlp == TLM_MLP_SWIGLU ? "swiglu" : "gelu",
+              am->head_dim, tlm_enum_name(&tlm_mlp_enum, am->mlp),
               am->tie_embeddings ? "true" : "false", am->norm_eps, am->rope_base);
     for (int64_t l = 0; l < am->layers; l++)
         sb_printf(model, "%s%" PRId64, l ? ", " : "", so->layers[l].width);
-    static const char *mixers[] = {"attention", "gated_attention", "titans", "hope_attention"};
     sb_printf(model, "], \"mixer\": \"%s\", \"gate\": \"%s\", \"chunk\": %" PRId64 ", \"inner_lr\": %.17g, \"cms\": [",
-              am->mixer < 4 ? mixers[am->mixer] : "unknown", am->gate ? "headwise" : "elementwise", am->chunk,
+              tlm_enum_name(&tlm_mixer_enum, am->mixer), tlm_enum_name(&tlm_gate_enum, am->gate), am->chunk,
               am->inner_lr);
     for (uint32_t i = 0; i < am->ncms && i < 8; i++) sb_printf(model, "%s%" PRId64, i ? ", " : "", am->cms[i]);
     sb_printf(model, "]}");
@@ -190,7 +187,7 @@ static void metadata(const tlm_so *so, const tlm_abi_train *s, const options *o,
               ", \"run\": %" PRId64 ", \"steps\": %" PRId64 ", \"warmup\": %" PRId64
               ", \"schedule\": \"%s\", \"lr\": %.17g, \"min_lr\": %.17g, \"beta1\": %.17g, \"beta2\": %.17g, "
               "\"eps\": %.17g, \"weight_decay\": %.17g, \"grad_clip\": %.17g, \"decay_embeddings\": false}",
-              s->optimizer == TLM_OPT_ADAMW ? "adamw" : "sgd", s->batch, s->accumulate, T, o->run, s->steps,
+              tlm_enum_name(&tlm_optimizer_enum, s->optimizer), s->batch, s->accumulate, T, o->run, s->steps,
               s->warmup, schedule_name(s->lr_schedule), s->lr, s->min_lr, s->beta1, s->beta2, s->eps,
               s->weight_decay, s->grad_clip);
 
