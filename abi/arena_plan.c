@@ -17,14 +17,19 @@ int64_t tlm_buffer_bytes(const tlm_abi_buffer *b, int64_t B, int64_t T) {
     return (bytes + TLM_ARENA_ALIGN - 1) / TLM_ARENA_ALIGN * TLM_ARENA_ALIGN;
 }
 
-typedef struct placed { int64_t begin, end; } placed;
+typedef struct placed {
+    int64_t begin, end;
+} placed;
 
 static int by_begin(const void *a, const void *b) {
     const placed *x = a, *y = b;
     return (x->begin > y->begin) - (x->begin < y->begin);
 }
 
-typedef struct item { int index; int64_t bytes; } item;
+typedef struct item {
+    int index;
+    int64_t bytes;
+} item;
 
 /* Largest first; equal sizes in table order, so the plan is reproducible. */
 static int by_size(const void *a, const void *b) {
@@ -39,14 +44,17 @@ static void touch(int *first, int *last, int buffer, int nbuffers, int op) {
     last[buffer] = op;
 }
 
-int64_t tlm_plan_arena(const tlm_abi_buffer *buffers, int nbuffers, const tlm_abi_op *ops, int nops,
-                       int64_t B, int64_t T, int64_t *offsets, int *first_out, int *last_out) {
+int64_t tlm_plan_arena(const tlm_abi_buffer *buffers, int nbuffers, const tlm_abi_op *ops, int nops, int64_t B,
+                       int64_t T, int64_t *offsets, int *first_out, int *last_out) {
     int *first = malloc((size_t)nbuffers * sizeof *first + 1);
     int *last = malloc((size_t)nbuffers * sizeof *last + 1);
     item *order = malloc((size_t)nbuffers * sizeof *order + 1);
     placed *busy = malloc((size_t)nbuffers * sizeof *busy + 1);
     int64_t arena = 0;
-    if (!first || !last || !order || !busy) { arena = -1; goto done; }
+    if (!first || !last || !order || !busy) {
+        arena = -1;
+        goto done;
+    }
     for (int i = 0; i < nbuffers; i++) first[i] = last[i] = -1;
     for (int k = 0; k < nops; k++)
         for (int j = 0; j < 4; j++) {

@@ -17,7 +17,7 @@ int64_t tlm_buffer_bytes(const tlm_abi_buffer *b, int64_t B, int64_t T);
  * buffer no op uses) and returns the arena size in bytes, or -1 on overflow
  * or out of memory. first/last (may be NULL) receive each buffer's
  * lifetime in op indices. */
-int64_t tlm_plan_arena(const tlm_abi_buffer *buffers, int nbuffers, const tlm_abi_op *ops, int nops,
-                       int64_t B, int64_t T, int64_t *offsets, int *first, int *last);
+int64_t tlm_plan_arena(const tlm_abi_buffer *buffers, int nbuffers, const tlm_abi_op *ops, int nops, int64_t B,
+                       int64_t T, int64_t *offsets, int *first, int *last);
 
 #endif

@@ -27,8 +27,7 @@ static bool check_elf(const char *path, tlm_err *err) {
         tlm_fail(err, "%s is not a regular file", path);
     } else if (fread(&eh, 1, sizeof eh, f) != sizeof eh || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0) {
         tlm_fail(err, "%s is not a compiled model (not an ELF shared object)", path);
-    } else if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_ident[EI_DATA] != ELFDATA2LSB ||
-               eh.e_machine != EM_X86_64) {
+    } else if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_ident[EI_DATA] != ELFDATA2LSB || eh.e_machine != EM_X86_64) {
         tlm_fail(err, "%s is built for another machine (not x86-64 little-endian)", path);
     } else if (eh.e_type != ET_DYN) {
         tlm_fail(err, "%s is not a shared object", path);
@@ -47,7 +46,7 @@ static bool check_elf(const char *path, tlm_err *err) {
                     ok = tlm_fail(err, "%s is truncated (cannot read program header %d)", path, i);
                 else if (ph.p_type == PT_LOAD && ph.p_offset + ph.p_filesz > size)
                     ok = tlm_fail(err, "%s is truncated: a segment ends at byte %llu of %llu", path,
-                              (unsigned long long)(ph.p_offset + ph.p_filesz), (unsigned long long)size);
+                                  (unsigned long long)(ph.p_offset + ph.p_filesz), (unsigned long long)size);
             }
         }
     }
@@ -88,10 +87,12 @@ static bool check_header(const uint8_t *blob, size_t size, blob_view *v, tlm_err
     const tlm_blob_header *h = (const tlm_blob_header *)blob;
     if (h->magic != TLM_ABI_MAGIC) return tlm_fail(err, "model descriptor has a wrong magic number");
     if (h->version != TLM_ABI_VERSION)
-        return tlm_fail(err, "model descriptor is version %u; this runtime reads version %u (recompile the "
-                    "model with this tlmc)", h->version, TLM_ABI_VERSION);
-    if (h->size != size) return tlm_fail(err, "model descriptor size %llu does not match %zu",
-                                     (unsigned long long)h->size, size);
+        return tlm_fail(err,
+                        "model descriptor is version %u; this runtime reads version %u (recompile the "
+                        "model with this tlmc)",
+                        h->version, TLM_ABI_VERSION);
+    if (h->size != size)
+        return tlm_fail(err, "model descriptor size %llu does not match %zu", (unsigned long long)h->size, size);
     if (tlm_abi_checksum(blob + sizeof *h, size - sizeof *h) != h->checksum)
         return tlm_fail(err, "model descriptor is damaged (checksum mismatch)");
     if (!in_bounds(h->model_off, 1, sizeof(tlm_abi_config), size) ||
@@ -109,8 +110,7 @@ static bool check_header(const uint8_t *blob, size_t size, blob_view *v, tlm_err
         return tlm_fail(err, "model descriptor has tables too large to index");
     v->h = h;
     v->strings = (const char *)blob + h->strings_off;
-    if (v->strings[h->strings_size - 1] != '\0')
-        return tlm_fail(err, "model descriptor's strings are unterminated");
+    if (v->strings[h->strings_size - 1] != '\0') return tlm_fail(err, "model descriptor's strings are unterminated");
     v->config = (const tlm_abi_config *)(blob + h->model_off);
     v->train = (const tlm_abi_train *)(blob + h->train_off);
     v->layers = (const tlm_abi_layer *)(blob + h->layers_off);
@@ -125,10 +125,10 @@ static bool check_header(const uint8_t *blob, size_t size, blob_view *v, tlm_err
 static bool check_settings(const blob_view *v, tlm_err *err) {
     const tlm_abi_config *m = v->config;
     if (!string_ok(v, m->name)) return tlm_fail(err, "model descriptor: bad model name");
-    if (m->mixer >= TLM_MIXER_COUNT || m->mlp >= TLM_MLP_COUNT || m->gate >= TLM_GATE_COUNT ||
-        m->tie_embeddings > 1 || m->ncms > sizeof m->cms / sizeof m->cms[0])
+    if (m->mixer >= TLM_MIXER_COUNT || m->mlp >= TLM_MLP_COUNT || m->gate >= TLM_GATE_COUNT || m->tie_embeddings > 1 ||
+        m->ncms > sizeof m->cms / sizeof m->cms[0])
         return tlm_fail(err, "model descriptor: a model setting (mixer, mlp, gate, tie_embeddings or CMS "
-                        "levels) is out of range");
+                             "levels) is out of range");
     if (m->layers != v->h->nlayers || m->layers < 1 || m->d_model < 1 || m->vocab < 2 || m->heads < 1 ||
         m->head_dim < 1 || m->context < 1 || m->param_floats < 1)
         return tlm_fail(err, "model descriptor: inconsistent model settings");
@@ -163,8 +163,10 @@ static bool check_params_buffers(const blob_view *v, tlm_err *err) {
             return tlm_fail(err, "model descriptor: parameter %u is invalid", i);
         if (p->offset < 0 || p->count < 1 || p->count > v->config->param_floats - p->offset ||
             p->count / p->shape[0] != (p->ndim == 2 ? p->shape[1] : 1) || p->count % p->shape[0] != 0)
-            return tlm_fail(err, "model descriptor: parameter %u lies outside the parameter block or does not "
-                            "match its shape", i);
+            return tlm_fail(err,
+                            "model descriptor: parameter %u lies outside the parameter block or does not "
+                            "match its shape",
+                            i);
     }
     for (uint32_t i = 0; i < h->nbuffers; i++) {
         const tlm_abi_buffer *b = &v->buffers[i];
@@ -200,8 +202,8 @@ static bool is_gate_slot(uint32_t kind, int s) {
 
 /* Ops whose parameters are read as the rows of one matrix. */
 static bool reads_one_matrix(uint32_t kind) {
-    return kind == TLM_OP_QKV || kind == TLM_OP_QKV_BACKWARD || kind == TLM_OP_LINEAR ||
-           kind == TLM_OP_LINEAR_DW || kind == TLM_OP_LINEAR_DX;
+    return kind == TLM_OP_QKV || kind == TLM_OP_QKV_BACKWARD || kind == TLM_OP_LINEAR || kind == TLM_OP_LINEAR_DW ||
+           kind == TLM_OP_LINEAR_DX;
 }
 static bool is_linear(uint32_t kind) {
     return kind == TLM_OP_LINEAR || kind == TLM_OP_LINEAR_DW || kind == TLM_OP_LINEAR_DX;
@@ -223,11 +225,10 @@ static bool check_op(const blob_view *v, uint32_t i, tlm_err *err) {
         if (op->kernel < 0 || op->kernel >= (int32_t)h->nkernels)
             return tlm_fail(err, "model descriptor: op %u (%s) names kernel %d of %u", i, name, op->kernel,
                             h->nkernels);
-        if (op->layer < 0)
-            return tlm_fail(err, "model descriptor: op %u (%s) belongs to no layer", i, name);
+        if (op->layer < 0) return tlm_fail(err, "model descriptor: op %u (%s) belongs to no layer", i, name);
         if (v->kernels[op->kernel].width != v->layers[op->layer].width)
-            return tlm_fail(err, "model descriptor: op %u (%s) runs a kernel of another width than its layer's",
-                            i, name);
+            return tlm_fail(err, "model descriptor: op %u (%s) runs a kernel of another width than its layer's", i,
+                            name);
         swiglu = v->kernels[op->kernel].mlp == TLM_MLP_SWIGLU;
     } else if (op->kernel != -1) {
         return tlm_fail(err, "model descriptor: op %u (%s) names a kernel but is not an MLP", i, name);
@@ -240,13 +241,13 @@ static bool check_op(const blob_view *v, uint32_t i, tlm_err *err) {
         bool named = slot[0] != '\0';
         int32_t limit = s < 8 ? (int32_t)h->nbuffers : (int32_t)h->nparams;
         if (x < -1 || x >= limit)
-            return tlm_fail(err, "model descriptor: op %u (%s): %s %s is %d, out of range (%d %ss)", i, name,
-                            group, named ? slot : "(unused slot)", x, limit, s < 8 ? "buffer" : "parameter");
+            return tlm_fail(err, "model descriptor: op %u (%s): %s %s is %d, out of range (%d %ss)", i, name, group,
+                            named ? slot : "(unused slot)", x, limit, s < 8 ? "buffer" : "parameter");
         bool optional = (is_gate_slot(op->kind, s) && !swiglu) ||
                         (is_linear(op->kind) && (s == SLOT(linear, param_w1) || s == SLOT(linear, param_w2)));
         if (!named && x != -1)
-            return tlm_fail(err, "model descriptor: op %u (%s) fills %s slot %d, which its kind does not use", i,
-                            name, group, s % 4);
+            return tlm_fail(err, "model descriptor: op %u (%s) fills %s slot %d, which its kind does not use", i, name,
+                            group, s % 4);
         if (named && !optional && x < 0)
             return tlm_fail(err, "model descriptor: op %u (%s) lacks its operand %s", i, name, slot);
         if (is_gate_slot(op->kind, s) && !swiglu && x >= 0)
@@ -260,8 +261,7 @@ static bool check_op(const blob_view *v, uint32_t i, tlm_err *err) {
         for (int j = 1; j < 4 && op->param[j] >= 0; j++) {
             const tlm_abi_param *a = &v->params[op->param[j - 1]], *b = &v->params[op->param[j]];
             if (a->ndim != 2 || b->ndim != 2 || b->offset != a->offset + a->count || a->shape[1] != b->shape[1])
-                return tlm_fail(err, "model descriptor: op %u (%s) reads parameters that are not one matrix", i,
-                                name);
+                return tlm_fail(err, "model descriptor: op %u (%s) reads parameters that are not one matrix", i, name);
         }
     }
     return true;
@@ -289,8 +289,7 @@ static bool check_plans(const blob_view *v, const uint8_t *blob, size_t size, tl
             if (offsets[b] < -1 || offsets[b] > plan->arena_bytes)
                 return tlm_fail(err, "model descriptor: memory plan %u places buffer %u outside its arena", p, b);
             if (offsets[b] > 0 && offsets[b] % TLM_ARENA_ALIGN != 0)
-                return tlm_fail(err, "model descriptor: memory plan %u places buffer %u at a misaligned offset",
-                                p, b);
+                return tlm_fail(err, "model descriptor: memory plan %u places buffer %u at a misaligned offset", p, b);
         }
         for (uint32_t i = 0; i < plan->nops; i++) {
             const tlm_abi_op *op = &v->ops[i];
@@ -301,8 +300,10 @@ static bool check_plans(const blob_view *v, const uint8_t *blob, size_t size, tl
                 int64_t bytes = tlm_buffer_bytes(buffer, plan->batch, plan->seq);
                 bool overflows = bytes == 0 && (buffer->per_token || buffer->per_token_t || buffer->per_seq);
                 if (offsets[b] < 0 || overflows || bytes > plan->arena_bytes - offsets[b])
-                    return tlm_fail(err, "model descriptor: memory plan %u does not place buffer %d (%s), which op "
-                                    "%u uses, inside its arena", p, b, v->strings + buffer->name, i);
+                    return tlm_fail(err,
+                                    "model descriptor: memory plan %u does not place buffer %d (%s), which op "
+                                    "%u uses, inside its arena",
+                                    p, b, v->strings + buffer->name, i);
             }
         }
     }
@@ -338,12 +339,23 @@ bool tlm_blob_read(const uint8_t *blob, size_t size, tlm_so_tables *t, tlm_err *
     for (uint32_t i = 0; i < h->nkernels; i++) names[h->nparams + i] = v.strings + v.kernels[i].symbol;
     for (uint32_t i = 0; i < h->nbuffers; i++) names[h->nparams + h->nkernels + i] = v.strings + v.buffers[i].name;
     *t = (tlm_so_tables){
-        .config = v.config, .train = v.train, .layers = v.layers, .params = v.params, .kernels = v.kernels,
-        .buffers = v.buffers, .ops = v.ops, .plans = v.plans,
-        .nlayers = h->nlayers, .nparams = h->nparams, .nkernels = h->nkernels, .nbuffers = h->nbuffers,
+        .config = v.config,
+        .train = v.train,
+        .layers = v.layers,
+        .params = v.params,
+        .kernels = v.kernels,
+        .buffers = v.buffers,
+        .ops = v.ops,
+        .plans = v.plans,
+        .nlayers = h->nlayers,
+        .nparams = h->nparams,
+        .nkernels = h->nkernels,
+        .nbuffers = h->nbuffers,
         .nops = h->nops,
         .model_name = v.strings + v.config->name,
-        .param_names = names, .kernel_symbols = names + h->nparams, .buffer_names = names + h->nparams + h->nkernels,
+        .param_names = names,
+        .kernel_symbols = names + h->nparams,
+        .buffer_names = names + h->nparams + h->nkernels,
     };
     for (int p = 0; p < TLM_SO_NPLANS; p++) t->plan_offsets[p] = (const int64_t *)(blob + v.plans[p].offsets_off);
     return true;
@@ -365,22 +377,39 @@ bool tlm_so_open(const char *path, tlm_so *m, tlm_err *err) {
     m->handle = h;
     const uint32_t *magic = dlsym(h, TLM_SYM_MAGIC);
     const uint32_t *version = dlsym(h, TLM_SYM_VERSION);
-    if (!magic) { tlm_so_close(m); return tlm_fail(err, "%s is not a compiled tlm model (no %s)", path, TLM_SYM_MAGIC); }
-    if (*magic != TLM_ABI_MAGIC) { tlm_so_close(m); return tlm_fail(err, "%s has a wrong magic number", path); }
-    if (!version) { tlm_so_close(m); return tlm_fail(err, "%s lacks %s", path, TLM_SYM_VERSION); }
+    if (!magic) {
+        tlm_so_close(m);
+        return tlm_fail(err, "%s is not a compiled tlm model (no %s)", path, TLM_SYM_MAGIC);
+    }
+    if (*magic != TLM_ABI_MAGIC) {
+        tlm_so_close(m);
+        return tlm_fail(err, "%s has a wrong magic number", path);
+    }
+    if (!version) {
+        tlm_so_close(m);
+        return tlm_fail(err, "%s lacks %s", path, TLM_SYM_VERSION);
+    }
     if (*version != TLM_ABI_VERSION) {
         uint32_t v = *version;
         tlm_so_close(m);
-        return tlm_fail(err, "%s was compiled for model ABI version %u; this tlm-run reads version %u "
-                    "(recompile it with this tlmc)", path, v, TLM_ABI_VERSION);
+        return tlm_fail(err,
+                        "%s was compiled for model ABI version %u; this tlm-run reads version %u "
+                        "(recompile it with this tlmc)",
+                        path, v, TLM_ABI_VERSION);
     }
     const uint8_t *blob = dlsym(h, TLM_SYM_BLOB);
     const uint64_t *blob_size = dlsym(h, TLM_SYM_BLOB_SIZE);
     const tlm_kernel_fns *fns = dlsym(h, TLM_SYM_KERNELS);
     const char *cuda = dlsym(h, TLM_SYM_CUDA);
-    const char *missing = !blob ? TLM_SYM_BLOB : !blob_size ? TLM_SYM_BLOB_SIZE : !fns ? TLM_SYM_KERNELS
-                        : !cuda ? TLM_SYM_CUDA : NULL;
-    if (missing) { tlm_so_close(m); return tlm_fail(err, "%s lacks the symbol %s", path, missing); }
+    const char *missing = !blob        ? TLM_SYM_BLOB
+                          : !blob_size ? TLM_SYM_BLOB_SIZE
+                          : !fns       ? TLM_SYM_KERNELS
+                          : !cuda      ? TLM_SYM_CUDA
+                                       : NULL;
+    if (missing) {
+        tlm_so_close(m);
+        return tlm_fail(err, "%s lacks the symbol %s", path, missing);
+    }
     tlm_err why = {""};
     if (!tlm_blob_read(blob, (size_t)*blob_size, &m->tables, &why)) {
         tlm_so_close(m);

@@ -27,20 +27,20 @@ enum { TLM_SO_NPLANS = TLM_PLAN_INFER + 1 };
  * plan's per-buffer offsets are an array. The fields are a macro so that
  * tlm_so can hold them both as one struct (so->tables, for the printer) and
  * directly (so->params), the spelling the runtime uses. */
-#define TLM_SO_TABLES_FIELDS                                                                               \
-    const tlm_abi_config *config;                                                                          \
-    const tlm_abi_train *train;                                                                            \
-    const tlm_abi_layer *layers;                                                                           \
-    const tlm_abi_param *params;                                                                           \
-    const tlm_abi_kernel *kernels;                                                                         \
-    const tlm_abi_buffer *buffers;                                                                         \
-    const tlm_abi_op *ops;                                                                                 \
-    const tlm_abi_plan *plans;                  /* [TLM_SO_NPLANS], indexed by tlm_abi_plan_kind */        \
-    uint32_t nlayers, nparams, nkernels, nbuffers, nops;                                                   \
-    const int64_t *plan_offsets[TLM_SO_NPLANS]; /* bytes per buffer; -1: not in this plan */               \
-    const char *model_name;                                                                                \
-    const char *const *param_names;             /* [nparams] */                                            \
-    const char *const *kernel_symbols;          /* [nkernels] */                                           \
+#define TLM_SO_TABLES_FIELDS                                                                 \
+    const tlm_abi_config *config;                                                            \
+    const tlm_abi_train *train;                                                              \
+    const tlm_abi_layer *layers;                                                             \
+    const tlm_abi_param *params;                                                             \
+    const tlm_abi_kernel *kernels;                                                           \
+    const tlm_abi_buffer *buffers;                                                           \
+    const tlm_abi_op *ops;                                                                   \
+    const tlm_abi_plan *plans;                  /* [TLM_SO_NPLANS], indexed by tlm_abi_plan_kind */           \
+    uint32_t nlayers, nparams, nkernels, nbuffers, nops;                                     \
+    const int64_t *plan_offsets[TLM_SO_NPLANS]; /* bytes per buffer; -1: not in this plan */ \
+    const char *model_name;                                                                  \
+    const char *const *param_names;             /* [nparams] */                                          \
+    const char *const *kernel_symbols;          /* [nkernels] */                                      \
     const char *const *buffer_names;            /* [nbuffers] */
 
 typedef struct tlm_so_tables {

@@ -29,7 +29,8 @@ static const char *thousands(char buf[32], int64_t v) {
 void tlm_so_print_config(FILE *out, const tlm_so_tables *t) {
     const tlm_abi_config *m = t->config;
     char a[32], b[32];
-    fprintf(out, "model %s: mixer %s, mlp %s, vocab %lld, context %lld, d_model %lld, layers %lld, "
+    fprintf(out,
+            "model %s: mixer %s, mlp %s, vocab %lld, context %lld, d_model %lld, layers %lld, "
             "heads %lld x %lld, tie_embeddings %s, norm_eps %g, rope_base %g\n",
             t->model_name, tlm_enum_name(&tlm_mixer_enum, m->mixer), tlm_enum_name(&tlm_mlp_enum, m->mlp),
             (long long)m->vocab, (long long)m->context, (long long)m->d_model, (long long)m->layers,
@@ -48,8 +49,7 @@ void tlm_so_print_config(FILE *out, const tlm_so_tables *t) {
     if (m->budget_width)
         fprintf(out, "  quantum %lld, budget uniform(%lld), met exactly\n", (long long)m->quantum,
                 (long long)m->budget_width);
-    else
-        fprintf(out, "  quantum %lld, no budget\n", (long long)m->quantum);
+    else fprintf(out, "  quantum %lld, no budget\n", (long long)m->quantum);
     int64_t params = 0;
     for (uint32_t i = 0; i < t->nparams; i++) params += t->params[i].count;
     fprintf(out, "  parameters: %s in %u tensors (%s floats in the block)\n", thousands(a, params), t->nparams,
@@ -85,8 +85,8 @@ void tlm_so_print_params(FILE *out, const tlm_so_tables *t) {
         else snprintf(shape, sizeof shape, "[%lld]", (long long)p->shape[0]);
         if (p->init == TLM_INIT_NORMAL) snprintf(init, sizeof init, "normal(%.6g)", p->init_std);
         else snprintf(init, sizeof init, "%s", tlm_enum_name(&tlm_init_enum, p->init));
-        fprintf(out, "  p%-4u %-46s %-14s @%-10s %-16s %s", i, t->param_names[i], shape, thousands(a, p->offset),
-                init, p->decay ? "decay" : "no decay");
+        fprintf(out, "  p%-4u %-46s %-14s @%-10s %-16s %s", i, t->param_names[i], shape, thousands(a, p->offset), init,
+                p->decay ? "decay" : "no decay");
         if (p->period > 1) fprintf(out, ", updated every %u steps", p->period);
         fputc('\n', out);
     }
@@ -152,19 +152,20 @@ bool tlm_so_print_plan(FILE *out, const tlm_so_tables *t, int plan, bool placeme
         used++;
         without_reuse += tlm_buffer_bytes(&t->buffers[i], p->batch, p->seq);
     }
-    fprintf(out, "plan %s: B %lld, T %lld, ops 0..%u, %u buffers, arena %s bytes (%.1f MiB; %.1f MiB "
-            "without reuse)\n", p->kind == TLM_PLAN_TRAIN ? "train" : "infer", (long long)p->batch,
-            (long long)p->seq, p->nops - 1, used, thousands(a, p->arena_bytes), (double)p->arena_bytes / 1048576.0,
-            (double)without_reuse / 1048576.0);
+    fprintf(out,
+            "plan %s: B %lld, T %lld, ops 0..%u, %u buffers, arena %s bytes (%.1f MiB; %.1f MiB "
+            "without reuse)\n",
+            p->kind == TLM_PLAN_TRAIN ? "train" : "infer", (long long)p->batch, (long long)p->seq, p->nops - 1, used,
+            thousands(a, p->arena_bytes), (double)p->arena_bytes / 1048576.0, (double)without_reuse / 1048576.0);
     if (!placements) return true;
     /* Lifetimes are not stored; the planner that made the plan recomputes
      * them from the ops. */
     size_t n = (size_t)t->nbuffers + 1;
     int64_t *scratch = malloc(n * sizeof *scratch);
     int *first = malloc(n * sizeof *first), *last = malloc(n * sizeof *last);
-    bool ok = scratch && first && last &&
-              tlm_plan_arena(t->buffers, (int)t->nbuffers, t->ops, (int)p->nops, p->batch, p->seq, scratch, first,
-                             last) >= 0;
+    bool ok =
+        scratch && first && last &&
+        tlm_plan_arena(t->buffers, (int)t->nbuffers, t->ops, (int)p->nops, p->batch, p->seq, scratch, first, last) >= 0;
     for (uint32_t i = 0; ok && i < t->nbuffers; i++) {
         if (offsets[i] < 0) continue;
         fprintf(out, "  %-14s @%-10lld %10s bytes  ops %d..%d\n", t->buffer_names[i], (long long)offsets[i],

@@ -92,12 +92,12 @@ uint8_t *tlm_blob_write(const tlm_so_tables *t, size_t *size) {
     h.model_off = put(&w, &config, sizeof config);
     h.train_off = put(&w, t->train, sizeof *t->train);
     h.layers_off = put(&w, t->layers, (size_t)t->nlayers * sizeof *t->layers);
-    h.params_off = put_named(&w, t->params, t->nparams, sizeof *t->params, offsetof(tlm_abi_param, name),
-                             t->param_names);
-    h.kernels_off = put_named(&w, t->kernels, t->nkernels, sizeof *t->kernels, offsetof(tlm_abi_kernel, symbol),
-                              t->kernel_symbols);
-    h.buffers_off = put_named(&w, t->buffers, t->nbuffers, sizeof *t->buffers, offsetof(tlm_abi_buffer, name),
-                              t->buffer_names);
+    h.params_off =
+        put_named(&w, t->params, t->nparams, sizeof *t->params, offsetof(tlm_abi_param, name), t->param_names);
+    h.kernels_off =
+        put_named(&w, t->kernels, t->nkernels, sizeof *t->kernels, offsetof(tlm_abi_kernel, symbol), t->kernel_symbols);
+    h.buffers_off =
+        put_named(&w, t->buffers, t->nbuffers, sizeof *t->buffers, offsetof(tlm_abi_buffer, name), t->buffer_names);
     h.ops_off = put(&w, t->ops, (size_t)t->nops * sizeof *t->ops);
 
     tlm_abi_plan plans[TLM_SO_NPLANS];

@@ -14,36 +14,36 @@
 #include <string.h>
 
 /* ORDER MIXER: X(ENUM, name, title, help) */
-#define TLM_MIXERS(X)                                                                                     \
-    X(ATTENTION, attention, "Transformer", "causal softmax attention")                                 \
-    X(GATED_ATTENTION, gated_attention, "Gated Attention", "attention with a sigmoid output gate")     \
-    X(TITANS, titans, "Titans", "a matrix memory updated by gradient descent at test time")            \
+#define TLM_MIXERS(X)                                                                              \
+    X(ATTENTION, attention, "Transformer", "causal softmax attention")                             \
+    X(GATED_ATTENTION, gated_attention, "Gated Attention", "attention with a sigmoid output gate") \
+    X(TITANS, titans, "Titans", "a matrix memory updated by gradient descent at test time")        \
     X(HOPE_ATTENTION, hope_attention, "Hope-attention", "attention with a continuum of MLP memories")
 
 /* ORDER MLP: X(ENUM, name, title, help) */
-#define TLM_MLPS(X)                                                               \
-    X(SWIGLU, swiglu, "SwiGLU", "silu(x W_gate) * (x W_up), then W_down")       \
+#define TLM_MLPS(X)                                                       \
+    X(SWIGLU, swiglu, "SwiGLU", "silu(x W_gate) * (x W_up), then W_down") \
     X(GELU, gelu, "GELU", "gelu(x W_up), then W_down (tanh approximation)")
 
 /* ORDER GATE (gated attention's output gate): X(ENUM, name, title, help) */
-#define TLM_GATES(X)                                                       \
-    X(ELEMENTWISE, elementwise, "elementwise", "one gate per channel")   \
+#define TLM_GATES(X)                                                   \
+    X(ELEMENTWISE, elementwise, "elementwise", "one gate per channel") \
     X(HEADWISE, headwise, "head-wise", "one gate per head")
 
 /* ORDER OPTIMIZER: X(ENUM, name, title, help) */
-#define TLM_OPTIMIZERS(X)                                                              \
-    X(ADAMW, adamw, "AdamW", "adamw(lr, betas, eps, weight_decay)")                 \
+#define TLM_OPTIMIZERS(X)                                           \
+    X(ADAMW, adamw, "AdamW", "adamw(lr, betas, eps, weight_decay)") \
     X(SGD, sgd, "SGD", "sgd(lr, momentum, weight_decay)")
 
 /* ORDER LR: X(ENUM, name, title, help) */
-#define TLM_LR_SCHEDULES(X)                                                                  \
-    X(COSINE, cosine, "cosine", "cosine(warmup, min_lr): warm-up, then cosine decay")      \
-    X(LINEAR, linear, "linear", "linear(warmup, min_lr): warm-up, then linear decay")      \
+#define TLM_LR_SCHEDULES(X)                                                           \
+    X(COSINE, cosine, "cosine", "cosine(warmup, min_lr): warm-up, then cosine decay") \
+    X(LINEAR, linear, "linear", "linear(warmup, min_lr): warm-up, then linear decay") \
     X(CONSTANT, constant, "constant", "constant(warmup): warm-up, then constant")
 
 /* ORDER INIT: how a parameter starts. X(ENUM, name, title, help) */
-#define TLM_INITS(X)                                                    \
-    X(NORMAL, normal, "normal", "normal with the parameter's std")     \
+#define TLM_INITS(X)                                               \
+    X(NORMAL, normal, "normal", "normal with the parameter's std") \
     X(ONES, ones, "ones", "all ones (norm weights)")
 
 #define TLM_ENUM_CONST_(prefix, E, name, title, help) prefix##E,
@@ -84,10 +84,10 @@ typedef struct tlm_enum_names {
 #define TLM_ENUM_NAME_(E, name, title, help) #name,
 #define TLM_ENUM_TITLE_(E, name, title, help) title,
 #define TLM_ENUM_HELP_(E, name, title, help) help,
-#define TLM_ENUM_NAMES_DEFINE_(table, list, count)                                                      \
-    static const char *const table##_names_[] = {list(TLM_ENUM_NAME_) NULL};                          \
-    static const char *const table##_titles_[] = {list(TLM_ENUM_TITLE_) NULL};                        \
-    static const char *const table##_helps_[] = {list(TLM_ENUM_HELP_) NULL};                          \
+#define TLM_ENUM_NAMES_DEFINE_(table, list, count)                             \
+    static const char *const table##_names_[] = {list(TLM_ENUM_NAME_) NULL};   \
+    static const char *const table##_titles_[] = {list(TLM_ENUM_TITLE_) NULL}; \
+    static const char *const table##_helps_[] = {list(TLM_ENUM_HELP_) NULL};   \
     static const tlm_enum_names table = {table##_names_, table##_titles_, table##_helps_, count};
 
 TLM_ENUM_NAMES_DEFINE_(tlm_mixer_enum, TLM_MIXERS, TLM_MIXER_COUNT)

@@ -91,8 +91,8 @@ enum tlm_op_kind_by_name { TLM_OPS(TLM_OP_ALIAS_) };
 #define TLM_FIELDS_(prefix, ...) TLM_FIELDS_X_(prefix, TLM_PAD4_(__VA_ARGS__))
 #define TLM_FIELDS_X_(prefix, ...) TLM_FIELDS4_(prefix, __VA_ARGS__)
 #define TLM_UNPAREN_(...) __VA_ARGS__
-#define TLM_OP_STRUCT_(E, name, in, out, param, doc)                                                       \
-    typedef struct tlm_operands_##name {                                                                   \
+#define TLM_OP_STRUCT_(E, name, in, out, param, doc)                                                                  \
+    typedef struct tlm_operands_##name {                                                                              \
         TLM_FIELDS_(in_, TLM_UNPAREN_ in) TLM_FIELDS_(out_, TLM_UNPAREN_ out) TLM_FIELDS_(param_, TLM_UNPAREN_ param) \
     } tlm_operands_##name;
 TLM_OPS(TLM_OP_STRUCT_)
@@ -100,12 +100,12 @@ TLM_OPS(TLM_OP_STRUCT_)
 
 /* The members of tlm_abi_op's operand union: slots, and each op's names. */
 #define TLM_OP_MEMBER_(E, name, in, out, param, doc) tlm_operands_##name name;
-#define TLM_OP_OPERAND_UNION                                                 \
-    union {                                                                  \
-        struct {                                                             \
-            int32_t in[4], out[4], param[4];                                 \
-        };                                                                   \
-        TLM_OPS(TLM_OP_MEMBER_)                                              \
+#define TLM_OP_OPERAND_UNION                 \
+    union {                                  \
+        struct {                             \
+            int32_t in[4], out[4], param[4]; \
+        };                                   \
+        TLM_OPS(TLM_OP_MEMBER_)              \
     }
 
 /* ---- what the printers and the docs read ---- */
@@ -124,8 +124,6 @@ static const tlm_op_info tlm_op_table[TLM_OP_COUNT] = {TLM_OPS(TLM_OP_INFO_)};
 #undef TLM_OP_INFO_
 
 /* An op kind's name as printed ("mlp_backward"), or "?" out of range. */
-static inline const char *tlm_op_name(uint32_t kind) {
-    return kind < TLM_OP_COUNT ? tlm_op_table[kind].name : "?";
-}
+static inline const char *tlm_op_name(uint32_t kind) { return kind < TLM_OP_COUNT ? tlm_op_table[kind].name : "?"; }
 
 #endif

@@ -26,17 +26,29 @@
 #define CHOICES_OPTIMIZER &tlm_optimizer_enum
 #define CHOICES_LR_SCHEDULE &tlm_lr_enum
 
-#define ROW_(field, flag, kind, lo, hi, def, def_text, trajectory, help, call, arg, for_choices)                   \
-    {#field, flag, KIND_##kind, offsetof(tlm_abi_train, field), lo, hi, OPEN_##kind, TLM_TS_RANGE_##kind(lo, hi),  \
-     CHOICES_##kind, def, def_text, trajectory, help, call, arg, for_choices},
-#define SETTING_ROW_(field, flag, kind, lo, hi, def, def_text, trajectory, help)                                     \
+#define ROW_(field, flag, kind, lo, hi, def, def_text, trajectory, help, call, arg, for_choices) \
+    {#field,                                                                                     \
+     flag,                                                                                       \
+     KIND_##kind,                                                                                \
+     offsetof(tlm_abi_train, field),                                                             \
+     lo,                                                                                         \
+     hi,                                                                                         \
+     OPEN_##kind,                                                                                \
+     TLM_TS_RANGE_##kind(lo, hi),                                                                \
+     CHOICES_##kind,                                                                             \
+     def,                                                                                        \
+     def_text,                                                                                   \
+     trajectory,                                                                                 \
+     help,                                                                                       \
+     call,                                                                                       \
+     arg,                                                                                        \
+     for_choices},
+#define SETTING_ROW_(field, flag, kind, lo, hi, def, def_text, trajectory, help) \
     ROW_(field, flag, kind, lo, hi, def, def_text, trajectory, help, NULL, NULL, 0u)
-#define ARGUMENT_ROW_(field, flag, kind, lo, hi, def, def_text, trajectory, help, call, arg, for_choices)          \
+#define ARGUMENT_ROW_(field, flag, kind, lo, hi, def, def_text, trajectory, help, call, arg, for_choices) \
     ROW_(field, flag, kind, lo, hi, def, def_text, trajectory, help, #call, arg, for_choices)
 
-const tlm_train_setting tlm_train_settings[TLM_TRAIN_NSETTINGS] = {
-    TLM_TRAIN_SETTINGS(SETTING_ROW_, ARGUMENT_ROW_)
-};
+const tlm_train_setting tlm_train_settings[TLM_TRAIN_NSETTINGS] = {TLM_TRAIN_SETTINGS(SETTING_ROW_, ARGUMENT_ROW_)};
 
 const tlm_train_setting *tlm_train_find(const char *key) {
     for (int i = 0; i < TLM_TRAIN_NSETTINGS; i++)
@@ -58,10 +70,26 @@ bool tlm_train_applies(const tlm_train_setting *s, const tlm_abi_train *t) {
 double tlm_train_get(const tlm_abi_train *t, const tlm_train_setting *s) {
     const char *at = (const char *)t + s->offset;
     switch (s->kind) {
-    case TLM_TS_INT: { int64_t v; memcpy(&v, at, sizeof v); return (double)v; }
-    case TLM_TS_SEED: { uint64_t v; memcpy(&v, at, sizeof v); return (double)v; }
-    case TLM_TS_REAL: { double v; memcpy(&v, at, sizeof v); return v; }
-    case TLM_TS_CHOICE: { uint32_t v; memcpy(&v, at, sizeof v); return (double)v; }
+    case TLM_TS_INT: {
+        int64_t v;
+        memcpy(&v, at, sizeof v);
+        return (double)v;
+    }
+    case TLM_TS_SEED: {
+        uint64_t v;
+        memcpy(&v, at, sizeof v);
+        return (double)v;
+    }
+    case TLM_TS_REAL: {
+        double v;
+        memcpy(&v, at, sizeof v);
+        return v;
+    }
+    case TLM_TS_CHOICE: {
+        uint32_t v;
+        memcpy(&v, at, sizeof v);
+        return (double)v;
+    }
     }
     return 0;
 }
@@ -69,10 +97,22 @@ double tlm_train_get(const tlm_abi_train *t, const tlm_train_setting *s) {
 void tlm_train_set(tlm_abi_train *t, const tlm_train_setting *s, double v) {
     char *at = (char *)t + s->offset;
     switch (s->kind) {
-    case TLM_TS_INT: { int64_t x = (int64_t)v; memcpy(at, &x, sizeof x); break; }
-    case TLM_TS_SEED: { uint64_t x = (uint64_t)v; memcpy(at, &x, sizeof x); break; }
+    case TLM_TS_INT: {
+        int64_t x = (int64_t)v;
+        memcpy(at, &x, sizeof x);
+        break;
+    }
+    case TLM_TS_SEED: {
+        uint64_t x = (uint64_t)v;
+        memcpy(at, &x, sizeof x);
+        break;
+    }
     case TLM_TS_REAL: memcpy(at, &v, sizeof v); break;
-    case TLM_TS_CHOICE: { uint32_t x = (uint32_t)v; memcpy(at, &x, sizeof x); break; }
+    case TLM_TS_CHOICE: {
+        uint32_t x = (uint32_t)v;
+        memcpy(at, &x, sizeof x);
+        break;
+    }
     }
 }
 
@@ -139,8 +179,9 @@ static void statement(char *buf, size_t n, const tlm_train_setting *s, const tlm
             bool tuple = !(first && last);
             if (first) len += (size_t)snprintf(buf + len, n - len, "%s%s = %s", sep, a->arg, tuple ? "(" : "");
             else len += (size_t)snprintf(buf + len, n - len, ", ");
-            if (len < n) len += (size_t)snprintf(buf + len, n - len, "%s%s", tlm_train_format(v, sizeof v, a, t),
-                                                 tuple && last ? ")" : "");
+            if (len < n)
+                len += (size_t)snprintf(buf + len, n - len, "%s%s", tlm_train_format(v, sizeof v, a, t),
+                                        tuple && last ? ")" : "");
             sep = ", ";
         }
         if (*sep == ',' && len < n) len += (size_t)snprintf(buf + len, n - len, ")");

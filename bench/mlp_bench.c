@@ -26,25 +26,25 @@
 #include "kernel_loader.h"
 
 static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 static float *random_buf(size_t n, unsigned *seed, float scale) {
-  float *p = malloc(sizeof(float) * n);
-  for (size_t i = 0; i < n; i++) p[i] = scale * ((float)rand_r(seed) / (float)RAND_MAX - 0.5f);
-  return p;
+    float *p = malloc(sizeof(float) * n);
+    for (size_t i = 0; i < n; i++) p[i] = scale * ((float)rand_r(seed) / (float)RAND_MAX - 0.5f);
+    return p;
 }
 
 typedef struct {
-  tlm_kernel_spec spec;
-  int rows;
-  float *x, *wg, *wu, *wd, *pg, *pu, *out, *dout, *dpg, *dpu, *dx, *dwg, *dwu, *dwd, *h;
-  tlm_mlp_fwd_fn fwd;
-  tlm_mlp_bwd_data_fn bwd_data;
-  tlm_mlp_bwd_weight_fn bwd_weight;
-  int threads;
+    tlm_kernel_spec spec;
+    int rows;
+    float *x, *wg, *wu, *wd, *pg, *pu, *out, *dout, *dpg, *dpu, *dx, *dwg, *dwu, *dwd, *h;
+    tlm_mlp_fwd_fn fwd;
+    tlm_mlp_bwd_data_fn bwd_data;
+    tlm_mlp_bwd_weight_fn bwd_weight;
+    int threads;
 } layer;
 
 enum { FWD, BWD_DATA, BWD_WEIGHT, N_ENTRIES };
@@ -52,191 +52,174 @@ static const char *entry_names[N_ENTRIES] = {"fwd", "bwd_data", "bwd_weight"};
 
 /* [lo, hi) of n split over `parts`, boundaries on multiples of 16. */
 static void split(int64_t n, int part, int parts, int64_t *lo, int64_t *hi) {
-  *lo = (n * part / parts) / 16 * 16;
-  *hi = part + 1 == parts ? n : (n * (part + 1) / parts) / 16 * 16;
+    *lo = (n * part / parts) / 16 * 16;
+    *hi = part + 1 == parts ? n : (n * (part + 1) / parts) / 16 * 16;
 }
 
 static void run_ours(layer *L, int entry) {
-  int64_t R = L->rows, W = L->spec.width;
+    int64_t R = L->rows, W = L->spec.width;
 #pragma omp parallel num_threads(L->threads)
-  {
-    int64_t lo, hi;
-    int t = omp_get_thread_num(), n = omp_get_num_threads();
-    split(entry == BWD_WEIGHT ? W : R, t, n, &lo, &hi);
-    if (entry == FWD)
-      L->fwd(lo, hi, L->x, L->wg, L->wu, L->wd, L->pg, L->pu, L->out);
-    else if (entry == BWD_DATA)
-      L->bwd_data(lo, hi, L->x, L->wg, L->wu, L->wd, L->pg, L->pu, L->dout, L->dpg, L->dpu,
-                  L->dx);
-    else
-      L->bwd_weight(R, lo, hi, L->x, L->pg, L->pu, L->dout, L->dpg, L->dpu, L->dwg, L->dwu,
-                    L->dwd);
-  }
+    {
+        int64_t lo, hi;
+        int t = omp_get_thread_num(), n = omp_get_num_threads();
+        split(entry == BWD_WEIGHT ? W : R, t, n, &lo, &hi);
+        if (entry == FWD) L->fwd(lo, hi, L->x, L->wg, L->wu, L->wd, L->pg, L->pu, L->out);
+        else if (entry == BWD_DATA)
+            L->bwd_data(lo, hi, L->x, L->wg, L->wu, L->wd, L->pg, L->pu, L->dout, L->dpg, L->dpu, L->dx);
+        else L->bwd_weight(R, lo, hi, L->x, L->pg, L->pu, L->dout, L->dpg, L->dpu, L->dwg, L->dwu, L->dwd);
+    }
 }
 
 /* The same GEMMs through cblas (row-major; weights [out, in]). */
 static void run_blas(layer *L, int entry) {
-  int R = L->rows, D = L->spec.d_model, W = L->spec.width;
-  int swiglu = L->spec.kind == TLM_MLP_SWIGLU;
-  openblas_set_num_threads(L->threads);
-  if (entry == FWD) {
-    if (swiglu)
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, R, W, D, 1, L->x, D, L->wg, D, 0,
-                  L->pg, W);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, R, W, D, 1, L->x, D, L->wu, D, 0,
-                L->pu, W);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, R, D, W, 1, L->h, W, L->wd, W, 1,
-                L->out, D);
-  } else if (entry == BWD_DATA) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, R, W, D, 1, L->dout, D, L->wd, W,
-                0, L->dpu, W);
-    if (swiglu)
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, R, D, W, 1, L->dpg, W, L->wg, D,
-                  0, L->dx, D);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, R, D, W, 1, L->dpu, W, L->wu, D,
-                swiglu ? 1 : 0, L->dx, D);
-  } else {
-    if (swiglu)
-      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, W, D, R, 1, L->dpg, W, L->x, D, 1,
-                  L->dwg, D);
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, W, D, R, 1, L->dpu, W, L->x, D, 1,
-                L->dwu, D);
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, D, W, R, 1, L->dout, D, L->h, W, 1,
-                L->dwd, W);
-  }
+    int R = L->rows, D = L->spec.d_model, W = L->spec.width;
+    int swiglu = L->spec.kind == TLM_MLP_SWIGLU;
+    openblas_set_num_threads(L->threads);
+    if (entry == FWD) {
+        if (swiglu) cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, R, W, D, 1, L->x, D, L->wg, D, 0, L->pg, W);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, R, W, D, 1, L->x, D, L->wu, D, 0, L->pu, W);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, R, D, W, 1, L->h, W, L->wd, W, 1, L->out, D);
+    } else if (entry == BWD_DATA) {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, R, W, D, 1, L->dout, D, L->wd, W, 0, L->dpu, W);
+        if (swiglu)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, R, D, W, 1, L->dpg, W, L->wg, D, 0, L->dx, D);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, R, D, W, 1, L->dpu, W, L->wu, D, swiglu ? 1 : 0, L->dx,
+                    D);
+    } else {
+        if (swiglu) cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, W, D, R, 1, L->dpg, W, L->x, D, 1, L->dwg, D);
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, W, D, R, 1, L->dpu, W, L->x, D, 1, L->dwu, D);
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, D, W, R, 1, L->dout, D, L->h, W, 1, L->dwd, W);
+    }
 }
 
 static double best_of(layer *L, int entry, int reps, void (*run)(layer *, int)) {
-  run(L, entry); /* warm up caches, page in buffers, start threads */
-  double best = 1e30;
-  for (int i = 0; i < reps; i++) {
-    double t0 = now_s();
-    run(L, entry);
-    double t = now_s() - t0;
-    if (t < best) best = t;
-  }
-  return best;
+    run(L, entry); /* warm up caches, page in buffers, start threads */
+    double best = 1e30;
+    for (int i = 0; i < reps; i++) {
+        double t0 = now_s();
+        run(L, entry);
+        double t = now_s() - t0;
+        if (t < best) best = t;
+    }
+    return best;
 }
 
-static void layer_init(layer *L, tlm_kernel_spec spec, int rows, kernel_lib *lib,
-                       unsigned *seed) {
-  memset(L, 0, sizeof *L);
-  L->spec = spec;
-  L->rows = rows;
-  size_t R = (size_t)rows, D = (size_t)spec.d_model, W = (size_t)spec.width;
-  L->x = random_buf(R * D, seed, 2.0f);
-  L->wg = random_buf(W * D, seed, 0.1f);
-  L->wu = random_buf(W * D, seed, 0.1f);
-  L->wd = random_buf(D * W, seed, 0.1f);
-  L->pg = random_buf(R * W, seed, 1.0f);
-  L->pu = random_buf(R * W, seed, 1.0f);
-  L->h = random_buf(R * W, seed, 1.0f);
-  L->out = random_buf(R * D, seed, 1.0f);
-  L->dout = random_buf(R * D, seed, 1.0f);
-  L->dpg = random_buf(R * W, seed, 1.0f);
-  L->dpu = random_buf(R * W, seed, 1.0f);
-  L->dx = random_buf(R * D, seed, 1.0f);
-  L->dwg = random_buf(W * D, seed, 1.0f);
-  L->dwu = random_buf(W * D, seed, 1.0f);
-  L->dwd = random_buf(D * W, seed, 1.0f);
-  L->fwd = (tlm_mlp_fwd_fn)kernel_lib_sym(lib, &spec, TLM_ENTRY_FWD);
-  L->bwd_data = (tlm_mlp_bwd_data_fn)kernel_lib_sym(lib, &spec, TLM_ENTRY_BWD_DATA);
-  L->bwd_weight = (tlm_mlp_bwd_weight_fn)kernel_lib_sym(lib, &spec, TLM_ENTRY_BWD_WEIGHT);
+static void layer_init(layer *L, tlm_kernel_spec spec, int rows, kernel_lib *lib, unsigned *seed) {
+    memset(L, 0, sizeof *L);
+    L->spec = spec;
+    L->rows = rows;
+    size_t R = (size_t)rows, D = (size_t)spec.d_model, W = (size_t)spec.width;
+    L->x = random_buf(R * D, seed, 2.0f);
+    L->wg = random_buf(W * D, seed, 0.1f);
+    L->wu = random_buf(W * D, seed, 0.1f);
+    L->wd = random_buf(D * W, seed, 0.1f);
+    L->pg = random_buf(R * W, seed, 1.0f);
+    L->pu = random_buf(R * W, seed, 1.0f);
+    L->h = random_buf(R * W, seed, 1.0f);
+    L->out = random_buf(R * D, seed, 1.0f);
+    L->dout = random_buf(R * D, seed, 1.0f);
+    L->dpg = random_buf(R * W, seed, 1.0f);
+    L->dpu = random_buf(R * W, seed, 1.0f);
+    L->dx = random_buf(R * D, seed, 1.0f);
+    L->dwg = random_buf(W * D, seed, 1.0f);
+    L->dwu = random_buf(W * D, seed, 1.0f);
+    L->dwd = random_buf(D * W, seed, 1.0f);
+    L->fwd = (tlm_mlp_fwd_fn)kernel_lib_sym(lib, &spec, TLM_ENTRY_FWD);
+    L->bwd_data = (tlm_mlp_bwd_data_fn)kernel_lib_sym(lib, &spec, TLM_ENTRY_BWD_DATA);
+    L->bwd_weight = (tlm_mlp_bwd_weight_fn)kernel_lib_sym(lib, &spec, TLM_ENTRY_BWD_WEIGHT);
 }
 
 static void layer_free(layer *L) {
-  float *bufs[] = {L->x,  L->wg,   L->wu,  L->wd, L->pg,  L->pu,  L->out, L->dout,
-                   L->dpg, L->dpu, L->dx, L->dwg, L->dwu, L->dwd, L->h};
-  for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
+    float *bufs[] = {L->x,   L->wg,  L->wu, L->wd,  L->pg,  L->pu,  L->out, L->dout,
+                     L->dpg, L->dpu, L->dx, L->dwg, L->dwu, L->dwd, L->h};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
 }
 
 /* Codegen (and link) time of a 24-layer model with 24 distinct widths. */
 static int time_codegen_24(tlm_mlp kind) {
-  tlm_kernel_spec specs[24];
-  for (int i = 0; i < 24; i++) specs[i] = (tlm_kernel_spec){kind, 1024, 1536 + 112 * i};
-  kernel_lib lib;
-  char *err = NULL;
-  tlm_codegen_options opt = {NULL, 3};
-  double t0 = now_s();
-  if (!kernel_lib_build(&lib, specs, 24, &opt, &err)) {
-    fprintf(stderr, "codegen failed: %s\n", err);
-    free(err);
-    return 1;
-  }
-  double total = now_s() - t0;
-  printf("\ncodegen, 24 distinct widths (1536..4112) at d_model 1024, 72 kernels: "
-         "%.3f s to object, %.3f s including cc -shared + dlopen\n",
-         lib.codegen_seconds, total);
-  kernel_lib_close(&lib);
-  return 0;
+    tlm_kernel_spec specs[24];
+    for (int i = 0; i < 24; i++) specs[i] = (tlm_kernel_spec){kind, 1024, 1536 + 112 * i};
+    kernel_lib lib;
+    char *err = NULL;
+    tlm_codegen_options opt = {NULL, 3};
+    double t0 = now_s();
+    if (!kernel_lib_build(&lib, specs, 24, &opt, &err)) {
+        fprintf(stderr, "codegen failed: %s\n", err);
+        free(err);
+        return 1;
+    }
+    double total = now_s() - t0;
+    printf("\ncodegen, 24 distinct widths (1536..4112) at d_model 1024, 72 kernels: "
+           "%.3f s to object, %.3f s including cc -shared + dlopen\n",
+           lib.codegen_seconds, total);
+    kernel_lib_close(&lib);
+    return 0;
 }
 
 int main(int argc, char **argv) {
-  int reps = 5, rows = 8 * 256, D = 256, only_threads = 0, skip_codegen = 0;
-  const char *cpu = NULL;
-  tlm_mlp kind = TLM_MLP_SWIGLU;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!strcmp(argv[i], "--reps")) reps = atoi(argv[i + 1]);
-    else if (!strcmp(argv[i], "--rows")) rows = atoi(argv[i + 1]);
-    else if (!strcmp(argv[i], "--d")) D = atoi(argv[i + 1]);
-    else if (!strcmp(argv[i], "--threads")) only_threads = atoi(argv[i + 1]);
-    else if (!strcmp(argv[i], "--cpu")) cpu = argv[i + 1];
-    else if (!strcmp(argv[i], "--skip-codegen")) skip_codegen = atoi(argv[i + 1]);
-    else if (!strcmp(argv[i], "--kind"))
-      kind = strcmp(argv[i + 1], "gelu") ? TLM_MLP_SWIGLU : TLM_MLP_GELU;
-  }
-  static const int widths[] = {1024, 976, 832, 544, 400, 352};
-  enum { N_WIDTHS = sizeof widths / sizeof widths[0] };
-  tlm_kernel_spec specs[N_WIDTHS];
-  for (int i = 0; i < N_WIDTHS; i++) specs[i] = (tlm_kernel_spec){kind, D, widths[i]};
-
-  kernel_lib lib;
-  char *err = NULL;
-  tlm_codegen_options opt = {cpu, 3};
-  if (!kernel_lib_build(&lib, specs, N_WIDTHS, &opt, &err)) {
-    fprintf(stderr, "codegen failed: %s\n", err);
-    free(err);
-    return 1;
-  }
-  printf("%s MLP, d_model %d, rows %d, best of %d, kernels for %s; codegen of %d specs: "
-         "%.3f s\n",
-         kind == TLM_MLP_SWIGLU ? "SwiGLU" : "GELU", D, rows, reps, cpu ? cpu : "the host CPU",
-         N_WIDTHS, lib.codegen_seconds);
-  printf("%s\n", openblas_get_config());
-  printf("GFLOP/s (GEMM flops only); ratio = ours / OpenBLAS speed\n");
-  int gemms = kind == TLM_MLP_SWIGLU ? 3 : 2;
-  unsigned seed = 1234;
-  for (int threads = 1; threads <= 2; threads++) {
-    if (only_threads && threads != only_threads) continue;
-    printf("\n%d thread%s\n%5s", threads, threads > 1 ? "s" : "", "width");
-    for (int e = 0; e < N_ENTRIES; e++) printf(" | %-10s ours  blas ratio", entry_names[e]);
-    printf(" | %-5s  ours  blas ratio\n", "all");
-    double sum_flops = 0, sum_ours = 0, sum_blas = 0;
-    for (int w = 0; w < N_WIDTHS; w++) {
-      layer L;
-      layer_init(&L, specs[w], rows, &lib, &seed);
-      L.threads = threads;
-      double flops = 2.0 * gemms * rows * (double)D * widths[w];
-      double t_ours = 0, t_blas = 0;
-      printf("%5d", widths[w]);
-      for (int e = 0; e < N_ENTRIES; e++) {
-        double to = best_of(&L, e, reps, run_ours), tb = best_of(&L, e, reps, run_blas);
-        t_ours += to;
-        t_blas += tb;
-        printf(" | %10s %5.0f %5.0f %5.2f", "", flops / to * 1e-9, flops / tb * 1e-9, tb / to);
-      }
-      printf(" | %5s %5.0f %5.0f %5.2f\n", "", 3 * flops / t_ours * 1e-9,
-             3 * flops / t_blas * 1e-9, t_blas / t_ours);
-      sum_flops += 3 * flops;
-      sum_ours += t_ours;
-      sum_blas += t_blas;
-      layer_free(&L);
+    int reps = 5, rows = 8 * 256, D = 256, only_threads = 0, skip_codegen = 0;
+    const char *cpu = NULL;
+    tlm_mlp kind = TLM_MLP_SWIGLU;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--reps")) reps = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--rows")) rows = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--d")) D = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--threads")) only_threads = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--cpu")) cpu = argv[i + 1];
+        else if (!strcmp(argv[i], "--skip-codegen")) skip_codegen = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--kind")) kind = strcmp(argv[i + 1], "gelu") ? TLM_MLP_SWIGLU : TLM_MLP_GELU;
     }
-    printf("%5s | all widths, all entries: ours %.0f GFLOP/s, OpenBLAS %.0f GFLOP/s, "
-           "ratio %.2f\n",
-           "total", sum_flops / sum_ours * 1e-9, sum_flops / sum_blas * 1e-9,
-           sum_blas / sum_ours);
-  }
-  kernel_lib_close(&lib);
-  return skip_codegen ? 0 : time_codegen_24(kind);
+    static const int widths[] = {1024, 976, 832, 544, 400, 352};
+    enum { N_WIDTHS = sizeof widths / sizeof widths[0] };
+    tlm_kernel_spec specs[N_WIDTHS];
+    for (int i = 0; i < N_WIDTHS; i++) specs[i] = (tlm_kernel_spec){kind, D, widths[i]};
+
+    kernel_lib lib;
+    char *err = NULL;
+    tlm_codegen_options opt = {cpu, 3};
+    if (!kernel_lib_build(&lib, specs, N_WIDTHS, &opt, &err)) {
+        fprintf(stderr, "codegen failed: %s\n", err);
+        free(err);
+        return 1;
+    }
+    printf("%s MLP, d_model %d, rows %d, best of %d, kernels for %s; codegen of %d specs: "
+           "%.3f s\n",
+           kind == TLM_MLP_SWIGLU ? "SwiGLU" : "GELU", D, rows, reps, cpu ? cpu : "the host CPU", N_WIDTHS,
+           lib.codegen_seconds);
+    printf("%s\n", openblas_get_config());
+    printf("GFLOP/s (GEMM flops only); ratio = ours / OpenBLAS speed\n");
+    int gemms = kind == TLM_MLP_SWIGLU ? 3 : 2;
+    unsigned seed = 1234;
+    for (int threads = 1; threads <= 2; threads++) {
+        if (only_threads && threads != only_threads) continue;
+        printf("\n%d thread%s\n%5s", threads, threads > 1 ? "s" : "", "width");
+        for (int e = 0; e < N_ENTRIES; e++) printf(" | %-10s ours  blas ratio", entry_names[e]);
+        printf(" | %-5s  ours  blas ratio\n", "all");
+        double sum_flops = 0, sum_ours = 0, sum_blas = 0;
+        for (int w = 0; w < N_WIDTHS; w++) {
+            layer L;
+            layer_init(&L, specs[w], rows, &lib, &seed);
+            L.threads = threads;
+            double flops = 2.0 * gemms * rows * (double)D * widths[w];
+            double t_ours = 0, t_blas = 0;
+            printf("%5d", widths[w]);
+            for (int e = 0; e < N_ENTRIES; e++) {
+                double to = best_of(&L, e, reps, run_ours), tb = best_of(&L, e, reps, run_blas);
+                t_ours += to;
+                t_blas += tb;
+                printf(" | %10s %5.0f %5.0f %5.2f", "", flops / to * 1e-9, flops / tb * 1e-9, tb / to);
+            }
+            printf(" | %5s %5.0f %5.0f %5.2f\n", "", 3 * flops / t_ours * 1e-9, 3 * flops / t_blas * 1e-9,
+                   t_blas / t_ours);
+            sum_flops += 3 * flops;
+            sum_ours += t_ours;
+            sum_blas += t_blas;
+            layer_free(&L);
+        }
+        printf("%5s | all widths, all entries: ours %.0f GFLOP/s, OpenBLAS %.0f GFLOP/s, "
+               "ratio %.2f\n",
+               "total", sum_flops / sum_ours * 1e-9, sum_flops / sum_blas * 1e-9, sum_blas / sum_ours);
+    }
+    kernel_lib_close(&lib);
+    return skip_codegen ? 0 : time_codegen_24(kind);
 }

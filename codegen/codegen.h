@@ -46,18 +46,17 @@
 
 #include "tlm_enums.h"
 
-
 typedef struct {
-  tlm_mlp kind;
-  int d_model;
-  int width;
+    tlm_mlp kind;
+    int d_model;
+    int width;
 } tlm_kernel_spec;
 
 typedef struct {
-  const char *cpu; /* NULL or "native" = the host CPU and its features;
+    const char *cpu; /* NULL or "native" = the host CPU and its features;
                       otherwise an x86-64 CPU name such as "x86-64",
                       "x86-64-v3", "x86-64-v4", "haswell", "znver4". */
-  int opt_level;   /* 0..3; 3 runs LLVM's default<O3> pipeline. */
+    int opt_level;   /* 0..3; 3 runs LLVM's default<O3> pipeline. */
 } tlm_codegen_options;
 
 /* Upper bound on the stack a generated CPU kernel uses for packing buffers. */
@@ -77,9 +76,8 @@ typedef struct {
  * share. opt may be NULL (host CPU, O3). On failure returns false and sets
  * *err to a malloc'd message, or to NULL when not even the message could be
  * allocated (codegen_error.h). Safe to call from several threads at once. */
-bool tlm_codegen_cpu_object(const tlm_kernel_spec *specs, int n,
-                            const tlm_codegen_options *opt,
-                            const char *obj_path, char **err);
+bool tlm_codegen_cpu_object(const tlm_kernel_spec *specs, int n, const tlm_codegen_options *opt, const char *obj_path,
+                            char **err);
 
 /* malloc'd CUDA C++ source (no host code) with the same three entries per
  * spec as extern "C" __global__ functions named by tlm_kernel_symbol and
@@ -96,12 +94,10 @@ char *tlm_codegen_cuda_source(const tlm_kernel_spec *specs, int n);
 /* Number of output tiles of an entry, i.e. the grid size that gives every
  * block one tile. range is r1 - r0 for fwd and bwd_data, j1 - j0 for
  * bwd_weight. */
-unsigned tlm_cuda_grid_size(const tlm_kernel_spec *s, const char *entry,
-                            int64_t range);
+unsigned tlm_cuda_grid_size(const tlm_kernel_spec *s, const char *entry, int64_t range);
 
 /* tlm_mlp_<swiglu|gelu>_d<D>_w<W>_<entry>, entry one of TLM_ENTRY_*. */
-void tlm_kernel_symbol(const tlm_kernel_spec *s, const char *entry, char *buf,
-                       size_t len);
+void tlm_kernel_symbol(const tlm_kernel_spec *s, const char *entry, char *buf, size_t len);
 
 /* Checks one spec; on error returns false and writes a message to msg. */
 bool tlm_kernel_spec_valid(const tlm_kernel_spec *s, char *msg, size_t len);

@@ -11,97 +11,94 @@
  * 4 = SSE. A subset of LLVM 19's list (llc -mcpu=help): the baselines and
  * the server/desktop parts people actually name. */
 static const struct {
-  const char *name;
-  int vl;
+    const char *name;
+    int vl;
 } known_cpus[] = {
-    {"x86-64", 4},           {"x86-64-v2", 4},      {"x86-64-v3", 8},
-    {"x86-64-v4", 16},       {"core2", 4},          {"nehalem", 4},
-    {"westmere", 4},         {"sandybridge", 8},    {"ivybridge", 8},
-    {"haswell", 8},          {"broadwell", 8},      {"skylake", 8},
-    {"alderlake", 8},        {"raptorlake", 8},     {"meteorlake", 8},
-    {"arrowlake", 8},        {"lunarlake", 8},      {"gracemont", 8},
-    {"sierraforest", 8},     {"skylake-avx512", 16}, {"skx", 16},
-    {"cascadelake", 16},     {"cooperlake", 16},    {"cannonlake", 16},
-    {"icelake-client", 16},  {"icelake-server", 16}, {"tigerlake", 16},
-    {"rocketlake", 16},      {"sapphirerapids", 16}, {"emeraldrapids", 16},
-    {"graniterapids", 16},   {"znver1", 8},         {"znver2", 8},
-    {"znver3", 8},           {"znver4", 16},        {"znver5", 16},
+    {"x86-64", 4},          {"x86-64-v2", 4},       {"x86-64-v3", 8},
+    {"x86-64-v4", 16},      {"core2", 4},           {"nehalem", 4},
+    {"westmere", 4},        {"sandybridge", 8},     {"ivybridge", 8},
+    {"haswell", 8},         {"broadwell", 8},       {"skylake", 8},
+    {"alderlake", 8},       {"raptorlake", 8},      {"meteorlake", 8},
+    {"arrowlake", 8},       {"lunarlake", 8},       {"gracemont", 8},
+    {"sierraforest", 8},    {"skylake-avx512", 16}, {"skx", 16},
+    {"cascadelake", 16},    {"cooperlake", 16},     {"cannonlake", 16},
+    {"icelake-client", 16}, {"icelake-server", 16}, {"tigerlake", 16},
+    {"rocketlake", 16},     {"sapphirerapids", 16}, {"emeraldrapids", 16},
+    {"graniterapids", 16},  {"znver1", 8},          {"znver2", 8},
+    {"znver3", 8},          {"znver4", 16},         {"znver5", 16},
 };
 
-static char *dup_message(const char *s) {
-  return LLVMCreateMessage(s); /* disposable with LLVMDisposeMessage */
-}
+static char *dup_message(const char *s) { return LLVMCreateMessage(s); /* disposable with LLVMDisposeMessage */ }
 
 /* Whether the comma-separated feature list holds exactly `feature`. */
 static bool has_feature(const char *list, const char *feature) {
-  size_t n = strlen(feature);
-  for (const char *p = list; (p = strstr(p, feature)) != NULL; p += n)
-    if ((p == list || p[-1] == ',') && (p[n] == ',' || p[n] == '\0')) return true;
-  return false;
+    size_t n = strlen(feature);
+    for (const char *p = list; (p = strstr(p, feature)) != NULL; p += n)
+        if ((p == list || p[-1] == ',') && (p[n] == ',' || p[n] == '\0')) return true;
+    return false;
 }
 
 static int vl_from_features(const char *f) {
   /* LLVM 18+ splits AVX-512 into avx512f + evex512 (for AVX10/256-only
    * parts): 512-bit vectors need both. */
-  if (has_feature(f, "+avx512f") && !has_feature(f, "-evex512")) return 16;
-  if (has_feature(f, "+avx")) return 8;
-  return 4;
+    if (has_feature(f, "+avx512f") && !has_feature(f, "-evex512")) return 16;
+    if (has_feature(f, "+avx")) return 8;
+    return 4;
 }
 
 static void init_llvm_target(void) {
-  LLVMInitializeNativeTarget();
-  LLVMInitializeNativeAsmPrinter();
+    LLVMInitializeNativeTarget();
+    LLVMInitializeNativeAsmPrinter();
 }
 
 bool cpu_target_resolve(const char *name, cpu_target *t, char **err) {
   /* Once, so that threads may generate code concurrently (each call has its
    * own LLVM context). */
-  static pthread_once_t once = PTHREAD_ONCE_INIT;
-  pthread_once(&once, init_llvm_target);
-  memset(t, 0, sizeof *t);
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, init_llvm_target);
+    memset(t, 0, sizeof *t);
   /* LLVM's strings are strdup'd copies: NULL when memory ran out. */
-  t->triple = LLVMGetDefaultTargetTriple();
-  if (!t->triple) return codegen_fail(err, "codegen: out of memory");
-  if (!name || strcmp(name, "native") == 0) {
-    t->cpu = LLVMGetHostCPUName();
-    t->features = LLVMGetHostCPUFeatures();
-    if (!t->cpu || !t->features) {
-      cpu_target_dispose(t);
-      return codegen_fail(err, "codegen: out of memory");
-    }
-    t->vl = vl_from_features(t->features);
+    t->triple = LLVMGetDefaultTargetTriple();
+    if (!t->triple) return codegen_fail(err, "codegen: out of memory");
+    if (!name || strcmp(name, "native") == 0) {
+        t->cpu = LLVMGetHostCPUName();
+        t->features = LLVMGetHostCPUFeatures();
+        if (!t->cpu || !t->features) {
+            cpu_target_dispose(t);
+            return codegen_fail(err, "codegen: out of memory");
+        }
+        t->vl = vl_from_features(t->features);
     /* Non-x86 hosts (e.g. NEON) get 4-wide vectors. */
-    if (strncmp(t->triple, "x86_64", 6) != 0) t->vl = 4;
-    return true;
-  }
-  if (strncmp(t->triple, "x86_64", 6) != 0) {
-    codegen_fail(err, "codegen: named CPU '%s' is only supported on x86-64 hosts (this is %s)",
-                 name, t->triple);
+        if (strncmp(t->triple, "x86_64", 6) != 0) t->vl = 4;
+        return true;
+    }
+    if (strncmp(t->triple, "x86_64", 6) != 0) {
+        codegen_fail(err, "codegen: named CPU '%s' is only supported on x86-64 hosts (this is %s)", name, t->triple);
+        cpu_target_dispose(t);
+        return false;
+    }
+    for (size_t i = 0; i < sizeof known_cpus / sizeof known_cpus[0]; i++)
+        if (strcmp(name, known_cpus[i].name) == 0) {
+            t->cpu = dup_message(name);
+            t->features = dup_message("");
+            t->vl = known_cpus[i].vl;
+            if (!t->cpu || !t->features) {
+                cpu_target_dispose(t);
+                return codegen_fail(err, "codegen: out of memory");
+            }
+            return true;
+        }
+    codegen_fail(err,
+                 "codegen: unknown CPU '%s' (%s); use NULL/\"native\" for the host, or e.g. "
+                 "x86-64, x86-64-v2, x86-64-v3, x86-64-v4, haswell, skylake-avx512, znver4",
+                 name, "not in tlm's x86-64 CPU table");
     cpu_target_dispose(t);
     return false;
-  }
-  for (size_t i = 0; i < sizeof known_cpus / sizeof known_cpus[0]; i++)
-    if (strcmp(name, known_cpus[i].name) == 0) {
-      t->cpu = dup_message(name);
-      t->features = dup_message("");
-      t->vl = known_cpus[i].vl;
-      if (!t->cpu || !t->features) {
-        cpu_target_dispose(t);
-        return codegen_fail(err, "codegen: out of memory");
-      }
-      return true;
-    }
-  codegen_fail(err,
-               "codegen: unknown CPU '%s' (%s); use NULL/\"native\" for the host, or e.g. "
-               "x86-64, x86-64-v2, x86-64-v3, x86-64-v4, haswell, skylake-avx512, znver4",
-               name, "not in tlm's x86-64 CPU table");
-  cpu_target_dispose(t);
-  return false;
 }
 
 void cpu_target_dispose(cpu_target *t) {
-  if (t->triple) LLVMDisposeMessage(t->triple);
-  if (t->cpu) LLVMDisposeMessage(t->cpu);
-  if (t->features) LLVMDisposeMessage(t->features);
-  memset(t, 0, sizeof *t);
+    if (t->triple) LLVMDisposeMessage(t->triple);
+    if (t->cpu) LLVMDisposeMessage(t->cpu);
+    if (t->features) LLVMDisposeMessage(t->features);
+    memset(t, 0, sizeof *t);
 }

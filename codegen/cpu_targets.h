@@ -5,10 +5,10 @@
 #include <stdbool.h>
 
 typedef struct {
-  char *triple;   /* LLVM-owned strings: free with cpu_target_dispose */
-  char *cpu;
-  char *features; /* "" for a named CPU: LLVM derives them from the name */
-  int vl;         /* floats per vector register we generate for */
+    char *triple;   /* LLVM-owned strings: free with cpu_target_dispose */
+    char *cpu;
+    char *features; /* "" for a named CPU: LLVM derives them from the name */
+    int vl;         /* floats per vector register we generate for */
 } cpu_target;
 
 /* name NULL or "native": the host CPU and its exact features. Otherwise an

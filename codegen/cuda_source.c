@@ -240,78 +240,74 @@ static const char prelude[] =
     "}  // namespace tlm\n";
 
 static void emit_spec(FILE *f, const tlm_kernel_spec *s) {
-  char sym[128];
-  int D = s->d_model, W = s->width;
-  const char *swiglu = s->kind == TLM_MLP_SWIGLU ? "true" : "false";
-  fprintf(f, "\n// %s MLP, d_model %d, width %d\n",
-          s->kind == TLM_MLP_SWIGLU ? "SwiGLU" : "GELU", D, W);
-  tlm_kernel_symbol(s, TLM_ENTRY_FWD, sym, sizeof sym);
-  fprintf(f,
-          "extern \"C\" __global__ void __launch_bounds__(256) %s(\n"
-          "    long long r0, long long r1, const float *x, const float *w_gate,\n"
-          "    const float *w_up, const float *w_down, float *pre_gate, float *pre_up,\n"
-          "    float *out) {\n"
-          "  tlm::fwd<%d, %d, %s>(r0, r1, x, w_gate, w_up, w_down, pre_gate, pre_up, out);\n"
-          "}\n",
-          sym, D, W, swiglu);
-  tlm_kernel_symbol(s, TLM_ENTRY_BWD_DATA, sym, sizeof sym);
-  fprintf(f,
-          "extern \"C\" __global__ void __launch_bounds__(256) %s(\n"
-          "    long long r0, long long r1, const float *x, const float *w_gate,\n"
-          "    const float *w_up, const float *w_down, const float *pre_gate,\n"
-          "    const float *pre_up, const float *dout, float *d_pre_gate, float *d_pre_up,\n"
-          "    float *dx) {\n"
-          "  (void)x;\n"
-          "  tlm::bwd_data<%d, %d, %s>(r0, r1, w_gate, w_up, w_down, pre_gate, pre_up, dout,\n"
-          "                            d_pre_gate, d_pre_up, dx);\n"
-          "}\n",
-          sym, D, W, swiglu);
-  tlm_kernel_symbol(s, TLM_ENTRY_BWD_WEIGHT, sym, sizeof sym);
-  fprintf(f,
-          "extern \"C\" __global__ void __launch_bounds__(256) %s(\n"
-          "    long long rows, long long j0, long long j1, const float *x,\n"
-          "    const float *pre_gate, const float *pre_up, const float *dout,\n"
-          "    const float *d_pre_gate, const float *d_pre_up, float *dw_gate, float *dw_up,\n"
-          "    float *dw_down) {\n"
-          "  tlm::bwd_weight<%d, %d, %s>(rows, j0, j1, x, pre_gate, pre_up, dout, d_pre_gate,\n"
-          "                              d_pre_up, dw_gate, dw_up, dw_down);\n"
-          "}\n",
-          sym, D, W, swiglu);
+    char sym[128];
+    int D = s->d_model, W = s->width;
+    const char *swiglu = s->kind == TLM_MLP_SWIGLU ? "true" : "false";
+    fprintf(f, "\n// %s MLP, d_model %d, width %d\n", s->kind == TLM_MLP_SWIGLU ? "SwiGLU" : "GELU", D, W);
+    tlm_kernel_symbol(s, TLM_ENTRY_FWD, sym, sizeof sym);
+    fprintf(f,
+            "extern \"C\" __global__ void __launch_bounds__(256) %s(\n"
+            "    long long r0, long long r1, const float *x, const float *w_gate,\n"
+            "    const float *w_up, const float *w_down, float *pre_gate, float *pre_up,\n"
+            "    float *out) {\n"
+            "  tlm::fwd<%d, %d, %s>(r0, r1, x, w_gate, w_up, w_down, pre_gate, pre_up, out);\n"
+            "}\n",
+            sym, D, W, swiglu);
+    tlm_kernel_symbol(s, TLM_ENTRY_BWD_DATA, sym, sizeof sym);
+    fprintf(f,
+            "extern \"C\" __global__ void __launch_bounds__(256) %s(\n"
+            "    long long r0, long long r1, const float *x, const float *w_gate,\n"
+            "    const float *w_up, const float *w_down, const float *pre_gate,\n"
+            "    const float *pre_up, const float *dout, float *d_pre_gate, float *d_pre_up,\n"
+            "    float *dx) {\n"
+            "  (void)x;\n"
+            "  tlm::bwd_data<%d, %d, %s>(r0, r1, w_gate, w_up, w_down, pre_gate, pre_up, dout,\n"
+            "                            d_pre_gate, d_pre_up, dx);\n"
+            "}\n",
+            sym, D, W, swiglu);
+    tlm_kernel_symbol(s, TLM_ENTRY_BWD_WEIGHT, sym, sizeof sym);
+    fprintf(f,
+            "extern \"C\" __global__ void __launch_bounds__(256) %s(\n"
+            "    long long rows, long long j0, long long j1, const float *x,\n"
+            "    const float *pre_gate, const float *pre_up, const float *dout,\n"
+            "    const float *d_pre_gate, const float *d_pre_up, float *dw_gate, float *dw_up,\n"
+            "    float *dw_down) {\n"
+            "  tlm::bwd_weight<%d, %d, %s>(rows, j0, j1, x, pre_gate, pre_up, dout, d_pre_gate,\n"
+            "                              d_pre_up, dw_gate, dw_up, dw_down);\n"
+            "}\n",
+            sym, D, W, swiglu);
 }
 
 char *tlm_codegen_cuda_source(const tlm_kernel_spec *specs, int n) {
-  char msg[128];
-  if (n < 0 || (n > 0 && !specs)) return NULL;
-  for (int i = 0; i < n; i++)
-    if (!tlm_kernel_spec_valid(&specs[i], msg, sizeof msg)) return NULL;
-  char *buf = NULL;
-  size_t len = 0;
-  FILE *f = open_memstream(&buf, &len);
-  if (!f) return NULL;
-  fputs(prelude, f);
-  for (int i = 0; i < n; i++) {
-    int seen = 0;
-    for (int j = 0; j < i && !seen; j++)
-      seen = specs[j].kind == specs[i].kind && specs[j].d_model == specs[i].d_model &&
-             specs[j].width == specs[i].width;
-    if (!seen) emit_spec(f, &specs[i]);
-  }
-  if (fclose(f) != 0) {
-    free(buf);
-    return NULL;
-  }
-  return buf;
+    char msg[128];
+    if (n < 0 || (n > 0 && !specs)) return NULL;
+    for (int i = 0; i < n; i++)
+        if (!tlm_kernel_spec_valid(&specs[i], msg, sizeof msg)) return NULL;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) return NULL;
+    fputs(prelude, f);
+    for (int i = 0; i < n; i++) {
+        int seen = 0;
+        for (int j = 0; j < i && !seen; j++)
+            seen = specs[j].kind == specs[i].kind && specs[j].d_model == specs[i].d_model &&
+                   specs[j].width == specs[i].width;
+        if (!seen) emit_spec(f, &specs[i]);
+    }
+    if (fclose(f) != 0) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
 }
 
-static unsigned tiles(int64_t n) {
-  return n > 0 ? (unsigned)((n + CUDA_TILE - 1) / CUDA_TILE) : 0;
-}
+static unsigned tiles(int64_t n) { return n > 0 ? (unsigned)((n + CUDA_TILE - 1) / CUDA_TILE) : 0; }
 
 unsigned tlm_cuda_grid_size(const tlm_kernel_spec *s, const char *entry, int64_t range) {
-  unsigned n;
-  if (strcmp(entry, TLM_ENTRY_BWD_WEIGHT) == 0) /* dWg/dWu rows, then dWd columns */
-    n = 2 * tiles(range) * tiles(s->d_model);
-  else
-    n = tiles(range);
-  return n ? n : 1;
+    unsigned n;
+    if (strcmp(entry, TLM_ENTRY_BWD_WEIGHT) == 0) /* dWg/dWu rows, then dWd columns */
+        n = 2 * tiles(range) * tiles(s->d_model);
+    else n = tiles(range);
+    return n ? n : 1;
 }

@@ -11,8 +11,7 @@
 #include "cpu_targets.h"
 #include "tlm_abi.h"
 
-static LLVMValueRef constant_global(LLVMModuleRef mod, const char *name, LLVMValueRef init,
-                                    unsigned align) {
+static LLVMValueRef constant_global(LLVMModuleRef mod, const char *name, LLVMValueRef init, unsigned align) {
     LLVMValueRef g = LLVMAddGlobal(mod, LLVMTypeOf(init), name);
     LLVMSetInitializer(g, init);
     LLVMSetGlobalConstant(g, 1);
@@ -21,9 +20,9 @@ static LLVMValueRef constant_global(LLVMModuleRef mod, const char *name, LLVMVal
     return g;
 }
 
-bool tlm_codegen_descriptor_object(const uint8_t *blob, size_t blob_size, const tlm_kernel_spec *specs,
-                                   int nkernels, const char *cuda_source,
-                                   const tlm_codegen_options *opt, const char *obj_path, char **err) {
+bool tlm_codegen_descriptor_object(const uint8_t *blob, size_t blob_size, const tlm_kernel_spec *specs, int nkernels,
+                                   const char *cuda_source, const tlm_codegen_options *opt, const char *obj_path,
+                                   char **err) {
     if (blob_size > 0x7fffffffu) return codegen_fail(err, "descriptor too large (%zu bytes)", blob_size);
     LLVMValueRef *entries = malloc(((size_t)nkernels + 1) * sizeof *entries);
     if (!entries) return codegen_fail(err, "out of memory");
@@ -45,8 +44,7 @@ bool tlm_codegen_descriptor_object(const uint8_t *blob, size_t blob_size, const 
 
     constant_global(mod, TLM_SYM_MAGIC, LLVMConstInt(i32, TLM_ABI_MAGIC, 0), 4);
     constant_global(mod, TLM_SYM_VERSION, LLVMConstInt(i32, TLM_ABI_VERSION, 0), 4);
-    constant_global(mod, TLM_SYM_BLOB,
-                    LLVMConstStringInContext(ctx, (const char *)blob, (unsigned)blob_size, 1), 16);
+    constant_global(mod, TLM_SYM_BLOB, LLVMConstStringInContext(ctx, (const char *)blob, (unsigned)blob_size, 1), 16);
     constant_global(mod, TLM_SYM_BLOB_SIZE, LLVMConstInt(i64, blob_size, 0), 8);
 
     /* The kernel table: the three entry points of each kernel, resolved by
@@ -76,15 +74,13 @@ bool tlm_codegen_descriptor_object(const uint8_t *blob, size_t blob_size, const 
     if (LLVMGetTargetFromTriple(t.triple, &target, &msg)) {
         codegen_fail(err, "no LLVM target for %s: %s", t.triple, msg);
     } else {
-        LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, t.triple, t.cpu, t.features,
-                                                          LLVMCodeGenLevelNone, LLVMRelocPIC,
-                                                          LLVMCodeModelDefault);
+        LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, t.triple, t.cpu, t.features, LLVMCodeGenLevelNone,
+                                                          LLVMRelocPIC, LLVMCodeModelDefault);
         LLVMTargetDataRef layout = LLVMCreateTargetDataLayout(tm);
         LLVMSetModuleDataLayout(mod, layout);
         if (LLVMTargetMachineEmitToFile(tm, mod, (char *)obj_path, LLVMObjectFile, &msg))
             codegen_fail(err, "cannot write %s: %s", obj_path, msg);
-        else
-            ok = true;
+        else ok = true;
         LLVMDisposeTargetData(layout);
         LLVMDisposeTargetMachine(tm);
     }

@@ -12,8 +12,8 @@
 #include "codegen.h"
 
 /* specs[i] gives the kernel table's entry i (its three entry symbols). */
-bool tlm_codegen_descriptor_object(const uint8_t *blob, size_t blob_size, const tlm_kernel_spec *specs,
-                                   int nkernels, const char *cuda_source,
-                                   const tlm_codegen_options *opt, const char *obj_path, char **err);
+bool tlm_codegen_descriptor_object(const uint8_t *blob, size_t blob_size, const tlm_kernel_spec *specs, int nkernels,
+                                   const char *cuda_source, const tlm_codegen_options *opt, const char *obj_path,
+                                   char **err);
 
 #endif

@@ -9,32 +9,32 @@
 #define MAX_VL 16
 
 gemm_blocking gemm_default_blocking(int vl) {
-  gemm_blocking bk;
+    gemm_blocking bk;
   /* AVX-512 has 32 vector registers: a 12 x 32 tile keeps 24 accumulators,
    * two B vectors and a broadcast live. With 16 registers (AVX2, SSE) the
    * classic 6 x 2-vector tile leaves 3 spare. */
-  bk.mr = vl >= 16 ? 12 : 6;
-  bk.nv = 2;
+    bk.mr = vl >= 16 ? 12 : 6;
+    bk.nv = 2;
   /* A KC x NR panel of B is 32 KiB at KC=256, NR=32: it stays in L1. */
-  bk.kc = 256;
+    bk.kc = 256;
   /* A packed MC x KC block of A, ~120 KiB, stays in L2. */
-  bk.mc = bk.mr * (120 / bk.mr);
+    bk.mc = bk.mr * (120 / bk.mr);
   /* Unpacked A (m contiguous, read in place) costs no stack, so its blocks
    * can be larger: fewer repacks of B, and fewer recomputed activations
    * when B is the activation h. */
-  bk.mc_in_place = bk.mr * (504 / bk.mr);
-  return bk;
+    bk.mc_in_place = bk.mr * (504 / bk.mr);
+    return bk;
 }
 
 long long gemm_scratch_bytes(int vl, const gemm_blocking *bk) {
-  return 4 * ((long long)bk->kc * bk->nv * vl + (long long)bk->mc * bk->kc);
+    return 4 * ((long long)bk->kc * bk->nv * vl + (long long)bk->mc * bk->kc);
 }
 
 gemm_scratch gemm_alloc_scratch(ir *g, const gemm_blocking *bk) {
-  gemm_scratch s;
-  s.b_pack = ir_stack_floats(g, (long long)bk->kc * bk->nv * g->vl, "b_pack");
-  s.a_pack = ir_stack_floats(g, (long long)bk->mc * bk->kc, "a_pack");
-  return s;
+    gemm_scratch s;
+    s.b_pack = ir_stack_floats(g, (long long)bk->kc * bk->nv * g->vl, "b_pack");
+    s.a_pack = ir_stack_floats(g, (long long)bk->mc * bk->kc, "a_pack");
+    return s;
 }
 
 static LLVMValueRef param(ir *g, int i) { return LLVMGetParam(g->fn, (unsigned)i); }
@@ -42,54 +42,51 @@ static LLVMValueRef param(ir *g, int i) { return LLVMGetParam(g->fn, (unsigned)i
 /* Loads n vectors, all plain when `full` holds and all masked otherwise, with
  * one branch for the group. Plain loads matter where masked ones are slow or
  * scalarised (SSE2, vmaskmov on older AMD). */
-static void load_group(ir *g, LLVMValueRef *addrs, int n, LLVMValueRef full,
-                       LLVMValueRef *masks, LLVMValueRef *out) {
-  LLVMValueRef vars[2 * MAX_VL];
-  for (int i = 0; i < n; i++) vars[i] = ir_var(g, g->vf32, "lv");
-  ir_if s;
-  ir_if_begin(g, &s, full);
-  for (int i = 0; i < n; i++) LLVMBuildStore(g->b, ir_load_v(g, addrs[i]), vars[i]);
-  ir_if_else(g, &s);
-  for (int i = 0; i < n; i++)
-    LLVMBuildStore(g->b, ir_load_v_masked(g, addrs[i], masks[i]), vars[i]);
-  ir_if_end(g, &s);
-  for (int i = 0; i < n; i++) out[i] = LLVMBuildLoad2(g->b, g->vf32, vars[i], "");
+static void load_group(ir *g, LLVMValueRef *addrs, int n, LLVMValueRef full, LLVMValueRef *masks, LLVMValueRef *out) {
+    LLVMValueRef vars[2 * MAX_VL];
+    for (int i = 0; i < n; i++) vars[i] = ir_var(g, g->vf32, "lv");
+    ir_if s;
+    ir_if_begin(g, &s, full);
+    for (int i = 0; i < n; i++) LLVMBuildStore(g->b, ir_load_v(g, addrs[i]), vars[i]);
+    ir_if_else(g, &s);
+    for (int i = 0; i < n; i++) LLVMBuildStore(g->b, ir_load_v_masked(g, addrs[i], masks[i]), vars[i]);
+    ir_if_end(g, &s);
+    for (int i = 0; i < n; i++) out[i] = LLVMBuildLoad2(g->b, g->vf32, vars[i], "");
 }
 
 /* The activation of the (gate, up) vectors at offset `off`; the gate is not
  * read for GELU, whose gate pointers may be NULL. */
-static LLVMValueRef activation_at(ir *g, tlm_mlp kind, LLVMValueRef gate,
-                                  LLVMValueRef up, LLVMValueRef off, LLVMValueRef full,
-                                  LLVMValueRef mask) {
-  LLVMValueRef addrs[2] = {ir_gep(g, up, off), NULL}, masks[2] = {mask, mask};
-  LLVMValueRef v[2] = {NULL, NULL};
-  int n = 1;
-  if (kind == TLM_MLP_SWIGLU) addrs[n++] = ir_gep(g, gate, off);
-  load_group(g, addrs, n, full, masks, v);
-  return vm_activation(g, kind, v[1], v[0]);
+static LLVMValueRef activation_at(ir *g, tlm_mlp kind, LLVMValueRef gate, LLVMValueRef up, LLVMValueRef off,
+                                  LLVMValueRef full, LLVMValueRef mask) {
+    LLVMValueRef addrs[2] = {ir_gep(g, up, off), NULL}, masks[2] = {mask, mask};
+    LLVMValueRef v[2] = {NULL, NULL};
+    int n = 1;
+    if (kind == TLM_MLP_SWIGLU) addrs[n++] = ir_gep(g, gate, off);
+    load_group(g, addrs, n, full, masks, v);
+    return vm_activation(g, kind, v[1], v[0]);
 }
 
 /* In-register transpose of vl x vl floats by log2(vl) rounds of perfect
  * shuffles: rows 2i and 2i+1 of a round interleave the low and high halves
  * of rows i and i + vl/2 of the previous round. */
 static void transpose(ir *g, LLVMValueRef *rows) {
-  int n = g->vl;
-  LLVMValueRef lo_idx[MAX_VL], hi_idx[MAX_VL];
-  for (int t = 0; t < n; t++) {
-    int src = (t % 2 ? n : 0) + t / 2;
-    lo_idx[t] = LLVMConstInt(g->i32, (unsigned)src, 0);
-    hi_idx[t] = LLVMConstInt(g->i32, (unsigned)(src + n / 2), 0);
-  }
-  LLVMValueRef lo = LLVMConstVector(lo_idx, (unsigned)n);
-  LLVMValueRef hi = LLVMConstVector(hi_idx, (unsigned)n);
-  for (int width = 1; width < n; width *= 2) {
-    LLVMValueRef out[MAX_VL];
-    for (int i = 0; i < n / 2; i++) {
-      out[2 * i] = LLVMBuildShuffleVector(g->b, rows[i], rows[i + n / 2], lo, "");
-      out[2 * i + 1] = LLVMBuildShuffleVector(g->b, rows[i], rows[i + n / 2], hi, "");
+    int n = g->vl;
+    LLVMValueRef lo_idx[MAX_VL], hi_idx[MAX_VL];
+    for (int t = 0; t < n; t++) {
+        int src = (t % 2 ? n : 0) + t / 2;
+        lo_idx[t] = LLVMConstInt(g->i32, (unsigned)src, 0);
+        hi_idx[t] = LLVMConstInt(g->i32, (unsigned)(src + n / 2), 0);
     }
-    for (int i = 0; i < n; i++) rows[i] = out[i];
-  }
+    LLVMValueRef lo = LLVMConstVector(lo_idx, (unsigned)n);
+    LLVMValueRef hi = LLVMConstVector(hi_idx, (unsigned)n);
+    for (int width = 1; width < n; width *= 2) {
+        LLVMValueRef out[MAX_VL];
+        for (int i = 0; i < n / 2; i++) {
+            out[2 * i] = LLVMBuildShuffleVector(g->b, rows[i], rows[i + n / 2], lo, "");
+            out[2 * i + 1] = LLVMBuildShuffleVector(g->b, rows[i], rows[i + n / 2], hi, "");
+        }
+        for (int i = 0; i < n; i++) rows[i] = out[i];
+    }
 }
 
 /* ---- packing helpers ----------------------------------------------------
@@ -101,27 +98,27 @@ static void transpose(ir *g, LLVMValueRef *rows) {
  * zero-filling each run up to `pad` (a multiple of vl, >= cols). With
  * kind >= 0 it stores the activation of (gate, src) instead. */
 static LLVMValueRef emit_pack_rows(ir *g, int kind, const char *name, LLVMTypeRef type) {
-  LLVMValueRef fn = ir_begin_function(g, name, type, 1);
-  LLVMValueRef src = param(g, 0), gate = param(g, 1), src_ld = param(g, 2);
-  LLVMValueRef rows = param(g, 3), cols = param(g, 4), dst = param(g, 5);
-  LLVMValueRef dst_ld = param(g, 6), pad = param(g, 7);
-  ir_loop lr, lc;
-  LLVMValueRef r = ir_loop_begin(g, &lr, ir_i64(g, 0), rows, ir_i64(g, 1), "row");
-  LLVMValueRef from = ir_mul(g, r, src_ld), to = ir_mul(g, r, dst_ld);
-  LLVMValueRef c = ir_loop_begin(g, &lc, ir_i64(g, 0), pad, ir_i64(g, g->vl), "col");
-  LLVMValueRef full = LLVMBuildICmp(g->b, LLVMIntSLE, ir_add(g, c, ir_i64(g, g->vl)), cols, "");
-  LLVMValueRef mask = ir_lane_mask(g, cols, c), off = ir_add(g, from, c), val;
-  if (kind >= 0) {
-    val = activation_at(g, (tlm_mlp)kind, gate, src, off, full, mask);
-  } else {
-    LLVMValueRef addr = ir_gep(g, src, off);
-    load_group(g, &addr, 1, full, &mask, &val);
-  }
-  ir_store_v(g, val, ir_gep(g, dst, ir_add(g, to, c)));
-  ir_loop_end(g, &lc);
-  ir_loop_end(g, &lr);
-  LLVMBuildRetVoid(g->b);
-  return fn;
+    LLVMValueRef fn = ir_begin_function(g, name, type, 1);
+    LLVMValueRef src = param(g, 0), gate = param(g, 1), src_ld = param(g, 2);
+    LLVMValueRef rows = param(g, 3), cols = param(g, 4), dst = param(g, 5);
+    LLVMValueRef dst_ld = param(g, 6), pad = param(g, 7);
+    ir_loop lr, lc;
+    LLVMValueRef r = ir_loop_begin(g, &lr, ir_i64(g, 0), rows, ir_i64(g, 1), "row");
+    LLVMValueRef from = ir_mul(g, r, src_ld), to = ir_mul(g, r, dst_ld);
+    LLVMValueRef c = ir_loop_begin(g, &lc, ir_i64(g, 0), pad, ir_i64(g, g->vl), "col");
+    LLVMValueRef full = LLVMBuildICmp(g->b, LLVMIntSLE, ir_add(g, c, ir_i64(g, g->vl)), cols, "");
+    LLVMValueRef mask = ir_lane_mask(g, cols, c), off = ir_add(g, from, c), val;
+    if (kind >= 0) {
+        val = activation_at(g, (tlm_mlp)kind, gate, src, off, full, mask);
+    } else {
+        LLVMValueRef addr = ir_gep(g, src, off);
+        load_group(g, &addr, 1, full, &mask, &val);
+    }
+    ir_store_v(g, val, ir_gep(g, dst, ir_add(g, to, c)));
+    ir_loop_end(g, &lc);
+    ir_loop_end(g, &lr);
+    LLVMBuildRetVoid(g->b);
+    return fn;
 }
 
 /* pack_b_nk(b = &B(kb,nb), ldb, kcn, nrn, dst): B(k,n) = b[n*ldb + k], an
@@ -130,37 +127,36 @@ static LLVMValueRef emit_pack_rows(ir *g, int kind, const char *name, LLVMTypeRe
  * masked, and the packed rows it fills beyond kcn are never read (they fit:
  * kc is a multiple of vl). */
 static LLVMValueRef emit_pack_b_nk(ir *g, const gemm_blocking *bk, LLVMTypeRef type) {
-  LLVMValueRef fn = ir_begin_function(g, "tlm_pack_b_nk", type, 1);
-  int vl = g->vl, nr = bk->nv * vl;
-  LLVMValueRef b = param(g, 0), ldb = param(g, 1), kcn = param(g, 2), nrn = param(g, 3);
-  LLVMValueRef dst = param(g, 4);
-  LLVMValueRef last_row = ir_sub(g, nrn, ir_i64(g, 1));
-  ir_loop lv, lk;
-  LLVMValueRef n0 = ir_loop_begin(g, &lv, ir_i64(g, 0), ir_i64(g, nr), ir_i64(g, vl), "n");
-  LLVMValueRef kk = ir_loop_begin(g, &lk, ir_i64(g, 0), kcn, ir_i64(g, vl), "k");
-  LLVMValueRef kfull =
-      LLVMBuildICmp(g->b, LLVMIntSLE, ir_add(g, kk, ir_i64(g, vl)), kcn, "");
-  LLVMValueRef kmask = ir_lane_mask(g, kcn, kk);
-  LLVMValueRef addrs[MAX_VL], masks[MAX_VL], rows[MAX_VL];
-  for (int t = 0; t < vl; t++) {
-    LLVMValueRef row = ir_min(g, ir_add(g, n0, ir_i64(g, t)), last_row);
-    addrs[t] = ir_gep(g, b, ir_add(g, ir_mul(g, row, ldb), kk));
-    masks[t] = kmask;
-  }
-  load_group(g, addrs, vl, kfull, masks, rows);
-  for (int t = 0; t < vl; t++) {
-    LLVMValueRef valid = ir_lt(g, ir_add(g, n0, ir_i64(g, t)), nrn);
-    rows[t] = LLVMBuildSelect(g->b, valid, rows[t], ir_vf32(g, 0), "");
-  }
-  transpose(g, rows);
-  for (int j = 0; j < vl; j++) {
-    LLVMValueRef out = ir_add(g, ir_mul(g, ir_add(g, kk, ir_i64(g, j)), ir_i64(g, nr)), n0);
-    ir_store_v(g, rows[j], ir_gep(g, dst, out));
-  }
-  ir_loop_end(g, &lk);
-  ir_loop_end(g, &lv);
-  LLVMBuildRetVoid(g->b);
-  return fn;
+    LLVMValueRef fn = ir_begin_function(g, "tlm_pack_b_nk", type, 1);
+    int vl = g->vl, nr = bk->nv * vl;
+    LLVMValueRef b = param(g, 0), ldb = param(g, 1), kcn = param(g, 2), nrn = param(g, 3);
+    LLVMValueRef dst = param(g, 4);
+    LLVMValueRef last_row = ir_sub(g, nrn, ir_i64(g, 1));
+    ir_loop lv, lk;
+    LLVMValueRef n0 = ir_loop_begin(g, &lv, ir_i64(g, 0), ir_i64(g, nr), ir_i64(g, vl), "n");
+    LLVMValueRef kk = ir_loop_begin(g, &lk, ir_i64(g, 0), kcn, ir_i64(g, vl), "k");
+    LLVMValueRef kfull = LLVMBuildICmp(g->b, LLVMIntSLE, ir_add(g, kk, ir_i64(g, vl)), kcn, "");
+    LLVMValueRef kmask = ir_lane_mask(g, kcn, kk);
+    LLVMValueRef addrs[MAX_VL], masks[MAX_VL], rows[MAX_VL];
+    for (int t = 0; t < vl; t++) {
+        LLVMValueRef row = ir_min(g, ir_add(g, n0, ir_i64(g, t)), last_row);
+        addrs[t] = ir_gep(g, b, ir_add(g, ir_mul(g, row, ldb), kk));
+        masks[t] = kmask;
+    }
+    load_group(g, addrs, vl, kfull, masks, rows);
+    for (int t = 0; t < vl; t++) {
+        LLVMValueRef valid = ir_lt(g, ir_add(g, n0, ir_i64(g, t)), nrn);
+        rows[t] = LLVMBuildSelect(g->b, valid, rows[t], ir_vf32(g, 0), "");
+    }
+    transpose(g, rows);
+    for (int j = 0; j < vl; j++) {
+        LLVMValueRef out = ir_add(g, ir_mul(g, ir_add(g, kk, ir_i64(g, j)), ir_i64(g, nr)), n0);
+        ir_store_v(g, rows[j], ir_gep(g, dst, out));
+    }
+    ir_loop_end(g, &lk);
+    ir_loop_end(g, &lv);
+    LLVMBuildRetVoid(g->b);
+    return fn;
 }
 
 /* ---- the register tile --------------------------------------------------
@@ -177,35 +173,27 @@ static LLVMValueRef emit_pack_b_nk(ir *g, const gemm_blocking *bk, LLVMTypeRef t
 enum { EPI_NONE, EPI_SWIGLU_GRAD, EPI_GELU_GRAD };
 
 typedef struct {
-  ir *g;
-  const gemm_blocking *bk;
-  LLVMValueRef acc[MAX_MR][MAX_NV]; /* allocas; SROA turns them into registers */
-  LLVMValueRef c_off[MAX_MR];       /* element offset of row i from c */
-  LLVMValueRef masks[MAX_NV];
-  LLVMValueRef c, pre_gate, pre_up, d_gate;
-  tlm_mlp kind;
+    ir *g;
+    const gemm_blocking *bk;
+    LLVMValueRef acc[MAX_MR][MAX_NV]; /* allocas; SROA turns them into registers */
+    LLVMValueRef c_off[MAX_MR];       /* element offset of row i from c */
+    LLVMValueRef masks[MAX_NV];
+    LLVMValueRef c, pre_gate, pre_up, d_gate;
+    tlm_mlp kind;
 } tile;
 
-static LLVMValueRef acc_get(tile *t, int i, int v) {
-  return LLVMBuildLoad2(t->g->b, t->g->vf32, t->acc[i][v], "");
-}
-static LLVMValueRef c_index(tile *t, int i, int v) {
-  return ir_add(t->g, t->c_off[i], ir_i64(t->g, v * t->g->vl));
-}
+static LLVMValueRef acc_get(tile *t, int i, int v) { return LLVMBuildLoad2(t->g->b, t->g->vf32, t->acc[i][v], ""); }
+static LLVMValueRef c_index(tile *t, int i, int v) { return ir_add(t->g, t->c_off[i], ir_i64(t->g, v * t->g->vl)); }
 
-static void store_v(ir *g, LLVMValueRef val, LLVMValueRef addr, int masked,
-                    LLVMValueRef mask) {
-  if (masked)
-    ir_store_v_masked(g, val, addr, mask);
-  else
-    ir_store_v(g, val, addr);
+static void store_v(ir *g, LLVMValueRef val, LLVMValueRef addr, int masked, LLVMValueRef mask) {
+    if (masked) ir_store_v_masked(g, val, addr, mask);
+    else ir_store_v(g, val, addr);
 }
 
 static void store_c(tile *t, int masked) {
-  for (int i = 0; i < t->bk->mr; i++)
-    for (int v = 0; v < t->bk->nv; v++)
-      store_v(t->g, acc_get(t, i, v), ir_gep(t->g, t->c, c_index(t, i, v)), masked,
-              t->masks[v]);
+    for (int i = 0; i < t->bk->mr; i++)
+        for (int v = 0; v < t->bk->nv; v++)
+            store_v(t->g, acc_get(t, i, v), ir_gep(t->g, t->c, c_index(t, i, v)), masked, t->masks[v]);
 }
 
 /* After the tile is stored, rows [0, mrn) of C hold dh: turn them into the
@@ -214,235 +202,224 @@ static void store_c(tile *t, int masked) {
  * accumulators: that would need more than the 32 registers and spill. Only
  * valid rows: a repeated row would read back d_up instead of dh. */
 static void emit_grad_rows(tile *t, LLVMValueRef ldc, LLVMValueRef mrn, int masked) {
-  ir *g = t->g;
-  ir_loop l;
-  LLVMValueRef i = ir_loop_begin(g, &l, ir_i64(g, 0), mrn, ir_i64(g, 1), "grad_row");
-  LLVMValueRef row = ir_mul(g, i, ldc);
-  for (int v = 0; v < t->bk->nv; v++) {
-    LLVMValueRef off = ir_add(g, row, ir_i64(g, v * g->vl)), mask = t->masks[v];
-    LLVMValueRef ptrs[3] = {ir_gep(g, t->c, off), ir_gep(g, t->pre_up, off),
-                            ir_gep(g, t->pre_gate, off)};
-    LLVMValueRef vals[3];
-    int n = t->kind == TLM_MLP_SWIGLU ? 3 : 2;
-    for (int k = 0; k < n; k++)
-      vals[k] = masked ? ir_load_v_masked(g, ptrs[k], mask) : ir_load_v(g, ptrs[k]);
-    LLVMValueRef d_gate, d_up;
-    vm_activation_grad(g, t->kind, n == 3 ? vals[2] : NULL, vals[1], vals[0], &d_gate, &d_up);
-    if (d_gate) store_v(g, d_gate, ir_gep(g, t->d_gate, off), masked, mask);
-    store_v(g, d_up, ptrs[0], masked, mask);
-  }
-  ir_loop_end(g, &l);
+    ir *g = t->g;
+    ir_loop l;
+    LLVMValueRef i = ir_loop_begin(g, &l, ir_i64(g, 0), mrn, ir_i64(g, 1), "grad_row");
+    LLVMValueRef row = ir_mul(g, i, ldc);
+    for (int v = 0; v < t->bk->nv; v++) {
+        LLVMValueRef off = ir_add(g, row, ir_i64(g, v * g->vl)), mask = t->masks[v];
+        LLVMValueRef ptrs[3] = {ir_gep(g, t->c, off), ir_gep(g, t->pre_up, off), ir_gep(g, t->pre_gate, off)};
+        LLVMValueRef vals[3];
+        int n = t->kind == TLM_MLP_SWIGLU ? 3 : 2;
+        for (int k = 0; k < n; k++) vals[k] = masked ? ir_load_v_masked(g, ptrs[k], mask) : ir_load_v(g, ptrs[k]);
+        LLVMValueRef d_gate, d_up;
+        vm_activation_grad(g, t->kind, n == 3 ? vals[2] : NULL, vals[1], vals[0], &d_gate, &d_up);
+        if (d_gate) store_v(g, d_gate, ir_gep(g, t->d_gate, off), masked, mask);
+        store_v(g, d_up, ptrs[0], masked, mask);
+    }
+    ir_loop_end(g, &l);
 }
 
 static void store_tile(tile *t, LLVMValueRef full, void (*store)(tile *, int)) {
-  ir_if s;
-  ir_if_begin(t->g, &s, full);
-  store(t, 0);
-  ir_if_else(t->g, &s);
-  store(t, 1);
-  ir_if_end(t->g, &s);
+    ir_if s;
+    ir_if_begin(t->g, &s, full);
+    store(t, 0);
+    ir_if_else(t->g, &s);
+    store(t, 1);
+    ir_if_end(t->g, &s);
 }
 
 static LLVMValueRef emit_tile(ir *g, const gemm_blocking *bk, int epi, LLVMTypeRef type) {
-  static const char *names[] = {"tlm_tile", "tlm_tile_swiglu_grad", "tlm_tile_gelu_grad"};
-  LLVMValueRef fn = ir_begin_function(g, names[epi], type, 1);
-  int mr = bk->mr, nv = bk->nv, nr = nv * g->vl;
-  LLVMValueRef a = param(g, 0), a_sm = param(g, 1), a_sk = param(g, 2), bp = param(g, 3);
-  LLVMValueRef ldc = param(g, 5), mrn = param(g, 6), nrn = param(g, 7), kcn = param(g, 8);
-  LLVMValueRef load_c = param(g, 9), last = param(g, 10);
-  tile t = {.g = g, .bk = bk, .c = param(g, 4), .pre_gate = param(g, 11),
-            .pre_up = param(g, 12), .d_gate = param(g, 13),
-            .kind = epi == EPI_GELU_GRAD ? TLM_MLP_GELU : TLM_MLP_SWIGLU};
-  LLVMValueRef a_row[MAX_MR];
-  LLVMValueRef last_row = ir_sub(g, mrn, ir_i64(g, 1));
-  for (int i = 0; i < mr; i++) {
-    LLVMValueRef row = ir_min(g, ir_i64(g, i), last_row);
-    a_row[i] = ir_gep(g, a, ir_mul(g, row, a_sm));
-    t.c_off[i] = ir_mul(g, row, ldc);
-    for (int v = 0; v < nv; v++) t.acc[i][v] = ir_var(g, g->vf32, "acc");
-  }
-  for (int v = 0; v < nv; v++) t.masks[v] = ir_lane_mask(g, nrn, ir_i64(g, v * g->vl));
-  LLVMValueRef full = ir_eq(g, nrn, ir_i64(g, nr));
-
-  ir_if init;
-  ir_if_begin(g, &init, load_c);
-  for (int i = 0; i < mr; i++) {
-    LLVMValueRef addrs[MAX_NV], masks[MAX_NV], vals[MAX_NV];
-    for (int v = 0; v < nv; v++) {
-      addrs[v] = ir_gep(g, t.c, c_index(&t, i, v));
-      masks[v] = t.masks[v];
+    static const char *names[] = {"tlm_tile", "tlm_tile_swiglu_grad", "tlm_tile_gelu_grad"};
+    LLVMValueRef fn = ir_begin_function(g, names[epi], type, 1);
+    int mr = bk->mr, nv = bk->nv, nr = nv * g->vl;
+    LLVMValueRef a = param(g, 0), a_sm = param(g, 1), a_sk = param(g, 2), bp = param(g, 3);
+    LLVMValueRef ldc = param(g, 5), mrn = param(g, 6), nrn = param(g, 7), kcn = param(g, 8);
+    LLVMValueRef load_c = param(g, 9), last = param(g, 10);
+    tile t = {.g = g,
+              .bk = bk,
+              .c = param(g, 4),
+              .pre_gate = param(g, 11),
+              .pre_up = param(g, 12),
+              .d_gate = param(g, 13),
+              .kind = epi == EPI_GELU_GRAD ? TLM_MLP_GELU : TLM_MLP_SWIGLU};
+    LLVMValueRef a_row[MAX_MR];
+    LLVMValueRef last_row = ir_sub(g, mrn, ir_i64(g, 1));
+    for (int i = 0; i < mr; i++) {
+        LLVMValueRef row = ir_min(g, ir_i64(g, i), last_row);
+        a_row[i] = ir_gep(g, a, ir_mul(g, row, a_sm));
+        t.c_off[i] = ir_mul(g, row, ldc);
+        for (int v = 0; v < nv; v++) t.acc[i][v] = ir_var(g, g->vf32, "acc");
     }
-    load_group(g, addrs, nv, full, masks, vals);
-    for (int v = 0; v < nv; v++) LLVMBuildStore(g->b, vals[v], t.acc[i][v]);
-  }
-  ir_if_else(g, &init);
-  for (int i = 0; i < mr; i++)
-    for (int v = 0; v < nv; v++) LLVMBuildStore(g->b, ir_vf32(g, 0), t.acc[i][v]);
-  ir_if_end(g, &init);
+    for (int v = 0; v < nv; v++) t.masks[v] = ir_lane_mask(g, nrn, ir_i64(g, v * g->vl));
+    LLVMValueRef full = ir_eq(g, nrn, ir_i64(g, nr));
 
-  ir_loop l;
-  LLVMValueRef k = ir_loop_begin(g, &l, ir_i64(g, 0), kcn, ir_i64(g, 1), "k");
-  LLVMValueRef bv[MAX_NV];
-  LLVMValueRef b_row = ir_mul(g, k, ir_i64(g, nr));
-  for (int v = 0; v < nv; v++)
-    bv[v] = ir_load_v(g, ir_gep(g, bp, ir_add(g, b_row, ir_i64(g, v * g->vl))));
-  LLVMValueRef a_off = ir_mul(g, k, a_sk);
-  for (int i = 0; i < mr; i++) {
-    LLVMValueRef av = ir_broadcast_load(g, ir_gep(g, a_row[i], a_off));
-    for (int v = 0; v < nv; v++)
-      LLVMBuildStore(g->b, ir_fma(g, av, bv[v], acc_get(&t, i, v)), t.acc[i][v]);
-  }
-  ir_loop_end(g, &l);
+    ir_if init;
+    ir_if_begin(g, &init, load_c);
+    for (int i = 0; i < mr; i++) {
+        LLVMValueRef addrs[MAX_NV], masks[MAX_NV], vals[MAX_NV];
+        for (int v = 0; v < nv; v++) {
+            addrs[v] = ir_gep(g, t.c, c_index(&t, i, v));
+            masks[v] = t.masks[v];
+        }
+        load_group(g, addrs, nv, full, masks, vals);
+        for (int v = 0; v < nv; v++) LLVMBuildStore(g->b, vals[v], t.acc[i][v]);
+    }
+    ir_if_else(g, &init);
+    for (int i = 0; i < mr; i++)
+        for (int v = 0; v < nv; v++) LLVMBuildStore(g->b, ir_vf32(g, 0), t.acc[i][v]);
+    ir_if_end(g, &init);
 
-  store_tile(&t, full, store_c);
-  if (epi != EPI_NONE) {
-    ir_if s, f;
-    ir_if_begin(g, &s, last);
-    ir_if_begin(g, &f, full);
-    emit_grad_rows(&t, ldc, mrn, 0);
-    ir_if_else(g, &f);
-    emit_grad_rows(&t, ldc, mrn, 1);
-    ir_if_end(g, &f);
-    ir_if_end(g, &s);
-  }
-  LLVMBuildRetVoid(g->b);
-  return fn;
+    ir_loop l;
+    LLVMValueRef k = ir_loop_begin(g, &l, ir_i64(g, 0), kcn, ir_i64(g, 1), "k");
+    LLVMValueRef bv[MAX_NV];
+    LLVMValueRef b_row = ir_mul(g, k, ir_i64(g, nr));
+    for (int v = 0; v < nv; v++) bv[v] = ir_load_v(g, ir_gep(g, bp, ir_add(g, b_row, ir_i64(g, v * g->vl))));
+    LLVMValueRef a_off = ir_mul(g, k, a_sk);
+    for (int i = 0; i < mr; i++) {
+        LLVMValueRef av = ir_broadcast_load(g, ir_gep(g, a_row[i], a_off));
+        for (int v = 0; v < nv; v++) LLVMBuildStore(g->b, ir_fma(g, av, bv[v], acc_get(&t, i, v)), t.acc[i][v]);
+    }
+    ir_loop_end(g, &l);
+
+    store_tile(&t, full, store_c);
+    if (epi != EPI_NONE) {
+        ir_if s, f;
+        ir_if_begin(g, &s, last);
+        ir_if_begin(g, &f, full);
+        emit_grad_rows(&t, ldc, mrn, 0);
+        ir_if_else(g, &f);
+        emit_grad_rows(&t, ldc, mrn, 1);
+        ir_if_end(g, &f);
+        ir_if_end(g, &s);
+    }
+    LLVMBuildRetVoid(g->b);
+    return fn;
 }
 
 void gemm_emit_helpers(ir *g, const gemm_blocking *bk, unsigned kinds, gemm_helpers *h) {
-  LLVMTypeRef p = g->ptr, i = g->i64, b1 = g->i1;
-  LLVMTypeRef tile_params[] = {p, i, i, p, p, i, i, i, i, b1, b1, p, p, p};
-  LLVMTypeRef rows_params[] = {p, p, i, i, i, p, i, i};
-  LLVMTypeRef nk_params[] = {p, i, i, i, p};
-  h->tile_type = LLVMFunctionType(g->void_t, tile_params, 14, 0);
-  h->pack_rows_type = LLVMFunctionType(g->void_t, rows_params, 8, 0);
-  h->pack_b_nk_type = LLVMFunctionType(g->void_t, nk_params, 5, 0);
+    LLVMTypeRef p = g->ptr, i = g->i64, b1 = g->i1;
+    LLVMTypeRef tile_params[] = {p, i, i, p, p, i, i, i, i, b1, b1, p, p, p};
+    LLVMTypeRef rows_params[] = {p, p, i, i, i, p, i, i};
+    LLVMTypeRef nk_params[] = {p, i, i, i, p};
+    h->tile_type = LLVMFunctionType(g->void_t, tile_params, 14, 0);
+    h->pack_rows_type = LLVMFunctionType(g->void_t, rows_params, 8, 0);
+    h->pack_b_nk_type = LLVMFunctionType(g->void_t, nk_params, 5, 0);
 
-  h->tile[EPI_NONE] = emit_tile(g, bk, EPI_NONE, h->tile_type);
-  h->pack_rows[0] = emit_pack_rows(g, -1, "tlm_pack_rows", h->pack_rows_type);
-  h->pack_b_nk = emit_pack_b_nk(g, bk, h->pack_b_nk_type);
-  static const char *act_names[] = {"tlm_pack_rows_swiglu", "tlm_pack_rows_gelu"};
-  for (int kind = 0; kind < 2; kind++) {
-    h->tile[1 + kind] = h->pack_rows[1 + kind] = NULL;
-    if (!(kinds & (1u << kind))) continue;
-    h->tile[1 + kind] =
-        emit_tile(g, bk, kind == TLM_MLP_SWIGLU ? EPI_SWIGLU_GRAD : EPI_GELU_GRAD, h->tile_type);
-    h->pack_rows[1 + kind] = emit_pack_rows(g, kind, act_names[kind], h->pack_rows_type);
-  }
+    h->tile[EPI_NONE] = emit_tile(g, bk, EPI_NONE, h->tile_type);
+    h->pack_rows[0] = emit_pack_rows(g, -1, "tlm_pack_rows", h->pack_rows_type);
+    h->pack_b_nk = emit_pack_b_nk(g, bk, h->pack_b_nk_type);
+    static const char *act_names[] = {"tlm_pack_rows_swiglu", "tlm_pack_rows_gelu"};
+    for (int kind = 0; kind < 2; kind++) {
+        h->tile[1 + kind] = h->pack_rows[1 + kind] = NULL;
+        if (!(kinds & (1u << kind))) continue;
+        h->tile[1 + kind] = emit_tile(g, bk, kind == TLM_MLP_SWIGLU ? EPI_SWIGLU_GRAD : EPI_GELU_GRAD, h->tile_type);
+        h->pack_rows[1 + kind] = emit_pack_rows(g, kind, act_names[kind], h->pack_rows_type);
+    }
 }
 
 /* ---- the blocked loop nest, inline in the kernel ------------------------ */
 
-static LLVMValueRef call(ir *g, LLVMTypeRef type, LLVMValueRef fn, LLVMValueRef *args,
-                         int n) {
-  return LLVMBuildCall2(g->b, type, fn, args, (unsigned)n, "");
+static LLVMValueRef call(ir *g, LLVMTypeRef type, LLVMValueRef fn, LLVMValueRef *args, int n) {
+    return LLVMBuildCall2(g->b, type, fn, args, (unsigned)n, "");
 }
 
-static LLVMValueRef or_null(ir *g, LLVMValueRef p) {
-  return p ? p : LLVMConstNull(g->ptr);
-}
+static LLVMValueRef or_null(ir *g, LLVMValueRef p) { return p ? p : LLVMConstNull(g->ptr); }
 
-static void call_pack_rows(ir *g, const gemm_helpers *h, int which, LLVMValueRef src,
-                           LLVMValueRef gate, long long src_ld, LLVMValueRef rows,
-                           LLVMValueRef cols, LLVMValueRef dst, long long dst_ld,
+static void call_pack_rows(ir *g, const gemm_helpers *h, int which, LLVMValueRef src, LLVMValueRef gate,
+                           long long src_ld, LLVMValueRef rows, LLVMValueRef cols, LLVMValueRef dst, long long dst_ld,
                            LLVMValueRef pad) {
-  LLVMValueRef args[] = {src, or_null(g, gate), ir_i64(g, src_ld), rows, cols, dst,
-                         ir_i64(g, dst_ld), pad};
-  call(g, h->pack_rows_type, h->pack_rows[which], args, 8);
+    LLVMValueRef args[] = {src, or_null(g, gate), ir_i64(g, src_ld), rows, cols, dst, ir_i64(g, dst_ld), pad};
+    call(g, h->pack_rows_type, h->pack_rows[which], args, 8);
 }
 
 /* ceil(n / d) for d > 0 (n may be <= 0: empty ranges). */
 static LLVMValueRef ceil_div(ir *g, LLVMValueRef n, LLVMValueRef d) {
-  return LLVMBuildSDiv(g->b, ir_sub(g, ir_add(g, n, d), ir_i64(g, 1)), d, "");
+    return LLVMBuildSDiv(g->b, ir_sub(g, ir_add(g, n, d), ir_i64(g, 1)), d, "");
 }
 
 static LLVMValueRef round_up_vl(ir *g, LLVMValueRef n) {
-  LLVMValueRef vl = ir_i64(g, g->vl);
-  return ir_mul(g, ceil_div(g, n, vl), vl);
+    LLVMValueRef vl = ir_i64(g, g->vl);
+    return ir_mul(g, ceil_div(g, n, vl), vl);
 }
 
-void gemm_emit(ir *g, const gemm_blocking *bk, const gemm_helpers *h,
-               const gemm_scratch *s, const gemm_desc *d) {
-  int nr = bk->nv * g->vl;
+void gemm_emit(ir *g, const gemm_blocking *bk, const gemm_helpers *h, const gemm_scratch *s, const gemm_desc *d) {
+    int nr = bk->nv * g->vl;
   /* A with k contiguous (a_sk == 1) is packed [m][k]: a straight copy (or
    * the activation) that leaves the tile small, non-power-of-two strides
    * whatever the width. A with m contiguous is read in place: a tile's
    * broadcasts then share one cache line per k step. */
-  int packed = d->a_sk == 1;
-  int pack_kind = d->a_kind == GEMM_A_ACTIVATION ? 1 + (int)d->kind : 0;
-  int mc_max = packed ? bk->mc : bk->mc_in_place;
-  ir_loop lm, lk, ln, lt;
+    int packed = d->a_sk == 1;
+    int pack_kind = d->a_kind == GEMM_A_ACTIVATION ? 1 + (int)d->kind : 0;
+    int mc_max = packed ? bk->mc : bk->mc_in_place;
+    ir_loop lm, lk, ln, lt;
 
   /* Blocks of at most MC rows, as even as whole tiles allow: 256 rows make
    * 96+96+64, not 120+120+16 (whose last block would mostly be padding). */
-  LLVMValueRef m = ir_sub(g, d->m1, d->m0), one = ir_i64(g, 1);
-  LLVMValueRef blocks = ceil_div(g, m, ir_i64(g, mc_max));
-  blocks = LLVMBuildSelect(g->b, ir_lt(g, blocks, one), one, blocks, "");
-  LLVMValueRef mr = ir_i64(g, bk->mr);
-  LLVMValueRef mc = ir_mul(g, ceil_div(g, ceil_div(g, m, blocks), mr), mr);
-  LLVMValueRef mc0 = ir_loop_begin(g, &lm, d->m0, d->m1, mc, "mblock");
-  LLVMValueRef mc1 = ir_min(g, ir_add(g, mc0, mc), d->m1);
-  LLVMValueRef mcn = ir_sub(g, mc1, mc0);
+    LLVMValueRef m = ir_sub(g, d->m1, d->m0), one = ir_i64(g, 1);
+    LLVMValueRef blocks = ceil_div(g, m, ir_i64(g, mc_max));
+    blocks = LLVMBuildSelect(g->b, ir_lt(g, blocks, one), one, blocks, "");
+    LLVMValueRef mr = ir_i64(g, bk->mr);
+    LLVMValueRef mc = ir_mul(g, ceil_div(g, ceil_div(g, m, blocks), mr), mr);
+    LLVMValueRef mc0 = ir_loop_begin(g, &lm, d->m0, d->m1, mc, "mblock");
+    LLVMValueRef mc1 = ir_min(g, ir_add(g, mc0, mc), d->m1);
+    LLVMValueRef mcn = ir_sub(g, mc1, mc0);
 
-  LLVMValueRef kb = ir_loop_begin(g, &lk, ir_i64(g, 0), d->k, ir_i64(g, bk->kc), "kblock");
-  LLVMValueRef kcn = ir_min(g, ir_i64(g, bk->kc), ir_sub(g, d->k, kb));
-  LLVMValueRef first = ir_eq(g, kb, ir_i64(g, 0));
-  LLVMValueRef last = ir_eq(g, ir_add(g, kb, kcn), d->k);
-  LLVMValueRef load_c =
-      d->c_kind == GEMM_C_ACCUMULATE ? LLVMConstInt(g->i1, 1, 0) : LLVMBuildNot(g->b, first, "");
-  if (packed) {
-    LLVMValueRef off = ir_add(g, ir_mul(g, mc0, ir_i64(g, d->a_sm)), kb);
-    LLVMValueRef gate = d->kind == TLM_MLP_SWIGLU && d->a_gate ? ir_gep(g, d->a_gate, off) : NULL;
-    call_pack_rows(g, h, pack_kind, ir_gep(g, d->a, off), gate, d->a_sm, mcn, kcn, s->a_pack,
-                   bk->kc, round_up_vl(g, kcn));
-  }
-
-  LLVMValueRef nb = ir_loop_begin(g, &ln, d->n0, d->n1, ir_i64(g, nr), "npanel");
-  LLVMValueRef nrn = ir_min(g, ir_i64(g, nr), ir_sub(g, d->n1, nb));
-  LLVMValueRef ldb = ir_i64(g, d->ldb);
-  if (d->b_kind == GEMM_B_NK) {
-    LLVMValueRef args[] = {ir_gep(g, d->b, ir_add(g, ir_mul(g, nb, ldb), kb)), ldb, kcn, nrn,
-                           s->b_pack};
-    call(g, h->pack_b_nk_type, h->pack_b_nk, args, 5);
-  } else {
-    LLVMValueRef off = ir_add(g, ir_mul(g, kb, ldb), nb);
-    int which = d->b_kind == GEMM_B_ACTIVATION_KN ? 1 + (int)d->kind : 0;
-    LLVMValueRef gate = which && d->kind == TLM_MLP_SWIGLU ? ir_gep(g, d->b_gate, off) : NULL;
-    call_pack_rows(g, h, which, ir_gep(g, d->b, off), gate, d->ldb, kcn, nrn, s->b_pack, nr,
-                   ir_i64(g, nr));
-  }
-
-  LLVMValueRef mb = ir_loop_begin(g, &lt, mc0, mc1, ir_i64(g, bk->mr), "mtile");
-  LLVMValueRef mrn = ir_min(g, ir_i64(g, bk->mr), ir_sub(g, mc1, mb));
-  LLVMValueRef a_tile, a_sm, a_sk;
-  if (packed) {
-    a_tile = ir_gep(g, s->a_pack, ir_mul(g, ir_sub(g, mb, mc0), ir_i64(g, bk->kc)));
-    a_sm = ir_i64(g, bk->kc);
-    a_sk = ir_i64(g, 1);
-  } else {
-    a_tile = ir_gep(g, d->a, ir_add(g, ir_mul(g, mb, ir_i64(g, d->a_sm)),
-                                    ir_mul(g, kb, ir_i64(g, d->a_sk))));
-    a_sm = ir_i64(g, d->a_sm);
-    a_sk = ir_i64(g, d->a_sk);
-  }
-  LLVMValueRef c_off = ir_add(g, ir_mul(g, mb, ir_i64(g, d->ldc)), nb);
-  LLVMValueRef pre_gate = NULL, pre_up = NULL, d_gate = NULL;
-  int epi = EPI_NONE;
-  if (d->grad_epilogue) {
-    epi = d->kind == TLM_MLP_SWIGLU ? EPI_SWIGLU_GRAD : EPI_GELU_GRAD;
-    pre_up = ir_gep(g, d->pre_up, c_off);
-    if (d->kind == TLM_MLP_SWIGLU) {
-      pre_gate = ir_gep(g, d->pre_gate, c_off);
-      d_gate = ir_gep(g, d->d_gate, c_off);
+    LLVMValueRef kb = ir_loop_begin(g, &lk, ir_i64(g, 0), d->k, ir_i64(g, bk->kc), "kblock");
+    LLVMValueRef kcn = ir_min(g, ir_i64(g, bk->kc), ir_sub(g, d->k, kb));
+    LLVMValueRef first = ir_eq(g, kb, ir_i64(g, 0));
+    LLVMValueRef last = ir_eq(g, ir_add(g, kb, kcn), d->k);
+    LLVMValueRef load_c = d->c_kind == GEMM_C_ACCUMULATE ? LLVMConstInt(g->i1, 1, 0) : LLVMBuildNot(g->b, first, "");
+    if (packed) {
+        LLVMValueRef off = ir_add(g, ir_mul(g, mc0, ir_i64(g, d->a_sm)), kb);
+        LLVMValueRef gate = d->kind == TLM_MLP_SWIGLU && d->a_gate ? ir_gep(g, d->a_gate, off) : NULL;
+        call_pack_rows(g, h, pack_kind, ir_gep(g, d->a, off), gate, d->a_sm, mcn, kcn, s->a_pack, bk->kc,
+                       round_up_vl(g, kcn));
     }
-  }
-  LLVMValueRef args[] = {a_tile, a_sm, a_sk, s->b_pack, ir_gep(g, d->c, c_off),
-                         ir_i64(g, d->ldc), mrn, nrn, kcn, load_c, last,
-                         or_null(g, pre_gate), or_null(g, pre_up), or_null(g, d_gate)};
-  call(g, h->tile_type, h->tile[epi], args, 14);
 
-  ir_loop_end(g, &lt);
-  ir_loop_end(g, &ln);
-  ir_loop_end(g, &lk);
-  ir_loop_end(g, &lm);
+    LLVMValueRef nb = ir_loop_begin(g, &ln, d->n0, d->n1, ir_i64(g, nr), "npanel");
+    LLVMValueRef nrn = ir_min(g, ir_i64(g, nr), ir_sub(g, d->n1, nb));
+    LLVMValueRef ldb = ir_i64(g, d->ldb);
+    if (d->b_kind == GEMM_B_NK) {
+        LLVMValueRef args[] = {ir_gep(g, d->b, ir_add(g, ir_mul(g, nb, ldb), kb)), ldb, kcn, nrn, s->b_pack};
+        call(g, h->pack_b_nk_type, h->pack_b_nk, args, 5);
+    } else {
+        LLVMValueRef off = ir_add(g, ir_mul(g, kb, ldb), nb);
+        int which = d->b_kind == GEMM_B_ACTIVATION_KN ? 1 + (int)d->kind : 0;
+        LLVMValueRef gate = which && d->kind == TLM_MLP_SWIGLU ? ir_gep(g, d->b_gate, off) : NULL;
+        call_pack_rows(g, h, which, ir_gep(g, d->b, off), gate, d->ldb, kcn, nrn, s->b_pack, nr, ir_i64(g, nr));
+    }
+
+    LLVMValueRef mb = ir_loop_begin(g, &lt, mc0, mc1, ir_i64(g, bk->mr), "mtile");
+    LLVMValueRef mrn = ir_min(g, ir_i64(g, bk->mr), ir_sub(g, mc1, mb));
+    LLVMValueRef a_tile, a_sm, a_sk;
+    if (packed) {
+        a_tile = ir_gep(g, s->a_pack, ir_mul(g, ir_sub(g, mb, mc0), ir_i64(g, bk->kc)));
+        a_sm = ir_i64(g, bk->kc);
+        a_sk = ir_i64(g, 1);
+    } else {
+        a_tile = ir_gep(g, d->a, ir_add(g, ir_mul(g, mb, ir_i64(g, d->a_sm)), ir_mul(g, kb, ir_i64(g, d->a_sk))));
+        a_sm = ir_i64(g, d->a_sm);
+        a_sk = ir_i64(g, d->a_sk);
+    }
+    LLVMValueRef c_off = ir_add(g, ir_mul(g, mb, ir_i64(g, d->ldc)), nb);
+    LLVMValueRef pre_gate = NULL, pre_up = NULL, d_gate = NULL;
+    int epi = EPI_NONE;
+    if (d->grad_epilogue) {
+        epi = d->kind == TLM_MLP_SWIGLU ? EPI_SWIGLU_GRAD : EPI_GELU_GRAD;
+        pre_up = ir_gep(g, d->pre_up, c_off);
+        if (d->kind == TLM_MLP_SWIGLU) {
+            pre_gate = ir_gep(g, d->pre_gate, c_off);
+            d_gate = ir_gep(g, d->d_gate, c_off);
+        }
+    }
+    LLVMValueRef args[] = {
+        a_tile, a_sm, a_sk,   s->b_pack, ir_gep(g, d->c, c_off), ir_i64(g, d->ldc),  mrn,
+        nrn,    kcn,  load_c, last,      or_null(g, pre_gate),   or_null(g, pre_up), or_null(g, d_gate)};
+    call(g, h->tile_type, h->tile[epi], args, 14);
+
+    ir_loop_end(g, &lt);
+    ir_loop_end(g, &ln);
+    ir_loop_end(g, &lk);
+    ir_loop_end(g, &lm);
 }

@@ -25,73 +25,71 @@
 
 /* Register tile and cache blocking for one vector width. */
 typedef struct {
-  int mr; /* rows of C held in registers */
-  int nv; /* vectors across the tile: NR = nv * vl columns */
-  int kc; /* depth of a packed B panel (multiple of vl) */
-  int mc; /* rows of C per block, i.e. of a packed A block */
-  int mc_in_place; /* rows of C per block when A is not packed */
+    int mr; /* rows of C held in registers */
+    int nv; /* vectors across the tile: NR = nv * vl columns */
+    int kc; /* depth of a packed B panel (multiple of vl) */
+    int mc; /* rows of C per block, i.e. of a packed A block */
+    int mc_in_place; /* rows of C per block when A is not packed */
 } gemm_blocking;
 
 gemm_blocking gemm_default_blocking(int vl);
 
 typedef enum {
-  GEMM_A_PLAIN,      /* A(m,k) = a[m*a_sm + k*a_sk]; a_sm or a_sk is 1 */
-  GEMM_A_ACTIVATION, /* A(m,k) = act(a_gate[m*a_sm+k], a[m*a_sm+k]), a_sk = 1 */
+    GEMM_A_PLAIN,      /* A(m,k) = a[m*a_sm + k*a_sk]; a_sm or a_sk is 1 */
+    GEMM_A_ACTIVATION, /* A(m,k) = act(a_gate[m*a_sm+k], a[m*a_sm+k]), a_sk = 1 */
 } gemm_a_kind;
 
 typedef enum {
-  GEMM_B_KN,            /* B(k,n) = b[k*ldb + n] */
-  GEMM_B_NK,            /* B(k,n) = b[n*ldb + k]: an nn.Linear weight used as W^T */
-  GEMM_B_ACTIVATION_KN, /* B(k,n) = act(b_gate[k*ldb+n], b[k*ldb+n]) */
+    GEMM_B_KN,            /* B(k,n) = b[k*ldb + n] */
+    GEMM_B_NK,            /* B(k,n) = b[n*ldb + k]: an nn.Linear weight used as W^T */
+    GEMM_B_ACTIVATION_KN, /* B(k,n) = act(b_gate[k*ldb+n], b[k*ldb+n]) */
 } gemm_b_kind;
 
 typedef enum {
-  GEMM_C_WRITE,      /* C = A B */
-  GEMM_C_ACCUMULATE, /* C += A B */
+    GEMM_C_WRITE,      /* C = A B */
+    GEMM_C_ACCUMULATE, /* C += A B */
 } gemm_c_kind;
 
 typedef struct {
-  tlm_mlp kind; /* which activation the _ACTIVATION variants apply */
+    tlm_mlp kind; /* which activation the _ACTIVATION variants apply */
   /* C rows [m0, m1), columns [n0, n1), depth k: i64 values. */
-  LLVMValueRef m0, m1, n0, n1, k;
-  gemm_a_kind a_kind;
-  LLVMValueRef a, a_gate;
-  long long a_sm, a_sk;
-  gemm_b_kind b_kind;
-  LLVMValueRef b, b_gate;
-  long long ldb;
-  gemm_c_kind c_kind;
-  LLVMValueRef c;
-  long long ldc;
+    LLVMValueRef m0, m1, n0, n1, k;
+    gemm_a_kind a_kind;
+    LLVMValueRef a, a_gate;
+    long long a_sm, a_sk;
+    gemm_b_kind b_kind;
+    LLVMValueRef b, b_gate;
+    long long ldb;
+    gemm_c_kind c_kind;
+    LLVMValueRef c;
+    long long ldc;
   /* Optional epilogue after the last k block: C holds dh; the activation
    * gradient is taken against pre_gate/pre_up (same layout as C) and written
    * to d_gate (SwiGLU only) and to C itself as d_up. */
-  int grad_epilogue;
-  LLVMValueRef pre_gate, pre_up, d_gate;
+    int grad_epilogue;
+    LLVMValueRef pre_gate, pre_up, d_gate;
 } gemm_desc;
 
 /* The shared internal functions; see gemm_emit_helpers. */
 typedef struct {
-  LLVMValueRef tile[3];      /* by epilogue: none, SwiGLU grad, GELU grad */
-  LLVMValueRef pack_rows[3]; /* plain copy, SwiGLU, GELU activation */
-  LLVMValueRef pack_b_nk;
-  LLVMTypeRef tile_type, pack_rows_type, pack_b_nk_type;
+    LLVMValueRef tile[3];      /* by epilogue: none, SwiGLU grad, GELU grad */
+    LLVMValueRef pack_rows[3]; /* plain copy, SwiGLU, GELU activation */
+    LLVMValueRef pack_b_nk;
+    LLVMTypeRef tile_type, pack_rows_type, pack_b_nk_type;
 } gemm_helpers;
 
 /* Emits the helpers for the given kinds (bit 1 << kind set in kinds). Call
  * before building any kernel function. */
-void gemm_emit_helpers(ir *g, const gemm_blocking *bk, unsigned kinds,
-                       gemm_helpers *h);
+void gemm_emit_helpers(ir *g, const gemm_blocking *bk, unsigned kinds, gemm_helpers *h);
 
 /* Stack buffers, allocated once per function and shared by its GEMMs. */
 typedef struct {
-  LLVMValueRef a_pack, b_pack;
+    LLVMValueRef a_pack, b_pack;
 } gemm_scratch;
 
 gemm_scratch gemm_alloc_scratch(ir *g, const gemm_blocking *bk);
 long long gemm_scratch_bytes(int vl, const gemm_blocking *bk);
 
-void gemm_emit(ir *g, const gemm_blocking *bk, const gemm_helpers *h,
-               const gemm_scratch *s, const gemm_desc *d);
+void gemm_emit(ir *g, const gemm_blocking *bk, const gemm_helpers *h, const gemm_scratch *s, const gemm_desc *d);
 
 #endif

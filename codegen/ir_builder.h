@@ -7,20 +7,20 @@
 #include <llvm-c/Core.h>
 
 typedef struct {
-  LLVMContextRef ctx;
-  LLVMModuleRef mod;
-  LLVMBuilderRef b;
-  LLVMTypeRef f32, i1, i32, i64, ptr, void_t;
-  int vl;                /* floats per vector register for this target */
-  int x86;               /* x86 target: vec_math may use its rcp intrinsics */
-  LLVMTypeRef vf32;      /* <vl x float> */
-  LLVMTypeRef vi32;      /* <vl x i32> */
-  LLVMTypeRef vmask;     /* <vl x i1> */
-  LLVMValueRef fn;       /* function being built */
-  LLVMBasicBlockRef entry;
+    LLVMContextRef ctx;
+    LLVMModuleRef mod;
+    LLVMBuilderRef b;
+    LLVMTypeRef f32, i1, i32, i64, ptr, void_t;
+    int vl;                /* floats per vector register for this target */
+    int x86;               /* x86 target: vec_math may use its rcp intrinsics */
+    LLVMTypeRef vf32;      /* <vl x float> */
+    LLVMTypeRef vi32;      /* <vl x i32> */
+    LLVMTypeRef vmask;     /* <vl x i1> */
+    LLVMValueRef fn;       /* function being built */
+    LLVMBasicBlockRef entry;
   /* String attributes put on every function (e.g. the vector width). */
-  const char *attr_keys[4], *attr_values[4];
-  int n_attrs;
+    const char *attr_keys[4], *attr_values[4];
+    int n_attrs;
 } ir;
 
 void ir_init(ir *g, LLVMContextRef ctx, LLVMModuleRef mod, int vl);
@@ -29,8 +29,7 @@ void ir_dispose(ir *g);
 /* Starts a nounwind function carrying the attrs above; leaves the builder in
  * its entry block. Internal ones are also noinline: they are the shared
  * pieces whose point is to exist once. */
-LLVMValueRef ir_begin_function(ir *g, const char *name, LLVMTypeRef type,
-                               int internal);
+LLVMValueRef ir_begin_function(ir *g, const char *name, LLVMTypeRef type, int internal);
 
 /* Adds an enum attribute such as "optnone" to the current function. */
 void ir_add_function_attr(ir *g, const char *name);
@@ -58,18 +57,17 @@ LLVMValueRef ir_var(ir *g, LLVMTypeRef type, const char *name);
 
 /* for (iv = start; iv < end; iv += step) -- signed compare. */
 typedef struct {
-  LLVMBasicBlockRef header, latch, exit;
-  LLVMValueRef iv, step;
+    LLVMBasicBlockRef header, latch, exit;
+    LLVMValueRef iv, step;
 } ir_loop;
-LLVMValueRef ir_loop_begin(ir *g, ir_loop *l, LLVMValueRef start,
-                           LLVMValueRef end, LLVMValueRef step,
+LLVMValueRef ir_loop_begin(ir *g, ir_loop *l, LLVMValueRef start, LLVMValueRef end, LLVMValueRef step,
                            const char *name);
 void ir_loop_end(ir *g, ir_loop *l);
 
 /* if (cond) { ... } [else { ... }] */
 typedef struct {
-  LLVMBasicBlockRef else_bb, join_bb;
-  int has_else;
+    LLVMBasicBlockRef else_bb, join_bb;
+    int has_else;
 } ir_if;
 void ir_if_begin(ir *g, ir_if *s, LLVMValueRef cond);
 void ir_if_else(ir *g, ir_if *s);
@@ -81,8 +79,7 @@ LLVMValueRef ir_load_v(ir *g, LLVMValueRef addr);
 void ir_store_v(ir *g, LLVMValueRef v, LLVMValueRef addr);
 /* Lanes with mask false read as 0 and are never accessed. */
 LLVMValueRef ir_load_v_masked(ir *g, LLVMValueRef addr, LLVMValueRef mask);
-void ir_store_v_masked(ir *g, LLVMValueRef v, LLVMValueRef addr,
-                       LLVMValueRef mask);
+void ir_store_v_masked(ir *g, LLVMValueRef v, LLVMValueRef addr, LLVMValueRef mask);
 /* Mask of lanes i with first_lane + i < count (count, first_lane: i64). */
 LLVMValueRef ir_lane_mask(ir *g, LLVMValueRef count, LLVMValueRef first_lane);
 
@@ -101,7 +98,7 @@ LLVMValueRef ir_fmin(ir *g, LLVMValueRef a, LLVMValueRef b);
 LLVMValueRef ir_fmax(ir *g, LLVMValueRef a, LLVMValueRef b);
 
 /* Calls an overloaded intrinsic such as "llvm.fmuladd". */
-LLVMValueRef ir_intrinsic(ir *g, const char *name, LLVMTypeRef *overloads,
-                          int n_overloads, LLVMValueRef *args, int n_args);
+LLVMValueRef ir_intrinsic(ir *g, const char *name, LLVMTypeRef *overloads, int n_overloads, LLVMValueRef *args,
+                          int n_args);
 
 #endif

@@ -22,147 +22,143 @@
 #include "mlp_kernels.h"
 
 static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 /* TLM_CODEGEN_BLOCKING="mr,nv,kc,mc,mc_in_place" overrides the blocking; it
  * exists for tuning with bench/mlp_bench and is checked like user input. */
 static bool blocking_for(int vl, gemm_blocking *bk, char **err) {
-  *bk = gemm_default_blocking(vl);
-  const char *env = getenv("TLM_CODEGEN_BLOCKING");
-  if (!env || !*env) return true;
-  gemm_blocking o;
-  if (sscanf(env, "%d,%d,%d,%d,%d", &o.mr, &o.nv, &o.kc, &o.mc, &o.mc_in_place) != 5 ||
-      o.mr < 1 || o.mr > 16 || o.nv < 1 || o.nv > 4 || o.kc < vl || o.kc % vl ||
-      o.mc < o.mr || o.mc_in_place < o.mr ||
-      gemm_scratch_bytes(vl, &o) > TLM_CODEGEN_MAX_STACK_BYTES)
-    return codegen_fail(err, "codegen: bad TLM_CODEGEN_BLOCKING '%s' (mr<=16, nv<=4, kc a "
-                             "multiple of %d, scratch <= %d bytes)",
-                        env, vl, TLM_CODEGEN_MAX_STACK_BYTES);
-  *bk = o;
-  return true;
+    *bk = gemm_default_blocking(vl);
+    const char *env = getenv("TLM_CODEGEN_BLOCKING");
+    if (!env || !*env) return true;
+    gemm_blocking o;
+    if (sscanf(env, "%d,%d,%d,%d,%d", &o.mr, &o.nv, &o.kc, &o.mc, &o.mc_in_place) != 5 || o.mr < 1 || o.mr > 16 ||
+        o.nv < 1 || o.nv > 4 || o.kc < vl || o.kc % vl || o.mc < o.mr || o.mc_in_place < o.mr ||
+        gemm_scratch_bytes(vl, &o) > TLM_CODEGEN_MAX_STACK_BYTES)
+        return codegen_fail(err,
+                            "codegen: bad TLM_CODEGEN_BLOCKING '%s' (mr<=16, nv<=4, kc a "
+                            "multiple of %d, scratch <= %d bytes)",
+                            env, vl, TLM_CODEGEN_MAX_STACK_BYTES);
+    *bk = o;
+    return true;
 }
 
 static bool same_spec(const tlm_kernel_spec *a, const tlm_kernel_spec *b) {
-  return a->kind == b->kind && a->d_model == b->d_model && a->width == b->width;
+    return a->kind == b->kind && a->d_model == b->d_model && a->width == b->width;
 }
 
-static void build_module(LLVMContextRef ctx, LLVMModuleRef mod, const cpu_target *t,
-                         const gemm_blocking *bk, const tlm_kernel_spec *specs,
-                         int n) {
-  ir g;
-  ir_init(&g, ctx, mod, t->vl);
-  g.x86 = strncmp(t->triple, "x86_64", 6) == 0;
+static void build_module(LLVMContextRef ctx, LLVMModuleRef mod, const cpu_target *t, const gemm_blocking *bk,
+                         const tlm_kernel_spec *specs, int n) {
+    ir g;
+    ir_init(&g, ctx, mod, t->vl);
+    g.x86 = strncmp(t->triple, "x86_64", 6) == 0;
   /* Explicit <16 x float> code must not be split into 256-bit halves by
    * CPUs tuned to prefer 256-bit vectors: declare the width we mean. */
-  char width[16];
-  snprintf(width, sizeof width, "%d", t->vl * 32);
-  g.attr_keys[0] = "min-legal-vector-width";
-  g.attr_keys[1] = "prefer-vector-width";
-  g.attr_values[0] = g.attr_values[1] = width;
-  g.n_attrs = 2;
-  unsigned kinds = 0;
-  for (int i = 0; i < n; i++) kinds |= 1u << specs[i].kind;
-  gemm_helpers h;
-  gemm_emit_helpers(&g, bk, kinds, &h);
-  for (int i = 0; i < n; i++) {
-    bool seen = false;
-    for (int j = 0; j < i && !seen; j++) seen = same_spec(&specs[i], &specs[j]);
-    if (!seen) mlp_emit_kernels(&g, bk, &h, &specs[i]);
-  }
-  ir_dispose(&g);
+    char width[16];
+    snprintf(width, sizeof width, "%d", t->vl * 32);
+    g.attr_keys[0] = "min-legal-vector-width";
+    g.attr_keys[1] = "prefer-vector-width";
+    g.attr_values[0] = g.attr_values[1] = width;
+    g.n_attrs = 2;
+    unsigned kinds = 0;
+    for (int i = 0; i < n; i++) kinds |= 1u << specs[i].kind;
+    gemm_helpers h;
+    gemm_emit_helpers(&g, bk, kinds, &h);
+    for (int i = 0; i < n; i++) {
+        bool seen = false;
+        for (int j = 0; j < i && !seen; j++) seen = same_spec(&specs[i], &specs[j]);
+        if (!seen) mlp_emit_kernels(&g, bk, &h, &specs[i]);
+    }
+    ir_dispose(&g);
 }
 
 /* LLVM's default<O0..3> pipeline (the helpers are what it works on: the
  * kernels themselves are optnone, see mlp_kernels.c). */
 static bool optimise(LLVMModuleRef mod, LLVMTargetMachineRef tm, int level, char **err) {
-  char pipeline[32];
-  snprintf(pipeline, sizeof pipeline, "default<O%d>", level);
-  LLVMPassBuilderOptionsRef pbo = LLVMCreatePassBuilderOptions();
-  LLVMErrorRef e = LLVMRunPasses(mod, pipeline, tm, pbo);
-  LLVMDisposePassBuilderOptions(pbo);
-  if (!e) return true;
-  char *m = LLVMGetErrorMessage(e);
-  codegen_fail(err, "codegen: optimisation pipeline failed: %s", m);
-  LLVMDisposeErrorMessage(m);
-  return false;
+    char pipeline[32];
+    snprintf(pipeline, sizeof pipeline, "default<O%d>", level);
+    LLVMPassBuilderOptionsRef pbo = LLVMCreatePassBuilderOptions();
+    LLVMErrorRef e = LLVMRunPasses(mod, pipeline, tm, pbo);
+    LLVMDisposePassBuilderOptions(pbo);
+    if (!e) return true;
+    char *m = LLVMGetErrorMessage(e);
+    codegen_fail(err, "codegen: optimisation pipeline failed: %s", m);
+    LLVMDisposeErrorMessage(m);
+    return false;
 }
 
-bool tlm_codegen_cpu_object(const tlm_kernel_spec *specs, int n,
-                            const tlm_codegen_options *opt, const char *obj_path,
+bool tlm_codegen_cpu_object(const tlm_kernel_spec *specs, int n, const tlm_codegen_options *opt, const char *obj_path,
                             char **err) {
-  if (err) *err = NULL;
-  tlm_codegen_options defaults = {NULL, 3};
-  if (!opt) opt = &defaults;
-  if (n < 0 || (n > 0 && !specs) || !obj_path)
-    return codegen_fail(err, "codegen: bad arguments (n=%d, specs=%p, obj_path=%p)", n,
-                        (const void *)specs, (const void *)obj_path);
-  if (opt->opt_level < 0 || opt->opt_level > 3)
-    return codegen_fail(err, "codegen: opt_level %d not in 0..3", opt->opt_level);
-  for (int i = 0; i < n; i++) {
-    char msg[128];
-    if (!tlm_kernel_spec_valid(&specs[i], msg, sizeof msg))
-      return codegen_fail(err, "codegen: spec %d: %s", i, msg);
-  }
+    if (err) *err = NULL;
+    tlm_codegen_options defaults = {NULL, 3};
+    if (!opt) opt = &defaults;
+    if (n < 0 || (n > 0 && !specs) || !obj_path)
+        return codegen_fail(err, "codegen: bad arguments (n=%d, specs=%p, obj_path=%p)", n, (const void *)specs,
+                            (const void *)obj_path);
+    if (opt->opt_level < 0 || opt->opt_level > 3)
+        return codegen_fail(err, "codegen: opt_level %d not in 0..3", opt->opt_level);
+    for (int i = 0; i < n; i++) {
+        char msg[128];
+        if (!tlm_kernel_spec_valid(&specs[i], msg, sizeof msg))
+            return codegen_fail(err, "codegen: spec %d: %s", i, msg);
+    }
 
-  cpu_target t;
-  if (!cpu_target_resolve(opt->cpu, &t, err)) return false;
-  gemm_blocking bk;
-  if (!blocking_for(t.vl, &bk, err)) {
-    cpu_target_dispose(&t);
-    return false;
-  }
-  LLVMTargetRef target;
-  char *msg = NULL;
-  if (LLVMGetTargetFromTriple(t.triple, &target, &msg)) {
-    codegen_fail(err, "codegen: no LLVM target for %s: %s", t.triple, msg);
-    LLVMDisposeMessage(msg);
-    cpu_target_dispose(&t);
-    return false;
-  }
-  static const LLVMCodeGenOptLevel levels[] = {LLVMCodeGenLevelNone, LLVMCodeGenLevelLess,
-                                               LLVMCodeGenLevelDefault,
-                                               LLVMCodeGenLevelAggressive};
+    cpu_target t;
+    if (!cpu_target_resolve(opt->cpu, &t, err)) return false;
+    gemm_blocking bk;
+    if (!blocking_for(t.vl, &bk, err)) {
+        cpu_target_dispose(&t);
+        return false;
+    }
+    LLVMTargetRef target;
+    char *msg = NULL;
+    if (LLVMGetTargetFromTriple(t.triple, &target, &msg)) {
+        codegen_fail(err, "codegen: no LLVM target for %s: %s", t.triple, msg);
+        LLVMDisposeMessage(msg);
+        cpu_target_dispose(&t);
+        return false;
+    }
+    static const LLVMCodeGenOptLevel levels[] = {LLVMCodeGenLevelNone, LLVMCodeGenLevelLess, LLVMCodeGenLevelDefault,
+                                                 LLVMCodeGenLevelAggressive};
   /* PIC: the runtime links the object into a shared library. */
-  LLVMTargetMachineRef tm =
-      LLVMCreateTargetMachine(target, t.triple, t.cpu, t.features, levels[opt->opt_level],
-                              LLVMRelocPIC, LLVMCodeModelDefault);
+    LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, t.triple, t.cpu, t.features, levels[opt->opt_level],
+                                                      LLVMRelocPIC, LLVMCodeModelDefault);
 
-  double t0 = now_s();
-  LLVMContextRef ctx = LLVMContextCreate();
-  LLVMModuleRef mod = LLVMModuleCreateWithNameInContext("tlm_mlp_kernels", ctx);
-  LLVMSetTarget(mod, t.triple);
-  LLVMTargetDataRef layout = LLVMCreateTargetDataLayout(tm);
-  LLVMSetModuleDataLayout(mod, layout);
-  build_module(ctx, mod, &t, &bk, specs, n);
-  double t1 = now_s();
+    double t0 = now_s();
+    LLVMContextRef ctx = LLVMContextCreate();
+    LLVMModuleRef mod = LLVMModuleCreateWithNameInContext("tlm_mlp_kernels", ctx);
+    LLVMSetTarget(mod, t.triple);
+    LLVMTargetDataRef layout = LLVMCreateTargetDataLayout(tm);
+    LLVMSetModuleDataLayout(mod, layout);
+    build_module(ctx, mod, &t, &bk, specs, n);
+    double t1 = now_s();
 
-  bool ok = true;
-  if (LLVMVerifyModule(mod, LLVMReturnStatusAction, &msg))
-    ok = codegen_fail(err, "codegen: internal error, invalid IR: %s", msg);
-  LLVMDisposeMessage(msg);
-  msg = NULL;
-  if (ok) ok = optimise(mod, tm, opt->opt_level, err);
-  double t2 = now_s();
-  const char *dump = getenv("TLM_CODEGEN_DUMP_IR");
-  if (ok && dump) LLVMPrintModuleToFile(mod, dump, NULL);
-  if (ok && LLVMTargetMachineEmitToFile(tm, mod, obj_path, LLVMObjectFile, &msg)) {
-    ok = codegen_fail(err, "codegen: writing %s failed: %s", obj_path, msg);
+    bool ok = true;
+    if (LLVMVerifyModule(mod, LLVMReturnStatusAction, &msg))
+        ok = codegen_fail(err, "codegen: internal error, invalid IR: %s", msg);
     LLVMDisposeMessage(msg);
-  }
-  double t3 = now_s();
-  if (getenv("TLM_CODEGEN_VERBOSE"))
-    fprintf(stderr,
-            "codegen: %d specs for %s (%d-wide, tile %dx%d, kc %d): build %.3fs, "
-            "opt %.3fs, object %.3fs\n",
-            n, t.cpu, t.vl, bk.mr, bk.nv * t.vl, bk.kc, t1 - t0, t2 - t1, t3 - t2);
+    msg = NULL;
+    if (ok) ok = optimise(mod, tm, opt->opt_level, err);
+    double t2 = now_s();
+    const char *dump = getenv("TLM_CODEGEN_DUMP_IR");
+    if (ok && dump) LLVMPrintModuleToFile(mod, dump, NULL);
+    if (ok && LLVMTargetMachineEmitToFile(tm, mod, obj_path, LLVMObjectFile, &msg)) {
+        ok = codegen_fail(err, "codegen: writing %s failed: %s", obj_path, msg);
+        LLVMDisposeMessage(msg);
+    }
+    double t3 = now_s();
+    if (getenv("TLM_CODEGEN_VERBOSE"))
+        fprintf(stderr,
+                "codegen: %d specs for %s (%d-wide, tile %dx%d, kc %d): build %.3fs, "
+                "opt %.3fs, object %.3fs\n",
+                n, t.cpu, t.vl, bk.mr, bk.nv * t.vl, bk.kc, t1 - t0, t2 - t1, t3 - t2);
 
-  LLVMDisposeTargetData(layout);
-  LLVMDisposeModule(mod);
-  LLVMContextDispose(ctx);
-  LLVMDisposeTargetMachine(tm);
-  cpu_target_dispose(&t);
-  return ok;
+    LLVMDisposeTargetData(layout);
+    LLVMDisposeModule(mod);
+    LLVMContextDispose(ctx);
+    LLVMDisposeTargetMachine(tm);
+    cpu_target_dispose(&t);
+    return ok;
 }

@@ -8,7 +8,6 @@
 #include "gemm_emit.h"
 #include "ir_builder.h"
 
-void mlp_emit_kernels(ir *g, const gemm_blocking *bk, const gemm_helpers *h,
-                      const tlm_kernel_spec *s);
+void mlp_emit_kernels(ir *g, const gemm_blocking *bk, const gemm_helpers *h, const tlm_kernel_spec *s);
 
 #endif

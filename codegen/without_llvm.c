@@ -7,21 +7,18 @@
 #include "codegen_error.h"
 #include "descriptor.h"
 
-static const char without_llvm[] =
-    "codegen: this build has no code generator (configured with TLM_SKIP_DIRS=codegen), "
-    "so it cannot write model.so";
+static const char without_llvm[] = "codegen: this build has no code generator (configured with TLM_SKIP_DIRS=codegen), "
+                                   "so it cannot write model.so";
 
-bool tlm_codegen_cpu_object(const tlm_kernel_spec *specs, int n, const tlm_codegen_options *opt,
-                            const char *obj_path, char **err) {
-  (void)specs, (void)n, (void)opt, (void)obj_path;
-  return codegen_fail(err, "%s", without_llvm);
+bool tlm_codegen_cpu_object(const tlm_kernel_spec *specs, int n, const tlm_codegen_options *opt, const char *obj_path,
+                            char **err) {
+    (void)specs, (void)n, (void)opt, (void)obj_path;
+    return codegen_fail(err, "%s", without_llvm);
 }
 
-bool tlm_codegen_descriptor_object(const uint8_t *blob, size_t blob_size,
-                                   const tlm_kernel_spec *specs, int nkernels,
-                                   const char *cuda_source, const tlm_codegen_options *opt,
-                                   const char *obj_path, char **err) {
-  (void)blob, (void)blob_size, (void)specs, (void)nkernels, (void)cuda_source, (void)opt,
-      (void)obj_path;
-  return codegen_fail(err, "%s", without_llvm);
+bool tlm_codegen_descriptor_object(const uint8_t *blob, size_t blob_size, const tlm_kernel_spec *specs, int nkernels,
+                                   const char *cuda_source, const tlm_codegen_options *opt, const char *obj_path,
+                                   char **err) {
+    (void)blob, (void)blob_size, (void)specs, (void)nkernels, (void)cuda_source, (void)opt, (void)obj_path;
+    return codegen_fail(err, "%s", without_llvm);
 }

@@ -42,13 +42,24 @@ uint8_t *blob_write(const ir_model *ir, size_t *size) {
         layers[l] = (tlm_abi_layer){m->widths[l], m->raw_widths[l], (uint32_t)ir->layer_kernel[l], 0};
     tlm_abi_plan plans[TLM_SO_NPLANS] = {[TLM_PLAN_TRAIN] = ir->train.head, [TLM_PLAN_INFER] = ir->infer.head};
     tlm_so_tables tables = {
-        .config = &config, .train = &m->train, .layers = layers, .params = ir->params, .kernels = ir->kernels,
-        .buffers = ir->buffers, .ops = ir->ops, .plans = plans,
-        .nlayers = (uint32_t)m->layers, .nparams = (uint32_t)ir->nparams, .nkernels = (uint32_t)ir->nkernels,
-        .nbuffers = (uint32_t)ir->nbuffers, .nops = (uint32_t)ir->nops,
+        .config = &config,
+        .train = &m->train,
+        .layers = layers,
+        .params = ir->params,
+        .kernels = ir->kernels,
+        .buffers = ir->buffers,
+        .ops = ir->ops,
+        .plans = plans,
+        .nlayers = (uint32_t)m->layers,
+        .nparams = (uint32_t)ir->nparams,
+        .nkernels = (uint32_t)ir->nkernels,
+        .nbuffers = (uint32_t)ir->nbuffers,
+        .nops = (uint32_t)ir->nops,
         .plan_offsets = {[TLM_PLAN_TRAIN] = ir->train.offsets, [TLM_PLAN_INFER] = ir->infer.offsets},
-        .model_name = m->name, .param_names = ir->param_names,
-        .kernel_symbols = (const char *const *)ir->kernel_symbols, .buffer_names = ir->buffer_names,
+        .model_name = m->name,
+        .param_names = ir->param_names,
+        .kernel_symbols = (const char *const *)ir->kernel_symbols,
+        .buffer_names = ir->buffer_names,
     };
     uint8_t *blob = tlm_blob_write(&tables, size);
     free(layers);

@@ -51,8 +51,7 @@ static tlm_loc loc_of(scope *s, const char *name) {
 static void inherited_note(scope *s, const char *name) {
     int i = spec_index(name);
     if (i >= 0 && s->owner[i] && s->owner[i] != s->model)
-        diag_note(D(s), s->model->name_loc, "`%s` inherits `%s` from `%s`", s->model->name, name,
-                  s->owner[i]->name);
+        diag_note(D(s), s->model->name_loc, "`%s` inherits `%s` from `%s`", s->model->name, name, s->owner[i]->name);
 }
 
 static bool default_number(scope *s, const char *name, double *out);
@@ -67,7 +66,11 @@ static bool lookup(void *opaque, const char *name, tlm_loc use, double *out, boo
         *found = default_number(s, name, out);
         return true;
     }
-    if (s->state[i] == DONE) { *found = true; *out = s->value[i]; return true; }
+    if (s->state[i] == DONE) {
+        *found = true;
+        *out = s->value[i];
+        return true;
+    }
     if (s->state[i] == FAILED) return false;
     if (s->state[i] == BUSY) {
         diag_error(D(s), use, "setting `%s` is defined in terms of itself", name);
@@ -77,7 +80,10 @@ static bool lookup(void *opaque, const char *name, tlm_loc use, double *out, boo
     s->state[i] = BUSY;
     double v;
     bool ok = eval_number(&s->ev, s->def[i]->value, &v);
-    if (!ok) { s->state[i] = FAILED; return false; }
+    if (!ok) {
+        s->state[i] = FAILED;
+        return false;
+    }
     s->state[i] = DONE;
     s->value[i] = v;
     *found = true;
@@ -91,11 +97,26 @@ static bool number_of(scope *s, const char *name, double *out) {
 }
 
 static bool default_number(scope *s, const char *name, double *out) {
-    if (strcmp(name, "quantum") == 0) { *out = 1; return true; }
-    if (strcmp(name, "norm_eps") == 0) { *out = 1e-5; return true; }
-    if (strcmp(name, "rope_base") == 0) { *out = 10000; return true; }
-    if (strcmp(name, "chunk") == 0) { *out = 16; return true; }
-    if (strcmp(name, "inner_lr") == 0) { *out = 0.1; return true; }
+    if (strcmp(name, "quantum") == 0) {
+        *out = 1;
+        return true;
+    }
+    if (strcmp(name, "norm_eps") == 0) {
+        *out = 1e-5;
+        return true;
+    }
+    if (strcmp(name, "rope_base") == 0) {
+        *out = 10000;
+        return true;
+    }
+    if (strcmp(name, "chunk") == 0) {
+        *out = 16;
+        return true;
+    }
+    if (strcmp(name, "inner_lr") == 0) {
+        *out = 0.1;
+        return true;
+    }
     if (strcmp(name, "head_dim") == 0) {
         double d, h;
         if (!number_of(s, "d_model", &d) || !number_of(s, "heads", &h) || h <= 0) return false;
@@ -139,11 +160,9 @@ static bool check_range(scope *s, const setting_spec *x, tlm_loc loc, double v) 
     fmt_real(lo, sizeof lo, x->lo);
     fmt_real(hi, sizeof hi, x->hi);
     if (x->type == ST_INT)
-        diag_error(D(s), loc, "%s must be between %.0f and %.0f, not %.17g", x->name, x->lo,
-                   x->hi, v);
+        diag_error(D(s), loc, "%s must be between %.0f and %.0f, not %.17g", x->name, x->lo, x->hi, v);
     else if (low && x->hi >= 1e15)
-        diag_error(D(s), loc, "%s must be %s %s, not %.17g", x->name,
-                   x->lo_open ? "greater than" : "at least", lo, v);
+        diag_error(D(s), loc, "%s must be %s %s, not %.17g", x->name, x->lo_open ? "greater than" : "at least", lo, v);
     else
         diag_error(D(s), loc, "%s must be %s %s and at most %s, not %.17g", x->name,
                    x->lo_open ? "greater than" : "at least", lo, hi, v);
@@ -175,8 +194,9 @@ static int read_choice(scope *s, const setting_spec *x, const expr *e0, const ch
     for (int i = 0; choices[i]; i++)
         n += (size_t)snprintf(list + n, sizeof list - n, "%s%s", i ? ", " : "", choices[i]);
     if (e->kind != EX_NAME) {
-        if (what) diag_error(D(s), e0->loc, "expected %s %s, found %s", strchr("aeiouAEIOU", what[0]) ? "an" : "a",
-                             what, describe_value(e));
+        if (what)
+            diag_error(D(s), e0->loc, "expected %s %s, found %s", strchr("aeiouAEIOU", what[0]) ? "an" : "a", what,
+                       describe_value(e));
         else diag_error(D(s), e0->loc, "expected true or false, found %s", describe_value(e));
         if (what) diag_hint(D(s), "%s is one of: %s", x->name, list);
         return -1;
@@ -211,8 +231,8 @@ static bool numeric_setting(scope *s, const char *name, double *v) {
     bool found;
     const setting_spec *x = &model_settings[i];
     tlm_loc loc = s->def[i]->value->loc;
-    if (!lookup(s, name, loc, v, &found) || !found ||
-        (x->type == ST_INT && !check_whole(s, x, loc, *v)) || !check_range(s, x, loc, *v)) {
+    if (!lookup(s, name, loc, v, &found) || !found || (x->type == ST_INT && !check_whole(s, x, loc, *v)) ||
+        !check_range(s, x, loc, *v)) {
         inherited_note(s, name);
         return false;
     }
@@ -250,8 +270,7 @@ static int choice_setting(scope *s, const char *name, int fallback, const char *
 
 /* *chain_ok: the inheritance chain itself is sound (else nothing else can be
  * checked); returns false if any setting was rejected. */
-static bool collect_settings(scope *s, const item *model, const item **chain, int *nchain,
-                             bool *chain_ok) {
+static bool collect_settings(scope *s, const item *model, const item **chain, int *nchain, bool *chain_ok) {
     *chain_ok = false;
     program *p = s->p;
     int n = 0;
@@ -318,8 +337,7 @@ static bool collect_settings(scope *s, const item *model, const item **chain, in
 
 _Static_assert((int)TLM_TRAIN_NSETTINGS <= (int)MAX_SETTINGS, "a train block's settings fit `seen`");
 
-static bool read_named_args(scope *s, const expr *e, const char *fn, const char *const *names,
-                            const expr **values) {
+static bool read_named_args(scope *s, const expr *e, const char *fn, const char *const *names, const expr **values) {
     bool ok = true;
     for (arg *a = e->args; a; a = a->next) {
         if (!a->name) {
@@ -356,8 +374,9 @@ static bool read_named_args(scope *s, const expr *e, const char *fn, const char 
  * messages call it `name`, e.g. betas[0]), into t. */
 static bool read_train_number(scope *s, const tlm_train_setting *row, const char *name, const expr *e,
                               tlm_abi_train *t) {
-    setting_spec x = {name, row->kind == TLM_TS_REAL ? ST_REAL : ST_INT, row->lo, row->hi, row->lo_open,
-                      NULL, NULL, false, row->help};
+    setting_spec x = {
+        name,     row->kind == TLM_TS_REAL ? ST_REAL : ST_INT, row->lo, row->hi, row->lo_open, NULL, NULL, false,
+        row->help};
     double v;
     if (!checked_number(s, &x, e, &v)) return false;
     tlm_train_set(t, row, v);
@@ -466,8 +485,7 @@ static void unknown_train_setting(scope *s, const setting *x, const tlm_train_se
     }
     if (find_setting(model_settings, x->name))
         diag_error(D(s), x->name_loc, "`%s` is a model setting, not a training setting", x->name);
-    else
-        diag_error(D(s), x->name_loc, "unknown training setting `%s`", x->name);
+    else diag_error(D(s), x->name_loc, "unknown training setting `%s`", x->name);
     suggester sg;
     suggest_begin(&sg, x->name);
     suggest_list(&sg, setting_names(train_settings));
@@ -525,14 +543,14 @@ static bool read_train(scope *s, const item **chain, int nchain, checked_model *
     }
     tlm_train_resolve_defaults(&m->train);
     if (ok && m->train.batch % m->train.accumulate != 0) {
-        diag_error(D(s), s->model->name_loc, "the training batch (%lld) must be a multiple of "
+        diag_error(D(s), s->model->name_loc,
+                   "the training batch (%lld) must be a multiple of "
                    "accumulate (%lld): each step adds up equal micro-batches",
                    (long long)m->train.batch, (long long)m->train.accumulate);
         ok = false;
     }
     if (ok && m->train.context > m->context) {
-        diag_error(D(s), s->train_context_loc,
-                   "the training context (%lld) is longer than the model's context (%lld)",
+        diag_error(D(s), s->train_context_loc, "the training context (%lld) is longer than the model's context (%lld)",
                    (long long)m->train.context, (long long)m->context);
         ok = false;
     }
@@ -548,8 +566,7 @@ static bool read_budget(scope *s, checked_model *m) {
     const expr *e = deref(s, e0);
     if (e->kind == EX_NAME && strcmp(e->text, "none") == 0) return true;
     if (e->kind != EX_CALL || strcmp(e->text, "uniform") != 0 || e->nargs != 1 || e->args->name) {
-        diag_error(D(s), e0->loc, "expected a budget, found %s",
-                   e->kind == EX_CALL ? "a call" : describe_value(e));
+        diag_error(D(s), e0->loc, "expected a budget, found %s", e->kind == EX_CALL ? "a call" : describe_value(e));
         diag_hint(D(s), "budget = uniform(W) keeps the MLP params and FLOPs of width W in every "
                         "layer; budget = none checks nothing");
         inherited_note(s, "budget");
@@ -613,8 +630,10 @@ static bool check_mixer_settings(scope *s, checked_model *m) {
         int i = (int)(x - model_settings);
         if (!x->mixer || !s->def[i]) continue;
         if (strcmp(x->mixer, tlm_enum_name(&tlm_mixer_enum, m->mixer)) != 0) {
-            diag_error(D(s), s->def[i]->name_loc, "`%s` is a setting of the `%s` mixer, but `%s` "
-                       "uses `%s`", x->name, x->mixer, s->model->name, tlm_enum_name(&tlm_mixer_enum, m->mixer));
+            diag_error(D(s), s->def[i]->name_loc,
+                       "`%s` is a setting of the `%s` mixer, but `%s` "
+                       "uses `%s`",
+                       x->name, x->mixer, s->model->name, tlm_enum_name(&tlm_mixer_enum, m->mixer));
             ok = false;
         }
     }
@@ -626,8 +645,8 @@ static bool check_shape(scope *s, checked_model *m) {
     int hd = spec_index("head_dim");
     if (!s->def[hd]) {
         if (m->d_model % m->heads != 0) {
-            diag_error(D(s), loc_of(s, "heads"), "heads (%lld) must divide d_model (%lld)",
-                       (long long)m->heads, (long long)m->d_model);
+            diag_error(D(s), loc_of(s, "heads"), "heads (%lld) must divide d_model (%lld)", (long long)m->heads,
+                       (long long)m->d_model);
             diag_hint(D(s), "d_model / heads = %.4g; heads could be %s", (double)m->d_model / (double)m->heads,
                       m->d_model % 4 == 0 ? "4 or another divisor of d_model" : "a divisor of d_model");
             inherited_note(s, "heads");
@@ -643,13 +662,12 @@ static bool check_shape(scope *s, checked_model *m) {
     }
     if (m->mixer != TLM_MIXER_TITANS && m->head_dim % 2 != 0) {
         diag_error(D(s), loc_of(s, s->def[hd] ? "head_dim" : "heads"),
-                   "rotary position embeddings need an even head size, but it is %lld",
-                   (long long)m->head_dim);
+                   "rotary position embeddings need an even head size, but it is %lld", (long long)m->head_dim);
         ok = false;
     }
     if (m->mixer == TLM_MIXER_TITANS && m->context % m->chunk != 0) {
-        diag_error(D(s), loc_of(s, "chunk"), "chunk (%lld) must divide context (%lld)",
-                   (long long)m->chunk, (long long)m->context);
+        diag_error(D(s), loc_of(s, "chunk"), "chunk (%lld) must divide context (%lld)", (long long)m->chunk,
+                   (long long)m->context);
         ok = false;
     }
     return ok;
@@ -728,9 +746,9 @@ bool check_model(program *p, const item *model, checked_model *m, bool names_onl
     }
     if (ok) ok = read_train(s, chain, nchain, m);
     if (ok) ok = read_widths(s, m);
-    if (ok) ok = fit_widths(p->s, m, value_of(s, "d_ff")->loc,
-                            value_of(s, "budget") ? value_of(s, "budget")->loc : model->name_loc,
-                            loc_of(s, "quantum"));
+    if (ok)
+        ok = fit_widths(p->s, m, value_of(s, "d_ff")->loc,
+                        value_of(s, "budget") ? value_of(s, "budget")->loc : model->name_loc, loc_of(s, "quantum"));
     free(chain);
     eval_free(&s->ev);
     free(s);

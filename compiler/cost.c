@@ -57,8 +57,8 @@ model_cost cost_of_model(const checked_model *m, const int64_t *widths) {
         t.mlp_flops += c.mlp_flops;
         flops += c.mlp_flops + c.mixer_flops;
     }
-    t.total_params = t.embed_params + t.head_params + t.final_norm_params + t.mlp_params +
-                     t.mixer_params + t.norm_params;
+    t.total_params =
+        t.embed_params + t.head_params + t.final_norm_params + t.mlp_params + t.mixer_params + t.norm_params;
     t.total_flops = flops;
     return t;
 }

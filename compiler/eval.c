@@ -44,11 +44,13 @@ ref_kind classify_name(const program *p, const item *sched, const char *name) {
 }
 
 bool builtin_arity(const char *name, int *min, int *max) {
-    static const struct { const char *name; int min, max; } table[] = {
-        {"abs", 1, 1},  {"ceil", 1, 1},  {"clamp", 3, 3},   {"cos", 1, 1},  {"exp", 1, 1},
-        {"floor", 1, 1}, {"log", 1, 1},  {"max", 2, 1000},  {"mean", 1, 1}, {"min", 2, 1000},
-        {"pow", 2, 2},  {"round", 1, 1}, {"sigmoid", 1, 1}, {"sin", 1, 1},  {"sqrt", 1, 1},
-        {"tanh", 1, 1},
+    static const struct {
+        const char *name;
+        int min, max;
+    } table[] = {
+        {"abs", 1, 1},     {"ceil", 1, 1},   {"clamp", 3, 3}, {"cos", 1, 1},    {"exp", 1, 1}, {"floor", 1, 1},
+        {"log", 1, 1},     {"max", 2, 1000}, {"mean", 1, 1},  {"min", 2, 1000}, {"pow", 2, 2}, {"round", 1, 1},
+        {"sigmoid", 1, 1}, {"sin", 1, 1},    {"sqrt", 1, 1},  {"tanh", 1, 1},
     };
     for (size_t i = 0; i < sizeof table / sizeof *table; i++) {
         if (strcmp(table[i].name, name) == 0) {
@@ -70,10 +72,8 @@ static bool eval(evaluator *ev, const expr *e, const frame *f, double *out);
 /* Error messages raised while widths are computed name the layer. */
 static void fail(evaluator *ev, tlm_loc loc, const char *what) {
     if (ev->in_layer)
-        diag_error(&ev->prog->s->diag, loc, "%s (in layer %lld of %lld)", what, (long long)ev->l,
-                   (long long)ev->L);
-    else
-        diag_error(&ev->prog->s->diag, loc, "%s", what);
+        diag_error(&ev->prog->s->diag, loc, "%s (in layer %lld of %lld)", what, (long long)ev->l, (long long)ev->L);
+    else diag_error(&ev->prog->s->diag, loc, "%s", what);
 }
 
 static bool eval_name(evaluator *ev, const expr *e, const frame *f, double *out) {
@@ -91,14 +91,12 @@ static bool eval_name(evaluator *ev, const expr *e, const frame *f, double *out)
                          "and in the schedules it calls");
             return false;
         }
-        *out = n[0] == 'l' ? (double)ev->l
-             : n[0] == 'L' ? (double)ev->L
-             : ev->L > 1   ? (double)ev->l / (double)(ev->L - 1)
-                           : 0.0;
+        *out = n[0] == 'l'   ? (double)ev->l
+               : n[0] == 'L' ? (double)ev->L
+               : ev->L > 1   ? (double)ev->l / (double)(ev->L - 1)
+                             : 0.0;
         return true;
-    case REF_PI:
-        *out = M_PI;
-        return true;
+    case REF_PI: *out = M_PI; return true;
     case REF_PARAM: {
         item *param = symtab_get(&ev->prog->params, n);
         const expr *value = symtab_get(&ev->prog->param_overrides, n);
@@ -120,8 +118,7 @@ static bool eval_name(evaluator *ev, const expr *e, const frame *f, double *out)
         diag_error(d, e->loc, "`%s` is used here but the model does not set it", n);
         return false;
     }
-    case REF_UNKNOWN:
-        break;
+    case REF_UNKNOWN: break;
     }
     diag_error(d, e->loc, "unknown name `%s`", n);
     return false;
@@ -130,15 +127,19 @@ static bool eval_name(evaluator *ev, const expr *e, const frame *f, double *out)
 /* mean(x): x evaluated at every layer of the model, averaged. */
 static bool eval_mean(evaluator *ev, const expr *e, const frame *f, double *out) {
     if (!ev->in_layer) {
-        diag_error(&ev->prog->s->diag, e->loc, "`mean` averages over the layers, so it can only be "
-                                                "used where widths are computed");
+        diag_error(&ev->prog->s->diag, e->loc,
+                   "`mean` averages over the layers, so it can only be "
+                   "used where widths are computed");
         return false;
     }
     int64_t saved = ev->l;
     double sum = 0;
     for (ev->l = 0; ev->l < ev->L; ev->l++) {
         double v;
-        if (!eval(ev, e->args->value, f, &v)) { ev->l = saved; return false; }
+        if (!eval(ev, e->args->value, f, &v)) {
+            ev->l = saved;
+            return false;
+        }
         sum += v;
     }
     ev->l = saved;
@@ -164,9 +165,15 @@ static bool eval_builtin(evaluator *ev, const expr *e, const frame *f, double *o
     for (; a && i < 3; a = a->next, i++)
         if (!eval(ev, a->value, f, &v[i])) return false;
     double x = v[0];
-    if (strcmp(n, "log") == 0 && x <= 0) { fail(ev, e->loc, "log of a number that is not positive"); return false; }
-    if (strcmp(n, "sqrt") == 0 && x < 0) { fail(ev, e->loc, "sqrt of a negative number"); return false; }
-    if      (strcmp(n, "abs") == 0) *out = fabs(x);
+    if (strcmp(n, "log") == 0 && x <= 0) {
+        fail(ev, e->loc, "log of a number that is not positive");
+        return false;
+    }
+    if (strcmp(n, "sqrt") == 0 && x < 0) {
+        fail(ev, e->loc, "sqrt of a negative number");
+        return false;
+    }
+    if (strcmp(n, "abs") == 0) *out = fabs(x);
     else if (strcmp(n, "ceil") == 0) *out = ceil(x);
     else if (strcmp(n, "floor") == 0) *out = floor(x);
     else if (strcmp(n, "round") == 0) *out = round(x);
@@ -229,19 +236,31 @@ static bool eval_call(evaluator *ev, const expr *e, const frame *f, double *out)
 static bool eval_binary(evaluator *ev, const expr *e, const frame *f, double *out) {
     double a, b;
     if (!eval(ev, e->a, f, &a)) return false;
-    if (e->op == OP_AND && a == 0) { *out = 0; return true; }
-    if (e->op == OP_OR && a != 0) { *out = 1; return true; }
+    if (e->op == OP_AND && a == 0) {
+        *out = 0;
+        return true;
+    }
+    if (e->op == OP_OR && a != 0) {
+        *out = 1;
+        return true;
+    }
     if (!eval(ev, e->b, f, &b)) return false;
     switch (e->op) {
     case '+': *out = a + b; break;
     case '-': *out = a - b; break;
     case '*': *out = a * b; break;
     case '/':
-        if (b == 0) { fail(ev, e->loc, "division by zero"); return false; }
+        if (b == 0) {
+            fail(ev, e->loc, "division by zero");
+            return false;
+        }
         *out = a / b;
         break;
     case '%':
-        if (b == 0) { fail(ev, e->loc, "remainder of a division by zero"); return false; }
+        if (b == 0) {
+            fail(ev, e->loc, "remainder of a division by zero");
+            return false;
+        }
         *out = fmod(a, b);
         break;
     case '<': *out = a < b; break;
@@ -276,8 +295,7 @@ static bool eval(evaluator *ev, const expr *e, const frame *f, double *out) {
     program *p = ev->prog;
     if (++p->eval_steps > p->max_eval_steps) {
         if (p->eval_steps == p->max_eval_steps + 1)
-            diag_error(d, e->loc, "evaluation takes too long (more than %lld steps)",
-                       (long long)p->max_eval_steps);
+            diag_error(d, e->loc, "evaluation takes too long (more than %lld steps)", (long long)p->max_eval_steps);
         return false;
     }
     if (ev->depth >= TLM_MAX_EVAL_DEPTH) {
@@ -287,7 +305,10 @@ static bool eval(evaluator *ev, const expr *e, const frame *f, double *out) {
     ev->depth++;
     bool ok = false;
     switch (e->kind) {
-    case EX_NUMBER: *out = e->number; ok = true; break;
+    case EX_NUMBER:
+        *out = e->number;
+        ok = true;
+        break;
     case EX_NAME: ok = eval_name(ev, e, f, out); break;
     case EX_CALL: ok = eval_call(ev, e, f, out); break;
     case EX_BINARY: ok = eval_binary(ev, e, f, out); break;
@@ -301,11 +322,10 @@ static bool eval(evaluator *ev, const expr *e, const frame *f, double *out) {
         ok = eval(ev, e->a, f, &c) && eval(ev, c != 0 ? e->b : e->c, f, out);
         break;
     }
-    case EX_STRING: case EX_TUPLE: case EX_LIST:
-        diag_error(d, e->loc, "expected a number, found %s", describe(e));
-        break;
-    case EX_ERROR:
-        break;
+    case EX_STRING:
+    case EX_TUPLE:
+    case EX_LIST: diag_error(d, e->loc, "expected a number, found %s", describe(e)); break;
+    case EX_ERROR: break;
     }
     ev->depth--;
     return ok;

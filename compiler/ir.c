@@ -23,8 +23,8 @@ static char *fmt(const char *f, int layer) {
 
 /* ---- parameters ---- */
 
-static int add_param(ir_model *ir, char *name, uint32_t role, int layer, int64_t rows, int64_t cols,
-                     uint32_t init, double std, bool decay) {
+static int add_param(ir_model *ir, char *name, uint32_t role, int layer, int64_t rows, int64_t cols, uint32_t init,
+                     double std, bool decay) {
     ir->params = grow(ir->params, ir->nparams, &ir->caps[0], sizeof *ir->params);
     ir->param_names = tlm_xrealloc(ir->param_names, (size_t)ir->caps[0] * sizeof *ir->param_names);
     tlm_abi_param *p = &ir->params[ir->nparams];
@@ -53,8 +53,7 @@ static int add_param(ir_model *ir, char *name, uint32_t role, int layer, int64_t
 
 /* ---- buffers ---- */
 
-static int add_buffer(ir_model *ir, char *name, uint32_t role, int layer, int64_t per_token,
-                      int64_t per_token_t) {
+static int add_buffer(ir_model *ir, char *name, uint32_t role, int layer, int64_t per_token, int64_t per_token_t) {
     ir->buffers = grow(ir->buffers, ir->nbuffers, &ir->caps[1], sizeof *ir->buffers);
     ir->buffer_names = tlm_xrealloc(ir->buffer_names, (size_t)ir->caps[1] * sizeof *ir->buffer_names);
     tlm_abi_buffer *b = &ir->buffers[ir->nbuffers];
@@ -85,9 +84,12 @@ static void add_op(ir_model *ir, const tlm_abi_op *op) {
 #pragma GCC diagnostic ignored "-Woverride-init"
 #endif
 #define ABSENT12 -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1
-#define EMIT_OP(op_, layer_, kernel_, flags_, ...)                                                         \
-    add_op(lw->ir, &(tlm_abi_op){.kind = tlm_op_kind_##op_, .flags = (flags_), .layer = (layer_),        \
-                                 .kernel = (kernel_), .op_ = {ABSENT12, __VA_ARGS__}})
+#define EMIT_OP(op_, layer_, kernel_, flags_, ...)          \
+    add_op(lw->ir, &(tlm_abi_op){.kind = tlm_op_kind_##op_, \
+                                 .flags = (flags_),         \
+                                 .layer = (layer_),         \
+                                 .kernel = (kernel_),       \
+                                 .op_ = {ABSENT12, __VA_ARGS__}})
 #define EMIT(op_, layer_, ...) EMIT_OP(op_, layer_, -1, 0, __VA_ARGS__)
 /* the same, adding into its first output instead of writing it */
 #define EMIT_ACC(op_, layer_, ...) EMIT_OP(op_, layer_, -1, TLM_OP_FLAG_ACCUMULATE, __VA_ARGS__)
@@ -105,8 +107,7 @@ static int kernel_for(ir_model *ir, const checked_model *m, int64_t width) {
     k->mlp = kind;
     k->d_model = m->d_model;
     k->width = width;
-    tlm_kernel_spec spec = {kind, (int)m->d_model,
-                            (int)width};
+    tlm_kernel_spec spec = {kind, (int)m->d_model, (int)width};
     char symbol[128];
     tlm_kernel_symbol(&spec, TLM_ENTRY_FWD, symbol, sizeof symbol);
     ir->kernel_symbols[ir->nkernels] = tlm_xstrdup(symbol);
@@ -164,11 +165,12 @@ static void mlp_params(lowering *lw, block *y, int i) {
                                     : fmt("model.layers.%d.mlp.gate_proj.weight", l),
                                 TLM_P_GATE, l, W, D, TLM_INIT_NORMAL, lw->std, true)
                             : -1;
-    y->up[i] = P(cms ? fmt2("model.layers.%d.cms.%d.up_proj.weight", l, i) : fmt("model.layers.%d.mlp.up_proj.weight", l),
-                 TLM_P_UP, l, W, D, TLM_INIT_NORMAL, lw->std, true);
-    y->down[i] = P(cms ? fmt2("model.layers.%d.cms.%d.down_proj.weight", l, i)
-                       : fmt("model.layers.%d.mlp.down_proj.weight", l),
-                   TLM_P_DOWN, l, D, W, TLM_INIT_NORMAL, lw->out_std, true);
+    y->up[i] =
+        P(cms ? fmt2("model.layers.%d.cms.%d.up_proj.weight", l, i) : fmt("model.layers.%d.mlp.up_proj.weight", l),
+          TLM_P_UP, l, W, D, TLM_INIT_NORMAL, lw->std, true);
+    y->down[i] =
+        P(cms ? fmt2("model.layers.%d.cms.%d.down_proj.weight", l, i) : fmt("model.layers.%d.mlp.down_proj.weight", l),
+          TLM_P_DOWN, l, D, W, TLM_INIT_NORMAL, lw->out_std, true);
     if (cms) {
         int first = y->mlp_norm[i], last = y->down[i];
         for (int p = first; p <= last; p++) {
@@ -183,8 +185,8 @@ static void block_params(lowering *lw, block *y) {
     int l = y->layer;
     int64_t D = lw->D, A = lw->A, H = lw->H;
     y->out_gate = y->gates = y->mem_norm = -1;
-    y->attn_norm = P(fmt("model.layers.%d.input_layernorm.weight", l), TLM_P_ATTN_NORM, l, D, 0, TLM_INIT_ONES, 0,
-                     false);
+    y->attn_norm =
+        P(fmt("model.layers.%d.input_layernorm.weight", l), TLM_P_ATTN_NORM, l, D, 0, TLM_INIT_ONES, 0, false);
     y->q = P(fmt("model.layers.%d.self_attn.q_proj.weight", l), TLM_P_Q, l, A, D, TLM_INIT_NORMAL, lw->std, true);
     y->k = P(fmt("model.layers.%d.self_attn.k_proj.weight", l), TLM_P_K, l, A, D, TLM_INIT_NORMAL, lw->std, true);
     y->v = P(fmt("model.layers.%d.self_attn.v_proj.weight", l), TLM_P_V, l, A, D, TLM_INIT_NORMAL, lw->std, true);
@@ -196,10 +198,10 @@ static void block_params(lowering *lw, block *y) {
                      lw->std, true);
         P(fmt("model.layers.%d.self_attn.eta_proj.weight", l), TLM_P_ETA, l, H, D, TLM_INIT_NORMAL, lw->std, true);
         P(fmt("model.layers.%d.self_attn.alpha_proj.weight", l), TLM_P_ALPHA, l, H, D, TLM_INIT_NORMAL, lw->std, true);
-        y->mem_norm = P(fmt("model.layers.%d.self_attn.out_norm.weight", l), TLM_P_MEM_NORM, l, A, 0, TLM_INIT_ONES,
-                        0, false);
-        y->out_gate = P(fmt("model.layers.%d.self_attn.g_proj.weight", l), TLM_P_OUT_GATE, l, A, D,
-                        TLM_INIT_NORMAL, lw->std, true);
+        y->mem_norm =
+            P(fmt("model.layers.%d.self_attn.out_norm.weight", l), TLM_P_MEM_NORM, l, A, 0, TLM_INIT_ONES, 0, false);
+        y->out_gate = P(fmt("model.layers.%d.self_attn.g_proj.weight", l), TLM_P_OUT_GATE, l, A, D, TLM_INIT_NORMAL,
+                        lw->std, true);
     }
     y->o = P(fmt("model.layers.%d.self_attn.o_proj.weight", l), TLM_P_O, l, D, A, TLM_INIT_NORMAL, lw->out_std, true);
     for (int i = 0; i < lw->levels; i++) mlp_params(lw, y, i);
@@ -253,8 +255,8 @@ static void block_buffers(lowering *lw, block *y) {
         y->level_in[i] = i == 0 ? y->mid : BUF(fmt2("cms_u.%d.%d", l, i), TLM_B_CMS_U, l, D, 0);
         y->norm2[i] = BUF(cms ? fmt2("norm2.%d.%d", l, i) : fmt("norm2.%d", l), TLM_B_NORM2, l, D, 0);
         y->rstd2[i] = BUF(cms ? fmt2("rstd2.%d.%d", l, i) : fmt("rstd2.%d", l), TLM_B_RSTD2, l, 1, 0);
-        y->pre_gate[i] = lw->swiglu ? BUF(cms ? fmt2("pre_gate.%d.%d", l, i) : fmt("pre_gate.%d", l), TLM_B_PRE_GATE, l, W, 0)
-                                    : -1;
+        y->pre_gate[i] =
+            lw->swiglu ? BUF(cms ? fmt2("pre_gate.%d.%d", l, i) : fmt("pre_gate.%d", l), TLM_B_PRE_GATE, l, W, 0) : -1;
         y->pre_up[i] = BUF(cms ? fmt2("pre_up.%d.%d", l, i) : fmt("pre_up.%d", l), TLM_B_PRE_UP, l, W, 0);
     }
 }
@@ -265,9 +267,9 @@ static void block_grad_buffers(lowering *lw, block *y) {
     int64_t A = lw->A, H = lw->H, W = m->widths[l];
     bool cms = m->mixer == TLM_MIXER_HOPE_ATTENTION;
     for (int i = 0; i < lw->levels; i++) {
-        y->d_pre_gate[i] = lw->swiglu ? BUF(cms ? fmt2("d_pre_gate.%d.%d", l, i) : fmt("d_pre_gate.%d", l),
-                                            TLM_B_D_PRE_GATE, l, W, 0)
-                                      : -1;
+        y->d_pre_gate[i] =
+            lw->swiglu ? BUF(cms ? fmt2("d_pre_gate.%d.%d", l, i) : fmt("d_pre_gate.%d", l), TLM_B_D_PRE_GATE, l, W, 0)
+                       : -1;
         y->d_pre_up[i] = BUF(cms ? fmt2("d_pre_up.%d.%d", l, i) : fmt("d_pre_up.%d", l), TLM_B_D_PRE_UP, l, W, 0);
     }
     y->d_attn_gated = y->d_gate_pre = -1;
@@ -297,8 +299,8 @@ static void mixer_forward(lowering *lw, block *y) {
     if (m->mixer == TLM_MIXER_TITANS) {
         EMIT(memory_act, l, .in_qkv = y->qkv, .out_act = y->mem_act, .out_mem_qkv = y->mem_qkv,
              .out_rnorm = y->mem_rnorm);
-        EMIT(linear, l, .in_x = y->norm1, .out_y = y->mem_gates_pre, .param_w0 = y->gates,
-             .param_w1 = y->gates + 1, .param_w2 = y->gates + 2);
+        EMIT(linear, l, .in_x = y->norm1, .out_y = y->mem_gates_pre, .param_w0 = y->gates, .param_w1 = y->gates + 1,
+             .param_w2 = y->gates + 2);
         EMIT(memory_gates, l, .in_pre = y->mem_gates_pre, .out_gates = y->mem_gates);
         EMIT(titans, l, .in_mem_qkv = y->mem_qkv, .in_gates = y->mem_gates, .out_y = y->mem_y,
              .out_saved = y->mem_saved);
@@ -338,10 +340,9 @@ static void mlp_forward(lowering *lw, block *y, int next) {
 static void mlp_backward(lowering *lw, block *y) {
     int l = y->layer, kernel = lw->ir->layer_kernel[l];
     for (int i = lw->levels - 1; i >= 0; i--) {
-        EMIT_OP(mlp_backward, l, kernel, 0, .in_dout = lw->d_resid, .in_x = y->norm2[i],
-                .in_pre_gate = y->pre_gate[i], .in_pre_up = y->pre_up[i], .out_d_pre_gate = y->d_pre_gate[i],
-                .out_d_pre_up = y->d_pre_up[i], .out_dx = lw->d_norm, .param_w_gate = y->gate[i],
-                .param_w_up = y->up[i], .param_w_down = y->down[i]);
+        EMIT_OP(mlp_backward, l, kernel, 0, .in_dout = lw->d_resid, .in_x = y->norm2[i], .in_pre_gate = y->pre_gate[i],
+                .in_pre_up = y->pre_up[i], .out_d_pre_gate = y->d_pre_gate[i], .out_d_pre_up = y->d_pre_up[i],
+                .out_dx = lw->d_norm, .param_w_gate = y->gate[i], .param_w_up = y->up[i], .param_w_down = y->down[i]);
         EMIT_ACC(rmsnorm_backward, l, .in_dy = lw->d_norm, .in_x = y->level_in[i], .in_rstd = y->rstd2[i],
                  .out_dx = lw->d_resid, .param_weight = y->mlp_norm[i]);
     }
@@ -381,13 +382,12 @@ static void mixer_backward(lowering *lw, block *y) {
                  .out_dy = y->d_attn_y, .out_dgate_pre = y->d_gate_pre);
             EMIT(linear_dw, l, .in_dy = y->d_gate_pre, .in_x = y->norm1, .param_w0 = y->out_gate);
         }
-        EMIT(attention_backward, l, .in_dy = y->d_attn_y, .in_qkv = y->qkv, .in_probs = y->probs,
-             .in_y = y->attn_y, .out_dqkv = y->d_qkv);
+        EMIT(attention_backward, l, .in_dy = y->d_attn_y, .in_qkv = y->qkv, .in_probs = y->probs, .in_y = y->attn_y,
+             .out_dqkv = y->d_qkv);
         EMIT(rope_backward, l, .out_dqkv = y->d_qkv);
         EMIT(qkv_backward, l, .in_dqkv = y->d_qkv, .in_x = y->norm1, .out_dx = d_norm, .param_wq = y->q,
              .param_wk = y->k, .param_wv = y->v);
-        if (y->out_gate >= 0)
-            EMIT_ACC(linear_dx, l, .in_dy = y->d_gate_pre, .out_dx = d_norm, .param_w0 = y->out_gate);
+        if (y->out_gate >= 0) EMIT_ACC(linear_dx, l, .in_dy = y->d_gate_pre, .out_dx = d_norm, .param_w0 = y->out_gate);
     }
     EMIT_ACC(rmsnorm_backward, l, .in_dy = d_norm, .in_x = y->resid, .in_rstd = y->rstd1, .out_dx = lw->d_resid,
              .param_weight = y->attn_norm);
@@ -401,8 +401,7 @@ static void plan(ir_model *ir, ir_plan *p, uint32_t kind, int nops, int64_t B, i
     p->offsets = tlm_xcalloc((size_t)ir->nbuffers + 1, sizeof *p->offsets);
     p->first = tlm_xcalloc((size_t)ir->nbuffers + 1, sizeof *p->first);
     p->last = tlm_xcalloc((size_t)ir->nbuffers + 1, sizeof *p->last);
-    p->head.arena_bytes = tlm_plan_arena(ir->buffers, ir->nbuffers, ir->ops, nops, B, T, p->offsets,
-                                         p->first, p->last);
+    p->head.arena_bytes = tlm_plan_arena(ir->buffers, ir->nbuffers, ir->ops, nops, B, T, p->offsets, p->first, p->last);
     if (p->head.arena_bytes < 0) *ok = false;
 }
 
@@ -410,22 +409,34 @@ bool ir_lower(const checked_model *m, ir_model *ir) {
     memset(ir, 0, sizeof *ir);
     ir->m = m;
     int L = (int)m->layers;
-    lowering lw_ = {ir, m, m->d_model, m->heads * m->head_dim, m->heads, m->head_dim, m->vocab,
+    lowering lw_ = {ir,
+                    m,
+                    m->d_model,
+                    m->heads * m->head_dim,
+                    m->heads,
+                    m->head_dim,
+                    m->vocab,
                     m->mixer == TLM_MIXER_HOPE_ATTENTION ? m->ncms : 1,
-                    0.02, 0.02 / sqrt(2.0 * (double)L), m->mlp == TLM_MLP_SWIGLU, -1, -1};
+                    0.02,
+                    0.02 / sqrt(2.0 * (double)L),
+                    m->mlp == TLM_MLP_SWIGLU,
+                    -1,
+                    -1};
     lowering *lw = &lw_;
     block *blocks = tlm_xcalloc((size_t)L, sizeof *blocks);
     ir->layer_kernel = tlm_xcalloc((size_t)L, sizeof *ir->layer_kernel);
 
-    int embed = P(tlm_xstrdup("model.embed_tokens.weight"), TLM_P_EMBED, -1, lw->V, lw->D, TLM_INIT_NORMAL, lw->std, false);
+    int embed =
+        P(tlm_xstrdup("model.embed_tokens.weight"), TLM_P_EMBED, -1, lw->V, lw->D, TLM_INIT_NORMAL, lw->std, false);
     for (int l = 0; l < L; l++) {
         blocks[l].layer = l;
         block_params(lw, &blocks[l]);
         ir->layer_kernel[l] = kernel_for(ir, m, m->widths[l]);
     }
     int final_norm = P(tlm_xstrdup("model.norm.weight"), TLM_P_FINAL_NORM, -1, lw->D, 0, TLM_INIT_ONES, 0, false);
-    int head = m->tie_embeddings ? embed
-                                 : P(tlm_xstrdup("lm_head.weight"), TLM_P_HEAD, -1, lw->V, lw->D, TLM_INIT_NORMAL, lw->std, true);
+    int head = m->tie_embeddings
+                   ? embed
+                   : P(tlm_xstrdup("lm_head.weight"), TLM_P_HEAD, -1, lw->V, lw->D, TLM_INIT_NORMAL, lw->std, true);
     ir->param_floats = (ir->param_floats + 15) / 16 * 16;
 
     for (int l = 0; l < L; l++) block_buffers(lw, &blocks[l]);

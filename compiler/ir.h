@@ -23,10 +23,17 @@ typedef struct ir_model {
     const checked_model *m;
     /* Names are kept as C strings here and turned into string-table
      * offsets when the blob is written. */
-    tlm_abi_param *params;     const char **param_names;  int nparams;
-    tlm_abi_buffer *buffers;   const char **buffer_names; int nbuffers;
-    tlm_abi_op *ops;           int nops, nforward;
-    tlm_abi_kernel *kernels;   char **kernel_symbols;     int nkernels;
+    tlm_abi_param *params;
+    const char **param_names;
+    int nparams;
+    tlm_abi_buffer *buffers;
+    const char **buffer_names;
+    int nbuffers;
+    tlm_abi_op *ops;
+    int nops, nforward;
+    tlm_abi_kernel *kernels;
+    char **kernel_symbols;
+    int nkernels;
     int *layer_kernel;         /* per layer */
     int64_t param_floats;
     ir_plan train, infer;

@@ -42,8 +42,7 @@ static char *dir_of(const char *path) {
 
 /* "std.schedules" -> "<stdlib>/schedules.tlm"; "a.b" -> "a/b.tlm" on the
  * search path: the user's directory first, then each -I directory. */
-static char *find_module(program *p, const char *module, const char *from_path, char ***tried,
-                         int *ntried) {
+static char *find_module(program *p, const char *module, const char *from_path, char ***tried, int *ntried) {
     char rel[PATH_MAX];
     bool is_std = strncmp(module, "std.", 4) == 0;
     const char *rest = is_std ? module + 4 : module;
@@ -86,8 +85,7 @@ static void follow_use(program *p, item *use, int depth) {
     if (!path) {
         diag_error(d, use->name_loc, "cannot find module `%s`", use->name);
         for (int i = 0; i < ntried; i++) diag_hint(d, "not found: %s", tried[i]);
-        if (strncmp(use->name, "std.", 4) != 0)
-            diag_hint(d, "add a directory to the search path with -I DIR");
+        if (strncmp(use->name, "std.", 4) != 0) diag_hint(d, "add a directory to the search path with -I DIR");
         free_list(tried, ntried);
         return;
     }
@@ -103,13 +101,11 @@ static void follow_use(program *p, item *use, int depth) {
             if (p->files[i].loading && n < sizeof chain)
                 n += (size_t)snprintf(chain + n, sizeof chain - n, "%s -> ",
                                       p->s->sources.files[p->files[i].file]->name);
-        if (n < sizeof chain)
-            snprintf(chain + n, sizeof chain - n, "%s", p->s->sources.files[p->files[at].file]->name);
+        if (n < sizeof chain) snprintf(chain + n, sizeof chain - n, "%s", p->s->sources.files[p->files[at].file]->name);
         diag_hint(d, "the cycle: %s", chain);
     } else if (at < 0) {
         if (depth >= MAX_MODULE_DEPTH) {
-            diag_error(d, use->name_loc, "modules nested too deeply (the limit is %d)",
-                       MAX_MODULE_DEPTH);
+            diag_error(d, use->name_loc, "modules nested too deeply (the limit is %d)", MAX_MODULE_DEPTH);
         } else {
             const char *why;
             int file = source_load(&p->s->sources, path, real, &why);
@@ -138,9 +134,7 @@ static int load_source(program *p, int file, int depth) {
     return index;
 }
 
-static const char *kind_word(item_kind k) {
-    return k == IT_SCHEDULE ? "schedule" : k == IT_PARAM ? "param" : "model";
-}
+static const char *kind_word(item_kind k) { return k == IT_SCHEDULE ? "schedule" : k == IT_PARAM ? "param" : "model"; }
 
 static bool reserved_name(program *p, item *it) {
     diag_engine *d = &p->s->diag;
@@ -158,8 +152,10 @@ static bool reserved_name(program *p, item *it) {
         int required = 0;
         for (const sched_param *sp = it->params; sp; sp = sp->next) required += sp->fallback == NULL;
         if (required <= max) {
-            diag_error(d, it->name_loc, "`%s` is a builtin function taking %d argument%s; a schedule "
-                       "of that name needs more required parameters", n, max, max == 1 ? "" : "s");
+            diag_error(d, it->name_loc,
+                       "`%s` is a builtin function taking %d argument%s; a schedule "
+                       "of that name needs more required parameters",
+                       n, max, max == 1 ? "" : "s");
             return true;
         }
     }
@@ -171,8 +167,8 @@ static void build_tables(program *p) {
     for (int f = 0; f < p->nfiles; f++) {
         for (item *it = p->files[f].items; it; it = it->next) {
             symtab *t = it->kind == IT_SCHEDULE ? &p->schedules
-                      : it->kind == IT_PARAM    ? &p->params
-                      : it->kind == IT_MODEL    ? &p->models
+                        : it->kind == IT_PARAM  ? &p->params
+                        : it->kind == IT_MODEL  ? &p->models
                                                 : NULL;
             if (!t || !it->name || reserved_name(p, it)) continue;
             item *prev = symtab_put_new(t, it->name, it);
@@ -184,8 +180,7 @@ static void build_tables(program *p) {
     }
 }
 
-static void init(program *p, tlm_session *s, const char *const *include_dirs, int ninclude,
-                 const char *stdlib_dir) {
+static void init(program *p, tlm_session *s, const char *const *include_dirs, int ninclude, const char *stdlib_dir) {
     memset(p, 0, sizeof *p);
     p->s = s;
     p->include_dirs = include_dirs;
@@ -194,8 +189,8 @@ static void init(program *p, tlm_session *s, const char *const *include_dirs, in
     p->max_eval_steps = TLM_DEFAULT_EVAL_STEPS;
 }
 
-bool program_load(program *p, tlm_session *s, const char *path, const char *const *include_dirs,
-                  int ninclude, const char *stdlib_dir) {
+bool program_load(program *p, tlm_session *s, const char *path, const char *const *include_dirs, int ninclude,
+                  const char *stdlib_dir) {
     init(p, s, include_dirs, ninclude, stdlib_dir);
     const char *why;
     int file = source_load(&s->sources, path, path, &why);

@@ -37,8 +37,8 @@ enum { TLM_DEFAULT_EVAL_STEPS = 50 * 1000 * 1000 };
 /* Loads and parses path and its modules and builds the tables. Returns false
  * if the main file cannot be read (reported); syntax and name errors are
  * reported through the session and counted there. */
-bool program_load(program *p, tlm_session *s, const char *path, const char *const *include_dirs,
-                  int ninclude, const char *stdlib_dir);
+bool program_load(program *p, tlm_session *s, const char *path, const char *const *include_dirs, int ninclude,
+                  const char *stdlib_dir);
 /* Also loads from memory (the fuzzer); name is what diagnostics show. */
 bool program_load_text(program *p, tlm_session *s, const char *name, const char *text, size_t len,
                        const char *stdlib_dir);

@@ -20,8 +20,7 @@ static void check(resolver *r, const expr *e);
 static void suggest_name(resolver *r, const char *name) {
     suggester s;
     suggest_begin(&s, name);
-    for (const sched_param *p = r->sched ? r->sched->params : NULL; p; p = p->next)
-        suggest_consider(&s, p->name);
+    for (const sched_param *p = r->sched ? r->sched->params : NULL; p; p = p->next) suggest_consider(&s, p->name);
     const symtab *params = &r->p->params;
     for (size_t i = 0; i < params->cap; i++) suggest_consider(&s, params->keys[i]);
     for (const setting_spec *x = model_settings; x->name; x++)
@@ -50,8 +49,7 @@ static void check_name(resolver *r, const expr *e) {
     if (symtab_get(&r->p->schedules, e->text)) {
         item *s = symtab_get(&r->p->schedules, e->text);
         diag_error(d, e->loc, "schedule `%s` is used without arguments", e->text);
-        diag_note(d, s->name_loc, "`%s` takes %d argument%s", e->text, s->nparams,
-                  s->nparams == 1 ? "" : "s");
+        diag_note(d, s->name_loc, "`%s` takes %d argument%s", e->text, s->nparams, s->nparams == 1 ? "" : "s");
         return;
     }
     if (is_symbol_word(e->text)) {
@@ -90,8 +88,8 @@ static void check_schedule_call(resolver *r, const expr *e, const item *sched) {
         given[k] = true;
     }
     if (positional > n) {
-        diag_error(d, e->loc, "schedule `%s` takes %d argument%s, but %d were given", sched->name, n,
-                   n == 1 ? "" : "s", e->nargs);
+        diag_error(d, e->loc, "schedule `%s` takes %d argument%s, but %d were given", sched->name, n, n == 1 ? "" : "s",
+                   e->nargs);
         diag_note(d, sched->name_loc, "`%s` is defined here", sched->name);
         return;
     }
@@ -120,11 +118,11 @@ static void check_call(resolver *r, const expr *e) {
         }
         if (e->nargs < min || e->nargs > max) {
             if (min == max)
-                diag_error(d, e->loc, "`%s` takes %d argument%s, but %d %s given", e->text, min,
-                           min == 1 ? "" : "s", e->nargs, e->nargs == 1 ? "was" : "were");
+                diag_error(d, e->loc, "`%s` takes %d argument%s, but %d %s given", e->text, min, min == 1 ? "" : "s",
+                           e->nargs, e->nargs == 1 ? "was" : "were");
             else
-                diag_error(d, e->loc, "`%s` takes at least %d arguments, but %d %s given", e->text,
-                           min, e->nargs, e->nargs == 1 ? "was" : "were");
+                diag_error(d, e->loc, "`%s` takes at least %d arguments, but %d %s given", e->text, min, e->nargs,
+                           e->nargs == 1 ? "was" : "were");
         }
         return;
     }
@@ -150,7 +148,8 @@ static void check(resolver *r, const expr *e) {
     if (!e) return;
     diag_engine *d = &r->p->s->diag;
     switch (e->kind) {
-    case EX_NUMBER: case EX_ERROR: return;
+    case EX_NUMBER:
+    case EX_ERROR: return;
     case EX_NAME: check_name(r, e); return;
     case EX_CALL: check_call(r, e); return;
     case EX_UNARY: check(r, e->a); return;
@@ -176,8 +175,14 @@ void resolve_number(program *p, const expr *e, bool layer_ok) {
 
 /* ---- cycles: a schedule calling itself, a param referring to itself ---- */
 
-typedef struct edge { item *to; tlm_loc at; } edge;
-typedef struct edges { edge *v; int n, cap; } edges;
+typedef struct edge {
+    item *to;
+    tlm_loc at;
+} edge;
+typedef struct edges {
+    edge *v;
+    int n, cap;
+} edges;
 
 static void add_edge(edges *es, item *to, tlm_loc at) {
     if (es->n == es->cap) {
@@ -218,50 +223,53 @@ enum { WHITE = 0, GREY = 1, BLACK = 2 };
 static void find_cycles(program *p, item_kind kind) {
     diag_engine *d = &p->s->diag;
     symtab color = {0};
-    typedef struct { item *it; edges es; int next; } dfs_frame;
+    typedef struct {
+        item *it;
+        edges es;
+        int next;
+    } dfs_frame;
     dfs_frame *stack = NULL;
     int depth = 0, cap = 0;
     /* Roots in source order, so the report does not depend on hashing. */
     for (int f = 0; f < p->nfiles; f++)
-    for (item *root = p->files[f].items; root; root = root->next) {
-        const symtab *table = kind == IT_SCHEDULE ? &p->schedules : &p->params;
-        if (root->kind != kind || !root->name || symtab_get(table, root->name) != root ||
-            symtab_get(&color, root->name))
-            continue;
-        symtab_set(&color, root->name, (void *)GREY);
-        if (depth == cap) {
-            cap = cap ? 2 * cap : 64;
-            stack = tlm_xrealloc(stack, (size_t)cap * sizeof *stack);
-        }
-        stack[depth++] = (dfs_frame){root, successors(p, root), 0};
-        while (depth > 0) {
-            dfs_frame *top = &stack[depth - 1];
-            if (top->next == top->es.n) {
-                symtab_set(&color, top->it->name, (void *)BLACK);
-                free(top->es.v);
-                depth--;
+        for (item *root = p->files[f].items; root; root = root->next) {
+            const symtab *table = kind == IT_SCHEDULE ? &p->schedules : &p->params;
+            if (root->kind != kind || !root->name || symtab_get(table, root->name) != root ||
+                symtab_get(&color, root->name))
                 continue;
+            symtab_set(&color, root->name, (void *)GREY);
+            if (depth == cap) {
+                cap = cap ? 2 * cap : 64;
+                stack = tlm_xrealloc(stack, (size_t)cap * sizeof *stack);
             }
-            edge e = top->es.v[top->next++];
-            intptr_t c = (intptr_t)symtab_get(&color, e.to->name);
-            if (c == GREY) {
-                const char *what = top->it->kind == IT_SCHEDULE ? "schedule" : "param";
-                if (e.to == top->it)
-                    diag_error(d, e.at, "%s `%s` refers to itself", what, e.to->name);
-                else
-                    diag_error(d, e.at, "%s `%s` refers back to `%s`, which depends on it", what,
-                               top->it->name, e.to->name);
-                diag_hint(d, "%ss cannot be recursive", what);
-            } else if (c == WHITE) {
-                symtab_set(&color, e.to->name, (void *)GREY);
-                if (depth == cap) {
-                    cap *= 2;
-                    stack = tlm_xrealloc(stack, (size_t)cap * sizeof *stack);
+            stack[depth++] = (dfs_frame){root, successors(p, root), 0};
+            while (depth > 0) {
+                dfs_frame *top = &stack[depth - 1];
+                if (top->next == top->es.n) {
+                    symtab_set(&color, top->it->name, (void *)BLACK);
+                    free(top->es.v);
+                    depth--;
+                    continue;
                 }
-                stack[depth++] = (dfs_frame){e.to, successors(p, e.to), 0};
+                edge e = top->es.v[top->next++];
+                intptr_t c = (intptr_t)symtab_get(&color, e.to->name);
+                if (c == GREY) {
+                    const char *what = top->it->kind == IT_SCHEDULE ? "schedule" : "param";
+                    if (e.to == top->it) diag_error(d, e.at, "%s `%s` refers to itself", what, e.to->name);
+                    else
+                        diag_error(d, e.at, "%s `%s` refers back to `%s`, which depends on it", what, top->it->name,
+                                   e.to->name);
+                    diag_hint(d, "%ss cannot be recursive", what);
+                } else if (c == WHITE) {
+                    symtab_set(&color, e.to->name, (void *)GREY);
+                    if (depth == cap) {
+                        cap *= 2;
+                        stack = tlm_xrealloc(stack, (size_t)cap * sizeof *stack);
+                    }
+                    stack[depth++] = (dfs_frame){e.to, successors(p, e.to), 0};
+                }
             }
         }
-    }
     free(stack);
     symtab_free(&color);
 }
@@ -271,10 +279,11 @@ static void find_cycles(program *p, item_kind kind) {
  * rest are checked where they are used). */
 static bool is_symbolic(const program *p, const expr *e) {
     switch (e->kind) {
-    case EX_STRING: case EX_LIST: case EX_TUPLE: return true;
+    case EX_STRING:
+    case EX_LIST:
+    case EX_TUPLE: return true;
     case EX_NAME: return is_symbol_word(e->text) || symtab_get(&p->models, e->text);
-    case EX_CALL:
-        return name_index(value_functions, e->text) >= 0 && !symtab_get(&p->schedules, e->text);
+    case EX_CALL: return name_index(value_functions, e->text) >= 0 && !symtab_get(&p->schedules, e->text);
     default: return false;
     }
 }
@@ -285,8 +294,8 @@ void resolve_program(program *p) {
         for (item *it = p->files[f].items; it; it = it->next) {
             if (it->kind == IT_SCHEDULE) {
                 if (it->nparams > TLM_MAX_SCHED_PARAMS) {
-                    diag_error(d, it->name_loc, "schedule `%s` has %d parameters; the limit is %d",
-                               it->name, it->nparams, TLM_MAX_SCHED_PARAMS);
+                    diag_error(d, it->name_loc, "schedule `%s` has %d parameters; the limit is %d", it->name,
+                               it->nparams, TLM_MAX_SCHED_PARAMS);
                     continue;
                 }
                 for (sched_param *a = it->params; a; a = a->next) {
@@ -296,10 +305,8 @@ void resolve_program(program *p) {
                             diag_note(d, a->loc, "the first is here");
                         }
                     }
-                    if (classify_name(p, NULL, a->name) == REF_LAYER_VAR ||
-                        strcmp(a->name, "pi") == 0)
-                        diag_error(d, a->loc, "`%s` is predefined and cannot name a parameter",
-                                   a->name);
+                    if (classify_name(p, NULL, a->name) == REF_LAYER_VAR || strcmp(a->name, "pi") == 0)
+                        diag_error(d, a->loc, "`%s` is predefined and cannot name a parameter", a->name);
                 }
                 resolver r = {p, it, true};
                 for (sched_param *a = it->params; a; a = a->next) check(&r, a->fallback);

@@ -76,7 +76,8 @@ static void usage(FILE *out) {
           "  --help, --version\n"
           "\n"
           "With no option, prints one line per model. Exit status: 0 ok, 1 errors in the\n"
-          "input, 2 bad usage.\n", out);
+          "input, 2 bad usage.\n",
+          out);
 }
 
 /* One line on stderr, exit status 2. Control characters in the message
@@ -95,8 +96,18 @@ __attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ..
 
 /* Long options without a short form are numbered past every character. */
 enum {
-    OPT_VERSION = 256, OPT_CHECK, OPT_EMIT_IR, OPT_TIME, OPT_REPORT, OPT_PLOT, OPT_MODEL,
-    OPT_STDLIB, OPT_COLOR, OPT_CPU, OPT_PRINT_KEYWORDS, OPT_HELP_SETTINGS
+    OPT_VERSION = 256,
+    OPT_CHECK,
+    OPT_EMIT_IR,
+    OPT_TIME,
+    OPT_REPORT,
+    OPT_PLOT,
+    OPT_MODEL,
+    OPT_STDLIB,
+    OPT_COLOR,
+    OPT_CPU,
+    OPT_PRINT_KEYWORDS,
+    OPT_HELP_SETTINGS
 };
 
 /* "-" first: file names come back in order as option 1, so the input may
@@ -179,9 +190,7 @@ static int parse_args(int argc, char **argv, options *o) {
             if (o->input) return usage_error("more than one input file (`%s`)", optarg);
             o->input = optarg;
             break;
-        case ':':
-            option_spelling(optopt, name, sizeof name);
-            return usage_error("%s needs an argument", name);
+        case ':': option_spelling(optopt, name, sizeof name); return usage_error("%s needs an argument", name);
         default:   /* '?': optopt is 0 for an unknown long option */
             if (optopt > 0 && optopt < 256 && !strchr(short_options + 2, optopt))
                 return usage_error("unknown option `-%c`", optopt);
@@ -204,9 +213,7 @@ static double now_seconds(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static int cmp_str(const void *a, const void *b) {
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
+static int cmp_str(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
 
 static void print_class(const char *cls, const char **names, int n) {
     qsort(names, (size_t)n, sizeof *names, cmp_str);
@@ -253,8 +260,8 @@ static int print_keywords(const char *stdlib) {
 static void print_settings(void) {
     puts("model settings (required ones marked *):");
     for (const setting_spec *x = model_settings; x->name; x++)
-        printf("  %-15s%s %s%s%s\n", x->name, x->required ? "*" : " ", x->help,
-               x->mixer ? "; mixer " : "", x->mixer ? x->mixer : "");
+        printf("  %-15s%s %s%s%s\n", x->name, x->required ? "*" : " ", x->help, x->mixer ? "; mixer " : "",
+               x->mixer ? x->mixer : "");
     puts("training settings (in a train { ... } block):");
     for (const setting_spec *x = train_settings; x->name; x++) printf("  %-16s %s\n", x->name, x->help);
 }
@@ -295,7 +302,10 @@ int main(int argc, char **argv) {
     options o;
     int rc = parse_args(argc, argv, &o);
     if (rc) return rc;
-    if (o.help_settings) { print_settings(); if (!o.input && !o.print_keywords) return 0; }
+    if (o.help_settings) {
+        print_settings();
+        if (!o.input && !o.print_keywords) return 0;
+    }
     if (o.print_keywords) return print_keywords(stdlib_dir(&o));
 
     double start = now_seconds();
@@ -330,8 +340,7 @@ int main(int argc, char **argv) {
     /* After syntax or name errors the models are still looked at, for the
      * mistakes that can be found without evaluating anything. */
     bool names_only = s.diag.errors > 0;
-    for (int i = 0; !rc && i < nmodels && !s.diag.stopped; i++)
-        check_model(&p, models[i], &checked[i], names_only);
+    for (int i = 0; !rc && i < nmodels && !s.diag.stopped; i++) check_model(&p, models[i], &checked[i], names_only);
     if (!rc && s.diag.errors == 0) {
         if (nmodels == 0 && (o.act == ACT_REPORT_TEXT || o.act == ACT_REPORT_JSON || o.plot)) {
             fprintf(stderr, "tlmc: %s defines no models\n", o.input);
@@ -361,8 +370,9 @@ int main(int argc, char **argv) {
                 rc = EXIT_USER;
             } else {
                 build_options bo = {o.cpu, o.opt_level, o.timing ? stderr : NULL};
-                if (o.timing) fprintf(stderr, "tlmc: timings for %s\n  %-22s %8.1f ms\n", checked[0].name,
-                                      "read and check", 1e3 * (now_seconds() - start));
+                if (o.timing)
+                    fprintf(stderr, "tlmc: timings for %s\n  %-22s %8.1f ms\n", checked[0].name, "read and check",
+                            1e3 * (now_seconds() - start));
                 if (!build_shared_object(&checked[0], o.output, &bo)) rc = EXIT_USER;
             }
         }

@@ -12,9 +12,8 @@ static const char *const bools[] = {"false", "true", NULL};
 const char *const symbol_values[] = {TLM_GATES(ENUM_NAME_) "false", "none", "true", NULL};
 const char *const value_functions[] = {TLM_OPTIMIZERS(ENUM_NAME_) TLM_LR_SCHEDULES(ENUM_NAME_) "uniform", NULL};
 #undef ENUM_NAME_
-const char *const builtin_names[] = {"abs", "ceil", "clamp", "cos", "exp", "floor", "log", "max",
-                                     "mean", "min", "pow", "round", "sigmoid", "sin", "sqrt",
-                                     "tanh", NULL};
+const char *const builtin_names[] = {"abs", "ceil", "clamp", "cos",     "exp", "floor", "log",  "max", "mean",
+                                     "min", "pow",  "round", "sigmoid", "sin", "sqrt",  "tanh", NULL};
 
 #define BIG 1e15
 const setting_spec model_settings[] = {
@@ -30,18 +29,15 @@ const setting_spec model_settings[] = {
     {"quantum", ST_INT, 1, 1 << 16, 0, NULL, NULL, false, "every width is a multiple of this (default 1)"},
     {"budget", ST_BUDGET, 0, 0, 0, NULL, NULL, false,
      "uniform(W): same MLP params and FLOPs as width W in every layer; none (default)"},
-    {"tie_embeddings", ST_BOOL, 0, 0, 0, bools, NULL, false,
-     "share the embedding with the LM head (default false)"},
+    {"tie_embeddings", ST_BOOL, 0, 0, 0, bools, NULL, false, "share the embedding with the LM head (default false)"},
     {"norm_eps", ST_REAL, 0, 1, 1, NULL, NULL, false, "RMSNorm epsilon (default 1e-5)"},
     {"rope_base", ST_REAL, 1, BIG, 1, NULL, NULL, false, "rotary embedding base (default 10000)"},
-    {"monotone", ST_BOOL, 0, 0, 0, bools, NULL, false,
-     "false: widths may rise and fall with depth without a warning"},
+    {"monotone", ST_BOOL, 0, 0, 0, bools, NULL, false, "false: widths may rise and fall with depth without a warning"},
     {"gate", ST_CHOICE, 0, 0, 0, tlm_gate_enum_names_, "gated_attention", false,
      "elementwise (default) or headwise output gate"},
     {"chunk", ST_INT, 1, 1 << 16, 0, NULL, "titans", false,
      "memory update chunk size C (default 16; 1 is the exact recurrence)"},
-    {"inner_lr", ST_REAL, 0, 1e6, 1, NULL, "titans", false,
-     "bound on the memory's inner learning rate (default 0.1)"},
+    {"inner_lr", ST_REAL, 0, 1e6, 1, NULL, "titans", false, "bound on the memory's inner learning rate (default 0.1)"},
     {"cms", ST_INT_LIST, 1, 1 << 20, 0, NULL, "hope_attention", false,
      "update period of each memory level, e.g. [1, 4] (default [1])"},
     {NULL, 0, 0, 0, 0, NULL, NULL, false, NULL},
@@ -69,13 +65,12 @@ const setting_spec model_settings[] = {
 #define ABOUT_REAL_GT(lo, hi) "; " TLM_TS_RANGE_REAL_GT(lo, hi) ", default "
 #define ABOUT_OPTIMIZER(lo, hi) "; default "
 #define ABOUT_LR_SCHEDULE(lo, hi) "; default "
-#define TRAIN_SETTING_(field, flag, kind, lo, hi, def, def_text, trajectory, help)                             \
+#define TRAIN_SETTING_(field, flag, kind, lo, hi, def, def_text, trajectory, help) \
     {#field, TYPE_##kind, lo, hi, OPEN_##kind, NULL, NULL, false, help ABOUT_##kind(lo, hi) def_text},
 #define TRAIN_ARGUMENT_(...)
 
 const setting_spec train_settings[] = {
-    TLM_TRAIN_SETTINGS(TRAIN_SETTING_, TRAIN_ARGUMENT_)
-    {NULL, 0, 0, 0, 0, NULL, NULL, false, NULL},
+    TLM_TRAIN_SETTINGS(TRAIN_SETTING_, TRAIN_ARGUMENT_){NULL, 0, 0, 0, 0, NULL, NULL, false, NULL},
 };
 
 const setting_spec *find_setting(const setting_spec *table, const char *name) {

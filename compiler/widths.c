@@ -10,7 +10,11 @@
 enum { MAX_WIDTH = 1 << 24 };
 
 static int64_t gcd(int64_t a, int64_t b) {
-    while (b) { int64_t t = a % b; a = b; b = t; }
+    while (b) {
+        int64_t t = a % b;
+        a = b;
+        b = t;
+    }
     return a;
 }
 
@@ -26,20 +30,19 @@ static bool budget_reachable(tlm_session *s, const checked_model *m, tlm_loc bud
     int64_t L = m->layers, W = m->budget_width, q = m->quantum, S = L * W;
     if (S % q == 0) return true;
     char a[32], b[32];
-    diag_error(&s->diag, budget_loc, "the budget cannot be met exactly with quantum %lld: "
+    diag_error(&s->diag, budget_loc,
+               "the budget cannot be met exactly with quantum %lld: "
                "layers × width = %lld × %lld = %s is not a multiple of %lld",
                (long long)q, (long long)L, (long long)W, fmt_int(a, sizeof a, S, 0), (long long)q);
     int64_t step = q / gcd(L, q);                 /* widths W' with L*W' % q == 0 */
     int64_t below = W / step * step, above = below + step;
     int64_t lo = S / q * q, hi = lo + q;
-    diag_hint(&s->diag, "the nearest reachable totals are %s (%lld) and %s (+%lld)",
-              fmt_int(a, sizeof a, lo, 0), (long long)(lo - S), fmt_int(b, sizeof b, hi, 0),
-              (long long)(hi - S));
+    diag_hint(&s->diag, "the nearest reachable totals are %s (%lld) and %s (+%lld)", fmt_int(a, sizeof a, lo, 0),
+              (long long)(lo - S), fmt_int(b, sizeof b, hi, 0), (long long)(hi - S));
     if (below > 0)
-        diag_hint(&s->diag, "uniform(%lld) or uniform(%lld) can be met with quantum %lld",
-                  (long long)below, (long long)above, (long long)q);
-    else
-        diag_hint(&s->diag, "uniform(%lld) can be met with quantum %lld", (long long)above, (long long)q);
+        diag_hint(&s->diag, "uniform(%lld) or uniform(%lld) can be met with quantum %lld", (long long)below,
+                  (long long)above, (long long)q);
+    else diag_hint(&s->diag, "uniform(%lld) can be met with quantum %lld", (long long)above, (long long)q);
     return false;
 }
 
@@ -58,16 +61,15 @@ static bool budget_respected(tlm_session *s, checked_model *m, tlm_loc dff_loc) 
     free(rounded);
     free(base);
     char a[32], b[32], c[32];
-    diag_error(&s->diag, dff_loc, "the widths break the budget: they sum to %.6g, but uniform(%lld) "
-               "needs %lld × %lld = %s (%+.6g, %+.2f%%)", sum, (long long)m->budget_width,
-               (long long)L, (long long)m->budget_width, fmt_int(a, sizeof a, S, 0), sum - (double)S,
-               100.0 * (sum - (double)S) / (double)S);
-    diag_hint(&s->diag, "MLP params: %s against the baseline's %s (%s)",
-              fmt_int(a, sizeof a, got.mlp_params, 0), fmt_int(b, sizeof b, want.mlp_params, 0),
-              fmt_int(c, sizeof c, got.mlp_params - want.mlp_params, 1));
+    diag_error(&s->diag, dff_loc,
+               "the widths break the budget: they sum to %.6g, but uniform(%lld) "
+               "needs %lld × %lld = %s (%+.6g, %+.2f%%)",
+               sum, (long long)m->budget_width, (long long)L, (long long)m->budget_width, fmt_int(a, sizeof a, S, 0),
+               sum - (double)S, 100.0 * (sum - (double)S) / (double)S);
+    diag_hint(&s->diag, "MLP params: %s against the baseline's %s (%s)", fmt_int(a, sizeof a, got.mlp_params, 0),
+              fmt_int(b, sizeof b, want.mlp_params, 0), fmt_int(c, sizeof c, got.mlp_params - want.mlp_params, 1));
     diag_hint(&s->diag, "MLP forward FLOPs per token: %s against %s (%s)",
-              fmt_int(a, sizeof a, (int64_t)got.mlp_flops, 0),
-              fmt_int(b, sizeof b, (int64_t)want.mlp_flops, 0),
+              fmt_int(a, sizeof a, (int64_t)got.mlp_flops, 0), fmt_int(b, sizeof b, (int64_t)want.mlp_flops, 0),
               fmt_int(c, sizeof c, (int64_t)(got.mlp_flops - want.mlp_flops), 1));
     diag_hint(&s->diag, "a schedule with mean 1 keeps the budget; normalize(...) rescales one to "
                         "mean 1");
@@ -76,7 +78,10 @@ static bool budget_respected(tlm_session *s, checked_model *m, tlm_loc dff_loc) 
 
 /* tiebreak: the layer index, negated when the schedule widens with depth,
  * so that ties go to the wider end. */
-typedef struct candidate { int64_t layer, tiebreak; double remainder; } candidate;
+typedef struct candidate {
+    int64_t layer, tiebreak;
+    double remainder;
+} candidate;
 
 static int by_remainder(const void *pa, const void *pb) {
     const candidate *a = pa, *b = pb;
@@ -113,27 +118,25 @@ static void warn_if_not_monotone(tlm_session *s, const checked_model *m, tlm_loc
         if (m->widths[l + 1] < m->widths[l] && fall < 0) fall = l;
     }
     if (rise < 0 || fall < 0) return;
-    diag_warning(&s->diag, dff_loc, "the widths of `%s` are not monotone in depth: they fall from "
+    diag_warning(&s->diag, dff_loc,
+                 "the widths of `%s` are not monotone in depth: they fall from "
                  "layer %lld to %lld (%lld -> %lld) and rise from layer %lld to %lld (%lld -> %lld)",
                  m->name, (long long)fall, (long long)fall + 1, (long long)m->widths[fall],
-                 (long long)m->widths[fall + 1], (long long)rise, (long long)rise + 1,
-                 (long long)m->widths[rise], (long long)m->widths[rise + 1]);
+                 (long long)m->widths[fall + 1], (long long)rise, (long long)rise + 1, (long long)m->widths[rise],
+                 (long long)m->widths[rise + 1]);
     diag_hint(&s->diag, "set `monotone = false;` in the model if this shape is intended");
 }
 
-bool fit_widths(tlm_session *s, checked_model *m, tlm_loc dff_loc, tlm_loc budget_loc,
-                tlm_loc quantum_loc) {
+bool fit_widths(tlm_session *s, checked_model *m, tlm_loc dff_loc, tlm_loc budget_loc, tlm_loc quantum_loc) {
     (void)quantum_loc;
     for (int64_t l = 0; l < m->layers; l++) {
         double w = m->raw_widths[l];
         if (!(w > 0)) {
-            diag_error(&s->diag, dff_loc, "d_ff must be positive, but it is %.6g at layer %lld",
-                       w, (long long)l);
+            diag_error(&s->diag, dff_loc, "d_ff must be positive, but it is %.6g at layer %lld", w, (long long)l);
             return false;
         }
         if (w > MAX_WIDTH) {
-            diag_error(&s->diag, dff_loc, "d_ff is %.6g at layer %lld; the limit is %d", w,
-                       (long long)l, MAX_WIDTH);
+            diag_error(&s->diag, dff_loc, "d_ff is %.6g at layer %lld; the limit is %d", w, (long long)l, MAX_WIDTH);
             return false;
         }
     }
@@ -145,8 +148,8 @@ bool fit_widths(tlm_session *s, checked_model *m, tlm_loc dff_loc, tlm_loc budge
     }
     for (int64_t l = 0; l < m->layers; l++) {
         if (m->widths[l] <= 0) {
-            diag_error(&s->diag, dff_loc, "layer %lld's width %.6g rounds to 0 with quantum %lld",
-                       (long long)l, m->raw_widths[l], (long long)m->quantum);
+            diag_error(&s->diag, dff_loc, "layer %lld's width %.6g rounds to 0 with quantum %lld", (long long)l,
+                       m->raw_widths[l], (long long)m->quantum);
             diag_hint(&s->diag, "use a smaller quantum, or a schedule that stays above %lld",
                       (long long)m->quantum / 2);
             return false;

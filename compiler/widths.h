@@ -11,8 +11,7 @@
 #include "session.h"
 
 /* Fills m->widths from m->raw_widths. Returns false after reporting. */
-bool fit_widths(tlm_session *s, checked_model *m, tlm_loc dff_loc, tlm_loc budget_loc,
-                tlm_loc quantum_loc);
+bool fit_widths(tlm_session *s, checked_model *m, tlm_loc dff_loc, tlm_loc budget_loc, tlm_loc quantum_loc);
 
 /* The widths rounding alone would give: each layer to the nearest quantum. */
 void round_widths(const checked_model *m, int64_t *out);

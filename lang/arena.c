@@ -14,7 +14,10 @@ struct arena_block {
 
 enum { BLOCK_SIZE = 64 * 1024 };
 
-void arena_init(arena *a) { a->head = NULL; a->total = 0; }
+void arena_init(arena *a) {
+    a->head = NULL;
+    a->total = 0;
+}
 
 void arena_free(arena *a) {
     arena_block *b = a->head;

@@ -13,8 +13,7 @@ static expr *node(tlm_session *s, expr_kind kind, tlm_loc loc) {
 /* Deeper trees are refused here, once, and replaced by an error node. */
 static expr *bounded(tlm_session *s, expr *e) {
     if (e->depth <= TLM_MAX_EXPR_DEPTH) return e;
-    diag_error(&s->diag, e->loc, "expression nested too deeply (the limit is %d levels)",
-               TLM_MAX_EXPR_DEPTH);
+    diag_error(&s->diag, e->loc, "expression nested too deeply (the limit is %d levels)", TLM_MAX_EXPR_DEPTH);
     expr *err = node(s, EX_ERROR, e->loc);
     return err;
 }
@@ -92,9 +91,7 @@ expr *mk_tuple(tlm_session *s, tlm_loc loc, expr *first, arg *rest) {
     return with_args(s, node(s, EX_TUPLE, loc), head);
 }
 
-expr *mk_list(tlm_session *s, tlm_loc loc, arg *elems) {
-    return with_args(s, node(s, EX_LIST, loc), elems);
-}
+expr *mk_list(tlm_session *s, tlm_loc loc, arg *elems) { return with_args(s, node(s, EX_LIST, loc), elems); }
 
 arg *mk_arg(tlm_session *s, const char *name, tlm_loc loc, expr *value) {
     arg *a = arena_alloc(&s->arena, sizeof *a);
@@ -107,22 +104,22 @@ arg *mk_arg(tlm_session *s, const char *name, tlm_loc loc, expr *value) {
 /* Lists are built by prepending (constant time, so a file with a million
  * settings parses in linear time) and put back in source order by the
  * construct that owns them. */
-#define PREPEND(list, x) \
-    do {                 \
+#define PREPEND(list, x)       \
+    do {                       \
         if (!(x)) return list; \
-        (x)->next = list; \
-        return x;        \
+        (x)->next = list;      \
+        return x;              \
     } while (0)
-#define REVERSE(type, list)                   \
-    do {                                      \
-        type *prev = NULL;                    \
-        while (list) {                        \
-            type *next = (list)->next;        \
-            (list)->next = prev;              \
-            prev = list;                      \
-            list = next;                      \
-        }                                     \
-        return prev;                          \
+#define REVERSE(type, list)            \
+    do {                               \
+        type *prev = NULL;             \
+        while (list) {                 \
+            type *next = (list)->next; \
+            (list)->next = prev;       \
+            prev = list;               \
+            list = next;               \
+        }                              \
+        return prev;                   \
     } while (0)
 
 arg *arg_prepend(arg *list, arg *a) { PREPEND(list, a); }
@@ -160,8 +157,7 @@ item *mk_item(tlm_session *s, item_kind kind, tlm_loc loc, const char *name, tlm
     return it;
 }
 
-item *mk_schedule(tlm_session *s, tlm_loc loc, const char *name, tlm_loc name_loc,
-                  sched_param *params, expr *body) {
+item *mk_schedule(tlm_session *s, tlm_loc loc, const char *name, tlm_loc name_loc, sched_param *params, expr *body) {
     item *it = mk_item(s, IT_SCHEDULE, loc, name, name_loc);
     it->params = params = param_reverse(params);
     for (sched_param *p = params; p; p = p->next) it->nparams++;
@@ -169,8 +165,7 @@ item *mk_schedule(tlm_session *s, tlm_loc loc, const char *name, tlm_loc name_lo
     return it;
 }
 
-void finish_model(item *m, tlm_loc loc, const char *name, tlm_loc name_loc,
-                  const char *parent, tlm_loc parent_loc) {
+void finish_model(item *m, tlm_loc loc, const char *name, tlm_loc name_loc, const char *parent, tlm_loc parent_loc) {
     m->loc = loc;
     m->file = loc.file;
     m->name = name;
@@ -193,4 +188,3 @@ const char *join_path(tlm_session *s, const char *a, const char *b) {
     char *p = arena_printf(&s->arena, "%s.%s", a, b);
     return intern_cstr(&s->names, p);
 }
-

@@ -8,10 +8,10 @@
 
 enum { WINDOW = 100 };      /* units of a long line shown each side of the caret */
 
-#define BOLD  "\033[1m"
-#define RED   "\033[1;31m"
-#define MAG   "\033[1;35m"
-#define CYAN  "\033[1;36m"
+#define BOLD "\033[1m"
+#define RED "\033[1;31m"
+#define MAG "\033[1;35m"
+#define CYAN "\033[1;36m"
 #define GREEN "\033[1;32m"
 #define RESET "\033[0m"
 
@@ -39,7 +39,10 @@ static void print_snippet(diag_engine *d, tlm_loc loc, const char *mark_color) {
     size_t len;
     const char *text = source_line(s, line, &len), *end = text + len;
     size_t units = 0;
-    for (const char *p = text; p < end; units++) { int32_t cp; p += utf8_unit(p, end, &cp); }
+    for (const char *p = text; p < end; units++) {
+        int32_t cp;
+        p += utf8_unit(p, end, &cp);
+    }
     if (eline != line) c1 = (unsigned)units + 1;               /* underline to end of line */
     if (c1 <= c0) c1 = c0 + 1;
 
@@ -118,15 +121,15 @@ static void vreport(diag_engine *d, diag_level level, tlm_loc loc, const char *f
             d->last_dropped = true;
             return;
         }
-        if (level == DIAG_ERROR) d->errors++; else d->warnings++;
+        if (level == DIAG_ERROR) d->errors++;
+        else d->warnings++;
         d->last_dropped = d->stopped || !d->out;
         if (d->stopped) return;
         if (level == DIAG_ERROR && d->max_errors && d->errors > d->max_errors) {
             d->stopped = true;
             d->last_dropped = true;
             d->errors--;            /* this one is not shown; don't count it */
-            if (d->out) fprintf(d->out, "%sfatal error:%s too many errors, stopping now\n",
-                                col(d, RED), col(d, RESET));
+            if (d->out) fprintf(d->out, "%sfatal error:%s too many errors, stopping now\n", col(d, RED), col(d, RESET));
             return;
         }
     }
@@ -140,15 +143,15 @@ static void vreport(diag_engine *d, diag_level level, tlm_loc loc, const char *f
         source_position(s, loc.begin, &line, &c);
         fprintf(d->out, "%s%s:%u:%u:%s ", col(d, BOLD), s->name, line, c, col(d, RESET));
     }
-    fprintf(d->out, "%s%s:%s %s%s%s\n", col(d, colors[level]), names[level], col(d, RESET),
-            col(d, BOLD), msg, col(d, RESET));
+    fprintf(d->out, "%s%s:%s %s%s%s\n", col(d, colors[level]), names[level], col(d, RESET), col(d, BOLD), msg,
+            col(d, RESET));
     if (has_loc) print_snippet(d, loc, level == DIAG_NOTE ? CYAN : GREEN);
 }
 
-#define REPORT(level)                    \
-    va_list ap;                          \
-    va_start(ap, fmt);                   \
-    vreport(d, level, loc, fmt, ap);     \
+#define REPORT(level)                \
+    va_list ap;                      \
+    va_start(ap, fmt);               \
+    vreport(d, level, loc, fmt, ap); \
     va_end(ap)
 
 void diag_error(diag_engine *d, tlm_loc loc, const char *fmt, ...) { REPORT(DIAG_ERROR); }
@@ -168,10 +171,8 @@ void diag_hint(diag_engine *d, const char *fmt, ...) {
 void diag_summary(diag_engine *d) {
     if (!d->out || (!d->errors && !d->warnings)) return;
     if (d->errors && d->warnings)
-        fprintf(d->out, "%d error%s and %d warning%s.\n", d->errors, d->errors == 1 ? "" : "s",
-                d->warnings, d->warnings == 1 ? "" : "s");
-    else if (d->errors)
-        fprintf(d->out, "%d error%s.\n", d->errors, d->errors == 1 ? "" : "s");
-    else
-        fprintf(d->out, "%d warning%s.\n", d->warnings, d->warnings == 1 ? "" : "s");
+        fprintf(d->out, "%d error%s and %d warning%s.\n", d->errors, d->errors == 1 ? "" : "s", d->warnings,
+                d->warnings == 1 ? "" : "s");
+    else if (d->errors) fprintf(d->out, "%d error%s.\n", d->errors, d->errors == 1 ? "" : "s");
+    else fprintf(d->out, "%d warning%s.\n", d->warnings, d->warnings == 1 ? "" : "s");
 }

@@ -7,7 +7,10 @@
 #include <stdint.h>
 #include "session.h"
 
-typedef struct open_bracket { char c; uint32_t offset; } open_bracket;
+typedef struct open_bracket {
+    char c;
+    uint32_t offset;
+} open_bracket;
 
 typedef struct lexer {
     tlm_session *session;

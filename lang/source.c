@@ -38,10 +38,21 @@ int source_add(source_table *t, const char *name, const char *path, char *text, 
 
 int source_load(source_table *t, const char *name, const char *path, const char **why) {
     FILE *f = fopen(path, "rb");
-    if (!f) { *why = strerror(errno); return -1; }
+    if (!f) {
+        *why = strerror(errno);
+        return -1;
+    }
     struct stat st;
-    if (fstat(fileno(f), &st) != 0) { *why = strerror(errno); fclose(f); return -1; }
-    if (S_ISDIR(st.st_mode)) { *why = "is a directory"; fclose(f); return -1; }
+    if (fstat(fileno(f), &st) != 0) {
+        *why = strerror(errno);
+        fclose(f);
+        return -1;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        *why = "is a directory";
+        fclose(f);
+        return -1;
+    }
     /* Read in chunks rather than trusting st_size: pipes and /proc files
      * report 0, and a file may change while we read it. The first buffer is
      * no bigger than the limit, so a huge file is "too large", not an
@@ -64,7 +75,12 @@ int source_load(source_table *t, const char *name, const char *path, const char 
         len += n;
         if (n == 0) break;
     }
-    if (ferror(f)) { *why = strerror(errno); free(buf); fclose(f); return -1; }
+    if (ferror(f)) {
+        *why = strerror(errno);
+        free(buf);
+        fclose(f);
+        return -1;
+    }
     fclose(f);
     if (len > TLM_MAX_SOURCE_BYTES) {
         *why = "file too large (the limit is 64 MiB)";
@@ -92,7 +108,8 @@ void source_position(source *s, uint32_t offset, unsigned *line, unsigned *col) 
     size_t lo = 0, hi = s->nlines;               /* last start <= offset */
     while (hi - lo > 1) {
         size_t mid = (lo + hi) / 2;
-        if (s->line_starts[mid] <= offset) lo = mid; else hi = mid;
+        if (s->line_starts[mid] <= offset) lo = mid;
+        else hi = mid;
     }
     *line = (unsigned)lo + 1;
     unsigned c = 1;
@@ -107,7 +124,10 @@ void source_position(source *s, uint32_t offset, unsigned *line, unsigned *col) 
 
 const char *source_line(source *s, unsigned line, size_t *len) {
     if (!s->line_starts) build_lines(s);
-    if (line < 1 || line > s->nlines) { *len = 0; return ""; }
+    if (line < 1 || line > s->nlines) {
+        *len = 0;
+        return "";
+    }
     uint32_t b = s->line_starts[line - 1];
     uint32_t e = line < s->nlines ? s->line_starts[line] - 1 : (uint32_t)s->len;
     if (e > b && s->text[e - 1] == '\r') e--;

@@ -14,17 +14,25 @@ static inline size_t utf8_unit(const char *p, const char *end, int32_t *cp) {
     const unsigned char *s = (const unsigned char *)p;
     size_t avail = (size_t)(end - p);
     unsigned c = s[0];
-    if (c < 0x80) { *cp = (int32_t)c; return 1; }
+    if (c < 0x80) {
+        *cp = (int32_t)c;
+        return 1;
+    }
     size_t n = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c < 0xE0 ? 2 : 0;
-    if (n == 0 || c > 0xF4 || avail < n) { *cp = -1; return 1; }
+    if (n == 0 || c > 0xF4 || avail < n) {
+        *cp = -1;
+        return 1;
+    }
     uint32_t v = c & (0xFF >> (n + 1));
     for (size_t i = 1; i < n; i++) {
-        if ((s[i] & 0xC0) != 0x80) { *cp = -1; return 1; }
+        if ((s[i] & 0xC0) != 0x80) {
+            *cp = -1;
+            return 1;
+        }
         v = (v << 6) | (s[i] & 0x3F);
     }
     /* Reject overlong forms, surrogates and values past U+10FFFF. */
-    if ((n == 3 && v < 0x800) || (n == 4 && (v < 0x10000 || v > 0x10FFFF)) ||
-        (v >= 0xD800 && v <= 0xDFFF)) {
+    if ((n == 3 && v < 0x800) || (n == 4 && (v < 0x10000 || v > 0x10FFFF)) || (v >= 0xD800 && v <= 0xDFFF)) {
         *cp = -1;
         return 1;
     }

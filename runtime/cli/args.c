@@ -13,7 +13,10 @@
 static void spell(char *buf, size_t n, int opt, int longindex, const struct option *long_options) {
     if (longindex < 0)
         for (int k = 0; long_options[k].name; k++)
-            if (long_options[k].val == opt && !long_options[k].flag) { longindex = k; break; }
+            if (long_options[k].val == opt && !long_options[k].flag) {
+                longindex = k;
+                break;
+            }
     if (longindex >= 0) snprintf(buf, n, "--%s", long_options[longindex].name);
     else snprintf(buf, n, "-%c", opt);
 }
@@ -77,8 +80,9 @@ bool cli_int(cli_args *a, int64_t lo, int64_t hi, int64_t *out) {
     }
     if (v < lo || v > hi) {
         if (hi == INT64_MAX) cli_usage_error(a->cmd, "%s must be at least %lld (got %lld)", a->flag, (long long)lo, v);
-        else cli_usage_error(a->cmd, "%s must be between %lld and %lld (got %lld)", a->flag, (long long)lo,
-                             (long long)hi, v);
+        else
+            cli_usage_error(a->cmd, "%s must be between %lld and %lld (got %lld)", a->flag, (long long)lo,
+                            (long long)hi, v);
         return false;
     }
     *out = v;

@@ -22,8 +22,8 @@ const char *corpus_dir(void) {
     return env && *env ? env : TLM_DATA_DIR;
 }
 
-bool corpus_load(tlm_dataset *ds, const char *path, enum corpus_role role, int64_t T, int64_t vocab,
-                 char *name, size_t namelen, tlm_err *err) {
+bool corpus_load(tlm_dataset *ds, const char *path, enum corpus_role role, int64_t T, int64_t vocab, char *name,
+                 size_t namelen, tlm_err *err) {
     tlm_err e;
     int rc;
     if (path && *path) {

@@ -20,8 +20,8 @@ const char *corpus_dir(void);
  * the role when path is NULL or empty, and checks that it holds a window of
  * T + 1 tokens and only bytes the model's vocabulary has. name receives a
  * short description for messages ("data/austen (5 files)"). */
-bool corpus_load(tlm_dataset *ds, const char *path, enum corpus_role role, int64_t T, int64_t vocab,
-                 char *name, size_t namelen, tlm_err *err);
+bool corpus_load(tlm_dataset *ds, const char *path, enum corpus_role role, int64_t T, int64_t vocab, char *name,
+                 size_t namelen, tlm_err *err);
 
 /* The checkpoint file of a --ckpt argument: DIR/checkpoint.safetensors, or
  * the argument itself when it names a file (or ends in .safetensors);

@@ -16,7 +16,8 @@ static void usage(FILE *out) {
           "Prints the model's settings, training defaults, per-layer widths and kernels,\n"
           "parameter count and memory plans.\n"
           "  --params    list every parameter tensor\n"
-          "  --buffers   list every activation buffer, and where each plan puts it\n", out);
+          "  --buffers   list every activation buffer, and where each plan puts it\n",
+          out);
 }
 
 enum { OPT_PARAMS = 256, OPT_BUFFERS };

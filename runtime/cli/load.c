@@ -16,8 +16,8 @@ int open_model(const char *cmd, const char *path, int64_t threads, tlm_so *so) {
     return 0;
 }
 
-int load_checkpoint(const char *cmd, const tlm_so *so, const char *ckpt, tlm_model *m, char *path,
-                    size_t pathlen, int64_t *step) {
+int load_checkpoint(const char *cmd, const tlm_so *so, const char *ckpt, tlm_model *m, char *path, size_t pathlen,
+                    int64_t *step) {
     const char *name = tlm_so_str(so, so->config->name);
     checkpoint_path(path, pathlen, ckpt, name);
     if (access(path, F_OK) != 0)

@@ -99,22 +99,22 @@ int cmd_probe(int argc, char **argv) {
     int rc = 0;
     int64_t L = am->layers, D = am->d_model;
     double *sum = calloc((size_t)L, sizeof *sum);
-    int32_t *in = malloc((size_t)(batch * context) * sizeof *in), *tgt = malloc((size_t)(batch * context) * sizeof *tgt);
-    if (!sum || !in || !tgt)
-        rc = cli_error("probe", "out of memory");
+    int32_t *in = malloc((size_t)(batch * context) * sizeof *in),
+            *tgt = malloc((size_t)(batch * context) * sizeof *tgt);
+    if (!sum || !in || !tgt) rc = cli_error("probe", "out of memory");
     else if (context > am->context)
-        rc = cli_usage_error("probe", "--context %" PRId64 " is longer than the model's context (%" PRId64 ")",
-                             context, am->context);
+        rc = cli_usage_error("probe", "--context %" PRId64 " is longer than the model's context (%" PRId64 ")", context,
+                             am->context);
     /* The training layout keeps every layer's residual stream to the end
      * of the forward pass; the inference one reuses it. */
-    else if (!tlm_model_create(&m, &so, batch, context, true, &err))
-        rc = cli_error("probe", "%s", err.msg);
+    else if (!tlm_model_create(&m, &so, batch, context, true, &err)) rc = cli_error("probe", "%s", err.msg);
     else if ((rc = load_checkpoint("probe", &so, ckpt, &m, path, sizeof path, &step)) != 0)
         ;
     else if (!corpus_load(&ds, data, CORPUS_VALID, context, am->vocab, name, sizeof name, &err))
         rc = cli_error("probe", "%s", err.msg);
     int64_t available = rc ? 0 : (int64_t)tlm_data_num_windows(&ds, (int)context);
-    if (!rc && available < 1) rc = cli_error("probe", "%s is shorter than one window of %" PRId64 " tokens", name, context);
+    if (!rc && available < 1)
+        rc = cli_error("probe", "%s is shorter than one window of %" PRId64 " tokens", name, context);
     if (!rc && windows > available) windows = available;
     int64_t done = 0;
     while (!rc && done < windows) {

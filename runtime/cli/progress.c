@@ -124,8 +124,8 @@ void progress_validation(progress *p, int64_t step, double loss) {
     clear_live(p);
     int w = snprintf(NULL, 0, "%lld", (long long)p->total);
     double ppl = exp(loss), bpb = loss / log(2.0);
-    printf("step %*lld/%lld  val loss %.4f  ppl %.2f  bits/byte %.3f\n", w, (long long)step, (long long)p->total,
-           loss, ppl, bpb);
+    printf("step %*lld/%lld  val loss %.4f  ppl %.2f  bits/byte %.3f\n", w, (long long)step, (long long)p->total, loss,
+           ppl, bpb);
     fflush(stdout);
     if (p->log) {
         fprintf(p->log, "{\"step\":%lld", (long long)step);

@@ -25,13 +25,23 @@ static void usage(FILE *out) {
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
         fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].help);
     fputs("\n`tlm-run COMMAND --help` describes a command's options.\n"
-          "Exit status: 0 ok, 1 error (bad model, file or data), 2 bad usage.\n", out);
+          "Exit status: 0 ok, 1 error (bad model, file or data), 2 bad usage.\n",
+          out);
 }
 
 int main(int argc, char **argv) {
-    if (argc < 2) { usage(stderr); return 2; }
-    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) { usage(stdout); return 0; }
-    if (!strcmp(argv[1], "--version")) { printf("tlm-run %s\n", TLM_VERSION); return 0; }
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("tlm-run %s\n", TLM_VERSION);
+        return 0;
+    }
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
         if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);
     fprintf(stderr, "tlm-run: unknown command `%s`\n", argv[1]);

@@ -130,8 +130,9 @@ static void fingerprint_data(run *r) {
  * must lie ahead of it. */
 static int check_resume_step(const run *r, int64_t step) {
     if (step > r->o.s.steps)
-        return cli_error("train", "the checkpoint is at step %" PRId64 ", past --steps %" PRId64
-                                  " (raise --steps to continue)", step, r->o.s.steps);
+        return cli_error("train",
+                         "the checkpoint is at step %" PRId64 ", past --steps %" PRId64 " (raise --steps to continue)",
+                         step, r->o.s.steps);
     if (r->o.stop_at > 0 && r->o.stop_at <= step)
         return cli_error("train", "--stop-at %" PRId64 " is not past the checkpoint's step %" PRId64, r->o.stop_at,
                          step);
@@ -169,15 +170,15 @@ static int start_state(run *r, tlm_st_file *ckpt) {
     if (!fp || strcmp(fp, r->data_fingerprint) != 0)
         return cli_error("train", "the training data %s differs from the checkpoint's (%s bytes:fnv, now %s)",
                          r->train_name, fp ? fp : "?", r->data_fingerprint);
-    if (!tlm_ckpt_load_params(ckpt, &r->model, &err) ||
-        !tlm_ckpt_load_trainer(ckpt, &r->trainer, &r->state, &err))
+    if (!tlm_ckpt_load_params(ckpt, &r->model, &err) || !tlm_ckpt_load_trainer(ckpt, &r->trainer, &r->state, &err))
         return cli_error("train", "%s: %s", r->ckpt_file, err.msg);
     int rc = check_resume_step(r, r->state.step);
     if (rc) return rc;
     const char *threads = tlm_st_meta_get(ckpt, "threads");
     if (threads && atoi(threads) != tlm_get_num_threads())
         printf("note: resuming with %d threads, the checkpoint was written with %s; the result will differ in "
-               "the last bits from an uninterrupted run\n", tlm_get_num_threads(), threads);
+               "the last bits from an uninterrupted run\n",
+               tlm_get_num_threads(), threads);
     r->ckpt_step = r->state.step;
     r->elapsed_base = r->state.elapsed;
     return 0;
@@ -205,8 +206,10 @@ static int setup(run *r) {
         train_apply(o, &defaults, decay, o->owned[0], o->owned[1], o->owned[2]);
     } else {
         if (file_exists(r->ckpt_file) && !o->overwrite) {
-            rc = cli_error("train", "%s already holds a checkpoint: pass --resume to continue it, or --overwrite "
-                                    "to start afresh", r->ckpt_file);
+            rc = cli_error("train",
+                           "%s already holds a checkpoint: pass --resume to continue it, or --overwrite "
+                           "to start afresh",
+                           r->ckpt_file);
             goto out;
         }
         train_apply(o, &defaults, false, NULL, NULL, NULL);
@@ -214,8 +217,9 @@ static int setup(run *r) {
     /* Threads: the flag, else on resume the checkpoint's count (the same
      * count gives the same bits), else every core. */
     const char *ckpt_threads = ckpt ? tlm_st_meta_get(ckpt, "threads") : NULL;
-    int threads = o->threads > 0 ? o->threads : ckpt_threads && atoi(ckpt_threads) > 0 ? atoi(ckpt_threads)
-                                                                                         : cli_cores();
+    int threads = o->threads > 0                           ? o->threads
+                  : ckpt_threads && atoi(ckpt_threads) > 0 ? atoi(ckpt_threads)
+                                                           : cli_cores();
     tlm_set_num_threads(threads);
     if (o->s.context <= 0) o->s.context = r->so.config->context;
     if ((rc = train_check(o, &r->so))) goto out;
@@ -238,8 +242,8 @@ static int setup(run *r) {
         goto out;
     }
     r->have_val = (o->val && *o->val) || !(o->data && *o->data);
-    if (r->have_val && !corpus_load(&r->val, o->val, CORPUS_VALID, r->T, vocab, r->val_name, sizeof r->val_name,
-                                    &err)) {
+    if (r->have_val &&
+        !corpus_load(&r->val, o->val, CORPUS_VALID, r->T, vocab, r->val_name, sizeof r->val_name, &err)) {
         rc = cli_error("train", "%s", err.msg);
         goto out;
     }
@@ -260,14 +264,12 @@ static int setup(run *r) {
     /* A checkpoint folder that cannot be made should fail now, not after
      * hours of training. */
     if (mkdir_p(r->ckpt_dir) != 0 || access(r->ckpt_dir, W_OK) != 0) {
-        rc = cli_error("train", "%s: cannot create or write the checkpoint folder: %s", r->ckpt_dir,
-                       strerror(errno));
+        rc = cli_error("train", "%s: cannot create or write the checkpoint folder: %s", r->ckpt_dir, strerror(errno));
         goto out;
     }
 
     progress_init(&r->out, o->s.steps);
-    if (o->log && *o->log &&
-        !progress_open_log(&r->out, o->log, o->resume, r->state.step, &err))
+    if (o->log && *o->log && !progress_open_log(&r->out, o->log, o->resume, r->state.step, &err))
         rc = cli_error("train", "%s", err.msg);
 out:
     tlm_st_close(ckpt);
@@ -288,8 +290,8 @@ static void banner(const run *r) {
     else printf("training %" PRId64 " steps,", s->steps);
     printf(" %" PRId64 " x %" PRId64 " tokens a step", s->batch, r->T);
     if (s->accumulate > 1) printf(" in %" PRId64 " micro-batches", s->accumulate);
-    printf(", %s lr %g, %d thread%s\n", tlm_enum_name(&tlm_optimizer_enum, s->optimizer), s->lr,
-           tlm_get_num_threads(), tlm_get_num_threads() == 1 ? "" : "s");
+    printf(", %s lr %g, %d thread%s\n", tlm_enum_name(&tlm_optimizer_enum, s->optimizer), s->lr, tlm_get_num_threads(),
+           tlm_get_num_threads() == 1 ? "" : "s");
     printf("checkpoints: %s\n", r->ckpt_file);
     fflush(stdout);
 }
@@ -335,12 +337,11 @@ static int train_loop(run *r) {
             if (r->ckpt_step >= 0)
                 snprintf(last, sizeof last, "the last checkpoint, %s (step %" PRId64 "), is intact", r->ckpt_file,
                          r->ckpt_step);
-            else
-                snprintf(last, sizeof last, "no checkpoint was written");
-            return cli_error("train", "step %" PRId64 ": the %s is %s, stopping (is the learning rate too high?); "
-                                      "the step was not applied and %s",
-                             r->state.step + 1, loss_bad ? "loss" : "gradient norm", isnan(bad) ? "NaN" : "Inf",
-                             last);
+            else snprintf(last, sizeof last, "no checkpoint was written");
+            return cli_error("train",
+                             "step %" PRId64 ": the %s is %s, stopping (is the learning rate too high?); "
+                             "the step was not applied and %s",
+                             r->state.step + 1, loss_bad ? "loss" : "gradient norm", isnan(bad) ? "NaN" : "Inf", last);
         }
         double dt = progress_now() - t0;
         r->state.step++;
@@ -354,10 +355,14 @@ static int train_loop(run *r) {
         bool stop = last || step == r->o.stop_at || stop_signal;
         bool logged = last || step == 1 || (s->log_every > 0 && step % s->log_every == 0);
         progress_step ps = {
-            .step = step, .loss = res.loss, .lr = res.lr, .grad_norm = res.grad_norm,
+            .step = step,
+            .loss = res.loss,
+            .lr = res.lr,
+            .grad_norm = res.grad_norm,
             .tokens_per_s = logged ? (double)logged_tokens / fmax(train_time - logged_time, 1e-9)
                                    : (double)(s->batch * r->T) / fmax(step_ema, 1e-9),
-            .elapsed = elapsed(r), .eta = step_ema * (double)(s->steps - step),
+            .elapsed = elapsed(r),
+            .eta = step_ema * (double)(s->steps - step),
         };
         bool validating = r->have_val && (last || (s->eval_every > 0 && step % s->eval_every == 0));
         progress_update(&r->out, &ps, logged, validating);

@@ -13,8 +13,17 @@
 /* The flags that are not training settings; a setting's flag returns
  * OPT_SETTING + its row in the table. */
 enum {
-    OPT_DATA = 256, OPT_VAL, OPT_LOG, OPT_CKPT, OPT_DEVICE, OPT_THREADS, OPT_RESUME, OPT_OVERWRITE,
-    OPT_DECAY_EMBEDDINGS, OPT_STOP_AT, OPT_DRY_RUN,
+    OPT_DATA = 256,
+    OPT_VAL,
+    OPT_LOG,
+    OPT_CKPT,
+    OPT_DEVICE,
+    OPT_THREADS,
+    OPT_RESUME,
+    OPT_OVERWRITE,
+    OPT_DECAY_EMBEDDINGS,
+    OPT_STOP_AT,
+    OPT_DRY_RUN,
     OPT_SETTING = 512,
 };
 
@@ -99,7 +108,7 @@ static void usage(FILE *out) {
         const tlm_train_setting *row = &tlm_train_settings[i];
         char list[64];
         const char *metavar = row->kind == TLM_TS_CHOICE ? choice_list(list, sizeof list, row, "|")
-                            : row->kind == TLM_TS_REAL   ? "X"
+                              : row->kind == TLM_TS_REAL ? "X"
                                                          : "N";
         int column = fprintf(out, "  %s %s", row->flag, metavar);
         if (column >= TEXT_COLUMN) {
@@ -123,8 +132,8 @@ static int range_error(const tlm_train_setting *row, const char *got) {
         return cli_usage_error("train", "%s must be one of %s (got %s)", row->flag,
                                choice_list(list, sizeof list, row, ", "), got);
     if (row->kind == TLM_TS_REAL)
-        return cli_usage_error("train", "%s must be %s %s and <= %s (got %s)", row->flag, row->lo_open ? ">" : ">=",
-                               tlm_train_format_real(lo, sizeof lo, row->lo),
+        return cli_usage_error("train", "%s must be %s %s and <= %s (got %s)", row->flag,
+                               row->lo_open ? ">" : ">=", tlm_train_format_real(lo, sizeof lo, row->lo),
                                tlm_train_format_real(hi, sizeof hi, row->hi), got);
     return cli_usage_error("train", "%s must be between %.0f and %.0f (got %s)", row->flag, row->lo, row->hi, got);
 }
@@ -179,15 +188,26 @@ int train_parse(train_options *o, int argc, char **argv) {
         case OPT_OVERWRITE: o->overwrite = true; break;
         case OPT_DECAY_EMBEDDINGS: o->given_decay = true; break;
         case OPT_DRY_RUN: o->dry_run = true; break;
-        case OPT_DATA: o->data = a.val; o->given_data = true; break;
-        case OPT_VAL: o->val = a.val; o->given_val = true; break;
-        case OPT_LOG: o->log = a.val; o->given_log = true; break;
+        case OPT_DATA:
+            o->data = a.val;
+            o->given_data = true;
+            break;
+        case OPT_VAL:
+            o->val = a.val;
+            o->given_val = true;
+            break;
+        case OPT_LOG:
+            o->log = a.val;
+            o->given_log = true;
+            break;
         case OPT_CKPT: o->ckpt = a.val; break;
         case OPT_DEVICE:
             o->device = a.val;
             if (!strcmp(a.val, "cuda") || !strncmp(a.val, "cuda:", 5) || !strcmp(a.val, "gpu"))
-                return cli_error("train", "--device %s is not available yet: this build trains on the CPU only "
-                                          "(use --device cpu)", a.val);
+                return cli_error("train",
+                                 "--device %s is not available yet: this build trains on the CPU only "
+                                 "(use --device cpu)",
+                                 a.val);
             if (strcmp(a.val, "cpu") != 0) return cli_usage_error("train", "unknown device `%s` (known: cpu)", a.val);
             break;
         case OPT_THREADS:
@@ -218,8 +238,7 @@ void train_apply(train_options *o, const tlm_abi_train *defaults, bool decay, co
                  const char *log) {
     o->s = *defaults;
     for (int i = 0; i < TLM_TRAIN_NSETTINGS; i++)
-        if (o->given[i])
-            tlm_train_set(&o->s, &tlm_train_settings[i], tlm_train_get(&o->flags, &tlm_train_settings[i]));
+        if (o->given[i]) tlm_train_set(&o->s, &tlm_train_settings[i], tlm_train_get(&o->flags, &tlm_train_settings[i]));
     o->decay_embeddings = o->given_decay || decay;
     if (!o->given_data) o->data = data;
     if (!o->given_val) o->val = val;
@@ -257,13 +276,14 @@ bool train_same_trajectory(const train_options *o, const tlm_abi_train *ckpt, bo
         char now[64], then[64];
         tlm_fail(err,
                  "%s is %s, the checkpoint's is %s: a resumed run keeps the settings that shape its "
-                 "trajectory (only --steps may change)", row->flag, tlm_train_format(now, sizeof now, row, &o->s),
+                 "trajectory (only --steps may change)",
+                 row->flag, tlm_train_format(now, sizeof now, row, &o->s),
                  tlm_train_format(then, sizeof then, row, ckpt));
         return false;
     }
     if (o->decay_embeddings != ckpt_decay) {
-        tlm_fail(err, "--decay-embeddings is %s, in the checkpoint's run it was %s",
-                 o->decay_embeddings ? "on" : "off", ckpt_decay ? "on" : "off");
+        tlm_fail(err, "--decay-embeddings is %s, in the checkpoint's run it was %s", o->decay_embeddings ? "on" : "off",
+                 ckpt_decay ? "on" : "off");
         return false;
     }
     return true;

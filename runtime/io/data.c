@@ -10,8 +10,7 @@
 #include <sys/stat.h>
 
 /* Appends the whole file to *buf (grown with realloc). */
-static int append_file(uint8_t **buf, size_t *len, size_t *cap,
-                       const char *path, tlm_err *err) {
+static int append_file(uint8_t **buf, size_t *len, size_t *cap, const char *path, tlm_err *err) {
     FILE *f = fopen(path, "rb");
     if (!f) {
         tlm_fail(err, "%s: cannot open: %s", path, strerror(errno));
@@ -43,8 +42,7 @@ static int append_file(uint8_t **buf, size_t *len, size_t *cap,
     return 0;
 }
 
-static int load_list(tlm_dataset *ds, const char *const *paths, int npaths,
-                     const char *what, tlm_err *err) {
+static int load_list(tlm_dataset *ds, const char *const *paths, int npaths, const char *what, tlm_err *err) {
     uint8_t *buf = NULL;
     size_t len = 0, cap = 0;
     for (int i = 0; i < npaths; i++) {
@@ -75,20 +73,16 @@ static int load_list(tlm_dataset *ds, const char *const *paths, int npaths,
     return 0;
 }
 
-int tlm_data_load_files(tlm_dataset *ds, const char *const *paths, int npaths,
-                        tlm_err *err) {
+int tlm_data_load_files(tlm_dataset *ds, const char *const *paths, int npaths, tlm_err *err) {
     *ds = (tlm_dataset){0};
     if (npaths <= 0) {
         tlm_fail(err, "no data files given");
         return -1;
     }
-    return load_list(ds, paths, npaths, npaths == 1 ? paths[0] : "data files",
-                     err);
+    return load_list(ds, paths, npaths, npaths == 1 ? paths[0] : "data files", err);
 }
 
-static int cmp_str(const void *a, const void *b) {
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 static bool ends_with_txt(const char *name) {
     size_t n = strlen(name);
@@ -106,8 +100,7 @@ int tlm_data_load(tlm_dataset *ds, const char *path, tlm_err *err) {
 
     DIR *dir = opendir(path);
     if (!dir) {
-        tlm_fail(err, "%s: cannot open directory: %s", path,
-                    strerror(errno));
+        tlm_fail(err, "%s: cannot open directory: %s", path, strerror(errno));
         return -1;
     }
     char **names = NULL;
@@ -156,9 +149,9 @@ int tlm_data_check(const tlm_dataset *ds, int T, tlm_err *err) {
     }
     if (!ds->bytes || ds->n < (size_t)T + 1) {
         tlm_fail(err,
-                    "data too short: %zu tokens, a window needs %d (context "
-                    "%d + 1)",
-                    ds->n, T + 1, T);
+                 "data too short: %zu tokens, a window needs %d (context "
+                 "%d + 1)",
+                 ds->n, T + 1, T);
         return -1;
     }
     return 0;
@@ -171,15 +164,14 @@ static void window(const uint8_t *src, int T, int32_t *in, int32_t *tgt) {
     }
 }
 
-int tlm_data_sample_batch(const tlm_dataset *ds, tlm_rng *rng, int B, int T,
-                          int32_t *inputs, int32_t *targets, tlm_err *err) {
+int tlm_data_sample_batch(const tlm_dataset *ds, tlm_rng *rng, int B, int T, int32_t *inputs, int32_t *targets,
+                          tlm_err *err) {
     if (tlm_data_check(ds, T, err) != 0) return -1;
     /* starts 0 .. n-T-1: the last window ends on the last byte */
     uint64_t nstarts = (uint64_t)(ds->n - (size_t)T);
     for (int b = 0; b < B; b++) {
         size_t start = (size_t)tlm_rng_below(rng, nstarts);
-        window(ds->bytes + start, T, inputs + (size_t)b * T,
-               targets + (size_t)b * T);
+        window(ds->bytes + start, T, inputs + (size_t)b * T, targets + (size_t)b * T);
     }
     return 0;
 }
@@ -189,13 +181,11 @@ size_t tlm_data_num_windows(const tlm_dataset *ds, int T) {
     return (ds->n - 1) / (size_t)T;
 }
 
-int tlm_data_window(const tlm_dataset *ds, size_t i, int T, int32_t *inputs,
-                    int32_t *targets, tlm_err *err) {
+int tlm_data_window(const tlm_dataset *ds, size_t i, int T, int32_t *inputs, int32_t *targets, tlm_err *err) {
     size_t nw = tlm_data_num_windows(ds, T);
     if (tlm_data_check(ds, T, err) != 0) return -1;
     if (i >= nw) {
-        tlm_fail(err, "window %zu out of range (%zu windows of %d)", i, nw,
-                    T);
+        tlm_fail(err, "window %zu out of range (%zu windows of %d)", i, nw, T);
         return -1;
     }
     window(ds->bytes + i * (size_t)T, T, inputs, targets);

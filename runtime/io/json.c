@@ -16,14 +16,11 @@ typedef struct parser {
 static void fail(parser *ps, const char *what) {
     if (ps->failed) return;
     ps->failed = true;
-    tlm_fail(ps->err, "JSON: %s at byte %zu", what,
-                (size_t)(ps->p - ps->start));
+    tlm_fail(ps->err, "JSON: %s at byte %zu", what, (size_t)(ps->p - ps->start));
 }
 
 static void skip_ws(parser *ps) {
-    while (ps->p < ps->end &&
-           (*ps->p == ' ' || *ps->p == '\t' || *ps->p == '\n' || *ps->p == '\r'))
-        ps->p++;
+    while (ps->p < ps->end && (*ps->p == ' ' || *ps->p == '\t' || *ps->p == '\n' || *ps->p == '\r')) ps->p++;
 }
 
 static bool literal(parser *ps, const char *word) {
@@ -233,9 +230,7 @@ static char *parse_string(parser *ps, size_t *len_out) {
                 goto bad;
             }
             if (cp >= 0xD800 && cp <= 0xDBFF) {
-                int lo = q - ps->p >= 6 && ps->p[0] == '\\' && ps->p[1] == 'u'
-                             ? hex4(ps->p + 2)
-                             : -1;
+                int lo = q - ps->p >= 6 && ps->p[0] == '\\' && ps->p[1] == 'u' ? hex4(ps->p + 2) : -1;
                 if (lo < 0xDC00 || lo > 0xDFFF) {
                     fail(ps, "high surrogate without a low surrogate");
                     goto bad;
@@ -356,12 +351,8 @@ static bool parse_value(parser *ps, tlm_json *out, int depth) {
         out->type = TLM_JSON_BOOL;
         out->boolean = true;
         return literal(ps, "true");
-    case 'f':
-        out->type = TLM_JSON_BOOL;
-        return literal(ps, "false");
-    case 'n':
-        out->type = TLM_JSON_NULL;
-        return literal(ps, "null");
+    case 'f': out->type = TLM_JSON_BOOL; return literal(ps, "false");
+    case 'n': out->type = TLM_JSON_NULL; return literal(ps, "null");
     default:
         if (*ps->p == '-' || is_digit(*ps->p)) return parse_number(ps, out);
         fail(ps, "value expected");
@@ -410,8 +401,7 @@ const tlm_json *tlm_json_get(const tlm_json *j, const char *key) {
     if (!j || j->type != TLM_JSON_OBJECT) return NULL;
     size_t n = strlen(key);
     for (size_t i = 0; i < j->len; i++) {
-        if (j->key_lens[i] == n && memcmp(j->keys[i], key, n) == 0)
-            return &j->items[i];
+        if (j->key_lens[i] == n && memcmp(j->keys[i], key, n) == 0) return &j->items[i];
     }
     return NULL;
 }

@@ -13,9 +13,7 @@ static uint64_t splitmix64(uint64_t *x) {
     return z ^ (z >> 31);
 }
 
-static inline uint64_t rotl(uint64_t x, int k) {
-    return (x << k) | (x >> (64 - k));
-}
+static inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 
 void tlm_rng_seed(tlm_rng *r, uint64_t seed) {
     uint64_t x = seed;
@@ -35,9 +33,7 @@ uint64_t tlm_rng_next(tlm_rng *r) {
     return result;
 }
 
-double tlm_rng_uniform(tlm_rng *r) {
-    return (double)(tlm_rng_next(r) >> 11) * 0x1.0p-53;
-}
+double tlm_rng_uniform(tlm_rng *r) { return (double)(tlm_rng_next(r) >> 11) * 0x1.0p-53; }
 
 /* Rejection keeps it unbiased: the 2^64 mod n smallest words are redrawn,
  * so the rest split into equally many values per residue. */
@@ -66,8 +62,7 @@ double tlm_rng_normal(tlm_rng *r) {
     return z0;
 }
 
-void tlm_rng_fill_normal(tlm_rng *r, float *out, size_t n, float mean,
-                         float std) {
+void tlm_rng_fill_normal(tlm_rng *r, float *out, size_t n, float mean, float std) {
     size_t i = 0;
     for (; i + 1 < n; i += 2) {
         double z0, z1;
@@ -78,8 +73,7 @@ void tlm_rng_fill_normal(tlm_rng *r, float *out, size_t n, float mean,
     if (i < n) out[i] = (float)(mean + std * tlm_rng_normal(r));
 }
 
-void tlm_rng_fill_uniform(tlm_rng *r, float *out, size_t n, float lo,
-                          float hi) {
+void tlm_rng_fill_uniform(tlm_rng *r, float *out, size_t n, float lo, float hi) {
     for (size_t i = 0; i < n; i++) {
         float x = (float)(lo + (hi - lo) * tlm_rng_uniform(r));
         /* rounding to float can land on hi itself; keep the interval open */
@@ -89,10 +83,6 @@ void tlm_rng_fill_uniform(tlm_rng *r, float *out, size_t n, float lo,
 
 /* memcpy: the bits travel unchanged (a cast of words >= 2^63 to int64 is
  * implementation-defined) */
-void tlm_rng_save(const tlm_rng *r, int64_t out[4]) {
-    memcpy(out, r->s, sizeof r->s);
-}
+void tlm_rng_save(const tlm_rng *r, int64_t out[4]) { memcpy(out, r->s, sizeof r->s); }
 
-void tlm_rng_load(tlm_rng *r, const int64_t in[4]) {
-    memcpy(r->s, in, sizeof r->s);
-}
+void tlm_rng_load(tlm_rng *r, const int64_t in[4]) { memcpy(r->s, in, sizeof r->s); }

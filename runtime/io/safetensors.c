@@ -19,24 +19,18 @@ static const struct {
     const char *name;
     size_t size;
 } dtypes[] = {
-    [TLM_F32] = {"F32", 4}, [TLM_F64] = {"F64", 8},   [TLM_F16] = {"F16", 2},
-    [TLM_BF16] = {"BF16", 2}, [TLM_I64] = {"I64", 8}, [TLM_I32] = {"I32", 4},
-    [TLM_I16] = {"I16", 2}, [TLM_I8] = {"I8", 1},     [TLM_U8] = {"U8", 1},
-    [TLM_BOOL] = {"BOOL", 1},
+    [TLM_F32] = {"F32", 4}, [TLM_F64] = {"F64", 8},   [TLM_F16] = {"F16", 2}, [TLM_BF16] = {"BF16", 2},
+    [TLM_I64] = {"I64", 8}, [TLM_I32] = {"I32", 4},   [TLM_I16] = {"I16", 2}, [TLM_I8] = {"I8", 1},
+    [TLM_U8] = {"U8", 1},   [TLM_BOOL] = {"BOOL", 1},
 };
 #define NDTYPES ((int)(sizeof dtypes / sizeof dtypes[0]))
 
-const char *tlm_dtype_name(tlm_dtype t) {
-    return (int)t >= 0 && (int)t < NDTYPES ? dtypes[t].name : "?";
-}
+const char *tlm_dtype_name(tlm_dtype t) { return (int)t >= 0 && (int)t < NDTYPES ? dtypes[t].name : "?"; }
 
-size_t tlm_dtype_size(tlm_dtype t) {
-    return (int)t >= 0 && (int)t < NDTYPES ? dtypes[t].size : 0;
-}
+size_t tlm_dtype_size(tlm_dtype t) { return (int)t >= 0 && (int)t < NDTYPES ? dtypes[t].size : 0; }
 
 /* numel * elem_size, or false on a negative dim or overflow past 2^62 */
-static bool byte_size(const int64_t *shape, int ndim, size_t elem,
-                      uint64_t *out) {
+static bool byte_size(const int64_t *shape, int ndim, size_t elem, uint64_t *out) {
     uint64_t n = elem;
     for (int i = 0; i < ndim; i++) {
         if (shape[i] < 0) return false;
@@ -81,8 +75,8 @@ static int write_all(int fd, const void *buf, size_t n) {
 }
 
 /* Builds the padded JSON header; returns -1 with a message on bad input. */
-static int build_header(tlm_strbuf *sb, const tlm_st_tensor *ts, int n,
-                        const tlm_st_meta *meta, int nmeta, tlm_err *err) {
+static int build_header(tlm_strbuf *sb, const tlm_st_tensor *ts, int n, const tlm_st_meta *meta, int nmeta,
+                        tlm_err *err) {
     tlm_sb_puts(sb, "{");
     bool first = true;
     if (nmeta > 0) {
@@ -101,25 +95,19 @@ static int build_header(tlm_strbuf *sb, const tlm_st_tensor *ts, int n,
         const tlm_st_tensor *t = &ts[i];
         uint64_t nb;
         if ((int)t->dtype < 0 || (int)t->dtype >= NDTYPES) {
-            tlm_fail(err, "tensor '%s': unknown dtype %d", t->name,
-                        (int)t->dtype);
+            tlm_fail(err, "tensor '%s': unknown dtype %d", t->name, (int)t->dtype);
             return -1;
         }
-        if (t->ndim < 0 || t->ndim > TLM_ST_MAX_DIMS ||
-            !byte_size(t->shape, t->ndim, tlm_dtype_size(t->dtype), &nb)) {
+        if (t->ndim < 0 || t->ndim > TLM_ST_MAX_DIMS || !byte_size(t->shape, t->ndim, tlm_dtype_size(t->dtype), &nb)) {
             tlm_fail(err, "tensor '%s': invalid shape", t->name);
             return -1;
         }
         if (!first) tlm_sb_puts(sb, ",");
         first = false;
         tlm_json_write_string(sb, t->name, strlen(t->name));
-        tlm_sb_printf(sb, ":{\"dtype\":\"%s\",\"shape\":[",
-                      tlm_dtype_name(t->dtype));
-        for (int d = 0; d < t->ndim; d++) {
-            tlm_sb_printf(sb, "%s%lld", d ? "," : "", (long long)t->shape[d]);
-        }
-        tlm_sb_printf(sb, "],\"data_offsets\":[%llu,%llu]}",
-                      (unsigned long long)off, (unsigned long long)(off + nb));
+        tlm_sb_printf(sb, ":{\"dtype\":\"%s\",\"shape\":[", tlm_dtype_name(t->dtype));
+        for (int d = 0; d < t->ndim; d++) { tlm_sb_printf(sb, "%s%lld", d ? "," : "", (long long)t->shape[d]); }
+        tlm_sb_printf(sb, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)off, (unsigned long long)(off + nb));
         off += nb;
     }
     tlm_sb_puts(sb, "}");
@@ -173,8 +161,7 @@ static int check_names(const tlm_st_tensor *ts, int n, tlm_err *err) {
     return 0;
 }
 
-int tlm_st_write(const char *path, const tlm_st_tensor *ts, int n,
-                 const tlm_st_meta *meta, int nmeta, tlm_err *err) {
+int tlm_st_write(const char *path, const tlm_st_tensor *ts, int n, const tlm_st_meta *meta, int nmeta, tlm_err *err) {
     if (check_names(ts, n, err) != 0) return -1;
     if (nmeta < 0) nmeta = 0;
     tlm_strbuf hdr = {0};
@@ -208,8 +195,7 @@ int tlm_st_write(const char *path, const tlm_st_tensor *ts, int n,
     int rc = -1;
     int fd = mkstemp(tmp);
     if (fd < 0) {
-        tlm_fail(err, "%s: cannot create a temporary file: %s", path,
-                    strerror(errno));
+        tlm_fail(err, "%s: cannot create a temporary file: %s", path, strerror(errno));
         goto out;
     }
     uint8_t len8[8];
@@ -232,8 +218,7 @@ int tlm_st_write(const char *path, const tlm_st_tensor *ts, int n,
         goto out;
     }
     if (rename(tmp, path) != 0) {
-        tlm_fail(err, "%s: cannot rename into place: %s", path,
-                    strerror(errno));
+        tlm_fail(err, "%s: cannot rename into place: %s", path, strerror(errno));
         unlink(tmp);
         goto out;
     }
@@ -277,8 +262,7 @@ void tlm_st_close(tlm_st_file *f) {
 static bool get_dtype(const tlm_json *j, tlm_dtype *out) {
     if (!j || j->type != TLM_JSON_STRING) return false;
     for (int i = 0; i < NDTYPES; i++) {
-        if (strcmp(j->str, dtypes[i].name) == 0 &&
-            j->len == strlen(dtypes[i].name)) {
+        if (strcmp(j->str, dtypes[i].name) == 0 && j->len == strlen(dtypes[i].name)) {
             *out = (tlm_dtype)i;
             return true;
         }
@@ -301,9 +285,8 @@ static int cmp_tensor_name(const void *a, const void *b) {
 
 /* Validates one tensor entry into t. data_start: first byte of the data
  * section; dlen: its length. */
-static int parse_entry(const char *name, const tlm_json *e,
-                       const uint8_t *data_start, uint64_t dlen,
-                       tlm_st_tensor *t, tlm_err *err) {
+static int parse_entry(const char *name, const tlm_json *e, const uint8_t *data_start, uint64_t dlen, tlm_st_tensor *t,
+                       tlm_err *err) {
     if (e->type != TLM_JSON_OBJECT) {
         tlm_fail(err, "safetensors: entry '%s' is not an object", name);
         return -1;
@@ -312,15 +295,14 @@ static int parse_entry(const char *name, const tlm_json *e,
     const tlm_json *sh = tlm_json_get(e, "shape");
     const tlm_json *of = tlm_json_get(e, "data_offsets");
     if (!get_dtype(dt, &t->dtype)) {
-        tlm_fail(err, "safetensors: tensor '%s': missing or unknown dtype",
-                    name);
+        tlm_fail(err, "safetensors: tensor '%s': missing or unknown dtype", name);
         return -1;
     }
     if (!sh || sh->type != TLM_JSON_ARRAY || sh->len > TLM_ST_MAX_DIMS) {
         tlm_fail(err,
-                    "safetensors: tensor '%s': shape must be an array of at "
-                    "most %d dimensions",
-                    name, TLM_ST_MAX_DIMS);
+                 "safetensors: tensor '%s': shape must be an array of at "
+                 "most %d dimensions",
+                 name, TLM_ST_MAX_DIMS);
         return -1;
     }
     t->ndim = (int)sh->len;
@@ -328,27 +310,26 @@ static int parse_entry(const char *name, const tlm_json *e,
         const tlm_json *x = &sh->items[d];
         if (x->type != TLM_JSON_NUMBER || !x->is_int || x->integer < 0) {
             tlm_fail(err,
-                        "safetensors: tensor '%s': shape entries must be "
-                        "non-negative integers",
-                        name);
+                     "safetensors: tensor '%s': shape entries must be "
+                     "non-negative integers",
+                     name);
             return -1;
         }
         t->shape[d] = x->integer;
     }
     if (!of || of->type != TLM_JSON_ARRAY || of->len != 2) {
         tlm_fail(err,
-                    "safetensors: tensor '%s': data_offsets must be [begin, "
-                    "end]",
-                    name);
+                 "safetensors: tensor '%s': data_offsets must be [begin, "
+                 "end]",
+                 name);
         return -1;
     }
     for (int k = 0; k < 2; k++) {
-        if (of->items[k].type != TLM_JSON_NUMBER || !of->items[k].is_int ||
-            of->items[k].integer < 0) {
+        if (of->items[k].type != TLM_JSON_NUMBER || !of->items[k].is_int || of->items[k].integer < 0) {
             tlm_fail(err,
-                        "safetensors: tensor '%s': data_offsets must be "
-                        "non-negative integers",
-                        name);
+                     "safetensors: tensor '%s': data_offsets must be "
+                     "non-negative integers",
+                     name);
             return -1;
         }
     }
@@ -356,20 +337,17 @@ static int parse_entry(const char *name, const tlm_json *e,
     uint64_t end = (uint64_t)of->items[1].integer;
     if (begin > end || end > dlen) {
         tlm_fail(err,
-                    "safetensors: tensor '%s': data_offsets [%llu, %llu] "
-                    "outside the data section (%llu bytes)",
-                    name, (unsigned long long)begin, (unsigned long long)end,
-                    (unsigned long long)dlen);
+                 "safetensors: tensor '%s': data_offsets [%llu, %llu] "
+                 "outside the data section (%llu bytes)",
+                 name, (unsigned long long)begin, (unsigned long long)end, (unsigned long long)dlen);
         return -1;
     }
     uint64_t nb;
-    if (!byte_size(t->shape, t->ndim, tlm_dtype_size(t->dtype), &nb) ||
-        nb != end - begin) {
+    if (!byte_size(t->shape, t->ndim, tlm_dtype_size(t->dtype), &nb) || nb != end - begin) {
         tlm_fail(err,
-                    "safetensors: tensor '%s': %llu bytes at data_offsets, "
-                    "but dtype %s and its shape need a different size",
-                    name, (unsigned long long)(end - begin),
-                    tlm_dtype_name(t->dtype));
+                 "safetensors: tensor '%s': %llu bytes at data_offsets, "
+                 "but dtype %s and its shape need a different size",
+                 name, (unsigned long long)(end - begin), tlm_dtype_name(t->dtype));
         return -1;
     }
     t->name = name;
@@ -390,17 +368,17 @@ static tlm_st_file *parse_owned(uint8_t *buf, size_t len, tlm_err *err) {
     f->len = len;
     if (len < 8) {
         tlm_fail(err,
-                    "safetensors: file too short (%zu bytes) for the 8-byte "
-                    "header length",
-                    len);
+                 "safetensors: file too short (%zu bytes) for the 8-byte "
+                 "header length",
+                 len);
         goto bad;
     }
     uint64_t hlen = get_le64(buf);
     if (hlen > MAX_HEADER || hlen > len - 8) {
         tlm_fail(err,
-                    "safetensors: header length %llu exceeds the file (%zu "
-                    "bytes) or the 100 MB limit",
-                    (unsigned long long)hlen, len);
+                 "safetensors: header length %llu exceeds the file (%zu "
+                 "bytes) or the 100 MB limit",
+                 (unsigned long long)hlen, len);
         goto bad;
     }
     tlm_err jerr;
@@ -431,9 +409,8 @@ static tlm_st_file *parse_owned(uint8_t *buf, size_t len, tlm_err *err) {
         }
         if (strcmp(key, "__metadata__") == 0) {
             if (seen_meta || val->type != TLM_JSON_OBJECT) {
-                tlm_fail(err,
-                            "safetensors: __metadata__ must appear once, as "
-                            "an object of strings");
+                tlm_fail(err, "safetensors: __metadata__ must appear once, as "
+                              "an object of strings");
                 goto bad;
             }
             seen_meta = true;
@@ -444,12 +421,10 @@ static tlm_st_file *parse_owned(uint8_t *buf, size_t len, tlm_err *err) {
             }
             for (size_t m = 0; m < val->len; m++) {
                 const tlm_json *mv = &val->items[m];
-                if (mv->type != TLM_JSON_STRING ||
-                    strlen(mv->str) != mv->len ||
+                if (mv->type != TLM_JSON_STRING || strlen(mv->str) != mv->len ||
                     strlen(val->keys[m]) != val->key_lens[m]) {
-                    tlm_fail(err,
-                                "safetensors: __metadata__ values must be "
-                                "strings (without NUL)");
+                    tlm_fail(err, "safetensors: __metadata__ values must be "
+                                  "strings (without NUL)");
                     goto bad;
                 }
                 f->meta[f->nmeta++] = (tlm_st_meta){val->keys[m], mv->str};
@@ -460,8 +435,7 @@ static tlm_st_file *parse_owned(uint8_t *buf, size_t len, tlm_err *err) {
             tlm_fail(err, "safetensors: empty tensor name");
             goto bad;
         }
-        if (parse_entry(key, val, data, dlen, &f->tensors[f->n], err) != 0)
-            goto bad;
+        if (parse_entry(key, val, data, dlen, &f->tensors[f->n], err) != 0) goto bad;
         f->n++;
     }
     /* distinct names */
@@ -489,21 +463,19 @@ static tlm_st_file *parse_owned(uint8_t *buf, size_t len, tlm_err *err) {
         uint64_t begin = (uint64_t)((const uint8_t *)t->data - data);
         if (begin != at) {
             tlm_fail(err,
-                        "safetensors: tensor '%s' starts at data offset %llu, "
-                        "expected %llu (%s)",
-                        t->name, (unsigned long long)begin,
-                        (unsigned long long)at,
-                        begin < at ? "overlaps the previous tensor"
-                                   : "gap before it");
+                     "safetensors: tensor '%s' starts at data offset %llu, "
+                     "expected %llu (%s)",
+                     t->name, (unsigned long long)begin, (unsigned long long)at,
+                     begin < at ? "overlaps the previous tensor" : "gap before it");
             goto bad;
         }
         at = begin + t->nbytes;
     }
     if (at != dlen) {
         tlm_fail(err,
-                    "safetensors: the tensors cover %llu bytes but the data "
-                    "section has %llu (truncated or trailing bytes)",
-                    (unsigned long long)at, (unsigned long long)dlen);
+                 "safetensors: the tensors cover %llu bytes but the data "
+                 "section has %llu (truncated or trailing bytes)",
+                 (unsigned long long)at, (unsigned long long)dlen);
         goto bad;
     }
     return f;
@@ -556,9 +528,7 @@ tlm_st_file *tlm_st_open(const char *path, tlm_err *err) {
 
 int tlm_st_count(const tlm_st_file *f) { return f->n; }
 
-const tlm_st_tensor *tlm_st_at(const tlm_st_file *f, int i) {
-    return i >= 0 && i < f->n ? &f->tensors[i] : NULL;
-}
+const tlm_st_tensor *tlm_st_at(const tlm_st_file *f, int i) { return i >= 0 && i < f->n ? &f->tensors[i] : NULL; }
 
 const tlm_st_tensor *tlm_st_find(const tlm_st_file *f, const char *name) {
     for (int i = 0; i < f->n; i++) {
@@ -576,20 +546,17 @@ const char *tlm_st_meta_get(const tlm_st_file *f, const char *key) {
 
 int tlm_st_meta_count(const tlm_st_file *f) { return f->nmeta; }
 
-const tlm_st_meta *tlm_st_meta_at(const tlm_st_file *f, int i) {
-    return i >= 0 && i < f->nmeta ? &f->meta[i] : NULL;
-}
+const tlm_st_meta *tlm_st_meta_at(const tlm_st_file *f, int i) { return i >= 0 && i < f->nmeta ? &f->meta[i] : NULL; }
 
-int tlm_st_read(const tlm_st_file *f, const char *name, tlm_dtype dtype,
-                int ndim, const int64_t *shape, void *dst, tlm_err *err) {
+int tlm_st_read(const tlm_st_file *f, const char *name, tlm_dtype dtype, int ndim, const int64_t *shape, void *dst,
+                tlm_err *err) {
     const tlm_st_tensor *t = tlm_st_find(f, name);
     if (!t) {
         tlm_fail(err, "tensor '%s' not found", name);
         return -1;
     }
     if (t->dtype != dtype) {
-        tlm_fail(err, "tensor '%s': dtype %s, expected %s", name,
-                    tlm_dtype_name(t->dtype), tlm_dtype_name(dtype));
+        tlm_fail(err, "tensor '%s': dtype %s, expected %s", name, tlm_dtype_name(t->dtype), tlm_dtype_name(dtype));
         return -1;
     }
     bool same = t->ndim == ndim;
@@ -598,16 +565,13 @@ int tlm_st_read(const tlm_st_file *f, const char *name, tlm_dtype dtype,
         char got[160] = "", want[160] = "";
         for (int d = 0; d < t->ndim; d++) {
             size_t l = strlen(got);
-            snprintf(got + l, sizeof got - l, "%s%lld", d ? "," : "",
-                     (long long)t->shape[d]);
+            snprintf(got + l, sizeof got - l, "%s%lld", d ? "," : "", (long long)t->shape[d]);
         }
         for (int d = 0; d < ndim; d++) {
             size_t l = strlen(want);
-            snprintf(want + l, sizeof want - l, "%s%lld", d ? "," : "",
-                     (long long)shape[d]);
+            snprintf(want + l, sizeof want - l, "%s%lld", d ? "," : "", (long long)shape[d]);
         }
-        tlm_fail(err, "tensor '%s': shape [%s], expected [%s]", name, got,
-                    want);
+        tlm_fail(err, "tensor '%s': shape [%s], expected [%s]", name, got, want);
         return -1;
     }
     if (t->nbytes) memcpy(dst, t->data, t->nbytes);

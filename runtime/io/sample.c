@@ -32,8 +32,7 @@ static float kth_largest(float *a, int n, int k) {
     return a[want];
 }
 
-int tlm_sample(const float *logits, int V, float temperature, int top_k,
-               tlm_rng *rng, float *scratch) {
+int tlm_sample(const float *logits, int V, float temperature, int top_k, tlm_rng *rng, float *scratch) {
     if (V <= 0) return -1;
     int best = 0;
     for (int v = 1; v < V; v++) {

@@ -41,20 +41,21 @@ static float *grd(const step *s, int32_t p) {
 #define ACCUMULATE ((op->flags & TLM_OP_FLAG_ACCUMULATE) != 0)
 
 /* Generated kernels take row (or width) ranges; split them into one chunk
- * per thread. Chunks are disjoint, so the results do not depend on the
- * split. */
-#define SPLIT(count, lo, hi, body)                                                                         \
-    do {                                                                                                   \
-        int64_t count_ = (count), chunks_ = s->m->threads < 1 ? 1 : s->m->threads;                         \
-        /* at least 32 rows (or widths) a thread: below that a parallel region                             \
-         * costs more than it saves */                                                                     \
-        if (chunks_ > count_ / 32) chunks_ = count_ / 32 > 0 ? count_ / 32 : 1;                            \
-        _Pragma("omp parallel for schedule(static) num_threads(chunks_)") for (int64_t c_ = 0; c_ < chunks_; \
-                                                                               c_++) {                     \
-            int64_t lo = count_ * c_ / chunks_, hi = count_ * (c_ + 1) / chunks_;                          \
-            body;                                                                                          \
-        }                                                                                                  \
+ * per thread, of at least 32 rows (or widths): below that a parallel region
+ * costs more than it saves. Chunks are disjoint, so the results do not
+ * depend on the split. (Unformatted: the pragma keeps a line of its own.) */
+/* clang-format off */
+#define SPLIT(count, lo, hi, body)                                                                                   \
+    do {                                                                                                             \
+        int64_t count_ = (count), chunks_ = s->m->threads < 1 ? 1 : s->m->threads;                                   \
+        if (chunks_ > count_ / 32) chunks_ = count_ / 32 > 0 ? count_ / 32 : 1;                                      \
+        _Pragma("omp parallel for schedule(static) num_threads(chunks_)")                                            \
+        for (int64_t c_ = 0; c_ < chunks_; c_++) {                                                                   \
+            int64_t lo = count_ * c_ / chunks_, hi = count_ * (c_ + 1) / chunks_;                                    \
+            body;                                                                                                    \
+        }                                                                                                            \
     } while (0)
+/* clang-format on */
 
 /* ---- embedding ---- */
 
@@ -174,8 +175,7 @@ static void op_mlp_backward(step *s, const tlm_abi_op *op) {
     SPLIT(s->N, r0, r1,
           kernel->bwd_data(r0, r1, x, w_gate, w_up, w_down, pre_gate, pre_up, dout, d_pre_gate, d_pre_up, dx));
     SPLIT(W, j0, j1,
-          kernel->bwd_weight(s->N, j0, j1, x, pre_gate, pre_up, dout, d_pre_gate, d_pre_up, dw_gate, dw_up,
-                             dw_down));
+          kernel->bwd_weight(s->N, j0, j1, x, pre_gate, pre_up, dout, d_pre_gate, d_pre_up, dw_gate, dw_up, dw_down));
 }
 
 /* ---- LM head (the embedding when tied) and the loss ---- */
@@ -219,15 +219,15 @@ static void op_linear(step *s, const tlm_abi_op *op) {
 static void op_linear_dw(step *s, const tlm_abi_op *op) {
     OPERANDS(linear_dw);
     const int32_t w[3] = {o->param_w0, o->param_w1, o->param_w2};
-    tlm_linear_backward(NULL, GRAD(w0), IN(dy), IN(x), PARAM(w0), s->N, linear_cols(s, o->param_w0),
-                        linear_rows(s, w), false);
+    tlm_linear_backward(NULL, GRAD(w0), IN(dy), IN(x), PARAM(w0), s->N, linear_cols(s, o->param_w0), linear_rows(s, w),
+                        false);
 }
 /* dx (= or +=) dy W */
 static void op_linear_dx(step *s, const tlm_abi_op *op) {
     OPERANDS(linear_dx);
     const int32_t w[3] = {o->param_w0, o->param_w1, o->param_w2};
-    tlm_linear_backward(OUT(dx), NULL, IN(dy), NULL, PARAM(w0), s->N, linear_cols(s, o->param_w0),
-                        linear_rows(s, w), ACCUMULATE);
+    tlm_linear_backward(OUT(dx), NULL, IN(dy), NULL, PARAM(w0), s->N, linear_cols(s, o->param_w0), linear_rows(s, w),
+                        ACCUMULATE);
 }
 
 /* ---- gated attention: y sigmoid(gate), one gate per channel or per head ---- */
@@ -282,8 +282,7 @@ static void op_titans(step *s, const tlm_abi_op *op) {
     const size_t NH = (size_t)s->N * (size_t)s->H;
     const float *q = IN(mem_qkv), *k = q + s->A, *v = q + 2 * s->A;
     const float *theta = IN(gates), *eta = theta + NH, *alpha = theta + 2 * NH;
-    tlm_titans_forward(OUT(y), OUT(saved), q, k, v, 3 * s->A, theta, eta, alpha, s->B, s->T, s->H, s->hd,
-                       s->chunk);
+    tlm_titans_forward(OUT(y), OUT(saved), q, k, v, 3 * s->A, theta, eta, alpha, s->B, s->T, s->H, s->hd, s->chunk);
 }
 static void op_titans_backward(step *s, const tlm_abi_op *op) {
     OPERANDS(titans_backward);
@@ -292,8 +291,8 @@ static void op_titans_backward(step *s, const tlm_abi_op *op) {
     float *dtheta = OUT(dgates), *deta = dtheta + NH, *dalpha = dtheta + 2 * NH;
     const float *q = IN(mem_qkv), *k = q + s->A, *v = q + 2 * s->A;
     const float *theta = IN(gates), *eta = theta + NH, *alpha = theta + 2 * NH;
-    tlm_titans_backward(dq, dk, dv, dtheta, deta, dalpha, IN(dy), IN(saved), q, k, v, 3 * s->A, theta, eta, alpha,
-                        s->B, s->T, s->H, s->hd, s->chunk, s->m->titans_scratch, s->m->threads);
+    tlm_titans_backward(dq, dk, dv, dtheta, deta, dalpha, IN(dy), IN(saved), q, k, v, 3 * s->A, theta, eta, alpha, s->B,
+                        s->T, s->H, s->hd, s->chunk, s->m->titans_scratch, s->m->threads);
 }
 
 /* ---- dispatch: one entry per op of the table, or the build fails ---- */
@@ -304,10 +303,20 @@ static const op_fn op_functions[TLM_OP_COUNT] = {TLM_OPS(OP_ENTRY_)};
 
 static step step_for(tlm_model *m, float dloss) {
     const tlm_abi_config *c = m->so->config;
-    step s = {.m = m, .B = (int)m->run_B, .T = (int)m->run_T, .N = (int)(m->run_B * m->run_T),
-              .D = (int)c->d_model, .H = (int)c->heads, .hd = (int)c->head_dim, .A = (int)(c->heads * c->head_dim),
-              .V = (int)c->vocab, .headwise_gate = c->gate == TLM_GATE_HEADWISE, .eps = (float)c->norm_eps,
-              .inner_lr = (float)c->inner_lr, .chunk = (int)c->chunk, .dloss = dloss};
+    step s = {.m = m,
+              .B = (int)m->run_B,
+              .T = (int)m->run_T,
+              .N = (int)(m->run_B * m->run_T),
+              .D = (int)c->d_model,
+              .H = (int)c->heads,
+              .hd = (int)c->head_dim,
+              .A = (int)(c->heads * c->head_dim),
+              .V = (int)c->vocab,
+              .headwise_gate = c->gate == TLM_GATE_HEADWISE,
+              .eps = (float)c->norm_eps,
+              .inner_lr = (float)c->inner_lr,
+              .chunk = (int)c->chunk,
+              .dloss = dloss};
     return s;
 }
 

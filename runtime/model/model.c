@@ -12,8 +12,6 @@
 #include "tlm_rt/ops.h"
 #include "tlm_rt/rng.h"
 
-
-
 static void *alloc_aligned(size_t bytes) {
     void *p = NULL;
     if (posix_memalign(&p, 64, bytes ? bytes : 64) != 0) return NULL;
@@ -32,11 +30,14 @@ static bool titans_memory(tlm_model *m, tlm_err *err) {
         if (op->kind != TLM_OP_TITANS) continue;
         int64_t have = tlm_buffer_bytes(&m->so->buffers[op->titans.out_saved], m->B, m->T) / 4;
         if (have < 0 || (size_t)have < need)
-            return tlm_fail(err, "the model's memory checkpoint buffer holds %lld floats, the memory needs %zu "
-                            "(recompile the model with this tlmc)", (long long)have, need);
+            return tlm_fail(err,
+                            "the model's memory checkpoint buffer holds %lld floats, the memory needs %zu "
+                            "(recompile the model with this tlmc)",
+                            (long long)have, need);
     }
     if (!m->training) return true;
-    size_t floats = tlm_titans_scratch_floats((int)c->head_dim, (int)c->chunk) * (size_t)(m->threads < 1 ? 1 : m->threads);
+    size_t floats =
+        tlm_titans_scratch_floats((int)c->head_dim, (int)c->chunk) * (size_t)(m->threads < 1 ? 1 : m->threads);
     m->titans_scratch = alloc_aligned(floats * sizeof(float));
     if (!m->titans_scratch)
         return tlm_fail(err, "out of memory: the memory's backward needs %.0f MiB of scratch",
@@ -44,14 +45,14 @@ static bool titans_memory(tlm_model *m, tlm_err *err) {
     return true;
 }
 
-bool tlm_model_create(tlm_model *m, const tlm_so *so, int64_t B, int64_t T, bool training,
-                      tlm_err *err) {
+bool tlm_model_create(tlm_model *m, const tlm_so *so, int64_t B, int64_t T, bool training, tlm_err *err) {
     memset(m, 0, sizeof *m);
     const tlm_blob_header *h = so->header;
     const tlm_abi_config *am = so->config;
     if (B < 1 || T < 1) return tlm_fail(err, "batch and sequence length must be positive");
-    if (T > am->context) return tlm_fail(err, "sequence length %lld is longer than the model's context %lld",
-                                     (long long)T, (long long)am->context);
+    if (T > am->context)
+        return tlm_fail(err, "sequence length %lld is longer than the model's context %lld", (long long)T,
+                        (long long)am->context);
     m->so = so;
     m->B = B;
     m->T = T;
@@ -69,12 +70,11 @@ bool tlm_model_create(tlm_model *m, const tlm_so *so, int64_t B, int64_t T, bool
         memcpy(m->offsets, tlm_so_plan_offsets(so, kind), h->nbuffers * sizeof *m->offsets);
         m->arena_bytes = stored->arena_bytes;
     } else {
-        m->arena_bytes = tlm_plan_arena(so->buffers, (int)h->nbuffers, so->ops, m->nops, B, T, m->offsets,
-                                        NULL, NULL);
+        m->arena_bytes = tlm_plan_arena(so->buffers, (int)h->nbuffers, so->ops, m->nops, B, T, m->offsets, NULL, NULL);
         if (m->arena_bytes < 0) {
             tlm_model_destroy(m);
-            return tlm_fail(err, "the activations for batch %lld × %lld tokens do not fit in memory",
-                        (long long)B, (long long)T);
+            return tlm_fail(err, "the activations for batch %lld × %lld tokens do not fit in memory", (long long)B,
+                            (long long)T);
         }
     }
     size_t param_bytes = (size_t)m->param_floats * sizeof(float);
@@ -90,8 +90,8 @@ bool tlm_model_create(tlm_model *m, const tlm_so *so, int64_t B, int64_t T, bool
         !m->targets) {
         double mib = (double)(param_bytes * (training ? 2 : 1) + (size_t)m->arena_bytes) / 1048576.0;
         tlm_model_destroy(m);
-        return tlm_fail(err, "out of memory: the model needs %.0f MiB for batch %lld × %lld tokens", mib,
-                    (long long)B, (long long)T);
+        return tlm_fail(err, "out of memory: the model needs %.0f MiB for batch %lld × %lld tokens", mib, (long long)B,
+                        (long long)T);
     }
     tlm_rope_init(m->rope_cos, m->rope_sin, (int)T, (int)am->head_dim, am->rope_base);
     m->threads = tlm_get_num_threads();

@@ -29,8 +29,7 @@ typedef struct tlm_model {
 } tlm_model;
 
 /* B, T: the sizes to plan for (later calls may use smaller ones). */
-bool tlm_model_create(tlm_model *m, const tlm_so *so, int64_t B, int64_t T, bool training,
-                      tlm_err *err);
+bool tlm_model_create(tlm_model *m, const tlm_so *so, int64_t B, int64_t T, bool training, tlm_err *err);
 void tlm_model_destroy(tlm_model *m);
 
 /* Initialises every parameter as its table entry says (normal with its std,

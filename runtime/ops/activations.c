@@ -13,13 +13,12 @@
 /* ---- silu: x sigmoid(x);  silu'(x) = s (1 + x (1 - s)) ---------------- */
 
 void tlm_silu_forward(float *out, const float *x, size_t n) {
-    #pragma omp parallel for schedule(static) if (n >= PAR_MIN)
+#pragma omp parallel for schedule(static) if (n >= PAR_MIN)
     for (size_t i = 0; i < n; i++) out[i] = x[i] * sigmoidf(x[i]);
 }
 
-void tlm_silu_backward(float *dx, const float *dout, const float *x,
-                       size_t n) {
-    #pragma omp parallel for schedule(static) if (n >= PAR_MIN)
+void tlm_silu_backward(float *dx, const float *dout, const float *x, size_t n) {
+#pragma omp parallel for schedule(static) if (n >= PAR_MIN)
     for (size_t i = 0; i < n; i++) {
         float s = sigmoidf(x[i]);
         dx[i] = dout[i] * s * (1.0f + x[i] * (1.0f - s));
@@ -29,22 +28,20 @@ void tlm_silu_backward(float *dx, const float *dout, const float *x,
 /* ---- sigmoid: the backward uses the saved output s --------------------- */
 
 void tlm_sigmoid_forward(float *out, const float *x, size_t n) {
-    #pragma omp parallel for schedule(static) if (n >= PAR_MIN)
+#pragma omp parallel for schedule(static) if (n >= PAR_MIN)
     for (size_t i = 0; i < n; i++) out[i] = sigmoidf(x[i]);
 }
 
-void tlm_sigmoid_backward(float *dx, const float *dout, const float *s,
-                          size_t n) {
-    #pragma omp parallel for schedule(static) if (n >= PAR_MIN)
+void tlm_sigmoid_backward(float *dx, const float *dout, const float *s, size_t n) {
+#pragma omp parallel for schedule(static) if (n >= PAR_MIN)
     for (size_t i = 0; i < n; i++) dx[i] = dout[i] * s[i] * (1.0f - s[i]);
 }
 
 /* ---- sigmoid gate: out[r,d] = y[r,d] sigmoid(g[r]) ----------------------
  * dy[r,d] = dout[r,d] s_r;   dg[r] = s_r (1 - s_r) sum_d dout[r,d] y[r,d] */
 
-void tlm_sigmoid_gate_forward(float *out, const float *y, const float *g,
-                              int R, int D) {
-    #pragma omp parallel for schedule(static) if ((size_t)R * D >= PAR_MIN)
+void tlm_sigmoid_gate_forward(float *out, const float *y, const float *g, int R, int D) {
+#pragma omp parallel for schedule(static) if ((size_t)R * D >= PAR_MIN)
     for (int r = 0; r < R; r++) {
         float s = sigmoidf(g[r]);
         for (int d = 0; d < D; d++) {
@@ -54,9 +51,8 @@ void tlm_sigmoid_gate_forward(float *out, const float *y, const float *g,
     }
 }
 
-void tlm_sigmoid_gate_backward(float *dy, float *dg, const float *dout,
-                               const float *y, const float *g, int R, int D) {
-    #pragma omp parallel for schedule(static) if ((size_t)R * D >= PAR_MIN)
+void tlm_sigmoid_gate_backward(float *dy, float *dg, const float *dout, const float *y, const float *g, int R, int D) {
+#pragma omp parallel for schedule(static) if ((size_t)R * D >= PAR_MIN)
     for (int r = 0; r < R; r++) {
         float s = sigmoidf(g[r]);
         float acc = 0.0f;
@@ -74,13 +70,12 @@ void tlm_sigmoid_gate_backward(float *dy, float *dg, const float *dout,
  * dg[i] and du[i] are stored, which is what makes aliasing dh safe. */
 
 void tlm_swiglu_forward(float *h, const float *g, const float *u, size_t n) {
-    #pragma omp parallel for schedule(static) if (n >= PAR_MIN)
+#pragma omp parallel for schedule(static) if (n >= PAR_MIN)
     for (size_t i = 0; i < n; i++) h[i] = g[i] * sigmoidf(g[i]) * u[i];
 }
 
-void tlm_swiglu_backward(float *dg, float *du, const float *dh, const float *g,
-                         const float *u, size_t n) {
-    #pragma omp parallel for schedule(static) if (n >= PAR_MIN)
+void tlm_swiglu_backward(float *dg, float *du, const float *dh, const float *g, const float *u, size_t n) {
+#pragma omp parallel for schedule(static) if (n >= PAR_MIN)
     for (size_t i = 0; i < n; i++) {
         float d = dh[i], x = g[i], s = sigmoidf(x);
         float silu = x * s;
@@ -98,16 +93,15 @@ void tlm_swiglu_backward(float *dg, float *du, const float *dh, const float *g,
 #define GELU_A 0.044715f
 
 void tlm_gelu_forward(float *out, const float *x, size_t n) {
-    #pragma omp parallel for schedule(static) if (n >= PAR_MIN)
+#pragma omp parallel for schedule(static) if (n >= PAR_MIN)
     for (size_t i = 0; i < n; i++) {
         float v = x[i];
         out[i] = 0.5f * v * (1.0f + tanhf(GELU_C * (v + GELU_A * v * v * v)));
     }
 }
 
-void tlm_gelu_backward(float *dx, const float *dout, const float *x,
-                       size_t n) {
-    #pragma omp parallel for schedule(static) if (n >= PAR_MIN)
+void tlm_gelu_backward(float *dx, const float *dout, const float *x, size_t n) {
+#pragma omp parallel for schedule(static) if (n >= PAR_MIN)
     for (size_t i = 0; i < n; i++) {
         float v = x[i];
         float th = tanhf(GELU_C * (v + GELU_A * v * v * v));

@@ -26,12 +26,11 @@
 
 #include "vec_inline.h"
 
-void tlm_attention_forward(float *y, float *att, const float *q,
-                           const float *k, const float *v, int B, int T,
-                           int H, int D, int stride) {
+void tlm_attention_forward(float *y, float *att, const float *q, const float *k, const float *v, int B, int T, int H,
+                           int D, int stride) {
     const float scale = 1.0f / sqrtf((float)D);
     const int C = H * D;
-    #pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(2) schedule(static)
     for (int b = 0; b < B; b++) {
         for (int h = 0; h < H; h++) {
             const float *qb = q + (size_t)b * T * stride + (size_t)h * D;
@@ -58,21 +57,17 @@ void tlm_attention_forward(float *y, float *att, const float *q,
                 /* y_t = sum_u P_tu v_u */
                 float *yt = y + ((size_t)b * T + t) * C + (size_t)h * D;
                 memset(yt, 0, (size_t)D * sizeof(float));
-                for (int u = 0; u <= t; u++) {
-                    axpy(yt, p[u], vb + (size_t)u * stride, D);
-                }
+                for (int u = 0; u <= t; u++) { axpy(yt, p[u], vb + (size_t)u * stride, D); }
             }
         }
     }
 }
 
-void tlm_attention_backward(float *dq, float *dk, float *dv, const float *dy,
-                            const float *y, const float *att, const float *q,
-                            const float *k, const float *v, int B, int T,
-                            int H, int D, int stride) {
+void tlm_attention_backward(float *dq, float *dk, float *dv, const float *dy, const float *y, const float *att,
+                            const float *q, const float *k, const float *v, int B, int T, int H, int D, int stride) {
     const float scale = 1.0f / sqrtf((float)D);
     const int C = H * D;
-    #pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(2) schedule(static)
     for (int b = 0; b < B; b++) {
         for (int h = 0; h < H; h++) {
             size_t base = (size_t)b * T * stride + (size_t)h * D;

@@ -10,9 +10,8 @@
 
 #include <math.h>
 
-double tlm_crossentropy_forward(float *losses, float *lse, const float *logits,
-                                const int32_t *targets, int N, int V) {
-    #pragma omp parallel for schedule(static) if ((size_t)N * V >= 32768)
+double tlm_crossentropy_forward(float *losses, float *lse, const float *logits, const int32_t *targets, int N, int V) {
+#pragma omp parallel for schedule(static) if ((size_t)N * V >= 32768)
     for (int n = 0; n < N; n++) {
         const float *z = logits + (size_t)n * V;
         float m = -INFINITY;
@@ -37,13 +36,12 @@ double tlm_crossentropy_forward(float *losses, float *lse, const float *logits,
     return valid ? total / valid : 0.0;
 }
 
-void tlm_crossentropy_backward(float *dlogits, const float *logits,
-                               const float *lse, const int32_t *targets, int N,
+void tlm_crossentropy_backward(float *dlogits, const float *logits, const float *lse, const int32_t *targets, int N,
                                int V, float dloss) {
     int valid = 0;
     for (int n = 0; n < N; n++) valid += targets[n] >= 0;
     float scale = valid ? dloss / (float)valid : 0.0f;
-    #pragma omp parallel for schedule(static) if ((size_t)N * V >= 32768)
+#pragma omp parallel for schedule(static) if ((size_t)N * V >= 32768)
     for (int n = 0; n < N; n++) {
         const float *z = logits + (size_t)n * V;
         float *dz = dlogits + (size_t)n * V;

@@ -11,21 +11,16 @@
 
 #include <cblas.h>
 
-void tlm_linear_forward(float *y, const float *x, const float *w, int N,
-                        int in, int out, bool accumulate) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, out, in, 1.0f, x,
-                in, w, in, accumulate ? 1.0f : 0.0f, y, out);
+void tlm_linear_forward(float *y, const float *x, const float *w, int N, int in, int out, bool accumulate) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, out, in, 1.0f, x, in, w, in, accumulate ? 1.0f : 0.0f, y,
+                out);
 }
 
-void tlm_linear_backward(float *dx, float *dw, const float *dy, const float *x,
-                         const float *w, int N, int in, int out,
+void tlm_linear_backward(float *dx, float *dw, const float *dy, const float *x, const float *w, int N, int in, int out,
                          bool accumulate_dx) {
     if (dx) {
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, in, out,
-                    1.0f, dy, out, w, in, accumulate_dx ? 1.0f : 0.0f, dx, in);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, in, out, 1.0f, dy, out, w, in,
+                    accumulate_dx ? 1.0f : 0.0f, dx, in);
     }
-    if (dw) {
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out, in, N, 1.0f,
-                    dy, out, x, in, 1.0f, dw, in);
-    }
+    if (dw) { cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out, in, N, 1.0f, dy, out, x, in, 1.0f, dw, in); }
 }

@@ -13,9 +13,8 @@
 
 /* rows R of length D; the weight of element i of row r is
  * w[(r % H) * D + i] (H = 1 for the plain norm). */
-static void rms_forward(float *out, float *rstd, const float *x,
-                        const float *w, int R, int H, int D, float eps) {
-    #pragma omp parallel for schedule(static) if ((size_t)R * D >= 16384)
+static void rms_forward(float *out, float *rstd, const float *x, const float *w, int R, int H, int D, float eps) {
+#pragma omp parallel for schedule(static) if ((size_t)R * D >= 16384)
     for (int r = 0; r < R; r++) {
         const float *xr = x + (size_t)r * D;
         float *yr = out + (size_t)r * D;
@@ -33,11 +32,10 @@ static void rms_forward(float *out, float *rstd, const float *x,
     }
 }
 
-static void rms_backward(float *dx, float *dw, const float *dout,
-                         const float *x, const float *w, const float *rstd,
+static void rms_backward(float *dx, float *dw, const float *dout, const float *x, const float *w, const float *rstd,
                          int R, int H, int D, bool accumulate) {
     /* dx: rows are independent */
-    #pragma omp parallel for schedule(static) if ((size_t)R * D >= 16384)
+#pragma omp parallel for schedule(static) if ((size_t)R * D >= 16384)
     for (int r = 0; r < R; r++) {
         const float *xr = x + (size_t)r * D;
         const float *gr = dout + (size_t)r * D;
@@ -64,7 +62,7 @@ static void rms_backward(float *dx, float *dw, const float *dout,
      * line or two. */
     enum { BLK = 16 };
     int nblk = (D + BLK - 1) / BLK;
-    #pragma omp parallel for schedule(static) if ((size_t)R * D >= 16384)
+#pragma omp parallel for schedule(static) if ((size_t)R * D >= 16384)
     for (int b = 0; b < H * nblk; b++) {
         int h = b / nblk, i0 = (b % nblk) * BLK;
         int n = D - i0 < BLK ? D - i0 : BLK;
@@ -79,25 +77,21 @@ static void rms_backward(float *dx, float *dw, const float *dout,
     }
 }
 
-void tlm_rmsnorm_forward(float *out, float *rstd, const float *x,
-                         const float *w, int N, int C, float eps) {
+void tlm_rmsnorm_forward(float *out, float *rstd, const float *x, const float *w, int N, int C, float eps) {
     rms_forward(out, rstd, x, w, N, 1, C, eps);
 }
 
-void tlm_rmsnorm_backward(float *dx, float *dw, const float *dout,
-                          const float *x, const float *w, const float *rstd,
+void tlm_rmsnorm_backward(float *dx, float *dw, const float *dout, const float *x, const float *w, const float *rstd,
                           int N, int C) {
     rms_backward(dx, dw, dout, x, w, rstd, N, 1, C, true);
 }
 
-void tlm_rmsnorm_heads_forward(float *out, float *rstd, const float *x,
-                               const float *w, int N, int H, int D,
+void tlm_rmsnorm_heads_forward(float *out, float *rstd, const float *x, const float *w, int N, int H, int D,
                                float eps) {
     rms_forward(out, rstd, x, w, N * H, H, D, eps);
 }
 
-void tlm_rmsnorm_heads_backward(float *dx, float *dw, const float *dout,
-                                const float *x, const float *w,
+void tlm_rmsnorm_heads_backward(float *dx, float *dw, const float *dout, const float *x, const float *w,
                                 const float *rstd, int N, int H, int D) {
     rms_backward(dx, dw, dout, x, w, rstd, N * H, H, D, false);
 }

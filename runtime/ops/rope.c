@@ -26,11 +26,10 @@ void tlm_rope_init(float *cos_t, float *sin_t, int T, int D, double base) {
 
 /* Rotates every head of every token by `sign` * angle. x and out: [B,T,H,D]
  * with tokens `stride` floats apart; out may equal x. */
-static void rope_rotate(float *out, const float *x, const float *cos_t,
-                        const float *sin_t, int B, int T, int H, int D,
+static void rope_rotate(float *out, const float *x, const float *cos_t, const float *sin_t, int B, int T, int H, int D,
                         int stride, float sign) {
     int half = D / 2;
-    #pragma omp parallel for schedule(static) if ((size_t)B * T * H * D >= 16384)
+#pragma omp parallel for schedule(static) if ((size_t)B * T * H * D >= 16384)
     for (int bt = 0; bt < B * T; bt++) {
         int t = bt % T;
         const float *c = cos_t + (size_t)t * half;
@@ -49,14 +48,12 @@ static void rope_rotate(float *out, const float *x, const float *cos_t,
     }
 }
 
-void tlm_rope_forward(float *out, const float *x, const float *cos_t,
-                      const float *sin_t, int B, int T, int H, int D,
+void tlm_rope_forward(float *out, const float *x, const float *cos_t, const float *sin_t, int B, int T, int H, int D,
                       int stride) {
     rope_rotate(out, x, cos_t, sin_t, B, T, H, D, stride, 1.0f);
 }
 
-void tlm_rope_backward(float *dx, const float *dout, const float *cos_t,
-                       const float *sin_t, int B, int T, int H, int D,
+void tlm_rope_backward(float *dx, const float *dout, const float *cos_t, const float *sin_t, int B, int T, int H, int D,
                        int stride) {
     rope_rotate(dx, dout, cos_t, sin_t, B, T, H, D, stride, -1.0f);
 }

@@ -85,8 +85,7 @@ size_t tlm_titans_saved_floats(int B, int T, int H, int D, int chunk) {
 
 /* e_u = M k_u - v_u for the tokens u = t0 .. t1-1 of one chunk (the memory
  * at the chunk's start), written to e [t1-t0, D]. */
-static void chunk_errors(float *e, const float *M, const float *k,
-                         const float *v, int stride, int t0, int t1, int D) {
+static void chunk_errors(float *e, const float *M, const float *k, const float *v, int stride, int t0, int t1, int D) {
     for (int u = t0; u < t1; u++) {
         const float *ku = k + (size_t)u * stride;
         const float *vu = v + (size_t)u * stride;
@@ -98,15 +97,13 @@ static void chunk_errors(float *e, const float *M, const float *k,
 /* One token, row by row (rows of M and S evolve independently given e):
  *   S = eta S_in - 2 theta e k^T,  M = (1 - alpha) M_in + S,
  * and y = M q when y is not NULL. In place ok (M == M_in, S == S_in). */
-static void memory_step(float *M, float *S, const float *M_in,
-                        const float *S_in, const float *e, const float *k,
-                        const float *q, float *y, float theta, float eta,
-                        float alpha, int D) {
+static void memory_step(float *M, float *S, const float *M_in, const float *S_in, const float *e, const float *k,
+                        const float *q, float *y, float theta, float eta, float alpha, int D) {
     const float keep = 1.0f - alpha;
     for (int i = 0; i < D; i++) {
         size_t r = (size_t)i * D;
         float c = 2.0f * theta * e[i];
-        #pragma omp simd
+#pragma omp simd
         for (int j = 0; j < D; j++) {
             float s = eta * S_in[r + j] - c * k[j];
             S[r + j] = s;
@@ -116,16 +113,15 @@ static void memory_step(float *M, float *S, const float *M_in,
     }
 }
 
-void tlm_titans_forward(float *y, float *saved, const float *q, const float *k,
-                        const float *v, int stride, const float *theta,
-                        const float *eta, const float *alpha, int B, int T,
-                        int H, int D, int chunk) {
+void tlm_titans_forward(float *y, float *saved, const float *q, const float *k, const float *v, int stride,
+                        const float *theta, const float *eta, const float *alpha, int B, int T, int H, int D,
+                        int chunk) {
     if (B <= 0 || T <= 0 || H <= 0 || D <= 0 || chunk <= 0) return;
     const int K = segment_len(chunk);
     const int nseg = (T + K - 1) / K;
     const size_t DD = (size_t)D * D;
     float *e_all = saved + (size_t)B * H * nseg * 2 * DD;
-    #pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(2) schedule(static)
     for (int b = 0; b < B; b++) {
         for (int h = 0; h < H; h++) {
             size_t base = (size_t)b * T * stride + (size_t)h * D;
@@ -145,14 +141,12 @@ void tlm_titans_forward(float *y, float *saved, const float *q, const float *k,
                 for (int t = j * K; t < s1; t++) {
                     if (t % chunk == 0) {
                         int c1 = t + chunk < T ? t + chunk : T;
-                        chunk_errors(eb + (size_t)t * D, M, kb, vb, stride, t,
-                                     c1, D);
+                        chunk_errors(eb + (size_t)t * D, M, kb, vb, stride, t, c1, D);
                     }
                     size_t ts = (size_t)t * stride;
                     size_t th = ((size_t)b * T + t) * H + h;
                     float *yt = y + ((size_t)b * T + t) * H * D + (size_t)h * D;
-                    memory_step(M, S, M, S, eb + (size_t)t * D, kb + ts,
-                                qb + ts, yt, theta[th], eta[th], alpha[th], D);
+                    memory_step(M, S, M, S, eb + (size_t)t * D, kb + ts, qb + ts, yt, theta[th], eta[th], alpha[th], D);
                 }
             }
         }
@@ -164,13 +158,10 @@ size_t tlm_titans_scratch_floats(int D, int chunk) {
     return (2 * (size_t)segment_len(chunk) + 5) * DD + 2 * (size_t)D;
 }
 
-void tlm_titans_backward(float *dq, float *dk, float *dv, float *dtheta,
-                         float *deta, float *dalpha, const float *dy,
-                         const float *saved, const float *q, const float *k,
-                         const float *v, int stride, const float *theta,
-                         const float *eta, const float *alpha, int B, int T,
-                         int H, int D, int chunk, float *scratch,
-                         int threads) {
+void tlm_titans_backward(float *dq, float *dk, float *dv, float *dtheta, float *deta, float *dalpha, const float *dy,
+                         const float *saved, const float *q, const float *k, const float *v, int stride,
+                         const float *theta, const float *eta, const float *alpha, int B, int T, int H, int D,
+                         int chunk, float *scratch, int threads) {
     (void)v; /* enters only through the saved e_t */
     if (B <= 0 || T <= 0 || H <= 0 || D <= 0 || chunk <= 0) return;
     const int K = segment_len(chunk);
@@ -179,7 +170,7 @@ void tlm_titans_backward(float *dq, float *dk, float *dv, float *dtheta,
     const float *e_all = saved + (size_t)B * H * nseg * 2 * DD;
     const size_t per_thread = tlm_titans_scratch_floats(D, chunk);
     if (threads < 1) threads = 1;
-    #pragma omp parallel num_threads(threads)
+#pragma omp parallel num_threads(threads)
     {
         float *scr = scratch + (size_t)tlm_thread_index() * per_thread;
         /* Ms[i], Ss[i]: the state after token s0 + i - 1 (i = 0: the
@@ -187,7 +178,7 @@ void tlm_titans_backward(float *dq, float *dk, float *dv, float *dtheta,
         float *Ms = scr, *Ss = Ms + (size_t)(K + 1) * DD;
         float *dM = Ss + (size_t)(K + 1) * DD, *dS = dM + DD, *dM0 = dS + DD;
         float *u = dM0 + DD, *de = u + D;
-        #pragma omp for collapse(2) schedule(static)
+#pragma omp for collapse(2) schedule(static)
         for (int b = 0; b < B; b++) {
             for (int h = 0; h < H; h++) {
                 size_t base = (size_t)b * T * stride + (size_t)h * D;
@@ -203,16 +194,13 @@ void tlm_titans_backward(float *dq, float *dk, float *dv, float *dtheta,
                         memset(Ss, 0, DD * sizeof(float));
                     } else {
                         memcpy(Ms, ck + (size_t)(j - 1) * 2 * DD, DD * sizeof(float));
-                        memcpy(Ss, ck + (size_t)(j - 1) * 2 * DD + DD,
-                               DD * sizeof(float));
+                        memcpy(Ss, ck + (size_t)(j - 1) * 2 * DD + DD, DD * sizeof(float));
                     }
                     for (int i = 1; i <= n; i++) {
                         int t = s0 + i - 1;
                         size_t th = ((size_t)b * T + t) * H + h;
-                        memory_step(Ms + i * DD, Ss + i * DD, Ms + (i - 1) * DD,
-                                    Ss + (i - 1) * DD, eb + (size_t)t * D,
-                                    kb + (size_t)t * stride, NULL, NULL,
-                                    theta[th], eta[th], alpha[th], D);
+                        memory_step(Ms + i * DD, Ss + i * DD, Ms + (i - 1) * DD, Ss + (i - 1) * DD, eb + (size_t)t * D,
+                                    kb + (size_t)t * stride, NULL, NULL, theta[th], eta[th], alpha[th], D);
                     }
                     for (int t = s0 + n - 1; t >= s0; t--) {
                         const int i = t - s0 + 1, c0 = t - t % chunk;
@@ -223,8 +211,7 @@ void tlm_titans_backward(float *dq, float *dk, float *dv, float *dtheta,
                         size_t th = ((size_t)b * T + t) * H + h;
                         const float *qt = qb + ts, *kt = kb + ts;
                         const float *et = eb + (size_t)t * D;
-                        const float *dyt =
-                            dy + ((size_t)b * T + t) * H * D + (size_t)h * D;
+                        const float *dyt = dy + ((size_t)b * T + t) * H * D + (size_t)h * D;
                         float *dqt = dqb + ts, *dkt = dkb + ts, *dvt = dvb + ts;
                         const float th_t = theta[th], m2th = -2.0f * th_t;
                         memset(dqt, 0, (size_t)D * sizeof(float));
@@ -235,7 +222,7 @@ void tlm_titans_backward(float *dq, float *dk, float *dv, float *dtheta,
                         for (int r = 0; r < D; r++) {
                             float *dMr = dM + (size_t)r * D, *dSr = dS + (size_t)r * D;
                             const float g = dyt[r];
-                            #pragma omp simd
+#pragma omp simd
                             for (int c = 0; c < D; c++) {
                                 dMr[c] += g * qt[c];
                                 dSr[c] += dMr[c];
@@ -263,13 +250,13 @@ void tlm_titans_backward(float *dq, float *dk, float *dv, float *dtheta,
                             float *dM0r = dM0 + (size_t)r * D;
                             axpy(dkt, de[r], M0 + (size_t)r * D, D);
                             axpy(dM0r, de[r], kt, D);
-                            #pragma omp simd
+#pragma omp simd
                             for (int c = 0; c < D; c++) {
                                 dMr[c] *= keep;
                                 dSr[c] *= et_;
                             }
                             if (start) {
-                                #pragma omp simd
+#pragma omp simd
                                 for (int c = 0; c < D; c++) {
                                     dMr[c] += dM0r[c];
                                     dM0r[c] = 0.0f;

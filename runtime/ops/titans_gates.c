@@ -17,7 +17,7 @@
 void tlm_titans_qkv_forward(float *act, float *mem_qkv, float *rnorm, const float *qkv, int N, int H, int D) {
     const int A = H * D;
     tlm_silu_forward(act, qkv, (size_t)N * 3 * (size_t)A);
-    #pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static)
     for (int n = 0; n < N; n++) {
         const float *a = act + (size_t)n * 3 * A;
         float *m = mem_qkv + (size_t)n * 3 * A, *r = rnorm + (size_t)n * 2 * H;
@@ -30,7 +30,7 @@ void tlm_titans_qkv_forward(float *act, float *mem_qkv, float *rnorm, const floa
 void tlm_titans_qkv_backward(float *dqkv, const float *d_mem_qkv, const float *qkv, const float *act,
                              const float *rnorm, int N, int H, int D) {
     const int A = H * D;
-    #pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static)
     for (int n = 0; n < N; n++) {
         size_t at = (size_t)n * 3 * A;
         const float *r = rnorm + (size_t)n * 2 * H;
@@ -43,7 +43,7 @@ void tlm_titans_qkv_backward(float *dqkv, const float *d_mem_qkv, const float *q
 
 void tlm_titans_gates_forward(float *gates, const float *pre, int N, int H, float inner_lr) {
     const size_t NH = (size_t)N * (size_t)H;
-    #pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static)
     for (int n = 0; n < N; n++)
         for (int h = 0; h < H; h++) {
             const float *p = pre + (size_t)n * 3 * H;
@@ -56,7 +56,7 @@ void tlm_titans_gates_forward(float *gates, const float *pre, int N, int H, floa
 
 void tlm_titans_gates_backward(float *dpre, const float *dgates, const float *gates, int N, int H, float inner_lr) {
     const size_t NH = (size_t)N * (size_t)H;
-    #pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static)
     for (int n = 0; n < N; n++)
         for (int h = 0; h < H; h++) {
             float *d = dpre + (size_t)n * 3 * H;

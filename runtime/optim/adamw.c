@@ -13,8 +13,8 @@
 
 #include <math.h>
 
-void tlm_adamw_update(const tlm_adamw *opt, float *p, const float *g, float *m,
-                      float *v, size_t n, float lr, long t, bool decay) {
+void tlm_adamw_update(const tlm_adamw *opt, float *p, const float *g, float *m, float *v, size_t n, float lr, long t,
+                      bool decay) {
     double b1 = opt->beta1, b2 = opt->beta2;
     float shrink = decay ? (float)(1.0 - (double)lr * opt->weight_decay) : 1.0f;
     float fb1 = (float)b1, fb2 = (float)b2;
@@ -22,7 +22,7 @@ void tlm_adamw_update(const tlm_adamw *opt, float *p, const float *g, float *m,
     float step_size = (float)((double)lr / (1.0 - pow(b1, (double)t)));
     float bc2_sqrt = (float)sqrt(1.0 - pow(b2, (double)t));
     float eps = opt->eps;
-    #pragma omp parallel for schedule(static) if (n >= 32768)
+#pragma omp parallel for schedule(static) if (n >= 32768)
     for (size_t i = 0; i < n; i++) {
         float gi = g[i];
         float mi = m[i] * fb1 + one_b1 * gi;
@@ -34,12 +34,10 @@ void tlm_adamw_update(const tlm_adamw *opt, float *p, const float *g, float *m,
     }
 }
 
-void tlm_adamw_update_spans(const tlm_adamw *opt, float *p, const float *g,
-                            float *m, float *v, const tlm_param_span *spans,
-                            int nspans, float lr, long t) {
+void tlm_adamw_update_spans(const tlm_adamw *opt, float *p, const float *g, float *m, float *v,
+                            const tlm_param_span *spans, int nspans, float lr, long t) {
     for (int s = 0; s < nspans; s++) {
         size_t o = spans[s].offset;
-        tlm_adamw_update(opt, p + o, g + o, m + o, v + o, spans[s].count, lr, t,
-                         spans[s].decay);
+        tlm_adamw_update(opt, p + o, g + o, m + o, v + o, spans[s].count, lr, t, spans[s].decay);
     }
 }

@@ -16,8 +16,6 @@ float tlm_lr_at(const tlm_lr_schedule *s, long step) {
     if (span <= 0 || step >= s->total) return s->min_lr;
     double p = (double)(step - s->warmup) / (double)span;
     double hi = s->max_lr, lo = s->min_lr;
-    if (s->kind == TLM_LR_COSINE) {
-        return (float)(lo + (hi - lo) * 0.5 * (1.0 + cos(PI * p)));
-    }
+    if (s->kind == TLM_LR_COSINE) { return (float)(lo + (hi - lo) * 0.5 * (1.0 + cos(PI * p))); }
     return (float)(hi + (lo - hi) * p);
 }

@@ -8,12 +8,11 @@
  */
 #include "tlm_rt/optim.h"
 
-void tlm_sgd_update(const tlm_sgd *opt, float *p, const float *g, float *buf,
-                    size_t n, float lr, long t, bool decay) {
+void tlm_sgd_update(const tlm_sgd *opt, float *p, const float *g, float *buf, size_t n, float lr, long t, bool decay) {
     float wd = decay ? opt->weight_decay : 0.0f;
     float mu = opt->momentum;
     float damp = (float)(1.0 - (double)opt->dampening);
-    #pragma omp parallel for schedule(static) if (n >= 32768)
+#pragma omp parallel for schedule(static) if (n >= 32768)
     for (size_t i = 0; i < n; i++) {
         float d = g[i];
         if (wd != 0.0f) d = d + wd * p[i];
@@ -26,12 +25,10 @@ void tlm_sgd_update(const tlm_sgd *opt, float *p, const float *g, float *buf,
     }
 }
 
-void tlm_sgd_update_spans(const tlm_sgd *opt, float *p, const float *g,
-                          float *buf, const tlm_param_span *spans, int nspans,
-                          float lr, long t) {
+void tlm_sgd_update_spans(const tlm_sgd *opt, float *p, const float *g, float *buf, const tlm_param_span *spans,
+                          int nspans, float lr, long t) {
     for (int s = 0; s < nspans; s++) {
         size_t o = spans[s].offset;
-        tlm_sgd_update(opt, p + o, g + o, buf ? buf + o : NULL, spans[s].count,
-                       lr, t, spans[s].decay);
+        tlm_sgd_update(opt, p + o, g + o, buf ? buf + o : NULL, spans[s].count, lr, t, spans[s].decay);
     }
 }

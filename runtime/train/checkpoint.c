@@ -8,7 +8,6 @@
 #include "errmsg.h"
 #include "tlm_rt/json.h"
 
-
 uint64_t tlm_fnv1a(uint64_t h, const void *data, size_t n) {
     const uint8_t *p = data;
     for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ull;
@@ -123,8 +122,11 @@ bool tlm_ckpt_save(const char *path, const tlm_trainer *t, const tlm_run_state *
     int k = 0;
     for (int i = 0; i < np; i++) {
         const tlm_abi_param *p = &so->params[i];
-        tlm_st_tensor base = {.name = tlm_so_str(so, p->name), .dtype = TLM_F32, .ndim = (int)p->ndim,
-                              .shape = {p->shape[0], p->shape[1]}, .data = m->params + p->offset};
+        tlm_st_tensor base = {.name = tlm_so_str(so, p->name),
+                              .dtype = TLM_F32,
+                              .ndim = (int)p->ndim,
+                              .shape = {p->shape[0], p->shape[1]},
+                              .data = m->params + p->offset};
         ts[k++] = base;
         for (int s = 0; s < nstate; s++) {
             const char *kind = !adamw ? "momentum_buffer" : s == 0 ? "exp_avg" : "exp_avg_sq";
@@ -154,14 +156,16 @@ bool tlm_ckpt_save(const char *path, const tlm_trainer *t, const tlm_run_state *
             goto out;
         }
         snprintf(name, len, "optimizer.grad_sum.%s", pname);
-        ts[k++] = (tlm_st_tensor){.name = name, .dtype = TLM_F32, .ndim = (int)p->ndim,
-                                  .shape = {p->shape[0], p->shape[1]}, .data = t->grad_sum + p->offset};
+        ts[k++] = (tlm_st_tensor){.name = name,
+                                  .dtype = TLM_F32,
+                                  .ndim = (int)p->ndim,
+                                  .shape = {p->shape[0], p->shape[1]},
+                                  .data = t->grad_sum + p->offset};
     }
     int64_t step = st->step, tokens = st->tokens_seen, rng[4];
     tlm_rng_save(&st->data_rng, rng);
     ts[k++] = (tlm_st_tensor){.name = "train.step", .dtype = TLM_I64, .ndim = 1, .shape = {1}, .data = &step};
-    ts[k++] = (tlm_st_tensor){.name = "train.tokens_seen", .dtype = TLM_I64, .ndim = 1, .shape = {1},
-                              .data = &tokens};
+    ts[k++] = (tlm_st_tensor){.name = "train.tokens_seen", .dtype = TLM_I64, .ndim = 1, .shape = {1}, .data = &tokens};
     ts[k++] = (tlm_st_tensor){.name = "train.data_rng", .dtype = TLM_I64, .ndim = 1, .shape = {4}, .data = rng};
 
     config = model_config(so);
@@ -251,14 +255,14 @@ static bool describe_difference(const tlm_st_file *f, const tlm_so *so, const ch
         char here[96], there[96];
         shape_text(here, sizeof here, (int)p->ndim, p->shape);
         if (!t)
-            return tlm_fail(err, "%s: written for a different `%s`: it has no %s (was the model recompiled?)",
-                        path, model, name);
+            return tlm_fail(err, "%s: written for a different `%s`: it has no %s (was the model recompiled?)", path,
+                            model, name);
         shape_text(there, sizeof there, t->ndim, t->shape);
         if (t->dtype != TLM_F32 || strcmp(here, there) != 0)
             return tlm_fail(err,
-                        "%s: written for a different `%s`: %s is %s %s there, F32 %s here (was the model "
-                        "recompiled?)",
-                        path, model, name, tlm_dtype_name(t->dtype), there, here);
+                            "%s: written for a different `%s`: %s is %s %s there, F32 %s here (was the model "
+                            "recompiled?)",
+                            path, model, name, tlm_dtype_name(t->dtype), there, here);
     }
     return tlm_fail(err, "%s: written for a different `%s` (its parameter table differs)", path, model);
 }
@@ -294,18 +298,15 @@ tlm_st_file *tlm_ckpt_open(const char *path, const tlm_so *so, tlm_err *err) {
     bool ok = false;
     if (!format || strcmp(format, TLM_CKPT_FORMAT) != 0)
         tlm_fail(err, "%s: not a tlm checkpoint (format `%s`, expected `%s`)", path, format ? format : "none",
-             TLM_CKPT_FORMAT);
+                 TLM_CKPT_FORMAT);
     else if (!verify_checksum(f, path, err))
         ;
     else if (!model || strcmp(model, name) != 0)
         tlm_fail(err, "%s: a checkpoint of model `%s`, not `%s`", path, model ? model : "?", name);
     else if (!abi || strcmp(abi, want_abi) != 0)
-        tlm_fail(err, "%s: written with ABI version %s, the model has version %s", path, abi ? abi : "?",
-             want_abi);
-    else if (!fp || strcmp(fp, want_fp) != 0 || !params_match(f, so))
-        describe_difference(f, so, path, err);
-    else
-        ok = true;
+        tlm_fail(err, "%s: written with ABI version %s, the model has version %s", path, abi ? abi : "?", want_abi);
+    else if (!fp || strcmp(fp, want_fp) != 0 || !params_match(f, so)) describe_difference(f, so, path, err);
+    else ok = true;
     if (!ok) {
         tlm_st_close(f);
         return NULL;
@@ -318,8 +319,7 @@ bool tlm_ckpt_load_params(const tlm_st_file *f, tlm_model *m, tlm_err *err) {
     for (uint32_t i = 0; i < so->header->nparams; i++) {
         const tlm_abi_param *p = &so->params[i];
         tlm_err e;
-        if (tlm_st_read(f, tlm_so_str(so, p->name), TLM_F32, (int)p->ndim, p->shape, m->params + p->offset,
-                        &e) != 0)
+        if (tlm_st_read(f, tlm_so_str(so, p->name), TLM_F32, (int)p->ndim, p->shape, m->params + p->offset, &e) != 0)
             return tlm_fail(err, "checkpoint: %s", e.msg);
     }
     return true;
@@ -359,8 +359,7 @@ bool tlm_ckpt_load_trainer(const tlm_st_file *f, tlm_trainer *t, tlm_run_state *
             return tlm_fail(err, "checkpoint: %s", e.msg);
     }
     int64_t step, tokens, rng[4];
-    if (!read_i64(f, "train.step", 1, &step, err) ||
-        !read_i64(f, "train.tokens_seen", 1, &tokens, err) ||
+    if (!read_i64(f, "train.step", 1, &step, err) || !read_i64(f, "train.tokens_seen", 1, &tokens, err) ||
         !read_i64(f, "train.data_rng", 4, rng, err))
         return false;
     if (step < 0 || tokens < 0) return tlm_fail(err, "checkpoint: negative step or token count");

@@ -13,8 +13,8 @@ static bool alloc_batch(int64_t B, int64_t T, int32_t **x, int32_t **y, tlm_err 
     return false;
 }
 
-bool tlm_eval_sampled(tlm_model *m, const tlm_dataset *ds, int64_t B, int64_t T, int64_t nbatches,
-                      uint64_t seed, tlm_eval_result *out, tlm_err *err) {
+bool tlm_eval_sampled(tlm_model *m, const tlm_dataset *ds, int64_t B, int64_t T, int64_t nbatches, uint64_t seed,
+                      tlm_eval_result *out, tlm_err *err) {
     int32_t *x, *y;
     if (!alloc_batch(B, T, &x, &y, err)) return false;
     tlm_rng rng;

@@ -26,8 +26,8 @@ typedef struct tlm_eval_result {
 
 /* The mean loss over nbatches batches of B random windows of T tokens,
  * drawn with a generator seeded with seed. B <= m->B, T <= m->T. */
-bool tlm_eval_sampled(tlm_model *m, const tlm_dataset *ds, int64_t B, int64_t T, int64_t nbatches,
-                      uint64_t seed, tlm_eval_result *out, tlm_err *err);
+bool tlm_eval_sampled(tlm_model *m, const tlm_dataset *ds, int64_t B, int64_t T, int64_t nbatches, uint64_t seed,
+                      tlm_eval_result *out, tlm_err *err);
 
 /* The mean loss over consecutive windows of T tokens (each with its next
  * token as target), B at a time, from the start of the text; max_tokens > 0

@@ -5,8 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-bool tlm_trainer_create(tlm_trainer *t, tlm_model *model, const tlm_abi_train *s, bool decay_embeddings,
-                        tlm_err *err) {
+bool tlm_trainer_create(tlm_trainer *t, tlm_model *model, const tlm_abi_train *s, bool decay_embeddings, tlm_err *err) {
     memset(t, 0, sizeof *t);
     t->model = model;
     t->settings = *s;
@@ -16,8 +15,8 @@ bool tlm_trainer_create(tlm_trainer *t, tlm_model *model, const tlm_abi_train *s
         return false;
     }
     if (s->context < 1 || s->context > model->T) {
-        tlm_fail(err, "training context %lld does not fit the model's arena (%lld tokens)",
-                 (long long)s->context, (long long)model->T);
+        tlm_fail(err, "training context %lld does not fit the model's arena (%lld tokens)", (long long)s->context,
+                 (long long)model->T);
         return false;
     }
     if (s->accumulate < 1 || s->batch % s->accumulate != 0 || s->batch / s->accumulate > model->B) {
@@ -80,8 +79,7 @@ static void update(tlm_trainer *t, const float *grads, const tlm_param_span *spa
     tlm_model *model = t->model;
     if (t->settings.optimizer == TLM_OPT_ADAMW)
         tlm_adamw_update_spans(&t->adamw, model->params, grads, t->m, t->v, spans, nspans, lr, step);
-    else
-        tlm_sgd_update_spans(&t->sgd, model->params, grads, t->m, spans, nspans, lr, step);
+    else tlm_sgd_update_spans(&t->sgd, model->params, grads, t->m, spans, nspans, lr, step);
 }
 
 tlm_step_result tlm_trainer_step(tlm_trainer *t, const int32_t *tokens, const int32_t *targets, int64_t T) {

@@ -39,8 +39,8 @@ typedef struct tlm_step_result {
 
 /* settings: the full training configuration (batch is the per-step batch;
  * the model's arena must hold batch / accumulate sequences). */
-bool tlm_trainer_create(tlm_trainer *t, tlm_model *model, const tlm_abi_train *settings,
-                        bool decay_embeddings, tlm_err *err);
+bool tlm_trainer_create(tlm_trainer *t, tlm_model *model, const tlm_abi_train *settings, bool decay_embeddings,
+                        tlm_err *err);
 void tlm_trainer_destroy(tlm_trainer *t);
 
 /* One step. tokens and targets hold accumulate × micro-batch × T ids, the

@@ -62,19 +62,40 @@ static tlm_abi_op *find_op(blob *b, uint32_t kind, int layer) {
 
 /* ---- the damage, one field each; false: this model has no such field ---- */
 
-static bool nplans_one(blob *b) { b->h->nplans = 1; return true; }
+static bool nplans_one(blob *b) {
+    b->h->nplans = 1;
+    return true;
+}
 static bool plan_kinds_swapped(blob *b) {
     b->plans[TLM_PLAN_TRAIN].kind = TLM_PLAN_INFER;
     b->plans[TLM_PLAN_INFER].kind = TLM_PLAN_TRAIN;
     return true;
 }
-static bool train_plan_short(blob *b) { b->plans[TLM_PLAN_TRAIN].nops = b->h->nops - 1; return true; }
-static bool train_plan_long(blob *b) { b->plans[TLM_PLAN_TRAIN].nops = b->h->nops + 1; return true; }
-static bool infer_plan_long(blob *b) { b->plans[TLM_PLAN_INFER].nops = b->h->nops + 1; return true; }
-static bool infer_plan_empty(blob *b) { b->plans[TLM_PLAN_INFER].nops = 0; return true; }
-static bool plan_batch_zero(blob *b) { b->plans[TLM_PLAN_INFER].batch = 0; return true; }
+static bool train_plan_short(blob *b) {
+    b->plans[TLM_PLAN_TRAIN].nops = b->h->nops - 1;
+    return true;
+}
+static bool train_plan_long(blob *b) {
+    b->plans[TLM_PLAN_TRAIN].nops = b->h->nops + 1;
+    return true;
+}
+static bool infer_plan_long(blob *b) {
+    b->plans[TLM_PLAN_INFER].nops = b->h->nops + 1;
+    return true;
+}
+static bool infer_plan_empty(blob *b) {
+    b->plans[TLM_PLAN_INFER].nops = 0;
+    return true;
+}
+static bool plan_batch_zero(blob *b) {
+    b->plans[TLM_PLAN_INFER].batch = 0;
+    return true;
+}
 
-static bool op_kind(blob *b) { b->ops[1].kind = TLM_OP_COUNT; return true; }
+static bool op_kind(blob *b) {
+    b->ops[1].kind = TLM_OP_COUNT;
+    return true;
+}
 static bool op_layer_past(blob *b) {
     tlm_abi_op *op = find_op(b, TLM_OP_RMSNORM, 0);
     if (!op) return false;
@@ -87,7 +108,10 @@ static bool op_layer_negative(blob *b) {
     op->layer = -2;
     return true;
 }
-static bool op_flags(blob *b) { b->ops[0].flags = 2; return true; }
+static bool op_flags(blob *b) {
+    b->ops[0].flags = 2;
+    return true;
+}
 static bool op_input_past(blob *b) {
     tlm_abi_op *op = find_op(b, TLM_OP_RMSNORM, 0);
     if (!op) return false;
@@ -248,16 +272,46 @@ static bool param_past_block(blob *b) {
     p->offset = b->config->param_floats - p->count + 1;
     return true;
 }
-static bool param_name_past_strings(blob *b) { b->params[0].name = (uint32_t)b->h->strings_size; return true; }
-static bool kernel_mlp(blob *b) { b->kernels[0].mlp = TLM_MLP_COUNT; return true; }
-static bool kernel_width(blob *b) { b->kernels[0].width += 8; return true; }
-static bool layer_kernel(blob *b) { b->layers[0].kernel = b->h->nkernels; return true; }
-static bool config_mixer(blob *b) { b->config->mixer = TLM_MIXER_COUNT; return true; }
-static bool config_mlp(blob *b) { b->config->mlp = TLM_MLP_COUNT; return true; }
-static bool config_gate(blob *b) { b->config->gate = TLM_GATE_COUNT; return true; }
-static bool config_ncms(blob *b) { b->config->ncms = 9; return true; }
-static bool train_optimizer(blob *b) { b->train->optimizer = TLM_OPT_COUNT; return true; }
-static bool train_schedule(blob *b) { b->train->lr_schedule = TLM_LR_COUNT; return true; }
+static bool param_name_past_strings(blob *b) {
+    b->params[0].name = (uint32_t)b->h->strings_size;
+    return true;
+}
+static bool kernel_mlp(blob *b) {
+    b->kernels[0].mlp = TLM_MLP_COUNT;
+    return true;
+}
+static bool kernel_width(blob *b) {
+    b->kernels[0].width += 8;
+    return true;
+}
+static bool layer_kernel(blob *b) {
+    b->layers[0].kernel = b->h->nkernels;
+    return true;
+}
+static bool config_mixer(blob *b) {
+    b->config->mixer = TLM_MIXER_COUNT;
+    return true;
+}
+static bool config_mlp(blob *b) {
+    b->config->mlp = TLM_MLP_COUNT;
+    return true;
+}
+static bool config_gate(blob *b) {
+    b->config->gate = TLM_GATE_COUNT;
+    return true;
+}
+static bool config_ncms(blob *b) {
+    b->config->ncms = 9;
+    return true;
+}
+static bool train_optimizer(blob *b) {
+    b->train->optimizer = TLM_OPT_COUNT;
+    return true;
+}
+static bool train_schedule(blob *b) {
+    b->train->lr_schedule = TLM_LR_COUNT;
+    return true;
+}
 
 typedef struct damage {
     const char *what;
@@ -316,14 +370,14 @@ static damage cases[] = {
 
 static int failures = 0;
 
-#define CHECK(cond, ...)                                    \
-    do {                                                    \
-        if (!(cond)) {                                      \
-            printf("FAIL: ");                               \
-            printf(__VA_ARGS__);                            \
-            putchar('\n');                                  \
-            failures++;                                     \
-        }                                                   \
+#define CHECK(cond, ...)         \
+    do {                         \
+        if (!(cond)) {           \
+            printf("FAIL: ");    \
+            printf(__VA_ARGS__); \
+            putchar('\n');       \
+            failures++;          \
+        }                        \
     } while (0)
 
 /* The descriptor as the loader maps it, copied: dlsym, not tlm_so_open,

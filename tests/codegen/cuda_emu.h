@@ -8,7 +8,7 @@
 #include <pthread.h>
 
 struct dim3 {
-  unsigned x, y, z;
+    unsigned x, y, z;
 };
 static thread_local dim3 threadIdx;
 static dim3 blockIdx, blockDim, gridDim;
@@ -22,33 +22,31 @@ static pthread_barrier_t emu_barrier;
 
 static inline void __syncthreads() { pthread_barrier_wait(&emu_barrier); }
 
-template <class F>
-struct EmuThread {
-  F *kernel;
-  unsigned index;
-  static void *run(void *p) {
-    EmuThread *t = static_cast<EmuThread *>(p);
-    threadIdx = dim3{t->index, 0, 0};
-    (*t->kernel)();
-    return nullptr;
-  }
+template <class F> struct EmuThread {
+    F *kernel;
+    unsigned index;
+    static void *run(void *p) {
+        EmuThread *t = static_cast<EmuThread *>(p);
+        threadIdx = dim3{t->index, 0, 0};
+        (*t->kernel)();
+        return nullptr;
+    }
 };
 
-template <class F>
-static void emu_launch(unsigned grid, F kernel) {
-  enum { THREADS = 256 };
-  gridDim = dim3{grid, 1, 1};
-  blockDim = dim3{THREADS, 1, 1};
-  pthread_barrier_init(&emu_barrier, nullptr, THREADS);
-  for (unsigned b = 0; b < grid; b++) {
-    blockIdx = dim3{b, 0, 0};
-    pthread_t threads[THREADS];
-    EmuThread<F> args[THREADS];
-    for (unsigned t = 0; t < THREADS; t++) {
-      args[t] = EmuThread<F>{&kernel, t};
-      if (pthread_create(&threads[t], nullptr, &EmuThread<F>::run, &args[t]) != 0) abort();
+template <class F> static void emu_launch(unsigned grid, F kernel) {
+    enum { THREADS = 256 };
+    gridDim = dim3{grid, 1, 1};
+    blockDim = dim3{THREADS, 1, 1};
+    pthread_barrier_init(&emu_barrier, nullptr, THREADS);
+    for (unsigned b = 0; b < grid; b++) {
+        blockIdx = dim3{b, 0, 0};
+        pthread_t threads[THREADS];
+        EmuThread<F> args[THREADS];
+        for (unsigned t = 0; t < THREADS; t++) {
+            args[t] = EmuThread<F>{&kernel, t};
+            if (pthread_create(&threads[t], nullptr, &EmuThread<F>::run, &args[t]) != 0) abort();
+        }
+        for (unsigned t = 0; t < THREADS; t++) pthread_join(threads[t], nullptr);
     }
-    for (unsigned t = 0; t < THREADS; t++) pthread_join(threads[t], nullptr);
-  }
-  pthread_barrier_destroy(&emu_barrier);
+    pthread_barrier_destroy(&emu_barrier);
 }

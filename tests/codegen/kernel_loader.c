@@ -13,80 +13,80 @@
 #endif
 
 static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 static char *message(const char *what, const char *detail) {
-  size_t n = strlen(what) + strlen(detail) + 3;
-  char *m = malloc(n);
-  snprintf(m, n, "%s: %s", what, detail);
-  return m;
+    size_t n = strlen(what) + strlen(detail) + 3;
+    char *m = malloc(n);
+    snprintf(m, n, "%s: %s", what, detail);
+    return m;
 }
 
 bool kernel_lib_make_dir(kernel_lib *lib, char **err) {
-  memset(lib, 0, sizeof *lib);
-  const char *tmp = getenv("TMPDIR");
-  snprintf(lib->dir, sizeof lib->dir, "%s/tlm_codegen_XXXXXX", tmp && *tmp ? tmp : "/tmp");
-  if (!mkdtemp(lib->dir)) {
-    *err = message("mkdtemp failed", lib->dir);
-    lib->dir[0] = 0;
-    return false;
-  }
-  return true;
+    memset(lib, 0, sizeof *lib);
+    const char *tmp = getenv("TMPDIR");
+    snprintf(lib->dir, sizeof lib->dir, "%s/tlm_codegen_XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(lib->dir)) {
+        *err = message("mkdtemp failed", lib->dir);
+        lib->dir[0] = 0;
+        return false;
+    }
+    return true;
 }
 
 bool kernel_lib_open(kernel_lib *lib, const char *so_path, char **err) {
-  lib->handle = dlopen(so_path, RTLD_NOW | RTLD_LOCAL);
-  if (!lib->handle) {
-    *err = message("dlopen failed", dlerror());
-    return false;
-  }
-  return true;
+    lib->handle = dlopen(so_path, RTLD_NOW | RTLD_LOCAL);
+    if (!lib->handle) {
+        *err = message("dlopen failed", dlerror());
+        return false;
+    }
+    return true;
 }
 
-bool kernel_lib_build(kernel_lib *lib, const tlm_kernel_spec *specs, int n,
-                      const tlm_codegen_options *opt, char **err) {
-  if (!kernel_lib_make_dir(lib, err)) return false;
-  char obj[300], so[300], cmd[1024];
-  snprintf(obj, sizeof obj, "%s/kernels.o", lib->dir);
-  snprintf(so, sizeof so, "%s/kernels.so", lib->dir);
-  double t0 = now_s();
-  if (!tlm_codegen_cpu_object(specs, n, opt, obj, err)) return false;
-  lib->codegen_seconds = now_s() - t0;
-  snprintf(cmd, sizeof cmd, "'%s' -shared -o '%s' '%s'", TLM_TEST_CC, so, obj);
-  if (system(cmd) != 0) {
-    *err = message("linking the kernel object failed", cmd);
-    return false;
-  }
-  return kernel_lib_open(lib, so, err);
+bool kernel_lib_build(kernel_lib *lib, const tlm_kernel_spec *specs, int n, const tlm_codegen_options *opt,
+                      char **err) {
+    if (!kernel_lib_make_dir(lib, err)) return false;
+    char obj[300], so[300], cmd[1024];
+    snprintf(obj, sizeof obj, "%s/kernels.o", lib->dir);
+    snprintf(so, sizeof so, "%s/kernels.so", lib->dir);
+    double t0 = now_s();
+    if (!tlm_codegen_cpu_object(specs, n, opt, obj, err)) return false;
+    lib->codegen_seconds = now_s() - t0;
+    snprintf(cmd, sizeof cmd, "'%s' -shared -o '%s' '%s'", TLM_TEST_CC, so, obj);
+    if (system(cmd) != 0) {
+        *err = message("linking the kernel object failed", cmd);
+        return false;
+    }
+    return kernel_lib_open(lib, so, err);
 }
 
 void *kernel_lib_sym(kernel_lib *lib, const tlm_kernel_spec *s, const char *entry) {
-  if (lib->lookup) return lib->lookup(s, entry);
-  char name[160];
-  size_t n = strlen(lib->prefix);
-  memcpy(name, lib->prefix, n);
-  tlm_kernel_symbol(s, entry, name + n, sizeof name - n);
-  void *p = dlsym(lib->handle, name);
-  if (!p) fprintf(stderr, "missing symbol %s\n", name);
-  return p;
+    if (lib->lookup) return lib->lookup(s, entry);
+    char name[160];
+    size_t n = strlen(lib->prefix);
+    memcpy(name, lib->prefix, n);
+    tlm_kernel_symbol(s, entry, name + n, sizeof name - n);
+    void *p = dlsym(lib->handle, name);
+    if (!p) fprintf(stderr, "missing symbol %s\n", name);
+    return p;
 }
 
 void kernel_lib_close(kernel_lib *lib) {
-  if (lib->handle) dlclose(lib->handle);
-  DIR *d = lib->dir[0] ? opendir(lib->dir) : NULL;
-  if (d) {
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-      if (e->d_name[0] == '.') continue;
-      char path[600];
-      snprintf(path, sizeof path, "%s/%s", lib->dir, e->d_name);
-      unlink(path);
+    if (lib->handle) dlclose(lib->handle);
+    DIR *d = lib->dir[0] ? opendir(lib->dir) : NULL;
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+            if (e->d_name[0] == '.') continue;
+            char path[600];
+            snprintf(path, sizeof path, "%s/%s", lib->dir, e->d_name);
+            unlink(path);
+        }
+        closedir(d);
+        rmdir(lib->dir);
     }
-    closedir(d);
-    rmdir(lib->dir);
-  }
-  memset(lib, 0, sizeof *lib);
+    memset(lib, 0, sizeof *lib);
 }

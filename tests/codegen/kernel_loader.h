@@ -6,18 +6,17 @@
 #include "codegen.h"
 
 typedef struct {
-  void *handle;
-  char dir[256];         /* scratch directory, removed by kernel_lib_close */
-  char prefix[16];       /* prepended to kernel symbols when looking them up */
-  double codegen_seconds;
+    void *handle;
+    char dir[256];         /* scratch directory, removed by kernel_lib_close */
+    char prefix[16];       /* prepended to kernel symbols when looking them up */
+    double codegen_seconds;
   /* If set, kernel_lib_sym asks this instead of the shared object (the GPU
    * test hands out host-side wrappers that launch the CUDA kernels). */
-  void *(*lookup)(const tlm_kernel_spec *s, const char *entry);
+    void *(*lookup)(const tlm_kernel_spec *s, const char *entry);
 } kernel_lib;
 
 /* On failure returns false and sets *err (malloc'd). */
-bool kernel_lib_build(kernel_lib *lib, const tlm_kernel_spec *specs, int n,
-                      const tlm_codegen_options *opt, char **err);
+bool kernel_lib_build(kernel_lib *lib, const tlm_kernel_spec *specs, int n, const tlm_codegen_options *opt, char **err);
 /* An empty lib with its scratch directory, for tests that build their own
  * shared object there (see kernel_lib_open). */
 bool kernel_lib_make_dir(kernel_lib *lib, char **err);

@@ -24,16 +24,15 @@
 #define MLP_CHECK_TOLERANCE 1e-5
 
 typedef struct {
-  int rows;   /* rows in the buffers (and summed over by bwd_weight) */
-  int r0, r1; /* row range for fwd / bwd_data */
-  int j0, j1; /* width range for bwd_weight; j1 <= 0 means width + j1 */
+    int rows;   /* rows in the buffers (and summed over by bwd_weight) */
+    int r0, r1; /* row range for fwd / bwd_data */
+    int j0, j1; /* width range for bwd_weight; j1 <= 0 means width + j1 */
 } mlp_case;
 
 uint64_t test_seed(void); /* TLM_TEST_SEED or the clock; printed */
 double test_uniform(uint64_t *rng, double lo, double hi);
 
 /* Returns the number of failed comparisons (0 = pass); prints a line each. */
-int mlp_check_spec(kernel_lib *lib, const tlm_kernel_spec *s, const mlp_case *c,
-                   uint64_t *rng);
+int mlp_check_spec(kernel_lib *lib, const tlm_kernel_spec *s, const mlp_case *c, uint64_t *rng);
 
 #endif

@@ -16,16 +16,14 @@
 #define TLM_TEST_SOURCE_DIR "."
 #endif
 
-static const char *fwd_params =
-    "long long r0, long long r1, const float *x, const float *w_gate, const float *w_up, "
-    "const float *w_down, float *pre_gate, float *pre_up, float *out";
+static const char *fwd_params = "long long r0, long long r1, const float *x, const float *w_gate, const float *w_up, "
+                                "const float *w_down, float *pre_gate, float *pre_up, float *out";
 static const char *fwd_args = "r0, r1, x, w_gate, w_up, w_down, pre_gate, pre_up, out";
 static const char *bwd_data_params =
     "long long r0, long long r1, const float *x, const float *w_gate, const float *w_up, "
     "const float *w_down, const float *pre_gate, const float *pre_up, const float *dout, "
     "float *d_pre_gate, float *d_pre_up, float *dx";
-static const char *bwd_data_args =
-    "r0, r1, x, w_gate, w_up, w_down, pre_gate, pre_up, dout, d_pre_gate, d_pre_up, dx";
+static const char *bwd_data_args = "r0, r1, x, w_gate, w_up, w_down, pre_gate, pre_up, dout, d_pre_gate, d_pre_up, dx";
 static const char *bwd_weight_params =
     "long long rows, long long j0, long long j1, const float *x, const float *pre_gate, "
     "const float *pre_up, const float *dout, const float *d_pre_gate, const float *d_pre_up, "
@@ -34,70 +32,70 @@ static const char *bwd_weight_args =
     "rows, j0, j1, x, pre_gate, pre_up, dout, d_pre_gate, d_pre_up, dw_gate, dw_up, dw_down";
 
 /* emu_<symbol>(same parameters) launches <symbol> on `grid` emulated blocks. */
-static void write_wrapper(FILE *f, const tlm_kernel_spec *s, const char *entry,
-                          const char *params, const char *args, int grid) {
-  char sym[128];
-  tlm_kernel_symbol(s, entry, sym, sizeof sym);
-  fprintf(f, "extern \"C\" void emu_%s(%s) {\n  emu_launch(%d, [&] { %s(%s); });\n}\n", sym,
-          params, grid, sym, args);
+static void write_wrapper(FILE *f, const tlm_kernel_spec *s, const char *entry, const char *params, const char *args,
+                          int grid) {
+    char sym[128];
+    tlm_kernel_symbol(s, entry, sym, sizeof sym);
+    fprintf(f, "extern \"C\" void emu_%s(%s) {\n  emu_launch(%d, [&] { %s(%s); });\n}\n", sym, params, grid, sym, args);
 }
 
 int main(void) {
-  if (!*TLM_TEST_CXX) {
-    printf("SKIP: no C++ compiler found when configuring\n");
-    return 77;
-  }
-  uint64_t rng = test_seed();
-  const tlm_kernel_spec specs[] = {
-      {TLM_MLP_SWIGLU, 72, 40}, {TLM_MLP_SWIGLU, 72, 200},
-      {TLM_MLP_GELU, 72, 40},   {TLM_MLP_GELU, 72, 200},
-  };
-  const mlp_case cases[] = {
-      {5, 0, 5, 0, 0},
-      {70, 3, 69, 7, -5}, /* two row tiles, partial ranges */
-  };
-  int n_specs = (int)(sizeof specs / sizeof specs[0]);
-  kernel_lib lib;
-  char *err = NULL;
-  if (!kernel_lib_make_dir(&lib, &err)) {
-    printf("FAIL: %s\n", err);
-    return 1;
-  }
-  char *src = tlm_codegen_cuda_source(specs, n_specs);
-  char cpp[400], so[400], cmd[1400];
-  snprintf(cpp, sizeof cpp, "%s/emu.cpp", lib.dir);
-  snprintf(so, sizeof so, "%s/emu.so", lib.dir);
-  FILE *f = fopen(cpp, "w");
-  if (!src || !f) {
-    printf("FAIL: no source (%p) or cannot write %s\n", (void *)src, cpp);
-    return 1;
-  }
-  fprintf(f, "#include \"cuda_emu.h\"\n%s\n", src);
-  for (int i = 0; i < n_specs; i++) {
-    write_wrapper(f, &specs[i], TLM_ENTRY_FWD, fwd_params, fwd_args, 1);
-    write_wrapper(f, &specs[i], TLM_ENTRY_BWD_DATA, bwd_data_params, bwd_data_args, 1);
-    write_wrapper(f, &specs[i], TLM_ENTRY_BWD_WEIGHT, bwd_weight_params, bwd_weight_args, 3);
-  }
-  fclose(f);
-  free(src);
-  snprintf(cmd, sizeof cmd,
-           "'%s' -std=c++17 -O1 -fPIC -shared -Wall -Werror -Wno-unused-function "
-           "-Wno-unknown-pragmas -I'%s' '%s' -o '%s' -lpthread",
-           TLM_TEST_CXX, TLM_TEST_SOURCE_DIR, cpp, so);
-  if (system(cmd) != 0) {
-    printf("FAIL: compiling the emulated CUDA source: %s\n", cmd);
-    return 1;
-  }
-  if (!kernel_lib_open(&lib, so, &err)) {
-    printf("FAIL: %s\n", err);
-    return 1;
-  }
-  strcpy(lib.prefix, "emu_");
-  int fails = 0;
-  for (int i = 0; i < n_specs; i++)
-    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
-      fails += mlp_check_spec(&lib, &specs[i], &cases[c], &rng);
-  kernel_lib_close(&lib);
-  printf("%s: %d failed comparisons\n", fails ? "FAIL" : "PASS", fails);
-  return fails != 0;
+    if (!*TLM_TEST_CXX) {
+        printf("SKIP: no C++ compiler found when configuring\n");
+        return 77;
+    }
+    uint64_t rng = test_seed();
+    const tlm_kernel_spec specs[] = {
+        {TLM_MLP_SWIGLU, 72, 40},
+        {TLM_MLP_SWIGLU, 72, 200},
+        {TLM_MLP_GELU, 72, 40},
+        {TLM_MLP_GELU, 72, 200},
+    };
+    const mlp_case cases[] = {
+        {5, 0, 5, 0, 0}, {70, 3, 69, 7, -5}, /* two row tiles, partial ranges */
+    };
+    int n_specs = (int)(sizeof specs / sizeof specs[0]);
+    kernel_lib lib;
+    char *err = NULL;
+    if (!kernel_lib_make_dir(&lib, &err)) {
+        printf("FAIL: %s\n", err);
+        return 1;
+    }
+    char *src = tlm_codegen_cuda_source(specs, n_specs);
+    char cpp[400], so[400], cmd[1400];
+    snprintf(cpp, sizeof cpp, "%s/emu.cpp", lib.dir);
+    snprintf(so, sizeof so, "%s/emu.so", lib.dir);
+    FILE *f = fopen(cpp, "w");
+    if (!src || !f) {
+        printf("FAIL: no source (%p) or cannot write %s\n", (void *)src, cpp);
+        return 1;
+    }
+    fprintf(f, "#include \"cuda_emu.h\"\n%s\n", src);
+    for (int i = 0; i < n_specs; i++) {
+        write_wrapper(f, &specs[i], TLM_ENTRY_FWD, fwd_params, fwd_args, 1);
+        write_wrapper(f, &specs[i], TLM_ENTRY_BWD_DATA, bwd_data_params, bwd_data_args, 1);
+        write_wrapper(f, &specs[i], TLM_ENTRY_BWD_WEIGHT, bwd_weight_params, bwd_weight_args, 3);
+    }
+    fclose(f);
+    free(src);
+    snprintf(cmd, sizeof cmd,
+             "'%s' -std=c++17 -O1 -fPIC -shared -Wall -Werror -Wno-unused-function "
+             "-Wno-unknown-pragmas -I'%s' '%s' -o '%s' -lpthread",
+             TLM_TEST_CXX, TLM_TEST_SOURCE_DIR, cpp, so);
+    if (system(cmd) != 0) {
+        printf("FAIL: compiling the emulated CUDA source: %s\n", cmd);
+        return 1;
+    }
+    if (!kernel_lib_open(&lib, so, &err)) {
+        printf("FAIL: %s\n", err);
+        return 1;
+    }
+    strcpy(lib.prefix, "emu_");
+    int fails = 0;
+    for (int i = 0; i < n_specs; i++)
+        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+            fails += mlp_check_spec(&lib, &specs[i], &cases[c], &rng);
+    kernel_lib_close(&lib);
+    printf("%s: %d failed comparisons\n", fails ? "FAIL" : "PASS", fails);
+    return fails != 0;
 }

@@ -16,15 +16,15 @@
 static const char *stdlib_dir;
 static int failures, checks;
 
-#define CHECK(cond, ...)                                  \
-    do {                                                  \
-        checks++;                                         \
-        if (!(cond)) {                                    \
-            failures++;                                   \
+#define CHECK(cond, ...)                                         \
+    do {                                                         \
+        checks++;                                                \
+        if (!(cond)) {                                           \
+            failures++;                                          \
             fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-            fprintf(stderr, __VA_ARGS__);                 \
-            fputc('\n', stderr);                          \
-        }                                                 \
+            fprintf(stderr, __VA_ARGS__);                        \
+            fputc('\n', stderr);                                 \
+        }                                                        \
     } while (0)
 
 /* Checks one model written as `d_ff` and budget; returns whether it passed
@@ -57,42 +57,44 @@ static void check_schedule(const char *name, const char *shape, int monotone) {
     static const int quanta[] = {1, 8, 16, 32, 64, 128};
     static const int bases[] = {256, 688, 1024, 2816, 5504};
     for (size_t di = 0; di < sizeof depths / sizeof *depths; di++)
-    for (size_t qi = 0; qi < sizeof quanta / sizeof *quanta; qi++)
-    for (size_t bi = 0; bi < sizeof bases / sizeof *bases; bi++) {
-        int L = depths[di], q = quanta[qi], W = bases[bi];
-        int64_t widths[64];
-        double raw[64];
-        char dff[256];
-        snprintf(dff, sizeof dff, "%d * %s", W, shape);
-        bool reachable = ((int64_t)L * W) % q == 0;
+        for (size_t qi = 0; qi < sizeof quanta / sizeof *quanta; qi++)
+            for (size_t bi = 0; bi < sizeof bases / sizeof *bases; bi++) {
+                int L = depths[di], q = quanta[qi], W = bases[bi];
+                int64_t widths[64];
+                double raw[64];
+                char dff[256];
+                snprintf(dff, sizeof dff, "%d * %s", W, shape);
+                bool reachable = ((int64_t)L * W) % q == 0;
         /* Narrow late layers can round to zero with coarse quanta: skip
          * those cases; the golden tests cover that error. */
-        bool ok = run(dff, L, q, W, widths, raw);
-        if (!reachable) {
-            CHECK(!ok, "%s L=%d q=%d W=%d: unreachable budget accepted", name, L, q, W);
-            continue;
-        }
-        if (!ok) {
-            CHECK(W * 0.25 < q, "%s L=%d q=%d W=%d: rejected", name, L, q, W);
-            continue;
-        }
-        int64_t sum = 0;
-        for (int l = 0; l < L; l++) {
-            sum += widths[l];
-            CHECK(widths[l] % q == 0, "%s L=%d q=%d W=%d: layer %d width %lld not a multiple", name,
-                  L, q, W, l, (long long)widths[l]);
-            CHECK(fabs((double)widths[l] - raw[l]) < q, "%s L=%d q=%d W=%d: layer %d moved by a quantum "
-                  "or more (%lld vs %.3f)", name, L, q, W, l, (long long)widths[l], raw[l]);
-            if (l > 0 && monotone < 0)
-                CHECK(widths[l] <= widths[l - 1], "%s L=%d q=%d W=%d: not non-increasing at %d", name, L,
-                      q, W, l);
-            if (l > 0 && monotone > 0)
-                CHECK(widths[l] >= widths[l - 1], "%s L=%d q=%d W=%d: not non-decreasing at %d", name, L,
-                      q, W, l);
-        }
-        CHECK(sum == (int64_t)L * W, "%s L=%d q=%d W=%d: sum %lld != %lld", name, L, q, W,
-              (long long)sum, (long long)L * W);
-    }
+                bool ok = run(dff, L, q, W, widths, raw);
+                if (!reachable) {
+                    CHECK(!ok, "%s L=%d q=%d W=%d: unreachable budget accepted", name, L, q, W);
+                    continue;
+                }
+                if (!ok) {
+                    CHECK(W * 0.25 < q, "%s L=%d q=%d W=%d: rejected", name, L, q, W);
+                    continue;
+                }
+                int64_t sum = 0;
+                for (int l = 0; l < L; l++) {
+                    sum += widths[l];
+                    CHECK(widths[l] % q == 0, "%s L=%d q=%d W=%d: layer %d width %lld not a multiple", name, L, q, W, l,
+                          (long long)widths[l]);
+                    CHECK(fabs((double)widths[l] - raw[l]) < q,
+                          "%s L=%d q=%d W=%d: layer %d moved by a quantum "
+                          "or more (%lld vs %.3f)",
+                          name, L, q, W, l, (long long)widths[l], raw[l]);
+                    if (l > 0 && monotone < 0)
+                        CHECK(widths[l] <= widths[l - 1], "%s L=%d q=%d W=%d: not non-increasing at %d", name, L, q, W,
+                              l);
+                    if (l > 0 && monotone > 0)
+                        CHECK(widths[l] >= widths[l - 1], "%s L=%d q=%d W=%d: not non-decreasing at %d", name, L, q, W,
+                              l);
+                }
+                CHECK(sum == (int64_t)L * W, "%s L=%d q=%d W=%d: sum %lld != %lld", name, L, q, W, (long long)sum,
+                      (long long)L * W);
+            }
 }
 
 /* Random non-increasing schedules with mean exactly 1, given as a table. */
@@ -104,12 +106,17 @@ static void check_random(void) {
         for (int l = 0; l < L; l++) r[l] = 0.3 + (double)rand() / RAND_MAX;
         for (int i = 0; i < L; i++)               /* sort descending */
             for (int j = i + 1; j < L; j++)
-                if (r[j] > r[i]) { double t = r[i]; r[i] = r[j]; r[j] = t; }
+                if (r[j] > r[i]) {
+                    double t = r[i];
+                    r[i] = r[j];
+                    r[j] = t;
+                }
         for (int l = 0; l < L; l++) sum += r[l];
         /* d_ff as a ?: chain over l; the mean is made 1 by normalize. */
         char dff[4096];
         size_t n = (size_t)snprintf(dff, sizeof dff, "%d * normalize(", W);
-        for (int l = 0; l < L - 1; l++) n += (size_t)snprintf(dff + n, sizeof dff - n, "l == %d ? %.17g : ", l, r[l] / sum * L);
+        for (int l = 0; l < L - 1; l++)
+            n += (size_t)snprintf(dff + n, sizeof dff - n, "l == %d ? %.17g : ", l, r[l] / sum * L);
         snprintf(dff + n, sizeof dff - n, "%.17g)", r[L - 1] / sum * L);
         int64_t widths[64];
         double raw[64];
@@ -123,8 +130,7 @@ static void check_random(void) {
             total += widths[l];
             if (l) CHECK(widths[l] <= widths[l - 1], "random trial %d: not monotone at %d", trial, l);
         }
-        CHECK(total == (int64_t)L * W, "random trial %d: sum %lld != %lld", trial, (long long)total,
-              (long long)L * W);
+        CHECK(total == (int64_t)L * W, "random trial %d: sum %lld != %lld", trial, (long long)total, (long long)L * W);
     }
 }
 
@@ -137,8 +143,8 @@ static void check_broken(void) {
     CHECK(!run("688 * cosine(1.5, 0.5)", 6, 64, 688, w, raw), "unreachable quantum accepted");
     CHECK(run("688 * cosine(1.5, 0.5)", 6, 16, 688, w, raw), "tiny rejected");
     int64_t tiny[6] = {1040, 960, 800, 576, 416, 336};
-    CHECK(memcmp(w, tiny, sizeof tiny) == 0, "tiny's widths changed: %lld %lld %lld %lld %lld %lld",
-          (long long)w[0], (long long)w[1], (long long)w[2], (long long)w[3], (long long)w[4], (long long)w[5]);
+    CHECK(memcmp(w, tiny, sizeof tiny) == 0, "tiny's widths changed: %lld %lld %lld %lld %lld %lld", (long long)w[0],
+          (long long)w[1], (long long)w[2], (long long)w[3], (long long)w[4], (long long)w[5]);
 }
 
 int main(int argc, char **argv) {

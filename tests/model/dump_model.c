@@ -53,7 +53,8 @@ typedef struct sbuf {
 #if defined(__GNUC__)
 __attribute__((format(printf, 2, 3)))
 #endif
-static void sb_printf(sbuf *b, const char *fmt, ...) {
+static void
+sb_printf(sbuf *b, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     int k = vsnprintf(NULL, 0, fmt, ap);
@@ -149,19 +150,18 @@ static double num_arg(int argc, char **argv, int *i) {
 
 static const char *schedule_name(uint32_t k) { return tlm_enum_name(&tlm_lr_enum, k); }
 
-static void metadata(const tlm_so *so, const tlm_abi_train *s, const options *o, int64_t T,
-                     sbuf *model, sbuf *params, sbuf *train, sbuf *check) {
+static void metadata(const tlm_so *so, const tlm_abi_train *s, const options *o, int64_t T, sbuf *model, sbuf *params,
+                     sbuf *train, sbuf *check) {
     const tlm_abi_config *am = so->config;
     sb_printf(model,
               "{\"name\": \"%s\", \"vocab\": %" PRId64 ", \"context\": %" PRId64 ", \"d_model\": %" PRId64
               ", \"layers\": %" PRId64 ", \"heads\": %" PRId64 ", \"head_dim\": %" PRId64
               ", \"mlp\": \"%s\", \"tie_embeddings\": %s, \"norm_eps\": %.17g, \"rope_base\": %.17g, "
               "\"widths\": [",
-              tlm_so_str(so, am->name), am->vocab, am->context, am->d_model, am->layers, am->heads,
-              am->head_dim, tlm_enum_name(&tlm_mlp_enum, am->mlp),
-              am->tie_embeddings ? "true" : "false", am->norm_eps, am->rope_base);
-    for (int64_t l = 0; l < am->layers; l++)
-        sb_printf(model, "%s%" PRId64, l ? ", " : "", so->layers[l].width);
+              tlm_so_str(so, am->name), am->vocab, am->context, am->d_model, am->layers, am->heads, am->head_dim,
+              tlm_enum_name(&tlm_mlp_enum, am->mlp), am->tie_embeddings ? "true" : "false", am->norm_eps,
+              am->rope_base);
+    for (int64_t l = 0; l < am->layers; l++) sb_printf(model, "%s%" PRId64, l ? ", " : "", so->layers[l].width);
     sb_printf(model, "], \"mixer\": \"%s\", \"gate\": \"%s\", \"chunk\": %" PRId64 ", \"inner_lr\": %.17g, \"cms\": [",
               tlm_enum_name(&tlm_mixer_enum, am->mixer), tlm_enum_name(&tlm_gate_enum, am->gate), am->chunk,
               am->inner_lr);
@@ -174,10 +174,11 @@ static void metadata(const tlm_so *so, const tlm_abi_train *s, const options *o,
         sb_printf(params, "%s{\"name\": \"%s\", \"layer\": %d, \"shape\": [%" PRId64, i ? ", " : "",
                   tlm_so_str(so, p->name), p->layer, p->shape[0]);
         if (p->ndim == 2) sb_printf(params, ", %" PRId64, p->shape[1]);
-        sb_printf(params,
-                  "], \"decay\": %s, \"init\": \"%s\", \"init_std\": %.17g, \"level\": %u, \"period\": %u}",
+        sb_printf(params, "], \"decay\": %s, \"init\": \"%s\", \"init_std\": %.17g, \"level\": %u, \"period\": %u}",
                   p->decay ? "true" : "false",
-                  p->init == TLM_INIT_NORMAL ? "normal" : p->init == TLM_INIT_ONES ? "ones" : "zeros",
+                  p->init == TLM_INIT_NORMAL ? "normal"
+                  : p->init == TLM_INIT_ONES ? "ones"
+                                             : "zeros",
                   p->init_std, p->level, p->period);
     }
     sb_printf(params, "]");
@@ -187,9 +188,9 @@ static void metadata(const tlm_so *so, const tlm_abi_train *s, const options *o,
               ", \"run\": %" PRId64 ", \"steps\": %" PRId64 ", \"warmup\": %" PRId64
               ", \"schedule\": \"%s\", \"lr\": %.17g, \"min_lr\": %.17g, \"beta1\": %.17g, \"beta2\": %.17g, "
               "\"eps\": %.17g, \"weight_decay\": %.17g, \"grad_clip\": %.17g, \"decay_embeddings\": false}",
-              tlm_enum_name(&tlm_optimizer_enum, s->optimizer), s->batch, s->accumulate, T, o->run, s->steps,
-              s->warmup, schedule_name(s->lr_schedule), s->lr, s->min_lr, s->beta1, s->beta2, s->eps,
-              s->weight_decay, s->grad_clip);
+              tlm_enum_name(&tlm_optimizer_enum, s->optimizer), s->batch, s->accumulate, T, o->run, s->steps, s->warmup,
+              schedule_name(s->lr_schedule), s->lr, s->min_lr, s->beta1, s->beta2, s->eps, s->weight_decay,
+              s->grad_clip);
 
     sb_printf(check,
               "{\"seed\": %" PRIu64 ", \"data_seed\": %" PRIu64 ", \"scale\": %.17g, \"norm_noise\": %.17g, "
@@ -209,7 +210,8 @@ static double now(void) {
 int main(int argc, char **argv) {
     if (argc < 3) {
         fputs("usage: dump_model MODEL.so OUT.safetensors [options]\n"
-              "       dump_model MODEL.so --time STEPS [options]\n", stderr);
+              "       dump_model MODEL.so --time STEPS [options]\n",
+              stderr);
         return 2;
     }
     const char *so_path = argv[1], *out = NULL;
@@ -231,8 +233,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--scale-param") && i + 1 < argc && o.nscaled < 8) {
             o.scaled_name[o.nscaled] = argv[++i];
             o.scaled_by[o.nscaled++] = num_arg(argc, argv, &i);
-        }
-        else if (!strcmp(a, "--batch")) s.batch = (int64_t)num_arg(argc, argv, &i);
+        } else if (!strcmp(a, "--batch")) s.batch = (int64_t)num_arg(argc, argv, &i);
         else if (!strcmp(a, "--seq")) s.context = (int64_t)num_arg(argc, argv, &i);
         else if (!strcmp(a, "--accumulate")) s.accumulate = (int64_t)num_arg(argc, argv, &i);
         else if (!strcmp(a, "--steps")) s.steps = (int64_t)num_arg(argc, argv, &i);

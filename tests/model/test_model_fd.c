@@ -131,8 +131,8 @@ static void check_model(const char *path) {
     double loss = tlm_model_forward(&c.m, c.tokens, c.targets, c.B, c.T);
     tlm_model_backward(&c.m, 1.0f);
     memcpy(c.g, c.m.grads, (size_t)n * sizeof *c.g);
-    printf("%s: loss %.6f on %lld x %lld tokens, %u tensors\n", tlm_so_str(&so, so.config->name), loss,
-           (long long)c.B, (long long)c.T, so.header->nparams);
+    printf("%s: loss %.6f on %lld x %lld tokens, %u tensors\n", tlm_so_str(&so, so.config->name), loss, (long long)c.B,
+           (long long)c.T, so.header->nparams);
 
     double worst_grad = 0, worst_rand = 0;
     for (uint32_t t = 0; t < so.header->nparams; t++) {
@@ -167,8 +167,8 @@ static void check_model(const char *path) {
         check_direction(&c, what, false, sqrt(dn2), &worst_rand);
         memset(c.dir, 0, (size_t)n * sizeof *c.dir);
     }
-    printf("  %u gradient directions: worst |fd - g.d| / |g.d| %.1e (bound %.0e)\n", so.header->nparams + 1,
-           worst_grad, GRAD_DIR_TOL);
+    printf("  %u gradient directions: worst |fd - g.d| / |g.d| %.1e (bound %.0e)\n", so.header->nparams + 1, worst_grad,
+           GRAD_DIR_TOL);
     printf("  %u random directions: worst |fd - g.d| / (||g|| ||d||) %.1e (bound %.0e)\n",
            NRANDOM * so.header->nparams + NGLOBAL, worst_rand, RANDOM_DIR_TOL);
     free(c.tokens), free(c.targets), free(c.p0), free(c.g), free(c.dir);

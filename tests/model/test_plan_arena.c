@@ -41,8 +41,13 @@ static const double ROW_TOL = 2e-5;
 
 /* ---- what the interpreter (runtime/model/model.c) touches per operand ---- */
 
-typedef struct need { int64_t per_token, per_token_t; } need;
-typedef struct op_needs { need in[4], out[4]; bool known; } op_needs;
+typedef struct need {
+    int64_t per_token, per_token_t;
+} need;
+typedef struct op_needs {
+    need in[4], out[4];
+    bool known;
+} op_needs;
 
 /* Floats per token (and per token x T) each operand of op must hold, as
  * run_op uses them; W: the op's kernel width. */
@@ -59,7 +64,8 @@ static op_needs needs_of(const tlm_so *so, const tlm_abi_op *op) {
     case TLM_OP_RMSNORM_BACKWARD: n.in[0] = d, n.in[1] = d, n.in[2] = one, n.out[0] = d; break;
     case TLM_OP_QKV: n.in[0] = d, n.out[0] = qkv; break;
     case TLM_OP_QKV_BACKWARD: n.in[0] = qkv, n.in[1] = d, n.out[0] = d; break;
-    case TLM_OP_ROPE: case TLM_OP_ROPE_BACKWARD: n.out[0] = qkv; break;
+    case TLM_OP_ROPE:
+    case TLM_OP_ROPE_BACKWARD: n.out[0] = qkv; break;
     case TLM_OP_ATTENTION: n.in[0] = qkv, n.out[0] = probs, n.out[1] = a; break;
     case TLM_OP_ATTENTION_BACKWARD: n.in[0] = a, n.in[1] = qkv, n.in[2] = probs, n.in[3] = a, n.out[0] = qkv; break;
     case TLM_OP_OUT_PROJ: n.in[0] = a, n.in[1] = d, n.out[0] = d; break;
@@ -81,15 +87,14 @@ static op_needs needs_of(const tlm_so *so, const tlm_abi_op *op) {
 static bool reads(const tlm_abi_op *op, int b) {
     for (int j = 0; j < 4; j++)
         if (op->in[j] == b) return true;
-    bool in_place = op->kind == TLM_OP_ROPE || op->kind == TLM_OP_ROPE_BACKWARD ||
-                    (op->flags & TLM_OP_FLAG_ACCUMULATE);
+    bool in_place = op->kind == TLM_OP_ROPE || op->kind == TLM_OP_ROPE_BACKWARD || (op->flags & TLM_OP_FLAG_ACCUMULATE);
     return in_place && op->out[0] == b;
 }
 
 /* ---- static checks of one plan ---------------------------------------- */
 
-static void check_plan(const tlm_so *so, const char *what, int nops, int64_t B, int64_t T,
-                       const int64_t *offsets, int64_t arena) {
+static void check_plan(const tlm_so *so, const char *what, int nops, int64_t B, int64_t T, const int64_t *offsets,
+                       int64_t arena) {
     const int nb = (int)so->header->nbuffers;
     const tlm_abi_buffer *bufs = so->buffers;
     const tlm_abi_op *ops = so->ops;
@@ -117,8 +122,8 @@ static void check_plan(const tlm_so *so, const char *what, int nops, int64_t B, 
     int used = 0;
     for (int i = 0; i < nb; i++) {
         const char *name = tlm_so_str(so, bufs[i].name);
-        CHECK(first[i] == pfirst[i] && last[i] == plast[i], "%s: %s lives [%d, %d], the planner says [%d, %d]",
-              what, name, first[i], last[i], pfirst[i], plast[i]);
+        CHECK(first[i] == pfirst[i] && last[i] == plast[i], "%s: %s lives [%d, %d], the planner says [%d, %d]", what,
+              name, first[i], last[i], pfirst[i], plast[i]);
         if (first[i] < 0) {
             CHECK(offsets[i] == -1, "%s: %s is not used but has offset %lld", what, name, (long long)offsets[i]);
             continue;
@@ -142,8 +147,8 @@ static void check_plan(const tlm_so *so, const char *what, int nops, int64_t B, 
             bool apart = offsets[i] + bytes[i] <= offsets[j] || offsets[j] + bytes[j] <= offsets[i];
             CHECK(apart, "%s: %s [%lld, %lld) and %s [%lld, %lld) overlap while both are alive (ops %d..%d, %d..%d)",
                   what, tlm_so_str(so, bufs[i].name), (long long)offsets[i], (long long)(offsets[i] + bytes[i]),
-                  tlm_so_str(so, bufs[j].name), (long long)offsets[j], (long long)(offsets[j] + bytes[j]),
-                  first[i], last[i], first[j], last[j]);
+                  tlm_so_str(so, bufs[j].name), (long long)offsets[j], (long long)(offsets[j] + bytes[j]), first[i],
+                  last[i], first[j], last[j]);
         }
     /* operand sizes against what the interpreter touches */
     int unknown = 0;
@@ -168,10 +173,9 @@ static void check_plan(const tlm_so *so, const char *what, int nops, int64_t B, 
                 }
                 const tlm_abi_buffer *b = &bufs[ids[x]];
                 CHECK(b->per_token >= nd[x].per_token && b->per_token_t >= nd[x].per_token_t,
-                      "%s: op %d (kind %u) uses %s as %s%d: %lld + %lld T floats per token, needs %lld + %lld T",
-                      what, k, ops[k].kind, tlm_so_str(so, b->name), x ? "out" : "in", j,
-                      (long long)b->per_token, (long long)b->per_token_t, (long long)nd[x].per_token,
-                      (long long)nd[x].per_token_t);
+                      "%s: op %d (kind %u) uses %s as %s%d: %lld + %lld T floats per token, needs %lld + %lld T", what,
+                      k, ops[k].kind, tlm_so_str(so, b->name), x ? "out" : "in", j, (long long)b->per_token,
+                      (long long)b->per_token_t, (long long)nd[x].per_token, (long long)nd[x].per_token_t);
             }
         }
     }
@@ -195,7 +199,8 @@ static void check_tables(const tlm_so *so) {
         if ((p->role == TLM_P_GATE || p->role == TLM_P_UP || p->role == TLM_P_DOWN) && p->layer >= 0) {
             const tlm_abi_layer *l = &so->layers[p->layer];
             int64_t W = p->role == TLM_P_DOWN ? p->shape[1] : p->shape[0];
-            CHECK(W == l->width && so->kernels[l->kernel].width == l->width && so->kernels[l->kernel].d_model == am->d_model,
+            CHECK(W == l->width && so->kernels[l->kernel].width == l->width &&
+                      so->kernels[l->kernel].d_model == am->d_model,
                   "%s: width %lld, layer %d width %lld, kernel width %lld", tlm_so_str(so, p->name), (long long)W,
                   p->layer, (long long)l->width, (long long)so->kernels[l->kernel].width);
         }
@@ -291,8 +296,8 @@ static void run_checks(const tlm_so *so) {
     tlm_model_backward(&u, 1.0f);
     CHECK(all_finite(m.grads, npar), "NaN or Inf in the gradients: something read memory nobody wrote");
     CHECK(same_bits(m.grads, u.grads, npar * sizeof *m.grads), "the planned arena changes the gradients");
-    printf("  B %lld, T %lld (%s plan): logits, loss and gradients bit-identical to an unshared layout\n",
-           (long long)B, (long long)T, B == sp->batch && T == sp->seq ? "stored" : "recomputed");
+    printf("  B %lld, T %lld (%s plan): logits, loss and gradients bit-identical to an unshared layout\n", (long long)B,
+           (long long)T, B == sp->batch && T == sp->seq ? "stored" : "recomputed");
     tlm_model_destroy(&u);
 
     /* smaller sizes: in the same arena and in a model planned for them */
@@ -321,8 +326,9 @@ static void run_checks(const tlm_so *so) {
           "B %lld, T %lld: the planned and the recomputed arena give different gradients", (long long)Bp,
           (long long)Tp);
     printf("  B %lld, T %lld in the B %lld x T %lld arena and in its own: rows of the full logits (%s, %.1e), "
-           "same loss and gradients\n", (long long)Bp, (long long)Tp, (long long)B, (long long)T,
-           bits1 && bits2 ? "bit-identical" : "max rel", fmax(e1, e2));
+           "same loss and gradients\n",
+           (long long)Bp, (long long)Tp, (long long)B, (long long)T, bits1 && bits2 ? "bit-identical" : "max rel",
+           fmax(e1, e2));
     tlm_model_destroy(&s);
 
     /* causality and independent sequences: new tokens from t0 on in
@@ -335,11 +341,13 @@ static void run_checks(const tlm_so *so) {
     bool before = same_bits(z, logits, (size_t)(t0 * V) * sizeof *z);
     bool others = same_bits(z + T * V, logits + T * V, (size_t)((B - 1) * T * V) * sizeof *z);
     bool after = !same_bits(z + t0 * V, logits + t0 * V, (size_t)((T - t0) * V) * sizeof *z);
-    CHECK(before && others && after, "tokens from position %lld of sequence 0 changed: logits before it %s, "
-          "other sequences %s, logits from it on %s", (long long)t0, before ? "kept" : "CHANGED",
-          others ? "kept" : "CHANGED", after ? "changed" : "UNCHANGED");
+    CHECK(before && others && after,
+          "tokens from position %lld of sequence 0 changed: logits before it %s, "
+          "other sequences %s, logits from it on %s",
+          (long long)t0, before ? "kept" : "CHANGED", others ? "kept" : "CHANGED", after ? "changed" : "UNCHANGED");
     printf("  causality: new tokens from position %lld of sequence 0 leave earlier logits and %lld other "
-           "sequences bit-identical\n", (long long)t0, (long long)(B - 1));
+           "sequences bit-identical\n",
+           (long long)t0, (long long)(B - 1));
 
     /* inference with the stored infer plan: the training model's logits */
     tlm_model inf;

@@ -24,8 +24,7 @@ static tlm_st_tensor g_t[MAX_T];
 static int g_n;
 static tlm_rng g_rng;
 
-static void put(const char *op, const char *name, tlm_dtype dt, const void *data,
-                int ndim, const int64_t *shape) {
+static void put(const char *op, const char *name, tlm_dtype dt, const void *data, int ndim, const int64_t *shape) {
     if (g_n == MAX_T) {
         fprintf(stderr, "dump_ops: too many tensors\n");
         exit(2);
@@ -49,10 +48,8 @@ static void put(const char *op, const char *name, tlm_dtype dt, const void *data
 #define SHAPE(...) ((const int64_t[]){__VA_ARGS__})
 #define NDIM(...) ((int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)))
 /* F32 tensor with the given dims */
-#define PUTF(op, name, data, ...) \
-    put(op, name, TLM_F32, data, NDIM(__VA_ARGS__), SHAPE(__VA_ARGS__))
-#define PUTI(op, name, data, ...) \
-    put(op, name, TLM_I32, data, NDIM(__VA_ARGS__), SHAPE(__VA_ARGS__))
+#define PUTF(op, name, data, ...) put(op, name, TLM_F32, data, NDIM(__VA_ARGS__), SHAPE(__VA_ARGS__))
+#define PUTI(op, name, data, ...) put(op, name, TLM_I32, data, NDIM(__VA_ARGS__), SHAPE(__VA_ARGS__))
 
 static float *rnd(size_t n, float lo, float hi) {
     float *p = falloc(n);
@@ -298,12 +295,27 @@ static int read_and_print(const char *path) {
         for (size_t k = 0; k < n; k++) {
             /* memcpy: the data need not be aligned for its type */
             const unsigned char *at = (const unsigned char *)t->data + k * tlm_dtype_size(t->dtype);
-            float f32; double f64; int64_t i64; int32_t i32;
+            float f32;
+            double f64;
+            int64_t i64;
+            int32_t i32;
             switch (t->dtype) {
-            case TLM_F32: memcpy(&f32, at, 4); sum += f32; break;
-            case TLM_F64: memcpy(&f64, at, 8); sum += f64; break;
-            case TLM_I64: memcpy(&i64, at, 8); sum += (double)i64; break;
-            case TLM_I32: memcpy(&i32, at, 4); sum += i32; break;
+            case TLM_F32:
+                memcpy(&f32, at, 4);
+                sum += f32;
+                break;
+            case TLM_F64:
+                memcpy(&f64, at, 8);
+                sum += f64;
+                break;
+            case TLM_I64:
+                memcpy(&i64, at, 8);
+                sum += (double)i64;
+                break;
+            case TLM_I32:
+                memcpy(&i32, at, 4);
+                sum += i32;
+                break;
             case TLM_U8: sum += *at; break;
             default: break;
             }
@@ -336,7 +348,9 @@ int main(int argc, char **argv) {
     dump_crossentropy();
     dump_tiny();
     static const tlm_st_meta meta[] = {
-        {"rmsnorm_eps", "1e-5"}, {"l2norm_eps", "1e-6"}, {"rope_base", "10000"},
+        {"rmsnorm_eps", "1e-5"},
+        {"l2norm_eps", "1e-6"},
+        {"rope_base", "10000"},
         {"tiny_layers", "layer 0: packed qkv, swiglu; layer 1: gated attention, gelu"},
     };
     tlm_err err;

@@ -12,21 +12,18 @@
 
 enum { NP = 6 * 5 + 5 + 4 * 3, S = 12, LR_STEPS = 25 };
 
-static const tlm_param_span spans[3] = {
-    {0, 30, true}, {30, 5, false}, {35, 12, true}};
+static const tlm_param_span spans[3] = {{0, 30, true}, {30, 5, false}, {35, 12, true}};
 
 static tlm_st_tensor g_t[32];
 static int g_n;
 
-static void put(const char *name, const float *data, int ndim, int64_t d0,
-                int64_t d1) {
+static void put(const char *name, const float *data, int ndim, int64_t d0, int64_t d1) {
     g_t[g_n++] = (tlm_st_tensor){name, TLM_F32, ndim, {d0, d1}, data, 0};
 }
 
 /* Runs one optimiser; fills params_after [S,NP], lrs [S], norms [S]. */
-static void run(bool adam, const tlm_lr_schedule *sched, float max_norm,
-                const float *p0, const float *grads, float *after, float *lrs,
-                float *norms) {
+static void run(bool adam, const tlm_lr_schedule *sched, float max_norm, const float *p0, const float *grads,
+                float *after, float *lrs, float *norms) {
     float p[NP], g[NP], m[NP] = {0}, v[NP] = {0};
     memcpy(p, p0, sizeof p);
     const tlm_adamw aw = {0.9f, 0.95f, 1e-8f, 0.1f};

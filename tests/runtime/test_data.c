@@ -28,9 +28,7 @@ static void write_bytes(const char *path, const char *bytes, size_t n) {
     fclose(f);
 }
 
-static void write_file(const char *path, const char *text) {
-    write_bytes(path, text, strlen(text));
-}
+static void write_file(const char *path, const char *text) { write_bytes(path, text, strlen(text)); }
 
 static void expect_load_error(const char *path, const char *needle) {
     tlm_dataset ds;
@@ -94,17 +92,13 @@ static void test_folder(void) {
     CHECK(in[0] == 255 && in[1] == 0 && tg[0] == 0 && tg[8] == 'B', "byte ids");
     CHECK(tlm_data_num_windows(&ds, 3) == 3, "windows of 3 in 10 bytes");
     /* bytes: ff 00 z a a a B B B B; window i starts at 3i */
-    CHECK(tlm_data_window(&ds, 1, 3, in, tg, &err) == 0 && in[0] == 'a' && tg[2] == 'B',
-          "window 1");
-    CHECK(tlm_data_window(&ds, 2, 3, in, tg, &err) == 0 && in[0] == 'B' && tg[2] == 'B',
-          "window 2");
-    CHECK(tlm_data_window(&ds, 3, 3, in, tg, &err) == -1 && strstr(err.msg, "out of range"),
-          "window 3: %s", err.msg);
+    CHECK(tlm_data_window(&ds, 1, 3, in, tg, &err) == 0 && in[0] == 'a' && tg[2] == 'B', "window 1");
+    CHECK(tlm_data_window(&ds, 2, 3, in, tg, &err) == 0 && in[0] == 'B' && tg[2] == 'B', "window 2");
+    CHECK(tlm_data_window(&ds, 3, 3, in, tg, &err) == -1 && strstr(err.msg, "out of range"), "window 3: %s", err.msg);
     /* an explicit list keeps its order */
     const char *files[2] = {path_in("corpus/b.txt"), path_in("corpus/a.txt")};
     tlm_dataset d2;
-    CHECK(tlm_data_load_files(&d2, files, 2, &err) == 0 && d2.n == 7 &&
-              memcmp(d2.bytes, "BBBBaaa", 7) == 0,
+    CHECK(tlm_data_load_files(&d2, files, 2, &err) == 0 && d2.n == 7 && memcmp(d2.bytes, "BBBBaaa", 7) == 0,
           "file list order");
     tlm_data_free(&d2);
     tlm_data_free(&ds);

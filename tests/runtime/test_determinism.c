@@ -49,11 +49,9 @@ int main(void) {
     float *g4 = run_once(&m, ids, tgt, &l4);
     omp_set_num_threads(threads);
     CHECK(l3 == l1 && l4 == l1, "loss depends on the OpenMP thread count");
-    CHECK(memcmp(g3, g1, m.nfloats * sizeof(float)) == 0 &&
-              memcmp(g4, g1, m.nfloats * sizeof(float)) == 0,
+    CHECK(memcmp(g3, g1, m.nfloats * sizeof(float)) == 0 && memcmp(g4, g1, m.nfloats * sizeof(float)) == 0,
           "gradients depend on the OpenMP thread count");
-    printf("  loss and %zu gradients bit-identical: 2 runs, 1 and %d threads\n", m.nfloats,
-           threads > 1 ? threads : 2);
+    printf("  loss and %zu gradients bit-identical: 2 runs, 1 and %d threads\n", m.nfloats, threads > 1 ? threads : 2);
     free(g3), free(g4);
 #endif
     free(g1), free(g2);
@@ -69,13 +67,11 @@ int main(void) {
         double loss = tiny_forward(&m, ids, tgt);
         tiny_backward(&m, ids, tgt);
         tlm_clip_grad_norm(m.g, m.nfloats, 1.0f);
-        tlm_adamw_update_spans(&opt, m.p, m.g, mom, vel, spans, ns, tlm_lr_at(&sched, step),
-                               step + 1);
+        tlm_adamw_update_spans(&opt, m.p, m.g, mom, vel, spans, ns, tlm_lr_at(&sched, step), step + 1);
         if (step == 0) first = loss;
         last = loss;
     }
-    printf("  60 AdamW steps on a fixed batch: loss %.4f -> %.4f (ln V = %.4f)\n", first, last,
-           log((double)m.V));
+    printf("  60 AdamW steps on a fixed batch: loss %.4f -> %.4f (ln V = %.4f)\n", first, last, log((double)m.V));
     CHECK(fabs(first - log((double)m.V)) < 0.5, "initial loss %.3f not near ln V", first);
     CHECK(last < 0.2 * first, "loss did not fall: %.4f -> %.4f", first, last);
     free(mom), free(vel), free(ids), free(tgt);

@@ -104,8 +104,7 @@ static void test_writer(void) {
     size_t qlen = strlen(sb.buf) - 2; /* without " 7" */
     tlm_json *j = tlm_json_parse(sb.buf, qlen, &err);
     CHECK(j && j->len == sizeof raw - 1 && memcmp(j->str, raw, j->len) == 0, "writer round trip");
-    CHECK(strstr(sb.buf, "\\u0007") && strstr(sb.buf, "\\u0000") && strstr(sb.buf, "\\\""),
-          "escapes: %s", sb.buf);
+    CHECK(strstr(sb.buf, "\\u0007") && strstr(sb.buf, "\\u0000") && strstr(sb.buf, "\\\""), "escapes: %s", sb.buf);
     tlm_json_free(j);
     tlm_sb_free(&sb);
 }

@@ -26,8 +26,7 @@ typedef double (*loss_fn)(void *ctx);
 
 static tlm_rng g_rng;
 
-static double fd_check(const char *op, const char *wrt, loss_fn f, void *ctx,
-                       float *x, size_t n, const float *an) {
+static double fd_check(const char *op, const char *wrt, loss_fn f, void *ctx, float *x, size_t n, const float *an) {
     size_t m = n <= 40 ? n : 40;
     double maxdiff = 0.0, maxfd = 0.0;
     for (size_t k = 0; k < m; k++) {
@@ -45,8 +44,7 @@ static double fd_check(const char *op, const char *wrt, loss_fn f, void *ctx,
         maxfd = fmax(maxfd, fabs(fd));
     }
     double rel = maxdiff / (maxfd > 1e-6 ? maxfd : 1e-6);
-    printf("  %-16s d/d%-10s max rel err %.2e  (%zu entries)\n", op, wrt, rel,
-           m);
+    printf("  %-16s d/d%-10s max rel err %.2e  (%zu entries)\n", op, wrt, rel, m);
     CHECK(rel < TOL, "%s: gradient wrt %s off by %.3g", op, wrt, rel);
     CHECK(maxfd > 1e-4, "%s: gradient wrt %s is ~0, test is vacuous", op, wrt);
     return rel;
@@ -110,8 +108,7 @@ static double rms_loss(void *p) {
 
 static void test_rmsnorm(void) {
     int N = 3, C = 7;
-    rms_ctx c = {N, 0, C, rnd(21, -1, 1), rnd(7, 0.5f, 1.5f), falloc(21),
-                 falloc(3), rnd(21, -1, 1)};
+    rms_ctx c = {N, 0, C, rnd(21, -1, 1), rnd(7, 0.5f, 1.5f), falloc(21), falloc(3), rnd(21, -1, 1)};
     rms_loss(&c);
     float *dx = filled(21, PRE_ACC), *dw = filled(7, PRE_ACC);
     tlm_rmsnorm_backward(dx, dw, c.R, c.x, c.w, c.rstd, N, C);
@@ -123,8 +120,7 @@ static void test_rmsnorm(void) {
 
 static void test_rmsnorm_heads(void) {
     int N = 2, H = 3, D = 4, n = N * H * D;
-    rms_ctx c = {N, H, D, rnd(n, -1, 1), rnd(H * D, 0.5f, 1.5f), falloc(n),
-                 falloc(N * H), rnd(n, -1, 1)};
+    rms_ctx c = {N, H, D, rnd(n, -1, 1), rnd(H * D, 0.5f, 1.5f), falloc(n), falloc(N * H), rnd(n, -1, 1)};
     rms_loss(&c);
     float *dx = filled(n, PRE_WRITE), *dw = filled(H * D, PRE_ACC);
     tlm_rmsnorm_heads_backward(dx, dw, c.R, c.x, c.w, c.rstd, N, H, D);
@@ -184,8 +180,7 @@ static double lin_loss(void *p) {
 
 static void test_linear(void) {
     int N = 3, in = 5, out = 4;
-    lin_ctx c = {N, in, out, rnd(N * in, -1, 1), rnd(out * in, -1, 1),
-                 falloc(N * out), rnd(N * out, -1, 1)};
+    lin_ctx c = {N, in, out, rnd(N * in, -1, 1), rnd(out * in, -1, 1), falloc(N * out), rnd(N * out, -1, 1)};
     float *dx = filled(N * in, PRE_WRITE), *dw = filled(out * in, PRE_ACC);
     tlm_linear_backward(dx, dw, c.R, c.x, c.w, N, in, out, false);
     unaccumulate(dw, out * in);
@@ -220,8 +215,7 @@ static double rope_loss(void *p) {
 static void test_rope(int stride_mult) {
     int B = 2, T = 5, H = 2, D = 6, stride = stride_mult * H * D;
     size_t n = (size_t)B * T * stride;
-    rope_ctx c = {B, T, H, D, stride, rnd(n, -1, 1), falloc(n),
-                  falloc(T * D / 2), falloc(T * D / 2), rnd(n, -1, 1)};
+    rope_ctx c = {B, T, H, D, stride, rnd(n, -1, 1), falloc(n), falloc(T * D / 2), falloc(T * D / 2), rnd(n, -1, 1)};
     tlm_rope_init(c.cs, c.sn, T, D, 10000.0);
     /* with a stride, only the head slices belong to the op: zero R
      * elsewhere so the loss ignores untouched entries of out */
@@ -232,8 +226,7 @@ static void test_rope(int stride_mult) {
     tlm_rope_backward(dx, c.R, c.cs, c.sn, B, T, H, D, stride);
     for (size_t bt = 0; bt < (size_t)B * T; bt++)
         for (int j = H * D; j < stride; j++) dx[bt * stride + j] = 0.0f;
-    fd_check(stride_mult == 1 ? "rope" : "rope/strided", "x", rope_loss, &c,
-             c.x, n, dx);
+    fd_check(stride_mult == 1 ? "rope" : "rope/strided", "x", rope_loss, &c, c.x, n, dx);
     /* in place gives the same (rope_loss: out from the unperturbed x) */
     rope_loss(&c);
     float *y = falloc(n);
@@ -241,8 +234,7 @@ static void test_rope(int stride_mult) {
     tlm_rope_forward(y, y, c.cs, c.sn, B, T, H, D, stride);
     bool same = true;
     for (size_t bt = 0; bt < (size_t)B * T; bt++)
-        for (int j = 0; j < H * D; j++)
-            same &= y[bt * stride + j] == c.out[bt * stride + j];
+        for (int j = 0; j < H * D; j++) same &= y[bt * stride + j] == c.out[bt * stride + j];
     CHECK(same, "rope in place differs");
     free(c.x), free(c.out), free(c.cs), free(c.sn), free(c.R), free(dx), free(y);
 }
@@ -270,8 +262,7 @@ static void test_attention(bool packed) {
     float *v = packed ? buf + 2 * C : buf + 2 * nqkv;
     float *dq = dbuf, *dk = packed ? dbuf + C : dbuf + nqkv;
     float *dv = packed ? dbuf + 2 * C : dbuf + 2 * nqkv;
-    att_ctx c = {B, T, H, D, stride, q, k, v, falloc(ny),
-                 falloc((size_t)B * H * T * T), rnd(ny, -1, 1)};
+    att_ctx c = {B, T, H, D, stride, q, k, v, falloc(ny), falloc((size_t)B * H * T * T), rnd(ny, -1, 1)};
     att_loss(&c);
     tlm_attention_backward(dq, dk, dv, c.R, c.y, c.att, q, k, v, B, T, H, D, stride);
     const char *name = packed ? "attention/qkv" : "attention";
@@ -391,9 +382,7 @@ static void test_swiglu(void) {
     memcpy(a, c.R, n * sizeof(float));
     float *du2 = falloc(n);
     tlm_swiglu_backward(a, du2, a, c.g, c.u, n);
-    CHECK(memcmp(a, dg, n * sizeof(float)) == 0 &&
-              memcmp(du2, du, n * sizeof(float)) == 0,
-          "aliased dh differs");
+    CHECK(memcmp(a, dg, n * sizeof(float)) == 0 && memcmp(du2, du, n * sizeof(float)) == 0, "aliased dh differs");
     free(c.g), free(c.u), free(c.h), free(c.R), free(dg), free(du), free(a), free(du2);
 }
 
@@ -412,12 +401,8 @@ static double mlp_loss(void *p) {
     memcpy(c->out, c->out0, (size_t)c->N * c->C * sizeof(float));
     int cut[3] = {0, c->rsplit, c->N};
     for (int s = 0; s < 2; s++) {
-        if (c->gelu)
-            tlm_mlp_gelu_forward(c->C, c->F, cut[s], cut[s + 1], c->x, c->wu,
-                                 c->wd, c->pu, c->out);
-        else
-            tlm_mlp_swiglu_forward(c->C, c->F, cut[s], cut[s + 1], c->x, c->wg,
-                                   c->wu, c->wd, c->pg, c->pu, c->out);
+        if (c->gelu) tlm_mlp_gelu_forward(c->C, c->F, cut[s], cut[s + 1], c->x, c->wu, c->wd, c->pu, c->out);
+        else tlm_mlp_swiglu_forward(c->C, c->F, cut[s], cut[s + 1], c->x, c->wg, c->wu, c->wd, c->pg, c->pu, c->out);
     }
     return dot_d(c->out, c->R, (size_t)c->N * c->C);
 }
@@ -425,29 +410,33 @@ static double mlp_loss(void *p) {
 static void test_mlp(bool gelu) {
     int N = 5, C = 6, F = 8;
     size_t nx = (size_t)N * C, nw = (size_t)F * C, nh = (size_t)N * F;
-    mlp_ctx c = {gelu, N, C, F, 2, 3, rnd(nx, -1, 1), rnd(nw, -0.5f, 0.5f),
-                 rnd(nw, -0.5f, 0.5f), rnd(nw, -0.5f, 0.5f), rnd(nx, -1, 1),
-                 falloc(nh), falloc(nh), falloc(nx), rnd(nx, -1, 1)};
+    mlp_ctx c = {gelu,
+                 N,
+                 C,
+                 F,
+                 2,
+                 3,
+                 rnd(nx, -1, 1),
+                 rnd(nw, -0.5f, 0.5f),
+                 rnd(nw, -0.5f, 0.5f),
+                 rnd(nw, -0.5f, 0.5f),
+                 rnd(nx, -1, 1),
+                 falloc(nh),
+                 falloc(nh),
+                 falloc(nx),
+                 rnd(nx, -1, 1)};
     mlp_loss(&c);
     float *dx = filled(nx, PRE_WRITE), *dwg = filled(nw, PRE_ACC);
     float *dwu = filled(nw, PRE_ACC), *dwd = filled(nw, PRE_ACC);
     float *dpg = filled(nh, PRE_WRITE), *dpu = filled(nh, PRE_WRITE);
     int rc[3] = {0, c.rsplit, N}, jc[3] = {0, c.jsplit, F};
     for (int s = 0; s < 2; s++) {
-        if (gelu)
-            tlm_mlp_gelu_backward_data(C, F, rc[s], rc[s + 1], c.x, c.wu, c.wd,
-                                       c.pu, c.R, dpu, dx);
-        else
-            tlm_mlp_swiglu_backward_data(C, F, rc[s], rc[s + 1], c.x, c.wg, c.wu,
-                                         c.wd, c.pg, c.pu, c.R, dpg, dpu, dx);
+        if (gelu) tlm_mlp_gelu_backward_data(C, F, rc[s], rc[s + 1], c.x, c.wu, c.wd, c.pu, c.R, dpu, dx);
+        else tlm_mlp_swiglu_backward_data(C, F, rc[s], rc[s + 1], c.x, c.wg, c.wu, c.wd, c.pg, c.pu, c.R, dpg, dpu, dx);
     }
     for (int s = 0; s < 2; s++) {
-        if (gelu)
-            tlm_mlp_gelu_backward_weight(C, F, N, jc[s], jc[s + 1], c.x, c.pu,
-                                         c.R, dpu, dwu, dwd);
-        else
-            tlm_mlp_swiglu_backward_weight(C, F, N, jc[s], jc[s + 1], c.x, c.pg,
-                                           c.pu, c.R, dpg, dpu, dwg, dwu, dwd);
+        if (gelu) tlm_mlp_gelu_backward_weight(C, F, N, jc[s], jc[s + 1], c.x, c.pu, c.R, dpu, dwu, dwd);
+        else tlm_mlp_swiglu_backward_weight(C, F, N, jc[s], jc[s + 1], c.x, c.pg, c.pu, c.R, dpg, dpu, dwg, dwu, dwd);
     }
     unaccumulate(dwg, nw), unaccumulate(dwu, nw), unaccumulate(dwd, nw);
     const char *name = gelu ? "mlp_gelu" : "mlp_swiglu";
@@ -479,8 +468,7 @@ typedef struct {
 
 static double ce_loss(void *p) {
     ce_ctx *c = p;
-    return c->dloss * tlm_crossentropy_forward(c->losses, c->lse, c->logits,
-                                               c->tgt, c->N, c->V);
+    return c->dloss * tlm_crossentropy_forward(c->losses, c->lse, c->logits, c->tgt, c->N, c->V);
 }
 
 static void test_crossentropy(void) {

@@ -77,8 +77,8 @@ static void test_adamw(void) {
     tlm_adamw dec = {0.9f, 0.999f, 1e-8f, 0.5f};
     tlm_param_span spans[2] = {{0, 2, true}, {2, 2, false}};
     tlm_adamw_update_spans(&dec, q, zg, zm, zv, spans, 2, 0.1f, 1);
-    CHECK(q[0] == 0.95f && q[1] == 0.95f && q[2] == 1.0f && q[3] == 1.0f,
-          "decay mask: %g %g %g %g", q[0], q[1], q[2], q[3]);
+    CHECK(q[0] == 0.95f && q[1] == 0.95f && q[2] == 1.0f && q[3] == 1.0f, "decay mask: %g %g %g %g", q[0], q[1], q[2],
+          q[3]);
 }
 
 static void test_sgd(void) {

@@ -89,8 +89,7 @@ static void test_sample(void) {
     for (int i = 0; i < 30000; i++) cnt[tlm_sample(logits, V, 1.0f, 3, &r, scratch)]++;
     CHECK(cnt[5] + cnt[8] + cnt[1] == 30000, "top-3 sampled outside the top 3");
     double e5 = exp(3.0), e8 = exp(2.5), e1 = exp(2.0), zz = e5 + e8 + e1;
-    CHECK(fabs(cnt[5] / 30000.0 - e5 / zz) < 0.015 && fabs(cnt[1] / 30000.0 - e1 / zz) < 0.015,
-          "top-3 proportions");
+    CHECK(fabs(cnt[5] / 30000.0 - e5 / zz) < 0.015 && fabs(cnt[1] / 30000.0 - e1 / zz) < 0.015, "top-3 proportions");
 
     /* ties at the cut: exactly k tokens, lower indices first */
     float tied[6] = {1, 2, 2, 2, 0, 2};

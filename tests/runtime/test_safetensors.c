@@ -49,8 +49,7 @@ static void expect_error(const char *header, size_t data, const char *needle) {
     tlm_err err = {{0}};
     tlm_st_file *f = tlm_st_parse(b, len, &err);
     CHECK(f == NULL, "accepted bad header %s", header);
-    CHECK(strstr(err.msg, needle) != NULL, "header %s: message '%s' lacks '%s'",
-          header, err.msg, needle);
+    CHECK(strstr(err.msg, needle) != NULL, "header %s: message '%s' lacks '%s'", header, err.msg, needle);
     tlm_st_close(f);
     free(b);
 }
@@ -107,8 +106,7 @@ static void test_round_trip(void) {
     CHECK(tlm_st_read(f, ts[0].name, TLM_I64, 2, (int64_t[]){2, 3}, back, &err) != 0 &&
               strstr(err.msg, "dtype F32, expected I64"),
           "dtype mismatch message: %s", err.msg);
-    CHECK(tlm_st_read(f, "absent", TLM_F32, 0, NULL, back, &err) != 0 &&
-              strstr(err.msg, "not found"),
+    CHECK(tlm_st_read(f, "absent", TLM_F32, 0, NULL, back, &err) != 0 && strstr(err.msg, "not found"),
           "missing tensor message: %s", err.msg);
     tlm_st_close(f);
 
@@ -125,8 +123,7 @@ static void test_round_trip(void) {
     a[0] = 9.0f;
     CHECK(tlm_st_write(path, ts, 1, NULL, 0, &err) == 0, "rewrite: %s", err.msg);
     f = tlm_st_open(path, &err);
-    CHECK(f && tlm_st_count(f) == 1 && ((const float *)tlm_st_at(f, 0)->data)[0] == 9.0f,
-          "rewritten file");
+    CHECK(f && tlm_st_count(f) == 1 && ((const float *)tlm_st_at(f, 0)->data)[0] == 9.0f, "rewritten file");
     tlm_st_close(f);
     DIR *d = opendir(g_dir);
     struct dirent *e;
@@ -140,10 +137,9 @@ static void test_round_trip(void) {
               strstr(err.msg, "/nonexistent-dir/x.safetensors"),
           "unwritable dir: %s", err.msg);
     tlm_st_tensor dup[2] = {ts[0], ts[0]};
-    CHECK(tlm_st_write(path, dup, 2, NULL, 0, &err) != 0 && strstr(err.msg, "duplicate"),
-          "duplicate names: %s", err.msg);
-    CHECK(tlm_st_open(path_in("missing.safetensors"), &err) == NULL &&
-              strstr(err.msg, "missing.safetensors"),
+    CHECK(tlm_st_write(path, dup, 2, NULL, 0, &err) != 0 && strstr(err.msg, "duplicate"), "duplicate names: %s",
+          err.msg);
+    CHECK(tlm_st_open(path_in("missing.safetensors"), &err) == NULL && strstr(err.msg, "missing.safetensors"),
           "missing file: %s", err.msg);
     CHECK(tlm_st_open(g_dir, &err) == NULL, "a directory opened as a file");
 }
@@ -166,11 +162,13 @@ static void test_bad_headers(void) {
     expect_error("{\"a\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,8]}}", 8, "size");
     expect_error("{\"a\":{\"dtype\":\"F32\",\"shape\":[4611686018427387904,4],\"data_offsets\":[0,8]}}", 8, "size");
     expect_error("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
-                 "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}", 12, "overlaps");
+                 "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}",
+                 12, "overlaps");
     expect_error("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}", 8, "gap");
     expect_error("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 8, "trailing");
     expect_error("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
-                 "\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}", 8, "duplicate");
+                 "\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}",
+                 8, "duplicate");
     expect_error("{\"__metadata__\":{\"k\":1}}", 0, "__metadata__");
     expect_error("{\"__metadata__\":[]}", 0, "__metadata__");
     expect_error("{\"a\\u0000b\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]}}", 1, "NUL");
@@ -184,11 +182,9 @@ static void test_bad_headers(void) {
     /* header length past the end of the file, or absurd */
     unsigned char small[12] = {200, 0, 0, 0, 0, 0, 0, 0, '{', '}', ' ', ' '};
     tlm_err err;
-    CHECK(tlm_st_parse(small, sizeof small, &err) == NULL && strstr(err.msg, "header length"),
-          "%s", err.msg);
+    CHECK(tlm_st_parse(small, sizeof small, &err) == NULL && strstr(err.msg, "header length"), "%s", err.msg);
     unsigned char huge[10] = {0, 0, 0, 0, 0, 0, 0, 0x80, '{', '}'};
-    CHECK(tlm_st_parse(huge, sizeof huge, &err) == NULL && strstr(err.msg, "header length"),
-          "%s", err.msg);
+    CHECK(tlm_st_parse(huge, sizeof huge, &err) == NULL && strstr(err.msg, "header length"), "%s", err.msg);
     CHECK(tlm_st_parse(small, 5, &err) == NULL && strstr(err.msg, "too short"), "%s", err.msg);
 }
 
@@ -242,8 +238,7 @@ static void test_fuzz(void) {
             runs++;
         }
     }
-    printf("  %d mutated files: %d rejected with a message, %d valid (data bytes)\n",
-           runs, runs - ok, ok);
+    printf("  %d mutated files: %d rejected with a message, %d valid (data bytes)\n", runs, runs - ok, ok);
     /* random garbage after a plausible length */
     tlm_rng r;
     tlm_rng_seed(&r, 5);

@@ -116,20 +116,17 @@ static void free_prob(prob *p) {
 
 static void op_forward(prob *p) {
     size_t BTH = (size_t)p->B * p->T * p->H;
-    tlm_titans_forward(p->y, p->saved, p->x + p->qo, p->x + p->ko, p->x + p->vo,
-                       p->stride, p->s, p->s + BTH, p->s + 2 * BTH, p->B, p->T,
-                       p->H, p->D, p->C);
+    tlm_titans_forward(p->y, p->saved, p->x + p->qo, p->x + p->ko, p->x + p->vo, p->stride, p->s, p->s + BTH,
+                       p->s + 2 * BTH, p->B, p->T, p->H, p->D, p->C);
 }
 
 static void op_backward(prob *p) {
     int threads = tlm_get_num_threads();
     if (threads > SCRATCH_THREADS) threads = SCRATCH_THREADS;
     size_t BTH = (size_t)p->B * p->T * p->H;
-    tlm_titans_backward(p->dx + p->qo, p->dx + p->ko, p->dx + p->vo, p->ds,
-                        p->ds + BTH, p->ds + 2 * BTH, p->dy, p->saved,
-                        p->x + p->qo, p->x + p->ko, p->x + p->vo, p->stride,
-                        p->s, p->s + BTH, p->s + 2 * BTH, p->B, p->T, p->H,
-                        p->D, p->C, p->scratch, threads);
+    tlm_titans_backward(p->dx + p->qo, p->dx + p->ko, p->dx + p->vo, p->ds, p->ds + BTH, p->ds + 2 * BTH, p->dy,
+                        p->saved, p->x + p->qo, p->x + p->ko, p->x + p->vo, p->stride, p->s, p->s + BTH, p->s + 2 * BTH,
+                        p->B, p->T, p->H, p->D, p->C, p->scratch, threads);
 }
 
 /* The reference for one (b, h), from xd and sd: writes y_t into y (double,
@@ -195,9 +192,10 @@ static double grad_err(prob *p, int which, double *maxfd) {
         double fd;
         float an;
         if (which < 3) {
-            size_t off = (which == 0 ? p->qo : which == 1 ? p->ko : p->vo) +
-                         ((size_t)b * T + t) * p->stride + (size_t)h * D +
-                         tlm_rng_below(&g_rng, D);
+            size_t off = (which == 0   ? p->qo
+                          : which == 1 ? p->ko
+                                       : p->vo) +
+                         ((size_t)b * T + t) * p->stride + (size_t)h * D + tlm_rng_below(&g_rng, D);
             fd = fd_at(p, p->xd + off, b, h);
             an = p->dx[off];
         } else {
@@ -242,26 +240,21 @@ static void check_case(int B, int T, int H, int D, int C, bool packed) {
     fill_const(p.dx, p.nx, NAN);
     fill_const(p.ds, p.ns, NAN);
     op_backward(&p);
-    CHECK(all_finite(p.dx, p.nx) && all_finite(p.ds, p.ns),
-          "D=%d T=%d C=%d: backward left gradient entries unwritten", D, T, C);
+    CHECK(all_finite(p.dx, p.nx) && all_finite(p.ds, p.ns), "D=%d T=%d C=%d: backward left gradient entries unwritten",
+          D, T, C);
     for (int w = 0; w < 6; w++) {
         double mfd;
         err[w + 1] = grad_err(&p, w, &mfd);
         /* with T = 1, M_{-1} = S_{-1} = 0: deta, dalpha are exactly 0 */
         bool zero = T == 1 && (w == 4 || w == 5);
-        if (!zero) {
-            CHECK(mfd > 1e-4, "D=%d T=%d C=%d: d%s ~ 0, check is vacuous", D, T,
-                  C, wnames[w + 1]);
-        }
+        if (!zero) { CHECK(mfd > 1e-4, "D=%d T=%d C=%d: d%s ~ 0, check is vacuous", D, T, C, wnames[w + 1]); }
     }
     printf("  D=%2d T=%2d C=%2d %s  y %.1e  dq %.1e dk %.1e dv %.1e  dth %.1e "
            "deta %.1e dalpha %.1e\n",
-           D, T, C, packed ? "qkv" : "sep", err[0], err[1], err[2], err[3],
-           err[4], err[5], err[6]);
+           D, T, C, packed ? "qkv" : "sep", err[0], err[1], err[2], err[3], err[4], err[5], err[6]);
     CHECK(err[0] < FWD_TOL, "D=%d T=%d C=%d: y off by %.3g", D, T, C, err[0]);
     for (int w = 1; w < 7; w++) {
-        CHECK(err[w] < GRAD_TOL, "D=%d T=%d C=%d: %s off by %.3g", D, T, C,
-              wnames[w], err[w]);
+        CHECK(err[w] < GRAD_TOL, "D=%d T=%d C=%d: %s off by %.3g", D, T, C, wnames[w], err[w]);
     }
     for (int w = 0; w < 7; w++) worst[w] = fmax(worst[w], err[w]);
     free(yr);
@@ -287,12 +280,9 @@ static void check_threads(void) {
             memcpy(ref[2], p.dx, p.nx * sizeof(float));
             memcpy(ref[3], p.ds, p.ns * sizeof(float));
         } else {
-            bool same = !memcmp(ref[0], p.y, n * sizeof(float)) &&
-                        !memcmp(ref[1], p.saved, ns * sizeof(float)) &&
-                        !memcmp(ref[2], p.dx, p.nx * sizeof(float)) &&
-                        !memcmp(ref[3], p.ds, p.ns * sizeof(float));
-            printf("  1 vs 2 threads (B=3 T=70 H=3 D=24 C=5): %s\n",
-                   same ? "bit-identical" : "DIFFERENT");
+            bool same = !memcmp(ref[0], p.y, n * sizeof(float)) && !memcmp(ref[1], p.saved, ns * sizeof(float)) &&
+                        !memcmp(ref[2], p.dx, p.nx * sizeof(float)) && !memcmp(ref[3], p.ds, p.ns * sizeof(float));
+            printf("  1 vs 2 threads (B=3 T=70 H=3 D=24 C=5): %s\n", same ? "bit-identical" : "DIFFERENT");
             CHECK(same, "results depend on the thread count");
         }
     }
@@ -304,8 +294,7 @@ static void check_threads(void) {
 /* The forward writes every float of its tlm_titans_saved_floats() and
  * nothing past it; the size follows the documented layout. */
 static void check_saved(void) {
-    const int cases[][5] = {{2, 33, 3, 5, 5}, {2, 64, 3, 8, 16}, {1, 7, 2, 24, 64},
-                            {2, 40, 1, 6, 1}};
+    const int cases[][5] = {{2, 33, 3, 5, 5}, {2, 64, 3, 8, 16}, {1, 7, 2, 24, 64}, {2, 40, 1, 6, 1}};
     const size_t guard = 4096;
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         int B = cases[c][0], T = cases[c][1], H = cases[c][2], D = cases[c][3];
@@ -328,7 +317,8 @@ static void check_saved(void) {
     }
     size_t tiny = tlm_titans_saved_floats(8, 256, 4, 64, 16);
     printf("  saved size: exact for 4 shapes; B=8 T=256 H=4 D=64 C=16: %zu floats "
-           "(%.1f MB)\n", tiny, tiny * 4.0 / 1e6);
+           "(%.1f MB)\n",
+           tiny, tiny * 4.0 / 1e6);
     CHECK(tiny * 4 < 64u << 20, "saved state too big for the tiny model");
 }
 
@@ -336,8 +326,7 @@ static void check_saved(void) {
 
 static int dump(const char *path) {
     /* B, T, H, D, C: a small shape and the tiny model's head, C = 1 and 16 */
-    static const int cases[4][5] = {
-        {2, 40, 2, 16, 1}, {2, 40, 2, 16, 16}, {1, 256, 2, 64, 1}, {1, 256, 2, 64, 16}};
+    static const int cases[4][5] = {{2, 40, 2, 16, 1}, {2, 40, 2, 16, 16}, {1, 256, 2, 64, 1}, {1, 256, 2, 64, 16}};
     enum { NCASE = 4, PER = 6 };
     static tlm_st_tensor t[NCASE * PER];
     static char names[NCASE * PER][32];
@@ -350,13 +339,15 @@ static int dump(const char *path) {
         op_forward(p);
         op_backward(p);
         const int64_t B = s[0], T = s[1], H = s[2], D = s[3];
-        struct { const char *n; const float *d; int nd; int64_t sh[5]; } ent[PER] = {
-            {"qkv", p->x, 5, {B, T, 3, H, D}},
-            {"scalars", p->s, 4, {3, B, T, H}}, /* theta, eta, alpha */
-            {"dy", p->dy, 3, {B, T, H * D}},
-            {"y", p->y, 3, {B, T, H * D}},
-            {"dqkv", p->dx, 5, {B, T, 3, H, D}},
-            {"dscalars", p->ds, 4, {3, B, T, H}},
+        struct {
+            const char *n;
+            const float *d;
+            int nd;
+            int64_t sh[5];
+        } ent[PER] = {
+            {"qkv", p->x, 5, {B, T, 3, H, D}},   {"scalars", p->s, 4, {3, B, T, H}}, /* theta, eta, alpha */
+            {"dy", p->dy, 3, {B, T, H * D}},     {"y", p->y, 3, {B, T, H * D}},
+            {"dqkv", p->dx, 5, {B, T, 3, H, D}}, {"dscalars", p->ds, 4, {3, B, T, H}},
         };
         for (int e = 0; e < PER; e++) {
             snprintf(names[nt], sizeof names[nt], "c%d.%s", c, ent[e].n);
@@ -368,9 +359,8 @@ static int dump(const char *path) {
     char cfg[256];
     int len = snprintf(cfg, sizeof cfg, "[");
     for (int c = 0; c < NCASE; c++) {
-        len += snprintf(cfg + len, sizeof cfg - len, "%s[%d,%d,%d,%d,%d]",
-                        c ? "," : "", cases[c][0], cases[c][1], cases[c][2],
-                        cases[c][3], cases[c][4]);
+        len += snprintf(cfg + len, sizeof cfg - len, "%s[%d,%d,%d,%d,%d]", c ? "," : "", cases[c][0], cases[c][1],
+                        cases[c][2], cases[c][3], cases[c][4]);
     }
     snprintf(cfg + len, sizeof cfg - len, "]");
     tlm_st_meta meta[1] = {{"cases", cfg}};

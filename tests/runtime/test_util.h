@@ -12,14 +12,14 @@
 
 static int g_failures = 0;
 
-#define CHECK(cond, ...)                                                     \
-    do {                                                                     \
-        if (!(cond)) {                                                       \
-            printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);           \
-            printf(__VA_ARGS__);                                             \
-            printf("\n");                                                    \
-            g_failures++;                                                    \
-        }                                                                    \
+#define CHECK(cond, ...)                                           \
+    do {                                                           \
+        if (!(cond)) {                                             \
+            printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
+            printf(__VA_ARGS__);                                   \
+            printf("\n");                                          \
+            g_failures++;                                          \
+        }                                                          \
     } while (0)
 
 static inline int test_finish(const char *name) {
@@ -40,8 +40,7 @@ static inline float *falloc(size_t n) {
     return p;
 }
 
-static inline void fill_uniform(tlm_rng *r, float *x, size_t n, float lo,
-                                float hi) {
+static inline void fill_uniform(tlm_rng *r, float *x, size_t n, float lo, float hi) {
     tlm_rng_fill_uniform(r, x, n, lo, hi);
 }
 

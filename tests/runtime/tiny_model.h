@@ -51,8 +51,7 @@ typedef struct tiny_model {
     tiny_layer layer[TINY_L];
     float *res[TINY_L + 1], *hn, *rstdf, *logits, *lse, *cos_t, *sin_t;
     /* backward scratch */
-    float *dres, *dxn, *dqkv, *dproj, *dy2, *dgpre, *dpg, *dpu, *dzn, *dlogits,
-        *dhn;
+    float *dres, *dxn, *dqkv, *dproj, *dy2, *dgpre, *dpg, *dpu, *dzn, *dlogits, *dhn;
     float *arena;
 } tiny_model;
 

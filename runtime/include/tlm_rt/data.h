@@ -23,8 +23,7 @@ typedef struct tlm_dataset {
  * names sorted bytewise) are concatenated. Fails on an empty result. */
 int tlm_data_load(tlm_dataset *ds, const char *path, tlm_err *err);
 /* The given files, in the given order. */
-int tlm_data_load_files(tlm_dataset *ds, const char *const *paths, int npaths,
-                        tlm_err *err);
+int tlm_data_load_files(tlm_dataset *ds, const char *const *paths, int npaths, tlm_err *err);
 void tlm_data_free(tlm_dataset *ds);
 
 /* 0 if the data holds at least one window of T+1 tokens, else -1 + message */
@@ -33,13 +32,12 @@ int tlm_data_check(const tlm_dataset *ds, int T, tlm_err *err);
 /* B random windows: start ~ uniform [0, n - T - 1], then
  * inputs[b,t] = bytes[start + t], targets[b,t] = bytes[start + t + 1].
  * inputs, targets: [B,T]. One tlm_rng_below draw per row. */
-int tlm_data_sample_batch(const tlm_dataset *ds, tlm_rng *rng, int B, int T,
-                          int32_t *inputs, int32_t *targets, tlm_err *err);
+int tlm_data_sample_batch(const tlm_dataset *ds, tlm_rng *rng, int B, int T, int32_t *inputs, int32_t *targets,
+                          tlm_err *err);
 
 /* Number of non-overlapping windows for evaluation: (n - 1) / T. */
 size_t tlm_data_num_windows(const tlm_dataset *ds, int T);
 /* Window i of the above: tokens [i*T, i*T + T] (inputs [T], targets [T]). */
-int tlm_data_window(const tlm_dataset *ds, size_t i, int T, int32_t *inputs,
-                    int32_t *targets, tlm_err *err);
+int tlm_data_window(const tlm_dataset *ds, size_t i, int T, int32_t *inputs, int32_t *targets, tlm_err *err);
 
 #endif

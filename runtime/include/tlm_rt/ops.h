@@ -40,54 +40,44 @@ int tlm_thread_index(void);
 /* ---- embedding.c ------------------------------------------------------ */
 
 /* out[N,C] = table[ids[n], :].  ids: [N] in [0, V); table: [V,C]. */
-void tlm_embedding_forward(float *out, const int32_t *ids, const float *table,
-                           int N, int C);
+void tlm_embedding_forward(float *out, const int32_t *ids, const float *table, int N, int C);
 /* dtable[ids[n], :] += dout[n, :]  (scatter-add, in row order). */
-void tlm_embedding_backward(float *dtable, const float *dout,
-                            const int32_t *ids, int N, int C);
+void tlm_embedding_backward(float *dtable, const float *dout, const int32_t *ids, int N, int C);
 
 /* ---- rmsnorm.c -------------------------------------------------------- */
 
 /* out[N,C] = x * rstd[n] * w,  rstd[n] = 1/sqrt(mean_c(x^2) + eps)  (torch /
  * Llama RMSNorm). rstd: [N], saved for backward. w: [C]. */
-void tlm_rmsnorm_forward(float *out, float *rstd, const float *x,
-                         const float *w, int N, int C, float eps);
+void tlm_rmsnorm_forward(float *out, float *rstd, const float *x, const float *w, int N, int C, float eps);
 /* dx[N,C] += ..., dw[C] += ...  (dx ACCUMULATES: x is the residual stream,
  * which also flows past the block). dw may be NULL. */
-void tlm_rmsnorm_backward(float *dx, float *dw, const float *dout,
-                          const float *x, const float *w, const float *rstd,
+void tlm_rmsnorm_backward(float *dx, float *dw, const float *dout, const float *x, const float *w, const float *rstd,
                           int N, int C);
 
 /* RMSNorm over each head: x viewed as [N,H,D], each (n,h) row of D
  * normalised on its own. w: [H*D] (per head and channel) or NULL (no
  * scale). rstd: [N*H]. */
-void tlm_rmsnorm_heads_forward(float *out, float *rstd, const float *x,
-                               const float *w, int N, int H, int D, float eps);
+void tlm_rmsnorm_heads_forward(float *out, float *rstd, const float *x, const float *w, int N, int H, int D, float eps);
 /* dx[N,H*D] written; dw[H*D] += (skipped when w or dw is NULL). */
-void tlm_rmsnorm_heads_backward(float *dx, float *dw, const float *dout,
-                                const float *x, const float *w,
+void tlm_rmsnorm_heads_backward(float *dx, float *dw, const float *dout, const float *x, const float *w,
                                 const float *rstd, int N, int H, int D);
 
 /* ---- l2norm.c --------------------------------------------------------- */
 
 /* out[R,D] = x * rnorm[r],  rnorm[r] = 1/sqrt(sum_d x^2 + eps).
  * For per-head use R = N*H, D = head size (the Titans q and k). */
-void tlm_l2norm_forward(float *out, float *rnorm, const float *x, int R, int D,
-                        float eps);
+void tlm_l2norm_forward(float *out, float *rnorm, const float *x, int R, int D, float eps);
 /* dx[R,D] written. */
-void tlm_l2norm_backward(float *dx, const float *dout, const float *x,
-                         const float *rnorm, int R, int D);
+void tlm_l2norm_backward(float *dx, const float *dout, const float *x, const float *rnorm, int R, int D);
 
 /* ---- matmul.c --------------------------------------------------------- */
 
 /* y[N,out] = x[N,in] W[out,in]^T, or y += ... when accumulate (e.g. the
  * attention output projection added into the residual stream). */
-void tlm_linear_forward(float *y, const float *x, const float *w, int N,
-                        int in, int out, bool accumulate);
+void tlm_linear_forward(float *y, const float *x, const float *w, int N, int in, int out, bool accumulate);
 /* dx[N,in] = dy W (or += when accumulate_dx); dw[out,in] += dy^T x.
  * dx or dw may be NULL to skip that half. */
-void tlm_linear_backward(float *dx, float *dw, const float *dy, const float *x,
-                         const float *w, int N, int in, int out,
+void tlm_linear_backward(float *dx, float *dw, const float *dy, const float *x, const float *w, int N, int in, int out,
                          bool accumulate_dx);
 
 /* ---- rope.c ----------------------------------------------------------- */
@@ -103,12 +93,10 @@ void tlm_rope_init(float *cos_t, float *sin_t, int T, int D, double base);
  * x, out: [B,T,H,D] with consecutive tokens `stride` floats apart
  * (stride = H*D for a plain tensor, 3*H*D inside a packed qkv).
  * In place ok (out == x). */
-void tlm_rope_forward(float *out, const float *x, const float *cos_t,
-                      const float *sin_t, int B, int T, int H, int D,
+void tlm_rope_forward(float *out, const float *x, const float *cos_t, const float *sin_t, int B, int T, int H, int D,
                       int stride);
 /* dx = rotation by -angle of dout. Same layout; written; in place ok. */
-void tlm_rope_backward(float *dx, const float *dout, const float *cos_t,
-                       const float *sin_t, int B, int T, int H, int D,
+void tlm_rope_backward(float *dx, const float *dout, const float *cos_t, const float *sin_t, int B, int T, int H, int D,
                        int stride);
 
 /* ---- attention.c ------------------------------------------------------ */
@@ -120,17 +108,14 @@ void tlm_rope_backward(float *dx, const float *dout, const float *cos_t,
  * att: [B,H,T,T] softmax probabilities, saved for backward (row t holds
  *   entries 0..t; the masked part is written as zeros).
  * y: [B,T,H*D] (heads concatenated, ready for the output projection). */
-void tlm_attention_forward(float *y, float *att, const float *q,
-                           const float *k, const float *v, int B, int T,
-                           int H, int D, int stride);
+void tlm_attention_forward(float *y, float *att, const float *q, const float *k, const float *v, int B, int T, int H,
+                           int D, int stride);
 /* dq, dk, dv: same layout/stride as q, k, v; WRITTEN (only their head
  * slices: in a packed dqkv the three parts are disjoint). Uses the forward's
  * y and att (no recomputation, no scratch: the softmax backward's row term
  * sum_u P_tu dP_tu equals dy_t . y_t). */
-void tlm_attention_backward(float *dq, float *dk, float *dv, const float *dy,
-                            const float *y, const float *att, const float *q,
-                            const float *k, const float *v, int B, int T,
-                            int H, int D, int stride);
+void tlm_attention_backward(float *dq, float *dk, float *dv, const float *dy, const float *y, const float *att,
+                            const float *q, const float *k, const float *v, int B, int T, int H, int D, int stride);
 
 /* ---- activations.c (elementwise, n elements; in place ok unless noted) */
 
@@ -142,26 +127,22 @@ void tlm_silu_backward(float *dx, const float *dout, const float *x, size_t n);
 /* out = 1 / (1 + exp(-x)) */
 void tlm_sigmoid_forward(float *out, const float *x, size_t n);
 /* dx = dout * s (1 - s), from the saved output s (in place ok). */
-void tlm_sigmoid_backward(float *dx, const float *dout, const float *s,
-                          size_t n);
+void tlm_sigmoid_backward(float *dx, const float *dout, const float *s, size_t n);
 
 /* Sigmoid gate (gated attention): y [R,D], g [R] broadcast over D:
  *   out[r,d] = y[r,d] * sigmoid(g[r]).
  * Elementwise gate: R = N*H*D, D = 1. Head-wise gate: R = N*H, D = head
  * size. out may alias y in forward only if the caller keeps y elsewhere,
  * since backward needs it. */
-void tlm_sigmoid_gate_forward(float *out, const float *y, const float *g,
-                              int R, int D);
+void tlm_sigmoid_gate_forward(float *out, const float *y, const float *g, int R, int D);
 /* dy [R,D] and dg [R] written (either may be NULL). */
-void tlm_sigmoid_gate_backward(float *dy, float *dg, const float *dout,
-                               const float *y, const float *g, int R, int D);
+void tlm_sigmoid_gate_backward(float *dy, float *dg, const float *dout, const float *y, const float *g, int R, int D);
 
 /* h = silu(g) * u */
 void tlm_swiglu_forward(float *h, const float *g, const float *u, size_t n);
 /* dg = dh * u * silu'(g), du = dh * silu(g); written. dh may alias dg or du
  * (each element of dh is read before either output is written). */
-void tlm_swiglu_backward(float *dg, float *du, const float *dh, const float *g,
-                         const float *u, size_t n);
+void tlm_swiglu_backward(float *dg, float *du, const float *dh, const float *g, const float *u, size_t n);
 
 /* out = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))  (GELU, tanh form,
  * = torch gelu(approximate="tanh")) */
@@ -188,54 +169,37 @@ void tlm_gelu_backward(float *dx, const float *dout, const float *x, size_t n);
 
 /* pre_gate = x Wg^T, pre_up = x Wu^T (saved); out += h Wd^T (residual
  * add fused: out holds the residual stream on entry). */
-void tlm_mlp_swiglu_forward(int C, int F, int r0, int r1, const float *x,
-                            const float *w_gate, const float *w_up,
-                            const float *w_down, float *pre_gate,
-                            float *pre_up, float *out);
+void tlm_mlp_swiglu_forward(int C, int F, int r0, int r1, const float *x, const float *w_gate, const float *w_up,
+                            const float *w_down, float *pre_gate, float *pre_up, float *out);
 /* dh = dout Wd; d_pre_gate = dh u silu'(g); d_pre_up = dh silu(g)
  * (written); dx = d_pre_gate Wg + d_pre_up Wu (WRITTEN). x is unused (the
  * three entries share one argument vocabulary). */
-void tlm_mlp_swiglu_backward_data(int C, int F, int r0, int r1,
-                                  const float *x, const float *w_gate,
-                                  const float *w_up, const float *w_down,
-                                  const float *pre_gate, const float *pre_up,
-                                  const float *dout, float *d_pre_gate,
-                                  float *d_pre_up, float *dx);
+void tlm_mlp_swiglu_backward_data(int C, int F, int r0, int r1, const float *x, const float *w_gate, const float *w_up,
+                                  const float *w_down, const float *pre_gate, const float *pre_up, const float *dout,
+                                  float *d_pre_gate, float *d_pre_up, float *dx);
 /* For j in [j0, j1): dWg[j,:] += d_pre_gate[:,j]^T x,
  * dWu[j,:] += d_pre_up[:,j]^T x, dWd[:,j] += dout^T h[:,j] (ACCUMULATE). */
-void tlm_mlp_swiglu_backward_weight(int C, int F, int rows, int j0, int j1,
-                                    const float *x, const float *pre_gate,
-                                    const float *pre_up, const float *dout,
-                                    const float *d_pre_gate,
-                                    const float *d_pre_up, float *dw_gate,
-                                    float *dw_up, float *dw_down);
+void tlm_mlp_swiglu_backward_weight(int C, int F, int rows, int j0, int j1, const float *x, const float *pre_gate,
+                                    const float *pre_up, const float *dout, const float *d_pre_gate,
+                                    const float *d_pre_up, float *dw_gate, float *dw_up, float *dw_down);
 /* Both halves over all N rows and the whole width. */
-void tlm_mlp_swiglu_backward(int C, int F, int N, const float *x,
-                             const float *w_gate, const float *w_up,
-                             const float *w_down, const float *pre_gate,
-                             const float *pre_up, const float *dout,
-                             float *d_pre_gate, float *d_pre_up, float *dx,
-                             float *dw_gate, float *dw_up, float *dw_down);
+void tlm_mlp_swiglu_backward(int C, int F, int N, const float *x, const float *w_gate, const float *w_up,
+                             const float *w_down, const float *pre_gate, const float *pre_up, const float *dout,
+                             float *d_pre_gate, float *d_pre_up, float *dx, float *dw_gate, float *dw_up,
+                             float *dw_down);
 
 /* GELU: pre_up = x Wu^T (saved); out += gelu(pre_up) Wd^T. */
-void tlm_mlp_gelu_forward(int C, int F, int r0, int r1, const float *x,
-                          const float *w_up, const float *w_down,
+void tlm_mlp_gelu_forward(int C, int F, int r0, int r1, const float *x, const float *w_up, const float *w_down,
                           float *pre_up, float *out);
 /* d_pre_up = (dout Wd) gelu'(u) (written); dx = d_pre_up Wu (WRITTEN). */
-void tlm_mlp_gelu_backward_data(int C, int F, int r0, int r1, const float *x,
-                                const float *w_up, const float *w_down,
-                                const float *pre_up, const float *dout,
-                                float *d_pre_up, float *dx);
+void tlm_mlp_gelu_backward_data(int C, int F, int r0, int r1, const float *x, const float *w_up, const float *w_down,
+                                const float *pre_up, const float *dout, float *d_pre_up, float *dx);
 /* For j in [j0, j1): dWu[j,:] += d_pre_up[:,j]^T x,
  * dWd[:,j] += dout^T h[:,j] (ACCUMULATE). */
-void tlm_mlp_gelu_backward_weight(int C, int F, int rows, int j0, int j1,
-                                  const float *x, const float *pre_up,
-                                  const float *dout, const float *d_pre_up,
-                                  float *dw_up, float *dw_down);
-void tlm_mlp_gelu_backward(int C, int F, int N, const float *x,
-                           const float *w_up, const float *w_down,
-                           const float *pre_up, const float *dout,
-                           float *d_pre_up, float *dx, float *dw_up,
+void tlm_mlp_gelu_backward_weight(int C, int F, int rows, int j0, int j1, const float *x, const float *pre_up,
+                                  const float *dout, const float *d_pre_up, float *dw_up, float *dw_down);
+void tlm_mlp_gelu_backward(int C, int F, int N, const float *x, const float *w_up, const float *w_down,
+                           const float *pre_up, const float *dout, float *d_pre_up, float *dx, float *dw_up,
                            float *dw_down);
 
 /* ---- crossentropy.c --------------------------------------------------- */
@@ -246,12 +210,10 @@ void tlm_mlp_gelu_backward(int C, int F, int N, const float *x,
  * losses [N] = lse - logit[target] (0 for ignored rows; may be NULL).
  * Returns the mean loss over the rows that are not ignored (0 if none),
  * summed in double in row order (= torch F.cross_entropy, ignore_index<0). */
-double tlm_crossentropy_forward(float *losses, float *lse, const float *logits,
-                                const int32_t *targets, int N, int V);
+double tlm_crossentropy_forward(float *losses, float *lse, const float *logits, const int32_t *targets, int N, int V);
 /* dlogits [N,V] = dloss / n_valid * (softmax(logits) - onehot(target))
  * (zero rows for ignored targets). Written; may alias logits (in place). */
-void tlm_crossentropy_backward(float *dlogits, const float *logits,
-                               const float *lse, const int32_t *targets, int N,
+void tlm_crossentropy_backward(float *dlogits, const float *logits, const float *lse, const int32_t *targets, int N,
                                int V, float dloss);
 
 /* ---- titans.c: Titans neural memory (matrix memory, chunked) ----------
@@ -271,10 +233,9 @@ void tlm_crossentropy_backward(float *dlogits, const float *logits,
  *   by the backward: (M, S) after every K = chunk*ceil(16/chunk) tokens and
  *   the chunk errors M0 k_t - v_t (layout in titans.c). */
 size_t tlm_titans_saved_floats(int B, int T, int H, int D, int chunk);
-void tlm_titans_forward(float *y, float *saved, const float *q, const float *k,
-                        const float *v, int stride, const float *theta,
-                        const float *eta, const float *alpha, int B, int T,
-                        int H, int D, int chunk);
+void tlm_titans_forward(float *y, float *saved, const float *q, const float *k, const float *v, int stride,
+                        const float *theta, const float *eta, const float *alpha, int B, int T, int H, int D,
+                        int chunk);
 /* dq, dk, dv: same layout/stride as q, k, v, WRITTEN (only their head
  * slices: in a packed dqkv the three parts are disjoint). dtheta, deta,
  * dalpha: [B,T,H], WRITTEN. dy: [B,T,H*D]. Recomputes each segment's states
@@ -283,13 +244,10 @@ void tlm_titans_forward(float *y, float *saved, const float *q, const float *k,
  * cannot fail). v is not read (it enters through the saved errors), so it
  * may be NULL. */
 size_t tlm_titans_scratch_floats(int D, int chunk);
-void tlm_titans_backward(float *dq, float *dk, float *dv, float *dtheta,
-                         float *deta, float *dalpha, const float *dy,
-                         const float *saved, const float *q, const float *k,
-                         const float *v, int stride, const float *theta,
-                         const float *eta, const float *alpha, int B, int T,
-                         int H, int D, int chunk, float *scratch,
-                         int threads);
+void tlm_titans_backward(float *dq, float *dk, float *dv, float *dtheta, float *deta, float *dalpha, const float *dy,
+                         const float *saved, const float *q, const float *k, const float *v, int stride,
+                         const float *theta, const float *eta, const float *alpha, int B, int T, int H, int D,
+                         int chunk, float *scratch, int threads);
 
 /* The activations around the memory (titans_gates.c), per token n of N:
  *   act = silu(qkv)                         qkv, act: [N, 3, H, D] packed
@@ -298,15 +256,10 @@ void tlm_titans_backward(float *dq, float *dk, float *dv, float *dtheta,
  * and the memory's gates from pre [N, 3H] (theta, eta, alpha per head):
  *   gates = three [N, H] blocks: inner_lr sigmoid, sigmoid, sigmoid
  * (the layout tlm_titans_forward reads). Backwards write their outputs. */
-void tlm_titans_qkv_forward(float *act, float *mem_qkv, float *rnorm,
-                            const float *qkv, int N, int H, int D);
-void tlm_titans_qkv_backward(float *dqkv, const float *d_mem_qkv,
-                             const float *qkv, const float *act,
+void tlm_titans_qkv_forward(float *act, float *mem_qkv, float *rnorm, const float *qkv, int N, int H, int D);
+void tlm_titans_qkv_backward(float *dqkv, const float *d_mem_qkv, const float *qkv, const float *act,
                              const float *rnorm, int N, int H, int D);
-void tlm_titans_gates_forward(float *gates, const float *pre, int N, int H,
-                              float inner_lr);
-void tlm_titans_gates_backward(float *dpre, const float *dgates,
-                               const float *gates, int N, int H,
-                               float inner_lr);
+void tlm_titans_gates_forward(float *gates, const float *pre, int N, int H, float inner_lr);
+void tlm_titans_gates_backward(float *dpre, const float *dgates, const float *gates, int N, int H, float inner_lr);
 
 #endif

@@ -31,12 +31,11 @@ typedef struct tlm_adamw {
     float beta1, beta2, eps, weight_decay;
 } tlm_adamw;
 
-void tlm_adamw_update(const tlm_adamw *opt, float *p, const float *g, float *m,
-                      float *v, size_t n, float lr, long t, bool decay);
+void tlm_adamw_update(const tlm_adamw *opt, float *p, const float *g, float *m, float *v, size_t n, float lr, long t,
+                      bool decay);
 /* The same over spans of one block: p, g, m, v all indexed by offset. */
-void tlm_adamw_update_spans(const tlm_adamw *opt, float *p, const float *g,
-                            float *m, float *v, const tlm_param_span *spans,
-                            int nspans, float lr, long t);
+void tlm_adamw_update_spans(const tlm_adamw *opt, float *p, const float *g, float *m, float *v,
+                            const tlm_param_span *spans, int nspans, float lr, long t);
 
 /* ---- sgd.c: torch.optim.SGD --------------------------------------------
  *   d = g + wd p                          (coupled L2 decay, if decay)
@@ -49,11 +48,9 @@ typedef struct tlm_sgd {
     bool nesterov;
 } tlm_sgd;
 
-void tlm_sgd_update(const tlm_sgd *opt, float *p, const float *g, float *buf,
-                    size_t n, float lr, long t, bool decay);
-void tlm_sgd_update_spans(const tlm_sgd *opt, float *p, const float *g,
-                          float *buf, const tlm_param_span *spans, int nspans,
-                          float lr, long t);
+void tlm_sgd_update(const tlm_sgd *opt, float *p, const float *g, float *buf, size_t n, float lr, long t, bool decay);
+void tlm_sgd_update_spans(const tlm_sgd *opt, float *p, const float *g, float *buf, const tlm_param_span *spans,
+                          int nspans, float lr, long t);
 
 /* ---- clip.c: torch.nn.utils.clip_grad_norm_ ----------------------------
  * Global L2 norm of g[0..n) (summed in double, in a fixed chunk order).

@@ -22,11 +22,9 @@ uint64_t tlm_rng_below(tlm_rng *r, uint64_t n);
  * the state stays just the four words */
 double tlm_rng_normal(tlm_rng *r);
 /* out[i] = mean + std * N(0,1): Box-Muller using both values of each pair */
-void tlm_rng_fill_normal(tlm_rng *r, float *out, size_t n, float mean,
-                         float std);
+void tlm_rng_fill_normal(tlm_rng *r, float *out, size_t n, float mean, float std);
 /* out[i] uniform in [lo, hi) */
-void tlm_rng_fill_uniform(tlm_rng *r, float *out, size_t n, float lo,
-                          float hi);
+void tlm_rng_fill_uniform(tlm_rng *r, float *out, size_t n, float lo, float hi);
 
 /* state <-> int64 words, for checkpoints (bit-for-bit) */
 void tlm_rng_save(const tlm_rng *r, int64_t out[4]);

@@ -58,8 +58,8 @@ typedef struct tlm_st_meta {
 
 /* Writes tensors[0..n) (in that order) and the metadata to path, atomically.
  * Names must be distinct, non-empty and not "__metadata__". */
-int tlm_st_write(const char *path, const tlm_st_tensor *tensors, int n,
-                 const tlm_st_meta *meta, int nmeta, tlm_err *err);
+int tlm_st_write(const char *path, const tlm_st_tensor *tensors, int n, const tlm_st_meta *meta, int nmeta,
+                 tlm_err *err);
 
 typedef struct tlm_st_file tlm_st_file;
 
@@ -80,7 +80,7 @@ const tlm_st_meta *tlm_st_meta_at(const tlm_st_file *f, int i);
 
 /* Copies tensor `name` into dst after checking that it exists with this
  * dtype and shape (ndim entries); a clear message otherwise. */
-int tlm_st_read(const tlm_st_file *f, const char *name, tlm_dtype dtype,
-                int ndim, const int64_t *shape, void *dst, tlm_err *err);
+int tlm_st_read(const tlm_st_file *f, const char *name, tlm_dtype dtype, int ndim, const int64_t *shape, void *dst,
+                tlm_err *err);
 
 #endif
