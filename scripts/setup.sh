@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 
 packages=(
   build-essential cmake ninja-build pkg-config re2c bison
-  llvm-19-dev clang-19 lld-19 libclang-rt-19-dev libomp-19-dev
+  llvm-19-dev clang-19 clang-format-19 lld-19 libclang-rt-19-dev libomp-19-dev
   libzstd-dev libopenblas-dev
   python3 python3-torch python3-numpy
   vim-nox emacs-nox valgrind
