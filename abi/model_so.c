@@ -209,6 +209,207 @@ static bool is_linear(uint32_t kind) {
     return kind == TLM_OP_LINEAR || kind == TLM_OP_LINEAR_DW || kind == TLM_OP_LINEAR_DX;
 }
 
+/* ---- what the executor reads through each operand ----
+ * The executor computes its sizes from the config (D, A = heads·head_dim,
+ * H, V), the kernel's width W and, for a linear op, its weight's shape; a
+ * buffer or parameter smaller than that would let it read or write past
+ * its slot of the arena or the parameter block. So each named slot has a
+ * size here, and the validator checks the operand against it. A slot of the
+ * op table without a size here is refused (the two tables must agree: a
+ * new op fails every model until it has its sizes). */
+typedef enum operand_size {
+    SIZE_NONE,   /* not in this table */
+    SIZE_1,      /* a float per token */
+    SIZE_D,      /* d_model per token; a [D] parameter */
+    SIZE_A,      /* heads·head_dim per token; a [A] parameter */
+    SIZE_3A,     /* q, k, v packed */
+    SIZE_W,      /* the kernel's width per token */
+    SIZE_V,      /* the vocabulary per token */
+    SIZE_H,      /* a float per head per token */
+    SIZE_2H,     /* q and k's norms */
+    SIZE_3H,     /* titans' three gates */
+    SIZE_GATE,   /* gated attention's gate: H when head-wise, else A */
+    SIZE_ROWS,   /* a linear op's output: its weight's rows */
+    SIZE_COLS,   /* a linear op's input: its weight's columns */
+    SIZE_PROBS,  /* attention probabilities: H per token pair */
+    SIZE_SAVED,  /* titans' checkpoints: checked by tlm_model_create for its sizes */
+    SIZE_VxD,    /* parameters: [V, D] */
+    SIZE_AxD,    /* [A, D] */
+    SIZE_DxA,    /* [D, A] */
+    SIZE_WxD,    /* [W, D] */
+    SIZE_DxW,    /* [D, W] */
+    SIZE_HxD,    /* [H, D] */
+    SIZE_MATRIX, /* any [rows, cols]: a linear op's weight */
+} operand_size;
+
+#define Z(op, field, size) [SLOT(op, field)] = size
+static const uint8_t operand_sizes[TLM_OP_COUNT][SLOTS] = {
+    [TLM_OP_EMBED] = {Z(embed, out_resid, SIZE_D), Z(embed, param_embed, SIZE_VxD)},
+    [TLM_OP_RMSNORM] = {Z(rmsnorm, in_x, SIZE_D), Z(rmsnorm, out_y, SIZE_D), Z(rmsnorm, out_rstd, SIZE_1),
+                        Z(rmsnorm, param_weight, SIZE_D)},
+    [TLM_OP_QKV] = {Z(qkv, in_x, SIZE_D), Z(qkv, out_qkv, SIZE_3A), Z(qkv, param_wq, SIZE_AxD),
+                    Z(qkv, param_wk, SIZE_AxD), Z(qkv, param_wv, SIZE_AxD)},
+    [TLM_OP_ROPE] = {Z(rope, out_qkv, SIZE_3A)},
+    [TLM_OP_ATTENTION] = {Z(attention, in_qkv, SIZE_3A), Z(attention, out_probs, SIZE_PROBS),
+                          Z(attention, out_y, SIZE_A)},
+    [TLM_OP_OUT_PROJ] = {Z(out_proj, in_y, SIZE_A), Z(out_proj, in_resid, SIZE_D), Z(out_proj, out_out, SIZE_D),
+                         Z(out_proj, param_wo, SIZE_DxA)},
+    [TLM_OP_MLP] = {Z(mlp, in_x, SIZE_D), Z(mlp, in_resid, SIZE_D), Z(mlp, out_pre_gate, SIZE_W),
+                    Z(mlp, out_pre_up, SIZE_W), Z(mlp, out_out, SIZE_D), Z(mlp, param_w_gate, SIZE_WxD),
+                    Z(mlp, param_w_up, SIZE_WxD), Z(mlp, param_w_down, SIZE_DxW)},
+    [TLM_OP_HEAD] = {Z(head, in_x, SIZE_D), Z(head, out_logits, SIZE_V), Z(head, param_w, SIZE_VxD)},
+    [TLM_OP_LOSS] = {Z(loss, in_logits, SIZE_V), Z(loss, out_lse, SIZE_1)},
+    [TLM_OP_LOSS_BACKWARD] = {Z(loss_backward, in_logits, SIZE_V), Z(loss_backward, in_lse, SIZE_1),
+                              Z(loss_backward, out_dlogits, SIZE_V)},
+    [TLM_OP_HEAD_BACKWARD] = {Z(head_backward, in_dlogits, SIZE_V), Z(head_backward, in_x, SIZE_D),
+                              Z(head_backward, out_dx, SIZE_D), Z(head_backward, param_w, SIZE_VxD)},
+    [TLM_OP_RMSNORM_BACKWARD] = {Z(rmsnorm_backward, in_dy, SIZE_D), Z(rmsnorm_backward, in_x, SIZE_D),
+                                 Z(rmsnorm_backward, in_rstd, SIZE_1), Z(rmsnorm_backward, out_dx, SIZE_D),
+                                 Z(rmsnorm_backward, param_weight, SIZE_D)},
+    [TLM_OP_MLP_BACKWARD] = {Z(mlp_backward, in_dout, SIZE_D), Z(mlp_backward, in_x, SIZE_D),
+                             Z(mlp_backward, in_pre_gate, SIZE_W), Z(mlp_backward, in_pre_up, SIZE_W),
+                             Z(mlp_backward, out_d_pre_gate, SIZE_W), Z(mlp_backward, out_d_pre_up, SIZE_W),
+                             Z(mlp_backward, out_dx, SIZE_D), Z(mlp_backward, param_w_gate, SIZE_WxD),
+                             Z(mlp_backward, param_w_up, SIZE_WxD), Z(mlp_backward, param_w_down, SIZE_DxW)},
+    [TLM_OP_OUT_PROJ_BACKWARD] = {Z(out_proj_backward, in_dout, SIZE_D), Z(out_proj_backward, in_y, SIZE_A),
+                                  Z(out_proj_backward, out_dy, SIZE_A), Z(out_proj_backward, param_wo, SIZE_DxA)},
+    [TLM_OP_ATTENTION_BACKWARD] = {Z(attention_backward, in_dy, SIZE_A), Z(attention_backward, in_qkv, SIZE_3A),
+                                   Z(attention_backward, in_probs, SIZE_PROBS), Z(attention_backward, in_y, SIZE_A),
+                                   Z(attention_backward, out_dqkv, SIZE_3A)},
+    [TLM_OP_ROPE_BACKWARD] = {Z(rope_backward, out_dqkv, SIZE_3A)},
+    [TLM_OP_QKV_BACKWARD] = {Z(qkv_backward, in_dqkv, SIZE_3A), Z(qkv_backward, in_x, SIZE_D),
+                             Z(qkv_backward, out_dx, SIZE_D), Z(qkv_backward, param_wq, SIZE_AxD),
+                             Z(qkv_backward, param_wk, SIZE_AxD), Z(qkv_backward, param_wv, SIZE_AxD)},
+    [TLM_OP_EMBED_BACKWARD] = {Z(embed_backward, in_dresid, SIZE_D), Z(embed_backward, param_embed, SIZE_VxD)},
+    [TLM_OP_LINEAR] = {Z(linear, in_x, SIZE_COLS), Z(linear, out_y, SIZE_ROWS), Z(linear, param_w0, SIZE_MATRIX),
+                       Z(linear, param_w1, SIZE_MATRIX), Z(linear, param_w2, SIZE_MATRIX)},
+    [TLM_OP_LINEAR_DW] = {Z(linear_dw, in_dy, SIZE_ROWS), Z(linear_dw, in_x, SIZE_COLS),
+                          Z(linear_dw, param_w0, SIZE_MATRIX), Z(linear_dw, param_w1, SIZE_MATRIX),
+                          Z(linear_dw, param_w2, SIZE_MATRIX)},
+    [TLM_OP_LINEAR_DX] = {Z(linear_dx, in_dy, SIZE_ROWS), Z(linear_dx, out_dx, SIZE_COLS),
+                          Z(linear_dx, param_w0, SIZE_MATRIX), Z(linear_dx, param_w1, SIZE_MATRIX),
+                          Z(linear_dx, param_w2, SIZE_MATRIX)},
+    [TLM_OP_SIGMOID_GATE] = {Z(sigmoid_gate, in_gate_pre, SIZE_GATE), Z(sigmoid_gate, in_y, SIZE_A),
+                             Z(sigmoid_gate, out_out, SIZE_A)},
+    [TLM_OP_SIGMOID_GATE_BACKWARD] = {Z(sigmoid_gate_backward, in_dout, SIZE_A), Z(sigmoid_gate_backward, in_y, SIZE_A),
+                                      Z(sigmoid_gate_backward, in_gate_pre, SIZE_GATE),
+                                      Z(sigmoid_gate_backward, out_dy, SIZE_A),
+                                      Z(sigmoid_gate_backward, out_dgate_pre, SIZE_GATE)},
+    [TLM_OP_SILU_GATE] = {Z(silu_gate, in_x, SIZE_A), Z(silu_gate, in_gate_pre, SIZE_A), Z(silu_gate, out_out, SIZE_A)},
+    [TLM_OP_SILU_GATE_BACKWARD] = {Z(silu_gate_backward, in_dout, SIZE_A), Z(silu_gate_backward, in_x, SIZE_A),
+                                   Z(silu_gate_backward, in_gate_pre, SIZE_A), Z(silu_gate_backward, out_dx, SIZE_A),
+                                   Z(silu_gate_backward, out_dgate_pre, SIZE_A)},
+    [TLM_OP_MEM_ACT] = {Z(memory_act, in_qkv, SIZE_3A), Z(memory_act, out_act, SIZE_3A),
+                        Z(memory_act, out_mem_qkv, SIZE_3A), Z(memory_act, out_rnorm, SIZE_2H)},
+    [TLM_OP_MEM_ACT_BACKWARD] = {Z(memory_act_backward, in_d_mem_qkv, SIZE_3A), Z(memory_act_backward, in_qkv, SIZE_3A),
+                                 Z(memory_act_backward, in_act, SIZE_3A), Z(memory_act_backward, in_rnorm, SIZE_2H),
+                                 Z(memory_act_backward, out_dqkv, SIZE_3A)},
+    [TLM_OP_MEM_GATES] = {Z(memory_gates, in_pre, SIZE_3H), Z(memory_gates, out_gates, SIZE_3H)},
+    [TLM_OP_MEM_GATES_BACKWARD] = {Z(memory_gates_backward, in_dgates, SIZE_3H),
+                                   Z(memory_gates_backward, in_gates, SIZE_3H),
+                                   Z(memory_gates_backward, out_dpre, SIZE_3H)},
+    [TLM_OP_TITANS] = {Z(titans, in_mem_qkv, SIZE_3A), Z(titans, in_gates, SIZE_3H), Z(titans, out_y, SIZE_A),
+                       Z(titans, out_saved, SIZE_SAVED)},
+    [TLM_OP_TITANS_BACKWARD] = {Z(titans_backward, in_dy, SIZE_A), Z(titans_backward, in_mem_qkv, SIZE_3A),
+                                Z(titans_backward, in_gates, SIZE_3H), Z(titans_backward, in_saved, SIZE_SAVED),
+                                Z(titans_backward, out_d_mem_qkv, SIZE_3A), Z(titans_backward, out_dgates, SIZE_3H)},
+    [TLM_OP_RMSNORM_HEADS] = {Z(rmsnorm_heads, in_x, SIZE_A), Z(rmsnorm_heads, out_y, SIZE_A),
+                              Z(rmsnorm_heads, out_rstd, SIZE_H), Z(rmsnorm_heads, param_weight, SIZE_A)},
+    [TLM_OP_RMSNORM_HEADS_BACKWARD] = {Z(rmsnorm_heads_backward, in_dy, SIZE_A),
+                                       Z(rmsnorm_heads_backward, in_x, SIZE_A),
+                                       Z(rmsnorm_heads_backward, in_rstd, SIZE_H),
+                                       Z(rmsnorm_heads_backward, out_dx, SIZE_A),
+                                       Z(rmsnorm_heads_backward, param_weight, SIZE_A)},
+};
+#undef Z
+
+/* The sizes of one op, from the config, its kernel and its weight. */
+typedef struct op_dims {
+    int64_t D, A, H, V, W, gate, rows, cols;
+} op_dims;
+
+/* Floats per token a buffer needs for its slot (SIZE_PROBS: per token pair). */
+static int64_t buffer_floats(operand_size size, const op_dims *d) {
+    switch (size) {
+    case SIZE_1: return 1;
+    case SIZE_D: return d->D;
+    case SIZE_A: return d->A;
+    case SIZE_3A: return 3 * d->A;
+    case SIZE_W: return d->W;
+    case SIZE_V: return d->V;
+    case SIZE_H:
+    case SIZE_PROBS: return d->H;
+    case SIZE_2H: return 2 * d->H;
+    case SIZE_3H: return 3 * d->H;
+    case SIZE_GATE: return d->gate;
+    case SIZE_ROWS: return d->rows;
+    case SIZE_COLS: return d->cols;
+    default: return 0;
+    }
+}
+
+/* The shape a parameter needs for its slot: rows, and cols (0: a vector). */
+static void param_shape(operand_size size, const op_dims *d, int64_t *rows, int64_t *cols) {
+    *rows = *cols = 0;
+    switch (size) {
+    case SIZE_D: *rows = d->D; break;
+    case SIZE_A: *rows = d->A; break;
+    case SIZE_VxD: *rows = d->V, *cols = d->D; break;
+    case SIZE_AxD: *rows = d->A, *cols = d->D; break;
+    case SIZE_DxA: *rows = d->D, *cols = d->A; break;
+    case SIZE_WxD: *rows = d->W, *cols = d->D; break;
+    case SIZE_DxW: *rows = d->D, *cols = d->W; break;
+    case SIZE_HxD: *rows = d->H, *cols = d->D; break;
+    default: break;
+    }
+}
+
+/* Checks every operand of op i against what the executor reads through it. */
+static bool check_operand_sizes(const blob_view *v, uint32_t i, tlm_err *err) {
+    const tlm_abi_op *op = &v->ops[i];
+    const tlm_abi_config *c = v->config;
+    const char *name = tlm_op_name(op->kind);
+    op_dims d = {.D = c->d_model,
+                 .A = c->heads * c->head_dim,
+                 .H = c->heads,
+                 .V = c->vocab,
+                 .W = op->kernel >= 0 ? v->kernels[op->kernel].width : 0};
+    d.gate = c->gate == TLM_GATE_HEADWISE ? d.H : d.A;
+    if (is_linear(op->kind)) {                     /* its weight: rows of one matrix */
+        d.cols = v->params[op->param[0]].shape[1];
+        for (int j = 0; j < 3 && op->param[j] >= 0; j++) d.rows += v->params[op->param[j]].shape[0];
+    }
+    for (int s = 0; s < SLOTS; s++) {
+        const char *slot = slot_name(op->kind, s);
+        operand_size size = (operand_size)operand_sizes[op->kind][s];
+        if (slot[0] && size == SIZE_NONE)
+            return tlm_fail(err,
+                            "model descriptor: this reader has no size for op %s's operand %s (update "
+                            "abi/model_so.c's operand_sizes with abi/tlm_ops.h)",
+                            name, slot);
+        int32_t x = slot_value(op, s);
+        if (x < 0 || size == SIZE_SAVED) continue;
+        if (s < 8) {
+            const tlm_abi_buffer *b = &v->buffers[x];
+            int64_t have = size == SIZE_PROBS ? b->per_token_t : b->per_token;
+            if (have < buffer_floats(size, &d))
+                return tlm_fail(err, "model descriptor: op %u (%s): buffer %s is too small for its operand %s", i, name,
+                                v->strings + b->name, slot);
+            continue;
+        }
+        const tlm_abi_param *p = &v->params[x];
+        int64_t rows, cols;
+        param_shape(size, &d, &rows, &cols);
+        bool ok = size == SIZE_MATRIX ? p->ndim == 2 && p->shape[0] >= 1 && p->shape[1] >= 1
+                  : cols              ? p->ndim == 2 && p->shape[0] == rows && p->shape[1] == cols
+                                      : p->ndim == 1 && p->shape[0] == rows;
+        if (!ok)
+            return tlm_fail(err, "model descriptor: op %u (%s): parameter %s has the wrong shape for its operand %s", i,
+                            name, v->strings + p->name, slot);
+    }
+    return true;
+}
+
 static bool check_op(const blob_view *v, uint32_t i, tlm_err *err) {
     const tlm_blob_header *h = v->h;
     const tlm_abi_op *op = &v->ops[i];
@@ -264,7 +465,7 @@ static bool check_op(const blob_view *v, uint32_t i, tlm_err *err) {
                 return tlm_fail(err, "model descriptor: op %u (%s) reads parameters that are not one matrix", i, name);
         }
     }
-    return true;
+    return check_operand_sizes(v, i, err);
 }
 
 static bool check_plans(const blob_view *v, const uint8_t *blob, size_t size, tlm_err *err) {

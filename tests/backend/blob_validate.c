@@ -312,6 +312,42 @@ static bool train_schedule(blob *b) {
     b->train->lr_schedule = TLM_LR_COUNT;
     return true;
 }
+/* Sizes the executor computes from the config: a smaller operand would let
+ * it run past its slot. */
+static bool qkv_buffer_small(blob *b) {
+    tlm_abi_op *op = find_op(b, TLM_OP_QKV, 0);
+    if (!op) return false;
+    b->buffers[op->qkv.out_qkv].per_token -= 1;
+    return true;
+}
+static bool probs_buffer_small(blob *b) {
+    tlm_abi_op *op = find_op(b, TLM_OP_ATTENTION, 0);
+    if (!op) return false;
+    b->buffers[op->attention.out_probs].per_token_t -= 1;
+    return true;
+}
+static bool mlp_output_is_rstd(blob *b) {
+    tlm_abi_op *op = find_op(b, TLM_OP_MLP, 0), *norm = find_op(b, TLM_OP_RMSNORM, 0);
+    if (!op || !norm) return false;
+    op->mlp.out_out = norm->rmsnorm.out_rstd;  /* [BT] where [BT, D] is written */
+    return true;
+}
+static bool down_proj_transposed(blob *b) {
+    tlm_abi_op *op = find_op(b, TLM_OP_MLP, 0);
+    if (!op) return false;
+    tlm_abi_param *p = &b->params[op->mlp.param_w_down];
+    if (p->shape[0] == p->shape[1]) return false;
+    int64_t rows = p->shape[0];
+    p->shape[0] = p->shape[1];
+    p->shape[1] = rows;
+    return true;
+}
+static bool linear_input_small(blob *b) {
+    tlm_abi_op *op = find_op(b, TLM_OP_LINEAR, -2);
+    if (!op) return false;
+    b->buffers[op->linear.in_x].per_token = b->params[op->linear.param_w0].shape[1] - 1;
+    return true;
+}
 
 typedef struct damage {
     const char *what;
@@ -366,6 +402,11 @@ static damage cases[] = {
     {"at most 8 CMS levels", "out of range", config_ncms, 0},
     {"optimizer known", "optimizer or schedule", train_optimizer, 0},
     {"LR schedule known", "optimizer or schedule", train_schedule, 0},
+    {"qkv's output holds 3A per token", "too small for its operand qkv", qkv_buffer_small, 0},
+    {"attention's probabilities hold H per token pair", "too small for its operand probs", probs_buffer_small, 0},
+    {"an MLP writes D per token", "too small for its operand out", mlp_output_is_rstd, 0},
+    {"down_proj is [D, W]", "wrong shape for its operand w_down", down_proj_transposed, 0},
+    {"a linear op's input holds its weight's columns", "is too small for its operand", linear_input_small, 0},
 };
 
 static int failures = 0;
