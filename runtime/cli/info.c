@@ -65,7 +65,8 @@ int cmd_info(int argc, char **argv) {
     tlm_so_print_kernels(stdout, &so.tables);
     putchar('\n');
     for (int p = 0; p < TLM_SO_NPLANS; p++) tlm_so_print_plan(stdout, &so.tables, p, false);
-    printf("CUDA source: %zu bytes (compiled with NVRTC when run on a GPU)\n", strlen(so.cuda_source));
+    printf("CUDA source: %zu bytes (generated for a GPU backend; this tlm-run runs on the CPU)\n",
+           strlen(so.cuda_source));
     if (list_params) {
         putchar('\n');
         tlm_so_print_params(stdout, &so.tables);
