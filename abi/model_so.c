@@ -419,6 +419,10 @@ static bool check_op(const blob_view *v, uint32_t i, tlm_err *err) {
         return tlm_fail(err, "model descriptor: op %u (%s) names layer %d of %u", i, name, op->layer, h->nlayers);
     if (op->flags & ~TLM_OP_FLAG_ACCUMULATE)
         return tlm_fail(err, "model descriptor: op %u (%s) has unknown flags 0x%x", i, name, op->flags);
+    /* Only these two honour the flag; on another op it would be ignored
+     * silently, a write where the descriptor says add. */
+    if ((op->flags & TLM_OP_FLAG_ACCUMULATE) && op->kind != TLM_OP_RMSNORM_BACKWARD && op->kind != TLM_OP_LINEAR_DX)
+        return tlm_fail(err, "model descriptor: op %u (%s) cannot accumulate into its output", i, name);
 
     bool mlp = op->kind == TLM_OP_MLP || op->kind == TLM_OP_MLP_BACKWARD;
     bool swiglu = false;

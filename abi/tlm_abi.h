@@ -60,25 +60,24 @@ typedef struct tlm_kernel_fns {
 
 /* What a parameter is; with its layer this says where it is used. */
 enum tlm_abi_param_role {
-    TLM_P_EMBED,          /* [V, D] */
-    TLM_P_ATTN_NORM,      /* [D]    input_layernorm */
-    TLM_P_Q,
-    TLM_P_K,
-    TLM_P_V,   /* [A, D] each; k and v directly follow q, so the three
-                                    are one [3A, D] matrix */
-    TLM_P_O,              /* [D, A] */
-    TLM_P_MLP_NORM,       /* [D]    post_attention_layernorm */
-    TLM_P_GATE,
-    TLM_P_UP, /* [W, D] */
-    TLM_P_DOWN,           /* [D, W] */
-    TLM_P_FINAL_NORM,     /* [D] */
-    TLM_P_HEAD,           /* [V, D] (absent when tied) */
-    TLM_P_OUT_GATE,       /* gated attention: [A, D] (elementwise) or [H, D] (head-wise);
-                             titans: the output gate [A, D] */
-    TLM_P_THETA,
+    TLM_P_EMBED,     /* [V, D] */
+    TLM_P_ATTN_NORM, /* [D]    input_layernorm */
+    TLM_P_Q,         /* [A, D]; k_proj and v_proj follow q_proj directly, */
+    TLM_P_K,         /* so the three are one [3A, D] matrix */
+    TLM_P_V,
+    TLM_P_O,          /* [D, A] */
+    TLM_P_MLP_NORM,   /* [D]    post_attention_layernorm */
+    TLM_P_GATE,       /* [W, D] */
+    TLM_P_UP,         /* [W, D] */
+    TLM_P_DOWN,       /* [D, W] */
+    TLM_P_FINAL_NORM, /* [D] */
+    TLM_P_HEAD,       /* [V, D] (absent when tied) */
+    TLM_P_OUT_GATE,   /* gated attention: [A, D] (elementwise) or [H, D] (head-wise);
+                         titans: the output gate [A, D] */
+    TLM_P_THETA,      /* titans: [H, D] each, adjacent: one matrix [3H, D] */
     TLM_P_ETA,
-    TLM_P_ALPHA, /* titans: [H, D] each, one matrix [3H, D] */
-    TLM_P_MEM_NORM,       /* titans: the output norm's weight [A] (per head and channel) */
+    TLM_P_ALPHA,
+    TLM_P_MEM_NORM, /* titans: the output norm's weight [A] (per head and channel) */
     TLM_P_COUNT
 };
 
@@ -86,46 +85,46 @@ enum tlm_abi_param_role {
  * per_token_t × B·T·T (attention probabilities) plus per_seq × B (titans'
  * memory checkpoints). */
 enum tlm_abi_buffer_role {
-    TLM_B_RESID,          /* h_l, the residual stream entering layer l [BT, D]; l = L: the last */
-    TLM_B_MID,            /* z_l = h_l + attention [BT, D] */
-    TLM_B_NORM1,
-    TLM_B_RSTD1,    /* attention's input norm [BT, D], [BT] */
-    TLM_B_QKV,            /* q, k, v packed per token [BT, 3A]; q and k after RoPE */
-    TLM_B_PROBS,          /* softmax probabilities [B, H, T, T] */
-    TLM_B_ATTN_Y,         /* attention output before o_proj [BT, A] */
-    TLM_B_NORM2,
-    TLM_B_RSTD2,    /* the MLP's input norm */
-    TLM_B_PRE_GATE,
-    TLM_B_PRE_UP, /* MLP pre-activations [BT, W_l] */
-    TLM_B_NORMF,
-    TLM_B_RSTDF,    /* the final norm */
-    TLM_B_LOGITS,         /* [BT, V]; the backward overwrites it with dlogits */
-    TLM_B_LSE,            /* log-sum-exp per token [BT] */
-    TLM_B_D_RESID,        /* gradient of the residual stream [BT, D] */
-    TLM_B_D_NORM,         /* gradient of a norm's output [BT, D] */
-    TLM_B_D_PRE_GATE,
-    TLM_B_D_PRE_UP, /* [BT, W_l] */
-    TLM_B_D_ATTN_Y,       /* [BT, A] */
-    TLM_B_D_QKV,          /* [BT, 3A] */
-    TLM_B_GATE_PRE,       /* output gate pre-activation [BT, A] (head-wise: [BT, H]) */
-    TLM_B_ATTN_GATED,     /* the gated mixer output fed to o_proj [BT, A] */
-    TLM_B_D_GATE_PRE,
+    TLM_B_RESID,      /* h_l, the residual stream entering layer l [BT, D]; l = L: the last */
+    TLM_B_MID,        /* z_l = h_l + attention [BT, D] */
+    TLM_B_NORM1,      /* attention's input norm [BT, D] */
+    TLM_B_RSTD1,      /* its 1/rms [BT] */
+    TLM_B_QKV,        /* q, k, v packed per token [BT, 3A]; q and k after RoPE */
+    TLM_B_PROBS,      /* softmax probabilities [B, H, T, T] */
+    TLM_B_ATTN_Y,     /* attention output before o_proj [BT, A] */
+    TLM_B_NORM2,      /* the MLP's input norm [BT, D] */
+    TLM_B_RSTD2,      /* its 1/rms [BT] */
+    TLM_B_PRE_GATE,   /* MLP pre-activations [BT, W_l] */
+    TLM_B_PRE_UP,     /* [BT, W_l] */
+    TLM_B_NORMF,      /* the final norm [BT, D] */
+    TLM_B_RSTDF,      /* its 1/rms [BT] */
+    TLM_B_LOGITS,     /* [BT, V]; the backward overwrites it with dlogits */
+    TLM_B_LSE,        /* log-sum-exp per token [BT] */
+    TLM_B_D_RESID,    /* gradient of the residual stream [BT, D] */
+    TLM_B_D_NORM,     /* gradient of a norm's output [BT, D] */
+    TLM_B_D_PRE_GATE, /* [BT, W_l] */
+    TLM_B_D_PRE_UP,   /* [BT, W_l] */
+    TLM_B_D_ATTN_Y,   /* [BT, A] */
+    TLM_B_D_QKV,      /* [BT, 3A] */
+    TLM_B_GATE_PRE,   /* output gate pre-activation [BT, A] (head-wise: [BT, H]) */
+    TLM_B_ATTN_GATED, /* the gated mixer output fed to o_proj [BT, A] */
+    TLM_B_D_GATE_PRE, /* their gradients */
     TLM_B_D_ATTN_GATED,
-    TLM_B_MEM_ACT,        /* titans: silu(q, k, v) [BT, 3A] */
-    TLM_B_MEM_QKV,        /* titans: l2-normalised q, k and v [BT, 3A] */
-    TLM_B_MEM_RNORM,      /* titans: q and k's 1/norm [BT, 2H] */
-    TLM_B_MEM_GATES_PRE,  /* titans: theta, eta, alpha before the sigmoid [BT, 3H] */
-    TLM_B_MEM_GATES,      /* titans: theta, eta, alpha [BT, 3H] */
-    TLM_B_MEM_Y,          /* titans: memory read-out M_t q_t [BT, A] */
-    TLM_B_MEM_SAVED,      /* titans: memory checkpoints for the backward pass */
-    TLM_B_MEM_YN,
-    TLM_B_MEM_RSTD, /* titans: the read-out's per-head norm [BT, A], [BT, H] */
-    TLM_B_D_MEM_YN,
+    TLM_B_MEM_ACT,       /* titans: silu(q, k, v) [BT, 3A] */
+    TLM_B_MEM_QKV,       /* titans: l2-normalised q, k and v [BT, 3A] */
+    TLM_B_MEM_RNORM,     /* titans: q and k's 1/norm [BT, 2H] */
+    TLM_B_MEM_GATES_PRE, /* titans: theta, eta, alpha before the sigmoid [BT, 3H] */
+    TLM_B_MEM_GATES,     /* titans: theta, eta, alpha [BT, 3H] */
+    TLM_B_MEM_Y,         /* titans: memory read-out M_t q_t [BT, A] */
+    TLM_B_MEM_SAVED,     /* titans: memory checkpoints for the backward pass */
+    TLM_B_MEM_YN,        /* titans: the read-out's per-head norm [BT, A] */
+    TLM_B_MEM_RSTD,      /* its 1/rms per head [BT, H] */
+    TLM_B_D_MEM_YN,      /* titans: the gradients of the above */
     TLM_B_D_MEM_Y,
     TLM_B_D_MEM_QKV,
     TLM_B_D_MEM_GATES,
     TLM_B_D_MEM_GATES_PRE,
-    TLM_B_CMS_U,          /* hope: the residual stream between two CMS levels [BT, D] */
+    TLM_B_CMS_U, /* hope: the residual stream between two CMS levels [BT, D] */
     TLM_B_COUNT
 };
 

@@ -243,7 +243,7 @@ static void emit_spec(FILE *f, const tlm_kernel_spec *s) {
     char sym[128];
     int D = s->d_model, W = s->width;
     const char *swiglu = s->kind == TLM_MLP_SWIGLU ? "true" : "false";
-    fprintf(f, "\n// %s MLP, d_model %d, width %d\n", s->kind == TLM_MLP_SWIGLU ? "SwiGLU" : "GELU", D, W);
+    fprintf(f, "\n// %s MLP, d_model %d, width %d\n", tlm_enum_title(&tlm_mlp_enum, s->kind), D, W);
     tlm_kernel_symbol(s, TLM_ENTRY_FWD, sym, sizeof sym);
     fprintf(f,
             "extern \"C\" __global__ void __launch_bounds__(256) %s(\n"

@@ -54,8 +54,7 @@ bool build_shared_object(const checked_model *m, const char *out_path, const bui
     snprintf(descriptor_o, sizeof descriptor_o, "%s/descriptor.o", dir);
     tlm_kernel_spec *specs = tlm_xcalloc((size_t)ir.nkernels + 1, sizeof *specs);
     for (int k = 0; k < ir.nkernels; k++)
-        specs[k] = (tlm_kernel_spec){ir.kernels[k].mlp == TLM_MLP_SWIGLU ? TLM_MLP_SWIGLU : TLM_MLP_GELU,
-                                     (int)ir.kernels[k].d_model, (int)ir.kernels[k].width};
+        specs[k] = (tlm_kernel_spec){(tlm_mlp)ir.kernels[k].mlp, (int)ir.kernels[k].d_model, (int)ir.kernels[k].width};
     tlm_codegen_options copt = {o->cpu, o->opt_level};
     char *err = NULL, *cuda = NULL;
     uint8_t *blob = NULL;

@@ -375,7 +375,7 @@ static bool read_named_args(scope *s, const expr *e, const char *fn, const char 
 static bool read_train_number(scope *s, const tlm_train_setting *row, const char *name, const expr *e,
                               tlm_abi_train *t) {
     setting_spec x = {
-        name,     row->kind == TLM_TS_REAL ? ST_REAL : ST_INT, row->lo, row->hi, row->lo_open, NULL, NULL, false,
+        name,     row->kind == TLM_TS_REAL ? ST_REAL : ST_INT, row->lo, row->hi, row->lo_open, NULL, ANY_MIXER, false,
         row->help};
     double v;
     if (!checked_number(s, &x, e, &v)) return false;
@@ -572,7 +572,7 @@ static bool read_budget(scope *s, checked_model *m) {
         inherited_note(s, "budget");
         return false;
     }
-    setting_spec x = {"the budget width", ST_INT, 1, 1 << 24, 0, NULL, NULL, false, NULL};
+    setting_spec x = {"the budget width", ST_INT, 1, 1 << 24, 0, NULL, ANY_MIXER, false, NULL};
     double w;
     if (!checked_number(s, &x, e->args->value, &w)) {
         inherited_note(s, "budget");
@@ -597,7 +597,7 @@ static bool read_cms(scope *s, checked_model *m) {
         diag_error(D(s), e0->loc, "cms has %d levels; the limit is %d", e->nargs, TLM_MAX_CMS_LEVELS);
         return false;
     }
-    setting_spec x = {"each cms period", ST_INT, 1, 1 << 20, 0, NULL, NULL, false, NULL};
+    setting_spec x = {"each cms period", ST_INT, 1, 1 << 20, 0, NULL, ANY_MIXER, false, NULL};
     m->ncms = 0;
     for (arg *a = e->args; a; a = a->next) {
         double v;
@@ -628,12 +628,13 @@ static bool check_mixer_settings(scope *s, checked_model *m) {
     bool ok = true;
     for (const setting_spec *x = model_settings; x->name; x++) {
         int i = (int)(x - model_settings);
-        if (!x->mixer || !s->def[i]) continue;
-        if (strcmp(x->mixer, tlm_enum_name(&tlm_mixer_enum, m->mixer)) != 0) {
+        if (x->mixer == ANY_MIXER || !s->def[i]) continue;
+        if (x->mixer != (int)m->mixer) {
             diag_error(D(s), s->def[i]->name_loc,
                        "`%s` is a setting of the `%s` mixer, but `%s` "
                        "uses `%s`",
-                       x->name, x->mixer, s->model->name, tlm_enum_name(&tlm_mixer_enum, m->mixer));
+                       x->name, tlm_enum_name(&tlm_mixer_enum, (unsigned)x->mixer), s->model->name,
+                       tlm_enum_name(&tlm_mixer_enum, m->mixer));
             ok = false;
         }
     }

@@ -260,8 +260,8 @@ static int print_keywords(const char *stdlib) {
 static void print_settings(void) {
     puts("model settings (required ones marked *):");
     for (const setting_spec *x = model_settings; x->name; x++)
-        printf("  %-15s%s %s%s%s\n", x->name, x->required ? "*" : " ", x->help, x->mixer ? "; mixer " : "",
-               x->mixer ? x->mixer : "");
+        printf("  %-15s%s %s%s%s\n", x->name, x->required ? "*" : " ", x->help, x->mixer != ANY_MIXER ? "; mixer " : "",
+               x->mixer != ANY_MIXER ? tlm_enum_name(&tlm_mixer_enum, (unsigned)x->mixer) : "");
     puts("training settings (in a train { ... } block):");
     for (const setting_spec *x = train_settings; x->name; x++) printf("  %-16s %s\n", x->name, x->help);
 }

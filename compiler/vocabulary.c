@@ -17,30 +17,33 @@ const char *const builtin_names[] = {"abs", "ceil", "clamp", "cos",     "exp", "
 
 #define BIG 1e15
 const setting_spec model_settings[] = {
-    {"vocab", ST_INT, 2, 1 << 24, 0, NULL, NULL, true, "vocabulary size (256 for byte-level text)"},
-    {"context", ST_INT, 1, 1 << 20, 0, NULL, NULL, true, "longest sequence, in tokens"},
-    {"d_model", ST_INT, 1, 1 << 16, 0, NULL, NULL, true, "width of the residual stream"},
-    {"layers", ST_INT, 1, 4096, 0, NULL, NULL, true, "number of blocks L"},
-    {"heads", ST_INT, 1, 4096, 0, NULL, NULL, true, "attention (or memory) heads per block"},
-    {"head_dim", ST_INT, 1, 1 << 16, 0, NULL, NULL, false, "size of a head (default d_model / heads)"},
-    {"mixer", ST_CHOICE, 0, 0, 0, tlm_mixer_enum_names_, NULL, false, "token mixer (default attention)"},
-    {"mlp", ST_CHOICE, 0, 0, 0, tlm_mlp_enum_names_, NULL, false, "MLP kind (default swiglu)"},
-    {"d_ff", ST_WIDTH, 0, 0, 0, NULL, NULL, true, "MLP width, an expression in the layer index l"},
-    {"quantum", ST_INT, 1, 1 << 16, 0, NULL, NULL, false, "every width is a multiple of this (default 1)"},
-    {"budget", ST_BUDGET, 0, 0, 0, NULL, NULL, false,
+    {"vocab", ST_INT, 2, 1 << 24, 0, NULL, ANY_MIXER, true, "vocabulary size (256 for byte-level text)"},
+    {"context", ST_INT, 1, 1 << 20, 0, NULL, ANY_MIXER, true, "longest sequence, in tokens"},
+    {"d_model", ST_INT, 1, 1 << 16, 0, NULL, ANY_MIXER, true, "width of the residual stream"},
+    {"layers", ST_INT, 1, 4096, 0, NULL, ANY_MIXER, true, "number of blocks L"},
+    {"heads", ST_INT, 1, 4096, 0, NULL, ANY_MIXER, true, "attention (or memory) heads per block"},
+    {"head_dim", ST_INT, 1, 1 << 16, 0, NULL, ANY_MIXER, false, "size of a head (default d_model / heads)"},
+    {"mixer", ST_CHOICE, 0, 0, 0, tlm_mixer_enum_names_, ANY_MIXER, false, "token mixer (default attention)"},
+    {"mlp", ST_CHOICE, 0, 0, 0, tlm_mlp_enum_names_, ANY_MIXER, false, "MLP kind (default swiglu)"},
+    {"d_ff", ST_WIDTH, 0, 0, 0, NULL, ANY_MIXER, true, "MLP width, an expression in the layer index l"},
+    {"quantum", ST_INT, 1, 1 << 16, 0, NULL, ANY_MIXER, false, "every width is a multiple of this (default 1)"},
+    {"budget", ST_BUDGET, 0, 0, 0, NULL, ANY_MIXER, false,
      "uniform(W): same MLP params and FLOPs as width W in every layer; none (default)"},
-    {"tie_embeddings", ST_BOOL, 0, 0, 0, bools, NULL, false, "share the embedding with the LM head (default false)"},
-    {"norm_eps", ST_REAL, 0, 1, 1, NULL, NULL, false, "RMSNorm epsilon (default 1e-5)"},
-    {"rope_base", ST_REAL, 1, BIG, 1, NULL, NULL, false, "rotary embedding base (default 10000)"},
-    {"monotone", ST_BOOL, 0, 0, 0, bools, NULL, false, "false: widths may rise and fall with depth without a warning"},
-    {"gate", ST_CHOICE, 0, 0, 0, tlm_gate_enum_names_, "gated_attention", false,
-     "elementwise (default) or headwise output gate"},
-    {"chunk", ST_INT, 1, 1 << 16, 0, NULL, "titans", false,
+    {"tie_embeddings", ST_BOOL, 0, 0, 0, bools, ANY_MIXER, false,
+     "share the embedding with the LM head (default false)"},
+    {"norm_eps", ST_REAL, 0, 1, 1, NULL, ANY_MIXER, false, "RMSNorm epsilon (default 1e-5)"},
+    {"rope_base", ST_REAL, 1, BIG, 1, NULL, ANY_MIXER, false, "rotary embedding base (default 10000)"},
+    {"monotone", ST_BOOL, 0, 0, 0, bools, ANY_MIXER, false,
+     "false: widths may rise and fall with depth without a warning"},
+    {"gate", ST_CHOICE, 0, 0, 0, tlm_gate_enum_names_, TLM_MIXER_GATED_ATTENTION, false,
+     "the output gate: one per channel (elementwise, the default) or per head (headwise)"},
+    {"chunk", ST_INT, 1, 1 << 16, 0, NULL, TLM_MIXER_TITANS, false,
      "memory update chunk size C (default 16; 1 is the exact recurrence)"},
-    {"inner_lr", ST_REAL, 0, 1e6, 1, NULL, "titans", false, "bound on the memory's inner learning rate (default 0.1)"},
-    {"cms", ST_INT_LIST, 1, 1 << 20, 0, NULL, "hope_attention", false,
+    {"inner_lr", ST_REAL, 0, 1e6, 1, NULL, TLM_MIXER_TITANS, false,
+     "bound on the memory's inner learning rate (default 0.1)"},
+    {"cms", ST_INT_LIST, 1, 1 << 20, 0, NULL, TLM_MIXER_HOPE_ATTENTION, false,
      "update period of each memory level, e.g. [1, 4] (default [1])"},
-    {NULL, 0, 0, 0, 0, NULL, NULL, false, NULL},
+    {NULL, 0, 0, 0, 0, NULL, ANY_MIXER, false, NULL},
 };
 
 /* The training settings that are names of their own in a train { } block,
@@ -66,11 +69,11 @@ const setting_spec model_settings[] = {
 #define ABOUT_OPTIMIZER(lo, hi) "; default "
 #define ABOUT_LR_SCHEDULE(lo, hi) "; default "
 #define TRAIN_SETTING_(field, flag, kind, lo, hi, def, def_text, trajectory, help) \
-    {#field, TYPE_##kind, lo, hi, OPEN_##kind, NULL, NULL, false, help ABOUT_##kind(lo, hi) def_text},
+    {#field, TYPE_##kind, lo, hi, OPEN_##kind, NULL, ANY_MIXER, false, help ABOUT_##kind(lo, hi) def_text},
 #define TRAIN_ARGUMENT_(...)
 
 const setting_spec train_settings[] = {
-    TLM_TRAIN_SETTINGS(TRAIN_SETTING_, TRAIN_ARGUMENT_){NULL, 0, 0, 0, 0, NULL, NULL, false, NULL},
+    TLM_TRAIN_SETTINGS(TRAIN_SETTING_, TRAIN_ARGUMENT_){NULL, 0, 0, 0, 0, NULL, ANY_MIXER, false, NULL},
 };
 
 const setting_spec *find_setting(const setting_spec *table, const char *name) {

@@ -23,13 +23,15 @@ typedef enum {
     ST_LR_SCHEDULE,  /* cosine(...) | linear(...) | constant(...) */
 } setting_type;
 
+enum { ANY_MIXER = -1 };
+
 typedef struct setting_spec {
     const char *name;
     setting_type type;
     double lo, hi;                 /* ST_INT, ST_REAL, ST_INT_LIST elements */
     bool lo_open;                  /* ST_REAL: lo itself is not allowed */
     const char *const *choices;    /* ST_CHOICE, NULL-terminated */
-    const char *mixer;             /* only valid for this mixer; NULL: any */
+    int mixer;                     /* the only mixer it applies to (tlm_mixer); ANY_MIXER: every one */
     bool required;
     const char *help;
 } setting_spec;

@@ -24,7 +24,7 @@ const char *corpus_dir(void) {
 
 bool corpus_load(tlm_dataset *ds, const char *path, enum corpus_role role, int64_t T, int64_t vocab, char *name,
                  size_t namelen, tlm_err *err) {
-    tlm_err e;
+    tlm_err e = {""};
     int rc;
     if (path && *path) {
         rc = tlm_data_load(ds, path, &e);

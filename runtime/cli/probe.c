@@ -119,8 +119,10 @@ int cmd_probe(int argc, char **argv) {
     int64_t done = 0;
     while (!rc && done < windows) {
         int64_t b = windows - done < batch ? windows - done : batch;
-        for (int64_t i = 0; i < b; i++)
-            tlm_data_window(&ds, (size_t)(done + i), (int)context, in + i * context, tgt + i * context, NULL);
+        for (int64_t i = 0; i < b && !rc; i++)
+            if (tlm_data_window(&ds, (size_t)(done + i), (int)context, in + i * context, tgt + i * context, &err) != 0)
+                rc = cli_error("probe", "%s: %s", name, err.msg);
+        if (rc) break;
         double loss = tlm_model_forward(&m, in, tgt, b, context);
         if (!isfinite(loss)) {
             rc = cli_error("probe", "the model's loss is not finite on %s", name);

@@ -333,12 +333,12 @@ char *train_settings_json(const train_options *o) {
 
 bool train_settings_parse(const char *json, tlm_abi_train *s, bool *decay, char **data, char **val, char **log,
                           tlm_err *err) {
-    tlm_err e;
+    tlm_err e = {""};
     tlm_json *j = tlm_json_parse(json, strlen(json), &e);
     memset(s, 0, sizeof *s);
     *data = *val = *log = NULL;
     if (!j || j->type != TLM_JSON_OBJECT) {
-        tlm_fail(err, "the checkpoint's settings are not a JSON object");
+        tlm_fail(err, "the checkpoint's settings are not a JSON object%s%s", j ? "" : ": ", j ? "" : e.msg);
         tlm_json_free(j);
         return false;
     }

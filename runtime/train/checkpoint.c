@@ -210,7 +210,7 @@ bool tlm_ckpt_save(const char *path, const tlm_trainer *t, const tlm_run_state *
     }
     for (int i = 0; i < nm; i++) flat[i] = own[i];
     for (int i = 0; i < nextra; i++) flat[nm + i] = extra[i];
-    tlm_err e;
+    tlm_err e = {""};
     ok = tlm_st_write(path, ts, ntensors, flat, nm + nextra, &e) == 0;
     if (!ok) tlm_fail(err, "%s", e.msg);
     free(flat);
@@ -281,7 +281,7 @@ static bool params_match(const tlm_st_file *f, const tlm_so *so) {
 }
 
 tlm_st_file *tlm_ckpt_open(const char *path, const tlm_so *so, tlm_err *err) {
-    tlm_err e;
+    tlm_err e = {""};
     tlm_st_file *f = tlm_st_open(path, &e);
     if (!f) {
         tlm_fail(err, "%s", e.msg);
@@ -318,7 +318,7 @@ bool tlm_ckpt_load_params(const tlm_st_file *f, tlm_model *m, tlm_err *err) {
     const tlm_so *so = m->so;
     for (uint32_t i = 0; i < so->header->nparams; i++) {
         const tlm_abi_param *p = &so->params[i];
-        tlm_err e;
+        tlm_err e = {""};
         if (tlm_st_read(f, tlm_so_str(so, p->name), TLM_F32, (int)p->ndim, p->shape, m->params + p->offset, &e) != 0)
             return tlm_fail(err, "checkpoint: %s", e.msg);
     }
@@ -326,7 +326,7 @@ bool tlm_ckpt_load_params(const tlm_st_file *f, tlm_model *m, tlm_err *err) {
 }
 
 static bool read_i64(const tlm_st_file *f, const char *name, int64_t n, int64_t *dst, tlm_err *err) {
-    tlm_err e;
+    tlm_err e = {""};
     int64_t shape[1] = {n};
     if (tlm_st_read(f, name, TLM_I64, 1, shape, dst, &e) != 0) return tlm_fail(err, "checkpoint: %s", e.msg);
     return true;
@@ -343,7 +343,7 @@ bool tlm_ckpt_load_trainer(const tlm_st_file *f, tlm_trainer *t, tlm_run_state *
             float *state = (s == 0 ? t->m : t->v) + p->offset;
             char name[512];
             snprintf(name, sizeof name, "optimizer.%s.%s", kind, pname);
-            tlm_err e;
+            tlm_err e = {""};
             if (!tlm_st_find(f, name))
                 return tlm_fail(err, "checkpoint: no %s (was it written with another optimizer?)", name);
             if (tlm_st_read(f, name, TLM_F32, (int)p->ndim, p->shape, state, &e) != 0)
@@ -354,7 +354,7 @@ bool tlm_ckpt_load_trainer(const tlm_st_file *f, tlm_trainer *t, tlm_run_state *
         const tlm_abi_param *p = &so->params[t->slow[i]];
         char name[512];
         snprintf(name, sizeof name, "optimizer.grad_sum.%s", tlm_so_str(so, p->name));
-        tlm_err e;
+        tlm_err e = {""};
         if (tlm_st_read(f, name, TLM_F32, (int)p->ndim, p->shape, t->grad_sum + p->offset, &e) != 0)
             return tlm_fail(err, "checkpoint: %s", e.msg);
     }

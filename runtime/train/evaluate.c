@@ -22,7 +22,7 @@ bool tlm_eval_sampled(tlm_model *m, const tlm_dataset *ds, int64_t B, int64_t T,
     double sum = 0;
     bool ok = true;
     for (int64_t i = 0; i < nbatches && ok; i++) {
-        tlm_err e;
+        tlm_err e = {""};
         if (tlm_data_sample_batch(ds, &rng, (int)B, (int)T, x, y, &e) != 0) {
             tlm_fail(err, "%s", e.msg);
             ok = false;
@@ -53,7 +53,7 @@ bool tlm_eval_windows(tlm_model *m, const tlm_dataset *ds, int64_t B, int64_t T,
     for (int64_t w = 0; w < nwin && ok; w += B) {
         int64_t rows = nwin - w < B ? nwin - w : B;
         for (int64_t r = 0; r < rows && ok; r++) {
-            tlm_err e;
+            tlm_err e = {""};
             if (tlm_data_window(ds, (size_t)(w + r), (int)T, x + r * T, y + r * T, &e) != 0) {
                 tlm_fail(err, "%s", e.msg);
                 ok = false;

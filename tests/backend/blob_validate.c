@@ -314,6 +314,12 @@ static bool train_schedule(blob *b) {
 }
 /* Sizes the executor computes from the config: a smaller operand would let
  * it run past its slot. */
+static bool accumulate_on_qkv_backward(blob *b) {
+    tlm_abi_op *op = find_op(b, TLM_OP_QKV_BACKWARD, -2);
+    if (!op) return false;
+    op->flags = TLM_OP_FLAG_ACCUMULATE;
+    return true;
+}
 static bool qkv_buffer_small(blob *b) {
     tlm_abi_op *op = find_op(b, TLM_OP_QKV, 0);
     if (!op) return false;
@@ -402,6 +408,7 @@ static damage cases[] = {
     {"at most 8 CMS levels", "out of range", config_ncms, 0},
     {"optimizer known", "optimizer or schedule", train_optimizer, 0},
     {"LR schedule known", "optimizer or schedule", train_schedule, 0},
+    {"only rmsnorm_backward and linear_dx accumulate", "cannot accumulate", accumulate_on_qkv_backward, 0},
     {"qkv's output holds 3A per token", "too small for its operand qkv", qkv_buffer_small, 0},
     {"attention's probabilities hold H per token pair", "too small for its operand probs", probs_buffer_small, 0},
     {"an MLP writes D per token", "too small for its operand out", mlp_output_is_rstd, 0},
