@@ -58,7 +58,6 @@ bool build_shared_object(const checked_model *m, const char *out_path, const bui
     tlm_codegen_options copt = {o->cpu, o->opt_level};
     char *err = NULL, *cuda = NULL;
     uint8_t *blob = NULL;
-    char why[512] = "";
     bool ok = tlm_codegen_cpu_object(specs, ir.nkernels, &copt, kernels_o, &err);
     if (ok) {
         stage(o, "CPU kernels (LLVM)", &t);
@@ -75,8 +74,7 @@ bool build_shared_object(const checked_model *m, const char *out_path, const bui
     if (ok) {
         stage(o, "descriptor", &t);
         const char *objects[2] = {kernels_o, descriptor_o};
-        ok = link_shared_object(objects, 2, out_path, why, sizeof why);
-        if (!ok) err = tlm_xstrdup(why);
+        ok = link_shared_object(objects, 2, out_path, &err);
     }
     if (ok) {
         stage(o, "link", &t);

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "codegen_error.h"
 #include "xalloc.h"
 
 extern char **environ;
@@ -37,10 +38,10 @@ static const char *find_linker(void) {
     return NULL;
 }
 
-bool link_shared_object(const char *const *objects, int n, const char *out_path, char *err, size_t errlen) {
+bool link_shared_object(const char *const *objects, int n, const char *out_path, char **err) {
     const char *ld = find_linker();
     if (!ld) {
-        snprintf(err, errlen, "no linker found (tried ld.lld-19, ld.lld, ld); install lld-19 or binutils");
+        codegen_fail(err, "no linker found (tried ld.lld-19, ld.lld, ld); install lld-19 or binutils");
         return false;
     }
     char tmp[4096];
@@ -58,24 +59,17 @@ bool link_shared_object(const char *const *objects, int n, const char *out_path,
     pid_t pid;
     int rc = posix_spawnp(&pid, ld, NULL, NULL, (char *const *)argv, environ);
     free(argv);
-    if (rc != 0) {
-        snprintf(err, errlen, "cannot run %s: %s", ld, strerror(rc));
-        return false;
-    }
+    if (rc != 0) { return codegen_fail(err, "cannot run %s: %s", ld, strerror(rc)); }
     int status;
     while (waitpid(pid, &status, 0) < 0) {
-        if (errno != EINTR) {
-            snprintf(err, errlen, "waiting for %s: %s", ld, strerror(errno));
-            return false;
-        }
+        if (errno != EINTR) { return codegen_fail(err, "waiting for %s: %s", ld, strerror(errno)); }
     }
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         unlink(tmp);
-        snprintf(err, errlen, "%s failed (status %d)", ld, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-        return false;
+        return codegen_fail(err, "%s failed (status %d)", ld, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
     }
     if (rename(tmp, out_path) != 0) {
-        snprintf(err, errlen, "cannot write %s: %s", out_path, strerror(errno));
+        codegen_fail(err, "cannot write %s: %s", out_path, strerror(errno));
         unlink(tmp);
         return false;
     }
