@@ -474,9 +474,9 @@ static bool check_op(const blob_view *v, uint32_t i, tlm_err *err) {
 
 static bool check_plans(const blob_view *v, const uint8_t *blob, size_t size, tlm_err *err) {
     const tlm_blob_header *h = v->h;
-    if (h->nplans != TLM_SO_NPLANS)
+    if (h->nplans != TLM_PLAN_COUNT)
         return tlm_fail(err, "model descriptor has %u memory plans, not %d (training and inference)", h->nplans,
-                        TLM_SO_NPLANS);
+                        TLM_PLAN_COUNT);
     const tlm_abi_plan *train = &v->plans[TLM_PLAN_TRAIN], *infer = &v->plans[TLM_PLAN_INFER];
     /* Training runs every op; inference the forward ones, a prefix. */
     if (train->nops != h->nops)
@@ -562,7 +562,7 @@ bool tlm_blob_read(const uint8_t *blob, size_t size, tlm_so_tables *t, tlm_err *
         .kernel_symbols = names + h->nparams,
         .buffer_names = names + h->nparams + h->nkernels,
     };
-    for (int p = 0; p < TLM_SO_NPLANS; p++) t->plan_offsets[p] = (const int64_t *)(blob + v.plans[p].offsets_off);
+    for (int p = 0; p < TLM_PLAN_COUNT; p++) t->plan_offsets[p] = (const int64_t *)(blob + v.plans[p].offsets_off);
     return true;
 }
 

@@ -17,31 +17,31 @@
 #include "errmsg.h"
 #include "tlm_abi.h"
 
-/* The descriptor stores exactly these plans, at these indices. */
-enum { TLM_SO_NPLANS = TLM_PLAN_INFER + 1 };
-
 /* The descriptor's tables: what tlm_blob_write consumes and what the reader
  * exposes. In the blob, names are offsets into its string table (the
  * records' name and symbol fields, and plans' offsets_off, are the writer's
  * to fill in: it ignores what they hold); here they are C strings, and each
- * plan's per-buffer offsets are an array. The fields are a macro so that
- * tlm_so can hold them both as one struct (so->tables, for the printer) and
- * directly (so->params), the spelling the runtime uses. */
-#define TLM_SO_TABLES_FIELDS                                                                 \
-    const tlm_abi_config *config;                                                            \
-    const tlm_abi_train *train;                                                              \
-    const tlm_abi_layer *layers;                                                             \
-    const tlm_abi_param *params;                                                             \
-    const tlm_abi_kernel *kernels;                                                           \
-    const tlm_abi_buffer *buffers;                                                           \
-    const tlm_abi_op *ops;                                                                   \
-    const tlm_abi_plan *plans;                  /* [TLM_SO_NPLANS], indexed by tlm_abi_plan_kind */           \
-    uint32_t nlayers, nparams, nkernels, nbuffers, nops;                                     \
-    const int64_t *plan_offsets[TLM_SO_NPLANS]; /* bytes per buffer; -1: not in this plan */ \
-    const char *model_name;                                                                  \
-    const char *const *param_names;             /* [nparams] */                                          \
-    const char *const *kernel_symbols;          /* [nkernels] */                                      \
-    const char *const *buffer_names;            /* [nbuffers] */
+ * plan's per-buffer offsets are an array (bytes; -1: not in that plan).
+ * plans and plan_offsets are indexed by tlm_abi_plan_kind; param_names,
+ * kernel_symbols and buffer_names have nparams, nkernels and nbuffers
+ * entries. The fields are a macro so that tlm_so can hold them both as one
+ * struct (so->tables, for the printer) and directly (so->params), the
+ * spelling the runtime uses. */
+#define TLM_SO_TABLES_FIELDS                             \
+    const tlm_abi_config *config;                        \
+    const tlm_abi_train *train;                          \
+    const tlm_abi_layer *layers;                         \
+    const tlm_abi_param *params;                         \
+    const tlm_abi_kernel *kernels;                       \
+    const tlm_abi_buffer *buffers;                       \
+    const tlm_abi_op *ops;                               \
+    const tlm_abi_plan *plans;                           \
+    uint32_t nlayers, nparams, nkernels, nbuffers, nops; \
+    const int64_t *plan_offsets[TLM_PLAN_COUNT];         \
+    const char *model_name;                              \
+    const char *const *param_names;                      \
+    const char *const *kernel_symbols;                   \
+    const char *const *buffer_names;
 
 typedef struct tlm_so_tables {
     TLM_SO_TABLES_FIELDS

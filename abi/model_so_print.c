@@ -8,23 +8,7 @@
 
 #include "arena_plan.h"
 #include "model_so.h"
-
-/* 4227072 as 4,227,072. */
-static const char *thousands(char buf[32], int64_t v) {
-    char digits[32];
-    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-    int k = 0;
-    do {
-        if (k % 4 == 3) digits[k++] = ',';
-        digits[k++] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
-    int j = 0;
-    if (v < 0) buf[j++] = '-';
-    while (k > 0) buf[j++] = digits[--k];
-    buf[j] = '\0';
-    return buf;
-}
+#include "numfmt.h"
 
 void tlm_so_print_config(FILE *out, const tlm_so_tables *t) {
     const tlm_abi_config *m = t->config;
@@ -38,7 +22,7 @@ void tlm_so_print_config(FILE *out, const tlm_so_tables *t) {
             m->rope_base);
     if (m->mixer == TLM_MIXER_GATED_ATTENTION)
         fprintf(out, "  output gate: %s (%s)\n", tlm_enum_name(&tlm_gate_enum, m->gate),
-                m->gate < TLM_GATE_COUNT ? tlm_gate_enum.helps[m->gate] : "?");
+                tlm_enum_help(&tlm_gate_enum, m->gate));
     if (m->mixer == TLM_MIXER_TITANS)
         fprintf(out, "  memory: chunk %lld, inner_lr %g\n", (long long)m->chunk, m->inner_lr);
     if (m->mixer == TLM_MIXER_HOPE_ATTENTION) {
@@ -52,8 +36,8 @@ void tlm_so_print_config(FILE *out, const tlm_so_tables *t) {
     else fprintf(out, "  quantum %lld, no budget\n", (long long)m->quantum);
     int64_t params = 0;
     for (uint32_t i = 0; i < t->nparams; i++) params += t->params[i].count;
-    fprintf(out, "  parameters: %s in %u tensors (%s floats in the block)\n", thousands(a, params), t->nparams,
-            thousands(b, m->param_floats));
+    fprintf(out, "  parameters: %s in %u tensors (%s floats in the block)\n", fmt_int(a, sizeof a, params, 0),
+            t->nparams, fmt_int(b, sizeof b, m->param_floats, 0));
 }
 
 void tlm_so_print_layers(FILE *out, const tlm_so_tables *t) {
@@ -77,7 +61,8 @@ void tlm_so_print_kernels(FILE *out, const tlm_so_tables *t) {
 
 void tlm_so_print_params(FILE *out, const tlm_so_tables *t) {
     char a[32];
-    fprintf(out, "params (%u tensors, %s floats in the block):\n", t->nparams, thousands(a, t->config->param_floats));
+    fprintf(out, "params (%u tensors, %s floats in the block):\n", t->nparams,
+            fmt_int(a, sizeof a, t->config->param_floats, 0));
     for (uint32_t i = 0; i < t->nparams; i++) {
         const tlm_abi_param *p = &t->params[i];
         char shape[48], init[32];
@@ -85,8 +70,8 @@ void tlm_so_print_params(FILE *out, const tlm_so_tables *t) {
         else snprintf(shape, sizeof shape, "[%lld]", (long long)p->shape[0]);
         if (p->init == TLM_INIT_NORMAL) snprintf(init, sizeof init, "normal(%.6g)", p->init_std);
         else snprintf(init, sizeof init, "%s", tlm_enum_name(&tlm_init_enum, p->init));
-        fprintf(out, "  p%-4u %-46s %-14s @%-10s %-16s %s", i, t->param_names[i], shape, thousands(a, p->offset), init,
-                p->decay ? "decay" : "no decay");
+        fprintf(out, "  p%-4u %-46s %-14s @%-10s %-16s %s", i, t->param_names[i], shape,
+                fmt_int(a, sizeof a, p->offset, 0), init, p->decay ? "decay" : "no decay");
         if (p->period > 1) fprintf(out, ", updated every %u steps", p->period);
         fputc('\n', out);
     }
@@ -156,7 +141,8 @@ bool tlm_so_print_plan(FILE *out, const tlm_so_tables *t, int plan, bool placeme
             "plan %s: B %lld, T %lld, ops 0..%u, %u buffers, arena %s bytes (%.1f MiB; %.1f MiB "
             "without reuse)\n",
             p->kind == TLM_PLAN_TRAIN ? "train" : "infer", (long long)p->batch, (long long)p->seq, p->nops - 1, used,
-            thousands(a, p->arena_bytes), (double)p->arena_bytes / 1048576.0, (double)without_reuse / 1048576.0);
+            fmt_int(a, sizeof a, p->arena_bytes, 0), (double)p->arena_bytes / 1048576.0,
+            (double)without_reuse / 1048576.0);
     if (!placements) return true;
     /* Lifetimes are not stored; the planner that made the plan recomputes
      * them from the ops. */
@@ -169,7 +155,7 @@ bool tlm_so_print_plan(FILE *out, const tlm_so_tables *t, int plan, bool placeme
     for (uint32_t i = 0; ok && i < t->nbuffers; i++) {
         if (offsets[i] < 0) continue;
         fprintf(out, "  %-14s @%-10lld %10s bytes  ops %d..%d\n", t->buffer_names[i], (long long)offsets[i],
-                thousands(a, tlm_buffer_bytes(&t->buffers[i], p->batch, p->seq)), first[i], last[i]);
+                fmt_int(a, sizeof a, tlm_buffer_bytes(&t->buffers[i], p->batch, p->seq), 0), first[i], last[i]);
     }
     free(scratch);
     free(first);
@@ -189,7 +175,7 @@ bool tlm_so_print_all(FILE *out, const tlm_so_tables *t) {
     tlm_so_print_buffers(out, t);
     fputc('\n', out);
     tlm_so_print_ops(out, t);
-    for (int p = 0; p < TLM_SO_NPLANS; p++) {
+    for (int p = 0; p < TLM_PLAN_COUNT; p++) {
         fputc('\n', out);
         if (!tlm_so_print_plan(out, t, p, true)) return false;
     }

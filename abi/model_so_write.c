@@ -100,8 +100,8 @@ uint8_t *tlm_blob_write(const tlm_so_tables *t, size_t *size) {
         put_named(&w, t->buffers, t->nbuffers, sizeof *t->buffers, offsetof(tlm_abi_buffer, name), t->buffer_names);
     h.ops_off = put(&w, t->ops, (size_t)t->nops * sizeof *t->ops);
 
-    tlm_abi_plan plans[TLM_SO_NPLANS];
-    for (int i = 0; i < TLM_SO_NPLANS; i++) {
+    tlm_abi_plan plans[TLM_PLAN_COUNT];
+    for (int i = 0; i < TLM_PLAN_COUNT; i++) {
         plans[i] = t->plans[i];
         plans[i].offsets_off = put(&w, t->plan_offsets[i], (size_t)t->nbuffers * sizeof(int64_t));
     }
@@ -124,7 +124,7 @@ uint8_t *tlm_blob_write(const tlm_so_tables *t, size_t *size) {
     h.nkernels = t->nkernels;
     h.nbuffers = t->nbuffers;
     h.nops = t->nops;
-    h.nplans = TLM_SO_NPLANS;
+    h.nplans = TLM_PLAN_COUNT;
     h.checksum = tlm_abi_checksum(w.data + sizeof h, w.size - sizeof h);
     memcpy(w.data, &h, sizeof h);
     *size = w.size;

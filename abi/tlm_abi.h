@@ -206,7 +206,8 @@ typedef struct tlm_abi_op {
     TLM_OP_OPERAND_UNION;
 } tlm_abi_op;
 
-enum tlm_abi_plan_kind { TLM_PLAN_TRAIN, TLM_PLAN_INFER };
+/* The descriptor stores exactly these plans, at these indices. */
+enum tlm_abi_plan_kind { TLM_PLAN_TRAIN, TLM_PLAN_INFER, TLM_PLAN_COUNT };
 
 /* A memory plan: one arena, an offset per buffer (-1: not used by this
  * plan), for one batch and sequence length. Plans for other sizes are made by

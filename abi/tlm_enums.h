@@ -104,6 +104,9 @@ static inline const char *tlm_enum_name(const tlm_enum_names *e, unsigned v) {
 static inline const char *tlm_enum_title(const tlm_enum_names *e, unsigned v) {
     return v < (unsigned)e->count ? e->titles[v] : "?";
 }
+static inline const char *tlm_enum_help(const tlm_enum_names *e, unsigned v) {
+    return v < (unsigned)e->count ? e->helps[v] : "?";
+}
 /* The value named s, or -1. */
 static inline int tlm_enum_find(const tlm_enum_names *e, const char *s) {
     for (int i = 0; i < e->count; i++)

@@ -108,18 +108,18 @@ TLM_OPS(TLM_OP_STRUCT_)
         TLM_OPS(TLM_OP_MEMBER_)              \
     }
 
-/* ---- what the printers and the docs read ---- */
+/* ---- what the printer and the validator read (the semantics column
+ * documents the op for whoever reads the table) ---- */
 typedef struct tlm_op_info {
     const char *name;
-    const char *in[4], *out[4], *param[4];   /* "" where a slot is unused */
-    const char *doc;
+    const char *in[4], *out[4], *param[4]; /* "" where a slot is unused */
 } tlm_op_info;
 
 #define TLM_STR4_(a, b, c, d) #a, #b, #c, #d
 #define TLM_STR4_X_(...) TLM_STR4_(__VA_ARGS__)
 #define TLM_NAMES_(...) {TLM_STR4_X_(TLM_FIRST4_(__VA_ARGS__, , , , ))}
 #define TLM_OP_INFO_(E, name, in, out, param, doc) \
-    [TLM_OP_##E] = {#name, TLM_NAMES_ in, TLM_NAMES_ out, TLM_NAMES_ param, doc},
+    [TLM_OP_##E] = {#name, TLM_NAMES_ in, TLM_NAMES_ out, TLM_NAMES_ param},
 static const tlm_op_info tlm_op_table[TLM_OP_COUNT] = {TLM_OPS(TLM_OP_INFO_)};
 #undef TLM_OP_INFO_
 

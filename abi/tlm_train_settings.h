@@ -139,6 +139,14 @@
 #define TLM_TS_RANGE_OPTIMIZER(lo, hi) NULL
 #define TLM_TS_RANGE_LR_SCHEDULE(lo, hi) NULL
 
+/* Whether a row's lower bound is excluded (REAL_GT: lr > 0). */
+#define TLM_TS_OPEN_INT false
+#define TLM_TS_OPEN_SEED false
+#define TLM_TS_OPEN_REAL false
+#define TLM_TS_OPEN_REAL_GT true
+#define TLM_TS_OPEN_OPTIMIZER false
+#define TLM_TS_OPEN_LR_SCHEDULE false
+
 typedef enum tlm_train_kind {
     TLM_TS_INT,     /* int64_t */
     TLM_TS_SEED,    /* uint64_t */
@@ -196,7 +204,6 @@ void tlm_train_resolve_defaults(tlm_abi_train *t);
 /* A value as text: integers in full, reals in the fewest digits that read
  * back as the same double, choices by name. Returns buf. */
 const char *tlm_train_format(char *buf, size_t n, const tlm_train_setting *s, const tlm_abi_train *t);
-const char *tlm_train_format_real(char *buf, size_t n, double v);
 
 /* The settings as a train { } block would set them (tlm-run info):
  *   title:

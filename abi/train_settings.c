@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "numfmt.h"
+
 /* What each kind token of the table stands for. */
 #define KIND_INT TLM_TS_INT
 #define KIND_SEED TLM_TS_SEED
@@ -13,12 +15,6 @@
 #define KIND_REAL_GT TLM_TS_REAL
 #define KIND_OPTIMIZER TLM_TS_CHOICE
 #define KIND_LR_SCHEDULE TLM_TS_CHOICE
-#define OPEN_INT false
-#define OPEN_SEED false
-#define OPEN_REAL false
-#define OPEN_REAL_GT true
-#define OPEN_OPTIMIZER false
-#define OPEN_LR_SCHEDULE false
 #define CHOICES_INT NULL
 #define CHOICES_SEED NULL
 #define CHOICES_REAL NULL
@@ -33,7 +29,7 @@
      offsetof(tlm_abi_train, field),                                                             \
      lo,                                                                                         \
      hi,                                                                                         \
-     OPEN_##kind,                                                                                \
+     TLM_TS_OPEN_##kind,                                                                         \
      TLM_TS_RANGE_##kind(lo, hi),                                                                \
      CHOICES_##kind,                                                                             \
      def,                                                                                        \
@@ -132,14 +128,6 @@ void tlm_train_resolve_defaults(tlm_abi_train *t) {
     if (t->min_lr < 0) t->min_lr = t->lr / 10;
 }
 
-const char *tlm_train_format_real(char *buf, size_t n, double v) {
-    for (int digits = 6; digits <= 17; digits++) {
-        snprintf(buf, n, "%.*g", digits, v);
-        if (strtod(buf, NULL) == v) break;
-    }
-    return buf;
-}
-
 const char *tlm_train_format(char *buf, size_t n, const tlm_train_setting *s, const tlm_abi_train *t) {
     const char *at = (const char *)t + s->offset;
     switch (s->kind) {
@@ -155,7 +143,7 @@ const char *tlm_train_format(char *buf, size_t n, const tlm_train_setting *s, co
         snprintf(buf, n, "%llu", (unsigned long long)v);
         break;
     }
-    case TLM_TS_REAL: tlm_train_format_real(buf, n, tlm_train_get(t, s)); break;
+    case TLM_TS_REAL: fmt_real(buf, n, tlm_train_get(t, s)); break;
     case TLM_TS_CHOICE: snprintf(buf, n, "%s", tlm_enum_name(s->choices, (unsigned)tlm_train_get(t, s))); break;
     }
     return buf;

@@ -40,7 +40,7 @@ uint8_t *blob_write(const ir_model *ir, size_t *size) {
     tlm_abi_layer *layers = tlm_xcalloc((size_t)m->layers + 1, sizeof *layers);
     for (int64_t l = 0; l < m->layers; l++)
         layers[l] = (tlm_abi_layer){m->widths[l], m->raw_widths[l], (uint32_t)ir->layer_kernel[l], 0};
-    tlm_abi_plan plans[TLM_SO_NPLANS] = {[TLM_PLAN_TRAIN] = ir->train.head, [TLM_PLAN_INFER] = ir->infer.head};
+    tlm_abi_plan plans[TLM_PLAN_COUNT] = {[TLM_PLAN_TRAIN] = ir->train.head, [TLM_PLAN_INFER] = ir->infer.head};
     tlm_so_tables tables = {
         .config = &config,
         .train = &m->train,

@@ -457,7 +457,7 @@ static bool read_call(scope *s, const tlm_train_setting *row, const expr *e0, tl
             size_t len = 0;
             for (int j = 0; j < count[k] && len < sizeof like; j++)
                 len += (size_t)snprintf(like + len, sizeof like - len, "%s%s", j ? ", " : "",
-                                        tlm_train_format_real(v, sizeof v, a[j].default_value));
+                                        fmt_real(v, sizeof v, a[j].default_value));
             diag_error(D(s), values[k]->loc, "%s is a %s, like (%s)", a->arg, count[k] == 2 ? "pair" : "tuple", like);
             ok = false;
             continue;

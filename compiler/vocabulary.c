@@ -56,12 +56,6 @@ const setting_spec model_settings[] = {
 #define TYPE_REAL_GT ST_REAL
 #define TYPE_OPTIMIZER ST_OPTIMIZER
 #define TYPE_LR_SCHEDULE ST_LR_SCHEDULE
-#define OPEN_INT false
-#define OPEN_SEED false
-#define OPEN_REAL false
-#define OPEN_REAL_GT true
-#define OPEN_OPTIMIZER false
-#define OPEN_LR_SCHEDULE false
 #define ABOUT_INT(lo, hi) "; " TLM_TS_RANGE_INT(lo, hi) ", default "
 #define ABOUT_SEED(lo, hi) "; " TLM_TS_RANGE_SEED(lo, hi) ", default "
 #define ABOUT_REAL(lo, hi) "; " TLM_TS_RANGE_REAL(lo, hi) ", default "
@@ -69,7 +63,7 @@ const setting_spec model_settings[] = {
 #define ABOUT_OPTIMIZER(lo, hi) "; default "
 #define ABOUT_LR_SCHEDULE(lo, hi) "; default "
 #define TRAIN_SETTING_(field, flag, kind, lo, hi, def, def_text, trajectory, help) \
-    {#field, TYPE_##kind, lo, hi, OPEN_##kind, NULL, ANY_MIXER, false, help ABOUT_##kind(lo, hi) def_text},
+    {#field, TYPE_##kind, lo, hi, TLM_TS_OPEN_##kind, NULL, ANY_MIXER, false, help ABOUT_##kind(lo, hi) def_text},
 #define TRAIN_ARGUMENT_(...)
 
 const setting_spec train_settings[] = {

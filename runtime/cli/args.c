@@ -69,6 +69,15 @@ int cli_getopt(cli_args *a, const char *short_options, const struct option *long
     return 1;
 }
 
+bool cli_model_path(cli_args *a, const char **model) {
+    if (*model) {
+        cli_usage_error(a->cmd, "more than one model given (`%s`)", a->val);
+        return false;
+    }
+    *model = a->val;
+    return true;
+}
+
 bool cli_int(cli_args *a, int64_t lo, int64_t hi, int64_t *out) {
     if (!a->val) return false;
     errno = 0;

@@ -32,6 +32,10 @@ typedef struct cli_args {
  * a->flag (the option as written, "--batch") for cli_int and cli_real. */
 int cli_getopt(cli_args *a, const char *short_options, const struct option *long_options);
 
+/* The non-option argument a->val (cli_getopt returned 1) as the command's
+ * MODEL.so: false after a one-line message when *model is already set. */
+bool cli_model_path(cli_args *a, const char **model);
+
 /* The value as an integer in [lo, hi] / a finite real >= lo (> lo when
  * lo_open); false after a one-line message. */
 bool cli_int(cli_args *a, int64_t lo, int64_t hi, int64_t *out);

@@ -11,6 +11,7 @@
 #include "corpus.h"
 #include "evaluate.h"
 #include "load.h"
+#include "numfmt.h"
 #include "tlm_rt/ops.h"
 
 #define MAX_DATA 16
@@ -29,16 +30,6 @@ static void usage(FILE *out) {
           "\n"
           "Exit status: 0 ok, 1 error (model, checkpoint, data), 2 bad usage.\n",
           out);
-}
-
-static void commas(char *buf, size_t n, int64_t v) {
-    char digits[32];
-    int k = snprintf(digits, sizeof digits, "%" PRId64, v), out = 0;
-    for (int i = 0; i < k && out + 2 < (int)n; i++) {
-        buf[out++] = digits[i];
-        if ((k - i - 1) > 0 && (k - i - 1) % 3 == 0) buf[out++] = ',';
-    }
-    buf[out] = '\0';
 }
 
 /* A diverged model's loss is NaN or Inf: say so plainly, without a sign. */
@@ -80,8 +71,7 @@ int cmd_eval(int argc, char **argv) {
         case OPT_MAX_TOKENS: ok = cli_int(&a, 1, INT64_MAX, &max_tokens); break;
         case OPT_THREADS: ok = cli_int(&a, 1, 4096, &threads); break;
         case 1:
-            if (model_path) return cli_usage_error("eval", "more than one model given (`%s`)", a.val);
-            model_path = a.val;
+            if (!cli_model_path(&a, &model_path)) return 2;
             break;
         default: return 2;   /* reported by cli_getopt */
         }
@@ -126,7 +116,7 @@ int cmd_eval(int argc, char **argv) {
             break;
         }
         char tokens[32];
-        commas(tokens, sizeof tokens, res.tokens);
+        fmt_int(tokens, sizeof tokens, res.tokens, 0);
         char loss[32], ppl[32], bpb[32];
         number(loss, sizeof loss, "%.4f", res.loss);
         number(ppl, sizeof ppl, "%.3f", exp(res.loss));

@@ -39,8 +39,7 @@ int cmd_info(int argc, char **argv) {
         case OPT_PARAMS: list_params = true; break;
         case OPT_BUFFERS: list_buffers = true; break;
         case 1:
-            if (path) return cli_usage_error("info", "more than one model given (`%s`)", a.val);
-            path = a.val;
+            if (!cli_model_path(&a, &path)) return 2;
             break;
         default: return 2;   /* reported by cli_getopt */
         }
@@ -64,7 +63,7 @@ int cmd_info(int argc, char **argv) {
     putchar('\n');
     tlm_so_print_kernels(stdout, &so.tables);
     putchar('\n');
-    for (int p = 0; p < TLM_SO_NPLANS; p++) tlm_so_print_plan(stdout, &so.tables, p, false);
+    for (int p = 0; p < TLM_PLAN_COUNT; p++) tlm_so_print_plan(stdout, &so.tables, p, false);
     printf("CUDA source: %zu bytes (generated for a GPU backend; this tlm-run runs on the CPU)\n",
            strlen(so.cuda_source));
     if (list_params) {
@@ -75,7 +74,7 @@ int cmd_info(int argc, char **argv) {
     if (list_buffers) {
         putchar('\n');
         tlm_so_print_buffers(stdout, &so.tables);
-        for (int p = 0; ok && p < TLM_SO_NPLANS; p++) {
+        for (int p = 0; ok && p < TLM_PLAN_COUNT; p++) {
             putchar('\n');
             ok = tlm_so_print_plan(stdout, &so.tables, p, true);
         }

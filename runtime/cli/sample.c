@@ -60,8 +60,7 @@ int cmd_sample(int argc, char **argv) {
         case OPT_SEED: ok = cli_int(&a, 0, INT64_MAX, &seed); break;
         case OPT_THREADS: ok = cli_int(&a, 1, 4096, &threads); break;
         case 1:
-            if (model_path) return cli_usage_error("sample", "more than one model given (`%s`)", a.val);
-            model_path = a.val;
+            if (!cli_model_path(&a, &model_path)) return 2;
             break;
         default: return 2;   /* reported by cli_getopt */
         }

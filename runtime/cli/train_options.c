@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "args.h"
+#include "numfmt.h"
 #include "tlm_rt/json.h"
 
 /* The flags that are not training settings; a setting's flag returns
@@ -133,8 +134,8 @@ static int range_error(const tlm_train_setting *row, const char *got) {
                                choice_list(list, sizeof list, row, ", "), got);
     if (row->kind == TLM_TS_REAL)
         return cli_usage_error("train", "%s must be %s %s and <= %s (got %s)", row->flag,
-                               row->lo_open ? ">" : ">=", tlm_train_format_real(lo, sizeof lo, row->lo),
-                               tlm_train_format_real(hi, sizeof hi, row->hi), got);
+                               row->lo_open ? ">" : ">=", fmt_real(lo, sizeof lo, row->lo),
+                               fmt_real(hi, sizeof hi, row->hi), got);
     return cli_usage_error("train", "%s must be between %.0f and %.0f (got %s)", row->flag, row->lo, row->hi, got);
 }
 
@@ -218,8 +219,7 @@ int train_parse(train_options *o, int argc, char **argv) {
             if (!cli_int(&a, 1, INT64_MAX, &o->stop_at)) return 2;
             break;
         case 1:
-            if (o->model) return cli_usage_error("train", "more than one model given (`%s`)", a.val);
-            o->model = a.val;
+            if (!cli_model_path(&a, &o->model)) return 2;
             break;
         default: return 2;     /* '?': cli_getopt said why */
         }
