@@ -9,13 +9,12 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "regular_file.h"
+
 /* Appends the whole file to *buf (grown with realloc). */
 static int append_file(uint8_t **buf, size_t *len, size_t *cap, const char *path, tlm_err *err) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        tlm_fail(err, "%s: cannot open: %s", path, strerror(errno));
-        return -1;
-    }
+    FILE *f = tlm_fopen_regular(path, err);
+    if (!f) return -1;
     for (;;) {
         if (*cap - *len < 65536) {
             size_t ncap = *cap ? *cap * 2 : 1 << 20;
@@ -46,17 +45,6 @@ static int load_list(tlm_dataset *ds, const char *const *paths, int npaths, cons
     uint8_t *buf = NULL;
     size_t len = 0, cap = 0;
     for (int i = 0; i < npaths; i++) {
-        struct stat st;
-        if (stat(paths[i], &st) != 0) {
-            tlm_fail(err, "%s: %s", paths[i], strerror(errno));
-            free(buf);
-            return -1;
-        }
-        if (!S_ISREG(st.st_mode)) {
-            tlm_fail(err, "%s: not a regular file", paths[i]);
-            free(buf);
-            return -1;
-        }
         if (append_file(&buf, &len, &cap, paths[i], err) != 0) {
             free(buf);
             return -1;

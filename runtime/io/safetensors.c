@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "regular_file.h"
 #include "tlm_rt/json.h"
 
 /* the reference implementation refuses headers above 100 MB */
@@ -495,14 +496,11 @@ tlm_st_file *tlm_st_parse(const void *bytes, size_t len, tlm_err *err) {
 }
 
 tlm_st_file *tlm_st_open(const char *path, tlm_err *err) {
-    FILE *fp = fopen(path, "rb");
-    if (!fp) {
-        tlm_fail(err, "%s: cannot open: %s", path, strerror(errno));
-        return NULL;
-    }
+    FILE *fp = tlm_fopen_regular(path, err);
+    if (!fp) return NULL;
     struct stat st;
-    if (fstat(fileno(fp), &st) != 0 || !S_ISREG(st.st_mode)) {
-        tlm_fail(err, "%s: not a regular file", path);
+    if (fstat(fileno(fp), &st) != 0) {
+        tlm_fail(err, "%s: %s", path, strerror(errno));
         fclose(fp);
         return NULL;
     }

@@ -1,0 +1,62 @@
+#include "regular_file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+const char *tlm_file_kind(unsigned mode) {
+    switch (mode & S_IFMT) {
+    case S_IFREG: return "a regular file";
+    case S_IFDIR: return "a directory";
+    case S_IFIFO: return "a FIFO (named pipe)";
+    case S_IFCHR: return "a character device";
+    case S_IFBLK: return "a block device";
+    case S_IFSOCK: return "a socket";
+    case S_IFLNK: return "a symbolic link";
+    default: return "not a regular file";
+    }
+}
+
+static bool refuse_special(const char *path, const struct stat *st, tlm_err *err) {
+    return tlm_fail(err, "%s is %s, not a regular file", path, tlm_file_kind(st->st_mode));
+}
+
+int tlm_open_regular(const char *path, tlm_err *err) {
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        tlm_fail(err, "cannot open %s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        refuse_special(path, &st, err);
+        return -1;
+    }
+    /* O_NONBLOCK: if a FIFO replaced the file since stat, open returns at
+     * once instead of waiting for a writer; fstat then refuses it. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0) {
+        tlm_fail(err, "cannot open %s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        refuse_special(path, &st, err);
+        close(fd);
+        return -1;
+    }
+    int flags = fcntl(fd, F_GETFL);
+    if (flags >= 0) (void)fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+    return fd;
+}
+
+FILE *tlm_fopen_regular(const char *path, tlm_err *err) {
+    int fd = tlm_open_regular(path, err);
+    if (fd < 0) return NULL;
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        tlm_fail(err, "cannot open %s: %s", path, strerror(errno));
+        close(fd);
+    }
+    return f;
+}
