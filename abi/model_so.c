@@ -1,6 +1,7 @@
 #include "model_so.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <elf.h>
 #include <errno.h>
 #include <stddef.h>
@@ -8,58 +9,186 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "abi_checksum.h"
 #include "arena_plan.h"
 #include "errmsg.h"
+#include "regular_file.h"
+#include "sha256.h"
 
-/* dlopen maps whatever the ELF headers claim; a file cut short or a
- * foreign one could fault inside the loader. So the headers are checked
- * against the real file size first. */
-static bool check_elf(const char *path, tlm_err *err) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return tlm_fail(err, "cannot open %s: %s", path, strerror(errno));
+/* ---- the file: its integrity trailer, its ELF headers, loading ---- */
+
+static uint64_t get_le64(const uint8_t *p) {
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--) v = v << 8 | p[i];
+    return v;
+}
+
+void tlm_so_trailer(const uint8_t *image, uint64_t size, uint8_t trailer[TLM_SO_TRAILER_SIZE]) {
+    memcpy(trailer, TLM_SO_TRAILER_MAGIC, 8);
+    for (int i = 0; i < 8; i++) trailer[8 + i] = (uint8_t)(size >> 8 * i);
+    tlm_sha256(image, (size_t)size, trailer + 16);
+}
+
+/* The whole file, read once through the regular-file opener: what is
+ * checked below is what gets loaded. */
+static uint8_t *read_model_file(const char *path, uint64_t *size, tlm_err *err) {
+    int fd = tlm_open_regular(path, err);
+    if (fd < 0) return NULL;
     struct stat st;
-    Elf64_Ehdr eh;
-    bool ok = false;
-    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-        tlm_fail(err, "%s is not a regular file", path);
-    } else if (fread(&eh, 1, sizeof eh, f) != sizeof eh || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0) {
-        tlm_fail(err, "%s is not a compiled model (not an ELF shared object)", path);
-    } else if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_ident[EI_DATA] != ELFDATA2LSB || eh.e_machine != EM_X86_64) {
-        tlm_fail(err, "%s is built for another machine (not x86-64 little-endian)", path);
-    } else if (eh.e_type != ET_DYN) {
-        tlm_fail(err, "%s is not a shared object", path);
+    uint8_t *bytes = NULL;
+    if (fstat(fd, &st) != 0) {
+        tlm_fail(err, "cannot read %s: %s", path, strerror(errno));
+    } else if ((uint64_t)st.st_size > TLM_SO_MAX_BYTES) {
+        tlm_fail(err, "%s is %llu bytes, too large to be a compiled model", path, (unsigned long long)st.st_size);
+    } else if (!(bytes = malloc(st.st_size ? (size_t)st.st_size : 1))) {
+        tlm_fail(err, "out of memory reading %s", path);
     } else {
-        uint64_t size = (uint64_t)st.st_size;
-        uint64_t ph_end = eh.e_phoff + (uint64_t)eh.e_phnum * eh.e_phentsize;
-        uint64_t sh_end = eh.e_shoff + (uint64_t)eh.e_shnum * eh.e_shentsize;
-        if (eh.e_phentsize != sizeof(Elf64_Phdr) || ph_end > size || sh_end > size) {
-            tlm_fail(err, "%s is truncated or damaged (headers past the end of the file)", path);
-        } else {
-            ok = true;
-            for (int i = 0; ok && i < eh.e_phnum; i++) {
-                Elf64_Phdr ph;
-                if (fseek(f, (long)(eh.e_phoff + (uint64_t)i * sizeof ph), SEEK_SET) != 0 ||
-                    fread(&ph, 1, sizeof ph, f) != sizeof ph)
-                    ok = tlm_fail(err, "%s is truncated (cannot read program header %d)", path, i);
-                else if (ph.p_type == PT_LOAD && ph.p_offset + ph.p_filesz > size)
-                    ok = tlm_fail(err, "%s is truncated: a segment ends at byte %llu of %llu", path,
-                                  (unsigned long long)(ph.p_offset + ph.p_filesz), (unsigned long long)size);
-            }
+        size_t n = (size_t)st.st_size, got = 0;
+        int error = 0;
+        while (got < n) {
+            ssize_t r = read(fd, bytes + got, n - got);
+            if (r < 0 && errno == EINTR) continue;
+            if (r < 0) error = errno;
+            if (r <= 0) break;
+            got += (size_t)r;
         }
+        if (got != n) {
+            tlm_fail(err, "cannot read %s: %s", path, error ? strerror(error) : "it shrank while being read");
+            free(bytes);
+            bytes = NULL;
+        }
+        *size = n;
     }
-    fclose(f);
-    return ok;
+    close(fd);
+    return bytes;
+}
+
+/* dlopen maps whatever the ELF headers claim, and a header pointing past
+ * the end could fault inside the loader. The trailer's hash already rules
+ * out damage to a file tlmc wrote; these checks give a file that is not
+ * one (or is cut short) a message of its own. */
+static bool check_elf(const char *path, const uint8_t *image, uint64_t size, tlm_err *err) {
+    Elf64_Ehdr eh;
+    if (size < sizeof eh || memcmp(image, ELFMAG, SELFMAG) != 0)
+        return tlm_fail(err, "%s is not a compiled model (not an ELF shared object)", path);
+    memcpy(&eh, image, sizeof eh);
+    if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_ident[EI_DATA] != ELFDATA2LSB || eh.e_machine != EM_X86_64)
+        return tlm_fail(err, "%s is built for another machine (not x86-64 little-endian)", path);
+    if (eh.e_type != ET_DYN) return tlm_fail(err, "%s is not a shared object", path);
+    /* Compared without sums that could wrap: phnum and the entry sizes are
+     * 16 bits, so their products cannot overflow. */
+    if (eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phoff > size ||
+        (uint64_t)eh.e_phnum * eh.e_phentsize > size - eh.e_phoff || eh.e_shoff > size ||
+        (uint64_t)eh.e_shnum * eh.e_shentsize > size - eh.e_shoff)
+        return tlm_fail(err, "%s is truncated or damaged (headers past the end of the file)", path);
+    for (int i = 0; i < eh.e_phnum; i++) {
+        Elf64_Phdr ph;
+        memcpy(&ph, image + eh.e_phoff + (uint64_t)i * sizeof ph, sizeof ph);
+        if (ph.p_type == PT_LOAD && (ph.p_offset > size || ph.p_filesz > size - ph.p_offset))
+            return tlm_fail(err, "%s is truncated: a segment ends past byte %llu", path, (unsigned long long)size);
+    }
+    return true;
+}
+
+/* The trailer at the end of the file: present, recording the length of
+ * what precedes it, and that part's SHA-256. *image_size gets that length. */
+static bool check_trailer(const char *path, const uint8_t *bytes, uint64_t size, uint64_t *image_size, tlm_err *err) {
+    const uint64_t n = TLM_SO_TRAILER_SIZE;
+    if (size < n || memcmp(bytes + size - n, TLM_SO_TRAILER_MAGIC, 8) != 0) {
+        /* A trailer followed by more bytes: the file was extended. */
+        for (uint64_t p = size > n ? size - n : 0; p-- > 0;)
+            if (bytes[p] == TLM_SO_TRAILER_MAGIC[0] && memcmp(bytes + p, TLM_SO_TRAILER_MAGIC, 8) == 0 &&
+                get_le64(bytes + p + 8) == p)
+                return tlm_fail(err,
+                                "%s is damaged: %llu bytes follow its integrity trailer (recompile it with "
+                                "this tlmc)",
+                                path, (unsigned long long)(size - p - n));
+        /* None: say what the file is if it is not a model at all. */
+        if (!check_elf(path, bytes, size, err)) return false;
+        return tlm_fail(err,
+                        "%s has no integrity trailer: it is not a compiled tlm model, it was cut short, or "
+                        "an older tlmc compiled it (recompile it with this tlmc)",
+                        path);
+    }
+    uint64_t recorded = get_le64(bytes + size - n + 8);
+    if (recorded != size - n)
+        return tlm_fail(err,
+                        "%s is damaged: its integrity trailer records %llu bytes before it, the file holds %llu "
+                        "(recompile it with this tlmc)",
+                        path, (unsigned long long)recorded, (unsigned long long)(size - n));
+    uint8_t digest[TLM_SHA256_SIZE];
+    tlm_sha256(bytes, (size_t)recorded, digest);
+    if (memcmp(digest, bytes + size - n + 16, sizeof digest) != 0)
+        return tlm_fail(err,
+                        "%s is damaged: its SHA-256 is not the one tlmc recorded in it (recompile it with "
+                        "this tlmc)",
+                        path);
+    *image_size = recorded;
+    return true;
+}
+
+/* Loads the checked bytes themselves: written to a sealed memory file and
+ * opened through /proc/self/fd, so nothing can change between the check
+ * and the load (a path could be replaced in between). */
+static void *load_image(const char *path, const uint8_t *image, uint64_t size, tlm_err *err) {
+    const char *base = strrchr(path, '/');
+    char name[64];
+    snprintf(name, sizeof name, "tlm:%s", base ? base + 1 : path); /* in /proc/PID/maps */
+    int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (fd < 0) {
+        tlm_fail(err, "cannot load %s: memfd_create: %s", path, strerror(errno));
+        return NULL;
+    }
+    for (uint64_t done = 0; done < size;) {
+        ssize_t w = write(fd, image + done, (size_t)(size - done));
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) {
+            tlm_fail(err, "cannot load %s: copying it to memory: %s", path, w < 0 ? strerror(errno) : "no space");
+            close(fd);
+            return NULL;
+        }
+        done += (uint64_t)w;
+    }
+    /* Best effort: a kernel without seals still loads what was written. */
+    (void)fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
+    /* dlopen returns an object already loaded under the same name, and a
+     * model closed earlier may have had this descriptor's number while it
+     * stays loaded. Take another number while the name is taken. */
+    enum { TRIES = 16 };
+    int fds[TRIES] = {fd};
+    int nfds = 1;
+    char proc[64];
+    void *h = NULL;
+    for (;;) {
+        snprintf(proc, sizeof proc, "/proc/self/fd/%d", fds[nfds - 1]);
+        void *taken = dlopen(proc, RTLD_LAZY | RTLD_LOCAL | RTLD_NOLOAD);
+        if (!taken) break;
+        dlclose(taken);
+        if (nfds == TRIES || (fds[nfds] = fcntl(fd, F_DUPFD_CLOEXEC, 0)) < 0) {
+            tlm_fail(err, "cannot load %s: no free descriptor name to load it under", path);
+            goto done;
+        }
+        nfds++;
+    }
+    (void)dlerror();
+    h = dlopen(proc, RTLD_NOW | RTLD_LOCAL);
+    if (!h) tlm_fail(err, "cannot load %s: %s", path, dlerror());
+done:
+    for (int i = 0; i < nfds; i++) close(fds[i]);
+    return h;
 }
 
 /* ---- the validator ----
  * Everything a reader or the executor later follows without a check: the
  * tables' bounds, every string offset, every enum a switch or a name table
- * reads, every index an op holds, and every buffer a plan's ops touch lying
- * inside its arena. A descriptor that passes cannot make the executor read
- * or write out of bounds through an index or an offset. */
+ * reads, every index an op holds, every buffer a plan places lying wholly
+ * inside its arena (and every buffer its ops use placed), and the buffers
+ * the runtime reads by role. A descriptor that passes cannot make the
+ * executor read or write out of bounds through an index or an offset. */
 
 static bool in_bounds(uint64_t off, uint64_t count, uint64_t elem, uint64_t size) {
     if (elem && count > size / elem) return false;
@@ -132,6 +261,12 @@ static bool check_settings(const blob_view *v, tlm_err *err) {
     if (m->layers != v->h->nlayers || m->layers < 1 || m->d_model < 1 || m->vocab < 2 || m->heads < 1 ||
         m->head_dim < 1 || m->context < 1 || m->param_floats < 1)
         return tlm_fail(err, "model descriptor: inconsistent model settings");
+    /* The runtime holds these in an int, and the validator's sums and
+     * products of them (3·heads·head_dim, three weights' rows) must not
+     * overflow. */
+    if (m->d_model > INT32_MAX || m->vocab > INT32_MAX || m->heads > INT32_MAX || m->head_dim > INT32_MAX ||
+        m->context > INT32_MAX || m->heads > INT32_MAX / m->head_dim || m->param_floats > (int64_t)1 << 60)
+        return tlm_fail(err, "model descriptor: a model size is too large");
     if (v->train->optimizer >= TLM_OPT_COUNT || v->train->lr_schedule >= TLM_LR_COUNT)
         return tlm_fail(err, "model descriptor: the training defaults' optimizer or schedule is out of range");
     return true;
@@ -491,8 +626,14 @@ static bool check_plans(const blob_view *v, const uint8_t *blob, size_t size, tl
             return tlm_fail(err, "model descriptor: memory plan %u is invalid", p);
         const int64_t *offsets = (const int64_t *)(blob + plan->offsets_off);
         for (uint32_t b = 0; b < h->nbuffers; b++) {
-            if (offsets[b] < -1 || offsets[b] > plan->arena_bytes)
-                return tlm_fail(err, "model descriptor: memory plan %u places buffer %u outside its arena", p, b);
+            /* Every placed buffer whole, used by an op of the plan or not. */
+            int64_t bytes = offsets[b] < 0 ? 0 : tlm_buffer_bytes(&v->buffers[b], plan->batch, plan->seq);
+            bool overflows = offsets[b] >= 0 && bytes == 0 &&
+                             (v->buffers[b].per_token || v->buffers[b].per_token_t || v->buffers[b].per_seq);
+            if (offsets[b] < -1 || offsets[b] > plan->arena_bytes || overflows ||
+                (offsets[b] >= 0 && bytes > plan->arena_bytes - offsets[b]))
+                return tlm_fail(err, "model descriptor: memory plan %u places buffer %u (%s) outside its arena", p, b,
+                                v->strings + v->buffers[b].name);
             if (offsets[b] > 0 && offsets[b] % TLM_ARENA_ALIGN != 0)
                 return tlm_fail(err, "model descriptor: memory plan %u places buffer %u at a misaligned offset", p, b);
         }
@@ -500,17 +641,54 @@ static bool check_plans(const blob_view *v, const uint8_t *blob, size_t size, tl
             const tlm_abi_op *op = &v->ops[i];
             for (int s = 0; s < 8; s++) {
                 int32_t b = slot_value(op, s);
-                if (b < 0) continue;
-                const tlm_abi_buffer *buffer = &v->buffers[b];
-                int64_t bytes = tlm_buffer_bytes(buffer, plan->batch, plan->seq);
-                bool overflows = bytes == 0 && (buffer->per_token || buffer->per_token_t || buffer->per_seq);
-                if (offsets[b] < 0 || overflows || bytes > plan->arena_bytes - offsets[b])
+                if (b >= 0 && offsets[b] < 0)
                     return tlm_fail(err,
-                                    "model descriptor: memory plan %u does not place buffer %d (%s), which op "
-                                    "%u uses, inside its arena",
-                                    p, b, v->strings + buffer->name, i);
+                                    "model descriptor: memory plan %u does not place buffer %d (%s), which op %u uses",
+                                    p, b, v->strings + v->buffers[b].name, i);
             }
         }
+    }
+    return true;
+}
+
+/* ---- the buffers the runtime finds by role ----
+ * Not through an op: tlm_model_buffer takes the first buffer of a role and
+ * layer. eval and sample read the logits, V per token, after the
+ * inference plan's ops; probe reads the residual stream around each MLP
+ * (mid.l and resid.l+1), D per token, after the training plan's. Each must
+ * exist, hold that much, and be an operand of an op of that plan (any
+ * plan, stored or made for other sizes, places exactly those). */
+
+static int32_t find_buffer(const blob_view *v, uint32_t role, int32_t layer) {
+    for (uint32_t i = 0; i < v->h->nbuffers; i++)
+        if (v->buffers[i].role == role && v->buffers[i].layer == layer) return (int32_t)i;
+    return -1;
+}
+
+static bool check_role_buffer(const blob_view *v, uint32_t role, int32_t layer, const char *name, int64_t floats,
+                              int plan, tlm_err *err) {
+    int32_t b = find_buffer(v, role, layer);
+    if (b < 0) return tlm_fail(err, "model descriptor has no %s buffer, which the runtime reads", name);
+    if (v->buffers[b].per_token < floats)
+        return tlm_fail(err, "model descriptor: the %s buffer holds %lld floats per token, not %lld", name,
+                        (long long)v->buffers[b].per_token, (long long)floats);
+    for (uint32_t i = 0; i < v->plans[plan].nops; i++)
+        for (int s = 0; s < 8; s++)
+            if (slot_value(&v->ops[i], s) == b) return true;
+    return tlm_fail(err, "model descriptor: no op of the %s plan uses the %s buffer, which the runtime reads after it",
+                    plan == TLM_PLAN_TRAIN ? "training" : "inference", name);
+}
+
+static bool check_role_buffers(const blob_view *v, tlm_err *err) {
+    const tlm_abi_config *c = v->config;
+    if (!check_role_buffer(v, TLM_B_LOGITS, -1, "logits", c->vocab, TLM_PLAN_INFER, err)) return false;
+    for (int32_t l = 0; l < (int32_t)v->h->nlayers; l++) {
+        char mid[32], resid[32];
+        snprintf(mid, sizeof mid, "mid.%d", l);
+        snprintf(resid, sizeof resid, "resid.%d", l + 1);
+        if (!check_role_buffer(v, TLM_B_MID, l, mid, c->d_model, TLM_PLAN_TRAIN, err) ||
+            !check_role_buffer(v, TLM_B_RESID, l + 1, resid, c->d_model, TLM_PLAN_TRAIN, err))
+            return false;
     }
     return true;
 }
@@ -522,7 +700,7 @@ static bool validate(const uint8_t *blob, size_t size, blob_view *v, tlm_err *er
         return false;
     for (uint32_t i = 0; i < v->h->nops; i++)
         if (!check_op(v, i, err)) return false;
-    return check_plans(v, blob, size, err);
+    return check_plans(v, blob, size, err) && check_role_buffers(v, err);
 }
 
 bool tlm_blob_validate(const uint8_t *blob, size_t size, tlm_err *err) {
@@ -573,12 +751,14 @@ void tlm_so_tables_free(tlm_so_tables *t) {
 
 bool tlm_so_open(const char *path, tlm_so *m, tlm_err *err) {
     memset(m, 0, sizeof *m);
-    if (!check_elf(path, err)) return false;
-    /* A bare name would be looked up on the library path, not here. */
-    char local[4096];
-    snprintf(local, sizeof local, "%s%s", strchr(path, '/') ? "" : "./", path);
-    void *h = dlopen(local, RTLD_NOW | RTLD_LOCAL);
-    if (!h) return tlm_fail(err, "cannot load %s: %s", path, dlerror());
+    uint64_t size = 0, image_size = 0;
+    uint8_t *bytes = read_model_file(path, &size, err);
+    if (!bytes) return false;
+    void *h = NULL;
+    if (check_trailer(path, bytes, size, &image_size, err) && check_elf(path, bytes, image_size, err))
+        h = load_image(path, bytes, image_size, err);
+    free(bytes);
+    if (!h) return false;
     m->handle = h;
     const uint32_t *magic = dlsym(h, TLM_SYM_MAGIC);
     const uint32_t *version = dlsym(h, TLM_SYM_VERSION);

@@ -3,11 +3,12 @@
  * over one struct of tables, so what tlmc writes and what tlm-run reads
  * mirror each other (the record layouts and constants: tlm_abi.h).
  *
- * Reading checks the file before dlopen (so a truncated or foreign file is
- * an error, not a crash), resolves the ABI's symbols, and validates every
- * count, offset and index of the descriptor against its size and checksum,
- * and every index the executor later follows. After tlm_so_open (or
- * tlm_blob_read) succeeds, the tables can be read without further checks. */
+ * Reading checks the whole file before dlopen (so a damaged, truncated or
+ * foreign file is an error, not a crash: see the integrity trailer below),
+ * resolves the ABI's symbols, and validates every count, offset and index
+ * of the descriptor against its size and checksum, and every index the
+ * executor later follows. After tlm_so_open (or tlm_blob_read) succeeds,
+ * the tables can be read without further checks. */
 #ifndef TLM_MODEL_SO_H
 #define TLM_MODEL_SO_H
 
@@ -78,7 +79,28 @@ typedef struct tlm_so {
     const char *cuda_source;
 } tlm_so;
 
-/* Returns false with a one-line reason in err. */
+/* ---- the file's integrity trailer ----
+ * tlmc appends TLM_SO_TRAILER_SIZE bytes after the linked ELF image (ELF
+ * loaders ignore bytes past what the headers name):
+ *   8 bytes   TLM_SO_TRAILER_MAGIC
+ *   8 bytes   the image's length in bytes, little-endian (the file's size
+ *             less the trailer)
+ *   32 bytes  the SHA-256 of the image (sha256.h)
+ * tlm_so_open reads the file once (tlm_open_regular: never a FIFO or a
+ * device), checks the trailer first, then the ELF headers, and loads those
+ * very bytes from a sealed memory file, so what runs is what was checked.
+ * The hash catches damage (a flipped bit, a cut or extended file), not
+ * malice: a model.so is native code, to be trusted like any program. */
+#define TLM_SO_TRAILER_MAGIC "TLMSEAL1"
+enum { TLM_SO_TRAILER_SIZE = 48 };
+#define TLM_SO_MAX_BYTES (1ull << 30) /* larger files are refused unread */
+
+/* The trailer for an image of `size` bytes (tlmc appends it). */
+void tlm_so_trailer(const uint8_t *image, uint64_t size, uint8_t trailer[TLM_SO_TRAILER_SIZE]);
+
+/* Opens and validates a model.so. Returns false with a one-line reason in
+ * err: a file without a trailer, or whose trailer does not match it, is
+ * refused before anything in it is loaded. */
 bool tlm_so_open(const char *path, tlm_so *m, tlm_err *err);
 void tlm_so_close(tlm_so *m);
 

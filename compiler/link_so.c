@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "codegen_error.h"
+#include "model_so.h"
 #include "xalloc.h"
 
 extern char **environ;
@@ -36,6 +37,34 @@ static const char *find_linker(void) {
     for (size_t i = 0; i < sizeof candidates / sizeof *candidates; i++)
         if (on_path(candidates[i])) return candidates[i];
     return NULL;
+}
+
+/* Appends the integrity trailer (model_so.h) to the linker's output, the
+ * temporary file not yet renamed into place. */
+static bool append_trailer(const char *tmp, const char *out_path, char **err) {
+    FILE *f = fopen(tmp, "r+b");
+    if (!f) return codegen_fail(err, "cannot write %s: %s", out_path, strerror(errno));
+    uint8_t *image = NULL;
+    long size = -1;
+    errno = 0;
+    bool ok = fseek(f, 0, SEEK_END) == 0 && (size = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0;
+    if (ok) {
+        image = tlm_xmalloc(size ? (size_t)size : 1);
+        ok = fread(image, 1, (size_t)size, f) == (size_t)size;
+    }
+    if (ok) {
+        uint8_t trailer[TLM_SO_TRAILER_SIZE];
+        tlm_so_trailer(image, (uint64_t)size, trailer);
+        ok = fseek(f, 0, SEEK_END) == 0 && fwrite(trailer, 1, sizeof trailer, f) == sizeof trailer;
+    }
+    int error = errno;
+    free(image);
+    if (fclose(f) != 0 && ok) {
+        ok = false;
+        error = errno;
+    }
+    if (!ok) return codegen_fail(err, "cannot write %s: %s", out_path, error ? strerror(error) : "short read");
+    return true;
 }
 
 bool link_shared_object(const char *const *objects, int n, const char *out_path, char **err) {
@@ -67,6 +96,10 @@ bool link_shared_object(const char *const *objects, int n, const char *out_path,
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         unlink(tmp);
         return codegen_fail(err, "%s failed (status %d)", ld, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    }
+    if (!append_trailer(tmp, out_path, err)) {
+        unlink(tmp);
+        return false;
     }
     if (rename(tmp, out_path) != 0) {
         codegen_fail(err, "cannot write %s: %s", out_path, strerror(errno));

@@ -304,6 +304,11 @@ static bool config_ncms(blob *b) {
     b->config->ncms = 9;
     return true;
 }
+static bool config_heads_huge(blob *b) {
+    b->config->heads = (int64_t)1 << 40;       /* heads × head_dim overflows */
+    b->config->head_dim = (int64_t)1 << 40;
+    return true;
+}
 static bool train_optimizer(blob *b) {
     b->train->optimizer = TLM_OPT_COUNT;
     return true;
@@ -355,6 +360,64 @@ static bool linear_input_small(blob *b) {
     return true;
 }
 
+/* A placed buffer no op of the plan uses still lies inside its arena. */
+static bool plan_unused_buffer_past_arena(blob *b) {
+    int64_t *off = plan_offsets(b, TLM_PLAN_INFER);
+    for (uint32_t i = 0; i < b->h->nbuffers; i++) {
+        if (off[i] < 0 && tlm_buffer_bytes(&b->buffers[i], b->plans[TLM_PLAN_INFER].batch,
+                                           b->plans[TLM_PLAN_INFER].seq) > TLM_ARENA_ALIGN) {
+            off[i] = b->plans[TLM_PLAN_INFER].arena_bytes - TLM_ARENA_ALIGN;
+            return true;
+        }
+    }
+    return false;
+}
+/* The buffers the runtime finds by role (the first of a role and layer). */
+static int find_buffer(blob *b, uint32_t role, int32_t layer) {
+    for (uint32_t i = 0; i < b->h->nbuffers; i++)
+        if (b->buffers[i].role == role && b->buffers[i].layer == layer) return (int)i;
+    return -1;
+}
+static bool logits_missing(blob *b) {
+    int i = find_buffer(b, TLM_B_LOGITS, -1);
+    if (i < 0) return false;
+    b->buffers[i].role = TLM_B_LSE;
+    return true;
+}
+static bool logits_small(blob *b) {
+    if (b->buffers[0].per_token >= b->config->vocab) return false;
+    b->buffers[0].role = TLM_B_LOGITS;         /* found before the real one */
+    b->buffers[0].layer = -1;
+    return true;
+}
+static bool logits_backward_only(blob *b) {
+    int logits = find_buffer(b, TLM_B_LOGITS, -1);
+    if (logits < 0) return false;
+    for (uint32_t i = 0; i < b->h->nbuffers; i++) {
+        tlm_abi_buffer *x = &b->buffers[i];
+        if (x->role == TLM_B_D_PRE_UP && x->per_token >= b->config->vocab) {
+            b->buffers[logits].role = TLM_B_LSE;
+            x->role = TLM_B_LOGITS;
+            x->layer = -1;
+            return true;
+        }
+    }
+    return false;
+}
+static bool mid_missing(blob *b) {
+    int i = find_buffer(b, TLM_B_MID, 1);
+    if (i < 0) return false;
+    b->buffers[i].role = TLM_B_NORM2;
+    return true;
+}
+static bool resid_small(blob *b) {
+    int rstd = find_buffer(b, TLM_B_RSTD1, 0), resid = find_buffer(b, TLM_B_RESID, 1);
+    if (rstd < 0 || resid < 0 || rstd > resid) return false;
+    b->buffers[rstd].role = TLM_B_RESID;       /* found before the real one */
+    b->buffers[rstd].layer = 1;
+    return true;
+}
+
 typedef struct damage {
     const char *what;
     const char *message;      /* a part of the validator's message */
@@ -393,10 +456,10 @@ static damage cases[] = {
     {"linear_dw has no gap in its rows", "w2 without w1", linear_dw_gap, 0},
     {"linear_dx has its first rows", "lacks its operand w0", linear_dx_without_w0, 0},
     {"plan places every buffer its ops use", "does not place buffer", plan_drops_buffer, 0},
-    {"plan keeps a buffer inside the arena", "does not place buffer", plan_buffer_past_arena, 0},
-    {"arena holds the plan", "arena", plan_arena_small, 0},
+    {"plan keeps a buffer inside the arena", "outside its arena", plan_buffer_past_arena, 0},
+    {"arena holds the plan", "outside its arena", plan_arena_small, 0},
     {"offsets aligned", "misaligned", plan_offset_misaligned, 0},
-    {"plan's sizes are the ones its offsets were made for", "does not place buffer", plan_bigger_batch, 0},
+    {"plan's sizes are the ones its offsets were made for", "outside its arena", plan_bigger_batch, 0},
     {"parameter inside the block", "outside the parameter block", param_past_block, 0},
     {"parameter name inside the strings", "parameter 0 is invalid", param_name_past_strings, 0},
     {"kernel MLP kind known", "kernel 0 is invalid", kernel_mlp, 0},
@@ -406,6 +469,7 @@ static damage cases[] = {
     {"mlp known", "out of range", config_mlp, 0},
     {"gate known", "out of range", config_gate, 0},
     {"at most 8 CMS levels", "out of range", config_ncms, 0},
+    {"sizes whose products fit", "a model size is too large", config_heads_huge, 0},
     {"optimizer known", "optimizer or schedule", train_optimizer, 0},
     {"LR schedule known", "optimizer or schedule", train_schedule, 0},
     {"only rmsnorm_backward and linear_dx accumulate", "cannot accumulate", accumulate_on_qkv_backward, 0},
@@ -414,6 +478,14 @@ static damage cases[] = {
     {"an MLP writes D per token", "too small for its operand out", mlp_output_is_rstd, 0},
     {"down_proj is [D, W]", "wrong shape for its operand w_down", down_proj_transposed, 0},
     {"a linear op's input holds its weight's columns", "is too small for its operand", linear_input_small, 0},
+    {"a placed buffer no op uses ends inside the arena", "memory plan 1 places buffer", plan_unused_buffer_past_arena,
+     0},
+    {"the logits exist", "has no logits buffer", logits_missing, 0},
+    {"the logits hold V per token", "the logits buffer holds", logits_small, 0},
+    {"the logits are written by an inference op", "no op of the inference plan uses the logits buffer",
+     logits_backward_only, 0},
+    {"each layer's mid exists", "has no mid.1 buffer", mid_missing, 0},
+    {"each layer's resid holds D per token", "the resid.1 buffer holds 1 floats per token", resid_small, 0},
 };
 
 static int failures = 0;

@@ -2,14 +2,18 @@
 # tlmc -o and tlm-run info: a model.so round trip, one kernel per distinct
 # width, a generic-CPU build, and every kind of bad shared object rejected
 # with exit status 1 and a one-line reason (never a crash).
-set -u
+# Any step that fails outside expect() fails the test (set -e, and the ERR
+# trap says where), so a broken setup cannot pass as a refused file.
+set -euo pipefail
+trap 'echo "FAIL: line $LINENO: a step failed (exit $?)"' ERR
 tlmc=$1; run=$2; root=$3
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 py=/usr/bin/python3
+here=$(cd "$(dirname "$0")" && pwd)
 fail=0
 expect() {   # expect STATUS PATTERN DESCRIPTION -- command...
-  local want=$1 pattern=$2 what=$3; shift 4
-  "$@" >"$tmp/out" 2>"$tmp/err"; local got=$?
+  local want=$1 pattern=$2 what=$3 got=0; shift 4
+  timeout 60 "$@" >"$tmp/out" 2>"$tmp/err" || got=$?
   if [ "$got" != "$want" ]; then
     echo "FAIL: $what: exit $got, wanted $want"; head -5 "$tmp/err" "$tmp/out"; fail=1; return
   fi
@@ -70,32 +74,53 @@ expect 2 "takes no value" "a switch given a value" -- "$run" info --params=all "
 expect 2 "more than one model" "two models" -- "$run" info "$tmp/tiny.so" "$tmp/uniform.so"
 expect 0 "usage: tlm-run info" "info --help" -- "$run" info --help
 expect 2 "usage: tlm-run info" "info without a model" -- "$run" info
-expect 1 "cannot open" "missing model file" -- "$run" info "$tmp/nope.so"
-expect 1 "not a regular file" "a directory" -- "$run" info "$tmp"
+expect 1 "cannot open .*nope.so: No such file" "missing model file" -- "$run" info "$tmp/nope.so"
+expect 1 "is a directory, not a regular file" "a directory" -- "$run" info "$tmp"
+mkfifo "$tmp/fifo.so"
+expect 1 "is a FIFO (named pipe), not a regular file" "a FIFO (refused, not waited on)" -- "$run" info "$tmp/fifo.so"
 echo "just text" > "$tmp/text.so"
-expect 1 "not a compiled model" "a text file" -- "$run" info "$tmp/text.so"
+expect 1 "is not a compiled model (not an ELF shared object)" "a text file" -- "$run" info "$tmp/text.so"
+# seal IN OUT: IN with the integrity trailer tlmc appends (model_file.py),
+# for files made here that should get past it.
+seal() { "$py" -c 'import sys; sys.path.insert(0, sys.argv[3]); import model_file as m
+d = open(sys.argv[1], "rb").read(); open(sys.argv[2], "wb").write(d + m.trailer(d))' "$1" "$2" "$here"; }
 foreign=$(ls /usr/lib/x86_64-linux-gnu/libz.so.1 /lib/x86_64-linux-gnu/libm.so.6 2>/dev/null | head -1)
 cp "$foreign" "$tmp/foreign.so"
-expect 1 "not a compiled tlm model" "a foreign shared object ($(basename "$foreign"))" -- "$run" info "$tmp/foreign.so"
+expect 1 "has no integrity trailer: it is not a compiled tlm model" "a foreign shared object ($(basename "$foreign"))" \
+  -- "$run" info "$tmp/foreign.so"
+seal "$tmp/foreign.so" "$tmp/foreign_sealed.so"
+expect 1 "is not a compiled tlm model (no tlm_abi_magic)" "a foreign shared object with a trailer" \
+  -- "$run" info "$tmp/foreign_sealed.so"
 size=$(stat -c %s "$tmp/tiny.so")
-for cut in 16 64 1000 $((size / 2)) $((size - 100)); do
+for cut in 16 64 1000 $((size / 2)) $((size - 100)) $((size - 48)); do
   head -c "$cut" "$tmp/tiny.so" > "$tmp/cut.so"
-  expect 1 "" "truncated to $cut of $size bytes" -- "$run" info "$tmp/cut.so"
+  expect 1 "not an ELF shared object\|truncated or damaged\|has no integrity trailer" \
+    "truncated to $cut of $size bytes" -- "$run" info "$tmp/cut.so"
 done
-# Damage inside the descriptor: its header starts with the magic and version
-# (the second such place in the file; the first is tlm_abi_magic itself).
-version=$(sed -n 's/^#define TLM_ABI_VERSION \([0-9]*\)u.*/\1/p' "$root/abi/tlm_abi.h")
-$py - "$tmp/tiny.so" "$tmp/damaged.so" "$version" <<'PY'
-import struct, sys
-data = bytearray(open(sys.argv[1], 'rb').read())
-pattern = b'TLM1' + struct.pack('<I', int(sys.argv[3]))
-first = data.find(pattern)
-blob = data.find(pattern, first + 1)
-assert blob > 0, "descriptor not found"
-data[blob + 200] ^= 0x5A
-open(sys.argv[2], 'wb').write(data)
+# Damage inside the descriptor (found by its symbol, tlm_model_blob): the
+# file's hash refuses it first; with the trailer recomputed over the
+# damaged file, the descriptor's own checksum still does.
+"$py" - "$tmp/tiny.so" "$tmp" "$here" <<'PY'
+import os, sys
+sys.path.insert(0, sys.argv[3])
+import model_file
+image, _ = model_file.split(open(sys.argv[1], 'rb').read())
+off, size = model_file.symbol(image, 'tlm_model_blob')
+assert size > 256, f'tlm_model_blob is {size} bytes'
+damaged = bytearray(image)
+damaged[off + 200] ^= 0x5A
+damaged = bytes(damaged)
+with open(os.path.join(sys.argv[2], 'damaged.so'), 'wb') as f:
+    f.write(damaged + model_file.trailer(image))         # the trailer of the intact file
+with open(os.path.join(sys.argv[2], 'damaged_sealed.so'), 'wb') as f:
+    f.write(damaged + model_file.trailer(damaged))
 PY
-expect 1 "checksum mismatch" "a damaged descriptor" -- "$run" info "$tmp/damaged.so"
+expect 1 "damaged.so is damaged: its SHA-256 is not the one tlmc recorded" "a damaged descriptor" \
+  -- "$run" info "$tmp/damaged.so"
+expect 1 "damaged_sealed.so: model descriptor is damaged (checksum mismatch)$" \
+  "a damaged descriptor under a recomputed trailer" -- "$run" info "$tmp/damaged_sealed.so"
+version=$(sed -n 's/^#define TLM_ABI_VERSION \([0-9]*\)u.*/\1/p' "$root/abi/tlm_abi.h")
+test -n "$version"
 # Hand-made objects: wrong magic, another ABI version, missing symbols.
 cat > "$tmp/fake.c" <<'C'
 #include "tlm_abi.h"
@@ -112,7 +137,10 @@ abi="-I$root/abi"
 cc -shared -fPIC $abi -DMAGIC=0x12345678u -o "$tmp/magic.so" "$tmp/fake.c"
 cc -shared -fPIC $abi -DVERSION=999 -o "$tmp/version.so" "$tmp/fake.c"
 cc -shared -fPIC $abi -o "$tmp/nosyms.so" "$tmp/fake.c"
-expect 1 "wrong magic" "wrong magic number" -- "$run" info "$tmp/magic.so"
-expect 1 "ABI version 999" "another ABI version" -- "$run" info "$tmp/version.so"
-expect 1 "lacks the symbol" "missing symbols" -- "$run" info "$tmp/nosyms.so"
+expect 1 "has no integrity trailer" "a hand-made object without the trailer" -- "$run" info "$tmp/magic.so"
+for f in magic version nosyms; do seal "$tmp/$f.so" "$tmp/${f}_sealed.so"; done
+expect 1 "magic_sealed.so has a wrong magic number" "wrong magic number" -- "$run" info "$tmp/magic_sealed.so"
+expect 1 "was compiled for model ABI version 999; this tlm-run reads version $version (recompile it" \
+  "another ABI version" -- "$run" info "$tmp/version_sealed.so"
+expect 1 "nosyms_sealed.so lacks the symbol tlm_model_blob" "missing symbols" -- "$run" info "$tmp/nosyms_sealed.so"
 exit $fail
