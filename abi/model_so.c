@@ -21,6 +21,12 @@
 
 /* ---- the file: its integrity trailer, its ELF headers, loading ---- */
 
+#ifdef MFD_EXEC
+#define TLM_MFD_EXEC MFD_EXEC
+#else
+#define TLM_MFD_EXEC 0x0010u /* linux/memfd.h, Linux 6.3 */
+#endif
+
 static uint64_t get_le64(const uint8_t *p) {
     uint64_t v = 0;
     for (int i = 7; i >= 0; i--) v = v << 8 | p[i];
@@ -138,7 +144,11 @@ static void *load_image(const char *path, const uint8_t *image, uint64_t size, t
     const char *base = strrchr(path, '/');
     char name[64];
     snprintf(name, sizeof name, "tlm:%s", base ? base + 1 : path); /* in /proc/PID/maps */
-    int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    /* MFD_EXEC: where vm.memfd_noexec makes memory files non-executable by
+     * default (Linux 6.3 on), ask for an executable one; older kernels do
+     * not know the flag and refuse it, and need it not. */
+    int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING | TLM_MFD_EXEC);
+    if (fd < 0 && errno == EINVAL) fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
     if (fd < 0) {
         tlm_fail(err, "cannot load %s: memfd_create: %s", path, strerror(errno));
         return NULL;
