@@ -12,7 +12,11 @@
 #include "model.h"
 #include "tlm_rt/ops.h"
 
-/* What every op reads: the model and the sizes of this forward. */
+/* What every op reads: the model and the sizes of this forward. They are
+ * int, as the ops take them: tlm_model_create refused a B and T whose
+ * N = B·T, or N times the widest per-token tensor (so N·H, N·A and N·3A
+ * below), would pass TLM_OPS_MAX_INDEX, and a forward never runs more than
+ * the B and T it was created for. */
 typedef struct step {
     tlm_model *m;
     int B, T, N, D, H, hd, A, V;

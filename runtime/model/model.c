@@ -9,6 +9,8 @@
 
 #include "arena_plan.h"
 #include "errmsg.h"
+#include "memory_limit.h"
+#include "numfmt.h"
 #include "tlm_rt/ops.h"
 #include "tlm_rt/rng.h"
 
@@ -22,7 +24,7 @@ static void *alloc_aligned(size_t bytes) {
 /* Titans: the checkpoint buffer must hold what the memory saves at these
  * sizes (the compiler sized it for any B and T), and the backward's
  * per-thread scratch is allocated here, so no op fails later. */
-static bool titans_memory(tlm_model *m, tlm_err *err) {
+static bool titans_memory(tlm_model *m, size_t scratch_floats, tlm_err *err) {
     const tlm_abi_config *c = m->so->config;
     size_t need = tlm_titans_saved_floats((int)m->B, (int)m->T, (int)c->heads, (int)c->head_dim, (int)c->chunk);
     for (uint32_t i = 0; i < m->so->header->nops; i++) {
@@ -36,14 +38,62 @@ static bool titans_memory(tlm_model *m, tlm_err *err) {
                             (long long)have, need);
     }
     if (!m->training) return true;
-    size_t floats =
-        tlm_titans_scratch_floats((int)c->head_dim, (int)c->chunk) * (size_t)(m->threads < 1 ? 1 : m->threads);
-    m->titans_scratch = alloc_aligned(floats * sizeof(float));
+    m->titans_scratch = alloc_aligned(scratch_floats * sizeof(float));
     if (!m->titans_scratch)
         return tlm_fail(err, "out of memory: the memory's backward needs %.0f MiB of scratch",
-                        (double)floats * 4 / 1048576.0);
+                        (double)scratch_floats * 4 / 1048576.0);
     return true;
 }
+
+static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+
+/* The ops take int sizes and the executor forms row counts from them
+ * (N = B·T, N·H, N·A): every one must fit in TLM_OPS_MAX_INDEX (ops.h).
+ * The widest row a step has is the largest per-token width of a buffer,
+ * an op or a model setting; N times it must fit. */
+static bool sizes_fit(const tlm_so *so, int64_t B, int64_t T, tlm_err *err) {
+    const tlm_abi_config *c = so->config;
+    const int64_t limit = TLM_OPS_MAX_INDEX;
+    int64_t setting = max64(max64(c->d_model, c->vocab), max64(max64(c->heads, c->head_dim), c->chunk));
+    if (setting > limit / 3 || c->heads * c->head_dim > limit / 3)
+        return tlm_fail(err, "model descriptor: a model size (d_model, vocab, heads, head_dim, chunk) is larger "
+                             "than the runtime's ops can index");
+    char n1[32], n2[32];
+    if (B > limit / T)
+        return tlm_fail(err,
+                        "batch %lld × %lld tokens = %s tokens at once, more than the %s the runtime's ops "
+                        "can index; lower the batch or the context",
+                        (long long)B, (long long)T, B > INT64_MAX / T ? "over 2^63" : fmt_int(n1, sizeof n1, B * T, 0),
+                        fmt_int(n2, sizeof n2, limit, 0));
+    int64_t N = B * T, widest = max64(max64(c->d_model, c->vocab), 3 * c->heads * c->head_dim);
+    const char *what = "a model size";
+    for (uint32_t i = 0; i < so->header->nbuffers; i++)
+        if (so->buffers[i].per_token >= widest) { /* a tensor's name before a setting's */
+            widest = so->buffers[i].per_token;
+            what = tlm_so_str(so, so->buffers[i].name);
+        }
+    for (uint32_t i = 0; i < so->header->nkernels; i++)
+        if (so->kernels[i].width > widest) widest = so->kernels[i].width, what = "an MLP width";
+    for (uint32_t i = 0; i < so->header->nops; i++) {
+        const tlm_abi_op *op = &so->ops[i];
+        if (op->kind != TLM_OP_LINEAR && op->kind != TLM_OP_LINEAR_DW && op->kind != TLM_OP_LINEAR_DX) continue;
+        int64_t rows = 0, cols = so->params[op->param[0]].shape[1];
+        for (int j = 0; j < 3 && op->param[j] >= 0; j++) /* each row count capped: the sum cannot overflow */
+            rows += so->params[op->param[j]].shape[0] < limit ? so->params[op->param[j]].shape[0] : limit;
+        if (max64(rows, cols) > widest) widest = max64(rows, cols), what = "a linear map's weight";
+    }
+    if (widest > limit / N)
+        return tlm_fail(err,
+                        "batch %lld × %lld tokens is too large: %s has %lld values per token, %s in all, "
+                        "more than the %s the runtime's ops can index; lower the batch or the context",
+                        (long long)B, (long long)T, what, (long long)widest,
+                        widest > INT64_MAX / N ? "over 2^63" : fmt_int(n1, sizeof n1, widest * N, 0),
+                        fmt_int(n2, sizeof n2, limit, 0));
+    return true;
+}
+
+/* bytes += n, saturating (every term is at most 2^62) */
+static void add_bytes(int64_t *bytes, int64_t n) { *bytes = n > INT64_MAX - *bytes ? INT64_MAX : *bytes + n; }
 
 bool tlm_model_create(tlm_model *m, const tlm_so *so, int64_t B, int64_t T, bool training, tlm_err *err) {
     memset(m, 0, sizeof *m);
@@ -53,6 +103,7 @@ bool tlm_model_create(tlm_model *m, const tlm_so *so, int64_t B, int64_t T, bool
     if (T > am->context)
         return tlm_fail(err, "sequence length %lld is longer than the model's context %lld", (long long)T,
                         (long long)am->context);
+    if (!sizes_fit(so, B, T, err)) return false;
     m->so = so;
     m->B = B;
     m->T = T;
@@ -73,29 +124,56 @@ bool tlm_model_create(tlm_model *m, const tlm_so *so, int64_t B, int64_t T, bool
         m->arena_bytes = tlm_plan_arena(so->buffers, (int)h->nbuffers, so->ops, m->nops, B, T, m->offsets, NULL, NULL);
         if (m->arena_bytes < 0) {
             tlm_model_destroy(m);
-            return tlm_fail(err, "the activations for batch %lld × %lld tokens do not fit in memory", (long long)B,
-                            (long long)T);
+            return tlm_fail(err,
+                            "the activations for batch %lld × %lld tokens need more than 2^50 bytes; lower the "
+                            "batch or the context",
+                            (long long)B, (long long)T);
         }
     }
+    /* Everything allocated below, checked against what the process may
+     * still take before any of it is allocated and zero-filled. */
+    m->threads = tlm_get_num_threads();
+    size_t scratch_floats = 0;
+    if (am->mixer == TLM_MIXER_TITANS && training)
+        scratch_floats =
+            tlm_titans_scratch_floats((int)am->head_dim, (int)am->chunk) * (size_t)(m->threads < 1 ? 1 : m->threads);
+    int64_t half = am->head_dim / 2, need = 0;
     size_t param_bytes = (size_t)m->param_floats * sizeof(float);
+    add_bytes(&need, (int64_t)param_bytes * (training ? 2 : 1));
+    add_bytes(&need, m->arena_bytes);
+    add_bytes(&need, 2 * T * half * (int64_t)sizeof(float));
+    add_bytes(&need, 2 * B * T * (int64_t)sizeof(int32_t));
+    add_bytes(&need, (int64_t)(scratch_floats * sizeof(float)));
+    tlm_memory_budget budget;
+    if (!tlm_memory_budget_read(&budget, err)) {
+        tlm_model_destroy(m);
+        return false;
+    }
+    if (need > budget.bytes) {
+        char n1[32], n2[32];
+        tlm_model_destroy(m);
+        return tlm_fail(err,
+                        "out of memory: batch %lld × %lld tokens needs %s, %s available (%s); lower the batch or "
+                        "the context",
+                        (long long)B, (long long)T, tlm_fmt_bytes(n1, sizeof n1, need),
+                        tlm_fmt_bytes(n2, sizeof n2, budget.bytes), budget.source);
+    }
     m->params = alloc_aligned(param_bytes);
     m->grads = training ? alloc_aligned(param_bytes) : NULL;
     m->arena = alloc_aligned((size_t)m->arena_bytes);
-    int64_t half = am->head_dim / 2;
     m->rope_cos = alloc_aligned((size_t)(T * half) * sizeof(float));
     m->rope_sin = alloc_aligned((size_t)(T * half) * sizeof(float));
     m->tokens = alloc_aligned((size_t)(B * T) * sizeof(int32_t));
     m->targets = alloc_aligned((size_t)(B * T) * sizeof(int32_t));
     if (!m->params || (training && !m->grads) || !m->arena || !m->rope_cos || !m->rope_sin || !m->tokens ||
         !m->targets) {
-        double mib = (double)(param_bytes * (training ? 2 : 1) + (size_t)m->arena_bytes) / 1048576.0;
+        char n1[32];
         tlm_model_destroy(m);
-        return tlm_fail(err, "out of memory: the model needs %.0f MiB for batch %lld × %lld tokens", mib, (long long)B,
-                        (long long)T);
+        return tlm_fail(err, "out of memory: batch %lld × %lld tokens needs %s; lower the batch or the context",
+                        (long long)B, (long long)T, tlm_fmt_bytes(n1, sizeof n1, need));
     }
     tlm_rope_init(m->rope_cos, m->rope_sin, (int)T, (int)am->head_dim, am->rope_base);
-    m->threads = tlm_get_num_threads();
-    if (am->mixer == TLM_MIXER_TITANS && !titans_memory(m, err)) {
+    if (am->mixer == TLM_MIXER_TITANS && !titans_memory(m, scratch_floats, err)) {
         tlm_model_destroy(m);
         return false;
     }

@@ -7,8 +7,8 @@
 
 #include "vec_inline.h"
 
-/* below this many elements a parallel region costs more than it saves */
-#define PAR_MIN 32768
+/* below TLM_PAR_MIN_ELEMENTS (ops.h) a parallel region costs more than it saves */
+#define PAR_MIN TLM_PAR_MIN_ELEMENTS
 
 /* ---- silu: x sigmoid(x);  silu'(x) = s (1 + x (1 - s)) ---------------- */
 

@@ -11,7 +11,7 @@
 #include <math.h>
 
 double tlm_crossentropy_forward(float *losses, float *lse, const float *logits, const int32_t *targets, int N, int V) {
-#pragma omp parallel for schedule(static) if ((size_t)N * V >= 32768)
+#pragma omp parallel for schedule(static) if ((size_t)N * V >= TLM_PAR_MIN_ELEMENTS)
     for (int n = 0; n < N; n++) {
         const float *z = logits + (size_t)n * V;
         float m = -INFINITY;
@@ -41,7 +41,7 @@ void tlm_crossentropy_backward(float *dlogits, const float *logits, const float 
     int valid = 0;
     for (int n = 0; n < N; n++) valid += targets[n] >= 0;
     float scale = valid ? dloss / (float)valid : 0.0f;
-#pragma omp parallel for schedule(static) if ((size_t)N * V >= 32768)
+#pragma omp parallel for schedule(static) if ((size_t)N * V >= TLM_PAR_MIN_ELEMENTS)
     for (int n = 0; n < N; n++) {
         const float *z = logits + (size_t)n * V;
         float *dz = dlogits + (size_t)n * V;

@@ -13,7 +13,7 @@
 #include <math.h>
 
 void tlm_l2norm_forward(float *out, float *rnorm, const float *x, int R, int D, float eps) {
-#pragma omp parallel for schedule(static) if ((size_t)R * D >= 16384)
+#pragma omp parallel for schedule(static) if ((size_t)R * D >= TLM_PAR_MIN_NORM)
     for (int r = 0; r < R; r++) {
         const float *xr = x + (size_t)r * D;
         float *yr = out + (size_t)r * D;
@@ -26,7 +26,7 @@ void tlm_l2norm_forward(float *out, float *rnorm, const float *x, int R, int D, 
 }
 
 void tlm_l2norm_backward(float *dx, const float *dout, const float *x, const float *rnorm, int R, int D) {
-#pragma omp parallel for schedule(static) if ((size_t)R * D >= 16384)
+#pragma omp parallel for schedule(static) if ((size_t)R * D >= TLM_PAR_MIN_NORM)
     for (int r = 0; r < R; r++) {
         const float *xr = x + (size_t)r * D;
         const float *gr = dout + (size_t)r * D;

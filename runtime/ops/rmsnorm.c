@@ -14,7 +14,7 @@
 /* rows R of length D; the weight of element i of row r is
  * w[(r % H) * D + i] (H = 1 for the plain norm). */
 static void rms_forward(float *out, float *rstd, const float *x, const float *w, int R, int H, int D, float eps) {
-#pragma omp parallel for schedule(static) if ((size_t)R * D >= 16384)
+#pragma omp parallel for schedule(static) if ((size_t)R * D >= TLM_PAR_MIN_NORM)
     for (int r = 0; r < R; r++) {
         const float *xr = x + (size_t)r * D;
         float *yr = out + (size_t)r * D;
@@ -35,7 +35,7 @@ static void rms_forward(float *out, float *rstd, const float *x, const float *w,
 static void rms_backward(float *dx, float *dw, const float *dout, const float *x, const float *w, const float *rstd,
                          int R, int H, int D, bool accumulate) {
     /* dx: rows are independent */
-#pragma omp parallel for schedule(static) if ((size_t)R * D >= 16384)
+#pragma omp parallel for schedule(static) if ((size_t)R * D >= TLM_PAR_MIN_NORM)
     for (int r = 0; r < R; r++) {
         const float *xr = x + (size_t)r * D;
         const float *gr = dout + (size_t)r * D;
@@ -62,7 +62,7 @@ static void rms_backward(float *dx, float *dw, const float *dout, const float *x
      * line or two. */
     enum { BLK = 16 };
     int nblk = (D + BLK - 1) / BLK;
-#pragma omp parallel for schedule(static) if ((size_t)R * D >= 16384)
+#pragma omp parallel for schedule(static) if ((size_t)R * D >= TLM_PAR_MIN_NORM)
     for (int b = 0; b < H * nblk; b++) {
         int h = b / nblk, i0 = (b % nblk) * BLK;
         int n = D - i0 < BLK ? D - i0 : BLK;

@@ -29,7 +29,7 @@ void tlm_rope_init(float *cos_t, float *sin_t, int T, int D, double base) {
 static void rope_rotate(float *out, const float *x, const float *cos_t, const float *sin_t, int B, int T, int H, int D,
                         int stride, float sign) {
     int half = D / 2;
-#pragma omp parallel for schedule(static) if ((size_t)B * T * H * D >= 16384)
+#pragma omp parallel for schedule(static) if ((size_t)B * T * H * D >= TLM_PAR_MIN_NORM)
     for (int bt = 0; bt < B * T; bt++) {
         int t = bt % T;
         const float *c = cos_t + (size_t)t * half;

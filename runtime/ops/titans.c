@@ -51,12 +51,11 @@
  *   saved layout: [B,H, nseg, 2, D, D]  (M then S after each segment's last
  *                 token; the last slot is the final state)
  *                 then [B,H,T,D]        (e_t)
- * The scratch, (2K+5) D^2 + 2D floats per thread, is the one allocation in
- * the ops (the rest of the runtime passes every buffer in): a caller cannot
- * size it without knowing the thread count, and making it per (b, h) in
- * `saved` would more than double `saved`. It is allocated per call and
- * freed before return; if malloc fails the process aborts with a message
- * (the ops have no error path, and this is at most a few MB).
+ * The scratch, (2K+5) D^2 + 2D floats per thread
+ * (tlm_titans_scratch_floats), is the caller's, for `threads` threads
+ * (tlm_model_create allocates it once): the op allocates nothing and cannot
+ * fail. Keeping it per (b, h) in `saved` instead would more than double
+ * `saved`.
  *
  * Work is split over (b, h) pairs: each owns its checkpoints, its slices of
  * y, dq, dk, dv and its scalars, and every update runs in a fixed order,
@@ -66,8 +65,6 @@
  */
 #include "tlm_rt/ops.h"
 
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "vec_inline.h"

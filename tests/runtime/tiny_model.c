@@ -31,9 +31,11 @@ static float *carve(float **at, size_t n) {
     return p;
 }
 
-void tiny_init(tiny_model *m, uint64_t seed, float init_std) {
+void tiny_init(tiny_model *m, uint64_t seed, float init_std) { tiny_init_sized(m, seed, init_std, 2, 16); }
+
+void tiny_init_sized(tiny_model *m, uint64_t seed, float init_std, int B, int T) {
     memset(m, 0, sizeof *m);
-    m->V = 64, m->C = 32, m->H = 4, m->D = 8, m->B = 2, m->T = 16;
+    m->V = 64, m->C = 32, m->H = 4, m->D = 8, m->B = B, m->T = T;
     m->eps = 1e-5f;
     int C = m->C, V = m->V;
     static const int widths[TINY_L] = {64, 32}; /* tapered: wide, then narrow */

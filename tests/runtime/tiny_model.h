@@ -55,8 +55,11 @@ typedef struct tiny_model {
     float *arena;
 } tiny_model;
 
-/* Allocates and initialises (normal, std `init_std`; norms near 1). */
+/* Allocates and initialises (normal, std `init_std`; norms near 1), for
+ * batch 2 of 16 tokens. */
 void tiny_init(tiny_model *m, uint64_t seed, float init_std);
+/* The same model for batch B of T tokens. */
+void tiny_init_sized(tiny_model *m, uint64_t seed, float init_std, int B, int T);
 void tiny_free(tiny_model *m);
 /* ids, targets: [B,T]. Returns the mean loss. */
 double tiny_forward(tiny_model *m, const int32_t *ids, const int32_t *targets);

@@ -18,13 +18,22 @@
  *   - Outputs may alias inputs only where the doc says "in place ok".
  *   - Deterministic: every reduction has a fixed order that does not depend
  *     on the number of OpenMP threads; the GEMMs are OpenBLAS's.
+ *   - Sizes are int. The ops form every product of sizes (an element index,
+ *     N*C) in size_t; a caller that forms a row count itself (N = B*T, N*H)
+ *     keeps it, and every size, at most TLM_OPS_MAX_INDEX. The model's
+ *     executor forms N, N*H and N*A: tlm_model_create refuses a batch and
+ *     context whose N times the widest per-token tensor is past the bound.
  */
 #ifndef TLM_RT_OPS_H
 #define TLM_RT_OPS_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+/* The largest size or row count an op takes (its size arguments are int). */
+#define TLM_OPS_MAX_INDEX INT_MAX
 
 /* ---- threads.c ---------------------------------------------------------- */
 
@@ -36,6 +45,13 @@ void tlm_set_num_threads(int n);
 int tlm_get_num_threads(void);
 /* The calling thread's index in its OpenMP team (0 outside one). */
 int tlm_thread_index(void);
+
+/* The least work from which an op splits its loop over threads (below it
+ * a parallel region costs more than it saves); the results do not depend
+ * on it. Attention, titans and its gates split at any size. */
+#define TLM_PAR_MIN_ELEMENTS 32768 /* the activations (n), the sigmoid gate (R*D), cross-entropy (N*V) */
+#define TLM_PAR_MIN_NORM 16384     /* rmsnorm, l2norm (R*D), rope (B*T*H*D) */
+#define TLM_PAR_MIN_ROWS 256       /* the embedding's forward (N) */
 
 /* ---- embedding.c ------------------------------------------------------ */
 
