@@ -44,6 +44,14 @@ check() {   # check DESCRIPTION -- command...: the command must succeed
   else echo "FAIL: $what"; cat "$tmp/check"; fail=1; fi
 }
 ckpt() { "$py" "$here/ckpt.py" "$@"; }
+# no_reference STATUS OUTPUT WHAT: a PyTorch check did not pass. Its 77
+# ("cannot run here": no torch in $TLM_PYTHON) is a failure too: the case's
+# main check did not run, and ctest must not read that as a pass.
+no_reference() {
+  if [ "$1" = 77 ]; then echo "FAIL: $3: not checked, the reference cannot run with TLM_PYTHON=$py (exit 77)"
+  else echo "FAIL: $3 (exit $1)"; fi
+  cat "$2"; fail=1
+}
 
 # Fast settings for runs whose learning does not matter.
 quick=(--threads 1 --context 32 --batch 8 --eval-batches 2)
@@ -242,12 +250,13 @@ bad_data)
   expect 1 "too short.*a window needs 33" "train --data shorter than a window" -- \
     "$run" "${t[@]}" --data "$tmp/short.txt" --ckpt "$tmp/c"
   expect 1 "Not a directory" "train --data under a file" -- "$run" "${t[@]}" --data "$tmp/short.txt/x" --ckpt "$tmp/c"
-  if [ "$(id -u)" != 0 ]; then
-    printf 'x%.0s' $(seq 100) > "$tmp/locked.txt"; chmod 000 "$tmp/locked.txt"
-    expect 1 "Permission denied" "train --data unreadable" -- "$run" "${t[@]}" --data "$tmp/locked.txt" --ckpt "$tmp/c"
-  else
-    echo "skip: unreadable files (running as root, which reads anything)"
-  fi
+  # root reads anything: as root, the command runs as nobody (util-linux's
+  # setpriv), so that the check runs everywhere
+  printf 'x%.0s' $(seq 100) > "$tmp/locked.txt"; chmod 000 "$tmp/locked.txt"
+  as_user=()
+  [ "$(id -u)" = 0 ] && as_user=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+  expect 1 "Permission denied" "train --data unreadable" -- \
+    "${as_user[@]}" "$run" "${t[@]}" --data "$tmp/locked.txt" --ckpt "$tmp/c"
   expect 1 "No such file" "train --val missing" -- "$run" "${t[@]}" --val "$tmp/missing.txt" --ckpt "$tmp/c"
   expect 1 "too short" "train --val shorter than a window" -- "$run" "${t[@]}" --val "$tmp/short.txt" --ckpt "$tmp/c"
   expect 1 "/nonexistent/austen" "the bundled data missing (\$TLM_DATA)" -- \
@@ -352,9 +361,8 @@ eval)
   for c in "$trained/checkpoint.safetensors 64 $loss" "$tmp/tied/checkpoint.safetensors 32 $tied_loss"; do
     set -- $c
     "$py" "$here/check_llama.py" "$1" "$p" 64 "$2" "$3" > "$tmp/llama" 2>&1; rc=$?
-    if [ $rc = 77 ]; then echo "skip: PyTorch reference: $(cat "$tmp/llama")"
-    elif [ $rc = 0 ]; then echo "ok: PyTorch reference, $(basename "$(dirname "$1")")"; sed 's/^/    /' "$tmp/llama"
-    else echo "FAIL: PyTorch reference, $1"; cat "$tmp/llama"; fail=1; fi
+    if [ $rc = 0 ]; then echo "ok: PyTorch reference, $(basename "$(dirname "$1")")"; sed 's/^/    /' "$tmp/llama"
+    else no_reference $rc "$tmp/llama" "loss against PyTorch's, $1"; fi
   done
   ;;
 
@@ -372,9 +380,8 @@ probe)
     "$run" probe "$s" --ckpt "$trained" --data "$p" --windows 6 --batch 5 --context 64 --threads 2
   check "the same rho" -- diff <(grep -E '^ +[0-9]' "$tmp/probe") <(grep -E '^ +[0-9]' "$tmp/out")
   "$py" "$here/check_probe.py" "$trained/checkpoint.safetensors" "$p" 64 6 "$tmp/probe" > "$tmp/torch" 2>&1; rc=$?
-  if [ $rc = 77 ]; then echo "skip: PyTorch reference: $(cat "$tmp/torch")"
-  elif [ $rc = 0 ]; then echo "ok: PyTorch gives the same rho"; sed 's/^/    /' "$tmp/torch"
-  else echo "FAIL: rho differs from PyTorch's"; cat "$tmp/torch"; fail=1; fi
+  if [ $rc = 0 ]; then echo "ok: PyTorch gives the same rho"; sed 's/^/    /' "$tmp/torch"
+  else no_reference $rc "$tmp/torch" "rho against PyTorch's"; fi
   expect 1 "no checkpoint" "probe without a checkpoint" -- "$run" probe "$s" --ckpt "$tmp/none"
   expect 2 "unknown option" "probe with a bad flag" -- "$run" probe "$s" --frobnicate
   ;;
@@ -416,6 +423,70 @@ sample)
     cmp "$tmp/out" <(printf '%s%s%s\n' "$fox" "$fox" "$fox" | head -c 135; echo)
   ;;
 
+sizes)
+  # Sizes the runtime cannot represent or this machine cannot hold: exit 1
+  # with one line naming the numbers and what to lower, before anything is
+  # allocated (never a crash or the OOM killer). A tiny model with a 2^20
+  # context, and a text longer than one window of it.
+  cat > "$tmp/long.tlm" <<'EOF'
+model long {
+    vocab = 256; context = 1048576; d_model = 32; layers = 1; heads = 2; d_ff = 64;
+    train { batch = 1; steps = 1; }
+}
+model long_titans : long { mixer = titans; chunk = 16; }
+EOF
+  for m in long long_titans; do
+    expect 0 "" "tlmc --model $m (context 2^20)" -- "$tlmc" "$tmp/long.tlm" --model $m -o "$tmp/$m.so"
+  done
+  cat "$austen/emma.txt" "$austen/mansfield_park.txt" | head -c 1100000 > "$tmp/long.txt"
+  big=(--batch 1048576 --context 1048576)
+  for m in long long_titans; do
+    expect 1 "batch 1048576 × 1048576 tokens = 1,099,511,627,776 tokens at once, more than the 2,147,483,647 .*lower the batch or the context" \
+      "$m: train --batch 2^20 --context 2^20" -- \
+      "$run" train "$tmp/$m.so" "${big[@]}" --steps 1 --threads 1 --data "$tmp/long.txt" --ckpt "$tmp/c"
+    expect 1 "1,099,511,627,776 tokens at once" "$m: eval --batch 2^20 --context 2^20" -- \
+      "$run" eval "$tmp/$m.so" "${big[@]}" --ckpt "$tmp/none"
+  done
+  expect 1 "batch 1048576 × 1024 tokens is too large: logits has 256 values per token, 274,877,906,944 in all" \
+    "eval --batch 2^20 --context 1024: N × vocab past 2^31" -- \
+    "$run" eval "$tmp/long.so" --batch 1048576 --context 1024 --ckpt "$tmp/none"
+  # 4 × 2^20 tokens fit the ops, but attention's probabilities alone are
+  # 4 × 2 × 2^40 floats (32 TiB): refused by what the process may take.
+  expect 1 "out of memory: batch 4 × 1048576 tokens needs [0-9.]* GiB, [0-9.]* GiB available (\(MemAvailable\|cgroup\|RLIMIT\)" \
+    "train --batch 4 --context 2^20: more than this machine has" -- \
+    "$run" train "$tmp/long.so" --batch 4 --context 1048576 --steps 1 --threads 1 --data "$tmp/long.txt" --ckpt "$tmp/c"
+  # A cap in TLM_MEMORY_LIMIT (for tests and users who want one).
+  for cmd in "train --steps 1 --threads 1 --data $tmp/long.txt --ckpt $tmp/c" "eval --ckpt $tmp/none"; do
+    # shellcheck disable=SC2086
+    expect 1 "out of memory: batch 4 × 1048576 tokens needs [0-9.]* GiB, 64.0 MiB available (TLM_MEMORY_LIMIT); lower the batch or the context" \
+      "TLM_MEMORY_LIMIT=64M: ${cmd%% *} --batch 4 --context 2^20 (titans)" -- \
+      env TLM_MEMORY_LIMIT=64M "$run" $cmd "$tmp/long_titans.so" --batch 4 --context 1048576
+  done
+  expect 1 "TLM_MEMORY_LIMIT=lots is not a size" "TLM_MEMORY_LIMIT=lots" -- \
+    env TLM_MEMORY_LIMIT=lots "$run" eval "$tmp/long.so" --context 64 --ckpt "$tmp/none"
+  expect 0 "done: 2 steps" "a run that fits under TLM_MEMORY_LIMIT=64M" -- \
+    env TLM_MEMORY_LIMIT=64M "$run" train "$tmp/long.so" --batch 2 --context 64 --steps 2 --threads 1 \
+    --data "$tmp/long.txt" --eval-batches 1 --ckpt "$tmp/fits"
+  check "no checkpoint from the refused runs" -- test ! -e "$tmp/c"
+  ;;
+
+gpu_check)
+  # scripts/gpu_check.sh on this build exits 0 only when GPU checks ran and
+  # passed, and 77 with a SKIPPED line when they could not run (no CUDA, no
+  # GPU): a wrapper must never read a skip as a pass.
+  build=$(cd "$(dirname "$run")/.." && pwd)
+  "$root/scripts/gpu_check.sh" "$build" > "$tmp/gpu" 2>&1; rc=$?
+  sed 's/^/    /' "$tmp/gpu"
+  if [ $rc = 0 ] && grep -q '^gpu_check: all [1-9][0-9]* GPU kernel checks passed' "$tmp/gpu" &&
+     ! grep -qi 'skip' "$tmp/gpu"; then
+    echo "ok: gpu_check.sh: the GPU checks ran and passed (exit 0)"
+  elif [ $rc = 77 ] && grep -q '^gpu_check: SKIPPED' "$tmp/gpu"; then
+    echo "ok: gpu_check.sh: the GPU checks could not run here: exit 77 and a SKIPPED line, not 0"
+  else
+    echo "FAIL: gpu_check.sh: exit $rc, wanted 0 with its checks passed or 77 with a SKIPPED line"; fail=1
+  fi
+  ;;
+
 progress)
   s=$models/small.so
   expect 0 "done: 20 steps" "stdout a file" -- \
@@ -427,17 +498,14 @@ progress)
   check "validations at 0, 10, 20 on lines of their own" -- \
     test "$(grep -c '^step *[0-9]*/20  val loss .* ppl .* bits/byte' "$tmp/plain")" = 3
   check "no carriage returns or escapes" -- bash -c "! grep -q $'[\r\033]' '$tmp/plain'"
-  if command -v script > /dev/null; then
-    script -qec "'$run' train '$s' ${quick[*]} --steps 20 --log-every 5 --eval-every 10 --ckpt '$tmp/b'" /dev/null \
-      > "$tmp/tty" 2>&1
-    check "on a terminal: one line redrawn with \\r and ESC[K" -- grep -q $'\r\033\[Kstep' "$tmp/tty"
-    check "... showing step/total, loss, lr, tok/s and the ETA" -- \
-      grep -qE $'step +[0-9]+/20  loss [0-9.]+  lr [0-9.e+-]+  [0-9.kM]+ tok/s  ETA' "$tmp/tty"
-    check "... validation lines of their own" -- test "$(grep -c 'val loss' "$tmp/tty")" = 3
-    check "... and no plain per-step lines" -- bash -c "! grep -q 'grad norm' '$tmp/tty'"
-  else
-    echo "skip: no \`script\` to fake a terminal"
-  fi
+  # util-linux's script fakes a terminal (without it the case fails)
+  script -qec "'$run' train '$s' ${quick[*]} --steps 20 --log-every 5 --eval-every 10 --ckpt '$tmp/b'" /dev/null \
+    > "$tmp/tty" 2>&1
+  check "on a terminal: one line redrawn with \\r and ESC[K" -- grep -q $'\r\033\[Kstep' "$tmp/tty"
+  check "... showing step/total, loss, lr, tok/s and the ETA" -- \
+    grep -qE $'step +[0-9]+/20  loss [0-9.]+  lr [0-9.e+-]+  [0-9.kM]+ tok/s  ETA' "$tmp/tty"
+  check "... validation lines of their own" -- test "$(grep -c 'val loss' "$tmp/tty")" = 3
+  check "... and no plain per-step lines" -- bash -c "! grep -q 'grad norm' '$tmp/tty'"
   ;;
 
 *)
