@@ -4,15 +4,34 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "mlp_reference.h"
 
+/* A fixed seed, so that a failure in CI is the same failure here; another
+ * one from TLM_TEST_SEED (to explore). Printed when the test starts, on
+ * every FAIL line and once more as the last line of the run. */
+enum { DEFAULT_SEED = 1 };
+static unsigned long long g_seed = DEFAULT_SEED;
+
+static void print_seed_at_exit(void) {
+    printf("seed %llu: TLM_TEST_SEED=%llu reproduces this run\n", g_seed, g_seed);
+    fflush(stdout);
+}
+
 uint64_t test_seed(void) {
     const char *env = getenv("TLM_TEST_SEED");
-    uint64_t seed = env && *env ? strtoull(env, NULL, 0) : (uint64_t)time(NULL);
-    printf("seed %llu (set TLM_TEST_SEED to reproduce)\n", (unsigned long long)seed);
-    return seed;
+    if (env && *env) {
+        char *end;
+        g_seed = strtoull(env, &end, 0);
+        if (*end || env[0] == '-') {
+            printf("FAIL: TLM_TEST_SEED=%s is not a seed (an unsigned integer)\n", env);
+            exit(2);
+        }
+    }
+    printf("seed %llu (%s; TLM_TEST_SEED=N for another)\n", g_seed, env && *env ? "from TLM_TEST_SEED" : "the default");
+    static bool registered;
+    if (!registered) registered = atexit(print_seed_at_exit) == 0;
+    return g_seed;
 }
 
 /* splitmix64: tiny, and good enough to fill test matrices. */
@@ -110,11 +129,13 @@ static int report(const tlm_kernel_spec *s, const mlp_case *mc, const char *entr
     double rel = sqrt(c->diff2 / fmax(c->ref2, 1e-300));
     double rel_terms = sqrt(c->diff2 / fmax(c->scale2, 1e-300));
     int ok = c->bad == 0 && c->disturbed == 0 && rel_terms <= MLP_CHECK_TOLERANCE;
+    char seed[48] = "";
+    if (!ok) snprintf(seed, sizeof seed, " (seed %llu)", g_seed);
     printf("%s %-6s D=%-4d W=%-4d rows=%-3d r=[%d,%d) j=[%d,%d) %-10s %-11s "
-           "rel %.1e (to terms %.1e) max|err| %.1e%s%s\n",
+           "rel %.1e (to terms %.1e) max|err| %.1e%s%s%s\n",
            ok ? "ok  " : "FAIL", s->kind == TLM_MLP_SWIGLU ? "swiglu" : "gelu", s->d_model, s->width, mc->rows, mc->r0,
            mc->r1, mc->j0, mc->j1 <= 0 ? s->width + mc->j1 : mc->j1, entry, c->what, rel, rel_terms, c->max_abs,
-           c->bad ? " (NaN/unwritten)" : "", c->disturbed ? " (wrote outside its range)" : "");
+           c->bad ? " (NaN/unwritten)" : "", c->disturbed ? " (wrote outside its range)" : "", seed);
     return !ok;
 }
 
