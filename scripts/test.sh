@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
-# Runs every test: installs what is missing, builds, then ctest.
+# Runs every test: installs what is missing, builds, then ctest; then the
+# sanitizer build's share (scripts/sanitize_all.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 ctest --test-dir build --output-on-failure -j"$(nproc)" "$@"
+# Then the tests labelled `sanitize` (unit, kernel, reader and model tests)
+# once more under AddressSanitizer and UBSan, in build-sanitize.
+bash scripts/sanitize_all.sh -L sanitize
