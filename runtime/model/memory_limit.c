@@ -184,7 +184,8 @@ static void cgroup_v1(tlm_memory_budget *b, const char *proc_cgroup) {
                  "cgroup memory.limit_in_bytes");
 }
 
-static void rlimit(tlm_memory_budget *b, int resource, const char *status, const char *key, const char *source) {
+static void rlimit_headroom(tlm_memory_budget *b, int resource, const char *status, const char *key,
+                            const char *source) {
     struct rlimit r;
     if (getrlimit(resource, &r) != 0 || r.rlim_cur == RLIM_INFINITY) return;
     int64_t cur = r.rlim_cur > (rlim_t)MAX_SIZE ? MAX_SIZE : (int64_t)r.rlim_cur;
@@ -203,8 +204,8 @@ bool tlm_memory_budget_read(tlm_memory_budget *b, tlm_err *err) {
         cgroup_v1(b, text);
     }
     bool have_status = read_text("/proc/self/status", text, sizeof text);
-    rlimit(b, RLIMIT_AS, have_status ? text : NULL, "VmSize", "RLIMIT_AS");
-    rlimit(b, RLIMIT_DATA, have_status ? text : NULL, "VmData", "RLIMIT_DATA");
+    rlimit_headroom(b, RLIMIT_AS, have_status ? text : NULL, "VmSize", "RLIMIT_AS");
+    rlimit_headroom(b, RLIMIT_DATA, have_status ? text : NULL, "VmData", "RLIMIT_DATA");
     const char *cap = getenv("TLM_MEMORY_LIMIT");
     if (cap && *cap) {
         int64_t v = tlm_parse_size(cap);

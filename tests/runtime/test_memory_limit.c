@@ -2,6 +2,7 @@
  * texts of /proc/meminfo, /proc/self/status, /proc/self/cgroup and the
  * cgroup v1 and v2 files, and the budget read with TLM_MEMORY_LIMIT set. */
 #include <stdint.h>
+#include <sys/resource.h>
 
 #include "memory_limit.h"
 #include "test_util.h"
@@ -121,5 +122,24 @@ int main(void) {
            b.bytes == INT64_MAX ? "any amount" : tlm_fmt_bytes(n, sizeof n, b.bytes), b.source);
     CHECK(strcmp(tlm_fmt_bytes(n, sizeof n, (int64_t)3 << 29), "1.5 GiB") == 0, "1.5 GiB: %s", n);
     CHECK(strcmp(tlm_fmt_bytes(n, sizeof n, 512 << 20), "512.0 MiB") == 0, "512 MiB: %s", n);
+
+    /* RLIMIT_AS at this process's size + 64 MiB leaves about 64 MiB (last:
+     * the limit stays) */
+    char status_now[16384] = "";
+    FILE *f = fopen("/proc/self/status", "r");
+    if (f) {
+        status_now[fread(status_now, 1, sizeof status_now - 1, f)] = '\0';
+        fclose(f);
+    }
+    int64_t vm = tlm_keyed_value(status_now, "VmSize");
+    CHECK(vm > 0, "VmSize in /proc/self/status");
+    struct rlimit as;
+    CHECK(getrlimit(RLIMIT_AS, &as) == 0, "getrlimit");
+    rlim_t want = (rlim_t)(vm + (64 << 20));
+    if (as.rlim_cur == RLIM_INFINITY || as.rlim_cur > want) as.rlim_cur = want;
+    CHECK(setrlimit(RLIMIT_AS, &as) == 0, "setrlimit");
+    CHECK(tlm_memory_budget_read(&b, &err) && strcmp(b.source, "RLIMIT_AS") == 0 && b.bytes <= (64 << 20) &&
+              b.bytes > (int64_t)as.rlim_cur - vm - (4 << 20),
+          "RLIMIT_AS = VmSize + 64 MiB: %lld from %s", (long long)b.bytes, b.source);
     return test_finish("test_memory_limit");
 }
