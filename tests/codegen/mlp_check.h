@@ -29,7 +29,7 @@ typedef struct {
     int j0, j1; /* width range for bwd_weight; j1 <= 0 means width + j1 */
 } mlp_case;
 
-uint64_t test_seed(void); /* TLM_TEST_SEED or the clock; printed */
+uint64_t test_seed(void); /* TLM_TEST_SEED, by default 1; printed */
 double test_uniform(uint64_t *rng, double lo, double hi);
 
 /* Returns the number of failed comparisons (0 = pass); prints a line each. */
