@@ -1,11 +1,17 @@
 #include "progress.h"
 
+#include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "checkpoint.h"
+#include "regular_file.h"
+#include "test_hook.h"
 #include "tlm_rt/json.h"
 
 double progress_now(void) {
@@ -31,34 +37,86 @@ static int64_t record_step(const char *line, size_t len) {
     return v;
 }
 
-bool progress_open_log(progress *p, const char *path, bool resume, int64_t keep_upto, tlm_err *err) {
-    tlm_strbuf kept = {0};
-    FILE *old = resume ? fopen(path, "rb") : NULL;
-    if (old) {
-        char *line = NULL;
-        size_t cap = 0;
-        ssize_t len;
-        while ((len = getline(&line, &cap, old)) > 0) {
-            size_t n = (size_t)len;
-            if (line[n - 1] != '\n') break;   /* a torn last line */
-            int64_t step = record_step(line, n - 1);
-            if (step >= 0 && step <= keep_upto) tlm_sb_append(&kept, line, n);
-        }
-        free(line);
-        fclose(old);
+/* The records of the old log up to keep_upto, or false with a message. */
+static bool kept_records(const char *path, int64_t keep_upto, tlm_strbuf *kept, tlm_err *err) {
+    FILE *old = tlm_fopen_regular(path, err);
+    if (!old) return false;
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    while ((len = getline(&line, &cap, old)) > 0) {
+        size_t n = (size_t)len;
+        if (line[n - 1] != '\n') break; /* a torn last line */
+        int64_t step = record_step(line, n - 1);
+        if (step >= 0 && step <= keep_upto) tlm_sb_append(kept, line, n);
     }
-    p->log = fopen(path, "w");
-    if (!p->log || kept.oom) {
-        tlm_fail(err, "%s: cannot write the log", path);
-        if (p->log) fclose(p->log);
-        p->log = NULL;
-        tlm_sb_free(&kept);
-        return false;
-    }
-    if (kept.len) fwrite(kept.buf, 1, kept.len, p->log);
-    fflush(p->log);
-    tlm_sb_free(&kept);
+    int e = ferror(old) ? errno : 0;
+    free(line);
+    fclose(old);
+    if (e || kept->oom)
+        return tlm_fail(err, "%s: cannot read the log back: %s", path, kept->oom ? "out of memory" : strerror(e));
     return true;
+}
+
+bool progress_open_log(progress *p, const char *path, bool resume, int64_t keep_upto, tlm_err *err) {
+    /* The file to replace: the log, or what a symbolic link to it names. */
+    struct stat st;
+    char target[PATH_MAX];
+    bool exists = stat(path, &st) == 0;
+    if (exists && !S_ISREG(st.st_mode))
+        return tlm_fail(err,
+                        "--log %s is %s, not a regular file (the log is written to a temporary file and renamed "
+                        "into place)",
+                        path, tlm_file_kind(st.st_mode));
+    if (!exists || !realpath(path, target)) snprintf(target, sizeof target, "%s", path);
+    snprintf(p->log_path, sizeof p->log_path, "%s", path);
+
+    tlm_strbuf kept = {0};
+    char tmp[PATH_MAX + 32];
+    FILE *f = NULL;
+    int fd = -1;
+    if (resume && exists && !kept_records(path, keep_upto, &kept, err)) goto fail;
+    if (tlm_remove_stale_temps(target, err) < 0) goto fail; /* a start killed before its rename */
+    if ((fd = tlm_temp_create(target, tmp, sizeof tmp, err)) < 0) {
+        tlm_fail(err, "--log %s: cannot write the log: %s", path, strerror(errno));
+        goto fail;
+    }
+    mode_t mask = umask(0);
+    umask(mask);
+    if (fchmod(fd, exists ? st.st_mode & 07777 : 0666 & ~mask) != 0 || !(f = fdopen(fd, "w"))) goto io_fail;
+    fd = -1;
+    if ((kept.len && fwrite(kept.buf, 1, kept.len, f) != kept.len) || fflush(f) != 0 || fsync(fileno(f)) != 0)
+        goto io_fail;
+    tlm_test_kill_at("log_rewrite");
+    if (rename(tmp, target) != 0) goto io_fail;
+    tlm_sync_dir_of(target);
+    tlm_sb_free(&kept);
+    p->log = f; /* the renamed file, appended to from here */
+    return true;
+io_fail:
+    tlm_fail(err, "--log %s: cannot write the log: %s", path, strerror(errno));
+    unlink(tmp);
+fail:
+    if (f) fclose(f);
+    if (fd >= 0) close(fd);
+    tlm_sb_free(&kept);
+    return false;
+}
+
+/* One record, flushed; false (the run stops) when it cannot be written. */
+static bool log_record(progress *p, tlm_strbuf *rec, tlm_err *err) {
+    if (rec->oom) {
+        tlm_sb_free(rec);
+        return tlm_fail(err, "out of memory writing the log");
+    }
+    if (tlm_test_hook("log_write")) { /* test-only: a crash in mid-record */
+        fwrite(rec->buf, 1, rec->len / 2, p->log);
+        fflush(p->log);
+        tlm_test_kill();
+    }
+    bool ok = fwrite(rec->buf, 1, rec->len, p->log) == rec->len && fflush(p->log) == 0;
+    tlm_sb_free(rec);
+    return ok || tlm_fail(err, "cannot write the log %s: %s", p->log_path, strerror(errno));
 }
 
 static void clear_live(progress *p) {
@@ -82,13 +140,13 @@ static void rate(char *buf, size_t n, double tps) {
 }
 
 /* A JSON number; NaN and Inf are not JSON, so they become null. */
-static void json_num(FILE *f, const char *key, const char *fmt, double v) {
-    fprintf(f, ",\"%s\":", key);
-    if (isfinite(v)) fprintf(f, fmt, v);
-    else fputs("null", f);
+static void json_num(tlm_strbuf *sb, const char *key, const char *fmt, double v) {
+    tlm_sb_printf(sb, ",\"%s\":", key);
+    if (isfinite(v)) tlm_sb_printf(sb, fmt, v);
+    else tlm_sb_puts(sb, "null");
 }
 
-void progress_update(progress *p, const progress_step *s, bool logged, bool keep) {
+bool progress_update(progress *p, const progress_step *s, bool logged, bool keep, tlm_err *err) {
     char tps[16], eta[16], el[16];
     rate(tps, sizeof tps, s->tokens_per_s);
     progress_duration(eta, sizeof eta, s->eta);
@@ -108,38 +166,42 @@ void progress_update(progress *p, const progress_step *s, bool logged, bool keep
                (long long)s->step, (long long)p->total, s->loss, s->lr, s->grad_norm, tps, el, eta);
         fflush(stdout);
     }
-    if (logged && p->log) {
-        fprintf(p->log, "{\"step\":%lld", (long long)s->step);
-        json_num(p->log, "loss", "%.17g", s->loss);
-        json_num(p->log, "lr", "%.9g", s->lr);
-        json_num(p->log, "grad_norm", "%.9g", s->grad_norm);
-        json_num(p->log, "tokens_per_s", "%.1f", s->tokens_per_s);
-        json_num(p->log, "elapsed", "%.3f", s->elapsed);
-        fputs("}\n", p->log);
-        fflush(p->log);
-    }
+    if (!logged || !p->log) return true;
+    tlm_strbuf rec = {0};
+    tlm_sb_printf(&rec, "{\"step\":%lld", (long long)s->step);
+    json_num(&rec, "loss", "%.17g", s->loss);
+    json_num(&rec, "lr", "%.9g", s->lr);
+    json_num(&rec, "grad_norm", "%.9g", s->grad_norm);
+    json_num(&rec, "tokens_per_s", "%.1f", s->tokens_per_s);
+    json_num(&rec, "elapsed", "%.3f", s->elapsed);
+    tlm_sb_puts(&rec, "}\n");
+    return log_record(p, &rec, err);
 }
 
-void progress_validation(progress *p, int64_t step, double loss) {
+bool progress_validation(progress *p, int64_t step, double loss, tlm_err *err) {
     clear_live(p);
     int w = snprintf(NULL, 0, "%lld", (long long)p->total);
     double ppl = exp(loss), bpb = loss / log(2.0);
     printf("step %*lld/%lld  val loss %.4f  ppl %.2f  bits/byte %.3f\n", w, (long long)step, (long long)p->total, loss,
            ppl, bpb);
     fflush(stdout);
-    if (p->log) {
-        fprintf(p->log, "{\"step\":%lld", (long long)step);
-        json_num(p->log, "val_loss", "%.17g", loss);
-        json_num(p->log, "val_ppl", "%.9g", ppl);
-        json_num(p->log, "val_bpb", "%.9g", bpb);
-        fputs("}\n", p->log);
-        fflush(p->log);
-    }
+    if (!p->log) return true;
+    tlm_strbuf rec = {0};
+    tlm_sb_printf(&rec, "{\"step\":%lld", (long long)step);
+    json_num(&rec, "val_loss", "%.17g", loss);
+    json_num(&rec, "val_ppl", "%.9g", ppl);
+    json_num(&rec, "val_bpb", "%.9g", bpb);
+    tlm_sb_puts(&rec, "}\n");
+    return log_record(p, &rec, err);
 }
 
-void progress_close(progress *p) {
-    if (p->live) fputc('\n', stdout);   /* leave the last state on screen */
+bool progress_close(progress *p, tlm_err *err) {
+    if (p->live) fputc('\n', stdout); /* leave the last state on screen */
     p->live = false;
-    if (p->log) fclose(p->log);
+    if (!p->log) return true;
+    int e = 0;
+    if (fflush(p->log) != 0 || fsync(fileno(p->log)) != 0) e = errno;
+    if (fclose(p->log) != 0 && !e) e = errno;
     p->log = NULL;
+    return !e || tlm_fail(err, "cannot write the log %s: %s", p->log_path, strerror(e));
 }

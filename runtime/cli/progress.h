@@ -20,6 +20,7 @@ typedef struct progress {
     bool live;           /* the live line is on screen */
     double last_draw;    /* when it was last drawn (seconds) */
     FILE *log;           /* JSON lines, or NULL */
+    char log_path[4096]; /* for messages */
     int64_t total;       /* steps of the run */
 } progress;
 
@@ -37,16 +38,25 @@ double progress_now(void);
 void progress_init(progress *p, int64_t total);
 /* Opens the JSON-lines log: afresh, or (resume) keeping only the records of
  * steps up to keep_upto, so a resumed run's log reads like an uninterrupted
- * one. false with a message. */
+ * one. The log must be a regular file (or not exist yet): a FIFO or device
+ * is refused. The kept records are written to a temporary file in the
+ * log's folder, fsynced and renamed over the old log (which a crash before
+ * the rename leaves as it was; tlm_remove_stale_temps clears the
+ * temporaries such a crash leaves), and the run appends to it. false with
+ * a message. */
 bool progress_open_log(progress *p, const char *path, bool resume, int64_t keep_upto, tlm_err *err);
 
 /* Every step: the live line (throttled; keep: drawn now and left on screen,
  * as before a validation); when logged, the plain line (not a terminal) and
- * the JSON record. */
-void progress_update(progress *p, const progress_step *s, bool logged, bool keep);
-/* A validation result, on its own line and in the log. */
-void progress_validation(progress *p, int64_t step, double loss);
-void progress_close(progress *p);
+ * the JSON record, flushed. false with a message when the record could not
+ * be written (a full disk, a file-size limit): the run must stop. */
+bool progress_update(progress *p, const progress_step *s, bool logged, bool keep, tlm_err *err);
+/* A validation result, on its own line and in the log; false as above. */
+bool progress_validation(progress *p, int64_t step, double loss, tlm_err *err);
+/* Ends the live line; flushes, fsyncs and closes the log: false with a
+ * message when that fails (err may be NULL where a failure is already
+ * being reported). */
+bool progress_close(progress *p, tlm_err *err);
 
 /* "1h02m", "3m12s", "45s" */
 void progress_duration(char *buf, size_t n, double seconds);

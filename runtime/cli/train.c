@@ -8,14 +8,25 @@
  * optimizer moments, step, the sampler's generator) or fixed by the
  * settings, so a resumed run repeats an uninterrupted one bit for bit at the
  * same thread count. --dry-run stops once the settings are resolved and
- * checked, before the data is read or the model allocated. */
+ * checked, before the data is read or the model allocated.
+ *
+ * Stopping: a failed write (log or checkpoint: a full disk, a file-size
+ * limit) stops the run with exit 1, leaving the last checkpoint whole (a
+ * failed log write writes no checkpoint, so the log never falls behind it).
+ * The first SIGINT or SIGTERM stops at the next step boundary with a
+ * checkpoint (exit 130 / 143); a second one exits at once (the checkpoint
+ * is written to a temporary file and renamed, so nothing is torn). A crash
+ * (kill -9, power loss) leaves at most temporary files, which the next
+ * start removes. One run at a time trains a checkpoint folder (flock). */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -55,13 +66,36 @@ typedef struct run {
     int32_t *x, *y;                /* one step's batch: batch × T each */
     progress out;
     double elapsed_base, started;  /* elapsed of earlier sessions; this one's start */
+    int lock_fd;                   /* the checkpoint folder, locked; -1: none */
 } run;
 
 static volatile sig_atomic_t stop_signal;
+static volatile sig_atomic_t stdout_tty;
 
+/* The first SIGINT or SIGTERM asks the loop to stop at the next step
+ * boundary; a second one exits at once. Only async-signal-safe calls. */
 static void on_signal(int sig) {
+    static const char first[] = "tlm-run train: stopping after this step, with a checkpoint (signal again to "
+                                "stop at once)\n";
+    static const char again[] = "tlm-run train: stopped at once; the last checkpoint is intact (--resume "
+                                "continues from it)\n";
+    if (stdout_tty) (void)!write(STDERR_FILENO, "\n", 1);
+    if (stop_signal) {
+        (void)!write(STDERR_FILENO, again, sizeof again - 1);
+        _exit(128 + sig);
+    }
     stop_signal = sig;
-    signal(sig, SIG_DFL);   /* a second Ctrl-C kills at once */
+    (void)!write(STDERR_FILENO, first, sizeof first - 1);
+}
+
+static void handle_signals(void (*handler)(int)) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = handler;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
 }
 
 static int mkdir_p(const char *path) {
@@ -79,6 +113,40 @@ static int mkdir_p(const char *path) {
 static bool file_exists(const char *path) { return access(path, F_OK) == 0; }
 
 static double elapsed(const run *r) { return r->elapsed_base + progress_now() - r->started; }
+
+/* For messages when the run stops: what is on disk. */
+static void last_checkpoint(const run *r, char *buf, size_t n) {
+    if (r->ckpt_step >= 0)
+        snprintf(buf, n, "the last checkpoint, %s (step %" PRId64 "), is intact", r->ckpt_file, r->ckpt_step);
+    else snprintf(buf, n, "no checkpoint was written");
+}
+
+/* Stops the run after a failed write (err: which and why), exit 1. */
+static int write_failed(run *r, const char *what, const tlm_err *err) {
+    char last[4300];
+    last_checkpoint(r, last, sizeof last);
+    progress_close(&r->out, NULL);
+    return cli_error("train", "%s%s; stopped at step %" PRId64 ", %s%s", what, err->msg, r->state.step, last,
+                     r->ckpt_step >= 0 ? " (--resume continues from it)" : "");
+}
+
+/* One run at a time per checkpoint folder: two would overwrite each
+ * other's checkpoints, and a start removes temporary files that only a
+ * crashed run can have left. The lock goes with the process. */
+static int lock_folder(run *r) {
+    r->lock_fd = open(r->ckpt_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (r->lock_fd >= 0 && flock(r->lock_fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK)
+        return cli_error("train",
+                         "%s is in use by another tlm-run train (one run at a time trains a checkpoint folder)",
+                         r->ckpt_dir);
+    tlm_err err = {""};
+    int removed = tlm_remove_stale_temps(r->ckpt_file, &err);
+    if (removed < 0) return cli_error("train", "%s", err.msg);
+    if (removed > 0)
+        printf("removed %d temporary file%s of an interrupted checkpoint write from %s\n", removed,
+               removed == 1 ? "" : "s", r->ckpt_dir);
+    return 0;
+}
 
 /* ---- checkpoints ---- */
 
@@ -267,6 +335,7 @@ static int setup(run *r) {
         rc = cli_error("train", "%s: cannot create or write the checkpoint folder: %s", r->ckpt_dir, strerror(errno));
         goto out;
     }
+    if ((rc = lock_folder(r))) goto out;
 
     progress_init(&r->out, o->s.steps);
     if (o->log && *o->log && !progress_open_log(&r->out, o->log, o->resume, r->state.step, &err))
@@ -296,12 +365,16 @@ static void banner(const run *r) {
     fflush(stdout);
 }
 
-static bool validate(run *r, tlm_err *err) {
+/* 0, or the exit status after a message. */
+static int validate(run *r) {
     tlm_eval_result res;
-    if (!tlm_eval_sampled(&r->model, &r->val, r->micro, r->T, r->o.s.eval_batches, VALIDATION_SEED, &res, err))
-        return false;
-    progress_validation(&r->out, r->state.step, res.loss);
-    return true;
+    tlm_err err = {""};
+    if (!tlm_eval_sampled(&r->model, &r->val, r->micro, r->T, r->o.s.eval_batches, VALIDATION_SEED, &res, &err)) {
+        progress_close(&r->out, NULL);
+        return cli_error("train", "%s", err.msg);
+    }
+    if (!progress_validation(&r->out, r->state.step, res.loss, &err)) return write_failed(r, "", &err);
+    return 0;
 }
 
 /* ---- the loop ---- */
@@ -318,26 +391,22 @@ static int train_loop(run *r) {
                r->state.step, s->steps);
         return 0;
     }
-    if (r->have_val && !r->o.resume) {
-        if (!validate(r, &err)) return cli_error("train", "%s", err.msg);
-    }
+    int rc;
+    if (r->have_val && !r->o.resume && (rc = validate(r))) return rc;
     while (r->state.step < s->steps) {
         double t0 = progress_now();
         tlm_err e;
         if (tlm_data_sample_batch(&r->train, &r->state.data_rng, (int)s->batch, (int)r->T, r->x, r->y, &e) != 0) {
-            progress_close(&r->out);
+            progress_close(&r->out, NULL);
             return cli_error("train", "%s", e.msg);
         }
         tlm_step_result res = tlm_trainer_step(&r->trainer, r->x, r->y, r->T);
         if (!res.finite) {
-            progress_close(&r->out);
+            progress_close(&r->out, NULL);
             bool loss_bad = !isfinite(res.loss);
             double bad = loss_bad ? res.loss : res.grad_norm;
             char last[4300];
-            if (r->ckpt_step >= 0)
-                snprintf(last, sizeof last, "the last checkpoint, %s (step %" PRId64 "), is intact", r->ckpt_file,
-                         r->ckpt_step);
-            else snprintf(last, sizeof last, "no checkpoint was written");
+            last_checkpoint(r, last, sizeof last);
             return cli_error("train",
                              "step %" PRId64 ": the %s is %s, stopping (is the learning rate too high?); "
                              "the step was not applied and %s",
@@ -365,35 +434,29 @@ static int train_loop(run *r) {
             .eta = step_ema * (double)(s->steps - step),
         };
         bool validating = r->have_val && (last || (s->eval_every > 0 && step % s->eval_every == 0));
-        progress_update(&r->out, &ps, logged, validating);
+        if (!progress_update(&r->out, &ps, logged, validating, &err)) return write_failed(r, "", &err);
         if (logged) {
             logged_tokens = 0;
             logged_time = train_time;
         }
-        if (validating) {
-            if (!validate(r, &err)) {
-                progress_close(&r->out);
-                return cli_error("train", "%s", err.msg);
-            }
-        }
-        if (stop || (s->ckpt_every > 0 && step % s->ckpt_every == 0)) {
-            if (!save_checkpoint(r, &err)) {
-                progress_close(&r->out);
-                return cli_error("train", "%s", err.msg);
-            }
-        }
+        if (validating && (rc = validate(r))) return rc;
+        if ((stop || (s->ckpt_every > 0 && step % s->ckpt_every == 0)) && !save_checkpoint(r, &err))
+            return write_failed(r, "cannot write the checkpoint: ", &err);
         if (stop && !last) {
-            progress_close(&r->out);
-            printf("%s at step %" PRId64 " of %" PRId64 "; checkpoint %s (continue with --resume)\n",
-                   stop_signal ? "interrupted" : "stopped", step, s->steps, r->ckpt_file);
-            return stop_signal ? 128 + stop_signal : 0;
+            if (!progress_close(&r->out, &err)) return write_failed(r, "", &err);
+            int sig = stop_signal;
+            printf("%s at step %" PRId64 " of %" PRId64 "%s; checkpoint %s (continue with --resume)\n",
+                   sig ? "interrupted" : "stopped", step, s->steps,
+                   sig == SIGINT    ? " (SIGINT)"
+                   : sig == SIGTERM ? " (SIGTERM)"
+                                    : "",
+                   r->ckpt_file);
+            return sig ? 128 + sig : 0;
         }
     }
-    if (r->ckpt_step != r->state.step && !save_checkpoint(r, &err)) {   /* --steps 0 */
-        progress_close(&r->out);
-        return cli_error("train", "%s", err.msg);
-    }
-    progress_close(&r->out);
+    if (r->ckpt_step != r->state.step && !save_checkpoint(r, &err)) /* --steps 0 */
+        return write_failed(r, "cannot write the checkpoint: ", &err);
+    if (!progress_close(&r->out, &err)) return write_failed(r, "", &err);
     char took[16];
     progress_duration(took, sizeof took, elapsed(r));
     printf("done: %" PRId64 " steps, %.2fM tokens in %s; checkpoint %s\n", r->state.step,
@@ -405,16 +468,20 @@ int cmd_train(int argc, char **argv) {
     run *r = calloc(1, sizeof *r);
     if (!r) return cli_error("train", "out of memory");
     int rc = train_parse(&r->o, argc, argv);
+    r->lock_fd = -1;
+    /* A file-size limit (ulimit -f) makes write() fail with EFBIG, reported
+     * like a full disk, instead of killing the process with SIGXFSZ. */
+    signal(SIGXFSZ, SIG_IGN);
     if (rc < 0 && (rc = setup(r)) == 0 && !r->o.dry_run) {
         banner(r);
         stop_signal = 0;
-        signal(SIGINT, on_signal);
-        signal(SIGTERM, on_signal);
+        stdout_tty = r->out.tty;
+        handle_signals(on_signal);
         rc = train_loop(r);
-        signal(SIGINT, SIG_DFL);
-        signal(SIGTERM, SIG_DFL);
+        handle_signals(SIG_DFL);
     }
-    progress_close(&r->out);
+    progress_close(&r->out, NULL);
+    if (r->lock_fd >= 0) close(r->lock_fd);
     free(r->x);
     free(r->y);
     tlm_trainer_destroy(&r->trainer);

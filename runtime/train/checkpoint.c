@@ -1,11 +1,17 @@
 #include "checkpoint.h"
 
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "errmsg.h"
+#include "test_hook.h"
 #include "tlm_rt/json.h"
 
 uint64_t tlm_fnv1a(uint64_t h, const void *data, size_t n) {
@@ -93,6 +99,123 @@ static char *model_config(const tlm_so *so) {
         return NULL;
     }
     return sb.buf;
+}
+
+/* ---- atomic writes and what a crash leaves of them ---- */
+
+#define TMP_INFIX ".tmp."
+#define TMP_RANDOM 6 /* mkstemp's XXXXXX */
+
+static void split_path(const char *path, char *dir, size_t n, const char **base) {
+    const char *slash = strrchr(path, '/');
+    if (!slash) snprintf(dir, n, ".");
+    else if (slash == path) snprintf(dir, n, "/");
+    else snprintf(dir, n, "%.*s", (int)(slash - path), path);
+    *base = slash ? slash + 1 : path;
+}
+
+bool tlm_sync_dir_of(const char *path) {
+    char dir[4096];
+    const char *base;
+    split_path(path, dir, sizeof dir, &base);
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return false;
+    bool ok = fsync(fd) == 0;
+    close(fd);
+    return ok;
+}
+
+int tlm_temp_create(const char *path, char *tmp, size_t n, tlm_err *err) {
+    if ((size_t)snprintf(tmp, n, "%s" TMP_INFIX "XXXXXX", path) >= n) {
+        tlm_fail(err, "%s: the path is too long", path);
+        return -1;
+    }
+    int fd = mkostemp(tmp, O_CLOEXEC);
+    if (fd < 0) {
+        int e = errno;
+        tlm_fail(err, "%s: cannot create a temporary file: %s", path, strerror(e));
+        errno = e;
+    }
+    return fd;
+}
+
+/* "XXXXXX" of mkstemp: letters and digits. */
+static bool random_part(const char *s) {
+    for (int i = 0; i < TMP_RANDOM; i++)
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= '0' && s[i] <= '9')))
+            return false;
+    return true;
+}
+
+/* BASE.tmp.XXXXXX, or BASE.tmp.XXXXXX.tmp.YYYYYY (tlm_st_write's own
+ * temporary inside the checkpoint's). */
+static bool stale_name(const char *name, const char *base) {
+    size_t b = strlen(base), k = strlen(TMP_INFIX);
+    if (strncmp(name, base, b) != 0 || strncmp(name + b, TMP_INFIX, k) != 0) return false;
+    const char *p = name + b + k;
+    if (!random_part(p)) return false;
+    p += TMP_RANDOM;
+    if (!*p) return true;
+    return strncmp(p, TMP_INFIX, k) == 0 && random_part(p + k) && !p[k + TMP_RANDOM];
+}
+
+int tlm_remove_stale_temps(const char *path, tlm_err *err) {
+    char dir[4096];
+    const char *base;
+    split_path(path, dir, sizeof dir, &base);
+    DIR *d = opendir(dir);
+    if (!d) {
+        if (errno == ENOENT) return 0;
+        tlm_fail(err, "%s: cannot list the folder: %s", dir, strerror(errno));
+        return -1;
+    }
+    int removed = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        struct stat st;
+        if (!stale_name(e->d_name, base)) continue;
+        if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
+        if (unlinkat(dirfd(d), e->d_name, 0) != 0) {
+            tlm_fail(err, "%s/%s: cannot remove this stale temporary file: %s", dir, e->d_name, strerror(errno));
+            removed = -1;
+            break;
+        }
+        removed++;
+    }
+    closedir(d);
+    return removed;
+}
+
+/* The checkpoint is written to PATH.tmp.XXXXXX (by tlm_st_write, which
+ * itself writes, fsyncs and renames a temporary of that name), which is
+ * then renamed over PATH: the old checkpoint stays whole until the new one
+ * is, and a crash leaves only temporaries that tlm_remove_stale_temps knows. */
+static bool write_atomic(const char *path, const tlm_st_tensor *ts, int n, const tlm_st_meta *meta, int nmeta,
+                         tlm_err *err) {
+    char tmp[4200];
+    int fd = tlm_temp_create(path, tmp, sizeof tmp, err);
+    if (fd < 0) return false;
+    close(fd);
+    if (tlm_test_hook("ckpt_write")) {
+        long long bytes = 0;
+        for (int i = 0; i < n; i++) {
+            long long nb = (long long)tlm_dtype_size(ts[i].dtype);
+            for (int d = 0; d < ts[i].ndim; d++) nb *= ts[i].shape[d];
+            bytes += nb;
+        }
+        tlm_test_kill_past(bytes / 2);
+    }
+    tlm_err e = {""};
+    bool ok = false;
+    if (tlm_st_write(tmp, ts, n, meta, nmeta, &e) != 0) tlm_fail(err, "%s", e.msg);
+    else {
+        tlm_test_kill_at("ckpt_rename");
+        if (rename(tmp, path) != 0) tlm_fail(err, "%s: cannot rename into place: %s", path, strerror(errno));
+        else ok = true;
+    }
+    if (!ok) unlink(tmp);
+    else tlm_sync_dir_of(path); /* make the rename itself durable */
+    return ok;
 }
 
 bool tlm_ckpt_save(const char *path, const tlm_trainer *t, const tlm_run_state *st, const tlm_st_meta *extra,
@@ -210,9 +333,7 @@ bool tlm_ckpt_save(const char *path, const tlm_trainer *t, const tlm_run_state *
     }
     for (int i = 0; i < nm; i++) flat[i] = own[i];
     for (int i = 0; i < nextra; i++) flat[nm + i] = extra[i];
-    tlm_err e = {""};
-    ok = tlm_st_write(path, ts, ntensors, flat, nm + nextra, &e) == 0;
-    if (!ok) tlm_fail(err, "%s", e.msg);
+    ok = write_atomic(path, ts, ntensors, flat, nm + nextra, err);
     free(flat);
 out:
     if (names)

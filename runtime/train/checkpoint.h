@@ -52,9 +52,26 @@ uint64_t tlm_param_fingerprint(const tlm_so *so);
 
 /* Writes the model's parameters, the trainer's optimizer state, the run
  * state and extra metadata to path, atomically (the old file stays valid
- * until the new one is renamed over it). */
+ * until the new one is renamed over it): the bytes go to a temporary file
+ * path.tmp.XXXXXX in the same folder (tlm_st_write's own temporary inside
+ * it is path.tmp.XXXXXX.tmp.YYYYYY), fsynced, then renamed over path. A
+ * failed write (a full disk, a file-size limit) removes its temporary and
+ * leaves path as it was. */
 bool tlm_ckpt_save(const char *path, const tlm_trainer *t, const tlm_run_state *st, const tlm_st_meta *extra,
                    int nextra, tlm_err *err);
+
+/* Atomic writes of a file path (the checkpoint, the training log): a
+ * temporary path.tmp.XXXXXX in path's folder (mkstemp; a descriptor, or -1
+ * with a reason and errno kept), and fsync of that folder after the rename. */
+int tlm_temp_create(const char *path, char *tmp, size_t n, tlm_err *err);
+bool tlm_sync_dir_of(const char *path);
+
+/* Removes what a crash (kill -9, power loss) during an atomic write of path
+ * left behind: the regular files of path's folder named path.tmp.XXXXXX or
+ * path.tmp.XXXXXX.tmp.YYYYYY (XXXXXX: six letters or digits), nothing else.
+ * Only safe while no other process writes path (tlm-run train locks the
+ * checkpoint folder). The number removed, or -1 with a reason. */
+int tlm_remove_stale_temps(const char *path, tlm_err *err);
 
 /* Opens a checkpoint and checks it belongs to this model: the format, the
  * checksum, the model's name, the ABI version, and every parameter's name

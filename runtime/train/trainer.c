@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "test_hook.h"
+
 bool tlm_trainer_create(tlm_trainer *t, tlm_model *model, const tlm_abi_train *s, bool decay_embeddings, tlm_err *err) {
     memset(t, 0, sizeof *t);
     t->model = model;
@@ -104,6 +106,7 @@ tlm_step_result tlm_trainer_step(tlm_trainer *t, const int32_t *tokens, const in
     r.lr = tlm_lr_at(&t->schedule, t->step);
     r.finite = isfinite(r.loss) && isfinite(r.grad_norm);
     if (!r.finite) return r;           /* the parameters keep their last good values */
+    tlm_test_kill_at("step");          /* test-only: a crash between backward and update */
     t->step++;
     update(t, model->grads, t->spans, t->nspans, r.lr, t->step);
     /* A slow parameter collects its gradients and is updated once every

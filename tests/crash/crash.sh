@@ -1,0 +1,183 @@
+#!/usr/bin/env bash
+# How `tlm-run train` survives crashes, full disks and signals, on the model
+# of crash.tlm. One case per ctest test:
+#
+#   crash.sh CASE TLMC TLM_RUN SOURCE_ROOT WORK_DIR
+#
+#   points     kill -9 at each test-hook point (TLM_TEST_KILL_AT), resumed to
+#              the end: bit-exact with an uninterrupted run (campaign.sh)
+#   random     kill -9 at random moments from a seeded, printed schedule
+#              (TLM_CRASH_SEED replays one; TLM_CRASH_KILLS, default 5)
+#   disk_full  --log on a device or FIFO is refused; a log or checkpoint
+#              write past a file-size limit (ulimit -f, write() fails with
+#              EFBIG) stops with exit 1 and the last checkpoint intact
+#   signals    SIGINT and SIGTERM stop at a step boundary with a checkpoint
+#              and the log flushed (exit 130, 143); a second SIGINT stops at
+#              once; resuming after each gives the uninterrupted run
+#   leftovers  a start removes the stale temporaries of its checkpoint and
+#              log and nothing else; a folder in use by a run is refused
+set -u
+case_=$1 tlmc=$2 run=$3 root=$4 work=$5
+here=$(cd "$(dirname "$0")" && pwd)
+py=${TLM_CRASH_PYTHON:-python3}
+tmp=$work/$case_
+rm -rf "$tmp" && mkdir -p "$tmp" && cd "$tmp" || exit 1
+fail=0
+
+case $case_ in
+points) exec "$here/campaign.sh" "$tlmc" "$run" "$root" "$tmp" points ;;
+random) exec "$here/campaign.sh" "$tlmc" "$run" "$root" "$tmp" random "${TLM_CRASH_KILLS:-5}" \
+          "${TLM_CRASH_SEED:-$(($(date +%s) % 32768))}" ;;
+esac
+
+# expect STATUS PATTERN DESCRIPTION -- command...: the exit status must be
+# STATUS and PATTERN (grep) in the output; an error, one line on stderr.
+expect() {
+  local want=$1 pattern=$2 what=$3; shift 4
+  "$@" > "$tmp/out" 2> "$tmp/err"; local got=$?
+  if [ "$got" != "$want" ]; then
+    echo "FAIL: $what: exit $got, wanted $want"; head -5 "$tmp/err" "$tmp/out"; fail=1; return
+  fi
+  if [ -n "$pattern" ] && ! grep -q -- "$pattern" "$tmp/out" "$tmp/err"; then
+    echo "FAIL: $what: no '$pattern' in the output:"; head -5 "$tmp/err" "$tmp/out"; fail=1; return
+  fi
+  if [ "$want" = 1 ] && [ "$(wc -l < "$tmp/err")" != 1 ]; then
+    echo "FAIL: $what: the error is not one line:"; cat "$tmp/err"; fail=1; return
+  fi
+  echo "ok: $what"
+}
+check() {   # check DESCRIPTION -- command...: the command must succeed
+  local what=$1; shift 2
+  if "$@" > "$tmp/check" 2>&1; then echo "ok: $what"
+  else echo "FAIL: $what"; cat "$tmp/check"; fail=1; fi
+}
+same() { "$py" "$here/same.py" "$@"; }
+# wait_for SECONDS COMMAND...: poll until the command succeeds
+wait_for() {
+  local n=$(($1 * 100)); shift
+  for _ in $(seq $n); do "$@" && return 0; sleep 0.01; done
+  return 1
+}
+lines() { [ -e "$1" ] && [ "$(wc -l < "$1")" -ge "$2" ]; }
+
+"$tlmc" "$here/crash.tlm" -o crash.so || exit 1
+head -c 65536 "$root/data/austen/emma.txt" > train.txt
+tail -c 16384 "$root/data/austen/persuasion.txt" > val.txt
+data=(--data train.txt --val val.txt --threads 1)
+
+case $case_ in
+
+disk_full)
+  flags=("${data[@]}" --steps 20 --ckpt-every 5 --log-every 1 --eval-every 10 --eval-batches 2)
+  expect 1 "/dev/full is a character device, not a regular file" "--log /dev/full is refused" -- \
+    timeout 30 "$run" train crash.so "${flags[@]}" --ckpt dev --log /dev/full
+  check "nothing was trained" -- test ! -e dev/checkpoint.safetensors
+  mkfifo fifo
+  expect 1 "fifo is a FIFO" "--log on a FIFO is refused, not waited on" -- \
+    timeout 30 "$run" train crash.so "${flags[@]}" --ckpt fifo.ck --log fifo
+
+  # ulimit -f counts 1024-byte blocks (the model, copied to memory on
+  # loading, must fit: 64); stdout goes to /dev/null, out of the limit's way.
+  expect 1 "cannot write the log big.jsonl: File too large; stopped at step [0-9]*, no checkpoint was written" \
+    "a log record past ulimit -f 64: exit 1" -- \
+    bash -c "ulimit -f 64; exec '$run' train crash.so ${data[*]} --steps 2000 --ckpt-every 0 --log-every 1 --eval-every 0 --ckpt big --log big.jsonl > /dev/null"
+
+  expect 0 "stopped at step 10" "10 of 20 steps, a checkpoint at step 10" -- \
+    "$run" train crash.so "${flags[@]}" --ckpt ck --log ck.jsonl --stop-at 10
+  expect 1 "cannot write the checkpoint: .*File too large; stopped at step 15, the last checkpoint, ck/checkpoint.safetensors (step 10), is intact" \
+    "resumed under ulimit -f 300, too small for the next checkpoint: exit 1" -- \
+    bash -c "ulimit -f 300; exec '$run' train crash.so --ckpt ck --resume"
+  check "no temporary file left beside the checkpoint" -- test "$(ls ck)" = checkpoint.safetensors
+  check "the checkpoint is still the one of step 10" -- test "$(same step ck/checkpoint.safetensors)" = 10
+  expect 0 "done: 20 steps" "the old checkpoint resumes once there is room" -- \
+    "$run" train crash.so --ckpt ck --resume
+  expect 0 "done: 20 steps" "20 steps uninterrupted" -- \
+    "$run" train crash.so "${flags[@]}" --ckpt straight --log straight.jsonl
+  check "full disk + resume == uninterrupted: tensors" -- same ckpt ck/checkpoint.safetensors straight/checkpoint.safetensors
+  check "full disk + resume == uninterrupted: log" -- same log ck.jsonl straight.jsonl
+  ;;
+
+signals)
+  # A run long enough to be signalled; the same run stopped at step S
+  # straight is the reference for the resumed one.
+  long=("${data[@]}" --steps 100000 --ckpt-every 0 --log-every 1 --eval-every 0 --eval-batches 1)
+  for sig in INT TERM; do
+    num=$(kill -l $sig)
+    "$run" train crash.so "${long[@]}" --ckpt $sig --log $sig.jsonl > $sig.out 2> $sig.err &
+    pid=$!
+    wait_for 30 lines $sig.jsonl 5
+    kill -$sig $pid
+    wait $pid; rc=$?
+    k=$(same step $sig/checkpoint.safetensors 2>/dev/null)
+    check "SIG$sig: exit $((128 + num)), a checkpoint at the step it announces ($k)" -- \
+      bash -c "[ $rc = $((128 + num)) ] && grep -q 'interrupted at step $k of 100000 (SIG$sig); checkpoint' $sig.out"
+    check "SIG$sig: a notice on stderr" -- grep -q "stopping after this step, with a checkpoint" $sig.err
+    check "SIG$sig: the log flushed up to step $k" -- bash -c "tail -1 $sig.jsonl | grep -q '^{\"step\":$k,.*}\$'"
+    stop=$((k + 4))
+    expect 0 "stopped at step $stop" "SIG$sig: resumed up to step $stop" -- \
+      "$run" train crash.so --ckpt $sig --resume --stop-at $stop
+    expect 0 "stopped at step $stop" "SIG$sig: $stop steps uninterrupted" -- \
+      "$run" train crash.so "${long[@]}" --ckpt $sig.straight --log $sig.straight.jsonl --stop-at $stop
+    check "SIG$sig: interrupted + resumed == uninterrupted: tensors" -- \
+      same ckpt $sig/checkpoint.safetensors $sig.straight/checkpoint.safetensors
+    check "SIG$sig: interrupted + resumed == uninterrupted: log" -- same log $sig.jsonl $sig.straight.jsonl
+  done
+
+  # Two SIGINTs: the second arrives while the first waits for the step
+  # (a big batch makes steps slow; a checkpoint every step) and exits at once.
+  slow=("${data[@]}" --batch 1024 --steps 100000 --ckpt-every 1 --log-every 1 --eval-every 0 --eval-batches 1)
+  "$run" train crash.so "${slow[@]}" --ckpt twice --log twice.jsonl > twice.out 2> twice.err &
+  pid=$!
+  wait_for 60 lines twice.jsonl 3
+  kill -INT $pid
+  wait_for 30 grep -q "stopping after this step" twice.err
+  kill -INT $pid
+  wait $pid; rc=$?
+  check "two SIGINTs: exit 130 at once" -- \
+    bash -c "[ $rc = 130 ] && grep -q 'stopped at once; the last checkpoint is intact' twice.err && ! grep -q 'interrupted at step' twice.out"
+  k=$(same step twice/checkpoint.safetensors 2>/dev/null)
+  stop=$((k + 2))
+  expect 0 "stopped at step $stop" "two SIGINTs: the checkpoint (step $k) resumes, up to step $stop" -- \
+    "$run" train crash.so --ckpt twice --resume --stop-at $stop
+  check "two SIGINTs: no temporary file left after the resumed start" -- \
+    test "$(find . -path './twice*' -name '*.tmp.*' | wc -l)" = 0
+  expect 0 "stopped at step $stop" "two SIGINTs: $stop steps uninterrupted" -- \
+    "$run" train crash.so "${slow[@]}" --ckpt twice.straight --log twice.straight.jsonl --stop-at $stop
+  check "two SIGINTs + resumed == uninterrupted: tensors" -- \
+    same ckpt twice/checkpoint.safetensors twice.straight/checkpoint.safetensors
+  check "two SIGINTs + resumed == uninterrupted: log" -- same log twice.jsonl twice.straight.jsonl
+  ;;
+
+leftovers)
+  flags=("${data[@]}" --steps 10 --ckpt-every 5 --log-every 1 --eval-every 0 --eval-batches 1)
+  expect 0 "done: 10 steps" "a 10-step run" -- "$run" train crash.so "${flags[@]}" --ckpt ck --log log.jsonl
+  # What a crash leaves, beside what it does not.
+  touch ck/checkpoint.safetensors.tmp.a1B2c3 ck/checkpoint.safetensors.tmp.A1b2C3.tmp.x9Y8z7 log.jsonl.tmp.Qw3rTy
+  touch ck/checkpoint.safetensors.tmp.notes ck/checkpoint.safetensors.tmp.abcdefg ck/other.safetensors.tmp.a1B2c3 \
+        ck/notes.txt ck/checkpoint.safetensors.tmp.a1B2c3.bak log.jsonl.tmpxyzabc log.jsonl.tmp.a1.b2
+  mkdir ck/checkpoint.safetensors.tmp.dirdir
+  ln -s notes.txt ck/checkpoint.safetensors.tmp.lnklnk
+  expect 0 "removed 2 temporary files of an interrupted checkpoint write" "resumed: the stale temporaries go" -- \
+    "$run" train crash.so --ckpt ck --resume --steps 20
+  check "only the stale temporaries of the checkpoint went" -- test "$(ls ck | tr '\n' ' ')" = \
+    "checkpoint.safetensors checkpoint.safetensors.tmp.a1B2c3.bak checkpoint.safetensors.tmp.abcdefg checkpoint.safetensors.tmp.dirdir checkpoint.safetensors.tmp.lnklnk checkpoint.safetensors.tmp.notes notes.txt other.safetensors.tmp.a1B2c3 "
+  check "only the stale temporary of the log went" -- test "$(ls | grep '^log' | tr '\n' ' ')" = \
+    "log.jsonl log.jsonl.tmp.a1.b2 log.jsonl.tmpxyzabc "
+
+  # One run at a time in a checkpoint folder.
+  long=("${data[@]}" --steps 100000 --ckpt-every 1 --log-every 0 --eval-every 0 --eval-batches 1)
+  "$run" train crash.so "${long[@]}" --ckpt busy > busy.out 2>&1 &
+  pid=$!
+  wait_for 30 test -e busy/checkpoint.safetensors
+  expect 1 "busy is in use by another tlm-run train" "a second run on a folder in use is refused" -- \
+    timeout 20 "$run" train crash.so --ckpt busy --resume
+  kill -TERM $pid
+  wait $pid
+  k=$(same step busy/checkpoint.safetensors)
+  expect 0 "stopped at step $((k + 1))" "the folder is free once the run stopped" -- \
+    timeout 60 "$run" train crash.so --ckpt busy --resume --stop-at $((k + 1))
+  ;;
+
+*) echo "unknown case $case_"; exit 2 ;;
+esac
+exit $fail
