@@ -82,7 +82,7 @@ int cmd_sample(int argc, char **argv) {
     float *scratch = malloc((size_t)V * sizeof *scratch);
     int rc = 0;
     if (!window || !scratch) rc = cli_error("sample", "out of memory");
-    else if (!tlm_model_create(&m, &so, 1, T, false, &err)) rc = cli_error("sample", "%s", err.msg);
+    else if (!tlm_model_create(&m, &so, 1, T, false, 0, &err)) rc = cli_error("sample", "%s", err.msg);
     else rc = load_checkpoint("sample", &so, ckpt, &m, path, sizeof path, &step);
 
     /* The prompt's last T bytes are the context; an empty prompt starts from

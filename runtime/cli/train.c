@@ -317,7 +317,10 @@ static int setup(run *r) {
     }
     fingerprint_data(r);
 
-    if (!tlm_model_create(&r->model, &r->so, r->micro, r->T, true, &err) ||
+    /* The optimizer's state and the step's token buffers live as long as
+     * the model: counted in its memory check. */
+    int64_t beside = tlm_trainer_state_bytes(&r->so, &o->s) + 2 * o->s.batch * r->T * (int64_t)sizeof *r->x;
+    if (!tlm_model_create(&r->model, &r->so, r->micro, r->T, true, beside, &err) ||
         !tlm_trainer_create(&r->trainer, &r->model, &o->s, o->decay_embeddings, &err)) {
         rc = cli_error("train", "%s", err.msg);
         goto out;

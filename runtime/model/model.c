@@ -95,7 +95,8 @@ static bool sizes_fit(const tlm_so *so, int64_t B, int64_t T, tlm_err *err) {
 /* bytes += n, saturating (every term is at most 2^62) */
 static void add_bytes(int64_t *bytes, int64_t n) { *bytes = n > INT64_MAX - *bytes ? INT64_MAX : *bytes + n; }
 
-bool tlm_model_create(tlm_model *m, const tlm_so *so, int64_t B, int64_t T, bool training, tlm_err *err) {
+bool tlm_model_create(tlm_model *m, const tlm_so *so, int64_t B, int64_t T, bool training, int64_t extra_bytes,
+                      tlm_err *err) {
     memset(m, 0, sizeof *m);
     const tlm_blob_header *h = so->header;
     const tlm_abi_config *am = so->config;
@@ -144,10 +145,24 @@ bool tlm_model_create(tlm_model *m, const tlm_so *so, int64_t B, int64_t T, bool
     add_bytes(&need, 2 * T * half * (int64_t)sizeof(float));
     add_bytes(&need, 2 * B * T * (int64_t)sizeof(int32_t));
     add_bytes(&need, (int64_t)(scratch_floats * sizeof(float)));
+    add_bytes(&need, extra_bytes < 0 ? 0 : extra_bytes);
     tlm_memory_budget budget;
     if (!tlm_memory_budget_read(&budget, err)) {
         tlm_model_destroy(m);
         return false;
+    }
+    int64_t fixed = 0; /* what no batch or context lowers */
+    add_bytes(&fixed, (int64_t)param_bytes * (training ? 2 : 1));
+    add_bytes(&fixed, extra_bytes < 0 ? 0 : extra_bytes);
+    if (fixed > budget.bytes) {
+        char n1[32], n2[32], n3[32];
+        tlm_model_destroy(m);
+        return tlm_fail(err,
+                        "out of memory: batch %lld × %lld tokens needs %s, %s available (%s); the parameters%s "
+                        "alone need %s: a smaller model, or a machine with more memory",
+                        (long long)B, (long long)T, tlm_fmt_bytes(n1, sizeof n1, need),
+                        tlm_fmt_bytes(n2, sizeof n2, budget.bytes), budget.source,
+                        training ? ", gradients and optimizer state" : "", tlm_fmt_bytes(n3, sizeof n3, fixed));
     }
     if (need > budget.bytes) {
         char n1[32], n2[32];

@@ -28,8 +28,13 @@ typedef struct tlm_model {
     float *titans_scratch;     /* titans' backward: per-thread scratch (NULL otherwise) */
 } tlm_model;
 
-/* B, T: the sizes to plan for (later calls may use smaller ones). */
-bool tlm_model_create(tlm_model *m, const tlm_so *so, int64_t B, int64_t T, bool training, tlm_err *err);
+/* B, T: the sizes to plan for (later calls may use smaller ones).
+ * extra_bytes: what the caller allocates beside the model while it lives
+ * (the optimizer's state, the batch buffers), counted in the same check
+ * against what the process may still take, so a run that cannot fit is
+ * refused before anything is allocated. */
+bool tlm_model_create(tlm_model *m, const tlm_so *so, int64_t B, int64_t T, bool training, int64_t extra_bytes,
+                      tlm_err *err);
 void tlm_model_destroy(tlm_model *m);
 
 /* Initialises every parameter as its table entry says (normal with its std,

@@ -68,6 +68,16 @@ bool tlm_trainer_create(tlm_trainer *t, tlm_model *model, const tlm_abi_train *s
     return true;
 }
 
+int64_t tlm_trainer_state_bytes(const tlm_so *so, const tlm_abi_train *s) {
+    int64_t copies = s->optimizer == TLM_OPT_ADAMW ? 2 : 1;
+    for (uint32_t i = 0; i < so->header->nparams; i++)
+        if (so->params[i].period > 1) {
+            copies++;
+            break;
+        }
+    return copies * so->config->param_floats * (int64_t)sizeof(float);
+}
+
 void tlm_trainer_destroy(tlm_trainer *t) {
     free(t->m);
     free(t->v);

@@ -42,6 +42,10 @@ typedef struct tlm_step_result {
 bool tlm_trainer_create(tlm_trainer *t, tlm_model *model, const tlm_abi_train *settings, bool decay_embeddings,
                         tlm_err *err);
 void tlm_trainer_destroy(tlm_trainer *t);
+/* The bytes tlm_trainer_create allocates for the optimizer's state with
+ * these settings: momentum (and AdamW's second moment) per parameter, and
+ * the summed gradients when a parameter updates every period > 1 steps. */
+int64_t tlm_trainer_state_bytes(const tlm_so *so, const tlm_abi_train *settings);
 
 /* One step. tokens and targets hold accumulate × micro-batch × T ids, the
  * micro-batches one after another. */

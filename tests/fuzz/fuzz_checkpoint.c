@@ -71,7 +71,7 @@ static void setup(void) {
     if (!tlm_blob_read(blob, n, &so.tables, &err)) die("ckpt_model.blob (regenerate it: extract_blob.sh)", &err);
     so.header = (const tlm_blob_header *)blob;
     so.strings = (const char *)blob + so.header->strings_off;
-    if (!tlm_model_create(&model, &so, 1, so.config->context, true, &err)) die("tlm_model_create", &err);
+    if (!tlm_model_create(&model, &so, 1, so.config->context, true, 0, &err)) die("tlm_model_create", &err);
     tlm_model_init_params(&model, 1);
     tlm_abi_train s = *so.train;
     s.batch = s.accumulate = 1;

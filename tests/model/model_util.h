@@ -34,7 +34,7 @@ static inline void open_so(const char *path, tlm_so *so) {
 
 static inline void create_model(tlm_model *m, const tlm_so *so, int64_t B, int64_t T, bool training) {
     tlm_err err = {""};
-    if (!tlm_model_create(m, so, B, T, training, &err)) {
+    if (!tlm_model_create(m, so, B, T, training, 0, &err)) {
         fprintf(stderr, "cannot create the model (B %lld, T %lld): %s\n", (long long)B, (long long)T, err.msg);
         exit(2);
     }

@@ -467,6 +467,21 @@ EOF
   expect 0 "done: 2 steps" "a run that fits under TLM_MEMORY_LIMIT=64M" -- \
     env TLM_MEMORY_LIMIT=64M "$run" train "$tmp/long.so" --batch 2 --context 64 --steps 2 --threads 1 \
     --data "$tmp/long.txt" --eval-batches 1 --ckpt "$tmp/fits"
+  # The optimizer's state counts too: this model's parameters and gradients
+  # (2 × 54 MiB) fit under a 200 MiB cap, with AdamW's two moments they do not.
+  cat > "$tmp/wide.tlm" <<'EOF'
+model wide {
+    vocab = 256; context = 16; d_model = 512; layers = 4; heads = 8; d_ff = 1536;
+    train { batch = 1; steps = 1; }
+}
+EOF
+  expect 0 "" "tlmc wide" -- "$tlmc" "$tmp/wide.tlm" -o "$tmp/wide.so"
+  expect 1 "out of memory: batch 1 × 16 tokens needs [0-9.]* MiB, 200.0 MiB available (TLM_MEMORY_LIMIT); the parameters, gradients and optimizer state alone need [0-9.]* MiB" \
+    "TLM_MEMORY_LIMIT=200M: AdamW's moments do not fit" -- \
+    env TLM_MEMORY_LIMIT=200M "$run" train "$tmp/wide.so" --steps 1 --threads 1 --data "$tmp/long.txt" --ckpt "$tmp/c"
+  expect 0 "" "TLM_MEMORY_LIMIT=200M: train with SGD (one moment) fits" -- \
+    env TLM_MEMORY_LIMIT=200M "$run" train "$tmp/wide.so" --optimizer sgd --steps 1 --threads 1 \
+    --data "$tmp/long.txt" --eval-batches 1 --ckpt "$tmp/wide_sgd"
   check "no checkpoint from the refused runs" -- test ! -e "$tmp/c"
   ;;
 
