@@ -31,7 +31,7 @@ fi
 over="$PWD/$build/par-min-1"
 mkdir -p "$over/tlm_rt"
 sed -E 's/^(#define TLM_PAR_MIN_[A-Z]+) +[0-9]+/\1 1/' runtime/include/tlm_rt/ops.h >"$over/tlm_rt/ops.h.new"
-if [ "$(grep -cE '^#define TLM_PAR_MIN_[A-Z]+ 1 ' "$over/tlm_rt/ops.h.new")" -lt 3 ]; then
+if [ "$(grep -cE '^#define TLM_PAR_MIN_[A-Z]+ 1( |$)' "$over/tlm_rt/ops.h.new")" -lt 3 ]; then
   echo "race_check: the TLM_PAR_MIN_* thresholds of ops.h were not found; update this script" >&2
   exit 1
 fi

@@ -10,6 +10,7 @@
  * The scalars are formed in double (as Python does) and rounded to float
  * once; the per-element arithmetic is float, in torch's order. */
 #include "tlm_rt/optim.h"
+#include "tlm_rt/ops.h"
 
 #include <math.h>
 
@@ -22,7 +23,7 @@ void tlm_adamw_update(const tlm_adamw *opt, float *p, const float *g, float *m, 
     float step_size = (float)((double)lr / (1.0 - pow(b1, (double)t)));
     float bc2_sqrt = (float)sqrt(1.0 - pow(b2, (double)t));
     float eps = opt->eps;
-#pragma omp parallel for schedule(static) if (n >= 32768)
+#pragma omp parallel for schedule(static) if (n >= TLM_PAR_MIN_ELEMENTS)
     for (size_t i = 0; i < n; i++) {
         float gi = g[i];
         float mi = m[i] * fb1 + one_b1 * gi;

@@ -7,6 +7,7 @@
  * chunk in order, then the chunk sums in order: the same bits for any
  * thread count. */
 #include "tlm_rt/optim.h"
+#include "tlm_rt/ops.h"
 
 #include <math.h>
 
@@ -15,7 +16,7 @@ enum { NCHUNK = 64 };
 double tlm_grad_norm(const float *g, size_t n) {
     double part[NCHUNK];
     size_t step = (n + NCHUNK - 1) / NCHUNK;
-#pragma omp parallel for schedule(static) if (n >= 65536)
+#pragma omp parallel for schedule(static) if (n >= TLM_PAR_MIN_ELEMENTS)
     for (int c = 0; c < NCHUNK; c++) {
         size_t lo = (size_t)c * step, hi = lo + step;
         if (hi > n) hi = n;
@@ -33,7 +34,7 @@ double tlm_clip_grad_norm(float *g, size_t n, float max_norm) {
     if (max_norm > 0.0f) {
         float coef = (float)(max_norm / (norm + 1e-6));
         if (coef < 1.0f) {
-#pragma omp parallel for schedule(static) if (n >= 32768)
+#pragma omp parallel for schedule(static) if (n >= TLM_PAR_MIN_ELEMENTS)
             for (size_t i = 0; i < n; i++) g[i] *= coef;
         }
     }

@@ -7,12 +7,13 @@
  *   param.add_(d_p, alpha=-lr)
  */
 #include "tlm_rt/optim.h"
+#include "tlm_rt/ops.h"
 
 void tlm_sgd_update(const tlm_sgd *opt, float *p, const float *g, float *buf, size_t n, float lr, long t, bool decay) {
     float wd = decay ? opt->weight_decay : 0.0f;
     float mu = opt->momentum;
     float damp = (float)(1.0 - (double)opt->dampening);
-#pragma omp parallel for schedule(static) if (n >= 32768)
+#pragma omp parallel for schedule(static) if (n >= TLM_PAR_MIN_ELEMENTS)
     for (size_t i = 0; i < n; i++) {
         float d = g[i];
         if (wd != 0.0f) d = d + wd * p[i];

@@ -49,9 +49,11 @@ int tlm_thread_index(void);
 /* The least work from which an op splits its loop over threads (below it
  * a parallel region costs more than it saves); the results do not depend
  * on it. Attention, titans and its gates split at any size. */
-#define TLM_PAR_MIN_ELEMENTS 32768 /* the activations (n), the sigmoid gate (R*D), cross-entropy (N*V) */
-#define TLM_PAR_MIN_NORM 16384     /* rmsnorm, l2norm (R*D), rope (B*T*H*D) */
-#define TLM_PAR_MIN_ROWS 256       /* the embedding's forward (N) */
+/* the activations (n), the sigmoid gate (R*D), cross-entropy (N*V), the
+ * optimizers and the gradient norm (n) */
+#define TLM_PAR_MIN_ELEMENTS 32768
+#define TLM_PAR_MIN_NORM 16384 /* rmsnorm, l2norm (R*D), rope (B*T*H*D) */
+#define TLM_PAR_MIN_ROWS 256 /* the embedding's forward (N) */
 
 /* ---- embedding.c ------------------------------------------------------ */
 
