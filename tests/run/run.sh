@@ -273,6 +273,21 @@ bad_data)
   expect 1 "No such file" "eval --data missing" -- "$run" eval "$s" --ckpt "$tmp/ok" --data "$tmp/missing.txt"
   expect 1 "too short" "eval --data shorter than a window" -- "$run" eval "$s" --ckpt "$tmp/ok" --data "$tmp/short.txt"
   expect 1 "empty" "eval --data empty" -- "$run" eval "$s" --ckpt "$tmp/ok" --data "$tmp/empty.txt"
+  # Special files are refused before they are opened (a FIFO would wait for
+  # a writer forever, a device never ends); timeout turns a hang into a failure.
+  mkfifo "$tmp/fifo.txt"
+  mkdir -p "$tmp/fifodir" "$tmp/fifockpt"
+  mkfifo "$tmp/fifodir/a.txt" "$tmp/fifockpt/checkpoint.safetensors"
+  expect 1 "fifo.txt is a FIFO (named pipe), not a regular file" "train --data a FIFO" -- \
+    timeout 20 "$run" "${t[@]}" --data "$tmp/fifo.txt" --ckpt "$tmp/c"
+  expect 1 "a.txt is a FIFO (named pipe), not a regular file" "train --data a folder holding a FIFO" -- \
+    timeout 20 "$run" "${t[@]}" --data "$tmp/fifodir" --ckpt "$tmp/c"
+  expect 1 "/dev/zero is a character device, not a regular file" "eval --data /dev/zero" -- \
+    timeout 20 "$run" eval "$s" --ckpt "$tmp/ok" --data /dev/zero
+  expect 1 "checkpoint.safetensors is a FIFO (named pipe), not a regular file" "eval: a FIFO as the checkpoint" -- \
+    timeout 20 "$run" eval "$s" --ckpt "$tmp/fifockpt"
+  expect 1 "checkpoint.safetensors is a FIFO (named pipe), not a regular file" "train --resume: a FIFO as the checkpoint" -- \
+    timeout 20 "$run" "${t[@]}" --ckpt "$tmp/fifockpt" --resume
   ;;
 
 bad_checkpoint)
