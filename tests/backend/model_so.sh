@@ -11,20 +11,8 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 py=/usr/bin/python3
 here=$(cd "$(dirname "$0")" && pwd)
 fail=0
-expect() {   # expect STATUS PATTERN DESCRIPTION -- command...
-  local want=$1 pattern=$2 what=$3 got=0; shift 4
-  timeout 60 "$@" >"$tmp/out" 2>"$tmp/err" || got=$?
-  if [ "$got" != "$want" ]; then
-    echo "FAIL: $what: exit $got, wanted $want"; head -5 "$tmp/err" "$tmp/out"; fail=1; return
-  fi
-  if [ -n "$pattern" ] && ! grep -q -- "$pattern" "$tmp/out" "$tmp/err"; then
-    echo "FAIL: $what: no '$pattern' in the output:"; head -5 "$tmp/err" "$tmp/out"; fail=1; return
-  fi
-  if [ "$want" = 1 ] && [ "$(wc -l < "$tmp/err")" != 1 ]; then
-    echo "FAIL: $what: the error is not one line:"; cat "$tmp/err"; fail=1; return
-  fi
-  echo "ok: $what"
-}
+. "$here/../expect.sh"   # expect, check
+one_line_statuses=1   # a command without its model prints its whole usage (exit 2)
 
 tiny=$root/examples/tiny.tlm
 expect 0 "" "compile tiny" -- "$tlmc" "$tiny" -o "$tmp/tiny.so"

@@ -30,27 +30,7 @@ random) exec "$here/campaign.sh" "$tlmc" "$run" "$root" "$tmp" random "${TLM_CRA
           "${TLM_CRASH_SEED:-20261}" ;;
 esac
 
-# expect STATUS PATTERN DESCRIPTION -- command...: the exit status must be
-# STATUS and PATTERN (grep) in the output; an error, one line on stderr.
-expect() {
-  local want=$1 pattern=$2 what=$3; shift 4
-  "$@" > "$tmp/out" 2> "$tmp/err"; local got=$?
-  if [ "$got" != "$want" ]; then
-    echo "FAIL: $what: exit $got, wanted $want"; head -5 "$tmp/err" "$tmp/out"; fail=1; return
-  fi
-  if [ -n "$pattern" ] && ! grep -q -- "$pattern" "$tmp/out" "$tmp/err"; then
-    echo "FAIL: $what: no '$pattern' in the output:"; head -5 "$tmp/err" "$tmp/out"; fail=1; return
-  fi
-  if [ "$want" = 1 ] && [ "$(wc -l < "$tmp/err")" != 1 ]; then
-    echo "FAIL: $what: the error is not one line:"; cat "$tmp/err"; fail=1; return
-  fi
-  echo "ok: $what"
-}
-check() {   # check DESCRIPTION -- command...: the command must succeed
-  local what=$1; shift 2
-  if "$@" > "$tmp/check" 2>&1; then echo "ok: $what"
-  else echo "FAIL: $what"; cat "$tmp/check"; fail=1; fi
-}
+. "$here/../expect.sh"   # expect, check
 same() { "$py" "$here/same.py" "$@"; }
 # wait_for SECONDS COMMAND...: poll until the command succeeds
 wait_for() {

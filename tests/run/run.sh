@@ -21,28 +21,7 @@ cd "$tmp" || exit 1   # so that a default checkpoints/ folder would land here
 austen=$root/data/austen
 fail=0
 
-# expect STATUS PATTERN DESCRIPTION -- command...
-# The exit status must be STATUS and PATTERN (grep) must be in the output; a
-# failure (1) or usage error (2) must be exactly one line on stderr.
-expect() {
-  local want=$1 pattern=$2 what=$3; shift 4
-  "$@" >"$tmp/out" 2>"$tmp/err"; local got=$?
-  if [ "$got" != "$want" ]; then
-    echo "FAIL: $what: exit $got, wanted $want"; head -5 "$tmp/err" "$tmp/out"; fail=1; return
-  fi
-  if [ -n "$pattern" ] && ! grep -q -- "$pattern" "$tmp/out" "$tmp/err"; then
-    echo "FAIL: $what: no '$pattern' in the output:"; head -5 "$tmp/err" "$tmp/out"; fail=1; return
-  fi
-  if [ "$want" != 0 ] && [ "$(wc -l < "$tmp/err")" != 1 ]; then
-    echo "FAIL: $what: the error is not one line:"; cat "$tmp/err"; fail=1; return
-  fi
-  echo "ok: $what"
-}
-check() {   # check DESCRIPTION -- command...: the command must succeed
-  local what=$1; shift 2
-  if "$@" >"$tmp/check" 2>&1; then echo "ok: $what"; sed 's/^/    /' "$tmp/check" | head -3
-  else echo "FAIL: $what"; cat "$tmp/check"; fail=1; fi
-}
+. "$here/../expect.sh"   # expect, check
 ckpt() { "$py" "$here/ckpt.py" "$@"; }
 # no_reference STATUS OUTPUT WHAT: a PyTorch check did not pass. Its 77
 # ("cannot run here": no torch in $TLM_PYTHON) is a failure too: the case's
