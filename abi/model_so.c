@@ -16,6 +16,7 @@
 #include "abi_checksum.h"
 #include "arena_plan.h"
 #include "errmsg.h"
+#include "le64.h"
 #include "regular_file.h"
 #include "sha256.h"
 
@@ -27,50 +28,10 @@
 #define TLM_MFD_EXEC 0x0010u /* linux/memfd.h, Linux 6.3 */
 #endif
 
-static uint64_t get_le64(const uint8_t *p) {
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--) v = v << 8 | p[i];
-    return v;
-}
-
 void tlm_so_trailer(const uint8_t *image, uint64_t size, uint8_t trailer[TLM_SO_TRAILER_SIZE]) {
     memcpy(trailer, TLM_SO_TRAILER_MAGIC, 8);
-    for (int i = 0; i < 8; i++) trailer[8 + i] = (uint8_t)(size >> 8 * i);
+    tlm_put_le64(trailer + 8, size);
     tlm_sha256(image, (size_t)size, trailer + 16);
-}
-
-/* The whole file, read once through the regular-file opener: what is
- * checked below is what gets loaded. */
-static uint8_t *read_model_file(const char *path, uint64_t *size, tlm_err *err) {
-    int fd = tlm_open_regular(path, err);
-    if (fd < 0) return NULL;
-    struct stat st;
-    uint8_t *bytes = NULL;
-    if (fstat(fd, &st) != 0) {
-        tlm_fail(err, "cannot read %s: %s", path, strerror(errno));
-    } else if ((uint64_t)st.st_size > TLM_SO_MAX_BYTES) {
-        tlm_fail(err, "%s is %llu bytes, too large to be a compiled model", path, (unsigned long long)st.st_size);
-    } else if (!(bytes = malloc(st.st_size ? (size_t)st.st_size : 1))) {
-        tlm_fail(err, "out of memory reading %s", path);
-    } else {
-        size_t n = (size_t)st.st_size, got = 0;
-        int error = 0;
-        while (got < n) {
-            ssize_t r = read(fd, bytes + got, n - got);
-            if (r < 0 && errno == EINTR) continue;
-            if (r < 0) error = errno;
-            if (r <= 0) break;
-            got += (size_t)r;
-        }
-        if (got != n) {
-            tlm_fail(err, "cannot read %s: %s", path, error ? strerror(error) : "it shrank while being read");
-            free(bytes);
-            bytes = NULL;
-        }
-        *size = n;
-    }
-    close(fd);
-    return bytes;
 }
 
 /* dlopen maps whatever the ELF headers claim, and a header pointing past
@@ -108,7 +69,7 @@ static bool check_trailer(const char *path, const uint8_t *bytes, uint64_t size,
         /* A trailer followed by more bytes: the file was extended. */
         for (uint64_t p = size > n ? size - n : 0; p-- > 0;)
             if (bytes[p] == TLM_SO_TRAILER_MAGIC[0] && memcmp(bytes + p, TLM_SO_TRAILER_MAGIC, 8) == 0 &&
-                get_le64(bytes + p + 8) == p)
+                tlm_get_le64(bytes + p + 8) == p)
                 return tlm_fail(err,
                                 "%s is damaged: %llu bytes follow its integrity trailer (recompile it with "
                                 "this tlmc)",
@@ -120,7 +81,7 @@ static bool check_trailer(const char *path, const uint8_t *bytes, uint64_t size,
                         "an older tlmc compiled it (recompile it with this tlmc)",
                         path);
     }
-    uint64_t recorded = get_le64(bytes + size - n + 8);
+    uint64_t recorded = tlm_get_le64(bytes + size - n + 8);
     if (recorded != size - n)
         return tlm_fail(err,
                         "%s is damaged: its integrity trailer records %llu bytes before it, the file holds %llu "
@@ -761,8 +722,9 @@ void tlm_so_tables_free(tlm_so_tables *t) {
 
 bool tlm_so_open(const char *path, tlm_so *m, tlm_err *err) {
     memset(m, 0, sizeof *m);
-    uint64_t size = 0, image_size = 0;
-    uint8_t *bytes = read_model_file(path, &size, err);
+    uint64_t image_size = 0;
+    size_t size = 0;
+    uint8_t *bytes = tlm_read_regular(path, TLM_SO_MAX_BYTES, "a compiled model", &size, err);
     if (!bytes) return false;
     void *h = NULL;
     if (check_trailer(path, bytes, size, &image_size, err) && check_elf(path, bytes, image_size, err))

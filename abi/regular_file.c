@@ -1,6 +1,7 @@
 #include "regular_file.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -48,6 +49,38 @@ int tlm_open_regular(const char *path, tlm_err *err) {
     int flags = fcntl(fd, F_GETFL);
     if (flags >= 0) (void)fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
     return fd;
+}
+
+uint8_t *tlm_read_regular(const char *path, uint64_t max_bytes, const char *what, size_t *size, tlm_err *err) {
+    int fd = tlm_open_regular(path, err);
+    if (fd < 0) return NULL;
+    struct stat st;
+    uint8_t *bytes = NULL;
+    if (fstat(fd, &st) != 0) {
+        tlm_fail(err, "cannot read %s: %s", path, strerror(errno));
+    } else if ((uint64_t)st.st_size > max_bytes) {
+        tlm_fail(err, "%s is %llu bytes, too large to be %s", path, (unsigned long long)st.st_size, what);
+    } else if (!(bytes = malloc(st.st_size ? (size_t)st.st_size : 1))) {
+        tlm_fail(err, "out of memory reading %s (%llu bytes)", path, (unsigned long long)st.st_size);
+    } else {
+        size_t n = (size_t)st.st_size, got = 0;
+        int error = 0;
+        while (got < n) {
+            ssize_t r = read(fd, bytes + got, n - got);
+            if (r < 0 && errno == EINTR) continue;
+            if (r < 0) error = errno;
+            if (r <= 0) break;
+            got += (size_t)r;
+        }
+        if (got != n) {
+            tlm_fail(err, "cannot read %s: %s", path, error ? strerror(error) : "it shrank while being read");
+            free(bytes);
+            bytes = NULL;
+        }
+        *size = n;
+    }
+    close(fd);
+    return bytes;
 }
 
 FILE *tlm_fopen_regular(const char *path, tlm_err *err) {

@@ -7,6 +7,7 @@
 #ifndef TLM_REGULAR_FILE_H
 #define TLM_REGULAR_FILE_H
 
+#include <stdint.h>
 #include <stdio.h>
 #include "errmsg.h"
 
@@ -18,6 +19,12 @@ int tlm_open_regular(const char *path, tlm_err *err);
 
 /* The same as a FILE opened "rb", or NULL with a reason in err. */
 FILE *tlm_fopen_regular(const char *path, tlm_err *err);
+
+/* The whole of a regular file, read once: malloc'd (never NULL on
+ * success, even when empty), *size its length. A file over max_bytes is
+ * refused unread, with a message saying it is too large to be `what`.
+ * NULL with a reason in err. */
+uint8_t *tlm_read_regular(const char *path, uint64_t max_bytes, const char *what, size_t *size, tlm_err *err);
 
 /* What st_mode is, in words ("a FIFO", "a directory", ...), for messages. */
 const char *tlm_file_kind(unsigned mode);

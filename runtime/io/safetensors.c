@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "le64.h"
 #include "regular_file.h"
 #include "tlm_rt/json.h"
 
@@ -41,16 +42,6 @@ static bool byte_size(const int64_t *shape, int ndim, size_t elem, uint64_t *out
     }
     *out = n;
     return true;
-}
-
-static void put_le64(uint8_t *p, uint64_t v) {
-    for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint64_t get_le64(const uint8_t *p) {
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++) v |= (uint64_t)p[i] << (8 * i);
-    return v;
 }
 
 /* ======================================================================
@@ -200,7 +191,7 @@ int tlm_st_write(const char *path, const tlm_st_tensor *ts, int n, const tlm_st_
         goto out;
     }
     uint8_t len8[8];
-    put_le64(len8, hdr.len);
+    tlm_put_le64(len8, hdr.len);
     bool ok = write_all(fd, len8, 8) == 0 && write_all(fd, hdr.buf, hdr.len) == 0;
     for (int i = 0; ok && i < n; i++) {
         uint64_t nb = 0;
@@ -374,7 +365,7 @@ static tlm_st_file *parse_owned(uint8_t *buf, size_t len, tlm_err *err) {
                  len);
         goto bad;
     }
-    uint64_t hlen = get_le64(buf);
+    uint64_t hlen = tlm_get_le64(buf);
     if (hlen > MAX_HEADER || hlen > len - 8) {
         tlm_fail(err,
                  "safetensors: header length %llu exceeds the file (%zu "
@@ -496,28 +487,9 @@ tlm_st_file *tlm_st_parse(const void *bytes, size_t len, tlm_err *err) {
 }
 
 tlm_st_file *tlm_st_open(const char *path, tlm_err *err) {
-    FILE *fp = tlm_fopen_regular(path, err);
-    if (!fp) return NULL;
-    struct stat st;
-    if (fstat(fileno(fp), &st) != 0) {
-        tlm_fail(err, "%s: %s", path, strerror(errno));
-        fclose(fp);
-        return NULL;
-    }
-    size_t len = (size_t)st.st_size;
-    uint8_t *buf = malloc(len ? len : 1);
-    if (!buf) {
-        tlm_fail(err, "%s: out of memory (%zu bytes)", path, len);
-        fclose(fp);
-        return NULL;
-    }
-    size_t got = fread(buf, 1, len, fp);
-    fclose(fp);
-    if (got != len) {
-        tlm_fail(err, "%s: short read (%zu of %zu bytes)", path, got, len);
-        free(buf);
-        return NULL;
-    }
+    size_t len = 0;
+    uint8_t *buf = tlm_read_regular(path, SIZE_MAX, "read", &len, err);
+    if (!buf) return NULL;
     tlm_err perr;
     tlm_st_file *f = parse_owned(buf, len, &perr);
     if (!f) tlm_fail(err, "%s: %s", path, perr.msg);
