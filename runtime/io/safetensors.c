@@ -153,7 +153,8 @@ static int check_names(const tlm_st_tensor *ts, int n, tlm_err *err) {
     return 0;
 }
 
-int tlm_st_write(const char *path, const tlm_st_tensor *ts, int n, const tlm_st_meta *meta, int nmeta, tlm_err *err) {
+int tlm_st_write_fd(int fd, const char *name, const tlm_st_tensor *ts, int n, const tlm_st_meta *meta, int nmeta,
+                    tlm_err *err) {
     if (check_names(ts, n, err) != 0) return -1;
     if (nmeta < 0) nmeta = 0;
     tlm_strbuf hdr = {0};
@@ -161,7 +162,23 @@ int tlm_st_write(const char *path, const tlm_st_tensor *ts, int n, const tlm_st_
         tlm_sb_free(&hdr);
         return -1;
     }
+    uint8_t len8[8];
+    tlm_put_le64(len8, hdr.len);
+    bool ok = write_all(fd, len8, 8) == 0 && write_all(fd, hdr.buf, hdr.len) == 0;
+    for (int i = 0; ok && i < n; i++) {
+        uint64_t nb = 0;
+        byte_size(ts[i].shape, ts[i].ndim, tlm_dtype_size(ts[i].dtype), &nb);
+        if (nb) ok = write_all(fd, ts[i].data, (size_t)nb) == 0;
+    }
+    tlm_sb_free(&hdr);
+    if (!ok || fsync(fd) != 0) {
+        tlm_fail(err, "%s: write failed: %s", name, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
 
+int tlm_st_write(const char *path, const tlm_st_tensor *ts, int n, const tlm_st_meta *meta, int nmeta, tlm_err *err) {
     /* the temporary lives next to the target so rename() stays within one
      * file system and is atomic */
     const char *slash = strrchr(path, '/');
@@ -173,7 +190,6 @@ int tlm_st_write(const char *path, const tlm_st_tensor *ts, int n, const tlm_st_
         tlm_fail(err, "out of memory");
         free(tmp);
         free(dir);
-        tlm_sb_free(&hdr);
         return -1;
     }
     snprintf(tmp, tlen, "%s.tmp.XXXXXX", path);
@@ -190,16 +206,7 @@ int tlm_st_write(const char *path, const tlm_st_tensor *ts, int n, const tlm_st_
         tlm_fail(err, "%s: cannot create a temporary file: %s", path, strerror(errno));
         goto out;
     }
-    uint8_t len8[8];
-    tlm_put_le64(len8, hdr.len);
-    bool ok = write_all(fd, len8, 8) == 0 && write_all(fd, hdr.buf, hdr.len) == 0;
-    for (int i = 0; ok && i < n; i++) {
-        uint64_t nb = 0;
-        byte_size(ts[i].shape, ts[i].ndim, tlm_dtype_size(ts[i].dtype), &nb);
-        if (nb) ok = write_all(fd, ts[i].data, (size_t)nb) == 0;
-    }
-    if (!ok || fsync(fd) != 0) {
-        tlm_fail(err, "%s: write failed: %s", tmp, strerror(errno));
+    if (tlm_st_write_fd(fd, tmp, ts, n, meta, nmeta, err) != 0) {
         close(fd);
         unlink(tmp);
         goto out;
@@ -224,7 +231,6 @@ int tlm_st_write(const char *path, const tlm_st_tensor *ts, int n, const tlm_st_
 out:
     free(tmp);
     free(dir);
-    tlm_sb_free(&hdr);
     return rc;
 }
 

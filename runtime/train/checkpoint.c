@@ -147,8 +147,9 @@ static bool random_part(const char *s) {
     return true;
 }
 
-/* BASE.tmp.XXXXXX, or BASE.tmp.XXXXXX.tmp.YYYYYY (tlm_st_write's own
- * temporary inside the checkpoint's). */
+/* BASE.tmp.XXXXXX, or BASE.tmp.XXXXXX.tmp.YYYYYY (what an earlier tlm-run,
+ * whose checkpoint went through tlm_st_write's own temporary inside its
+ * own, could leave). */
 static bool stale_name(const char *name, const char *base) {
     size_t b = strlen(base), k = strlen(TMP_INFIX);
     if (strncmp(name, base, b) != 0 || strncmp(name + b, TMP_INFIX, k) != 0) return false;
@@ -186,16 +187,16 @@ int tlm_remove_stale_temps(const char *path, tlm_err *err) {
     return removed;
 }
 
-/* The checkpoint is written to PATH.tmp.XXXXXX (by tlm_st_write, which
- * itself writes, fsyncs and renames a temporary of that name), which is
- * then renamed over PATH: the old checkpoint stays whole until the new one
- * is, and a crash leaves only temporaries that tlm_remove_stale_temps knows. */
+/* The checkpoint is written and fsynced to PATH.tmp.XXXXXX, then renamed
+ * over PATH: the old checkpoint stays whole until the new one is, and a
+ * crash leaves only temporaries that tlm_remove_stale_temps knows. (Its own
+ * writes, not tlm_st_write's, so the test hook can stop between the write
+ * and the rename.) */
 static bool write_atomic(const char *path, const tlm_st_tensor *ts, int n, const tlm_st_meta *meta, int nmeta,
                          tlm_err *err) {
     char tmp[4200];
     int fd = tlm_temp_create(path, tmp, sizeof tmp, err);
     if (fd < 0) return false;
-    close(fd);
     if (tlm_test_hook("ckpt_write")) {
         long long bytes = 0;
         for (int i = 0; i < n; i++) {
@@ -207,7 +208,12 @@ static bool write_atomic(const char *path, const tlm_st_tensor *ts, int n, const
     }
     tlm_err e = {""};
     bool ok = false;
-    if (tlm_st_write(tmp, ts, n, meta, nmeta, &e) != 0) tlm_fail(err, "%s", e.msg);
+    int wrote = tlm_st_write_fd(fd, tmp, ts, n, meta, nmeta, &e);
+    if (close(fd) != 0 && wrote == 0) {
+        tlm_fail(&e, "%s: close failed: %s", tmp, strerror(errno));
+        wrote = -1;
+    }
+    if (wrote != 0) tlm_fail(err, "%s", e.msg);
     else {
         tlm_test_kill_at("ckpt_rename");
         if (rename(tmp, path) != 0) tlm_fail(err, "%s: cannot rename into place: %s", path, strerror(errno));

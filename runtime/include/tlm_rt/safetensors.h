@@ -60,6 +60,10 @@ typedef struct tlm_st_meta {
  * Names must be distinct, non-empty and not "__metadata__". */
 int tlm_st_write(const char *path, const tlm_st_tensor *tensors, int n, const tlm_st_meta *meta, int nmeta,
                  tlm_err *err);
+/* The same file written to fd (from its current offset) and fsynced, for a
+ * caller that manages its own temporary and rename; name is for messages. */
+int tlm_st_write_fd(int fd, const char *name, const tlm_st_tensor *tensors, int n, const tlm_st_meta *meta, int nmeta,
+                    tlm_err *err);
 
 typedef struct tlm_st_file tlm_st_file;
 
