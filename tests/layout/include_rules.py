@@ -17,9 +17,11 @@ ALLOWED = {
     "compiler": ["lang", "abi", "codegen"],
     "codegen": ["abi"],
     **{f: CORE + ["abi"] for f in CORE},
-    "runtime/model": CORE + ["abi"],
-    "runtime/train": CORE + ["abi", "runtime/model"],
-    "runtime/cli": CORE + ["abi", "runtime/model", "runtime/train"],
+    "runtime/device": ["abi"],
+    "runtime/gpu": CORE + ["abi", "runtime/device"],
+    "runtime/model": CORE + ["abi", "runtime/device", "runtime/gpu"],
+    "runtime/train": CORE + ["abi", "runtime/device", "runtime/gpu", "runtime/model"],
+    "runtime/cli": CORE + ["abi", "runtime/device", "runtime/gpu", "runtime/model", "runtime/train"],
 }
 
 def folder_of(path):

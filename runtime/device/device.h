@@ -1,0 +1,123 @@
+/* One device API inside the runtime, with two implementations behind it:
+ * the real CUDA device (device_cuda.c: the driver through dlopen and
+ * cuGetProcAddress, NVRTC to CUBIN, cuBLASLt for GEMMs) and the emulated
+ * device (device_emu.c: the very same CUDA source compiled by the host C++
+ * compiler against cuda_emu.h and run on the CPU, with a plain GEMM that
+ * reads the very same tlm_gemm description). Everything above this header
+ * (the GPU ops, the GPU executor, the trainer) is shared by both, so CI on
+ * a machine without a GPU checks all but the thin real-CUDA layer.
+ *
+ * Failing: every call that can fail returns false (or 0, or NULL) with a
+ * one-line message in err (abi/errmsg.h). Nothing here prints, except the
+ * module cache's one warning line on stderr when its folder is unusable. */
+#ifndef TLM_DEVICE_H
+#define TLM_DEVICE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "errmsg.h"
+
+typedef struct tlm_device tlm_device;
+typedef struct tlm_module tlm_module;   /* one compiled and loaded CUDA source */
+typedef struct tlm_kernel tlm_kernel;   /* one extern "C" __global__ function of a module */
+
+/* A device address. On the emulated device it is a host pointer. Kernel
+ * arguments that are pointers are passed as a tlm_dptr (8 bytes, like a
+ * device pointer). */
+typedef uint64_t tlm_dptr;
+
+typedef struct tlm_device_info {
+    char name[256];          /* "NVIDIA H200", "emulated CUDA device (CPU)" */
+    bool emulated;
+    int ordinal;             /* the N of cuda:N */
+    int cc_major, cc_minor;  /* compute capability; the emulated device reports 9.0 */
+    char arch[16];           /* "sm_90": what NVRTC compiles for */
+    int driver_version;      /* cuDriverGetVersion (12080 = 12.8); 0 when emulated */
+    int sm_count;
+    uint64_t memory_total;   /* bytes */
+} tlm_device_info;
+
+/* ---- opening ----
+ * name: "cuda" or "cuda:N". Without a driver or a GPU: false with one clear
+ * line ("no CUDA driver (libcuda.so.1 not found): --device cuda needs an
+ * NVIDIA GPU and its driver"), never a crash.
+ *
+ * The test switch TLM_TEST_DEVICE=emulated (environment) makes "cuda" open
+ * the emulated device instead; it is documented in docs/gpu.md as a test
+ * switch, not a user-facing device. */
+tlm_device *tlm_device_open(const char *name, tlm_err *err);
+void tlm_device_close(tlm_device *d);
+const tlm_device_info *tlm_device_get_info(const tlm_device *d);
+
+/* ---- memory ----
+ * tlm_device_alloc returns zero-filled memory (0 on failure, with err),
+ * aligned to 256 bytes. Copies are synchronous. */
+tlm_dptr tlm_device_alloc(tlm_device *d, size_t bytes, tlm_err *err);
+void tlm_device_free(tlm_device *d, tlm_dptr p);
+bool tlm_device_upload(tlm_device *d, tlm_dptr dst, const void *src, size_t bytes, tlm_err *err);
+bool tlm_device_download(tlm_device *d, void *dst, tlm_dptr src, size_t bytes, tlm_err *err);
+bool tlm_device_copy(tlm_device *d, tlm_dptr dst, tlm_dptr src, size_t bytes, tlm_err *err);
+bool tlm_device_zero(tlm_device *d, tlm_dptr dst, size_t bytes, tlm_err *err);
+/* Waits for every launch and GEMM so far; reports a kernel's failure. */
+bool tlm_device_sync(tlm_device *d, tlm_err *err);
+/* Bytes this process holds on the device now (our allocations plus the
+ * workspace and the loaded modules). */
+uint64_t tlm_device_memory_in_use(const tlm_device *d);
+
+/* ---- kernels ----
+ * Compiles a CUDA C++ source for the device's exact architecture (CUBIN,
+ * not PTX; on the emulated device a host shared object), or takes it from
+ * the on-disk cache (kernel_cache.h), and loads it. `what` names the source
+ * in messages ("the runtime's kernels", "the model's MLP kernels").
+ * Every `extern "C" __global__ void` function of the source is a kernel.
+ * report (may be NULL) says whether the cache had it and how long the
+ * compilation took. */
+typedef struct tlm_module_report {
+    bool cache_hit;
+    bool cache_written;      /* false also when the cache folder is unusable */
+    double compile_seconds;  /* 0 on a cache hit */
+    char cache_path[512];    /* the entry's file ("" when there is no cache) */
+} tlm_module_report;
+tlm_module *tlm_device_module_load(tlm_device *d, const char *what, const char *source, tlm_module_report *report,
+                                   tlm_err *err);
+void tlm_device_module_unload(tlm_device *d, tlm_module *m);
+/* The kernel called name (the handle lives as long as the module); NULL
+ * with err when the module has none. Cached: a second lookup is cheap. */
+tlm_kernel *tlm_device_kernel(tlm_device *d, tlm_module *m, const char *name, tlm_err *err);
+
+typedef struct tlm_launch {
+    unsigned grid[3];
+    unsigned block[3];       /* threads; x a multiple of 32, at most 1024 in all */
+} tlm_launch;
+/* args[i] points to the i-th parameter's value, typed exactly as the
+ * kernel declares it (int, long long, float, a pointer as tlm_dptr). */
+bool tlm_device_launch(tlm_device *d, tlm_kernel *k, tlm_launch dims, void **args, tlm_err *err);
+
+/* ---- GEMM: cuBLASLt's description, column-major as cuBLAS sees it ----
+ *   D = alpha op(A) op(B) + beta C      op(A): m×k, op(B): k×n, C, D: m×n
+ * A is stored m×k (trans_a false, lda >= m) or k×m (trans_a true, lda >= k),
+ * B is k×n (lda >= k) or n×k (ldb >= n), C and D are m×n (ldc, ldd >= m).
+ * batch > 1: batch independent products, operand i at base + i·stride.
+ * Compute is always fp32 (CUBLAS_COMPUTE_32F, never TF32). C may equal D
+ * (beta = 1 accumulates in place); c = 0 means beta·C is absent.
+ * The real device hands exactly these fields to cuBLASLt; the emulated one
+ * computes them with a plain loop, so a wrong layout fails in CI. */
+typedef enum tlm_dtype { TLM_F32, TLM_BF16 } tlm_dtype;
+typedef struct tlm_gemm {
+    bool trans_a, trans_b;
+    int64_t m, n, k;
+    tlm_dptr a, b, c, d;
+    int64_t lda, ldb, ldc, ldd;
+    tlm_dtype a_type, b_type, cd_type;  /* C and D share a type */
+    int64_t batch;                      /* 1: one product */
+    int64_t stride_a, stride_b, stride_c, stride_d;  /* elements */
+    float alpha, beta;
+} tlm_gemm;
+/* Checks the description (sizes, leading dimensions, types) and runs it. */
+bool tlm_device_gemm(tlm_device *d, const tlm_gemm *g, tlm_err *err);
+/* The description's first problem, or NULL: what tlm_device_gemm refuses. */
+const char *tlm_gemm_problem(const tlm_gemm *g);
+
+#endif

@@ -1,0 +1,46 @@
+/* What an implementation of the device API provides (Lua's luaL_Reg, one
+ * table per backend): device.c checks the arguments that are the same for
+ * both and calls through this table. */
+#ifndef TLM_DEVICE_IMPL_H
+#define TLM_DEVICE_IMPL_H
+
+#include "device.h"
+
+typedef struct tlm_device_backend {
+    const char *name;  /* "cuda", "emulated" */
+    /* Fills d->info; impl points to the backend's own state. */
+    bool (*open)(tlm_device *d, int ordinal, tlm_err *err);
+    void (*close)(tlm_device *d);
+    tlm_dptr (*alloc)(tlm_device *d, size_t bytes, tlm_err *err); /* zero-filled */
+    void (*free)(tlm_device *d, tlm_dptr p);
+    bool (*upload)(tlm_device *d, tlm_dptr dst, const void *src, size_t bytes, tlm_err *err);
+    bool (*download)(tlm_device *d, void *dst, tlm_dptr src, size_t bytes, tlm_err *err);
+    bool (*copy)(tlm_device *d, tlm_dptr dst, tlm_dptr src, size_t bytes, tlm_err *err);
+    bool (*zero)(tlm_device *d, tlm_dptr dst, size_t bytes, tlm_err *err);
+    bool (*sync)(tlm_device *d, tlm_err *err);
+    /* The compiler's identity for the cache key ("nvrtc 13.0", the host
+     * C++ compiler's --version line), and the options it compiles with. */
+    const char *(*compiler_id)(tlm_device *d);
+    const char *(*compile_options)(tlm_device *d);
+    /* source -> binary (a CUBIN, or a host shared object); malloc'd */
+    bool (*compile)(tlm_device *d, const char *what, const char *source, uint8_t **bin, size_t *size, tlm_err *err);
+    /* binary -> loaded module (backend state in *handle) */
+    bool (*load)(tlm_device *d, const char *what, const uint8_t *bin, size_t size, void **handle, tlm_err *err);
+    void (*unload)(tlm_device *d, void *handle);
+    /* a kernel by name in a loaded module (backend state in *fn) */
+    bool (*kernel)(tlm_device *d, void *module_handle, const char *name, void **fn, tlm_err *err);
+    bool (*launch)(tlm_device *d, void *fn, const char *name, tlm_launch dims, void **args, tlm_err *err);
+    bool (*gemm)(tlm_device *d, const tlm_gemm *g, tlm_err *err);  /* already checked */
+} tlm_device_backend;
+
+struct tlm_device {
+    const tlm_device_backend *backend;
+    tlm_device_info info;
+    uint64_t bytes_in_use;  /* kept by device.c over alloc/free */
+    void *impl;             /* the backend's state */
+};
+
+extern const tlm_device_backend tlm_device_cuda;     /* device_cuda.c */
+extern const tlm_device_backend tlm_device_emulated; /* device_emu.c */
+
+#endif

@@ -1,0 +1,74 @@
+// The prelude of the runtime's CUDA kernels (the runtime/gpu/<name>.cu files are
+// concatenated after it into one source, compiled by NVRTC for the device,
+// or by the host C++ compiler against cuda_emu.h for the emulated device).
+//
+// Rules every kernel follows (docs/gpu.md, "Writing a kernel"):
+//   - extern "C" __global__ void tlm_<name>(...): scalar parameters are int,
+//     long long or float; pointers are float*, const float*, const int*.
+//   - blockDim.x a multiple of 32 (at most 1024); static __shared__ arrays
+//     only (no dynamic shared memory), at most 48 KiB per block.
+//   - deterministic: no atomics, every reduction in a fixed order that
+//     does not depend on the grid size, so a --resume is bit-exact.
+//   - blocks stride over their work (any grid size is correct), and
+//     threads guard their indices (odd sizes).
+//   - only what cuda_emu.h provides: threadIdx, blockIdx, blockDim, gridDim,
+//     __syncthreads, __shfl_xor_sync, __shfl_down_sync, __shfl_sync, the C
+//     math functions (expf, logf, sqrtf, tanhf, fmaxf, ...), rsqrtf. No
+//     CUDA headers: the file compiles with NVRTC and with a host compiler.
+// Names private to one .cu file carry its name as a prefix (the files share
+// one translation unit).
+namespace tlm {
+
+constexpr unsigned FULL_MASK = 0xffffffffu;
+
+// The sum of v over the 32 lanes of a warp, in a fixed butterfly order: every
+// lane gets the same bits.
+__device__ __forceinline__ float warp_sum(float v) {
+  for (int m = 16; m > 0; m >>= 1) v += __shfl_xor_sync(FULL_MASK, v, m);
+  return v;
+}
+__device__ __forceinline__ float warp_max(float v) {
+  for (int m = 16; m > 0; m >>= 1) v = fmaxf(v, __shfl_xor_sync(FULL_MASK, v, m));
+  return v;
+}
+
+// The sum of v over the block (every thread must call it; blockDim.x a
+// multiple of 32, at most 1024). Fixed order: warps, then warp 0 over the
+// warps' sums. Every thread gets the result. Uses 33 floats of shared memory;
+// safe to call twice in a row (the trailing barrier).
+__device__ __forceinline__ float block_sum(float v) {
+  __shared__ float warp_sums[32];
+  __shared__ float total;
+  int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+  v = warp_sum(v);
+  if (lane == 0) warp_sums[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    float w = lane < warps ? warp_sums[lane] : 0.0f;
+    w = warp_sum(w);
+    if (lane == 0) total = w;
+  }
+  __syncthreads();
+  float r = total;
+  __syncthreads();
+  return r;
+}
+__device__ __forceinline__ float block_max(float v) {
+  __shared__ float warp_maxes[32];
+  __shared__ float total;
+  int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+  v = warp_max(v);
+  if (lane == 0) warp_maxes[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    float w = lane < warps ? warp_maxes[lane] : -INFINITY;
+    w = warp_max(w);
+    if (lane == 0) total = w;
+  }
+  __syncthreads();
+  float r = total;
+  __syncthreads();
+  return r;
+}
+
+}  // namespace tlm

@@ -1,0 +1,28 @@
+#include "gpu.h"
+
+#include <string.h>
+
+bool tlm_gpu_open(tlm_gpu *g, tlm_device *dev, tlm_err *err) {
+    memset(g, 0, sizeof *g);
+    g->dev = dev;
+    g->kernels = tlm_device_module_load(dev, "the runtime's kernels", tlm_gpu_kernel_source, &g->report, err);
+    return g->kernels != NULL;
+}
+
+void tlm_gpu_close(tlm_gpu *g) {
+    if (g->kernels) tlm_device_module_unload(g->dev, g->kernels);
+    memset(g, 0, sizeof *g);
+}
+
+bool tlm_gpu_launch(tlm_gpu *g, const char *name, unsigned grid, unsigned block, void **args, tlm_err *err) {
+    tlm_kernel *k = tlm_device_kernel(g->dev, g->kernels, name, err);
+    if (!k) return false;
+    tlm_launch dims = {{grid, 1, 1}, {block, 1, 1}};
+    return tlm_device_launch(g->dev, k, dims, args, err);
+}
+
+unsigned tlm_gpu_blocks(int64_t n, int64_t per_block) {
+    int64_t b = per_block > 0 ? (n + per_block - 1) / per_block : 1;
+    const int64_t most = 65535 * 16;
+    return (unsigned)(b < 1 ? 1 : b > most ? most : b);
+}

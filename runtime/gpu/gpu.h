@@ -1,0 +1,36 @@
+/* The runtime's GPU kernels as C calls: each tlm_gpu_<op> launches the
+ * kernels of runtime/gpu/<op>.cu with the same arguments, semantics and
+ * preconditions as the CPU op of the same name (tlm_rt/ops.h, tlm_rt/optim.h)
+ * but with device addresses, so the GPU executor reads like the CPU one and
+ * each kernel is tested against its CPU op on the emulated device.
+ *
+ * The kernels' source is runtime/gpu/common.cuh followed by every
+ * runtime/gpu/<name>.cu in name order, embedded into the binary at build time
+ * (tlm_gpu_kernel_source, a build product) and compiled once per device
+ * through the module cache. */
+#ifndef TLM_GPU_H
+#define TLM_GPU_H
+
+#include "device.h"
+
+extern const char tlm_gpu_kernel_source[];
+
+typedef struct tlm_gpu {
+    tlm_device *dev;
+    tlm_module *kernels;      /* the runtime's kernels */
+    tlm_module_report report; /* how they were loaded (cache hit, compile time) */
+} tlm_gpu;
+
+/* Loads the runtime's kernels on dev (compiling them, or from the cache). */
+bool tlm_gpu_open(tlm_gpu *g, tlm_device *dev, tlm_err *err);
+void tlm_gpu_close(tlm_gpu *g);
+
+/* Launches the kernel `name` of the runtime's module with a 1-D grid and
+ * block; args as tlm_device_launch takes them. */
+bool tlm_gpu_launch(tlm_gpu *g, const char *name, unsigned grid, unsigned block, void **args, tlm_err *err);
+
+/* A grid of ceil(n / per_block) blocks, at least 1 and at most 65535·16
+ * (the kernels stride over the rest). */
+unsigned tlm_gpu_blocks(int64_t n, int64_t per_block);
+
+#endif
