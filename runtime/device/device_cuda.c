@@ -1,0 +1,254 @@
+/* The real CUDA device (device_impl.h's table for "cuda"): the driver
+ * opened at run time (cuda_driver.h), kernels compiled by NVRTC to CUBIN
+ * (nvrtc_compile.h) and GEMMs through cuBLASLt (cublaslt_gemm.h). Every
+ * launch, copy and GEMM goes to the legacy default stream, so they run in
+ * the order they were issued and a copy to the host waits for them.
+ *
+ * The CUDA context is current per thread: each call makes the device's
+ * primary context current first, so any thread may drive the device. */
+#include "device_impl.h"
+
+#ifdef TLM_HAVE_CUDA
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cublaslt_gemm.h"
+#include "cuda_driver.h"
+#include "nvrtc_compile.h"
+
+typedef struct cuda_device {
+    const tlm_cuda_driver *drv;
+    CUdevice dev;
+    CUcontext ctx; /* the primary context, retained */
+    tlm_cublaslt *blas;
+    char options[512]; /* NVRTC's options for this device's arch */
+} cuda_device;
+
+static cuda_device *state(tlm_device *d) { return d->impl; }
+
+static bool bind(cuda_device *c, tlm_err *err) {
+    return tlm_cuda_ok(c->drv, c->drv->cuCtxSetCurrent(c->ctx), err, "cuCtxSetCurrent");
+}
+
+static bool read_info(const tlm_cuda_driver *drv, CUdevice dev, int ordinal, tlm_device_info *info, tlm_err *err) {
+    memset(info, 0, sizeof *info);
+    size_t total = 0;
+    if (!tlm_cuda_ok(drv, drv->cuDeviceGetName(info->name, (int)sizeof info->name, dev), err, "cuDeviceGetName") ||
+        !tlm_cuda_ok(drv, drv->cuDeviceGetAttribute(&info->cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev),
+                     err, "cuDeviceGetAttribute(compute capability)") ||
+        !tlm_cuda_ok(drv, drv->cuDeviceGetAttribute(&info->cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev),
+                     err, "cuDeviceGetAttribute(compute capability)") ||
+        !tlm_cuda_ok(drv, drv->cuDeviceGetAttribute(&info->sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev),
+                     err, "cuDeviceGetAttribute(multiprocessor count)") ||
+        !tlm_cuda_ok(drv, drv->cuDeviceTotalMem(&total, dev), err, "cuDeviceTotalMem"))
+        return false;
+    info->name[sizeof info->name - 1] = '\0';
+    info->emulated = false;
+    info->ordinal = ordinal;
+    info->driver_version = drv->version;
+    info->memory_total = total;
+    snprintf(info->arch, sizeof info->arch, "sm_%d%d", info->cc_major, info->cc_minor);
+    return true;
+}
+
+static bool cuda_open(tlm_device *d, int ordinal, tlm_err *err) {
+    const tlm_cuda_driver *drv = tlm_cuda_driver_get(err);
+    if (!drv) return false;
+    int count = 0;
+    if (!tlm_cuda_ok(drv, drv->cuDeviceGetCount(&count), err, "cuDeviceGetCount")) return false;
+    if (count <= 0) return tlm_fail(err, "no CUDA device: the NVIDIA driver is installed but sees no GPU");
+    if (ordinal < 0 || ordinal >= count) {
+        if (count == 1)
+            return tlm_fail(err, "cuda:%d: no such device (this machine has one CUDA device: cuda:0)", ordinal);
+        return tlm_fail(err, "cuda:%d: no such device (this machine has %d CUDA devices: cuda:0 to cuda:%d)", ordinal,
+                        count, count - 1);
+    }
+    cuda_device *c = calloc(1, sizeof *c);
+    if (!c) return tlm_fail(err, "out of memory");
+    c->drv = drv;
+    if (!tlm_cuda_ok(drv, drv->cuDeviceGet(&c->dev, ordinal), err, "cuDeviceGet(%d)", ordinal) ||
+        !read_info(drv, c->dev, ordinal, &d->info, err)) {
+        free(c);
+        return false;
+    }
+    if (!tlm_nvrtc_supports(d->info.arch)) {
+        tlm_fail(
+            err,
+            "%s (cuda:%d) is %s, which this build's %s cannot compile for (a CUDA toolkit that supports it is needed)",
+            d->info.name, ordinal, d->info.arch, tlm_nvrtc_version());
+        free(c);
+        return false;
+    }
+    if (!tlm_cuda_ok(drv, drv->cuDevicePrimaryCtxRetain(&c->ctx, c->dev), err, "cuDevicePrimaryCtxRetain")) {
+        free(c);
+        return false;
+    }
+    if (!bind(c, err) || !(c->blas = tlm_cublaslt_open(drv, err))) {
+        drv->cuDevicePrimaryCtxRelease(c->dev);
+        free(c);
+        return false;
+    }
+    tlm_nvrtc_options(d->info.arch, c->options, sizeof c->options);
+    d->impl = c;
+    /* Held for as long as the device is open: memory_in_use counts it. */
+    d->bytes_in_use += TLM_CUBLASLT_WORKSPACE_BYTES;
+    return true;
+}
+
+static void cuda_close(tlm_device *d) {
+    cuda_device *c = state(d);
+    if (!c) return;
+    bind(c, NULL);
+    tlm_cublaslt_close(c->blas);
+    d->bytes_in_use -= d->bytes_in_use < TLM_CUBLASLT_WORKSPACE_BYTES ? d->bytes_in_use : TLM_CUBLASLT_WORKSPACE_BYTES;
+    c->drv->cuDevicePrimaryCtxRelease(c->dev);
+    free(c);
+    d->impl = NULL;
+}
+
+static tlm_dptr cuda_alloc(tlm_device *d, size_t bytes, tlm_err *err) {
+    cuda_device *c = state(d);
+    CUdeviceptr p = 0;
+    /* cuMemAlloc refuses 0 bytes; its blocks are 256-byte aligned. */
+    size_t n = bytes ? bytes : 1;
+    if (!bind(c, err) ||
+        !tlm_cuda_ok(c->drv, c->drv->cuMemAlloc(&p, n), err, "cuMemAlloc(%zu bytes) on %s", bytes, d->info.name))
+        return 0;
+    if (!tlm_cuda_ok(c->drv, c->drv->cuMemsetD8(p, 0, n), err, "cuMemsetD8(%zu bytes)", n)) {
+        c->drv->cuMemFree(p);
+        return 0;
+    }
+    return (tlm_dptr)p;
+}
+
+static void cuda_free(tlm_device *d, tlm_dptr p) {
+    cuda_device *c = state(d);
+    if (!p || !bind(c, NULL)) return;
+    c->drv->cuMemFree((CUdeviceptr)p);
+}
+
+static bool cuda_upload(tlm_device *d, tlm_dptr dst, const void *src, size_t bytes, tlm_err *err) {
+    cuda_device *c = state(d);
+    return bind(c, err) && tlm_cuda_ok(c->drv, c->drv->cuMemcpyHtoD((CUdeviceptr)dst, src, bytes), err,
+                                       "copying %zu bytes to the device", bytes);
+}
+
+static bool cuda_download(tlm_device *d, void *dst, tlm_dptr src, size_t bytes, tlm_err *err) {
+    cuda_device *c = state(d);
+    /* Waits for the launches before it: a kernel's failure shows here. */
+    return bind(c, err) && tlm_cuda_ok(c->drv, c->drv->cuMemcpyDtoH(dst, (CUdeviceptr)src, bytes), err,
+                                       "copying %zu bytes from the device", bytes);
+}
+
+static bool cuda_copy(tlm_device *d, tlm_dptr dst, tlm_dptr src, size_t bytes, tlm_err *err) {
+    cuda_device *c = state(d);
+    return bind(c, err) && tlm_cuda_ok(c->drv, c->drv->cuMemcpyDtoD((CUdeviceptr)dst, (CUdeviceptr)src, bytes), err,
+                                       "copying %zu bytes on the device", bytes);
+}
+
+static bool cuda_zero(tlm_device *d, tlm_dptr dst, size_t bytes, tlm_err *err) {
+    cuda_device *c = state(d);
+    return bind(c, err) &&
+           tlm_cuda_ok(c->drv, c->drv->cuMemsetD8((CUdeviceptr)dst, 0, bytes), err, "zeroing %zu bytes", bytes);
+}
+
+static bool cuda_sync(tlm_device *d, tlm_err *err) {
+    cuda_device *c = state(d);
+    return bind(c, err) &&
+           tlm_cuda_ok(c->drv, c->drv->cuCtxSynchronize(), err, "a kernel or GEMM failed on %s", d->info.name);
+}
+
+static const char *cuda_compiler_id(tlm_device *d) {
+    (void)d;
+    return tlm_nvrtc_version();
+}
+
+static const char *cuda_compile_options(tlm_device *d) { return state(d)->options; }
+
+static bool cuda_compile(tlm_device *d, const char *what, const char *source, uint8_t **bin, size_t *size,
+                         tlm_err *err) {
+    tlm_err why;
+    if (tlm_nvrtc_compile(source, d->info.arch, bin, size, &why)) return true;
+    return tlm_fail(err, "compiling %s: %s", what, why.msg);
+}
+
+/* The module handle is the CUmodule itself (device.c counts its bytes). */
+static bool cuda_load(tlm_device *d, const char *what, const uint8_t *bin, size_t size, void **handle, tlm_err *err) {
+    cuda_device *c = state(d);
+    CUmodule module = NULL;
+    if (!bind(c, err) || !tlm_cuda_ok(c->drv, c->drv->cuModuleLoadData(&module, bin), err,
+                                      "loading %s (a %zu-byte CUBIN for %s) with the driver of CUDA %d.%d", what, size,
+                                      d->info.arch, c->drv->version / 1000, c->drv->version % 1000 / 10))
+        return false;
+    *handle = module;
+    return true;
+}
+
+static void cuda_unload(tlm_device *d, void *handle) {
+    cuda_device *c = state(d);
+    if (handle && bind(c, NULL)) c->drv->cuModuleUnload((CUmodule)handle);
+}
+
+static bool cuda_kernel(tlm_device *d, void *module_handle, const char *name, void **fn, tlm_err *err) {
+    cuda_device *c = state(d);
+    CUfunction f = NULL;
+    if (!bind(c, err)) return false;
+    CUresult r = c->drv->cuModuleGetFunction(&f, (CUmodule)module_handle, name);
+    if (r == CUDA_ERROR_NOT_FOUND) return tlm_fail(err, "the module has no kernel named %s", name);
+    if (!tlm_cuda_ok(c->drv, r, err, "cuModuleGetFunction(%s)", name)) return false;
+    *fn = f;
+    return true;
+}
+
+static bool cuda_launch(tlm_device *d, void *fn, const char *name, tlm_launch dims, void **args, tlm_err *err) {
+    cuda_device *c = state(d);
+    /* No dynamic shared memory; stream 0 is the legacy default stream. */
+    return bind(c, err) &&
+           tlm_cuda_ok(c->drv,
+                       c->drv->cuLaunchKernel((CUfunction)fn, dims.grid[0], dims.grid[1], dims.grid[2], dims.block[0],
+                                              dims.block[1], dims.block[2], 0, NULL, args, NULL),
+                       err, "launching %s (grid %ux%ux%u, block %ux%ux%u)", name, dims.grid[0], dims.grid[1],
+                       dims.grid[2], dims.block[0], dims.block[1], dims.block[2]);
+}
+
+static bool cuda_gemm(tlm_device *d, const tlm_gemm *g, tlm_err *err) {
+    cuda_device *c = state(d);
+    return bind(c, err) && tlm_cublaslt_gemm(c->blas, g, err);
+}
+
+const tlm_device_backend tlm_device_cuda = {
+    .name = "cuda",
+    .open = cuda_open,
+    .close = cuda_close,
+    .alloc = cuda_alloc,
+    .free = cuda_free,
+    .upload = cuda_upload,
+    .download = cuda_download,
+    .copy = cuda_copy,
+    .zero = cuda_zero,
+    .sync = cuda_sync,
+    .compiler_id = cuda_compiler_id,
+    .compile_options = cuda_compile_options,
+    .compile = cuda_compile,
+    .load = cuda_load,
+    .unload = cuda_unload,
+    .kernel = cuda_kernel,
+    .launch = cuda_launch,
+    .gemm = cuda_gemm,
+};
+
+#else
+
+/* Built without the CUDA toolkit: the real device cannot open, and says so
+ * (the emulated device still runs the kernels for the tests). */
+static bool cuda_open(tlm_device *d, int ordinal, tlm_err *err) {
+    (void)d;
+    (void)ordinal;
+    return tlm_fail(err, "this tlm-run was built without the CUDA toolkit: the GPU backend is off");
+}
+
+const tlm_device_backend tlm_device_cuda = {.name = "cuda", .open = cuda_open};
+
+#endif

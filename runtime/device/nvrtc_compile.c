@@ -1,0 +1,151 @@
+/* NVRTC: a CUDA C++ source to a CUBIN (nvrtc_compile.h). */
+#include "nvrtc_compile.h"
+
+#ifdef TLM_HAVE_CUDA
+
+#include <nvrtc.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef TLM_CUDA_INCLUDE_DIR
+#error "TLM_CUDA_INCLUDE_DIR (the toolkit's include folder) is set by runtime/CMakeLists.txt"
+#endif
+
+enum { MAX_OPTIONS = 8, LOG_LINES = 3 };
+
+/* NVRTC 13 does not bundle cuda_bf16.h and friends: kernels that include
+ * them find them in the toolkit's include folder. */
+static const char INCLUDE_OPTION[] = "-I" TLM_CUDA_INCLUDE_DIR;
+
+static int build_options(const char *arch, char *arch_option, size_t len, const char *options[MAX_OPTIONS]) {
+    snprintf(arch_option, len, "--gpu-architecture=%s", arch);
+    int n = 0;
+    options[n++] = arch_option;
+    options[n++] = "-std=c++17";
+    options[n++] = "-default-device";
+    options[n++] = INCLUDE_OPTION;
+    options[n++] = "-lineinfo";
+    return n;
+}
+
+void tlm_nvrtc_options(const char *arch, char *buf, size_t len) {
+    char arch_option[64];
+    const char *options[MAX_OPTIONS];
+    int n = build_options(arch, arch_option, sizeof arch_option, options);
+    size_t used = 0;
+    if (len) buf[0] = '\0';
+    for (int i = 0; i < n && used < len; i++) {
+        int w = snprintf(buf + used, len - used, "%s%s", i ? " " : "", options[i]);
+        if (w < 0) break;
+        used += (size_t)w;
+    }
+}
+
+static char version_text[32];
+static pthread_once_t version_once = PTHREAD_ONCE_INIT;
+
+static void read_version(void) {
+    int major = 0, minor = 0;
+    if (nvrtcVersion(&major, &minor) != NVRTC_SUCCESS) major = minor = 0;
+    snprintf(version_text, sizeof version_text, "nvrtc %d.%d", major, minor);
+}
+
+const char *tlm_nvrtc_version(void) {
+    pthread_once(&version_once, read_version);
+    return version_text;
+}
+
+bool tlm_nvrtc_supports(const char *arch) {
+    int wanted = 0, count = 0;
+    if (sscanf(arch, "sm_%d", &wanted) != 1) return false;
+    if (nvrtcGetNumSupportedArchs(&count) != NVRTC_SUCCESS || count <= 0) return false;
+    int *archs = malloc((size_t)count * sizeof *archs);
+    bool found = false;
+    if (archs && nvrtcGetSupportedArchs(archs) == NVRTC_SUCCESS) {
+        for (int i = 0; i < count; i++) found = found || archs[i] == wanted;
+    }
+    free(archs);
+    return found;
+}
+
+/* The log's first few non-empty lines, joined into one line. */
+static void first_log_lines(const char *log, char *out, size_t len) {
+    size_t used = 0;
+    int lines = 0;
+    out[0] = '\0';
+    for (const char *p = log; *p && lines < LOG_LINES && used + 4 < len;) {
+        const char *end = strchr(p, '\n');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        if (n > 0) {
+            if (lines++) used += (size_t)snprintf(out + used, len - used, " / ");
+            if (used + 1 < len) {
+                size_t room = len - used - 1;
+                size_t take = n < room ? n : room;
+                memcpy(out + used, p, take);
+                used += take;
+                out[used] = '\0';
+            }
+        }
+        if (!end) break;
+        p = end + 1;
+    }
+}
+
+static bool nvrtc_ok(nvrtcResult r, const char *call, tlm_err *err) {
+    if (r == NVRTC_SUCCESS) return true;
+    return tlm_fail(err, "NVRTC %s: %s", call, nvrtcGetErrorString(r));
+}
+
+bool tlm_nvrtc_compile(const char *source, const char *arch, uint8_t **cubin, size_t *size, tlm_err *err) {
+    *cubin = NULL;
+    *size = 0;
+    char arch_option[64];
+    const char *options[MAX_OPTIONS];
+    int noptions = build_options(arch, arch_option, sizeof arch_option, options);
+
+    nvrtcProgram prog;
+    if (!nvrtc_ok(nvrtcCreateProgram(&prog, source, "tlm.cu", 0, NULL, NULL), "nvrtcCreateProgram", err)) return false;
+    bool ok = false;
+    nvrtcResult r = nvrtcCompileProgram(prog, noptions, options);
+    if (r == NVRTC_ERROR_COMPILATION || r == NVRTC_ERROR_INVALID_OPTION) {
+        size_t log_size = 0;
+        char *log = NULL;
+        if (nvrtcGetProgramLogSize(prog, &log_size) == NVRTC_SUCCESS && log_size > 0) log = malloc(log_size + 1);
+        if (log && nvrtcGetProgramLog(prog, log) == NVRTC_SUCCESS) {
+            log[log_size] = '\0';
+            char lines[400];
+            first_log_lines(log, lines, sizeof lines);
+            tlm_fail(err, "NVRTC (%s) could not compile it: %s", arch, lines[0] ? lines : nvrtcGetErrorString(r));
+        } else {
+            tlm_fail(err, "NVRTC (%s) could not compile it: %s (no log)", arch, nvrtcGetErrorString(r));
+        }
+        free(log);
+    } else if (nvrtc_ok(r, "nvrtcCompileProgram", err)) {
+        size_t n = 0;
+        if (nvrtc_ok(nvrtcGetCUBINSize(prog, &n), "nvrtcGetCUBINSize", err)) {
+            /* A virtual architecture (compute_XY) compiles to PTX only and
+             * leaves the CUBIN empty: say so rather than load nothing. */
+            if (n == 0) {
+                tlm_fail(err, "NVRTC produced no CUBIN for %s (a virtual architecture?)", arch);
+            } else if (!(*cubin = malloc(n))) {
+                tlm_fail(err, "out of memory for a %zu-byte CUBIN", n);
+            } else if (nvrtc_ok(nvrtcGetCUBIN(prog, (char *)*cubin), "nvrtcGetCUBIN", err)) {
+                *size = n;
+                ok = true;
+            } else {
+                free(*cubin);
+                *cubin = NULL;
+            }
+        }
+    }
+    nvrtcDestroyProgram(&prog);
+    return ok;
+}
+
+#else
+/* Built without the CUDA toolkit: no NVRTC, and no caller (device_cuda.c
+ * and the gpu.nvrtc test are off). */
+typedef int tlm_nvrtc_compile_unused;
+#endif

@@ -1,0 +1,35 @@
+/* CUDA C++ to CUBIN with NVRTC (linked, needs no driver or GPU, so the
+ * tests compile every kernel source on any machine with the toolkit).
+ *
+ * The CUBIN is for the device's exact architecture (--gpu-architecture=
+ * sm_XY): the driver loads it as is, without the PTX JIT and without
+ * "unsupported PTX version" on a driver older than the toolkit. Options:
+ *   --gpu-architecture=sm_XY -std=c++17 -default-device -I<toolkit include>
+ *   -lineinfo
+ * and no --use_fast_math: the fp32 kernels are compared with the CPU ops to
+ * 1e-5, which the approximate division and transcendentals would break.
+ * Only when tlm is built with the toolkit (TLM_HAVE_CUDA). */
+#ifndef TLM_NVRTC_COMPILE_H
+#define TLM_NVRTC_COMPILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "errmsg.h"
+
+/* Compiles source for arch ("sm_90") into a malloc'd CUBIN (*cubin, *size).
+ * On a compile error: false, and err holds the first lines of NVRTC's log. */
+bool tlm_nvrtc_compile(const char *source, const char *arch, uint8_t **cubin, size_t *size, tlm_err *err);
+
+/* "nvrtc 13.0": NVRTC's own version (nvrtcVersion), for the module cache key. */
+const char *tlm_nvrtc_version(void);
+
+/* The options tlm_nvrtc_compile passes for arch, as one space-separated
+ * string (for the module cache key); writes at most len bytes. */
+void tlm_nvrtc_options(const char *arch, char *buf, size_t len);
+
+/* Whether this NVRTC can compile for arch (nvrtcGetSupportedArchs). */
+bool tlm_nvrtc_supports(const char *arch);
+
+#endif
