@@ -1,0 +1,55 @@
+/* The sequence mixers on the device: causal softmax attention and the
+ * Titans memory with its activations (runtime/gpu/attention.cu, titans.cu,
+ * titans_act.cu). Each call has the semantics, argument order, layouts and
+ * preconditions of the CPU op of the same name (tlm_rt/ops.h; packed qkv
+ * strides included), with the device first, device addresses for the
+ * buffers and err last; false only when a launch fails.
+ *
+ * The tensors the backwards read (attention's probabilities [B,H,T,T], the
+ * memory's `saved`, rnorm) are laid out exactly as the CPU's, so a
+ * checkpoint or an op table does not depend on the device. Every kernel is
+ * deterministic (no atomics, fixed reduction orders), so the bits do not
+ * depend on the grid. */
+#ifndef TLM_GPU_MIXERS_H
+#define TLM_GPU_MIXERS_H
+
+#include "gpu.h"
+
+/* tlm_attention_forward / tlm_attention_backward */
+bool tlm_gpu_attention_forward(tlm_gpu *g, tlm_dptr y, tlm_dptr att, tlm_dptr q, tlm_dptr k, tlm_dptr v, int B, int T,
+                               int H, int D, int stride, tlm_err *err);
+bool tlm_gpu_attention_backward(tlm_gpu *g, tlm_dptr dq, tlm_dptr dk, tlm_dptr dv, tlm_dptr dy, tlm_dptr y,
+                                tlm_dptr att, tlm_dptr q, tlm_dptr k, tlm_dptr v, int B, int T, int H, int D,
+                                int stride, tlm_err *err);
+
+/* tlm_titans_forward: saved holds tlm_titans_saved_floats(B, T, H, D, chunk)
+ * floats (the CPU's layout). */
+bool tlm_gpu_titans_forward(tlm_gpu *g, tlm_dptr y, tlm_dptr saved, tlm_dptr q, tlm_dptr k, tlm_dptr v, int stride,
+                            tlm_dptr theta, tlm_dptr eta, tlm_dptr alpha, int B, int T, int H, int D, int chunk,
+                            tlm_err *err);
+/* The backward's scratch: every (b, h) is recomputed at once, so it is the
+ * CPU's per-thread scratch (tlm_titans_scratch_floats) for each of the B*H
+ * pairs: B*H*((2K+5) D^2 + 2D) floats, K = chunk*ceil(16/chunk) (the
+ * segment between saved states). The caller allocates it; its contents
+ * need not be kept between calls. */
+size_t tlm_gpu_titans_scratch_bytes(int B, int H, int D, int chunk);
+/* tlm_titans_backward, with scratch (tlm_gpu_titans_scratch_bytes) in place
+ * of the CPU's per-thread scratch and thread count; v is not read and may
+ * be 0. */
+bool tlm_gpu_titans_backward(tlm_gpu *g, tlm_dptr dq, tlm_dptr dk, tlm_dptr dv, tlm_dptr dtheta, tlm_dptr deta,
+                             tlm_dptr dalpha, tlm_dptr dy, tlm_dptr saved, tlm_dptr q, tlm_dptr k, tlm_dptr v,
+                             int stride, tlm_dptr theta, tlm_dptr eta, tlm_dptr alpha, int B, int T, int H, int D,
+                             int chunk, tlm_dptr scratch, tlm_err *err);
+
+/* tlm_titans_qkv_forward / backward (the executor's memory_act) */
+bool tlm_gpu_titans_qkv_forward(tlm_gpu *g, tlm_dptr act, tlm_dptr mem_qkv, tlm_dptr rnorm, tlm_dptr qkv, int N, int H,
+                                int D, tlm_err *err);
+bool tlm_gpu_titans_qkv_backward(tlm_gpu *g, tlm_dptr dqkv, tlm_dptr d_mem_qkv, tlm_dptr qkv, tlm_dptr act,
+                                 tlm_dptr rnorm, int N, int H, int D, tlm_err *err);
+
+/* tlm_titans_gates_forward / backward (the executor's memory_gates) */
+bool tlm_gpu_titans_gates_forward(tlm_gpu *g, tlm_dptr gates, tlm_dptr pre, int N, int H, float inner_lr, tlm_err *err);
+bool tlm_gpu_titans_gates_backward(tlm_gpu *g, tlm_dptr dpre, tlm_dptr dgates, tlm_dptr gates, int N, int H,
+                                   float inner_lr, tlm_err *err);
+
+#endif

@@ -1,0 +1,316 @@
+/* gpu.mixers: every wrapper of gpu_mixers.h against its CPU op (tlm_rt/ops.h)
+ * on the device that "cuda" opens (the emulated one under the suite's
+ * TLM_TEST_DEVICE=emulated), on random inputs of odd sizes: B in {1, 2},
+ * T in {1, 5, 19}, H in {1, 3}, head size D in {2, 6, 16}, the memory's chunk
+ * in {1, 4, > T} (T = 19 with chunk 1 or 4 spans two saved segments of 16
+ * tokens and ends on a short chunk), q, k, v packed [B,T,3,H,D] (stride 3HD)
+ * and as separate tensors (stride HD) in turn.
+ *
+ * Each backward gets the CPU forward's saved tensors (att and y, the
+ * memory's `saved`, rnorm), so it is checked on its own; the forwards'
+ * saved tensors are compared too (the same layout on both devices is part
+ * of the contract). Outputs start as NaN on the device, so an element a
+ * kernel fails to write fails the check.
+ *
+ * Bound, per element: |gpu - cpu| <= 1e-5 |cpu| + 1e-6 max|cpu|, the max over
+ * the tensor. The floor is float32 rounding of sums that cancel: each output
+ * is a sum of products at the tensor's scale, and the device sums them in
+ * another order than the CPU's SIMD loops, which moves the result by up to
+ * about n 2^-24 (n <= 2D + T terms here: ~3e-6 relative to the terms, 1e-6
+ * at the sizes seen) times the terms' size, so an element far below its
+ * terms (a near-cancelled dq, a gradient of alpha) loses relative accuracy
+ * without being wrong. The Titans memory's states are sums over the tokens
+ * as well (M_t = sum of decayed S terms), so the same scale floor covers
+ * them; its backward's Frobenius products (deta, dalpha) sum D^2 terms in
+ * float on the device and in double on the CPU, which the 2D + T count
+ * above covers at D = 16 (the worst seen is printed, and stays below the
+ * floor by a margin).
+ *
+ * A dropped term (the chunk start's dM0, a decay factor, the masked zeros
+ * of att, a missed head slice) moves elements by 1e-2 or more of the
+ * tensor's scale, far outside the bound. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "device.h"
+#include "gpu.h"
+#include "gpu_mixers.h"
+#include "tlm_rt/ops.h"
+#include "tlm_rt/rng.h"
+
+#define REL_TOL 1e-5
+#define SCALE_FLOOR 1e-6
+
+static tlm_device *g_dev;
+static tlm_gpu g_gpu;
+static tlm_rng g_rng;
+static int g_failures;
+
+/* The worst error of each op over all cases, printed at the end: the
+ * largest |gpu - cpu| / max|cpu| and the largest fraction of the bound. */
+enum {
+    OP_ATT_FWD,
+    OP_ATT_BWD,
+    OP_TITANS_FWD,
+    OP_TITANS_BWD,
+    OP_QKV_FWD,
+    OP_QKV_BWD,
+    OP_GATES_FWD,
+    OP_GATES_BWD,
+    N_OPS
+};
+static const char *const op_names[N_OPS] = {"attention_forward",    "attention_backward",   "titans_forward",
+                                            "titans_backward",      "titans_qkv_forward",   "titans_qkv_backward",
+                                            "titans_gates_forward", "titans_gates_backward"};
+static double worst_scaled[N_OPS], worst_bound[N_OPS];
+
+static void die(const char *what, const tlm_err *err) {
+    printf("FAIL %s: %s\n", what, err->msg);
+    exit(1);
+}
+
+static float *host(size_t n) {
+    float *p = calloc(n ? n : 1, sizeof(float));
+    if (!p) {
+        printf("FAIL out of host memory\n");
+        exit(1);
+    }
+    return p;
+}
+
+static float *uniform(size_t n, float lo, float hi) {
+    float *p = host(n);
+    tlm_rng_fill_uniform(&g_rng, p, n, lo, hi);
+    return p;
+}
+
+/* A device copy of x (n floats). */
+static tlm_dptr put(const float *x, size_t n) {
+    tlm_err err = {{0}};
+    tlm_dptr p = tlm_device_alloc(g_dev, (n ? n : 1) * sizeof(float), &err);
+    if (!p) die("alloc", &err);
+    if (n && !tlm_device_upload(g_dev, p, x, n * sizeof(float), &err)) die("upload", &err);
+    return p;
+}
+
+/* A device buffer of n NaNs: what a kernel does not write stays NaN. */
+static tlm_dptr nans(size_t n) {
+    float *x = host(n);
+    for (size_t i = 0; i < n; i++) x[i] = NAN;
+    tlm_dptr p = put(x, n);
+    free(x);
+    return p;
+}
+
+static float *get(tlm_dptr p, size_t n) {
+    tlm_err err = {{0}};
+    float *x = host(n);
+    if (!tlm_device_sync(g_dev, &err)) die("sync", &err);
+    if (n && !tlm_device_download(g_dev, x, p, n * sizeof(float), &err)) die("download", &err);
+    return x;
+}
+
+static tlm_dptr at(tlm_dptr base, size_t floats) { return base + floats * sizeof(float); }
+
+/* Compares the device's n floats at p with the CPU's want; frees nothing. */
+static void check(int op, const char *tensor, const char *shape, tlm_dptr p, const float *want, size_t n) {
+    float *got = get(p, n);
+    double scale = 0.0;
+    for (size_t i = 0; i < n; i++) scale = fmax(scale, fabs((double)want[i]));
+    const double floor_ = SCALE_FLOOR * scale;
+    size_t bad = 0, first = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)got[i] - want[i]);
+        double bound = REL_TOL * fabs((double)want[i]) + floor_;
+        if (!(d <= bound)) { /* NaN fails too */
+            if (!bad++) first = i;
+            continue;
+        }
+        if (bound > 0) worst_bound[op] = fmax(worst_bound[op], d / bound);
+        if (scale > 0) worst_scaled[op] = fmax(worst_scaled[op], d / scale);
+    }
+    if (bad) {
+        printf("FAIL %s %s (%s): %zu of %zu elements outside the bound, first [%zu] gpu %.9g cpu %.9g\n", op_names[op],
+               tensor, shape, bad, n, first, (double)got[first], (double)want[first]);
+        g_failures++;
+    }
+    free(got);
+}
+
+/* q, k, v (and their gradients) in one block of 3*B*T*H*D floats: packed
+ * [B,T,3,H,D] or three [B,T,H,D] tensors one after another. */
+typedef struct {
+    int stride;
+    size_t qo, ko, vo, n;
+} qkv_layout;
+
+static qkv_layout layout(int B, int T, int H, int D, bool packed) {
+    size_t one = (size_t)B * T * H * D, A = (size_t)H * D;
+    if (packed) return (qkv_layout){3 * H * D, 0, A, 2 * A, 3 * one};
+    return (qkv_layout){H * D, 0, one, 2 * one, 3 * one};
+}
+
+static void attention_case(int B, int T, int H, int D, bool packed) {
+    char shape[96];
+    snprintf(shape, sizeof shape, "B %d T %d H %d D %d %s", B, T, H, D, packed ? "packed" : "separate");
+    qkv_layout L = layout(B, T, H, D, packed);
+    size_t ny = (size_t)B * T * H * D, natt = (size_t)B * H * T * T;
+    float *x = uniform(L.n, -1.0f, 1.0f), *dy = uniform(ny, -1.0f, 1.0f);
+    float *y = host(ny), *att = host(natt), *dx = host(L.n);
+    tlm_attention_forward(y, att, x + L.qo, x + L.ko, x + L.vo, B, T, H, D, L.stride);
+    tlm_attention_backward(dx + L.qo, dx + L.ko, dx + L.vo, dy, y, att, x + L.qo, x + L.ko, x + L.vo, B, T, H, D,
+                           L.stride);
+
+    tlm_err err = {{0}};
+    tlm_dptr X = put(x, L.n), Y = nans(ny), ATT = nans(natt);
+    if (!tlm_gpu_attention_forward(&g_gpu, Y, ATT, at(X, L.qo), at(X, L.ko), at(X, L.vo), B, T, H, D, L.stride, &err))
+        die("attention_forward", &err);
+    check(OP_ATT_FWD, "y", shape, Y, y, ny);
+    check(OP_ATT_FWD, "att", shape, ATT, att, natt);
+
+    tlm_dptr DY = put(dy, ny), Yc = put(y, ny), ATTc = put(att, natt), DX = nans(L.n);
+    if (!tlm_gpu_attention_backward(&g_gpu, at(DX, L.qo), at(DX, L.ko), at(DX, L.vo), DY, Yc, ATTc, at(X, L.qo),
+                                    at(X, L.ko), at(X, L.vo), B, T, H, D, L.stride, &err))
+        die("attention_backward", &err);
+    check(OP_ATT_BWD, "dq dk dv", shape, DX, dx, L.n);
+
+    tlm_dptr bufs[] = {X, Y, ATT, DY, Yc, ATTc, DX};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) tlm_device_free(g_dev, bufs[i]);
+    free(x), free(dy), free(y), free(att), free(dx);
+}
+
+/* Unit rows of D floats (the memory expects l2-normalised q and k). */
+static void normalise_rows(float *x, size_t rows, int D, int stride) {
+    for (size_t r = 0; r < rows; r++) {
+        float *v = x + r * (size_t)stride;
+        double ss = 0.0;
+        for (int i = 0; i < D; i++) ss += (double)v[i] * v[i];
+        float s = (float)(1.0 / sqrt(ss + 1e-12));
+        for (int i = 0; i < D; i++) v[i] *= s;
+    }
+}
+
+static void titans_case(int B, int T, int H, int D, int chunk, bool packed) {
+    char shape[112];
+    snprintf(shape, sizeof shape, "B %d T %d H %d D %d chunk %d %s", B, T, H, D, chunk, packed ? "packed" : "separate");
+    qkv_layout L = layout(B, T, H, D, packed);
+    size_t ny = (size_t)B * T * H * D, BTH = (size_t)B * T * H;
+    size_t nsaved = tlm_titans_saved_floats(B, T, H, D, chunk);
+    float *x = uniform(L.n, -1.0f, 1.0f), *dy = uniform(ny, -1.0f, 1.0f);
+    /* head rows of q and k, in either layout: B*T*H rows of D at the token
+     * stride, one head apart */
+    for (size_t bt = 0; bt < (size_t)B * T; bt++)
+        for (int h = 0; h < H; h++) {
+            normalise_rows(x + L.qo + bt * L.stride + (size_t)h * D, 1, D, L.stride);
+            normalise_rows(x + L.ko + bt * L.stride + (size_t)h * D, 1, D, L.stride);
+        }
+    float *gates = host(3 * BTH); /* theta, eta, alpha at a model's scales */
+    tlm_rng_fill_uniform(&g_rng, gates, BTH, 0.001f, 0.1f);
+    tlm_rng_fill_uniform(&g_rng, gates + BTH, 2 * BTH, 0.05f, 0.95f);
+    const float *theta = gates, *eta = gates + BTH, *alpha = gates + 2 * BTH;
+    float *y = host(ny), *saved = host(nsaved), *dx = host(L.n), *dg = host(3 * BTH);
+    float *scratch = host(tlm_titans_scratch_floats(D, chunk));
+    tlm_titans_forward(y, saved, x + L.qo, x + L.ko, x + L.vo, L.stride, theta, eta, alpha, B, T, H, D, chunk);
+    tlm_titans_backward(dx + L.qo, dx + L.ko, dx + L.vo, dg, dg + BTH, dg + 2 * BTH, dy, saved, x + L.qo, x + L.ko,
+                        x + L.vo, L.stride, theta, eta, alpha, B, T, H, D, chunk, scratch, 1);
+
+    tlm_err err = {{0}};
+    tlm_dptr X = put(x, L.n), G = put(gates, 3 * BTH), Y = nans(ny), SAVED = nans(nsaved);
+    tlm_dptr TH = G, ETA = at(G, BTH), AL = at(G, 2 * BTH);
+    if (!tlm_gpu_titans_forward(&g_gpu, Y, SAVED, at(X, L.qo), at(X, L.ko), at(X, L.vo), L.stride, TH, ETA, AL, B, T, H,
+                                D, chunk, &err))
+        die("titans_forward", &err);
+    check(OP_TITANS_FWD, "y", shape, Y, y, ny);
+    check(OP_TITANS_FWD, "saved", shape, SAVED, saved, nsaved);
+
+    size_t scratch_floats = tlm_gpu_titans_scratch_bytes(B, H, D, chunk) / sizeof(float);
+    tlm_dptr DY = put(dy, ny), SAVEDc = put(saved, nsaved), DX = nans(L.n), DG = nans(3 * BTH);
+    tlm_dptr SCRATCH = nans(scratch_floats); /* the kernel must not read it before writing */
+    if (!tlm_gpu_titans_backward(&g_gpu, at(DX, L.qo), at(DX, L.ko), at(DX, L.vo), DG, at(DG, BTH), at(DG, 2 * BTH), DY,
+                                 SAVEDc, at(X, L.qo), at(X, L.ko), 0, L.stride, TH, ETA, AL, B, T, H, D, chunk, SCRATCH,
+                                 &err))
+        die("titans_backward", &err);
+    check(OP_TITANS_BWD, "dq dk dv", shape, DX, dx, L.n);
+    check(OP_TITANS_BWD, "dtheta deta dalpha", shape, DG, dg, 3 * BTH);
+
+    tlm_dptr bufs[] = {X, G, Y, SAVED, DY, SAVEDc, DX, DG, SCRATCH};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) tlm_device_free(g_dev, bufs[i]);
+    free(x), free(dy), free(gates), free(y), free(saved), free(dx), free(dg), free(scratch);
+}
+
+/* memory_act and memory_gates over N = B*T tokens */
+static void activations_case(int N, int H, int D) {
+    char shape[64];
+    snprintf(shape, sizeof shape, "N %d H %d D %d", N, H, D);
+    size_t n = (size_t)N * 3 * H * D, nr = (size_t)N * 2 * H, ng = (size_t)N * 3 * H;
+    const float inner_lr = 0.07f;
+    float *qkv = uniform(n, -3.0f, 3.0f), *dmem = uniform(n, -1.0f, 1.0f);
+    float *act = host(n), *mem = host(n), *rnorm = host(nr), *dqkv = host(n);
+    tlm_titans_qkv_forward(act, mem, rnorm, qkv, N, H, D);
+    tlm_titans_qkv_backward(dqkv, dmem, qkv, act, rnorm, N, H, D);
+    float *pre = uniform(ng, -4.0f, 4.0f), *dgates = uniform(ng, -1.0f, 1.0f);
+    float *gates = host(ng), *dpre = host(ng);
+    tlm_titans_gates_forward(gates, pre, N, H, inner_lr);
+    tlm_titans_gates_backward(dpre, dgates, gates, N, H, inner_lr);
+
+    tlm_err err = {{0}};
+    tlm_dptr QKV = put(qkv, n), ACT = nans(n), MEM = nans(n), RN = nans(nr);
+    if (!tlm_gpu_titans_qkv_forward(&g_gpu, ACT, MEM, RN, QKV, N, H, D, &err)) die("titans_qkv_forward", &err);
+    check(OP_QKV_FWD, "act", shape, ACT, act, n);
+    check(OP_QKV_FWD, "mem_qkv", shape, MEM, mem, n);
+    check(OP_QKV_FWD, "rnorm", shape, RN, rnorm, nr);
+    tlm_dptr DMEM = put(dmem, n), ACTc = put(act, n), RNc = put(rnorm, nr), DQKV = nans(n);
+    if (!tlm_gpu_titans_qkv_backward(&g_gpu, DQKV, DMEM, QKV, ACTc, RNc, N, H, D, &err))
+        die("titans_qkv_backward", &err);
+    check(OP_QKV_BWD, "dqkv", shape, DQKV, dqkv, n);
+
+    tlm_dptr PRE = put(pre, ng), GATES = nans(ng);
+    if (!tlm_gpu_titans_gates_forward(&g_gpu, GATES, PRE, N, H, inner_lr, &err)) die("titans_gates_forward", &err);
+    check(OP_GATES_FWD, "gates", shape, GATES, gates, ng);
+    tlm_dptr DG = put(dgates, ng), Gc = put(gates, ng), DPRE = nans(ng);
+    if (!tlm_gpu_titans_gates_backward(&g_gpu, DPRE, DG, Gc, N, H, inner_lr, &err)) die("titans_gates_backward", &err);
+    check(OP_GATES_BWD, "dpre", shape, DPRE, dpre, ng);
+
+    tlm_dptr bufs[] = {QKV, ACT, MEM, RN, DMEM, ACTc, RNc, DQKV, PRE, GATES, DG, Gc, DPRE};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) tlm_device_free(g_dev, bufs[i]);
+    free(qkv), free(dmem), free(act), free(mem), free(rnorm), free(dqkv);
+    free(pre), free(dgates), free(gates), free(dpre);
+}
+
+/* Sizes: every value of each size meets others, odd ones and ones (the
+ * emulator runs a block at a time, so the whole product would be slow). */
+static const int cases[][4] = {/* B, T, H, D */
+                               {1, 1, 1, 2},  {2, 5, 3, 6}, {1, 19, 3, 16}, {2, 19, 1, 2},
+                               {1, 5, 1, 16}, {2, 1, 3, 6}, {2, 19, 3, 6}};
+
+int main(void) {
+    tlm_err err = {{0}};
+    g_dev = tlm_device_open("cuda", &err);
+    if (!g_dev) die("device", &err);
+    if (!tlm_gpu_open(&g_gpu, g_dev, &err)) die("kernels", &err);
+    printf("device: %s\n", tlm_device_get_info(g_dev)->name);
+    tlm_rng_seed(&g_rng, 20261202);
+
+    const int ncases = (int)(sizeof cases / sizeof cases[0]);
+    for (int c = 0; c < ncases; c++) {
+        const int B = cases[c][0], T = cases[c][1], H = cases[c][2], D = cases[c][3];
+        attention_case(B, T, H, D, c % 2 == 0);
+        const int chunks[] = {1, 4, T + 3};
+        for (int i = 0; i < 3; i++) titans_case(B, T, H, D, chunks[i], (c + i) % 2 == 0);
+        activations_case(B * T, H, D);
+    }
+
+    for (int op = 0; op < N_OPS; op++)
+        printf("%-22s worst |gpu-cpu| / max|cpu| %.2e, worst fraction of the bound %.3f\n", op_names[op],
+               worst_scaled[op], worst_bound[op]);
+    tlm_gpu_close(&g_gpu);
+    tlm_device_close(g_dev);
+    if (g_failures) {
+        printf("gpu.mixers: %d failure(s)\n", g_failures);
+        return 1;
+    }
+    printf("gpu.mixers: all checks passed\n");
+    return 0;
+}
