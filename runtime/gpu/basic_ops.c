@@ -1,0 +1,145 @@
+/* The C side of the basic ops (gpu_basic.h): each call picks the grid and
+ * launches the kernels of runtime/gpu/{embedding,rmsnorm,rope,crossentropy,
+ * gates}.cu. Every kernel strides over its work, so the grid only sets how
+ * much runs at once; the block size is fixed here, since it (never the grid)
+ * sets the order of the block-wide sums. */
+#include "gpu_basic.h"
+
+/* Threads per block: 8 warps, the kernels' reduction order (see above). */
+enum { BLOCK = 256 };
+
+/* One block per row, up to tlm_gpu_blocks' bound (blocks stride past it). */
+static unsigned blocks_per_row(int64_t rows) { return tlm_gpu_blocks(rows, 1); }
+
+/* ---- embedding ------------------------------------------------------- */
+
+bool tlm_gpu_embedding_forward(tlm_gpu *g, tlm_dptr out, tlm_dptr ids, tlm_dptr table, int N, int C, tlm_err *err) {
+    void *args[] = {&out, &ids, &table, &N, &C};
+    return tlm_gpu_launch(g, "tlm_embedding_gather", tlm_gpu_blocks((int64_t)N * C, BLOCK), BLOCK, args, err);
+}
+
+bool tlm_gpu_embedding_backward(tlm_gpu *g, tlm_dptr dtable, tlm_dptr dout, tlm_dptr ids, int N, int C, tlm_err *err) {
+    /* Spread the table's columns over enough id classes for about 32k work
+     * items (each walks all N ids), at most 64 classes; any count gives the
+     * same bits. */
+    int classes = C > 0 ? (32768 + C - 1) / C : 1;
+    if (classes > 64) classes = 64;
+    void *args[] = {&dtable, &dout, &ids, &N, &C, &classes};
+    return tlm_gpu_launch(g, "tlm_embedding_scatter_add", tlm_gpu_blocks((int64_t)classes * C, BLOCK), BLOCK, args,
+                          err);
+}
+
+/* ---- rmsnorm: R rows of D, weight row r % H -------------------------- */
+
+static bool rms_forward(tlm_gpu *g, tlm_dptr out, tlm_dptr rstd, tlm_dptr x, tlm_dptr w, int R, int H, int D, float eps,
+                        tlm_err *err) {
+    void *args[] = {&out, &rstd, &x, &w, &R, &H, &D, &eps};
+    return tlm_gpu_launch(g, "tlm_rmsnorm_rows_forward", blocks_per_row(R), BLOCK, args, err);
+}
+
+static bool rms_backward(tlm_gpu *g, tlm_dptr dx, tlm_dptr dw, tlm_dptr dout, tlm_dptr x, tlm_dptr w, tlm_dptr rstd,
+                         int R, int H, int D, bool accumulate, tlm_err *err) {
+    /* dw first (one block per 32 weight entries): it reads dout, which the
+     * rows may overwrite when dx is dout itself */
+    if (dw && w) {
+        void *weight_args[] = {&dw, &dout, &x, &rstd, &R, &H, &D};
+        if (!tlm_gpu_launch(g, "tlm_rmsnorm_weight_backward", tlm_gpu_blocks((int64_t)H * D, 32), BLOCK, weight_args,
+                            err))
+            return false;
+    }
+    int acc = accumulate;
+    void *row_args[] = {&dx, &dout, &x, &w, &rstd, &R, &H, &D, &acc};
+    return tlm_gpu_launch(g, "tlm_rmsnorm_rows_backward", blocks_per_row(R), BLOCK, row_args, err);
+}
+
+bool tlm_gpu_rmsnorm_forward(tlm_gpu *g, tlm_dptr out, tlm_dptr rstd, tlm_dptr x, tlm_dptr w, int N, int C, float eps,
+                             tlm_err *err) {
+    return rms_forward(g, out, rstd, x, w, N, 1, C, eps, err);
+}
+
+bool tlm_gpu_rmsnorm_backward(tlm_gpu *g, tlm_dptr dx, tlm_dptr dw, tlm_dptr dout, tlm_dptr x, tlm_dptr w,
+                              tlm_dptr rstd, int N, int C, tlm_err *err) {
+    return rms_backward(g, dx, dw, dout, x, w, rstd, N, 1, C, true, err);
+}
+
+bool tlm_gpu_rmsnorm_heads_forward(tlm_gpu *g, tlm_dptr out, tlm_dptr rstd, tlm_dptr x, tlm_dptr w, int N, int H, int D,
+                                   float eps, tlm_err *err) {
+    return rms_forward(g, out, rstd, x, w, N * H, H, D, eps, err);
+}
+
+bool tlm_gpu_rmsnorm_heads_backward(tlm_gpu *g, tlm_dptr dx, tlm_dptr dw, tlm_dptr dout, tlm_dptr x, tlm_dptr w,
+                                    tlm_dptr rstd, int N, int H, int D, tlm_err *err) {
+    return rms_backward(g, dx, dw, dout, x, w, rstd, N * H, H, D, false, err);
+}
+
+/* ---- rope ------------------------------------------------------------ */
+
+static bool rope_rotate(tlm_gpu *g, tlm_dptr out, tlm_dptr x, tlm_dptr cos_t, tlm_dptr sin_t, int B, int T, int H,
+                        int D, int stride, float sign, tlm_err *err) {
+    void *args[] = {&out, &x, &cos_t, &sin_t, &B, &T, &H, &D, &stride, &sign};
+    int64_t pairs = (int64_t)B * T * H * (D / 2);
+    return tlm_gpu_launch(g, "tlm_rope_rotate", tlm_gpu_blocks(pairs, BLOCK), BLOCK, args, err);
+}
+
+bool tlm_gpu_rope_forward(tlm_gpu *g, tlm_dptr out, tlm_dptr x, tlm_dptr cos_t, tlm_dptr sin_t, int B, int T, int H,
+                          int D, int stride, tlm_err *err) {
+    return rope_rotate(g, out, x, cos_t, sin_t, B, T, H, D, stride, 1.0f, err);
+}
+
+bool tlm_gpu_rope_backward(tlm_gpu *g, tlm_dptr dx, tlm_dptr dout, tlm_dptr cos_t, tlm_dptr sin_t, int B, int T, int H,
+                           int D, int stride, tlm_err *err) {
+    return rope_rotate(g, dx, dout, cos_t, sin_t, B, T, H, D, stride, -1.0f, err);
+}
+
+/* ---- cross-entropy --------------------------------------------------- */
+
+bool tlm_gpu_crossentropy_forward(tlm_gpu *g, tlm_dptr losses, tlm_dptr lse, tlm_dptr logits, tlm_dptr targets, int N,
+                                  int V, tlm_dptr loss_out, tlm_err *err) {
+    void *row_args[] = {&losses, &lse, &logits, &targets, &N, &V};
+    if (!tlm_gpu_launch(g, "tlm_crossentropy_rows", blocks_per_row(N), BLOCK, row_args, err)) return false;
+    void *mean_args[] = {&loss_out, &lse, &logits, &targets, &N, &V};
+    return tlm_gpu_launch(g, "tlm_crossentropy_mean", 1, BLOCK, mean_args, err);
+}
+
+bool tlm_gpu_crossentropy_backward(tlm_gpu *g, tlm_dptr dlogits, tlm_dptr logits, tlm_dptr lse, tlm_dptr targets, int N,
+                                   int V, float dloss, tlm_err *err) {
+    /* Every block counts the N targets again (the kernel has nowhere to keep
+     * one count), so the grid stays at 512 blocks: enough to fill the GPU,
+     * few enough that the counts cost little next to N*V. */
+    unsigned grid = blocks_per_row(N);
+    if (grid > 512) grid = 512;
+    void *args[] = {&dlogits, &logits, &lse, &targets, &N, &V, &dloss};
+    return tlm_gpu_launch(g, "tlm_crossentropy_rows_backward", grid, BLOCK, args, err);
+}
+
+/* ---- gates ----------------------------------------------------------- */
+
+bool tlm_gpu_sigmoid_gate_forward(tlm_gpu *g, tlm_dptr out, tlm_dptr y, tlm_dptr gate, int R, int D, tlm_err *err) {
+    void *args[] = {&out, &y, &gate, &R, &D};
+    return tlm_gpu_launch(g, "tlm_sigmoid_gate_apply", tlm_gpu_blocks((int64_t)R * D, BLOCK), BLOCK, args, err);
+}
+
+bool tlm_gpu_sigmoid_gate_backward(tlm_gpu *g, tlm_dptr dy, tlm_dptr dgate, tlm_dptr dout, tlm_dptr y, tlm_dptr gate,
+                                   int R, int D, tlm_err *err) {
+    /* dgate first: it reads dout, which dy may be */
+    if (dgate) {
+        void *args[] = {&dgate, &dout, &y, &gate, &R, &D};
+        if (!tlm_gpu_launch(g, "tlm_sigmoid_gate_dg", tlm_gpu_blocks(R, BLOCK), BLOCK, args, err)) return false;
+    }
+    if (!dy) return true;
+    void *args[] = {&dy, &dout, &gate, &R, &D};
+    return tlm_gpu_launch(g, "tlm_sigmoid_gate_dy", tlm_gpu_blocks((int64_t)R * D, BLOCK), BLOCK, args, err);
+}
+
+bool tlm_gpu_swiglu_forward(tlm_gpu *g, tlm_dptr h, tlm_dptr gate, tlm_dptr u, size_t n, tlm_err *err) {
+    long long count = (long long)n;
+    void *args[] = {&h, &gate, &u, &count};
+    return tlm_gpu_launch(g, "tlm_swiglu_apply", tlm_gpu_blocks(count, BLOCK), BLOCK, args, err);
+}
+
+bool tlm_gpu_swiglu_backward(tlm_gpu *g, tlm_dptr dgate, tlm_dptr du, tlm_dptr dh, tlm_dptr gate, tlm_dptr u, size_t n,
+                             tlm_err *err) {
+    long long count = (long long)n;
+    void *args[] = {&dgate, &du, &dh, &gate, &u, &count};
+    return tlm_gpu_launch(g, "tlm_swiglu_grad", tlm_gpu_blocks(count, BLOCK), BLOCK, args, err);
+}

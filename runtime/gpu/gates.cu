@@ -1,0 +1,55 @@
+// The gates on the device (runtime/ops/activations.c): the sigmoid gate of
+// gated attention and the SiLU gate (SwiGLU) of the MLP and the titans
+// memory. Elementwise kernels take one thread per element.
+
+__device__ __forceinline__ float gates_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+
+// Sigmoid gate: y [R,D], g [R] broadcast over D:  out[r,d] = y[r,d] sigmoid(g[r]).
+extern "C" __global__ void tlm_sigmoid_gate_apply(float *out, const float *y, const float *g, int R, int D) {
+  long long total = (long long)R * D, step = (long long)gridDim.x * blockDim.x;
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += step)
+    out[i] = y[i] * gates_sigmoid(g[i / D]);
+}
+
+// dy[r,d] = dout[r,d] sigmoid(g[r]) (written).
+extern "C" __global__ void tlm_sigmoid_gate_dy(float *dy, const float *dout, const float *g, int R, int D) {
+  long long total = (long long)R * D, step = (long long)gridDim.x * blockDim.x;
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += step)
+    dy[i] = dout[i] * gates_sigmoid(g[i / D]);
+}
+
+// dg[r] = s (1 - s) sum_d dout[r,d] y[r,d], s = sigmoid(g[r]) (written): one
+// thread per row adds its D products in d order in float, as the CPU op does
+// (D is 1 for the elementwise gate and a head size for the head-wise one).
+extern "C" __global__ void tlm_sigmoid_gate_dg(float *dg, const float *dout, const float *y, const float *g, int R,
+                                               int D) {
+  int step = gridDim.x * blockDim.x;
+  for (int r = blockIdx.x * blockDim.x + threadIdx.x; r < R; r += step) {
+    const float *dr = dout + (long long)r * D, *yr = y + (long long)r * D;
+    float acc = 0.0f;
+    for (int d = 0; d < D; d++) acc += dr[d] * yr[d];
+    float s = gates_sigmoid(g[r]);
+    dg[r] = acc * s * (1.0f - s);
+  }
+}
+
+// SwiGLU: h = silu(g) u, n elements.
+extern "C" __global__ void tlm_swiglu_apply(float *h, const float *g, const float *u, long long n) {
+  long long step = (long long)gridDim.x * blockDim.x;
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
+    float x = g[i];
+    h[i] = x * gates_sigmoid(x) * u[i];
+  }
+}
+
+// dg = dh u silu'(g), du = dh silu(g), silu'(x) = s (1 + x (1 - s)); both
+// written. dh may be dg or du: dh[i] is read before either is written.
+extern "C" __global__ void tlm_swiglu_grad(float *dg, float *du, const float *dh, const float *g, const float *u,
+                                           long long n) {
+  long long step = (long long)gridDim.x * blockDim.x;
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
+    float d = dh[i], x = g[i], up = u[i], s = gates_sigmoid(x);
+    dg[i] = d * up * s * (1.0f + x * (1.0f - s));
+    du[i] = d * x * s;
+  }
+}

@@ -1,0 +1,436 @@
+/* gpu.basic: every basic GPU op (gpu_basic.h) against its CPU op
+ * (tlm_rt/ops.h) on the same random inputs of odd sizes (rows and widths
+ * that are not multiples of a warp, one-element cases, ignored targets,
+ * accumulating outputs that start non-zero, in-place calls), on the device
+ * "cuda" opens: the emulated one under TLM_TEST_DEVICE=emulated (ctest), or
+ * a real GPU.
+ *
+ * Tolerance, per element: |gpu - cpu| <= 1e-5 max(|cpu|, floor) with
+ * floor = 1e-2 times the largest |cpu| of the compared tensor. The floor is
+ * there because an element much smaller than its tensor comes from the
+ * cancellation of terms of the tensor's scale (rope's x1 c - x2 s, rmsnorm's
+ * r g - k x, a gradient's p - 1), and the GPU rounds those terms in another
+ * order (block-wide sums, fused multiply-adds): a few float ulps of the
+ * scale, 1e-7 of it, which the floor allows and nothing larger. The
+ * embedding is compared exactly (a copy, and adds in the CPU's row order).
+ * The worst error of each op is printed. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu_basic.h"
+#include "tlm_rt/ops.h"
+#include "tlm_rt/rng.h"
+
+#define RELATIVE 1e-5
+#define FLOOR_FRACTION 1e-2
+
+static tlm_device *dev;
+static tlm_gpu gpu;
+static tlm_rng rng;
+static int failures;
+
+static void die(const char *what, const tlm_err *err) {
+    fprintf(stderr, "gpu.basic: %s: %s\n", what, err->msg);
+    exit(1);
+}
+
+/* ---- host and device buffers ----------------------------------------- */
+
+static void *host_alloc(size_t bytes) {
+    void *p = calloc(bytes ? bytes : 1, 1);
+    if (!p) {
+        fprintf(stderr, "gpu.basic: out of memory\n");
+        exit(2);
+    }
+    return p;
+}
+
+static float *random_floats(size_t n, float lo, float hi) {
+    float *x = host_alloc(n * sizeof(float));
+    for (size_t i = 0; i < n; i++) x[i] = lo + (hi - lo) * (float)tlm_rng_uniform(&rng);
+    return x;
+}
+
+static float *copy_floats(const float *x, size_t n) {
+    float *y = host_alloc(n * sizeof(float));
+    memcpy(y, x, n * sizeof(float));
+    return y;
+}
+
+static tlm_dptr to_device(const void *src, size_t bytes) {
+    tlm_err err;
+    tlm_dptr p = tlm_device_alloc(dev, bytes ? bytes : 4, &err);
+    if (!p) die("alloc", &err);
+    if (bytes && !tlm_device_upload(dev, p, src, bytes, &err)) die("upload", &err);
+    return p;
+}
+
+static tlm_dptr device_zeros(size_t bytes) {
+    tlm_err err;
+    tlm_dptr p = tlm_device_alloc(dev, bytes ? bytes : 4, &err);
+    if (!p) die("alloc", &err);
+    return p;
+}
+
+/* Waits for the launches so far, then copies src back. */
+static void from_device(void *dst, tlm_dptr src, size_t bytes) {
+    tlm_err err;
+    if (!tlm_device_sync(dev, &err)) die("sync", &err);
+    if (bytes && !tlm_device_download(dev, dst, src, bytes, &err)) die("download", &err);
+}
+
+/* Frees a device buffer; 0 (an absent one) is skipped. */
+static void release(tlm_dptr p) {
+    if (p) release(p);
+}
+
+static void launched(bool ok, const char *op, const tlm_err *err) {
+    if (!ok) die(op, err);
+}
+
+/* ---- comparison, the worst error per op ------------------------------- */
+
+typedef struct op_record {
+    const char *op;
+    double worst;
+    int tensors;
+} op_record;
+static op_record records[32];
+static int n_records;
+
+static op_record *record_of(const char *op) {
+    for (int i = 0; i < n_records; i++)
+        if (!strcmp(records[i].op, op)) return &records[i];
+    records[n_records] = (op_record){op, 0.0, 0};
+    return &records[n_records++];
+}
+
+/* Compares n GPU values with the CPU's (exact: every bit). */
+static void compare(const char *op, const char *tensor, const char *config, const float *gpu_v, const float *cpu_v,
+                    size_t n, bool exact) {
+    double scale = 0.0;
+    for (size_t i = 0; i < n; i++) scale = fmax(scale, fabs((double)cpu_v[i]));
+    double floor = FLOOR_FRACTION * scale;
+    double worst = 0.0;
+    size_t worst_at = 0;
+    for (size_t i = 0; i < n; i++) {
+        double diff = fabs((double)gpu_v[i] - cpu_v[i]);
+        double e = exact ? (memcmp(&gpu_v[i], &cpu_v[i], sizeof(float)) ? INFINITY : 0.0)
+                         : (diff == 0.0 ? 0.0 : diff / fmax(fabs((double)cpu_v[i]), floor));
+        if (!(e <= worst)) {
+            worst = isnan(e) ? INFINITY : e;
+            worst_at = i;
+        }
+    }
+    op_record *r = record_of(op);
+    r->tensors++;
+    if (worst > r->worst) r->worst = worst;
+    if (worst > (exact ? 0.0 : RELATIVE)) {
+        printf("FAIL %s %s (%s): element %zu: gpu %.9g cpu %.9g, error %.3g\n", op, tensor, config, worst_at,
+               gpu_v[worst_at], cpu_v[worst_at], worst);
+        failures++;
+    }
+}
+
+static void compare_device(const char *op, const char *tensor, const char *config, tlm_dptr gpu_v, const float *cpu_v,
+                           size_t n, bool exact) {
+    float *got = host_alloc(n * sizeof(float));
+    from_device(got, gpu_v, n * sizeof(float));
+    compare(op, tensor, config, got, cpu_v, n, exact);
+    free(got);
+}
+
+/* ---- embedding -------------------------------------------------------- */
+
+static void check_embedding(int N, int C, int V) {
+    char config[64];
+    snprintf(config, sizeof config, "N=%d C=%d V=%d", N, C, V);
+    int32_t *ids = host_alloc((size_t)N * sizeof(int32_t));
+    /* ids repeat (V small next to N in some cases): the scatter-add's order */
+    for (int n = 0; n < N; n++) ids[n] = (int32_t)tlm_rng_below(&rng, (uint64_t)V);
+    size_t nt = (size_t)V * C, no = (size_t)N * C;
+    float *table = random_floats(nt, -1, 1), *dout = random_floats(no, -1, 1);
+    float *dtable = random_floats(nt, -1, 1); /* accumulates onto this */
+    float *out = host_alloc(no * sizeof(float));
+    tlm_dptr d_ids = to_device(ids, (size_t)N * sizeof(int32_t)), d_table = to_device(table, nt * sizeof(float));
+    tlm_dptr d_dout = to_device(dout, no * sizeof(float)), d_dtable = to_device(dtable, nt * sizeof(float));
+    tlm_dptr d_out = device_zeros(no * sizeof(float));
+    tlm_err err;
+
+    tlm_embedding_forward(out, ids, table, N, C);
+    launched(tlm_gpu_embedding_forward(&gpu, d_out, d_ids, d_table, N, C, &err), "embedding_forward", &err);
+    compare_device("embedding_forward", "out", config, d_out, out, no, true);
+
+    tlm_embedding_backward(dtable, dout, ids, N, C);
+    launched(tlm_gpu_embedding_backward(&gpu, d_dtable, d_dout, d_ids, N, C, &err), "embedding_backward", &err);
+    compare_device("embedding_backward", "dtable", config, d_dtable, dtable, nt, true);
+
+    release(d_ids), release(d_table), release(d_dout);
+    release(d_dtable), release(d_out);
+    free(ids), free(table), free(dout), free(dtable), free(out);
+}
+
+/* ---- rmsnorm: the model norm (H = 0) or per head ----------------------- */
+
+static void check_rmsnorm(int N, int H, int D, bool with_weight) {
+    bool heads = H > 0;
+    int rows = heads ? N * H : N, groups = heads ? H : 1;
+    char config[80];
+    snprintf(config, sizeof config, "%s N=%d H=%d D=%d%s", heads ? "heads" : "model", N, groups, D,
+             with_weight ? "" : " no weight");
+    size_t n = (size_t)rows * D, nw = (size_t)groups * D;
+    const float eps = 1e-5f;
+    float *x = random_floats(n, -2, 2), *w = random_floats(nw, 0.5f, 1.5f), *dout = random_floats(n, -1, 1);
+    /* the model norm's dx accumulates (start non-zero); dw does in both */
+    float *dx = heads ? host_alloc(n * sizeof(float)) : random_floats(n, -1, 1), *dw = random_floats(nw, -1, 1);
+    float *out = host_alloc(n * sizeof(float)), *rstd = host_alloc((size_t)rows * sizeof(float));
+    tlm_dptr d_x = to_device(x, n * sizeof(float)), d_w = with_weight ? to_device(w, nw * sizeof(float)) : 0;
+    tlm_dptr d_dout = to_device(dout, n * sizeof(float)), d_dx = to_device(dx, n * sizeof(float));
+    tlm_dptr d_dw = to_device(dw, nw * sizeof(float));
+    tlm_dptr d_out = device_zeros(n * sizeof(float)), d_rstd = device_zeros((size_t)rows * sizeof(float));
+    const float *wp = with_weight ? w : NULL;
+    tlm_err err;
+
+    bool ok;
+    if (heads) {
+        tlm_rmsnorm_heads_forward(out, rstd, x, wp, N, H, D, eps);
+        ok = tlm_gpu_rmsnorm_heads_forward(&gpu, d_out, d_rstd, d_x, d_w, N, H, D, eps, &err);
+    } else {
+        tlm_rmsnorm_forward(out, rstd, x, wp, N, D, eps);
+        ok = tlm_gpu_rmsnorm_forward(&gpu, d_out, d_rstd, d_x, d_w, N, D, eps, &err);
+    }
+    const char *fwd = heads ? "rmsnorm_heads_forward" : "rmsnorm_forward";
+    const char *bwd = heads ? "rmsnorm_heads_backward" : "rmsnorm_backward";
+    launched(ok, fwd, &err);
+    compare_device(fwd, "out", config, d_out, out, n, false);
+    compare_device(fwd, "rstd", config, d_rstd, rstd, (size_t)rows, false);
+
+    /* the backward reads the CPU's rstd on both sides, so each half is
+     * checked on its own */
+    tlm_dptr d_rstd_cpu = to_device(rstd, (size_t)rows * sizeof(float));
+    if (heads) {
+        tlm_rmsnorm_heads_backward(dx, with_weight ? dw : NULL, dout, x, wp, rstd, N, H, D);
+        ok = tlm_gpu_rmsnorm_heads_backward(&gpu, d_dx, with_weight ? d_dw : 0, d_dout, d_x, d_w, d_rstd_cpu, N, H, D,
+                                            &err);
+    } else {
+        tlm_rmsnorm_backward(dx, with_weight ? dw : NULL, dout, x, wp, rstd, N, D);
+        ok = tlm_gpu_rmsnorm_backward(&gpu, d_dx, with_weight ? d_dw : 0, d_dout, d_x, d_w, d_rstd_cpu, N, D, &err);
+    }
+    launched(ok, bwd, &err);
+    compare_device(bwd, "dx", config, d_dx, dx, n, false);
+    compare_device(bwd, "dw", config, d_dw, dw, nw, false); /* unchanged without a weight */
+
+    release(d_x), release(d_w), release(d_dout), release(d_dx);
+    release(d_dw), release(d_out), release(d_rstd);
+    release(d_rstd_cpu);
+    free(x), free(w), free(dout), free(dx), free(dw), free(out), free(rstd);
+}
+
+/* ---- rope: a plain tensor, or q and k rotated in place in a packed qkv --- */
+
+static void check_rope(int B, int T, int H, int D, bool packed) {
+    char config[80];
+    snprintf(config, sizeof config, "B=%d T=%d H=%d D=%d %s", B, T, H, D, packed ? "packed qkv in place" : "plain");
+    int stride = packed ? 3 * H * D : H * D;
+    size_t n = (size_t)B * T * stride, nt = (size_t)T * (D / 2);
+    float *cos_t = host_alloc(nt * sizeof(float)), *sin_t = host_alloc(nt * sizeof(float));
+    tlm_rope_init(cos_t, sin_t, T, D, 10000.0);
+    float *x = random_floats(n, -1, 1), *cpu = copy_floats(x, n);
+    tlm_dptr d_cos = to_device(cos_t, nt * sizeof(float)), d_sin = to_device(sin_t, nt * sizeof(float));
+    tlm_dptr d_x = to_device(x, n * sizeof(float)), d_out = packed ? d_x : device_zeros(n * sizeof(float));
+    size_t k_at = (size_t)H * D * sizeof(float);
+    tlm_err err;
+
+    if (packed) { /* as the executor: q and k of the packed qkv, in place; v untouched */
+        tlm_rope_forward(cpu, cpu, cos_t, sin_t, B, T, H, D, stride);
+        tlm_rope_forward(cpu + (size_t)H * D, cpu + (size_t)H * D, cos_t, sin_t, B, T, H, D, stride);
+        launched(tlm_gpu_rope_forward(&gpu, d_x, d_x, d_cos, d_sin, B, T, H, D, stride, &err), "rope_forward", &err);
+        launched(tlm_gpu_rope_forward(&gpu, d_x + k_at, d_x + k_at, d_cos, d_sin, B, T, H, D, stride, &err),
+                 "rope_forward", &err);
+    } else {
+        tlm_rope_forward(cpu, x, cos_t, sin_t, B, T, H, D, stride);
+        launched(tlm_gpu_rope_forward(&gpu, d_out, d_x, d_cos, d_sin, B, T, H, D, stride, &err), "rope_forward", &err);
+    }
+    compare_device("rope_forward", "out", config, d_out, cpu, n, false);
+
+    /* the backward, from the CPU's forward output on both sides */
+    float *dout = copy_floats(cpu, n);
+    tlm_dptr d_dout = to_device(dout, n * sizeof(float)), d_dx = packed ? d_dout : device_zeros(n * sizeof(float));
+    if (packed) {
+        tlm_rope_backward(cpu, cpu, cos_t, sin_t, B, T, H, D, stride);
+        tlm_rope_backward(cpu + (size_t)H * D, cpu + (size_t)H * D, cos_t, sin_t, B, T, H, D, stride);
+        launched(tlm_gpu_rope_backward(&gpu, d_dout, d_dout, d_cos, d_sin, B, T, H, D, stride, &err), "rope_backward",
+                 &err);
+        launched(tlm_gpu_rope_backward(&gpu, d_dout + k_at, d_dout + k_at, d_cos, d_sin, B, T, H, D, stride, &err),
+                 "rope_backward", &err);
+    } else {
+        tlm_rope_backward(cpu, dout, cos_t, sin_t, B, T, H, D, stride);
+        launched(tlm_gpu_rope_backward(&gpu, d_dx, d_dout, d_cos, d_sin, B, T, H, D, stride, &err), "rope_backward",
+                 &err);
+    }
+    compare_device("rope_backward", "dx", config, d_dx, cpu, n, false);
+
+    release(d_cos), release(d_sin), release(d_x), release(d_dout);
+    if (!packed) release(d_out), release(d_dx);
+    free(cos_t), free(sin_t), free(x), free(cpu), free(dout);
+}
+
+/* ---- cross-entropy ---------------------------------------------------- */
+
+/* ignored: every `ignored`-th target is -1 (0: none; 1: all). */
+static void check_crossentropy(int N, int V, int ignored, bool with_losses, bool in_place) {
+    char config[96];
+    snprintf(config, sizeof config, "N=%d V=%d ignored 1/%d%s%s", N, V, ignored, with_losses ? "" : " no losses",
+             in_place ? " in place" : "");
+    size_t n = (size_t)N * V;
+    float *logits = random_floats(n, -4, 4);
+    int32_t *targets = host_alloc((size_t)N * sizeof(int32_t));
+    for (int i = 0; i < N; i++)
+        targets[i] = ignored && i % ignored == 0 ? -1 : (int32_t)tlm_rng_below(&rng, (uint64_t)V);
+    float *losses = host_alloc((size_t)N * sizeof(float)), *lse = host_alloc((size_t)N * sizeof(float));
+    float *dlogits = host_alloc(n * sizeof(float));
+    tlm_dptr d_logits = to_device(logits, n * sizeof(float)), d_targets = to_device(targets, (size_t)N * 4);
+    tlm_dptr d_losses = with_losses ? device_zeros((size_t)N * sizeof(float)) : 0;
+    tlm_dptr d_lse = device_zeros((size_t)N * sizeof(float)), d_loss = device_zeros(sizeof(double));
+    tlm_err err;
+
+    double loss = tlm_crossentropy_forward(with_losses ? losses : NULL, lse, logits, targets, N, V);
+    launched(tlm_gpu_crossentropy_forward(&gpu, d_losses, d_lse, d_logits, d_targets, N, V, d_loss, &err),
+             "crossentropy_forward", &err);
+    compare_device("crossentropy_forward", "lse", config, d_lse, lse, (size_t)N, false);
+    if (with_losses) compare_device("crossentropy_forward", "losses", config, d_losses, losses, (size_t)N, false);
+    double gpu_loss;
+    from_device(&gpu_loss, d_loss, sizeof gpu_loss);
+    float loss_pair[2] = {(float)gpu_loss, (float)loss};
+    compare("crossentropy_forward", "mean loss", config, &loss_pair[0], &loss_pair[1], 1, false);
+    if (loss == 0.0 && gpu_loss != 0.0) {
+        printf("FAIL crossentropy_forward mean loss (%s): %g with no valid row\n", config, gpu_loss);
+        failures++;
+    }
+
+    /* the backward, from the CPU's lse on both sides */
+    const float dloss = 0.75f;
+    tlm_dptr d_lse_cpu = to_device(lse, (size_t)N * sizeof(float));
+    tlm_dptr d_dlogits = in_place ? d_logits : device_zeros(n * sizeof(float));
+    tlm_crossentropy_backward(dlogits, logits, lse, targets, N, V, dloss);
+    launched(tlm_gpu_crossentropy_backward(&gpu, d_dlogits, d_logits, d_lse_cpu, d_targets, N, V, dloss, &err),
+             "crossentropy_backward", &err);
+    compare_device("crossentropy_backward", "dlogits", config, d_dlogits, dlogits, n, false);
+
+    release(d_logits), release(d_targets), release(d_losses);
+    release(d_lse), release(d_loss), release(d_lse_cpu);
+    if (!in_place) release(d_dlogits);
+    free(logits), free(targets), free(losses), free(lse), free(dlogits);
+}
+
+/* ---- sigmoid gate and SwiGLU ------------------------------------------ */
+
+/* which: 3 both gradients, 1 dy only, 2 dg only */
+static void check_sigmoid_gate(int R, int D, int which) {
+    char config[64];
+    snprintf(config, sizeof config, "R=%d D=%d%s", R, D, which == 1 ? " dy only" : which == 2 ? " dg only" : "");
+    size_t n = (size_t)R * D;
+    float *y = random_floats(n, -2, 2), *gate = random_floats((size_t)R, -4, 4), *dout = random_floats(n, -1, 1);
+    float *out = host_alloc(n * sizeof(float)), *dy = host_alloc(n * sizeof(float));
+    float *dg = host_alloc((size_t)R * sizeof(float));
+    tlm_dptr d_y = to_device(y, n * sizeof(float)), d_gate = to_device(gate, (size_t)R * sizeof(float));
+    tlm_dptr d_dout = to_device(dout, n * sizeof(float)), d_out = device_zeros(n * sizeof(float));
+    tlm_dptr d_dy = which & 1 ? device_zeros(n * sizeof(float)) : 0;
+    tlm_dptr d_dg = which & 2 ? device_zeros((size_t)R * sizeof(float)) : 0;
+    tlm_err err;
+
+    tlm_sigmoid_gate_forward(out, y, gate, R, D);
+    launched(tlm_gpu_sigmoid_gate_forward(&gpu, d_out, d_y, d_gate, R, D, &err), "sigmoid_gate_forward", &err);
+    compare_device("sigmoid_gate_forward", "out", config, d_out, out, n, false);
+
+    tlm_sigmoid_gate_backward(which & 1 ? dy : NULL, which & 2 ? dg : NULL, dout, y, gate, R, D);
+    launched(tlm_gpu_sigmoid_gate_backward(&gpu, d_dy, d_dg, d_dout, d_y, d_gate, R, D, &err), "sigmoid_gate_backward",
+             &err);
+    if (which & 1) compare_device("sigmoid_gate_backward", "dy", config, d_dy, dy, n, false);
+    if (which & 2) compare_device("sigmoid_gate_backward", "dg", config, d_dg, dg, (size_t)R, false);
+
+    release(d_y), release(d_gate), release(d_dout), release(d_out);
+    release(d_dy), release(d_dg);
+    free(y), free(gate), free(dout), free(out), free(dy), free(dg);
+}
+
+/* dh_alias: 0 a buffer of its own, 1 dh is dg, 2 dh is du */
+static void check_swiglu(size_t n, int dh_alias) {
+    char config[64];
+    snprintf(config, sizeof config, "n=%zu%s", n, dh_alias == 1 ? " dh=dg" : dh_alias == 2 ? " dh=du" : "");
+    float *g = random_floats(n, -6, 6), *u = random_floats(n, -2, 2), *dh = random_floats(n, -1, 1);
+    float *h = host_alloc(n * sizeof(float)), *dg = host_alloc(n * sizeof(float)), *du = host_alloc(n * sizeof(float));
+    tlm_dptr d_g = to_device(g, n * sizeof(float)), d_u = to_device(u, n * sizeof(float));
+    tlm_dptr d_dh = to_device(dh, n * sizeof(float)), d_h = device_zeros(n * sizeof(float));
+    tlm_dptr d_dg = dh_alias == 1 ? d_dh : device_zeros(n * sizeof(float));
+    tlm_dptr d_du = dh_alias == 2 ? d_dh : device_zeros(n * sizeof(float));
+    tlm_err err;
+
+    tlm_swiglu_forward(h, g, u, n);
+    launched(tlm_gpu_swiglu_forward(&gpu, d_h, d_g, d_u, n, &err), "swiglu_forward", &err);
+    compare_device("swiglu_forward", "h", config, d_h, h, n, false);
+
+    tlm_swiglu_backward(dg, du, dh, g, u, n);
+    launched(tlm_gpu_swiglu_backward(&gpu, d_dg, d_du, d_dh, d_g, d_u, n, &err), "swiglu_backward", &err);
+    compare_device("swiglu_backward", "dg", config, d_dg, dg, n, false);
+    compare_device("swiglu_backward", "du", config, d_du, du, n, false);
+
+    release(d_g), release(d_u), release(d_dh), release(d_h);
+    if (dh_alias != 1) release(d_dg);
+    if (dh_alias != 2) release(d_du);
+    free(g), free(u), free(dh), free(h), free(dg), free(du);
+}
+
+int main(void) {
+    tlm_err err;
+    dev = tlm_device_open("cuda", &err);
+    if (!dev) die("open the device", &err);
+    if (!tlm_gpu_open(&gpu, dev, &err)) die("load the runtime's kernels", &err);
+    printf("gpu.basic on %s\n", tlm_device_get_info(dev)->name);
+    tlm_rng_seed(&rng, 20261202);
+
+    static const int rows[] = {1, 7, 33}, widths[] = {1, 5, 67, 130};
+    for (int a = 0; a < 3; a++) {
+        for (int b = 0; b < 4; b++) {
+            check_embedding(rows[a], widths[b], 1 + rows[a] / 3); /* few ids: repeats */
+            check_rmsnorm(rows[a], 0, widths[b], true);
+            check_rmsnorm(rows[a], 3, widths[b], b % 2 == 0);
+            check_sigmoid_gate(rows[a] * 3, widths[b], 1 + (a + b) % 3);
+        }
+    }
+    check_embedding(300, 67, 257);
+    check_rmsnorm(33, 0, 1500, true); /* rows longer than a block */
+    check_rmsnorm(5, 2, 64, false);
+
+    static const int head_sizes[] = {2, 6, 66};
+    for (int d = 0; d < 3; d++) {
+        check_rope(1, 7, 1, head_sizes[d], false);
+        check_rope(3, 11, 3, head_sizes[d], true);
+    }
+
+    check_crossentropy(1, 1, 0, true, false);
+    check_crossentropy(7, 67, 3, true, false);
+    check_crossentropy(33, 300, 5, false, true);
+    check_crossentropy(33, 257, 0, true, true);
+    check_crossentropy(7, 67, 1, true, false); /* every target ignored: loss 0, zero gradient */
+    check_crossentropy(600, 5, 7, true, false); /* more rows than a block's threads */
+
+    check_swiglu(1, 0);
+    check_swiglu(1000, 1);
+    check_swiglu(4099, 2);
+    check_swiglu(33 * 67, 0);
+
+    for (int i = 0; i < n_records; i++)
+        printf("  %-24s worst error %.3g over %d tensors (limit %s)\n", records[i].op, records[i].worst,
+               records[i].tensors, strncmp(records[i].op, "embedding", 9) ? "1e-05" : "exact");
+    tlm_gpu_close(&gpu);
+    tlm_device_close(dev);
+    if (failures) {
+        printf("gpu.basic: %d failure(s)\n", failures);
+        return 1;
+    }
+    printf("gpu.basic: all checks passed\n");
+    return 0;
+}
