@@ -1,0 +1,170 @@
+#include "kernel_cache.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "le64.h"
+#include "regular_file.h"
+
+/* A cache entry larger than this is not one we wrote (the runtime's CUBIN
+ * is a few MiB): refused unread. */
+#define MAX_ENTRY_BYTES ((uint64_t)1 << 30)
+
+static void hash_field(tlm_sha256_ctx *s, const char *field) {
+    uint8_t len[8];
+    size_t n = strlen(field);
+    tlm_put_le64(len, n);
+    tlm_sha256_update(s, len, sizeof len);
+    tlm_sha256_update(s, field, n);
+}
+
+void tlm_kernel_cache_key(const char *source, const char *options, const char *compiler_id, const char *arch,
+                          uint8_t key[TLM_SHA256_SIZE]) {
+    tlm_sha256_ctx s;
+    tlm_sha256_init(&s);
+    hash_field(&s, source);
+    hash_field(&s, options);
+    hash_field(&s, compiler_id);
+    hash_field(&s, arch);
+    tlm_sha256_final(&s, key);
+}
+
+/* mkdir -p with mode 0700 for the parts that are missing. */
+static bool make_folders(char *path, tlm_err *why) {
+    for (char *p = path + 1;; p++) {
+        if (*p != '/' && *p != '\0') continue;
+        char saved = *p;
+        *p = '\0';
+        bool made = mkdir(path, 0700) == 0 || errno == EEXIST;
+        int e = errno;
+        if (!made) {
+            tlm_fail(why, "cannot create %s: %s", path, strerror(e));
+            *p = saved;
+            return false;
+        }
+        *p = saved;
+        if (saved == '\0') return true;
+    }
+}
+
+bool tlm_kernel_cache_dir(char *dir, size_t size, tlm_err *why) {
+    /* The XDG base directory rules: an empty or relative XDG_CACHE_HOME is
+     * ignored. */
+    const char *xdg = getenv("XDG_CACHE_HOME");
+    const char *home = getenv("HOME");
+    int n;
+    if (xdg && xdg[0] == '/') n = snprintf(dir, size, "%s/tlm/kernels", xdg);
+    else if (home && home[0] == '/') n = snprintf(dir, size, "%s/.cache/tlm/kernels", home);
+    else {
+        snprintf(dir, size, "%s", "");
+        return tlm_fail(why, "neither XDG_CACHE_HOME nor HOME names an absolute folder");
+    }
+    if (n < 0 || (size_t)n >= size) return tlm_fail(why, "the path is too long");
+    if (!make_folders(dir, why)) return false;
+    struct stat st;
+    if (stat(dir, &st) != 0) return tlm_fail(why, "%s", strerror(errno));
+    if (!S_ISDIR(st.st_mode)) return tlm_fail(why, "it is %s, not a directory", tlm_file_kind(st.st_mode));
+    if (access(dir, W_OK | X_OK) != 0) return tlm_fail(why, "not writable: %s", strerror(errno));
+    return true;
+}
+
+bool tlm_kernel_cache_path(const char *dir, const uint8_t key[TLM_SHA256_SIZE], char *path, size_t size) {
+    char hex[2 * TLM_SHA256_SIZE + 1];
+    for (int i = 0; i < TLM_SHA256_SIZE; i++) snprintf(hex + 2 * i, 3, "%02x", key[i]);
+    int n = snprintf(path, size, "%s/%s.bin", dir, hex);
+    return n >= 0 && (size_t)n < size;
+}
+
+/* The payload's place in a whole entry, or NULL with the reason. */
+static const char *entry_problem(const uint8_t *bytes, size_t size) {
+    if (size < TLM_KERNEL_CACHE_HEADER) return "shorter than its header";
+    if (memcmp(bytes, TLM_KERNEL_CACHE_MAGIC, 8) != 0) return "not a kernel cache entry (wrong magic)";
+    uint64_t recorded = tlm_get_le64(bytes + 8);
+    if (recorded > size - TLM_KERNEL_CACHE_HEADER) return "truncated";
+    if (recorded < size - TLM_KERNEL_CACHE_HEADER) return "longer than it says";
+    uint8_t digest[TLM_SHA256_SIZE];
+    tlm_sha256(bytes + TLM_KERNEL_CACHE_HEADER, (size_t)recorded, digest);
+    if (memcmp(digest, bytes + 16, sizeof digest) != 0) return "its SHA-256 does not match";
+    return NULL;
+}
+
+bool tlm_kernel_cache_get(const char *path, uint8_t **payload, size_t *size) {
+    *payload = NULL;
+    *size = 0;
+    struct stat st;
+    if (lstat(path, &st) != 0) return false; /* not cached yet */
+    tlm_err err = {{0}};
+    size_t n = 0;
+    uint8_t *bytes = tlm_read_regular(path, MAX_ENTRY_BYTES, "a kernel cache entry", &n, &err);
+    const char *problem = bytes ? entry_problem(bytes, n) : err.msg;
+    if (problem) {
+        /* Only a regular file is ours to remove. */
+        bool removed = S_ISREG(st.st_mode) && unlink(path) == 0;
+        fprintf(stderr, "tlm: note: kernel cache entry %s is unusable (%s); %s\n", path, problem,
+                removed ? "removed, compiling again" : "compiling again");
+        free(bytes);
+        return false;
+    }
+    *size = n - TLM_KERNEL_CACHE_HEADER;
+    memmove(bytes, bytes + TLM_KERNEL_CACHE_HEADER, *size);
+    *payload = bytes;
+    return true;
+}
+
+static bool write_all(int fd, const uint8_t *p, size_t n) {
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) {
+            if (w == 0) errno = ENOSPC;
+            return false;
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+    return true;
+}
+
+bool tlm_kernel_cache_put(const char *path, const uint8_t *payload, size_t size, tlm_err *err) {
+    char tmp[4096];
+    int n = snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", path);
+    if (n < 0 || (size_t)n >= sizeof tmp) return tlm_fail(err, "%s: the path is too long", path);
+    int fd = mkstemp(tmp);
+    if (fd < 0) return tlm_fail(err, "cannot create a temporary file next to %s: %s", path, strerror(errno));
+    uint8_t header[TLM_KERNEL_CACHE_HEADER];
+    memcpy(header, TLM_KERNEL_CACHE_MAGIC, 8);
+    tlm_put_le64(header + 8, size);
+    tlm_sha256(payload, size, header + 16);
+    bool ok = write_all(fd, header, sizeof header) && write_all(fd, payload, size) && fsync(fd) == 0;
+    int e = errno;
+    if (close(fd) != 0 && ok) {
+        ok = false;
+        e = errno;
+    }
+    if (ok && rename(tmp, path) != 0) {
+        ok = false;
+        e = errno;
+    }
+    if (!ok) {
+        unlink(tmp);
+        return tlm_fail(err, "cannot write %s: %s", path, strerror(e));
+    }
+    /* Make the rename itself durable. */
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash) {
+        *(slash == dir ? slash + 1 : slash) = '\0';
+        int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd >= 0) {
+            (void)fsync(dfd);
+            close(dfd);
+        }
+    }
+    return true;
+}
