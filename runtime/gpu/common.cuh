@@ -17,6 +17,12 @@
 //     CUDA headers: the file compiles with NVRTC and with a host compiler.
 // Names private to one .cu file carry its name as a prefix (the files share
 // one translation unit).
+// NVRTC has no <cmath>, so no INFINITY; the host compiler's <cmath> (through
+// cuda_emu.h) has it.
+#ifndef INFINITY
+#define INFINITY __int_as_float(0x7f800000)
+#endif
+
 namespace tlm {
 
 constexpr unsigned FULL_MASK = 0xffffffffu;
