@@ -1,52 +1,748 @@
-// Runs the emitted CUDA source on the CPU, for testing without a GPU: every
-// block's 256 threads are real threads (one block at a time), __syncthreads
-// is a barrier, and __shared__ variables are statics that the block's
-// threads share. Races and missing barriers in the kernels show up as
-// wrong results here as they would on a GPU (less reliably).
+// cuda_emu.h: runs CUDA C++ kernels on the CPU, for testing without a GPU.
+//
+// The emulated device (runtime/device/device_emu.c) compiles a module's CUDA
+// source with the host C++ compiler, this header included first, plus one
+// TLM_EMU_EXPORT(kernel) line per kernel, which defines the entry point
+//
+//   extern "C" int tlm_emu_launch_<kernel>(const unsigned grid[3], const unsigned block[3],
+//                                         void **args, char *err, size_t errlen);
+//
+// args[i] points to the value of the kernel's i-th parameter (the types are
+// deduced from the kernel's own declaration). It returns 0, or non-zero with
+// a one-line message in err: bad launch dimensions, or a failure found while
+// running (a warp operation that can never complete, __trap).
+//
+// What it models, and checks:
+//   - Every CUDA thread of a block is a fiber (a user-mode context with its
+//     own 64 KiB stack, reused across launches) on the calling OS thread.
+//     A fiber runs until it waits (barrier, warp operation) or returns; the
+//     block's fibers take turns round-robin. Blocks run one after another, in
+//     a fixed pseudo-random order (not 0, 1, 2, ...), so a kernel that wrongly
+//     depends on the order of its blocks gets wrong results here too.
+//   - threadIdx, blockIdx, blockDim, gridDim in three dimensions.
+//   - __syncthreads (and _count/_and/_or): a barrier over the block; threads
+//     that have returned count as arrived, as on Volta and later.
+//   - Warps are 32 consecutive linear thread ids (blockDim.x must be a
+//     multiple of 32). __shfl_sync/_up/_down/_xor (any 1..8-byte type, with
+//     width), __ballot_sync, __any_sync, __all_sync, __syncwarp wait until
+//     every lane of the mask arrives. A lane in the mask that has returned,
+//     waits at __syncthreads, or uses another mask is reported as an error
+//     (hardware would hang or return garbage), naming lane, warp and block.
+//   - __shared__ variables: one copy per OS thread (static thread_local),
+//     shared by the block's fibers; blocks run one at a time, so that is one
+//     copy per block. Unlike a GPU they start zeroed, and keep their values
+//     from the previous block: do not rely on either.
+//   - __nv_bfloat16 / __nv_bfloat162 with CUDA's conversions, bit for bit
+//     (round to nearest even, NaN to 0x7fff, subnormals kept).
+//   - the C math functions and CUDA's fast variants (__expf = expf, ...),
+//     computed with the host's libm, so results can differ from the GPU's in
+//     the last bits.
+//
+// What only a real GPU checks: timing and occupancy, memory coalescing,
+// shared-memory bank conflicts, register and shared-memory limits (a kernel
+// over 48 KiB of static shared memory runs here), true concurrency between
+// blocks and between warps (races may stay hidden here: threads switch only
+// at barriers and warp operations), atomics (not provided: kernels must not
+// use them), asynchronous copies, tensor cores, and the exact bits of the
+// device's math functions. Out-of-bounds accesses are host accesses here
+// (a crash or silent corruption, not a CUDA error).
+#pragma once
+
+// The fibers switch stacks with _setjmp/_longjmp, which the fortified
+// longjmp would reject as "uninitialized stack frame".
+#undef _FORTIFY_SOURCE
+
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <ucontext.h>
+#include <unistd.h>
+
 #include <cmath>
-#include <cstdlib>
-#include <pthread.h>
+#include <cstddef>
+#include <cstdint>
+#include <tuple>
+#include <type_traits>
+#include <utility>
 
-struct dim3 {
-    unsigned x, y, z;
-};
-static thread_local dim3 threadIdx;
-static dim3 blockIdx, blockDim, gridDim;
-static pthread_barrier_t emu_barrier;
-
+#define TLM_CUDA_EMULATED 1
 #define __global__
 #define __device__
-#define __forceinline__ inline
-#define __launch_bounds__(n)
-#define __shared__ static
+#define __host__
+#define __forceinline__ inline __attribute__((always_inline))
+#define __launch_bounds__(...)
+#define __shared__ static thread_local
 
-static inline void __syncthreads() { pthread_barrier_wait(&emu_barrier); }
+struct uint3 {
+    unsigned x, y, z;
+};
+struct dim3 {
+    unsigned x, y, z;
+    constexpr dim3(unsigned x_ = 1, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
+    constexpr dim3(uint3 v) : x(v.x), y(v.y), z(v.z) {}
+    constexpr operator uint3() const { return uint3{x, y, z}; }
+};
+struct __attribute__((aligned(8))) float2 {
+    float x, y;
+};
+struct __attribute__((aligned(16))) float4 {
+    float x, y, z, w;
+};
+struct __attribute__((aligned(8))) int2 {
+    int x, y;
+};
+struct __attribute__((aligned(16))) int4 {
+    int x, y, z, w;
+};
+struct __attribute__((aligned(8))) uint2 {
+    unsigned x, y;
+};
+struct __attribute__((aligned(16))) uint4 {
+    unsigned x, y, z, w;
+};
+inline float2 make_float2(float x, float y) { return float2{x, y}; }
+inline float4 make_float4(float x, float y, float z, float w) { return float4{x, y, z, w}; }
+inline int2 make_int2(int x, int y) { return int2{x, y}; }
+inline int4 make_int4(int x, int y, int z, int w) { return int4{x, y, z, w}; }
+inline uint2 make_uint2(unsigned x, unsigned y) { return uint2{x, y}; }
+inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return uint4{x, y, z, w}; }
 
-template <class F> struct EmuThread {
-    F *kernel;
-    unsigned index;
-    static void *run(void *p) {
-        EmuThread *t = static_cast<EmuThread *>(p);
-        threadIdx = dim3{t->index, 0, 0};
-        (*t->kernel)();
-        return nullptr;
-    }
+constexpr int warpSize = 32;
+
+namespace tlm_emu {
+namespace {
+
+enum : unsigned {
+    MAX_THREADS = 1024,
+    STACK_BYTES = 64 * 1024,
+    WARP = 32,
 };
 
-template <class F> static void emu_launch(unsigned grid, F kernel) {
-    enum { THREADS = 256 };
-    gridDim = dim3{grid, 1, 1};
-    blockDim = dim3{THREADS, 1, 1};
-    pthread_barrier_init(&emu_barrier, nullptr, THREADS);
-    for (unsigned b = 0; b < grid; b++) {
-        blockIdx = dim3{b, 0, 0};
-        pthread_t threads[THREADS];
-        EmuThread<F> args[THREADS];
-        for (unsigned t = 0; t < THREADS; t++) {
-            args[t] = EmuThread<F>{&kernel, t};
-            if (pthread_create(&threads[t], nullptr, &EmuThread<F>::run, &args[t]) != 0) abort();
-        }
-        for (unsigned t = 0; t < THREADS; t++) pthread_join(threads[t], nullptr);
+// What a fiber is doing, seen from the scheduler.
+enum class Wait : unsigned char { running, barrier, warp, done };
+// The kinds of warp operation (lanes of one warp must all be at the same kind).
+enum class WarpOp : unsigned char { none, shuffle, vote, sync };
+
+struct Fiber {
+    jmp_buf context; // where it resumes (valid while it is switched out)
+    char *stack;     // the mapping: a guard page, then STACK_BYTES
+    uint3 thread_idx;
+    unsigned linear; // linear thread id within the block
+    Wait wait;
+    bool parked; // at the top of its loop: can start the next block's thread
+    bool vote;   // its warp-operation or barrier predicate
+    unsigned src_lane;
+    uint64_t value, result;
+};
+
+struct Warp {
+    unsigned mask;       // lanes of the warp operation in progress, 0 if none
+    unsigned arrived;    // of those, the ones waiting at it
+    unsigned exited;     // lanes that have returned
+    unsigned at_barrier; // lanes waiting at __syncthreads
+    WarpOp op;
+};
+
+// Everything about the OS thread's launch in progress. Trivial, so that the
+// thread_local needs no initialisation guard on every access.
+struct State {
+    Fiber *fibers;     // MAX_THREADS of them, allocated on first use
+    unsigned n_ready;  // fibers[0, n_ready) have a stack and are parked
+    bool releaser_set; // the thread-exit cleanup is registered
+    bool active;       // a launch is running
+    jmp_buf scheduler; // the launch's own context
+    ucontext_t starter, start;
+    // The launch.
+    const char *kernel;
+    void (*body)(void *);
+    void *body_args;
+    char *err;
+    size_t errlen;
+    bool failed;
+    // The block.
+    unsigned threads, current, live, runnable, at_barrier, barrier_votes;
+    Warp warps[MAX_THREADS / WARP];
+};
+thread_local State st;
+thread_local uint3 thread_idx, block_idx;
+thread_local dim3 block_dim, grid_dim;
+
+inline Fiber &self() { return st.fibers[st.current]; }
+
+// Ends the launch with a message (from a fiber or the scheduler).
+[[noreturn]] __attribute__((format(printf, 1, 2))) void fail(const char *fmt, ...) {
+    if (st.errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(st.err, st.errlen, fmt, ap);
+        va_end(ap);
     }
-    pthread_barrier_destroy(&emu_barrier);
+    st.failed = true;
+    _longjmp(st.scheduler, 2);
 }
+
+[[noreturn]] void fail_lane(const char *what, unsigned warp, unsigned lane, const char *why) {
+    fail("%s in kernel %s: lane %u of warp %u of block (%u,%u,%u) %s", what, st.kernel, lane, warp, block_idx.x,
+         block_idx.y, block_idx.z, why);
+}
+
+const char *op_name(WarpOp op) {
+    return op == WarpOp::shuffle ? "warp shuffle" : op == WarpOp::vote ? "warp vote" : "__syncwarp";
+}
+
+// Switches from the current fiber to the next runnable one in round-robin
+// order, or back to the scheduler when none is (block finished or stuck).
+// Returns when this fiber is resumed. Not inlined, so that the kernels do not
+// inherit setjmp's returns-twice constraints; the asm keeps the compiler from
+// caching shared memory across the switch.
+__attribute__((noinline)) void switch_away() {
+    Fiber &me = self();
+    __asm__ __volatile__("" ::: "memory");
+    if (st.runnable) {
+        unsigned next = st.current;
+        do {
+            if (++next == st.threads) next = 0;
+        } while (st.fibers[next].wait != Wait::running);
+        if (next != st.current) {
+            st.current = next;
+            thread_idx = st.fibers[next].thread_idx;
+            if (!_setjmp(me.context)) _longjmp(st.fibers[next].context, 1);
+        }
+    } else if (!_setjmp(me.context)) {
+        _longjmp(st.scheduler, 1);
+    }
+    __asm__ __volatile__("" ::: "memory");
+}
+
+// Releases the threads waiting at __syncthreads; returns what each of them
+// gets: the true votes (low half) and the arrivals (high half).
+uint64_t release_barrier() {
+    uint64_t outcome = st.barrier_votes | (uint64_t)st.at_barrier << 32;
+    for (unsigned i = 0; i < st.threads; i++) {
+        Fiber &f = st.fibers[i];
+        if (f.wait == Wait::barrier) {
+            f.wait = Wait::running;
+            f.result = outcome;
+            st.runnable++;
+        }
+    }
+    for (unsigned w = 0; w < st.threads / WARP; w++) st.warps[w].at_barrier = 0;
+    st.at_barrier = 0;
+    st.barrier_votes = 0;
+    return outcome;
+}
+
+// __syncthreads with a predicate: returns release_barrier's outcome.
+inline uint64_t barrier(bool vote) {
+    Fiber &me = self();
+    unsigned lane = me.linear % WARP, warp = me.linear / WARP;
+    Warp &w = st.warps[warp];
+    if (w.mask >> lane & 1) fail_lane(op_name(w.op), warp, lane, "waits at __syncthreads");
+    st.barrier_votes += vote;
+    if (++st.at_barrier == st.live) return release_barrier(); // the last to arrive goes on
+    w.at_barrier |= 1u << lane;
+    me.wait = Wait::barrier;
+    st.runnable--;
+    switch_away();
+    return me.result;
+}
+
+// Gives the calling lane's value (and the lane it reads) to a warp
+// operation over `mask`, waits until every lane of the mask is there, and
+// returns the lane's result: the value of its source lane (shuffle) or the
+// mask of lanes that voted true (vote, sync).
+inline uint64_t warp_exchange(WarpOp op, unsigned mask, uint64_t value, unsigned src_lane) {
+    Fiber &me = self();
+    unsigned lane = me.linear % WARP, warp = me.linear / WARP, bit = 1u << lane;
+    Warp &w = st.warps[warp];
+    if (!(mask & bit)) fail_lane(op_name(op), warp, lane, "is not in the mask it passes");
+    if (w.mask && (w.mask != mask || w.op != op)) {
+        fail("%s in kernel %s: lanes of warp %u of block (%u,%u,%u) are at different warp operations (%s with mask "
+             "0x%08x and %s with mask 0x%08x)",
+             op_name(op), st.kernel, warp, block_idx.x, block_idx.y, block_idx.z, op_name(w.op), w.mask, op_name(op),
+             mask);
+    }
+    if (unsigned gone = mask & w.exited) fail_lane(op_name(op), warp, (unsigned)__builtin_ctz(gone), "has exited");
+    if (unsigned waiting = mask & w.at_barrier)
+        fail_lane(op_name(op), warp, (unsigned)__builtin_ctz(waiting), "waits at __syncthreads");
+    me.value = value;
+    me.src_lane = src_lane;
+    w.mask = mask;
+    w.op = op;
+    w.arrived |= bit;
+    if (w.arrived != mask) {
+        me.wait = Wait::warp;
+        st.runnable--;
+        switch_away();
+        return me.result;
+    }
+    // The last lane to arrive completes the operation for all of them.
+    Fiber *lanes = &st.fibers[warp * WARP];
+    if (op == WarpOp::shuffle) {
+        for (unsigned m = mask; m; m &= m - 1) {
+            Fiber &f = lanes[__builtin_ctz(m)];
+            if (!(mask >> f.src_lane & 1))
+                fail_lane("warp shuffle", warp, f.linear % WARP, "reads a lane outside the mask");
+        }
+        for (unsigned m = mask; m; m &= m - 1) {
+            Fiber &f = lanes[__builtin_ctz(m)];
+            f.result = lanes[f.src_lane].value;
+        }
+    } else {
+        uint64_t votes = 0;
+        for (unsigned m = mask; m; m &= m - 1)
+            if (lanes[__builtin_ctz(m)].value) votes |= 1u << __builtin_ctz(m);
+        for (unsigned m = mask; m; m &= m - 1) lanes[__builtin_ctz(m)].result = votes;
+    }
+    for (unsigned m = mask & ~bit; m; m &= m - 1) {
+        lanes[__builtin_ctz(m)].wait = Wait::running;
+        st.runnable++;
+    }
+    w.mask = w.arrived = 0;
+    w.op = WarpOp::none;
+    return me.result;
+}
+
+// The current fiber's thread has returned.
+void thread_exit() {
+    Fiber &me = self();
+    unsigned lane = me.linear % WARP, warp = me.linear / WARP;
+    Warp &w = st.warps[warp];
+    if (w.mask >> lane & 1) fail_lane(op_name(w.op), warp, lane, "has exited");
+    w.exited |= 1u << lane;
+    me.wait = Wait::done;
+    st.live--;
+    st.runnable--;
+    if (st.at_barrier && st.at_barrier == st.live) release_barrier();
+}
+
+// Every fiber runs this: park, then one CUDA thread per resumption.
+void fiber_main() {
+    if (!_setjmp(self().context)) setcontext(&st.starter);
+    for (;;) {
+        self().parked = false;
+        st.body(st.body_args);
+        thread_exit();
+        self().parked = true;
+        switch_away();
+    }
+}
+
+// Makes fiber i (its stack mapped) parked at the top of fiber_main.
+void start_fiber(unsigned i) {
+    Fiber &f = st.fibers[i];
+    long page = sysconf(_SC_PAGESIZE);
+    getcontext(&st.start);
+    // Fibers' stack tops differ by a few cache lines, so that the same
+    // frames of consecutive fibers do not compete for the same cache sets.
+    st.start.uc_stack.ss_sp = f.stack + page;
+    st.start.uc_stack.ss_size = STACK_BYTES - (i % 16) * 256;
+    st.start.uc_link = nullptr;
+    makecontext(&st.start, fiber_main, 0);
+    unsigned saved = st.current;
+    st.current = i;
+    swapcontext(&st.starter, &st.start);
+    st.current = saved;
+    f.parked = true;
+}
+
+void release_fibers() {
+    long page = sysconf(_SC_PAGESIZE);
+    if (!st.fibers) return;
+    for (unsigned i = 0; i < MAX_THREADS; i++)
+        if (st.fibers[i].stack) munmap(st.fibers[i].stack, (size_t)page + STACK_BYTES);
+    free(st.fibers);
+    st.fibers = nullptr;
+    st.n_ready = 0;
+}
+
+struct Releaser {
+    ~Releaser() { release_fibers(); }
+};
+
+// Makes fibers [0, n) ready; false (with the message) when memory runs out.
+bool ready_fibers(unsigned n) {
+    if (!st.releaser_set) {
+        static thread_local Releaser releaser;
+        (void)&releaser;
+        st.releaser_set = true;
+    }
+    if (!st.fibers) {
+        st.fibers = static_cast<Fiber *>(calloc(MAX_THREADS, sizeof(Fiber)));
+        if (!st.fibers) {
+            snprintf(st.err, st.errlen, "kernel %s: out of memory for the emulator's threads", st.kernel);
+            return false;
+        }
+    }
+    long page = sysconf(_SC_PAGESIZE);
+    for (; st.n_ready < n; st.n_ready++) {
+        Fiber &f = st.fibers[st.n_ready];
+        void *p = mmap(nullptr, (size_t)page + STACK_BYTES, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (p == MAP_FAILED) {
+            snprintf(st.err, st.errlen, "kernel %s: cannot map the emulator's thread stacks (%s)", st.kernel,
+                     strerror(errno));
+            return false;
+        }
+        f.stack = static_cast<char *>(p);
+        mprotect(f.stack, (size_t)page, PROT_NONE); // the guard page: an overflow faults
+        start_fiber(st.n_ready);
+    }
+    return true;
+}
+
+// Runs one block; false when the launch failed (st.err says why).
+__attribute__((noinline)) bool run_block() {
+    for (unsigned i = 0; i < st.threads; i++) st.fibers[i].wait = Wait::running;
+    for (unsigned w = 0; w < st.threads / WARP; w++) st.warps[w] = Warp{};
+    st.live = st.runnable = st.threads;
+    st.at_barrier = st.barrier_votes = 0;
+    st.current = 0;
+    thread_idx = st.fibers[0].thread_idx;
+    if (!_setjmp(st.scheduler)) _longjmp(st.fibers[0].context, 1);
+    if (st.failed) return false;
+    if (st.live) {
+        // Not reached while every stuck case is reported where it arises; kept
+        // so that a missed case is an error, never a hang.
+        snprintf(st.err, st.errlen, "kernel %s: block (%u,%u,%u) cannot finish: %u threads wait forever", st.kernel,
+                 block_idx.x, block_idx.y, block_idx.z, st.live);
+        return false;
+    }
+    return true;
+}
+
+bool dims_ok(const char *kernel, const unsigned grid[3], const unsigned block[3], char *err, size_t errlen) {
+    const char *why = nullptr;
+    uint64_t threads = (uint64_t)block[0] * block[1] * block[2];
+    if (!grid[0] || !grid[1] || !grid[2] || !block[0] || !block[1] || !block[2]) why = "has a zero dimension";
+    else if (threads > MAX_THREADS) why = "has more than 1024 threads per block";
+    else if (block[0] % WARP) why = "has a blockDim.x that is not a multiple of 32";
+    else if (block[2] > 64) why = "has a blockDim.z over 64";
+    else if (grid[0] > 0x7fffffffu || grid[1] > 65535 || grid[2] > 65535)
+        why = "has a grid over CUDA's limits (2^31-1, 65535, 65535)";
+    if (!why) return true;
+    if (errlen)
+        snprintf(err, errlen, "kernel %s: launch of grid (%u,%u,%u) and block (%u,%u,%u) %s", kernel, grid[0], grid[1],
+                 grid[2], block[0], block[1], block[2], why);
+    return false;
+}
+
+// A step coprime with `blocks`, near blocks / golden ratio: walking the
+// blocks by it visits each once, in an order far from 0, 1, 2, ...
+uint64_t block_step(uint64_t blocks) {
+    if (blocks <= 2) return 1;
+    uint64_t s = (uint64_t)((double)blocks * 0.6180339887498949) | 1;
+    for (;; s--) {
+        uint64_t a = blocks, b = s;
+        while (b) {
+            uint64_t t = a % b;
+            a = b;
+            b = t;
+        }
+        if (a == 1) return s;
+    }
+}
+
+int run_grid(const char *kernel, const unsigned grid[3], const unsigned block[3], void (*body)(void *), void *body_args,
+             char *err, size_t errlen) {
+    if (!dims_ok(kernel, grid, block, err, errlen)) return 1;
+    if (st.active) {
+        if (errlen) snprintf(err, errlen, "kernel %s: launched from inside a running kernel", kernel);
+        return 1;
+    }
+    st.kernel = kernel;
+    st.err = err;
+    st.errlen = errlen;
+    st.failed = false;
+    unsigned threads = block[0] * block[1] * block[2];
+    if (!ready_fibers(threads)) return 1;
+    for (unsigned i = 0; i < threads; i++) {
+        Fiber &f = st.fibers[i];
+        f.linear = i;
+        f.thread_idx = uint3{i % block[0], i / block[0] % block[1], i / (block[0] * block[1])};
+    }
+    st.active = true;
+    st.body = body;
+    st.body_args = body_args;
+    st.threads = threads;
+    block_dim = dim3(block[0], block[1], block[2]);
+    grid_dim = dim3(grid[0], grid[1], grid[2]);
+    uint64_t blocks = (uint64_t)grid[0] * grid[1] * grid[2], step = block_step(blocks), b = blocks - 1;
+    bool ok = true;
+    for (uint64_t i = 0; i < blocks && ok; i++) {
+        block_idx = uint3{(unsigned)(b % grid[0]), (unsigned)(b / grid[0] % grid[1]),
+                          (unsigned)(b / ((uint64_t)grid[0] * grid[1]))};
+        ok = run_block();
+        b = b >= step ? b - step : b + blocks - step;
+    }
+    if (!ok) {
+        // The fibers left inside the kernel start over from the top.
+        for (unsigned i = 0; i < threads; i++)
+            if (!st.fibers[i].parked) start_fiber(i);
+    }
+    st.active = false;
+    return ok ? 0 : 1;
+}
+
+template <class... A, size_t... I>
+int launch_with(const char *kernel, void (*fn)(A...), const unsigned grid[3], const unsigned block[3], void **args,
+                char *err, size_t errlen, std::index_sequence<I...>) {
+    struct Call {
+        void (*fn)(A...);
+        std::tuple<std::decay_t<A>...> values;
+        static void run(void *p) {
+            Call *c = static_cast<Call *>(p);
+            std::apply(c->fn, c->values);
+        }
+    };
+    (void)args;
+    Call call{fn, std::tuple<std::decay_t<A>...>(*static_cast<const std::decay_t<A> *>(args[I])...)};
+    return run_grid(kernel, grid, block, &Call::run, &call, err, errlen);
+}
+
+template <class... A>
+int launch(const char *kernel, void (*fn)(A...), const unsigned grid[3], const unsigned block[3], void **args,
+           char *err, size_t errlen) {
+    return launch_with(kernel, fn, grid, block, args, err, errlen, std::index_sequence_for<A...>{});
+}
+
+template <class T> uint64_t to_bits(T v) {
+    static_assert(sizeof(T) <= 8 && std::is_trivially_copyable<T>::value, "shuffles move up to 8 bytes");
+    uint64_t b = 0;
+    memcpy(&b, &v, sizeof v);
+    return b;
+}
+template <class T> T from_bits(uint64_t b) {
+    T v;
+    memcpy(&v, &b, sizeof v);
+    return v;
+}
+
+inline unsigned lane_id() { return self().linear % WARP; }
+
+inline unsigned segment_width(int width) {
+    if (width < 1 || width > 32 || (width & (width - 1)))
+        fail("warp shuffle in kernel %s: width %d is not a power of two in 1..32", st.kernel, width);
+    return (unsigned)width;
+}
+
+} // namespace
+} // namespace tlm_emu
+
+#define threadIdx (static_cast<const uint3 &>(::tlm_emu::thread_idx))
+#define blockIdx (static_cast<const uint3 &>(::tlm_emu::block_idx))
+#define blockDim (static_cast<const dim3 &>(::tlm_emu::block_dim))
+#define gridDim (static_cast<const dim3 &>(::tlm_emu::grid_dim))
+
+#define TLM_EMU_EXPORT(name)                                                                      \
+    extern "C" __attribute__((visibility("default"))) int tlm_emu_launch_##name(                  \
+        const unsigned grid[3], const unsigned block[3], void **args, char *err, size_t errlen);  \
+    extern "C" __attribute__((visibility("default"))) int tlm_emu_launch_##name(                  \
+        const unsigned grid[3], const unsigned block[3], void **args, char *err, size_t errlen) { \
+        return ::tlm_emu::launch(#name, &name, grid, block, args, err, errlen);                   \
+    }
+
+// Synchronisation.
+inline void __syncthreads() { tlm_emu::barrier(false); }
+// The _and/_or/_count votes are over the threads that arrive (not those
+// that have returned).
+inline int __syncthreads_count(int predicate) { return (int)(uint32_t)tlm_emu::barrier(predicate != 0); }
+inline int __syncthreads_and(int predicate) {
+    uint64_t outcome = tlm_emu::barrier(predicate != 0);
+    return (uint32_t)outcome == outcome >> 32;
+}
+inline int __syncthreads_or(int predicate) { return (uint32_t)tlm_emu::barrier(predicate != 0) != 0; }
+inline void __syncwarp(unsigned mask = 0xffffffffu) { tlm_emu::warp_exchange(tlm_emu::WarpOp::sync, mask, 1, 0); }
+inline void __threadfence_block() { __asm__ __volatile__("" ::: "memory"); }
+inline void __threadfence() { __asm__ __volatile__("" ::: "memory"); }
+[[noreturn]] inline void __trap() {
+    tlm_emu::fail("kernel %s: __trap in thread (%u,%u,%u) of block (%u,%u,%u)", tlm_emu::st.kernel, threadIdx.x,
+                  threadIdx.y, threadIdx.z, blockIdx.x, blockIdx.y, blockIdx.z);
+}
+
+// Warp shuffles: the value of another lane, as CUDA defines them for width
+// segments (a source outside the range gives the caller's own value).
+template <class T> inline T __shfl_sync(unsigned mask, T var, int src_lane, int width = warpSize) {
+    unsigned w = tlm_emu::segment_width(width), lane = tlm_emu::lane_id();
+    unsigned src = (lane & ~(w - 1)) + ((unsigned)src_lane & (w - 1));
+    return tlm_emu::from_bits<T>(tlm_emu::warp_exchange(tlm_emu::WarpOp::shuffle, mask, tlm_emu::to_bits(var), src));
+}
+template <class T> inline T __shfl_up_sync(unsigned mask, T var, unsigned delta, int width = warpSize) {
+    unsigned w = tlm_emu::segment_width(width), lane = tlm_emu::lane_id();
+    unsigned src = (lane & (w - 1)) >= delta ? lane - delta : lane;
+    return tlm_emu::from_bits<T>(tlm_emu::warp_exchange(tlm_emu::WarpOp::shuffle, mask, tlm_emu::to_bits(var), src));
+}
+template <class T> inline T __shfl_down_sync(unsigned mask, T var, unsigned delta, int width = warpSize) {
+    unsigned w = tlm_emu::segment_width(width), lane = tlm_emu::lane_id();
+    unsigned src = (uint64_t)(lane & (w - 1)) + delta < w ? lane + delta : lane;
+    return tlm_emu::from_bits<T>(tlm_emu::warp_exchange(tlm_emu::WarpOp::shuffle, mask, tlm_emu::to_bits(var), src));
+}
+template <class T> inline T __shfl_xor_sync(unsigned mask, T var, int lane_mask, int width = warpSize) {
+    unsigned w = tlm_emu::segment_width(width), lane = tlm_emu::lane_id();
+    unsigned src = lane ^ ((unsigned)lane_mask & 31u);
+    if (src > (lane | (w - 1))) src = lane; // a later segment: own value
+    return tlm_emu::from_bits<T>(tlm_emu::warp_exchange(tlm_emu::WarpOp::shuffle, mask, tlm_emu::to_bits(var), src));
+}
+inline unsigned __ballot_sync(unsigned mask, int predicate) {
+    return (unsigned)tlm_emu::warp_exchange(tlm_emu::WarpOp::vote, mask, predicate != 0, 0);
+}
+inline int __all_sync(unsigned mask, int predicate) { return __ballot_sync(mask, predicate) == mask; }
+inline int __any_sync(unsigned mask, int predicate) { return __ballot_sync(mask, predicate) != 0; }
+// The lanes of the caller's warp that have not returned.
+inline unsigned __activemask() { return ~tlm_emu::st.warps[tlm_emu::self().linear / tlm_emu::WARP].exited; }
+
+// Math beyond <cmath>: CUDA's fast and reinterpreting functions.
+inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+inline double rsqrt(double x) { return 1.0 / sqrt(x); }
+inline float __expf(float x) { return expf(x); }
+inline float __logf(float x) { return logf(x); }
+inline float __sinf(float x) { return sinf(x); }
+inline float __cosf(float x) { return cosf(x); }
+inline float __tanf(float x) { return tanf(x); }
+inline float __powf(float x, float y) { return powf(x, y); }
+inline float __fdividef(float x, float y) { return x / y; }
+inline float __frcp_rn(float x) { return 1.0f / x; }
+inline float __fsqrt_rn(float x) { return sqrtf(x); }
+inline float __fmaf_rn(float x, float y, float z) { return fmaf(x, y, z); }
+inline float __saturatef(float x) { return x >= 1.0f ? 1.0f : x > 0.0f ? x : 0.0f; }
+inline float __int_as_float(int x) { return tlm_emu::from_bits<float>((uint32_t)x); }
+inline int __float_as_int(float x) { return (int)(uint32_t)tlm_emu::to_bits(x); }
+inline float __uint_as_float(unsigned x) { return tlm_emu::from_bits<float>(x); }
+inline unsigned __float_as_uint(float x) { return (unsigned)tlm_emu::to_bits(x); }
+inline int __popc(unsigned x) { return __builtin_popcount(x); }
+inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
+inline int __clz(int x) { return x ? __builtin_clz((unsigned)x) : 32; }
+inline int __ffs(int x) { return __builtin_ffs(x); }
+template <class T> inline T __ldg(const T *p) { return *p; }
+
+// CUDA's min and max overloads (the host has only std::min/std::max).
+#define TLM_EMU_MIN_MAX(T)                           \
+    inline T min(T a, T b) { return b < a ? b : a; } \
+    inline T max(T a, T b) { return a < b ? b : a; }
+TLM_EMU_MIN_MAX(int)
+TLM_EMU_MIN_MAX(unsigned)
+TLM_EMU_MIN_MAX(long)
+TLM_EMU_MIN_MAX(unsigned long)
+TLM_EMU_MIN_MAX(long long)
+TLM_EMU_MIN_MAX(unsigned long long)
+#undef TLM_EMU_MIN_MAX
+inline long long min(int a, long long b) { return min((long long)a, b); }
+inline long long min(long long a, int b) { return min(a, (long long)b); }
+inline long long max(int a, long long b) { return max((long long)a, b); }
+inline long long max(long long a, int b) { return max(a, (long long)b); }
+inline float min(float a, float b) { return fminf(a, b); }
+inline float max(float a, float b) { return fmaxf(a, b); }
+inline double min(double a, double b) { return fmin(a, b); }
+inline double max(double a, double b) { return fmax(a, b); }
+
+// bfloat16 as cuda_bf16.h spells it, with the conversions of its host code
+// (which match the device's cvt.rn.bf16.f32 bit for bit).
+struct __nv_bfloat16_raw {
+    unsigned short x;
+};
+struct __nv_bfloat16;
+inline __nv_bfloat16 __float2bfloat16_rn(float f);
+inline __nv_bfloat16 __double2bfloat16(double d);
+inline float __bfloat162float(__nv_bfloat16 b);
+struct __attribute__((aligned(2))) __nv_bfloat16 {
+  protected:
+    unsigned short __x;
+
+  public:
+    __nv_bfloat16() = default;
+    constexpr __nv_bfloat16(const __nv_bfloat16_raw &r) : __x(r.x) {}
+    __nv_bfloat16(float f) : __x(static_cast<__nv_bfloat16_raw>(__float2bfloat16_rn(f)).x) {}
+    __nv_bfloat16(double d) : __x(static_cast<__nv_bfloat16_raw>(__double2bfloat16(d)).x) {}
+    constexpr operator __nv_bfloat16_raw() const { return __nv_bfloat16_raw{__x}; }
+    operator float() const { return __bfloat162float(*this); }
+    __nv_bfloat16 &operator=(float f) { return *this = __nv_bfloat16(f); }
+    __nv_bfloat16 &operator=(double d) { return *this = __nv_bfloat16(d); }
+};
+struct __attribute__((aligned(4))) __nv_bfloat162 {
+    __nv_bfloat16 x, y;
+    __nv_bfloat162() = default;
+    constexpr __nv_bfloat162(__nv_bfloat16 a, __nv_bfloat16 b) : x(a), y(b) {}
+};
+
+inline unsigned short __bfloat16_as_ushort(__nv_bfloat16 b) { return static_cast<__nv_bfloat16_raw>(b).x; }
+inline short __bfloat16_as_short(__nv_bfloat16 b) { return (short)static_cast<__nv_bfloat16_raw>(b).x; }
+inline __nv_bfloat16 __ushort_as_bfloat16(unsigned short u) { return __nv_bfloat16(__nv_bfloat16_raw{u}); }
+inline __nv_bfloat16 __short_as_bfloat16(short s) { return __nv_bfloat16(__nv_bfloat16_raw{(unsigned short)s}); }
+
+// Round to nearest even; every NaN becomes the canonical 0x7fff.
+inline __nv_bfloat16 __float2bfloat16_rn(float f) {
+    uint32_t x = (uint32_t)tlm_emu::to_bits(f);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return __ushort_as_bfloat16(0x7fff);
+    uint32_t rest = x << 16, r = x >> 16;
+    if (rest > 0x80000000u || (rest == 0x80000000u && (r & 1))) r++;
+    return __ushort_as_bfloat16((unsigned short)r);
+}
+inline __nv_bfloat16 __float2bfloat16(float f) { return __float2bfloat16_rn(f); }
+// Toward zero (NaN to 0x7fff, as CUDA's host code).
+inline __nv_bfloat16 __float2bfloat16_rz(float f) {
+    uint32_t x = (uint32_t)tlm_emu::to_bits(f);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return __ushort_as_bfloat16(0x7fff);
+    return __ushort_as_bfloat16((unsigned short)(x >> 16));
+}
+// Double to float rounding to odd, then to bf16 to nearest even: one correct
+// rounding of the double, as cuda_bf16.hpp's host code does.
+inline __nv_bfloat16 __double2bfloat16(double d) {
+    float f = (float)d;
+    double back = (double)f;
+    uint32_t u = (uint32_t)tlm_emu::to_bits(f);
+    bool not_nan = (u << 1) <= 0xff000000u;
+    if (d > 0.0 && back > d) u--;
+    if (d < 0.0 && back < d) u--;
+    if (back != d && not_nan) u |= 1u;
+    return __float2bfloat16_rn(tlm_emu::from_bits<float>(u));
+}
+inline float __bfloat162float(__nv_bfloat16 b) {
+    return tlm_emu::from_bits<float>((uint32_t)__bfloat16_as_ushort(b) << 16);
+}
+inline __nv_bfloat162 __floats2bfloat162_rn(float a, float b) {
+    return __nv_bfloat162(__float2bfloat16_rn(a), __float2bfloat16_rn(b));
+}
+inline __nv_bfloat162 __float2bfloat162_rn(float a) { return __floats2bfloat162_rn(a, a); }
+inline __nv_bfloat162 __float22bfloat162_rn(float2 a) { return __floats2bfloat162_rn(a.x, a.y); }
+inline __nv_bfloat162 __halves2bfloat162(__nv_bfloat16 lo, __nv_bfloat16 hi) { return __nv_bfloat162(lo, hi); }
+inline __nv_bfloat16 __low2bfloat16(__nv_bfloat162 v) { return v.x; }
+inline __nv_bfloat16 __high2bfloat16(__nv_bfloat162 v) { return v.y; }
+inline float __low2float(__nv_bfloat162 v) { return __bfloat162float(v.x); }
+inline float __high2float(__nv_bfloat162 v) { return __bfloat162float(v.y); }
+inline float2 __bfloat1622float2(__nv_bfloat162 v) { return float2{__bfloat162float(v.x), __bfloat162float(v.y)}; }
+
+// bf16 arithmetic rounds once, as the device's bf16 instructions: the exact
+// result rounded to double is rounded innocuously again to bf16 (53 bits are
+// more than 2 * 8 + 2).
+#define TLM_EMU_BF16_OP(op)                                                                   \
+    inline __nv_bfloat16 operator op(const __nv_bfloat16 &a, const __nv_bfloat16 &b) {        \
+        return __double2bfloat16((double)__bfloat162float(a) op(double) __bfloat162float(b)); \
+    }                                                                                         \
+    inline __nv_bfloat16 &operator op##=(__nv_bfloat16 & a, const __nv_bfloat16 & b) { return a = a op b; }
+TLM_EMU_BF16_OP(+)
+TLM_EMU_BF16_OP(-)
+TLM_EMU_BF16_OP(*)
+TLM_EMU_BF16_OP(/)
+#undef TLM_EMU_BF16_OP
+#define TLM_EMU_BF16_CMP(op)                                                  \
+    inline bool operator op(const __nv_bfloat16 &a, const __nv_bfloat16 &b) { \
+        return __bfloat162float(a) op __bfloat162float(b);                    \
+    }
+TLM_EMU_BF16_CMP(==)
+TLM_EMU_BF16_CMP(!=)
+TLM_EMU_BF16_CMP(<)
+TLM_EMU_BF16_CMP(<=)
+TLM_EMU_BF16_CMP(>)
+TLM_EMU_BF16_CMP(>=)
+#undef TLM_EMU_BF16_CMP
+inline __nv_bfloat16 operator-(const __nv_bfloat16 &a) {
+    return __ushort_as_bfloat16((unsigned short)(__bfloat16_as_ushort(a) ^ 0x8000u));
+}
+inline __nv_bfloat16 operator+(const __nv_bfloat16 &a) { return a; }

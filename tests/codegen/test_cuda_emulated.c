@@ -1,5 +1,5 @@
 /* The emitted CUDA kernels, run on the CPU through cuda_emu.h (each block's
- * 256 threads as real threads), against the float64 reference with the same
+ * 256 threads as fibers), against the float64 reference with the same
  * checks as the CPU kernels. Grids are deliberately smaller than the tile
  * count so the blocks' grid-stride loops are exercised. Exits 77 (ctest:
  * skipped) without a C++ compiler. */
@@ -31,12 +31,26 @@ static const char *bwd_weight_params =
 static const char *bwd_weight_args =
     "rows, j0, j1, x, pre_gate, pre_up, dout, d_pre_gate, d_pre_up, dw_gate, dw_up, dw_down";
 
-/* emu_<symbol>(same parameters) launches <symbol> on `grid` emulated blocks. */
+/* emu_<symbol>(same parameters) launches <symbol> on `grid` emulated blocks
+ * of 256 threads through the emulator's entry point (TLM_EMU_EXPORT), which
+ * takes a pointer to each parameter's value. A failed launch aborts: the
+ * check would otherwise compare stale outputs. */
 static void write_wrapper(FILE *f, const tlm_kernel_spec *s, const char *entry, const char *params, const char *args,
                           int grid) {
     char sym[128];
     tlm_kernel_symbol(s, entry, sym, sizeof sym);
-    fprintf(f, "extern \"C\" void emu_%s(%s) {\n  emu_launch(%d, [&] { %s(%s); });\n}\n", sym, params, grid, sym, args);
+    fprintf(f, "TLM_EMU_EXPORT(%s)\nextern \"C\" void emu_%s(%s) {\n  void *args[] = {", sym, sym, params);
+    for (const char *a = args; *a;) { /* "r0, r1, x" -> "&r0, &r1, &x" */
+        size_t n = strcspn(a, ",");
+        fprintf(f, "&%.*s%s", (int)n, a, a[n] ? ", " : "");
+        a += n;
+        a += strspn(a, ", ");
+    }
+    fprintf(f,
+            "};\n  const unsigned grid[3] = {%d, 1, 1}, block[3] = {256, 1, 1};\n  char err[256];\n"
+            "  if (tlm_emu_launch_%s(grid, block, args, err, sizeof err)) {\n"
+            "    fprintf(stderr, \"FAIL: %%s\\n\", err);\n    abort();\n  }\n}\n",
+            grid, sym);
 }
 
 int main(void) {
@@ -80,7 +94,7 @@ int main(void) {
     free(src);
     snprintf(cmd, sizeof cmd,
              "'%s' -std=c++17 -O1 -fPIC -shared -Wall -Werror -Wno-unused-function "
-             "-Wno-unknown-pragmas -I'%s' '%s' -o '%s' -lpthread",
+             "-Wno-unknown-pragmas -I'%s' '%s' -o '%s'",
              TLM_TEST_CXX, TLM_TEST_SOURCE_DIR, cpp, so);
     if (system(cmd) != 0) {
         printf("FAIL: compiling the emulated CUDA source: %s\n", cmd);
