@@ -70,26 +70,35 @@ bool tlm_nvrtc_supports(const char *arch) {
     return found;
 }
 
-/* The log's first few non-empty lines, joined into one line. */
+/* Appends line [p, p + n) to out (joined by " / "). */
+static void append_line(char *out, size_t len, size_t *used, int *lines, const char *p, size_t n) {
+    if ((*lines)++ && *used + 3 < len) {
+        memcpy(out + *used, " / ", 3);
+        *used += 3;
+    }
+    size_t room = *used + 1 < len ? len - *used - 1 : 0;
+    size_t take = n < room ? n : room;
+    memcpy(out + *used, p, take);
+    *used += take;
+    out[*used] = '\0';
+}
+
+/* The log's first error lines (NVRTC follows each with the source line and
+ * a caret, which say little in one line), or its first lines when none
+ * says "error". */
 static void first_log_lines(const char *log, char *out, size_t len) {
     size_t used = 0;
     int lines = 0;
     out[0] = '\0';
-    for (const char *p = log; *p && lines < LOG_LINES && used + 4 < len;) {
-        const char *end = strchr(p, '\n');
-        size_t n = end ? (size_t)(end - p) : strlen(p);
-        if (n > 0) {
-            if (lines++) used += (size_t)snprintf(out + used, len - used, " / ");
-            if (used + 1 < len) {
-                size_t room = len - used - 1;
-                size_t take = n < room ? n : room;
-                memcpy(out + used, p, take);
-                used += take;
-                out[used] = '\0';
-            }
+    for (int pass = 0; pass < 2 && lines == 0; pass++) {
+        for (const char *p = log; *p && lines < LOG_LINES;) {
+            const char *end = strchr(p, '\n');
+            size_t n = end ? (size_t)(end - p) : strlen(p);
+            bool wanted = n > 0 && (pass == 1 || memmem(p, n, "error", 5) != NULL);
+            if (wanted) append_line(out, len, &used, &lines, p, n);
+            if (!end) break;
+            p = end + 1;
         }
-        if (!end) break;
-        p = end + 1;
     }
 }
 

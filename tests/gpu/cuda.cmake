@@ -1,0 +1,29 @@
+# The real CUDA backend's parts that run without a GPU. Whether CMake found
+# the toolkit shows in how runtime/CMakeLists.txt built tlm_device.
+get_target_property(tlm_device_definitions tlm_device COMPILE_DEFINITIONS)
+if("TLM_HAVE_CUDA=1" IN_LIST tlm_device_definitions)
+  set(tlm_gpu_with_cuda ON)
+else()
+  set(tlm_gpu_with_cuda OFF)
+endif()
+
+# gpu.no_driver: on a machine without libcuda.so.1, "cuda" fails with the
+# one clear line (built without the toolkit: the line that says so); exit
+# 77, skipped, where a driver is present. No TLM_TEST_DEVICE: it is about
+# the real device.
+add_executable(test_no_driver ${CMAKE_CURRENT_SOURCE_DIR}/test_no_driver.c)
+target_link_libraries(test_no_driver PRIVATE tlm_device)
+if(tlm_gpu_with_cuda)
+  target_compile_definitions(test_no_driver PRIVATE TLM_EXPECT_CUDA=1)
+endif()
+add_test(NAME gpu.no_driver COMMAND test_no_driver)
+set_tests_properties(gpu.no_driver PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 60)
+
+# gpu.nvrtc: the runtime's kernels and generated MLP kernels of both kinds
+# compile with NVRTC to CUBINs for sm_80 and sm_90 (only with the toolkit).
+if(tlm_gpu_with_cuda)
+  add_executable(test_nvrtc ${CMAKE_CURRENT_SOURCE_DIR}/test_nvrtc.c)
+  target_link_libraries(test_nvrtc PRIVATE tlm_gpu tlm_codegen)
+  add_test(NAME gpu.nvrtc COMMAND test_nvrtc)
+  set_tests_properties(gpu.nvrtc PROPERTIES TIMEOUT 120)
+endif()
