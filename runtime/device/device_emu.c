@@ -356,31 +356,34 @@ static bool emu_load(tlm_device *d, const char *what, const uint8_t *bin, size_t
     }
     (void)fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
     /* dlopen hands back an object already loaded under the same name, and
-     * a module unloaded earlier may have had this descriptor's number while
-     * it stays loaded (a module that cannot be unloaded): take another
-     * number while the name is taken. */
-    enum { TRIES = 16 };
-    int fds[TRIES] = {fd};
-    int nfds = 1;
+     * an unloaded module whose descriptor had this number may stay loaded
+     * (dlclose keeps an object whose thread_local destructors are pending,
+     * as cuda_emu.h's are until the thread exits): take the lowest number
+     * no loaded object is named after, holding one extra descriptor at a
+     * time. */
+    int cur = fd;
     char proc[64];
     bool ok = true;
     for (;;) {
-        snprintf(proc, sizeof proc, "/proc/self/fd/%d", fds[nfds - 1]);
+        snprintf(proc, sizeof proc, "/proc/self/fd/%d", cur);
         void *taken = dlopen(proc, RTLD_LAZY | RTLD_LOCAL | RTLD_NOLOAD);
         if (!taken) break;
         dlclose(taken);
-        if (nfds == TRIES || (fds[nfds] = fcntl(fd, F_DUPFD_CLOEXEC, 0)) < 0) {
-            ok = tlm_fail(err, "cannot load %s: no free descriptor name to load it under", what);
+        int next = fcntl(fd, F_DUPFD_CLOEXEC, cur + 1);
+        if (cur != fd) close(cur);
+        cur = next;
+        if (cur < 0) {
+            ok = tlm_fail(err, "cannot load %s: every descriptor number names a module still loaded", what);
             break;
         }
-        nfds++;
     }
     if (ok) {
         (void)dlerror();
         *handle = dlopen(proc, RTLD_NOW | RTLD_LOCAL);
         if (!*handle) ok = tlm_fail(err, "cannot load %s: %s", what, dlerror());
     }
-    for (int i = 0; i < nfds; i++) close(fds[i]);
+    if (cur >= 0 && cur != fd) close(cur);
+    close(fd);
     return ok;
 }
 
