@@ -27,3 +27,20 @@ if(tlm_gpu_with_cuda)
   add_test(NAME gpu.nvrtc COMMAND test_nvrtc)
   set_tests_properties(gpu.nvrtc PROPERTIES TIMEOUT 120)
 endif()
+
+# gpu.fake_driver.*: the real device's opening path against a stand-in
+# driver built here as libcuda.so.1 (tests/gpu/fake_libcuda.c) on three
+# pretend machines (only with the toolkit: without it there is no path).
+if(tlm_gpu_with_cuda)
+  add_library(tlm_fake_cuda SHARED ${CMAKE_CURRENT_SOURCE_DIR}/fake_libcuda.c)
+  set_target_properties(tlm_fake_cuda PROPERTIES OUTPUT_NAME cuda SOVERSION 1
+                        LIBRARY_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/fake_driver)
+  add_executable(test_fake_driver ${CMAKE_CURRENT_SOURCE_DIR}/test_fake_driver.c)
+  target_link_libraries(test_fake_driver PRIVATE tlm_device)
+  add_dependencies(test_fake_driver tlm_fake_cuda)
+  foreach(machine h200 no_device old_gpu)
+    add_test(NAME gpu.fake_driver.${machine} COMMAND test_fake_driver ${machine})
+    set_tests_properties(gpu.fake_driver.${machine} PROPERTIES TIMEOUT 60 ENVIRONMENT
+                         "TLM_FAKE_CUDA=${machine};LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/fake_driver")
+  endforeach()
+endif()

@@ -1,0 +1,201 @@
+/* A stand-in for the NVIDIA driver, built as libcuda.so.1 for
+ * gpu.fake_driver only: it exports cuGetProcAddress_v2 and answers for one
+ * pretend GPU, so the real device's opening path (the entry points looked
+ * up by name for the CUDA 12.0 ABI, the device's info, the ordinal check,
+ * the architecture check, the primary context's release on failure) runs
+ * on a machine without a GPU. It runs no kernel: cuBLASLt's own runtime
+ * needs far more of a driver than this, so opening stops there, which the
+ * test checks as well.
+ *
+ * TLM_FAKE_CUDA picks the pretend machine: "h200" (default: compute
+ * capability 9.0, 132 SMs), "no_device" (cuInit says CUDA_ERROR_NO_DEVICE),
+ * "old_gpu" (compute capability 5.0, which NVRTC 13 no longer targets).
+ * No CUDA header: the types are the driver ABI's plain C ones. */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int CUresult;
+enum {
+    SUCCESS = 0,
+    INVALID_VALUE = 1,
+    NO_DEVICE = 100,
+    INVALID_DEVICE = 101,
+    INVALID_IMAGE = 200,
+    INVALID_CONTEXT = 201,
+    NOT_FOUND = 500,
+};
+
+static int retained; /* primary context references held */
+
+static const char *machine(void) {
+    const char *m = getenv("TLM_FAKE_CUDA");
+    return m && *m ? m : "h200";
+}
+
+/* For the test: how many primary-context references are held now. */
+int tlm_fake_cuda_contexts_retained(void) { return retained; }
+
+static CUresult fake_cuGetErrorName(CUresult r, const char **s) {
+    switch (r) {
+    case SUCCESS: *s = "CUDA_SUCCESS"; return SUCCESS;
+    case INVALID_VALUE: *s = "CUDA_ERROR_INVALID_VALUE"; return SUCCESS;
+    case NO_DEVICE: *s = "CUDA_ERROR_NO_DEVICE"; return SUCCESS;
+    case INVALID_DEVICE: *s = "CUDA_ERROR_INVALID_DEVICE"; return SUCCESS;
+    case INVALID_IMAGE: *s = "CUDA_ERROR_INVALID_IMAGE"; return SUCCESS;
+    case INVALID_CONTEXT: *s = "CUDA_ERROR_INVALID_CONTEXT"; return SUCCESS;
+    case NOT_FOUND: *s = "CUDA_ERROR_NOT_FOUND"; return SUCCESS;
+    default: *s = NULL; return INVALID_VALUE;
+    }
+}
+static CUresult fake_cuGetErrorString(CUresult r, const char **s) {
+    *s = r == NO_DEVICE ? "no CUDA-capable device is detected" : "fake driver error";
+    return SUCCESS;
+}
+static CUresult fake_cuInit(unsigned flags) {
+    if (flags) return INVALID_VALUE;
+    return strcmp(machine(), "no_device") == 0 ? NO_DEVICE : SUCCESS;
+}
+static CUresult fake_cuDriverGetVersion(int *v) {
+    *v = 13000;
+    return SUCCESS;
+}
+static CUresult fake_cuDeviceGetCount(int *n) {
+    *n = 1;
+    return SUCCESS;
+}
+static CUresult fake_cuDeviceGet(int *d, int ordinal) {
+    if (ordinal != 0) return INVALID_DEVICE;
+    *d = 0;
+    return SUCCESS;
+}
+static CUresult fake_cuDeviceGetName(char *name, int len, int dev) {
+    if (dev != 0 || len <= 0) return INVALID_VALUE;
+    snprintf(name, (size_t)len, "tlm fake GPU");
+    return SUCCESS;
+}
+static CUresult fake_cuDeviceGetAttribute(int *v, int attribute, int dev) {
+    bool old = strcmp(machine(), "old_gpu") == 0;
+    if (dev != 0) return INVALID_DEVICE;
+    switch (attribute) {
+    case 75: *v = old ? 5 : 9; return SUCCESS;  /* compute capability, major */
+    case 76: *v = 0; return SUCCESS;            /* minor */
+    case 16: *v = old ? 16 : 132; return SUCCESS; /* multiprocessors */
+    default: return INVALID_VALUE;
+    }
+}
+static CUresult fake_cuDeviceTotalMem(size_t *bytes, int dev) {
+    if (dev != 0) return INVALID_DEVICE;
+    *bytes = (size_t)141 << 30;
+    return SUCCESS;
+}
+static CUresult fake_cuDevicePrimaryCtxRetain(void **ctx, int dev) {
+    if (dev != 0) return INVALID_DEVICE;
+    retained++;
+    *ctx = &retained;
+    return SUCCESS;
+}
+static CUresult fake_cuDevicePrimaryCtxRelease(int dev) {
+    if (dev != 0 || retained == 0) return INVALID_CONTEXT;
+    retained--;
+    return SUCCESS;
+}
+static CUresult fake_cuCtxSetCurrent(void *ctx) { return ctx == &retained && retained > 0 ? SUCCESS : INVALID_CONTEXT; }
+static CUresult fake_cuCtxSynchronize(void) { return SUCCESS; }
+static CUresult fake_cuMemAlloc(unsigned long long *p, size_t n) {
+    void *q = aligned_alloc(256, (n + 255) / 256 * 256);
+    if (!q) return 2;
+    *p = (unsigned long long)(size_t)q;
+    return SUCCESS;
+}
+static CUresult fake_cuMemFree(unsigned long long p) {
+    free((void *)(size_t)p);
+    return SUCCESS;
+}
+static CUresult fake_cuMemsetD8(unsigned long long p, unsigned char c, size_t n) {
+    memset((void *)(size_t)p, c, n);
+    return SUCCESS;
+}
+static CUresult fake_cuMemcpyHtoD(unsigned long long dst, const void *src, size_t n) {
+    memcpy((void *)(size_t)dst, src, n);
+    return SUCCESS;
+}
+static CUresult fake_cuMemcpyDtoH(void *dst, unsigned long long src, size_t n) {
+    memcpy(dst, (const void *)(size_t)src, n);
+    return SUCCESS;
+}
+static CUresult fake_cuMemcpyDtoD(unsigned long long dst, unsigned long long src, size_t n) {
+    memmove((void *)(size_t)dst, (const void *)(size_t)src, n);
+    return SUCCESS;
+}
+static CUresult fake_cuModuleLoadData(void **module, const void *image) {
+    if (memcmp(image,
+               "\x7f"
+               "ELF",
+               4) != 0)
+        return INVALID_IMAGE;
+    *module = (void *)image;
+    return SUCCESS;
+}
+static CUresult fake_cuModuleUnload(void *module) { return module ? SUCCESS : INVALID_VALUE; }
+static CUresult fake_cuModuleGetFunction(void **fn, void *module, const char *name) {
+    (void)fn, (void)module, (void)name;
+    return NOT_FOUND;
+}
+static CUresult fake_cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                                    unsigned bz, unsigned shared, void *stream, void **params, void **extra) {
+    (void)f, (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)shared, (void)stream, (void)params,
+        (void)extra;
+    return INVALID_VALUE;
+}
+
+/* The names tlm may ask for; anything else is "not found", as a real
+ * driver says for a name it does not know. */
+#define FAKE(name) {#name, (void *)fake_##name}
+static const struct {
+    const char *name;
+    void *fn;
+} functions[] = {
+    FAKE(cuGetErrorName),
+    FAKE(cuGetErrorString),
+    FAKE(cuInit),
+    FAKE(cuDriverGetVersion),
+    FAKE(cuDeviceGetCount),
+    FAKE(cuDeviceGet),
+    FAKE(cuDeviceGetName),
+    FAKE(cuDeviceGetAttribute),
+    FAKE(cuDeviceTotalMem),
+    FAKE(cuDevicePrimaryCtxRetain),
+    FAKE(cuDevicePrimaryCtxRelease),
+    FAKE(cuCtxSetCurrent),
+    FAKE(cuCtxSynchronize),
+    FAKE(cuMemAlloc),
+    FAKE(cuMemFree),
+    FAKE(cuMemsetD8),
+    FAKE(cuMemcpyHtoD),
+    FAKE(cuMemcpyDtoH),
+    FAKE(cuMemcpyDtoD),
+    FAKE(cuModuleLoadData),
+    FAKE(cuModuleUnload),
+    FAKE(cuModuleGetFunction),
+    FAKE(cuLaunchKernel),
+};
+
+/* cuGetProcAddress (CUDA 12.0's form). Only the 12.0 ABI or later is
+ * served: an older one would mean tlm asked for legacy variants. */
+CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, unsigned long long flags, int *status) {
+    *pfn = NULL;
+    for (size_t i = 0; i < sizeof functions / sizeof functions[0]; i++) {
+        if (strcmp(symbol, functions[i].name) != 0) continue;
+        if (version < 12000 || flags != 0) {
+            if (status) *status = 2; /* CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT */
+            return NOT_FOUND;
+        }
+        *pfn = functions[i].fn;
+        if (status) *status = 0;
+        return SUCCESS;
+    }
+    if (status) *status = 1; /* CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND */
+    return NOT_FOUND;
+}
