@@ -15,6 +15,14 @@
 
 #include "gpu.h"
 
+/* The block sizes the calls launch with: the kernels' sums run over the
+ * block in an order that depends on its size (never on the grid). */
+enum {
+    TLM_GPU_ATTENTION_BLOCK = 128,  /* a block per row of att */
+    TLM_GPU_TITANS_BLOCK = 256,     /* a block per (batch, head) over its D x D state */
+    TLM_GPU_TITANS_ACT_BLOCK = 256, /* a thread per head row or per gate */
+};
+
 /* tlm_attention_forward / tlm_attention_backward */
 bool tlm_gpu_attention_forward(tlm_gpu *g, tlm_dptr y, tlm_dptr att, tlm_dptr q, tlm_dptr k, tlm_dptr v, int B, int T,
                                int H, int D, int stride, tlm_err *err);

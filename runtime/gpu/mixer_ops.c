@@ -1,24 +1,16 @@
-/* The launches of the sequence mixers' kernels (gpu_mixers.h): grids and
- * block sizes. The block sizes are fixed here because the kernels' sums run
- * over the block in an order that depends on its size (never on the grid). */
+/* The launches of the sequence mixers' kernels (gpu_mixers.h): a grid that
+ * covers the work (the kernels stride over any rest) and the fixed block
+ * sizes of gpu_mixers.h. */
 #include "gpu_mixers.h"
 
 #include "tlm_rt/ops.h"
-
-/* attention: a block per row of att, its threads over the row's keys (or
- * query rows) and over the head's D elements */
-enum { ATTENTION_BLOCK = 128 };
-/* the memory: a block per (batch, head) over its D x D state */
-enum { TITANS_BLOCK = 256 };
-/* the activations: a thread per head row or per gate */
-enum { TITANS_ACT_BLOCK = 256 };
 
 bool tlm_gpu_attention_forward(tlm_gpu *g, tlm_dptr y, tlm_dptr att, tlm_dptr q, tlm_dptr k, tlm_dptr v, int B, int T,
                                int H, int D, int stride, tlm_err *err) {
     if (B <= 0 || T <= 0 || H <= 0 || D <= 0) return true;
     void *args[] = {&y, &att, &q, &k, &v, &B, &T, &H, &D, &stride};
     unsigned grid = tlm_gpu_blocks((int64_t)B * H * T, 1);
-    return tlm_gpu_launch(g, "tlm_attention_fwd_rows", grid, ATTENTION_BLOCK, args, err);
+    return tlm_gpu_launch(g, "tlm_attention_fwd_rows", grid, TLM_GPU_ATTENTION_BLOCK, args, err);
 }
 
 bool tlm_gpu_attention_backward(tlm_gpu *g, tlm_dptr dq, tlm_dptr dk, tlm_dptr dv, tlm_dptr dy, tlm_dptr y,
@@ -27,9 +19,9 @@ bool tlm_gpu_attention_backward(tlm_gpu *g, tlm_dptr dq, tlm_dptr dk, tlm_dptr d
     if (B <= 0 || T <= 0 || H <= 0 || D <= 0) return true;
     unsigned grid = tlm_gpu_blocks((int64_t)B * H * T, 1);
     void *dq_args[] = {&dq, &dy, &y, &att, &k, &v, &B, &T, &H, &D, &stride};
-    if (!tlm_gpu_launch(g, "tlm_attention_bwd_dq", grid, ATTENTION_BLOCK, dq_args, err)) return false;
+    if (!tlm_gpu_launch(g, "tlm_attention_bwd_dq", grid, TLM_GPU_ATTENTION_BLOCK, dq_args, err)) return false;
     void *dkv_args[] = {&dk, &dv, &dy, &y, &att, &q, &v, &B, &T, &H, &D, &stride};
-    return tlm_gpu_launch(g, "tlm_attention_bwd_dkv", grid, ATTENTION_BLOCK, dkv_args, err);
+    return tlm_gpu_launch(g, "tlm_attention_bwd_dkv", grid, TLM_GPU_ATTENTION_BLOCK, dkv_args, err);
 }
 
 bool tlm_gpu_titans_forward(tlm_gpu *g, tlm_dptr y, tlm_dptr saved, tlm_dptr q, tlm_dptr k, tlm_dptr v, int stride,
@@ -37,7 +29,7 @@ bool tlm_gpu_titans_forward(tlm_gpu *g, tlm_dptr y, tlm_dptr saved, tlm_dptr q, 
                             tlm_err *err) {
     if (B <= 0 || T <= 0 || H <= 0 || D <= 0 || chunk <= 0) return true;
     void *args[] = {&y, &saved, &q, &k, &v, &stride, &theta, &eta, &alpha, &B, &T, &H, &D, &chunk};
-    return tlm_gpu_launch(g, "tlm_titans_fwd", tlm_gpu_blocks((int64_t)B * H, 1), TITANS_BLOCK, args, err);
+    return tlm_gpu_launch(g, "tlm_titans_fwd", tlm_gpu_blocks((int64_t)B * H, 1), TLM_GPU_TITANS_BLOCK, args, err);
 }
 
 size_t tlm_gpu_titans_scratch_bytes(int B, int H, int D, int chunk) {
@@ -54,37 +46,37 @@ bool tlm_gpu_titans_backward(tlm_gpu *g, tlm_dptr dq, tlm_dptr dk, tlm_dptr dv, 
     long long per_head = (long long)tlm_titans_scratch_floats(D, chunk);
     void *args[] = {&dq,    &dk,  &dv,    &dtheta, &deta, &dalpha, &dy, &saved, &q,       &k,       &stride,
                     &theta, &eta, &alpha, &B,      &T,    &H,      &D,  &chunk, &scratch, &per_head};
-    return tlm_gpu_launch(g, "tlm_titans_bwd", tlm_gpu_blocks((int64_t)B * H, 1), TITANS_BLOCK, args, err);
+    return tlm_gpu_launch(g, "tlm_titans_bwd", tlm_gpu_blocks((int64_t)B * H, 1), TLM_GPU_TITANS_BLOCK, args, err);
 }
 
 bool tlm_gpu_titans_qkv_forward(tlm_gpu *g, tlm_dptr act, tlm_dptr mem_qkv, tlm_dptr rnorm, tlm_dptr qkv, int N, int H,
                                 int D, tlm_err *err) {
     if (N <= 0 || H <= 0 || D <= 0) return true;
     void *args[] = {&act, &mem_qkv, &rnorm, &qkv, &N, &H, &D};
-    unsigned grid = tlm_gpu_blocks((int64_t)N * 3 * H, TITANS_ACT_BLOCK);
-    return tlm_gpu_launch(g, "tlm_titans_act_qkv_fwd", grid, TITANS_ACT_BLOCK, args, err);
+    unsigned grid = tlm_gpu_blocks((int64_t)N * 3 * H, TLM_GPU_TITANS_ACT_BLOCK);
+    return tlm_gpu_launch(g, "tlm_titans_act_qkv_fwd", grid, TLM_GPU_TITANS_ACT_BLOCK, args, err);
 }
 
 bool tlm_gpu_titans_qkv_backward(tlm_gpu *g, tlm_dptr dqkv, tlm_dptr d_mem_qkv, tlm_dptr qkv, tlm_dptr act,
                                  tlm_dptr rnorm, int N, int H, int D, tlm_err *err) {
     if (N <= 0 || H <= 0 || D <= 0) return true;
     void *args[] = {&dqkv, &d_mem_qkv, &qkv, &act, &rnorm, &N, &H, &D};
-    unsigned grid = tlm_gpu_blocks((int64_t)N * 3 * H, TITANS_ACT_BLOCK);
-    return tlm_gpu_launch(g, "tlm_titans_act_qkv_bwd", grid, TITANS_ACT_BLOCK, args, err);
+    unsigned grid = tlm_gpu_blocks((int64_t)N * 3 * H, TLM_GPU_TITANS_ACT_BLOCK);
+    return tlm_gpu_launch(g, "tlm_titans_act_qkv_bwd", grid, TLM_GPU_TITANS_ACT_BLOCK, args, err);
 }
 
 bool tlm_gpu_titans_gates_forward(tlm_gpu *g, tlm_dptr gates, tlm_dptr pre, int N, int H, float inner_lr,
                                   tlm_err *err) {
     if (N <= 0 || H <= 0) return true;
     void *args[] = {&gates, &pre, &N, &H, &inner_lr};
-    unsigned grid = tlm_gpu_blocks((int64_t)N * H, TITANS_ACT_BLOCK);
-    return tlm_gpu_launch(g, "tlm_titans_act_gates_fwd", grid, TITANS_ACT_BLOCK, args, err);
+    unsigned grid = tlm_gpu_blocks((int64_t)N * H, TLM_GPU_TITANS_ACT_BLOCK);
+    return tlm_gpu_launch(g, "tlm_titans_act_gates_fwd", grid, TLM_GPU_TITANS_ACT_BLOCK, args, err);
 }
 
 bool tlm_gpu_titans_gates_backward(tlm_gpu *g, tlm_dptr dpre, tlm_dptr dgates, tlm_dptr gates, int N, int H,
                                    float inner_lr, tlm_err *err) {
     if (N <= 0 || H <= 0) return true;
     void *args[] = {&dpre, &dgates, &gates, &N, &H, &inner_lr};
-    unsigned grid = tlm_gpu_blocks((int64_t)N * H, TITANS_ACT_BLOCK);
-    return tlm_gpu_launch(g, "tlm_titans_act_gates_bwd", grid, TITANS_ACT_BLOCK, args, err);
+    unsigned grid = tlm_gpu_blocks((int64_t)N * H, TLM_GPU_TITANS_ACT_BLOCK);
+    return tlm_gpu_launch(g, "tlm_titans_act_gates_bwd", grid, TLM_GPU_TITANS_ACT_BLOCK, args, err);
 }

@@ -31,6 +31,9 @@
  * printed, as a fraction of max|cpu| and of the bound (all below 0.2 of it
  * when written).
  *
+ * Also: each kernel gives the same bits with 1 and 2 blocks as with the
+ * wrappers' grid (grid_case).
+ *
  * A dropped term (the chunk start's dM0 in the memory's backward gives
  * errors of 1e-2 to 1, checked once by hand) or an unwritten slice is far
  * outside the bound. */
@@ -284,6 +287,173 @@ static void activations_case(int N, int H, int D) {
     free(pre), free(dgates), free(gates), free(dpre);
 }
 
+/* ---- the bits do not depend on the grid ----
+ * Each kernel launched by hand with the grid the wrappers use (one block or
+ * thread per item), then with 1 and 2 blocks, so blocks stride over many
+ * rows or heads and reuse their shared memory; the outputs (reset to NaN
+ * before each launch) must be the same bits. This is what makes a --resume
+ * bit-exact whatever grid a device picks. */
+typedef struct {
+    tlm_dptr p;
+    size_t n;
+} span;
+
+typedef struct {
+    const char *op;
+    const char *kernels[2]; /* launched in order; NULL ends */
+    unsigned full_grid, block;
+    void **args[2];
+    span out[3]; /* n == 0 ends */
+} grid_spec;
+
+static void reset_to_nan(span s) {
+    tlm_err err = {{0}};
+    float *x = host(s.n);
+    for (size_t i = 0; i < s.n; i++) x[i] = NAN;
+    if (!tlm_device_upload(g_dev, s.p, x, s.n * sizeof(float), &err)) die("upload", &err);
+    free(x);
+}
+
+/* The outputs after launching the spec's kernels with `grid` blocks. */
+static float *run_with_grid(const grid_spec *s, unsigned grid, size_t *total) {
+    size_t n = 0;
+    for (int o = 0; o < 3 && s->out[o].n; o++) {
+        reset_to_nan(s->out[o]);
+        n += s->out[o].n;
+    }
+    tlm_err err = {{0}};
+    for (int k = 0; k < 2 && s->kernels[k]; k++)
+        if (!tlm_gpu_launch(&g_gpu, s->kernels[k], grid, s->block, s->args[k], &err)) die(s->kernels[k], &err);
+    float *all = host(n);
+    size_t at_ = 0;
+    for (int o = 0; o < 3 && s->out[o].n; o++) {
+        float *x = get(s->out[o].p, s->out[o].n);
+        memcpy(all + at_, x, s->out[o].n * sizeof(float));
+        at_ += s->out[o].n;
+        free(x);
+    }
+    *total = n;
+    return all;
+}
+
+static void check_grids(const grid_spec *s) {
+    size_t n = 0;
+    float *want = run_with_grid(s, s->full_grid, &n);
+    const unsigned grids[] = {1, 2};
+    for (int i = 0; i < 2; i++) {
+        float *got = run_with_grid(s, grids[i], &n);
+        size_t bad = 0;
+        for (size_t j = 0; j < n; j++) bad += memcmp(&got[j], &want[j], sizeof(float)) != 0;
+        if (bad) {
+            printf("FAIL %s: %zu of %zu output floats differ between %u and %u blocks\n", s->op, bad, n, grids[i],
+                   s->full_grid);
+            g_failures++;
+        }
+        free(got);
+    }
+    free(want);
+}
+
+static void grid_case(void) {
+    int B = 2, T = 19, H = 3, D = 6, chunk = 4, N = B * T;
+    qkv_layout L = layout(B, T, H, D, true);
+    int stride = L.stride;
+    size_t ny = (size_t)B * T * H * D, natt = (size_t)B * H * T * T, BTH = (size_t)B * T * H;
+    size_t nsaved = tlm_titans_saved_floats(B, T, H, D, chunk), nact = (size_t)N * 3 * H * D;
+    float *x = uniform(L.n, -1.0f, 1.0f), *r = uniform(ny, -1.0f, 1.0f), *gates = host(3 * BTH);
+    tlm_rng_fill_uniform(&g_rng, gates, BTH, 0.001f, 0.1f);
+    tlm_rng_fill_uniform(&g_rng, gates + BTH, 2 * BTH, 0.05f, 0.95f);
+    tlm_dptr X = put(x, L.n), R = put(r, ny), G = put(gates, 3 * BTH);
+    tlm_dptr q = at(X, L.qo), k = at(X, L.ko), v = at(X, L.vo), theta = G, eta = at(G, BTH), alpha = at(G, 2 * BTH);
+    tlm_dptr Y = nans(ny), ATT = nans(natt), DX = nans(L.n), SAVED = nans(nsaved), DG = nans(3 * BTH);
+    tlm_dptr dq = at(DX, L.qo), dk = at(DX, L.ko), dv = at(DX, L.vo), dth = DG, deta = at(DG, BTH),
+             dal = at(DG, 2 * BTH);
+    tlm_dptr SCRATCH = nans(tlm_gpu_titans_scratch_bytes(B, H, D, chunk) / sizeof(float));
+    long long per_head = (long long)tlm_titans_scratch_floats(D, chunk);
+    tlm_dptr ACT = nans(nact), MEM = nans(nact), RN = nans((size_t)N * 2 * H), DQKV = nans(nact);
+    tlm_dptr PRE = X, GATES = nans(3 * BTH), DPRE = nans(3 * BTH); /* x's first 3*N*H floats as pre-activations */
+    float lr = 0.07f;
+    unsigned rows = (unsigned)(B * H * T), heads = (unsigned)(B * H);
+    unsigned act_rows = tlm_gpu_blocks((int64_t)N * 3 * H, TLM_GPU_TITANS_ACT_BLOCK);
+    unsigned gate_rows = tlm_gpu_blocks((int64_t)N * H, TLM_GPU_TITANS_ACT_BLOCK);
+    tlm_err err = {{0}};
+    /* the inputs of the backwards: the forwards' outputs */
+    if (!tlm_gpu_attention_forward(&g_gpu, Y, ATT, q, k, v, B, T, H, D, stride, &err) ||
+        !tlm_gpu_titans_forward(&g_gpu, R, SAVED, q, k, v, stride, theta, eta, alpha, B, T, H, D, chunk, &err) ||
+        !tlm_gpu_titans_qkv_forward(&g_gpu, ACT, MEM, RN, X, N, H, D, &err))
+        die("forwards", &err);
+
+    tlm_dptr Yb = nans(ny), ATTb = nans(natt);
+    void *att_fwd_b[] = {&Yb, &ATTb, &q, &k, &v, &B, &T, &H, &D, &stride};
+    void *att_dq[] = {&dq, &R, &Y, &ATT, &k, &v, &B, &T, &H, &D, &stride};
+    void *att_dkv[] = {&dk, &dv, &R, &Y, &ATT, &q, &v, &B, &T, &H, &D, &stride};
+    tlm_dptr Yt = nans(ny), SAVEDb = nans(nsaved);
+    void *tit_fwd[] = {&Yt, &SAVEDb, &q, &k, &v, &stride, &theta, &eta, &alpha, &B, &T, &H, &D, &chunk};
+    void *tit_bwd[] = {&dq,    &dk,  &dv,    &dth, &deta, &dal, &R, &SAVED, &q,       &k,       &stride,
+                       &theta, &eta, &alpha, &B,   &T,    &H,   &D, &chunk, &SCRATCH, &per_head};
+    tlm_dptr ACTb = nans(nact), MEMb = nans(nact), RNb = nans((size_t)N * 2 * H);
+    void *qkv_fwd[] = {&ACTb, &MEMb, &RNb, &X, &N, &H, &D};
+    void *qkv_bwd[] = {&DQKV, &X, &X, &ACT, &RN, &N, &H, &D};
+    void *gates_fwd[] = {&GATES, &PRE, &N, &H, &lr};
+    void *gates_bwd[] = {&DPRE, &R, &G, &N, &H, &lr};
+    const grid_spec specs[] = {
+        {"attention_forward",
+         {"tlm_attention_fwd_rows", NULL},
+         rows,
+         TLM_GPU_ATTENTION_BLOCK,
+         {att_fwd_b, NULL},
+         {{Yb, ny}, {ATTb, natt}}},
+        {"attention_backward",
+         {"tlm_attention_bwd_dq", "tlm_attention_bwd_dkv"},
+         rows,
+         TLM_GPU_ATTENTION_BLOCK,
+         {att_dq, att_dkv},
+         {{DX, L.n}}},
+        {"titans_forward",
+         {"tlm_titans_fwd", NULL},
+         heads,
+         TLM_GPU_TITANS_BLOCK,
+         {tit_fwd, NULL},
+         {{Yt, ny}, {SAVEDb, nsaved}}},
+        {"titans_backward",
+         {"tlm_titans_bwd", NULL},
+         heads,
+         TLM_GPU_TITANS_BLOCK,
+         {tit_bwd, NULL},
+         {{DX, L.n}, {DG, 3 * BTH}}},
+        {"titans_qkv_forward",
+         {"tlm_titans_act_qkv_fwd", NULL},
+         act_rows,
+         TLM_GPU_TITANS_ACT_BLOCK,
+         {qkv_fwd, NULL},
+         {{ACTb, nact}, {MEMb, nact}, {RNb, (size_t)N * 2 * H}}},
+        {"titans_qkv_backward",
+         {"tlm_titans_act_qkv_bwd", NULL},
+         act_rows,
+         TLM_GPU_TITANS_ACT_BLOCK,
+         {qkv_bwd, NULL},
+         {{DQKV, nact}}},
+        {"titans_gates_forward",
+         {"tlm_titans_act_gates_fwd", NULL},
+         gate_rows,
+         TLM_GPU_TITANS_ACT_BLOCK,
+         {gates_fwd, NULL},
+         {{GATES, 3 * BTH}}},
+        {"titans_gates_backward",
+         {"tlm_titans_act_gates_bwd", NULL},
+         gate_rows,
+         TLM_GPU_TITANS_ACT_BLOCK,
+         {gates_bwd, NULL},
+         {{DPRE, 3 * BTH}}},
+    };
+    for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) check_grids(&specs[i]);
+
+    tlm_dptr bufs[] = {X,  R,    G,     Y,    ATT, DX,   SAVED, DG,     SCRATCH, ACT,  MEM,
+                       RN, DQKV, GATES, DPRE, Yb,  ATTb, Yt,    SAVEDb, ACTb,    MEMb, RNb};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) tlm_device_free(g_dev, bufs[i]);
+    free(x), free(r), free(gates);
+}
+
 /* Beyond the small sizes: more key rows than the attention kernels' tile of
  * 256 and a head larger than their block of 128 threads; a memory whose
  * D^2 state spans several passes of its block and whose rows span several
@@ -315,6 +485,7 @@ int main(void) {
     const int *a = large_attention, *m = large_titans;
     attention_case(a[0], a[1], a[2], a[3], true);
     titans_case(m[0], m[1], m[2], m[3], m[4], false);
+    grid_case();
 
     for (int op = 0; op < N_OPS; op++)
         printf("%-22s worst |gpu-cpu| / max|cpu| %.2e, worst fraction of the bound %.3f\n", op_names[op],
