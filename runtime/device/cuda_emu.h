@@ -121,7 +121,10 @@ namespace {
 
 enum : unsigned {
     MAX_THREADS = 1024,
-    STACK_BYTES = 64 * 1024,
+    // Each fiber owns an aligned slot of this size: a guard page at the
+    // bottom, the stack, and the Fiber itself near the top, so that a fiber
+    // finds itself from its stack pointer without thread-local lookups.
+    SLOT_BYTES = 64 * 1024,
     WARP = 32,
 };
 
@@ -130,17 +133,39 @@ enum class Wait : unsigned char { running, barrier, warp, done };
 // The kinds of warp operation (lanes of one warp must all be at the same kind).
 enum class WarpOp : unsigned char { none, shuffle, vote, sync };
 
-struct Fiber {
-    jmp_buf context; // where it resumes (valid while it is switched out)
-    char *stack;     // the mapping: a guard page, then STACK_BYTES
-    uint3 thread_idx;
-    unsigned linear; // linear thread id within the block
-    Wait wait;
-    bool parked; // at the top of its loop: can start the next block's thread
-    bool vote;   // its warp-operation or barrier predicate
-    unsigned src_lane;
-    uint64_t value, result;
+struct State;
+
+// A saved execution context: the stack pointer, registers pushed below it
+// (x86-64, AArch64: a switch costs a few nanoseconds), or a ucontext
+// elsewhere or with TLM_EMU_UCONTEXT defined (swapcontext also saves the
+// signal mask, a system call per switch: launches were 50x slower here).
+#if (defined(__x86_64__) || defined(__aarch64__)) && !defined(TLM_EMU_UCONTEXT)
+#define TLM_EMU_ASM_SWITCH 1
+struct Context {
+    void *sp;
 };
+#else
+struct Context {
+    ucontext_t uc;
+};
+#endif
+
+// What a fiber itself reads; what the scheduler scans is in State's arrays.
+struct Fiber {
+    Context context; // where it resumes (valid while it is switched out)
+    State *state;
+    uint3 thread_idx, block_idx;
+    dim3 block_dim, grid_dim;
+    unsigned linear; // linear thread id within the block
+    bool parked;     // at the top of its loop: can start the next block's thread
+};
+// Slots are 64 KiB apart, which would put every Fiber in the same cache
+// set: its place in the top FIBER_AREA bytes varies with the slot's address.
+constexpr size_t FIBER_BYTES = (sizeof(Fiber) + 63) & ~(size_t)63, FIBER_AREA = 16 * FIBER_BYTES;
+
+inline Fiber &fiber_in_slot(uintptr_t slot) {
+    return *reinterpret_cast<Fiber *>(slot + SLOT_BYTES - FIBER_BYTES * (1 + slot / SLOT_BYTES % 16));
+}
 
 struct Warp {
     unsigned mask;       // lanes of the warp operation in progress, 0 if none
@@ -151,14 +176,16 @@ struct Warp {
 };
 
 // Everything about the OS thread's launch in progress. Trivial, so that the
-// thread_local needs no initialisation guard on every access.
+// thread_local needs no initialisation guard.
 struct State {
-    Fiber *fibers;     // MAX_THREADS of them, allocated on first use
-    unsigned n_ready;  // fibers[0, n_ready) have a stack and are parked
+    char *slots;       // MAX_THREADS fiber slots (reserved on first use)
+    char *mapping;     // the reservation, and its size
+    size_t mapped;
+    unsigned n_ready;  // slots [0, n_ready) are writable and their fibers parked
     bool releaser_set; // the thread-exit cleanup is registered
     bool active;       // a launch is running
-    jmp_buf scheduler; // the launch's own context
-    ucontext_t starter, start;
+    Context scheduler; // the launch's own context
+    Fiber *fibers[MAX_THREADS];
     // The launch.
     const char *kernel;
     void (*body)(void *);
@@ -169,89 +196,162 @@ struct State {
     // The block.
     unsigned threads, current, live, runnable, at_barrier, barrier_votes;
     Warp warps[MAX_THREADS / WARP];
+    // Per thread of the block: its state, and its warp operation's or
+    // barrier's operand and outcome.
+    Wait wait[MAX_THREADS];
+    unsigned char src_lane[MAX_THREADS];
+    uint64_t value[MAX_THREADS], result[MAX_THREADS];
 };
 thread_local State st;
-thread_local uint3 thread_idx, block_idx;
-thread_local dim3 block_dim, grid_dim;
 
-inline Fiber &self() { return st.fibers[st.current]; }
+#if defined(TLM_EMU_ASM_SWITCH) && defined(__x86_64__)
+// tlm_emu_switch(save, to): pushes the callee-saved registers, stores the
+// stack pointer in *save, loads `to` and pops the registers saved there.
+__asm__(".text\n"
+        ".p2align 4\n"
+        ".type tlm_emu_switch, @function\n"
+        "tlm_emu_switch:\n"
+        "    pushq %rbp\n"
+        "    pushq %rbx\n"
+        "    pushq %r12\n"
+        "    pushq %r13\n"
+        "    pushq %r14\n"
+        "    pushq %r15\n"
+        "    movq %rsp, (%rdi)\n"
+        "    movq %rsi, %rsp\n"
+        "    popq %r15\n"
+        "    popq %r14\n"
+        "    popq %r13\n"
+        "    popq %r12\n"
+        "    popq %rbx\n"
+        "    popq %rbp\n"
+        "    ret\n"
+        ".size tlm_emu_switch, .-tlm_emu_switch\n");
+#elif defined(TLM_EMU_ASM_SWITCH) && defined(__aarch64__)
+__asm__(".text\n"
+        ".p2align 4\n"
+        ".type tlm_emu_switch, %function\n"
+        "tlm_emu_switch:\n"
+        "    sub sp, sp, #160\n"
+        "    stp x19, x20, [sp, #0]\n"
+        "    stp x21, x22, [sp, #16]\n"
+        "    stp x23, x24, [sp, #32]\n"
+        "    stp x25, x26, [sp, #48]\n"
+        "    stp x27, x28, [sp, #64]\n"
+        "    stp x29, x30, [sp, #80]\n"
+        "    stp d8, d9, [sp, #96]\n"
+        "    stp d10, d11, [sp, #112]\n"
+        "    stp d12, d13, [sp, #128]\n"
+        "    stp d14, d15, [sp, #144]\n"
+        "    mov x2, sp\n"
+        "    str x2, [x0]\n"
+        "    mov sp, x1\n"
+        "    ldp x19, x20, [sp, #0]\n"
+        "    ldp x21, x22, [sp, #16]\n"
+        "    ldp x23, x24, [sp, #32]\n"
+        "    ldp x25, x26, [sp, #48]\n"
+        "    ldp x27, x28, [sp, #64]\n"
+        "    ldp x29, x30, [sp, #80]\n"
+        "    ldp d8, d9, [sp, #96]\n"
+        "    ldp d10, d11, [sp, #112]\n"
+        "    ldp d12, d13, [sp, #128]\n"
+        "    ldp d14, d15, [sp, #144]\n"
+        "    add sp, sp, #160\n"
+        "    ret\n"
+        ".size tlm_emu_switch, .-tlm_emu_switch\n");
+#endif
+#ifdef TLM_EMU_ASM_SWITCH
+extern "C" __attribute__((visibility("hidden"))) void tlm_emu_switch(void **save, void *to);
+#endif
 
-// Ends the launch with a message (from a fiber or the scheduler).
-[[noreturn]] __attribute__((format(printf, 1, 2))) void fail(const char *fmt, ...) {
-    if (st.errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(st.err, st.errlen, fmt, ap);
-        va_end(ap);
-    }
-    st.failed = true;
-    _longjmp(st.scheduler, 2);
+// Saves the running context into `from` and resumes `to`. The asm keeps the
+// compiler from caching shared memory across the switch.
+inline void switch_context(Context &from, Context &to) {
+    __asm__ __volatile__("" ::: "memory");
+#ifdef TLM_EMU_ASM_SWITCH
+    tlm_emu_switch(&from.sp, to.sp);
+#else
+    swapcontext(&from.uc, &to.uc);
+#endif
+    __asm__ __volatile__("" ::: "memory");
 }
 
-[[noreturn]] void fail_lane(const char *what, unsigned warp, unsigned lane, const char *why) {
-    fail("%s in kernel %s: lane %u of warp %u of block (%u,%u,%u) %s", what, st.kernel, lane, warp, block_idx.x,
-         block_idx.y, block_idx.z, why);
-}
+// The fiber running this code: its slot holds the frame.
+inline Fiber &self() { return fiber_in_slot((uintptr_t)__builtin_frame_address(0) & ~(uintptr_t)(SLOT_BYTES - 1)); }
 
 const char *op_name(WarpOp op) {
     return op == WarpOp::shuffle ? "warp shuffle" : op == WarpOp::vote ? "warp vote" : "__syncwarp";
 }
 
-// Switches from the current fiber to the next runnable one in round-robin
-// order, or back to the scheduler when none is (block finished or stuck).
-// Returns when this fiber is resumed. Not inlined, so that the kernels do not
-// inherit setjmp's returns-twice constraints; the asm keeps the compiler from
-// caching shared memory across the switch.
-__attribute__((noinline)) void switch_away() {
-    Fiber &me = self();
-    __asm__ __volatile__("" ::: "memory");
-    if (st.runnable) {
-        unsigned next = st.current;
-        do {
-            if (++next == st.threads) next = 0;
-        } while (st.fibers[next].wait != Wait::running);
-        if (next != st.current) {
-            st.current = next;
-            thread_idx = st.fibers[next].thread_idx;
-            if (!_setjmp(me.context)) _longjmp(st.fibers[next].context, 1);
-        }
-    } else if (!_setjmp(me.context)) {
-        _longjmp(st.scheduler, 1);
+// Ends the launch with a message; called on a fiber, which is abandoned
+// (restarted from the top before the next launch).
+[[noreturn]] __attribute__((format(printf, 2, 3))) void fail(Fiber &me, const char *fmt, ...) {
+    State &s = *me.state;
+    if (s.errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(s.err, s.errlen, fmt, ap);
+        va_end(ap);
     }
-    __asm__ __volatile__("" ::: "memory");
+    s.failed = true;
+    switch_context(me.context, s.scheduler);
+    __builtin_unreachable();
+}
+
+[[noreturn]] void fail_lane(Fiber &me, const char *what, unsigned warp, unsigned lane, const char *why) {
+    fail(me, "%s in kernel %s: lane %u of warp %u of block (%u,%u,%u) %s", what, me.state->kernel, lane, warp,
+         me.block_idx.x, me.block_idx.y, me.block_idx.z, why);
+}
+
+// Switches from fiber `me` (no longer running) to the next runnable one in
+// round-robin order, or back to the scheduler when none is (the block has
+// finished, or is stuck). Returns when `me` is resumed. Not inlined: the
+// kernels need not know about it.
+__attribute__((noinline)) void switch_away(Fiber &me) {
+    State &s = *me.state;
+    if (!s.runnable) {
+        switch_context(me.context, s.scheduler);
+        return;
+    }
+    unsigned next = me.linear;
+    do {
+        if (++next == s.threads) next = 0;
+    } while (s.wait[next] != Wait::running);
+    s.current = next;
+    switch_context(me.context, s.fibers[next]->context);
 }
 
 // Releases the threads waiting at __syncthreads; returns what each of them
 // gets: the true votes (low half) and the arrivals (high half).
-uint64_t release_barrier() {
-    uint64_t outcome = st.barrier_votes | (uint64_t)st.at_barrier << 32;
-    for (unsigned i = 0; i < st.threads; i++) {
-        Fiber &f = st.fibers[i];
-        if (f.wait == Wait::barrier) {
-            f.wait = Wait::running;
-            f.result = outcome;
-            st.runnable++;
+uint64_t release_barrier(State &s) {
+    uint64_t outcome = s.barrier_votes | (uint64_t)s.at_barrier << 32;
+    for (unsigned i = 0; i < s.threads; i++) {
+        if (s.wait[i] == Wait::barrier) {
+            s.wait[i] = Wait::running;
+            s.result[i] = outcome;
+            s.runnable++;
         }
     }
-    for (unsigned w = 0; w < st.threads / WARP; w++) st.warps[w].at_barrier = 0;
-    st.at_barrier = 0;
-    st.barrier_votes = 0;
+    for (unsigned w = 0; w < s.threads / WARP; w++) s.warps[w].at_barrier = 0;
+    s.at_barrier = 0;
+    s.barrier_votes = 0;
     return outcome;
 }
 
 // __syncthreads with a predicate: returns release_barrier's outcome.
 inline uint64_t barrier(bool vote) {
     Fiber &me = self();
+    State &s = *me.state;
     unsigned lane = me.linear % WARP, warp = me.linear / WARP;
-    Warp &w = st.warps[warp];
-    if (w.mask >> lane & 1) fail_lane(op_name(w.op), warp, lane, "waits at __syncthreads");
-    st.barrier_votes += vote;
-    if (++st.at_barrier == st.live) return release_barrier(); // the last to arrive goes on
+    Warp &w = s.warps[warp];
+    if (w.mask >> lane & 1) fail_lane(me, op_name(w.op), warp, lane, "waits at __syncthreads");
+    s.barrier_votes += vote;
+    if (++s.at_barrier == s.live) return release_barrier(s); // the last to arrive goes on
     w.at_barrier |= 1u << lane;
-    me.wait = Wait::barrier;
-    st.runnable--;
-    switch_away();
-    return me.result;
+    s.wait[me.linear] = Wait::barrier;
+    s.runnable--;
+    switch_away(me);
+    return s.result[me.linear];
 }
 
 // Gives the calling lane's value (and the lane it reads) to a warp
@@ -260,111 +360,123 @@ inline uint64_t barrier(bool vote) {
 // mask of lanes that voted true (vote, sync).
 inline uint64_t warp_exchange(WarpOp op, unsigned mask, uint64_t value, unsigned src_lane) {
     Fiber &me = self();
+    State &s = *me.state;
     unsigned lane = me.linear % WARP, warp = me.linear / WARP, bit = 1u << lane;
-    Warp &w = st.warps[warp];
-    if (!(mask & bit)) fail_lane(op_name(op), warp, lane, "is not in the mask it passes");
+    Warp &w = s.warps[warp];
+    if (!(mask & bit)) fail_lane(me, op_name(op), warp, lane, "is not in the mask it passes");
     if (w.mask && (w.mask != mask || w.op != op)) {
-        fail("%s in kernel %s: lanes of warp %u of block (%u,%u,%u) are at different warp operations (%s with mask "
+        fail(me,
+             "%s in kernel %s: lanes of warp %u of block (%u,%u,%u) are at different warp operations (%s with mask "
              "0x%08x and %s with mask 0x%08x)",
-             op_name(op), st.kernel, warp, block_idx.x, block_idx.y, block_idx.z, op_name(w.op), w.mask, op_name(op),
-             mask);
+             op_name(op), s.kernel, warp, me.block_idx.x, me.block_idx.y, me.block_idx.z, op_name(w.op), w.mask,
+             op_name(op), mask);
     }
-    if (unsigned gone = mask & w.exited) fail_lane(op_name(op), warp, (unsigned)__builtin_ctz(gone), "has exited");
+    if (unsigned gone = mask & w.exited) fail_lane(me, op_name(op), warp, (unsigned)__builtin_ctz(gone), "has exited");
     if (unsigned waiting = mask & w.at_barrier)
-        fail_lane(op_name(op), warp, (unsigned)__builtin_ctz(waiting), "waits at __syncthreads");
-    me.value = value;
-    me.src_lane = src_lane;
+        fail_lane(me, op_name(op), warp, (unsigned)__builtin_ctz(waiting), "waits at __syncthreads");
+    unsigned first = warp * WARP;
+    s.value[me.linear] = value;
+    s.src_lane[me.linear] = (unsigned char)src_lane;
     w.mask = mask;
     w.op = op;
     w.arrived |= bit;
     if (w.arrived != mask) {
-        me.wait = Wait::warp;
-        st.runnable--;
-        switch_away();
-        return me.result;
+        s.wait[me.linear] = Wait::warp;
+        s.runnable--;
+        switch_away(me);
+        return s.result[me.linear];
     }
     // The last lane to arrive completes the operation for all of them.
-    Fiber *lanes = &st.fibers[warp * WARP];
     if (op == WarpOp::shuffle) {
         for (unsigned m = mask; m; m &= m - 1) {
-            Fiber &f = lanes[__builtin_ctz(m)];
-            if (!(mask >> f.src_lane & 1))
-                fail_lane("warp shuffle", warp, f.linear % WARP, "reads a lane outside the mask");
+            unsigned l = (unsigned)__builtin_ctz(m);
+            if (!(mask >> s.src_lane[first + l] & 1))
+                fail_lane(me, "warp shuffle", warp, l, "reads a lane outside the mask");
         }
         for (unsigned m = mask; m; m &= m - 1) {
-            Fiber &f = lanes[__builtin_ctz(m)];
-            f.result = lanes[f.src_lane].value;
+            unsigned t = first + (unsigned)__builtin_ctz(m);
+            s.result[t] = s.value[first + s.src_lane[t]];
         }
     } else {
         uint64_t votes = 0;
         for (unsigned m = mask; m; m &= m - 1)
-            if (lanes[__builtin_ctz(m)].value) votes |= 1u << __builtin_ctz(m);
-        for (unsigned m = mask; m; m &= m - 1) lanes[__builtin_ctz(m)].result = votes;
+            if (s.value[first + __builtin_ctz(m)]) votes |= 1u << __builtin_ctz(m);
+        for (unsigned m = mask; m; m &= m - 1) s.result[first + __builtin_ctz(m)] = votes;
     }
     for (unsigned m = mask & ~bit; m; m &= m - 1) {
-        lanes[__builtin_ctz(m)].wait = Wait::running;
-        st.runnable++;
+        s.wait[first + __builtin_ctz(m)] = Wait::running;
+        s.runnable++;
     }
     w.mask = w.arrived = 0;
     w.op = WarpOp::none;
-    return me.result;
+    return s.result[me.linear];
 }
 
-// The current fiber's thread has returned.
-void thread_exit() {
-    Fiber &me = self();
+// Fiber `me`'s thread has returned.
+void thread_exit(Fiber &me) {
+    State &s = *me.state;
     unsigned lane = me.linear % WARP, warp = me.linear / WARP;
-    Warp &w = st.warps[warp];
-    if (w.mask >> lane & 1) fail_lane(op_name(w.op), warp, lane, "has exited");
+    Warp &w = s.warps[warp];
+    if (w.mask >> lane & 1) fail_lane(me, op_name(w.op), warp, lane, "has exited");
     w.exited |= 1u << lane;
-    me.wait = Wait::done;
-    st.live--;
-    st.runnable--;
-    if (st.at_barrier && st.at_barrier == st.live) release_barrier();
+    s.wait[me.linear] = Wait::done;
+    s.live--;
+    s.runnable--;
+    if (s.at_barrier && s.at_barrier == s.live) release_barrier(s);
 }
 
-// Every fiber runs this: park, then one CUDA thread per resumption.
-void fiber_main() {
-    if (!_setjmp(self().context)) setcontext(&st.starter);
+// Every fiber runs this: one CUDA thread per resumption.
+[[noreturn]] void fiber_main() {
     for (;;) {
-        self().parked = false;
-        st.body(st.body_args);
-        thread_exit();
-        self().parked = true;
-        switch_away();
+        Fiber &me = self();
+        me.parked = false;
+        me.state->body(me.state->body_args);
+        thread_exit(me);
+        me.parked = true;
+        switch_away(me);
     }
 }
 
-// Makes fiber i (its stack mapped) parked at the top of fiber_main.
-void start_fiber(unsigned i) {
-    Fiber &f = st.fibers[i];
-    long page = sysconf(_SC_PAGESIZE);
-    getcontext(&st.start);
-    // Fibers' stack tops differ by a few cache lines, so that the same
-    // frames of consecutive fibers do not compete for the same cache sets.
-    st.start.uc_stack.ss_sp = f.stack + page;
-    st.start.uc_stack.ss_size = STACK_BYTES - (i % 16) * 256;
-    st.start.uc_link = nullptr;
-    makecontext(&st.start, fiber_main, 0);
-    unsigned saved = st.current;
-    st.current = i;
-    swapcontext(&st.starter, &st.start);
-    st.current = saved;
+// Makes fiber i (its slot writable) start at the top of fiber_main when
+// next resumed.
+void start_fiber(State &s, unsigned i) {
+    char *slot = s.slots + (size_t)i * SLOT_BYTES;
+    Fiber &f = fiber_in_slot((uintptr_t)slot);
+    f.state = &s;
     f.parked = true;
+    s.fibers[i] = &f;
+    // Below the Fibers; the stack tops too differ by a few cache lines, so
+    // that the same frames of consecutive fibers use different cache sets.
+    uintptr_t top = ((uintptr_t)slot + SLOT_BYTES - FIBER_AREA - (i % 16) * 64) & ~(uintptr_t)15;
+#if defined(TLM_EMU_ASM_SWITCH) && defined(__x86_64__)
+    void **sp = reinterpret_cast<void **>(top);
+    *--sp = nullptr;                                  // fiber_main's return address: none
+    *--sp = reinterpret_cast<void *>(&fiber_main);    // where tlm_emu_switch returns to
+    for (int r = 0; r < 6; r++) *--sp = nullptr;      // rbp, rbx, r12-r15
+    f.context.sp = sp;
+#elif defined(TLM_EMU_ASM_SWITCH) && defined(__aarch64__)
+    void **sp = reinterpret_cast<void **>(top - 160); // the frame tlm_emu_switch pops
+    memset(sp, 0, 160);
+    sp[11] = reinterpret_cast<void *>(&fiber_main); // x30
+    f.context.sp = sp;
+#else
+    long page = sysconf(_SC_PAGESIZE);
+    getcontext(&f.context.uc);
+    f.context.uc.uc_stack.ss_sp = slot + page;
+    f.context.uc.uc_stack.ss_size = top - (uintptr_t)(slot + page);
+    f.context.uc.uc_link = nullptr;
+    makecontext(&f.context.uc, fiber_main, 0);
+#endif
 }
 
-void release_fibers() {
-    long page = sysconf(_SC_PAGESIZE);
-    if (!st.fibers) return;
-    for (unsigned i = 0; i < MAX_THREADS; i++)
-        if (st.fibers[i].stack) munmap(st.fibers[i].stack, (size_t)page + STACK_BYTES);
-    free(st.fibers);
-    st.fibers = nullptr;
+void release_slots() {
+    if (st.mapping) munmap(st.mapping, st.mapped);
+    st.mapping = st.slots = nullptr;
     st.n_ready = 0;
 }
 
 struct Releaser {
-    ~Releaser() { release_fibers(); }
+    ~Releaser() { release_slots(); }
 };
 
 // Makes fibers [0, n) ready; false (with the message) when memory runs out.
@@ -374,39 +486,44 @@ bool ready_fibers(unsigned n) {
         (void)&releaser;
         st.releaser_set = true;
     }
-    if (!st.fibers) {
-        st.fibers = static_cast<Fiber *>(calloc(MAX_THREADS, sizeof(Fiber)));
-        if (!st.fibers) {
-            snprintf(st.err, st.errlen, "kernel %s: out of memory for the emulator's threads", st.kernel);
+    if (!st.slots) {
+        // The slots must be aligned to their size: reserve one more.
+        size_t bytes = (size_t)(MAX_THREADS + 1) * SLOT_BYTES;
+        void *p = mmap(nullptr, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (p == MAP_FAILED) {
+            snprintf(st.err, st.errlen, "kernel %s: cannot reserve the emulator's thread stacks (%s)", st.kernel,
+                     strerror(errno));
             return false;
         }
+        st.mapping = static_cast<char *>(p);
+        st.mapped = bytes;
+        st.slots = reinterpret_cast<char *>(((uintptr_t)p + SLOT_BYTES - 1) & ~(uintptr_t)(SLOT_BYTES - 1));
     }
     long page = sysconf(_SC_PAGESIZE);
     for (; st.n_ready < n; st.n_ready++) {
-        Fiber &f = st.fibers[st.n_ready];
-        void *p = mmap(nullptr, (size_t)page + STACK_BYTES, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (p == MAP_FAILED) {
+        // All but the lowest page: the guard, which an overflow hits.
+        char *slot = st.slots + (size_t)st.n_ready * SLOT_BYTES;
+        if (mprotect(slot + page, SLOT_BYTES - (size_t)page, PROT_READ | PROT_WRITE)) {
             snprintf(st.err, st.errlen, "kernel %s: cannot map the emulator's thread stacks (%s)", st.kernel,
                      strerror(errno));
             return false;
         }
-        f.stack = static_cast<char *>(p);
-        mprotect(f.stack, (size_t)page, PROT_NONE); // the guard page: an overflow faults
-        start_fiber(st.n_ready);
+        start_fiber(st, st.n_ready);
     }
     return true;
 }
 
 // Runs one block; false when the launch failed (st.err says why).
-__attribute__((noinline)) bool run_block() {
-    for (unsigned i = 0; i < st.threads; i++) st.fibers[i].wait = Wait::running;
+bool run_block(const uint3 &block_idx) {
+    for (unsigned i = 0; i < st.threads; i++) {
+        st.wait[i] = Wait::running;
+        st.fibers[i]->block_idx = block_idx;
+    }
     for (unsigned w = 0; w < st.threads / WARP; w++) st.warps[w] = Warp{};
     st.live = st.runnable = st.threads;
     st.at_barrier = st.barrier_votes = 0;
     st.current = 0;
-    thread_idx = st.fibers[0].thread_idx;
-    if (!_setjmp(st.scheduler)) _longjmp(st.fibers[0].context, 1);
+    switch_context(st.scheduler, st.fibers[0]->context);
     if (st.failed) return false;
     if (st.live) {
         // Not reached while every stuck case is reported where it arises; kept
@@ -424,7 +541,6 @@ bool dims_ok(const char *kernel, const unsigned grid[3], const unsigned block[3]
     if (!grid[0] || !grid[1] || !grid[2] || !block[0] || !block[1] || !block[2]) why = "has a zero dimension";
     else if (threads > MAX_THREADS) why = "has more than 1024 threads per block";
     else if (block[0] % WARP) why = "has a blockDim.x that is not a multiple of 32";
-    else if (block[2] > 64) why = "has a blockDim.z over 64";
     else if (grid[0] > 0x7fffffffu || grid[1] > 65535 || grid[2] > 65535)
         why = "has a grid over CUDA's limits (2^31-1, 65535, 65535)";
     if (!why) return true;
@@ -464,28 +580,28 @@ int run_grid(const char *kernel, const unsigned grid[3], const unsigned block[3]
     unsigned threads = block[0] * block[1] * block[2];
     if (!ready_fibers(threads)) return 1;
     for (unsigned i = 0; i < threads; i++) {
-        Fiber &f = st.fibers[i];
+        Fiber &f = *st.fibers[i];
         f.linear = i;
         f.thread_idx = uint3{i % block[0], i / block[0] % block[1], i / (block[0] * block[1])};
+        f.block_dim = dim3(block[0], block[1], block[2]);
+        f.grid_dim = dim3(grid[0], grid[1], grid[2]);
     }
     st.active = true;
     st.body = body;
     st.body_args = body_args;
     st.threads = threads;
-    block_dim = dim3(block[0], block[1], block[2]);
-    grid_dim = dim3(grid[0], grid[1], grid[2]);
     uint64_t blocks = (uint64_t)grid[0] * grid[1] * grid[2], step = block_step(blocks), b = blocks - 1;
     bool ok = true;
     for (uint64_t i = 0; i < blocks && ok; i++) {
-        block_idx = uint3{(unsigned)(b % grid[0]), (unsigned)(b / grid[0] % grid[1]),
-                          (unsigned)(b / ((uint64_t)grid[0] * grid[1]))};
-        ok = run_block();
+        uint3 idx{(unsigned)(b % grid[0]), (unsigned)(b / grid[0] % grid[1]),
+                  (unsigned)(b / ((uint64_t)grid[0] * grid[1]))};
+        ok = run_block(idx);
         b = b >= step ? b - step : b + blocks - step;
     }
     if (!ok) {
         // The fibers left inside the kernel start over from the top.
         for (unsigned i = 0; i < threads; i++)
-            if (!st.fibers[i].parked) start_fiber(i);
+            if (!st.fibers[i]->parked) start_fiber(st, i);
     }
     st.active = false;
     return ok ? 0 : 1;
@@ -529,17 +645,18 @@ inline unsigned lane_id() { return self().linear % WARP; }
 
 inline unsigned segment_width(int width) {
     if (width < 1 || width > 32 || (width & (width - 1)))
-        fail("warp shuffle in kernel %s: width %d is not a power of two in 1..32", st.kernel, width);
+        fail(self(), "warp shuffle in kernel %s: width %d is not a power of two in 1..32", self().state->kernel, width);
     return (unsigned)width;
 }
 
 } // namespace
 } // namespace tlm_emu
 
-#define threadIdx (static_cast<const uint3 &>(::tlm_emu::thread_idx))
-#define blockIdx (static_cast<const uint3 &>(::tlm_emu::block_idx))
-#define blockDim (static_cast<const dim3 &>(::tlm_emu::block_dim))
-#define gridDim (static_cast<const dim3 &>(::tlm_emu::grid_dim))
+// Read-only, as in CUDA; each fiber holds its own copy.
+#define threadIdx (static_cast<const uint3 &>(::tlm_emu::self().thread_idx))
+#define blockIdx (static_cast<const uint3 &>(::tlm_emu::self().block_idx))
+#define blockDim (static_cast<const dim3 &>(::tlm_emu::self().block_dim))
+#define gridDim (static_cast<const dim3 &>(::tlm_emu::self().grid_dim))
 
 #define TLM_EMU_EXPORT(name)                                                                      \
     extern "C" __attribute__((visibility("default"))) int tlm_emu_launch_##name(                  \
@@ -563,8 +680,9 @@ inline void __syncwarp(unsigned mask = 0xffffffffu) { tlm_emu::warp_exchange(tlm
 inline void __threadfence_block() { __asm__ __volatile__("" ::: "memory"); }
 inline void __threadfence() { __asm__ __volatile__("" ::: "memory"); }
 [[noreturn]] inline void __trap() {
-    tlm_emu::fail("kernel %s: __trap in thread (%u,%u,%u) of block (%u,%u,%u)", tlm_emu::st.kernel, threadIdx.x,
-                  threadIdx.y, threadIdx.z, blockIdx.x, blockIdx.y, blockIdx.z);
+    tlm_emu::fail(tlm_emu::self(), "kernel %s: __trap in thread (%u,%u,%u) of block (%u,%u,%u)",
+                  tlm_emu::self().state->kernel, threadIdx.x, threadIdx.y, threadIdx.z, blockIdx.x, blockIdx.y,
+                  blockIdx.z);
 }
 
 // Warp shuffles: the value of another lane, as CUDA defines them for width
@@ -596,7 +714,7 @@ inline unsigned __ballot_sync(unsigned mask, int predicate) {
 inline int __all_sync(unsigned mask, int predicate) { return __ballot_sync(mask, predicate) == mask; }
 inline int __any_sync(unsigned mask, int predicate) { return __ballot_sync(mask, predicate) != 0; }
 // The lanes of the caller's warp that have not returned.
-inline unsigned __activemask() { return ~tlm_emu::st.warps[tlm_emu::self().linear / tlm_emu::WARP].exited; }
+inline unsigned __activemask() { return ~tlm_emu::self().state->warps[tlm_emu::self().linear / tlm_emu::WARP].exited; }
 
 // Math beyond <cmath>: CUDA's fast and reinterpreting functions.
 inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
