@@ -40,6 +40,83 @@ static void run(const char *cmd) {
     }
 }
 
+/* The ways an entry is damaged; each is caught by tlm_kernel_cache_get,
+ * and the marked ones also through the device (each costs a compile). */
+static const struct {
+    const char *what;
+    long flip;  /* the byte to change, or -1 */
+    long delta; /* else a change of length */
+    long to;    /* or a new length (-1: none) */
+    bool through_device;
+} damage[] = {
+    {"a payload byte flipped", 1000, 0, -1, true},
+    {"a magic byte flipped", 3, 0, -1, true},
+    {"a length byte flipped", 9, 0, -1, false},
+    {"a hash byte flipped", 20, 0, -1, false},
+    {"cut short", -1, -100, -1, true},
+    {"cut inside the header", -1, 0, 10, false},
+    {"one byte longer", -1, 1, -1, true},
+    {"empty", -1, 0, 0, false},
+};
+
+static void flip_byte(const char *path, long at) {
+    FILE *f = fopen(path, "r+b");
+    if (!f || fseek(f, at, SEEK_SET) != 0) {
+        printf("FAIL: cannot open %s\n", path);
+        exit(1);
+    }
+    int c = fgetc(f);
+    fseek(f, at, SEEK_SET);
+    fputc(c ^ 0x10, f);
+    fclose(f);
+}
+
+static void spoil(const char *path, size_t i) {
+    struct stat st;
+    if (damage[i].flip >= 0) flip_byte(path, damage[i].flip);
+    else
+        CHECK(stat(path, &st) == 0 &&
+                  truncate(path, damage[i].to >= 0 ? damage[i].to : st.st_size + damage[i].delta) == 0,
+              "truncate %s", path);
+}
+
+/* ---- stderr captured to read the notes ---- */
+
+static char captured[4096];
+static int saved_stderr = -1;
+
+static void capture_begin(void) {
+    char path[1200];
+    snprintf(path, sizeof path, "%s/stderr.txt", work);
+    fflush(stderr);
+    saved_stderr = dup(2);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0 || saved_stderr < 0) {
+        printf("FAIL: cannot capture stderr\n");
+        exit(1);
+    }
+    dup2(fd, 2);
+    close(fd);
+}
+
+static void capture_end(void) {
+    fflush(stderr);
+    dup2(saved_stderr, 2);
+    close(saved_stderr);
+    char path[1200];
+    snprintf(path, sizeof path, "%s/stderr.txt", work);
+    FILE *f = fopen(path, "rb");
+    size_t n = f ? fread(captured, 1, sizeof captured - 1, f) : 0;
+    captured[n] = '\0';
+    if (f) fclose(f);
+}
+
+static int lines(const char *s) {
+    int n = 0;
+    for (; *s; s++) n += *s == '\n';
+    return n;
+}
+
 static void test_key(void) {
     uint8_t base[32], other[32];
     tlm_kernel_cache_key("src", "-O3", "nvrtc 13.0", "sm_90", base);
@@ -99,48 +176,29 @@ static void test_store(void) {
     CHECK(tlm_kernel_cache_put(path, payload, 0, &why), "%s", why.msg);
     CHECK(tlm_kernel_cache_get(path, &got, &n) && n == 0 && got != NULL, "an empty payload");
     free(got);
+    /* every damage: a miss, one note, the entry gone */
+    uint8_t big[2000];
+    for (size_t i = 0; i < sizeof big; i++) big[i] = (uint8_t)(i * 31 + 7);
+    for (size_t i = 0; i < sizeof damage / sizeof *damage; i++) {
+        CHECK(tlm_kernel_cache_put(path, big, sizeof big, &why), "%s", why.msg);
+        spoil(path, i);
+        capture_begin();
+        bool hit = tlm_kernel_cache_get(path, &got, &n);
+        capture_end();
+        CHECK(!hit && got == NULL, "%s: a hit", damage[i].what);
+        CHECK(lines(captured) == 1 && has(captured, "tlm: note: kernel cache entry") && has(captured, path) &&
+                  has(captured, "removed"),
+              "%s: stderr: %s", damage[i].what, captured);
+        CHECK(stat(path, &st) != 0, "%s: the entry is still there", damage[i].what);
+    }
+    CHECK(tlm_kernel_cache_put(path, big, sizeof big, &why), "%s", why.msg);
     /* no temporaries left behind */
     char cmd[1600];
     snprintf(cmd, sizeof cmd, "test $(ls -A '%s' | wc -l) -eq 1", dir);
     run(cmd);
 }
 
-/* ---- through the device: stderr captured to read the notes ---- */
-
-static char captured[4096];
-static int saved_stderr = -1;
-
-static void capture_begin(void) {
-    char path[1200];
-    snprintf(path, sizeof path, "%s/stderr.txt", work);
-    fflush(stderr);
-    saved_stderr = dup(2);
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    if (fd < 0 || saved_stderr < 0) {
-        printf("FAIL: cannot capture stderr\n");
-        exit(1);
-    }
-    dup2(fd, 2);
-    close(fd);
-}
-
-static void capture_end(void) {
-    fflush(stderr);
-    dup2(saved_stderr, 2);
-    close(saved_stderr);
-    char path[1200];
-    snprintf(path, sizeof path, "%s/stderr.txt", work);
-    FILE *f = fopen(path, "rb");
-    size_t n = f ? fread(captured, 1, sizeof captured - 1, f) : 0;
-    captured[n] = '\0';
-    if (f) fclose(f);
-}
-
-static int lines(const char *s) {
-    int n = 0;
-    for (; *s; s++) n += *s == '\n';
-    return n;
-}
+/* ---- through the device ---- */
 
 /* One kernel that writes 7 * (i + 1) at i. */
 static const char source[] =
@@ -188,18 +246,6 @@ static long file_size(const char *path) {
     return stat(path, &st) == 0 ? (long)st.st_size : -1;
 }
 
-static void flip_byte(const char *path, long at) {
-    FILE *f = fopen(path, "r+b");
-    if (!f || fseek(f, at, SEEK_SET) != 0) {
-        printf("FAIL: cannot open %s\n", path);
-        exit(1);
-    }
-    int c = fgetc(f);
-    fseek(f, at, SEEK_SET);
-    fputc(c ^ 0x10, f);
-    fclose(f);
-}
-
 static void test_miss_hit_damage(tlm_device *d) {
     set_home("device");
     capture_begin();
@@ -228,24 +274,9 @@ static void test_miss_hit_damage(tlm_device *d) {
     tlm_device_module_unload(d, m2);
 
     /* each damage: noticed, removed, rebuilt, and the rebuilt entry hits */
-    static const struct {
-        const char *what;
-        long flip;  /* the byte to change, or -1 */
-        long delta; /* else a change of length */
-        long to;    /* or a new length (-1: none) */
-    } damage[] = {
-        {"a payload byte flipped", 1000, 0, -1},
-        {"a magic byte flipped", 3, 0, -1},
-        {"a length byte flipped", 9, 0, -1},
-        {"a hash byte flipped", 20, 0, -1},
-        {"cut short", -1, -100, -1},
-        {"cut inside the header", -1, 0, 10},
-        {"one byte longer", -1, 1, -1},
-        {"empty", -1, 0, 0},
-    };
     for (size_t i = 0; i < sizeof damage / sizeof *damage; i++) {
-        if (damage[i].flip >= 0) flip_byte(path, damage[i].flip);
-        else CHECK(truncate(path, damage[i].to >= 0 ? damage[i].to : size + damage[i].delta) == 0, "truncate");
+        if (!damage[i].through_device) continue;
+        spoil(path, i);
         capture_begin();
         r = load_and_run(d, damage[i].what);
         capture_end();
