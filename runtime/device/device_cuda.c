@@ -22,7 +22,7 @@ typedef struct cuda_device {
     const tlm_cuda_driver *drv;
     CUdevice dev;
     CUcontext ctx; /* the primary context, retained */
-    tlm_cublaslt *blas;
+    tlm_cublaslt *blas; /* started by the first GEMM */
     char options[512]; /* NVRTC's options for this device's arch */
 } cuda_device;
 
@@ -85,24 +85,25 @@ static bool cuda_open(tlm_device *d, int ordinal, tlm_err *err) {
         free(c);
         return false;
     }
-    if (!bind(c, err) || !(c->blas = tlm_cublaslt_open(drv, err))) {
+    if (!bind(c, err)) {
         drv->cuDevicePrimaryCtxRelease(c->dev);
         free(c);
         return false;
     }
     tlm_nvrtc_options(d->info.arch, c->options, sizeof c->options);
     d->impl = c;
-    /* Held for as long as the device is open: memory_in_use counts it. */
-    d->bytes_in_use += TLM_CUBLASLT_WORKSPACE_BYTES;
     return true;
 }
 
 static void cuda_close(tlm_device *d) {
     cuda_device *c = state(d);
     if (!c) return;
-    bind(c, NULL);
-    tlm_cublaslt_close(c->blas);
-    d->bytes_in_use -= d->bytes_in_use < TLM_CUBLASLT_WORKSPACE_BYTES ? d->bytes_in_use : TLM_CUBLASLT_WORKSPACE_BYTES;
+    if (c->blas) {
+        bind(c, NULL);
+        tlm_cublaslt_close(c->blas);
+        d->bytes_in_use -=
+            d->bytes_in_use < TLM_CUBLASLT_WORKSPACE_BYTES ? d->bytes_in_use : TLM_CUBLASLT_WORKSPACE_BYTES;
+    }
     c->drv->cuDevicePrimaryCtxRelease(c->dev);
     free(c);
     d->impl = NULL;
@@ -215,7 +216,14 @@ static bool cuda_launch(tlm_device *d, void *fn, const char *name, tlm_launch di
 
 static bool cuda_gemm(tlm_device *d, const tlm_gemm *g, tlm_err *err) {
     cuda_device *c = state(d);
-    return bind(c, err) && tlm_cublaslt_gemm(c->blas, g, err);
+    if (!bind(c, err)) return false;
+    /* cuBLASLt (its runtime, its workspace) starts at the first GEMM: a
+     * command that runs none does not pay for it. */
+    if (!c->blas) {
+        if (!(c->blas = tlm_cublaslt_open(c->drv, err))) return false;
+        d->bytes_in_use += TLM_CUBLASLT_WORKSPACE_BYTES;
+    }
+    return tlm_cublaslt_gemm(c->blas, g, err);
 }
 
 const tlm_device_backend tlm_device_cuda = {

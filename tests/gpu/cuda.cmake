@@ -41,6 +41,6 @@ if(tlm_gpu_with_cuda)
   foreach(machine h200 no_device old_gpu)
     add_test(NAME gpu.fake_driver.${machine} COMMAND test_fake_driver ${machine})
     set_tests_properties(gpu.fake_driver.${machine} PROPERTIES TIMEOUT 60 ENVIRONMENT
-                         "TLM_FAKE_CUDA=${machine};LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/fake_driver")
+                         "TLM_FAKE_CUDA=${machine};LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/fake_driver;XDG_CACHE_HOME=${CMAKE_CURRENT_BINARY_DIR}/fake_driver/cache")
   endforeach()
 endif()

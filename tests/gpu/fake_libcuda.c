@@ -3,9 +3,10 @@
  * pretend GPU, so the real device's opening path (the entry points looked
  * up by name for the CUDA 12.0 ABI, the device's info, the ordinal check,
  * the architecture check, the primary context's release on failure) runs
- * on a machine without a GPU. It runs no kernel: cuBLASLt's own runtime
- * needs far more of a driver than this, so opening stops there, which the
- * test checks as well.
+ * on a machine without a GPU, and so do the memory calls (host memory
+ * here), module loading (NVRTC's real CUBIN, checked for its ELF magic) and
+ * launches (recorded, not run). cuBLASLt's own runtime needs far more of a
+ * driver than this, so the first GEMM fails, which the test checks too.
  *
  * TLM_FAKE_CUDA picks the pretend machine: "h200" (default: compute
  * capability 9.0, 132 SMs), "no_device" (cuInit says CUDA_ERROR_NO_DEVICE),
@@ -139,15 +140,47 @@ static CUresult fake_cuModuleLoadData(void **module, const void *image) {
     return SUCCESS;
 }
 static CUresult fake_cuModuleUnload(void *module) { return module ? SUCCESS : INVALID_VALUE; }
+/* Kernels: any name that starts with "tlm_" is found (the stand-in cannot
+ * read a CUBIN's symbols); tlm_fake_launch_fails refuses to launch. */
+enum { MAX_KERNELS = 16 };
+static char kernel_names[MAX_KERNELS][64];
+static int nkernels;
+static int launches;
+static unsigned last_grid[3], last_block[3];
+static unsigned long long last_first_arg; /* the first parameter, read as a pointer */
+
 static CUresult fake_cuModuleGetFunction(void **fn, void *module, const char *name) {
-    (void)fn, (void)module, (void)name;
-    return NOT_FOUND;
+    if (!module) return INVALID_VALUE;
+    if (strncmp(name, "tlm_", 4) != 0 || strlen(name) >= sizeof kernel_names[0]) return NOT_FOUND;
+    for (int i = 0; i < nkernels; i++) {
+        if (strcmp(kernel_names[i], name) == 0) {
+            *fn = kernel_names[i];
+            return SUCCESS;
+        }
+    }
+    if (nkernels == MAX_KERNELS) return INVALID_VALUE;
+    strcpy(kernel_names[nkernels], name);
+    *fn = kernel_names[nkernels++];
+    return SUCCESS;
 }
 static CUresult fake_cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                                     unsigned bz, unsigned shared, void *stream, void **params, void **extra) {
-    (void)f, (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)shared, (void)stream, (void)params,
-        (void)extra;
-    return INVALID_VALUE;
+    if (!f || shared != 0 || stream != NULL || extra != NULL || !params) return INVALID_VALUE;
+    if (strcmp((const char *)f, "tlm_fake_launch_fails") == 0) return INVALID_VALUE;
+    launches++;
+    last_grid[0] = gx, last_grid[1] = gy, last_grid[2] = gz;
+    last_block[0] = bx, last_block[1] = by, last_block[2] = bz;
+    memcpy(&last_first_arg, params[0], sizeof last_first_arg);
+    return SUCCESS;
+}
+
+/* For the test: launches so far, and the last one's grid, block and first
+ * parameter (a pointer). */
+int tlm_fake_cuda_launches(unsigned grid[3], unsigned block[3], unsigned long long *first_arg) {
+    *first_arg = last_first_arg;
+    memcpy(grid, last_grid, sizeof last_grid);
+    memcpy(block, last_block, sizeof last_block);
+    return launches;
 }
 
 /* The names tlm may ask for; anything else is "not found", as a real
