@@ -1,8 +1,8 @@
 /* The real device's GEMM: a tlm_gemm (device.h) handed to cublasLtMatmul.
  *
- * One cuBLASLt handle and one 32 MiB workspace per device (what Hopper's
- * kernels want; one workspace on one stream also keeps the results the same
- * run after run). Compute is CUBLAS_COMPUTE_32F with a CUDA_R_32F scale:
+ * One cuBLASLt handle and one 32 MiB workspace per device, made at its
+ * first GEMM (32 MiB is what Hopper's kernels want; one workspace on one
+ * stream also keeps the results the same run after run). Compute is CUBLAS_COMPUTE_32F with a CUDA_R_32F scale:
  * never TF32. For each distinct shape (everything in a tlm_gemm but the
  * pointers and alpha/beta, plus the pointers' alignment, which limits the
  * algorithms that may run) the matmul descriptor, the four layouts and the
