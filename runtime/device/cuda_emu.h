@@ -13,13 +13,19 @@
 // running (a warp operation that can never complete, __trap).
 //
 // What it models, and checks:
-//   - Every CUDA thread of a block is a fiber (a user-mode context with its
-//     own 64 KiB stack, reused across launches) on the calling OS thread.
+//   - Every CUDA thread of a block is a fiber on the calling OS thread: a
+//     user-mode context with its own stack (a 64 KiB slot: a guard page,
+//     about 58 KiB of stack, the fiber's own record), reused across launches.
 //     A fiber runs until it waits (barrier, warp operation) or returns; the
-//     block's fibers take turns round-robin. Blocks run one after another, in
-//     a fixed pseudo-random order (not 0, 1, 2, ...), so a kernel that wrongly
-//     depends on the order of its blocks gets wrong results here too.
-//   - threadIdx, blockIdx, blockDim, gridDim in three dimensions.
+//     block's fibers take turns round-robin, switched by a few instructions
+//     of assembly (x86-64, AArch64; swapcontext elsewhere). The launch
+//     returns when every block has run (it is synchronous).
+//   - Blocks run one after another, in a fixed pseudo-random order (not 0,
+//     1, 2, ...), so a kernel that wrongly depends on the order of its blocks
+//     gets wrong results here too.
+//   - threadIdx, blockIdx, blockDim, gridDim in three dimensions, read-only.
+//   - Two OS threads may launch at once (even the same kernel): each has its
+//     own fibers and its own copy of the __shared__ variables.
 //   - __syncthreads (and _count/_and/_or): a barrier over the block; threads
 //     that have returned count as arrived, as on Volta and later.
 //   - Warps are 32 consecutive linear thread ids (blockDim.x must be a
@@ -31,7 +37,9 @@
 //   - __shared__ variables: one copy per OS thread (static thread_local),
 //     shared by the block's fibers; blocks run one at a time, so that is one
 //     copy per block. Unlike a GPU they start zeroed, and keep their values
-//     from the previous block: do not rely on either.
+//     from the previous block: do not rely on either. A missing barrier
+//     shows up as wrong results when the round-robin order exposes it (a
+//     thread runs on to its next barrier before the next thread starts).
 //   - __nv_bfloat16 / __nv_bfloat162 with CUDA's conversions, bit for bit
 //     (round to nearest even, NaN to 0x7fff, subnormals kept).
 //   - the C math functions and CUDA's fast variants (__expf = expf, ...),
@@ -41,20 +49,17 @@
 // What only a real GPU checks: timing and occupancy, memory coalescing,
 // shared-memory bank conflicts, register and shared-memory limits (a kernel
 // over 48 KiB of static shared memory runs here), true concurrency between
-// blocks and between warps (races may stay hidden here: threads switch only
-// at barriers and warp operations), atomics (not provided: kernels must not
-// use them), asynchronous copies, tensor cores, and the exact bits of the
-// device's math functions. Out-of-bounds accesses are host accesses here
-// (a crash or silent corruption, not a CUDA error).
+// blocks and between warps (threads switch only at barriers and warp
+// operations, so a race that needs another interleaving stays hidden),
+// atomics (not provided: kernels must not use them), asynchronous copies,
+// tensor cores, and the exact bits of the device's math functions.
+// Out-of-bounds accesses are host accesses here (a crash or silent
+// corruption, not a CUDA error); so is a fiber's stack overflow (the guard
+// page: a crash).
 #pragma once
-
-// The fibers switch stacks with _setjmp/_longjmp, which the fortified
-// longjmp would reject as "uninitialized stack frame".
-#undef _FORTIFY_SOURCE
 
 #include <errno.h>
 #include <math.h>
-#include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -755,6 +760,10 @@ inline long long min(int a, long long b) { return min((long long)a, b); }
 inline long long min(long long a, int b) { return min(a, (long long)b); }
 inline long long max(int a, long long b) { return max((long long)a, b); }
 inline long long max(long long a, int b) { return max(a, (long long)b); }
+inline unsigned min(int a, unsigned b) { return min((unsigned)a, b); }
+inline unsigned min(unsigned a, int b) { return min(a, (unsigned)b); }
+inline unsigned max(int a, unsigned b) { return max((unsigned)a, b); }
+inline unsigned max(unsigned a, int b) { return max(a, (unsigned)b); }
 inline float min(float a, float b) { return fminf(a, b); }
 inline float max(float a, float b) { return fmaxf(a, b); }
 inline double min(double a, double b) { return fmin(a, b); }

@@ -5,7 +5,8 @@
 find_program(TLM_EMU_TEST_CXX NAMES c++ g++ clang++ clang++-19)
 find_program(TLM_EMU_TEST_CLANGXX NAMES clang++-19 clang++)
 add_executable(test_emulator ${CMAKE_CURRENT_SOURCE_DIR}/test_emulator.c)
-target_link_libraries(test_emulator PRIVATE ${CMAKE_DL_LIBS} m)
+find_package(Threads REQUIRED)
+target_link_libraries(test_emulator PRIVATE ${CMAKE_DL_LIBS} m Threads::Threads)
 set(emu_cxx "${TLM_EMU_TEST_CXX}")
 if(NOT TLM_EMU_TEST_CXX)
   set(emu_cxx "")  # the test then fails: the emulated device needs a C++ compiler

@@ -174,3 +174,34 @@ extern "C" __global__ void emu_bf16(const float *in, int n, unsigned short *bits
     high[i] = __high2float(pair);
   }
 }
+
+// bf16 arithmetic on pairs: the bits of a + b, a * b, a - b, -a, and a < b.
+extern "C" __global__ void emu_bf16_ops(const float *a, const float *b, int n, unsigned short *out) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
+    __nv_bfloat16 x = __float2bfloat16(a[i]), y = __float2bfloat16(b[i]);
+    __nv_bfloat16 s = x + y, p = x * y, d = x;
+    d -= y;
+    out[5 * i + 0] = __bfloat16_as_ushort(s);
+    out[5 * i + 1] = __bfloat16_as_ushort(p);
+    out[5 * i + 2] = __bfloat16_as_ushort(d);
+    out[5 * i + 3] = __bfloat16_as_ushort(-x);
+    out[5 * i + 4] = x < y;
+  }
+}
+
+// CUDA's math helpers and min/max overloads, one result each.
+extern "C" __global__ void emu_math(const float *x, float *out) {
+  if (threadIdx.x != 0) return;
+  long long big = 1ll << 40;
+  unsigned u = 7u;
+  out[0] = rsqrtf(__ldg(x + 0));                  // x0 = 4
+  out[1] = __expf(0.0f) + __logf(1.0f);           // 1
+  out[2] = __fdividef(x[1], 2.0f);                // x1 = 3
+  out[3] = (float)min(3, 5) + (float)max(3, 5);   // 8
+  out[4] = (float)(min(big, 3) + max(2, big));    // 3 + 2^40
+  out[5] = min(1.5f, x[1]) + max(1.5f, x[1]);     // 4.5
+  out[6] = (float)min(u, 9) + (float)max(-1, u);  // 7 + 0xffffffff as unsigned
+  out[7] = __int_as_float(__float_as_int(x[1]));  // 3
+  out[8] = fmaxf(-INFINITY, x[0]) + fminf(x[0], INFINITY);  // 8
+  out[9] = (float)__popc(0xf0f0u) + (float)__clz(1) + __saturatef(2.0f);  // 8 + 31 + 1
+}

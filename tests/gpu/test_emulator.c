@@ -11,6 +11,7 @@
  * differently; prints the launch rate of a 256-thread block with 8 barriers. */
 #include <dlfcn.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,6 +50,8 @@ static const char *kernels[] = {
     "emu_split_warp",
     "emu_trap",
     "emu_bf16",
+    "emu_bf16_ops",
+    "emu_math",
 };
 
 /* Launches kernel `name`; returns its status, the message in err. */
@@ -389,6 +392,95 @@ static void test_bf16(void) {
     free(in), free(back), free(low), free(high), free(bits), free(ctor);
 }
 
+/* bf16 arithmetic on random bf16 values of exponents -6..2: their float sum,
+ * difference and product are exact, so rounding those is the reference. */
+static float random_bf16(uint64_t *s) {
+    uint64_t r = rng_next(s);
+    uint32_t u = (uint32_t)(r & 0x807f0000u) | (uint32_t)(127 - 6 + (int)((r >> 40) % 9)) << 23;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+static void test_bf16_ops(void) {
+    enum { N = 20000 };
+    static float a[N], b[N];
+    static unsigned short out[5 * N];
+    uint64_t s = 12345;
+    for (int i = 0; i < N; i++) a[i] = random_bf16(&s), b[i] = random_bf16(&s);
+    int n = N, bad = 0;
+    float *ap = a, *bp = b;
+    unsigned short *op = out;
+    void *args[] = {&ap, &bp, &n, &op};
+    int ok = run("emu_bf16_ops", 4, 1, 1, 256, 1, 1, args);
+    for (int i = 0; i < N; i++) {
+        uint16_t want[5] = {ref_bf16(a[i] + b[i]), ref_bf16(a[i] * b[i]), ref_bf16(a[i] - b[i]), ref_bf16(-a[i]),
+                            a[i] < b[i]};
+        if (memcmp(&out[5 * i], want, sizeof want)) {
+            if (bad < 5) printf("     bf16 ops on %g, %g: wrong\n", a[i], b[i]);
+            bad++;
+        }
+    }
+    char what[160];
+    snprintf(what, sizeof what, "bf16 arithmetic: + * - unary- < on %d pairs, %d wrong", N, bad);
+    check(ok && bad == 0, what);
+}
+
+static void test_math(void) {
+    float x[2] = {4.0f, 3.0f}, out[10], *xp = x, *op = out;
+    void *args[] = {&xp, &op};
+    int ok = run("emu_math", 1, 1, 1, 32, 1, 1, args);
+    const float want[10] = {0.5f, 1.0f, 1.5f, 8.0f, (float)(3 + (1ll << 40)), 4.5f, 7.0f + 4294967295.0f,
+                            3.0f, 8.0f, 40.0f};
+    int bad = 0;
+    for (int i = 0; i < 10; i++)
+        if (out[i] != want[i]) {
+            printf("     math %d: %g, want %g\n", i, out[i], want[i]);
+            bad++;
+        }
+    check(ok && bad == 0, "math helpers and min/max overloads: 10 results");
+}
+
+/* Two host threads launch at once, each with its own rows: neither sees the
+ * other's fibers or shared memory. */
+typedef struct {
+    int seed, wrong, failed;
+} host_thread;
+
+static void *launch_many(void *p) {
+    host_thread *h = p;
+    enum { ROWS = 4, N = 777 };
+    static _Thread_local float x[ROWS * N], out[ROWS];
+    for (int rep = 0; rep < 30; rep++) {
+        double want[ROWS] = {0};
+        for (int i = 0; i < ROWS * N; i++) {
+            x[i] = (float)((i * (h->seed + rep)) % 11 - 5);
+            want[i / N] += x[i];
+        }
+        int rows = ROWS, n = N, down = rep % 2;
+        const float *xp = x;
+        float *op = out;
+        void *args[] = {&xp, &rows, &n, &down, &op};
+        const unsigned grid[3] = {3, 1, 1}, block[3] = {h->seed == 1 ? 256u : 1024u, 1, 1};
+        char err[256];
+        if (launch("emu_row_sums", grid, block, args, err, sizeof err)) h->failed++;
+        for (int r = 0; r < ROWS; r++) h->wrong += out[r] != (float)want[r];
+    }
+    return NULL;
+}
+
+static void test_host_threads(void) {
+    host_thread h[2] = {{1, 0, 0}, {2, 0, 0}};
+    pthread_t t[2];
+    int started = 0;
+    for (int i = 0; i < 2; i++) started += pthread_create(&t[i], NULL, launch_many, &h[i]) == 0;
+    for (int i = 0; i < started; i++) pthread_join(t[i], NULL);
+    char what[160];
+    snprintf(what, sizeof what, "two host threads launching at once: 60 launches, %d failed, %d wrong sums",
+             h[0].failed + h[1].failed, h[0].wrong + h[1].wrong);
+    check(started == 2 && !h[0].failed && !h[1].failed && !h[0].wrong && !h[1].wrong, what);
+}
+
 /* Launches per second of one 256-thread block with 8 barriers (printed,
  * not asserted: the machine's load decides it). */
 static void print_timing(void) {
@@ -465,6 +557,9 @@ int main(void) {
     test_errors();
     test_after_errors();
     test_bf16();
+    test_bf16_ops();
+    test_math();
+    test_host_threads();
     print_timing();
     dlclose(lib);
     printf("%s: %d failed\n", failures ? "FAIL" : "PASS", failures);
