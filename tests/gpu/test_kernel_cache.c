@@ -290,6 +290,17 @@ static void test_miss_hit_damage(tlm_device *d) {
     }
     printf("the first entry: %ld bytes, first compile %.2f s\n", size, first.compile_seconds);
 
+    /* a sound entry whose payload the backend refuses (not a shared
+     * object): dropped and compiled again, once */
+    static const uint8_t garbage[] = "not an ELF file";
+    CHECK(tlm_kernel_cache_put(path, garbage, sizeof garbage, &err), "%s", err.msg);
+    capture_begin();
+    r = load_and_run(d, "a sound entry that does not load");
+    capture_end();
+    check_miss(&r, "a sound entry that does not load");
+    CHECK(has(captured, "does not load") && lines(captured) == 1, "stderr: %s", captured);
+    CHECK(file_size(path) == size, "rebuilt entry of %ld bytes, was %ld", file_size(path), size);
+
     /* a folder where the entry belongs: left alone (not ours to remove); the
      * module is compiled and not stored */
     CHECK(unlink(path) == 0 && mkdir(path, 0700) == 0, "mkdir %s", path);
