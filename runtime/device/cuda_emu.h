@@ -34,6 +34,7 @@
 //     every lane of the mask arrives. A lane in the mask that has returned,
 //     waits at __syncthreads, or uses another mask is reported as an error
 //     (hardware would hang or return garbage), naming lane, warp and block.
+//     No __activemask: which lanes run converged is the GPU's to say.
 //   - __shared__ variables: one copy per OS thread (static thread_local),
 //     shared by the block's fibers; blocks run one at a time, so that is one
 //     copy per block. Unlike a GPU they start zeroed, and keep their values
@@ -718,8 +719,6 @@ inline unsigned __ballot_sync(unsigned mask, int predicate) {
 }
 inline int __all_sync(unsigned mask, int predicate) { return __ballot_sync(mask, predicate) == mask; }
 inline int __any_sync(unsigned mask, int predicate) { return __ballot_sync(mask, predicate) != 0; }
-// The lanes of the caller's warp that have not returned.
-inline unsigned __activemask() { return ~tlm_emu::self().state->warps[tlm_emu::self().linear / tlm_emu::WARP].exited; }
 
 // Math beyond <cmath>: CUDA's fast and reinterpreting functions.
 inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }

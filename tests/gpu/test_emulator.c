@@ -501,13 +501,14 @@ static void print_timing(void) {
            1e6 * elapsed / launches);
 }
 
-/* Compiles the kernels with `cxx` into `so` (or only checks them when so is
- * NULL); the warnings are errors. */
-static int compile(const char *cxx, const char *dir, const char *so) {
+/* Compiles the kernels with `cxx` and `flags` into `so` (or only checks them
+ * when so is NULL); the warnings are errors. */
+static int compile(const char *cxx, const char *flags, const char *dir, const char *so) {
     char cmd[2048];
     snprintf(cmd, sizeof cmd,
-             "'%s' -std=c++17 -O1 -Wall -Wextra -Werror -I'%s' -include cuda_emu.h -x c++ '%s/kernels.cpp' %s%s%s", cxx,
-             TLM_EMU_HEADER_DIR, dir, so ? "-fPIC -shared -o '" : "-fsyntax-only", so ? so : "", so ? "'" : "");
+             "'%s' -std=c++17 -O1 -Wall -Wextra -Werror %s -I'%s' -include cuda_emu.h -x c++ '%s/kernels.cpp' %s%s%s",
+             cxx, flags, TLM_EMU_HEADER_DIR, dir, so ? "-fPIC -shared -o '" : "-fsyntax-only", so ? so : "",
+             so ? "'" : "");
     int rc = system(cmd);
     if (rc != 0) printf("FAIL: %s\n", cmd);
     return rc == 0;
@@ -519,7 +520,7 @@ int main(void) {
         return 1;
     }
     const char *tmp = getenv("TMPDIR");
-    char dir[512], path[600], so[600];
+    char dir[512], path[600], so[600], so_uc[600];
     snprintf(dir, sizeof dir, "%s/tlm-emu-test-XXXXXX", tmp && *tmp ? tmp : "/tmp");
     if (!mkdtemp(dir)) {
         printf("FAIL: cannot make a temporary folder %s\n", dir);
@@ -527,6 +528,7 @@ int main(void) {
     }
     snprintf(path, sizeof path, "%s/kernels.cpp", dir);
     snprintf(so, sizeof so, "%s/kernels.so", dir);
+    snprintf(so_uc, sizeof so_uc, "%s/kernels_ucontext.so", dir);
     FILE *f = fopen(path, "w");
     if (!f) {
         printf("FAIL: cannot write %s\n", path);
@@ -535,17 +537,23 @@ int main(void) {
     fprintf(f, "#include \"%s\"\n", TLM_EMU_KERNELS);
     for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++) fprintf(f, "TLM_EMU_EXPORT(%s)\n", kernels[i]);
     fclose(f);
-    int compiled = compile(TLM_EMU_TEST_CXX, dir, so);
+    int compiled = compile(TLM_EMU_TEST_CXX, "", dir, so);
+    /* The portable fibers (swapcontext), for machines without the assembly. */
+    int compiled_uc = compile(TLM_EMU_TEST_CXX, "-DTLM_EMU_UCONTEXT", dir, so_uc);
+    check(compiled_uc, "compiled with -DTLM_EMU_UCONTEXT");
     check(compiled, "compiled with " TLM_EMU_TEST_CXX " -Wall -Wextra -Werror");
     if (*TLM_EMU_TEST_CLANGXX)
-        check(compile(TLM_EMU_TEST_CLANGXX, dir, NULL), "compiled with " TLM_EMU_TEST_CLANGXX " -Wall -Wextra -Werror");
+        check(compile(TLM_EMU_TEST_CLANGXX, "", dir, NULL),
+              "compiled with " TLM_EMU_TEST_CLANGXX " -Wall -Wextra -Werror");
     else printf("note: no clang++ found when configuring; compiled with one compiler only\n");
+    void *lib_uc = compiled_uc ? dlopen(so_uc, RTLD_NOW | RTLD_LOCAL) : NULL;
     if (compiled) {
         lib = dlopen(so, RTLD_NOW | RTLD_LOCAL);
         check(lib != NULL, "the module loads");
         if (!lib) printf("     %s\n", dlerror());
     }
     unlink(so);
+    unlink(so_uc);
     unlink(path);
     rmdir(dir);
     if (!lib) return 1;
@@ -562,6 +570,18 @@ int main(void) {
     test_host_threads();
     print_timing();
     dlclose(lib);
+    /* The swapcontext fibers on the cases that switch most, and the errors
+     * that abandon fibers (they are slow: a system call per switch). */
+    printf("with -DTLM_EMU_UCONTEXT:\n");
+    lib = lib_uc;
+    check(lib != NULL, "the ucontext module loads");
+    if (lib) {
+        test_shuffles();
+        test_early_exit();
+        test_errors();
+        test_after_errors();
+        dlclose(lib);
+    }
     printf("%s: %d failed\n", failures ? "FAIL" : "PASS", failures);
     return failures != 0;
 }
