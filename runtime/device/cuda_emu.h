@@ -184,10 +184,8 @@ struct Warp {
 // Everything about the OS thread's launch in progress. Trivial, so that the
 // thread_local needs no initialisation guard.
 struct State {
-    char *slots;       // MAX_THREADS fiber slots (reserved on first use)
-    char *mapping;     // the reservation, and its size
-    size_t mapped;
-    unsigned n_ready;  // slots [0, n_ready) are writable and their fibers parked
+    char *slots[MAX_THREADS]; // each fiber's slot, mapped when first needed
+    unsigned n_ready;         // fibers [0, n_ready) have slots and are parked
     bool releaser_set; // the thread-exit cleanup is registered
     bool active;       // a launch is running
     Context scheduler; // the launch's own context
@@ -446,7 +444,7 @@ void thread_exit(Fiber &me) {
 // Makes fiber i (its slot writable) start at the top of fiber_main when
 // next resumed.
 void start_fiber(State &s, unsigned i) {
-    char *slot = s.slots + (size_t)i * SLOT_BYTES;
+    char *slot = s.slots[i];
     Fiber &f = fiber_in_slot((uintptr_t)slot);
     f.state = &s;
     f.parked = true;
@@ -476,14 +474,31 @@ void start_fiber(State &s, unsigned i) {
 }
 
 void release_slots() {
-    if (st.mapping) munmap(st.mapping, st.mapped);
-    st.mapping = st.slots = nullptr;
+    for (unsigned i = 0; i < st.n_ready; i++) munmap(st.slots[i], SLOT_BYTES);
     st.n_ready = 0;
 }
 
 struct Releaser {
     ~Releaser() { release_slots(); }
 };
+
+// Maps a slot aligned to its size (from a mapping twice as large, trimmed),
+// all but its lowest page writable: the guard, which an overflow hits.
+char *map_slot() {
+    long page = sysconf(_SC_PAGESIZE);
+    void *p = mmap(nullptr, 2 * SLOT_BYTES, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) return nullptr;
+    uintptr_t start = (uintptr_t)p, slot = (start + SLOT_BYTES - 1) & ~(uintptr_t)(SLOT_BYTES - 1);
+    if (slot > start) munmap(p, slot - start);
+    if (start + 2 * SLOT_BYTES > slot + SLOT_BYTES)
+        munmap(reinterpret_cast<void *>(slot + SLOT_BYTES), start + 2 * SLOT_BYTES - (slot + SLOT_BYTES));
+    char *s = reinterpret_cast<char *>(slot);
+    if (mprotect(s + page, SLOT_BYTES - (size_t)page, PROT_READ | PROT_WRITE)) {
+        munmap(s, SLOT_BYTES);
+        return nullptr;
+    }
+    return s;
+}
 
 // Makes fibers [0, n) ready; false (with the message) when memory runs out.
 bool ready_fibers(unsigned n) {
@@ -492,24 +507,9 @@ bool ready_fibers(unsigned n) {
         (void)&releaser;
         st.releaser_set = true;
     }
-    if (!st.slots) {
-        // The slots must be aligned to their size: reserve one more.
-        size_t bytes = (size_t)(MAX_THREADS + 1) * SLOT_BYTES;
-        void *p = mmap(nullptr, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (p == MAP_FAILED) {
-            snprintf(st.err, st.errlen, "kernel %s: cannot reserve the emulator's thread stacks (%s)", st.kernel,
-                     strerror(errno));
-            return false;
-        }
-        st.mapping = static_cast<char *>(p);
-        st.mapped = bytes;
-        st.slots = reinterpret_cast<char *>(((uintptr_t)p + SLOT_BYTES - 1) & ~(uintptr_t)(SLOT_BYTES - 1));
-    }
-    long page = sysconf(_SC_PAGESIZE);
     for (; st.n_ready < n; st.n_ready++) {
-        // All but the lowest page: the guard, which an overflow hits.
-        char *slot = st.slots + (size_t)st.n_ready * SLOT_BYTES;
-        if (mprotect(slot + page, SLOT_BYTES - (size_t)page, PROT_READ | PROT_WRITE)) {
+        st.slots[st.n_ready] = map_slot();
+        if (!st.slots[st.n_ready]) {
             snprintf(st.err, st.errlen, "kernel %s: cannot map the emulator's thread stacks (%s)", st.kernel,
                      strerror(errno));
             return false;
