@@ -6,6 +6,29 @@
 // R rows of length D; the weight of element i of row r is w[(r % H) D + i]
 // (H = 1 for the model norm); w may be null (no scale).
 
+// The sum of a double over the block, in tlm::block_sum's fixed order (each
+// warp, then warp 0 over the warps' sums); every thread must call it and
+// gets the result. The row sums are in double as in the CPU op, so rstd and
+// the backward's k round once, from nearly the CPU's value: a float sum of
+// g x cancels (mixed signs) and its error would reach every dx of the row.
+__device__ __forceinline__ double rmsnorm_block_sum(double v) {
+  __shared__ double rmsnorm_warp_sums[32];
+  __shared__ double rmsnorm_total;
+  int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+  for (int m = 16; m > 0; m >>= 1) v += __shfl_xor_sync(tlm::FULL_MASK, v, m);
+  if (lane == 0) rmsnorm_warp_sums[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    double w = lane < warps ? rmsnorm_warp_sums[lane] : 0.0;
+    for (int m = 16; m > 0; m >>= 1) w += __shfl_xor_sync(tlm::FULL_MASK, w, m);
+    if (lane == 0) rmsnorm_total = w;
+  }
+  __syncthreads();
+  double r = rmsnorm_total;
+  __syncthreads();
+  return r;
+}
+
 // One block per row (blocks stride over rows). rstd[r] is written.
 extern "C" __global__ void tlm_rmsnorm_rows_forward(float *out, float *rstd, const float *x, const float *w, int R,
                                                     int H, int D, float eps) {
@@ -13,11 +36,10 @@ extern "C" __global__ void tlm_rmsnorm_rows_forward(float *out, float *rstd, con
     const float *xr = x + (long long)r * D;
     float *yr = out + (long long)r * D;
     const float *wr = w ? w + (long long)(r % H) * D : nullptr;
-    float ss = 0.0f;
-    for (int i = threadIdx.x; i < D; i += blockDim.x) ss += xr[i] * xr[i];
-    ss = tlm::block_sum(ss);
-    // formed in double like the CPU op, so rstd rounds once
-    float rs = (float)(1.0 / sqrt((double)ss / D + eps));
+    double ss = 0.0;
+    for (int i = threadIdx.x; i < D; i += blockDim.x) ss += (double)xr[i] * xr[i];
+    ss = rmsnorm_block_sum(ss);
+    float rs = (float)(1.0 / sqrt(ss / D + eps));
     if (threadIdx.x == 0) rstd[r] = rs;
     for (int i = threadIdx.x; i < D; i += blockDim.x) {
       float v = xr[i] * rs;
@@ -36,11 +58,11 @@ extern "C" __global__ void tlm_rmsnorm_rows_backward(float *dx, const float *dou
     const float *gr = dout + (long long)r * D;
     const float *wr = w ? w + (long long)(r % H) * D : nullptr;
     float *dxr = dx + (long long)r * D;
-    float dot = 0.0f;  // sum_j (dy_j w_j) x_j
-    for (int i = threadIdx.x; i < D; i += blockDim.x) dot += (wr ? gr[i] * wr[i] : gr[i]) * xr[i];
-    dot = tlm::block_sum(dot);
+    double dot = 0.0;  // sum_j (dy_j w_j) x_j
+    for (int i = threadIdx.x; i < D; i += blockDim.x) dot += (double)(wr ? gr[i] * wr[i] : gr[i]) * xr[i];
+    dot = rmsnorm_block_sum(dot);
     float rs = rstd[r];
-    float k = (float)((double)dot / D) * rs * rs * rs;
+    float k = (float)(dot / D) * rs * rs * rs;
     for (int i = threadIdx.x; i < D; i += blockDim.x) {
       float g = wr ? gr[i] * wr[i] : gr[i];
       float v = rs * g - k * xr[i];
