@@ -15,7 +15,7 @@
 // What it models, and checks:
 //   - Every CUDA thread of a block is a fiber on the calling OS thread: a
 //     user-mode context with its own stack (a 64 KiB slot: a guard page,
-//     about 58 KiB of stack, the fiber's own record), reused across launches.
+//     about 57 KiB of stack, the fiber's own record), reused across launches.
 //     A fiber runs until it waits (barrier, warp operation) or returns; the
 //     block's fibers take turns round-robin, switched by a few instructions
 //     of assembly (x86-64, AArch64; swapcontext elsewhere). The launch
@@ -165,8 +165,9 @@ struct Fiber {
     unsigned linear; // linear thread id within the block
     bool parked;     // at the top of its loop: can start the next block's thread
 };
-// Slots are 64 KiB apart, which would put every Fiber in the same cache
-// set: its place in the top FIBER_AREA bytes varies with the slot's address.
+// Slots are aligned to 64 KiB, so at one fixed offset every Fiber would use
+// the same cache set: its place in the top FIBER_AREA bytes varies with the
+// slot's address. (FIBER_AREA is 2 KiB, 16 KiB with TLM_EMU_UCONTEXT.)
 constexpr size_t FIBER_BYTES = (sizeof(Fiber) + 63) & ~(size_t)63, FIBER_AREA = 16 * FIBER_BYTES;
 
 inline Fiber &fiber_in_slot(uintptr_t slot) {
