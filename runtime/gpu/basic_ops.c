@@ -5,8 +5,7 @@
  * sets the order of the block-wide sums. */
 #include "gpu_basic.h"
 
-/* Threads per block: 8 warps, the kernels' reduction order (see above). */
-enum { BLOCK = 256 };
+enum { BLOCK = TLM_GPU_BASIC_BLOCK };
 
 /* One block per row, up to tlm_gpu_blocks' bound (blocks stride past it). */
 static unsigned blocks_per_row(int64_t rows) { return tlm_gpu_blocks(rows, 1); }

@@ -17,6 +17,10 @@
 
 #include "gpu.h"
 
+/* The block size every call launches with: the kernels' block-wide sums run
+ * in an order that depends on it (never on the grid). */
+enum { TLM_GPU_BASIC_BLOCK = 256 };
+
 /* out[N,C] = table[ids[n], :];  dtable[ids[n], :] += dout[n, :] (each table
  * element gets its rows' adds in row order: the CPU op's bits). */
 bool tlm_gpu_embedding_forward(tlm_gpu *g, tlm_dptr out, tlm_dptr ids, tlm_dptr table, int N, int C, tlm_err *err);

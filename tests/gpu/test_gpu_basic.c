@@ -414,6 +414,134 @@ static void check_swiglu(size_t n, int dh_alias) {
     free(g), free(u), free(dh), free(h), free(dg), free(du);
 }
 
+/* ---- the bits do not depend on the grid ----------------------------------
+ * Each kernel launched by hand with the grid its call uses, then with 1 and
+ * 2 blocks, so that blocks stride over many rows and reuse their shared
+ * memory: the outputs (reset before each launch: to NaN, or to the starting
+ * values of an output that accumulates) must be the same bits. This is what
+ * makes a --resume bit-exact whatever grid a device picks. */
+typedef struct output {
+    tlm_dptr p;
+    size_t n;           /* floats (a double counts as two) */
+    const float *start; /* NULL: NaN */
+} output;
+
+typedef struct grid_spec {
+    const char *kernel;
+    void **args;
+    unsigned grid;
+    output out[2]; /* n == 0 ends */
+} grid_spec;
+
+static float *run_with_grid(const grid_spec *s, unsigned grid, size_t *total) {
+    size_t n = 0;
+    for (int o = 0; o < 2 && s->out[o].n; o++) {
+        float *x = host_alloc(s->out[o].n * sizeof(float));
+        for (size_t i = 0; i < s->out[o].n; i++) x[i] = s->out[o].start ? s->out[o].start[i] : NAN;
+        tlm_err err;
+        if (!tlm_device_upload(dev, s->out[o].p, x, s->out[o].n * sizeof(float), &err)) die("upload", &err);
+        free(x);
+        n += s->out[o].n;
+    }
+    tlm_err err;
+    launched(tlm_gpu_launch(&gpu, s->kernel, grid, TLM_GPU_BASIC_BLOCK, s->args, &err), s->kernel, &err);
+    float *all = host_alloc(n * sizeof(float));
+    size_t at = 0;
+    for (int o = 0; o < 2 && s->out[o].n; o++) {
+        from_device(all + at, s->out[o].p, s->out[o].n * sizeof(float));
+        at += s->out[o].n;
+    }
+    *total = n;
+    return all;
+}
+
+static void check_grids(const grid_spec *s) {
+    size_t n = 0;
+    float *want = run_with_grid(s, s->grid, &n);
+    const unsigned grids[] = {1, 2};
+    for (int i = 0; i < 2; i++) {
+        float *got = run_with_grid(s, grids[i], &n);
+        size_t bad = 0;
+        for (size_t j = 0; j < n; j++) bad += memcmp(&got[j], &want[j], sizeof(float)) != 0;
+        if (bad) {
+            printf("FAIL %s: %zu of %zu output floats differ between %u and %u blocks\n", s->kernel, bad, n, grids[i],
+                   s->grid);
+            failures++;
+        }
+        free(got);
+    }
+    free(want);
+}
+
+static void check_grid_independence(void) {
+    int N = 37, C = 67, H = 3, V = 131, R = N * H, classes = 64, accumulate = 1, B = 1, D_rope = 66;
+    int stride = 3 * H * D_rope; /* a packed qkv */
+    long long n_gate = (long long)N * C;
+    size_t nc = (size_t)N * C, nv = (size_t)N * V, nr = (size_t)R * C, nw = (size_t)H * C;
+    size_t nqkv = (size_t)N * stride, nt = (size_t)N * (D_rope / 2), most = nqkv > nr ? nqkv : nr;
+    float eps = 1e-5f, sign = 1.0f, dloss = 1.0f;
+    int32_t *ids = host_alloc((size_t)N * sizeof(int32_t)), *targets = host_alloc((size_t)N * sizeof(int32_t));
+    for (int n = 0; n < N; n++) ids[n] = (int32_t)tlm_rng_below(&rng, 5); /* repeats */
+    for (int n = 0; n < N; n++) targets[n] = n % 4 == 0 ? -1 : (int32_t)tlm_rng_below(&rng, (uint64_t)V);
+    float *start = random_floats(most, -1, 1); /* where accumulating or in-place outputs start */
+    float *a = random_floats(nr, -1, 1), *x = random_floats(nr, -2, 2), *w = random_floats(nr, 0.5f, 1.5f);
+    float *logits = random_floats(nv, -4, 4);
+    float *cos_t = host_alloc(nt * sizeof(float)), *sin_t = host_alloc(nt * sizeof(float));
+    tlm_rope_init(cos_t, sin_t, N, D_rope, 10000.0);
+    tlm_dptr d_ids = to_device(ids, (size_t)N * 4), d_targets = to_device(targets, (size_t)N * 4);
+    tlm_dptr A = to_device(a, nr * 4), X = to_device(x, nr * 4), W = to_device(w, nr * 4);
+    tlm_dptr L = to_device(logits, nv * 4), d_cos = to_device(cos_t, nt * 4), d_sin = to_device(sin_t, nt * 4);
+    tlm_dptr O1 = device_zeros(most * 4), O2 = device_zeros(most * 4), QKV = device_zeros(nqkv * 4);
+    tlm_dptr RSTD = device_zeros((size_t)R * 4), LSE = device_zeros((size_t)N * 4), LOSS = device_zeros(8);
+    tlm_err err;
+    /* the inputs the backwards read: rstd and lse from their forwards */
+    launched(tlm_gpu_rmsnorm_heads_forward(&gpu, O1, RSTD, X, W, N, H, C, eps, &err), "rmsnorm", &err);
+    launched(tlm_gpu_crossentropy_forward(&gpu, 0, LSE, L, d_targets, N, V, LOSS, &err), "crossentropy", &err);
+
+    void *gather[] = {&O1, &d_ids, &A, &N, &C};
+    void *scatter[] = {&O1, &A, &d_ids, &N, &C, &classes};
+    void *rms_fwd[] = {&O1, &O2, &X, &W, &R, &H, &C, &eps};
+    void *rms_bwd[] = {&O1, &A, &X, &W, &RSTD, &R, &H, &C, &accumulate};
+    void *rms_dw[] = {&O1, &A, &X, &RSTD, &R, &H, &C};
+    void *rope[] = {&QKV, &QKV, &d_cos, &d_sin, &B, &N, &H, &D_rope, &stride, &sign};
+    void *ce_rows[] = {&O1, &O2, &L, &d_targets, &N, &V};
+    void *ce_mean[] = {&LOSS, &LSE, &L, &d_targets, &N, &V};
+    void *ce_bwd[] = {&O1, &L, &LSE, &d_targets, &N, &V, &dloss};
+    void *gate_apply[] = {&O1, &A, &W, &R, &C};
+    void *gate_dy[] = {&O1, &A, &W, &R, &C};
+    void *gate_dg[] = {&O1, &A, &X, &W, &R, &C};
+    void *swiglu[] = {&O1, &A, &W, &n_gate};
+    void *swiglu_grad[] = {&O1, &O2, &A, &X, &W, &n_gate};
+    const unsigned rows = (unsigned)R, per_elem = tlm_gpu_blocks((int64_t)nr, TLM_GPU_BASIC_BLOCK);
+    const grid_spec specs[] = {
+        {"tlm_embedding_gather", gather, tlm_gpu_blocks((int64_t)nc, TLM_GPU_BASIC_BLOCK), {{O1, nc, NULL}}},
+        {"tlm_embedding_scatter_add",
+         scatter,
+         tlm_gpu_blocks((int64_t)classes * C, TLM_GPU_BASIC_BLOCK),
+         {{O1, (size_t)5 * C, start}}},
+        {"tlm_rmsnorm_rows_forward", rms_fwd, rows, {{O1, nr, NULL}, {O2, (size_t)R, NULL}}},
+        {"tlm_rmsnorm_rows_backward", rms_bwd, rows, {{O1, nr, start}}},
+        {"tlm_rmsnorm_weight_backward", rms_dw, tlm_gpu_blocks((int64_t)nw, 32), {{O1, nw, start}}},
+        {"tlm_rope_rotate",
+         rope,
+         tlm_gpu_blocks((int64_t)N * H * (D_rope / 2), TLM_GPU_BASIC_BLOCK),
+         {{QKV, nqkv, start}}},
+        {"tlm_crossentropy_rows", ce_rows, (unsigned)N, {{O1, (size_t)N, NULL}, {O2, (size_t)N, NULL}}},
+        {"tlm_crossentropy_mean", ce_mean, 1, {{LOSS, 2, NULL}}},
+        {"tlm_crossentropy_rows_backward", ce_bwd, (unsigned)N, {{O1, nv, NULL}}},
+        {"tlm_sigmoid_gate_apply", gate_apply, per_elem, {{O1, nr, NULL}}},
+        {"tlm_sigmoid_gate_dy", gate_dy, per_elem, {{O1, nr, NULL}}},
+        {"tlm_sigmoid_gate_dg", gate_dg, tlm_gpu_blocks(R, TLM_GPU_BASIC_BLOCK), {{O1, (size_t)R, NULL}}},
+        {"tlm_swiglu_apply", swiglu, tlm_gpu_blocks(n_gate, TLM_GPU_BASIC_BLOCK), {{O1, nc, NULL}}},
+        {"tlm_swiglu_grad", swiglu_grad, tlm_gpu_blocks(n_gate, TLM_GPU_BASIC_BLOCK), {{O1, nc, NULL}, {O2, nc, NULL}}},
+    };
+    for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) check_grids(&specs[i]);
+
+    release(d_ids), release(d_targets), release(A), release(X), release(W), release(L), release(d_cos);
+    release(d_sin), release(O1), release(O2), release(QKV), release(RSTD), release(LSE), release(LOSS);
+    free(ids), free(targets), free(start), free(a), free(x), free(w), free(logits), free(cos_t), free(sin_t);
+}
+
 int main(void) {
     setvbuf(stdout, NULL, _IOLBF, 0); /* a timeout still shows how far it got */
     tlm_err err;
@@ -453,6 +581,8 @@ int main(void) {
     check_swiglu(1000, 1);
     check_swiglu(4099, 2);
     check_swiglu(33 * 67, 0);
+
+    check_grid_independence();
 
     for (int i = 0; i < n_records; i++)
         printf("  %-24s worst error %.3g over %d tensors (limit %s; %s)\n", records[i].op, records[i].worst,
