@@ -205,3 +205,14 @@ extern "C" __global__ void emu_math(const float *x, float *out) {
   out[8] = fmaxf(-INFINITY, x[0]) + fminf(x[0], INFINITY);  // 8
   out[9] = (float)__popc(0xf0f0u) + (float)__clz(1) + __saturatef(2.0f);  // 8 + 31 + 1
 }
+
+// Barrier votes among the threads that arrive (from 48 on they return).
+extern "C" __global__ void emu_barrier_votes(int *out) {
+  unsigned t = threadIdx.x;
+  if (t >= 48) return;
+  int r = __syncthreads_and(t < 1000);
+  r |= __syncthreads_or(t == 5) << 1;
+  r |= __syncthreads_and(t != 7) << 2;
+  r |= __syncthreads_count(t % 3 == 0) << 3;
+  out[t] = r;
+}

@@ -52,6 +52,7 @@ static const char *kernels[] = {
     "emu_bf16",
     "emu_bf16_ops",
     "emu_math",
+    "emu_barrier_votes",
 };
 
 /* Launches kernel `name`; returns its status, the message in err. */
@@ -260,6 +261,17 @@ static void test_early_exit(void) {
     char what[160];
     snprintf(what, sizeof what, "early exit: 4 shapes (40 of 64 .. 33 of 1024 threads alive), %d wrong", bad);
     check(ok && bad == 0, what);
+}
+
+/* __syncthreads_and/_or/_count vote over the threads that arrive. */
+static void test_barrier_votes(void) {
+    int out[64], *op = out, bad = 0;
+    for (int t = 0; t < 64; t++) out[t] = -1;
+    void *args[] = {&op};
+    int ok = run("emu_barrier_votes", 1, 1, 1, 64, 1, 1, args);
+    /* and(all) = 1, or(one) = 1, and(all but one) = 0, count(t % 3 == 0 of 0..47) = 16. */
+    for (int t = 0; t < 64; t++) bad += out[t] != (t < 48 ? 1 | 2 | 16 << 3 : -1);
+    check(ok && bad == 0, "barrier votes (_and, _or, _count) over the 48 threads that arrive");
 }
 
 /* A launch that must fail with a message containing `want`. */
@@ -562,6 +574,7 @@ int main(void) {
     test_indices();
     test_block_order();
     test_early_exit();
+    test_barrier_votes();
     test_errors();
     test_after_errors();
     test_bf16();
