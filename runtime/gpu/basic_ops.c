@@ -42,8 +42,8 @@ static bool rms_backward(tlm_gpu *g, tlm_dptr dx, tlm_dptr dw, tlm_dptr dout, tl
      * rows may overwrite when dx is dout itself */
     if (dw && w) {
         void *weight_args[] = {&dw, &dout, &x, &rstd, &R, &H, &D};
-        if (!tlm_gpu_launch(g, "tlm_rmsnorm_weight_backward", tlm_gpu_blocks((int64_t)H * D, 32), BLOCK, weight_args,
-                            err))
+        if (!tlm_gpu_launch(g, "tlm_rmsnorm_weight_backward", tlm_gpu_blocks((int64_t)H * D, 32),
+                            TLM_GPU_RMSNORM_WEIGHT_BLOCK, weight_args, err))
             return false;
     }
     int acc = accumulate;

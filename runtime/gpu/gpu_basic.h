@@ -17,9 +17,12 @@
 
 #include "gpu.h"
 
-/* The block size every call launches with: the kernels' block-wide sums run
- * in an order that depends on it (never on the grid). */
-enum { TLM_GPU_BASIC_BLOCK = 256 };
+/* The block sizes the calls launch with: the kernels' block-wide sums run in
+ * an order that depends on them (never on the grid). RMSNorm's weight
+ * gradient takes the largest block, its warps splitting the rows of 32
+ * weight entries (a block per 32 entries: the more warps, the more of the
+ * GPU it fills). */
+enum { TLM_GPU_BASIC_BLOCK = 256, TLM_GPU_RMSNORM_WEIGHT_BLOCK = 1024 };
 
 /* out[N,C] = table[ids[n], :];  dtable[ids[n], :] += dout[n, :] (each table
  * element gets its rows' adds in row order: the CPU op's bits). */

@@ -76,7 +76,10 @@ extern "C" __global__ void tlm_rmsnorm_rows_backward(float *dx, const float *dou
 // consecutive weight entries, one per lane; warp w of the block's W warps
 // adds the head's rows w, w + W, w + 2W, ... in order, and warp 0 then adds
 // the W partial sums in warp order. The order depends on the block size
-// (which the C wrapper fixes), never on the grid.
+// (which the C wrapper fixes: 1024 threads, 32 warps), never on the grid.
+// Splitting the rows over blocks too would fill more of a large GPU, but
+// adding the blocks' partial sums in a fixed order needs a scratch buffer
+// (no atomics).
 extern "C" __global__ void tlm_rmsnorm_weight_backward(float *dw, const float *dout, const float *x, const float *rstd,
                                                        int R, int H, int D) {
   __shared__ double rmsnorm_partials[32][32];

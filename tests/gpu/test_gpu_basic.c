@@ -429,8 +429,8 @@ typedef struct output {
 typedef struct grid_spec {
     const char *kernel;
     void **args;
-    unsigned grid;
-    output out[2]; /* n == 0 ends */
+    unsigned grid, block; /* the call's */
+    output out[2];        /* n == 0 ends */
 } grid_spec;
 
 static float *run_with_grid(const grid_spec *s, unsigned grid, size_t *total) {
@@ -444,7 +444,7 @@ static float *run_with_grid(const grid_spec *s, unsigned grid, size_t *total) {
         n += s->out[o].n;
     }
     tlm_err err;
-    launched(tlm_gpu_launch(&gpu, s->kernel, grid, TLM_GPU_BASIC_BLOCK, s->args, &err), s->kernel, &err);
+    launched(tlm_gpu_launch(&gpu, s->kernel, grid, s->block, s->args, &err), s->kernel, &err);
     float *all = host_alloc(n * sizeof(float));
     size_t at = 0;
     for (int o = 0; o < 2 && s->out[o].n; o++) {
@@ -514,26 +514,52 @@ static void check_grid_independence(void) {
     void *swiglu_grad[] = {&O1, &O2, &A, &X, &W, &n_gate};
     const unsigned rows = (unsigned)R, per_elem = tlm_gpu_blocks((int64_t)nr, TLM_GPU_BASIC_BLOCK);
     const grid_spec specs[] = {
-        {"tlm_embedding_gather", gather, tlm_gpu_blocks((int64_t)nc, TLM_GPU_BASIC_BLOCK), {{O1, nc, NULL}}},
+        {"tlm_embedding_gather",
+         gather,
+         tlm_gpu_blocks((int64_t)nc, TLM_GPU_BASIC_BLOCK),
+         TLM_GPU_BASIC_BLOCK,
+         {{O1, nc, NULL}}},
         {"tlm_embedding_scatter_add",
          scatter,
          tlm_gpu_blocks((int64_t)classes * C, TLM_GPU_BASIC_BLOCK),
+         TLM_GPU_BASIC_BLOCK,
          {{O1, (size_t)5 * C, start}}},
-        {"tlm_rmsnorm_rows_forward", rms_fwd, rows, {{O1, nr, NULL}, {O2, (size_t)R, NULL}}},
-        {"tlm_rmsnorm_rows_backward", rms_bwd, rows, {{O1, nr, start}}},
-        {"tlm_rmsnorm_weight_backward", rms_dw, tlm_gpu_blocks((int64_t)nw, 32), {{O1, nw, start}}},
+        {"tlm_rmsnorm_rows_forward", rms_fwd, rows, TLM_GPU_BASIC_BLOCK, {{O1, nr, NULL}, {O2, (size_t)R, NULL}}},
+        {"tlm_rmsnorm_rows_backward", rms_bwd, rows, TLM_GPU_BASIC_BLOCK, {{O1, nr, start}}},
+        {"tlm_rmsnorm_weight_backward",
+         rms_dw,
+         tlm_gpu_blocks((int64_t)nw, 32),
+         TLM_GPU_RMSNORM_WEIGHT_BLOCK,
+         {{O1, nw, start}}},
         {"tlm_rope_rotate",
          rope,
          tlm_gpu_blocks((int64_t)N * H * (D_rope / 2), TLM_GPU_BASIC_BLOCK),
+         TLM_GPU_BASIC_BLOCK,
          {{QKV, nqkv, start}}},
-        {"tlm_crossentropy_rows", ce_rows, (unsigned)N, {{O1, (size_t)N, NULL}, {O2, (size_t)N, NULL}}},
-        {"tlm_crossentropy_mean", ce_mean, 1, {{LOSS, 2, NULL}}},
-        {"tlm_crossentropy_rows_backward", ce_bwd, (unsigned)N, {{O1, nv, NULL}}},
-        {"tlm_sigmoid_gate_apply", gate_apply, per_elem, {{O1, nr, NULL}}},
-        {"tlm_sigmoid_gate_dy", gate_dy, per_elem, {{O1, nr, NULL}}},
-        {"tlm_sigmoid_gate_dg", gate_dg, tlm_gpu_blocks(R, TLM_GPU_BASIC_BLOCK), {{O1, (size_t)R, NULL}}},
-        {"tlm_swiglu_apply", swiglu, tlm_gpu_blocks(n_gate, TLM_GPU_BASIC_BLOCK), {{O1, nc, NULL}}},
-        {"tlm_swiglu_grad", swiglu_grad, tlm_gpu_blocks(n_gate, TLM_GPU_BASIC_BLOCK), {{O1, nc, NULL}, {O2, nc, NULL}}},
+        {"tlm_crossentropy_rows",
+         ce_rows,
+         (unsigned)N,
+         TLM_GPU_BASIC_BLOCK,
+         {{O1, (size_t)N, NULL}, {O2, (size_t)N, NULL}}},
+        {"tlm_crossentropy_mean", ce_mean, 1, TLM_GPU_BASIC_BLOCK, {{LOSS, 2, NULL}}},
+        {"tlm_crossentropy_rows_backward", ce_bwd, (unsigned)N, TLM_GPU_BASIC_BLOCK, {{O1, nv, NULL}}},
+        {"tlm_sigmoid_gate_apply", gate_apply, per_elem, TLM_GPU_BASIC_BLOCK, {{O1, nr, NULL}}},
+        {"tlm_sigmoid_gate_dy", gate_dy, per_elem, TLM_GPU_BASIC_BLOCK, {{O1, nr, NULL}}},
+        {"tlm_sigmoid_gate_dg",
+         gate_dg,
+         tlm_gpu_blocks(R, TLM_GPU_BASIC_BLOCK),
+         TLM_GPU_BASIC_BLOCK,
+         {{O1, (size_t)R, NULL}}},
+        {"tlm_swiglu_apply",
+         swiglu,
+         tlm_gpu_blocks(n_gate, TLM_GPU_BASIC_BLOCK),
+         TLM_GPU_BASIC_BLOCK,
+         {{O1, nc, NULL}}},
+        {"tlm_swiglu_grad",
+         swiglu_grad,
+         tlm_gpu_blocks(n_gate, TLM_GPU_BASIC_BLOCK),
+         TLM_GPU_BASIC_BLOCK,
+         {{O1, nc, NULL}, {O2, nc, NULL}}},
     };
     for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) check_grids(&specs[i]);
 
