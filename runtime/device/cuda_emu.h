@@ -18,7 +18,9 @@
 //     about 57 KiB of stack, the fiber's own record), reused across launches.
 //     A fiber runs until it waits (barrier, warp operation) or returns; the
 //     block's fibers take turns round-robin, switched by a few instructions
-//     of assembly (x86-64, AArch64; swapcontext elsewhere). The launch
+//     of assembly (x86-64, AArch64; swapcontext elsewhere): in ascending
+//     thread order in one block, descending in the next, so that a missing
+//     barrier shows up whichever neighbour a thread reads. The launch
 //     returns when every block has run (it is synchronous).
 //   - Blocks run one after another, in a fixed pseudo-random order (not 0,
 //     1, 2, ...), so a kernel that wrongly depends on the order of its blocks
@@ -200,6 +202,7 @@ struct State {
     bool failed;
     // The block.
     unsigned threads, current, live, runnable, at_barrier, barrier_votes;
+    bool descending; // the order of the turns: every other block runs its threads backwards
     Warp warps[MAX_THREADS / WARP];
     // Per thread of the block: its state, and its warp operation's or
     // barrier's operand and outcome.
@@ -319,9 +322,14 @@ __attribute__((noinline)) void switch_away(Fiber &me) {
         return;
     }
     unsigned next = me.linear;
-    do {
-        if (++next == s.threads) next = 0;
-    } while (s.wait[next] != Wait::running);
+    if (s.descending) {
+        do next = (next ? next : s.threads) - 1;
+        while (s.wait[next] != Wait::running);
+    } else {
+        do {
+            if (++next == s.threads) next = 0;
+        } while (s.wait[next] != Wait::running);
+    }
     s.current = next;
     switch_context(me.context, s.fibers[next]->context);
 }
@@ -521,7 +529,7 @@ bool ready_fibers(unsigned n) {
 }
 
 // Runs one block; false when the launch failed (st.err says why).
-bool run_block(const uint3 &block_idx) {
+bool run_block(const uint3 &block_idx, bool descending) {
     for (unsigned i = 0; i < st.threads; i++) {
         st.wait[i] = Wait::running;
         st.fibers[i]->block_idx = block_idx;
@@ -529,8 +537,9 @@ bool run_block(const uint3 &block_idx) {
     for (unsigned w = 0; w < st.threads / WARP; w++) st.warps[w] = Warp{};
     st.live = st.runnable = st.threads;
     st.at_barrier = st.barrier_votes = 0;
-    st.current = 0;
-    switch_context(st.scheduler, st.fibers[0]->context);
+    st.descending = descending;
+    st.current = descending ? st.threads - 1 : 0;
+    switch_context(st.scheduler, st.fibers[st.current]->context);
     if (st.failed) return false;
     if (st.live) {
         // Not reached while every stuck case is reported where it arises; kept
@@ -602,7 +611,7 @@ int run_grid(const char *kernel, const unsigned grid[3], const unsigned block[3]
     for (uint64_t i = 0; i < blocks && ok; i++) {
         uint3 idx{(unsigned)(b % grid[0]), (unsigned)(b / grid[0] % grid[1]),
                   (unsigned)(b / ((uint64_t)grid[0] * grid[1]))};
-        ok = run_block(idx);
+        ok = run_block(idx, i % 2 == 1);
         b = b >= step ? b - step : b + blocks - step;
     }
     if (!ok) {

@@ -216,3 +216,11 @@ extern "C" __global__ void emu_barrier_votes(int *out) {
   r |= __syncthreads_count(t % 3 == 0) << 3;
   out[t] = r;
 }
+
+// Wrong on a GPU: reads a neighbour's shared value without a barrier.
+extern "C" __global__ void emu_missing_barrier(int step, float *out) {
+  __shared__ float s[1024];
+  unsigned t = threadIdx.x, n = blockDim.x;
+  s[t] = (float)(t + 1000 * blockIdx.x);
+  out[blockIdx.x * n + t] = s[(t + n + step) % n];
+}

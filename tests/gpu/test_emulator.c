@@ -53,6 +53,7 @@ static const char *kernels[] = {
     "emu_bf16_ops",
     "emu_math",
     "emu_barrier_votes",
+    "emu_missing_barrier",
 };
 
 /* Launches kernel `name`; returns its status, the message in err. */
@@ -230,6 +231,25 @@ static void test_block_order(void) {
     ok = run("emu_block_chain", G, 1, 1, 32, 1, 1, ca);
     for (int b = 0; b < G; b++) in_order &= chain[b] == b + 1;
     check(ok && !in_order, "a kernel that depends on the block order gets wrong results");
+}
+
+/* A kernel missing a barrier gets wrong results, whether threads read the
+ * next thread's value or the previous one's: one block takes its turns in
+ * ascending order, the next in descending order, so in one of the two
+ * every thread but one reads before its neighbour writes. */
+static void test_missing_barrier(void) {
+    enum { B = 64 };
+    for (int step = -1; step <= 1; step += 2) {
+        float out[2 * B], *op = out;
+        void *args[] = {&step, &op};
+        int ok = run("emu_missing_barrier", 2, 1, 1, B, 1, 1, args), wrong = 0;
+        for (int b = 0; b < 2; b++)
+            for (int t = 0; t < B; t++) wrong += out[b * B + t] != (float)((t + B + step) % B + 1000 * b);
+        char what[160];
+        snprintf(what, sizeof what, "a missing barrier (reading thread t%+d) gives wrong results: %d of %d", step,
+                 wrong, 2 * B);
+        check(ok && wrong >= B - 1, what); /* all but one thread of a block */
+    }
 }
 
 /* Threads returning early count as arrived at later barriers. */
@@ -573,6 +593,7 @@ int main(void) {
     test_shuffles();
     test_indices();
     test_block_order();
+    test_missing_barrier();
     test_early_exit();
     test_barrier_votes();
     test_errors();
