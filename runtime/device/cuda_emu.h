@@ -86,6 +86,8 @@
 #define __host__
 #define __forceinline__ inline __attribute__((always_inline))
 #define __launch_bounds__(...)
+#define __constant__ // a global, as __device__ variables (device memory is host memory here)
+#define __align__(n) __attribute__((aligned(n)))
 #define __shared__ static thread_local
 
 struct uint3 {
@@ -743,6 +745,16 @@ inline float __fdividef(float x, float y) { return x / y; }
 inline float __frcp_rn(float x) { return 1.0f / x; }
 inline float __fsqrt_rn(float x) { return sqrtf(x); }
 inline float __fmaf_rn(float x, float y, float z) { return fmaf(x, y, z); }
+inline float __fadd_rn(float x, float y) { return x + y; }
+inline float __fsub_rn(float x, float y) { return x - y; }
+inline float __fmul_rn(float x, float y) { return x * y; }
+inline float __fdiv_rn(float x, float y) { return x / y; }
+// Float to int as the device converts: rounded (to nearest even, or toward
+// zero), NaN to 0, out of range to the nearest end.
+inline int __float2int_rz(float x) {
+    return x != x ? 0 : x >= 2147483648.0f ? 2147483647 : x < -2147483648.0f ? (-2147483647 - 1) : (int)x;
+}
+inline int __float2int_rn(float x) { return __float2int_rz(nearbyintf(x)); }
 inline float __saturatef(float x) { return x >= 1.0f ? 1.0f : x > 0.0f ? x : 0.0f; }
 inline float __int_as_float(int x) { return tlm_emu::from_bits<float>((uint32_t)x); }
 inline int __float_as_int(float x) { return (int)(uint32_t)tlm_emu::to_bits(x); }

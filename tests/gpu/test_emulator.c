@@ -459,18 +459,28 @@ static void test_bf16_ops(void) {
 }
 
 static void test_math(void) {
-    float x[2] = {4.0f, 3.0f}, out[10], *xp = x, *op = out;
+    float x[2] = {4.0f, 3.0f}, out[12], *xp = x, *op = out;
     void *args[] = {&xp, &op};
     int ok = run("emu_math", 1, 1, 1, 32, 1, 1, args);
-    const float want[10] = {0.5f, 1.0f, 1.5f, 8.0f, (float)(3 + (1ll << 40)), 4.5f, 7.0f + 4294967295.0f,
-                            3.0f, 8.0f, 40.0f};
+    const float want[12] = {0.5f,
+                            1.0f,
+                            1.5f,
+                            8.0f,
+                            (float)(3 + (1ll << 40)),
+                            4.5f,
+                            7.0f + 4294967295.0f,
+                            3.0f,
+                            8.0f,
+                            40.0f,
+                            3.0f + 2147483647.0f,
+                            1.0f};
     int bad = 0;
-    for (int i = 0; i < 10; i++)
+    for (int i = 0; i < 12; i++)
         if (out[i] != want[i]) {
             printf("     math %d: %g, want %g\n", i, out[i], want[i]);
             bad++;
         }
-    check(ok && bad == 0, "math helpers and min/max overloads: 10 results");
+    check(ok && bad == 0, "math helpers, min/max overloads, __constant__: 12 results");
 }
 
 /* Two host threads launch at once, each with its own rows: neither sees the
