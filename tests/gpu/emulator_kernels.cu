@@ -207,7 +207,8 @@ extern "C" __global__ void emu_math(const float *x, float *out) {
   out[8] = fmaxf(-INFINITY, x[0]) + fminf(x[0], INFINITY);  // 8
   out[9] = (float)__popc(0xf0f0u) + (float)__clz(1) + __saturatef(2.0f);  // 8 + 31 + 1
   // 2 + (-4) + 0 + 2 + 3 + 2147483647 (saturated): round half to even, NaN to 0
-  out[10] = (float)(__float2int_rn(emu_table[2]) + __float2int_rn(emu_table[3]) + __float2int_rn(__int_as_float(0x7fc00000))) +
+  float nan = __int_as_float(0x7fc00000);
+  out[10] = (float)(__float2int_rn(emu_table[2]) + __float2int_rn(emu_table[3]) + __float2int_rn(nan)) +
             (float)__float2int_rz(emu_table[2]) + __fmul_rn(emu_table[1], 6.0f) + (float)__float2int_rn(3e10f);
   out[11] = __fadd_rn(emu_table[0], 1.0f) - __fsub_rn(1.0f, 0.5f) + __fdiv_rn(1.0f, 4.0f);  // 1.25 - 0.5 + 0.25
 }
