@@ -203,7 +203,7 @@ struct State {
     size_t errlen;
     bool failed;
     // The block.
-    unsigned threads, current, live, runnable, at_barrier, barrier_votes;
+    unsigned threads, live, runnable, at_barrier, barrier_votes;
     bool descending; // the order of the turns: every other block runs its threads backwards
     Warp warps[MAX_THREADS / WARP];
     // Per thread of the block: its state, and its warp operation's or
@@ -315,8 +315,8 @@ const char *op_name(WarpOp op) {
 
 // Switches from fiber `me` (no longer running) to the next runnable one in
 // round-robin order, or back to the scheduler when none is (the block has
-// finished, or is stuck). Returns when `me` is resumed. Not inlined: the
-// kernels need not know about it.
+// finished, or is stuck). Returns when `me` is resumed. Not inlined, to keep
+// the kernels' own code small.
 __attribute__((noinline)) void switch_away(Fiber &me) {
     State &s = *me.state;
     if (!s.runnable) {
@@ -332,7 +332,6 @@ __attribute__((noinline)) void switch_away(Fiber &me) {
             if (++next == s.threads) next = 0;
         } while (s.wait[next] != Wait::running);
     }
-    s.current = next;
     switch_context(me.context, s.fibers[next]->context);
 }
 
@@ -540,8 +539,7 @@ bool run_block(const uint3 &block_idx, bool descending) {
     st.live = st.runnable = st.threads;
     st.at_barrier = st.barrier_votes = 0;
     st.descending = descending;
-    st.current = descending ? st.threads - 1 : 0;
-    switch_context(st.scheduler, st.fibers[st.current]->context);
+    switch_context(st.scheduler, st.fibers[descending ? st.threads - 1 : 0]->context);
     if (st.failed) return false;
     if (st.live) {
         // Not reached while every stuck case is reported where it arises; kept
