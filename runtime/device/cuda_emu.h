@@ -39,8 +39,9 @@
 //     No __activemask: which lanes run converged is the GPU's to say.
 //   - __shared__ variables: one copy per OS thread (static thread_local),
 //     shared by the block's fibers; blocks run one at a time, so that is one
-//     copy per block. Unlike a GPU they start zeroed, and keep their values
-//     from the previous block: do not rely on either. A missing barrier
+//     copy per block. Before each block every byte of them is set to 0xff
+//     (a float NaN, an int -1; with glibc), so that a read of shared memory
+//     the block has not written shows up. A missing barrier
 //     shows up as wrong results when the round-robin order exposes it (a
 //     thread runs on to its next barrier before the next thread starts).
 //   - __nv_bfloat16 / __nv_bfloat162 with CUDA's conversions, bit for bit
@@ -62,6 +63,7 @@
 #pragma once
 
 #include <errno.h>
+#include <link.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -75,6 +77,7 @@
 
 #include <cmath>
 #include <cstddef>
+#include <cxxabi.h>
 #include <cstdint>
 #include <tuple>
 #include <type_traits>
@@ -186,13 +189,15 @@ struct Warp {
     WarpOp op;
 };
 
-// Everything about the OS thread's launch in progress. Trivial, so that the
-// thread_local needs no initialisation guard.
+// Everything about an OS thread's launches: its fibers, the launch and
+// the block in progress.
 struct State {
     char *slots[MAX_THREADS]; // each fiber's slot, mapped when first needed
     unsigned n_ready;         // fibers [0, n_ready) have slots and are parked
-    bool releaser_set; // the thread-exit cleanup is registered
-    bool active;       // a launch is running
+    bool active;              // a launch is running
+    bool tls_found;           // tls_data and tls_size are known
+    char *tls_data;           // this module's thread-local block for the thread
+    size_t tls_size;
     Context scheduler; // the launch's own context
     Fiber *fibers[MAX_THREADS];
     // The launch.
@@ -212,7 +217,10 @@ struct State {
     unsigned char src_lane[MAX_THREADS];
     uint64_t value[MAX_THREADS], result[MAX_THREADS];
 };
-thread_local State st;
+// The calling OS thread's State, allocated at its first launch. The
+// module's only thread-local variable besides the kernels' __shared__
+// ones, which poison_shared relies on.
+thread_local State *this_thread;
 
 #if defined(TLM_EMU_ASM_SWITCH) && defined(__x86_64__)
 // tlm_emu_switch(save, to): pushes the callee-saved registers, stores the
@@ -483,14 +491,74 @@ void start_fiber(State &s, unsigned i) {
 #endif
 }
 
-void release_slots() {
-    for (unsigned i = 0; i < st.n_ready; i++) munmap(st.slots[i], SLOT_BYTES);
-    st.n_ready = 0;
+void free_state(void *p) {
+    State *st = static_cast<State *>(p);
+    for (unsigned i = 0; i < st->n_ready; i++) munmap(st->slots[i], SLOT_BYTES);
+    free(st);
 }
 
-struct Releaser {
-    ~Releaser() { release_slots(); }
+} // namespace
+} // namespace tlm_emu
+extern "C" __attribute__((visibility("hidden"))) void *__dso_handle;
+namespace tlm_emu {
+namespace {
+
+// The calling thread's State, or null when memory runs out. Freed when the
+// thread exits (which keeps this module loaded until then).
+State *thread_state() {
+    if (this_thread) return this_thread;
+    State *st = static_cast<State *>(calloc(1, sizeof(State)));
+    if (st && __cxxabiv1::__cxa_thread_atexit(free_state, st, &__dso_handle) != 0) {
+        free(st);
+        st = nullptr;
+    }
+    return this_thread = st;
+}
+
+#ifdef __GLIBC__
+struct TlsSearch {
+    uintptr_t code; // an address inside this module
+    char *data;
+    size_t size;
 };
+int find_module_tls(struct dl_phdr_info *info, size_t, void *p) {
+    TlsSearch &search = *static_cast<TlsSearch *>(p);
+    bool ours = false;
+    size_t size = 0;
+    for (unsigned i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) &ph = info->dlpi_phdr[i];
+        uintptr_t start = info->dlpi_addr + ph.p_vaddr;
+        if (ph.p_type == PT_LOAD && search.code >= start && search.code < start + ph.p_memsz) ours = true;
+        if (ph.p_type == PT_TLS) size = ph.p_memsz;
+    }
+    if (!ours) return 0;
+    search.data = static_cast<char *>(info->dlpi_tls_data);
+    search.size = size;
+    return 1;
+}
+#endif
+
+// Sets every byte of the kernels' __shared__ variables to 0xff (a float
+// NaN, an int -1) before each block, as a GPU's shared memory holds garbage
+// when a block starts: a read before the block's own write shows up. They
+// are this module's thread-local block, less this_thread.
+void poison_shared(State &st) {
+#ifdef __GLIBC__
+    if (!st.tls_found) {
+        TlsSearch search{(uintptr_t)&poison_shared, nullptr, 0};
+        dl_iterate_phdr(find_module_tls, &search);
+        st.tls_data = search.data;
+        st.tls_size = search.size;
+        st.tls_found = true;
+    }
+    if (st.tls_data) {
+        memset(st.tls_data, 0xff, st.tls_size);
+        this_thread = &st;
+    }
+#else
+    (void)st;
+#endif
+}
 
 // Maps a slot aligned to its size (from a mapping twice as large, trimmed),
 // all but its lowest page writable: the guard, which an overflow hits.
@@ -511,12 +579,7 @@ char *map_slot() {
 }
 
 // Makes fibers [0, n) ready; false (with the message) when memory runs out.
-bool ready_fibers(unsigned n) {
-    if (!st.releaser_set) {
-        static thread_local Releaser releaser;
-        (void)&releaser;
-        st.releaser_set = true;
-    }
+bool ready_fibers(State &st, unsigned n) {
     for (; st.n_ready < n; st.n_ready++) {
         st.slots[st.n_ready] = map_slot();
         if (!st.slots[st.n_ready]) {
@@ -530,7 +593,8 @@ bool ready_fibers(unsigned n) {
 }
 
 // Runs one block; false when the launch failed (st.err says why).
-bool run_block(const uint3 &block_idx, bool descending) {
+bool run_block(State &st, const uint3 &block_idx, bool descending) {
+    poison_shared(st);
     for (unsigned i = 0; i < st.threads; i++) {
         st.wait[i] = Wait::running;
         st.fibers[i]->block_idx = block_idx;
@@ -585,6 +649,12 @@ uint64_t block_step(uint64_t blocks) {
 int run_grid(const char *kernel, const unsigned grid[3], const unsigned block[3], void (*body)(void *), void *body_args,
              char *err, size_t errlen) {
     if (!dims_ok(kernel, grid, block, err, errlen)) return 1;
+    State *state = thread_state();
+    if (!state) {
+        if (errlen) snprintf(err, errlen, "kernel %s: out of memory for the emulator's state", kernel);
+        return 1;
+    }
+    State &st = *state;
     if (st.active) {
         if (errlen) snprintf(err, errlen, "kernel %s: launched from inside a running kernel", kernel);
         return 1;
@@ -594,7 +664,7 @@ int run_grid(const char *kernel, const unsigned grid[3], const unsigned block[3]
     st.errlen = errlen;
     st.failed = false;
     unsigned threads = block[0] * block[1] * block[2];
-    if (!ready_fibers(threads)) return 1;
+    if (!ready_fibers(st, threads)) return 1;
     for (unsigned i = 0; i < threads; i++) {
         Fiber &f = *st.fibers[i];
         f.linear = i;
@@ -611,7 +681,7 @@ int run_grid(const char *kernel, const unsigned grid[3], const unsigned block[3]
     for (uint64_t i = 0; i < blocks && ok; i++) {
         uint3 idx{(unsigned)(b % grid[0]), (unsigned)(b / grid[0] % grid[1]),
                   (unsigned)(b / ((uint64_t)grid[0] * grid[1]))};
-        ok = run_block(idx, i % 2 == 1);
+        ok = run_block(st, idx, i % 2 == 1);
         b = b >= step ? b - step : b + blocks - step;
     }
     if (!ok) {

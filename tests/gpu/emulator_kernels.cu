@@ -231,3 +231,16 @@ extern "C" __global__ void emu_missing_barrier(int step, float *out) {
   s[t] = (float)(t + 1000 * blockIdx.x);
   out[blockIdx.x * n + t] = s[(t + n + step) % n];
 }
+
+// Wrong on a GPU: reads shared memory before the block writes it (then
+// writes it, which the next block must not see either).
+extern "C" __global__ void emu_uninit_shared(float *out) {
+  __shared__ float s[64];
+  __shared__ int count;
+  unsigned t = threadIdx.x, b = blockIdx.x;
+  out[b * 128 + t] = s[t];
+  out[b * 128 + 64 + t] = (float)count;
+  __syncthreads();
+  s[t] = 5.0f;
+  count = 7;
+}

@@ -54,6 +54,7 @@ static const char *kernels[] = {
     "emu_math",
     "emu_barrier_votes",
     "emu_missing_barrier",
+    "emu_uninit_shared",
 };
 
 /* Launches kernel `name`; returns its status, the message in err. */
@@ -250,6 +251,23 @@ static void test_missing_barrier(void) {
                  wrong, 2 * B);
         check(ok && wrong >= B - 1, what); /* all but one thread of a block */
     }
+}
+
+/* Shared memory holds 0xff bytes when a block starts: a float NaN, an int
+ * -1, whatever the previous block (or launch) wrote. */
+static void test_uninit_shared(void) {
+    float out[3 * 128], *op = out;
+    void *args[] = {&op};
+    int ok = 1, bad = 0;
+    for (int rep = 0; rep < 2; rep++) {
+        ok &= run("emu_uninit_shared", 3, 1, 1, 64, 1, 1, args);
+        for (int b = 0; b < 3; b++)
+            for (int t = 0; t < 64; t++) bad += !isnan(out[b * 128 + t]) || out[b * 128 + 64 + t] != -1.0f;
+    }
+    char what[160];
+    snprintf(what, sizeof what, "unwritten shared memory reads as NaN / -1 in every block: %d wrong of %d", bad,
+             2 * 3 * 128);
+    check(ok && bad == 0, what);
 }
 
 /* Threads returning early count as arrived at later barriers. */
@@ -604,6 +622,7 @@ int main(void) {
     test_indices();
     test_block_order();
     test_missing_barrier();
+    test_uninit_shared();
     test_early_exit();
     test_barrier_votes();
     test_errors();
