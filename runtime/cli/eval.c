@@ -9,6 +9,7 @@
 #include "args.h"
 #include "commands.h"
 #include "corpus.h"
+#include "device_flag.h"
 #include "evaluate.h"
 #include "load.h"
 #include "numfmt.h"
@@ -26,6 +27,7 @@ static void usage(FILE *out) {
           "  --batch N          windows per forward pass (default: the model's train batch)\n"
           "  --context T        tokens per window (default: the model's train context)\n"
           "  --max-tokens N     evaluate at most N tokens of each text, in whole windows\n"
+          "  --device DEV        cpu (default), cuda or cuda:N\n"
           "  --threads N        CPU threads (default: all cores)\n"
           "\n"
           "Exit status: 0 ok, 1 error (model, checkpoint, data), 2 bad usage.\n",
@@ -39,7 +41,7 @@ static void number(char *buf, size_t n, const char *fmt, double v) {
     else snprintf(buf, n, fmt, v);
 }
 
-enum { OPT_CKPT = 256, OPT_DATA, OPT_BATCH, OPT_CONTEXT, OPT_MAX_TOKENS, OPT_THREADS };
+enum { OPT_CKPT = 256, OPT_DATA, OPT_BATCH, OPT_CONTEXT, OPT_MAX_TOKENS, OPT_THREADS, OPT_DEVICE };
 static const struct option long_options[] = {
     {"help", no_argument, NULL, 'h'},
     {"ckpt", required_argument, NULL, OPT_CKPT},
@@ -48,11 +50,12 @@ static const struct option long_options[] = {
     {"context", required_argument, NULL, OPT_CONTEXT},
     {"max-tokens", required_argument, NULL, OPT_MAX_TOKENS},
     {"threads", required_argument, NULL, OPT_THREADS},
+    {"device", required_argument, NULL, OPT_DEVICE},
     {NULL, 0, NULL, 0},
 };
 
 int cmd_eval(int argc, char **argv) {
-    const char *model_path = NULL, *ckpt = NULL, *data[MAX_DATA];
+    const char *model_path = NULL, *ckpt = NULL, *data[MAX_DATA], *device = NULL;
     int ndata = 0;
     int64_t batch = 0, context = 0, max_tokens = 0, threads = 0;
     cli_args a = {.cmd = "eval", .argc = argc, .argv = argv};
@@ -70,6 +73,10 @@ int cmd_eval(int argc, char **argv) {
         case OPT_CONTEXT: ok = cli_int(&a, 1, INT32_MAX, &context); break;
         case OPT_MAX_TOKENS: ok = cli_int(&a, 1, INT64_MAX, &max_tokens); break;
         case OPT_THREADS: ok = cli_int(&a, 1, 4096, &threads); break;
+        case OPT_DEVICE:
+            device = a.val;
+            if (device_flag_check("eval", device)) return 2;
+            break;
         case 1:
             if (!cli_model_path(&a, &model_path)) return 2;
             break;
@@ -84,6 +91,11 @@ int cmd_eval(int argc, char **argv) {
     tlm_so so;
     int opened = open_model("eval", model_path, threads, &so);
     if (opened) return opened;
+    tlm_device *dev = NULL;
+    if ((opened = device_flag_open("eval", device, &dev))) {
+        tlm_so_close(&so);
+        return opened;
+    }
     if (context == 0) context = so.train->context > 0 ? so.train->context : so.config->context;
     if (batch == 0) batch = so.train->batch > 0 ? so.train->batch : 1;
     tlm_model m = {0};
@@ -94,7 +106,7 @@ int cmd_eval(int argc, char **argv) {
     if (context > so.config->context)
         rc = cli_usage_error("eval", "--context %" PRId64 " is longer than the model's context (%" PRId64 ")", context,
                              so.config->context);
-    else if (!tlm_model_create(&m, &so, batch, context, false, 0, &err)) rc = cli_error("eval", "%s", err.msg);
+    else if (!tlm_model_create_on(&m, &so, dev, batch, context, false, 0, &err)) rc = cli_error("eval", "%s", err.msg);
     else rc = load_checkpoint("eval", &so, ckpt, &m, path, sizeof path, &step);
 
     /* Load every text first, so a bad path fails before any long work. */
@@ -115,6 +127,10 @@ int cmd_eval(int argc, char **argv) {
             rc = cli_error("eval", "%s: %s", names[i], err.msg);
             break;
         }
+        if (tlm_model_device_error(&m)) {
+            rc = cli_error("eval", "%s: %s", names[i], tlm_model_device_error(&m));
+            break;
+        }
         char tokens[32];
         fmt_int(tokens, sizeof tokens, res.tokens, 0);
         char loss[32], ppl[32], bpb[32];
@@ -126,6 +142,7 @@ int cmd_eval(int argc, char **argv) {
     }
     for (int i = 0; i < ndata; i++) tlm_data_free(&ds[i]);
     tlm_model_destroy(&m);
+    if (dev) tlm_device_close(dev);
     tlm_so_close(&so);
     return rc;
 }

@@ -7,29 +7,72 @@
 
 #include "args.h"
 #include "commands.h"
+#include "device_flag.h"
+#include "gpu.h"
 #include "model_so.h"
 #include "tlm_train_settings.h"
 
 static void usage(FILE *out) {
-    fputs("usage: tlm-run info MODEL.so [--params] [--buffers]\n"
+    fputs("usage: tlm-run info MODEL.so [--params] [--buffers] [--device cuda[:N]]\n"
           "\n"
           "Prints the model's settings, training defaults, per-layer widths and kernels,\n"
           "parameter count and memory plans.\n"
           "  --params    list every parameter tensor\n"
-          "  --buffers   list every activation buffer, and where each plan puts it\n",
+          "  --buffers   list every activation buffer, and where each plan puts it\n"
+          "  --device D  the GPU (cuda, cuda:N): its driver and compute capability, the\n"
+          "              kernels a run compiles for it and whether they are cached\n",
           out);
 }
 
-enum { OPT_PARAMS = 256, OPT_BUFFERS };
+enum { OPT_PARAMS = 256, OPT_BUFFERS, OPT_DEVICE };
 static const struct option long_options[] = {
     {"help", no_argument, NULL, 'h'},
     {"params", no_argument, NULL, OPT_PARAMS},
     {"buffers", no_argument, NULL, OPT_BUFFERS},
+    {"device", required_argument, NULL, OPT_DEVICE},
     {NULL, 0, NULL, 0},
 };
 
+/* The kernels of a CUDA source: its extern "C" __global__ functions. */
+static int count_kernels(const char *source) {
+    int n = 0;
+    for (const char *p = source; (p = strstr(p, "extern \"C\" __global__")) != NULL; p++) n++;
+    return n;
+}
+
+static void print_module(tlm_device *dev, const char *what, const char *source) {
+    char path[512];
+    bool cached = tlm_device_module_cached(dev, source, path, sizeof path);
+    printf("  %-22s %3d kernels, %s%s%s\n", what, count_kernels(source),
+           cached    ? "cached"
+           : path[0] ? "not cached: the first run compiles them"
+                     : "no usable cache: compiled in memory",
+           path[0] ? "\n      " : "", path);
+}
+
+/* --device: the GPU and what a run would compile for it. 0, or 1 after a
+ * message (no driver, no such GPU). */
+static int print_device(const char *name, const tlm_so *so) {
+    tlm_device *dev;
+    int rc = device_flag_open("info", name, &dev);
+    if (rc || !dev) return rc;
+    const tlm_device_info *i = tlm_device_get_info(dev);
+    printf("\ndevice %s: %s\n", name, i->name);
+    if (i->emulated) printf("  emulated on the CPU (TLM_TEST_DEVICE=emulated, a test switch)\n");
+    else printf("  driver %d.%d\n", i->driver_version / 1000, i->driver_version % 1000 / 10);
+    printf("  compute capability %d.%d (%s), %d SMs, %.1f GiB\n", i->cc_major, i->cc_minor, i->arch, i->sm_count,
+           (double)i->memory_total / 1073741824.0);
+    printf("kernels for %s:\n", i->arch);
+    print_module(dev, "runtime", tlm_gpu_kernel_source);
+    if (so->header->nkernels) print_module(dev, "model MLP (per width)", so->cuda_source);
+    for (uint32_t k = 0; k < so->header->nkernels; k++)
+        printf("      %s, _bwd_data, _bwd_weight\n", tlm_so_str(so, so->kernels[k].symbol));
+    tlm_device_close(dev);
+    return 0;
+}
+
 int cmd_info(int argc, char **argv) {
-    const char *path = NULL;
+    const char *path = NULL, *device = NULL;
     bool list_params = false, list_buffers = false;
     cli_args a = {.cmd = "info", .argc = argc, .argv = argv};
     int opt;
@@ -38,6 +81,10 @@ int cmd_info(int argc, char **argv) {
         case 'h': usage(stdout); return 0;
         case OPT_PARAMS: list_params = true; break;
         case OPT_BUFFERS: list_buffers = true; break;
+        case OPT_DEVICE:
+            device = a.val;
+            if (device_flag_check("info", device)) return 2;
+            break;
         case 1:
             if (!cli_model_path(&a, &path)) return 2;
             break;
@@ -64,8 +111,9 @@ int cmd_info(int argc, char **argv) {
     tlm_so_print_kernels(stdout, &so.tables);
     putchar('\n');
     for (int p = 0; p < TLM_PLAN_COUNT; p++) tlm_so_print_plan(stdout, &so.tables, p, false);
-    printf("CUDA source: %zu bytes (generated for a GPU backend; this tlm-run runs on the CPU)\n",
+    printf("CUDA source: %zu bytes (compiled for the GPU at the first --device cuda run; see info --device cuda)\n",
            strlen(so.cuda_source));
+    int rc = device ? print_device(device, &so) : 0;
     if (list_params) {
         putchar('\n');
         tlm_so_print_params(stdout, &so.tables);
@@ -81,5 +129,5 @@ int cmd_info(int argc, char **argv) {
     }
     tlm_so_close(&so);
     if (!ok) return cli_error("info", "out of memory");
-    return 0;
+    return rc;
 }

@@ -26,7 +26,7 @@ int load_checkpoint(const char *cmd, const tlm_so *so, const char *ckpt, tlm_mod
     tlm_err err = {""};
     tlm_st_file *f = tlm_ckpt_open(path, so, &err);
     if (!f) return cli_error(cmd, "%s", err.msg);
-    bool ok = tlm_ckpt_load_params(f, m, &err);
+    bool ok = tlm_ckpt_load_params(f, m, &err) && tlm_model_params_to_device(m, &err);
     const char *s = tlm_st_meta_get(f, "step");
     *step = s ? atoll(s) : -1;
     tlm_st_close(f);

@@ -14,6 +14,7 @@
 #include "args.h"
 #include "commands.h"
 #include "corpus.h"
+#include "device_flag.h"
 #include "load.h"
 #include "tlm_rt/ops.h"
 
@@ -28,6 +29,7 @@ static void usage(FILE *out) {
           "  --batch N          windows per forward pass (default 8)\n"
           "  --context T        tokens per window (default: the model's train context)\n"
           "  --windows N        windows to average over (default 32)\n"
+          "  --device DEV        cpu (default), cuda or cuda:N\n"
           "  --threads N        CPU threads (default: all cores)\n"
           "\n"
           "Exit status: 0 ok, 1 error (model, checkpoint, data), 2 bad usage.\n",
@@ -49,7 +51,7 @@ static void add_cosines(const float *z, const float *next, int64_t N, int64_t D,
     }
 }
 
-enum { OPT_CKPT = 256, OPT_DATA, OPT_BATCH, OPT_CONTEXT, OPT_WINDOWS, OPT_THREADS };
+enum { OPT_CKPT = 256, OPT_DATA, OPT_BATCH, OPT_CONTEXT, OPT_WINDOWS, OPT_THREADS, OPT_DEVICE };
 static const struct option long_options[] = {
     {"help", no_argument, NULL, 'h'},
     {"ckpt", required_argument, NULL, OPT_CKPT},
@@ -58,11 +60,12 @@ static const struct option long_options[] = {
     {"context", required_argument, NULL, OPT_CONTEXT},
     {"windows", required_argument, NULL, OPT_WINDOWS},
     {"threads", required_argument, NULL, OPT_THREADS},
+    {"device", required_argument, NULL, OPT_DEVICE},
     {NULL, 0, NULL, 0},
 };
 
 int cmd_probe(int argc, char **argv) {
-    const char *model_path = NULL, *ckpt = NULL, *data = NULL;
+    const char *model_path = NULL, *ckpt = NULL, *data = NULL, *device = NULL;
     int64_t batch = 8, context = 0, windows = 32, threads = 0;
     cli_args a = {.cmd = "probe", .argc = argc, .argv = argv};
     int opt;
@@ -76,6 +79,10 @@ int cmd_probe(int argc, char **argv) {
         case OPT_CONTEXT: ok = cli_int(&a, 1, INT32_MAX, &context); break;
         case OPT_WINDOWS: ok = cli_int(&a, 1, 1 << 20, &windows); break;
         case OPT_THREADS: ok = cli_int(&a, 1, 4096, &threads); break;
+        case OPT_DEVICE:
+            device = a.val;
+            if (device_flag_check("probe", device)) return 2;
+            break;
         case 1:
             if (!cli_model_path(&a, &model_path)) return 2;
             break;
@@ -89,6 +96,11 @@ int cmd_probe(int argc, char **argv) {
     tlm_so so;
     int opened = open_model("probe", model_path, threads, &so);
     if (opened) return opened;
+    tlm_device *dev = NULL;
+    if ((opened = device_flag_open("probe", device, &dev))) {
+        tlm_so_close(&so);
+        return opened;
+    }
     const tlm_abi_config *am = so.config;
     if (context == 0) context = so.train->context > 0 ? so.train->context : am->context;
     if (batch > windows) batch = windows;
@@ -106,7 +118,7 @@ int cmd_probe(int argc, char **argv) {
                              am->context);
     /* The training layout keeps every layer's residual stream to the end
      * of the forward pass; the inference one reuses it. */
-    else if (!tlm_model_create(&m, &so, batch, context, true, 0, &err)) rc = cli_error("probe", "%s", err.msg);
+    else if (!tlm_model_create_on(&m, &so, dev, batch, context, true, 0, &err)) rc = cli_error("probe", "%s", err.msg);
     else if ((rc = load_checkpoint("probe", &so, ckpt, &m, path, sizeof path, &step)) != 0)
         ;
     else if (!corpus_load(&ds, data, CORPUS_VALID, context, am->vocab, name, sizeof name, &err))
@@ -123,13 +135,21 @@ int cmd_probe(int argc, char **argv) {
                 rc = cli_error("probe", "%s: %s", name, err.msg);
         if (rc) break;
         double loss = tlm_model_forward(&m, in, tgt, b, context);
+        if (tlm_model_device_error(&m)) {
+            rc = cli_error("probe", "%s", tlm_model_device_error(&m));
+            break;
+        }
         if (!isfinite(loss)) {
             rc = cli_error("probe", "the model's loss is not finite on %s", name);
             break;
         }
-        for (int64_t l = 0; l < L; l++) {
+        for (int64_t l = 0; l < L && !rc; l++) {
             const float *z = tlm_model_buffer(&m, TLM_B_MID, (int)l);
             const float *next = tlm_model_buffer(&m, TLM_B_RESID, (int)l + 1);
+            if (!z || !next) {
+                rc = cli_error("probe", "%s", tlm_model_device_error(&m));
+                break;
+            }
             add_cosines(z, next, b * context, D, &sum[l]);
         }
         done += b;
@@ -146,6 +166,7 @@ int cmd_probe(int argc, char **argv) {
     free(tgt);
     tlm_data_free(&ds);
     tlm_model_destroy(&m);
+    if (dev) tlm_device_close(dev);
     tlm_so_close(&so);
     return rc;
 }

@@ -152,18 +152,23 @@ bool progress_update(progress *p, const progress_step *s, bool logged, bool keep
     progress_duration(eta, sizeof eta, s->eta);
     progress_duration(el, sizeof el, s->elapsed);
     int w = snprintf(NULL, 0, "%lld", (long long)p->total);
+    char dev[64] = ""; /* on a GPU: MFU when its peak is known, and memory */
+    if (s->device_bytes >= 0) {
+        int n = isfinite(s->mfu) ? snprintf(dev, sizeof dev, "  MFU %.1f%%", 100 * s->mfu) : 0;
+        snprintf(dev + n, sizeof dev - (size_t)n, "  mem %.2f GiB", s->device_bytes / 1073741824.0);
+    }
     if (p->tty) {
         double now = progress_now();
         if (keep || logged || s->step == p->total || now - p->last_draw >= 0.1) {
-            printf("\r\033[Kstep %*lld/%lld  loss %.4f  lr %.2e  %s tok/s  ETA %s%s", w, (long long)s->step,
-                   (long long)p->total, s->loss, s->lr, tps, eta, keep ? "\n" : "");
+            printf("\r\033[Kstep %*lld/%lld  loss %.4f  lr %.2e  %s tok/s%s  ETA %s%s", w, (long long)s->step,
+                   (long long)p->total, s->loss, s->lr, tps, dev, eta, keep ? "\n" : "");
             fflush(stdout);
             p->live = !keep;
             p->last_draw = now;
         }
     } else if (logged) {
-        printf("step %*lld/%lld  loss %.4f  lr %.2e  grad norm %.3f  %s tok/s  elapsed %s  ETA %s\n", w,
-               (long long)s->step, (long long)p->total, s->loss, s->lr, s->grad_norm, tps, el, eta);
+        printf("step %*lld/%lld  loss %.4f  lr %.2e  grad norm %.3f  %s tok/s%s  elapsed %s  ETA %s\n", w,
+               (long long)s->step, (long long)p->total, s->loss, s->lr, s->grad_norm, tps, dev, el, eta);
         fflush(stdout);
     }
     if (!logged || !p->log) return true;
@@ -174,6 +179,10 @@ bool progress_update(progress *p, const progress_step *s, bool logged, bool keep
     json_num(&rec, "grad_norm", "%.9g", s->grad_norm);
     json_num(&rec, "tokens_per_s", "%.1f", s->tokens_per_s);
     json_num(&rec, "elapsed", "%.3f", s->elapsed);
+    if (s->device_bytes >= 0) {
+        json_num(&rec, "mfu", "%.4f", s->mfu);
+        json_num(&rec, "device_memory", "%.0f", s->device_bytes);
+    }
     tlm_sb_puts(&rec, "}\n");
     return log_record(p, &rec, err);
 }

@@ -30,6 +30,8 @@ typedef struct progress_step {
     double tokens_per_s;  /* over the steps since the last logged one */
     double elapsed;       /* seconds of training, across resumes */
     double eta;           /* seconds left, < 0: unknown */
+    double mfu;           /* model FLOPs utilisation (0..1) on a GPU whose peak is known, else NaN */
+    double device_bytes;  /* device memory in use, < 0 on the CPU */
 } progress_step;
 
 /* Seconds on a monotonic clock. */

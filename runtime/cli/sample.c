@@ -9,6 +9,7 @@
 
 #include "args.h"
 #include "commands.h"
+#include "device_flag.h"
 #include "load.h"
 #include "tlm_rt/ops.h"
 #include "tlm_rt/sample.h"
@@ -23,13 +24,14 @@ static void usage(FILE *out) {
           "  --temperature X     0 is greedy (always the likeliest byte); default 0.8\n"
           "  --top-k K           draw only among the K likeliest bytes (0: all; default 0)\n"
           "  --seed N            seeds the draws: the same seed gives the same text (default 1337)\n"
+          "  --device DEV        cpu (default), cuda or cuda:N\n"
           "  --threads N         CPU threads (default: all cores)\n"
           "\n"
           "Exit status: 0 ok, 1 error (model, checkpoint), 2 bad usage.\n",
           out);
 }
 
-enum { OPT_CKPT = 256, OPT_PROMPT, OPT_LENGTH, OPT_TEMPERATURE, OPT_TOP_K, OPT_SEED, OPT_THREADS };
+enum { OPT_CKPT = 256, OPT_PROMPT, OPT_LENGTH, OPT_TEMPERATURE, OPT_TOP_K, OPT_SEED, OPT_THREADS, OPT_DEVICE };
 static const struct option long_options[] = {
     {"help", no_argument, NULL, 'h'},
     {"ckpt", required_argument, NULL, OPT_CKPT},
@@ -39,11 +41,12 @@ static const struct option long_options[] = {
     {"top-k", required_argument, NULL, OPT_TOP_K},
     {"seed", required_argument, NULL, OPT_SEED},
     {"threads", required_argument, NULL, OPT_THREADS},
+    {"device", required_argument, NULL, OPT_DEVICE},
     {NULL, 0, NULL, 0},
 };
 
 int cmd_sample(int argc, char **argv) {
-    const char *model_path = NULL, *ckpt = NULL, *prompt = "";
+    const char *model_path = NULL, *ckpt = NULL, *prompt = "", *device = NULL;
     int64_t length = 256, top_k = 0, seed = 1337, threads = 0;
     double temperature = 0.8;
     cli_args a = {.cmd = "sample", .argc = argc, .argv = argv};
@@ -59,6 +62,10 @@ int cmd_sample(int argc, char **argv) {
         case OPT_TOP_K: ok = cli_int(&a, 0, INT32_MAX, &top_k); break;
         case OPT_SEED: ok = cli_int(&a, 0, INT64_MAX, &seed); break;
         case OPT_THREADS: ok = cli_int(&a, 1, 4096, &threads); break;
+        case OPT_DEVICE:
+            device = a.val;
+            if (device_flag_check("sample", device)) return 2;
+            break;
         case 1:
             if (!cli_model_path(&a, &model_path)) return 2;
             break;
@@ -72,6 +79,11 @@ int cmd_sample(int argc, char **argv) {
     tlm_so so;
     int opened = open_model("sample", model_path, threads, &so);
     if (opened) return opened;
+    tlm_device *dev = NULL;
+    if ((opened = device_flag_open("sample", device, &dev))) {
+        tlm_so_close(&so);
+        return opened;
+    }
     const int64_t T = so.config->context, V = so.config->vocab;
     /* Tokens are bytes: a larger vocabulary's other ids cannot be printed,
      * so the draw is among the first 256. */
@@ -82,7 +94,7 @@ int cmd_sample(int argc, char **argv) {
     float *scratch = malloc((size_t)V * sizeof *scratch);
     int rc = 0;
     if (!window || !scratch) rc = cli_error("sample", "out of memory");
-    else if (!tlm_model_create(&m, &so, 1, T, false, 0, &err)) rc = cli_error("sample", "%s", err.msg);
+    else if (!tlm_model_create_on(&m, &so, dev, 1, T, false, 0, &err)) rc = cli_error("sample", "%s", err.msg);
     else rc = load_checkpoint("sample", &so, ckpt, &m, path, sizeof path, &step);
 
     /* The prompt's last T bytes are the context; an empty prompt starts from
@@ -103,7 +115,12 @@ int cmd_sample(int argc, char **argv) {
         int last = plen ? (unsigned char)prompt[plen - 1] : '\n';
         for (int64_t i = 0; i < length; i++) {
             tlm_model_forward(&m, window, NULL, 1, n);
-            const float *logits = tlm_model_logits(&m) + (n - 1) * V;
+            const float *all = tlm_model_logits(&m);
+            if (!all) {
+                rc = cli_error("sample", "%s", tlm_model_device_error(&m));
+                break;
+            }
+            const float *logits = all + (n - 1) * V;
             int next = tlm_sample(logits, nbytes, (float)temperature, (int)top_k, &rng, scratch);
             putchar(next);
             fflush(stdout);
@@ -116,6 +133,7 @@ int cmd_sample(int argc, char **argv) {
     free(window);
     free(scratch);
     tlm_model_destroy(&m);
+    if (dev) tlm_device_close(dev);
     tlm_so_close(&so);
     return rc;
 }

@@ -33,8 +33,11 @@
 #include "args.h"
 #include "checkpoint.h"
 #include "commands.h"
+#include "device_flag.h"
 #include "corpus.h"
 #include "evaluate.h"
+#include "flops.h"
+#include "gpu_model.h"
 #include "progress.h"
 #include "tlm_rt/ops.h"
 #include "train_options.h"
@@ -53,6 +56,7 @@
 typedef struct run {
     train_options o;
     tlm_so so;
+    tlm_device *dev;           /* NULL: the CPU */
     tlm_model model;
     tlm_trainer trainer;
     tlm_dataset train, val;
@@ -160,15 +164,18 @@ static bool save_checkpoint(run *r, tlm_err *err) {
         tlm_fail(err, "out of memory writing the checkpoint");
         return false;
     }
-    char threads[16];
+    char threads[16], device[300];
     snprintf(threads, sizeof threads, "%d", tlm_get_num_threads());
+    device_flag_describe(r->dev, device, sizeof device);
     tlm_st_meta extra[] = {
-        {"settings", settings},
-        {"data_fingerprint", r->data_fingerprint},
-        {"threads", threads},
-        {"created_by", "tlm-run " TLM_VERSION},
+        {"settings", settings}, {"data_fingerprint", r->data_fingerprint}, {"threads", threads},
+        {"device", device},     {"created_by", "tlm-run " TLM_VERSION},
     };
     r->state.elapsed = elapsed(r);
+    if (!tlm_trainer_to_host(&r->trainer, err)) {
+        free(settings);
+        return false;
+    }
     bool ok = tlm_ckpt_save(r->ckpt_file, &r->trainer, &r->state, extra, (int)(sizeof extra / sizeof *extra), err);
     free(settings);
     if (ok) r->ckpt_step = r->state.step;
@@ -232,7 +239,7 @@ static int start_state(run *r, tlm_st_file *ckpt) {
     if (!ckpt) {
         tlm_model_init_params(&r->model, r->o.s.seed);
         tlm_rng_seed(&r->state.data_rng, r->o.s.seed + DATA_SEED_OFFSET);
-        return 0;
+        return tlm_trainer_to_device(&r->trainer, &err) ? 0 : cli_error("train", "%s", err.msg);
     }
     const char *fp = tlm_st_meta_get(ckpt, "data_fingerprint");
     if (!fp || strcmp(fp, r->data_fingerprint) != 0)
@@ -242,8 +249,19 @@ static int start_state(run *r, tlm_st_file *ckpt) {
         return cli_error("train", "%s: %s", r->ckpt_file, err.msg);
     int rc = check_resume_step(r, r->state.step);
     if (rc) return rc;
+    if (!tlm_trainer_to_device(&r->trainer, &err)) return cli_error("train", "%s", err.msg);
+    /* Device and thread count are not trajectory settings: a resume
+     * elsewhere continues from the fp32 master weights, not bit for bit. */
+    const char *was = tlm_st_meta_get(ckpt, "device");
+    char now[300];
+    device_flag_describe(r->dev, now, sizeof now);
+    bool same_kind = !was || (strncmp(was, "cpu", 3) == 0) == (r->dev == NULL);
+    if (!same_kind)
+        printf("note: resuming on %s, the checkpoint was written on %s; the run continues from its fp32 weights "
+               "but will not repeat an uninterrupted run bit for bit\n",
+               now, was);
     const char *threads = tlm_st_meta_get(ckpt, "threads");
-    if (threads && atoi(threads) != tlm_get_num_threads())
+    if (same_kind && !r->dev && threads && atoi(threads) != tlm_get_num_threads())
         printf("note: resuming with %d threads, the checkpoint was written with %s; the result will differ in "
                "the last bits from an uninterrupted run\n",
                tlm_get_num_threads(), threads);
@@ -320,7 +338,8 @@ static int setup(run *r) {
     /* The optimizer's state and the step's token buffers live as long as
      * the model: counted in its memory check. */
     int64_t beside = tlm_trainer_state_bytes(&r->so, &o->s) + 2 * o->s.batch * r->T * (int64_t)sizeof *r->x;
-    if (!tlm_model_create(&r->model, &r->so, r->micro, r->T, true, beside, &err) ||
+    if ((rc = device_flag_open("train", o->device, &r->dev))) goto out;
+    if (!tlm_model_create_on(&r->model, &r->so, r->dev, r->micro, r->T, true, beside, &err) ||
         !tlm_trainer_create(&r->trainer, &r->model, &o->s, o->decay_embeddings, &err)) {
         rc = cli_error("train", "%s", err.msg);
         goto out;
@@ -348,6 +367,16 @@ out:
     return rc;
 }
 
+/* Where the kernels came from: a second run of the same model compiles
+ * nothing. */
+static void print_kernel_report(const tlm_model *m) {
+    const tlm_module_report *rt = &m->gpu->gpu.report, *mlp = &m->gpu->mlp_report;
+    double secs = rt->compile_seconds + mlp->compile_seconds;
+    bool all_cached = rt->cache_hit && (!m->gpu->mlp || mlp->cache_hit);
+    if (all_cached) printf("kernels: from the cache (nothing compiled)\n");
+    else printf("kernels: compiled in %.1f s%s\n", secs, rt->cache_written ? ", cached for the next run" : "");
+}
+
 static void banner(const run *r) {
     const tlm_abi_train *s = &r->o.s;
     const tlm_abi_config *m = r->so.config;
@@ -362,8 +391,10 @@ static void banner(const run *r) {
     else printf("training %" PRId64 " steps,", s->steps);
     printf(" %" PRId64 " x %" PRId64 " tokens a step", s->batch, r->T);
     if (s->accumulate > 1) printf(" in %" PRId64 " micro-batches", s->accumulate);
-    printf(", %s lr %g, %d thread%s\n", tlm_enum_name(&tlm_optimizer_enum, s->optimizer), s->lr, tlm_get_num_threads(),
-           tlm_get_num_threads() == 1 ? "" : "s");
+    char where[300];
+    device_flag_describe(r->dev, where, sizeof where);
+    printf(", %s lr %g, %s\n", tlm_enum_name(&tlm_optimizer_enum, s->optimizer), s->lr, where);
+    if (r->model.gpu) print_kernel_report(&r->model);
     printf("checkpoints: %s\n", r->ckpt_file);
     fflush(stdout);
 }
@@ -404,6 +435,13 @@ static int train_loop(run *r) {
             return cli_error("train", "%s", e.msg);
         }
         tlm_step_result res = tlm_trainer_step(&r->trainer, r->x, r->y, r->T);
+        const char *device_error = tlm_model_device_error(&r->model);
+        if (device_error) {
+            progress_close(&r->out, NULL);
+            char last[4300];
+            last_checkpoint(r, last, sizeof last);
+            return cli_error("train", "step %" PRId64 ": %s; %s", r->state.step + 1, device_error, last);
+        }
         if (!res.finite) {
             progress_close(&r->out, NULL);
             bool loss_bad = !isfinite(res.loss);
@@ -435,7 +473,14 @@ static int train_loop(run *r) {
                                    : (double)(s->batch * r->T) / fmax(step_ema, 1e-9),
             .elapsed = elapsed(r),
             .eta = step_ema * (double)(s->steps - step),
+            .mfu = NAN,
+            .device_bytes = -1,
         };
+        if (r->dev) {
+            double peak = tlm_device_get_info(r->dev)->peak_bf16_tflops * 1e12;
+            if (peak > 0) ps.mfu = ps.tokens_per_s * tlm_train_flops_per_token(&r->so, r->T) / peak;
+            ps.device_bytes = (double)tlm_device_memory_in_use(r->dev);
+        }
         bool validating = r->have_val && (last || (s->eval_every > 0 && step % s->eval_every == 0));
         if (!progress_update(&r->out, &ps, logged, validating, &err)) return write_failed(r, "", &err);
         if (logged) {
@@ -489,6 +534,7 @@ int cmd_train(int argc, char **argv) {
     free(r->y);
     tlm_trainer_destroy(&r->trainer);
     tlm_model_destroy(&r->model);
+    if (r->dev) tlm_device_close(r->dev);
     tlm_data_free(&r->train);
     tlm_data_free(&r->val);
     if (r->so.handle) tlm_so_close(&r->so);

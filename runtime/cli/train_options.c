@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "args.h"
+#include "device_flag.h"
 #include "numfmt.h"
 #include "tlm_rt/json.h"
 
@@ -89,7 +90,7 @@ static void usage(FILE *out) {
           "  --log FILE           JSON lines: one per logged step and per validation\n"
           "run:\n"
           "  --threads N          CPU threads (default: all cores)\n"
-          "  --device cpu         where to run (cpu is the only one available yet)\n"
+          "  --device DEV         cpu (default), cuda or cuda:N (docs/gpu.md)\n"
           "  --decay-embeddings   decay the embedding (and a tied head) too\n"
           "  --dry-run            resolve the settings as a run would (the model's, the\n"
           "                       flags, with --resume the checkpoint's), print them one\n"
@@ -204,12 +205,7 @@ int train_parse(train_options *o, int argc, char **argv) {
         case OPT_CKPT: o->ckpt = a.val; break;
         case OPT_DEVICE:
             o->device = a.val;
-            if (!strcmp(a.val, "cuda") || !strncmp(a.val, "cuda:", 5) || !strcmp(a.val, "gpu"))
-                return cli_error("train",
-                                 "--device %s is not available yet: this build trains on the CPU only "
-                                 "(use --device cpu)",
-                                 a.val);
-            if (strcmp(a.val, "cpu") != 0) return cli_usage_error("train", "unknown device `%s` (known: cpu)", a.val);
+            if (device_flag_check("train", a.val)) return 2;
             break;
         case OPT_THREADS:
             if (!cli_int(&a, 1, 4096, &n)) return 2;

@@ -3,9 +3,10 @@
 
 #ifdef TLM_HAVE_CUDA
 
-#include <cublasLt.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "cuda_toolkit.h"
 
 /* What a plan depends on. Zero-filled before it is set (it is compared
  * with memcmp). Without C, C's fields are D's (cuBLASLt reads no C when
@@ -25,66 +26,70 @@ typedef struct gemm_plan {
 
 struct tlm_cublaslt {
     const tlm_cuda_driver *drv;
+    const tlm_cublaslt_api *lt;
     cublasLtHandle_t handle;
     CUdeviceptr workspace;
     gemm_plan *plans;
     size_t nplans, cap;
 };
 
-static bool blas_ok(cublasStatus_t s, tlm_err *err, const char *call) {
+static bool blas_ok(const tlm_cublaslt_api *lt, cublasStatus_t s, tlm_err *err, const char *call) {
     if (s == CUBLAS_STATUS_SUCCESS) return true;
-    return tlm_fail(err, "%s: %s (%s)", call, cublasLtGetStatusName(s), cublasLtGetStatusString(s));
+    return tlm_fail(err, "%s: %s (%s)", call, lt->cublasLtGetStatusName(s), lt->cublasLtGetStatusString(s));
 }
 
 tlm_cublaslt *tlm_cublaslt_open(const tlm_cuda_driver *drv, tlm_err *err) {
+    const tlm_cublaslt_api *lt = tlm_cublaslt_api_get(err);
+    if (!lt) return NULL;
     tlm_cublaslt *b = calloc(1, sizeof *b);
     if (!b) {
         tlm_fail(err, "out of memory");
         return NULL;
     }
     b->drv = drv;
-    cublasStatus_t s = cublasLtCreate(&b->handle);
+    b->lt = lt;
+    cublasStatus_t s = lt->cublasLtCreate(&b->handle);
     if (s != CUBLAS_STATUS_SUCCESS) {
-        size_t v = cublasLtGetVersion();
+        size_t v = lt->cublasLtGetVersion();
         tlm_fail(err, "cuBLASLt %zu.%zu could not start with the driver of CUDA %d.%d: %s (%s)", v / 10000,
-                 v / 100 % 100, drv->version / 1000, drv->version % 1000 / 10, cublasLtGetStatusName(s),
-                 cublasLtGetStatusString(s));
+                 v / 100 % 100, drv->version / 1000, drv->version % 1000 / 10, lt->cublasLtGetStatusName(s),
+                 lt->cublasLtGetStatusString(s));
         free(b);
         return NULL;
     }
     if (!tlm_cuda_ok(drv, drv->cuMemAlloc(&b->workspace, TLM_CUBLASLT_WORKSPACE_BYTES), err,
                      "cuMemAlloc(cuBLASLt's %zu-byte workspace)", TLM_CUBLASLT_WORKSPACE_BYTES)) {
-        cublasLtDestroy(b->handle);
+        lt->cublasLtDestroy(b->handle);
         free(b);
         return NULL;
     }
     return b;
 }
 
-static void destroy_plan(gemm_plan *p) {
-    if (p->a) cublasLtMatrixLayoutDestroy(p->a);
-    if (p->b) cublasLtMatrixLayoutDestroy(p->b);
-    if (p->c) cublasLtMatrixLayoutDestroy(p->c);
-    if (p->d) cublasLtMatrixLayoutDestroy(p->d);
-    if (p->op) cublasLtMatmulDescDestroy(p->op);
+static void destroy_plan(const tlm_cublaslt_api *lt, gemm_plan *p) {
+    if (p->a) lt->cublasLtMatrixLayoutDestroy(p->a);
+    if (p->b) lt->cublasLtMatrixLayoutDestroy(p->b);
+    if (p->c) lt->cublasLtMatrixLayoutDestroy(p->c);
+    if (p->d) lt->cublasLtMatrixLayoutDestroy(p->d);
+    if (p->op) lt->cublasLtMatmulDescDestroy(p->op);
 }
 
 void tlm_cublaslt_close(tlm_cublaslt *b) {
     if (!b) return;
-    for (size_t i = 0; i < b->nplans; i++) destroy_plan(&b->plans[i]);
+    for (size_t i = 0; i < b->nplans; i++) destroy_plan(b->lt, &b->plans[i]);
     free(b->plans);
     b->drv->cuMemFree(b->workspace);
-    cublasLtDestroy(b->handle);
+    b->lt->cublasLtDestroy(b->handle);
     free(b);
 }
 
-static cudaDataType cuda_type(tlm_dtype t) { return t == TLM_BF16 ? CUDA_R_16BF : CUDA_R_32F; }
-static int64_t type_bytes(tlm_dtype t) { return t == TLM_BF16 ? 2 : 4; }
+static cudaDataType cuda_type(tlm_gemm_type t) { return t == TLM_GEMM_BF16 ? CUDA_R_16BF : CUDA_R_32F; }
+static int64_t type_bytes(tlm_gemm_type t) { return t == TLM_GEMM_BF16 ? 2 : 4; }
 
 /* The largest power of two up to 256 dividing the address of every batch
  * member: cuBLASLt's fastest kernels want 16-byte aligned operands, and an
  * algorithm chosen for an aligned call must not run on a misaligned one. */
-static uint32_t alignment(tlm_dptr p, int64_t batch, int64_t stride, tlm_dtype t) {
+static uint32_t alignment(tlm_dptr p, int64_t batch, int64_t stride, tlm_gemm_type t) {
     uint64_t bits = p | 256u;
     if (batch > 1) bits |= (uint64_t)(stride * type_bytes(t));
     return (uint32_t)(bits & (~bits + 1));
@@ -111,24 +116,27 @@ static gemm_shape shape_of(const tlm_gemm *g) {
     return s;
 }
 
-static bool make_layout(cublasLtMatrixLayout_t *l, tlm_dtype t, int64_t rows, int64_t cols, int64_t ld, int64_t batch,
-                        int64_t stride, tlm_err *err) {
-    if (!blas_ok(cublasLtMatrixLayoutCreate(l, cuda_type(t), (uint64_t)rows, (uint64_t)cols, ld), err,
+static bool make_layout(const tlm_cublaslt_api *lt, cublasLtMatrixLayout_t *l, tlm_gemm_type t, int64_t rows,
+                        int64_t cols, int64_t ld, int64_t batch, int64_t stride, tlm_err *err) {
+    if (!blas_ok(lt, lt->cublasLtMatrixLayoutCreate(l, cuda_type(t), (uint64_t)rows, (uint64_t)cols, ld), err,
                  "cublasLtMatrixLayoutCreate"))
         return false;
     if (batch <= 1) return true;
     int32_t count = (int32_t)batch;
-    return blas_ok(cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count), err,
-                   "cublasLtMatrixLayoutSetAttribute(BATCH_COUNT)") &&
-           blas_ok(cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
-                                                    sizeof stride),
+    return blas_ok(lt,
+                   lt->cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count),
+                   err, "cublasLtMatrixLayoutSetAttribute(BATCH_COUNT)") &&
+           blas_ok(lt,
+                   lt->cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
+                                                        sizeof stride),
                    err, "cublasLtMatrixLayoutSetAttribute(STRIDED_BATCH_OFFSET)");
 }
 
 static bool choose_algorithm(tlm_cublaslt *b, gemm_plan *p, tlm_err *err) {
     const gemm_shape *s = &p->shape;
     cublasLtMatmulPreference_t pref = NULL;
-    if (!blas_ok(cublasLtMatmulPreferenceCreate(&pref), err, "cublasLtMatmulPreferenceCreate")) return false;
+    if (!blas_ok(b->lt, b->lt->cublasLtMatmulPreferenceCreate(&pref), err, "cublasLtMatmulPreferenceCreate"))
+        return false;
     uint64_t workspace = TLM_CUBLASLT_WORKSPACE_BYTES;
     struct {
         cublasLtMatmulPreferenceAttributes_t attr;
@@ -143,23 +151,26 @@ static bool choose_algorithm(tlm_cublaslt *b, gemm_plan *p, tlm_err *err) {
     };
     bool ok = true;
     for (size_t i = 0; ok && i < sizeof prefs / sizeof prefs[0]; i++)
-        ok = blas_ok(cublasLtMatmulPreferenceSetAttribute(pref, prefs[i].attr, prefs[i].value, prefs[i].size), err,
-                     "cublasLtMatmulPreferenceSetAttribute");
+        ok = blas_ok(b->lt,
+                     b->lt->cublasLtMatmulPreferenceSetAttribute(pref, prefs[i].attr, prefs[i].value, prefs[i].size),
+                     err, "cublasLtMatmulPreferenceSetAttribute");
     cublasLtMatmulHeuristicResult_t result;
     memset(&result, 0, sizeof result);
     int found = 0;
     if (ok)
-        ok = blas_ok(cublasLtMatmulAlgoGetHeuristic(b->handle, p->op, p->a, p->b, p->c, p->d, pref, 1, &result, &found),
-                     err, "cublasLtMatmulAlgoGetHeuristic");
-    cublasLtMatmulPreferenceDestroy(pref);
+        ok = blas_ok(
+            b->lt,
+            b->lt->cublasLtMatmulAlgoGetHeuristic(b->handle, p->op, p->a, p->b, p->c, p->d, pref, 1, &result, &found),
+            err, "cublasLtMatmulAlgoGetHeuristic");
+    b->lt->cublasLtMatmulPreferenceDestroy(pref);
     if (!ok) return false;
     if (found < 1 || result.state != CUBLAS_STATUS_SUCCESS)
         return tlm_fail(err,
                         "cuBLASLt has no algorithm for this GEMM (m %lld, n %lld, k %lld, batch %lld, types %s/%s/%s, "
                         "alignment %u/%u/%u/%u bytes)",
                         (long long)s->m, (long long)s->n, (long long)s->k, (long long)s->batch,
-                        s->a_type == TLM_BF16 ? "bf16" : "f32", s->b_type == TLM_BF16 ? "bf16" : "f32",
-                        s->cd_type == TLM_BF16 ? "bf16" : "f32", s->align_a, s->align_b, s->align_c, s->align_d);
+                        s->a_type == TLM_GEMM_BF16 ? "bf16" : "f32", s->b_type == TLM_GEMM_BF16 ? "bf16" : "f32",
+                        s->cd_type == TLM_GEMM_BF16 ? "bf16" : "f32", s->align_a, s->align_b, s->align_c, s->align_d);
     p->algo = result.algo;
     return true;
 }
@@ -168,21 +179,21 @@ static bool make_plan(tlm_cublaslt *b, const gemm_shape *s, gemm_plan *p, tlm_er
     memset(p, 0, sizeof *p);
     p->shape = *s;
     int32_t ta = s->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, tb = s->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-    bool ok =
-        blas_ok(cublasLtMatmulDescCreate(&p->op, CUBLAS_COMPUTE_32F, CUDA_R_32F), err, "cublasLtMatmulDescCreate") &&
-        blas_ok(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), err,
-                "cublasLtMatmulDescSetAttribute(TRANSA)") &&
-        blas_ok(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), err,
-                "cublasLtMatmulDescSetAttribute(TRANSB)");
+    bool ok = blas_ok(b->lt, b->lt->cublasLtMatmulDescCreate(&p->op, CUBLAS_COMPUTE_32F, CUDA_R_32F), err,
+                      "cublasLtMatmulDescCreate") &&
+              blas_ok(b->lt, b->lt->cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta),
+                      err, "cublasLtMatmulDescSetAttribute(TRANSA)") &&
+              blas_ok(b->lt, b->lt->cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb),
+                      err, "cublasLtMatmulDescSetAttribute(TRANSB)");
     /* Stored shapes: A is m×k, or k×m when transposed; B is k×n, or n×k. */
-    ok = ok && make_layout(&p->a, (tlm_dtype)s->a_type, s->trans_a ? s->k : s->m, s->trans_a ? s->m : s->k, s->lda,
-                           s->batch, s->stride_a, err);
-    ok = ok && make_layout(&p->b, (tlm_dtype)s->b_type, s->trans_b ? s->n : s->k, s->trans_b ? s->k : s->n, s->ldb,
-                           s->batch, s->stride_b, err);
-    ok = ok && make_layout(&p->c, (tlm_dtype)s->cd_type, s->m, s->n, s->ldc, s->batch, s->stride_c, err);
-    ok = ok && make_layout(&p->d, (tlm_dtype)s->cd_type, s->m, s->n, s->ldd, s->batch, s->stride_d, err);
+    ok = ok && make_layout(b->lt, &p->a, (tlm_gemm_type)s->a_type, s->trans_a ? s->k : s->m, s->trans_a ? s->m : s->k,
+                           s->lda, s->batch, s->stride_a, err);
+    ok = ok && make_layout(b->lt, &p->b, (tlm_gemm_type)s->b_type, s->trans_b ? s->n : s->k, s->trans_b ? s->k : s->n,
+                           s->ldb, s->batch, s->stride_b, err);
+    ok = ok && make_layout(b->lt, &p->c, (tlm_gemm_type)s->cd_type, s->m, s->n, s->ldc, s->batch, s->stride_c, err);
+    ok = ok && make_layout(b->lt, &p->d, (tlm_gemm_type)s->cd_type, s->m, s->n, s->ldd, s->batch, s->stride_d, err);
     ok = ok && choose_algorithm(b, p, err);
-    if (!ok) destroy_plan(p);
+    if (!ok) destroy_plan(b->lt, p);
     return ok;
 }
 
@@ -214,14 +225,14 @@ bool tlm_cublaslt_gemm(tlm_cublaslt *b, const tlm_gemm *g, tlm_err *err) {
     if (!p) return false;
     float alpha = g->alpha, beta = g->c ? g->beta : 0.0f;
     tlm_dptr c = g->c ? g->c : g->d;
-    cublasStatus_t st =
-        cublasLtMatmul(b->handle, p->op, &alpha, (const void *)(uintptr_t)g->a, p->a, (const void *)(uintptr_t)g->b,
-                       p->b, &beta, (const void *)(uintptr_t)c, p->c, (void *)(uintptr_t)g->d, p->d, &p->algo,
-                       (void *)(uintptr_t)b->workspace, TLM_CUBLASLT_WORKSPACE_BYTES, NULL);
+    cublasStatus_t st = b->lt->cublasLtMatmul(b->handle, p->op, &alpha, (const void *)(uintptr_t)g->a, p->a,
+                                              (const void *)(uintptr_t)g->b, p->b, &beta, (const void *)(uintptr_t)c,
+                                              p->c, (void *)(uintptr_t)g->d, p->d, &p->algo,
+                                              (void *)(uintptr_t)b->workspace, TLM_CUBLASLT_WORKSPACE_BYTES, NULL);
     if (st == CUBLAS_STATUS_SUCCESS) return true;
     return tlm_fail(err, "cublasLtMatmul (m %lld, n %lld, k %lld, batch %lld): %s (%s)", (long long)g->m,
-                    (long long)g->n, (long long)g->k, (long long)g->batch, cublasLtGetStatusName(st),
-                    cublasLtGetStatusString(st));
+                    (long long)g->n, (long long)g->k, (long long)g->batch, b->lt->cublasLtGetStatusName(st),
+                    b->lt->cublasLtGetStatusString(st));
 }
 
 #else

@@ -1,6 +1,7 @@
-/* The CUDA driver (libcuda.so.1), opened at run time: tlm-run links only
- * NVRTC and cuBLASLt, which need no driver, so the same binary runs (and
- * says why --device cuda cannot) on a machine without a GPU.
+/* The CUDA driver (libcuda.so.1), opened at run time: tlm-run links none of
+ * CUDA (NVRTC and cuBLASLt are opened at first use too, cuda_toolkit.h), so
+ * the same binary runs (and says why --device cuda cannot) on a machine
+ * without a GPU.
  *
  * Every entry point is looked up through cuGetProcAddress for the CUDA 12.0
  * ABI, never with a plain dlsym: cuda.h maps cuMemAlloc to cuMemAlloc_v2 and

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "device_impl.h"
+#include "gpu_peaks.h"
 #include "kernel_cache.h"
 
 /* ---- the device and its allocation table ---- */
@@ -94,6 +95,7 @@ tlm_device *tlm_device_open(const char *name, tlm_err *err) {
         free(c);
         return NULL;
     }
+    c->dev.info.peak_bf16_tflops = c->dev.info.emulated ? 0 : tlm_gpu_peak_bf16_tflops(c->dev.info.name);
     return &c->dev;
 }
 
@@ -249,6 +251,20 @@ static bool module_binary(tlm_device *d, const char *what, const char *source, u
     return true;
 }
 
+bool tlm_device_module_cached(tlm_device *d, const char *source, char *path, size_t len) {
+    uint8_t key[TLM_SHA256_SIZE];
+    tlm_kernel_cache_key(source, d->backend->compile_options(d), d->backend->compiler_id(d), d->info.arch, key);
+    char dir[512];
+    tlm_err why = {{0}};
+    if (len) path[0] = '\0';
+    if (!tlm_kernel_cache_dir(dir, sizeof dir, &why) || !tlm_kernel_cache_path(dir, key, path, len)) return false;
+    uint8_t *bin = NULL;
+    size_t size = 0;
+    bool hit = tlm_kernel_cache_get(path, &bin, &size);
+    free(bin);
+    return hit;
+}
+
 tlm_module *tlm_device_module_load(tlm_device *d, const char *what, const char *source, tlm_module_report *report,
                                    tlm_err *err) {
     tlm_module_report scratch;
@@ -400,7 +416,7 @@ bool tlm_device_launch(tlm_device *d, tlm_kernel *k, tlm_launch dims, void **arg
 
 /* ---- GEMM descriptions ---- */
 
-static size_t dtype_size(tlm_dtype t) { return t == TLM_BF16 ? 2 : 4; }
+static size_t dtype_size(tlm_gemm_type t) { return t == TLM_GEMM_BF16 ? 2 : 4; }
 
 /* Elements from an operand's base to past its last element over the whole
  * batch, or -1 when that does not fit in an int64. */
@@ -426,12 +442,12 @@ const char *tlm_gemm_problem(const tlm_gemm *g) {
     if (g->m < 1 || g->n < 1 || g->k < 1) return "m, n and k must each be at least 1";
     if (g->batch < 1) return "batch must be at least 1";
     if (g->batch > INT32_MAX) return "batch is above 2^31-1 (cuBLASLt counts it in 32 bits)";
-    bool types_known = (g->a_type == TLM_F32 || g->a_type == TLM_BF16) &&
-                       (g->b_type == TLM_F32 || g->b_type == TLM_BF16) &&
-                       (g->cd_type == TLM_F32 || g->cd_type == TLM_BF16);
-    if (!types_known) return "an operand type is neither TLM_F32 nor TLM_BF16";
+    bool types_known = (g->a_type == TLM_GEMM_F32 || g->a_type == TLM_GEMM_BF16) &&
+                       (g->b_type == TLM_GEMM_F32 || g->b_type == TLM_GEMM_BF16) &&
+                       (g->cd_type == TLM_GEMM_F32 || g->cd_type == TLM_GEMM_BF16);
+    if (!types_known) return "an operand type is neither TLM_GEMM_F32 nor TLM_GEMM_BF16";
     if (g->a_type != g->b_type) return "A and B must share a type";
-    if (g->a_type == TLM_F32 && g->cd_type != TLM_F32)
+    if (g->a_type == TLM_GEMM_F32 && g->cd_type != TLM_GEMM_F32)
         return "unsupported types: fp32 A and B need fp32 C and D (supported: f32,f32->f32, bf16,bf16->f32, "
                "bf16,bf16->bf16)";
     if (!g->a || !g->b || !g->d) return "A, B and D must be device addresses (not 0)";
@@ -465,8 +481,8 @@ const char *tlm_gemm_problem(const tlm_gemm *g) {
 }
 
 /* The bytes an operand spans (its extent in elements times their size). */
-static bool check_operand(const device_core *c, const char *role, tlm_dptr p, tlm_dtype t, int64_t rows, int64_t cols,
-                          int64_t ld, int64_t batch, int64_t stride, tlm_err *err) {
+static bool check_operand(const device_core *c, const char *role, tlm_dptr p, tlm_gemm_type t, int64_t rows,
+                          int64_t cols, int64_t ld, int64_t batch, int64_t stride, tlm_err *err) {
     uint64_t bytes = (uint64_t)operand_extent(rows, cols, ld, batch, stride) * dtype_size(t);
     if (inside_allocation(c, p, bytes)) return true;
     return tlm_fail(err, "GEMM: operand %s (%" PRIu64 " bytes from 0x%" PRIx64 ") is not inside one device allocation",

@@ -37,6 +37,7 @@ typedef struct tlm_device_info {
     int driver_version;      /* cuDriverGetVersion (12080 = 12.8); 0 when emulated */
     int sm_count;
     uint64_t memory_total;   /* bytes */
+    double peak_bf16_tflops; /* dense bf16 peak from gpu_peaks.c's table; 0: unknown (no MFU) */
 } tlm_device_info;
 
 /* ---- opening ----
@@ -83,6 +84,10 @@ typedef struct tlm_module_report {
 tlm_module *tlm_device_module_load(tlm_device *d, const char *what, const char *source, tlm_module_report *report,
                                    tlm_err *err);
 void tlm_device_module_unload(tlm_device *d, tlm_module *m);
+/* Whether the cache holds a sound compiled module of source for this
+ * device (what tlm_device_module_load would take without compiling); path
+ * gets the entry's file ("" when the cache is unusable). Compiles nothing. */
+bool tlm_device_module_cached(tlm_device *d, const char *source, char *path, size_t len);
 /* The kernel called name (the handle lives as long as the module); NULL
  * with err when the module has none. Cached: a second lookup is cheap. */
 tlm_kernel *tlm_device_kernel(tlm_device *d, tlm_module *m, const char *name, tlm_err *err);
@@ -104,13 +109,13 @@ bool tlm_device_launch(tlm_device *d, tlm_kernel *k, tlm_launch dims, void **arg
  * (beta = 1 accumulates in place); c = 0 means beta·C is absent.
  * The real device hands exactly these fields to cuBLASLt; the emulated one
  * computes them with a plain loop, so a wrong layout fails in CI. */
-typedef enum tlm_dtype { TLM_F32, TLM_BF16 } tlm_dtype;
+typedef enum tlm_gemm_type { TLM_GEMM_F32, TLM_GEMM_BF16 } tlm_gemm_type;
 typedef struct tlm_gemm {
     bool trans_a, trans_b;
     int64_t m, n, k;
     tlm_dptr a, b, c, d;
     int64_t lda, ldb, ldc, ldd;
-    tlm_dtype a_type, b_type, cd_type;  /* C and D share a type */
+    tlm_gemm_type a_type, b_type, cd_type;  /* C and D share a type */
     int64_t batch;                      /* 1: one product */
     int64_t stride_a, stride_b, stride_c, stride_d;  /* elements */
     float alpha, beta;

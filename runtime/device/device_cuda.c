@@ -1,6 +1,7 @@
 /* The real CUDA device (device_impl.h's table for "cuda"): the driver
  * opened at run time (cuda_driver.h), kernels compiled by NVRTC to CUBIN
- * (nvrtc_compile.h) and GEMMs through cuBLASLt (cublaslt_gemm.h). Every
+ * (nvrtc_compile.h) and GEMMs through cuBLASLt (cublaslt_gemm.h), both
+ * opened at first use too (cuda_toolkit.h). Every
  * launch, copy and GEMM goes to the legacy default stream, so they run in
  * the order they were issued and a copy to the host waits for them.
  *
@@ -16,6 +17,7 @@
 
 #include "cublaslt_gemm.h"
 #include "cuda_driver.h"
+#include "cuda_toolkit.h"
 #include "nvrtc_compile.h"
 
 typedef struct cuda_device {
@@ -70,6 +72,12 @@ static bool cuda_open(tlm_device *d, int ordinal, tlm_err *err) {
     c->drv = drv;
     if (!tlm_cuda_ok(drv, drv->cuDeviceGet(&c->dev, ordinal), err, "cuDeviceGet(%d)", ordinal) ||
         !read_info(drv, c->dev, ordinal, &d->info, err)) {
+        free(c);
+        return false;
+    }
+    /* NVRTC (cuda_toolkit.h) loads here, at the device's opening: where it
+     * does not, the line says so rather than that no arch is supported. */
+    if (!tlm_nvrtc_api_get(err)) {
         free(c);
         return false;
     }

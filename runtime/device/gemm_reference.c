@@ -21,13 +21,13 @@ uint16_t tlm_f32_to_bf16(float f) {
 }
 
 /* Element e of an operand of type t at host address base. */
-static float load(tlm_dptr base, tlm_dtype t, int64_t e) {
-    if (t == TLM_BF16) return tlm_bf16_to_f32(((const uint16_t *)(uintptr_t)base)[e]);
+static float load(tlm_dptr base, tlm_gemm_type t, int64_t e) {
+    if (t == TLM_GEMM_BF16) return tlm_bf16_to_f32(((const uint16_t *)(uintptr_t)base)[e]);
     return ((const float *)(uintptr_t)base)[e];
 }
 
-static void store(tlm_dptr base, tlm_dtype t, int64_t e, float v) {
-    if (t == TLM_BF16) ((uint16_t *)(uintptr_t)base)[e] = tlm_f32_to_bf16(v);
+static void store(tlm_dptr base, tlm_gemm_type t, int64_t e, float v) {
+    if (t == TLM_GEMM_BF16) ((uint16_t *)(uintptr_t)base)[e] = tlm_f32_to_bf16(v);
     else ((float *)(uintptr_t)base)[e] = v;
 }
 

@@ -3,11 +3,12 @@
 
 #ifdef TLM_HAVE_CUDA
 
-#include <nvrtc.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "cuda_toolkit.h"
 
 #ifndef TLM_CUDA_INCLUDE_DIR
 #error "TLM_CUDA_INCLUDE_DIR (the toolkit's include folder) is set by runtime/CMakeLists.txt"
@@ -46,9 +47,11 @@ void tlm_nvrtc_options(const char *arch, char *buf, size_t len) {
 static char version_text[32];
 static pthread_once_t version_once = PTHREAD_ONCE_INIT;
 
+/* "nvrtc 0.0" when NVRTC does not load (the device's opening says why). */
 static void read_version(void) {
+    const tlm_nvrtc_api *nv = tlm_nvrtc_api_get(NULL);
     int major = 0, minor = 0;
-    if (nvrtcVersion(&major, &minor) != NVRTC_SUCCESS) major = minor = 0;
+    if (!nv || nv->nvrtcVersion(&major, &minor) != NVRTC_SUCCESS) major = minor = 0;
     snprintf(version_text, sizeof version_text, "nvrtc %d.%d", major, minor);
 }
 
@@ -58,12 +61,13 @@ const char *tlm_nvrtc_version(void) {
 }
 
 bool tlm_nvrtc_supports(const char *arch) {
+    const tlm_nvrtc_api *nv = tlm_nvrtc_api_get(NULL);
     int wanted = 0, count = 0;
-    if (sscanf(arch, "sm_%d", &wanted) != 1) return false;
-    if (nvrtcGetNumSupportedArchs(&count) != NVRTC_SUCCESS || count <= 0) return false;
+    if (!nv || sscanf(arch, "sm_%d", &wanted) != 1) return false;
+    if (nv->nvrtcGetNumSupportedArchs(&count) != NVRTC_SUCCESS || count <= 0) return false;
     int *archs = malloc((size_t)count * sizeof *archs);
     bool found = false;
-    if (archs && nvrtcGetSupportedArchs(archs) == NVRTC_SUCCESS) {
+    if (archs && nv->nvrtcGetSupportedArchs(archs) == NVRTC_SUCCESS) {
         for (int i = 0; i < count; i++) found = found || archs[i] == wanted;
     }
     free(archs);
@@ -102,45 +106,48 @@ static void first_log_lines(const char *log, char *out, size_t len) {
     }
 }
 
-static bool nvrtc_ok(nvrtcResult r, const char *call, tlm_err *err) {
+static bool nvrtc_ok(const tlm_nvrtc_api *nv, nvrtcResult r, const char *call, tlm_err *err) {
     if (r == NVRTC_SUCCESS) return true;
-    return tlm_fail(err, "NVRTC %s: %s", call, nvrtcGetErrorString(r));
+    return tlm_fail(err, "NVRTC %s: %s", call, nv->nvrtcGetErrorString(r));
 }
 
 bool tlm_nvrtc_compile(const char *source, const char *arch, uint8_t **cubin, size_t *size, tlm_err *err) {
     *cubin = NULL;
     *size = 0;
+    const tlm_nvrtc_api *nv = tlm_nvrtc_api_get(err);
+    if (!nv) return false;
     char arch_option[64];
     const char *options[MAX_OPTIONS];
     int noptions = build_options(arch, arch_option, sizeof arch_option, options);
 
     nvrtcProgram prog;
-    if (!nvrtc_ok(nvrtcCreateProgram(&prog, source, "tlm.cu", 0, NULL, NULL), "nvrtcCreateProgram", err)) return false;
+    if (!nvrtc_ok(nv, nv->nvrtcCreateProgram(&prog, source, "tlm.cu", 0, NULL, NULL), "nvrtcCreateProgram", err))
+        return false;
     bool ok = false;
-    nvrtcResult r = nvrtcCompileProgram(prog, noptions, options);
+    nvrtcResult r = nv->nvrtcCompileProgram(prog, noptions, options);
     if (r == NVRTC_ERROR_COMPILATION || r == NVRTC_ERROR_INVALID_OPTION) {
         size_t log_size = 0;
         char *log = NULL;
-        if (nvrtcGetProgramLogSize(prog, &log_size) == NVRTC_SUCCESS && log_size > 0) log = malloc(log_size + 1);
-        if (log && nvrtcGetProgramLog(prog, log) == NVRTC_SUCCESS) {
+        if (nv->nvrtcGetProgramLogSize(prog, &log_size) == NVRTC_SUCCESS && log_size > 0) log = malloc(log_size + 1);
+        if (log && nv->nvrtcGetProgramLog(prog, log) == NVRTC_SUCCESS) {
             log[log_size] = '\0';
             char lines[400];
             first_log_lines(log, lines, sizeof lines);
-            tlm_fail(err, "NVRTC (%s) could not compile it: %s", arch, lines[0] ? lines : nvrtcGetErrorString(r));
+            tlm_fail(err, "NVRTC (%s) could not compile it: %s", arch, lines[0] ? lines : nv->nvrtcGetErrorString(r));
         } else {
-            tlm_fail(err, "NVRTC (%s) could not compile it: %s (no log)", arch, nvrtcGetErrorString(r));
+            tlm_fail(err, "NVRTC (%s) could not compile it: %s (no log)", arch, nv->nvrtcGetErrorString(r));
         }
         free(log);
-    } else if (nvrtc_ok(r, "nvrtcCompileProgram", err)) {
+    } else if (nvrtc_ok(nv, r, "nvrtcCompileProgram", err)) {
         size_t n = 0;
-        if (nvrtc_ok(nvrtcGetCUBINSize(prog, &n), "nvrtcGetCUBINSize", err)) {
+        if (nvrtc_ok(nv, nv->nvrtcGetCUBINSize(prog, &n), "nvrtcGetCUBINSize", err)) {
             /* A virtual architecture (compute_XY) compiles to PTX only and
              * leaves the CUBIN empty: say so rather than load nothing. */
             if (n == 0) {
                 tlm_fail(err, "NVRTC produced no CUBIN for %s (a virtual architecture?)", arch);
             } else if (!(*cubin = malloc(n))) {
                 tlm_fail(err, "out of memory for a %zu-byte CUBIN", n);
-            } else if (nvrtc_ok(nvrtcGetCUBIN(prog, (char *)*cubin), "nvrtcGetCUBIN", err)) {
+            } else if (nvrtc_ok(nv, nv->nvrtcGetCUBIN(prog, (char *)*cubin), "nvrtcGetCUBIN", err)) {
                 *size = n;
                 ok = true;
             } else {
@@ -149,7 +156,7 @@ bool tlm_nvrtc_compile(const char *source, const char *arch, uint8_t **cubin, si
             }
         }
     }
-    nvrtcDestroyProgram(&prog);
+    nv->nvrtcDestroyProgram(&prog);
     return ok;
 }
 

@@ -1,5 +1,6 @@
-/* CUDA C++ to CUBIN with NVRTC (linked, needs no driver or GPU, so the
- * tests compile every kernel source on any machine with the toolkit).
+/* CUDA C++ to CUBIN with NVRTC (opened at first use, cuda_toolkit.h; needs
+ * no driver or GPU, so the tests compile every kernel source on any
+ * machine with the toolkit).
  *
  * The CUBIN is for the device's exact architecture (--gpu-architecture=
  * sm_XY): the driver loads it as is, without the PTX JIT and without
@@ -19,17 +20,20 @@
 #include "errmsg.h"
 
 /* Compiles source for arch ("sm_90") into a malloc'd CUBIN (*cubin, *size).
- * On a compile error: false, and err holds the first lines of NVRTC's log. */
+ * On a compile error: false, and err holds the first lines of NVRTC's log;
+ * where NVRTC does not load, the line that says so. */
 bool tlm_nvrtc_compile(const char *source, const char *arch, uint8_t **cubin, size_t *size, tlm_err *err);
 
-/* "nvrtc 13.0": NVRTC's own version (nvrtcVersion), for the module cache key. */
+/* "nvrtc 13.0": NVRTC's own version (nvrtcVersion), for the module cache
+ * key; "nvrtc 0.0" where NVRTC does not load. */
 const char *tlm_nvrtc_version(void);
 
 /* The options tlm_nvrtc_compile passes for arch, as one space-separated
  * string (for the module cache key); writes at most len bytes. */
 void tlm_nvrtc_options(const char *arch, char *buf, size_t len);
 
-/* Whether this NVRTC can compile for arch (nvrtcGetSupportedArchs). */
+/* Whether this NVRTC can compile for arch (nvrtcGetSupportedArchs); false
+ * where NVRTC does not load (tlm_nvrtc_api_get says why). */
 bool tlm_nvrtc_supports(const char *arch);
 
 #endif

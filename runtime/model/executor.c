@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "arena_plan.h"
+#include "gpu_model.h"
 #include "model.h"
 #include "tlm_rt/ops.h"
 
@@ -325,6 +326,7 @@ static step step_for(tlm_model *m, float dloss) {
 }
 
 double tlm_model_forward(tlm_model *m, const int32_t *tokens, const int32_t *targets, int64_t B, int64_t T) {
+    if (m->gpu) return tlm_gpu_model_forward(m, tokens, targets, B, T);
     if (B < 1 || T < 1 || B > m->B || T > m->T) return NAN;     /* the arena was planned for less */
     m->run_B = B;
     m->run_T = T;
@@ -340,6 +342,10 @@ double tlm_model_forward(tlm_model *m, const int32_t *tokens, const int32_t *tar
 }
 
 void tlm_model_backward(tlm_model *m, float dloss) {
+    if (m->gpu) {
+        tlm_gpu_model_backward(m, dloss);
+        return;
+    }
     step s = step_for(m, dloss);
     for (int i = m->nforward; i < m->nops; i++) op_functions[m->so->ops[i].kind](&s, &m->so->ops[i]);
 }

@@ -9,6 +9,7 @@
 
 #include "arena_plan.h"
 #include "errmsg.h"
+#include "gpu_model.h"
 #include "memory_limit.h"
 #include "numfmt.h"
 #include "tlm_rt/ops.h"
@@ -97,6 +98,11 @@ static void add_bytes(int64_t *bytes, int64_t n) { *bytes = n > INT64_MAX - *byt
 
 bool tlm_model_create(tlm_model *m, const tlm_so *so, int64_t B, int64_t T, bool training, int64_t extra_bytes,
                       tlm_err *err) {
+    return tlm_model_create_on(m, so, NULL, B, T, training, extra_bytes, err);
+}
+
+bool tlm_model_create_on(tlm_model *m, const tlm_so *so, tlm_device *dev, int64_t B, int64_t T, bool training,
+                         int64_t extra_bytes, tlm_err *err) {
     memset(m, 0, sizeof *m);
     const tlm_blob_header *h = so->header;
     const tlm_abi_config *am = so->config;
@@ -135,13 +141,16 @@ bool tlm_model_create(tlm_model *m, const tlm_so *so, int64_t B, int64_t T, bool
      * still take before any of it is allocated and zero-filled. */
     m->threads = tlm_get_num_threads();
     size_t scratch_floats = 0;
-    if (am->mixer == TLM_MIXER_TITANS && training)
+    /* On a device the host holds no activations: only the parameters (the
+     * master copy) and their gradients' copy. */
+    int64_t host_arena = dev ? 0 : m->arena_bytes;
+    if (am->mixer == TLM_MIXER_TITANS && training && !dev)
         scratch_floats =
             tlm_titans_scratch_floats((int)am->head_dim, (int)am->chunk) * (size_t)(m->threads < 1 ? 1 : m->threads);
     int64_t half = am->head_dim / 2, need = 0;
     size_t param_bytes = (size_t)m->param_floats * sizeof(float);
     add_bytes(&need, (int64_t)param_bytes * (training ? 2 : 1));
-    add_bytes(&need, m->arena_bytes);
+    add_bytes(&need, host_arena);
     add_bytes(&need, 2 * T * half * (int64_t)sizeof(float));
     add_bytes(&need, 2 * B * T * (int64_t)sizeof(int32_t));
     add_bytes(&need, (int64_t)(scratch_floats * sizeof(float)));
@@ -175,12 +184,12 @@ bool tlm_model_create(tlm_model *m, const tlm_so *so, int64_t B, int64_t T, bool
     }
     m->params = alloc_aligned(param_bytes);
     m->grads = training ? alloc_aligned(param_bytes) : NULL;
-    m->arena = alloc_aligned((size_t)m->arena_bytes);
+    m->arena = dev ? NULL : alloc_aligned((size_t)m->arena_bytes);
     m->rope_cos = alloc_aligned((size_t)(T * half) * sizeof(float));
     m->rope_sin = alloc_aligned((size_t)(T * half) * sizeof(float));
     m->tokens = alloc_aligned((size_t)(B * T) * sizeof(int32_t));
     m->targets = alloc_aligned((size_t)(B * T) * sizeof(int32_t));
-    if (!m->params || (training && !m->grads) || !m->arena || !m->rope_cos || !m->rope_sin || !m->tokens ||
+    if (!m->params || (training && !m->grads) || (!dev && !m->arena) || !m->rope_cos || !m->rope_sin || !m->tokens ||
         !m->targets) {
         char n1[32];
         tlm_model_destroy(m);
@@ -192,10 +201,33 @@ bool tlm_model_create(tlm_model *m, const tlm_so *so, int64_t B, int64_t T, bool
         tlm_model_destroy(m);
         return false;
     }
+    if (dev && !tlm_gpu_model_create(m, dev, err)) {
+        tlm_model_destroy(m);
+        return false;
+    }
     return true;
 }
 
+bool tlm_model_params_to_device(tlm_model *m, tlm_err *err) {
+    if (!m->gpu) return true;
+    return tlm_device_upload(m->gpu->gpu.dev, m->gpu->params, m->params, (size_t)m->param_floats * sizeof(float), err);
+}
+
+bool tlm_model_params_to_host(tlm_model *m, tlm_err *err) {
+    if (!m->gpu) return true;
+    return tlm_device_download(m->gpu->gpu.dev, m->params, m->gpu->params, (size_t)m->param_floats * sizeof(float),
+                               err);
+}
+
+bool tlm_model_grads_to_host(tlm_model *m, tlm_err *err) {
+    if (!m->gpu || !m->grads) return true;
+    return tlm_device_download(m->gpu->gpu.dev, m->grads, m->gpu->grads, (size_t)m->param_floats * sizeof(float), err);
+}
+
+const char *tlm_model_device_error(const tlm_model *m) { return m->gpu && m->gpu->failed ? m->gpu->err.msg : NULL; }
+
 void tlm_model_destroy(tlm_model *m) {
+    tlm_gpu_model_destroy(m);
     free(m->offsets);
     free(m->params);
     free(m->grads);
@@ -222,14 +254,39 @@ void tlm_model_init_params(tlm_model *m, uint64_t seed) {
 }
 
 void tlm_model_zero_grads(tlm_model *m) {
+    if (m->gpu) {
+        tlm_err e;
+        if (m->grads && !tlm_device_zero(m->gpu->gpu.dev, m->gpu->grads, (size_t)m->param_floats * sizeof(float), &e))
+            tlm_gpu_model_fail(m, &e);
+        return;
+    }
     if (m->grads) memset(m->grads, 0, (size_t)m->param_floats * sizeof(float));
 }
 
 float *tlm_model_param(const tlm_model *m, int i) { return m->params + m->so->params[i].offset; }
 float *tlm_model_grad(const tlm_model *m, int i) { return m->grads ? m->grads + m->so->params[i].offset : NULL; }
 
+/* On a device: the buffer downloaded into its host copy. */
+static float *device_buf(const tlm_model *m, int32_t b) {
+    tlm_gpu_model *g = m->gpu;
+    size_t bytes = (size_t)tlm_buffer_bytes(&m->so->buffers[b], m->B, m->T);
+    if (!g->host_copies[b] && !(g->host_copies[b] = malloc(bytes ? bytes : 4))) {
+        tlm_err e;
+        tlm_fail(&e, "out of memory for a host copy of %s", tlm_so_str(m->so, m->so->buffers[b].name));
+        tlm_gpu_model_fail((tlm_model *)m, &e);
+        return NULL;
+    }
+    tlm_err e;
+    if (!tlm_device_download(g->gpu.dev, g->host_copies[b], g->arena + (tlm_dptr)m->offsets[b], bytes, &e)) {
+        tlm_gpu_model_fail((tlm_model *)m, &e);
+        return NULL;
+    }
+    return g->host_copies[b];
+}
+
 static float *buf(const tlm_model *m, int32_t b) {
-    return b < 0 || m->offsets[b] < 0 ? NULL : (float *)(m->arena + m->offsets[b]);
+    if (b < 0 || m->offsets[b] < 0) return NULL;
+    return m->gpu ? device_buf(m, b) : (float *)(m->arena + m->offsets[b]);
 }
 
 float *tlm_model_buffer(const tlm_model *m, uint32_t role, int layer) {

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "device.h"
 #include "model_so.h"
 
 typedef struct tlm_model {
@@ -26,6 +27,9 @@ typedef struct tlm_model {
     int64_t run_B, run_T;      /* sizes of the last forward */
     int threads;               /* the OpenMP threads the ops split into */
     float *titans_scratch;     /* titans' backward: per-thread scratch (NULL otherwise) */
+    /* On a device (gpu_model.h): the arena, gradients and working copy of
+     * the parameters live there, and arena is NULL here. */
+    struct tlm_gpu_model *gpu;
 } tlm_model;
 
 /* B, T: the sizes to plan for (later calls may use smaller ones).
@@ -35,7 +39,20 @@ typedef struct tlm_model {
  * refused before anything is allocated. */
 bool tlm_model_create(tlm_model *m, const tlm_so *so, int64_t B, int64_t T, bool training, int64_t extra_bytes,
                       tlm_err *err);
+/* The same on a device (dev NULL: the CPU): the activations live on the
+ * device only; the host keeps the parameters' master copy. */
+bool tlm_model_create_on(tlm_model *m, const tlm_so *so, tlm_device *dev, int64_t B, int64_t T, bool training,
+                         int64_t extra_bytes, tlm_err *err);
 void tlm_model_destroy(tlm_model *m);
+
+/* On a device: copy the host's parameters there (after initialising or
+ * loading them), or bring the device's back (before a checkpoint), and the
+ * gradients (tests). No-ops on the CPU. */
+bool tlm_model_params_to_device(tlm_model *m, tlm_err *err);
+bool tlm_model_params_to_host(tlm_model *m, tlm_err *err);
+bool tlm_model_grads_to_host(tlm_model *m, tlm_err *err);
+/* The device failure that made a forward return NaN, or NULL. */
+const char *tlm_model_device_error(const tlm_model *m);
 
 /* Initialises every parameter as its table entry says (normal with its std,
  * ones or zeros), in table order from one generator seeded with seed. */
@@ -50,7 +67,9 @@ double tlm_model_forward(tlm_model *m, const int32_t *tokens, const int32_t *tar
 void tlm_model_backward(tlm_model *m, float dloss);
 void tlm_model_zero_grads(tlm_model *m);
 
-/* The logits of the last forward, [B, T, vocab]. */
+/* The logits of the last forward, [B, T, vocab]. On a device, this and
+ * tlm_model_buffer download the buffer into a host copy (NULL when that
+ * fails: tlm_model_device_error says why). */
 const float *tlm_model_logits(const tlm_model *m);
 /* A buffer by role and layer (-1 for the model-wide ones), or NULL. */
 float *tlm_model_buffer(const tlm_model *m, uint32_t role, int layer);

@@ -5,7 +5,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpu_model.h"
+#include "gpu_optim.h"
 #include "test_hook.h"
+
+/* The optimizer's state on the device, zero-filled like calloc's. */
+static bool device_state(tlm_trainer *t, tlm_err *err) {
+    tlm_device *dev = t->model->gpu->gpu.dev;
+    size_t bytes = (size_t)t->model->param_floats * sizeof(float);
+    return (t->dev_m = tlm_device_alloc(dev, bytes, err)) &&
+           (!t->v || (t->dev_v = tlm_device_alloc(dev, bytes, err))) &&
+           (!t->grad_sum || (t->dev_grad_sum = tlm_device_alloc(dev, bytes, err)));
+}
 
 bool tlm_trainer_create(tlm_trainer *t, tlm_model *model, const tlm_abi_train *s, bool decay_embeddings, tlm_err *err) {
     memset(t, 0, sizeof *t);
@@ -58,6 +69,10 @@ bool tlm_trainer_create(tlm_trainer *t, tlm_model *model, const tlm_abi_train *s
         tlm_fail(err, "out of memory for the optimizer state");
         return false;
     }
+    if (model->gpu && !device_state(t, err)) {
+        tlm_trainer_destroy(t);
+        return false;
+    }
     t->adamw = (tlm_adamw){(float)s->beta1, (float)s->beta2, (float)s->eps, (float)s->weight_decay};
     t->sgd = (tlm_sgd){(float)s->momentum, 0.0f, (float)s->weight_decay, false};
     t->schedule.kind = (tlm_lr_kind)s->lr_schedule;
@@ -79,12 +94,76 @@ int64_t tlm_trainer_state_bytes(const tlm_so *so, const tlm_abi_train *s) {
 }
 
 void tlm_trainer_destroy(tlm_trainer *t) {
+    if (t->model && t->model->gpu) {
+        tlm_device *dev = t->model->gpu->gpu.dev;
+        if (t->dev_m) tlm_device_free(dev, t->dev_m);
+        if (t->dev_v) tlm_device_free(dev, t->dev_v);
+        if (t->dev_grad_sum) tlm_device_free(dev, t->dev_grad_sum);
+    }
     free(t->m);
     free(t->v);
     free(t->spans);
     free(t->slow);
     free(t->grad_sum);
     memset(t, 0, sizeof *t);
+}
+
+/* The state's host copies and the device's, one direction or the other. */
+static bool move_state(tlm_trainer *t, bool to_host, tlm_err *err) {
+    tlm_model *model = t->model;
+    if (!model->gpu) return true;
+    tlm_device *dev = model->gpu->gpu.dev;
+    size_t bytes = (size_t)model->param_floats * sizeof(float);
+    float *host[3] = {t->m, t->v, t->grad_sum};
+    tlm_dptr device[3] = {t->dev_m, t->dev_v, t->dev_grad_sum};
+    if (!(to_host ? tlm_model_params_to_host(model, err) : tlm_model_params_to_device(model, err))) return false;
+    for (int i = 0; i < 3; i++) {
+        if (!host[i]) continue;
+        bool ok = to_host ? tlm_device_download(dev, host[i], device[i], bytes, err)
+                          : tlm_device_upload(dev, device[i], host[i], bytes, err);
+        if (!ok) return false;
+    }
+    return true;
+}
+bool tlm_trainer_to_host(tlm_trainer *t, tlm_err *err) { return move_state(t, true, err); }
+bool tlm_trainer_to_device(tlm_trainer *t, tlm_err *err) { return move_state(t, false, err); }
+
+static tlm_dptr floats_at(tlm_dptr p, int64_t n) { return p + (tlm_dptr)n * sizeof(float); }
+
+/* The device's half of a step: the gradient norm, clipping, the update and
+ * the slow parameters, as the host's below. A failure is the model's. */
+static bool device_norm(tlm_trainer *t, double *norm, tlm_err *err) {
+    tlm_gpu_model *g = t->model->gpu;
+    size_t n = (size_t)t->model->param_floats;
+    float max_norm = (float)t->settings.grad_clip;
+    *norm = max_norm > 0 ? tlm_gpu_clip_grad_norm(&g->gpu, g->grads, n, max_norm, err)
+                         : tlm_gpu_grad_norm(&g->gpu, g->grads, n, err);
+    return !(*norm < 0); /* -1: a device failure; NaN is the step's to report */
+}
+
+static bool device_update(tlm_trainer *t, tlm_dptr grads, const tlm_param_span *spans, int nspans, float lr, long step,
+                          tlm_err *err) {
+    tlm_gpu_model *g = t->model->gpu;
+    if (t->settings.optimizer == TLM_OPT_ADAMW)
+        return tlm_gpu_adamw_update_spans(&g->gpu, &t->adamw, g->params, grads, t->dev_m, t->dev_v, spans, nspans, lr,
+                                          step, err);
+    return tlm_gpu_sgd_update_spans(&g->gpu, &t->sgd, g->params, grads, t->dev_m, spans, nspans, lr, step, err);
+}
+
+static bool device_slow(tlm_trainer *t, float lr, tlm_err *err) {
+    tlm_gpu_model *g = t->model->gpu;
+    for (int i = 0; i < t->nslow; i++) {
+        const tlm_abi_param *p = &t->model->so->params[t->slow[i]];
+        tlm_dptr sum = floats_at(t->dev_grad_sum, p->offset);
+        if (!tlm_gpu_add(&g->gpu, sum, floats_at(g->grads, p->offset), (size_t)p->count, err)) return false;
+        if (t->step % p->period != 0) continue;
+        bool decay = p->decay || (t->decay_embeddings && p->role == TLM_P_EMBED);
+        tlm_param_span span = {(size_t)p->offset, (size_t)p->count, decay};
+        if (!device_update(t, t->dev_grad_sum, &span, 1, lr, t->step / p->period, err) ||
+            !tlm_device_zero(g->gpu.dev, sum, (size_t)p->count * sizeof(float), err))
+            return false;
+    }
+    return true;
 }
 
 static void update(tlm_trainer *t, const float *grads, const tlm_param_span *spans, int nspans, float lr, long step) {
@@ -109,6 +188,21 @@ tlm_step_result tlm_trainer_step(tlm_trainer *t, const int32_t *tokens, const in
         r.loss += loss / (double)k;
         if (!isfinite(loss)) break;
         tlm_model_backward(model, 1.0f / (float)k);
+    }
+    if (model->gpu) {
+        tlm_err e;
+        r.finite = isfinite(r.loss) && !tlm_model_device_error(model);
+        if (r.finite && !device_norm(t, &r.grad_norm, &e)) tlm_gpu_model_fail(model, &e);
+        r.lr = tlm_lr_at(&t->schedule, t->step);
+        r.finite = r.finite && isfinite(r.grad_norm) && !tlm_model_device_error(model);
+        if (!r.finite) return r;
+        tlm_test_kill_at("step");
+        t->step++;
+        if (!device_update(t, model->gpu->grads, t->spans, t->nspans, r.lr, t->step, &e) || !device_slow(t, r.lr, &e)) {
+            tlm_gpu_model_fail(model, &e);
+            r.finite = false;
+        }
+        return r;
     }
     size_t n = (size_t)model->param_floats;
     r.grad_norm = t->settings.grad_clip > 0 ? tlm_clip_grad_norm(model->grads, n, (float)t->settings.grad_clip)

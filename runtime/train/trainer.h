@@ -28,6 +28,9 @@ typedef struct tlm_trainer {
     int nslow;
     tlm_lr_schedule schedule;
     long step;                 /* optimizer steps taken so far */
+    /* On a device the optimizer's state lives there too (m, v and
+     * grad_sum above are then the host copies a checkpoint reads). */
+    tlm_dptr dev_m, dev_v, dev_grad_sum;
 } tlm_trainer;
 
 typedef struct tlm_step_result {
@@ -46,6 +49,12 @@ void tlm_trainer_destroy(tlm_trainer *t);
  * these settings: momentum (and AdamW's second moment) per parameter, and
  * the summed gradients when a parameter updates every period > 1 steps. */
 int64_t tlm_trainer_state_bytes(const tlm_so *so, const tlm_abi_train *settings);
+
+/* On a device: bring the parameters and the optimizer's state to the host
+ * (before a checkpoint), or send them to the device (after initialising or
+ * loading them). No-ops on the CPU. */
+bool tlm_trainer_to_host(tlm_trainer *t, tlm_err *err);
+bool tlm_trainer_to_device(tlm_trainer *t, tlm_err *err);
 
 /* One step. tokens and targets hold accumulate × micro-batch × T ids, the
  * micro-batches one after another. */

@@ -23,7 +23,11 @@ set_tests_properties(gpu.no_driver PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 60)
 # compile with NVRTC to CUBINs for sm_80 and sm_90 (only with the toolkit).
 if(tlm_gpu_with_cuda)
   add_executable(test_nvrtc ${CMAKE_CURRENT_SOURCE_DIR}/test_nvrtc.c)
-  target_link_libraries(test_nvrtc PRIVATE tlm_gpu tlm_codegen)
+  target_link_libraries(test_nvrtc PRIVATE tlm_gpu tlm_codegen ${CMAKE_DL_LIBS})
+  # The sonames tlm_device opens (it checks that they load only when used).
+  set(tlm_toolkit_sonames ${tlm_device_definitions})
+  list(FILTER tlm_toolkit_sonames INCLUDE REGEX "^TLM_(NVRTC|CUBLASLT)_SONAME=")
+  target_compile_definitions(test_nvrtc PRIVATE ${tlm_toolkit_sonames})
   add_test(NAME gpu.nvrtc COMMAND test_nvrtc)
   set_tests_properties(gpu.nvrtc PROPERTIES TIMEOUT 120)
 endif()
@@ -43,4 +47,16 @@ if(tlm_gpu_with_cuda)
     set_tests_properties(gpu.fake_driver.${machine} PROPERTIES TIMEOUT 60 ENVIRONMENT
                          "TLM_FAKE_CUDA=${machine};LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/fake_driver;XDG_CACHE_HOME=${CMAKE_CURRENT_BINARY_DIR}/fake_driver/cache")
   endforeach()
+endif()
+
+# gpu.lazy_libraries: tlm-run links none of CUDA's libraries; the driver,
+# NVRTC and cuBLASLt are opened at first use (runtime/device/cuda_toolkit.h),
+# so a command that needs no GPU starts in milliseconds, not 0.4 s.
+if(TARGET tlm-run)
+  find_program(TLM_READELF NAMES readelf llvm-readelf llvm-readelf-19)
+  if(TLM_READELF)
+    add_test(NAME gpu.lazy_libraries
+             COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/lazy_libraries.sh ${TLM_READELF} $<TARGET_FILE:tlm-run>)
+    set_tests_properties(gpu.lazy_libraries PROPERTIES TIMEOUT 30)
+  endif()
 endif()

@@ -122,9 +122,9 @@ static void check_h200(void *fake) {
                   .ldb = 4,
                   .ldc = 4,
                   .ldd = 4,
-                  .a_type = TLM_F32,
-                  .b_type = TLM_F32,
-                  .cd_type = TLM_F32,
+                  .a_type = TLM_GEMM_F32,
+                  .b_type = TLM_GEMM_F32,
+                  .cd_type = TLM_GEMM_F32,
                   .batch = 1,
                   .alpha = 1.0f};
     msg = tlm_device_gemm(d, &g, &err) ? "(ran)" : err.msg;

@@ -79,9 +79,9 @@ static tlm_gemm valid(void) {
                       .ldb = 2,
                       .ldc = 4,
                       .ldd = 4,
-                      .a_type = TLM_F32,
-                      .b_type = TLM_F32,
-                      .cd_type = TLM_F32,
+                      .a_type = TLM_GEMM_F32,
+                      .b_type = TLM_GEMM_F32,
+                      .cd_type = TLM_GEMM_F32,
                       .batch = 1,
                       .alpha = 1};
 }
@@ -108,11 +108,11 @@ static void test_problems(void) {
     g = valid(), g.batch = 0, refused(g, "batch", "batch = 0");
     g = valid(), g.batch = (int64_t)1 << 31, g.stride_d = 16, refused(g, "2^31", "batch >= 2^31");
 
-    g = valid(), g.a_type = TLM_BF16, refused(g, "share a type", "bf16 A, f32 B");
-    g = valid(), g.cd_type = TLM_BF16, refused(g, "unsupported", "f32 A, B with bf16 D");
-    g = valid(), g.cd_type = (tlm_dtype)7, refused(g, "neither", "an unknown type");
-    g = valid(), g.a_type = g.b_type = TLM_BF16, accepted(g, "bf16, bf16 -> f32");
-    g.cd_type = TLM_BF16, accepted(g, "bf16, bf16 -> bf16");
+    g = valid(), g.a_type = TLM_GEMM_BF16, refused(g, "share a type", "bf16 A, f32 B");
+    g = valid(), g.cd_type = TLM_GEMM_BF16, refused(g, "unsupported", "f32 A, B with bf16 D");
+    g = valid(), g.cd_type = (tlm_gemm_type)7, refused(g, "neither", "an unknown type");
+    g = valid(), g.a_type = g.b_type = TLM_GEMM_BF16, accepted(g, "bf16, bf16 -> f32");
+    g.cd_type = TLM_GEMM_BF16, accepted(g, "bf16, bf16 -> bf16");
 
     g = valid(), g.a = 0, refused(g, "not 0", "A = 0");
     g = valid(), g.b = 0, refused(g, "not 0", "B = 0");
@@ -148,7 +148,7 @@ static void test_problems(void) {
     g = valid(), g.c = g.d, g.batch = 2, g.stride_d = 12, g.stride_c = 13, refused(g, "C equals D", "another stride_c");
 
     g = valid(), g.a = 258, refused(g, "aligned", "A off its float alignment");
-    g = valid(), g.a_type = g.b_type = TLM_BF16, g.a = 258, accepted(g, "bf16 A at an even address");
+    g = valid(), g.a_type = g.b_type = TLM_GEMM_BF16, g.a = 258, accepted(g, "bf16 A at an even address");
     g.d = 1026, refused(g, "aligned", "f32 D off its alignment");
 
     g = valid(), g.m = g.ldd = g.lda = (int64_t)1 << 40, g.n = (int64_t)1 << 30, refused(g, "overflows", "D too large");
@@ -160,7 +160,7 @@ static void test_problems(void) {
 typedef struct gemm_case {
     bool ta, tb;
     int64_t m, n, k, batch;
-    tlm_dtype ab, cd;
+    tlm_gemm_type ab, cd;
     float alpha, beta;
     int c_mode;           /* 0: no C, 1: C of its own, 2: C is D */
     int pad;              /* added to each leading dimension and stride */
@@ -168,18 +168,18 @@ typedef struct gemm_case {
     bool shared_b;        /* stride_b = 0 */
 } gemm_case;
 
-static size_t type_size(tlm_dtype t) { return t == TLM_BF16 ? 2 : 4; }
+static size_t type_size(tlm_gemm_type t) { return t == TLM_GEMM_BF16 ? 2 : 4; }
 
-static float get(const void *p, tlm_dtype t, int64_t e) {
-    return t == TLM_BF16 ? tlm_bf16_to_f32(((const uint16_t *)p)[e]) : ((const float *)p)[e];
+static float get(const void *p, tlm_gemm_type t, int64_t e) {
+    return t == TLM_GEMM_BF16 ? tlm_bf16_to_f32(((const uint16_t *)p)[e]) : ((const float *)p)[e];
 }
 
-static void put(void *p, tlm_dtype t, int64_t e, float v) {
-    if (t == TLM_BF16) ((uint16_t *)p)[e] = tlm_f32_to_bf16(v);
+static void put(void *p, tlm_gemm_type t, int64_t e, float v) {
+    if (t == TLM_GEMM_BF16) ((uint16_t *)p)[e] = tlm_f32_to_bf16(v);
     else ((float *)p)[e] = v;
 }
 
-static bool same_bits(const void *x, const void *y, tlm_dtype t, int64_t e) {
+static bool same_bits(const void *x, const void *y, tlm_gemm_type t, int64_t e) {
     size_t s = type_size(t);
     return memcmp((const char *)x + e * s, (const char *)y + e * s, s) == 0;
 }
@@ -187,8 +187,9 @@ static bool same_bits(const void *x, const void *y, tlm_dtype t, int64_t e) {
 static char *describe(const gemm_case *c, char *buf, size_t size) {
     snprintf(buf, size, "%c%c m=%lld n=%lld k=%lld batch=%lld %s->%s alpha=%g beta=%g c_mode=%d pad=%d%s%s",
              c->ta ? 'T' : 'N', c->tb ? 'T' : 'N', (long long)c->m, (long long)c->n, (long long)c->k,
-             (long long)c->batch, c->ab == TLM_BF16 ? "bf16" : "f32", c->cd == TLM_BF16 ? "bf16" : "f32", c->alpha,
-             c->beta, c->c_mode, c->pad, c->interleave_d ? " interleaved-D" : "", c->shared_b ? " shared-B" : "");
+             (long long)c->batch, c->ab == TLM_GEMM_BF16 ? "bf16" : "f32", c->cd == TLM_GEMM_BF16 ? "bf16" : "f32",
+             c->alpha, c->beta, c->c_mode, c->pad, c->interleave_d ? " interleaved-D" : "",
+             c->shared_b ? " shared-B" : "");
     return buf;
 }
 
@@ -285,7 +286,7 @@ static void run_case(const gemm_case *c, tlm_device *dev) {
                 double got = get(d, c->cd, e);
                 /* fp32: k + 2 roundings of at most 2^-24 relative each; bf16 D: one more of 2^-8 */
                 double tol = (double)(c->k + 3) * 0x1p-24 * size + 1e-30;
-                if (c->cd == TLM_BF16) tol += 0x1p-8 * fabs(want) + 0x1p-8 * tol;
+                if (c->cd == TLM_GEMM_BF16) tol += 0x1p-8 * fabs(want) + 0x1p-8 * tol;
                 double diff = fabs(got - want);
                 if (!(diff <= tol)) wrong++;
                 if (diff / (tol > 0 ? tol : 1) > worst) worst = diff / tol;
@@ -318,8 +319,8 @@ static void run_cases(tlm_device *dev) {
                                    .n = sizes[ni],
                                    .k = sizes[ki],
                                    .batch = 1,
-                                   .ab = TLM_F32,
-                                   .cd = TLM_F32,
+                                   .ab = TLM_GEMM_F32,
+                                   .cd = TLM_GEMM_F32,
                                    .alpha = 1,
                                    .pad = (mi + ni + ki) % 3};
                     run_case(&c, dev);
@@ -327,8 +328,8 @@ static void run_cases(tlm_device *dev) {
                 }
     /* batches, scales, C absent, separate or in place, types */
     static const struct {
-        tlm_dtype ab, cd;
-    } types[] = {{TLM_F32, TLM_F32}, {TLM_BF16, TLM_F32}, {TLM_BF16, TLM_BF16}};
+        tlm_gemm_type ab, cd;
+    } types[] = {{TLM_GEMM_F32, TLM_GEMM_F32}, {TLM_GEMM_BF16, TLM_GEMM_F32}, {TLM_GEMM_BF16, TLM_GEMM_BF16}};
     for (int ty = 0; ty < 3; ty++)
         for (int t = 0; t < 4; t++)
             for (int cmode = 0; cmode < 3; cmode++) {
@@ -355,14 +356,14 @@ static void run_cases(tlm_device *dev) {
                        .n = 4,
                        .k = 7,
                        .batch = 4,
-                       .ab = TLM_BF16,
-                       .cd = TLM_BF16,
+                       .ab = TLM_GEMM_BF16,
+                       .cd = TLM_GEMM_BF16,
                        .alpha = 1,
                        .interleave_d = true,
                        .shared_b = true,
                        .pad = 1};
     run_case(&inter, dev);
-    inter.ta = inter.tb = true, inter.ab = TLM_F32, inter.cd = TLM_F32;
+    inter.ta = inter.tb = true, inter.ab = TLM_GEMM_F32, inter.cd = TLM_GEMM_F32;
     run_case(&inter, dev);
     cases += 2;
     printf("%s: %d cases\n", dev ? "tlm_device_gemm" : "tlm_gemm_reference", cases);
@@ -383,9 +384,9 @@ static void test_order(void) {
                   .ldb = 3,
                   .ldc = 1,
                   .ldd = 1,
-                  .a_type = TLM_F32,
-                  .b_type = TLM_F32,
-                  .cd_type = TLM_F32,
+                  .a_type = TLM_GEMM_F32,
+                  .b_type = TLM_GEMM_F32,
+                  .cd_type = TLM_GEMM_F32,
                   .batch = 1,
                   .alpha = 1,
                   .beta = 0};

@@ -90,7 +90,7 @@ static void from_device(void *dst, tlm_dptr src, size_t bytes) {
 
 /* Frees a device buffer; 0 (an absent one) is skipped. */
 static void release(tlm_dptr p) {
-    if (p) release(p);
+    if (p) tlm_device_free(dev, p);
 }
 
 static void launched(bool ok, const char *op, const tlm_err *err) {

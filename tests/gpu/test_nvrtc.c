@@ -6,7 +6,10 @@
  * (tlm_codegen_cuda_source). A source with an error fails with NVRTC's own
  * message. The emulated device runs these sources through a host compiler,
  * which accepts things NVRTC does not (and the other way round): this is the
- * check that the GPU would get code it can load. */
+ * check that the GPU would get code it can load. NVRTC is opened at first
+ * use (runtime/device/cuda_toolkit.h): not loaded before, loaded after, and
+ * cuBLASLt, which no compile needs, not at all. */
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +26,13 @@ static void check(bool ok, const char *what) {
         fprintf(stderr, "gpu.nvrtc: FAILED: %s\n", what);
         failures++;
     }
+}
+
+/* Whether soname is loaded in this process (without loading it). */
+static bool loaded(const char *soname) {
+    void *lib = dlopen(soname, RTLD_NOW | RTLD_NOLOAD);
+    if (lib) dlclose(lib);
+    return lib != NULL;
 }
 
 static double seconds(void) {
@@ -56,8 +66,11 @@ int main(void) {
     static const char *const archs[] = {"sm_80", "sm_90"};
     enum { NARCHS = sizeof archs / sizeof archs[0] };
 
+    check(!loaded(TLM_NVRTC_SONAME), "NVRTC is not loaded before its first use");
+
     /* The identity and options that go into the module cache key. */
     const char *version = tlm_nvrtc_version();
+    check(loaded(TLM_NVRTC_SONAME), "NVRTC is loaded at its first use");
     check(strncmp(version, "nvrtc ", 6) == 0 && strcmp(version, "nvrtc 0.0") != 0, "tlm_nvrtc_version");
     char options[512];
     tlm_nvrtc_options("sm_90", options, sizeof options);
@@ -92,6 +105,7 @@ int main(void) {
     check(strstr(err.msg, "no_such_name") != NULL && strstr(err.msg, "error") != NULL,
           "the failure carries NVRTC's message");
     printf("gpu.nvrtc: a broken source: %s\n", err.msg);
+    check(!loaded(TLM_CUBLASLT_SONAME), "cuBLASLt is not loaded by NVRTC's users");
 
     if (failures) {
         fprintf(stderr, "gpu.nvrtc: %d check(s) failed\n", failures);

@@ -53,6 +53,19 @@ def logs(a, b):
     print(f"ok: {len(ra)} log records equal")
 
 
+def close(a, b, tol):
+    """The training losses of two logs agree to a relative tol, step by step
+    (runs that crossed devices: the same math in another order)."""
+    la = {r["step"]: r["loss"] for r in records(a) if "loss" in r}
+    lb = {r["step"]: r["loss"] for r in records(b) if "loss" in r}
+    if sorted(la) != sorted(lb):
+        fail(f"steps differ: {sorted(la)} vs {sorted(lb)}")
+    worst = max(abs(la[s] - lb[s]) / abs(la[s]) for s in la)
+    if worst > float(tol):
+        fail(f"losses differ by {worst:.3g} relative, more than {tol}")
+    print(f"ok: {len(la)} losses within {worst:.2g} relative")
+
+
 def layout(path, opt):
     t, meta = st.load(path)
     params = [k for k in t if not k.startswith(("optimizer.", "train."))]
@@ -166,6 +179,8 @@ def main():
         same(*args)
     elif cmd == "logs":
         logs(*args)
+    elif cmd == "close":
+        close(*args)
     elif cmd == "meta":
         print(st.load(args[0])[1][args[1]])
     elif cmd == "layout":

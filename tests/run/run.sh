@@ -78,6 +78,77 @@ mixers_learn)
   done
   ;;
 
+gpu_no_driver)
+  # Without a driver (this machine), --device cuda is one clear line and exit
+  # 1 for every command, whatever else is wrong; where a driver exists the
+  # GPU itself is checked (scripts/gpu_check.sh) and this case cannot run.
+  if ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1 '; then echo "a CUDA driver is installed: case skipped"; exit 77; fi
+  unset TLM_TEST_DEVICE
+  for cmd in train eval sample probe; do
+    expect 1 "no CUDA driver (libcuda.so.1 not found)" "$cmd --device cuda without a driver" -- \
+      "$run" $cmd "$models/small.so" --device cuda --ckpt "$tmp/none"
+  done
+  expect 1 "no CUDA driver" "info --device cuda" -- "$run" info "$models/small.so" --device cuda
+  expect 1 "no CUDA driver" "--device cuda:1" -- "$run" train "$models/small.so" --device cuda:1 --ckpt "$tmp/none"
+  for bad in tpu cuda: cuda:x gpu; do
+    expect 2 "unknown device \`$bad\`\|--device $bad" "--device $bad" -- "$run" train "$models/small.so" --device $bad
+  done
+  ;;
+
+gpu_emulated)
+  # The GPU path on the emulated device (TLM_TEST_DEVICE=emulated: the same
+  # CUDA source run on the CPU, docs/gpu.md): train, resume bit for bit,
+  # checkpoints that cross between the device and the CPU, eval and sample.
+  export TLM_TEST_DEVICE=emulated XDG_CACHE_HOME=$work/gpu-cache
+  flags=(--threads 1 --context 16 --batch 4 --steps 6 --log-every 1 --eval-every 3 --eval-batches 1 --ckpt-every 2)
+  for m in small small_gated small_titans small_hope; do
+    expect 0 "done: 6 steps" "$m: 6 steps on the device" -- \
+      "$run" train "$models/$m.so" "${flags[@]}" --device cuda --ckpt "$tmp/$m.g" --log "$tmp/$m.g.jsonl"
+    expect 0 "done: 6 steps" "$m: 6 steps on the CPU" -- \
+      "$run" train "$models/$m.so" "${flags[@]}" --ckpt "$tmp/$m.c" --log "$tmp/$m.c.jsonl"
+    check "$m: device and CPU losses agree" -- ckpt close "$tmp/$m.g.jsonl" "$tmp/$m.c.jsonl" 1e-6
+    # stopped and resumed on the device: bit for bit (hope's slow level is
+    # mid-period at step 3)
+    expect 0 "stopped at step 3 of 6" "$m: stopped at step 3 on the device" -- \
+      "$run" train "$models/$m.so" "${flags[@]}" --device cuda --ckpt "$tmp/$m.r" --log "$tmp/$m.r.jsonl" --stop-at 3
+    expect 0 "done: 6 steps" "$m: resumed on the device" -- \
+      "$run" train "$models/$m.so" --device cuda --ckpt "$tmp/$m.r" --resume
+    check "$m: resumed checkpoint bit-identical" -- ckpt same "$tmp/$m.g/checkpoint.safetensors" "$tmp/$m.r/checkpoint.safetensors"
+    check "$m: resumed log identical" -- ckpt logs "$tmp/$m.g.jsonl" "$tmp/$m.r.jsonl"
+    # crossing: device -> CPU and CPU -> device, from the fp32 weights
+    expect 0 "stopped at step 3 of 6" "$m: 3 steps on the device" -- \
+      "$run" train "$models/$m.so" "${flags[@]}" --device cuda --ckpt "$tmp/$m.x" --log "$tmp/$m.x.jsonl" --stop-at 3
+    expect 0 "written on cuda:0" "$m: resumed on the CPU, with a note" -- \
+      "$run" train "$models/$m.so" --ckpt "$tmp/$m.x" --resume
+    check "$m: device then CPU agrees with the CPU" -- ckpt close "$tmp/$m.x.jsonl" "$tmp/$m.c.jsonl" 1e-6
+    expect 0 "stopped at step 3 of 6" "$m: 3 steps on the CPU" -- \
+      "$run" train "$models/$m.so" "${flags[@]}" --ckpt "$tmp/$m.y" --log "$tmp/$m.y.jsonl" --stop-at 3
+    expect 0 "written on cpu" "$m: resumed on the device, with a note" -- \
+      "$run" train "$models/$m.so" --device cuda --ckpt "$tmp/$m.y" --resume
+    check "$m: CPU then device agrees with the CPU" -- ckpt close "$tmp/$m.y.jsonl" "$tmp/$m.c.jsonl" 1e-6
+  done
+  expect 0 "from the cache (nothing compiled)" "a second run compiles nothing" -- \
+    "$run" train "$models/small.so" "${flags[@]}" --device cuda --ckpt "$tmp/small.g" --overwrite
+  expect 0 "runtime .* kernels, cached" "info --device cuda: the runtime's kernels are cached" -- \
+    "$run" info "$models/small.so" --device cuda
+  expect 0 "model MLP (per width) .* 6 kernels, cached" "info --device cuda: the model's kernels are cached" -- \
+    "$run" info "$models/small.so" --device cuda
+  expect 0 "persuasion" "eval on the device" -- \
+    "$run" eval "$models/small.so" --device cuda --ckpt "$tmp/small.c" --context 16 --batch 4 --max-tokens 128
+  grep persuasion "$tmp/out" > "$tmp/eval.gpu"
+  expect 0 "persuasion" "eval on the CPU" -- \
+    "$run" eval "$models/small.so" --ckpt "$tmp/small.c" --context 16 --batch 4 --max-tokens 128
+  grep persuasion "$tmp/out" > "$tmp/eval.cpu"
+  check "eval: the same loss on both (4 decimals)" -- cmp "$tmp/eval.gpu" "$tmp/eval.cpu"
+  expect 0 "" "sample on the device" -- \
+    "$run" sample "$models/small.so" --device cuda --ckpt "$tmp/small.c" --length 24 --seed 5 --prompt "It is"
+  cp "$tmp/out" "$tmp/sample.gpu"
+  expect 0 "" "sample on the CPU" -- "$run" sample "$models/small.so" --ckpt "$tmp/small.c" --length 24 --seed 5 --prompt "It is"
+  check "sample: the same text on both" -- cmp "$tmp/sample.gpu" "$tmp/out"
+  expect 0 "rho" "probe on the device" -- \
+    "$run" probe "$models/small.so" --device cuda --ckpt "$tmp/small.c" --context 16 --batch 4 --windows 8
+  ;;
+
 resume_exact)
   # N steps straight vs. stopped at step k and resumed: bit-identical
   # tensors and logs. k = 13 is off the checkpoint, log and eval cadence and
@@ -204,7 +275,6 @@ bad_flags)
   expect 2 "\-\-eval-batches must be between 1 and" "train --eval-batches 0" -- "$run" train "$s" --eval-batches 0
   expect 2 "contradict" "train --resume --overwrite" -- "$run" train "$s" --resume --overwrite
   expect 2 "unknown device .tpu." "train --device tpu" -- "$run" train "$s" --device tpu
-  expect 1 "\-\-device cuda is not available yet" "train --device cuda" -- "$run" train "$s" --device cuda
   expect 2 "longer than the model's context" "eval --context 65" -- "$run" eval "$s" --context 65
   expect 2 "\-\-batch must be between 1" "eval --batch 0" -- "$run" eval "$s" --batch 0
   expect 2 "\-\-max-tokens must be at least 1" "eval --max-tokens 0" -- "$run" eval "$s" --max-tokens 0
@@ -480,20 +550,25 @@ EOF
   ;;
 
 gpu_check)
-  # scripts/gpu_check.sh on this build exits 0 only when GPU checks ran and
-  # passed, and 77 with a SKIPPED line when they could not run (no CUDA, no
-  # GPU): a wrapper must never read a skip as a pass.
+  # scripts/gpu_prepare.sh bundles this build; scripts/gpu_check.sh on the
+  # bundle exits 77 with a SKIPPED line where there is no GPU (never 0), and
+  # with the test switch runs its checks on the emulated device, so that the
+  # script itself is checked without a GPU.
   build=$(cd "$(dirname "$run")/.." && pwd)
-  "$root/scripts/gpu_check.sh" "$build" > "$tmp/gpu" 2>&1; rc=$?
+  expect 0 "gpu_prepare: .* holds" "gpu_prepare.sh bundles the build" -- "$root/scripts/gpu_prepare.sh" --no-build "$build" "$tmp/bundle"
+  env -u TLM_TEST_DEVICE "$root/scripts/gpu_check.sh" "$tmp/bundle" > "$tmp/gpu" 2>&1; rc=$?
   sed 's/^/    /' "$tmp/gpu"
-  if [ $rc = 0 ] && grep -q '^gpu_check: all [1-9][0-9]* GPU kernel checks passed' "$tmp/gpu" &&
-     ! grep -qi 'skip' "$tmp/gpu"; then
-    echo "ok: gpu_check.sh: the GPU checks ran and passed (exit 0)"
+  if ldconfig -p | grep -q 'libcuda\.so\.1 '; then
+    check "gpu_check.sh on a GPU machine: exit 0" -- test $rc = 0
   elif [ $rc = 77 ] && grep -q '^gpu_check: SKIPPED' "$tmp/gpu"; then
-    echo "ok: gpu_check.sh: the GPU checks could not run here: exit 77 and a SKIPPED line, not 0"
+    echo "ok: gpu_check.sh: no GPU here: exit 77 and a SKIPPED line, not 0"
   else
-    echo "FAIL: gpu_check.sh: exit $rc, wanted 0 with its checks passed or 77 with a SKIPPED line"; fail=1
+    echo "FAIL: gpu_check.sh without a GPU: exit $rc, wanted 77 with a SKIPPED line"; fail=1
   fi
+  expect 0 "^gpu_check: all [1-9][0-9]* GPU checks passed (on the emulated device)" \
+    "gpu_check.sh on the emulated device (TLM_TEST_DEVICE=emulated)" -- \
+    env TLM_TEST_DEVICE=emulated "$root/scripts/gpu_check.sh" "$tmp/bundle"
+  sed 's/^/    /' "$tmp/out"
   ;;
 
 progress)

@@ -1,0 +1,361 @@
+/* The device executor of the IR's op list: the twin of executor.c, one
+ * function per op of abi/tlm_ops.h reading its operands by the same names,
+ * with device addresses and the runtime's GPU kernels (runtime/gpu) in
+ * place of the CPU ops. Same buffer offsets, same order, same semantics:
+ * tests compare the two op by op on the emulated device. A missing
+ * function is a build error (the dispatch table comes from the op table).
+ *
+ * Shapes as in executor.c: N = B·T tokens, D = d_model, A = heads·head_dim,
+ * V = vocab, W = the layer's MLP width. */
+#include <math.h>
+#include <string.h>
+
+#include "gpu_basic.h"
+#include "gpu_linear.h"
+#include "gpu_mixers.h"
+#include "gpu_model.h"
+
+typedef struct step {
+    tlm_model *m;
+    tlm_gpu_model *g;
+    tlm_gpu *gpu;
+    int B, T, N, D, H, hd, A, V;
+    bool headwise_gate;
+    float eps, inner_lr;
+    int chunk;
+    float dloss;
+    tlm_err err;               /* the failing op's message */
+} step;
+
+/* A device address `floats` floats past p. */
+static tlm_dptr at(tlm_dptr p, int64_t floats) { return p ? p + (tlm_dptr)floats * sizeof(float) : 0; }
+
+static tlm_dptr buf(const step *s, int32_t b) {
+    return b < 0 || s->m->offsets[b] < 0 ? 0 : s->g->arena + (tlm_dptr)s->m->offsets[b];
+}
+static tlm_dptr prm(const step *s, int32_t p) { return p < 0 ? 0 : at(s->g->params, s->m->so->params[p].offset); }
+static tlm_dptr grd(const step *s, int32_t p) {
+    return p < 0 || !s->g->grads ? 0 : at(s->g->grads, s->m->so->params[p].offset);
+}
+
+#define OPERANDS(name) const tlm_operands_##name *o = &op->name
+#define IN(n) buf(s, o->in_##n)
+#define OUT(n) buf(s, o->out_##n)
+#define PARAM(n) prm(s, o->param_##n)
+#define GRAD(n) grd(s, o->param_##n)
+#define ACCUMULATE ((op->flags & TLM_OP_FLAG_ACCUMULATE) != 0)
+#define ERR (&s->err)
+#define DEV (s->gpu->dev)
+
+static size_t rows_bytes(const step *s, int64_t width) { return (size_t)s->N * (size_t)width * sizeof(float); }
+
+/* ---- embedding ---- */
+
+static bool op_embed(step *s, const tlm_abi_op *op) {
+    OPERANDS(embed);
+    return tlm_gpu_embedding_forward(s->gpu, OUT(resid), s->g->tokens, PARAM(embed), s->N, s->D, ERR);
+}
+static bool op_embed_backward(step *s, const tlm_abi_op *op) {
+    OPERANDS(embed_backward);
+    return tlm_gpu_embedding_backward(s->gpu, GRAD(embed), IN(dresid), s->g->tokens, s->N, s->D, ERR);
+}
+
+/* ---- RMSNorm ---- */
+
+static bool op_rmsnorm(step *s, const tlm_abi_op *op) {
+    OPERANDS(rmsnorm);
+    return tlm_gpu_rmsnorm_forward(s->gpu, OUT(y), OUT(rstd), IN(x), PARAM(weight), s->N, s->D, s->eps, ERR);
+}
+static bool op_rmsnorm_backward(step *s, const tlm_abi_op *op) {
+    OPERANDS(rmsnorm_backward);
+    tlm_dptr dx = OUT(dx);
+    if (!ACCUMULATE && !tlm_device_zero(DEV, dx, rows_bytes(s, s->D), ERR)) return false;
+    return tlm_gpu_rmsnorm_backward(s->gpu, dx, GRAD(weight), IN(dy), IN(x), PARAM(weight), IN(rstd), s->N, s->D, ERR);
+}
+static bool op_rmsnorm_heads(step *s, const tlm_abi_op *op) {
+    OPERANDS(rmsnorm_heads);
+    return tlm_gpu_rmsnorm_heads_forward(s->gpu, OUT(y), OUT(rstd), IN(x), PARAM(weight), s->N, s->H, s->hd, s->eps,
+                                         ERR);
+}
+static bool op_rmsnorm_heads_backward(step *s, const tlm_abi_op *op) {
+    OPERANDS(rmsnorm_heads_backward);
+    return tlm_gpu_rmsnorm_heads_backward(s->gpu, OUT(dx), GRAD(weight), IN(dy), IN(x), PARAM(weight), IN(rstd), s->N,
+                                          s->H, s->hd, ERR);
+}
+
+/* ---- q, k, v in one GEMM ---- */
+
+static bool op_qkv(step *s, const tlm_abi_op *op) {
+    OPERANDS(qkv);
+    return tlm_gpu_linear_forward(s->gpu, OUT(qkv), IN(x), PARAM(wq), s->N, s->D, 3 * s->A, false, ERR);
+}
+static bool op_qkv_backward(step *s, const tlm_abi_op *op) {
+    OPERANDS(qkv_backward);
+    return tlm_gpu_linear_backward(s->gpu, OUT(dx), GRAD(wq), IN(dqkv), IN(x), PARAM(wq), s->N, s->D, 3 * s->A, false,
+                                   ERR);
+}
+
+/* ---- rotary embeddings, in place inside the packed qkv ---- */
+
+static bool op_rope(step *s, const tlm_abi_op *op) {
+    OPERANDS(rope);
+    tlm_dptr q = OUT(qkv), k = at(q, s->A);
+    const tlm_dptr c = s->g->rope_cos, sn = s->g->rope_sin;
+    return tlm_gpu_rope_forward(s->gpu, q, q, c, sn, s->B, s->T, s->H, s->hd, 3 * s->A, ERR) &&
+           tlm_gpu_rope_forward(s->gpu, k, k, c, sn, s->B, s->T, s->H, s->hd, 3 * s->A, ERR);
+}
+static bool op_rope_backward(step *s, const tlm_abi_op *op) {
+    OPERANDS(rope_backward);
+    tlm_dptr dq = OUT(dqkv), dk = at(dq, s->A);
+    const tlm_dptr c = s->g->rope_cos, sn = s->g->rope_sin;
+    return tlm_gpu_rope_backward(s->gpu, dq, dq, c, sn, s->B, s->T, s->H, s->hd, 3 * s->A, ERR) &&
+           tlm_gpu_rope_backward(s->gpu, dk, dk, c, sn, s->B, s->T, s->H, s->hd, 3 * s->A, ERR);
+}
+
+/* ---- causal softmax attention over the packed qkv ---- */
+
+static bool op_attention(step *s, const tlm_abi_op *op) {
+    OPERANDS(attention);
+    tlm_dptr q = IN(qkv), k = at(q, s->A), v = at(q, 2 * s->A);
+    return tlm_gpu_attention_forward(s->gpu, OUT(y), OUT(probs), q, k, v, s->B, s->T, s->H, s->hd, 3 * s->A, ERR);
+}
+static bool op_attention_backward(step *s, const tlm_abi_op *op) {
+    OPERANDS(attention_backward);
+    tlm_dptr dq = OUT(dqkv), dk = at(dq, s->A), dv = at(dq, 2 * s->A);
+    tlm_dptr q = IN(qkv), k = at(q, s->A), v = at(q, 2 * s->A);
+    return tlm_gpu_attention_backward(s->gpu, dq, dk, dv, IN(dy), IN(y), IN(probs), q, k, v, s->B, s->T, s->H, s->hd,
+                                      3 * s->A, ERR);
+}
+
+/* ---- output projection with the residual added ---- */
+
+static bool op_out_proj(step *s, const tlm_abi_op *op) {
+    OPERANDS(out_proj);
+    tlm_dptr out = OUT(out);
+    return tlm_device_copy(DEV, out, IN(resid), rows_bytes(s, s->D), ERR) &&
+           tlm_gpu_linear_forward(s->gpu, out, IN(y), PARAM(wo), s->N, s->A, s->D, true, ERR);
+}
+static bool op_out_proj_backward(step *s, const tlm_abi_op *op) {
+    OPERANDS(out_proj_backward);
+    return tlm_gpu_linear_backward(s->gpu, OUT(dy), GRAD(wo), IN(dout), IN(y), PARAM(wo), s->N, s->A, s->D, false, ERR);
+}
+
+/* ---- the MLP: the model's generated kernel for the layer's width ----
+ * The kernels take 64-row (or 64-wide) tiles per block, 256 threads, and
+ * stride over the tiles (codegen/cuda_source.c). */
+
+enum { MLP_TILE = 64, MLP_THREADS = 256 };
+static unsigned tiles(int64_t n) { return tlm_gpu_blocks(n, MLP_TILE); }
+
+static bool mlp_launch(step *s, tlm_kernel *k, unsigned grid, void **args) {
+    tlm_launch dims = {{grid, 1, 1}, {MLP_THREADS, 1, 1}};
+    return tlm_device_launch(DEV, k, dims, args, ERR);
+}
+
+static bool op_mlp(step *s, const tlm_abi_op *op) {
+    OPERANDS(mlp);
+    long long r0 = 0, r1 = s->N;
+    tlm_dptr x = IN(x), w_gate = PARAM(w_gate), w_up = PARAM(w_up), w_down = PARAM(w_down);
+    tlm_dptr pre_gate = OUT(pre_gate), pre_up = OUT(pre_up), out = OUT(out);
+    void *args[] = {&r0, &r1, &x, &w_gate, &w_up, &w_down, &pre_gate, &pre_up, &out};
+    return tlm_device_copy(DEV, out, IN(resid), rows_bytes(s, s->D), ERR) &&
+           mlp_launch(s, s->g->fwd[op->kernel], tiles(s->N), args);
+}
+static bool op_mlp_backward(step *s, const tlm_abi_op *op) {
+    OPERANDS(mlp_backward);
+    const int64_t W = s->m->so->kernels[op->kernel].width;
+    long long r0 = 0, r1 = s->N, rows = s->N, j0 = 0, j1 = W;
+    tlm_dptr dout = IN(dout), x = IN(x), pre_gate = IN(pre_gate), pre_up = IN(pre_up);
+    tlm_dptr w_gate = PARAM(w_gate), w_up = PARAM(w_up), w_down = PARAM(w_down);
+    tlm_dptr d_pre_gate = OUT(d_pre_gate), d_pre_up = OUT(d_pre_up), dx = OUT(dx);
+    tlm_dptr dw_gate = GRAD(w_gate), dw_up = GRAD(w_up), dw_down = GRAD(w_down);
+    void *data[] = {&r0, &r1, &x, &w_gate, &w_up, &w_down, &pre_gate, &pre_up, &dout, &d_pre_gate, &d_pre_up, &dx};
+    void *weight[] = {&rows, &j0,         &j1,       &x,       &pre_gate, &pre_up,
+                      &dout, &d_pre_gate, &d_pre_up, &dw_gate, &dw_up,    &dw_down};
+    /* dWg/dWu row tiles, then dWd column tiles (cuda_source.c's bwd_weight) */
+    unsigned weight_grid = 2 * tiles(W) * tiles(s->D);
+    return mlp_launch(s, s->g->bwd_data[op->kernel], tiles(s->N), data) &&
+           mlp_launch(s, s->g->bwd_weight[op->kernel], weight_grid, weight);
+}
+
+/* ---- LM head and the loss ---- */
+
+static bool op_head(step *s, const tlm_abi_op *op) {
+    OPERANDS(head);
+    return tlm_gpu_linear_forward(s->gpu, OUT(logits), IN(x), PARAM(w), s->N, s->D, s->V, false, ERR);
+}
+static bool op_head_backward(step *s, const tlm_abi_op *op) {
+    OPERANDS(head_backward);
+    return tlm_gpu_linear_backward(s->gpu, OUT(dx), GRAD(w), IN(dlogits), IN(x), PARAM(w), s->N, s->D, s->V, false,
+                                   ERR);
+}
+static bool op_loss(step *s, const tlm_abi_op *op) {
+    OPERANDS(loss);
+    return tlm_gpu_crossentropy_forward(s->gpu, 0, OUT(lse), IN(logits), s->g->targets, s->N, s->V, s->g->loss, ERR);
+}
+static bool op_loss_backward(step *s, const tlm_abi_op *op) {
+    OPERANDS(loss_backward);
+    return tlm_gpu_crossentropy_backward(s->gpu, OUT(dlogits), IN(logits), IN(lse), s->g->targets, s->N, s->V, s->dloss,
+                                         ERR);
+}
+
+/* ---- a linear map whose weight is one or more adjacent parameters ---- */
+
+static int linear_rows(const step *s, const int32_t w[3]) {
+    int rows = 0;
+    for (int j = 0; j < 3 && w[j] >= 0; j++) rows += (int)s->m->so->params[w[j]].shape[0];
+    return rows;
+}
+static int linear_cols(const step *s, int32_t w0) { return (int)s->m->so->params[w0].shape[1]; }
+
+static bool op_linear(step *s, const tlm_abi_op *op) {
+    OPERANDS(linear);
+    const int32_t w[3] = {o->param_w0, o->param_w1, o->param_w2};
+    return tlm_gpu_linear_forward(s->gpu, OUT(y), IN(x), PARAM(w0), s->N, linear_cols(s, o->param_w0),
+                                  linear_rows(s, w), false, ERR);
+}
+static bool op_linear_dw(step *s, const tlm_abi_op *op) {
+    OPERANDS(linear_dw);
+    const int32_t w[3] = {o->param_w0, o->param_w1, o->param_w2};
+    return tlm_gpu_linear_backward(s->gpu, 0, GRAD(w0), IN(dy), IN(x), PARAM(w0), s->N, linear_cols(s, o->param_w0),
+                                   linear_rows(s, w), false, ERR);
+}
+static bool op_linear_dx(step *s, const tlm_abi_op *op) {
+    OPERANDS(linear_dx);
+    const int32_t w[3] = {o->param_w0, o->param_w1, o->param_w2};
+    return tlm_gpu_linear_backward(s->gpu, OUT(dx), 0, IN(dy), 0, PARAM(w0), s->N, linear_cols(s, o->param_w0),
+                                   linear_rows(s, w), ACCUMULATE, ERR);
+}
+
+/* ---- gated attention ---- */
+
+static bool op_sigmoid_gate(step *s, const tlm_abi_op *op) {
+    OPERANDS(sigmoid_gate);
+    int rows = s->headwise_gate ? s->N * s->H : s->N * s->A, per_gate = s->headwise_gate ? s->hd : 1;
+    return tlm_gpu_sigmoid_gate_forward(s->gpu, OUT(out), IN(y), IN(gate_pre), rows, per_gate, ERR);
+}
+static bool op_sigmoid_gate_backward(step *s, const tlm_abi_op *op) {
+    OPERANDS(sigmoid_gate_backward);
+    int rows = s->headwise_gate ? s->N * s->H : s->N * s->A, per_gate = s->headwise_gate ? s->hd : 1;
+    return tlm_gpu_sigmoid_gate_backward(s->gpu, OUT(dy), OUT(dgate_pre), IN(dout), IN(y), IN(gate_pre), rows, per_gate,
+                                         ERR);
+}
+
+/* ---- titans ---- */
+
+static bool op_silu_gate(step *s, const tlm_abi_op *op) {
+    OPERANDS(silu_gate);
+    return tlm_gpu_swiglu_forward(s->gpu, OUT(out), IN(gate_pre), IN(x), (size_t)s->N * (size_t)s->A, ERR);
+}
+static bool op_silu_gate_backward(step *s, const tlm_abi_op *op) {
+    OPERANDS(silu_gate_backward);
+    return tlm_gpu_swiglu_backward(s->gpu, OUT(dgate_pre), OUT(dx), IN(dout), IN(gate_pre), IN(x),
+                                   (size_t)s->N * (size_t)s->A, ERR);
+}
+static bool op_memory_act(step *s, const tlm_abi_op *op) {
+    OPERANDS(memory_act);
+    return tlm_gpu_titans_qkv_forward(s->gpu, OUT(act), OUT(mem_qkv), OUT(rnorm), IN(qkv), s->N, s->H, s->hd, ERR);
+}
+static bool op_memory_act_backward(step *s, const tlm_abi_op *op) {
+    OPERANDS(memory_act_backward);
+    return tlm_gpu_titans_qkv_backward(s->gpu, OUT(dqkv), IN(d_mem_qkv), IN(qkv), IN(act), IN(rnorm), s->N, s->H, s->hd,
+                                       ERR);
+}
+static bool op_memory_gates(step *s, const tlm_abi_op *op) {
+    OPERANDS(memory_gates);
+    return tlm_gpu_titans_gates_forward(s->gpu, OUT(gates), IN(pre), s->N, s->H, s->inner_lr, ERR);
+}
+static bool op_memory_gates_backward(step *s, const tlm_abi_op *op) {
+    OPERANDS(memory_gates_backward);
+    return tlm_gpu_titans_gates_backward(s->gpu, OUT(dpre), IN(dgates), IN(gates), s->N, s->H, s->inner_lr, ERR);
+}
+static bool op_titans(step *s, const tlm_abi_op *op) {
+    OPERANDS(titans);
+    const int64_t NH = (int64_t)s->N * s->H;
+    tlm_dptr q = IN(mem_qkv), k = at(q, s->A), v = at(q, 2 * s->A);
+    tlm_dptr theta = IN(gates), eta = at(theta, NH), alpha = at(theta, 2 * NH);
+    return tlm_gpu_titans_forward(s->gpu, OUT(y), OUT(saved), q, k, v, 3 * s->A, theta, eta, alpha, s->B, s->T, s->H,
+                                  s->hd, s->chunk, ERR);
+}
+static bool op_titans_backward(step *s, const tlm_abi_op *op) {
+    OPERANDS(titans_backward);
+    const int64_t NH = (int64_t)s->N * s->H;
+    tlm_dptr dq = OUT(d_mem_qkv), dk = at(dq, s->A), dv = at(dq, 2 * s->A);
+    tlm_dptr dtheta = OUT(dgates), deta = at(dtheta, NH), dalpha = at(dtheta, 2 * NH);
+    tlm_dptr q = IN(mem_qkv), k = at(q, s->A), v = at(q, 2 * s->A);
+    tlm_dptr theta = IN(gates), eta = at(theta, NH), alpha = at(theta, 2 * NH);
+    return tlm_gpu_titans_backward(s->gpu, dq, dk, dv, dtheta, deta, dalpha, IN(dy), IN(saved), q, k, v, 3 * s->A,
+                                   theta, eta, alpha, s->B, s->T, s->H, s->hd, s->chunk, s->g->titans_scratch, ERR);
+}
+
+/* ---- dispatch ---- */
+
+typedef bool (*op_fn)(step *, const tlm_abi_op *);
+#define OP_ENTRY_(E, name, in, out, param, doc) [TLM_OP_##E] = op_##name,
+static const op_fn op_functions[TLM_OP_COUNT] = {TLM_OPS(OP_ENTRY_)};
+
+static step step_for(tlm_model *m, float dloss) {
+    const tlm_abi_config *c = m->so->config;
+    step s = {.m = m,
+              .g = m->gpu,
+              .gpu = &m->gpu->gpu,
+              .B = (int)m->run_B,
+              .T = (int)m->run_T,
+              .N = (int)(m->run_B * m->run_T),
+              .D = (int)c->d_model,
+              .H = (int)c->heads,
+              .hd = (int)c->head_dim,
+              .A = (int)(c->heads * c->head_dim),
+              .V = (int)c->vocab,
+              .headwise_gate = c->gate == TLM_GATE_HEADWISE,
+              .eps = (float)c->norm_eps,
+              .inner_lr = (float)c->inner_lr,
+              .chunk = (int)c->chunk,
+              .dloss = dloss};
+    return s;
+}
+
+/* Runs ops [from, to); false with the failing op named in the model's error. */
+static bool run_ops(step *s, int from, int to, bool skip_loss) {
+    for (int i = from; i < to; i++) {
+        const tlm_abi_op *op = &s->m->so->ops[i];
+        if (skip_loss && op->kind == TLM_OP_LOSS) continue;
+        if (!op_functions[op->kind](s, op)) {
+            tlm_err e;
+            tlm_fail(&e, "on the device, op %d (%s): %s", i, tlm_op_name(op->kind), s->err.msg);
+            tlm_gpu_model_fail(s->m, &e);
+            return false;
+        }
+    }
+    return true;
+}
+
+double tlm_gpu_model_forward(tlm_model *m, const int32_t *tokens, const int32_t *targets, int64_t B, int64_t T) {
+    if (B < 1 || T < 1 || B > m->B || T > m->T || m->gpu->failed) return NAN;
+    m->run_B = B;
+    m->run_T = T;
+    size_t n = (size_t)(B * T);
+    memcpy(m->tokens, tokens, n * sizeof(int32_t));
+    if (targets) memcpy(m->targets, targets, n * sizeof(int32_t));
+    step s = step_for(m, 0);
+    tlm_device *dev = s.gpu->dev;
+    double loss = 0;
+    bool ok = tlm_device_upload(dev, m->gpu->tokens, tokens, n * sizeof(int32_t), &s.err) &&
+              (!targets || tlm_device_upload(dev, m->gpu->targets, targets, n * sizeof(int32_t), &s.err));
+    if (!ok) {
+        tlm_gpu_model_fail(m, &s.err);
+        return NAN;
+    }
+    if (!run_ops(&s, 0, m->nforward, !targets)) return NAN;
+    if (targets && !tlm_device_download(dev, &loss, m->gpu->loss, sizeof loss, &s.err)) {
+        tlm_gpu_model_fail(m, &s.err);
+        return NAN;
+    }
+    return loss;
+}
+
+void tlm_gpu_model_backward(tlm_model *m, float dloss) {
+    if (m->gpu->failed) return;
+    step s = step_for(m, dloss);
+    run_ops(&s, m->nforward, m->nops, false);
+}

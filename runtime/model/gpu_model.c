@@ -1,0 +1,103 @@
+#include "gpu_model.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu_mixers.h"
+#include "tlm_rt/ops.h"
+
+void tlm_gpu_model_fail(tlm_model *m, const tlm_err *e) {
+    tlm_gpu_model *g = m->gpu;
+    if (g->failed) return;
+    g->failed = true;
+    g->err = *e;
+}
+
+/* The model's MLP kernels: three entries per width, named after the fwd
+ * entry's symbol (tlm_mlp_<kind>_d<D>_w<W>_fwd, codegen/kernel_symbol.c). */
+static bool load_mlp_kernels(tlm_model *m, tlm_err *err) {
+    tlm_gpu_model *g = m->gpu;
+    const tlm_so *so = m->so;
+    uint32_t n = so->header->nkernels;
+    if (n == 0) return true;
+    if (!so->cuda_source || !*so->cuda_source) return tlm_fail(err, "the model.so carries no CUDA source");
+    g->fwd = calloc(n, sizeof *g->fwd);
+    g->bwd_data = calloc(n, sizeof *g->bwd_data);
+    g->bwd_weight = calloc(n, sizeof *g->bwd_weight);
+    if (!g->fwd || !g->bwd_data || !g->bwd_weight) return tlm_fail(err, "out of memory");
+    g->mlp = tlm_device_module_load(g->gpu.dev, "the model's MLP kernels", so->cuda_source, &g->mlp_report, err);
+    if (!g->mlp) return false;
+    for (uint32_t i = 0; i < n; i++) {
+        const char *fwd = tlm_so_str(so, so->kernels[i].symbol);
+        size_t len = strlen(fwd);
+        if (len < 4 || len > 200 || strcmp(fwd + len - 4, "_fwd") != 0)
+            return tlm_fail(err, "the model's kernel symbol %.60s does not end in _fwd", fwd);
+        char name[256];
+        snprintf(name, sizeof name, "%.*s_bwd_data", (int)(len - 4), fwd);
+        g->fwd[i] = tlm_device_kernel(g->gpu.dev, g->mlp, fwd, err);
+        if (!g->fwd[i] || !(g->bwd_data[i] = tlm_device_kernel(g->gpu.dev, g->mlp, name, err))) return false;
+        snprintf(name, sizeof name, "%.*s_bwd_weight", (int)(len - 4), fwd);
+        if (!(g->bwd_weight[i] = tlm_device_kernel(g->gpu.dev, g->mlp, name, err))) return false;
+    }
+    return true;
+}
+
+static tlm_dptr alloc(tlm_model *m, size_t bytes, tlm_err *err) {
+    return tlm_device_alloc(m->gpu->gpu.dev, bytes ? bytes : 4, err);
+}
+
+bool tlm_gpu_model_create(tlm_model *m, tlm_device *dev, tlm_err *err) {
+    tlm_gpu_model *g = calloc(1, sizeof *g);
+    if (!g) return tlm_fail(err, "out of memory");
+    m->gpu = g;
+    const tlm_abi_config *c = m->so->config;
+    size_t param_bytes = (size_t)m->param_floats * sizeof(float), rows = (size_t)(m->B * m->T);
+    size_t rope_bytes = (size_t)m->T * (size_t)(c->head_dim / 2) * sizeof(float);
+    bool ok = tlm_gpu_open(&g->gpu, dev, err) && load_mlp_kernels(m, err) && (g->params = alloc(m, param_bytes, err)) &&
+              (!m->training || (g->grads = alloc(m, param_bytes, err))) &&
+              (g->arena = alloc(m, (size_t)m->arena_bytes, err)) && (g->rope_cos = alloc(m, rope_bytes, err)) &&
+              (g->rope_sin = alloc(m, rope_bytes, err)) && (g->tokens = alloc(m, rows * sizeof(int32_t), err)) &&
+              (g->targets = alloc(m, rows * sizeof(int32_t), err)) && (g->loss = alloc(m, sizeof(double), err));
+    if (ok && c->mixer == TLM_MIXER_TITANS && m->training) {
+        size_t bytes = tlm_gpu_titans_scratch_bytes((int)m->B, (int)c->heads, (int)c->head_dim, (int)c->chunk);
+        ok = bytes == 0 || (g->titans_scratch = alloc(m, bytes, err));
+    }
+    /* The RoPE tables: the host computed them in double (tlm_rope_init). */
+    ok = ok && (g->host_copies = calloc(m->so->header->nbuffers + 1, sizeof *g->host_copies));
+    if (ok) {
+        float *cs = malloc(rope_bytes ? rope_bytes : 4), *sn = malloc(rope_bytes ? rope_bytes : 4);
+        ok = cs && sn;
+        if (ok) {
+            tlm_rope_init(cs, sn, (int)m->T, (int)c->head_dim, c->rope_base);
+            ok = tlm_device_upload(dev, g->rope_cos, cs, rope_bytes, err) &&
+                 tlm_device_upload(dev, g->rope_sin, sn, rope_bytes, err);
+        } else tlm_fail(err, "out of memory");
+        free(cs);
+        free(sn);
+    }
+    if (!ok) tlm_gpu_model_destroy(m);
+    return ok;
+}
+
+void tlm_gpu_model_destroy(tlm_model *m) {
+    tlm_gpu_model *g = m->gpu;
+    if (!g) return;
+    tlm_device *dev = g->gpu.dev;
+    if (dev) {
+        tlm_dptr all[] = {g->params, g->grads,   g->arena, g->rope_cos,      g->rope_sin,
+                          g->tokens, g->targets, g->loss,  g->titans_scratch};
+        for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+            if (all[i]) tlm_device_free(dev, all[i]);
+        if (g->mlp) tlm_device_module_unload(dev, g->mlp);
+        tlm_gpu_close(&g->gpu);
+    }
+    if (g->host_copies)
+        for (uint32_t i = 0; i < m->so->header->nbuffers; i++) free(g->host_copies[i]);
+    free(g->host_copies);
+    free(g->fwd);
+    free(g->bwd_data);
+    free(g->bwd_weight);
+    free(g);
+    m->gpu = NULL;
+}

@@ -1,0 +1,45 @@
+/* A model on a device: the parameter block, its gradients and the
+ * activation arena in device memory with the very offsets of the host
+ * plan, the runtime's kernels and the model's generated MLP kernels loaded,
+ * and host copies of buffers made on demand (eval, sample and probe read
+ * buffers by role). The host tlm_model keeps the sizes, the plan and the
+ * fp32 master copy of the parameters that checkpoints read and write;
+ * tlm_model_params_to_device / _to_host move them.
+ *
+ * A device failure in the middle of a step (a launch, a copy) cannot be
+ * returned through tlm_model_forward's loss: it is kept here, the forward
+ * returns NaN, and tlm_model_device_error says what happened. */
+#ifndef TLM_GPU_MODEL_H
+#define TLM_GPU_MODEL_H
+
+#include "device.h"
+#include "gpu.h"
+#include "model.h"
+
+typedef struct tlm_gpu_model {
+    tlm_gpu gpu;               /* the device and the runtime's kernels */
+    tlm_module *mlp;           /* the model's generated MLP kernels (NULL: none) */
+    tlm_module_report mlp_report;
+    tlm_kernel **fwd, **bwd_data, **bwd_weight; /* per kernel of the model.so */
+    tlm_dptr params, grads, arena, rope_cos, rope_sin, tokens, targets;
+    tlm_dptr loss;             /* one double: the loss op's mean */
+    tlm_dptr titans_scratch;   /* the memory's backward (0 otherwise) */
+    float **host_copies;       /* per buffer: its last download (lazily allocated) */
+    bool failed;
+    tlm_err err;               /* the first device failure */
+} tlm_gpu_model;
+
+/* Puts m (created with tlm_model_create_on(..., dev, ...)) on dev: device
+ * memory, kernels, RoPE tables. The parameters stay on the host until
+ * tlm_model_params_to_device. */
+bool tlm_gpu_model_create(tlm_model *m, tlm_device *dev, tlm_err *err);
+void tlm_gpu_model_destroy(tlm_model *m);
+
+/* The device executor (gpu_executor.c): the op list on the device. */
+double tlm_gpu_model_forward(tlm_model *m, const int32_t *tokens, const int32_t *targets, int64_t B, int64_t T);
+void tlm_gpu_model_backward(tlm_model *m, float dloss);
+
+/* Records the first device failure (later ones are consequences). */
+void tlm_gpu_model_fail(tlm_model *m, const tlm_err *e);
+
+#endif

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The CPU machine's half of the GPU check. A GPU machine here has the CUDA
+# toolkit, CMake and PyTorch but no LLVM, re2c, bison or OpenBLAS, so
+# everything is built here and carried there as one folder (the device
+# tool's `carry`), which scripts/gpu_check.sh runs:
+#   BUNDLE/bin     tlm-run and the GPU test programs
+#   BUNDLE/lib     the shared libraries they need that a bare machine lacks
+#                  (OpenBLAS and its Fortran runtime, libgomp)
+#   BUNDLE/models  the test models and the examples, compiled by tlmc
+#
+#   scripts/gpu_prepare.sh [--no-build] [BUILD_DIR [BUNDLE]]   (defaults: build, gpu-bundle)
+# --no-build: take the build's files as they are (the test does, from ctest).
+# The bundle must stay under the device tool's 64 MiB; the script says its size.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build_first=1
+if [ "${1:-}" = --no-build ]; then build_first=0; shift; fi
+build=${1:-build}
+bundle=${2:-gpu-bundle}
+[ $build_first = 1 ] && cmake --build "$build" -j"$(nproc)" --target tlm-run tlmc test_gpu_basic test_gpu_mixers test_gpu_optim \
+  test_gpu_linear test_gpu_model tlm_test_models >/dev/null
+rm -rf "$bundle"
+mkdir -p "$bundle/bin" "$bundle/lib" "$bundle/models"
+cp "$build/runtime/tlm-run" "$bundle/bin/"
+for t in test_gpu_basic test_gpu_mixers test_gpu_optim test_gpu_linear; do cp "$build/tests/gpu/$t" "$bundle/bin/"; done
+cp "$build/tests/model/test_gpu_model" "$bundle/bin/"
+for m in taper_swiglu gelu_tied odd_sizes gated_headwise gated_elementwise hope_cms titans_chunked titans_exact \
+         tiny tiny_gated tiny_hope tiny_titans; do
+  cp "$build/tests/model/$m.so" "$bundle/models/"
+done
+TLM_STDLIB=stdlib "$build/compiler/tlmc" examples/paper/transformer_440m.tlm -o "$bundle/models/transformer_440m.so"
+# The libraries outside glibc and the CUDA toolkit.
+for bin in "$bundle"/bin/*; do ldd "$bin"; done | awk '/=> \// {print $3}' | sort -u |
+  grep -E 'openblas|gfortran|quadmath|gomp|libomp' | while read -r lib; do cp -L "$lib" "$bundle/lib/"; done
+echo "gpu_prepare: $bundle holds $(du -sh "$bundle" | cut -f1): carry it and run scripts/gpu_check.sh $bundle"
