@@ -8,6 +8,7 @@
 #include "args.h"
 #include "commands.h"
 #include "device_flag.h"
+#include "load.h"
 #include "gpu.h"
 #include "model_so.h"
 #include "tlm_train_settings.h"

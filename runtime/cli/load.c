@@ -1,6 +1,8 @@
 #include "load.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "args.h"
@@ -31,4 +33,23 @@ int load_checkpoint(const char *cmd, const tlm_so *so, const char *ckpt, tlm_mod
     *step = s ? atoll(s) : -1;
     tlm_st_close(f);
     return ok ? 0 : cli_error(cmd, "%s: %s", path, err.msg);
+}
+
+int device_flag_open(const char *cmd, const char *value, tlm_device **dev) {
+    *dev = NULL;
+    if (!value || !strcmp(value, "cpu")) return 0;
+    tlm_err err = {""};
+    *dev = tlm_device_open(value, &err);
+    return *dev ? 0 : cli_error(cmd, "--device %s: %s", value, err.msg);
+}
+
+void device_flag_describe(const tlm_device *dev, char *buf, size_t len) {
+    if (!dev) {
+        int n = tlm_get_num_threads();
+        snprintf(buf, len, "cpu, %d thread%s", n, n == 1 ? "" : "s");
+        return;
+    }
+    const tlm_device_info *i = tlm_device_get_info(dev);
+    snprintf(buf, len, "cuda:%d %s (%s, %.1f GiB)", i->ordinal, i->name, i->arch,
+             (double)i->memory_total / 1073741824.0);
 }

@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "device.h"
 #include "model.h"
 
 /* What eval, sample and probe do first: check a model was given, use
@@ -17,5 +18,11 @@ int open_model(const char *cmd, const char *path, int64_t threads, tlm_so *so);
  * after a one-line message. path receives the file, step its step. */
 int load_checkpoint(const char *cmd, const tlm_so *so, const char *ckpt, tlm_model *m, char *path, size_t pathlen,
                     int64_t *step);
+
+/* Opens the device a checked --device names: *dev NULL for the CPU. 0, or 1
+ * after a message (no driver, no such GPU). */
+int device_flag_open(const char *cmd, const char *value, tlm_device **dev);
+/* The one-line description of where a command runs, for its banner. */
+void device_flag_describe(const tlm_device *dev, char *buf, size_t len);
 
 #endif

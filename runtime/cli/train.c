@@ -34,6 +34,7 @@
 #include "checkpoint.h"
 #include "commands.h"
 #include "device_flag.h"
+#include "load.h"
 #include "corpus.h"
 #include "evaluate.h"
 #include "flops.h"

@@ -145,6 +145,9 @@ gpu_emulated)
   cp "$tmp/out" "$tmp/sample.gpu"
   expect 0 "" "sample on the CPU" -- "$run" sample "$models/small.so" --ckpt "$tmp/small.c" --length 24 --seed 5 --prompt "It is"
   check "sample: the same text on both" -- cmp "$tmp/sample.gpu" "$tmp/out"
+  expect 1 "step 2: the loss is NaN.*nan/checkpoint.safetensors (step 1), is intact" \
+    "--lr 1e30 on the device stops on NaN, as on the CPU" -- \
+    "$run" train "$models/small.so" "${flags[@]}" --device cuda --lr 1e30 --ckpt "$tmp/nan" --ckpt-every 1
   expect 0 "rho" "probe on the device" -- \
     "$run" probe "$models/small.so" --device cuda --ckpt "$tmp/small.c" --context 16 --batch 4 --windows 8
   ;;
