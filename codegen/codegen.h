@@ -66,6 +66,13 @@ typedef struct {
 #define TLM_ENTRY_FWD "fwd"
 #define TLM_ENTRY_BWD_DATA "bwd_data"
 #define TLM_ENTRY_BWD_WEIGHT "bwd_weight"
+/* The CUDA source's two more entries per spec, for the GPU's GEMM path
+ * (the GEMMs go to cuBLASLt, these do what it cannot):
+ *   act(rows, pre_gate, pre_up, h):  h = act(pre_gate, pre_up), [rows, W]
+ *   act_grad(rows, pre_gate, pre_up, dh, d_pre_gate, d_pre_up)
+ * elementwise over rows × W, any grid (blocks stride), 256 threads. */
+#define TLM_ENTRY_ACT "act"
+#define TLM_ENTRY_ACT_GRAD "act_grad"
 
 /* The entry points' C types (tlm_mlp_fwd_fn, tlm_mlp_bwd_data_fn,
  * tlm_mlp_bwd_weight_fn) are part of the model.so ABI. */
@@ -80,7 +87,7 @@ bool tlm_codegen_cpu_object(const tlm_kernel_spec *specs, int n, const tlm_codeg
                             char **err);
 
 /* malloc'd CUDA C++ source (no host code) with the same three entries per
- * spec as extern "C" __global__ functions named by tlm_kernel_symbol and
+ * spec (and act, act_grad above) as extern "C" __global__ functions named by tlm_kernel_symbol and
  * taking the CPU argument lists (int64_t as long long). Launch every entry
  * with blockDim = (TLM_CUDA_BLOCK_THREADS, 1, 1), no dynamic shared memory,
  * and any gridDim.x >= 1: blocks stride over the output tiles, so

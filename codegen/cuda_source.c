@@ -237,6 +237,26 @@ static const char prelude[] =
     "    }\n"
     "  }\n"
     "}\n"
+    "\n"
+    "// Elementwise over rows x W: the activation, and its gradient given dh.\n"
+    "template <int W, bool SWIGLU>\n"
+    "__device__ void act_rows(long long rows, const float *pg, const float *pu, float *h) {\n"
+    "  long long n = rows * W;\n"
+    "  for (long long i = blockIdx.x * (long long)THREADS + threadIdx.x; i < n; i += (long long)gridDim.x * THREADS)\n"
+    "    h[i] = act<SWIGLU>(SWIGLU ? pg[i] : 0.0f, pu[i]);\n"
+    "}\n"
+    "\n"
+    "template <int W, bool SWIGLU>\n"
+    "__device__ void act_grad_rows(long long rows, const float *pg, const float *pu, const float *dh,\n"
+    "                              float *dpg, float *dpu) {\n"
+    "  long long n = rows * W;\n"
+    "  for (long long i = blockIdx.x * (long long)THREADS + threadIdx.x; i < n; i += (long long)gridDim.x * THREADS) {\n"
+    "    float dg, du;\n"
+    "    act_grad<SWIGLU>(SWIGLU ? pg[i] : 0.0f, pu[i], dh[i], dg, du);\n"
+    "    if (SWIGLU) dpg[i] = dg;\n"
+    "    dpu[i] = du;\n"
+    "  }\n"
+    "}\n"
     "}  // namespace tlm\n";
 
 static void emit_spec(FILE *f, const tlm_kernel_spec *s) {
@@ -276,6 +296,21 @@ static void emit_spec(FILE *f, const tlm_kernel_spec *s) {
             "                              d_pre_up, dw_gate, dw_up, dw_down);\n"
             "}\n",
             sym, D, W, swiglu);
+    tlm_kernel_symbol(s, TLM_ENTRY_ACT, sym, sizeof sym);
+    fprintf(f,
+            "extern \"C\" __global__ void __launch_bounds__(256) %s(\n"
+            "    long long rows, const float *pre_gate, const float *pre_up, float *h) {\n"
+            "  tlm::act_rows<%d, %s>(rows, pre_gate, pre_up, h);\n"
+            "}\n",
+            sym, W, swiglu);
+    tlm_kernel_symbol(s, TLM_ENTRY_ACT_GRAD, sym, sizeof sym);
+    fprintf(f,
+            "extern \"C\" __global__ void __launch_bounds__(256) %s(\n"
+            "    long long rows, const float *pre_gate, const float *pre_up, const float *dh,\n"
+            "    float *d_pre_gate, float *d_pre_up) {\n"
+            "  tlm::act_grad_rows<%d, %s>(rows, pre_gate, pre_up, dh, d_pre_gate, d_pre_up);\n"
+            "}\n",
+            sym, W, swiglu);
 }
 
 char *tlm_codegen_cuda_source(const tlm_kernel_spec *specs, int n) {

@@ -67,7 +67,7 @@ static int print_device(const char *name, const tlm_so *so) {
     print_module(dev, "runtime", tlm_gpu_kernel_source);
     if (so->header->nkernels) print_module(dev, "model MLP (per width)", so->cuda_source);
     for (uint32_t k = 0; k < so->header->nkernels; k++)
-        printf("      %s, _bwd_data, _bwd_weight\n", tlm_so_str(so, so->kernels[k].symbol));
+        printf("      %s, and its _bwd_data, _bwd_weight, _act, _act_grad\n", tlm_so_str(so, so->kernels[k].symbol));
     tlm_device_close(dev);
     return 0;
 }

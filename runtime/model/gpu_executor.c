@@ -140,42 +140,82 @@ static bool op_out_proj_backward(step *s, const tlm_abi_op *op) {
     return tlm_gpu_linear_backward(s->gpu, OUT(dy), GRAD(wo), IN(dout), IN(y), PARAM(wo), s->N, s->A, s->D, false, ERR);
 }
 
-/* ---- the MLP: the model's generated kernel for the layer's width ----
- * The kernels take 64-row (or 64-wide) tiles per block, 256 threads, and
- * stride over the tiles (codegen/cuda_source.c). */
+/* ---- the MLP: GEMMs, and the model's generated per-width activation ----
+ * The GEMMs are the device's (cuBLASLt on a GPU); the activation and its
+ * gradient are the kernels tlmc generated for the layer's width (codegen/
+ * cuda_source.c: act, act_grad). h (and dh in the backward) live in the
+ * device model's scratch, not in the op table: the op keeps pre_gate and
+ * pre_up, as on the CPU, and h is recomputed where it is needed. */
 
-enum { MLP_TILE = 64, MLP_THREADS = 256 };
-static unsigned tiles(int64_t n) { return tlm_gpu_blocks(n, MLP_TILE); }
+enum { ACT_THREADS = 256 };
 
-static bool mlp_launch(step *s, tlm_kernel *k, unsigned grid, void **args) {
-    tlm_launch dims = {{grid, 1, 1}, {MLP_THREADS, 1, 1}};
+static bool act_launch(step *s, tlm_kernel *k, void **args, int64_t W) {
+    tlm_launch dims = {{tlm_gpu_blocks((int64_t)s->N * W, ACT_THREADS), 1, 1}, {ACT_THREADS, 1, 1}};
     return tlm_device_launch(DEV, k, dims, args, ERR);
+}
+
+/* Two products of the same shape, as one strided-batched GEMM where the
+ * operands' distances allow it (gate and up: adjacent parameters,
+ * buffers the plan placed), else as two. g0 and g1 differ only in a or b
+ * (the weight, or the activations' gradient) and in c/d. */
+static bool gemm_pair(step *s, tlm_gemm g0, const tlm_gemm *g1) {
+    bool a_differs = g1->a != g0.a;
+    tlm_dptr v0 = a_differs ? g0.a : g0.b, v1 = a_differs ? g1->a : g1->b;
+    if (v1 > v0 && g1->d > g0.d && (v1 - v0) % sizeof(float) == 0) {
+        int64_t step_v = (int64_t)((v1 - v0) / sizeof(float)), step_d = (int64_t)((g1->d - g0.d) / sizeof(float));
+        g0.batch = 2;
+        g0.stride_a = a_differs ? step_v : 0;
+        g0.stride_b = a_differs ? 0 : step_v;
+        g0.stride_d = step_d;
+        g0.stride_c = g0.c ? step_d : 0;
+        if (!tlm_gemm_problem(&g0)) return tlm_device_gemm(DEV, &g0, ERR);
+        g0.batch = 1, g0.stride_a = g0.stride_b = g0.stride_c = g0.stride_d = 0;
+    }
+    return tlm_device_gemm(DEV, &g0, ERR) && tlm_device_gemm(DEV, g1, ERR);
 }
 
 static bool op_mlp(step *s, const tlm_abi_op *op) {
     OPERANDS(mlp);
-    long long r0 = 0, r1 = s->N;
-    tlm_dptr x = IN(x), w_gate = PARAM(w_gate), w_up = PARAM(w_up), w_down = PARAM(w_down);
-    tlm_dptr pre_gate = OUT(pre_gate), pre_up = OUT(pre_up), out = OUT(out);
-    void *args[] = {&r0, &r1, &x, &w_gate, &w_up, &w_down, &pre_gate, &pre_up, &out};
-    return tlm_device_copy(DEV, out, IN(resid), rows_bytes(s, s->D), ERR) &&
-           mlp_launch(s, s->g->fwd[op->kernel], tiles(s->N), args);
+    const int64_t W = s->m->so->kernels[op->kernel].width;
+    const bool swiglu = o->param_w_gate >= 0;
+    long long rows = s->N;
+    tlm_dptr x = IN(x), pre_gate = OUT(pre_gate), pre_up = OUT(pre_up), out = OUT(out), h = s->g->mlp_scratch;
+    tlm_gemm up = tlm_gpu_linear_forward_gemm(pre_up, x, PARAM(w_up), s->N, s->D, (int)W, false);
+    bool ok = tlm_device_copy(DEV, out, IN(resid), rows_bytes(s, s->D), ERR);
+    if (ok && swiglu) {
+        tlm_gemm gate = tlm_gpu_linear_forward_gemm(pre_gate, x, PARAM(w_gate), s->N, s->D, (int)W, false);
+        ok = gemm_pair(s, gate, &up);
+    } else if (ok) ok = tlm_device_gemm(DEV, &up, ERR);
+    void *args[] = {&rows, &pre_gate, &pre_up, &h};
+    return ok && act_launch(s, s->g->act[op->kernel], args, W) &&
+           tlm_gpu_linear_forward(s->gpu, out, h, PARAM(w_down), s->N, (int)W, s->D, true, ERR);
 }
+
 static bool op_mlp_backward(step *s, const tlm_abi_op *op) {
     OPERANDS(mlp_backward);
     const int64_t W = s->m->so->kernels[op->kernel].width;
-    long long r0 = 0, r1 = s->N, rows = s->N, j0 = 0, j1 = W;
-    tlm_dptr dout = IN(dout), x = IN(x), pre_gate = IN(pre_gate), pre_up = IN(pre_up);
-    tlm_dptr w_gate = PARAM(w_gate), w_up = PARAM(w_up), w_down = PARAM(w_down);
+    const bool swiglu = o->param_w_gate >= 0;
+    long long rows = s->N;
+    tlm_dptr dout = IN(dout), x = IN(x), pre_gate = IN(pre_gate), pre_up = IN(pre_up), scratch = s->g->mlp_scratch;
     tlm_dptr d_pre_gate = OUT(d_pre_gate), d_pre_up = OUT(d_pre_up), dx = OUT(dx);
-    tlm_dptr dw_gate = GRAD(w_gate), dw_up = GRAD(w_up), dw_down = GRAD(w_down);
-    void *data[] = {&r0, &r1, &x, &w_gate, &w_up, &w_down, &pre_gate, &pre_up, &dout, &d_pre_gate, &d_pre_up, &dx};
-    void *weight[] = {&rows, &j0,         &j1,       &x,       &pre_gate, &pre_up,
-                      &dout, &d_pre_gate, &d_pre_up, &dw_gate, &dw_up,    &dw_down};
-    /* dWg/dWu row tiles, then dWd column tiles (cuda_source.c's bwd_weight) */
-    unsigned weight_grid = 2 * tiles(W) * tiles(s->D);
-    return mlp_launch(s, s->g->bwd_data[op->kernel], tiles(s->N), data) &&
-           mlp_launch(s, s->g->bwd_weight[op->kernel], weight_grid, weight);
+    const int D = s->D, w = (int)W;
+    /* dh = dout Wd, then the activation's gradient */
+    tlm_gemm dh = tlm_gpu_linear_dx_gemm(scratch, dout, PARAM(w_down), s->N, w, D, false);
+    void *grad_args[] = {&rows, &pre_gate, &pre_up, &scratch, &d_pre_gate, &d_pre_up};
+    if (!tlm_device_gemm(DEV, &dh, ERR) || !act_launch(s, s->g->act_grad[op->kernel], grad_args, W)) return false;
+    /* dx = d_pre_up Wu (+ d_pre_gate Wg); dWu, dWg += d_pre^T x */
+    if (!tlm_gpu_linear_backward(s->gpu, dx, 0, d_pre_up, 0, PARAM(w_up), s->N, D, w, false, ERR)) return false;
+    tlm_gemm dw_up = tlm_gpu_linear_dw_gemm(GRAD(w_up), d_pre_up, x, s->N, D, w);
+    if (swiglu) {
+        tlm_gemm dw_gate = tlm_gpu_linear_dw_gemm(GRAD(w_gate), d_pre_gate, x, s->N, D, w);
+        if (!tlm_gpu_linear_backward(s->gpu, dx, 0, d_pre_gate, 0, PARAM(w_gate), s->N, D, w, true, ERR) ||
+            !gemm_pair(s, dw_gate, &dw_up))
+            return false;
+    } else if (!tlm_device_gemm(DEV, &dw_up, ERR)) return false;
+    /* dWd += dout^T h, h recomputed into the scratch dh no longer needs */
+    void *act_args[] = {&rows, &pre_gate, &pre_up, &scratch};
+    return act_launch(s, s->g->act[op->kernel], act_args, W) &&
+           tlm_gpu_linear_backward(s->gpu, 0, GRAD(w_down), dout, scratch, 0, s->N, w, D, false, ERR);
 }
 
 /* ---- LM head and the loss ---- */

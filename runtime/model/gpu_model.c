@@ -14,18 +14,18 @@ void tlm_gpu_model_fail(tlm_model *m, const tlm_err *e) {
     g->err = *e;
 }
 
-/* The model's MLP kernels: three entries per width, named after the fwd
- * entry's symbol (tlm_mlp_<kind>_d<D>_w<W>_fwd, codegen/kernel_symbol.c). */
+/* The model's MLP kernels for the GPU's GEMM path: the per-width
+ * activation and its gradient, named after the fwd entry's symbol
+ * (tlm_mlp_<kind>_d<D>_w<W>_fwd -> ..._act, ..._act_grad; codegen.h). */
 static bool load_mlp_kernels(tlm_model *m, tlm_err *err) {
     tlm_gpu_model *g = m->gpu;
     const tlm_so *so = m->so;
     uint32_t n = so->header->nkernels;
     if (n == 0) return true;
     if (!so->cuda_source || !*so->cuda_source) return tlm_fail(err, "the model.so carries no CUDA source");
-    g->fwd = calloc(n, sizeof *g->fwd);
-    g->bwd_data = calloc(n, sizeof *g->bwd_data);
-    g->bwd_weight = calloc(n, sizeof *g->bwd_weight);
-    if (!g->fwd || !g->bwd_data || !g->bwd_weight) return tlm_fail(err, "out of memory");
+    g->act = calloc(n, sizeof *g->act);
+    g->act_grad = calloc(n, sizeof *g->act_grad);
+    if (!g->act || !g->act_grad) return tlm_fail(err, "out of memory");
     g->mlp = tlm_device_module_load(g->gpu.dev, "the model's MLP kernels", so->cuda_source, &g->mlp_report, err);
     if (!g->mlp) return false;
     for (uint32_t i = 0; i < n; i++) {
@@ -34,13 +34,20 @@ static bool load_mlp_kernels(tlm_model *m, tlm_err *err) {
         if (len < 4 || len > 200 || strcmp(fwd + len - 4, "_fwd") != 0)
             return tlm_fail(err, "the model's kernel symbol %.60s does not end in _fwd", fwd);
         char name[256];
-        snprintf(name, sizeof name, "%.*s_bwd_data", (int)(len - 4), fwd);
-        g->fwd[i] = tlm_device_kernel(g->gpu.dev, g->mlp, fwd, err);
-        if (!g->fwd[i] || !(g->bwd_data[i] = tlm_device_kernel(g->gpu.dev, g->mlp, name, err))) return false;
-        snprintf(name, sizeof name, "%.*s_bwd_weight", (int)(len - 4), fwd);
-        if (!(g->bwd_weight[i] = tlm_device_kernel(g->gpu.dev, g->mlp, name, err))) return false;
+        snprintf(name, sizeof name, "%.*s_act", (int)(len - 4), fwd);
+        if (!(g->act[i] = tlm_device_kernel(g->gpu.dev, g->mlp, name, err))) return false;
+        snprintf(name, sizeof name, "%.*s_act_grad", (int)(len - 4), fwd);
+        if (!(g->act_grad[i] = tlm_device_kernel(g->gpu.dev, g->mlp, name, err))) return false;
     }
     return true;
+}
+
+/* The widest MLP of the model (0: none). */
+static int64_t widest_mlp(const tlm_so *so) {
+    int64_t w = 0;
+    for (uint32_t i = 0; i < so->header->nkernels; i++)
+        if (so->kernels[i].width > w) w = so->kernels[i].width;
+    return w;
 }
 
 static tlm_dptr alloc(tlm_model *m, size_t bytes, tlm_err *err) {
@@ -58,7 +65,8 @@ bool tlm_gpu_model_create(tlm_model *m, tlm_device *dev, tlm_err *err) {
               (!m->training || (g->grads = alloc(m, param_bytes, err))) &&
               (g->arena = alloc(m, (size_t)m->arena_bytes, err)) && (g->rope_cos = alloc(m, rope_bytes, err)) &&
               (g->rope_sin = alloc(m, rope_bytes, err)) && (g->tokens = alloc(m, rows * sizeof(int32_t), err)) &&
-              (g->targets = alloc(m, rows * sizeof(int32_t), err)) && (g->loss = alloc(m, sizeof(double), err));
+              (g->targets = alloc(m, rows * sizeof(int32_t), err)) && (g->loss = alloc(m, sizeof(double), err)) &&
+              (g->mlp_scratch = alloc(m, rows * (size_t)widest_mlp(m->so) * sizeof(float), err));
     if (ok && c->mixer == TLM_MIXER_TITANS && m->training) {
         size_t bytes = tlm_gpu_titans_scratch_bytes((int)m->B, (int)c->heads, (int)c->head_dim, (int)c->chunk);
         ok = bytes == 0 || (g->titans_scratch = alloc(m, bytes, err));
@@ -85,8 +93,8 @@ void tlm_gpu_model_destroy(tlm_model *m) {
     if (!g) return;
     tlm_device *dev = g->gpu.dev;
     if (dev) {
-        tlm_dptr all[] = {g->params, g->grads,   g->arena, g->rope_cos,      g->rope_sin,
-                          g->tokens, g->targets, g->loss,  g->titans_scratch};
+        tlm_dptr all[] = {g->params, g->grads,   g->arena, g->rope_cos,       g->rope_sin,
+                          g->tokens, g->targets, g->loss,  g->titans_scratch, g->mlp_scratch};
         for (size_t i = 0; i < sizeof all / sizeof *all; i++)
             if (all[i]) tlm_device_free(dev, all[i]);
         if (g->mlp) tlm_device_module_unload(dev, g->mlp);
@@ -95,9 +103,8 @@ void tlm_gpu_model_destroy(tlm_model *m) {
     if (g->host_copies)
         for (uint32_t i = 0; i < m->so->header->nbuffers; i++) free(g->host_copies[i]);
     free(g->host_copies);
-    free(g->fwd);
-    free(g->bwd_data);
-    free(g->bwd_weight);
+    free(g->act);
+    free(g->act_grad);
     free(g);
     m->gpu = NULL;
 }

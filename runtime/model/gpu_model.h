@@ -20,7 +20,8 @@ typedef struct tlm_gpu_model {
     tlm_gpu gpu;               /* the device and the runtime's kernels */
     tlm_module *mlp;           /* the model's generated MLP kernels (NULL: none) */
     tlm_module_report mlp_report;
-    tlm_kernel **fwd, **bwd_data, **bwd_weight; /* per kernel of the model.so */
+    tlm_kernel **act, **act_grad; /* per kernel of the model.so: its width's elementwise activation */
+    tlm_dptr mlp_scratch;      /* [B·T, the widest W]: h, or dh in the backward */
     tlm_dptr params, grads, arena, rope_cos, rope_sin, tokens, targets;
     tlm_dptr loss;             /* one double: the loss op's mean */
     tlm_dptr titans_scratch;   /* the memory's backward (0 otherwise) */
