@@ -10,12 +10,15 @@
 #   3. tlm-run train of each example model, twice: the first run compiles
 #      the kernels, the second takes them from the cache;
 #   4. the 440M transformer preset, 20 steps at context 2048 (fp32: bf16 is
-#      not built yet), for tokens/s, MFU and memory;
+#      not built yet), for tokens/s, MFU and memory, and the same model in
+#      PyTorch (bench/gpu_peer.py: fp32 with TF32 off, as tlm's run, and
+#      bf16 autocast, its best) for the ratio;
 # then prints a table.
 #   scripts/gpu_check.sh [BUNDLE]      (default gpu-bundle)
 # Exit status: 0 every check ran and passed; 1 a check failed; 77 SKIPPED:
 # no GPU here (never a pass). With TLM_TEST_DEVICE=emulated it runs steps 1
-# to 3 on the emulated device instead (how CI checks this script).
+# to 3 on the emulated device instead, and the PyTorch peer on the tiny
+# model on the CPU (how CI checks this script).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 emulated=0
@@ -63,10 +66,23 @@ for m in tiny tiny_gated tiny_hope tiny_titans; do
     [ -s "$work/train $m ($pass).out" ] && rows+=("    $(step_figures "$work/train $m ($pass).out")")
   done
 done
+py=${TLM_PYTHON:-python3}
+# peer NAME MODEL PEER_ARGS...: PyTorch's tokens/s on the model's settings
+peer() {
+  local name=$1 model=$2; shift 2
+  run "$name" -- "$py" "$root/bench/gpu_peer.py" "$models/$model.json" "$@"
+  local tps
+  tps=$(grep -o '"tokens_per_s": [0-9.]*' "$work/$name.out" | grep -oE '[0-9.]+$')
+  [ -n "$tps" ] && rows+=("    PyTorch $(printf '%.0f' "$tps") tok/s")
+}
 if [ $emulated = 0 ]; then
   run "train transformer_440m" -- "$bin/tlm-run" train "$models/transformer_440m.so" --device cuda --steps 20 \
     --context 2048 --batch 8 --eval-every 0 --eval-batches 1 --log-every 5 --ckpt "$work/t440"
   rows+=("    $(step_figures "$work/train transformer_440m.out")")
+  peer "pytorch 440m fp32" transformer_440m --device cuda --precision fp32 --steps 20 --batch 8 --seq 2048
+  peer "pytorch 440m bf16" transformer_440m --device cuda --precision bf16 --steps 20 --batch 8 --seq 2048
+else
+  peer "pytorch tiny (CPU)" tiny --device cpu --steps 2 --batch $batch --seq $context
 fi
 
 printf '%-34s %-6s %s\n' check result detail

@@ -6,7 +6,8 @@
 #   BUNDLE/bin     tlm-run and the GPU test programs
 #   BUNDLE/lib     the shared libraries they need that a bare machine lacks
 #                  (OpenBLAS and its Fortran runtime, libgomp)
-#   BUNDLE/models  the test models and the examples, compiled by tlmc
+#   BUNDLE/models  the test models and the examples, compiled by tlmc, and
+#                  the settings of two of them for PyTorch's peer
 #
 #   scripts/gpu_prepare.sh [--no-build] [BUILD_DIR [BUNDLE]]   (defaults: build, gpu-bundle)
 # --no-build: take the build's files as they are (the test does, from ctest).
@@ -18,7 +19,7 @@ if [ "${1:-}" = --no-build ]; then build_first=0; shift; fi
 build=${1:-build}
 bundle=${2:-gpu-bundle}
 [ $build_first = 1 ] && cmake --build "$build" -j"$(nproc)" --target tlm-run tlmc test_gpu_basic test_gpu_mixers test_gpu_optim \
-  test_gpu_linear test_gpu_model tlm_test_models >/dev/null
+  test_gpu_linear test_gpu_model dump_model tlm_test_models >/dev/null
 rm -rf "$bundle"
 mkdir -p "$bundle/bin" "$bundle/lib" "$bundle/models"
 cp "$build/runtime/tlm-run" "$bundle/bin/"
@@ -29,6 +30,10 @@ for m in taper_swiglu gelu_tied odd_sizes gated_headwise gated_elementwise hope_
   cp "$build/tests/model/$m.so" "$bundle/models/"
 done
 TLM_STDLIB=stdlib "$build/compiler/tlmc" examples/paper/transformer_440m.tlm -o "$bundle/models/transformer_440m.so"
+# The settings PyTorch's peer (bench/gpu_peer.py) rebuilds the models from.
+for m in tiny transformer_440m; do
+  "$build/tests/model/dump_model" "$bundle/models/$m.so" --settings > "$bundle/models/$m.json"
+done
 # The libraries outside glibc and the CUDA toolkit.
 for bin in "$bundle"/bin/*; do ldd "$bin"; done | awk '/=> \// {print $3}' | sort -u |
   grep -E 'openblas|gfortran|quadmath|gomp|libomp' | while read -r lib; do cp -L "$lib" "$bundle/lib/"; done

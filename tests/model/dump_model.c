@@ -26,6 +26,9 @@
  *        dump_model MODEL.so --time STEPS [options]   (prints training
  *        tokens/s over STEPS steps after one warm-up step, with the model
  *        and training settings, as one JSON line; writes nothing)
+ *        dump_model MODEL.so --settings [options]   (the same JSON line's
+ *        model and training settings alone, without building the model:
+ *        what bench/gpu_peer.py rebuilds a large model from) 
  * options (the training settings default to those compiled into MODEL.so):
  *   --seed N --data-seed N --scale X --norm-noise X --ignore N
  *   --batch N --seq N --accumulate N --run N (steps to run) --steps N
@@ -115,6 +118,7 @@ typedef struct options {
     uint64_t seed, data_seed;
     double scale, norm_noise;
     int ignore, threads, time_steps;
+    bool settings_only;
     int64_t run;             /* optimizer steps to run (default: the schedule's length) */
     bool final_only;
     int nscaled;             /* --scale-param */
@@ -228,6 +232,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--ignore")) o.ignore = (int)num_arg(argc, argv, &i);
         else if (!strcmp(a, "--threads")) o.threads = (int)num_arg(argc, argv, &i);
         else if (!strcmp(a, "--time")) o.time_steps = (int)num_arg(argc, argv, &i);
+        else if (!strcmp(a, "--settings")) o.settings_only = true;
         else if (!strcmp(a, "--run")) o.run = (int64_t)num_arg(argc, argv, &i);
         else if (!strcmp(a, "--final-only")) o.final_only = true;
         else if (!strcmp(a, "--scale-param") && i + 1 < argc && o.nscaled < 8) {
@@ -247,6 +252,15 @@ int main(int argc, char **argv) {
             fprintf(stderr, "dump_model: unknown argument `%s`\n", a);
             return 2;
         }
+    }
+    if (o.settings_only) {
+        sbuf model = {0}, params = {0}, train = {0}, check = {0};
+        metadata(&so, &s, &o, s.context, &model, &params, &train, &check);
+        printf("{\"batch\": %" PRId64 ", \"seq\": %" PRId64 ", \"model\": %s, \"train\": %s}\n", s.batch, s.context,
+               model.s, train.s);
+        free(model.s), free(params.s), free(train.s), free(check.s);
+        tlm_so_close(&so);
+        return 0;
     }
     if (!out && !o.time_steps) {
         fputs("dump_model: no output file\n", stderr);

@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+"""The PyTorch peer of scripts/gpu_check.sh: the model of a settings line
+(tests/model/dump_model MODEL.so --settings, as bench/train_bench.py builds
+it: tests/reference/tapered_llama.py, same widths, heads, norms, RoPE, tie)
+trained for STEPS steps on random tokens with AdamW, clipping and the
+model's param groups, at PyTorch's best setting for the device: on a GPU
+bf16 autocast (fp32 master weights) or fp32 with TF32 off, as the tlm run it
+is compared with; on the CPU fp32 with every core. One warm-up step outside
+the clock; prints one JSON line: tokens/s, seconds, peak memory.
+
+usage: gpu_peer.py SETTINGS.json [--device cuda|cpu] [--precision fp32|bf16]
+                   [--steps N] [--batch B] [--seq T]
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "reference"))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("settings")
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--precision", default="fp32", choices=["fp32", "bf16"])
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--seq", type=int, default=2048)
+    a = ap.parse_args()
+    import torch
+    import tapered_llama as tl
+    with open(a.settings) as f:
+        settings = json.load(f)
+    dev = torch.device(a.device)
+    if dev.type == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+    torch.manual_seed(0)
+    c = tl.Config(settings["model"])
+    tr = settings["train"]
+    model = tl.TaperedLlama(c).float().to(dev)
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.dim() == 2:
+                p.normal_(0, 0.02)
+    params = dict(model.named_parameters())
+    groups = [{"params": [p for n, p in params.items() if tl.decays(n)], "weight_decay": tr["weight_decay"]},
+              {"params": [p for n, p in params.items() if not tl.decays(n)], "weight_decay": 0.0}]
+    hyper = dict(lr=tr["lr"], betas=(tr["beta1"], tr["beta2"]), eps=tr["eps"])
+    try:  # the fused CUDA AdamW where this torch has it (its best setting), else the default
+        opt = torch.optim.AdamW(groups, fused=dev.type == "cuda", **hyper)
+    except TypeError:
+        opt = torch.optim.AdamW(groups, **hyper)
+    B, T, V = a.batch, a.seq, c.vocab
+    autocast = torch.autocast(dev.type, dtype=torch.bfloat16, enabled=a.precision == "bf16")
+    sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
+    t0, loss = 0.0, 0.0
+    for step in range(a.steps + 1):
+        if step == 1:
+            sync()
+            t0 = time.perf_counter()
+        data = torch.randint(0, V, (B, T + 1), device=dev)
+        opt.zero_grad(set_to_none=True)
+        with autocast:
+            loss = tl.loss_fn(model(data[:, :-1]), data[:, 1:])
+        loss.backward()
+        if tr["grad_clip"] > 0:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), tr["grad_clip"])
+        opt.step()
+    sync()
+    sec = time.perf_counter() - t0
+    peak = torch.cuda.max_memory_allocated() if dev.type == "cuda" else 0
+    print(json.dumps({"device": a.device, "precision": a.precision, "steps": a.steps, "batch": B, "seq": T,
+                      "seconds": sec, "tokens_per_s": B * T * a.steps / sec, "last_loss": float(loss),
+                      "peak_memory": peak, "torch": torch.__version__}))
+
+
+if __name__ == "__main__":
+    main()
