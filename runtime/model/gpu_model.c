@@ -54,23 +54,45 @@ static tlm_dptr alloc(tlm_model *m, size_t bytes, tlm_err *err) {
     return tlm_device_alloc(m->gpu->gpu.dev, bytes ? bytes : 4, err);
 }
 
-bool tlm_gpu_model_create(tlm_model *m, tlm_device *dev, tlm_err *err) {
+/* What the model takes on the device, beside `extra` (the optimizer's
+ * state), against the device's memory: refused before anything is
+ * allocated, with the sizes, rather than by a failing allocation halfway. */
+static bool fits(const tlm_model *m, const tlm_device *dev, size_t rope_bytes, size_t titans_bytes, int64_t extra,
+                 tlm_err *err) {
+    const size_t rows = (size_t)(m->B * m->T), param_bytes = (size_t)m->param_floats * sizeof(float);
+    double need = (double)param_bytes * (m->training ? 2 : 1) + (double)m->arena_bytes + 2.0 * (double)rope_bytes +
+                  (double)rows * (2 * sizeof(int32_t) + (double)widest_mlp(m->so) * sizeof(float)) +
+                  (double)titans_bytes + (double)(extra > 0 ? extra : 0);
+    const tlm_device_info *i = tlm_device_get_info(dev);
+    double have = (double)i->memory_total - (double)tlm_device_memory_in_use(dev);
+    if (need <= have) return true;
+    return tlm_fail(err,
+                    "out of device memory: batch %lld × %lld tokens needs %.2f GiB on cuda:%d, which has %.2f GiB; "
+                    "lower the batch (--accumulate keeps the step's tokens) or the context",
+                    (long long)m->B, (long long)m->T, need / 1073741824.0, i->ordinal, have / 1073741824.0);
+}
+
+bool tlm_gpu_model_create(tlm_model *m, tlm_device *dev, int64_t extra_bytes, tlm_err *err) {
     tlm_gpu_model *g = calloc(1, sizeof *g);
     if (!g) return tlm_fail(err, "out of memory");
     m->gpu = g;
     const tlm_abi_config *c = m->so->config;
     size_t param_bytes = (size_t)m->param_floats * sizeof(float), rows = (size_t)(m->B * m->T);
     size_t rope_bytes = (size_t)m->T * (size_t)(c->head_dim / 2) * sizeof(float);
+    size_t titans_bytes = c->mixer == TLM_MIXER_TITANS && m->training
+                              ? tlm_gpu_titans_scratch_bytes((int)m->B, (int)c->heads, (int)c->head_dim, (int)c->chunk)
+                              : 0;
+    if (!fits(m, dev, rope_bytes, titans_bytes, extra_bytes, err)) {
+        tlm_gpu_model_destroy(m);
+        return false;
+    }
     bool ok = tlm_gpu_open(&g->gpu, dev, err) && load_mlp_kernels(m, err) && (g->params = alloc(m, param_bytes, err)) &&
               (!m->training || (g->grads = alloc(m, param_bytes, err))) &&
               (g->arena = alloc(m, (size_t)m->arena_bytes, err)) && (g->rope_cos = alloc(m, rope_bytes, err)) &&
               (g->rope_sin = alloc(m, rope_bytes, err)) && (g->tokens = alloc(m, rows * sizeof(int32_t), err)) &&
               (g->targets = alloc(m, rows * sizeof(int32_t), err)) && (g->loss = alloc(m, sizeof(double), err)) &&
               (g->mlp_scratch = alloc(m, rows * (size_t)widest_mlp(m->so) * sizeof(float), err));
-    if (ok && c->mixer == TLM_MIXER_TITANS && m->training) {
-        size_t bytes = tlm_gpu_titans_scratch_bytes((int)m->B, (int)c->heads, (int)c->head_dim, (int)c->chunk);
-        ok = bytes == 0 || (g->titans_scratch = alloc(m, bytes, err));
-    }
+    if (ok && titans_bytes) ok = (g->titans_scratch = alloc(m, titans_bytes, err)) != 0;
     /* The RoPE tables: the host computed them in double (tlm_rope_init). */
     ok = ok && (g->host_copies = calloc(m->so->header->nbuffers + 1, sizeof *g->host_copies));
     if (ok) {

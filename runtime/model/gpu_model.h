@@ -31,9 +31,11 @@ typedef struct tlm_gpu_model {
 } tlm_gpu_model;
 
 /* Puts m (created with tlm_model_create_on(..., dev, ...)) on dev: device
- * memory, kernels, RoPE tables. The parameters stay on the host until
+ * memory, kernels, RoPE tables; refused up front when that and
+ * extra_bytes (the optimizer's state, counted in the same check) exceed the
+ * device's memory. The parameters stay on the host until
  * tlm_model_params_to_device. */
-bool tlm_gpu_model_create(tlm_model *m, tlm_device *dev, tlm_err *err);
+bool tlm_gpu_model_create(tlm_model *m, tlm_device *dev, int64_t extra_bytes, tlm_err *err);
 void tlm_gpu_model_destroy(tlm_model *m);
 
 /* The device executor (gpu_executor.c): the op list on the device. */

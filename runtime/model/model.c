@@ -201,7 +201,7 @@ bool tlm_model_create_on(tlm_model *m, const tlm_so *so, tlm_device *dev, int64_
         tlm_model_destroy(m);
         return false;
     }
-    if (dev && !tlm_gpu_model_create(m, dev, err)) {
+    if (dev && !tlm_gpu_model_create(m, dev, extra_bytes, err)) {
         tlm_model_destroy(m);
         return false;
     }

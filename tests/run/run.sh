@@ -148,6 +148,11 @@ gpu_emulated)
   expect 1 "step 2: the loss is NaN.*nan/checkpoint.safetensors (step 1), is intact" \
     "--lr 1e30 on the device stops on NaN, as on the CPU" -- \
     "$run" train "$models/small.so" "${flags[@]}" --device cuda --lr 1e30 --ckpt "$tmp/nan" --ckpt-every 1
+  # 84 GiB of activations: refused with the sizes before anything is
+  # allocated (the emulated device's memory is the machine's)
+  expect 1 "out of device memory: batch 131000 × 64 tokens needs 84.* GiB on cuda:0" \
+    "a batch larger than the device's memory" -- \
+    "$run" train "$models/small.so" --device cuda --batch 131000 --context 64 --steps 1 --ckpt "$tmp/huge"
   expect 0 "rho" "probe on the device" -- \
     "$run" probe "$models/small.so" --device cuda --ckpt "$tmp/small.c" --context 16 --batch 4 --windows 8
   ;;
