@@ -15,7 +15,9 @@ typedef struct gemm_shape {
     int64_t m, n, k, lda, ldb, ldc, ldd, batch, stride_a, stride_b, stride_c, stride_d;
     int32_t trans_a, trans_b, a_type, b_type, cd_type;
     uint32_t align_a, align_b, align_c, align_d;
+    uint32_t reserved; /* zero: the struct has no padding, so memcmp compares values only */
 } gemm_shape;
+_Static_assert(sizeof(gemm_shape) == 12 * 8 + 10 * 4, "gemm_shape has padding, which memcmp would compare");
 
 typedef struct gemm_plan {
     gemm_shape shape;

@@ -19,7 +19,8 @@
 
 #include "errmsg.h"
 
-/* The ABI version asked of cuGetProcAddress: drivers of CUDA 12.0 or later. */
+/* The ABI version asked of cuGetProcAddress (12.0); the driver must also be
+ * as new as the toolkit NVRTC and cuBLASLt come from (checked at open). */
 #define TLM_CUDA_DRIVER_ABI 12000
 
 /* X(name, signature): every driver function tlm calls. */

@@ -75,6 +75,17 @@ static bool cuda_open(tlm_device *d, int ordinal, tlm_err *err) {
         free(c);
         return false;
     }
+    /* NVRTC's CUBINs and cuBLASLt's embedded runtime are this toolkit's:
+     * an older driver would open the device and fail at the first module
+     * or GEMM, so it is refused here, by name. */
+    if (d->info.driver_version / 1000 < CUDA_VERSION / 1000) {
+        tlm_fail(err,
+                 "the NVIDIA driver supports CUDA %d.%d; this tlm-run's NVRTC and cuBLASLt are CUDA %d, which needs a "
+                 "newer driver",
+                 d->info.driver_version / 1000, d->info.driver_version % 1000 / 10, CUDA_VERSION / 1000);
+        free(c);
+        return false;
+    }
     /* NVRTC (cuda_toolkit.h) loads here, at the device's opening: where it
      * does not, the line says so rather than that no arch is supported. */
     if (!tlm_nvrtc_api_get(err)) {

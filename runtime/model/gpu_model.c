@@ -64,7 +64,10 @@ static bool fits(const tlm_model *m, const tlm_device *dev, size_t rope_bytes, s
                   (double)rows * (2 * sizeof(int32_t) + (double)widest_mlp(m->so) * sizeof(float)) +
                   (double)titans_bytes + (double)(extra > 0 ? extra : 0);
     const tlm_device_info *i = tlm_device_get_info(dev);
-    double have = (double)i->memory_total - (double)tlm_device_memory_in_use(dev);
+    /* A real GPU also holds the CUDA context, cuBLASLt's kernels and its
+     * workspace, which our count does not see: a GiB is kept for them. */
+    double reserve = i->emulated ? 0 : 1073741824.0;
+    double have = (double)i->memory_total - (double)tlm_device_memory_in_use(dev) - reserve;
     if (need <= have) return true;
     return tlm_fail(err,
                     "out of device memory: batch %lld × %lld tokens needs %.2f GiB on cuda:%d, which has %.2f GiB; "

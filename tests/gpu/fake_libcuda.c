@@ -10,7 +10,8 @@
  *
  * TLM_FAKE_CUDA picks the pretend machine: "h200" (default: compute
  * capability 9.0, 132 SMs), "no_device" (cuInit says CUDA_ERROR_NO_DEVICE),
- * "old_gpu" (compute capability 5.0, which NVRTC 13 no longer targets).
+ * "old_gpu" (compute capability 5.0, which NVRTC 13 no longer targets),
+ * "old_driver" (an H200 whose driver supports CUDA 12.8 only).
  * No CUDA header: the types are the driver ABI's plain C ones. */
 #include <stdbool.h>
 #include <stdio.h>
@@ -59,7 +60,7 @@ static CUresult fake_cuInit(unsigned flags) {
     return strcmp(machine(), "no_device") == 0 ? NO_DEVICE : SUCCESS;
 }
 static CUresult fake_cuDriverGetVersion(int *v) {
-    *v = 13000;
+    *v = strcmp(machine(), "old_driver") == 0 ? 12080 : 13000;
     return SUCCESS;
 }
 static CUresult fake_cuDeviceGetCount(int *n) {

@@ -162,8 +162,13 @@ int main(int argc, char **argv) {
         const char *msg = open_fails("cuda", &err);
         expect(strncmp(msg, "tlm fake GPU (cuda:0) is sm_50, which this build's nvrtc ", 57) == 0,
                "a GPU NVRTC cannot compile for", msg);
+    } else if (strcmp(machine, "old_driver") == 0) {
+        const char *msg = open_fails("cuda", &err);
+        expect(strstr(msg, "the NVIDIA driver supports CUDA 12.8; this tlm-run's NVRTC and cuBLASLt are CUDA 13") ==
+                   msg,
+               "a driver older than the toolkit", msg);
     } else {
-        fprintf(stderr, "usage: test_fake_driver h200|no_device|old_gpu\n");
+        fprintf(stderr, "usage: test_fake_driver h200|no_device|old_gpu|old_driver\n");
         return 2;
     }
     char count[32];
