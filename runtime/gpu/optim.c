@@ -20,17 +20,11 @@ static tlm_dptr offset_of(tlm_dptr base, size_t elements) {
 bool tlm_gpu_adamw_update(tlm_gpu *g, const tlm_adamw *opt, tlm_dptr p, tlm_dptr grad, tlm_dptr m, tlm_dptr v, size_t n,
                           float lr, long t, bool decay, tlm_err *err) {
     if (n == 0) return true;
-    /* Formed exactly as tlm_adamw_update forms them (runtime/optim/adamw.c):
-     * in double, rounded to float once. */
-    double b1 = opt->beta1, b2 = opt->beta2;
-    float shrink = decay ? (float)(1.0 - (double)lr * opt->weight_decay) : 1.0f;
-    float fb1 = (float)b1, fb2 = (float)b2;
-    float one_b1 = (float)(1.0 - b1), one_b2 = (float)(1.0 - b2);
-    float step_size = (float)((double)lr / (1.0 - pow(b1, (double)t)));
-    float bc2_sqrt = (float)sqrt(1.0 - pow(b2, (double)t));
-    float eps = opt->eps;
+    tlm_adamw_step k = tlm_adamw_step_at(opt, lr, t, decay); /* the CPU update's own scalars */
     long long count = (long long)n;
-    void *args[] = {&p, &grad, &m, &v, &count, &fb1, &fb2, &one_b1, &one_b2, &step_size, &bc2_sqrt, &eps, &shrink};
+    void *args[] = {
+        &p,           &grad,       &m,     &v,       &count, &k.beta1, &k.beta2, &k.one_minus_beta1, &k.one_minus_beta2,
+        &k.step_size, &k.bc2_sqrt, &k.eps, &k.shrink};
     return tlm_gpu_launch(g, "tlm_adamw_update", tlm_gpu_blocks(count, BLOCK), BLOCK, args, err);
 }
 

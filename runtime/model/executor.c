@@ -11,19 +11,19 @@
 #include "arena_plan.h"
 #include "gpu_model.h"
 #include "model.h"
+#include "op_context.h"
 #include "tlm_rt/ops.h"
 
-/* What every op reads: the model and the sizes of this forward. They are
- * int, as the ops take them: tlm_model_create refused a B and T whose
- * N = B·T, or N times the widest per-token tensor (so N·H, N·A and N·3A
- * below), would pass TLM_OPS_MAX_INDEX, and a forward never runs more than
- * the B and T it was created for. */
+/* What every op reads: the model and the sizes of this forward
+ * (op_context.h). */
 typedef struct step {
     tlm_model *m;
-    int B, T, N, D, H, hd, A, V;
-    bool headwise_gate;        /* gated attention: one gate per head */
-    float eps, inner_lr;
-    int chunk;                 /* titans */
+    union { /* the sizes, also as fields of their own: s->N */
+        tlm_op_sizes sizes;
+        struct {
+            TLM_OP_SIZES_FIELDS
+        };
+    };
     float dloss;               /* backward: the weight of the loss */
     double loss;               /* forward: what the loss op computed */
 } step;
@@ -35,15 +35,6 @@ static float *prm(const step *s, int32_t p) { return p < 0 ? NULL : s->m->params
 static float *grd(const step *s, int32_t p) {
     return p < 0 || !s->m->grads ? NULL : s->m->grads + s->m->so->params[p].offset;
 }
-
-/* Operands by name: OPERANDS(rmsnorm) names o the op's slots, then
- * IN(x), OUT(y), PARAM(weight) and GRAD(weight) read them. */
-#define OPERANDS(name) const tlm_operands_##name *o = &op->name
-#define IN(n) buf(s, o->in_##n)
-#define OUT(n) buf(s, o->out_##n)
-#define PARAM(n) prm(s, o->param_##n)
-#define GRAD(n) grd(s, o->param_##n)
-#define ACCUMULATE ((op->flags & TLM_OP_FLAG_ACCUMULATE) != 0)
 
 /* Generated kernels take row (or width) ranges; split them into one chunk
  * per thread, of at least 32 rows (or widths): below that a parallel region
@@ -307,21 +298,8 @@ typedef void (*op_fn)(step *, const tlm_abi_op *);
 static const op_fn op_functions[TLM_OP_COUNT] = {TLM_OPS(OP_ENTRY_)};
 
 static step step_for(tlm_model *m, float dloss) {
-    const tlm_abi_config *c = m->so->config;
-    step s = {.m = m,
-              .B = (int)m->run_B,
-              .T = (int)m->run_T,
-              .N = (int)(m->run_B * m->run_T),
-              .D = (int)c->d_model,
-              .H = (int)c->heads,
-              .hd = (int)c->head_dim,
-              .A = (int)(c->heads * c->head_dim),
-              .V = (int)c->vocab,
-              .headwise_gate = c->gate == TLM_GATE_HEADWISE,
-              .eps = (float)c->norm_eps,
-              .inner_lr = (float)c->inner_lr,
-              .chunk = (int)c->chunk,
-              .dloss = dloss};
+    step s = {.m = m, .dloss = dloss};
+    s.sizes = tlm_op_sizes_of(m);
     return s;
 }
 

@@ -14,15 +14,18 @@
 #include "gpu_linear.h"
 #include "gpu_mixers.h"
 #include "gpu_model.h"
+#include "op_context.h"
 
 typedef struct step {
     tlm_model *m;
     tlm_gpu_model *g;
     tlm_gpu *gpu;
-    int B, T, N, D, H, hd, A, V;
-    bool headwise_gate;
-    float eps, inner_lr;
-    int chunk;
+    union { /* the sizes, also as fields of their own: s->N */
+        tlm_op_sizes sizes;
+        struct {
+            TLM_OP_SIZES_FIELDS
+        };
+    };
     float dloss;
     tlm_err err;               /* the failing op's message */
 } step;
@@ -38,12 +41,6 @@ static tlm_dptr grd(const step *s, int32_t p) {
     return p < 0 || !s->g->grads ? 0 : at(s->g->grads, s->m->so->params[p].offset);
 }
 
-#define OPERANDS(name) const tlm_operands_##name *o = &op->name
-#define IN(n) buf(s, o->in_##n)
-#define OUT(n) buf(s, o->out_##n)
-#define PARAM(n) prm(s, o->param_##n)
-#define GRAD(n) grd(s, o->param_##n)
-#define ACCUMULATE ((op->flags & TLM_OP_FLAG_ACCUMULATE) != 0)
 #define ERR (&s->err)
 #define DEV (s->gpu->dev)
 
@@ -335,23 +332,8 @@ typedef bool (*op_fn)(step *, const tlm_abi_op *);
 static const op_fn op_functions[TLM_OP_COUNT] = {TLM_OPS(OP_ENTRY_)};
 
 static step step_for(tlm_model *m, float dloss) {
-    const tlm_abi_config *c = m->so->config;
-    step s = {.m = m,
-              .g = m->gpu,
-              .gpu = &m->gpu->gpu,
-              .B = (int)m->run_B,
-              .T = (int)m->run_T,
-              .N = (int)(m->run_B * m->run_T),
-              .D = (int)c->d_model,
-              .H = (int)c->heads,
-              .hd = (int)c->head_dim,
-              .A = (int)(c->heads * c->head_dim),
-              .V = (int)c->vocab,
-              .headwise_gate = c->gate == TLM_GATE_HEADWISE,
-              .eps = (float)c->norm_eps,
-              .inner_lr = (float)c->inner_lr,
-              .chunk = (int)c->chunk,
-              .dloss = dloss};
+    step s = {.m = m, .g = m->gpu, .gpu = &m->gpu->gpu, .dloss = dloss};
+    s.sizes = tlm_op_sizes_of(m);
     return s;
 }
 

@@ -14,15 +14,25 @@
 
 #include <math.h>
 
+tlm_adamw_step tlm_adamw_step_at(const tlm_adamw *opt, float lr, long t, bool decay) {
+    double b1 = opt->beta1, b2 = opt->beta2;
+    return (tlm_adamw_step){
+        .beta1 = (float)b1,
+        .beta2 = (float)b2,
+        .one_minus_beta1 = (float)(1.0 - b1),
+        .one_minus_beta2 = (float)(1.0 - b2),
+        .step_size = (float)((double)lr / (1.0 - pow(b1, (double)t))),
+        .bc2_sqrt = (float)sqrt(1.0 - pow(b2, (double)t)),
+        .eps = opt->eps,
+        .shrink = decay ? (float)(1.0 - (double)lr * opt->weight_decay) : 1.0f,
+    };
+}
+
 void tlm_adamw_update(const tlm_adamw *opt, float *p, const float *g, float *m, float *v, size_t n, float lr, long t,
                       bool decay) {
-    double b1 = opt->beta1, b2 = opt->beta2;
-    float shrink = decay ? (float)(1.0 - (double)lr * opt->weight_decay) : 1.0f;
-    float fb1 = (float)b1, fb2 = (float)b2;
-    float one_b1 = (float)(1.0 - b1), one_b2 = (float)(1.0 - b2);
-    float step_size = (float)((double)lr / (1.0 - pow(b1, (double)t)));
-    float bc2_sqrt = (float)sqrt(1.0 - pow(b2, (double)t));
-    float eps = opt->eps;
+    const tlm_adamw_step k = tlm_adamw_step_at(opt, lr, t, decay);
+    const float shrink = k.shrink, fb1 = k.beta1, fb2 = k.beta2, one_b1 = k.one_minus_beta1, one_b2 = k.one_minus_beta2,
+                step_size = k.step_size, bc2_sqrt = k.bc2_sqrt, eps = k.eps;
 #pragma omp parallel for schedule(static) if (n >= TLM_PAR_MIN_ELEMENTS)
     for (size_t i = 0; i < n; i++) {
         float gi = g[i];

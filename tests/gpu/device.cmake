@@ -3,7 +3,8 @@
 # kernel_cache.c).
 foreach(t test_device test_gemm test_kernel_cache)
   add_executable(${t} ${CMAKE_CURRENT_SOURCE_DIR}/${t}.c)
-  target_link_libraries(${t} PRIVATE tlm_device)
+  target_link_libraries(${t} PRIVATE tlm_device tlm_rt)
+  target_include_directories(${t} PRIVATE ${PROJECT_SOURCE_DIR}/tests/runtime)
 endforeach()
 add_test(NAME gpu.device COMMAND test_device)
 add_test(NAME gpu.gemm COMMAND test_gemm)

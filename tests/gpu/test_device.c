@@ -8,18 +8,7 @@
 #include <string.h>
 
 #include "device.h"
-
-static int failures = 0;
-
-#define CHECK(cond, ...)                                           \
-    do {                                                           \
-        if (!(cond)) {                                             \
-            printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-            printf(__VA_ARGS__);                                   \
-            printf("\n");                                          \
-            failures++;                                            \
-        }                                                          \
-    } while (0)
+#include "test_util.h" /* CHECK, test_finish */
 
 static bool has(const char *msg, const char *needle) { return strstr(msg, needle) != NULL; }
 
@@ -311,10 +300,5 @@ int main(void) {
         tlm_device_close(d);
     }
     test_close_frees();
-    if (failures) {
-        printf("gpu.device: %d failure(s)\n", failures);
-        return 1;
-    }
-    printf("gpu.device: all checks passed\n");
-    return 0;
+    return test_finish("gpu.device");
 }

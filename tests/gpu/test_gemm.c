@@ -11,18 +11,7 @@
 
 #include "device.h"
 #include "gemm_reference.h"
-
-static int failures = 0;
-
-#define CHECK(cond, ...)                                           \
-    do {                                                           \
-        if (!(cond)) {                                             \
-            printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-            printf(__VA_ARGS__);                                   \
-            printf("\n");                                          \
-            failures++;                                            \
-        }                                                          \
-    } while (0)
+#include "test_util.h" /* CHECK, test_finish */
 
 static void *xcalloc(size_t n, size_t size) {
     void *p = calloc(n ? n : 1, size);
@@ -429,10 +418,5 @@ int main(void) {
         run_cases(dev);
         tlm_device_close(dev);
     }
-    if (failures) {
-        printf("gpu.gemm: %d failure(s)\n", failures);
-        return 1;
-    }
-    printf("gpu.gemm: all checks passed\n");
-    return 0;
+    return test_finish("gpu.gemm");
 }

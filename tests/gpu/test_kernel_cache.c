@@ -16,18 +16,7 @@
 
 #include "device.h"
 #include "kernel_cache.h"
-
-static int failures = 0;
-
-#define CHECK(cond, ...)                                           \
-    do {                                                           \
-        if (!(cond)) {                                             \
-            printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-            printf(__VA_ARGS__);                                   \
-            printf("\n");                                          \
-            failures++;                                            \
-        }                                                          \
-    } while (0)
+#include "test_util.h" /* CHECK, test_finish */
 
 static char work[512];
 
@@ -376,10 +365,5 @@ int main(int argc, char **argv) {
         test_unusable(d);
         tlm_device_close(d);
     }
-    if (failures) {
-        printf("gpu.kernel_cache: %d failure(s)\n", failures);
-        return 1;
-    }
-    printf("gpu.kernel_cache: all checks passed\n");
-    return 0;
+    return test_finish("gpu.kernel_cache");
 }

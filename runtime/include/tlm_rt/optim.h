@@ -31,6 +31,18 @@ typedef struct tlm_adamw {
     float beta1, beta2, eps, weight_decay;
 } tlm_adamw;
 
+/* The per-step scalars of the update above, formed in double and rounded to
+ * float once: the CPU loop and the GPU kernel (runtime/gpu/optim.c) take
+ * the same ones, so their updates agree bit for bit. */
+typedef struct tlm_adamw_step {
+    float beta1, beta2, one_minus_beta1, one_minus_beta2;
+    float step_size; /* lr / (1 - b1^t) */
+    float bc2_sqrt;  /* sqrt(1 - b2^t) */
+    float eps;
+    float shrink;    /* 1 - lr wd with decay, else 1 */
+} tlm_adamw_step;
+tlm_adamw_step tlm_adamw_step_at(const tlm_adamw *opt, float lr, long t, bool decay);
+
 void tlm_adamw_update(const tlm_adamw *opt, float *p, const float *g, float *m, float *v, size_t n, float lr, long t,
                       bool decay);
 /* The same over spans of one block: p, g, m, v all indexed by offset. */
