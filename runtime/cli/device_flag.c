@@ -18,3 +18,16 @@ int device_flag_check(const char *cmd, const char *value) {
     if (!value || !strcmp(value, "cpu") || is_cuda(value)) return 0;
     return cli_usage_error(cmd, "unknown device `%s` (known: cpu, cuda, cuda:N)", value);
 }
+
+int precision_flag_resolve(const char *cmd, const char *device, const char *value, tlm_precision *p) {
+    bool gpu = device && strcmp(device, "cpu") != 0;
+    if (!value) {
+        *p = gpu ? TLM_PRECISION_BF16 : TLM_PRECISION_FP32;
+        return 0;
+    }
+    if (!tlm_precision_parse(value, p))
+        return cli_usage_error(cmd, "unknown precision `%s` (known: bf16, fp32)", value);
+    if (!gpu && *p != TLM_PRECISION_FP32)
+        return cli_usage_error(cmd, "--precision %s needs --device cuda: the CPU computes in fp32", value);
+    return 0;
+}

@@ -1,11 +1,18 @@
-/* --device for every command: "cpu" (the default) or "cuda[:N]". Its
- * syntax only (the settings fuzzer links it alone); opening the device is
- * load.h's. */
+/* --device and --precision for every command that runs a model. --device:
+ * "cpu" (the default) or "cuda[:N]". Their syntax only (the settings fuzzer
+ * links this file alone); opening the device is load.h's. */
 #ifndef TLM_CLI_DEVICE_FLAG_H
 #define TLM_CLI_DEVICE_FLAG_H
+
+#include "precision.h"
 
 /* Checks a --device value: 0 when it names a device, else 2 after a usage
  * message. */
 int device_flag_check(const char *cmd, const char *value);
+
+/* --precision for a checked --device (NULL: the CPU): "fp32" or "bf16";
+ * NULL takes the device's default, bf16 on a GPU and fp32 on the CPU (which
+ * computes in fp32 only). 0 with *p set, else 2 after a usage message. */
+int precision_flag_resolve(const char *cmd, const char *device, const char *value, tlm_precision *p);
 
 #endif

@@ -28,6 +28,7 @@ static void usage(FILE *out) {
           "  --context T        tokens per window (default: the model's train context)\n"
           "  --max-tokens N     evaluate at most N tokens of each text, in whole windows\n"
           "  --device DEV        cpu (default), cuda or cuda:N\n"
+          "  --precision P       bf16 (the GPU's default) or fp32\n"
           "  --threads N        CPU threads (default: all cores)\n"
           "\n"
           "Exit status: 0 ok, 1 error (model, checkpoint, data), 2 bad usage.\n",
@@ -41,7 +42,7 @@ static void number(char *buf, size_t n, const char *fmt, double v) {
     else snprintf(buf, n, fmt, v);
 }
 
-enum { OPT_CKPT = 256, OPT_DATA, OPT_BATCH, OPT_CONTEXT, OPT_MAX_TOKENS, OPT_THREADS, OPT_DEVICE };
+enum { OPT_CKPT = 256, OPT_DATA, OPT_BATCH, OPT_CONTEXT, OPT_MAX_TOKENS, OPT_THREADS, OPT_DEVICE, OPT_PRECISION };
 static const struct option long_options[] = {
     {"help", no_argument, NULL, 'h'},
     {"ckpt", required_argument, NULL, OPT_CKPT},
@@ -51,11 +52,12 @@ static const struct option long_options[] = {
     {"max-tokens", required_argument, NULL, OPT_MAX_TOKENS},
     {"threads", required_argument, NULL, OPT_THREADS},
     {"device", required_argument, NULL, OPT_DEVICE},
+    {"precision", required_argument, NULL, OPT_PRECISION},
     {NULL, 0, NULL, 0},
 };
 
 int cmd_eval(int argc, char **argv) {
-    const char *model_path = NULL, *ckpt = NULL, *data[MAX_DATA], *device = NULL;
+    const char *model_path = NULL, *ckpt = NULL, *data[MAX_DATA], *device = NULL, *precision_value = NULL;
     int ndata = 0;
     int64_t batch = 0, context = 0, max_tokens = 0, threads = 0;
     cli_args a = {.cmd = "eval", .argc = argc, .argv = argv};
@@ -77,6 +79,7 @@ int cmd_eval(int argc, char **argv) {
             device = a.val;
             if (device_flag_check("eval", device)) return 2;
             break;
+        case OPT_PRECISION: precision_value = a.val; break;
         case 1:
             if (!cli_model_path(&a, &model_path)) return 2;
             break;
@@ -86,6 +89,8 @@ int cmd_eval(int argc, char **argv) {
     }
     if (ndata == 0) data[ndata++] = NULL;   /* Persuasion */
 
+    tlm_precision precision;
+    if (precision_flag_resolve("eval", device, precision_value, &precision)) return 2;
     tlm_err err = {""};
     char path[4200];
     tlm_so so;
@@ -106,7 +111,7 @@ int cmd_eval(int argc, char **argv) {
     if (context > so.config->context)
         rc = cli_usage_error("eval", "--context %" PRId64 " is longer than the model's context (%" PRId64 ")", context,
                              so.config->context);
-    else if (!tlm_model_create_on(&m, &so, dev, batch, context, false, 0, &err)) rc = cli_error("eval", "%s", err.msg);
+    else if (!tlm_model_create_on(&m, &so, dev, precision, batch, context, false, 0, &err)) rc = cli_error("eval", "%s", err.msg);
     else rc = load_checkpoint("eval", &so, ckpt, &m, path, sizeof path, &step);
 
     /* Load every text first, so a bad path fails before any long work. */

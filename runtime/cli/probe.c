@@ -30,6 +30,7 @@ static void usage(FILE *out) {
           "  --context T        tokens per window (default: the model's train context)\n"
           "  --windows N        windows to average over (default 32)\n"
           "  --device DEV        cpu (default), cuda or cuda:N\n"
+          "  --precision P       bf16 (the GPU's default) or fp32\n"
           "  --threads N        CPU threads (default: all cores)\n"
           "\n"
           "Exit status: 0 ok, 1 error (model, checkpoint, data), 2 bad usage.\n",
@@ -51,7 +52,7 @@ static void add_cosines(const float *z, const float *next, int64_t N, int64_t D,
     }
 }
 
-enum { OPT_CKPT = 256, OPT_DATA, OPT_BATCH, OPT_CONTEXT, OPT_WINDOWS, OPT_THREADS, OPT_DEVICE };
+enum { OPT_CKPT = 256, OPT_DATA, OPT_BATCH, OPT_CONTEXT, OPT_WINDOWS, OPT_THREADS, OPT_DEVICE, OPT_PRECISION };
 static const struct option long_options[] = {
     {"help", no_argument, NULL, 'h'},
     {"ckpt", required_argument, NULL, OPT_CKPT},
@@ -61,11 +62,12 @@ static const struct option long_options[] = {
     {"windows", required_argument, NULL, OPT_WINDOWS},
     {"threads", required_argument, NULL, OPT_THREADS},
     {"device", required_argument, NULL, OPT_DEVICE},
+    {"precision", required_argument, NULL, OPT_PRECISION},
     {NULL, 0, NULL, 0},
 };
 
 int cmd_probe(int argc, char **argv) {
-    const char *model_path = NULL, *ckpt = NULL, *data = NULL, *device = NULL;
+    const char *model_path = NULL, *ckpt = NULL, *data = NULL, *device = NULL, *precision_value = NULL;
     int64_t batch = 8, context = 0, windows = 32, threads = 0;
     cli_args a = {.cmd = "probe", .argc = argc, .argv = argv};
     int opt;
@@ -83,6 +85,7 @@ int cmd_probe(int argc, char **argv) {
             device = a.val;
             if (device_flag_check("probe", device)) return 2;
             break;
+        case OPT_PRECISION: precision_value = a.val; break;
         case 1:
             if (!cli_model_path(&a, &model_path)) return 2;
             break;
@@ -91,6 +94,8 @@ int cmd_probe(int argc, char **argv) {
         if (!ok) return 2;
     }
 
+    tlm_precision precision;
+    if (precision_flag_resolve("probe", device, precision_value, &precision)) return 2;
     tlm_err err = {""};
     char path[4200], name[4200];
     tlm_so so;
@@ -118,7 +123,7 @@ int cmd_probe(int argc, char **argv) {
                              am->context);
     /* The training layout keeps every layer's residual stream to the end
      * of the forward pass; the inference one reuses it. */
-    else if (!tlm_model_create_on(&m, &so, dev, batch, context, true, 0, &err)) rc = cli_error("probe", "%s", err.msg);
+    else if (!tlm_model_create_on(&m, &so, dev, precision, batch, context, true, 0, &err)) rc = cli_error("probe", "%s", err.msg);
     else if ((rc = load_checkpoint("probe", &so, ckpt, &m, path, sizeof path, &step)) != 0)
         ;
     else if (!corpus_load(&ds, data, CORPUS_VALID, context, am->vocab, name, sizeof name, &err))

@@ -25,13 +25,14 @@ static void usage(FILE *out) {
           "  --top-k K           draw only among the K likeliest bytes (0: all; default 0)\n"
           "  --seed N            seeds the draws: the same seed gives the same text (default 1337)\n"
           "  --device DEV        cpu (default), cuda or cuda:N\n"
+          "  --precision P       bf16 (the GPU's default) or fp32\n"
           "  --threads N         CPU threads (default: all cores)\n"
           "\n"
           "Exit status: 0 ok, 1 error (model, checkpoint), 2 bad usage.\n",
           out);
 }
 
-enum { OPT_CKPT = 256, OPT_PROMPT, OPT_LENGTH, OPT_TEMPERATURE, OPT_TOP_K, OPT_SEED, OPT_THREADS, OPT_DEVICE };
+enum { OPT_CKPT = 256, OPT_PROMPT, OPT_LENGTH, OPT_TEMPERATURE, OPT_TOP_K, OPT_SEED, OPT_THREADS, OPT_DEVICE, OPT_PRECISION };
 static const struct option long_options[] = {
     {"help", no_argument, NULL, 'h'},
     {"ckpt", required_argument, NULL, OPT_CKPT},
@@ -42,11 +43,12 @@ static const struct option long_options[] = {
     {"seed", required_argument, NULL, OPT_SEED},
     {"threads", required_argument, NULL, OPT_THREADS},
     {"device", required_argument, NULL, OPT_DEVICE},
+    {"precision", required_argument, NULL, OPT_PRECISION},
     {NULL, 0, NULL, 0},
 };
 
 int cmd_sample(int argc, char **argv) {
-    const char *model_path = NULL, *ckpt = NULL, *prompt = "", *device = NULL;
+    const char *model_path = NULL, *ckpt = NULL, *prompt = "", *device = NULL, *precision_value = NULL;
     int64_t length = 256, top_k = 0, seed = 1337, threads = 0;
     double temperature = 0.8;
     cli_args a = {.cmd = "sample", .argc = argc, .argv = argv};
@@ -66,6 +68,7 @@ int cmd_sample(int argc, char **argv) {
             device = a.val;
             if (device_flag_check("sample", device)) return 2;
             break;
+        case OPT_PRECISION: precision_value = a.val; break;
         case 1:
             if (!cli_model_path(&a, &model_path)) return 2;
             break;
@@ -74,6 +77,8 @@ int cmd_sample(int argc, char **argv) {
         if (!ok) return 2;
     }
 
+    tlm_precision precision;
+    if (precision_flag_resolve("sample", device, precision_value, &precision)) return 2;
     tlm_err err = {""};
     char path[4200];
     tlm_so so;
@@ -94,7 +99,7 @@ int cmd_sample(int argc, char **argv) {
     float *scratch = malloc((size_t)V * sizeof *scratch);
     int rc = 0;
     if (!window || !scratch) rc = cli_error("sample", "out of memory");
-    else if (!tlm_model_create_on(&m, &so, dev, 1, T, false, 0, &err)) rc = cli_error("sample", "%s", err.msg);
+    else if (!tlm_model_create_on(&m, &so, dev, precision, 1, T, false, 0, &err)) rc = cli_error("sample", "%s", err.msg);
     else rc = load_checkpoint("sample", &so, ckpt, &m, path, sizeof path, &step);
 
     /* The prompt's last T bytes are the context; an empty prompt starts from

@@ -170,7 +170,8 @@ static bool save_checkpoint(run *r, tlm_err *err) {
     device_flag_describe(r->dev, device, sizeof device);
     tlm_st_meta extra[] = {
         {"settings", settings}, {"data_fingerprint", r->data_fingerprint}, {"threads", threads},
-        {"device", device},     {"created_by", "tlm-run " TLM_VERSION},
+        {"device", device},     {"precision", tlm_precision_name(r->o.precision)},
+        {"created_by", "tlm-run " TLM_VERSION},
     };
     r->state.elapsed = elapsed(r);
     if (!tlm_trainer_to_host(&r->trainer, err)) {
@@ -261,6 +262,12 @@ static int start_state(run *r, tlm_st_file *ckpt) {
         printf("note: resuming on %s, the checkpoint was written on %s; the run continues from its fp32 weights "
                "but will not repeat an uninterrupted run bit for bit\n",
                now, was);
+    const char *precision = tlm_st_meta_get(ckpt, "precision");
+    const char *now_precision = tlm_precision_name(r->o.precision);
+    if (same_kind && precision && strcmp(precision, now_precision) != 0)
+        printf("note: resuming in %s, the checkpoint was written in %s; the run continues from its fp32 weights "
+               "but will not repeat an uninterrupted run bit for bit\n",
+               now_precision, precision);
     const char *threads = tlm_st_meta_get(ckpt, "threads");
     if (same_kind && !r->dev && threads && atoi(threads) != tlm_get_num_threads())
         printf("note: resuming with %d threads, the checkpoint was written with %s; the result will differ in "
@@ -340,7 +347,7 @@ static int setup(run *r) {
      * the model: counted in its memory check. */
     int64_t beside = tlm_trainer_state_bytes(&r->so, &o->s) + 2 * o->s.batch * r->T * (int64_t)sizeof *r->x;
     if ((rc = device_flag_open("train", o->device, &r->dev))) goto out;
-    if (!tlm_model_create_on(&r->model, &r->so, r->dev, r->micro, r->T, true, beside, &err) ||
+    if (!tlm_model_create_on(&r->model, &r->so, r->dev, r->o.precision, r->micro, r->T, true, beside, &err) ||
         !tlm_trainer_create(&r->trainer, &r->model, &o->s, o->decay_embeddings, &err)) {
         rc = cli_error("train", "%s", err.msg);
         goto out;
@@ -394,7 +401,8 @@ static void banner(const run *r) {
     if (s->accumulate > 1) printf(" in %" PRId64 " micro-batches", s->accumulate);
     char where[300];
     device_flag_describe(r->dev, where, sizeof where);
-    printf(", %s lr %g, %s\n", tlm_enum_name(&tlm_optimizer_enum, s->optimizer), s->lr, where);
+    printf(", %s lr %g, %s%s%s\n", tlm_enum_name(&tlm_optimizer_enum, s->optimizer), s->lr, where,
+           r->dev ? ", " : "", r->dev ? tlm_precision_name(r->o.precision) : "");
     if (r->model.gpu) print_kernel_report(&r->model);
     printf("checkpoints: %s\n", r->ckpt_file);
     fflush(stdout);

@@ -20,6 +20,7 @@ enum {
     OPT_LOG,
     OPT_CKPT,
     OPT_DEVICE,
+    OPT_PRECISION,
     OPT_THREADS,
     OPT_RESUME,
     OPT_OVERWRITE,
@@ -36,6 +37,7 @@ static const struct option other_options[] = {
     {"log", required_argument, NULL, OPT_LOG},
     {"ckpt", required_argument, NULL, OPT_CKPT},
     {"device", required_argument, NULL, OPT_DEVICE},
+    {"precision", required_argument, NULL, OPT_PRECISION},
     {"threads", required_argument, NULL, OPT_THREADS},
     {"resume", no_argument, NULL, OPT_RESUME},
     {"overwrite", no_argument, NULL, OPT_OVERWRITE},
@@ -91,6 +93,8 @@ static void usage(FILE *out) {
           "run:\n"
           "  --threads N          CPU threads (default: all cores)\n"
           "  --device DEV         cpu (default), cuda or cuda:N (docs/gpu.md)\n"
+          "  --precision P        bf16 (the GPU's default: bf16 GEMMs, fp32 master weights)\n"
+          "                       or fp32 (the CPU's only one)\n"
           "  --decay-embeddings   decay the embedding (and a tied head) too\n"
           "  --dry-run            resolve the settings as a run would (the model's, the\n"
           "                       flags, with --resume the checkpoint's), print them one\n"
@@ -179,6 +183,7 @@ int train_parse(train_options *o, int argc, char **argv) {
     cli_args a = {.cmd = "train", .argc = argc, .argv = argv};
     int opt;
     int64_t n;
+    const char *precision = NULL;
     while ((opt = cli_getopt(&a, "h", options)) != -1) {
         if (opt >= OPT_SETTING) {
             if (!read_setting_flag(&a, &tlm_train_settings[opt - OPT_SETTING], o)) return 2;
@@ -207,6 +212,7 @@ int train_parse(train_options *o, int argc, char **argv) {
             o->device = a.val;
             if (device_flag_check("train", a.val)) return 2;
             break;
+        case OPT_PRECISION: precision = a.val; break;
         case OPT_THREADS:
             if (!cli_int(&a, 1, 4096, &n)) return 2;
             o->threads = (int)n;
@@ -221,6 +227,7 @@ int train_parse(train_options *o, int argc, char **argv) {
         }
     }
     if (!o->model) return cli_usage_error("train", "no MODEL.so given");
+    if (precision_flag_resolve("train", o->device, precision, &o->precision)) return 2;
     if (o->resume && o->overwrite) return cli_usage_error("train", "--resume and --overwrite contradict each other");
     return -1;
 }

@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #include "model_so.h"
+#include "precision.h"
 #include "tlm_abi.h"
 #include "tlm_train_settings.h"
 
@@ -23,6 +24,7 @@ typedef struct train_options {
     const char *data, *val, *log;      /* NULL or "": the bundled corpora; no log */
     const char *ckpt;                  /* --ckpt; NULL: checkpoints/<model> */
     const char *device;
+    tlm_precision precision;           /* --precision, or the device's default */
     int threads;
     bool resume, overwrite;
     bool dry_run;                      /* resolve and print the settings, then stop */

@@ -4,7 +4,8 @@
 //
 // Rules every kernel follows (docs/gpu.md, "Writing a kernel"):
 //   - extern "C" __global__ void tlm_<name>(...): scalar parameters are int,
-//     long long or float; pointers are float*, const float*, const int*.
+//     long long or float; pointers are float*, const float*, const int*, or
+//     unsigned short* for bf16 bits (convert.cu).
 //   - blockDim.x a multiple of 32 (at most 1024); static __shared__ arrays
 //     only (no dynamic shared memory), at most 48 KiB per block.
 //   - deterministic: no atomics, every reduction in a fixed order that

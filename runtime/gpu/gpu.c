@@ -1,5 +1,7 @@
 #include "gpu.h"
 
+#include "bf16_gemm.h"
+
 #include <string.h>
 
 bool tlm_gpu_open(tlm_gpu *g, tlm_device *dev, tlm_err *err) {
@@ -25,4 +27,8 @@ unsigned tlm_gpu_blocks(int64_t n, int64_t per_block) {
     int64_t b = per_block > 0 ? (n + per_block - 1) / per_block : 1;
     const int64_t most = 65535 * 16;
     return (unsigned)(b < 1 ? 1 : b > most ? most : b);
+}
+
+bool tlm_gpu_gemm(tlm_gpu *g, const tlm_gemm *d, tlm_err *err) {
+    return g->bf16 ? tlm_gpu_gemm_bf16(g, g->bf16, d, err) : tlm_device_gemm(g->dev, d, err);
 }

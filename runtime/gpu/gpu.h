@@ -15,10 +15,14 @@
 
 extern const char tlm_gpu_kernel_source[];
 
+struct tlm_bf16_gemm;
+
 typedef struct tlm_gpu {
     tlm_device *dev;
     tlm_module *kernels;      /* the runtime's kernels */
     tlm_module_report report; /* how they were loaded (cache hit, compile time) */
+    /* NULL: GEMMs in fp32; else their bf16 operands (bf16_gemm.h) */
+    const struct tlm_bf16_gemm *bf16;
 } tlm_gpu;
 
 /* Loads the runtime's kernels on dev (compiling them, or from the cache). */
@@ -28,6 +32,10 @@ void tlm_gpu_close(tlm_gpu *g);
 /* Launches the kernel `name` of the runtime's module with a 1-D grid and
  * block; args as tlm_device_launch takes them. */
 bool tlm_gpu_launch(tlm_gpu *g, const char *name, unsigned grid, unsigned block, void **args, tlm_err *err);
+
+/* The runtime's one way to run a GEMM: the description as given (fp32),
+ * or with bf16 operands when g->bf16 is set. */
+bool tlm_gpu_gemm(tlm_gpu *g, const tlm_gemm *d, tlm_err *err);
 
 /* A grid of ceil(n / per_block) blocks, at least 1 and at most 65535·16
  * (the kernels stride over the rest). */

@@ -43,18 +43,18 @@ tlm_gemm tlm_gpu_linear_dw_gemm(tlm_dptr dw, tlm_dptr dy, tlm_dptr x, int N, int
 bool tlm_gpu_linear_forward(tlm_gpu *g, tlm_dptr y, tlm_dptr x, tlm_dptr w, int N, int in, int out, bool accumulate,
                             tlm_err *err) {
     tlm_gemm d = tlm_gpu_linear_forward_gemm(y, x, w, N, in, out, accumulate);
-    return tlm_device_gemm(g->dev, &d, err);
+    return tlm_gpu_gemm(g, &d, err);
 }
 
 bool tlm_gpu_linear_backward(tlm_gpu *g, tlm_dptr dx, tlm_dptr dw, tlm_dptr dy, tlm_dptr x, tlm_dptr w, int N, int in,
                              int out, bool accumulate_dx, tlm_err *err) {
     if (dx) {
         tlm_gemm d = tlm_gpu_linear_dx_gemm(dx, dy, w, N, in, out, accumulate_dx);
-        if (!tlm_device_gemm(g->dev, &d, err)) return false;
+        if (!tlm_gpu_gemm(g, &d, err)) return false;
     }
     if (dw) {
         tlm_gemm d = tlm_gpu_linear_dw_gemm(dw, dy, x, N, in, out);
-        if (!tlm_device_gemm(g->dev, &d, err)) return false;
+        if (!tlm_gpu_gemm(g, &d, err)) return false;
     }
     return true;
 }

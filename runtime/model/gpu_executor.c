@@ -165,10 +165,10 @@ static bool gemm_pair(step *s, tlm_gemm g0, const tlm_gemm *g1) {
         g0.stride_b = a_differs ? 0 : step_v;
         g0.stride_d = step_d;
         g0.stride_c = g0.c ? step_d : 0;
-        if (!tlm_gemm_problem(&g0)) return tlm_device_gemm(DEV, &g0, ERR);
+        if (!tlm_gemm_problem(&g0)) return tlm_gpu_gemm(s->gpu, &g0, ERR);
         g0.batch = 1, g0.stride_a = g0.stride_b = g0.stride_c = g0.stride_d = 0;
     }
-    return tlm_device_gemm(DEV, &g0, ERR) && tlm_device_gemm(DEV, g1, ERR);
+    return tlm_gpu_gemm(s->gpu, &g0, ERR) && tlm_gpu_gemm(s->gpu, g1, ERR);
 }
 
 static bool op_mlp(step *s, const tlm_abi_op *op) {
@@ -182,7 +182,7 @@ static bool op_mlp(step *s, const tlm_abi_op *op) {
     if (ok && swiglu) {
         tlm_gemm gate = tlm_gpu_linear_forward_gemm(pre_gate, x, PARAM(w_gate), s->N, s->D, (int)W, false);
         ok = gemm_pair(s, gate, &up);
-    } else if (ok) ok = tlm_device_gemm(DEV, &up, ERR);
+    } else if (ok) ok = tlm_gpu_gemm(s->gpu, &up, ERR);
     void *args[] = {&rows, &pre_gate, &pre_up, &h};
     return ok && act_launch(s, s->g->act[op->kernel], args, W) &&
            tlm_gpu_linear_forward(s->gpu, out, h, PARAM(w_down), s->N, (int)W, s->D, true, ERR);
@@ -199,7 +199,7 @@ static bool op_mlp_backward(step *s, const tlm_abi_op *op) {
     /* dh = dout Wd, then the activation's gradient */
     tlm_gemm dh = tlm_gpu_linear_dx_gemm(scratch, dout, PARAM(w_down), s->N, w, D, false);
     void *grad_args[] = {&rows, &pre_gate, &pre_up, &scratch, &d_pre_gate, &d_pre_up};
-    if (!tlm_device_gemm(DEV, &dh, ERR) || !act_launch(s, s->g->act_grad[op->kernel], grad_args, W)) return false;
+    if (!tlm_gpu_gemm(s->gpu, &dh, ERR) || !act_launch(s, s->g->act_grad[op->kernel], grad_args, W)) return false;
     /* dx = d_pre_up Wu (+ d_pre_gate Wg); dWu, dWg += d_pre^T x */
     if (!tlm_gpu_linear_backward(s->gpu, dx, 0, d_pre_up, 0, PARAM(w_up), s->N, D, w, false, ERR)) return false;
     tlm_gemm dw_up = tlm_gpu_linear_dw_gemm(GRAD(w_up), d_pre_up, x, s->N, D, w);
@@ -208,7 +208,7 @@ static bool op_mlp_backward(step *s, const tlm_abi_op *op) {
         if (!tlm_gpu_linear_backward(s->gpu, dx, 0, d_pre_gate, 0, PARAM(w_gate), s->N, D, w, true, ERR) ||
             !gemm_pair(s, dw_gate, &dw_up))
             return false;
-    } else if (!tlm_device_gemm(DEV, &dw_up, ERR)) return false;
+    } else if (!tlm_gpu_gemm(s->gpu, &dw_up, ERR)) return false;
     /* dWd += dout^T h, h recomputed into the scratch dh no longer needs */
     void *act_args[] = {&rows, &pre_gate, &pre_up, &scratch};
     return act_launch(s, s->g->act[op->kernel], act_args, W) &&
@@ -352,6 +352,18 @@ static bool run_ops(step *s, int from, int to, bool skip_loss) {
     return true;
 }
 
+/* bf16: the parameters' bf16 copy, remade when they changed. */
+static bool refresh_bf16_weights(step *s) {
+    tlm_gpu_model *g = s->g;
+    if (g->precision != TLM_PRECISION_BF16 || !g->weights_stale) return true;
+    if (!tlm_gpu_to_bf16(s->gpu, g->bf16.weights_bf16, g->params, s->m->param_floats, &s->err)) {
+        tlm_gpu_model_fail(s->m, &s->err);
+        return false;
+    }
+    g->weights_stale = false;
+    return true;
+}
+
 double tlm_gpu_model_forward(tlm_model *m, const int32_t *tokens, const int32_t *targets, int64_t B, int64_t T) {
     if (B < 1 || T < 1 || B > m->B || T > m->T || m->gpu->failed) return NAN;
     m->run_B = B;
@@ -368,6 +380,7 @@ double tlm_gpu_model_forward(tlm_model *m, const int32_t *tokens, const int32_t 
         tlm_gpu_model_fail(m, &s.err);
         return NAN;
     }
+    if (!refresh_bf16_weights(&s)) return NAN;
     if (!run_ops(&s, 0, m->nforward, !targets)) return NAN;
     if (targets && !tlm_device_download(dev, &loss, m->gpu->loss, sizeof loss, &s.err)) {
         tlm_gpu_model_fail(m, &s.err);

@@ -50,6 +50,18 @@ static int64_t widest_mlp(const tlm_so *so) {
     return w;
 }
 
+/* The bf16 GEMMs' scratch: the executor's GEMMs round at most two
+ * activation operands, each within one buffer (at most the widest
+ * per-token buffer's B·T rows), or x and the pair of MLP gradients
+ * (gate and up): at most 2 of the widest and one more of the MLP's. */
+static int64_t bf16_scratch_elems(const tlm_model *m) {
+    int64_t widest = widest_mlp(m->so);
+    for (uint32_t i = 0; i < m->so->header->nbuffers; i++)
+        if (m->so->buffers[i].per_token > widest) widest = m->so->buffers[i].per_token;
+    const int64_t rows = m->B * m->T;
+    return tlm_bf16_gemm_scratch_elems(rows * widest, 2) + tlm_bf16_gemm_scratch_elems(rows * widest_mlp(m->so), 1);
+}
+
 static tlm_dptr alloc(tlm_model *m, size_t bytes, tlm_err *err) {
     return tlm_device_alloc(m->gpu->gpu.dev, bytes ? bytes : 4, err);
 }
@@ -57,12 +69,12 @@ static tlm_dptr alloc(tlm_model *m, size_t bytes, tlm_err *err) {
 /* What the model takes on the device, beside `extra` (the optimizer's
  * state), against the device's memory: refused before anything is
  * allocated, with the sizes, rather than by a failing allocation halfway. */
-static bool fits(const tlm_model *m, const tlm_device *dev, size_t rope_bytes, size_t titans_bytes, int64_t extra,
-                 tlm_err *err) {
+static bool fits(const tlm_model *m, const tlm_device *dev, size_t rope_bytes, size_t titans_bytes, size_t bf16_bytes,
+                 int64_t extra, tlm_err *err) {
     const size_t rows = (size_t)(m->B * m->T), param_bytes = (size_t)m->param_floats * sizeof(float);
     double need = (double)param_bytes * (m->training ? 2 : 1) + (double)m->arena_bytes + 2.0 * (double)rope_bytes +
                   (double)rows * (2 * sizeof(int32_t) + (double)widest_mlp(m->so) * sizeof(float)) +
-                  (double)titans_bytes + (double)(extra > 0 ? extra : 0);
+                  (double)titans_bytes + (double)bf16_bytes + (double)(extra > 0 ? extra : 0);
     const tlm_device_info *i = tlm_device_get_info(dev);
     /* A real GPU also holds the CUDA context, cuBLASLt's kernels and its
      * workspace, which our count does not see: a GiB is kept for them. */
@@ -75,7 +87,7 @@ static bool fits(const tlm_model *m, const tlm_device *dev, size_t rope_bytes, s
                     (long long)m->B, (long long)m->T, need / 1073741824.0, i->ordinal, have / 1073741824.0);
 }
 
-bool tlm_gpu_model_create(tlm_model *m, tlm_device *dev, int64_t extra_bytes, tlm_err *err) {
+bool tlm_gpu_model_create(tlm_model *m, tlm_device *dev, tlm_precision precision, int64_t extra_bytes, tlm_err *err) {
     tlm_gpu_model *g = calloc(1, sizeof *g);
     if (!g) return tlm_fail(err, "out of memory");
     m->gpu = g;
@@ -85,7 +97,11 @@ bool tlm_gpu_model_create(tlm_model *m, tlm_device *dev, int64_t extra_bytes, tl
     size_t titans_bytes = c->mixer == TLM_MIXER_TITANS && m->training
                               ? tlm_gpu_titans_scratch_bytes((int)m->B, (int)c->heads, (int)c->head_dim, (int)c->chunk)
                               : 0;
-    if (!fits(m, dev, rope_bytes, titans_bytes, extra_bytes, err)) {
+    g->precision = precision;
+    const bool bf16 = precision == TLM_PRECISION_BF16;
+    const int64_t scratch_elems = bf16 ? bf16_scratch_elems(m) : 0;
+    size_t bf16_bytes = bf16 ? (size_t)(m->param_floats + scratch_elems) * 2 : 0;
+    if (!fits(m, dev, rope_bytes, titans_bytes, bf16_bytes, extra_bytes, err)) {
         tlm_gpu_model_destroy(m);
         return false;
     }
@@ -96,6 +112,13 @@ bool tlm_gpu_model_create(tlm_model *m, tlm_device *dev, int64_t extra_bytes, tl
               (g->targets = alloc(m, rows * sizeof(int32_t), err)) && (g->loss = alloc(m, sizeof(double), err)) &&
               (g->mlp_scratch = alloc(m, rows * (size_t)widest_mlp(m->so) * sizeof(float), err));
     if (ok && titans_bytes) ok = (g->titans_scratch = alloc(m, titans_bytes, err)) != 0;
+    if (ok && bf16) {
+        g->bf16 = (tlm_bf16_gemm){.weights = g->params, .weight_floats = m->param_floats, .scratch_elems = scratch_elems};
+        ok = (g->bf16.weights_bf16 = alloc(m, (size_t)m->param_floats * 2, err)) &&
+             (g->bf16.scratch = alloc(m, (size_t)scratch_elems * 2, err));
+        g->gpu.bf16 = &g->bf16;
+        g->weights_stale = true;
+    }
     /* The RoPE tables: the host computed them in double (tlm_rope_init). */
     ok = ok && (g->host_copies = calloc(m->so->header->nbuffers + 1, sizeof *g->host_copies));
     if (ok) {
@@ -113,13 +136,18 @@ bool tlm_gpu_model_create(tlm_model *m, tlm_device *dev, int64_t extra_bytes, tl
     return ok;
 }
 
+void tlm_gpu_model_params_changed(tlm_model *m) {
+    if (m->gpu) m->gpu->weights_stale = true;
+}
+
 void tlm_gpu_model_destroy(tlm_model *m) {
     tlm_gpu_model *g = m->gpu;
     if (!g) return;
     tlm_device *dev = g->gpu.dev;
     if (dev) {
         tlm_dptr all[] = {g->params, g->grads,   g->arena, g->rope_cos,       g->rope_sin,
-                          g->tokens, g->targets, g->loss,  g->titans_scratch, g->mlp_scratch};
+                          g->tokens, g->targets, g->loss,  g->titans_scratch, g->mlp_scratch,
+                          g->bf16.weights_bf16, g->bf16.scratch};
         for (size_t i = 0; i < sizeof all / sizeof *all; i++)
             if (all[i]) tlm_device_free(dev, all[i]);
         if (g->mlp) tlm_device_module_unload(dev, g->mlp);

@@ -12,6 +12,7 @@
 #ifndef TLM_GPU_MODEL_H
 #define TLM_GPU_MODEL_H
 
+#include "bf16_gemm.h"
 #include "device.h"
 #include "gpu.h"
 #include "model.h"
@@ -25,6 +26,11 @@ typedef struct tlm_gpu_model {
     tlm_dptr params, grads, arena, rope_cos, rope_sin, tokens, targets;
     tlm_dptr loss;             /* one double: the loss op's mean */
     tlm_dptr titans_scratch;   /* the memory's backward (0 otherwise) */
+    /* bf16: the parameters' bf16 copy and the GEMMs' rounded activations
+     * (gpu.bf16 points here; both 0 in fp32) */
+    tlm_precision precision;
+    tlm_bf16_gemm bf16;
+    bool weights_stale;        /* params changed since the bf16 copy was made */
     float **host_copies;       /* per buffer: its last download (lazily allocated) */
     bool failed;
     tlm_err err;               /* the first device failure */
@@ -35,12 +41,16 @@ typedef struct tlm_gpu_model {
  * extra_bytes (the optimizer's state, counted in the same check) exceed the
  * device's memory. The parameters stay on the host until
  * tlm_model_params_to_device. */
-bool tlm_gpu_model_create(tlm_model *m, tlm_device *dev, int64_t extra_bytes, tlm_err *err);
+bool tlm_gpu_model_create(tlm_model *m, tlm_device *dev, tlm_precision precision, int64_t extra_bytes, tlm_err *err);
 void tlm_gpu_model_destroy(tlm_model *m);
 
 /* The device executor (gpu_executor.c): the op list on the device. */
 double tlm_gpu_model_forward(tlm_model *m, const int32_t *tokens, const int32_t *targets, int64_t B, int64_t T);
 void tlm_gpu_model_backward(tlm_model *m, float dloss);
+
+/* The parameters on the device changed (an update, an upload): the bf16
+ * copy is remade before the next forward. */
+void tlm_gpu_model_params_changed(tlm_model *m);
 
 /* Records the first device failure (later ones are consequences). */
 void tlm_gpu_model_fail(tlm_model *m, const tlm_err *e);

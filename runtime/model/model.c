@@ -98,12 +98,15 @@ static void add_bytes(int64_t *bytes, int64_t n) { *bytes = n > INT64_MAX - *byt
 
 bool tlm_model_create(tlm_model *m, const tlm_so *so, int64_t B, int64_t T, bool training, int64_t extra_bytes,
                       tlm_err *err) {
-    return tlm_model_create_on(m, so, NULL, B, T, training, extra_bytes, err);
+    return tlm_model_create_on(m, so, NULL, TLM_PRECISION_FP32, B, T, training, extra_bytes, err);
 }
 
-bool tlm_model_create_on(tlm_model *m, const tlm_so *so, tlm_device *dev, int64_t B, int64_t T, bool training,
-                         int64_t extra_bytes, tlm_err *err) {
+bool tlm_model_create_on(tlm_model *m, const tlm_so *so, tlm_device *dev, tlm_precision precision, int64_t B,
+                         int64_t T, bool training, int64_t extra_bytes, tlm_err *err) {
     memset(m, 0, sizeof *m);
+    if (!dev && precision != TLM_PRECISION_FP32)
+        return tlm_fail(err, "%s runs on a GPU only (--device cuda); the CPU computes in fp32",
+                        tlm_precision_name(precision));
     const tlm_blob_header *h = so->header;
     const tlm_abi_config *am = so->config;
     if (B < 1 || T < 1) return tlm_fail(err, "batch and sequence length must be positive");
@@ -201,7 +204,7 @@ bool tlm_model_create_on(tlm_model *m, const tlm_so *so, tlm_device *dev, int64_
         tlm_model_destroy(m);
         return false;
     }
-    if (dev && !tlm_gpu_model_create(m, dev, extra_bytes, err)) {
+    if (dev && !tlm_gpu_model_create(m, dev, precision, extra_bytes, err)) {
         tlm_model_destroy(m);
         return false;
     }
@@ -210,6 +213,7 @@ bool tlm_model_create_on(tlm_model *m, const tlm_so *so, tlm_device *dev, int64_
 
 bool tlm_model_params_to_device(tlm_model *m, tlm_err *err) {
     if (!m->gpu) return true;
+    tlm_gpu_model_params_changed(m);
     return tlm_device_upload(m->gpu->gpu.dev, m->gpu->params, m->params, (size_t)m->param_floats * sizeof(float), err);
 }
 

@@ -11,6 +11,7 @@
 
 #include "device.h"
 #include "model_so.h"
+#include "precision.h"
 
 typedef struct tlm_model {
     const tlm_so *so;
@@ -39,10 +40,11 @@ typedef struct tlm_model {
  * refused before anything is allocated. */
 bool tlm_model_create(tlm_model *m, const tlm_so *so, int64_t B, int64_t T, bool training, int64_t extra_bytes,
                       tlm_err *err);
-/* The same on a device (dev NULL: the CPU): the activations live on the
- * device only; the host keeps the parameters' master copy. */
-bool tlm_model_create_on(tlm_model *m, const tlm_so *so, tlm_device *dev, int64_t B, int64_t T, bool training,
-                         int64_t extra_bytes, tlm_err *err);
+/* The same on a device (dev NULL: the CPU) in a precision (bf16 only on a
+ * device): the activations live on the device only; the host keeps the
+ * parameters' master copy. */
+bool tlm_model_create_on(tlm_model *m, const tlm_so *so, tlm_device *dev, tlm_precision precision, int64_t B,
+                         int64_t T, bool training, int64_t extra_bytes, tlm_err *err);
 void tlm_model_destroy(tlm_model *m);
 
 /* On a device: copy the host's parameters there (after initialising or

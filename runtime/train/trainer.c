@@ -198,6 +198,7 @@ tlm_step_result tlm_trainer_step(tlm_trainer *t, const int32_t *tokens, const in
         if (!r.finite) return r;
         tlm_test_kill_at("step");
         t->step++;
+        tlm_gpu_model_params_changed(model);
         if (!device_update(t, model->gpu->grads, t->spans, t->nspans, r.lr, t->step, &e) || !device_slow(t, r.lr, &e)) {
             tlm_gpu_model_fail(model, &e);
             r.finite = false;

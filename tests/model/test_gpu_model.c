@@ -62,7 +62,7 @@ static void run_model(const char *path, tlm_device *dev) {
     tlm_model cpu, gpu;
     tlm_err err = {""};
     create_model(&cpu, &so, B, T, true);
-    if (!tlm_model_create_on(&gpu, &so, dev, B, T, true, 0, &err)) {
+    if (!tlm_model_create_on(&gpu, &so, dev, TLM_PRECISION_FP32, B, T, true, 0, &err)) {
         printf("FAIL %s: cannot create the model on the device: %s\n", model, err.msg);
         g_failures++;
         tlm_model_destroy(&cpu);

@@ -3,6 +3,7 @@ with the plain safetensors reader of tests/reference/st.py (numpy only):
 
   ckpt.py same A B              every tensor of two checkpoints bit-identical
   ckpt.py logs A B              two logs equal but for timings
+  ckpt.py differ A B            two logs' training losses not all equal
   ckpt.py meta FILE KEY         print a __metadata__ value
   ckpt.py layout FILE OPT       Llama names, optimizer state (adamw|sgd), run state
   ckpt.py learned LOG RATIO     the last val_loss < RATIO x the first
@@ -64,6 +65,16 @@ def close(a, b, tol):
     if worst > float(tol):
         fail(f"losses differ by {worst:.3g} relative, more than {tol}")
     print(f"ok: {len(la)} losses within {worst:.2g} relative")
+
+
+def differ(a, b):
+    """Two runs whose math should differ (bf16 against fp32) did: some
+    training loss is not equal, so the comparison above it is not vacuous."""
+    la = {r["step"]: r["loss"] for r in records(a) if "loss" in r}
+    lb = {r["step"]: r["loss"] for r in records(b) if "loss" in r}
+    if not la or la == lb:
+        fail("the two logs have the same losses")
+    print(f"ok: {sum(la[s] != lb.get(s) for s in la)} of {len(la)} losses differ")
 
 
 def layout(path, opt):
@@ -181,6 +192,8 @@ def main():
         logs(*args)
     elif cmd == "close":
         close(*args)
+    elif cmd == "differ":
+        differ(*args)
     elif cmd == "meta":
         print(st.load(args[0])[1][args[1]])
     elif cmd == "layout":

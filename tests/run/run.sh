@@ -103,60 +103,88 @@ gpu_emulated)
   # checkpoints that cross between the device and the CPU, eval and sample.
   export TLM_TEST_DEVICE=emulated XDG_CACHE_HOME=$work/gpu-cache
   flags=(--threads 1 --context 16 --batch 4 --steps 6 --log-every 1 --eval-every 3 --eval-batches 1 --ckpt-every 2)
+  # fp32 on the device, to compare with the CPU; bf16 (the default) below
+  gpu=(--device cuda --precision fp32)
   for m in small small_gated small_titans small_hope; do
     expect 0 "done: 6 steps" "$m: 6 steps on the device" -- \
-      "$run" train "$models/$m.so" "${flags[@]}" --device cuda --ckpt "$tmp/$m.g" --log "$tmp/$m.g.jsonl"
+      "$run" train "$models/$m.so" "${flags[@]}" "${gpu[@]}" --ckpt "$tmp/$m.g" --log "$tmp/$m.g.jsonl"
     expect 0 "done: 6 steps" "$m: 6 steps on the CPU" -- \
       "$run" train "$models/$m.so" "${flags[@]}" --ckpt "$tmp/$m.c" --log "$tmp/$m.c.jsonl"
     check "$m: device and CPU losses agree" -- ckpt close "$tmp/$m.g.jsonl" "$tmp/$m.c.jsonl" 1e-6
     # stopped and resumed on the device: bit for bit (hope's slow level is
     # mid-period at step 3)
     expect 0 "stopped at step 3 of 6" "$m: stopped at step 3 on the device" -- \
-      "$run" train "$models/$m.so" "${flags[@]}" --device cuda --ckpt "$tmp/$m.r" --log "$tmp/$m.r.jsonl" --stop-at 3
+      "$run" train "$models/$m.so" "${flags[@]}" "${gpu[@]}" --ckpt "$tmp/$m.r" --log "$tmp/$m.r.jsonl" --stop-at 3
     expect 0 "done: 6 steps" "$m: resumed on the device" -- \
-      "$run" train "$models/$m.so" --device cuda --ckpt "$tmp/$m.r" --resume
+      "$run" train "$models/$m.so" "${gpu[@]}" --ckpt "$tmp/$m.r" --resume
     check "$m: resumed checkpoint bit-identical" -- ckpt same "$tmp/$m.g/checkpoint.safetensors" "$tmp/$m.r/checkpoint.safetensors"
     check "$m: resumed log identical" -- ckpt logs "$tmp/$m.g.jsonl" "$tmp/$m.r.jsonl"
     # crossing: device -> CPU and CPU -> device, from the fp32 weights
     expect 0 "stopped at step 3 of 6" "$m: 3 steps on the device" -- \
-      "$run" train "$models/$m.so" "${flags[@]}" --device cuda --ckpt "$tmp/$m.x" --log "$tmp/$m.x.jsonl" --stop-at 3
+      "$run" train "$models/$m.so" "${flags[@]}" "${gpu[@]}" --ckpt "$tmp/$m.x" --log "$tmp/$m.x.jsonl" --stop-at 3
     expect 0 "written on cuda:0" "$m: resumed on the CPU, with a note" -- \
       "$run" train "$models/$m.so" --ckpt "$tmp/$m.x" --resume
     check "$m: device then CPU agrees with the CPU" -- ckpt close "$tmp/$m.x.jsonl" "$tmp/$m.c.jsonl" 1e-6
     expect 0 "stopped at step 3 of 6" "$m: 3 steps on the CPU" -- \
       "$run" train "$models/$m.so" "${flags[@]}" --ckpt "$tmp/$m.y" --log "$tmp/$m.y.jsonl" --stop-at 3
     expect 0 "written on cpu" "$m: resumed on the device, with a note" -- \
-      "$run" train "$models/$m.so" --device cuda --ckpt "$tmp/$m.y" --resume
+      "$run" train "$models/$m.so" "${gpu[@]}" --ckpt "$tmp/$m.y" --resume
     check "$m: CPU then device agrees with the CPU" -- ckpt close "$tmp/$m.y.jsonl" "$tmp/$m.c.jsonl" 1e-6
   done
   expect 0 "from the cache (nothing compiled)" "a second run compiles nothing" -- \
-    "$run" train "$models/small.so" "${flags[@]}" --device cuda --ckpt "$tmp/small.g" --overwrite
+    "$run" train "$models/small.so" "${flags[@]}" "${gpu[@]}" --ckpt "$tmp/small.g" --overwrite
   expect 0 "runtime .* kernels, cached" "info --device cuda: the runtime's kernels are cached" -- \
     "$run" info "$models/small.so" --device cuda
   expect 0 "model MLP (per width) .* 10 kernels, cached" "info --device cuda: the model's kernels are cached" -- \
     "$run" info "$models/small.so" --device cuda
   expect 0 "persuasion" "eval on the device" -- \
-    "$run" eval "$models/small.so" --device cuda --ckpt "$tmp/small.c" --context 16 --batch 4 --max-tokens 128
+    "$run" eval "$models/small.so" "${gpu[@]}" --ckpt "$tmp/small.c" --context 16 --batch 4 --max-tokens 128
   grep persuasion "$tmp/out" > "$tmp/eval.gpu"
   expect 0 "persuasion" "eval on the CPU" -- \
     "$run" eval "$models/small.so" --ckpt "$tmp/small.c" --context 16 --batch 4 --max-tokens 128
   grep persuasion "$tmp/out" > "$tmp/eval.cpu"
   check "eval: the same loss on both (4 decimals)" -- cmp "$tmp/eval.gpu" "$tmp/eval.cpu"
   expect 0 "" "sample on the device" -- \
-    "$run" sample "$models/small.so" --device cuda --ckpt "$tmp/small.c" --length 24 --seed 5 --prompt "It is"
+    "$run" sample "$models/small.so" "${gpu[@]}" --ckpt "$tmp/small.c" --length 24 --seed 5 --prompt "It is"
   cp "$tmp/out" "$tmp/sample.gpu"
   expect 0 "" "sample on the CPU" -- "$run" sample "$models/small.so" --ckpt "$tmp/small.c" --length 24 --seed 5 --prompt "It is"
   check "sample: the same text on both" -- cmp "$tmp/sample.gpu" "$tmp/out"
   expect 1 "step 2: the loss is NaN.*nan/checkpoint.safetensors (step 1), is intact" \
     "--lr 1e30 on the device stops on NaN, as on the CPU" -- \
-    "$run" train "$models/small.so" "${flags[@]}" --device cuda --lr 1e30 --ckpt "$tmp/nan" --ckpt-every 1
+    "$run" train "$models/small.so" "${flags[@]}" "${gpu[@]}" --lr 1e30 --ckpt "$tmp/nan" --ckpt-every 1
   # 84 GiB of activations: refused with the sizes before anything is
   # allocated (the emulated device's memory is the machine's)
   expect 1 "out of device memory: batch 131000 × 64 tokens needs 84.* GiB on cuda:0" \
     "a batch larger than the device's memory" -- \
-    "$run" train "$models/small.so" --device cuda --batch 131000 --context 64 --steps 1 --ckpt "$tmp/huge"
+    "$run" train "$models/small.so" "${gpu[@]}" --batch 131000 --context 64 --steps 1 --ckpt "$tmp/huge"
   expect 0 "rho" "probe on the device" -- \
-    "$run" probe "$models/small.so" --device cuda --ckpt "$tmp/small.c" --context 16 --batch 4 --windows 8
+    "$run" probe "$models/small.so" "${gpu[@]}" --ckpt "$tmp/small.c" --context 16 --batch 4 --windows 8
+  # bf16, the device's default: bf16 GEMM operands, fp32 everything else.
+  # Its losses stay within 1e-3 relative of the fp32 CPU run's (a quarter of
+  # bf16's unit roundoff 2^-8; docs/gpu.md, "Precision": measured up to
+  # 2.3e-5 here), a resume in bf16 is bit for bit,
+  # and a resume in fp32 continues with a note.
+  for m in small small_titans; do
+    expect 0 "cuda:0 .*, bf16" "$m: 6 steps in bf16 (the device's default)" -- \
+      "$run" train "$models/$m.so" "${flags[@]}" --device cuda --ckpt "$tmp/$m.b" --log "$tmp/$m.b.jsonl"
+    check "$m: bf16 losses within 1e-3 of the fp32 CPU run's" -- ckpt close "$tmp/$m.b.jsonl" "$tmp/$m.c.jsonl" 1e-3
+    check "$m: bf16 differs from fp32 (the GEMMs did round)" -- ckpt differ "$tmp/$m.b.jsonl" "$tmp/$m.g.jsonl"
+    expect 0 "stopped at step 3 of 6" "$m: stopped at step 3 in bf16" -- \
+      "$run" train "$models/$m.so" "${flags[@]}" --device cuda --ckpt "$tmp/$m.br" --log "$tmp/$m.br.jsonl" --stop-at 3
+    expect 0 "done: 6 steps" "$m: resumed in bf16" -- "$run" train "$models/$m.so" --device cuda --ckpt "$tmp/$m.br" --resume
+    check "$m: bf16 resume bit-identical" -- ckpt same "$tmp/$m.b/checkpoint.safetensors" "$tmp/$m.br/checkpoint.safetensors"
+    check "$m: bf16 resumed log identical" -- ckpt logs "$tmp/$m.b.jsonl" "$tmp/$m.br.jsonl"
+  done
+  expect 0 "stopped at step 3 of 6" "bf16 run to cross to fp32" -- \
+    "$run" train "$models/small.so" "${flags[@]}" --device cuda --ckpt "$tmp/bx" --stop-at 3
+  expect 0 "note: resuming in fp32, the checkpoint was written in bf16" "resumed in fp32, with a note" -- \
+    "$run" train "$models/small.so" --device cuda --precision fp32 --ckpt "$tmp/bx" --resume
+  expect 0 "persuasion" "eval in bf16" -- \
+    "$run" eval "$models/small.so" --device cuda --ckpt "$tmp/small.c" --context 16 --batch 4 --max-tokens 128
+  expect 2 "--precision bf16 needs --device cuda" "--precision bf16 on the CPU" -- \
+    "$run" train "$models/small.so" --precision bf16 --ckpt "$tmp/none"
+  expect 2 "unknown precision \`fp16\`" "--precision fp16" -- \
+    "$run" eval "$models/small.so" --device cuda --precision fp16
   ;;
 
 resume_exact)
