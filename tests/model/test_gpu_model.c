@@ -1,4 +1,5 @@
-/* Whole models on the emulated device against the CPU runtime (fp32): for
+/* Whole models on the emulated device against the CPU runtime (fp32, and
+ * bf16 with bounds of its own, see bf16_model): for
  * each model.so given, the same parameters and batch through both
  * executors, then the loss, every gradient, and the parameters after a few
  * optimizer steps (AdamW, clipping, the model's schedule; hope_attention's
@@ -54,6 +55,49 @@ static double compare(const char *what, const char *name, const float *cpu, cons
     return ratio;
 }
 
+/* bf16 (the device's default) from the same parameters and batch: the
+ * loss within BF16_LOSS of the CPU's fp32 loss, relative, and each
+ * gradient within BF16_GRAD of the CPU's in norm, relative:
+ * ||g_bf16 - g_cpu|| <= BF16_GRAD ||g_cpu||. Rounding a GEMM operand to
+ * bf16 perturbs it by at most u = 2^-8 relative; a gradient is a chain of
+ * a few GEMMs per layer, so its first-order error is a few u in the worst
+ * case and, the roundings being independent, far less in norm. The bounds
+ * (2^-10 for the loss, 8u = 2^-5 for gradients) leave room for the odd
+ * sizes and titans' memory; docs/gpu.md gives the measured values. */
+static const double BF16_LOSS = 1.0 / 1024, BF16_GRAD = 1.0 / 32;
+
+static void bf16_model(const tlm_so *so, tlm_device *dev, const tlm_model *cpu, const int32_t *tokens,
+                       const int32_t *targets, int64_t T, double cpu_loss) {
+    const char *model = tlm_so_str(so, so->config->name);
+    tlm_model g;
+    tlm_err err = {""};
+    if (!tlm_model_create_on(&g, so, dev, TLM_PRECISION_BF16, B, T, true, 0, &err)) {
+        CHECK(false, "%s: cannot create the bf16 model: %s", model, err.msg);
+        return;
+    }
+    memcpy(g.params, cpu->params, (size_t)cpu->param_floats * sizeof(float));
+    CHECK(tlm_model_params_to_device(&g, &err), "%s", err.msg);
+    tlm_model_zero_grads(&g);
+    double loss = tlm_model_forward(&g, tokens, targets, B, T);
+    tlm_model_backward(&g, 1.0f);
+    CHECK(!tlm_model_device_error(&g), "%s bf16: %s", model, tlm_model_device_error(&g));
+    CHECK(tlm_model_grads_to_host(&g, &err), "%s", err.msg);
+    double dloss = fabs(loss - cpu_loss) / fabs(cpu_loss), worst = 0;
+    CHECK(dloss <= BF16_LOSS, "%s bf16 loss %.9g, fp32 CPU %.9g: %.3g relative", model, loss, cpu_loss, dloss);
+    CHECK(loss != cpu_loss, "%s bf16 loss equals fp32's: nothing was rounded", model);
+    for (uint32_t i = 0; i < so->header->nparams; i++) {
+        const float *a = tlm_model_grad(&g, (int)i), *b = tlm_model_grad(cpu, (int)i);
+        double num = 0, den = 0;
+        for (int64_t e = 0; e < so->params[i].count; e++)
+            num += ((double)a[e] - b[e]) * ((double)a[e] - b[e]), den += (double)b[e] * b[e];
+        double r = den > 0 ? sqrt(num / den) : sqrt(num);
+        CHECK(r <= BF16_GRAD, "%s bf16 gradient %s: %.3g relative in norm", model, tlm_so_str(so, so->params[i].name), r);
+        if (!(r <= worst)) worst = r;
+    }
+    printf("%-20s bf16: loss %.2g relative, worst gradient %.2g relative in norm\n", model, dloss, worst);
+    tlm_model_destroy(&g);
+}
+
 static void run_model(const char *path, tlm_device *dev) {
     tlm_so so;
     open_so(path, &so);
@@ -93,6 +137,8 @@ static void run_model(const char *path, tlm_device *dev) {
         worst_grad =
             fmax(worst_grad, compare("gradient", tlm_so_str(&so, so.params[i].name), tlm_model_grad(&cpu, (int)i),
                                      tlm_model_grad(&gpu, (int)i), so.params[i].count));
+
+    bf16_model(&so, dev, &cpu, tokens, targets, T, lc);
 
     /* a few optimizer steps from the same start */
     tlm_abi_train s = *so.train;
