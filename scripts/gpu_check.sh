@@ -47,7 +47,7 @@ run() {
   else row "$name" FAIL "$((SECONDS - t0)) s, exit $? (see below)"; fail=1; tail -20 "$work/$name.out"; fi
 }
 
-for t in test_gpu_basic test_gpu_mixers test_gpu_optim test_gpu_linear; do run "${t#test_}" -- "$bin/$t"; done
+for t in test_gpu_basic test_gpu_mixers test_gpu_optim test_gpu_linear test_gpu_bf16; do run "${t#test_}" -- "$bin/$t"; done
 run "models vs CPU" -- "$bin/test_gpu_model" "$models"/{taper_swiglu,gelu_tied,odd_sizes,gated_headwise,gated_elementwise,hope_cms,titans_chunked,titans_exact}.so
 grep -E '^[a-z_]+ +loss' "$work/models vs CPU.out" | sed 's/^/    /'
 
@@ -76,9 +76,12 @@ peer() {
   [ -n "$tps" ] && rows+=("    PyTorch $(printf '%.0f' "$tps") tok/s")
 }
 if [ $emulated = 0 ]; then
-  run "train transformer_440m" -- "$bin/tlm-run" train "$models/transformer_440m.so" --device cuda --steps 20 \
-    --context 2048 --batch 8 --eval-every 0 --eval-batches 1 --log-every 5 --ckpt "$work/t440"
-  rows+=("    $(step_figures "$work/train transformer_440m.out")")
+  for p in bf16 fp32; do
+    run "train transformer_440m $p" -- "$bin/tlm-run" train "$models/transformer_440m.so" --device cuda \
+      --precision $p --steps 20 --context 2048 --batch 8 --eval-every 0 --eval-batches 1 --log-every 5 \
+      --ckpt "$work/t440$p"
+    rows+=("    $(step_figures "$work/train transformer_440m $p.out")")
+  done
   peer "pytorch 440m fp32" transformer_440m --device cuda --precision fp32 --steps 20 --batch 8 --seq 2048
   peer "pytorch 440m bf16" transformer_440m --device cuda --precision bf16 --steps 20 --batch 8 --seq 2048
 else
