@@ -66,6 +66,18 @@ for m in tiny tiny_gated tiny_hope tiny_titans; do
     [ -s "$work/train $m ($pass).out" ] && rows+=("    $(step_figures "$work/train $m ($pass).out")")
   done
 done
+# The attention and MLP kernels' shares of the step (train --profile, which
+# waits for each op: its own run, not the timed ones above)
+shares() {
+  awk '$1 ~ /^(attention|mlp)(_backward)?$/ { k = $1; sub(/_backward/, "", k); s[k] += $4 }
+       END { printf "attention %.1f%%, MLP %.1f%% of the step (forward + backward)", s["attention"], s["mlp"] }' "$1"
+}
+pm=transformer_440m pargs=(--context 2048 --batch 8)
+[ $emulated = 1 ] && pm=tiny pargs=(--context $context --batch $batch)
+run "profile $pm" -- "$bin/tlm-run" train "$models/$pm.so" --device cuda --steps 3 "${pargs[@]}" --eval-every 0 \
+  --eval-batches 1 --profile --ckpt "$work/profile"
+grep -q '^  mlp ' "$work/profile $pm.out" && rows+=("    $(shares "$work/profile $pm.out")")
+
 py=${TLM_PYTHON:-python3}
 # peer NAME MODEL PEER_ARGS...: PyTorch's tokens/s on the model's settings
 peer() {

@@ -111,7 +111,8 @@ int cmd_eval(int argc, char **argv) {
     if (context > so.config->context)
         rc = cli_usage_error("eval", "--context %" PRId64 " is longer than the model's context (%" PRId64 ")", context,
                              so.config->context);
-    else if (!tlm_model_create_on(&m, &so, dev, precision, batch, context, false, 0, &err)) rc = cli_error("eval", "%s", err.msg);
+    else if (!tlm_model_create_on(&m, &so, dev, precision, batch, context, false, 0, &err))
+        rc = cli_error("eval", "%s", err.msg);
     else rc = load_checkpoint("eval", &so, ckpt, &m, path, sizeof path, &step);
 
     /* Load every text first, so a bad path fails before any long work. */

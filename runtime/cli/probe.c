@@ -123,7 +123,8 @@ int cmd_probe(int argc, char **argv) {
                              am->context);
     /* The training layout keeps every layer's residual stream to the end
      * of the forward pass; the inference one reuses it. */
-    else if (!tlm_model_create_on(&m, &so, dev, precision, batch, context, true, 0, &err)) rc = cli_error("probe", "%s", err.msg);
+    else if (!tlm_model_create_on(&m, &so, dev, precision, batch, context, true, 0, &err))
+        rc = cli_error("probe", "%s", err.msg);
     else if ((rc = load_checkpoint("probe", &so, ckpt, &m, path, sizeof path, &step)) != 0)
         ;
     else if (!corpus_load(&ds, data, CORPUS_VALID, context, am->vocab, name, sizeof name, &err))

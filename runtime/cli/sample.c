@@ -32,7 +32,17 @@ static void usage(FILE *out) {
           out);
 }
 
-enum { OPT_CKPT = 256, OPT_PROMPT, OPT_LENGTH, OPT_TEMPERATURE, OPT_TOP_K, OPT_SEED, OPT_THREADS, OPT_DEVICE, OPT_PRECISION };
+enum {
+    OPT_CKPT = 256,
+    OPT_PROMPT,
+    OPT_LENGTH,
+    OPT_TEMPERATURE,
+    OPT_TOP_K,
+    OPT_SEED,
+    OPT_THREADS,
+    OPT_DEVICE,
+    OPT_PRECISION
+};
 static const struct option long_options[] = {
     {"help", no_argument, NULL, 'h'},
     {"ckpt", required_argument, NULL, OPT_CKPT},
@@ -99,7 +109,8 @@ int cmd_sample(int argc, char **argv) {
     float *scratch = malloc((size_t)V * sizeof *scratch);
     int rc = 0;
     if (!window || !scratch) rc = cli_error("sample", "out of memory");
-    else if (!tlm_model_create_on(&m, &so, dev, precision, 1, T, false, 0, &err)) rc = cli_error("sample", "%s", err.msg);
+    else if (!tlm_model_create_on(&m, &so, dev, precision, 1, T, false, 0, &err))
+        rc = cli_error("sample", "%s", err.msg);
     else rc = load_checkpoint("sample", &so, ckpt, &m, path, sizeof path, &step);
 
     /* The prompt's last T bytes are the context; an empty prompt starts from

@@ -39,6 +39,7 @@
 #include "evaluate.h"
 #include "flops.h"
 #include "gpu_model.h"
+#include "profile.h"
 #include "progress.h"
 #include "tlm_rt/ops.h"
 #include "train_options.h"
@@ -169,8 +170,11 @@ static bool save_checkpoint(run *r, tlm_err *err) {
     snprintf(threads, sizeof threads, "%d", tlm_get_num_threads());
     device_flag_describe(r->dev, device, sizeof device);
     tlm_st_meta extra[] = {
-        {"settings", settings}, {"data_fingerprint", r->data_fingerprint}, {"threads", threads},
-        {"device", device},     {"precision", tlm_precision_name(r->o.precision)},
+        {"settings", settings},
+        {"data_fingerprint", r->data_fingerprint},
+        {"threads", threads},
+        {"device", device},
+        {"precision", tlm_precision_name(r->o.precision)},
         {"created_by", "tlm-run " TLM_VERSION},
     };
     r->state.elapsed = elapsed(r);
@@ -352,6 +356,10 @@ static int setup(run *r) {
         rc = cli_error("train", "%s", err.msg);
         goto out;
     }
+    if (o->profile && !(r->model.profile = calloc(1, sizeof *r->model.profile))) {
+        rc = cli_error("train", "out of memory");
+        goto out;
+    }
     r->x = malloc((size_t)(o->s.batch * r->T) * sizeof *r->x);
     r->y = malloc((size_t)(o->s.batch * r->T) * sizeof *r->y);
     if (!r->x || !r->y) {
@@ -401,8 +409,8 @@ static void banner(const run *r) {
     if (s->accumulate > 1) printf(" in %" PRId64 " micro-batches", s->accumulate);
     char where[300];
     device_flag_describe(r->dev, where, sizeof where);
-    printf(", %s lr %g, %s%s%s\n", tlm_enum_name(&tlm_optimizer_enum, s->optimizer), s->lr, where,
-           r->dev ? ", " : "", r->dev ? tlm_precision_name(r->o.precision) : "");
+    printf(", %s lr %g, %s%s%s\n", tlm_enum_name(&tlm_optimizer_enum, s->optimizer), s->lr, where, r->dev ? ", " : "",
+           r->dev ? tlm_precision_name(r->o.precision) : "");
     if (r->model.gpu) print_kernel_report(&r->model);
     printf("checkpoints: %s\n", r->ckpt_file);
     fflush(stdout);
@@ -412,12 +420,29 @@ static void banner(const run *r) {
 static int validate(run *r) {
     tlm_eval_result res;
     tlm_err err = {""};
-    if (!tlm_eval_sampled(&r->model, &r->val, r->micro, r->T, r->o.s.eval_batches, VALIDATION_SEED, &res, &err)) {
+    /* --profile times the training steps, not the validations */
+    tlm_profile *profile = r->model.profile;
+    r->model.profile = NULL;
+    bool ok = tlm_eval_sampled(&r->model, &r->val, r->micro, r->T, r->o.s.eval_batches, VALIDATION_SEED, &res, &err);
+    r->model.profile = profile;
+    if (!ok) {
         progress_close(&r->out, NULL);
         return cli_error("train", "%s", err.msg);
     }
     if (!progress_validation(&r->out, r->state.step, res.loss, &err)) return write_failed(r, "", &err);
     return 0;
+}
+
+/* --profile: its record in the log (before the log closes) ... */
+static bool log_profile(run *r, tlm_err *err) {
+    const tlm_profile *p = r->model.profile;
+    if (!p || p->steps < 1 || !r->out.log) return true;
+    if (tlm_profile_write_json(p, r->out.log)) return true;
+    return tlm_fail(err, "%s: cannot write the profile: %s", r->out.log_path, strerror(errno));
+}
+/* ... and its table (after the progress line has ended). */
+static void print_profile(const run *r) {
+    if (r->model.profile) tlm_profile_print(r->model.profile, stdout);
 }
 
 /* ---- the loop ---- */
@@ -463,6 +488,10 @@ static int train_loop(run *r) {
                              r->state.step + 1, loss_bad ? "loss" : "gradient norm", isnan(bad) ? "NaN" : "Inf", last);
         }
         double dt = progress_now() - t0;
+        if (r->model.profile) {
+            r->model.profile->step_seconds += dt;
+            r->model.profile->steps++;
+        }
         r->state.step++;
         r->state.tokens_seen += s->batch * r->T;
         train_time += dt;
@@ -500,7 +529,8 @@ static int train_loop(run *r) {
         if ((stop || (s->ckpt_every > 0 && step % s->ckpt_every == 0)) && !save_checkpoint(r, &err))
             return write_failed(r, "cannot write the checkpoint: ", &err);
         if (stop && !last) {
-            if (!progress_close(&r->out, &err)) return write_failed(r, "", &err);
+            if (!log_profile(r, &err) || !progress_close(&r->out, &err)) return write_failed(r, "", &err);
+            print_profile(r);
             int sig = stop_signal;
             printf("%s at step %" PRId64 " of %" PRId64 "%s; checkpoint %s (continue with --resume)\n",
                    sig ? "interrupted" : "stopped", step, s->steps,
@@ -513,7 +543,8 @@ static int train_loop(run *r) {
     }
     if (r->ckpt_step != r->state.step && !save_checkpoint(r, &err)) /* --steps 0 */
         return write_failed(r, "cannot write the checkpoint: ", &err);
-    if (!progress_close(&r->out, &err)) return write_failed(r, "", &err);
+    if (!log_profile(r, &err) || !progress_close(&r->out, &err)) return write_failed(r, "", &err);
+    print_profile(r);
     char took[16];
     progress_duration(took, sizeof took, elapsed(r));
     printf("done: %" PRId64 " steps, %.2fM tokens in %s; checkpoint %s\n", r->state.step,
@@ -542,6 +573,8 @@ int cmd_train(int argc, char **argv) {
     free(r->x);
     free(r->y);
     tlm_trainer_destroy(&r->trainer);
+    free(r->model.profile);
+    r->model.profile = NULL;
     tlm_model_destroy(&r->model);
     if (r->dev) tlm_device_close(r->dev);
     tlm_data_free(&r->train);

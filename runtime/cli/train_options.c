@@ -27,6 +27,7 @@ enum {
     OPT_DECAY_EMBEDDINGS,
     OPT_STOP_AT,
     OPT_DRY_RUN,
+    OPT_PROFILE,
     OPT_SETTING = 512,
 };
 
@@ -44,6 +45,7 @@ static const struct option other_options[] = {
     {"decay-embeddings", no_argument, NULL, OPT_DECAY_EMBEDDINGS},
     {"stop-at", required_argument, NULL, OPT_STOP_AT},
     {"dry-run", no_argument, NULL, OPT_DRY_RUN},
+    {"profile", no_argument, NULL, OPT_PROFILE},
 };
 #define NOTHER ((int)(sizeof other_options / sizeof *other_options))
 
@@ -95,6 +97,8 @@ static void usage(FILE *out) {
           "  --device DEV         cpu (default), cuda or cuda:N (docs/gpu.md)\n"
           "  --precision P        bf16 (the GPU's default: bf16 GEMMs, fp32 master weights)\n"
           "                       or fp32 (the CPU's only one)\n"
+          "  --profile            time each op kind: a table at the end, a record in the log\n"
+          "                       (on a GPU each op is waited for: slower while profiling)\n"
           "  --decay-embeddings   decay the embedding (and a tied head) too\n"
           "  --dry-run            resolve the settings as a run would (the model's, the\n"
           "                       flags, with --resume the checkpoint's), print them one\n"
@@ -195,6 +199,7 @@ int train_parse(train_options *o, int argc, char **argv) {
         case OPT_OVERWRITE: o->overwrite = true; break;
         case OPT_DECAY_EMBEDDINGS: o->given_decay = true; break;
         case OPT_DRY_RUN: o->dry_run = true; break;
+        case OPT_PROFILE: o->profile = true; break;
         case OPT_DATA:
             o->data = a.val;
             o->given_data = true;

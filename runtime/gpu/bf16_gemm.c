@@ -26,8 +26,7 @@ static int64_t extent(const operand *o) { return o->rows && o->cols ? (o->cols -
 
 /* Points o at bf16 data: the weights' copy, or a rounded copy in the
  * scratch from *used on. */
-static bool lower(tlm_gpu *gpu, const tlm_bf16_gemm *b, const operand *o, int64_t batch, int64_t *used,
-                  tlm_err *err) {
+static bool lower(tlm_gpu *gpu, const tlm_bf16_gemm *b, const operand *o, int64_t batch, int64_t *used, tlm_err *err) {
     const int64_t span = extent(o), items = *o->stride ? batch : 1;
     const int64_t last = (items - 1) * *o->stride + span; /* elements from the first to the end */
     *o->type = TLM_GEMM_BF16;
@@ -44,8 +43,8 @@ static bool lower(tlm_gpu *gpu, const tlm_bf16_gemm *b, const operand *o, int64_
                         (long long)b->scratch_elems, (long long)(*used + items * item_elems - b->scratch_elems));
     tlm_dptr dst = b->scratch + (tlm_dptr)*used * 2;
     for (int64_t i = 0; i < items; i++)
-        if (!tlm_gpu_to_bf16(gpu, dst + (tlm_dptr)(i * item_elems) * 2,
-                             p + (tlm_dptr)(i * *o->stride) * sizeof(float), span, err))
+        if (!tlm_gpu_to_bf16(gpu, dst + (tlm_dptr)(i * item_elems) * 2, p + (tlm_dptr)(i * *o->stride) * sizeof(float),
+                             span, err))
             return false;
     *o->ptr = dst;
     if (*o->stride) *o->stride = item_elems;

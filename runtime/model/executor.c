@@ -11,6 +11,7 @@
 #include "arena_plan.h"
 #include "gpu_model.h"
 #include "model.h"
+#include "profile.h"
 #include "op_context.h"
 #include "tlm_rt/ops.h"
 
@@ -314,7 +315,9 @@ double tlm_model_forward(tlm_model *m, const int32_t *tokens, const int32_t *tar
     for (int i = 0; i < m->nforward; i++) {
         const tlm_abi_op *op = &m->so->ops[i];
         if (op->kind == TLM_OP_LOSS && !targets) continue;
+        double t0 = m->profile ? tlm_profile_clock() : 0;
         op_functions[op->kind](&s, op);
+        if (m->profile) tlm_profile_op(m->profile, m, op, t0);
     }
     return targets ? s.loss : 0;
 }
@@ -325,5 +328,9 @@ void tlm_model_backward(tlm_model *m, float dloss) {
         return;
     }
     step s = step_for(m, dloss);
-    for (int i = m->nforward; i < m->nops; i++) op_functions[m->so->ops[i].kind](&s, &m->so->ops[i]);
+    for (int i = m->nforward; i < m->nops; i++) {
+        double t0 = m->profile ? tlm_profile_clock() : 0;
+        op_functions[m->so->ops[i].kind](&s, &m->so->ops[i]);
+        if (m->profile) tlm_profile_op(m->profile, m, &m->so->ops[i], t0);
+    }
 }

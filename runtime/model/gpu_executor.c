@@ -14,6 +14,7 @@
 #include "gpu_linear.h"
 #include "gpu_mixers.h"
 #include "gpu_model.h"
+#include "profile.h"
 #include "op_context.h"
 
 typedef struct step {
@@ -342,7 +343,11 @@ static bool run_ops(step *s, int from, int to, bool skip_loss) {
     for (int i = from; i < to; i++) {
         const tlm_abi_op *op = &s->m->so->ops[i];
         if (skip_loss && op->kind == TLM_OP_LOSS) continue;
-        if (!op_functions[op->kind](s, op)) {
+        double t0 = s->m->profile ? tlm_profile_clock() : 0;
+        /* profiled: the op's own time, so wait for it to finish */
+        bool ok = op_functions[op->kind](s, op) && (!s->m->profile || tlm_device_sync(DEV, ERR));
+        if (ok && s->m->profile) tlm_profile_op(s->m->profile, s->m, op, t0);
+        if (!ok) {
             tlm_err e;
             tlm_fail(&e, "on the device, op %d (%s): %s", i, tlm_op_name(op->kind), s->err.msg);
             tlm_gpu_model_fail(s->m, &e);

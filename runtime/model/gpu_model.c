@@ -113,7 +113,8 @@ bool tlm_gpu_model_create(tlm_model *m, tlm_device *dev, tlm_precision precision
               (g->mlp_scratch = alloc(m, rows * (size_t)widest_mlp(m->so) * sizeof(float), err));
     if (ok && titans_bytes) ok = (g->titans_scratch = alloc(m, titans_bytes, err)) != 0;
     if (ok && bf16) {
-        g->bf16 = (tlm_bf16_gemm){.weights = g->params, .weight_floats = m->param_floats, .scratch_elems = scratch_elems};
+        g->bf16 =
+            (tlm_bf16_gemm){.weights = g->params, .weight_floats = m->param_floats, .scratch_elems = scratch_elems};
         ok = (g->bf16.weights_bf16 = alloc(m, (size_t)m->param_floats * 2, err)) &&
              (g->bf16.scratch = alloc(m, (size_t)scratch_elems * 2, err));
         g->gpu.bf16 = &g->bf16;
@@ -145,9 +146,9 @@ void tlm_gpu_model_destroy(tlm_model *m) {
     if (!g) return;
     tlm_device *dev = g->gpu.dev;
     if (dev) {
-        tlm_dptr all[] = {g->params, g->grads,   g->arena, g->rope_cos,       g->rope_sin,
-                          g->tokens, g->targets, g->loss,  g->titans_scratch, g->mlp_scratch,
-                          g->bf16.weights_bf16, g->bf16.scratch};
+        tlm_dptr all[] = {
+            g->params,  g->grads, g->arena,          g->rope_cos,    g->rope_sin,          g->tokens,
+            g->targets, g->loss,  g->titans_scratch, g->mlp_scratch, g->bf16.weights_bf16, g->bf16.scratch};
         for (size_t i = 0; i < sizeof all / sizeof *all; i++)
             if (all[i]) tlm_device_free(dev, all[i]);
         if (g->mlp) tlm_device_module_unload(dev, g->mlp);

@@ -101,8 +101,8 @@ bool tlm_model_create(tlm_model *m, const tlm_so *so, int64_t B, int64_t T, bool
     return tlm_model_create_on(m, so, NULL, TLM_PRECISION_FP32, B, T, training, extra_bytes, err);
 }
 
-bool tlm_model_create_on(tlm_model *m, const tlm_so *so, tlm_device *dev, tlm_precision precision, int64_t B,
-                         int64_t T, bool training, int64_t extra_bytes, tlm_err *err) {
+bool tlm_model_create_on(tlm_model *m, const tlm_so *so, tlm_device *dev, tlm_precision precision, int64_t B, int64_t T,
+                         bool training, int64_t extra_bytes, tlm_err *err) {
     memset(m, 0, sizeof *m);
     if (!dev && precision != TLM_PRECISION_FP32)
         return tlm_fail(err, "%s runs on a GPU only (--device cuda); the CPU computes in fp32",

@@ -31,6 +31,8 @@ typedef struct tlm_model {
     /* On a device (gpu_model.h): the arena, gradients and working copy of
      * the parameters live there, and arena is NULL here. */
     struct tlm_gpu_model *gpu;
+    /* NULL, or where each op's time goes (profile.h: train --profile) */
+    struct tlm_profile *profile;
 } tlm_model;
 
 /* B, T: the sizes to plan for (later calls may use smaller ones).
@@ -43,8 +45,8 @@ bool tlm_model_create(tlm_model *m, const tlm_so *so, int64_t B, int64_t T, bool
 /* The same on a device (dev NULL: the CPU) in a precision (bf16 only on a
  * device): the activations live on the device only; the host keeps the
  * parameters' master copy. */
-bool tlm_model_create_on(tlm_model *m, const tlm_so *so, tlm_device *dev, tlm_precision precision, int64_t B,
-                         int64_t T, bool training, int64_t extra_bytes, tlm_err *err);
+bool tlm_model_create_on(tlm_model *m, const tlm_so *so, tlm_device *dev, tlm_precision precision, int64_t B, int64_t T,
+                         bool training, int64_t extra_bytes, tlm_err *err);
 void tlm_model_destroy(tlm_model *m);
 
 /* On a device: copy the host's parameters there (after initialising or

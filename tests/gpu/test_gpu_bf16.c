@@ -70,10 +70,23 @@ static uint16_t nearest_bf16(float f) {
 static void conversions(void) {
     enum { N = 20000 };
     float *x = falloc(N);
-    const float special[] = {0.0f, -0.0f, 1.0f, -1.0f, from_bits(0x3f808000u) /* 1 + 2^-8: tie, down */,
-                             from_bits(0x3f818000u) /* tie, up */, from_bits(0x3f808001u), FLT_MIN, FLT_MIN / 3,
-                             from_bits(1), FLT_MAX, -FLT_MAX, from_bits(0x7f7f8000u) /* tie to infinity */,
-                             INFINITY, -INFINITY, NAN, from_bits(0x7f800001u) /* signalling NaN */,
+    const float special[] = {0.0f,
+                             -0.0f,
+                             1.0f,
+                             -1.0f,
+                             from_bits(0x3f808000u) /* 1 + 2^-8: tie, down */,
+                             from_bits(0x3f818000u) /* tie, up */,
+                             from_bits(0x3f808001u),
+                             FLT_MIN,
+                             FLT_MIN / 3,
+                             from_bits(1),
+                             FLT_MAX,
+                             -FLT_MAX,
+                             from_bits(0x7f7f8000u) /* tie to infinity */,
+                             INFINITY,
+                             -INFINITY,
+                             NAN,
+                             from_bits(0x7f800001u) /* signalling NaN */,
                              from_bits(0xffc00000u)};
     const int nspecial = (int)(sizeof special / sizeof *special);
     memcpy(x, special, sizeof special);
@@ -91,7 +104,8 @@ static void conversions(void) {
     int wrong = 0, wrong_ref = 0, nan_kept = 0;
     for (int i = 0; i < N; i++) {
         uint16_t want = tlm_f32_to_bf16(x[i]);
-        if (y[i] != want && wrong++ < 5) printf("FAIL bits of %a (0x%08x): got 0x%04x want 0x%04x\n", x[i], bits_of(x[i]), y[i], want);
+        if (y[i] != want && wrong++ < 5)
+            printf("FAIL bits of %a (0x%08x): got 0x%04x want 0x%04x\n", x[i], bits_of(x[i]), y[i], want);
         if (isnan(x[i])) nan_kept += isnan(tlm_bf16_to_f32(want));
         else if (want != nearest_bf16(x[i]) && wrong_ref++ < 5)
             printf("FAIL tlm_f32_to_bf16(%a) = 0x%04x, nearest 0x%04x\n", x[i], want, nearest_bf16(x[i]));
@@ -114,8 +128,8 @@ static void fill(float *p, size_t n, uint32_t *s) {
 }
 
 /* Compares got[n] with ref (from rounded inputs) and unrounded. */
-static void compare(const char *what, const float *got, const double *ref, const double *abs_sum, const double *unrounded,
-                    int64_t n, int64_t k) {
+static void compare(const char *what, const float *got, const double *ref, const double *abs_sum,
+                    const double *unrounded, int64_t n, int64_t k) {
     const double u = ldexp(1.0, -24), gamma = (double)(k + 1) * u / (1 - (double)(k + 1) * u);
     double worst = 0, off = 0;
     for (int64_t i = 0; i < n; i++) {
@@ -140,7 +154,9 @@ static void linear_case(int N, int in, int out, bool accumulate, uint32_t seed) 
     tlm_dptr g_y = dalloc((size_t)N * out * 4), g_dy = dalloc((size_t)N * out * 4), g_dx = dalloc((size_t)N * in * 4);
     tlm_dptr g_dw = dalloc((size_t)nw * 4);
     int64_t widest = (int64_t)N * (in > out ? in : out);
-    tlm_bf16_gemm b = {.weights = g_params, .weight_floats = block, .weights_bf16 = g_copy,
+    tlm_bf16_gemm b = {.weights = g_params,
+                       .weight_floats = block,
+                       .weights_bf16 = g_copy,
                        .scratch_elems = tlm_bf16_gemm_scratch_elems(widest, 2)};
     b.scratch = dalloc((size_t)b.scratch_elems * 2);
     up(g_params, params, (size_t)block * 4), up(g_x, x, (size_t)N * in * 4), up(g_y, y, (size_t)N * out * 4);
@@ -219,11 +235,23 @@ static void batched_case(void) {
     fill(a, sizeof a / sizeof *a, &s), fill(bseg, sizeof bseg / sizeof *bseg, &s);
     tlm_dptr ga = dalloc(sizeof a), gb = dalloc(sizeof bseg), gd = dalloc(sizeof dout);
     up(ga, a, sizeof a), up(gb, bseg, sizeof bseg);
-    tlm_bf16_gemm b = {.weights = 0, .weight_floats = 0, .scratch_elems = tlm_bf16_gemm_scratch_elems(m * k, 1) +
-                                                                           tlm_bf16_gemm_scratch_elems(n * k, 2)};
+    tlm_bf16_gemm b = {.weights = 0,
+                       .weight_floats = 0,
+                       .scratch_elems = tlm_bf16_gemm_scratch_elems(m * k, 1) + tlm_bf16_gemm_scratch_elems(n * k, 2)};
     b.scratch = dalloc((size_t)b.scratch_elems * 2);
-    tlm_gemm g = {.m = m, .n = n, .k = k, .a = ga, .lda = m, .b = gb, .ldb = k, .d = gd, .ldd = m, .batch = 2,
-                  .stride_b = 2 * seg, .stride_d = (int64_t)m * n, .alpha = 1.0f};
+    tlm_gemm g = {.m = m,
+                  .n = n,
+                  .k = k,
+                  .a = ga,
+                  .lda = m,
+                  .b = gb,
+                  .ldb = k,
+                  .d = gd,
+                  .ldd = m,
+                  .batch = 2,
+                  .stride_b = 2 * seg,
+                  .stride_d = (int64_t)m * n,
+                  .alpha = 1.0f};
     tlm_err err = {""};
     CHECK(tlm_gpu_gemm_bf16(&gpu, &b, &g, &err), "batched: %s", err.msg);
     down(dout, gd, sizeof dout);

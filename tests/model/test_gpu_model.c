@@ -91,7 +91,8 @@ static void bf16_model(const tlm_so *so, tlm_device *dev, const tlm_model *cpu, 
         for (int64_t e = 0; e < so->params[i].count; e++)
             num += ((double)a[e] - b[e]) * ((double)a[e] - b[e]), den += (double)b[e] * b[e];
         double r = den > 0 ? sqrt(num / den) : sqrt(num);
-        CHECK(r <= BF16_GRAD, "%s bf16 gradient %s: %.3g relative in norm", model, tlm_so_str(so, so->params[i].name), r);
+        CHECK(r <= BF16_GRAD, "%s bf16 gradient %s: %.3g relative in norm", model, tlm_so_str(so, so->params[i].name),
+              r);
         if (!(r <= worst)) worst = r;
     }
     printf("%-20s bf16: loss %.2g relative, worst gradient %.2g relative in norm\n", model, dloss, worst);

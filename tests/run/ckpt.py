@@ -4,6 +4,7 @@ with the plain safetensors reader of tests/reference/st.py (numpy only):
   ckpt.py same A B              every tensor of two checkpoints bit-identical
   ckpt.py logs A B              two logs equal but for timings
   ckpt.py differ A B            two logs' training losses not all equal
+  ckpt.py profile LOG STEPS OP... the --profile record: STEPS steps, each OP timed
   ckpt.py meta FILE KEY         print a __metadata__ value
   ckpt.py layout FILE OPT       Llama names, optimizer state (adamw|sgd), run state
   ckpt.py learned LOG RATIO     the last val_loss < RATIO x the first
@@ -75,6 +76,30 @@ def differ(a, b):
     if not la or la == lb:
         fail("the two logs have the same losses")
     print(f"ok: {sum(la[s] != lb.get(s) for s in la)} of {len(la)} losses differ")
+
+
+def profile(path, steps, *ops):
+    """The log's last record is train --profile's: the steps profiled, each
+    named op kind with calls and time, the GEMM-shaped ones with GFLOP/s,
+    shares that add up to the steps' time with what ran outside the ops."""
+    rec = records(path)[-1].get("profile")
+    if rec is None:
+        fail("the log's last record is not a profile")
+    if rec["steps"] != int(steps):
+        fail(f"{rec['steps']} steps profiled, wanted {steps}")
+    by_op = {o["op"]: o for o in rec["ops"]}
+    for op in ops:
+        o = by_op.get(op)
+        if not o or o["calls"] < 1 or not o["seconds"] > 0:
+            fail(f"op {op} not timed: {o}")
+    for op in ("mlp", "mlp_backward", "qkv", "head_backward"):
+        if op in by_op and not (by_op[op]["gflops"] or 0) > 0:
+            fail(f"{op} has no GFLOP/s")
+    total = sum(o["share"] for o in rec["ops"])
+    ops_s = sum(o["seconds"] for o in rec["ops"])
+    if not (0 < total <= 1 + 1e-6) or abs(ops_s + rec["outside_ops_seconds"] - rec["step_seconds"]) > 1e-6 * rec["step_seconds"] + 1e-9:
+        fail(f"shares add up to {total}, ops {ops_s} s + outside {rec['outside_ops_seconds']} s vs {rec['step_seconds']} s")
+    print(f"ok: {len(rec['ops'])} op kinds timed over {rec['steps']} steps, {100 * total:.1f}% of the step in ops")
 
 
 def layout(path, opt):
@@ -192,6 +217,8 @@ def main():
         logs(*args)
     elif cmd == "close":
         close(*args)
+    elif cmd == "profile":
+        profile(*args)
     elif cmd == "differ":
         differ(*args)
     elif cmd == "meta":

@@ -609,6 +609,27 @@ gpu_check)
   sed 's/^/    /' "$tmp/out"
   ;;
 
+profile)
+  # train --profile: the table, the log's record (model/profile.h), and the
+  # same trajectory as without it; on the CPU and the emulated device
+  s=$models/small.so
+  expect 0 "done: 3 steps" "3 steps unprofiled" -- "$run" train "$s" "${quick[@]}" --steps 3 --ckpt "$tmp/plain"
+  expect 0 "profile: 3 steps" "3 steps with --profile" -- \
+    "$run" train "$s" "${quick[@]}" --steps 3 --ckpt "$tmp/prof" --log "$tmp/prof.jsonl" --profile
+  sed 's/^/    /' "$tmp/out" | grep -A40 '^    profile:'
+  check "the table: ops by time, GFLOP/s, the time outside the ops" -- \
+    grep -qE '^  mlp_backward +6 +[0-9.]+ +[0-9.]+% +[0-9.]+$' "$tmp/out"
+  check "the table ends with the time outside the ops" -- grep -q '^  outside the ops ' "$tmp/out"
+  check "the log's profile record" -- ckpt profile "$tmp/prof.jsonl" 3 mlp mlp_backward attention attention_backward qkv head loss
+  check "profiling changes nothing in the run" -- \
+    ckpt same "$tmp/plain/checkpoint.safetensors" "$tmp/prof/checkpoint.safetensors"
+  expect 0 "profile: 2 steps" "--profile on the emulated device" -- \
+    env TLM_TEST_DEVICE=emulated XDG_CACHE_HOME="$work/gpu-cache" "$run" train "$models/small_titans.so" \
+    --threads 1 --context 16 --batch 2 --steps 2 --device cuda --precision fp32 --ckpt "$tmp/dev" \
+    --log "$tmp/dev.jsonl" --profile
+  check "the device's profile record" -- ckpt profile "$tmp/dev.jsonl" 2 titans titans_backward linear linear_dw
+  ;;
+
 progress)
   s=$models/small.so
   expect 0 "done: 20 steps" "stdout a file" -- \

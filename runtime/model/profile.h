@@ -1,0 +1,43 @@
+/* Where a training step's time goes, per op kind (`tlm-run train
+ * --profile`): both executors add each op's time here when m->profile is
+ * set. The device executor waits for each op to finish before reading the
+ * clock, so an op's time is its own rather than its launch's; that wait
+ * costs throughput, so a profiled run's tokens/s is not the unprofiled
+ * one's. The time outside the ops (the optimizer, the gradient norm, the
+ * batch, host-device copies) is the steps' wall time less the ops'.
+ *
+ * GFLOP/s is shown for the ops shaped like GEMMs: the linear maps (2 m n k
+ * each, the backward's two products 2×), the MLP (its two or three
+ * products; its backward 2× that, the recomputed h not counted) and
+ * attention (QK^T and PV over the causal half: 2·2·B·H·hd·T(T+1)/2
+ * forward, 2× backward). */
+#ifndef TLM_PROFILE_H
+#define TLM_PROFILE_H
+
+#include <stdio.h>
+
+#include "model.h"
+#include "tlm_ops.h"
+
+typedef struct tlm_profile {
+    double seconds[TLM_OP_COUNT];
+    double flops[TLM_OP_COUNT];
+    long long calls[TLM_OP_COUNT];
+    double step_seconds;      /* the profiled steps' wall time */
+    long long steps;
+} tlm_profile;
+
+/* Seconds on a monotonic clock. */
+double tlm_profile_clock(void);
+/* Adds op's time since t0 (and its FLOPs at m's last sizes). */
+void tlm_profile_op(tlm_profile *p, const tlm_model *m, const tlm_abi_op *op, double t0);
+/* The FLOPs of op at m's last sizes (0 for the ops not shaped like GEMMs). */
+double tlm_profile_op_flops(const tlm_model *m, const tlm_abi_op *op);
+
+/* The table: op kinds by time, ms per step, share, GFLOP/s, and the rest. */
+void tlm_profile_print(const tlm_profile *p, FILE *out);
+/* The same as one JSON object on one line ({"profile": ...}); false when
+ * the write fails. */
+bool tlm_profile_write_json(const tlm_profile *p, FILE *out);
+
+#endif
