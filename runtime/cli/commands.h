@@ -8,5 +8,6 @@ int cmd_train(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_probe(int argc, char **argv);
 int cmd_sample(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
 
 #endif

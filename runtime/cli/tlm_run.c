@@ -18,6 +18,7 @@ static const struct command {
     {"eval", cmd_eval, "loss, perplexity and bits per byte of a checkpoint on texts"},
     {"probe", cmd_probe, "rho per layer: how much each MLP's output aligns with the residual stream"},
     {"sample", cmd_sample, "generate text from a checkpoint"},
+    {"bench", cmd_bench, "steps/s, tokens/s, GFLOP/s and the op profile on random tokens"},
 };
 
 static void usage(FILE *out) {

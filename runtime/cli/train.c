@@ -437,7 +437,8 @@ static int validate(run *r) {
 static bool log_profile(run *r, tlm_err *err) {
     const tlm_profile *p = r->model.profile;
     if (!p || p->steps < 1 || !r->out.log) return true;
-    if (tlm_profile_write_json(p, r->out.log)) return true;
+    fputs("{\"profile\": ", r->out.log);
+    if (tlm_profile_write_json(p, r->out.log) && fputs("}\n", r->out.log) >= 0) return true;
     return tlm_fail(err, "%s: cannot write the profile: %s", r->out.log_path, strerror(errno));
 }
 /* ... and its table (after the progress line has ended). */

@@ -95,8 +95,8 @@ void tlm_profile_print(const tlm_profile *p, FILE *out) {
 bool tlm_profile_write_json(const tlm_profile *p, FILE *out) {
     int order[TLM_OP_COUNT], n = by_time(p, order);
     const double total = p->step_seconds > 0 ? p->step_seconds : ops_seconds(p);
-    fprintf(out, "{\"profile\": {\"steps\": %lld, \"step_seconds\": %.9g, \"outside_ops_seconds\": %.9g, \"ops\": [",
-            p->steps, total, total - ops_seconds(p));
+    fprintf(out, "{\"steps\": %lld, \"step_seconds\": %.9g, \"outside_ops_seconds\": %.9g, \"ops\": [", p->steps, total,
+            total - ops_seconds(p));
     for (int i = 0; i < n; i++) {
         int k = order[i];
         fprintf(out,
@@ -105,6 +105,6 @@ bool tlm_profile_write_json(const tlm_profile *p, FILE *out) {
         if (p->flops[k] > 0 && p->seconds[k] > 0) fprintf(out, "%.4g}", p->flops[k] / p->seconds[k] / 1e9);
         else fprintf(out, "null}");
     }
-    fprintf(out, "]}}\n");
+    fprintf(out, "]}");
     return !ferror(out);
 }

@@ -36,8 +36,8 @@ double tlm_profile_op_flops(const tlm_model *m, const tlm_abi_op *op);
 
 /* The table: op kinds by time, ms per step, share, GFLOP/s, and the rest. */
 void tlm_profile_print(const tlm_profile *p, FILE *out);
-/* The same as one JSON object on one line ({"profile": ...}); false when
- * the write fails. */
+/* The same as one JSON object ({"steps": …, "ops": […]}), no newline;
+ * false when the write fails. */
 bool tlm_profile_write_json(const tlm_profile *p, FILE *out);
 
 #endif

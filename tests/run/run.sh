@@ -630,6 +630,29 @@ profile)
   check "the device's profile record" -- ckpt profile "$tmp/dev.jsonl" 2 titans titans_backward linear linear_dw
   ;;
 
+bench)
+  # tlm-run bench: random tokens, no data files, nothing written
+  s=$models/small.so
+  expect 0 "^2 steps in [0-9.]* s: [0-9.]* steps/s, [0-9]* tokens/s, [0-9.]* GFLOP/s$" "bench on the CPU" -- \
+    "$run" bench "$s" --threads 1 --batch 2 --context 16 --steps 2 --warmup 1 --profile 1
+  check "bench: the profile table" -- grep -q '^  mlp_backward ' "$tmp/out"
+  check "bench writes nothing (the folder holds only the test's files)" -- \
+    test -z "$(ls -A "$tmp" | grep -v '^out$\|^err$\|^check$')"
+  expect 0 '"tokens_per_s"' "bench --json" -- "$run" bench "$s" --threads 1 --batch 2 --context 16 --steps 1 --json
+  check "bench --json: one JSON object with the figures and the profile" -- python3 -c "
+import json, sys
+r = json.loads(open(sys.argv[1]).read())
+assert r['steps'] == 1 and r['batch'] == 2 and r['context'] == 16 and r['tokens_per_s'] > 0 and r['mfu'] is None, r
+assert any(o['op'] == 'mlp' for o in r['profile']['ops']), r" "$tmp/out"
+  expect 0 "cuda:0 .*, fp32, batch 2 x 8 tokens" "bench on the emulated device" -- \
+    env TLM_TEST_DEVICE=emulated XDG_CACHE_HOME="$work/gpu-cache" "$run" bench "$models/small_gated.so" \
+    --threads 1 --batch 2 --context 8 --steps 1 --warmup 1 --profile 1 --device cuda --precision fp32
+  expect 2 "--steps" "bench --steps 0" -- "$run" bench "$s" --steps 0
+  expect 2 "longer than the model's context" "bench --context too long" -- "$run" bench "$s" --context 100000
+  expect 2 "needs --device cuda" "bench --precision bf16 on the CPU" -- "$run" bench "$s" --precision bf16
+  expect 1 "nonexistent" "bench of a missing model" -- "$run" bench "$tmp/nonexistent.so"
+  ;;
+
 progress)
   s=$models/small.so
   expect 0 "done: 20 steps" "stdout a file" -- \

@@ -1,0 +1,215 @@
+/* tlm-run bench MODEL.so: how fast the model trains here, without data
+ * files. Random tokens (a fixed seed), the model's training settings with
+ * --batch and --context laid over them, freshly initialised parameters;
+ * --warmup untimed steps (allocations, first-touch, kernel compilation),
+ * then --steps timed ones: steps/s, tokens/s, the model's training GFLOP/s
+ * (flops.h's count) and, on a GPU in the peak table, MFU; then --profile
+ * steps with the op profile (model/profile.h), which are not timed above
+ * since profiling a device waits for every op. Nothing is written. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "args.h"
+#include "commands.h"
+#include "device_flag.h"
+#include "flops.h"
+#include "load.h"
+#include "profile.h"
+#include "tlm_rt/ops.h"
+#include "tlm_rt/rng.h"
+#include "trainer.h"
+
+static void usage(FILE *out) {
+    fputs("usage: tlm-run bench MODEL.so [options]\n"
+          "Trains the model on random tokens and reports steps/s, tokens/s, GFLOP/s\n"
+          "(and MFU on a known GPU), then where a step's time goes. Writes nothing.\n"
+          "  --batch N           sequences a step (default: the model's)\n"
+          "  --context T         tokens a sequence (default: the model's)\n"
+          "  --steps N           timed steps (default 10)\n"
+          "  --warmup N          untimed steps first (default 2)\n"
+          "  --profile N         profiled steps after the timed ones (default 2; 0: none)\n"
+          "  --threads N         CPU threads (default: all cores)\n"
+          "  --device DEV        cpu (default), cuda or cuda:N\n"
+          "  --precision P       bf16 (the GPU's default) or fp32\n"
+          "  --json              one JSON object on stdout instead of the tables\n",
+          out);
+}
+
+enum {
+    OPT_BATCH = 256,
+    OPT_CONTEXT,
+    OPT_STEPS,
+    OPT_WARMUP,
+    OPT_PROFILE,
+    OPT_THREADS,
+    OPT_DEVICE,
+    OPT_PRECISION,
+    OPT_JSON
+};
+static const struct option long_options[] = {
+    {"help", no_argument, NULL, 'h'},
+    {"batch", required_argument, NULL, OPT_BATCH},
+    {"context", required_argument, NULL, OPT_CONTEXT},
+    {"steps", required_argument, NULL, OPT_STEPS},
+    {"warmup", required_argument, NULL, OPT_WARMUP},
+    {"profile", required_argument, NULL, OPT_PROFILE},
+    {"threads", required_argument, NULL, OPT_THREADS},
+    {"device", required_argument, NULL, OPT_DEVICE},
+    {"precision", required_argument, NULL, OPT_PRECISION},
+    {"json", no_argument, NULL, OPT_JSON},
+    {NULL, 0, NULL, 0},
+};
+
+typedef struct bench {
+    int64_t batch, context, steps, warmup, profile_steps, threads;
+    const char *device, *precision_value;
+    tlm_precision precision;
+    bool json;
+} bench;
+
+/* -1 to go on, else the exit status. */
+static int parse(bench *b, const char **model, int argc, char **argv) {
+    *b = (bench){.steps = 10, .warmup = 2, .profile_steps = 2};
+    cli_args a = {.cmd = "bench", .argc = argc, .argv = argv};
+    int opt;
+    while ((opt = cli_getopt(&a, "h", long_options)) != -1) {
+        bool ok = true;
+        switch (opt) {
+        case 'h': usage(stdout); return 0;
+        case OPT_BATCH: ok = cli_int(&a, 1, 1 << 20, &b->batch); break;
+        case OPT_CONTEXT: ok = cli_int(&a, 1, INT32_MAX, &b->context); break;
+        case OPT_STEPS: ok = cli_int(&a, 1, 1 << 20, &b->steps); break;
+        case OPT_WARMUP: ok = cli_int(&a, 0, 1 << 20, &b->warmup); break;
+        case OPT_PROFILE: ok = cli_int(&a, 0, 1 << 20, &b->profile_steps); break;
+        case OPT_THREADS: ok = cli_int(&a, 1, 4096, &b->threads); break;
+        case OPT_DEVICE:
+            b->device = a.val;
+            ok = device_flag_check("bench", a.val) == 0;
+            break;
+        case OPT_PRECISION: b->precision_value = a.val; break;
+        case OPT_JSON: b->json = true; break;
+        case 1: ok = cli_model_path(&a, model); break;
+        default: return 2; /* reported by cli_getopt */
+        }
+        if (!ok) return 2;
+    }
+    return precision_flag_resolve("bench", b->device, b->precision_value, &b->precision) ? 2 : -1;
+}
+
+/* n steps on fresh random batches; false with the step's failure. */
+static bool run_steps(tlm_trainer *t, tlm_rng *rng, int32_t *x, int32_t *y, int64_t n, int64_t tokens, int64_t T,
+                      tlm_err *err) {
+    const uint64_t vocab = (uint64_t)t->model->so->config->vocab;
+    for (int64_t i = 0; i < n; i++) {
+        for (int64_t j = 0; j < tokens; j++) x[j] = (int32_t)tlm_rng_below(rng, vocab);
+        for (int64_t j = 0; j < tokens; j++) y[j] = (int32_t)tlm_rng_below(rng, vocab);
+        tlm_step_result r = tlm_trainer_step(t, x, y, T);
+        const char *device_error = tlm_model_device_error(t->model);
+        if (device_error) return tlm_fail(err, "%s", device_error);
+        if (!r.finite) return tlm_fail(err, "step %" PRId64 ": the loss or gradient norm is not finite", i + 1);
+    }
+    return true;
+}
+
+static void report(const bench *b, const tlm_so *so, tlm_device *dev, double seconds, tlm_profile *p) {
+    const double tokens = (double)(b->batch * b->context) * (double)b->steps;
+    const double flops = tlm_train_flops_per_token(so, b->context) * tokens / seconds;
+    const double peak = dev ? tlm_device_get_info(dev)->peak_bf16_tflops * 1e12 : 0;
+    char where[300];
+    device_flag_describe(dev, where, sizeof where);
+    if (b->json) {
+        printf("{\"model\": \"%s\", \"device\": \"%s\", \"precision\": \"%s\", \"batch\": %" PRId64
+               ", \"context\": %" PRId64 ", \"steps\": %" PRId64 ", \"seconds\": %.6g, \"steps_per_s\": %.6g, "
+               "\"tokens_per_s\": %.6g, \"gflops\": %.6g, \"mfu\": ",
+               tlm_so_str(so, so->config->name), where, tlm_precision_name(b->precision), b->batch, b->context,
+               b->steps, seconds, (double)b->steps / seconds, tokens / seconds, flops / 1e9);
+        if (peak > 0) printf("%.6g", flops / peak);
+        else printf("null");
+        if (p) {
+            printf(", \"profile\": ");
+            tlm_profile_write_json(p, stdout);
+        }
+        printf("}\n");
+        return;
+    }
+    printf("bench %s: %s%s%s, batch %" PRId64 " x %" PRId64 " tokens\n", tlm_so_str(so, so->config->name), where,
+           dev ? ", " : "", dev ? tlm_precision_name(b->precision) : "", b->batch, b->context);
+    printf("%" PRId64 " steps in %.3f s: %.3f steps/s, %.0f tokens/s, %.2f GFLOP/s", b->steps, seconds,
+           (double)b->steps / seconds, tokens / seconds, flops / 1e9);
+    if (peak > 0) printf(", MFU %.1f%%", 100 * flops / peak);
+    printf("\n");
+    if (p) tlm_profile_print(p, stdout);
+}
+
+int cmd_bench(int argc, char **argv) {
+    bench b;
+    const char *model_path = NULL;
+    int rc = parse(&b, &model_path, argc, argv);
+    if (rc >= 0) return rc;
+    tlm_so so;
+    if ((rc = open_model("bench", model_path, b.threads, &so))) return rc;
+    tlm_abi_train s = *so.train;
+    if (b.batch) s.batch = b.batch;
+    if (b.context) s.context = b.context;
+    if (s.batch < 1) s.batch = 1;
+    if (s.context < 1) s.context = so.config->context;
+    if (s.context > so.config->context) {
+        rc = cli_usage_error("bench", "--context %" PRId64 " is longer than the model's context (%" PRId64 ")",
+                             s.context, so.config->context);
+        tlm_so_close(&so);
+        return rc;
+    }
+    s.accumulate = 1;
+    s.steps = b.warmup + b.steps + b.profile_steps;
+    b.batch = s.batch, b.context = s.context;
+    tlm_device *dev = NULL;
+    if ((rc = device_flag_open("bench", b.device, &dev))) {
+        tlm_so_close(&so);
+        return rc;
+    }
+    tlm_err err = {""};
+    tlm_model m = {0};
+    tlm_trainer t = {0};
+    tlm_profile *profile = NULL;
+    const int64_t tokens = s.batch * s.context;
+    int32_t *x = malloc((size_t)tokens * sizeof *x), *y = malloc((size_t)tokens * sizeof *y);
+    int64_t beside = tlm_trainer_state_bytes(&so, &s) + 2 * tokens * (int64_t)sizeof *x;
+    bool made = x && y && tlm_model_create_on(&m, &so, dev, b.precision, s.batch, s.context, true, beside, &err);
+    if (!x || !y) tlm_fail(&err, "out of memory for a batch of %" PRId64 " x %" PRId64 " tokens", s.batch, s.context);
+    if (made) {
+        tlm_model_init_params(&m, s.seed);
+        made = tlm_model_params_to_device(&m, &err) && tlm_trainer_create(&t, &m, &s, false, &err) &&
+               tlm_trainer_to_device(&t, &err);
+    }
+    if (!made) rc = cli_error("bench", "%s", err.msg);
+    tlm_rng rng;
+    tlm_rng_seed(&rng, 1234);
+    if (!rc && !run_steps(&t, &rng, x, y, b.warmup, tokens, s.context, &err)) rc = cli_error("bench", "%s", err.msg);
+    double seconds = 0;
+    if (!rc) {
+        double t0 = tlm_profile_clock();
+        if (!run_steps(&t, &rng, x, y, b.steps, tokens, s.context, &err)) rc = cli_error("bench", "%s", err.msg);
+        seconds = tlm_profile_clock() - t0;
+    }
+    if (!rc && b.profile_steps > 0) {
+        if (!(profile = calloc(1, sizeof *profile))) rc = cli_error("bench", "out of memory");
+        m.profile = profile;
+        double t0 = tlm_profile_clock();
+        if (!rc && !run_steps(&t, &rng, x, y, b.profile_steps, tokens, s.context, &err))
+            rc = cli_error("bench", "%s", err.msg);
+        if (profile) profile->step_seconds = tlm_profile_clock() - t0, profile->steps = b.profile_steps;
+        m.profile = NULL;
+    }
+    if (!rc) report(&b, &so, dev, seconds, profile);
+    free(profile);
+    if (made) tlm_trainer_destroy(&t);
+    tlm_model_destroy(&m);
+    free(x);
+    free(y);
+    if (dev) tlm_device_close(dev);
+    tlm_so_close(&so);
+    return rc;
+}
