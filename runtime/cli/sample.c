@@ -27,6 +27,8 @@ static void usage(FILE *out) {
           "  --device DEV        cpu (default), cuda or cuda:N\n"
           "  --precision P       bf16 (the GPU's default) or fp32\n"
           "  --threads N         CPU threads (default: all cores)\n"
+          "  --no-cache          recompute the whole window for every byte instead of keeping\n"
+          "                      a KV cache (slower; for checking; titans always recomputes)\n"
           "\n"
           "Exit status: 0 ok, 1 error (model, checkpoint), 2 bad usage.\n",
           out);
@@ -41,7 +43,8 @@ enum {
     OPT_SEED,
     OPT_THREADS,
     OPT_DEVICE,
-    OPT_PRECISION
+    OPT_PRECISION,
+    OPT_NO_CACHE
 };
 static const struct option long_options[] = {
     {"help", no_argument, NULL, 'h'},
@@ -54,10 +57,12 @@ static const struct option long_options[] = {
     {"threads", required_argument, NULL, OPT_THREADS},
     {"device", required_argument, NULL, OPT_DEVICE},
     {"precision", required_argument, NULL, OPT_PRECISION},
+    {"no-cache", no_argument, NULL, OPT_NO_CACHE},
     {NULL, 0, NULL, 0},
 };
 
 int cmd_sample(int argc, char **argv) {
+    bool no_cache = false;
     const char *model_path = NULL, *ckpt = NULL, *prompt = "", *device = NULL, *precision_value = NULL;
     int64_t length = 256, top_k = 0, seed = 1337, threads = 0;
     double temperature = 0.8;
@@ -79,6 +84,7 @@ int cmd_sample(int argc, char **argv) {
             if (device_flag_check("sample", device)) return 2;
             break;
         case OPT_PRECISION: precision_value = a.val; break;
+        case OPT_NO_CACHE: no_cache = true; break;
         case 1:
             if (!cli_model_path(&a, &model_path)) return 2;
             break;
@@ -123,27 +129,43 @@ int cmd_sample(int argc, char **argv) {
         window[n++] = b;
     }
     if (!rc && n == 0) window[n++] = '\n';
+    /* With a KV cache (attention mixers) each byte runs one token's
+     * forward; a full window restarts from its last half (prefilled again).
+     * Without one (--no-cache, titans) each byte recomputes the window,
+     * which slides one byte at a time. */
+    bool cached = !rc && !no_cache && tlm_model_cache_open(&m, &err);
     if (!rc) {
         fwrite(prompt, 1, plen, stdout);
         fflush(stdout);
         tlm_rng rng;
         tlm_rng_seed(&rng, (uint64_t)seed);
         int last = plen ? (unsigned char)prompt[plen - 1] : '\n';
-        for (int64_t i = 0; i < length; i++) {
-            tlm_model_forward(&m, window, NULL, 1, n);
+        bool ok = cached ? tlm_model_prefill(&m, window, n) : (tlm_model_forward(&m, window, NULL, 1, n), true);
+        int64_t row = n - 1; /* the logits' row of the window's last byte */
+        for (int64_t i = 0; ok && i < length; i++) {
             const float *all = tlm_model_logits(&m);
-            if (!all) {
-                rc = cli_error("sample", "%s", tlm_model_device_error(&m));
-                break;
-            }
-            const float *logits = all + (n - 1) * V;
-            int next = tlm_sample(logits, nbytes, (float)temperature, (int)top_k, &rng, scratch);
+            if (!all) break;
+            int next = tlm_sample(all + row * V, nbytes, (float)temperature, (int)top_k, &rng, scratch);
             putchar(next);
             fflush(stdout);
             last = next;
-            if (n == T) memmove(window, window + 1, (size_t)(T - 1) * sizeof *window), n--;
+            if (i + 1 == length) break;
+            if (cached && n < T) {
+                window[n] = next;
+                ok = tlm_model_decode(&m, next, n++);
+                row = 0;
+                continue;
+            }
+            int64_t keep = cached ? (T + 1) / 2 : T; /* bytes kept when the window is full, the new one included */
+            if (n == T) memmove(window, window + n - (keep - 1), (size_t)(keep - 1) * sizeof *window), n = keep - 1;
             window[n++] = next;
+            if (cached) ok = tlm_model_prefill(&m, window, n);
+            else tlm_model_forward(&m, window, NULL, 1, n);
+            row = n - 1;
         }
+        if (!ok || tlm_model_device_error(&m))
+            rc = cli_error("sample", "%s",
+                           tlm_model_device_error(&m) ? tlm_model_device_error(&m) : "the KV cache refused the window");
         if (last != '\n') putchar('\n');
     }
     free(window);

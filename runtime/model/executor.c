@@ -105,10 +105,14 @@ static void op_qkv_backward(step *s, const tlm_abi_op *op) {
 
 /* ---- rotary embeddings on q and k, in place inside the packed qkv ---- */
 
+/* The RoPE tables from the first token's position on: 0, or a decoded
+ * token's (sampling with a KV cache). */
+static int64_t rope_offset(const step *s) { return s->m->kv_mode == TLM_KV_DECODE ? s->m->kv_pos * (s->hd / 2) : 0; }
+
 static void op_rope(step *s, const tlm_abi_op *op) {
     OPERANDS(rope);
     float *q = OUT(qkv), *k = q + s->A;
-    const float *cos_t = s->m->rope_cos, *sin_t = s->m->rope_sin;
+    const float *cos_t = s->m->rope_cos + rope_offset(s), *sin_t = s->m->rope_sin + rope_offset(s);
     tlm_rope_forward(q, q, cos_t, sin_t, s->B, s->T, s->H, s->hd, 3 * s->A);
     tlm_rope_forward(k, k, cos_t, sin_t, s->B, s->T, s->H, s->hd, 3 * s->A);
 }
@@ -122,11 +126,34 @@ static void op_rope_backward(step *s, const tlm_abi_op *op) {
 
 /* ---- causal softmax attention over the packed qkv ---- */
 
+/* Sampling's KV cache: the layer's rows [T, 3A] of qkv. Filling copies
+ * the forward's rows; decoding adds the token's row at its position, then
+ * attends over rows [0, pos]. */
+static float *kv_rows(const step *s, const tlm_abi_op *op) {
+    return s->m->kv_cache + (size_t)op->layer * (size_t)s->m->T * 3 * (size_t)s->A;
+}
+static void kv_fill(step *s, const tlm_abi_op *op, const float *qkv) {
+    if (s->m->kv_mode == TLM_KV_FILL) memcpy(kv_rows(s, op), qkv, (size_t)s->N * 3 * (size_t)s->A * sizeof(float));
+}
+static void attention_decode(step *s, const tlm_abi_op *op) {
+    OPERANDS(attention);
+    const size_t row = 3 * (size_t)s->A;
+    float *cache = kv_rows(s, op);
+    memcpy(cache + (size_t)s->m->kv_pos * row, IN(qkv), row * sizeof(float));
+    tlm_attention_decode(OUT(y), IN(qkv), cache + s->A, cache + 2 * s->A, (int)s->m->kv_pos + 1, s->H, s->hd,
+                         (int)row, s->m->kv_scratch);
+}
+
 /* probs [B, H, T, T], y [N, A] */
 static void op_attention(step *s, const tlm_abi_op *op) {
+    if (s->m->kv_mode == TLM_KV_DECODE) {
+        attention_decode(s, op);
+        return;
+    }
     OPERANDS(attention);
     const float *q = IN(qkv), *k = q + s->A, *v = q + 2 * s->A;
     tlm_attention_forward(OUT(y), OUT(probs), q, k, v, s->B, s->T, s->H, s->hd, 3 * s->A);
+    kv_fill(s, op, q);
 }
 static void op_attention_backward(step *s, const tlm_abi_op *op) {
     OPERANDS(attention_backward);

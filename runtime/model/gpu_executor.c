@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "gpu_basic.h"
+#include "gpu_decode.h"
 #include "gpu_linear.h"
 #include "gpu_mixers.h"
 #include "gpu_model.h"
@@ -95,10 +96,14 @@ static bool op_qkv_backward(step *s, const tlm_abi_op *op) {
 
 /* ---- rotary embeddings, in place inside the packed qkv ---- */
 
+/* The RoPE tables from the first token's position on: 0, or a decoded
+ * token's (sampling with a KV cache). */
+static int64_t rope_offset(const step *s) { return s->m->kv_mode == TLM_KV_DECODE ? s->m->kv_pos * (s->hd / 2) : 0; }
+
 static bool op_rope(step *s, const tlm_abi_op *op) {
     OPERANDS(rope);
     tlm_dptr q = OUT(qkv), k = at(q, s->A);
-    const tlm_dptr c = s->g->rope_cos, sn = s->g->rope_sin;
+    const tlm_dptr c = at(s->g->rope_cos, rope_offset(s)), sn = at(s->g->rope_sin, rope_offset(s));
     return tlm_gpu_rope_forward(s->gpu, q, q, c, sn, s->B, s->T, s->H, s->hd, 3 * s->A, ERR) &&
            tlm_gpu_rope_forward(s->gpu, k, k, c, sn, s->B, s->T, s->H, s->hd, 3 * s->A, ERR);
 }
@@ -112,10 +117,28 @@ static bool op_rope_backward(step *s, const tlm_abi_op *op) {
 
 /* ---- causal softmax attention over the packed qkv ---- */
 
+/* Sampling's KV cache: the layer's rows [T, 3A] of qkv (executor.c's
+ * twin). */
+static tlm_dptr kv_rows(const step *s, const tlm_abi_op *op) {
+    return at(s->g->kv_cache, (int64_t)op->layer * s->m->T * 3 * s->A);
+}
+static bool kv_fill(step *s, const tlm_abi_op *op, tlm_dptr qkv) {
+    return s->m->kv_mode != TLM_KV_FILL || tlm_device_copy(DEV, kv_rows(s, op), qkv, rows_bytes(s, 3 * s->A), ERR);
+}
+static bool attention_decode(step *s, const tlm_abi_op *op) {
+    OPERANDS(attention);
+    tlm_dptr cache = kv_rows(s, op);
+    return tlm_device_copy(DEV, at(cache, s->m->kv_pos * 3 * s->A), IN(qkv), rows_bytes(s, 3 * s->A), ERR) &&
+           tlm_gpu_attention_decode(s->gpu, OUT(y), IN(qkv), at(cache, s->A), at(cache, 2 * s->A),
+                                    (int)s->m->kv_pos + 1, s->H, s->hd, 3 * s->A, ERR);
+}
+
 static bool op_attention(step *s, const tlm_abi_op *op) {
+    if (s->m->kv_mode == TLM_KV_DECODE) return attention_decode(s, op);
     OPERANDS(attention);
     tlm_dptr q = IN(qkv), k = at(q, s->A), v = at(q, 2 * s->A);
-    return tlm_gpu_attention_forward(s->gpu, OUT(y), OUT(probs), q, k, v, s->B, s->T, s->H, s->hd, 3 * s->A, ERR);
+    return tlm_gpu_attention_forward(s->gpu, OUT(y), OUT(probs), q, k, v, s->B, s->T, s->H, s->hd, 3 * s->A, ERR) &&
+           kv_fill(s, op, q);
 }
 static bool op_attention_backward(step *s, const tlm_abi_op *op) {
     OPERANDS(attention_backward);

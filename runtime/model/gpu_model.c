@@ -137,6 +137,11 @@ bool tlm_gpu_model_create(tlm_model *m, tlm_device *dev, tlm_precision precision
     return ok;
 }
 
+bool tlm_gpu_model_cache_open(tlm_model *m, size_t floats, tlm_err *err) {
+    m->gpu->kv_cache = alloc(m, floats * sizeof(float), err);
+    return m->gpu->kv_cache != 0;
+}
+
 void tlm_gpu_model_params_changed(tlm_model *m) {
     if (m->gpu) m->gpu->weights_stale = true;
 }

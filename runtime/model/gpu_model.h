@@ -31,6 +31,7 @@ typedef struct tlm_gpu_model {
     tlm_precision precision;
     tlm_bf16_gemm bf16;
     bool weights_stale;        /* params changed since the bf16 copy was made */
+    tlm_dptr kv_cache;         /* sampling's KV cache (model.h), 0 until opened */
     float **host_copies;       /* per buffer: its last download (lazily allocated) */
     bool failed;
     tlm_err err;               /* the first device failure */
@@ -47,6 +48,9 @@ void tlm_gpu_model_destroy(tlm_model *m);
 /* The device executor (gpu_executor.c): the op list on the device. */
 double tlm_gpu_model_forward(tlm_model *m, const int32_t *tokens, const int32_t *targets, int64_t B, int64_t T);
 void tlm_gpu_model_backward(tlm_model *m, float dloss);
+
+/* Allocates the KV cache of `floats` floats (tlm_model_cache_open). */
+bool tlm_gpu_model_cache_open(tlm_model *m, size_t floats, tlm_err *err);
 
 /* The parameters on the device changed (an update, an upload): the bf16
  * copy is remade before the next forward. */

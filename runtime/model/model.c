@@ -230,8 +230,45 @@ bool tlm_model_grads_to_host(tlm_model *m, tlm_err *err) {
 
 const char *tlm_model_device_error(const tlm_model *m) { return m->gpu && m->gpu->failed ? m->gpu->err.msg : NULL; }
 
+bool tlm_model_cache_open(tlm_model *m, tlm_err *err) {
+    const tlm_abi_config *c = m->so->config;
+    if (c->mixer == TLM_MIXER_TITANS)
+        return tlm_fail(err, "titans keeps a memory over chunks, not a KV cache");
+    if (m->training || m->B != 1) return tlm_fail(err, "a KV cache needs an inference model of batch 1");
+    if (m->kv_cache || (m->gpu && m->gpu->kv_cache)) return true;
+    const size_t floats = (size_t)c->layers * (size_t)m->T * 3 * (size_t)(c->heads * c->head_dim);
+    if (m->gpu) return tlm_gpu_model_cache_open(m, floats, err);
+    m->kv_cache = malloc(floats * sizeof(float));
+    m->kv_scratch = malloc((size_t)m->T * sizeof(float));
+    if (!m->kv_cache || !m->kv_scratch) {
+        free(m->kv_cache), free(m->kv_scratch);
+        m->kv_cache = m->kv_scratch = NULL;
+        return tlm_fail(err, "out of memory for the KV cache (%.1f MiB)", (double)floats * 4 / 1048576.0);
+    }
+    return true;
+}
+
+static bool cached_forward(tlm_model *m, const int32_t *tokens, int64_t n, tlm_kv_mode mode, int64_t pos) {
+    if (!m->kv_cache && !(m->gpu && m->gpu->kv_cache)) return false;
+    m->kv_mode = mode;
+    m->kv_pos = pos;
+    tlm_model_forward(m, tokens, NULL, 1, n);
+    m->kv_mode = TLM_KV_OFF;
+    return !tlm_model_device_error(m);
+}
+
+bool tlm_model_prefill(tlm_model *m, const int32_t *tokens, int64_t n) {
+    return n >= 1 && n <= m->T && cached_forward(m, tokens, n, TLM_KV_FILL, 0);
+}
+
+bool tlm_model_decode(tlm_model *m, int32_t token, int64_t pos) {
+    return pos >= 0 && pos < m->T && cached_forward(m, &token, 1, TLM_KV_DECODE, pos);
+}
+
 void tlm_model_destroy(tlm_model *m) {
     tlm_gpu_model_destroy(m);
+    free(m->kv_cache);
+    free(m->kv_scratch);
     free(m->offsets);
     free(m->params);
     free(m->grads);
@@ -274,6 +311,9 @@ float *tlm_model_grad(const tlm_model *m, int i) { return m->grads ? m->grads + 
 static float *device_buf(const tlm_model *m, int32_t b) {
     tlm_gpu_model *g = m->gpu;
     size_t bytes = (size_t)tlm_buffer_bytes(&m->so->buffers[b], m->B, m->T);
+    /* what the last forward wrote: its sizes' prefix (one row of logits
+     * when sampling with a KV cache, not the whole window's) */
+    size_t written = m->run_B > 0 ? (size_t)tlm_buffer_bytes(&m->so->buffers[b], m->run_B, m->run_T) : bytes;
     if (!g->host_copies[b] && !(g->host_copies[b] = malloc(bytes ? bytes : 4))) {
         tlm_err e;
         tlm_fail(&e, "out of memory for a host copy of %s", tlm_so_str(m->so, m->so->buffers[b].name));
@@ -281,7 +321,7 @@ static float *device_buf(const tlm_model *m, int32_t b) {
         return NULL;
     }
     tlm_err e;
-    if (!tlm_device_download(g->gpu.dev, g->host_copies[b], g->arena + (tlm_dptr)m->offsets[b], bytes, &e)) {
+    if (!tlm_device_download(g->gpu.dev, g->host_copies[b], g->arena + (tlm_dptr)m->offsets[b], written, &e)) {
         tlm_gpu_model_fail((tlm_model *)m, &e);
         return NULL;
     }

@@ -31,6 +31,13 @@ typedef struct tlm_model {
     /* On a device (gpu_model.h): the arena, gradients and working copy of
      * the parameters live there, and arena is NULL here. */
     struct tlm_gpu_model *gpu;
+    /* Sampling's KV cache (tlm_model_cache_open): per layer the [T, 3A]
+     * rows of qkv its attention read, RoPE applied; on a device it lives
+     * there (gpu_model.h) and this stays NULL. kv_mode says how the next
+     * forward uses it; kv_pos is the decoded token's position. */
+    float *kv_cache, *kv_scratch;
+    int kv_mode;               /* tlm_kv_mode */
+    int64_t kv_pos;
     /* NULL, or where each op's time goes (profile.h: train --profile) */
     struct tlm_profile *profile;
 } tlm_model;
@@ -48,6 +55,22 @@ bool tlm_model_create(tlm_model *m, const tlm_so *so, int64_t B, int64_t T, bool
 bool tlm_model_create_on(tlm_model *m, const tlm_so *so, tlm_device *dev, tlm_precision precision, int64_t B, int64_t T,
                          bool training, int64_t extra_bytes, tlm_err *err);
 void tlm_model_destroy(tlm_model *m);
+
+/* ---- sampling with a KV cache (model.c; the executors read kv_mode) ----
+ * An inference model of batch 1 keeps each layer's qkv rows, so the next
+ * token's forward runs that token alone: embedding to logits for N = 1,
+ * RoPE at its position, attention over the cached keys and values. Only
+ * the attention mixers (Transformer, Gated Attention, Hope-attention) have
+ * such a cache; Titans' memory is a recurrence over chunks, and
+ * tlm_model_cache_open refuses it (sample then recomputes the window). */
+typedef enum tlm_kv_mode { TLM_KV_OFF, TLM_KV_FILL, TLM_KV_DECODE } tlm_kv_mode;
+bool tlm_model_cache_open(tlm_model *m, tlm_err *err);
+/* The forward of tokens [0, n) from position 0 (n <= T), filling the
+ * cache; logits [n, vocab]. false on a device failure. */
+bool tlm_model_prefill(tlm_model *m, const int32_t *tokens, int64_t n);
+/* The forward of one token at position pos (the cache holds [0, pos),
+ * pos < T), adding it to the cache; logits [1, vocab]. */
+bool tlm_model_decode(tlm_model *m, int32_t token, int64_t pos);
 
 /* On a device: copy the host's parameters there (after initialising or
  * loading them), or bring the device's back (before a checkpoint), and the

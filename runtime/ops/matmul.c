@@ -12,6 +12,12 @@
 #include <cblas.h>
 
 void tlm_linear_forward(float *y, const float *x, const float *w, int N, int in, int out, bool accumulate) {
+    /* One token (sampling with a KV cache): a matrix-vector product, which
+     * OpenBLAS runs without packing the weight as its GEMM would. */
+    if (N == 1) {
+        cblas_sgemv(CblasRowMajor, CblasNoTrans, out, in, 1.0f, w, in, x, 1, accumulate ? 1.0f : 0.0f, y, 1);
+        return;
+    }
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, out, in, 1.0f, x, in, w, in, accumulate ? 1.0f : 0.0f, y,
                 out);
 }

@@ -506,6 +506,15 @@ sample)
   check "greedy ignores the seed" -- cmp "$tmp/g" "$tmp/out"
   expect 0 "" "top-k 1 is greedy" -- sample --top-k 1 --temperature 1
   check "top-k 1 == greedy" -- cmp "$tmp/g" "$tmp/out"
+  # the KV cache against recomputing the window: within the context (38 +
+  # 26 bytes of 64) greedy text is the same
+  expect 0 "" "greedy with the KV cache" -- sample --temperature 0 --length 26
+  cp "$tmp/out" "$tmp/kv"
+  expect 0 "" "greedy recomputing the window (--no-cache)" -- sample --temperature 0 --length 26 --no-cache
+  check "within the context: the same text with and without the cache" -- cmp "$tmp/kv" "$tmp/out"
+  check "... and it is not empty" -- test "$(wc -c < "$tmp/kv")" -ge $(( ${#prompt} + 27 ))
+  expect 0 "" "beyond the context without the cache (a window sliding byte by byte)" -- \
+    sample --temperature 0 --length 200 --no-cache
   long=$(printf 'Emma Woodhouse, handsome, clever, and rich, %.0s' 1 2 3 4 5)
   expect 0 "" "a prompt longer than the context (the window slides)" -- \
     "$run" sample "$s" --ckpt "$trained" --prompt "$long" --length 100

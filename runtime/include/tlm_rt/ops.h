@@ -280,4 +280,13 @@ void tlm_titans_qkv_backward(float *dqkv, const float *d_mem_qkv, const float *q
 void tlm_titans_gates_forward(float *gates, const float *pre, int N, int H, float inner_lr);
 void tlm_titans_gates_backward(float *dpre, const float *dgates, const float *gates, int N, int H, float inner_lr);
 
+/* ---- attention_decode.c ------------------------------------------------ */
+
+/* One token's causal attention over a KV cache (sampling): q [H*D] of the
+ * token at position n - 1; k and v: the keys and values of positions
+ * [0, n), row u at u * stride (the token's own row included); y [H*D].
+ * The row n - 1 of tlm_attention_forward. scratch: n floats. */
+void tlm_attention_decode(float *y, const float *q, const float *k, const float *v, int n, int H, int D, int stride,
+                          float *scratch);
+
 #endif

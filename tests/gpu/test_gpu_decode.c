@@ -1,0 +1,59 @@
+/* The decode attention kernel (attention_decode.cu) against the CPU's
+ * tlm_attention_decode on the emulated device: odd head sizes, one key, a
+ * tile and a half, several tiles (the online softmax's rescaling), rows of
+ * the packed cache's stride. Bound per element: 1e-5 |cpu| + 1e-6
+ * max|cpu|: the same sums, in tiles on the device, a few float roundings
+ * apart. */
+#include "gpu_decode.h"
+#include "test_util.h"
+
+static tlm_device *dev;
+static tlm_gpu gpu;
+
+static void one_case(int n, int H, int D, unsigned seed) {
+    const int A = H * D, stride = 3 * A;
+    const size_t cache_floats = (size_t)n * stride;
+    float *cache = falloc(cache_floats), *q = falloc((size_t)A), *y = falloc((size_t)A), *got = falloc((size_t)A);
+    float *scratch = falloc((size_t)n);
+    tlm_rng rng;
+    tlm_rng_seed(&rng, seed);
+    fill_uniform(&rng, cache, cache_floats, -2.0f, 2.0f);
+    fill_uniform(&rng, q, (size_t)A, -2.0f, 2.0f);
+    tlm_attention_decode(y, q, cache + A, cache + 2 * A, n, H, D, stride, scratch);
+    tlm_err err = {""};
+    tlm_dptr dc = tlm_device_alloc(dev, cache_floats * 4, &err), dq = tlm_device_alloc(dev, (size_t)A * 4, &err);
+    tlm_dptr dy = tlm_device_alloc(dev, (size_t)A * 4, &err);
+    bool ok = dc && dq && dy && tlm_device_upload(dev, dc, cache, cache_floats * 4, &err) &&
+              tlm_device_upload(dev, dq, q, (size_t)A * 4, &err) &&
+              tlm_gpu_attention_decode(&gpu, dy, dq, dc + (tlm_dptr)A * 4, dc + (tlm_dptr)2 * A * 4, n, H, D, stride,
+                                       &err) &&
+              tlm_device_download(dev, got, dy, (size_t)A * 4, &err);
+    CHECK(ok, "n=%d H=%d D=%d: %s", n, H, D, err.msg);
+    if (ok) {
+        double scale = max_abs(y, (size_t)A), worst = 0;
+        for (int i = 0; i < A; i++) worst = fmax(worst, fabs((double)got[i] - y[i]) / (1e-5 * fabs(y[i]) + 1e-6 * scale));
+        CHECK(worst <= 1.0, "n=%d H=%d D=%d: %.2f of the bound", n, H, D, worst);
+    }
+    tlm_device_free(dev, dc), tlm_device_free(dev, dq), tlm_device_free(dev, dy);
+    free(cache), free(q), free(y), free(got), free(scratch);
+}
+
+int main(void) {
+    tlm_err err = {""};
+    dev = tlm_device_open("cuda", &err);
+    if (!dev || !tlm_gpu_open(&gpu, dev, &err)) {
+        printf("FAIL: cannot open the device: %s\n", err.msg);
+        return 1;
+    }
+    const int ns[] = {1, 37, 256, 383, 700}, shapes[][2] = {{1, 5}, {3, 33}, {2, 64}, {1, 300}};
+    int cases = 0;
+    for (int i = 0; i < 5; i++)
+        for (int j = 0; j < 4; j++, cases++) one_case(ns[i], shapes[j][0], shapes[j][1], 40u + (unsigned)cases);
+    tlm_err big = {""};
+    CHECK(!tlm_gpu_attention_decode(&gpu, 0, 0, 0, 0, 1, 1, 2000, 6000, &big) && strstr(big.msg, "head_dim"),
+          "a head_dim above the kernel's: %s", big.msg);
+    tlm_gpu_close(&gpu);
+    tlm_device_close(dev);
+    printf("%d cases\n", cases);
+    return test_finish("test_gpu_decode");
+}
