@@ -28,7 +28,7 @@ static void usage(FILE *out) {
           "  --precision P       bf16 (the GPU's default) or fp32\n"
           "  --threads N         CPU threads (default: all cores)\n"
           "  --no-cache          recompute the whole window for every byte instead of keeping\n"
-          "                      a KV cache (slower; for checking; titans always recomputes)\n"
+          "                      a KV cache (titans: its memory's state); slower, for checking\n"
           "\n"
           "Exit status: 0 ok, 1 error (model, checkpoint), 2 bad usage.\n",
           out);
@@ -129,9 +129,9 @@ int cmd_sample(int argc, char **argv) {
         window[n++] = b;
     }
     if (!rc && n == 0) window[n++] = '\n';
-    /* With a KV cache (attention mixers) each byte runs one token's
-     * forward; a full window restarts from its last half (prefilled again).
-     * Without one (--no-cache, titans) each byte recomputes the window,
+    /* With a KV cache (titans: its memory's state) each byte runs one
+     * token's forward; a full window restarts from its last half (prefilled
+     * again). Without one (--no-cache) each byte recomputes the window,
      * which slides one byte at a time. */
     bool cached = !rc && !no_cache && tlm_model_cache_open(&m, &err);
     if (!rc) {

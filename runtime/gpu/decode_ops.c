@@ -9,3 +9,11 @@ bool tlm_gpu_attention_decode(tlm_gpu *g, tlm_dptr y, tlm_dptr q, tlm_dptr k, tl
     void *args[] = {&y, &q, &k, &v, &n, &H, &D, &stride};
     return tlm_gpu_launch(g, "tlm_attention_decode", tlm_gpu_blocks(H, 1), DECODE_BLOCK, args, err);
 }
+
+bool tlm_gpu_titans_decode(tlm_gpu *g, tlm_dptr y, tlm_dptr state, tlm_dptr q, tlm_dptr k, tlm_dptr v, tlm_dptr theta,
+                           tlm_dptr eta, tlm_dptr alpha, int H, int D, bool chunk_start, tlm_err *err) {
+    if (D > DECODE_MAX_D) return tlm_fail(err, "head_dim %d is above the decode kernel's %d", D, DECODE_MAX_D);
+    int start = chunk_start, has_y = y != 0;
+    void *args[] = {&y, &state, &q, &k, &v, &theta, &eta, &alpha, &H, &D, &start, &has_y};
+    return tlm_gpu_launch(g, "tlm_titans_decode", tlm_gpu_blocks(H, 1), DECODE_BLOCK, args, err);
+}

@@ -1,6 +1,7 @@
-/* Sampling with a KV cache on the device (runtime/gpu/attention_decode.cu):
- * one token's attention over the cached keys and values, the device twin of
- * tlm_attention_decode (tlm_rt/ops.h), same arguments. */
+/* Sampling with a KV cache on the device (runtime/gpu/attention_decode.cu,
+ * titans_decode.cu): one token's attention over the cached keys and values,
+ * and one token of Titans' memory, the device twins of tlm_attention_decode
+ * and tlm_titans_decode (tlm_rt/ops.h), same arguments. */
 #ifndef TLM_GPU_DECODE_H
 #define TLM_GPU_DECODE_H
 
@@ -9,5 +10,11 @@
 /* head_dim D at most 1024. */
 bool tlm_gpu_attention_decode(tlm_gpu *g, tlm_dptr y, tlm_dptr q, tlm_dptr k, tlm_dptr v, int n, int H, int D,
                               int stride, tlm_err *err);
+
+/* One token of Titans' memory (tlm_titans_decode, tlm_rt/ops.h): state
+ * [H][3][D][D] on the device, q, k, v [H*D] and the gates [H] of the token;
+ * y may be 0 (the state only). D at most 1024. */
+bool tlm_gpu_titans_decode(tlm_gpu *g, tlm_dptr y, tlm_dptr state, tlm_dptr q, tlm_dptr k, tlm_dptr v, tlm_dptr theta,
+                           tlm_dptr eta, tlm_dptr alpha, int H, int D, bool chunk_start, tlm_err *err);
 
 #endif

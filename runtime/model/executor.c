@@ -140,8 +140,8 @@ static void attention_decode(step *s, const tlm_abi_op *op) {
     const size_t row = 3 * (size_t)s->A;
     float *cache = kv_rows(s, op);
     memcpy(cache + (size_t)s->m->kv_pos * row, IN(qkv), row * sizeof(float));
-    tlm_attention_decode(OUT(y), IN(qkv), cache + s->A, cache + 2 * s->A, (int)s->m->kv_pos + 1, s->H, s->hd,
-                         (int)row, s->m->kv_scratch);
+    tlm_attention_decode(OUT(y), IN(qkv), cache + s->A, cache + 2 * s->A, (int)s->m->kv_pos + 1, s->H, s->hd, (int)row,
+                         s->m->kv_scratch);
 }
 
 /* probs [B, H, T, T], y [N, A] */
@@ -301,12 +301,36 @@ static void op_memory_gates_backward(step *s, const tlm_abi_op *op) {
 
 /* y [N, A] = M_t q_t; saved: the memory's checkpoints for the backward (the
  * compiler sized the buffer for any B and T; tlm_model_create checked it) */
+/* Sampling: the layer's memory state (model.h, tlm_kv_state_floats). A
+ * decoded token takes one step of it; the prefill runs the forward, then
+ * walks the state over its tokens from zero. */
+static float *titans_state(const step *s, const tlm_abi_op *op) {
+    return s->m->kv_cache + (size_t)op->layer * (size_t)s->H * 3 * (size_t)s->hd * (size_t)s->hd;
+}
+static void titans_state_walk(step *s, const tlm_abi_op *op, float *y, const float *q, const float *gates, int64_t t0,
+                              int64_t t1) {
+    const size_t NH = (size_t)s->N * (size_t)s->H, row = 3 * (size_t)s->A;
+    for (int64_t t = t0; t < t1; t++) {
+        const float *qt = q + (size_t)(t - t0) * row, *gt = gates + (size_t)(t - t0) * s->H;
+        tlm_titans_decode(y, titans_state(s, op), qt, qt + s->A, qt + 2 * s->A, gt, gt + NH, gt + 2 * NH, s->H, s->hd,
+                          t % s->chunk == 0, s->m->kv_scratch);
+    }
+}
+
 static void op_titans(step *s, const tlm_abi_op *op) {
     OPERANDS(titans);
     const size_t NH = (size_t)s->N * (size_t)s->H;
     const float *q = IN(mem_qkv), *k = q + s->A, *v = q + 2 * s->A;
     const float *theta = IN(gates), *eta = theta + NH, *alpha = theta + 2 * NH;
+    if (s->m->kv_mode == TLM_KV_DECODE) {
+        titans_state_walk(s, op, OUT(y), q, theta, s->m->kv_pos, s->m->kv_pos + 1);
+        return;
+    }
     tlm_titans_forward(OUT(y), OUT(saved), q, k, v, 3 * s->A, theta, eta, alpha, s->B, s->T, s->H, s->hd, s->chunk);
+    if (s->m->kv_mode == TLM_KV_FILL) {
+        memset(titans_state(s, op), 0, (size_t)s->H * 3 * (size_t)s->hd * (size_t)s->hd * sizeof(float));
+        titans_state_walk(s, op, NULL, q, theta, 0, s->N);
+    }
 }
 static void op_titans_backward(step *s, const tlm_abi_op *op) {
     OPERANDS(titans_backward);

@@ -330,13 +330,34 @@ static bool op_memory_gates_backward(step *s, const tlm_abi_op *op) {
     OPERANDS(memory_gates_backward);
     return tlm_gpu_titans_gates_backward(s->gpu, OUT(dpre), IN(dgates), IN(gates), s->N, s->H, s->inner_lr, ERR);
 }
+/* Sampling: the layer's memory state (executor.c's twin). */
+static tlm_dptr titans_state(const step *s, const tlm_abi_op *op) {
+    return at(s->g->kv_cache, (int64_t)op->layer * s->H * 3 * s->hd * s->hd);
+}
+static bool titans_state_walk(step *s, const tlm_abi_op *op, tlm_dptr y, tlm_dptr q, tlm_dptr gates, int64_t t0,
+                              int64_t t1) {
+    const int64_t NH = (int64_t)s->N * s->H;
+    for (int64_t t = t0; t < t1; t++) {
+        tlm_dptr qt = at(q, (t - t0) * 3 * s->A), gt = at(gates, (t - t0) * s->H);
+        if (!tlm_gpu_titans_decode(s->gpu, y, titans_state(s, op), qt, at(qt, s->A), at(qt, 2 * s->A), gt, at(gt, NH),
+                                   at(gt, 2 * NH), s->H, s->hd, t % s->chunk == 0, ERR))
+            return false;
+    }
+    return true;
+}
+
 static bool op_titans(step *s, const tlm_abi_op *op) {
     OPERANDS(titans);
     const int64_t NH = (int64_t)s->N * s->H;
     tlm_dptr q = IN(mem_qkv), k = at(q, s->A), v = at(q, 2 * s->A);
     tlm_dptr theta = IN(gates), eta = at(theta, NH), alpha = at(theta, 2 * NH);
+    if (s->m->kv_mode == TLM_KV_DECODE)
+        return titans_state_walk(s, op, OUT(y), q, theta, s->m->kv_pos, s->m->kv_pos + 1);
+    const size_t state_bytes = (size_t)s->H * 3 * (size_t)s->hd * (size_t)s->hd * sizeof(float);
     return tlm_gpu_titans_forward(s->gpu, OUT(y), OUT(saved), q, k, v, 3 * s->A, theta, eta, alpha, s->B, s->T, s->H,
-                                  s->hd, s->chunk, ERR);
+                                  s->hd, s->chunk, ERR) &&
+           (s->m->kv_mode != TLM_KV_FILL || (tlm_device_zero(DEV, titans_state(s, op), state_bytes, ERR) &&
+                                             titans_state_walk(s, op, 0, q, theta, 0, s->N)));
 }
 static bool op_titans_backward(step *s, const tlm_abi_op *op) {
     OPERANDS(titans_backward);

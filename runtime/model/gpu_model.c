@@ -138,8 +138,9 @@ bool tlm_gpu_model_create(tlm_model *m, tlm_device *dev, tlm_precision precision
 }
 
 bool tlm_gpu_model_cache_open(tlm_model *m, size_t floats, tlm_err *err) {
+    /* zeros: titans' memory starts from M = S = 0 */
     m->gpu->kv_cache = alloc(m, floats * sizeof(float), err);
-    return m->gpu->kv_cache != 0;
+    return m->gpu->kv_cache != 0 && tlm_device_zero(m->gpu->gpu.dev, m->gpu->kv_cache, floats * sizeof(float), err);
 }
 
 void tlm_gpu_model_params_changed(tlm_model *m) {

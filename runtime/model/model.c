@@ -232,14 +232,16 @@ const char *tlm_model_device_error(const tlm_model *m) { return m->gpu && m->gpu
 
 bool tlm_model_cache_open(tlm_model *m, tlm_err *err) {
     const tlm_abi_config *c = m->so->config;
-    if (c->mixer == TLM_MIXER_TITANS)
-        return tlm_fail(err, "titans keeps a memory over chunks, not a KV cache");
     if (m->training || m->B != 1) return tlm_fail(err, "a KV cache needs an inference model of batch 1");
     if (m->kv_cache || (m->gpu && m->gpu->kv_cache)) return true;
-    const size_t floats = (size_t)c->layers * (size_t)m->T * 3 * (size_t)(c->heads * c->head_dim);
+    /* attention: each layer's [T, 3A] rows of qkv; titans: each layer's
+     * memory state, [H][3][hd][hd] (M, S, M0; executor.c) */
+    const size_t floats = c->mixer == TLM_MIXER_TITANS
+                              ? tlm_kv_state_floats(c)
+                              : (size_t)c->layers * (size_t)m->T * 3 * (size_t)(c->heads * c->head_dim);
     if (m->gpu) return tlm_gpu_model_cache_open(m, floats, err);
-    m->kv_cache = malloc(floats * sizeof(float));
-    m->kv_scratch = malloc((size_t)m->T * sizeof(float));
+    m->kv_cache = calloc(floats, sizeof(float));
+    m->kv_scratch = malloc((size_t)(m->T > c->head_dim ? m->T : c->head_dim) * sizeof(float));
     if (!m->kv_cache || !m->kv_scratch) {
         free(m->kv_cache), free(m->kv_scratch);
         m->kv_cache = m->kv_scratch = NULL;

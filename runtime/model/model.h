@@ -60,10 +60,16 @@ void tlm_model_destroy(tlm_model *m);
  * An inference model of batch 1 keeps each layer's qkv rows, so the next
  * token's forward runs that token alone: embedding to logits for N = 1,
  * RoPE at its position, attention over the cached keys and values. Only
- * the attention mixers (Transformer, Gated Attention, Hope-attention) have
- * such a cache; Titans' memory is a recurrence over chunks, and
- * tlm_model_cache_open refuses it (sample then recomputes the window). */
+ * the attention mixers (Transformer, Gated Attention, Hope-attention) keep
+ * keys and values; Titans keeps its memory's state (below), walked token by
+ * token at the prefill. */
 typedef enum tlm_kv_mode { TLM_KV_OFF, TLM_KV_FILL, TLM_KV_DECODE } tlm_kv_mode;
+/* Titans keeps its memory instead: per layer and head M, S and M0 (the
+ * memory at the chunk's start), a recurrence with no context limit of its
+ * own. */
+static inline size_t tlm_kv_state_floats(const tlm_abi_config *c) {
+    return (size_t)c->layers * (size_t)c->heads * 3 * (size_t)c->head_dim * (size_t)c->head_dim;
+}
 bool tlm_model_cache_open(tlm_model *m, tlm_err *err);
 /* The forward of tokens [0, n) from position 0 (n <= T), filling the
  * cache; logits [n, vocab]. false on a device failure. */

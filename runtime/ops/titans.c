@@ -150,6 +150,18 @@ void tlm_titans_forward(float *y, float *saved, const float *q, const float *k, 
     }
 }
 
+void tlm_titans_decode(float *y, float *state, const float *q, const float *k, const float *v, const float *theta,
+                       const float *eta, const float *alpha, int H, int D, bool chunk_start, float *e) {
+    const size_t DD = (size_t)D * D;
+    for (int h = 0; h < H; h++) {
+        float *M = state + (size_t)h * 3 * DD, *S = M + DD, *M0 = S + DD;
+        const float *qh = q + (size_t)h * D, *kh = k + (size_t)h * D, *vh = v + (size_t)h * D;
+        if (chunk_start) memcpy(M0, M, DD * sizeof(float));
+        chunk_errors(e, M0, kh, vh, 0, 0, 1, D);
+        memory_step(M, S, M, S, e, kh, qh, y ? y + (size_t)h * D : NULL, theta[h], eta[h], alpha[h], D);
+    }
+}
+
 size_t tlm_titans_scratch_floats(int D, int chunk) {
     const size_t DD = (size_t)D * D;
     return (2 * (size_t)segment_len(chunk) + 5) * DD + 2 * (size_t)D;

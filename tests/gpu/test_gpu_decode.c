@@ -23,15 +23,16 @@ static void one_case(int n, int H, int D, unsigned seed) {
     tlm_err err = {""};
     tlm_dptr dc = tlm_device_alloc(dev, cache_floats * 4, &err), dq = tlm_device_alloc(dev, (size_t)A * 4, &err);
     tlm_dptr dy = tlm_device_alloc(dev, (size_t)A * 4, &err);
-    bool ok = dc && dq && dy && tlm_device_upload(dev, dc, cache, cache_floats * 4, &err) &&
-              tlm_device_upload(dev, dq, q, (size_t)A * 4, &err) &&
-              tlm_gpu_attention_decode(&gpu, dy, dq, dc + (tlm_dptr)A * 4, dc + (tlm_dptr)2 * A * 4, n, H, D, stride,
-                                       &err) &&
-              tlm_device_download(dev, got, dy, (size_t)A * 4, &err);
+    bool ok =
+        dc && dq && dy && tlm_device_upload(dev, dc, cache, cache_floats * 4, &err) &&
+        tlm_device_upload(dev, dq, q, (size_t)A * 4, &err) &&
+        tlm_gpu_attention_decode(&gpu, dy, dq, dc + (tlm_dptr)A * 4, dc + (tlm_dptr)2 * A * 4, n, H, D, stride, &err) &&
+        tlm_device_download(dev, got, dy, (size_t)A * 4, &err);
     CHECK(ok, "n=%d H=%d D=%d: %s", n, H, D, err.msg);
     if (ok) {
         double scale = max_abs(y, (size_t)A), worst = 0;
-        for (int i = 0; i < A; i++) worst = fmax(worst, fabs((double)got[i] - y[i]) / (1e-5 * fabs(y[i]) + 1e-6 * scale));
+        for (int i = 0; i < A; i++)
+            worst = fmax(worst, fabs((double)got[i] - y[i]) / (1e-5 * fabs(y[i]) + 1e-6 * scale));
         CHECK(worst <= 1.0, "n=%d H=%d D=%d: %.2f of the bound", n, H, D, worst);
     }
     tlm_device_free(dev, dc), tlm_device_free(dev, dq), tlm_device_free(dev, dy);

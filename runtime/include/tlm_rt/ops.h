@@ -267,6 +267,16 @@ void tlm_titans_backward(float *dq, float *dk, float *dv, float *dtheta, float *
                          const float *theta, const float *eta, const float *alpha, int B, int T, int H, int D,
                          int chunk, float *scratch, int threads);
 
+/* One token of the memory, for sampling: state holds per head M, S and
+ * M0 (the memory at the start of the token's chunk), [H][3][D][D], after
+ * the tokens before it (zeros before the first); q, k, v [H*D] and the
+ * gates [H] of the token; chunk_start: the token opens a chunk (t % chunk
+ * == 0), so M0 becomes M first. The same operations as
+ * tlm_titans_forward's token t, so a state walked token by token is the
+ * forward's. y [H*D] (NULL: only the state). e: D floats of scratch. */
+void tlm_titans_decode(float *y, float *state, const float *q, const float *k, const float *v, const float *theta,
+                       const float *eta, const float *alpha, int H, int D, bool chunk_start, float *e);
+
 /* The activations around the memory (titans_gates.c), per token n of N:
  *   act = silu(qkv)                         qkv, act: [N, 3, H, D] packed
  *   mem_qkv = l2norm(q), l2norm(k), v of act (per head); rnorm [N, 2H]
