@@ -10,6 +10,7 @@
 #include "commands.h"
 #include "corpus.h"
 #include "device_flag.h"
+#include "profile.h"
 #include "evaluate.h"
 #include "load.h"
 #include "numfmt.h"
@@ -127,9 +128,14 @@ int cmd_eval(int argc, char **argv) {
         printf("%-*s  %12s  %8s  %9s  %9s\n", width, "data", "tokens", "loss", "ppl", "bits/byte");
         fflush(stdout);
     }
+    int64_t all_tokens = 0;
+    double seconds = 0;
     for (int i = 0; i < ndata && !rc; i++) {
         tlm_eval_result res;
-        if (!tlm_eval_windows(&m, &ds[i], batch, context, max_tokens, &res, &err)) {
+        double t0 = tlm_profile_clock();
+        bool ok = tlm_eval_windows(&m, &ds[i], batch, context, max_tokens, &res, &err);
+        seconds += tlm_profile_clock() - t0;
+        if (!ok) {
             rc = cli_error("eval", "%s: %s", names[i], err.msg);
             break;
         }
@@ -145,6 +151,12 @@ int cmd_eval(int argc, char **argv) {
         number(bpb, sizeof bpb, "%.4f", res.loss / log(2.0));
         printf("%-*s  %12s  %8s  %9s  %9s\n", width, names[i], tokens, loss, ppl, bpb);
         fflush(stdout);
+        all_tokens += res.tokens;
+    }
+    if (!rc && seconds > 0) {
+        char tokens[32];
+        fmt_int(tokens, sizeof tokens, all_tokens, 0);
+        printf("%s tokens in %.2f s: %.0f tokens/s\n", tokens, seconds, (double)all_tokens / seconds);
     }
     for (int i = 0; i < ndata; i++) tlm_data_free(&ds[i]);
     tlm_model_destroy(&m);
