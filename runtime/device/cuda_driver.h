@@ -34,6 +34,7 @@
     X(cuDeviceGetName, PFN_cuDeviceGetName_v2000)                      \
     X(cuDeviceGetAttribute, PFN_cuDeviceGetAttribute_v2000)            \
     X(cuDeviceTotalMem, PFN_cuDeviceTotalMem_v3020)                    \
+    X(cuMemGetInfo, PFN_cuMemGetInfo_v3020)                            \
     X(cuDevicePrimaryCtxRetain, PFN_cuDevicePrimaryCtxRetain_v7000)    \
     X(cuDevicePrimaryCtxRelease, PFN_cuDevicePrimaryCtxRelease_v11000) \
     X(cuCtxSetCurrent, PFN_cuCtxSetCurrent_v4000)                      \

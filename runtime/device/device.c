@@ -207,6 +207,13 @@ bool tlm_device_sync(tlm_device *d, tlm_err *err) { return d->backend->sync(d, e
 
 uint64_t tlm_device_memory_in_use(const tlm_device *d) { return d->bytes_in_use; }
 
+uint64_t tlm_device_memory_free(tlm_device *d) {
+    uint64_t bytes = 0;
+    tlm_err err;
+    if (d->backend->memory_free && d->backend->memory_free(d, &bytes, &err)) return bytes;
+    return d->info.memory_total > d->bytes_in_use ? d->info.memory_total - d->bytes_in_use : 0;
+}
+
 /* ---- modules: the cache around the backend's compiler ---- */
 
 static double seconds_now(void) {

@@ -66,6 +66,11 @@ bool tlm_device_sync(tlm_device *d, tlm_err *err);
 /* Bytes this process holds on the device now (our allocations plus the
  * workspace and the loaded modules). */
 uint64_t tlm_device_memory_in_use(const tlm_device *d);
+/* Bytes the device can still allocate: on a GPU what the driver reports
+ * free (cuMemGetInfo: the CUDA context, other processes and everything we
+ * hold already taken off); on the emulated device its total less what we
+ * hold. */
+uint64_t tlm_device_memory_free(tlm_device *d);
 
 /* ---- kernels ----
  * Compiles a CUDA C++ source for the device's exact architecture (CUBIN,

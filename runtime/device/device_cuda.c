@@ -180,6 +180,15 @@ static bool cuda_sync(tlm_device *d, tlm_err *err) {
            tlm_cuda_ok(c->drv, c->drv->cuCtxSynchronize(), err, "a kernel or GEMM failed on %s", d->info.name);
 }
 
+static bool cuda_memory_free(tlm_device *d, uint64_t *bytes, tlm_err *err) {
+    cuda_device *c = state(d);
+    size_t free_bytes = 0, total = 0;
+    if (!bind(c, err) || !tlm_cuda_ok(c->drv, c->drv->cuMemGetInfo(&free_bytes, &total), err, "cuMemGetInfo"))
+        return false;
+    *bytes = free_bytes;
+    return true;
+}
+
 static const char *cuda_compiler_id(tlm_device *d) {
     (void)d;
     return tlm_nvrtc_version();
@@ -256,6 +265,7 @@ const tlm_device_backend tlm_device_cuda = {
     .copy = cuda_copy,
     .zero = cuda_zero,
     .sync = cuda_sync,
+    .memory_free = cuda_memory_free,
     .compiler_id = cuda_compiler_id,
     .compile_options = cuda_compile_options,
     .compile = cuda_compile,

@@ -18,6 +18,9 @@ typedef struct tlm_device_backend {
     bool (*copy)(tlm_device *d, tlm_dptr dst, tlm_dptr src, size_t bytes, tlm_err *err);
     bool (*zero)(tlm_device *d, tlm_dptr dst, size_t bytes, tlm_err *err);
     bool (*sync)(tlm_device *d, tlm_err *err);
+    /* The bytes the device can still give, as it counts them (NULL: total
+     * less what we hold). */
+    bool (*memory_free)(tlm_device *d, uint64_t *bytes, tlm_err *err);
     /* The compiler's identity for the cache key ("nvrtc 13.0", the host
      * C++ compiler's --version line), and the options it compiles with. */
     const char *(*compiler_id)(tlm_device *d);

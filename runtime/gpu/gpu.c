@@ -13,6 +13,7 @@ bool tlm_gpu_open(tlm_gpu *g, tlm_device *dev, tlm_err *err) {
 
 void tlm_gpu_close(tlm_gpu *g) {
     if (g->kernels) tlm_device_module_unload(g->dev, g->kernels);
+    if (g->scratch) tlm_device_free(g->dev, g->scratch);
     memset(g, 0, sizeof *g);
 }
 
@@ -31,4 +32,13 @@ unsigned tlm_gpu_blocks(int64_t n, int64_t per_block) {
 
 bool tlm_gpu_gemm(tlm_gpu *g, const tlm_gemm *d, tlm_err *err) {
     return g->bf16 ? tlm_gpu_gemm_bf16(g, g->bf16, d, err) : tlm_device_gemm(g->dev, d, err);
+}
+
+tlm_dptr tlm_gpu_scratch(tlm_gpu *g, size_t bytes, tlm_err *err) {
+    if (g->scratch && g->scratch_bytes >= bytes) return g->scratch;
+    if (g->scratch) tlm_device_free(g->dev, g->scratch);
+    g->scratch_bytes = 0;
+    if (!(g->scratch = tlm_device_alloc(g->dev, bytes, err))) return 0;
+    g->scratch_bytes = bytes;
+    return g->scratch;
 }

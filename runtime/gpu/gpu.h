@@ -23,6 +23,10 @@ typedef struct tlm_gpu {
     tlm_module_report report; /* how they were loaded (cache hit, compile time) */
     /* NULL: GEMMs in fp32; else their bf16 operands (bf16_gemm.h) */
     const struct tlm_bf16_gemm *bf16;
+    /* a small buffer the C calls reuse (the gradient norm's partial sums),
+     * so that a step allocates nothing on the device */
+    tlm_dptr scratch;
+    size_t scratch_bytes;
 } tlm_gpu;
 
 /* Loads the runtime's kernels on dev (compiling them, or from the cache). */
@@ -32,6 +36,10 @@ void tlm_gpu_close(tlm_gpu *g);
 /* Launches the kernel `name` of the runtime's module with a 1-D grid and
  * block; args as tlm_device_launch takes them. */
 bool tlm_gpu_launch(tlm_gpu *g, const char *name, unsigned grid, unsigned block, void **args, tlm_err *err);
+
+/* g->scratch holding at least bytes (grown as needed, kept until close);
+ * 0 with err when the device has no room. */
+tlm_dptr tlm_gpu_scratch(tlm_gpu *g, size_t bytes, tlm_err *err);
 
 /* The runtime's one way to run a GEMM: the description as given (fp32),
  * or with bf16 operands when g->bf16 is set. */

@@ -85,13 +85,12 @@ double tlm_gpu_grad_norm(tlm_gpu *g, tlm_dptr grad, size_t n, tlm_err *err) {
     long long chunk = (count + chunks - 1) / chunks;
     float partials[MAX_CHUNKS * FLOATS_PER_CHUNK];
     size_t bytes = (size_t)chunks * FLOATS_PER_CHUNK * sizeof(float);
-    tlm_dptr scratch = tlm_device_alloc(g->dev, bytes, err);
+    tlm_dptr scratch = tlm_gpu_scratch(g, bytes, err);
     if (!scratch) return -1.0;
     void *args[] = {&scratch, &grad, &count, &chunk, &chunks};
-    bool ok = tlm_gpu_launch(g, "tlm_grad_norm_partials", (unsigned)chunks, BLOCK, args, err) &&
-              tlm_device_download(g->dev, partials, scratch, bytes, err);
-    tlm_device_free(g->dev, scratch);
-    if (!ok) return -1.0;
+    if (!tlm_gpu_launch(g, "tlm_grad_norm_partials", (unsigned)chunks, BLOCK, args, err) ||
+        !tlm_device_download(g->dev, partials, scratch, bytes, err))
+        return -1.0;
     /* Stage 2: the chunks' sums in chunk order (grad_norm.cu). */
     double total = 0.0;
     for (int c = 0; c < chunks; c++) {

@@ -69,17 +69,18 @@ static tlm_dptr alloc(tlm_model *m, size_t bytes, tlm_err *err) {
 /* What the model takes on the device, beside `extra` (the optimizer's
  * state), against the device's memory: refused before anything is
  * allocated, with the sizes, rather than by a failing allocation halfway. */
-static bool fits(const tlm_model *m, const tlm_device *dev, size_t rope_bytes, size_t titans_bytes, size_t bf16_bytes,
+static bool fits(const tlm_model *m, tlm_device *dev, size_t rope_bytes, size_t titans_bytes, size_t bf16_bytes,
                  int64_t extra, tlm_err *err) {
     const size_t rows = (size_t)(m->B * m->T), param_bytes = (size_t)m->param_floats * sizeof(float);
     double need = (double)param_bytes * (m->training ? 2 : 1) + (double)m->arena_bytes + 2.0 * (double)rope_bytes +
                   (double)rows * (2 * sizeof(int32_t) + (double)widest_mlp(m->so) * sizeof(float)) +
                   (double)titans_bytes + (double)bf16_bytes + (double)(extra > 0 ? extra : 0);
     const tlm_device_info *i = tlm_device_get_info(dev);
-    /* A real GPU also holds the CUDA context, cuBLASLt's kernels and its
-     * workspace, which our count does not see: a GiB is kept for them. */
+    /* What the device still has (on a GPU the driver's count: the CUDA
+     * context and other processes already taken off), less a GiB on a GPU
+     * for what is loaded later: cuBLASLt's kernels and its workspace. */
     double reserve = i->emulated ? 0 : 1073741824.0;
-    double have = (double)i->memory_total - (double)tlm_device_memory_in_use(dev) - reserve;
+    double have = (double)tlm_device_memory_free(dev) - reserve;
     if (need <= have) return true;
     return tlm_fail(err,
                     "out of device memory: batch %lld × %lld tokens needs %.2f GiB on cuda:%d, which has %.2f GiB; "

@@ -92,6 +92,15 @@ static CUresult fake_cuDeviceTotalMem(size_t *bytes, int dev) {
     *bytes = (size_t)141 << 30;
     return SUCCESS;
 }
+/* What a real GPU reports: its total less what the context and our
+ * allocations took (a pretend 0.5 GiB context; allocations not counted
+ * here: the test checks the call, not the sum). */
+static CUresult fake_cuMemGetInfo(size_t *free_bytes, size_t *total) {
+    if (retained == 0) return INVALID_CONTEXT;
+    *total = (size_t)141 << 30;
+    *free_bytes = *total - ((size_t)1 << 29);
+    return SUCCESS;
+}
 static CUresult fake_cuDevicePrimaryCtxRetain(void **ctx, int dev) {
     if (dev != 0) return INVALID_DEVICE;
     retained++;
@@ -200,6 +209,7 @@ static const struct {
     FAKE(cuDeviceGetName),
     FAKE(cuDeviceGetAttribute),
     FAKE(cuDeviceTotalMem),
+    FAKE(cuMemGetInfo),
     FAKE(cuDevicePrimaryCtxRetain),
     FAKE(cuDevicePrimaryCtxRelease),
     FAKE(cuCtxSetCurrent),

@@ -80,6 +80,9 @@ static void check_h200(void *fake) {
     expect(zero, "zero", zero ? "zeroed" : err.msg);
     snprintf(line, sizeof line, "%llu more bytes", (unsigned long long)(tlm_device_memory_in_use(d) - before));
     expect(tlm_device_memory_in_use(d) - before >= 2 * N, "memory in use counts the allocations", line);
+    snprintf(line, sizeof line, "%llu MiB free", (unsigned long long)(tlm_device_memory_free(d) >> 20));
+    expect(tlm_device_memory_free(d) == ((uint64_t)141 << 30) - ((uint64_t)1 << 29),
+           "free memory is the driver's count (cuMemGetInfo)", line);
 
     /* A module: compiled by the real NVRTC, loaded by the stand-in. */
     const char *source = "extern \"C\" __global__ void tlm_fake_fill(float *x, int n) {\n"
