@@ -47,9 +47,10 @@ run() {
   else row "$name" FAIL "$((SECONDS - t0)) s, exit $? (see below)"; fail=1; tail -20 "$work/$name.out"; fi
 }
 
-for t in test_gpu_basic test_gpu_mixers test_gpu_optim test_gpu_linear test_gpu_bf16; do run "${t#test_}" -- "$bin/$t"; done
+for t in test_gpu_basic test_gpu_mixers test_gpu_optim test_gpu_linear test_gpu_bf16 test_gpu_decode; do run "${t#test_}" -- "$bin/$t"; done
 run "models vs CPU" -- "$bin/test_gpu_model" "$models"/{taper_swiglu,gelu_tied,odd_sizes,gated_headwise,gated_elementwise,hope_cms,titans_chunked,titans_exact}.so
 grep -E '^[a-z_]+ +loss' "$work/models vs CPU.out" | sed 's/^/    /'
+run "sampling's KV cache vs CPU" -- "$bin/test_kv_cache" --device "$models"/{taper_swiglu,gated_headwise,hope_cms,titans_chunked}.so
 
 # tok/s, MFU and memory of a run's last logged step; compile or cache line
 step_figures() {

@@ -19,12 +19,12 @@ if [ "${1:-}" = --no-build ]; then build_first=0; shift; fi
 build=${1:-build}
 bundle=${2:-gpu-bundle}
 [ $build_first = 1 ] && cmake --build "$build" -j"$(nproc)" --target tlm-run tlmc test_gpu_basic test_gpu_mixers test_gpu_optim \
-  test_gpu_linear test_gpu_bf16 test_gpu_model dump_model tlm_test_models >/dev/null
+  test_gpu_linear test_gpu_bf16 test_gpu_decode test_gpu_model test_kv_cache dump_model tlm_test_models >/dev/null
 rm -rf "$bundle"
 mkdir -p "$bundle/bin" "$bundle/lib" "$bundle/models"
 cp "$build/runtime/tlm-run" "$bundle/bin/"
-for t in test_gpu_basic test_gpu_mixers test_gpu_optim test_gpu_linear test_gpu_bf16; do cp "$build/tests/gpu/$t" "$bundle/bin/"; done
-cp "$build/tests/model/test_gpu_model" "$bundle/bin/"
+for t in test_gpu_basic test_gpu_mixers test_gpu_optim test_gpu_linear test_gpu_bf16 test_gpu_decode; do cp "$build/tests/gpu/$t" "$bundle/bin/"; done
+cp "$build/tests/model/test_gpu_model" "$build/tests/model/test_kv_cache" "$bundle/bin/"
 for m in taper_swiglu gelu_tied odd_sizes gated_headwise gated_elementwise hope_cms titans_chunked titans_exact \
          tiny tiny_gated tiny_hope tiny_titans; do
   cp "$build/tests/model/$m.so" "$bundle/models/"
