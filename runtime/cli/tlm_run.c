@@ -19,6 +19,8 @@ static const struct command {
     {"probe", cmd_probe, "rho per layer: how much each MLP's output aligns with the residual stream"},
     {"sample", cmd_sample, "generate text from a checkpoint"},
     {"bench", cmd_bench, "steps/s, tokens/s, GFLOP/s and the op profile on random tokens"},
+    {"tokenizer", cmd_tokenizer, "encode text to subword token ids and back (GPT-2, Llama 3, tokenizer.json)"},
+    {"tokenize", cmd_tokenize, "pre-tokenize text into a shard of token ids"},
 };
 
 static void usage(FILE *out) {

@@ -18,10 +18,12 @@ ALLOWED = {
     "codegen": ["abi"],
     **{f: CORE + ["abi"] for f in CORE},
     "runtime/device": ["abi"],
+    "runtime/tokenizer": CORE + ["abi"],
     "runtime/gpu": CORE + ["abi", "runtime/device"],
     "runtime/model": CORE + ["abi", "runtime/device", "runtime/gpu"],
     "runtime/train": CORE + ["abi", "runtime/device", "runtime/gpu", "runtime/model"],
-    "runtime/cli": CORE + ["abi", "runtime/device", "runtime/gpu", "runtime/model", "runtime/train"],
+    "runtime/cli": CORE + ["abi", "runtime/device", "runtime/gpu", "runtime/model", "runtime/train",
+                           "runtime/tokenizer"],
 }
 
 def folder_of(path):

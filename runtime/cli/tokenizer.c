@@ -1,0 +1,308 @@
+/* tlm-run tokenizer: encode text to token ids, decode ids to bytes,
+ * describe a tokenizer, and train one (runtime/tokenizer/tokenizer.h,
+ * train.h, docs/data.md). */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "args.h"
+#include "checkpoint.h"
+#include "commands.h"
+#include "regular_file.h"
+#include "tlm_rt/data.h"
+#include "tokenizer.h"
+#include "train.h"
+
+/* Inputs larger than this are refused (the text and its ids are held in
+ * memory). */
+#define MAX_INPUT ((uint64_t)1 << 32)
+
+static void usage(FILE *out) {
+    fputs("usage: tlm-run tokenizer encode|decode|info --tokenizer PATH [options] [FILE...]\n"
+          "       tlm-run tokenizer train --vocab N DATA... -o TOKENIZER.json\n"
+          "\n"
+          "  encode   prints the token ids of FILE (default: standard input), space-separated,\n"
+          "           one line per FILE\n"
+          "  decode   reads token ids (separated by white space) and writes their bytes, FILE after FILE\n"
+          "  info     the vocabulary size, merges, pattern and identity hash\n"
+          "  train    learns a byte-level BPE tokenizer (GPT-2's pre-tokenization) from DATA\n"
+          "           (files, or folders of .txt files) and writes it as a tokenizer.json\n"
+          "\n"
+          "  --tokenizer PATH   a tokenizer.json, a tiktoken rank file (Llama 3's tokenizer.model),\n"
+          "                     or a folder holding GPT-2's encoder.json and vocab.bpe\n"
+          "  --special          encode: recognise special tokens' text (default: plain text)\n"
+          "  --bos              encode: start with <|begin_of_text|> (default: none)\n"
+          "  --vocab N          train: the vocabulary size, <|endoftext|> included (257..16777216)\n"
+          "  -o, --output PATH  train: where to write the tokenizer.json (atomically)\n"
+          "\n"
+          "Exit status: 0 ok, 1 error (tokenizer file, input), 2 bad usage.\n",
+          out);
+}
+
+/* The whole of FILE, or of standard input when path is NULL. */
+static uint8_t *read_input(const char *path, size_t *n, tlm_err *err) {
+    if (path) return tlm_read_regular(path, MAX_INPUT, "an input", n, err);
+    size_t cap = 1 << 16, len = 0;
+    uint8_t *buf = malloc(cap);
+    while (buf) {
+        if (len == cap) {
+            if (cap >= MAX_INPUT) {
+                free(buf);
+                return tlm_fail(err, "standard input is larger than 4 GiB"), NULL;
+            }
+            uint8_t *p = realloc(buf, cap *= 2);
+            if (!p) break;
+            buf = p;
+        }
+        size_t got = fread(buf + len, 1, cap - len, stdin);
+        len += got;
+        if (got == 0) {
+            if (ferror(stdin)) {
+                free(buf);
+                return tlm_fail(err, "cannot read standard input: %s", strerror(errno)), NULL;
+            }
+            *n = len;
+            return buf;
+        }
+    }
+    free(buf);
+    return tlm_fail(err, "out of memory"), NULL;
+}
+
+static int do_encode(tlm_tokenizer *t, const uint8_t *text, size_t n, const tlm_tok_options *o) {
+    tlm_err err = {""};
+    tlm_tok_ids ids = {0};
+    if (!tlm_tok_encode(t, text, n, o, &ids, &err)) {
+        tlm_tok_ids_free(&ids);
+        return cli_error("tokenizer", "%s", err.msg);
+    }
+    char buf[1 << 16];
+    size_t used = 0;
+    for (size_t i = 0; i < ids.n; i++) {
+        if (used > sizeof buf - 16) {
+            fwrite(buf, 1, used, stdout);
+            used = 0;
+        }
+        used += (size_t)snprintf(buf + used, sizeof buf - used, i ? " %d" : "%d", (int)ids.ids[i]);
+    }
+    buf[used++] = '\n';
+    fwrite(buf, 1, used, stdout);
+    tlm_tok_ids_free(&ids);
+    return 0;
+}
+
+static int do_decode(tlm_tokenizer *t, const uint8_t *text, size_t n) {
+    tlm_tok_ids ids = {0};
+    tlm_err err = {""};
+    int rc = 0;
+    for (size_t i = 0; i < n && !rc;) {
+        uint8_t c = text[i];
+        if (c == ' ' || c == '\n' || c == '\t' || c == '\r') {
+            i++;
+            continue;
+        }
+        int64_t v = 0;
+        size_t start = i;
+        while (i < n && text[i] >= '0' && text[i] <= '9' && v <= INT32_MAX) v = v * 10 + (text[i++] - '0');
+        bool sep = i == n || text[i] == ' ' || text[i] == '\n' || text[i] == '\t' || text[i] == '\r';
+        if (i == start || !sep || v > INT32_MAX) {
+            rc = cli_error("tokenizer",
+                           "decode: the input holds `%.20s`, not a token id (ids are decimal integers "
+                           "separated by white space)",
+                           (const char *)text + start);
+            break;
+        }
+        if (ids.n == ids.cap) {
+            size_t cap = ids.cap ? ids.cap * 2 : 4096;
+            int32_t *p = realloc(ids.ids, cap * sizeof *p);
+            if (!p) {
+                rc = cli_error("tokenizer", "out of memory");
+                break;
+            }
+            ids.ids = p, ids.cap = cap;
+        }
+        ids.ids[ids.n++] = (int32_t)v;
+    }
+    tlm_strbuf out = {0};
+    if (!rc && !tlm_tok_decode(t, ids.ids, ids.n, &out, &err)) rc = cli_error("tokenizer", "decode: %s", err.msg);
+    if (!rc && out.len) fwrite(out.buf, 1, out.len, stdout);
+    tlm_sb_free(&out);
+    tlm_tok_ids_free(&ids);
+    return rc;
+}
+
+static void print_info(const tlm_tokenizer *t) {
+    const uint8_t *h = tlm_tok_hash(t);
+    printf("vocab     %d\nmerges    %d\npattern   %s\nbos       %d\nhash      ", (int)tlm_tok_vocab_size(t),
+           (int)tlm_tok_merge_count(t), tlm_tok_pattern_name(t), (int)tlm_tok_bos(t));
+    for (int i = 0; i < 32; i++) printf("%02x", h[i]);
+    putchar('\n');
+}
+
+/* Writes text[0..n) to path atomically: a temporary file in its folder,
+ * fsynced, renamed over path. */
+static bool write_atomic(const char *path, const char *text, size_t n, tlm_err *err) {
+    char tmp[4200];
+    int fd = tlm_temp_create(path, tmp, sizeof tmp, err);
+    if (fd < 0) return false;
+    mode_t mask = umask(0); /* mkstemp's 0600 -> what a plain create would give */
+    umask(mask);
+    (void)fchmod(fd, 0666 & ~mask);
+    size_t done = 0;
+    while (done < n) {
+        ssize_t w = write(fd, text + done, n - done);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) break;
+        done += (size_t)w;
+    }
+    bool ok = done == n && fsync(fd) == 0;
+    int e = errno;
+    if (close(fd) != 0 && ok) ok = false, e = errno;
+    if (!ok) {
+        unlink(tmp);
+        return tlm_fail(err, "%s: cannot write: %s", path, strerror(e));
+    }
+    if (rename(tmp, path) != 0) {
+        e = errno;
+        unlink(tmp);
+        return tlm_fail(err, "%s: cannot rename into place: %s", path, strerror(e));
+    }
+    tlm_sync_dir_of(path);
+    return true;
+}
+
+static void show_progress(void *ctx, int32_t tokens, int32_t vocab) {
+    (void)ctx;
+    fprintf(stderr, "\rtlm-run tokenizer train: %d / %d tokens", (int)tokens, (int)vocab);
+    fflush(stderr);
+}
+
+static int do_train(const char *const *data, int ndata, int64_t vocab, const char *out_path) {
+    tlm_err err = {""};
+    tlm_bpe_trainer *b = tlm_bpe_new(&err);
+    if (!b) return cli_error("tokenizer", "%s", err.msg);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int rc = 0;
+    for (int i = 0; i < ndata && !rc; i++) {
+        tlm_dataset ds = {0};
+        if (tlm_data_load(&ds, data[i], &err) != 0) rc = cli_error("tokenizer", "%s", err.msg);
+        else if (!tlm_bpe_add_text(b, ds.bytes, ds.n, &err)) rc = cli_error("tokenizer", "%s: %s", data[i], err.msg);
+        tlm_data_free(&ds);
+    }
+    tlm_strbuf json = {0};
+    bool tty = isatty(2);
+    if (!rc && !tlm_bpe_train(b, (int32_t)vocab, tty ? show_progress : NULL, NULL, &json, &err))
+        rc = cli_error("tokenizer", "train: %s", err.msg);
+    if (tty) fputs("\r\033[K", stderr);
+    if (!rc && !write_atomic(out_path, json.buf, json.len, &err)) rc = cli_error("tokenizer", "%s", err.msg);
+    if (!rc) {
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        uint64_t bytes;
+        size_t words;
+        int32_t merges;
+        tlm_bpe_stats(b, &bytes, &words, &merges);
+        fprintf(stderr,
+                "tlm-run tokenizer train: %s: %d merges from %" PRIu64 " bytes (%zu distinct pre-tokens) in %.2f s\n",
+                out_path, (int)merges, bytes, words,
+                (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9);
+    }
+    tlm_sb_free(&json);
+    tlm_bpe_free(b);
+    return rc;
+}
+
+enum { OPT_TOKENIZER = 256, OPT_SPECIAL, OPT_BOS, OPT_VOCAB };
+static const struct option long_options[] = {
+    {"help", no_argument, NULL, 'h'},
+    {"vocab", required_argument, NULL, OPT_VOCAB},
+    {"output", required_argument, NULL, 'o'},
+    {"tokenizer", required_argument, NULL, OPT_TOKENIZER},
+    {"special", no_argument, NULL, OPT_SPECIAL},
+    {"bos", no_argument, NULL, OPT_BOS},
+    {NULL, 0, NULL, 0},
+};
+
+static int check_usage(const char *action, const char *tok_path, int nfiles, const tlm_tok_options *o) {
+    if (!action) return cli_usage_error("tokenizer", "say encode, decode, info or train");
+    bool encode = !strcmp(action, "encode"), decode = !strcmp(action, "decode"), info = !strcmp(action, "info");
+    if (!encode && !decode && !info)
+        return cli_usage_error("tokenizer", "unknown action `%s` (encode, decode, info or train)", action);
+    if (!tok_path) return cli_usage_error("tokenizer", "--tokenizer PATH is required");
+    if (info && nfiles) return cli_usage_error("tokenizer", "info takes no input file");
+    if (!encode && (o->special || o->bos)) return cli_usage_error("tokenizer", "--special and --bos apply to encode");
+    return 0;
+}
+
+int cmd_tokenizer(int argc, char **argv) {
+    const char *action = NULL, *tok_path = NULL;
+    const char **files = calloc((size_t)argc + 1, sizeof *files);
+    int nfiles = 0;
+    if (!files) return cli_error("tokenizer", "out of memory");
+    tlm_tok_options o = {0};
+    cli_args a = {.cmd = "tokenizer", .argc = argc, .argv = argv};
+    int opt;
+    int64_t vocab = 0;
+    const char *out_path = NULL;
+    while ((opt = cli_getopt(&a, "ho:", long_options)) != -1) {
+        switch (opt) {
+        case OPT_VOCAB:
+            if (!cli_int(&a, 257, 1 << 24, &vocab)) {
+                free(files);
+                return 2;
+            }
+            break;
+        case 'o': out_path = a.val; break;
+        case 'h':
+            free(files);
+            usage(stdout);
+            return 0;
+        case OPT_TOKENIZER: tok_path = a.val; break;
+        case OPT_SPECIAL: o.special = true; break;
+        case OPT_BOS: o.bos = true; break;
+        case 1:
+            if (!action) action = a.val;
+            else files[nfiles++] = a.val;
+            break;
+        default: free(files); return 2; /* reported by cli_getopt */
+        }
+    }
+    int rc = 0;
+    if (action && !strcmp(action, "train")) {
+        if (tok_path || o.special || o.bos) rc = cli_usage_error("tokenizer", "train takes --vocab, -o and DATA only");
+        else if (!vocab) rc = cli_usage_error("tokenizer", "train needs --vocab N");
+        else if (!out_path) rc = cli_usage_error("tokenizer", "train needs -o TOKENIZER.json");
+        else if (!nfiles) rc = cli_usage_error("tokenizer", "train needs DATA (files or folders)");
+        else rc = do_train(files, nfiles, vocab, out_path);
+        free(files);
+        return rc;
+    }
+    if (vocab || out_path) rc = cli_usage_error("tokenizer", "--vocab and -o apply to train");
+    else rc = check_usage(action, tok_path, nfiles, &o);
+    if (rc) {
+        free(files);
+        return rc;
+    }
+    tlm_err err = {""};
+    tlm_tokenizer *t = tlm_tok_load(tok_path, &err);
+    if (!t) rc = cli_error("tokenizer", "%s", err.msg);
+    else if (!strcmp(action, "info")) print_info(t);
+    else
+        for (int i = 0; i < (nfiles ? nfiles : 1) && !rc; i++) {
+            size_t n = 0;
+            uint8_t *text = read_input(nfiles ? files[i] : NULL, &n, &err);
+            if (!text) rc = cli_error("tokenizer", "%s", err.msg);
+            else rc = !strcmp(action, "encode") ? do_encode(t, text, n, &o) : do_decode(t, text, n);
+            free(text);
+        }
+    tlm_tok_free(t);
+    free(files);
+    if (!rc && (fflush(stdout) != 0 || ferror(stdout))) rc = cli_error("tokenizer", "cannot write the output");
+    return rc;
+}

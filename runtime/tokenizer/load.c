@@ -1,0 +1,37 @@
+/* tlm_tok_load: which reader a path goes to (tokenizer.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include "regular_file.h"
+#include "tok_internal.h"
+
+tlm_tokenizer *tlm_tok_load(const char *path, tlm_err *err) {
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        char enc_path[4200], bpe_path[4200];
+        snprintf(enc_path, sizeof enc_path, "%s/encoder.json", path);
+        snprintf(bpe_path, sizeof bpe_path, "%s/vocab.bpe", path);
+        size_t enc_n, bpe_n;
+        uint8_t *enc = tlm_read_regular(enc_path, TLM_TOK_MAX_FILE, "a vocabulary", &enc_n, err);
+        if (!enc) return NULL;
+        uint8_t *bpe = tlm_read_regular(bpe_path, TLM_TOK_MAX_FILE, "a merges file", &bpe_n, err);
+        if (!bpe) {
+            free(enc);
+            return NULL;
+        }
+        tlm_tokenizer *t = tlm_tok_parse_gpt2((const char *)enc, enc_n, (const char *)bpe, bpe_n, path, err);
+        free(enc);
+        free(bpe);
+        return t;
+    }
+    size_t n;
+    uint8_t *text = tlm_read_regular(path, TLM_TOK_MAX_FILE, "a tokenizer", &n, err);
+    if (!text) return NULL;
+    size_t i = 0;
+    while (i < n && (text[i] == ' ' || text[i] == '\t' || text[i] == '\n' || text[i] == '\r')) i++;
+    tlm_tokenizer *t = i < n && text[i] == '{' ? tlm_tok_parse_hf((const char *)text, n, path, err)
+                                               : tlm_tok_parse_tiktoken((const char *)text, n, path, err);
+    free(text);
+    return t;
+}

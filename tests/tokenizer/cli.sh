@@ -1,0 +1,120 @@
+#!/bin/sh
+# tlm-run tokenizer's command line: exit codes (0 ok, 1 error, 2 usage),
+# one-line messages, standard input, and encode | decode on a corpus.
+# Usage: cli.sh TLM_RUN REFDIR WORKDIR
+set -u
+tlm=$1 ref=$2 work=$3
+mkdir -p "$work"
+fails=0
+fail() { echo "FAIL $*"; fails=$((fails + 1)); }
+
+# expect STATUS DESCRIPTION COMMAND...: the status, and on failure one line
+# on stderr starting with "tlm-run tokenizer:".
+expect() {
+  want=$1 what=$2
+  shift 2
+  "$@" >"$work/out" 2>"$work/err" </dev/null
+  got=$?
+  [ "$got" = "$want" ] || fail "$what: exit $got, want $want: $(cat "$work/err")"
+  if [ "$want" != 0 ]; then
+    lines=$(wc -l <"$work/err")
+    [ "$lines" = 1 ] || fail "$what: $lines lines on stderr"
+    grep -q '^tlm-run tokenizer\{0,1\}: ' "$work/err" || fail "$what: stderr is not 'tlm-run tokenizer: ...' (or tokenize)"
+  fi
+}
+
+gpt2=$ref/gpt2
+printf 'QQ== 0\nnot a rank line\n' >"$work/bad.model"
+printf '{"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}, "pre_tokenizer": null' >"$work/bad.json"
+printf '12 x3\n' >"$work/bad.ids"
+printf '1 2 99999999\n' >"$work/big.ids"
+printf 'Hello, world.\n' >"$work/hello.txt"
+mkdir -p "$work/emptydir"
+
+expect 2 "no action" "$tlm" tokenizer
+expect 2 "unknown action" "$tlm" tokenizer frobnicate --tokenizer "$gpt2"
+expect 2 "no --tokenizer" "$tlm" tokenizer encode
+expect 2 "unknown flag" "$tlm" tokenizer encode --tokenizer "$gpt2" --bogus
+expect 2 "--bos on decode" "$tlm" tokenizer decode --tokenizer "$gpt2" --bos
+expect 1 "missing tokenizer" "$tlm" tokenizer info --tokenizer "$work/nonexistent"
+expect 1 "folder without encoder.json" "$tlm" tokenizer info --tokenizer "$work/emptydir"
+expect 1 "bad rank file" "$tlm" tokenizer info --tokenizer "$work/bad.model"
+expect 1 "truncated tokenizer.json" "$tlm" tokenizer info --tokenizer "$work/bad.json"
+expect 1 "missing input" "$tlm" tokenizer encode --tokenizer "$gpt2" "$work/nonexistent.txt"
+expect 1 "decode of text" "$tlm" tokenizer decode --tokenizer "$gpt2" "$work/bad.ids"
+expect 1 "decode of an id past the vocabulary" "$tlm" tokenizer decode --tokenizer "$gpt2" "$work/big.ids"
+expect 1 "--bos without a BOS token" "$tlm" tokenizer encode --bos --tokenizer "$gpt2" "$work/hello.txt"
+expect 0 "help" "$tlm" tokenizer --help
+expect 0 "encode a file" "$tlm" tokenizer encode --tokenizer "$gpt2" "$work/hello.txt"
+[ "$(cat "$work/out")" = "15496 11 995 13 198" ] || fail "encode hello: $(cat "$work/out")"
+
+# standard input, and encode | decode gives the bytes back
+printf 'Hello, world.\n' | "$tlm" tokenizer encode --tokenizer "$gpt2" >"$work/stdin.ids" ||
+  fail "encode from standard input"
+[ "$(cat "$work/stdin.ids")" = "15496 11 995 13 198" ] || fail "encode from standard input: $(cat "$work/stdin.ids")"
+for tok in "$gpt2" "$ref/llama3/tokenizer.model"; do
+  head -c 200000 "$(dirname "$0")/../../data/kjv/kjv.txt" >"$work/kjv.txt"
+  "$tlm" tokenizer encode --tokenizer "$tok" "$work/kjv.txt" | "$tlm" tokenizer decode --tokenizer "$tok" >"$work/kjv.back" ||
+    fail "encode | decode with $tok"
+  cmp -s "$work/kjv.txt" "$work/kjv.back" || fail "encode | decode with $tok: not the same bytes"
+done
+
+# train: usage, bad data, and the file written whole (no temporary left)
+expect 2 "train without --vocab" "$tlm" tokenizer train "$work/hello.txt" -o "$work/t.json"
+expect 2 "train without -o" "$tlm" tokenizer train --vocab 300 "$work/hello.txt"
+expect 2 "train without data" "$tlm" tokenizer train --vocab 300 -o "$work/t.json"
+expect 2 "train --vocab 256" "$tlm" tokenizer train --vocab 256 "$work/hello.txt" -o "$work/t.json"
+expect 2 "train --tokenizer" "$tlm" tokenizer train --tokenizer "$gpt2" --vocab 300 "$work/hello.txt" -o "$work/t.json"
+expect 1 "train on a missing file" "$tlm" tokenizer train --vocab 300 "$work/nonexistent.txt" -o "$work/t.json"
+expect 1 "train into a missing folder" "$tlm" tokenizer train --vocab 300 "$work/kjv.txt" -o "$work/no/such/t.json"
+expect 0 "train" "$tlm" tokenizer train --vocab 400 "$work/kjv.txt" -o "$work/t.json"
+ls "$work" | grep -q '\.tmp\.' && fail "train left a temporary file"
+"$tlm" tokenizer encode --tokenizer "$work/t.json" "$work/kjv.txt" | "$tlm" tokenizer decode --tokenizer "$work/t.json" >"$work/kjv.back2" ||
+  fail "encode | decode with the trained tokenizer"
+cmp -s "$work/kjv.txt" "$work/kjv.back2" || fail "encode | decode with the trained tokenizer: not the same bytes"
+"$tlm" tokenizer info --tokenizer "$work/t.json" | grep -q '^vocab     400$' || fail "the trained tokenizer has not 400 tokens"
+
+# tokenize: a shard of two documents, each followed by <|endoftext|>, reads
+# back to the documents' bytes; its header; damaged shards are refused.
+printf 'First document.\n' >"$work/doc1.txt"
+printf 'Second one, \xc3\xa9t\xc3\xa9.' >"$work/doc2.txt"
+mkdir -p "$work/docs" && cp "$work/doc1.txt" "$work/docs/a.txt" && cp "$work/doc2.txt" "$work/docs/b.txt"
+expect 2 "tokenize without -o" "$tlm" tokenize --tokenizer "$gpt2" "$work/doc1.txt"
+expect 2 "tokenize --eot and --no-eot" "$tlm" tokenize --tokenizer "$gpt2" --eot x --no-eot "$work/doc1.txt" -o "$work/s.bin"
+expect 1 "tokenize --eot not a token" "$tlm" tokenize --tokenizer "$gpt2" --eot "not one token" "$work/doc1.txt" -o "$work/s.bin"
+expect 0 "tokenize" "$tlm" tokenize --tokenizer "$gpt2" "$work/doc1.txt" "$work/doc2.txt" -o "$work/s.bin"
+expect 0 "tokenize a folder" "$tlm" tokenize --tokenizer "$gpt2" "$work/docs" -o "$work/s2.bin"
+cmp -s "$work/s.bin" "$work/s2.bin" || fail "a folder's shard differs from its files' shard"
+ls "$work" | grep -q '\.tmp\.' && fail "tokenize left a temporary file"
+expect 0 "tokenize --info" "$tlm" tokenize --info "$work/s.bin" --tokenizer "$gpt2"
+grep -q '^width     2$' "$work/out" && grep -q '^eot       50256$' "$work/out" || fail "the shard's header: $(cat "$work/out")"
+"$tlm" tokenize --dump "$work/s.bin" | "$tlm" tokenizer decode --tokenizer "$gpt2" >"$work/s.back"
+printf 'First document.\n<|endoftext|>Second one, \xc3\xa9t\xc3\xa9.<|endoftext|>' | cmp -s - "$work/s.back" ||
+  fail "the shard does not decode to the documents and their end-of-text tokens"
+"$tlm" tokenize --dump "$work/s.bin" >"$work/s.ids"
+{ "$tlm" tokenizer encode --tokenizer "$gpt2" "$work/doc1.txt" | tr '\n' ' '; printf '50256 '
+  "$tlm" tokenizer encode --tokenizer "$gpt2" "$work/doc2.txt" | tr '\n' ' '; printf '50256\n'; } >"$work/s.want"
+cmp -s "$work/s.ids" "$work/s.want" || fail "the shard's ids are not the documents' ids: $(cat "$work/s.ids")"
+expect 0 "tokenize with Llama 3 (4-byte tokens, <|end_of_text|>)" "$tlm" tokenize --tokenizer "$ref/llama3/tokenizer.model" \
+  "$work/doc1.txt" -o "$work/l.bin"
+expect 0 "tokenize --info of a Llama 3 shard" "$tlm" tokenize --info "$work/l.bin"
+grep -q '^width     4$' "$work/out" && grep -q '^eot       128001$' "$work/out" || fail "the Llama 3 shard's header: $(cat "$work/out")"
+expect 1 "a shard made with another tokenizer" "$tlm" tokenize --info "$work/l.bin" --tokenizer "$gpt2"
+head -c 70 "$work/s.bin" >"$work/trunc.bin"
+expect 1 "a truncated shard" "$tlm" tokenize --info "$work/trunc.bin"
+{ cat "$work/s.bin"; printf 'x'; } >"$work/trail.bin"
+expect 1 "a shard with trailing bytes" "$tlm" tokenize --info "$work/trail.bin"
+{ printf 'TLMSHARX'; tail -c +9 "$work/s.bin"; } >"$work/magic.bin"
+expect 1 "a shard with a wrong magic" "$tlm" tokenize --info "$work/magic.bin"
+{ head -c 8 "$work/s.bin"; printf '\002\000\000\000'; tail -c +13 "$work/s.bin"; } >"$work/version.bin"
+expect 1 "a shard of version 2" "$tlm" tokenize --dump "$work/version.bin"
+{ head -c 64 "$work/s.bin"; printf '\377\377'; tail -c +67 "$work/s.bin"; } >"$work/badid.bin"
+expect 1 "a shard with an id past the vocabulary" "$tlm" tokenize --dump "$work/badid.bin"
+: >"$work/empty.bin"
+expect 1 "an empty shard file" "$tlm" tokenize --info "$work/empty.bin"
+
+if [ "$fails" != 0 ]; then
+  echo "tokenizer cli: $fails failure(s)"
+  exit 1
+fi
+echo "tokenizer cli: all checks passed"
