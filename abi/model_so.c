@@ -337,7 +337,6 @@ typedef enum operand_size {
     SIZE_GATE,   /* gated attention's gate: H when head-wise, else A */
     SIZE_ROWS,   /* a linear op's output: its weight's rows */
     SIZE_COLS,   /* a linear op's input: its weight's columns */
-    SIZE_PROBS,  /* attention probabilities: H per token pair */
     SIZE_SAVED,  /* titans' checkpoints: checked by tlm_model_create for its sizes */
     SIZE_VxD,    /* parameters: [V, D] */
     SIZE_AxD,    /* [A, D] */
@@ -356,8 +355,7 @@ static const uint8_t operand_sizes[TLM_OP_COUNT][SLOTS] = {
     [TLM_OP_QKV] = {Z(qkv, in_x, SIZE_D), Z(qkv, out_qkv, SIZE_3A), Z(qkv, param_wq, SIZE_AxD),
                     Z(qkv, param_wk, SIZE_AxD), Z(qkv, param_wv, SIZE_AxD)},
     [TLM_OP_ROPE] = {Z(rope, out_qkv, SIZE_3A)},
-    [TLM_OP_ATTENTION] = {Z(attention, in_qkv, SIZE_3A), Z(attention, out_probs, SIZE_PROBS),
-                          Z(attention, out_y, SIZE_A)},
+    [TLM_OP_ATTENTION] = {Z(attention, in_qkv, SIZE_3A), Z(attention, out_lse, SIZE_H), Z(attention, out_y, SIZE_A)},
     [TLM_OP_OUT_PROJ] = {Z(out_proj, in_y, SIZE_A), Z(out_proj, in_resid, SIZE_D), Z(out_proj, out_out, SIZE_D),
                          Z(out_proj, param_wo, SIZE_DxA)},
     [TLM_OP_MLP] = {Z(mlp, in_x, SIZE_D), Z(mlp, in_resid, SIZE_D), Z(mlp, out_pre_gate, SIZE_W),
@@ -380,7 +378,7 @@ static const uint8_t operand_sizes[TLM_OP_COUNT][SLOTS] = {
     [TLM_OP_OUT_PROJ_BACKWARD] = {Z(out_proj_backward, in_dout, SIZE_D), Z(out_proj_backward, in_y, SIZE_A),
                                   Z(out_proj_backward, out_dy, SIZE_A), Z(out_proj_backward, param_wo, SIZE_DxA)},
     [TLM_OP_ATTENTION_BACKWARD] = {Z(attention_backward, in_dy, SIZE_A), Z(attention_backward, in_qkv, SIZE_3A),
-                                   Z(attention_backward, in_probs, SIZE_PROBS), Z(attention_backward, in_y, SIZE_A),
+                                   Z(attention_backward, in_lse, SIZE_H), Z(attention_backward, in_y, SIZE_A),
                                    Z(attention_backward, out_dqkv, SIZE_3A)},
     [TLM_OP_ROPE_BACKWARD] = {Z(rope_backward, out_dqkv, SIZE_3A)},
     [TLM_OP_QKV_BACKWARD] = {Z(qkv_backward, in_dqkv, SIZE_3A), Z(qkv_backward, in_x, SIZE_D),
@@ -434,7 +432,7 @@ typedef struct op_dims {
     int64_t D, A, H, V, W, gate, rows, cols;
 } op_dims;
 
-/* Floats per token a buffer needs for its slot (SIZE_PROBS: per token pair). */
+/* Floats per token a buffer needs for its slot. */
 static int64_t buffer_floats(operand_size size, const op_dims *d) {
     switch (size) {
     case SIZE_1: return 1;
@@ -443,8 +441,7 @@ static int64_t buffer_floats(operand_size size, const op_dims *d) {
     case SIZE_3A: return 3 * d->A;
     case SIZE_W: return d->W;
     case SIZE_V: return d->V;
-    case SIZE_H:
-    case SIZE_PROBS: return d->H;
+    case SIZE_H: return d->H;
     case SIZE_2H: return 2 * d->H;
     case SIZE_3H: return 3 * d->H;
     case SIZE_GATE: return d->gate;
@@ -497,8 +494,7 @@ static bool check_operand_sizes(const blob_view *v, uint32_t i, tlm_err *err) {
         if (x < 0 || size == SIZE_SAVED) continue;
         if (s < 8) {
             const tlm_abi_buffer *b = &v->buffers[x];
-            int64_t have = size == SIZE_PROBS ? b->per_token_t : b->per_token;
-            if (have < buffer_floats(size, &d))
+            if (b->per_token < buffer_floats(size, &d))
                 return tlm_fail(err, "model descriptor: op %u (%s): buffer %s is too small for its operand %s", i, name,
                                 v->strings + b->name, slot);
             continue;

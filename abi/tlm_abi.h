@@ -29,7 +29,7 @@
 #include "tlm_ops.h"
 
 #define TLM_ABI_MAGIC 0x314D4C54u          /* "TLM1" */
-#define TLM_ABI_VERSION 2u
+#define TLM_ABI_VERSION 3u                 /* 3: attention saves lse, not probs */
 
 #define TLM_SYM_MAGIC "tlm_abi_magic"
 #define TLM_SYM_VERSION "tlm_abi_version"
@@ -82,15 +82,16 @@ enum tlm_abi_param_role {
 };
 
 /* What an activation buffer holds. Sizes are per_token × B·T floats plus
- * per_token_t × B·T·T (attention probabilities) plus per_seq × B (titans'
- * memory checkpoints). */
+ * per_token_t × B·T·T (no buffer of tlmc's needs it since attention saves a
+ * log-sum-exp rather than its probabilities; kept in the format, checked)
+ * plus per_seq × B (titans' memory checkpoints). */
 enum tlm_abi_buffer_role {
     TLM_B_RESID,      /* h_l, the residual stream entering layer l [BT, D]; l = L: the last */
     TLM_B_MID,        /* z_l = h_l + attention [BT, D] */
     TLM_B_NORM1,      /* attention's input norm [BT, D] */
     TLM_B_RSTD1,      /* its 1/rms [BT] */
     TLM_B_QKV,        /* q, k, v packed per token [BT, 3A]; q and k after RoPE */
-    TLM_B_PROBS,      /* softmax probabilities [B, H, T, T] */
+    TLM_B_ATTN_LSE,   /* attention's log-sum-exp per token and head [BT, H] */
     TLM_B_ATTN_Y,     /* attention output before o_proj [BT, A] */
     TLM_B_NORM2,      /* the MLP's input norm [BT, D] */
     TLM_B_RSTD2,      /* its 1/rms [BT] */

@@ -27,7 +27,7 @@
     X(RMSNORM, rmsnorm, (x), (y, rstd), (weight), "y = x rstd weight, rstd = 1/sqrt(mean(x^2) + eps)")      \
     X(QKV, qkv, (x), (qkv), (wq, wk, wv), "qkv = x [wq; wk; wv]^T (one [3A, D] matrix)")                 \
     X(ROPE, rope, (), (qkv), (), "rotate q and k of qkv in place")                                          \
-    X(ATTENTION, attention, (qkv), (probs, y), (), "causal softmax attention: probs, y = attn(q, k, v)")   \
+    X(ATTENTION, attention, (qkv), (lse, y), (), "causal softmax attention: lse, y = attn(q, k, v)")        \
     X(OUT_PROJ, out_proj, (y, resid), (out), (wo), "out = resid + y wo^T")                                  \
     X(MLP, mlp, (x, resid), (pre_gate, pre_up, out), (w_gate, w_up, w_down),                                \
       "out = resid + MLP(x) through the layer's kernel; keeps the pre-activations")                         \
@@ -40,7 +40,7 @@
     X(MLP_BACKWARD, mlp_backward, (dout, x, pre_gate, pre_up), (d_pre_gate, d_pre_up, dx),                  \
       (w_gate, w_up, w_down), "dx = MLP'(x)^T dout (written); dweights +=")                                  \
     X(OUT_PROJ_BACKWARD, out_proj_backward, (dout, y), (dy), (wo), "dy = dout wo; dwo += dout^T y")         \
-    X(ATTENTION_BACKWARD, attention_backward, (dy, qkv, probs, y), (dqkv), (), "dqkv from dy")            \
+    X(ATTENTION_BACKWARD, attention_backward, (dy, qkv, lse, y), (dqkv), (), "dqkv from dy, P from lse")    \
     X(ROPE_BACKWARD, rope_backward, (), (dqkv), (), "rotate back dq and dk of dqkv in place")               \
     X(QKV_BACKWARD, qkv_backward, (dqkv, x), (dx), (wq, wk, wv), "dx = dqkv [wq; wk; wv]; dw += dqkv^T x")  \
     X(EMBED_BACKWARD, embed_backward, (dresid), (), (embed), "dembed[tokens] += dresid")                    \

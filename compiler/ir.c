@@ -123,7 +123,7 @@ typedef struct block {
     int attn_norm, q, k, v, o, out_gate, gates, mem_norm;
     int mlp_norm[TLM_MAX_CMS_LEVELS], gate[TLM_MAX_CMS_LEVELS], up[TLM_MAX_CMS_LEVELS], down[TLM_MAX_CMS_LEVELS];
     /* buffers kept from forward to backward */
-    int resid, mid, norm1, rstd1, qkv, probs, attn_y, gate_pre, attn_gated;
+    int resid, mid, norm1, rstd1, qkv, lse, attn_y, gate_pre, attn_gated;
     int mem_act, mem_qkv, mem_rnorm, mem_gates_pre, mem_gates, mem_y, mem_saved, mem_yn, mem_rstd;
     int level_in[TLM_MAX_CMS_LEVELS], norm2[TLM_MAX_CMS_LEVELS], rstd2[TLM_MAX_CMS_LEVELS];
     int pre_gate[TLM_MAX_CMS_LEVELS], pre_up[TLM_MAX_CMS_LEVELS];
@@ -225,7 +225,7 @@ static void block_buffers(lowering *lw, block *y) {
     y->norm1 = BUF(fmt("norm1.%d", l), TLM_B_NORM1, l, D, 0);
     y->rstd1 = BUF(fmt("rstd1.%d", l), TLM_B_RSTD1, l, 1, 0);
     y->qkv = BUF(fmt("qkv.%d", l), TLM_B_QKV, l, 3 * A, 0);
-    y->gate_pre = y->attn_gated = y->probs = y->attn_y = -1;
+    y->gate_pre = y->attn_gated = y->lse = y->attn_y = -1;
     if (m->mixer == TLM_MIXER_TITANS) {
         int64_t per_token, per_seq;
         titans_saved_size(lw, &per_token, &per_seq);
@@ -240,7 +240,7 @@ static void block_buffers(lowering *lw, block *y) {
         y->mem_yn = BUF(fmt("mem_yn.%d", l), TLM_B_MEM_YN, l, A, 0);
         y->mem_rstd = BUF(fmt("mem_rstd.%d", l), TLM_B_MEM_RSTD, l, H, 0);
     } else {
-        y->probs = BUF(fmt("probs.%d", l), TLM_B_PROBS, l, 0, H);
+        y->lse = BUF(fmt("attn_lse.%d", l), TLM_B_ATTN_LSE, l, H, 0);
         y->attn_y = BUF(fmt("attn_y.%d", l), TLM_B_ATTN_Y, l, A, 0);
     }
     if (y->out_gate >= 0) {
@@ -311,7 +311,7 @@ static void mixer_forward(lowering *lw, block *y) {
         mixed = y->attn_gated;
     } else {
         EMIT(rope, l, .out_qkv = y->qkv);
-        EMIT(attention, l, .in_qkv = y->qkv, .out_probs = y->probs, .out_y = y->attn_y);
+        EMIT(attention, l, .in_qkv = y->qkv, .out_lse = y->lse, .out_y = y->attn_y);
         mixed = y->attn_y;
         if (y->out_gate >= 0) {
             EMIT(linear, l, .in_x = y->norm1, .out_y = y->gate_pre, .param_w0 = y->out_gate);
@@ -382,7 +382,7 @@ static void mixer_backward(lowering *lw, block *y) {
                  .out_dy = y->d_attn_y, .out_dgate_pre = y->d_gate_pre);
             EMIT(linear_dw, l, .in_dy = y->d_gate_pre, .in_x = y->norm1, .param_w0 = y->out_gate);
         }
-        EMIT(attention_backward, l, .in_dy = y->d_attn_y, .in_qkv = y->qkv, .in_probs = y->probs, .in_y = y->attn_y,
+        EMIT(attention_backward, l, .in_dy = y->d_attn_y, .in_qkv = y->qkv, .in_lse = y->lse, .in_y = y->attn_y,
              .out_dqkv = y->d_qkv);
         EMIT(rope_backward, l, .out_dqkv = y->d_qkv);
         EMIT(qkv_backward, l, .in_dqkv = y->d_qkv, .in_x = y->norm1, .out_dx = d_norm, .param_wq = y->q,

@@ -1,22 +1,28 @@
-// Causal multi-head softmax attention on the device: the CPU op's equations
-// and saved tensors (runtime/ops/attention.c), so a checkpoint or an op table
-// does not depend on where it ran.
+// Causal multi-head softmax attention on the device, flash style: the CPU
+// op's equations and saved tensors (runtime/ops/attention.c: y and one
+// log-sum-exp per token and head, lse [B,T,H]), so a checkpoint or an op
+// table does not depend on where it ran.
 //
 // For one (batch b, head h), q_t, k_u, v_u the head slices (size D):
-//   s_tu = q_t . k_u / sqrt(D)  (u <= t),  P_t = softmax_u(s_t),  y_t = sum_u P_tu v_u
-// Backward (dS_tu = P_tu (dy_t . v_u - dy_t . y_t), the CPU's row identity):
-//   dq_t = sum_u dS_tu k_u / sqrt(D)   one block per query row t
-//   dk_u = sum_t dS_tu q_t / sqrt(D)   one block per key row u, which also
-//   dv_u = sum_t P_tu dy_t             sums over the query rows t >= u in order
-// Every output element has one owner thread that sums its terms in a fixed
-// order (tiles of attention_TILE rows, each walked in order), so the bits
-// do not depend on the grid size. Straightforward rather than fast: the
-// probabilities are kept (B*H*T*T floats), as on the CPU.
+//   s_tu = q_t . k_u / sqrt(D)  (u <= t),  lse_t = log sum_u exp(s_tu),
+//   P_tu = exp(s_tu - lse_t),   y_t = sum_u P_tu v_u
+// Forward: a block per (b, h, query tile of attention_TQ rows) walks the key
+// tiles up to its diagonal with an online softmax (running max and sum per
+// row in shared memory; y_t, accumulated in place, rescaled when the max
+// grows). Backward, recomputing P tile by tile from lse, with
+// D_t = dy_t . y_t and dS_tu = P_tu (dy_t . v_u - D_t):
+//   dq_t = sum_u dS_tu k_u / sqrt(D)   a block per query tile
+//   dk_u = sum_t dS_tu q_t / sqrt(D)   a block per key tile, which also
+//   dv_u = sum_t P_tu dy_t             sums over the query tiles t >= u in order
+// Every output element has one owner thread per tile (the same thread for
+// every tile of a block) that adds the tile's terms in a fixed order, so the
+// bits do not depend on the grid size; no atomics. Scalar fp32, no T x T
+// matrix: a few tiles of attention_TQ x attention_TK floats in shared memory.
 
-// Rows of scores (or of dS) held in shared memory at a time.
-constexpr int attention_TILE = 256;
+constexpr int attention_TQ = 32;  // query rows per tile
+constexpr int attention_TK = 32;  // key rows per tile
 
-// The pointer to the head slice of token t: tensors of [B,T,H,D] with tokens
+// The offset of the head slice of token t: tensors of [B,T,H,D] with tokens
 // `stride` floats apart.
 __device__ __forceinline__ long long attention_token(int b, int t, int h, int T, int D, int stride) {
   return ((long long)b * T + t) * stride + (long long)h * D;
@@ -28,121 +34,169 @@ __device__ __forceinline__ float attention_dot(const float* a, const float* b, i
   return s;
 }
 
-// One block per row (b, h, t) of att: the scores, their softmax (written to
-// att, zeros past t), then y_t.
-extern "C" __global__ void tlm_attention_fwd_rows(float* y, float* att, const float* q, const float* k,
-                                                  const float* v, int B, int T, int H, int D, int stride) {
+// One block per (b, h, query tile): y and lse of its rows.
+extern "C" __global__ void tlm_attention_fwd(float* y, float* lse, const float* q, const float* k, const float* v,
+                                             int B, int T, int H, int D, int stride) {
+  __shared__ float p[attention_TQ][attention_TK + 1];
+  __shared__ float m[attention_TQ], l[attention_TQ], alpha[attention_TQ];
   const float scale = 1.0f / sqrtf((float)D);
-  const long long rows = (long long)B * H * T;
-  for (long long row = blockIdx.x; row < rows; row += gridDim.x) {
-    const int t = (int)(row % T), h = (int)(row / T % H), b = (int)(row / ((long long)T * H));
-    const float* qt = q + attention_token(b, t, h, T, D, stride);
-    float* p = att + row * T;
-    float mx = -INFINITY;
-    for (int u = threadIdx.x; u <= t; u += blockDim.x) {
-      float s = attention_dot(qt, k + attention_token(b, u, h, T, D, stride), D) * scale;
-      p[u] = s;
-      mx = fmaxf(mx, s);
-    }
-    mx = tlm::block_max(mx);
-    float sum = 0.0f;
-    for (int u = threadIdx.x; u <= t; u += blockDim.x) {
-      float e = expf(p[u] - mx);
-      p[u] = e;
-      sum += e;
-    }
-    const float inv = 1.0f / tlm::block_sum(sum);
-    for (int u = threadIdx.x; u < T; u += blockDim.x) p[u] = u <= t ? p[u] * inv : 0.0f;
-    __syncthreads();  // every probability of the row is written before y reads them
-    float* yt = y + ((long long)b * T + t) * H * D + (long long)h * D;
-    const float* vb = v + attention_token(b, 0, h, T, D, stride);
-    for (int d = threadIdx.x; d < D; d += blockDim.x) {
-      float acc = 0.0f;
-      for (int u = 0; u <= t; u++) acc += p[u] * vb[(long long)u * stride + d];
-      yt[d] = acc;
-    }
-    __syncthreads();  // the next row's block_max reuses shared memory; p is this row's only
-  }
-}
-
-// One block per query row (b, h, t): dq_t = sum_u dS_tu k_u / sqrt(D), the
-// dS of a tile of key rows first (one thread each), then the tile's terms in
-// u order (one thread per element of dq_t).
-extern "C" __global__ void tlm_attention_bwd_dq(float* dq, const float* dy, const float* y, const float* att,
-                                                const float* k, const float* v, int B, int T, int H, int D,
-                                                int stride) {
-  __shared__ float ds[attention_TILE];
-  const float scale = 1.0f / sqrtf((float)D);
-  const long long rows = (long long)B * H * T;
-  for (long long row = blockIdx.x; row < rows; row += gridDim.x) {
-    const int t = (int)(row % T), h = (int)(row / T % H), b = (int)(row / ((long long)T * H));
-    const long long yo = ((long long)b * T + t) * H * D + (long long)h * D;
-    const float* dyt = dy + yo;
-    const float* p = att + row * T;
-    const float rowdot = attention_dot(dyt, y + yo, D);
-    const long long kv0 = attention_token(b, 0, h, T, D, stride);
-    float* dqt = dq + attention_token(b, t, h, T, D, stride);
-    // thread d owns dq_t[d] (block strided: D may exceed the block)
-    for (int d0 = 0; d0 < D; d0 += blockDim.x) {
-      const int d = d0 + threadIdx.x;
-      float acc = 0.0f;
-      for (int u0 = 0; u0 <= t; u0 += attention_TILE) {
-        const int n = t + 1 - u0 < attention_TILE ? t + 1 - u0 : attention_TILE;
-        for (int i = threadIdx.x; i < n; i += blockDim.x) {
-          const long long uo = kv0 + (long long)(u0 + i) * stride;
-          ds[i] = p[u0 + i] * (attention_dot(dyt, v + uo, D) - rowdot) * scale;
-        }
-        __syncthreads();
-        if (d < D)
-          for (int i = 0; i < n; i++) acc += ds[i] * k[kv0 + (long long)(u0 + i) * stride + d];
-        __syncthreads();
+  const int tiles = (T + attention_TQ - 1) / attention_TQ, C = H * D;
+  const long long items = (long long)B * H * tiles;
+  for (long long item = blockIdx.x; item < items; item += gridDim.x) {
+    const int qt = (int)(item % tiles), h = (int)(item / tiles % H), b = (int)(item / ((long long)tiles * H));
+    const int i0 = qt * attention_TQ, rn = T - i0 < attention_TQ ? T - i0 : attention_TQ;
+    float* yb = y + ((long long)b * T + i0) * C + (long long)h * D;  // row r at yb + r*C
+    for (int r = threadIdx.x; r < rn; r += blockDim.x) m[r] = -INFINITY, l[r] = 0.0f;
+    for (int e = threadIdx.x; e < rn * D; e += blockDim.x) yb[(long long)(e / D) * C + e % D] = 0.0f;
+    __syncthreads();
+    for (int j0 = 0; j0 < i0 + rn; j0 += attention_TK) {
+      const int kn = i0 + rn - j0 < attention_TK ? i0 + rn - j0 : attention_TK;
+      for (int e = threadIdx.x; e < rn * attention_TK; e += blockDim.x) {
+        const int r = e / attention_TK, c = e % attention_TK;
+        float s = -INFINITY;
+        if (c < kn && j0 + c <= i0 + r)
+          s = attention_dot(q + attention_token(b, i0 + r, h, T, D, stride),
+                            k + attention_token(b, j0 + c, h, T, D, stride), D) *
+              scale;
+        p[r][c] = s;
       }
-      if (d < D) dqt[d] = acc;
+      __syncthreads();
+      // one thread per row: the new max, the rescale of what came before,
+      // the tile's probabilities (unnormalised) and their sum
+      for (int r = threadIdx.x; r < rn; r += blockDim.x) {
+        float mx = m[r];
+        for (int c = 0; c < kn; c++) mx = fmaxf(mx, p[r][c]);
+        float sum = 0.0f;
+        for (int c = 0; c < kn; c++) {
+          const float e = p[r][c] == -INFINITY ? 0.0f : expf(p[r][c] - mx);
+          p[r][c] = e;
+          sum += e;
+        }
+        // a row that sees no key of this tile keeps m = -inf only on a
+        // first tile, which always holds key 0: mx is finite here
+        alpha[r] = expf(m[r] - mx);
+        l[r] = l[r] * alpha[r] + sum;
+        m[r] = mx;
+      }
+      __syncthreads();
+      const float* vb = v + attention_token(b, j0, h, T, D, stride);
+      for (int e = threadIdx.x; e < rn * D; e += blockDim.x) {
+        const int r = e / D, d = e % D;
+        float* yt = yb + (long long)r * C + d;
+        float acc = *yt * alpha[r];
+        for (int c = 0; c < kn; c++) acc += p[r][c] * vb[(long long)c * stride + d];
+        *yt = acc;
+      }
+      __syncthreads();  // p, alpha are the next tile's
+    }
+    for (int e = threadIdx.x; e < rn * D; e += blockDim.x) yb[(long long)(e / D) * C + e % D] *= 1.0f / l[e / D];
+    for (int r = threadIdx.x; r < rn; r += blockDim.x) lse[((long long)b * T + i0 + r) * H + h] = m[r] + logf(l[r]);
+    __syncthreads();  // m, l are the next item's
+  }
+}
+
+// P and dS (scaled by 1/sqrt(D)) of the tile (query rows i0.., key rows
+// j0..) into shared memory, zeros where masked or past the ends; rowdot and
+// rowlse hold D_t and lse_t of the query rows. Ends with a barrier.
+__device__ __forceinline__ void attention_tile(float (*p)[attention_TK + 1], float (*ds)[attention_TK + 1],
+                                               const float* rowdot, const float* rowlse, const float* q, const float* k,
+                                               const float* v, const float* dy, int b, int h, int i0, int rn, int j0,
+                                               int kn, int T, int H, int D, int stride, float scale) {
+  for (int e = threadIdx.x; e < attention_TQ * attention_TK; e += blockDim.x) {
+    const int r = e / attention_TK, c = e % attention_TK;
+    float P = 0.0f, dS = 0.0f;
+    if (r < rn && c < kn && j0 + c <= i0 + r) {
+      const long long ko = attention_token(b, j0 + c, h, T, D, stride);
+      const float s = attention_dot(q + attention_token(b, i0 + r, h, T, D, stride), k + ko, D) * scale;
+      P = expf(s - rowlse[r]);
+      const float dp = attention_dot(dy + ((long long)b * T + i0 + r) * H * D + (long long)h * D, v + ko, D);
+      dS = P * (dp - rowdot[r]) * scale;
+    }
+    p[r][c] = P;
+    ds[r][c] = dS;
+  }
+  __syncthreads();
+}
+
+// D_t = dy_t . y_t and lse_t of the query tile's rows.
+__device__ __forceinline__ void attention_rows(float* rowdot, float* rowlse, const float* dy, const float* y,
+                                               const float* lse, int b, int h, int i0, int rn, int T, int H, int D) {
+  for (int r = threadIdx.x; r < rn; r += blockDim.x) {
+    const long long yo = ((long long)b * T + i0 + r) * H * D + (long long)h * D;
+    rowdot[r] = attention_dot(dy + yo, y + yo, D);
+    rowlse[r] = lse[((long long)b * T + i0 + r) * H + h];
+  }
+  __syncthreads();
+}
+
+// One block per (b, h, query tile): dq of its rows over the key tiles in order.
+extern "C" __global__ void tlm_attention_bwd_dq(float* dq, const float* dy, const float* y, const float* lse,
+                                                const float* q, const float* k, const float* v, int B, int T, int H,
+                                                int D, int stride) {
+  __shared__ float p[attention_TQ][attention_TK + 1], ds[attention_TQ][attention_TK + 1];
+  __shared__ float rowdot[attention_TQ], rowlse[attention_TQ];
+  const float scale = 1.0f / sqrtf((float)D);
+  const int tiles = (T + attention_TQ - 1) / attention_TQ;
+  const long long items = (long long)B * H * tiles;
+  for (long long item = blockIdx.x; item < items; item += gridDim.x) {
+    const int qt = (int)(item % tiles), h = (int)(item / tiles % H), b = (int)(item / ((long long)tiles * H));
+    const int i0 = qt * attention_TQ, rn = T - i0 < attention_TQ ? T - i0 : attention_TQ;
+    float* dqb = dq + attention_token(b, i0, h, T, D, stride);
+    attention_rows(rowdot, rowlse, dy, y, lse, b, h, i0, rn, T, H, D);
+    for (int e = threadIdx.x; e < rn * D; e += blockDim.x) dqb[(long long)(e / D) * stride + e % D] = 0.0f;
+    for (int j0 = 0; j0 < i0 + rn; j0 += attention_TK) {
+      const int kn = i0 + rn - j0 < attention_TK ? i0 + rn - j0 : attention_TK;
+      attention_tile(p, ds, rowdot, rowlse, q, k, v, dy, b, h, i0, rn, j0, kn, T, H, D, stride, scale);
+      const float* kb = k + attention_token(b, j0, h, T, D, stride);
+      for (int e = threadIdx.x; e < rn * D; e += blockDim.x) {
+        const int r = e / D, d = e % D;
+        float* o = dqb + (long long)r * stride + d;
+        float acc = *o;
+        for (int c = 0; c < kn; c++) acc += ds[r][c] * kb[(long long)c * stride + d];
+        *o = acc;
+      }
+      __syncthreads();  // p, ds are the next tile's
     }
   }
 }
 
-// One block per key row (b, h, u): dk_u and dv_u over the query rows
-// t = u .. T-1 in order, a tile of dS_tu and P_tu at a time.
+// One block per (b, h, key tile): dk and dv of its rows over the query
+// tiles from its own on, in order.
 extern "C" __global__ void tlm_attention_bwd_dkv(float* dk, float* dv, const float* dy, const float* y,
-                                                 const float* att, const float* q, const float* v, int B, int T,
-                                                 int H, int D, int stride) {
-  __shared__ float ds[attention_TILE];
-  __shared__ float pt[attention_TILE];
+                                                 const float* lse, const float* q, const float* k, const float* v,
+                                                 int B, int T, int H, int D, int stride) {
+  __shared__ float p[attention_TQ][attention_TK + 1], ds[attention_TQ][attention_TK + 1];
+  __shared__ float rowdot[attention_TQ], rowlse[attention_TQ];
   const float scale = 1.0f / sqrtf((float)D);
-  const long long rows = (long long)B * H * T;
-  for (long long row = blockIdx.x; row < rows; row += gridDim.x) {
-    const int u = (int)(row % T), h = (int)(row / T % H), b = (int)(row / ((long long)T * H));
-    const long long uo = attention_token(b, u, h, T, D, stride);
-    const float* vu = v + uo;
-    const float* pb = att + (row - u) * T;  // att[b, h, 0, 0]
-    const long long q0 = attention_token(b, 0, h, T, D, stride);
-    const long long y0 = (long long)b * T * H * D + (long long)h * D;
-    for (int d0 = 0; d0 < D; d0 += blockDim.x) {
-      const int d = d0 + threadIdx.x;
-      float acc_k = 0.0f, acc_v = 0.0f;
-      for (int t0 = u; t0 < T; t0 += attention_TILE) {
-        const int n = T - t0 < attention_TILE ? T - t0 : attention_TILE;
-        for (int i = threadIdx.x; i < n; i += blockDim.x) {
-          const int t = t0 + i;
-          const float* dyt = dy + y0 + (long long)t * H * D;
-          const float P = pb[(long long)t * T + u];
-          pt[i] = P;
-          ds[i] = P * (attention_dot(dyt, vu, D) - attention_dot(dyt, y + y0 + (long long)t * H * D, D)) * scale;
+  const int tiles = (T + attention_TK - 1) / attention_TK, C = H * D;
+  const long long items = (long long)B * H * tiles;
+  for (long long item = blockIdx.x; item < items; item += gridDim.x) {
+    const int kt = (int)(item % tiles), h = (int)(item / tiles % H), b = (int)(item / ((long long)tiles * H));
+    const int j0 = kt * attention_TK, kn = T - j0 < attention_TK ? T - j0 : attention_TK;
+    const long long ko = attention_token(b, j0, h, T, D, stride);
+    for (int e = threadIdx.x; e < kn * D; e += blockDim.x) {
+      const long long o = ko + (long long)(e / D) * stride + e % D;
+      dk[o] = 0.0f;
+      dv[o] = 0.0f;
+    }
+    for (int i0 = j0 / attention_TQ * attention_TQ; i0 < T; i0 += attention_TQ) {
+      const int rn = T - i0 < attention_TQ ? T - i0 : attention_TQ;
+      attention_rows(rowdot, rowlse, dy, y, lse, b, h, i0, rn, T, H, D);
+      attention_tile(p, ds, rowdot, rowlse, q, k, v, dy, b, h, i0, rn, j0, kn, T, H, D, stride, scale);
+      const float* qb = q + attention_token(b, i0, h, T, D, stride);
+      const float* dyb = dy + ((long long)b * T + i0) * C + (long long)h * D;
+      for (int e = threadIdx.x; e < kn * D; e += blockDim.x) {
+        const int c = e / D, d = e % D;
+        const long long o = ko + (long long)c * stride + d;
+        float acc_k = dk[o], acc_v = dv[o];
+        for (int r = 0; r < rn; r++) {
+          acc_k += ds[r][c] * qb[(long long)r * stride + d];
+          acc_v += p[r][c] * dyb[(long long)r * C + d];
         }
-        __syncthreads();
-        if (d < D)
-          for (int i = 0; i < n; i++) {
-            const int t = t0 + i;
-            acc_k += ds[i] * q[q0 + (long long)t * stride + d];
-            acc_v += pt[i] * dy[y0 + (long long)t * H * D + d];
-          }
-        __syncthreads();
+        dk[o] = acc_k;
+        dv[o] = acc_v;
       }
-      if (d < D) {
-        dk[uo + d] = acc_k;
-        dv[uo + d] = acc_v;
-      }
+      __syncthreads();  // p, ds, rowdot, rowlse are the next tile's
     }
   }
 }

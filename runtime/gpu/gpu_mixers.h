@@ -5,7 +5,7 @@
  * strides included), with the device first, device addresses for the
  * buffers and err last; false only when a launch fails.
  *
- * The tensors the backwards read (attention's probabilities [B,H,T,T], the
+ * The tensors the backwards read (attention's log-sum-exp [B,T,H], the
  * memory's `saved`, rnorm) are laid out exactly as the CPU's, so a
  * checkpoint or an op table does not depend on the device. Every kernel is
  * deterministic (no atomics, fixed reduction orders), so the bits do not
@@ -18,16 +18,17 @@
 /* The block sizes the calls launch with: the kernels' sums run over the
  * block in an order that depends on its size (never on the grid). */
 enum {
-    TLM_GPU_ATTENTION_BLOCK = 128,  /* a block per row of att */
+    TLM_GPU_ATTENTION_BLOCK = 128,  /* a block per (b, h, tile of rows) */
+    TLM_GPU_ATTENTION_TILE = 32,    /* rows per tile: attention.cu's attention_TQ and attention_TK */
     TLM_GPU_TITANS_BLOCK = 256,     /* a block per (batch, head) over its D x D state */
     TLM_GPU_TITANS_ACT_BLOCK = 256, /* a thread per head row or per gate */
 };
 
 /* tlm_attention_forward / tlm_attention_backward */
-bool tlm_gpu_attention_forward(tlm_gpu *g, tlm_dptr y, tlm_dptr att, tlm_dptr q, tlm_dptr k, tlm_dptr v, int B, int T,
+bool tlm_gpu_attention_forward(tlm_gpu *g, tlm_dptr y, tlm_dptr lse, tlm_dptr q, tlm_dptr k, tlm_dptr v, int B, int T,
                                int H, int D, int stride, tlm_err *err);
 bool tlm_gpu_attention_backward(tlm_gpu *g, tlm_dptr dq, tlm_dptr dk, tlm_dptr dv, tlm_dptr dy, tlm_dptr y,
-                                tlm_dptr att, tlm_dptr q, tlm_dptr k, tlm_dptr v, int B, int T, int H, int D,
+                                tlm_dptr lse, tlm_dptr q, tlm_dptr k, tlm_dptr v, int B, int T, int H, int D,
                                 int stride, tlm_err *err);
 
 /* tlm_titans_forward: saved holds tlm_titans_saved_floats(B, T, H, D, chunk)

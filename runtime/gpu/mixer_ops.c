@@ -5,22 +5,26 @@
 
 #include "tlm_rt/ops.h"
 
-bool tlm_gpu_attention_forward(tlm_gpu *g, tlm_dptr y, tlm_dptr att, tlm_dptr q, tlm_dptr k, tlm_dptr v, int B, int T,
+/* A block per (b, h, tile of TLM_GPU_ATTENTION_TILE rows). */
+static unsigned attention_grid(int B, int T, int H) {
+    return tlm_gpu_blocks((int64_t)B * H * ((T + TLM_GPU_ATTENTION_TILE - 1) / TLM_GPU_ATTENTION_TILE), 1);
+}
+
+bool tlm_gpu_attention_forward(tlm_gpu *g, tlm_dptr y, tlm_dptr lse, tlm_dptr q, tlm_dptr k, tlm_dptr v, int B, int T,
                                int H, int D, int stride, tlm_err *err) {
     if (B <= 0 || T <= 0 || H <= 0 || D <= 0) return true;
-    void *args[] = {&y, &att, &q, &k, &v, &B, &T, &H, &D, &stride};
-    unsigned grid = tlm_gpu_blocks((int64_t)B * H * T, 1);
-    return tlm_gpu_launch(g, "tlm_attention_fwd_rows", grid, TLM_GPU_ATTENTION_BLOCK, args, err);
+    void *args[] = {&y, &lse, &q, &k, &v, &B, &T, &H, &D, &stride};
+    return tlm_gpu_launch(g, "tlm_attention_fwd", attention_grid(B, T, H), TLM_GPU_ATTENTION_BLOCK, args, err);
 }
 
 bool tlm_gpu_attention_backward(tlm_gpu *g, tlm_dptr dq, tlm_dptr dk, tlm_dptr dv, tlm_dptr dy, tlm_dptr y,
-                                tlm_dptr att, tlm_dptr q, tlm_dptr k, tlm_dptr v, int B, int T, int H, int D,
+                                tlm_dptr lse, tlm_dptr q, tlm_dptr k, tlm_dptr v, int B, int T, int H, int D,
                                 int stride, tlm_err *err) {
     if (B <= 0 || T <= 0 || H <= 0 || D <= 0) return true;
-    unsigned grid = tlm_gpu_blocks((int64_t)B * H * T, 1);
-    void *dq_args[] = {&dq, &dy, &y, &att, &k, &v, &B, &T, &H, &D, &stride};
+    unsigned grid = attention_grid(B, T, H);
+    void *dq_args[] = {&dq, &dy, &y, &lse, &q, &k, &v, &B, &T, &H, &D, &stride};
     if (!tlm_gpu_launch(g, "tlm_attention_bwd_dq", grid, TLM_GPU_ATTENTION_BLOCK, dq_args, err)) return false;
-    void *dkv_args[] = {&dk, &dv, &dy, &y, &att, &q, &v, &B, &T, &H, &D, &stride};
+    void *dkv_args[] = {&dk, &dv, &dy, &y, &lse, &q, &k, &v, &B, &T, &H, &D, &stride};
     return tlm_gpu_launch(g, "tlm_attention_bwd_dkv", grid, TLM_GPU_ATTENTION_BLOCK, dkv_args, err);
 }
 

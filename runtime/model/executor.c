@@ -144,7 +144,7 @@ static void attention_decode(step *s, const tlm_abi_op *op) {
                          s->m->kv_scratch);
 }
 
-/* probs [B, H, T, T], y [N, A] */
+/* lse [N, H], y [N, A] */
 static void op_attention(step *s, const tlm_abi_op *op) {
     if (s->m->kv_mode == TLM_KV_DECODE) {
         attention_decode(s, op);
@@ -152,14 +152,14 @@ static void op_attention(step *s, const tlm_abi_op *op) {
     }
     OPERANDS(attention);
     const float *q = IN(qkv), *k = q + s->A, *v = q + 2 * s->A;
-    tlm_attention_forward(OUT(y), OUT(probs), q, k, v, s->B, s->T, s->H, s->hd, 3 * s->A);
+    tlm_attention_forward(OUT(y), OUT(lse), q, k, v, s->B, s->T, s->H, s->hd, 3 * s->A);
     kv_fill(s, op, q);
 }
 static void op_attention_backward(step *s, const tlm_abi_op *op) {
     OPERANDS(attention_backward);
     float *dq = OUT(dqkv), *dk = dq + s->A, *dv = dq + 2 * s->A;
     const float *q = IN(qkv), *k = q + s->A, *v = q + 2 * s->A;
-    tlm_attention_backward(dq, dk, dv, IN(dy), IN(y), IN(probs), q, k, v, s->B, s->T, s->H, s->hd, 3 * s->A);
+    tlm_attention_backward(dq, dk, dv, IN(dy), IN(y), IN(lse), q, k, v, s->B, s->T, s->H, s->hd, 3 * s->A);
 }
 
 /* ---- output projection with the residual added ---- */

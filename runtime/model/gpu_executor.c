@@ -137,14 +137,14 @@ static bool op_attention(step *s, const tlm_abi_op *op) {
     if (s->m->kv_mode == TLM_KV_DECODE) return attention_decode(s, op);
     OPERANDS(attention);
     tlm_dptr q = IN(qkv), k = at(q, s->A), v = at(q, 2 * s->A);
-    return tlm_gpu_attention_forward(s->gpu, OUT(y), OUT(probs), q, k, v, s->B, s->T, s->H, s->hd, 3 * s->A, ERR) &&
+    return tlm_gpu_attention_forward(s->gpu, OUT(y), OUT(lse), q, k, v, s->B, s->T, s->H, s->hd, 3 * s->A, ERR) &&
            kv_fill(s, op, q);
 }
 static bool op_attention_backward(step *s, const tlm_abi_op *op) {
     OPERANDS(attention_backward);
     tlm_dptr dq = OUT(dqkv), dk = at(dq, s->A), dv = at(dq, 2 * s->A);
     tlm_dptr q = IN(qkv), k = at(q, s->A), v = at(q, 2 * s->A);
-    return tlm_gpu_attention_backward(s->gpu, dq, dk, dv, IN(dy), IN(y), IN(probs), q, k, v, s->B, s->T, s->H, s->hd,
+    return tlm_gpu_attention_backward(s->gpu, dq, dk, dv, IN(dy), IN(y), IN(lse), q, k, v, s->B, s->T, s->H, s->hd,
                                       3 * s->A, ERR);
 }
 

@@ -331,10 +331,10 @@ static bool qkv_buffer_small(blob *b) {
     b->buffers[op->qkv.out_qkv].per_token -= 1;
     return true;
 }
-static bool probs_buffer_small(blob *b) {
+static bool lse_buffer_small(blob *b) {
     tlm_abi_op *op = find_op(b, TLM_OP_ATTENTION, 0);
     if (!op) return false;
-    b->buffers[op->attention.out_probs].per_token_t -= 1;
+    b->buffers[op->attention.out_lse].per_token -= 1;
     return true;
 }
 static bool mlp_output_is_rstd(blob *b) {
@@ -474,7 +474,7 @@ static damage cases[] = {
     {"LR schedule known", "optimizer or schedule", train_schedule, 0},
     {"only rmsnorm_backward and linear_dx accumulate", "cannot accumulate", accumulate_on_qkv_backward, 0},
     {"qkv's output holds 3A per token", "too small for its operand qkv", qkv_buffer_small, 0},
-    {"attention's probabilities hold H per token pair", "too small for its operand probs", probs_buffer_small, 0},
+    {"attention's log-sum-exp holds H per token", "too small for its operand lse", lse_buffer_small, 0},
     {"an MLP writes D per token", "too small for its operand out", mlp_output_is_rstd, 0},
     {"down_proj is [D, W]", "wrong shape for its operand w_down", down_proj_transposed, 0},
     {"a linear op's input holds its weight's columns", "is too small for its operand", linear_input_small, 0},

@@ -164,29 +164,31 @@ static void attention_case(int B, int T, int H, int D, bool packed) {
     char shape[96];
     snprintf(shape, sizeof shape, "B %d T %d H %d D %d %s", B, T, H, D, packed ? "packed" : "separate");
     qkv_layout L = layout(B, T, H, D, packed);
-    size_t ny = (size_t)B * T * H * D, natt = (size_t)B * H * T * T;
+    size_t ny = (size_t)B * T * H * D, nlse = (size_t)B * T * H;
     float *x = uniform(L.n, -1.0f, 1.0f), *dy = uniform(ny, -1.0f, 1.0f);
-    float *y = host(ny), *att = host(natt), *dx = host(L.n);
-    tlm_attention_forward(y, att, x + L.qo, x + L.ko, x + L.vo, B, T, H, D, L.stride);
-    tlm_attention_backward(dx + L.qo, dx + L.ko, dx + L.vo, dy, y, att, x + L.qo, x + L.ko, x + L.vo, B, T, H, D,
+    float *y = host(ny), *lse = host(nlse), *dx = host(L.n);
+    tlm_attention_forward(y, lse, x + L.qo, x + L.ko, x + L.vo, B, T, H, D, L.stride);
+    tlm_attention_backward(dx + L.qo, dx + L.ko, dx + L.vo, dy, y, lse, x + L.qo, x + L.ko, x + L.vo, B, T, H, D,
                            L.stride);
 
     tlm_err err = {{0}};
-    tlm_dptr X = put(x, L.n), Y = nans(ny), ATT = nans(natt);
-    if (!tlm_gpu_attention_forward(&g_gpu, Y, ATT, at(X, L.qo), at(X, L.ko), at(X, L.vo), B, T, H, D, L.stride, &err))
+    tlm_dptr X = put(x, L.n), Y = nans(ny), LSE = nans(nlse);
+    if (!tlm_gpu_attention_forward(&g_gpu, Y, LSE, at(X, L.qo), at(X, L.ko), at(X, L.vo), B, T, H, D, L.stride, &err))
         die("attention_forward", &err);
     check(OP_ATT_FWD, "y", shape, Y, y, ny);
-    check(OP_ATT_FWD, "att", shape, ATT, att, natt);
+    check(OP_ATT_FWD, "lse", shape, LSE, lse, nlse);
 
-    tlm_dptr DY = put(dy, ny), Yc = put(y, ny), ATTc = put(att, natt), DX = nans(L.n);
-    if (!tlm_gpu_attention_backward(&g_gpu, at(DX, L.qo), at(DX, L.ko), at(DX, L.vo), DY, Yc, ATTc, at(X, L.qo),
+    /* the backward from the CPU's y and lse: the comparison is of the
+     * backward alone */
+    tlm_dptr DY = put(dy, ny), Yc = put(y, ny), LSEc = put(lse, nlse), DX = nans(L.n);
+    if (!tlm_gpu_attention_backward(&g_gpu, at(DX, L.qo), at(DX, L.ko), at(DX, L.vo), DY, Yc, LSEc, at(X, L.qo),
                                     at(X, L.ko), at(X, L.vo), B, T, H, D, L.stride, &err))
         die("attention_backward", &err);
     check(OP_ATT_BWD, "dq dk dv", shape, DX, dx, L.n);
 
-    tlm_dptr bufs[] = {X, Y, ATT, DY, Yc, ATTc, DX};
+    tlm_dptr bufs[] = {X, Y, LSE, DY, Yc, LSEc, DX};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) tlm_device_free(g_dev, bufs[i]);
-    free(x), free(dy), free(y), free(att), free(dx);
+    free(x), free(dy), free(y), free(lse), free(dx);
 }
 
 /* Unit rows of D floats (the memory expects l2-normalised q and k). */
@@ -355,10 +357,10 @@ static void check_grids(const grid_spec *s) {
 }
 
 static void grid_case(void) {
-    int B = 2, T = 19, H = 3, D = 6, chunk = 4, N = B * T;
+    int B = 2, T = 37, H = 3, D = 6, chunk = 4, N = B * T; /* T: two attention tiles */
     qkv_layout L = layout(B, T, H, D, true);
     int stride = L.stride;
-    size_t ny = (size_t)B * T * H * D, natt = (size_t)B * H * T * T, BTH = (size_t)B * T * H;
+    size_t ny = (size_t)B * T * H * D, natt = (size_t)B * T * H, BTH = (size_t)B * T * H; /* natt: the lse */
     size_t nsaved = tlm_titans_saved_floats(B, T, H, D, chunk), nact = (size_t)N * 3 * H * D;
     float *x = uniform(L.n, -1.0f, 1.0f), *r = uniform(ny, -1.0f, 1.0f), *gates = host(3 * BTH);
     tlm_rng_fill_uniform(&g_rng, gates, BTH, 0.001f, 0.1f);
@@ -373,7 +375,8 @@ static void grid_case(void) {
     tlm_dptr ACT = nans(nact), MEM = nans(nact), RN = nans((size_t)N * 2 * H), DQKV = nans(nact);
     tlm_dptr PRE = X, GATES = nans(3 * BTH), DPRE = nans(3 * BTH); /* x's first 3*N*H floats as pre-activations */
     float lr = 0.07f;
-    unsigned rows = (unsigned)(B * H * T), heads = (unsigned)(B * H);
+    unsigned att_tiles = (unsigned)(B * H * ((T + TLM_GPU_ATTENTION_TILE - 1) / TLM_GPU_ATTENTION_TILE)),
+             heads = (unsigned)(B * H);
     unsigned act_rows = tlm_gpu_blocks((int64_t)N * 3 * H, TLM_GPU_TITANS_ACT_BLOCK);
     unsigned gate_rows = tlm_gpu_blocks((int64_t)N * H, TLM_GPU_TITANS_ACT_BLOCK);
     tlm_err err = {{0}};
@@ -385,8 +388,8 @@ static void grid_case(void) {
 
     tlm_dptr Yb = nans(ny), ATTb = nans(natt);
     void *att_fwd_b[] = {&Yb, &ATTb, &q, &k, &v, &B, &T, &H, &D, &stride};
-    void *att_dq[] = {&dq, &R, &Y, &ATT, &k, &v, &B, &T, &H, &D, &stride};
-    void *att_dkv[] = {&dk, &dv, &R, &Y, &ATT, &q, &v, &B, &T, &H, &D, &stride};
+    void *att_dq[] = {&dq, &R, &Y, &ATT, &q, &k, &v, &B, &T, &H, &D, &stride};
+    void *att_dkv[] = {&dk, &dv, &R, &Y, &ATT, &q, &k, &v, &B, &T, &H, &D, &stride};
     tlm_dptr Yt = nans(ny), SAVEDb = nans(nsaved);
     void *tit_fwd[] = {&Yt, &SAVEDb, &q, &k, &v, &stride, &theta, &eta, &alpha, &B, &T, &H, &D, &chunk};
     void *tit_bwd[] = {&dq,    &dk,  &dv,    &dth, &deta, &dal, &R, &SAVED, &q,       &k,       &stride,
@@ -398,14 +401,14 @@ static void grid_case(void) {
     void *gates_bwd[] = {&DPRE, &R, &G, &N, &H, &lr};
     const grid_spec specs[] = {
         {"attention_forward",
-         {"tlm_attention_fwd_rows", NULL},
-         rows,
+         {"tlm_attention_fwd", NULL},
+         att_tiles,
          TLM_GPU_ATTENTION_BLOCK,
          {att_fwd_b, NULL},
          {{Yb, ny}, {ATTb, natt}}},
         {"attention_backward",
          {"tlm_attention_bwd_dq", "tlm_attention_bwd_dkv"},
-         rows,
+         att_tiles,
          TLM_GPU_ATTENTION_BLOCK,
          {att_dq, att_dkv},
          {{DX, L.n}}},
@@ -454,12 +457,13 @@ static void grid_case(void) {
     free(x), free(r), free(gates);
 }
 
-/* Beyond the small sizes: more key rows than the attention kernels' tile of
- * 256 and a head larger than their block of 128 threads; a memory whose
+/* Beyond the small sizes: several tiles of 32 query and key rows with a
+ * part tile (the attention kernels' TLM_GPU_ATTENTION_TILE) and a head
+ * larger than their block of 128 threads, no multiple of 4; a memory whose
  * D^2 state spans several passes of its block and whose rows span several
  * passes of a warp, over three segments of 18 tokens (chunk 3) and a last
  * short one. */
-static const int large_attention[] = {1, 300, 1, 130}; /* B, T, H, D */
+static const int large_attention[] = {1, 101, 2, 130}; /* B, T, H, D */
 static const int large_titans[] = {1, 40, 2, 40, 3};   /* B, T, H, D, chunk */
 
 int main(void) {
@@ -482,6 +486,11 @@ int main(void) {
                     for (int c = 0; c < 3; c++) titans_case(B, T, H, D, chunks[c], (index + c) % 2 == 0);
                     activations_case(B * T, H, D);
                 }
+    /* attention across its tiles of 32 rows: a part tile, two and a part,
+     * an odd head size, either layout */
+    attention_case(2, 37, 3, 6, true);
+    attention_case(1, 37, 2, 5, false);
+    attention_case(2, 70, 1, 16, false);
     const int *a = large_attention, *m = large_titans;
     attention_case(a[0], a[1], a[2], a[3], true);
     titans_case(m[0], m[1], m[2], m[3], m[4], false);

@@ -55,7 +55,7 @@ static op_needs needs_of(const tlm_so *so, const tlm_abi_op *op) {
     const tlm_abi_config *am = so->config;
     int64_t D = am->d_model, A = am->heads * am->head_dim, V = am->vocab, H = am->heads;
     int64_t W = op->kernel >= 0 ? so->kernels[op->kernel].width : 0;
-    need d = {D, 0}, a = {A, 0}, qkv = {3 * A, 0}, one = {1, 0}, v = {V, 0}, w = {W, 0}, probs = {0, H};
+    need d = {D, 0}, a = {A, 0}, qkv = {3 * A, 0}, one = {1, 0}, v = {V, 0}, w = {W, 0}, heads = {H, 0};
     op_needs n = {.known = true};
     switch (op->kind) {
     case TLM_OP_EMBED: n.out[0] = d; break;
@@ -66,8 +66,8 @@ static op_needs needs_of(const tlm_so *so, const tlm_abi_op *op) {
     case TLM_OP_QKV_BACKWARD: n.in[0] = qkv, n.in[1] = d, n.out[0] = d; break;
     case TLM_OP_ROPE:
     case TLM_OP_ROPE_BACKWARD: n.out[0] = qkv; break;
-    case TLM_OP_ATTENTION: n.in[0] = qkv, n.out[0] = probs, n.out[1] = a; break;
-    case TLM_OP_ATTENTION_BACKWARD: n.in[0] = a, n.in[1] = qkv, n.in[2] = probs, n.in[3] = a, n.out[0] = qkv; break;
+    case TLM_OP_ATTENTION: n.in[0] = qkv, n.out[0] = heads, n.out[1] = a; break;
+    case TLM_OP_ATTENTION_BACKWARD: n.in[0] = a, n.in[1] = qkv, n.in[2] = heads, n.in[3] = a, n.out[0] = qkv; break;
     case TLM_OP_OUT_PROJ: n.in[0] = a, n.in[1] = d, n.out[0] = d; break;
     case TLM_OP_OUT_PROJ_BACKWARD: n.in[0] = d, n.in[1] = a, n.out[0] = a; break;
     case TLM_OP_MLP: n.in[0] = d, n.in[1] = d, n.out[0] = w, n.out[1] = w, n.out[2] = d; break;

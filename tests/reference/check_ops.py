@@ -56,15 +56,17 @@ def apply_rope(x, cos, sin):
 
 
 def attention(q, k, v):
-    """q, k, v: [B, T, H, D] -> y [B, T, H*D], probabilities [B, H, T, T]
-    (F.scaled_dot_product_attention is not in torch 1.13: written out)."""
+    """q, k, v: [B, T, H, D] -> y [B, T, H*D], log-sum-exp of the scaled
+    scores [B, T, H] (F.scaled_dot_product_attention is not in torch 1.13:
+    written out)."""
     B, T, H, D = q.shape
     qh, kh, vh = (t.transpose(1, 2) for t in (q, k, v))
     s = qh @ kh.transpose(-1, -2) / math.sqrt(D)
     mask = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
-    p = torch.softmax(s.masked_fill(mask, float("-inf")), dim=-1)
+    s = s.masked_fill(mask, float("-inf"))
+    p = torch.softmax(s, dim=-1)
     y = (p @ vh).transpose(1, 2).reshape(B, T, H * D)
-    return y, p
+    return y, torch.logsumexp(s, dim=-1).transpose(1, 2)
 
 
 def main():
@@ -132,10 +134,10 @@ def main():
 
     print("attention")
     q, k, v = (leaf(d, f"attention.{n}") for n in "qkv")
-    y, p = attention(q, k, v)
+    y, lse = attention(q, k, v)
     (y * const(d, "attention.R")).sum().backward()
     fwd("attention y", d["attention.y"], y)
-    fwd("attention probabilities", d["attention.att"], p)
+    fwd("attention lse", d["attention.lse"], lse)
     for n, t in zip("qkv", (q, k, v)):
         grad(f"attention d{n}", d[f"attention.d{n}"], t.grad)
 

@@ -141,23 +141,23 @@ static void dump_rope(void) {
 }
 
 static void dump_attention(void) {
-    int B = 2, T = 12, H = 3, D = 8, C = H * D;
+    int B = 2, T = 37, H = 3, D = 6, C = H * D; /* T: two query blocks and a part */
     size_t n = (size_t)B * T * C;
     float *q = rnd(n, -1, 1), *k = rnd(n, -1, 1), *v = rnd(n, -1, 1), *R = rnd(n, -1, 1);
-    float *y = falloc(n), *att = falloc((size_t)B * H * T * T);
+    float *y = falloc(n), *lse = falloc((size_t)B * T * H);
     float *dq = falloc(n), *dk = falloc(n), *dv = falloc(n);
-    tlm_attention_forward(y, att, q, k, v, B, T, H, D, C);
-    tlm_attention_backward(dq, dk, dv, R, y, att, q, k, v, B, T, H, D, C);
+    tlm_attention_forward(y, lse, q, k, v, B, T, H, D, C);
+    tlm_attention_backward(dq, dk, dv, R, y, lse, q, k, v, B, T, H, D, C);
     PUTF("attention", "q", q, B, T, H, D);
     PUTF("attention", "k", k, B, T, H, D);
     PUTF("attention", "v", v, B, T, H, D);
     PUTF("attention", "R", R, B, T, C);
     PUTF("attention", "y", y, B, T, C);
-    PUTF("attention", "att", att, B, H, T, T);
+    PUTF("attention", "lse", lse, B, T, H);
     PUTF("attention", "dq", dq, B, T, H, D);
     PUTF("attention", "dk", dk, B, T, H, D);
     PUTF("attention", "dv", dv, B, T, H, D);
-    free(q), free(k), free(v), free(R), free(y), free(att), free(dq), free(dk), free(dv);
+    free(q), free(k), free(v), free(R), free(y), free(lse), free(dq), free(dk), free(dv);
 }
 
 static void dump_elementwise(void) {

@@ -91,8 +91,7 @@ void tiny_init_sized(tiny_model *m, uint64_t seed, float init_std, int B, int T)
 
     /* 3. one arena for activations and backward scratch */
     int N = m->B * m->T, Fmax = widths[0] > widths[1] ? widths[0] : widths[1];
-    size_t per_layer = (size_t)N * C * 8 + 2 * (size_t)N + 3 * (size_t)N * C + (size_t)m->B * m->H * m->T * m->T +
-                       2 * (size_t)N * Fmax;
+    size_t per_layer = (size_t)N * C * 8 + 2 * (size_t)N + 3 * (size_t)N * C + (size_t)N * m->H + 2 * (size_t)N * Fmax;
     size_t total = TINY_L * per_layer + (size_t)(TINY_L + 1) * N * C + (size_t)N * C + 2 * (size_t)N + (size_t)N * V +
                    (size_t)m->T * m->D + /* activations */
                    (size_t)N * C * 9 + 2 * (size_t)N * Fmax + (size_t)N * V; /* scratch */
@@ -106,7 +105,7 @@ void tiny_init_sized(tiny_model *m, uint64_t seed, float init_std, int B, int T)
         L->rstd1 = carve(&at, N);
         L->qkv = carve(&at, 3 * (size_t)N * C);
         L->y = carve(&at, (size_t)N * C);
-        L->att = carve(&at, (size_t)m->B * m->H * m->T * m->T);
+        L->lse = carve(&at, (size_t)N * m->H);
         L->gpre = carve(&at, (size_t)N * C);
         L->yg = carve(&at, (size_t)N * C);
         L->z = carve(&at, (size_t)N * C);
@@ -177,7 +176,7 @@ double tiny_forward(tiny_model *m, const int32_t *ids, const int32_t *targets) {
         }
         tlm_rope_forward(q, q, m->cos_t, m->sin_t, B, T, H, D, stride);
         tlm_rope_forward(k, k, m->cos_t, m->sin_t, B, T, H, D, stride);
-        tlm_attention_forward(L->y, L->att, q, k, v, B, T, H, D, stride);
+        tlm_attention_forward(L->y, L->lse, q, k, v, B, T, H, D, stride);
         const float *proj_in = L->y;
         if (L->gated) {
             tlm_linear_forward(L->gpre, L->xn, L->wg, N, C, C, false);
@@ -229,7 +228,7 @@ void tiny_backward(tiny_model *m, const int32_t *ids, const int32_t *targets) {
         float *q, *k, *v, *dq, *dk, *dv;
         int stride = qkv_view(m, L, L->qkv, &q, &k, &v);
         qkv_view(m, L, m->dqkv, &dq, &dk, &dv);
-        tlm_attention_backward(dq, dk, dv, dy, L->y, L->att, q, k, v, B, T, H, D, stride);
+        tlm_attention_backward(dq, dk, dv, dy, L->y, L->lse, q, k, v, B, T, H, D, stride);
         tlm_rope_backward(dq, dq, m->cos_t, m->sin_t, B, T, H, D, stride);
         tlm_rope_backward(dk, dk, m->cos_t, m->sin_t, B, T, H, D, stride);
         /* xn fans out to q, k, v (and the gate): accumulate into dxn */

@@ -36,7 +36,7 @@ typedef struct tiny_layer {
     float *attn_norm, *wqkv, *wq, *wk, *wv, *wg, *wo, *mlp_norm;
     float *w_gate, *w_up, *w_down;
     /* saved activations */
-    float *in, *xn, *rstd1, *qkv, *y, *att, *gpre, *yg, *z, *zn, *rstd2;
+    float *in, *xn, *rstd1, *qkv, *y, *lse, *gpre, *yg, *z, *zn, *rstd2;
     float *pre_gate, *pre_up;
 } tiny_layer;
 

@@ -119,20 +119,22 @@ void tlm_rope_backward(float *dx, const float *dout, const float *cos_t, const f
 
 /* ---- attention.c ------------------------------------------------------ */
 
-/* Causal multi-head softmax attention, scale 1/sqrt(D).
+/* Causal multi-head softmax attention, scale 1/sqrt(D), flash style
+ * (blocked, no T x T matrix; the probabilities are recomputed in backward).
  * q, k, v: [B,T,H,D] with consecutive tokens `stride` floats apart: stride =
  *   H*D for separate tensors; for a packed qkv [B,T,3,H,D] pass q = qkv,
  *   k = qkv + H*D, v = qkv + 2*H*D and stride = 3*H*D.
- * att: [B,H,T,T] softmax probabilities, saved for backward (row t holds
- *   entries 0..t; the masked part is written as zeros).
+ * lse: [B,T,H], per token and head the log-sum-exp of its scaled scores
+ *   (log sum_u exp(q_t . k_u / sqrt(D)), u <= t), saved for backward.
  * y: [B,T,H*D] (heads concatenated, ready for the output projection). */
-void tlm_attention_forward(float *y, float *att, const float *q, const float *k, const float *v, int B, int T, int H,
+void tlm_attention_forward(float *y, float *lse, const float *q, const float *k, const float *v, int B, int T, int H,
                            int D, int stride);
 /* dq, dk, dv: same layout/stride as q, k, v; WRITTEN (only their head
  * slices: in a packed dqkv the three parts are disjoint). Uses the forward's
- * y and att (no recomputation, no scratch: the softmax backward's row term
- * sum_u P_tu dP_tu equals dy_t . y_t). */
-void tlm_attention_backward(float *dq, float *dk, float *dv, const float *dy, const float *y, const float *att,
+ * y and lse: P = exp(S - lse) is recomputed block by block, and the softmax
+ * backward's row term sum_u P_tu dP_tu equals dy_t . y_t. No scratch beyond
+ * each thread's stack. */
+void tlm_attention_backward(float *dq, float *dk, float *dv, const float *dy, const float *y, const float *lse,
                             const float *q, const float *k, const float *v, int B, int T, int H, int D, int stride);
 
 /* ---- activations.c (elementwise, n elements; in place ok unless noted) */
