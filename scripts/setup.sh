@@ -49,6 +49,17 @@ if [ -f tests/tokenizer/package.json ] &&
   (cd tests/tokenizer && npm ci --no-audit --no-fund --loglevel=error)
 fi
 
+# The GGUF export tests' llama.cpp (tests/export: node-llama-cpp, pinned),
+# the same way; --omit=optional leaves out the prebuilt binaries for other
+# systems and for CUDA and Vulkan (about 650 MB): package.json names the
+# Linux x64 CPU one as a dependency of its own.
+if [ -f tests/export/package.json ] &&
+   { [ ! -f tests/export/node_modules/.package-lock.json ] ||
+     [ tests/export/package-lock.json -nt tests/export/node_modules/.package-lock.json ]; }; then
+  echo "setup: installing npm packages for the export tests"
+  (cd tests/export && npm ci --omit=optional --no-audit --no-fund --loglevel=error)
+fi
+
 if [ "${1:-}" = "--no-build" ]; then exit 0; fi
 gen=()
 if command -v ninja >/dev/null 2>&1; then gen=(-G Ninja); fi

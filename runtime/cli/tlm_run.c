@@ -21,6 +21,7 @@ static const struct command {
     {"bench", cmd_bench, "steps/s, tokens/s, GFLOP/s and the op profile on random tokens"},
     {"tokenizer", cmd_tokenizer, "encode text to subword token ids and back (GPT-2, Llama 3, tokenizer.json)"},
     {"tokenize", cmd_tokenize, "pre-tokenize text into a shard of token ids"},
+    {"export", cmd_export, "write a checkpoint as a GGUF file for llama.cpp (deci/llama, f32, f16, q8_0)"},
 };
 
 static void usage(FILE *out) {

@@ -22,8 +22,10 @@ ALLOWED = {
     "runtime/gpu": CORE + ["abi", "runtime/device"],
     "runtime/model": CORE + ["abi", "runtime/device", "runtime/gpu"],
     "runtime/train": CORE + ["abi", "runtime/device", "runtime/gpu", "runtime/model"],
+    "runtime/export": CORE + ["abi", "runtime/device", "runtime/gpu", "runtime/model", "runtime/train",
+                              "runtime/tokenizer"],
     "runtime/cli": CORE + ["abi", "runtime/device", "runtime/gpu", "runtime/model", "runtime/train",
-                           "runtime/tokenizer"],
+                           "runtime/tokenizer", "runtime/export"],
 }
 
 def folder_of(path):

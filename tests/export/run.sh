@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# GGUF export tests (tlm-run export; docs/export.md). One case per ctest test:
+#
+#   run.sh CASE TLMC TLM_RUN DUMP_LOGPROBS SOURCE_ROOT WORK_DIR
+#
+# `prepare` compiles models.tlm, trains the tapered model and its uniform
+# twin for 600 steps and exports each as f32, f16 and q8_0 into
+# WORK_DIR/models (the fixture of the others); `reader` checks the files with
+# the independent reader check_gguf.py; `parity_NAME` runs them in llama.cpp
+# (parity.mjs); `refusals` the errors. A missing tool or package fails.
+set -u
+case_=$1 tlmc=$2 run=$3 dump=$4 root=$5 work=$6
+py=${TLM_PYTHON:-/usr/bin/python3}
+here=$(cd "$(dirname "$0")" && pwd)
+models=$work/models
+tmp=$work/$case_
+rm -rf "$tmp"
+mkdir -p "$tmp"
+cd "$tmp" || exit 1
+fail=0
+. "$here/../expect.sh" # expect, check
+held_out=$root/data/austen/persuasion.txt
+
+case $case_ in
+
+prepare)
+  rm -rf "$models"
+  mkdir -p "$models"
+  for m in taper uniform gated titans hope gelu ascii; do
+    expect 0 "" "tlmc --model $m" -- "$tlmc" "$here/models.tlm" --model "$m" -o "$models/$m.so"
+  done
+  for m in taper uniform; do
+    # the five novels but Persuasion, the held-out text of the parity tests
+    expect 0 "done: 600 steps" "train $m, 600 steps" -- \
+      "$run" train "$models/$m.so" --ckpt "$models/ck_$m" --threads 1 --overwrite
+    for t in f32 f16 q8_0; do
+      f=$models/$m-$t.gguf
+      expect 0 "$f: .* step 600, $t, [0-9]* bytes" "export $m --type $t" -- \
+        "$run" export "$models/$m.so" --ckpt "$models/ck_$m" -o "$f" --type "$t"
+      size=$(stat -c %s "$f" 2>/dev/null)
+      check "$m-$t.gguf: the printed size is the file's ($size bytes)" -- grep -q " $size bytes" "$tmp/out"
+      cp "$tmp/out" "$models/$m-$t.out"
+    done
+  done
+  check "taper q8_0: the ffn_down of widths 136 and 80 stay f16, and the export says so" -- \
+    grep -qx "kept f16 (rows not a multiple of 32): blk.1.ffn_down.weight, blk.2.ffn_down.weight" "$models/taper-q8_0.out"
+  check "uniform q8_0: every matrix quantised" -- bash -c "! grep -q 'kept f16' '$models/uniform-q8_0.out'"
+  ;;
+
+reader)
+  for m in taper:deci uniform:llama; do
+    for t in f32 f16 q8_0; do
+      check "${m%%:*}-$t.gguf: header, metadata, offsets and values against the checkpoint" -- \
+        "$py" "$here/check_gguf.py" "$models/${m%%:*}-$t.gguf" "$models/ck_${m%%:*}/checkpoint.safetensors" "$t" "${m##*:}"
+    done
+  done
+  # The reader must see damage: a tensor's byte, the version, an offset.
+  ck=$models/ck_taper/checkpoint.safetensors
+  f=$models/taper-f32.gguf
+  size=$(stat -c %s "$f")
+  cp "$f" "$tmp/byte.gguf"; printf '\x55' | dd of="$tmp/byte.gguf" bs=1 seek=$((size - 7)) conv=notrunc 2>/dev/null
+  cp "$f" "$tmp/version.gguf"; printf '\x02' | dd of="$tmp/version.gguf" bs=1 seek=4 conv=notrunc 2>/dev/null
+  head -c $((size - 64)) "$f" > "$tmp/short.gguf"
+  for bad in byte version short; do
+    check "the reader rejects $bad.gguf" -- bash -c "! '$py' '$here/check_gguf.py' '$tmp/$bad.gguf' '$ck' f32 deci"
+  done
+  check "the reader rejects a q8_0 file read as f16" -- \
+    bash -c "! '$py' '$here/check_gguf.py' '$models/taper-q8_0.gguf' '$ck' f16 deci"
+  ;;
+
+parity_taper | parity_uniform)
+  m=${case_#parity_}
+  node=${TLM_NODE:-node}
+  check "llama.cpp runs $m's GGUF files as tlm does" -- "$node" "$here/parity.mjs" "$run" "$dump" "$models" "$m" "$held_out"
+  cat "$tmp/check"
+  ;;
+
+refusals)
+  for m in gated:"Gated Attention" titans:Titans hope:Hope-attention gelu:GELU ascii:"256"; do
+    expect 1 "${m##*:}" "export ${m%%:*}: refused, naming what llama.cpp lacks" -- \
+      "$run" export "$models/${m%%:*}.so" -o "$tmp/${m%%:*}.gguf"
+    check "export ${m%%:*}: no file written" -- bash -c "[ -z \"\$(ls '$tmp' | grep gguf)\" ]"
+  done
+  # The checkpoint errors are eval's, word for word.
+  s=$models/taper.so
+  for c in "$tmp/none" "$models/ck_uniform"; do
+    "$run" eval "$s" --ckpt "$c" --max-tokens 64 > /dev/null 2> "$tmp/eval.err"
+    expect 1 "" "export with --ckpt $(basename "$c")" -- "$run" export "$s" --ckpt "$c" -o "$tmp/x.gguf"
+    check "the same message as eval's" -- diff <(sed 's/^tlm-run eval:/tlm-run export:/' "$tmp/eval.err") "$tmp/err"
+  done
+  ck=(--ckpt "$models/ck_taper")
+  expect 1 "cannot create a temporary file" "a folder that does not exist" -- \
+    "$run" export "$s" "${ck[@]}" -o "$tmp/no/such/dir/x.gguf"
+  mkdir -p "$tmp/adir"
+  expect 1 "cannot rename into place" "a folder in the target's place" -- "$run" export "$s" "${ck[@]}" -o "$tmp/adir"
+  check "no temporary left behind" -- bash -c "[ -z \"\$(ls '$tmp' | grep '\\.tmp\\.')\" ]"
+  echo keep > "$tmp/keep.gguf"
+  expect 1 "Titans" "a refused export leaves the target as it was" -- "$run" export "$models/titans.so" -o "$tmp/keep.gguf"
+  check "the old file intact" -- grep -qx keep "$tmp/keep.gguf"
+  expect 2 "expected f32, f16 or q8_0" "--type q4_0" -- "$run" export "$s" "${ck[@]}" -o "$tmp/x.gguf" --type q4_0
+  expect 2 "no output file" "no -o" -- "$run" export "$s" "${ck[@]}"
+  ;;
+
+*)
+  echo "unknown case $case_"
+  exit 2
+  ;;
+esac
+exit $fail
