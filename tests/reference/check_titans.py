@@ -3,9 +3,13 @@
 
 `test_titans --dump FILE` (tests/runtime/test_titans.c) runs the C forward
 and backward on packed qkv [B,T,3,H,D] with random unit q, k, v in (-1, 1),
-theta in (0.001, 0.1), eta and alpha in (0.05, 0.95), for four cases: a
+theta in (0.001, 0.1), eta and alpha in (0.05, 0.95), for seven cases: a
 small shape (B=2 T=40 H=2 D=16) and the tiny model's head size (B=1 T=256
-H=2 D=64), each at chunk C = 1 (the exact recurrence) and C = 16. Here the
+H=2 D=64), each at chunk C = 1 (the exact recurrence) and C = 16; then
+B=2 T=40 D=16 at C = 3 (several chunks per checkpoint segment), B=1 T=200
+D=64 at C = 64 (titans_440m's chunk, T not a multiple of it) and B=1 T=150
+D=16 at C = 100 (the op splits a chunk into blocks of at most 64 tokens).
+The op computes each chunk in its chunk-parallel (matrix-product) form; here the
 recurrence is written as plainly as possible in float64,
     e_t = M0 k_t - v_t        (M0: the memory at the start of t's chunk)
     S_t = eta_t S_{t-1} - theta_t * 2 e_t k_t^T

@@ -21,7 +21,7 @@
  * gives 1e-2 or more and even a 0.1% scale error on one gradient gives
  * 1e-3, so the bounds (5e-6 forward, 2e-5 gradients) separate them.
  *
- * Also: bit-identical results for 1 and 2 threads; the forward writes
+ * Also: bit-identical results for 1 and 2 threads (D = 24 and 128); the forward writes
  * exactly tlm_titans_saved_floats() floats of `saved` (all of them, none
  * past); the backward writes every entry of its gradients.
  *
@@ -29,11 +29,13 @@
  * gradients for tests/reference/check_titans.py (the PyTorch autograd
  * check). */
 #include "test_util.h"
+#include "titans_tokenwise.h"
 
 #define FWD_TOL 5e-6
 #define GRAD_TOL 2e-5
 #define FD_STEP 1e-5
 #define SAMPLES 96
+#define TOK_TOL 1e-5
 
 static tlm_rng g_rng;
 
@@ -261,10 +263,67 @@ static void check_case(int B, int T, int H, int D, int C, bool packed) {
     free_prob(&p);
 }
 
+/* The op against the token-by-token form above, on the same inputs and a
+ * random dy: max |op - old| / max(max |old|, 1e-3) per tensor (y and each
+ * gradient) under TOK_TOL. The floor 1e-3 only matters for a tensor that is
+ * all but zero (none here: every max is >= 1e-2). */
+static double worst_tok[7];
+
+static void check_tokenwise(int B, int T, int H, int D, int C, bool packed) {
+    prob p = make_prob(B, T, H, D, C, packed);
+    size_t n = (size_t)B * T * H * D, BTH = (size_t)B * T * H;
+    float *y0 = falloc(n), *dx0 = falloc(p.nx), *ds0 = falloc(p.ns);
+    float *saved0 = falloc(tok_saved_floats(B, T, H, D, C)), *scr0 = falloc(tok_scratch_floats(D, C));
+    const float *q = p.x + p.qo, *k = p.x + p.ko, *v = p.x + p.vo;
+    tok_forward(y0, saved0, q, k, v, p.stride, p.s, p.s + BTH, p.s + 2 * BTH, B, T, H, D, C);
+    memset(dx0, 0, p.nx * sizeof(float));
+    tok_backward(dx0 + p.qo, dx0 + p.ko, dx0 + p.vo, ds0, ds0 + BTH, ds0 + 2 * BTH, p.dy, saved0, q, k, v, p.stride,
+                 p.s, p.s + BTH, p.s + 2 * BTH, B, T, H, D, C, scr0, 1);
+    op_forward(&p);
+    memset(p.dx, 0, p.nx * sizeof(float));
+    op_backward(&p);
+    /* the saved layout is shared with the device kernel: the errors are the
+     * same (up to rounding) and so are the checkpoints */
+    size_t nsv = tlm_titans_saved_floats(B, T, H, D, C);
+    CHECK(nsv == tok_saved_floats(B, T, H, D, C), "saved size changed");
+    const float *parts[7][2] = {
+        {y0, p.y},   {dx0 + p.qo, p.dx + p.qo}, {dx0 + p.ko, p.dx + p.ko},      {dx0 + p.vo, p.dx + p.vo},
+        {ds0, p.ds}, {ds0 + BTH, p.ds + BTH},   {ds0 + 2 * BTH, p.ds + 2 * BTH}};
+    double err[8];
+    for (int w = 0; w < 7; w++) {
+        size_t len = w < 4 ? n : BTH;
+        /* in a packed qkv the parts interleave: walk the tensor's own rows */
+        double d = 0.0, m = 0.0;
+        for (size_t i = 0; i < len; i++) {
+            size_t at = i;
+            if (w >= 1 && w <= 3 && packed) at = (i / ((size_t)H * D)) * p.stride + i % ((size_t)H * D);
+            d = fmax(d, fabs((double)parts[w][1][at] - parts[w][0][at]));
+            m = fmax(m, fabs((double)parts[w][0][at]));
+        }
+        err[w] = d / fmax(m, 1e-3);
+    }
+    double ds = 0.0, ms = 0.0;
+    for (size_t i = 0; i < nsv; i++) {
+        ds = fmax(ds, fabs((double)p.saved[i] - saved0[i]));
+        ms = fmax(ms, fabs((double)saved0[i]));
+    }
+    err[7] = ds / fmax(ms, 1e-3);
+    printf("  B=%d T=%3d H=%d D=%2d C=%3d %s  y %.1e dq %.1e dk %.1e dv %.1e dth %.1e deta %.1e dalpha %.1e saved "
+           "%.1e\n",
+           B, T, H, D, C, packed ? "qkv" : "sep", err[0], err[1], err[2], err[3], err[4], err[5], err[6], err[7]);
+    for (int w = 0; w < 7; w++) {
+        CHECK(err[w] < TOK_TOL, "D=%d T=%d C=%d: %s off the token-by-token op by %.3g", D, T, C, wnames[w], err[w]);
+        worst_tok[w] = fmax(worst_tok[w], err[w]);
+    }
+    CHECK(err[7] < TOK_TOL, "D=%d T=%d C=%d: saved off the token-by-token op by %.3g", D, T, C, err[7]);
+    free(y0), free(dx0), free(ds0), free(saved0), free(scr0);
+    free_prob(&p);
+}
+
 /* Forward and backward at 1 and 2 threads give the same bits. */
-static void check_threads(void) {
+static void check_threads(int B, int T, int H, int D, int C) {
     int saved_threads = tlm_get_num_threads();
-    prob p = make_prob(3, 70, 3, 24, 5, true);
+    prob p = make_prob(B, T, H, D, C, true);
     size_t n = (size_t)p.B * p.T * p.H * p.D;
     size_t ns = tlm_titans_saved_floats(p.B, p.T, p.H, p.D, p.C);
     float *ref[4];
@@ -282,7 +341,8 @@ static void check_threads(void) {
         } else {
             bool same = !memcmp(ref[0], p.y, n * sizeof(float)) && !memcmp(ref[1], p.saved, ns * sizeof(float)) &&
                         !memcmp(ref[2], p.dx, p.nx * sizeof(float)) && !memcmp(ref[3], p.ds, p.ns * sizeof(float));
-            printf("  1 vs 2 threads (B=3 T=70 H=3 D=24 C=5): %s\n", same ? "bit-identical" : "DIFFERENT");
+            printf("  1 vs 2 threads (B=%d T=%d H=%d D=%d C=%d): %s\n", B, T, H, D, C,
+                   same ? "bit-identical" : "DIFFERENT");
             CHECK(same, "results depend on the thread count");
         }
     }
@@ -325,9 +385,12 @@ static void check_saved(void) {
 /* ---- --dump: inputs, outputs and gradients for check_titans.py ---------- */
 
 static int dump(const char *path) {
-    /* B, T, H, D, C: a small shape and the tiny model's head, C = 1 and 16 */
-    static const int cases[4][5] = {{2, 40, 2, 16, 1}, {2, 40, 2, 16, 16}, {1, 256, 2, 64, 1}, {1, 256, 2, 64, 16}};
-    enum { NCASE = 4, PER = 6 };
+    /* B, T, H, D, C: a small shape and the tiny model's head, C = 1 and 16;
+     * C = 3 (chunks inside a segment), the 440M's C = 64 with T not a
+     * multiple of it, and C = 100 (a chunk in two blocks) */
+    static const int cases[7][5] = {{2, 40, 2, 16, 1}, {2, 40, 2, 16, 16},  {1, 256, 2, 64, 1},  {1, 256, 2, 64, 16},
+                                    {2, 40, 2, 16, 3}, {1, 200, 2, 64, 64}, {1, 150, 2, 16, 100}};
+    enum { NCASE = 7, PER = 6 };
     static tlm_st_tensor t[NCASE * PER];
     static char names[NCASE * PER][32];
     static prob ps[NCASE];
@@ -383,19 +446,32 @@ int main(int argc, char **argv) {
         return 2;
     }
     static const int Ds[] = {5, 8, 24}, Ts[] = {1, 7, 33, 64};
-    static const int Cs[] = {1, 2, 5, 16, 64};
+    static const int Cs[] = {1, 2, 3, 4, 5, 16, 64, 100};
     printf("forward vs float64 reference, backward vs its finite differences "
            "(B=2 H=3)\n");
     int n = 0;
     for (int a = 0; a < 3; a++) {
         for (int b = 0; b < 4; b++) {
-            for (int c = 0; c < 5; c++) check_case(2, Ts[b], 3, Ds[a], Cs[c], n++ % 2);
+            for (int c = 0; c < 8; c++) check_case(2, Ts[b], 3, Ds[a], Cs[c], n++ % 2);
         }
     }
     printf("worst:");
     for (int w = 0; w < 7; w++) printf(" %s %.1e", wnames[w], worst[w]);
     printf("  (bounds %.0e, %.0e)\n", FWD_TOL, GRAD_TOL);
-    check_threads();
+    check_case(1, 150, 2, 8, 100, false); /* blocks of 64 + 36 in a chunk, a partial chunk */
+    check_case(1, 150, 2, 8, 64, true);
+    printf("the op vs the token-by-token form (y, gradients, saved; bound %.0e)\n", TOK_TOL);
+    static const int tw[][5] = {{2, 256, 2, 64, 16},  {1, 200, 2, 64, 64}, {2, 50, 3, 24, 3}, {1, 37, 2, 16, 4},
+                                {1, 230, 2, 16, 100}, {2, 40, 2, 8, 1},    {1, 3, 2, 8, 4},   {1, 70, 1, 32, 200}};
+    for (size_t c = 0; c < sizeof tw / sizeof tw[0]; c++)
+        check_tokenwise(tw[c][0], tw[c][1], tw[c][2], tw[c][3], tw[c][4], c % 2);
+    printf("worst vs token-by-token:");
+    for (int w = 0; w < 7; w++) printf(" %s %.1e", wnames[w], worst_tok[w]);
+    printf("\n");
+    check_threads(3, 70, 3, 24, 5);
+    /* D = 128 (the 760M and 1.3B heads): products past OpenBLAS's
+     * single-thread threshold, called from the op's threads */
+    check_threads(2, 150, 3, 128, 64);
     check_saved();
     return test_finish("test_titans");
 }

@@ -243,6 +243,9 @@ void tlm_crossentropy_backward(float *dlogits, const float *logits, const float 
  * last chunk may be shorter):
  *   S_t = eta_t S_{t-1} - theta_t 2 (M0 k_t - v_t) k_t^T
  *   M_t = (1 - alpha_t) M_{t-1} + S_t,   y_t = M_t q_t.
+ * Computed chunk-parallel: per block of at most 64 tokens of a chunk, y and
+ * the state at its end as matrix products (titans.c derives them), forward
+ * and backward; the same values as the token loop to float rounding.
  * q, k, v: [B,T,H,D] with consecutive tokens `stride` floats apart (packed
  *   qkv [B,T,3,H,D]: q = qkv, k = qkv + H*D, v = qkv + 2*H*D, stride =
  *   3*H*D). q and k are expected l2-normalised (not required).
@@ -273,9 +276,10 @@ void tlm_titans_backward(float *dq, float *dk, float *dv, float *dtheta, float *
  * M0 (the memory at the start of the token's chunk), [H][3][D][D], after
  * the tokens before it (zeros before the first); q, k, v [H*D] and the
  * gates [H] of the token; chunk_start: the token opens a chunk (t % chunk
- * == 0), so M0 becomes M first. The same operations as
- * tlm_titans_forward's token t, so a state walked token by token is the
- * forward's. y [H*D] (NULL: only the state). e: D floats of scratch. */
+ * == 0), so M0 becomes M first. The recurrence's own token step (the
+ * token form tlm_titans_forward computes chunk-parallel), so a state walked
+ * token by token is the forward's to float rounding (not bit for bit).
+ * y [H*D] (NULL: only the state). e: D floats of scratch. */
 void tlm_titans_decode(float *y, float *state, const float *q, const float *k, const float *v, const float *theta,
                        const float *eta, const float *alpha, int H, int D, bool chunk_start, float *e);
 
