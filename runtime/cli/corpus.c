@@ -1,12 +1,20 @@
 #include "corpus.h"
 
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "checkpoint.h"
 #include "evaluate.h"
+#include "regular_file.h"
+#include "shard.h"
 
 #ifndef TLM_DATA_DIR
 #define TLM_DATA_DIR "data"
@@ -22,11 +30,213 @@ const char *corpus_dir(void) {
     return env && *env ? env : TLM_DATA_DIR;
 }
 
-bool corpus_load(tlm_dataset *ds, const char *path, enum corpus_role role, int64_t T, int64_t vocab, char *name,
-                 size_t namelen, tlm_err *err) {
-    tlm_err e = {""};
+/* ---- token shards ---- */
+
+static bool ends_with(const char *s, const char *suffix) {
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && !strcmp(s + n - k, suffix);
+}
+
+/* A regular file that starts with the shard magic. */
+static bool has_magic(const char *path) {
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) return false;
+    FILE *f = fopen(path, "rb");
+    if (!f) return false;
+    char magic[8];
+    bool yes = fread(magic, 1, 8, f) == 8 && !memcmp(magic, TLM_SHARD_MAGIC, 8);
+    fclose(f);
+    return yes;
+}
+
+typedef struct shard_set {
+    int n;                 /* shards read so far */
+    uint8_t tokenizer[32];
+    int32_t eot;
+    bool bytes_known;
+    uint64_t text_bytes, fnv;
+} shard_set;
+
+/* Reads all of fd from off in chunks: every id below both vocabularies,
+ * the ids' bytes into the fingerprint. */
+static bool scan_ids(int fd, const tlm_shard *s, const char *path, int64_t vocab, uint64_t *fnv, tlm_err *err) {
+    enum { CHUNK = 1 << 20 };
+    uint8_t *buf = malloc(CHUNK);
+    if (!buf) return tlm_fail(err, "%s: out of memory", path);
+    uint64_t total = s->count * s->width, done = 0;
+    bool ok = true;
+    while (ok && done < total) {
+        size_t want = total - done < CHUNK ? (size_t)(total - done) : CHUNK;
+        ssize_t got = pread(fd, buf, want, (off_t)(s->header_size + done));
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0 || got % s->width) {
+            ok = tlm_fail(err, "%s: read error: %s", path, got < 0 ? strerror(errno) : "the file shrank");
+            break;
+        }
+        *fnv = tlm_fnv1a(*fnv, buf, (size_t)got);
+        size_t n = (size_t)got / s->width;
+        uint32_t top = 0;
+        if (s->width == 2)
+            for (size_t i = 0; i < n; i++) {
+                uint32_t id = (uint32_t)buf[2 * i] | (uint32_t)buf[2 * i + 1] << 8;
+                top = id > top ? id : top;
+            }
+        else
+            for (size_t i = 0; i < n; i++) {
+                const uint8_t *p = buf + 4 * i;
+                uint32_t id = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+                top = id > top ? id : top;
+            }
+        if (top >= s->vocab || top >= (uint64_t)vocab) /* find the first offender for the message */
+            for (size_t i = 0; i < n; i++) {
+                const uint8_t *p = buf + s->width * i;
+                uint32_t id = s->width == 2
+                                  ? (uint32_t)p[0] | (uint32_t)p[1] << 8
+                                  : (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+                unsigned long long at = (unsigned long long)(done / s->width + i + 1);
+                if (id >= s->vocab) {
+                    ok = tlm_fail(err, "%s: token %llu is %u, outside the shard's vocabulary (%u)", path, at, id,
+                                  s->vocab);
+                    break;
+                }
+                if (id >= (uint64_t)vocab) {
+                    ok = tlm_fail(err, "%s: token %llu is %u, but the model's vocabulary has only %lld tokens", path,
+                                  at, id, (long long)vocab);
+                    break;
+                }
+            }
+        done += (uint64_t)got;
+    }
+    free(buf);
+    return ok;
+}
+
+/* Checks one shard and adds it to ds, mapped. */
+static bool load_shard(tlm_dataset *ds, const char *path, int64_t vocab, shard_set *set, tlm_err *err) {
+    int fd = tlm_open_regular(path, err);
+    if (fd < 0) return false;
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        tlm_fail(err, "%s: %s", path, strerror(errno));
+        close(fd);
+        return false;
+    }
+    uint8_t head[TLM_SHARD_HEADER_SIZE] = {0};
+    size_t size = (size_t)st.st_size;
+    size_t want = size < sizeof head ? size : sizeof head;
+    tlm_shard s;
+    bool ok = pread(fd, head, want, 0) == (ssize_t)want && tlm_shard_parse(head, size, path, &s, err);
+    if (!ok && !err->msg[0]) tlm_fail(err, "%s: read error: %s", path, strerror(errno));
+    if (ok && set->n > 0 && memcmp(s.tokenizer, set->tokenizer, 32))
+        ok = tlm_fail(err, "%s: made with another tokenizer than the shards before it", path);
+    else if (ok && set->n > 0 && s.eot != set->eot)
+        ok = tlm_fail(err, "%s: end-of-text id %d, the shards before it have %d", path, (int)s.eot, (int)set->eot);
+    if (ok) ok = scan_ids(fd, &s, path, vocab, &set->fnv, err);
+    /* The scan leaves the shard in the page cache in large folios (read
+     * ahead), and a window's page fault would map a whole folio: drop them,
+     * so that a fault maps about the pages a window reads. */
+    if (ok) (void)posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    void *map = NULL;
+    if (ok && s.count > 0) {
+        map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (map == MAP_FAILED) {
+            map = NULL;
+            ok = tlm_fail(err, "%s: cannot map the shard: %s", path, strerror(errno));
+        } else (void)madvise(map, size, MADV_RANDOM); /* windows are drawn at random: no read-ahead */
+    }
+    close(fd);
+    if (ok && map &&
+        tlm_data_add_segment(ds, map, size, (const uint8_t *)map + s.header_size, s.count, s.width, err) != 0)
+        ok = false;
+    if (!ok) return false;
+    if (set->n == 0) {
+        memcpy(set->tokenizer, s.tokenizer, 32);
+        set->eot = s.eot;
+        set->bytes_known = true;
+    }
+    set->n++;
+    set->bytes_known = set->bytes_known && s.version >= 2;
+    set->text_bytes += s.bytes;
+    return true;
+}
+
+static int cmp_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* A folder without .txt files: its *.bin files, sorted. 1: it has .txt
+ * files (text), 0: loaded, -1: error. */
+static int load_shard_folder(tlm_dataset *ds, const char *path, int64_t vocab, shard_set *set, tlm_err *err) {
+    DIR *dir = opendir(path);
+    if (!dir) return 1; /* tlm_data_load reports it */
+    char **names = NULL;
+    int n = 0, cap = 0, rc = 0;
+    bool text = false;
+    for (struct dirent *e; (e = readdir(dir)) != NULL;) {
+        if (e->d_name[0] == '.') continue;
+        if (ends_with(e->d_name, ".txt")) text = true;
+        if (!ends_with(e->d_name, ".bin")) continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 16;
+            char **nn = realloc(names, (size_t)cap * sizeof *names);
+            if (!nn) {
+                rc = -1;
+                break;
+            }
+            names = nn;
+        }
+        size_t len = strlen(path) + 1 + strlen(e->d_name) + 1;
+        if (!(names[n] = malloc(len))) {
+            rc = -1;
+            break;
+        }
+        snprintf(names[n++], len, "%s/%s", path, e->d_name);
+    }
+    closedir(dir);
+    if (rc) tlm_fail(err, "%s: out of memory listing the folder", path);
+    else if (text || n == 0) rc = 1;
+    else {
+        qsort(names, (size_t)n, sizeof *names, cmp_name);
+        for (int i = 0; i < n && !rc; i++)
+            if (!load_shard(ds, names[i], vocab, set, err)) rc = -1;
+    }
+    for (int i = 0; i < n; i++) free(names[i]);
+    free(names);
+    return rc;
+}
+
+/* path as shards: 0 loaded, 1 not shards (text), -1 error. */
+static int load_shards(tlm_dataset *ds, const char *path, int64_t vocab, corpus_info *info, tlm_err *err) {
+    struct stat st;
+    shard_set set = {.fnv = TLM_FNV_OFFSET, .eot = -1};
     int rc;
-    if (path && *path) {
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) rc = load_shard_folder(ds, path, vocab, &set, err);
+    else if (ends_with(path, ".bin") || has_magic(path)) rc = load_shard(ds, path, vocab, &set, err) ? 0 : -1;
+    else rc = 1;
+    if (rc != 0) {
+        tlm_data_free(ds);
+        return rc;
+    }
+    ds->nfiles = set.n;
+    info->shards = true;
+    for (int i = 0; i < 32; i++) snprintf(info->tokenizer + 2 * i, 3, "%02x", set.tokenizer[i]);
+    info->eot = set.eot;
+    info->text_bytes = set.bytes_known ? set.text_bytes : 0;
+    snprintf(info->fingerprint, sizeof info->fingerprint, "shards %zu:%016" PRIx64, ds->n, set.fnv);
+    return 0;
+}
+
+bool corpus_load(tlm_dataset *ds, const char *path, enum corpus_role role, int64_t T, int64_t vocab, char *name,
+                 size_t namelen, corpus_info *info, tlm_err *err) {
+    tlm_err e = {""};
+    corpus_info local;
+    if (!info) info = &local;
+    *info = (corpus_info){.eot = -1};
+    snprintf(info->tokenizer, sizeof info->tokenizer, "bytes");
+    *ds = (tlm_dataset){0};
+    int rc = path && *path ? load_shards(ds, path, vocab, info, &e) : 1;
+    if (rc <= 0) {
+        if (rc == 0 && ds->nfiles > 1) snprintf(name, namelen, "%s (%d shards)", path, ds->nfiles);
+        else snprintf(name, namelen, "%s", path);
+    } else if (path && *path) {
         rc = tlm_data_load(ds, path, &e);
         if (rc == 0 && ds->nfiles > 1) snprintf(name, namelen, "%s (%d files)", path, ds->nfiles);
         else snprintf(name, namelen, "%s", path);
@@ -54,6 +264,7 @@ bool corpus_load(tlm_dataset *ds, const char *path, enum corpus_role role, int64
         tlm_data_free(ds);
         return false;
     }
+    if (info->shards) return true; /* the ids were checked as they were read */
     int top = tlm_data_max_byte(ds);
     if (top >= vocab) {
         tlm_fail(err, "%s: holds byte %d, but the model's vocabulary has only %lld tokens", name, top,
@@ -61,7 +272,19 @@ bool corpus_load(tlm_dataset *ds, const char *path, enum corpus_role role, int64
         tlm_data_free(ds);
         return false;
     }
+    info->text_bytes = ds->n;
     return true;
+}
+
+bool corpus_same_tokenizer(const corpus_info *info, const char *name, const char *ckpt_tokenizer, const char *ckpt_path,
+                           tlm_err *err) {
+    if (!strcmp(info->tokenizer, ckpt_tokenizer)) return true;
+    bool data_bytes = !strcmp(info->tokenizer, "bytes"), ckpt_bytes = !strcmp(ckpt_tokenizer, "bytes");
+    return tlm_fail(err,
+                    "%s: tokenized %s%s, but the checkpoint %s was trained on %s%s (a model reads only the tokens "
+                    "it was trained on)",
+                    name, data_bytes ? "as " : "with tokenizer ", info->tokenizer, ckpt_path,
+                    ckpt_bytes ? "" : "tokenizer ", ckpt_tokenizer);
 }
 
 /* --ckpt names the file itself when it is one, or when it ends in

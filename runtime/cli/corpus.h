@@ -13,15 +13,37 @@
 
 enum corpus_role { CORPUS_TRAIN, CORPUS_VALID };
 
+/* What was loaded, beside the ids. */
+typedef struct corpus_info {
+    bool shards;          /* pre-tokenized shards (else text read as bytes) */
+    char tokenizer[65];   /* "bytes", or the shards' tokenizer hash in hex */
+    int32_t eot;          /* the shards' end-of-text id, or -1 */
+    uint64_t text_bytes;  /* the text bytes the tokens encode; 0: unknown (a version-1 shard) */
+    char fingerprint[48]; /* shards: "shards COUNT:FNV" of the ids; text: "" (train.c hashes the bytes) */
+} corpus_info;
+
 /* The bundled data folder: $TLM_DATA when set, else the compiled-in one. */
 const char *corpus_dir(void);
 
-/* Loads path (a file, or a folder of .txt files), or the bundled text for
- * the role when path is NULL or empty, and checks that it holds a window of
- * T + 1 tokens and only bytes the model's vocabulary has. name receives a
- * short description for messages ("data/austen (5 files)"). */
+/* Loads path, or the bundled text for the role when path is NULL or
+ * empty, and checks that it holds a window of T + 1 tokens and only ids the
+ * model's vocabulary has. path is
+ *   - a token shard (a file starting with TLMSHARD, or named *.bin):
+ *     memory-mapped, every id checked once (read, not mapped, so the check
+ *     leaves no resident pages behind);
+ *   - a folder with .txt files: text, as tlm_data_load reads it;
+ *   - a folder without .txt files: its *.bin shards in name order, which
+ *     must share one tokenizer and end-of-text id;
+ *   - any other file: text.
+ * name receives a short description for messages ("data/austen (5
+ * files)"); info (may be NULL) what was loaded. */
 bool corpus_load(tlm_dataset *ds, const char *path, enum corpus_role role, int64_t T, int64_t vocab, char *name,
-                 size_t namelen, tlm_err *err);
+                 size_t namelen, corpus_info *info, tlm_err *err);
+
+/* Whether data of info may go into a checkpoint trained on tokens of
+ * ckpt_tokenizer (load_checkpoint's): false with a message naming both. */
+bool corpus_same_tokenizer(const corpus_info *info, const char *name, const char *ckpt_tokenizer, const char *ckpt_path,
+                           tlm_err *err);
 
 /* The checkpoint file of a --ckpt argument: DIR/checkpoint.safetensors, or
  * the argument itself when it names a file (or ends in .safetensors);

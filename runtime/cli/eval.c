@@ -21,10 +21,14 @@
 static void usage(FILE *out) {
     fputs("usage: tlm-run eval MODEL.so [--ckpt DIR] [--data FILE|DIR]... [options]\n"
           "\n"
-          "Evaluates a checkpoint on consecutive, non-overlapping windows of each text and\n"
-          "prints loss (nats per byte), perplexity and bits per byte.\n"
+          "Evaluates a checkpoint on consecutive, non-overlapping windows of each text (or\n"
+          "token shard) and prints loss (nats per token; a token is a byte for text),\n"
+          "perplexity per token and bits per byte (shards: loss x the shards' tokens per byte\n"
+          "/ ln 2, from the byte count in their headers).\n"
           "  --ckpt DIR         the checkpoint's folder or file (default: checkpoints/MODEL)\n"
-          "  --data FILE|DIR    a text to evaluate on; may be repeated (default: Persuasion)\n"
+          "  --data FILE|DIR    a text, a shard (*.bin) or a folder of either to evaluate on;\n"
+          "                     may be repeated (default: Persuasion). Shards must come from\n"
+          "                     the tokenizer the checkpoint was trained with\n"
           "  --batch N          windows per forward pass (default: the model's train batch)\n"
           "  --context T        tokens per window (default: the model's train context)\n"
           "  --max-tokens N     evaluate at most N tokens of each text, in whole windows\n"
@@ -106,6 +110,8 @@ int cmd_eval(int argc, char **argv) {
     if (batch == 0) batch = so.train->batch > 0 ? so.train->batch : 1;
     tlm_model m = {0};
     tlm_dataset ds[MAX_DATA] = {{0}};
+    corpus_info info[MAX_DATA];
+    char ckpt_tokenizer[65] = "bytes";
     char names[MAX_DATA][4200];
     int64_t step = 0;
     int rc = 0, width = 4;
@@ -114,11 +120,14 @@ int cmd_eval(int argc, char **argv) {
                              so.config->context);
     else if (!tlm_model_create_on(&m, &so, dev, precision, batch, context, false, 0, &err))
         rc = cli_error("eval", "%s", err.msg);
-    else rc = load_checkpoint("eval", &so, ckpt, &m, path, sizeof path, &step);
+    else rc = load_checkpoint("eval", &so, ckpt, &m, path, sizeof path, &step, ckpt_tokenizer);
 
     /* Load every text first, so a bad path fails before any long work. */
     for (int i = 0; i < ndata && !rc; i++) {
-        if (!corpus_load(&ds[i], data[i], CORPUS_VALID, context, so.config->vocab, names[i], sizeof names[i], &err))
+        if (!corpus_load(&ds[i], data[i], CORPUS_VALID, context, so.config->vocab, names[i], sizeof names[i], &info[i],
+                         &err))
+            rc = cli_error("eval", "%s", err.msg);
+        else if (!corpus_same_tokenizer(&info[i], names[i], ckpt_tokenizer, path, &err))
             rc = cli_error("eval", "%s", err.msg);
         else if ((int)strlen(names[i]) > width) width = (int)strlen(names[i]);
     }
@@ -148,7 +157,12 @@ int cmd_eval(int argc, char **argv) {
         char loss[32], ppl[32], bpb[32];
         number(loss, sizeof loss, "%.4f", res.loss);
         number(ppl, sizeof ppl, "%.3f", exp(res.loss));
-        number(bpb, sizeof bpb, "%.4f", res.loss / log(2.0));
+        /* bits per byte: the loss per token times the data's tokens per
+         * byte (text: 1; shards: all their tokens over the bytes their
+         * headers say they encode), over ln 2 */
+        if (info[i].text_bytes > 0)
+            number(bpb, sizeof bpb, "%.4f", res.loss * ((double)ds[i].n / (double)info[i].text_bytes) / log(2.0));
+        else snprintf(bpb, sizeof bpb, "-");
         printf("%-*s  %12s  %8s  %9s  %9s\n", width, names[i], tokens, loss, ppl, bpb);
         fflush(stdout);
         all_tokens += res.tokens;

@@ -47,7 +47,15 @@ static int export_to(const tlm_so *so, const char *ckpt, const char *out, enum t
     char path[4200], kept[4096];
     int64_t step;
     if (!tlm_model_create(&m, so, 1, 1, false, 0, &err)) return cli_error("export", "%s", err.msg);
-    int rc = load_checkpoint("export", so, ckpt, &m, path, sizeof path, &step);
+    char tokenizer[65];
+    int rc = load_checkpoint("export", so, ckpt, &m, path, sizeof path, &step, tokenizer);
+    /* the GGUF carries the byte vocabulary: a model trained on subword
+     * tokens would need its tokenizer written instead (not done yet) */
+    if (!rc && strcmp(tokenizer, "bytes") != 0)
+        rc = cli_error("export",
+                       "%s was trained on tokens of tokenizer %.16s..., not bytes; exporting a subword vocabulary is "
+                       "not supported yet",
+                       path, tokenizer);
     tlm_gguf g = {0};
     if (!rc && !tlm_export_llama(so, m.params, type, &g, kept, sizeof kept)) rc = cli_error("export", "out of memory");
     if (!rc && !tlm_gguf_write(&g, out, &err)) rc = cli_error("export", "%s", err.msg);

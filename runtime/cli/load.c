@@ -19,7 +19,7 @@ int open_model(const char *cmd, const char *path, int64_t threads, tlm_so *so) {
 }
 
 int load_checkpoint(const char *cmd, const tlm_so *so, const char *ckpt, tlm_model *m, char *path, size_t pathlen,
-                    int64_t *step) {
+                    int64_t *step, char tokenizer[65]) {
     const char *name = tlm_so_str(so, so->config->name);
     checkpoint_path(path, pathlen, ckpt, name);
     if (access(path, F_OK) != 0)
@@ -31,6 +31,8 @@ int load_checkpoint(const char *cmd, const tlm_so *so, const char *ckpt, tlm_mod
     bool ok = tlm_ckpt_load_params(f, m, &err) && tlm_model_params_to_device(m, &err);
     const char *s = tlm_st_meta_get(f, "step");
     *step = s ? atoll(s) : -1;
+    const char *tok = tlm_st_meta_get(f, "tokenizer");
+    if (tokenizer) snprintf(tokenizer, 65, "%s", tok ? tok : "bytes");
     tlm_st_close(f);
     return ok ? 0 : cli_error(cmd, "%s: %s", path, err.msg);
 }

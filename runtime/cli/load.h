@@ -15,9 +15,12 @@ int open_model(const char *cmd, const char *path, int64_t threads, tlm_so *so);
 
 /* Finds the checkpoint of --ckpt (DIR or file; NULL: checkpoints/<model>),
  * checks it belongs to so and copies its parameters into m. Returns 0, or 1
- * after a one-line message. path receives the file, step its step. */
+ * after a one-line message. path receives the file, step its step, and
+ * tokenizer (when not NULL) the identity of the tokenizer of the data it
+ * was trained on: its metadata's `tokenizer`, "bytes" when it has none
+ * (checkpoints from before shards were all trained on text as bytes). */
 int load_checkpoint(const char *cmd, const tlm_so *so, const char *ckpt, tlm_model *m, char *path, size_t pathlen,
-                    int64_t *step);
+                    int64_t *step, char tokenizer[65]);
 
 /* Opens the device a checked --device names: *dev NULL for the CPU. 0, or 1
  * after a message (no driver, no such GPU). */

@@ -25,7 +25,7 @@ static void usage(FILE *out) {
           "and the residual stream it is added to (for hope_attention, of all CMS levels\n"
           "together).\n"
           "  --ckpt DIR         the checkpoint's folder or file (default: checkpoints/MODEL)\n"
-          "  --data FILE|DIR    the text (default: Persuasion)\n"
+          "  --data FILE|DIR    the text, or token shards (default: Persuasion)\n"
           "  --batch N          windows per forward pass (default 8)\n"
           "  --context T        tokens per window (default: the model's train context)\n"
           "  --windows N        windows to average over (default 32)\n"
@@ -111,6 +111,8 @@ int cmd_probe(int argc, char **argv) {
     if (batch > windows) batch = windows;
     tlm_model m = {0};
     tlm_dataset ds = {0};
+    corpus_info info;
+    char ckpt_tokenizer[65];
     int64_t step = 0;
     int rc = 0;
     int64_t L = am->layers, D = am->d_model;
@@ -125,9 +127,10 @@ int cmd_probe(int argc, char **argv) {
      * of the forward pass; the inference one reuses it. */
     else if (!tlm_model_create_on(&m, &so, dev, precision, batch, context, true, 0, &err))
         rc = cli_error("probe", "%s", err.msg);
-    else if ((rc = load_checkpoint("probe", &so, ckpt, &m, path, sizeof path, &step)) != 0)
+    else if ((rc = load_checkpoint("probe", &so, ckpt, &m, path, sizeof path, &step, ckpt_tokenizer)) != 0)
         ;
-    else if (!corpus_load(&ds, data, CORPUS_VALID, context, am->vocab, name, sizeof name, &err))
+    else if (!corpus_load(&ds, data, CORPUS_VALID, context, am->vocab, name, sizeof name, &info, &err) ||
+             !corpus_same_tokenizer(&info, name, ckpt_tokenizer, path, &err))
         rc = cli_error("probe", "%s", err.msg);
     int64_t available = rc ? 0 : (int64_t)tlm_data_num_windows(&ds, (int)context);
     if (!rc && available < 1)

@@ -24,6 +24,7 @@ void progress_init(progress *p, int64_t total) {
     memset(p, 0, sizeof *p);
     p->tty = isatty(STDOUT_FILENO);
     p->total = total;
+    p->tokens_per_byte = 1;
 }
 
 /* The step of one JSON line, or -1 when it is not a complete record (the
@@ -190,16 +191,18 @@ bool progress_update(progress *p, const progress_step *s, bool logged, bool keep
 bool progress_validation(progress *p, int64_t step, double loss, tlm_err *err) {
     clear_live(p);
     int w = snprintf(NULL, 0, "%lld", (long long)p->total);
-    double ppl = exp(loss), bpb = loss / log(2.0);
-    printf("step %*lld/%lld  val loss %.4f  ppl %.2f  bits/byte %.3f\n", w, (long long)step, (long long)p->total, loss,
-           ppl, bpb);
+    double ppl = exp(loss), bpb = loss * p->tokens_per_byte / log(2.0);
+    if (p->tokens_per_byte > 0)
+        printf("step %*lld/%lld  val loss %.4f  ppl %.2f  bits/byte %.3f\n", w, (long long)step, (long long)p->total,
+               loss, ppl, bpb);
+    else printf("step %*lld/%lld  val loss %.4f  ppl %.2f\n", w, (long long)step, (long long)p->total, loss, ppl);
     fflush(stdout);
     if (!p->log) return true;
     tlm_strbuf rec = {0};
     tlm_sb_printf(&rec, "{\"step\":%lld", (long long)step);
     json_num(&rec, "val_loss", "%.17g", loss);
     json_num(&rec, "val_ppl", "%.9g", ppl);
-    json_num(&rec, "val_bpb", "%.9g", bpb);
+    if (p->tokens_per_byte > 0) json_num(&rec, "val_bpb", "%.9g", bpb);
     tlm_sb_puts(&rec, "}\n");
     return log_record(p, &rec, err);
 }

@@ -22,6 +22,7 @@ typedef struct progress {
     FILE *log;           /* JSON lines, or NULL */
     char log_path[4096]; /* for messages */
     int64_t total;       /* steps of the run */
+    double tokens_per_byte; /* the validation data's (1 for text); 0: unknown, no bits/byte */
 } progress;
 
 typedef struct progress_step {

@@ -117,7 +117,17 @@ int cmd_sample(int argc, char **argv) {
     if (!window || !scratch) rc = cli_error("sample", "out of memory");
     else if (!tlm_model_create_on(&m, &so, dev, precision, 1, T, false, 0, &err))
         rc = cli_error("sample", "%s", err.msg);
-    else rc = load_checkpoint("sample", &so, ckpt, &m, path, sizeof path, &step);
+    else {
+        char tokenizer[65];
+        rc = load_checkpoint("sample", &so, ckpt, &m, path, sizeof path, &step, tokenizer);
+        /* sampling reads and prints bytes: a model trained on subword
+         * tokens would need its tokenizer, which sample does not take yet */
+        if (!rc && strcmp(tokenizer, "bytes") != 0)
+            rc = cli_error("sample",
+                           "%s was trained on tokens of tokenizer %.16s..., not bytes; sampling through a tokenizer "
+                           "is not supported yet",
+                           path, tokenizer);
+    }
 
     /* The prompt's last T bytes are the context; an empty prompt starts from
      * a newline, as a text would after a paragraph. */

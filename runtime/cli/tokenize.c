@@ -48,7 +48,7 @@ typedef struct shard_out {
     int fd;
     const char *path;
     uint32_t width;
-    uint64_t count;
+    uint64_t count, bytes; /* tokens; the documents' text bytes */
     uint8_t buf[1 << 16];
     size_t used;
     bool failed;
@@ -90,6 +90,7 @@ static int add_document(tlm_tokenizer *t, shard_out *o, const char *path, int32_
         return cli_error("tokenize", "%s: %s", path, err.msg);
     }
     put_tokens(o, ids.ids, ids.n);
+    o->bytes += n;
     if (eot >= 0) put_tokens(o, &eot, 1);
     tlm_tok_ids_free(&ids);
     return 0;
@@ -159,7 +160,8 @@ static int write_shard(tlm_tokenizer *t, const char *const *data, int ndata, int
                    .width = o->width,
                    .count = o->count,
                    .vocab = (uint32_t)tlm_tok_vocab_size(t),
-                   .eot = eot};
+                   .eot = eot,
+                   .bytes = o->bytes};
     memcpy(s.tokenizer, tlm_tok_hash(t), 32);
     uint8_t header[TLM_SHARD_HEADER_SIZE];
     tlm_shard_header(&s, header);
@@ -204,8 +206,10 @@ static int read_shard(const char *path, const tlm_tokenizer *t, bool dump) {
         for (uint64_t i = 0; i < s.count; i++) printf(i ? " %u" : "%u", tlm_shard_token(&s, i));
         putchar('\n');
     } else {
-        printf("version   %u\nwidth     %u\ntokens    %" PRIu64 "\nvocab     %u\neot       %d\ntokenizer ", s.version,
-               s.width, s.count, s.vocab, (int)s.eot);
+        printf("version   %u\nwidth     %u\ntokens    %" PRIu64 "\nvocab     %u\neot       %d\n", s.version, s.width,
+               s.count, s.vocab, (int)s.eot);
+        if (s.version >= 2) printf("bytes     %" PRIu64 "\n", s.bytes);
+        printf("tokenizer ");
         for (int i = 0; i < 32; i++) printf("%02x", s.tokenizer[i]);
         putchar('\n');
     }

@@ -62,6 +62,7 @@ typedef struct run {
     tlm_model model;
     tlm_trainer trainer;
     tlm_dataset train, val;
+    corpus_info train_info, val_info;
     bool have_val;
     char train_name[4200], val_name[4200];
     char data_fingerprint[48];
@@ -172,6 +173,7 @@ static bool save_checkpoint(run *r, tlm_err *err) {
     tlm_st_meta extra[] = {
         {"settings", settings},
         {"data_fingerprint", r->data_fingerprint},
+        {"tokenizer", r->train_info.tokenizer},
         {"threads", threads},
         {"device", device},
         {"precision", tlm_precision_name(r->o.precision)},
@@ -203,6 +205,10 @@ static int open_resume(run *r, tlm_st_file **ckpt, tlm_abi_train *s, bool *decay
 }
 
 static void fingerprint_data(run *r) {
+    if (r->train_info.shards) {
+        snprintf(r->data_fingerprint, sizeof r->data_fingerprint, "%s", r->train_info.fingerprint);
+        return;
+    }
     snprintf(r->data_fingerprint, sizeof r->data_fingerprint, "%zu:%016" PRIx64, r->train.n,
              tlm_fnv1a(TLM_FNV_OFFSET, r->train.bytes, r->train.n));
 }
@@ -247,6 +253,11 @@ static int start_state(run *r, tlm_st_file *ckpt) {
         tlm_rng_seed(&r->state.data_rng, r->o.s.seed + DATA_SEED_OFFSET);
         return tlm_trainer_to_device(&r->trainer, &err) ? 0 : cli_error("train", "%s", err.msg);
     }
+    const char *tok = tlm_st_meta_get(ckpt, "tokenizer");
+    if (strcmp(tok ? tok : "bytes", r->train_info.tokenizer) != 0)
+        return cli_error("train", "the training data %s is tokenized %s%s, the checkpoint's was %s%s", r->train_name,
+                         r->train_info.shards ? "with tokenizer " : "as ", r->train_info.tokenizer,
+                         tok && strcmp(tok, "bytes") ? "tokenized with " : "", tok ? tok : "bytes");
     const char *fp = tlm_st_meta_get(ckpt, "data_fingerprint");
     if (!fp || strcmp(fp, r->data_fingerprint) != 0)
         return cli_error("train", "the training data %s differs from the checkpoint's (%s bytes:fnv, now %s)",
@@ -335,14 +346,21 @@ static int setup(run *r) {
     r->T = o->s.context;
     r->micro = o->s.batch / o->s.accumulate;
     int64_t vocab = r->so.config->vocab;
-    if (!corpus_load(&r->train, o->data, CORPUS_TRAIN, r->T, vocab, r->train_name, sizeof r->train_name, &err)) {
+    if (!corpus_load(&r->train, o->data, CORPUS_TRAIN, r->T, vocab, r->train_name, sizeof r->train_name, &r->train_info,
+                     &err)) {
         rc = cli_error("train", "%s", err.msg);
         goto out;
     }
     r->have_val = (o->val && *o->val) || !(o->data && *o->data);
     if (r->have_val &&
-        !corpus_load(&r->val, o->val, CORPUS_VALID, r->T, vocab, r->val_name, sizeof r->val_name, &err)) {
+        !corpus_load(&r->val, o->val, CORPUS_VALID, r->T, vocab, r->val_name, sizeof r->val_name, &r->val_info, &err)) {
         rc = cli_error("train", "%s", err.msg);
+        goto out;
+    }
+    if (r->have_val && strcmp(r->val_info.tokenizer, r->train_info.tokenizer) != 0) {
+        rc = cli_error("train", "the validation data %s is tokenized %s%s, the training data %s%s", r->val_name,
+                       r->val_info.shards ? "with tokenizer " : "as ", r->val_info.tokenizer,
+                       r->train_info.shards ? "with tokenizer " : "as ", r->train_info.tokenizer);
         goto out;
     }
     fingerprint_data(r);
@@ -376,6 +394,8 @@ static int setup(run *r) {
     if ((rc = lock_folder(r))) goto out;
 
     progress_init(&r->out, o->s.steps);
+    if (r->have_val)
+        r->out.tokens_per_byte = r->val_info.text_bytes ? (double)r->val.n / (double)r->val_info.text_bytes : 0;
     if (o->log && *o->log && !progress_open_log(&r->out, o->log, o->resume, r->state.step, &err))
         rc = cli_error("train", "%s", err.msg);
 out:
@@ -400,9 +420,11 @@ static void banner(const run *r) {
     for (uint32_t i = 0; i < r->so.header->nparams; i++) params += r->so.params[i].count;
     printf("model %s: %.2fM parameters, %" PRId64 " layers, d_model %" PRId64 ", context %" PRId64 "\n",
            tlm_so_str(&r->so, m->name), (double)params / 1e6, m->layers, m->d_model, m->context);
-    printf("data: %s, %.2f MB", r->train_name, (double)r->train.n / 1e6);
-    if (r->have_val) printf("; validation: %s, %.2f MB\n", r->val_name, (double)r->val.n / 1e6);
+    const char *unit = r->train_info.shards ? "M tokens" : " MB";
+    printf("data: %s, %.2f%s", r->train_name, (double)r->train.n / 1e6, unit);
+    if (r->have_val) printf("; validation: %s, %.2f%s\n", r->val_name, (double)r->val.n / 1e6, unit);
     else printf("; no validation (give --val)\n");
+    if (r->train_info.shards) printf("tokenizer %s, end-of-text id %d\n", r->train_info.tokenizer, r->train_info.eot);
     if (r->o.resume) printf("resuming at step %" PRId64 " of %" PRId64 ",", r->state.step, s->steps);
     else printf("training %" PRId64 " steps,", s->steps);
     printf(" %" PRId64 " x %" PRId64 " tokens a step", s->batch, r->T);

@@ -1,4 +1,5 @@
-/* Byte-level text data: load, check, sample windows. */
+/* Training data: text read as bytes, or memory-mapped token segments;
+ * load, check, sample windows. */
 #include "tlm_rt/data.h"
 
 #include <dirent.h>
@@ -7,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 
 #include "regular_file.h"
@@ -127,7 +129,49 @@ done:
 
 void tlm_data_free(tlm_dataset *ds) {
     free(ds->bytes);
+    for (int i = 0; i < ds->nseg; i++)
+        if (ds->seg[i].map) munmap(ds->seg[i].map, ds->seg[i].map_size);
+    free(ds->seg);
     *ds = (tlm_dataset){0};
+}
+
+int tlm_data_add_segment(tlm_dataset *ds, void *map, size_t map_size, const uint8_t *tokens, uint64_t count,
+                         uint32_t width, tlm_err *err) {
+    tlm_data_segment *seg = realloc(ds->seg, (size_t)(ds->nseg + 1) * sizeof *seg);
+    if (!seg || (width != 2 && width != 4)) {
+        if (seg) ds->seg = seg;
+        if (map) munmap(map, map_size);
+        tlm_fail(err, seg ? "token width %u (2 or 4)" : "out of memory", width);
+        return -1;
+    }
+    ds->seg = seg;
+    seg[ds->nseg++] = (tlm_data_segment){
+        .tokens = tokens, .count = count, .start = ds->n, .width = width, .map = map, .map_size = map_size};
+    ds->n += (size_t)count;
+    return 0;
+}
+
+static uint32_t seg_token(const tlm_data_segment *s, uint64_t i) {
+    const uint8_t *p = s->tokens + i * s->width;
+    return s->width == 2 ? (uint32_t)p[0] | (uint32_t)p[1] << 8
+                         : (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* The segment holding token i: the last one starting at or before it. */
+static int find_segment(const tlm_dataset *ds, size_t i) {
+    int lo = 0, hi = ds->nseg - 1;
+    while (lo < hi) {
+        int mid = lo + (hi - lo + 1) / 2;
+        if (ds->seg[mid].start <= i) lo = mid;
+        else hi = mid - 1;
+    }
+    return lo;
+}
+
+uint32_t tlm_data_token(const tlm_dataset *ds, size_t i) {
+    if (ds->bytes) return ds->bytes[i];
+    const tlm_data_segment *s = &ds->seg[find_segment(ds, i)];
+    return seg_token(s, i - s->start);
 }
 
 int tlm_data_check(const tlm_dataset *ds, int T, tlm_err *err) {
@@ -135,7 +179,7 @@ int tlm_data_check(const tlm_dataset *ds, int T, tlm_err *err) {
         tlm_fail(err, "context length must be positive (got %d)", T);
         return -1;
     }
-    if (!ds->bytes || ds->n < (size_t)T + 1) {
+    if ((!ds->bytes && !ds->nseg) || ds->n < (size_t)T + 1) {
         tlm_fail(err,
                  "data too short: %zu tokens, a window needs %d (context "
                  "%d + 1)",
@@ -145,10 +189,23 @@ int tlm_data_check(const tlm_dataset *ds, int T, tlm_err *err) {
     return 0;
 }
 
-static void window(const uint8_t *src, int T, int32_t *in, int32_t *tgt) {
-    for (int t = 0; t < T; t++) {
-        in[t] = src[t];
-        tgt[t] = src[t + 1];
+/* Tokens [start, start + T]: inputs the first T, targets the last T. */
+static void window(const tlm_dataset *ds, size_t start, int T, int32_t *in, int32_t *tgt) {
+    if (ds->bytes) {
+        const uint8_t *src = ds->bytes + start;
+        for (int t = 0; t < T; t++) {
+            in[t] = src[t];
+            tgt[t] = src[t + 1];
+        }
+        return;
+    }
+    int k = find_segment(ds, start);
+    uint64_t j = start - ds->seg[k].start;
+    for (int t = 0; t <= T; t++, j++) {
+        while (j >= ds->seg[k].count) j -= ds->seg[k++].count; /* on into the next segment */
+        int32_t id = (int32_t)seg_token(&ds->seg[k], j);
+        if (t < T) in[t] = id;
+        if (t > 0) tgt[t - 1] = id;
     }
 }
 
@@ -159,7 +216,7 @@ int tlm_data_sample_batch(const tlm_dataset *ds, tlm_rng *rng, int B, int T, int
     uint64_t nstarts = (uint64_t)(ds->n - (size_t)T);
     for (int b = 0; b < B; b++) {
         size_t start = (size_t)tlm_rng_below(rng, nstarts);
-        window(ds->bytes + start, T, inputs + (size_t)b * T, targets + (size_t)b * T);
+        window(ds, start, T, inputs + (size_t)b * T, targets + (size_t)b * T);
     }
     return 0;
 }
@@ -176,6 +233,6 @@ int tlm_data_window(const tlm_dataset *ds, size_t i, int T, int32_t *inputs, int
         tlm_fail(err, "window %zu out of range (%zu windows of %d)", i, nw, T);
         return -1;
     }
-    window(ds->bytes + i * (size_t)T, T, inputs, targets);
+    window(ds, i * (size_t)T, T, inputs, targets);
     return 0;
 }

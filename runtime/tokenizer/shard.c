@@ -22,31 +22,35 @@ void tlm_shard_header(const tlm_shard *s, uint8_t *out) {
     memcpy(out + 24, s->tokenizer, 32);
     put32(out + 56, s->vocab);
     put32(out + 60, (uint32_t)s->eot);
+    put64(out + 64, s->bytes);
 }
 
 bool tlm_shard_parse(const uint8_t *data, size_t size, const char *name, tlm_shard *out, tlm_err *err) {
-    if (size < TLM_SHARD_HEADER_SIZE || memcmp(data, TLM_SHARD_MAGIC, 8))
+    if (size < TLM_SHARD_V1_HEADER_SIZE || memcmp(data, TLM_SHARD_MAGIC, 8))
         return tlm_fail(err, "%s: not a token shard (no TLMSHARD header)", name);
     tlm_shard s = {.version = get32(data + 8), .width = get32(data + 12), .count = get64(data + 16)};
     memcpy(s.tokenizer, data + 24, 32);
     s.vocab = get32(data + 56);
     s.eot = (int32_t)get32(data + 60);
-    if (s.version != TLM_SHARD_VERSION)
-        return tlm_fail(err, "%s: shard version %u (this tlm-run reads version %d)", name, s.version,
+    if (s.version != 1 && s.version != TLM_SHARD_VERSION)
+        return tlm_fail(err, "%s: shard version %u (this tlm-run reads versions 1 and %d)", name, s.version,
                         TLM_SHARD_VERSION);
+    s.header_size = s.version == 1 ? TLM_SHARD_V1_HEADER_SIZE : TLM_SHARD_HEADER_SIZE;
+    if (size < s.header_size) return tlm_fail(err, "%s: truncated: the header is cut short", name);
+    if (s.version >= 2) s.bytes = get64(data + 64);
     if (s.width != 2 && s.width != 4) return tlm_fail(err, "%s: token width %u (2 or 4)", name, s.width);
     if (s.vocab == 0 || (s.width == 2 && s.vocab > 65536) || s.vocab > (uint32_t)INT32_MAX)
         return tlm_fail(err, "%s: vocabulary size %u does not fit tokens of %u bytes", name, s.vocab, s.width);
     if (s.eot < -1 || (s.eot >= 0 && (uint32_t)s.eot >= s.vocab))
         return tlm_fail(err, "%s: end-of-text id %d is outside the vocabulary", name, (int)s.eot);
-    uint64_t body = size - TLM_SHARD_HEADER_SIZE;
+    uint64_t body = size - s.header_size;
     if (s.count > body / s.width)
         return tlm_fail(err, "%s: truncated: the header says %llu tokens, the file holds %llu", name,
                         (unsigned long long)s.count, (unsigned long long)(body / s.width));
     if (body != s.count * s.width)
         return tlm_fail(err, "%s: %llu bytes after the %llu tokens the header says", name,
                         (unsigned long long)(body - s.count * s.width), (unsigned long long)s.count);
-    s.tokens = data + TLM_SHARD_HEADER_SIZE;
+    s.tokens = data + s.header_size;
     *out = s;
     return true;
 }

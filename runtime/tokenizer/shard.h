@@ -10,7 +10,12 @@
  *       24    32  the tokenizer's identity (tlm_tok_hash)
  *       56     4  the tokenizer's vocabulary size
  *       60     4  the end-of-text id that separates documents, or -1
- *       64        count tokens of `width` bytes each, and nothing after
+ *       64     8  (version 2) the number of text bytes the tokens encode
+ *                 (the documents' bytes; an end-of-text token counts none)
+ *   64 or 72      count tokens of `width` bytes each, and nothing after
+ *
+ * Version 1 (64-byte header, no byte count) is still read; tokenize writes
+ * version 2.
  *
  * The header is read and checked in one place (tlm_shard_parse): a wrong
  * magic, an unknown version or width, a size that is not exactly the header
@@ -27,7 +32,7 @@
 #include "errmsg.h"
 
 #define TLM_SHARD_MAGIC "TLMSHARD"
-enum { TLM_SHARD_VERSION = 1, TLM_SHARD_HEADER_SIZE = 64 };
+enum { TLM_SHARD_VERSION = 2, TLM_SHARD_HEADER_SIZE = 72, TLM_SHARD_V1_HEADER_SIZE = 64 };
 
 typedef struct tlm_shard {
     uint32_t version, width;
@@ -35,10 +40,12 @@ typedef struct tlm_shard {
     uint8_t tokenizer[32];
     uint32_t vocab;
     int32_t eot;
+    uint64_t bytes;        /* version 2: the text bytes the tokens encode; version 1: 0 */
+    uint32_t header_size;  /* parse: 64 (version 1) or 72 */
     const uint8_t *tokens; /* parse: into the bytes given */
 } tlm_shard;
 
-/* The header of s, into out[TLM_SHARD_HEADER_SIZE]. */
+/* The header of s (version 2), into out[TLM_SHARD_HEADER_SIZE]. */
 void tlm_shard_header(const tlm_shard *s, uint8_t *out);
 
 /* Checks data[0..size) (a whole shard file) and fills out; false with a

@@ -69,6 +69,7 @@ bool tlm_eval_windows(tlm_model *m, const tlm_dataset *ds, int64_t B, int64_t T,
 
 int tlm_data_max_byte(const tlm_dataset *ds) {
     int max = 0;
+    if (!ds->bytes) return 0; /* token segments: their ids are checked when they are read */
     for (size_t i = 0; i < ds->n && max < 255; i++)
         if (ds->bytes[i] > max) max = ds->bytes[i];
     return max;

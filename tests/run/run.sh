@@ -688,6 +688,122 @@ progress)
   check "... and no plain per-step lines" -- bash -c "! grep -q 'grad norm' '$tmp/tty'"
   ;;
 
+shards)
+  # Training and evaluation on pre-tokenized shards (docs/data.md): a BPE
+  # tokenizer of 512 tokens trained on Emma, the other novels tokenized
+  # into a folder of shards (one per novel), Persuasion into a shard for
+  # validation, and a model with a vocabulary of 512.
+  sed -e 's/^model small {/model bpe {/' -e 's/vocab   = 256;  .*/vocab   = 512;/' -e 's/width - 128/192 - 128/' \
+    "$here/models.tlm" | awk '/^model bpe/ {on=1} on {print} on && /^}/ {exit}' > "$tmp/bpe.tlm"
+  expect 0 "" "compile a model with 512 tokens" -- "$tlmc" "$tmp/bpe.tlm" -o "$tmp/bpe.so"
+  expect 0 "" "train a 512-token BPE tokenizer on Emma" -- \
+    "$run" tokenizer train --vocab 512 "$austen/emma.txt" -o "$tmp/tok.json"
+  mkdir -p "$tmp/shards"
+  for b in emma mansfield_park northanger_abbey pride_and_prejudice sense_and_sensibility; do
+    "$run" tokenize --tokenizer "$tmp/tok.json" "$austen/$b.txt" -o "$tmp/shards/$b.bin" 2>/dev/null || { echo "FAIL: tokenize $b"; fail=1; }
+  done
+  "$run" tokenize --tokenizer "$tmp/tok.json" "$austen/persuasion.txt" -o "$tmp/val.bin" 2>/dev/null || { echo "FAIL: tokenize persuasion"; fail=1; }
+  bpe=(--threads 1 --context 64 --batch 16 --eval-batches 4)
+  expect 0 "done: 150 steps" "train on a folder of shards, validated on a shard" -- \
+    "$run" train "$tmp/bpe.so" "${bpe[@]}" --steps 150 --eval-every 50 --log-every 50 --data "$tmp/shards" \
+    --val "$tmp/val.bin" --ckpt "$tmp/c" --log "$tmp/c.jsonl"
+  sed 's/^/    /' "$tmp/out"
+  check "the banner: 5 shards, their tokens and tokenizer" -- grep -q "shards (5 shards), .*M tokens" "$tmp/out"
+  check "the validation loss falls below 0.8 x its start" -- "$py" -c "
+import json, sys
+v = [json.loads(l) for l in open(sys.argv[1]) if 'val_loss' in l]
+assert len(v) == 4 and v[-1]['val_loss'] < 0.8 * v[0]['val_loss'], v
+print(v[0]['val_loss'], '->', v[-1]['val_loss'])" "$tmp/c.jsonl"
+  hash=$("$run" tokenizer info --tokenizer "$tmp/tok.json" | awk '/^hash/ {print $2}')
+  check "the checkpoint records the tokenizer's hash ($hash)" -- \
+    test -n "$hash" -a "$(ckpt meta "$tmp/c/checkpoint.safetensors" tokenizer)" = "$hash"
+
+  # bits per byte: loss x tokens / (bytes x ln 2), the shard's own counts
+  expect 0 "val.bin" "eval on the validation shard" -- \
+    "$run" eval "$tmp/bpe.so" --ckpt "$tmp/c" --data "$tmp/val.bin" --context 64 --max-tokens 32768 --threads 1
+  sed 's/^/    /' "$tmp/out"
+  read -r loss ppl bpb <<< "$(awk '/val.bin/ {print $3, $4, $5}' "$tmp/out")"
+  "$run" tokenize --info "$tmp/val.bin" > "$tmp/info"
+  check "bits/byte = loss x tokens / (bytes x ln 2) (loss $loss, bpb $bpb)" -- "$py" -c "
+import math, sys
+l, p, b, n, nb = map(float, sys.argv[1:])
+assert abs(math.exp(l) - p) < 1e-3 * p + 2e-3 and abs(l * n / (nb * math.log(2)) - b) < 2e-4, (l, p, b, n, nb)
+assert nb > 1.5 * n   # a BPE token covers several bytes: bits/byte well below loss / ln 2
+" "$loss" "$ppl" "$bpb" "$(awk '/^tokens/ {print $2}' "$tmp/info")" "$(awk '/^bytes/ {print $2}' "$tmp/info")"
+  expect 1 "tokenized as bytes, but the checkpoint" "eval on text with a checkpoint trained on shards" -- \
+    "$run" eval "$tmp/bpe.so" --ckpt "$tmp/c" --data "$austen/persuasion.txt" --context 64
+  expect 1 "tokenized as bytes, but the checkpoint" "probe on text with a checkpoint trained on shards" -- \
+    "$run" probe "$tmp/bpe.so" --ckpt "$tmp/c" --data "$austen/persuasion.txt" --context 64 --threads 1
+  expect 0 "" "probe on the validation shard" -- \
+    "$run" probe "$tmp/bpe.so" --ckpt "$tmp/c" --data "$tmp/val.bin" --context 64 --threads 1
+  expect 1 "not supported yet" "sample with a checkpoint trained on shards" -- \
+    "$run" sample "$tmp/bpe.so" --ckpt "$tmp/c" --length 5
+  expect 0 "done: 1 steps" "train on text (bytes) with the same model" -- \
+    "$run" train "$tmp/bpe.so" "${bpe[@]}" --steps 1 --data "$austen/persuasion.txt" --ckpt "$tmp/text"
+  check "a checkpoint trained on text records the tokenizer \"bytes\"" -- \
+    test "$(ckpt meta "$tmp/text/checkpoint.safetensors" tokenizer)" = bytes
+  expect 1 "trained on bytes" "eval on a shard with a checkpoint trained on text" -- \
+    "$run" eval "$tmp/bpe.so" --ckpt "$tmp/text" --data "$tmp/val.bin" --context 64
+  "$py" "$root/scripts/gen_shard.py" "$tmp/other.bin" --tokens 5000 --vocab 512
+  expect 1 "made with the tokenizer\|tokenized with tokenizer" "eval on a shard of another tokenizer" -- \
+    "$run" eval "$tmp/bpe.so" --ckpt "$tmp/c" --data "$tmp/other.bin" --context 64
+  expect 1 "the validation data .* is tokenized" "validation data of another tokenizer" -- \
+    "$run" train "$tmp/bpe.so" "${bpe[@]}" --steps 1 --data "$tmp/shards" --val "$tmp/other.bin" --ckpt "$tmp/x"
+  expect 1 "the validation data .* is tokenized as bytes" "validation text for shards" -- \
+    "$run" train "$tmp/bpe.so" "${bpe[@]}" --steps 1 --data "$tmp/shards" --val "$austen/persuasion.txt" --ckpt "$tmp/x"
+
+  # Resume from shards: bit-identical to the run that was not stopped.
+  flags=(--threads 1 --context 32 --batch 8 --steps 20 --log-every 1 --eval-every 5 --eval-batches 2
+         --ckpt-every 6 --data "$tmp/shards" --val "$tmp/val.bin")
+  expect 0 "done: 20 steps" "20 steps straight on shards" -- \
+    "$run" train "$tmp/bpe.so" "${flags[@]}" --ckpt "$tmp/ra" --log "$tmp/ra.jsonl"
+  expect 0 "stopped at step 9 of 20" "stopped at step 9" -- \
+    "$run" train "$tmp/bpe.so" "${flags[@]}" --ckpt "$tmp/rb" --log "$tmp/rb.jsonl" --stop-at 9
+  expect 0 "done: 20 steps" "resumed" -- "$run" train "$tmp/bpe.so" --ckpt "$tmp/rb" --resume
+  check "checkpoints bit-identical" -- ckpt same "$tmp/ra/checkpoint.safetensors" "$tmp/rb/checkpoint.safetensors"
+  check "logged losses identical" -- ckpt logs "$tmp/ra.jsonl" "$tmp/rb.jsonl"
+  mv "$tmp/shards/emma.bin" "$tmp/emma.bin"
+  expect 1 "differs from the checkpoint's" "resume with other shards" -- \
+    "$run" train "$tmp/bpe.so" --ckpt "$tmp/rb" --resume --steps 30
+  mv "$tmp/emma.bin" "$tmp/shards/emma.bin"
+
+  # Damaged shards: one line, exit 1.
+  s=$tmp/val.bin
+  { printf 'TLMSHARX'; tail -c +9 "$s"; } > "$tmp/magic.bin"
+  expect 1 "not a token shard" "a wrong magic" -- "$run" train "$tmp/bpe.so" "${bpe[@]}" --data "$tmp/magic.bin" --ckpt "$tmp/x"
+  { head -c 8 "$s"; printf '\003\000\000\000'; tail -c +13 "$s"; } > "$tmp/version.bin"
+  expect 1 "shard version 3" "a wrong version" -- "$run" train "$tmp/bpe.so" "${bpe[@]}" --data "$tmp/version.bin" --ckpt "$tmp/x"
+  head -c 100000 "$s" > "$tmp/trunc.bin"
+  expect 1 "truncated" "a truncated body" -- "$run" eval "$tmp/bpe.so" --ckpt "$tmp/c" --data "$tmp/trunc.bin"
+  expect 1 "has only 256 tokens" "ids past the model's vocabulary" -- \
+    "$run" train "$models/small.so" "${quick[@]}" --data "$s" --ckpt "$tmp/x"
+  { head -c 72 "$s"; printf '\377\377'; tail -c +75 "$s"; } > "$tmp/badid.bin"
+  expect 1 "token 1 is 65535, outside the shard's vocabulary (512)" "an id past the shard's vocabulary" -- \
+    "$run" train "$tmp/bpe.so" "${bpe[@]}" --data "$tmp/badid.bin" --ckpt "$tmp/x"
+  mkdir -p "$tmp/mixed" && cp "$s" "$tmp/mixed/a.bin" && cp "$tmp/other.bin" "$tmp/mixed/b.bin"
+  expect 1 "another tokenizer than the shards before it" "a folder of shards of two tokenizers" -- \
+    "$run" train "$tmp/bpe.so" "${bpe[@]}" --data "$tmp/mixed" --ckpt "$tmp/x"
+  "$py" "$root/scripts/gen_shard.py" "$tmp/short.bin" --tokens 10 --vocab 512
+  expect 1 "data too short" "a shard shorter than a window" -- \
+    "$run" train "$tmp/bpe.so" "${bpe[@]}" --data "$tmp/short.bin" --ckpt "$tmp/x"
+  ;;
+
+shards_memory)
+  # Training memory does not grow with the corpus: a 64 MB shard (32M
+  # tokens) and a 64 KB one give the same peak resident memory within 8 MB
+  # (the 1 GB run is scripts/shard_memory.sh, outside ctest).
+  "$py" "$root/scripts/gen_shard.py" "$tmp/big.bin" --tokens 33554432 --eot 0
+  "$py" "$root/scripts/gen_shard.py" "$tmp/small.bin" --tokens 32768 --eot 0
+  for s in small big; do
+    expect 0 "done: 5 steps" "5 steps on the $s shard" -- \
+      /usr/bin/time -f "maxrss %M" -o "$tmp/$s.rss" "$run" train "$models/small.so" "${quick[@]}" --steps 5 \
+      --eval-every 0 --data "$tmp/$s.bin" --ckpt "$tmp/c$s"
+  done
+  small=$(awk '/maxrss/ {print $2}' "$tmp/small.rss") big=$(awk '/maxrss/ {print $2}' "$tmp/big.rss")
+  check "peak RSS ${big} kB with the 64 MB shard, ${small} kB with the 64 KB one: within 8 MB" -- \
+    test $((big - small)) -lt 8192
+  ;;
+
 *)
   echo "run.sh: unknown case $case_"; exit 2 ;;
 esac

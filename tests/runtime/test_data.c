@@ -3,6 +3,7 @@
  * deterministic for a seed and resumable from a saved generator state.
  *
  * usage: test_data TMPDIR [AUSTEN_DIR] */
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -173,6 +174,58 @@ static void test_sampling(const char *austen) {
     tlm_data_free(&ds);
 }
 
+/* Token segments (what shards become): ids of 2 and 4 bytes in mappings
+ * the dataset owns, one after the other; windows run across segments and
+ * across an empty one, and walk the ids in order. */
+static void *segment(const uint32_t *ids, size_t n, uint32_t width, size_t *size) {
+    *size = n * width + 1;
+    uint8_t *p = mmap(NULL, *size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+        printf("mmap failed\n");
+        exit(2);
+    }
+    for (size_t i = 0; i < n; i++)
+        for (uint32_t k = 0; k < width; k++) p[1 + i * width + k] = (uint8_t)(ids[i] >> (8 * k));
+    return p;
+}
+
+static void test_segments(void) {
+    const uint32_t a[] = {1, 2, 3, 4, 5}, b[] = {70000, 7, 8}, c[] = {9, 10, 11, 12};
+    tlm_dataset ds = {0};
+    tlm_err err = {{0}};
+    size_t sa, sb, sc, se;
+    void *ma = segment(a, 5, 2, &sa), *mb = segment(b, 3, 4, &sb), *mc = segment(c, 4, 2, &sc);
+    void *me = segment(c, 0, 2, &se);
+    CHECK(tlm_data_add_segment(&ds, ma, sa, (uint8_t *)ma + 1, 5, 2, &err) == 0, "%s", err.msg);
+    CHECK(tlm_data_add_segment(&ds, me, se, (uint8_t *)me + 1, 0, 2, &err) == 0, "%s", err.msg);
+    CHECK(tlm_data_add_segment(&ds, mb, sb, (uint8_t *)mb + 1, 3, 4, &err) == 0, "%s", err.msg);
+    CHECK(tlm_data_add_segment(&ds, mc, sc, (uint8_t *)mc + 1, 4, 2, &err) == 0, "%s", err.msg);
+    const uint32_t all[] = {1, 2, 3, 4, 5, 70000, 7, 8, 9, 10, 11, 12};
+    CHECK(ds.n == 12, "segments: %zu tokens, want 12", ds.n);
+    for (size_t i = 0; i < 12; i++) CHECK(tlm_data_token(&ds, i) == all[i], "token %zu", i);
+    CHECK(tlm_data_num_windows(&ds, 3) == 3, "3 windows of 3");
+    for (size_t w = 0; w < 3; w++) {
+        int32_t in[3], tgt[3];
+        CHECK(tlm_data_window(&ds, w, 3, in, tgt, &err) == 0, "%s", err.msg);
+        for (int t = 0; t < 3; t++)
+            CHECK(in[t] == (int32_t)all[w * 3 + t] && tgt[t] == (int32_t)all[w * 3 + t + 1], "window %zu", w);
+    }
+    tlm_rng rng;
+    tlm_rng_seed(&rng, 3);
+    int32_t in[4 * 6], tgt[4 * 6];
+    CHECK(tlm_data_sample_batch(&ds, &rng, 4, 6, in, tgt, &err) == 0, "%s", err.msg);
+    for (int r = 0; r < 4; r++) {
+        int s = -1;
+        for (int k = 0; k + 6 < 12; k++)
+            if ((int32_t)all[k] == in[r * 6]) s = k;
+        CHECK(s >= 0, "sampled row %d starts at no token", r);
+        for (int t = 0; s >= 0 && t < 6; t++)
+            CHECK(in[r * 6 + t] == (int32_t)all[s + t] && tgt[r * 6 + t] == (int32_t)all[s + t + 1], "row %d", r);
+    }
+    tlm_data_free(&ds);
+    CHECK(ds.n == 0 && ds.nseg == 0, "segments not cleared");
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: test_data TMPDIR [CORPUS_DIR]\n");
@@ -182,6 +235,7 @@ int main(int argc, char **argv) {
     mkdir(g_dir, 0755);
     test_errors();
     test_folder();
+    test_segments();
     test_sampling(argc > 2 ? argv[2] : NULL);
     return test_finish("test_data");
 }

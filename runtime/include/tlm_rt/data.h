@@ -1,5 +1,11 @@
-/* Byte-level text data: a file, a folder of .txt files or a list of files is
- * read into memory as one byte string; token ids are the bytes (0..255).
+/* Training and evaluation data: a sequence of token ids.
+ *
+ * Text: a file, a folder of .txt files or a list of files is read into
+ * memory as one byte string; token ids are the bytes (0..255).
+ * Token segments: memory-mapped arrays of little-endian ids of 2 or 4 bytes
+ * (the bodies of pre-tokenized shards, read by runtime/cli/corpus.c), one
+ * after the other, read in place: the data is never copied, so a corpus far
+ * larger than memory costs only the pages the windows touch.
  * Training draws random windows of T+1 tokens with a tlm_rng (its state
  * belongs in the checkpoint); evaluation walks windows in order. Every
  * failure (missing, unreadable, empty, too short) returns -1 with a message
@@ -13,10 +19,21 @@
 #include "tlm_rt/error.h"
 #include "tlm_rt/rng.h"
 
+/* One memory-mapped run of token ids; the dataset unmaps map on free. */
+typedef struct tlm_data_segment {
+    const uint8_t *tokens; /* count ids of width bytes each */
+    uint64_t count, start; /* start: the index of its first id in the dataset */
+    uint32_t width;        /* 2 or 4 */
+    void *map;             /* what mmap returned, and its size */
+    size_t map_size;
+} tlm_data_segment;
+
 typedef struct tlm_dataset {
-    uint8_t *bytes;
-    size_t n;
-    int nfiles; /* how many files were concatenated */
+    uint8_t *bytes;   /* text: the bytes, which are the ids; NULL with segments */
+    size_t n;         /* the number of tokens */
+    int nfiles;       /* how many files were concatenated */
+    tlm_data_segment *seg;
+    int nseg;
 } tlm_dataset;
 
 /* path: a regular file, or a directory whose *.txt files (not recursive,
@@ -26,11 +43,22 @@ int tlm_data_load(tlm_dataset *ds, const char *path, tlm_err *err);
 int tlm_data_load_files(tlm_dataset *ds, const char *const *paths, int npaths, tlm_err *err);
 void tlm_data_free(tlm_dataset *ds);
 
+/* Appends a segment of count ids of width bytes at tokens, inside the
+ * mapping map[0..map_size), which the dataset takes over (unmapped by
+ * tlm_data_free, and at once when this fails). -1 + message when out of
+ * memory. */
+int tlm_data_add_segment(tlm_dataset *ds, void *map, size_t map_size, const uint8_t *tokens, uint64_t count,
+                         uint32_t width, tlm_err *err);
+
+/* Token i (i < ds->n). */
+uint32_t tlm_data_token(const tlm_dataset *ds, size_t i);
+
 /* 0 if the data holds at least one window of T+1 tokens, else -1 + message */
 int tlm_data_check(const tlm_dataset *ds, int T, tlm_err *err);
 
 /* B random windows: start ~ uniform [0, n - T - 1], then
- * inputs[b,t] = bytes[start + t], targets[b,t] = bytes[start + t + 1].
+ * inputs[b,t] = token[start + t], targets[b,t] = token[start + t + 1]
+ * (a window may run across segments, as it runs across files).
  * inputs, targets: [B,T]. One tlm_rng_below draw per row. */
 int tlm_data_sample_batch(const tlm_dataset *ds, tlm_rng *rng, int B, int T, int32_t *inputs, int32_t *targets,
                           tlm_err *err);
