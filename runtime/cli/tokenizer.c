@@ -113,9 +113,9 @@ static int do_decode(tlm_tokenizer *t, const uint8_t *text, size_t n) {
         bool sep = i == n || text[i] == ' ' || text[i] == '\n' || text[i] == '\t' || text[i] == '\r';
         if (i == start || !sep || v > INT32_MAX) {
             rc = cli_error("tokenizer",
-                           "decode: the input holds `%.20s`, not a token id (ids are decimal integers "
+                           "decode: the input holds `%.*s`, not a token id (ids are decimal integers "
                            "separated by white space)",
-                           (const char *)text + start);
+                           (int)(n - start < 20 ? n - start : 20), (const char *)text + start);
             break;
         }
         if (ids.n == ids.cap) {
