@@ -105,14 +105,11 @@ static void op_qkv_backward(step *s, const tlm_abi_op *op) {
 
 /* ---- rotary embeddings on q and k, in place inside the packed qkv ---- */
 
-/* The RoPE tables from the first token's position on: 0, or a decoded
- * token's (sampling with a KV cache). */
-static int64_t rope_offset(const step *s) { return s->m->kv_mode == TLM_KV_DECODE ? s->m->kv_pos * (s->hd / 2) : 0; }
-
 static void op_rope(step *s, const tlm_abi_op *op) {
     OPERANDS(rope);
     float *q = OUT(qkv), *k = q + s->A;
-    const float *cos_t = s->m->rope_cos + rope_offset(s), *sin_t = s->m->rope_sin + rope_offset(s);
+    const int64_t from = tlm_kv_rope_offset(s->m, &s->sizes);
+    const float *cos_t = s->m->rope_cos + from, *sin_t = s->m->rope_sin + from;
     tlm_rope_forward(q, q, cos_t, sin_t, s->B, s->T, s->H, s->hd, 3 * s->A);
     tlm_rope_forward(k, k, cos_t, sin_t, s->B, s->T, s->H, s->hd, 3 * s->A);
 }
@@ -130,7 +127,7 @@ static void op_rope_backward(step *s, const tlm_abi_op *op) {
  * the forward's rows; decoding adds the token's row at its position, then
  * attends over rows [0, pos]. */
 static float *kv_rows(const step *s, const tlm_abi_op *op) {
-    return s->m->kv_cache + (size_t)op->layer * (size_t)s->m->T * 3 * (size_t)s->A;
+    return s->m->kv_cache + tlm_kv_rows_offset(s->m, &s->sizes, op->layer);
 }
 static void kv_fill(step *s, const tlm_abi_op *op, const float *qkv) {
     if (s->m->kv_mode == TLM_KV_FILL) memcpy(kv_rows(s, op), qkv, (size_t)s->N * 3 * (size_t)s->A * sizeof(float));
@@ -305,7 +302,7 @@ static void op_memory_gates_backward(step *s, const tlm_abi_op *op) {
  * decoded token takes one step of it; the prefill runs the forward, then
  * walks the state over its tokens from zero. */
 static float *titans_state(const step *s, const tlm_abi_op *op) {
-    return s->m->kv_cache + (size_t)op->layer * (size_t)s->H * 3 * (size_t)s->hd * (size_t)s->hd;
+    return s->m->kv_cache + tlm_kv_state_offset(&s->sizes, op->layer);
 }
 static void titans_state_walk(step *s, const tlm_abi_op *op, float *y, const float *q, const float *gates, int64_t t0,
                               int64_t t1) {

@@ -96,14 +96,11 @@ static bool op_qkv_backward(step *s, const tlm_abi_op *op) {
 
 /* ---- rotary embeddings, in place inside the packed qkv ---- */
 
-/* The RoPE tables from the first token's position on: 0, or a decoded
- * token's (sampling with a KV cache). */
-static int64_t rope_offset(const step *s) { return s->m->kv_mode == TLM_KV_DECODE ? s->m->kv_pos * (s->hd / 2) : 0; }
-
 static bool op_rope(step *s, const tlm_abi_op *op) {
     OPERANDS(rope);
     tlm_dptr q = OUT(qkv), k = at(q, s->A);
-    const tlm_dptr c = at(s->g->rope_cos, rope_offset(s)), sn = at(s->g->rope_sin, rope_offset(s));
+    const int64_t from = tlm_kv_rope_offset(s->m, &s->sizes);
+    const tlm_dptr c = at(s->g->rope_cos, from), sn = at(s->g->rope_sin, from);
     return tlm_gpu_rope_forward(s->gpu, q, q, c, sn, s->B, s->T, s->H, s->hd, 3 * s->A, ERR) &&
            tlm_gpu_rope_forward(s->gpu, k, k, c, sn, s->B, s->T, s->H, s->hd, 3 * s->A, ERR);
 }
@@ -120,7 +117,7 @@ static bool op_rope_backward(step *s, const tlm_abi_op *op) {
 /* Sampling's KV cache: the layer's rows [T, 3A] of qkv (executor.c's
  * twin). */
 static tlm_dptr kv_rows(const step *s, const tlm_abi_op *op) {
-    return at(s->g->kv_cache, (int64_t)op->layer * s->m->T * 3 * s->A);
+    return at(s->g->kv_cache, tlm_kv_rows_offset(s->m, &s->sizes, op->layer));
 }
 static bool kv_fill(step *s, const tlm_abi_op *op, tlm_dptr qkv) {
     return s->m->kv_mode != TLM_KV_FILL || tlm_device_copy(DEV, kv_rows(s, op), qkv, rows_bytes(s, 3 * s->A), ERR);
@@ -332,7 +329,7 @@ static bool op_memory_gates_backward(step *s, const tlm_abi_op *op) {
 }
 /* Sampling: the layer's memory state (executor.c's twin). */
 static tlm_dptr titans_state(const step *s, const tlm_abi_op *op) {
-    return at(s->g->kv_cache, (int64_t)op->layer * s->H * 3 * s->hd * s->hd);
+    return at(s->g->kv_cache, tlm_kv_state_offset(&s->sizes, op->layer));
 }
 static bool titans_state_walk(step *s, const tlm_abi_op *op, tlm_dptr y, tlm_dptr q, tlm_dptr gates, int64_t t0,
                               int64_t t1) {

@@ -230,10 +230,13 @@ bool tlm_model_grads_to_host(tlm_model *m, tlm_err *err) {
 
 const char *tlm_model_device_error(const tlm_model *m) { return m->gpu && m->gpu->failed ? m->gpu->err.msg : NULL; }
 
+/* Whether the KV cache is open, on the host or the device. */
+static bool cache_is_open(const tlm_model *m) { return m->kv_cache || (m->gpu && m->gpu->kv_cache); }
+
 bool tlm_model_cache_open(tlm_model *m, tlm_err *err) {
     const tlm_abi_config *c = m->so->config;
     if (m->training || m->B != 1) return tlm_fail(err, "a KV cache needs an inference model of batch 1");
-    if (m->kv_cache || (m->gpu && m->gpu->kv_cache)) return true;
+    if (cache_is_open(m)) return true;
     /* attention: each layer's [T, 3A] rows of qkv; titans: each layer's
      * memory state, [H][3][hd][hd] (M, S, M0; executor.c) */
     const size_t floats = c->mixer == TLM_MIXER_TITANS
@@ -251,7 +254,7 @@ bool tlm_model_cache_open(tlm_model *m, tlm_err *err) {
 }
 
 static bool cached_forward(tlm_model *m, const int32_t *tokens, int64_t n, tlm_kv_mode mode, int64_t pos) {
-    if (!m->kv_cache && !(m->gpu && m->gpu->kv_cache)) return false;
+    if (!cache_is_open(m)) return false;
     m->kv_mode = mode;
     m->kv_pos = pos;
     tlm_model_forward(m, tokens, NULL, 1, n);

@@ -40,6 +40,20 @@ static inline tlm_op_sizes tlm_op_sizes_of(const tlm_model *m) {
                           .chunk = (int)c->chunk};
 }
 
+/* Sampling's cache (model.h, tlm_kv_mode), where both executors find
+ * things, in floats: the first RoPE row of this forward (a decoded token's
+ * position, else 0), a layer's [T, 3A] rows of qkv, and a layer's Titans
+ * state [H][3][hd][hd]. */
+static inline int64_t tlm_kv_rope_offset(const tlm_model *m, const tlm_op_sizes *z) {
+    return m->kv_mode == TLM_KV_DECODE ? m->kv_pos * (z->hd / 2) : 0;
+}
+static inline int64_t tlm_kv_rows_offset(const tlm_model *m, const tlm_op_sizes *z, int layer) {
+    return (int64_t)layer * m->T * 3 * z->A;
+}
+static inline int64_t tlm_kv_state_offset(const tlm_op_sizes *z, int layer) {
+    return (int64_t)layer * z->H * 3 * (int64_t)z->hd * z->hd;
+}
+
 /* Operands by name: OPERANDS(rmsnorm) names o the op's slots, then
  * IN(x), OUT(y), PARAM(weight) and GRAD(weight) read them through the
  * executor's own buf, prm and grd (host pointers or device addresses). */
