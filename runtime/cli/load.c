@@ -37,6 +37,29 @@ int load_checkpoint(const char *cmd, const tlm_so *so, const char *ckpt, tlm_mod
     return ok ? 0 : cli_error(cmd, "%s: %s", path, err.msg);
 }
 
+int load_checkpoint_tokenizer(const char *cmd, const char *tok_path, const char *ckpt_tokenizer, const char *ckpt_path,
+                              tlm_tokenizer **tok) {
+    *tok = NULL;
+    bool bytes = !strcmp(ckpt_tokenizer, "bytes");
+    if (bytes && !tok_path) return 0;
+    if (bytes) return cli_error(cmd, "%s was trained on text as bytes; drop --tokenizer %s", ckpt_path, tok_path);
+    if (!tok_path)
+        return cli_error(cmd, "%s was trained on tokens of tokenizer %.16s...; give it with --tokenizer PATH",
+                         ckpt_path, ckpt_tokenizer);
+    tlm_err err = {""};
+    tlm_tokenizer *t = tlm_tok_load(tok_path, &err);
+    if (!t) return cli_error(cmd, "%s", err.msg);
+    char hex[65];
+    for (int i = 0; i < 32; i++) snprintf(hex + 2 * i, 3, "%02x", tlm_tok_hash(t)[i]);
+    if (strcmp(hex, ckpt_tokenizer) != 0) {
+        tlm_tok_free(t);
+        return cli_error(cmd, "%s is tokenizer %.16s..., but %s was trained with tokenizer %.16s...", tok_path, hex,
+                         ckpt_path, ckpt_tokenizer);
+    }
+    *tok = t;
+    return 0;
+}
+
 int device_flag_open(const char *cmd, const char *value, tlm_device **dev) {
     *dev = NULL;
     if (!value || !strcmp(value, "cpu")) return 0;

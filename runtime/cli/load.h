@@ -7,6 +7,7 @@
 
 #include "device.h"
 #include "model.h"
+#include "tokenizer.h"
 
 /* What eval, sample and probe do first: check a model was given, use
  * `threads` CPU threads (0: every core) and open it. Returns 0, or the exit
@@ -21,6 +22,15 @@ int open_model(const char *cmd, const char *path, int64_t threads, tlm_so *so);
  * (checkpoints from before shards were all trained on text as bytes). */
 int load_checkpoint(const char *cmd, const tlm_so *so, const char *ckpt, tlm_model *m, char *path, size_t pathlen,
                     int64_t *step, char tokenizer[65]);
+
+/* The tokenizer that text for a checkpoint goes through, from --tokenizer
+ * (tok_path, or NULL) and the checkpoint's `tokenizer` (load_checkpoint's).
+ * A checkpoint trained on bytes takes none (*tok NULL; a --tokenizer is
+ * refused, as its ids would mean nothing to the model); one trained on
+ * subword tokens needs the tokenizer whose hash it records. 0, or 1 after
+ * a one-line message. */
+int load_checkpoint_tokenizer(const char *cmd, const char *tok_path, const char *ckpt_tokenizer, const char *ckpt_path,
+                              tlm_tokenizer **tok);
 
 /* Opens the device a checked --device names: *dev NULL for the CPU. 0, or 1
  * after a message (no driver, no such GPU). */

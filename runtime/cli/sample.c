@@ -1,7 +1,8 @@
-/* tlm-run sample: text from a checkpoint, one byte at a time. Each new
- * byte runs the model over the text so far (the last `context` bytes once
- * it is longer: the window slides) and draws from the last position's
- * distribution. */
+/* tlm-run sample: text from a checkpoint, one token at a time (a byte for a
+ * model trained on text; a subword token, decoded to its bytes, for one
+ * trained on shards, through --tokenizer). Each new token runs one token's
+ * forward against a KV cache (or, with --no-cache, the whole window, which
+ * slides) and draws from the last position's distribution. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,12 +18,15 @@
 static void usage(FILE *out) {
     fputs("usage: tlm-run sample MODEL.so [--ckpt DIR] [--prompt TEXT] [options]\n"
           "\n"
-          "Prints the prompt, then generated text, byte by byte as it is produced.\n"
+          "Prints the prompt, then generated text, token by token as it is produced.\n"
           "  --ckpt DIR          the checkpoint's folder or file (default: checkpoints/MODEL)\n"
-          "  --prompt TEXT       text to continue (default: none; generation starts after a newline)\n"
-          "  --length N          bytes to generate (default 256)\n"
-          "  --temperature X     0 is greedy (always the likeliest byte); default 0.8\n"
-          "  --top-k K           draw only among the K likeliest bytes (0: all; default 0)\n"
+          "  --tokenizer PATH    the tokenizer of a checkpoint trained on token shards (its hash\n"
+          "                      must match the checkpoint's); none for one trained on text\n"
+          "  --prompt TEXT       text to continue (default: none; generation starts after a\n"
+          "                      newline, or after the tokenizer's end-of-text token)\n"
+          "  --length N          tokens to generate (bytes for a model trained on text; default 256)\n"
+          "  --temperature X     0 is greedy (always the likeliest token); default 0.8\n"
+          "  --top-k K           draw only among the K likeliest tokens (0: all; default 0)\n"
           "  --seed N            seeds the draws: the same seed gives the same text (default 1337)\n"
           "  --device DEV        cpu (default), cuda or cuda:N\n"
           "  --precision P       bf16 (the GPU's default) or fp32\n"
@@ -44,7 +48,8 @@ enum {
     OPT_THREADS,
     OPT_DEVICE,
     OPT_PRECISION,
-    OPT_NO_CACHE
+    OPT_NO_CACHE,
+    OPT_TOKENIZER
 };
 static const struct option long_options[] = {
     {"help", no_argument, NULL, 'h'},
@@ -58,12 +63,67 @@ static const struct option long_options[] = {
     {"device", required_argument, NULL, OPT_DEVICE},
     {"precision", required_argument, NULL, OPT_PRECISION},
     {"no-cache", no_argument, NULL, OPT_NO_CACHE},
+    {"tokenizer", required_argument, NULL, OPT_TOKENIZER},
     {NULL, 0, NULL, 0},
 };
 
+/* The prompt's last T tokens into window (*n of them): its bytes, or its
+ * ids under tok. An empty prompt starts after a newline, as a text would
+ * after a paragraph, or after the end-of-text token that separates a
+ * shard's documents. 0, or 1 after a message. */
+static int prompt_window(tlm_tokenizer *tok, const char *prompt, size_t plen, int64_t T, int nprint, int32_t *window,
+                         int64_t *n) {
+    tlm_tok_ids ids = {0};
+    tlm_err err = {""};
+    bool special;
+    int32_t eot = -1;
+    if (tok && !plen) {
+        eot = tlm_tok_find(tok, "<|endoftext|>", 13, &special);
+        if (!special) eot = tlm_tok_find(tok, "<|end_of_text|>", 15, &special);
+        if (!special) eot = -1;
+    }
+    bool ok = !tok || eot >= 0 ||
+              tlm_tok_encode(tok, (const uint8_t *)(plen ? prompt : "\n"), plen ? plen : 1, NULL, &ids, &err);
+    if (!ok) {
+        tlm_tok_ids_free(&ids);
+        return cli_error("sample", "the prompt: %s", err.msg);
+    }
+    int rc = 0;
+    *n = 0;
+    if (!tok) {
+        for (size_t i = plen > (size_t)T ? plen - (size_t)T : 0; i < plen; i++)
+            window[(*n)++] = (unsigned char)prompt[i];
+        if (!plen) window[(*n)++] = '\n';
+    } else if (eot >= 0) window[(*n)++] = eot;
+    else
+        for (size_t i = ids.n > (size_t)T ? ids.n - (size_t)T : 0; i < ids.n; i++) window[(*n)++] = ids.ids[i];
+    for (int64_t i = 0; i < *n && !rc; i++)
+        if (window[i] >= nprint)
+            rc = cli_error("sample", "the prompt holds %s %d, outside the model's %d tokens", tok ? "token" : "byte",
+                           (int)window[i], nprint);
+    tlm_tok_ids_free(&ids);
+    return rc;
+}
+
+/* Prints token id (a byte, or its bytes under tok); returns the last byte
+ * printed, or -1 when it printed none. */
+static int print_token(const tlm_tokenizer *tok, int32_t id) {
+    if (!tok) return putchar(id) == EOF ? -1 : id;
+    tlm_strbuf sb = {0};
+    tlm_err err = {""};
+    int last = -1;
+    if (tlm_tok_decode(tok, &id, 1, &sb, &err) && sb.len) {
+        fwrite(sb.buf, 1, sb.len, stdout);
+        last = (unsigned char)sb.buf[sb.len - 1];
+    }
+    tlm_sb_free(&sb);
+    return last;
+}
+
 int cmd_sample(int argc, char **argv) {
     bool no_cache = false;
-    const char *model_path = NULL, *ckpt = NULL, *prompt = "", *device = NULL, *precision_value = NULL;
+    const char *model_path = NULL, *ckpt = NULL, *prompt = "", *device = NULL, *precision_value = NULL,
+               *tok_path = NULL;
     int64_t length = 256, top_k = 0, seed = 1337, threads = 0;
     double temperature = 0.8;
     cli_args a = {.cmd = "sample", .argc = argc, .argv = argv};
@@ -85,6 +145,7 @@ int cmd_sample(int argc, char **argv) {
             break;
         case OPT_PRECISION: precision_value = a.val; break;
         case OPT_NO_CACHE: no_cache = true; break;
+        case OPT_TOKENIZER: tok_path = a.val; break;
         case 1:
             if (!cli_model_path(&a, &model_path)) return 2;
             break;
@@ -106,10 +167,8 @@ int cmd_sample(int argc, char **argv) {
         return opened;
     }
     const int64_t T = so.config->context, V = so.config->vocab;
-    /* Tokens are bytes: a larger vocabulary's other ids cannot be printed,
-     * so the draw is among the first 256. */
-    const int nbytes = V < 256 ? (int)V : 256;
     tlm_model m = {0};
+    tlm_tokenizer *tok = NULL;
     int64_t step;
     int32_t *window = malloc((size_t)T * sizeof *window);
     float *scratch = malloc((size_t)V * sizeof *scratch);
@@ -120,29 +179,19 @@ int cmd_sample(int argc, char **argv) {
     else {
         char tokenizer[65];
         rc = load_checkpoint("sample", &so, ckpt, &m, path, sizeof path, &step, tokenizer);
-        /* sampling reads and prints bytes: a model trained on subword
-         * tokens would need its tokenizer, which sample does not take yet */
-        if (!rc && strcmp(tokenizer, "bytes") != 0)
-            rc = cli_error("sample",
-                           "%s was trained on tokens of tokenizer %.16s..., not bytes; sampling through a tokenizer "
-                           "is not supported yet",
-                           path, tokenizer);
+        if (!rc) rc = load_checkpoint_tokenizer("sample", tok_path, tokenizer, path, &tok);
     }
-
-    /* The prompt's last T bytes are the context; an empty prompt starts from
-     * a newline, as a text would after a paragraph. */
+    /* Only ids that print can be drawn: bytes for a model trained on text,
+     * the tokenizer's ids (at most the model's) for one trained on tokens. */
+    int64_t ntok = tok ? tlm_tok_vocab_size(tok) : 256;
+    const int nprint = (int)(V < ntok ? V : ntok);
     size_t plen = strlen(prompt);
     int64_t n = 0;
-    for (size_t i = plen > (size_t)T ? plen - (size_t)T : 0; !rc && i < plen; i++) {
-        int b = (unsigned char)prompt[i];
-        if (b >= nbytes) rc = cli_error("sample", "the prompt holds byte %d, outside the model's %d tokens", b, nbytes);
-        window[n++] = b;
-    }
-    if (!rc && n == 0) window[n++] = '\n';
-    /* With a KV cache (titans: its memory's state) each byte runs one
+    if (!rc) rc = prompt_window(tok, prompt, plen, T, nprint, window, &n);
+    /* With a KV cache (titans: its memory's state) each token runs one
      * token's forward; a full window restarts from its last half (prefilled
-     * again). Without one (--no-cache) each byte recomputes the window,
-     * which slides one byte at a time. */
+     * again). Without one (--no-cache) each token recomputes the window,
+     * which slides one token at a time. */
     bool cached = !rc && !no_cache && tlm_model_cache_open(&m, &err);
     if (!rc) {
         fwrite(prompt, 1, plen, stdout);
@@ -151,14 +200,14 @@ int cmd_sample(int argc, char **argv) {
         tlm_rng_seed(&rng, (uint64_t)seed);
         int last = plen ? (unsigned char)prompt[plen - 1] : '\n';
         bool ok = cached ? tlm_model_prefill(&m, window, n) : (tlm_model_forward(&m, window, NULL, 1, n), true);
-        int64_t row = n - 1; /* the logits' row of the window's last byte */
+        int64_t row = n - 1; /* the logits' row of the window's last token */
         for (int64_t i = 0; ok && i < length; i++) {
             const float *all = tlm_model_logits(&m);
             if (!all) break;
-            int next = tlm_sample(all + row * V, nbytes, (float)temperature, (int)top_k, &rng, scratch);
-            putchar(next);
+            int next = tlm_sample(all + row * V, nprint, (float)temperature, (int)top_k, &rng, scratch);
+            int wrote = print_token(tok, next);
+            if (wrote >= 0) last = wrote;
             fflush(stdout);
-            last = next;
             if (i + 1 == length) break;
             if (cached && n < T) {
                 window[n] = next;
@@ -166,7 +215,7 @@ int cmd_sample(int argc, char **argv) {
                 row = 0;
                 continue;
             }
-            int64_t keep = cached ? (T + 1) / 2 : T; /* bytes kept when the window is full, the new one included */
+            int64_t keep = cached ? (T + 1) / 2 : T; /* tokens kept when the window is full, the new one included */
             if (n == T) memmove(window, window + n - (keep - 1), (size_t)(keep - 1) * sizeof *window), n = keep - 1;
             window[n++] = next;
             if (cached) ok = tlm_model_prefill(&m, window, n);
@@ -178,6 +227,7 @@ int cmd_sample(int argc, char **argv) {
                            tlm_model_device_error(&m) ? tlm_model_device_error(&m) : "the KV cache refused the window");
         if (last != '\n') putchar('\n');
     }
+    tlm_tok_free(tok);
     free(window);
     free(scratch);
     tlm_model_destroy(&m);

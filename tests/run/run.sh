@@ -736,12 +736,27 @@ assert nb > 1.5 * n   # a BPE token covers several bytes: bits/byte well below l
     "$run" probe "$tmp/bpe.so" --ckpt "$tmp/c" --data "$austen/persuasion.txt" --context 64 --threads 1
   expect 0 "" "probe on the validation shard" -- \
     "$run" probe "$tmp/bpe.so" --ckpt "$tmp/c" --data "$tmp/val.bin" --context 64 --threads 1
-  expect 1 "not supported yet" "sample with a checkpoint trained on shards" -- \
+  expect 1 "give it with --tokenizer" "sample a checkpoint trained on shards without its tokenizer" -- \
     "$run" sample "$tmp/bpe.so" --ckpt "$tmp/c" --length 5
+  expect 0 "^It was" "sample through the tokenizer (greedy, KV cache)" -- \
+    "$run" sample "$tmp/bpe.so" --ckpt "$tmp/c" --tokenizer "$tmp/tok.json" --prompt "It was" --length 40 \
+    --temperature 0 --threads 1
+  cp "$tmp/out" "$tmp/sample_cached"
+  expect 0 "^It was" "sample through the tokenizer (greedy, window recomputed)" -- \
+    "$run" sample "$tmp/bpe.so" --ckpt "$tmp/c" --tokenizer "$tmp/tok.json" --prompt "It was" --length 40 \
+    --temperature 0 --threads 1 --no-cache
+  check "the same 40 tokens with and without the KV cache" -- cmp -s "$tmp/out" "$tmp/sample_cached"
+  check "40 tokens decode to more than 40 bytes of text" -- \
+    test "$(tail -c +7 "$tmp/sample_cached" | tr -d '\n' | wc -c)" -gt 40
+  "$run" tokenizer train --vocab 300 "$austen/persuasion.txt" -o "$tmp/tok300.json" 2>/dev/null
+  expect 1 "was trained with tokenizer" "sample through another tokenizer" -- \
+    "$run" sample "$tmp/bpe.so" --ckpt "$tmp/c" --tokenizer "$tmp/tok300.json" --length 5
   expect 0 "done: 1 steps" "train on text (bytes) with the same model" -- \
     "$run" train "$tmp/bpe.so" "${bpe[@]}" --steps 1 --data "$austen/persuasion.txt" --ckpt "$tmp/text"
   check "a checkpoint trained on text records the tokenizer \"bytes\"" -- \
     test "$(ckpt meta "$tmp/text/checkpoint.safetensors" tokenizer)" = bytes
+  expect 1 "trained on text as bytes; drop --tokenizer" "sample a checkpoint trained on text through a tokenizer" -- \
+    "$run" sample "$tmp/bpe.so" --ckpt "$tmp/text" --tokenizer "$tmp/tok.json" --length 5
   expect 1 "trained on bytes" "eval on a shard with a checkpoint trained on text" -- \
     "$run" eval "$tmp/bpe.so" --ckpt "$tmp/text" --data "$tmp/val.bin" --context 64
   "$py" "$root/scripts/gen_shard.py" "$tmp/other.bin" --tokens 5000 --vocab 512
