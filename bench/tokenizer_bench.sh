@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# Tokenizers on the bundled corpora (data/austen, data/kjv: 8.2 MB), one
-# thread. Not a test.
+# Tokenizers on the bundled corpora (data/austen, data/kjv: 8.2 MB). Not a
+# test.
 #   - training an 8,192-token byte-level BPE vocabulary (tlm-run tokenizer
 #     train), best of 3;
 #   - encoding throughput of the GPT-2 and Llama 3 vocabularies: tlm-run
 #     tokenizer encode (the whole process: loading the vocabulary, encoding,
 #     printing the ids; and loading alone) beside the npm reference encoders
 #     of tests/tokenizer (js-tiktoken for GPT-2, llama3-tokenizer-js; timed
-#     in-process, encoding only), in the same run.
+#     in-process, encoding only), in the same run, all on one thread;
+#   - tlm-run tokenize into a shard on 1 .. nproc threads (the same shard).
 #
 # usage: bench/tokenizer_bench.sh [BUILD_DIR]
 #   BUILD_DIR defaults to ./build, built, with tests/tokenizer's npm packages
@@ -68,4 +69,19 @@ for family in gpt2 llama3; do
   awk -v f=$family -v mb="$mb" -v w="$whole" -v l="$load" -v n="$npm" 'BEGIN {
     printf "%-7s tlm-run %6.2f MB/s whole process (%.3f s, of which loading %.3f s; %.1f MB/s without it)  npm %5.2f MB/s  ratio %.1fx\n",
       f, mb / w, w, l, mb / (w - l), mb / n, (mb / w) / (mb / n) }'
+done
+
+# tokenize (shards) on 1 .. nproc threads: the same shard, faster with cores.
+# Loading the vocabulary is on one thread and is measured apart.
+for family in gpt2 llama3; do
+  if [ $family = gpt2 ]; then tok=$ref/gpt2; else tok=$ref/llama3/tokenizer.model; fi
+  load=$(secs "$tlm" tokenizer info --tokenizer "$tok")
+  one=
+  for threads in $(seq 1 "$(nproc)"); do
+    w=$(secs "$tlm" tokenize --tokenizer "$tok" --threads "$threads" "$tmp/all.txt" -o "$tmp/all.bin")
+    [ -n "$one" ] || one=$w
+    awk -v f=$family -v t="$threads" -v mb="$mb" -v w="$w" -v l="$load" -v o="$one" 'BEGIN {
+      printf "%-7s tokenize --threads %d: %.3f s (%.1f MB/s without loading, %.3f s); %.2fx one thread\n",
+        f, t, w, mb / (w - l), l, (o - l) / (w - l) }'
+  done
 done

@@ -3,6 +3,8 @@
  * followed by the end-of-text token; describes, checks and dumps a shard. */
 #include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -22,7 +24,7 @@
 #define MAX_DOCUMENT ((uint64_t)1 << 32)
 
 static void usage(FILE *out) {
-    fputs("usage: tlm-run tokenize --tokenizer PATH [--eot TEXT | --no-eot] DATA... -o CORPUS.bin\n"
+    fputs("usage: tlm-run tokenize --tokenizer PATH [--eot TEXT | --no-eot] [--threads N] DATA... -o CORPUS.bin\n"
           "       tlm-run tokenize --info SHARD [--tokenizer PATH]\n"
           "       tlm-run tokenize --dump SHARD\n"
           "\n"
@@ -33,6 +35,8 @@ static void usage(FILE *out) {
           "  --eot TEXT         the token after each document (default: <|endoftext|> or\n"
           "                     <|end_of_text|>, whichever is a special token; else none)\n"
           "  --no-eot           no token between documents\n"
+          "  --threads N        threads that encode (default: all cores); the shard is the\n"
+          "                     same for any N\n"
           "  -o, --output PATH  the shard to write\n"
           "  --info SHARD       prints the header after checking the whole shard; with\n"
           "                     --tokenizer, also that the shard was made with it\n"
@@ -76,67 +80,159 @@ static void put_tokens(shard_out *o, const int32_t *ids, size_t n) {
 
 static int cmp_names(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-/* Encodes the document at path and appends it (and eot) to o. */
-static int add_document(tlm_tokenizer *t, shard_out *o, const char *path, int32_t eot) {
-    tlm_err err = {""};
-    size_t n;
-    uint8_t *text = tlm_read_regular(path, MAX_DOCUMENT, "a document", &n, &err);
-    if (!text) return cli_error("tokenize", "%s", err.msg);
-    tlm_tok_ids ids = {0};
-    bool ok = tlm_tok_encode(t, text, n, NULL, &ids, &err);
-    free(text);
-    if (!ok) {
-        tlm_tok_ids_free(&ids);
-        return cli_error("tokenize", "%s: %s", path, err.msg);
+/* ---- the documents: files, or a folder's *.txt files in name order ---- */
+
+typedef struct doc_list {
+    char **path;
+    size_t n, cap;
+} doc_list;
+
+static bool doc_add(doc_list *l, const char *path) {
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 16;
+        char **p = realloc(l->path, cap * sizeof *p);
+        if (!p) return false;
+        l->path = p, l->cap = cap;
     }
-    put_tokens(o, ids.ids, ids.n);
-    o->bytes += n;
-    if (eot >= 0) put_tokens(o, &eot, 1);
-    tlm_tok_ids_free(&ids);
-    return 0;
+    return (l->path[l->n] = strdup(path)) && ++l->n;
 }
 
-/* DATA: a file, or a folder's *.txt files in name order. */
-static int add_data(tlm_tokenizer *t, shard_out *o, const char *path, int32_t eot) {
+static void doc_list_free(doc_list *l) {
+    for (size_t i = 0; i < l->n; i++) free(l->path[i]);
+    free(l->path);
+}
+
+static int list_data(doc_list *l, const char *path) {
     struct stat st;
-    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) return add_document(t, o, path, eot);
+    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
+        return doc_add(l, path) ? 0 : cli_error("tokenize", "out of memory");
     DIR *d = opendir(path);
     if (!d) return cli_error("tokenize", "%s: cannot list the folder: %s", path, strerror(errno));
-    char **names = NULL;
-    size_t n = 0, cap = 0;
+    size_t first = l->n;
     int rc = 0;
-    for (struct dirent *e; (e = readdir(d));) {
+    for (struct dirent *e; !rc && (e = readdir(d));) {
         size_t len = strlen(e->d_name);
         if (len < 5 || strcmp(e->d_name + len - 4, ".txt")) continue;
-        if (n == cap) {
-            cap = cap ? cap * 2 : 16;
-            char **p = realloc(names, cap * sizeof *p);
-            if (!p) {
-                rc = cli_error("tokenize", "out of memory");
-                break;
-            }
-            names = p;
-        }
-        if (!(names[n] = strdup(e->d_name))) {
-            rc = cli_error("tokenize", "out of memory");
-            break;
-        }
-        n++;
+        char file[4200];
+        snprintf(file, sizeof file, "%s/%s", path, e->d_name);
+        if (!doc_add(l, file)) rc = cli_error("tokenize", "out of memory");
     }
     closedir(d);
-    if (!rc && n == 0) rc = cli_error("tokenize", "%s: the folder has no .txt files", path);
-    if (!rc) qsort(names, n, sizeof *names, cmp_names);
-    for (size_t i = 0; i < n && !rc; i++) {
-        char file[4200];
-        snprintf(file, sizeof file, "%s/%s", path, names[i]);
-        rc = add_document(t, o, file, eot);
-    }
-    for (size_t i = 0; i < n; i++) free(names[i]);
-    free(names);
+    if (!rc && l->n == first) rc = cli_error("tokenize", "%s: the folder has no .txt files", path);
+    if (!rc) qsort(l->path + first, l->n - first, sizeof *l->path, cmp_names);
     return rc;
 }
 
-static int write_shard(tlm_tokenizer *t, const char *const *data, int ndata, int32_t eot, const char *path) {
+/* ---- encoding on threads ----
+ * Documents are read a batch at a time and cut into parts at
+ * tlm_tok_split_point, where the parts' ids joined are the whole text's;
+ * the threads take parts in turn, each through its own encoder, and the
+ * parts are written in order, so the shard is the same for any --threads. */
+
+enum { PART_BYTES = 256 << 10, BATCH_BYTES = 64 << 20 };
+
+typedef struct part {
+    const uint8_t *text;
+    size_t n;
+    tlm_tok_ids ids;
+    bool ok;
+    tlm_err err;
+} part;
+
+typedef struct encode_job {
+    const tlm_tokenizer *t;
+    part *parts;
+    size_t nparts;
+    atomic_size_t next;
+} encode_job;
+
+static void *encode_parts(void *arg) {
+    encode_job *job = arg;
+    tlm_err err = {""};
+    tlm_tok_encoder *e = tlm_tok_encoder_new(job->t, &err);
+    for (size_t i; (i = atomic_fetch_add(&job->next, 1)) < job->nparts;) {
+        part *p = &job->parts[i];
+        p->ok = e && tlm_tok_encoder_run(e, p->text, p->n, NULL, &p->ids, &p->err);
+        if (!e) p->err = err;
+    }
+    tlm_tok_encoder_free(e);
+    return NULL;
+}
+
+/* Runs job on `threads` threads (the caller's among them). */
+static void run_job(encode_job *job, int threads) {
+    pthread_t tid[64];
+    int started = 0;
+    for (int i = 1; i < threads && i < 64 && (size_t)i < job->nparts; i++)
+        if (pthread_create(&tid[started], NULL, encode_parts, job) == 0) started++;
+    encode_parts(job);
+    for (int i = 0; i < started; i++) pthread_join(tid[i], NULL);
+}
+
+typedef struct batch_doc {
+    const char *path;
+    uint8_t *text;
+    size_t n, first, nparts; /* its parts: parts[first .. first + nparts) */
+} batch_doc;
+
+/* Encodes docs[0..n) (read, cut, encoded on threads) and appends them, each
+ * followed by eot, to o. */
+static int add_batch(const tlm_tokenizer *t, shard_out *o, batch_doc *docs, size_t n, int threads, int32_t eot) {
+    size_t nparts = 0;
+    for (size_t d = 0; d < n; d++) nparts += docs[d].n / PART_BYTES + 1;
+    encode_job job = {.t = t, .parts = calloc(nparts, sizeof(part))};
+    if (!job.parts) return cli_error("tokenize", "out of memory");
+    for (size_t d = 0; d < n; d++) {
+        batch_doc *doc = &docs[d];
+        doc->first = job.nparts;
+        size_t at = 0; /* an empty document is one empty part */
+        do {
+            size_t end = doc->n - at <= PART_BYTES ? doc->n : tlm_tok_split_point(doc->text, doc->n, at + PART_BYTES);
+            job.parts[job.nparts++] = (part){.text = doc->text + at, .n = end - at};
+            at = end;
+        } while (at < doc->n);
+        doc->nparts = job.nparts - doc->first;
+    }
+    atomic_init(&job.next, 0);
+    run_job(&job, threads);
+    int rc = 0;
+    for (size_t d = 0; d < n && !rc; d++) {
+        for (size_t k = docs[d].first; k < docs[d].first + docs[d].nparts && !rc; k++) {
+            if (!job.parts[k].ok) rc = cli_error("tokenize", "%s: %s", docs[d].path, job.parts[k].err.msg);
+            else put_tokens(o, job.parts[k].ids.ids, job.parts[k].ids.n);
+        }
+        o->bytes += docs[d].n;
+        if (!rc && eot >= 0) put_tokens(o, &eot, 1);
+    }
+    for (size_t k = 0; k < job.nparts; k++) tlm_tok_ids_free(&job.parts[k].ids);
+    free(job.parts);
+    return rc;
+}
+
+/* Every document of l, a batch of about BATCH_BYTES at a time. */
+static int add_documents(const tlm_tokenizer *t, shard_out *o, const doc_list *l, int threads, int32_t eot) {
+    batch_doc *docs = calloc(l->n ? l->n : 1, sizeof *docs);
+    if (!docs) return cli_error("tokenize", "out of memory");
+    int rc = 0;
+    for (size_t next = 0; next < l->n && !rc;) {
+        size_t n = 0, bytes = 0;
+        while (next < l->n && bytes < BATCH_BYTES && !rc) {
+            tlm_err err = {""};
+            batch_doc *doc = &docs[n];
+            doc->path = l->path[next++];
+            doc->text = tlm_read_regular(doc->path, MAX_DOCUMENT, "a document", &doc->n, &err);
+            if (!doc->text) rc = cli_error("tokenize", "%s", err.msg);
+            else bytes += doc->n, n++;
+        }
+        if (!rc) rc = add_batch(t, o, docs, n, threads, eot);
+        for (size_t d = 0; d < n; d++) free(docs[d].text);
+    }
+    free(docs);
+    return rc;
+}
+
+static int write_shard(const tlm_tokenizer *t, const char *const *data, int ndata, int threads, int32_t eot,
+                       const char *path) {
     tlm_err err = {""};
     char tmp[4200];
     shard_out *o = calloc(1, sizeof *o);
@@ -153,8 +249,11 @@ static int write_shard(tlm_tokenizer *t, const char *const *data, int ndata, int
     o->width = tlm_tok_vocab_size(t) <= 65536 ? 2 : 4;
     memset(o->buf, 0, TLM_SHARD_HEADER_SIZE); /* the header goes in at the end */
     o->used = TLM_SHARD_HEADER_SIZE;
+    doc_list docs = {0};
     int rc = 0;
-    for (int i = 0; i < ndata && !rc; i++) rc = add_data(t, o, data[i], eot);
+    for (int i = 0; i < ndata && !rc; i++) rc = list_data(&docs, data[i]);
+    if (!rc) rc = add_documents(t, o, &docs, threads, eot);
+    doc_list_free(&docs);
     if (!rc) flush_out(o);
     tlm_shard s = {.version = TLM_SHARD_VERSION,
                    .width = o->width,
@@ -217,7 +316,7 @@ static int read_shard(const char *path, const tlm_tokenizer *t, bool dump) {
     return rc;
 }
 
-enum { OPT_TOKENIZER = 256, OPT_EOT, OPT_NO_EOT, OPT_INFO, OPT_DUMP };
+enum { OPT_TOKENIZER = 256, OPT_EOT, OPT_NO_EOT, OPT_INFO, OPT_DUMP, OPT_THREADS };
 static const struct option long_options[] = {
     {"help", no_argument, NULL, 'h'},
     {"tokenizer", required_argument, NULL, OPT_TOKENIZER},
@@ -226,12 +325,14 @@ static const struct option long_options[] = {
     {"output", required_argument, NULL, 'o'},
     {"info", required_argument, NULL, OPT_INFO},
     {"dump", required_argument, NULL, OPT_DUMP},
+    {"threads", required_argument, NULL, OPT_THREADS},
     {NULL, 0, NULL, 0},
 };
 
 int cmd_tokenize(int argc, char **argv) {
     const char *tok_path = NULL, *eot_text = NULL, *out = NULL, *info = NULL, *dump = NULL;
     bool no_eot = false;
+    int64_t threads = 0;
     const char **data = calloc((size_t)argc + 1, sizeof *data);
     int ndata = 0;
     if (!data) return cli_error("tokenize", "out of memory");
@@ -249,12 +350,15 @@ int cmd_tokenize(int argc, char **argv) {
         case 'o': out = a.val; break;
         case OPT_INFO: info = a.val; break;
         case OPT_DUMP: dump = a.val; break;
+        case OPT_THREADS:
+            if (!cli_int(&a, 1, 64, &threads)) rc = 2;
+            break;
         case 1: data[ndata++] = a.val; break;
         default: rc = 2; /* reported by cli_getopt */
         }
     }
     if (!rc && (info || dump)) {
-        if ((info && dump) || ndata || out || eot_text || no_eot || (dump && tok_path))
+        if ((info && dump) || ndata || out || eot_text || no_eot || threads || (dump && tok_path))
             rc = cli_usage_error("tokenize", "--info SHARD takes only --tokenizer; --dump SHARD nothing else");
     } else if (!rc) {
         if (!tok_path) rc = cli_usage_error("tokenize", "--tokenizer PATH is required");
@@ -277,7 +381,7 @@ int cmd_tokenize(int argc, char **argv) {
             if (!special) eot = tlm_tok_find(t, "<|end_of_text|>", 15, &special);
             if (!special) eot = -1;
         }
-        if (!rc) rc = write_shard(t, data, ndata, eot, out);
+        if (!rc) rc = write_shard(t, data, ndata, threads ? (int)threads : cli_cores(), eot, out);
     }
     tlm_tok_free(t);
     free(data);

@@ -3,7 +3,9 @@
  * keyed by (rank, position), so the lowest-ranked merge is applied first
  * and the leftmost among equal ranks. A popped pair whose nodes have
  * changed since it was pushed is skipped. Results are cached per pre-token
- * (the cache is emptied when full). */
+ * (the cache is emptied when full). The cache and the merge scratch are an
+ * encoder's own, so threads encode with one tokenizer, each through its
+ * encoder; the cache never changes a result, only how soon it comes. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,15 +20,15 @@ typedef struct cache_slot {
     uint32_t key_off, key_len, ids_off, ids_len;
 } cache_slot;
 
-struct tok_cache {
+typedef struct tok_cache {
     cache_slot slot[CACHE_SLOTS];
     size_t used;
     uint8_t *keys;
     int32_t *ids;
     size_t keys_len, ids_len;
-};
+} tok_cache;
 
-void tok_cache_free(tok_cache *c) {
+static void cache_free(tok_cache *c) {
     if (!c) return;
     free(c->keys);
     free(c->ids);
@@ -90,6 +92,12 @@ typedef struct bpe_scratch {
     heap_item *heap;
     size_t cap, heap_n;
 } bpe_scratch;
+
+struct tlm_tok_encoder {
+    const tlm_tokenizer *t;
+    tok_cache *cache;
+    bpe_scratch scratch;
+};
 
 static bool before(heap_item a, heap_item b) { return a.rank < b.rank || (a.rank == b.rank && a.pos < b.pos); }
 
@@ -169,27 +177,28 @@ static bool scratch_fit(bpe_scratch *s, size_t n, tlm_err *err) {
     return true;
 }
 
-static bool encode_piece(tlm_tokenizer *t, bpe_scratch *s, const uint8_t *p, size_t n, tlm_tok_ids *out, tlm_err *err) {
+static bool encode_piece(tlm_tok_encoder *e, const uint8_t *p, size_t n, tlm_tok_ids *out, tlm_err *err) {
+    const tlm_tokenizer *t = e->t;
+    bpe_scratch *s = &e->scratch;
     if (n == 1) return push(out, &t->byte_id[p[0]], 1, err);
     if (t->ignore_merges) {
         int32_t id = tok_lookup(t, p, n);
         if (id >= 0) return push(out, &id, 1, err);
     }
     uint64_t h = key_hash(p, n);
-    cache_slot *slot = cache_find(t->cache, p, n, h);
-    if (slot->hash) return push(out, t->cache->ids + slot->ids_off, slot->ids_len, err);
+    cache_slot *slot = cache_find(e->cache, p, n, h);
+    if (slot->hash) return push(out, e->cache->ids + slot->ids_off, slot->ids_len, err);
     if (n > UINT32_MAX - 1) return tlm_fail(err, "a pre-token of %zu bytes is too long", n);
     if (!scratch_fit(s, n, err)) return false;
     size_t k = bpe(t, s, p, n);
-    cache_put(t->cache, slot, p, n, h, s->id, k);
+    cache_put(e->cache, slot, p, n, h, s->id, k);
     return push(out, s->id, k, err);
 }
 
-static bool encode_text(tlm_tokenizer *t, bpe_scratch *s, const uint8_t *text, size_t n, tlm_tok_ids *out,
-                        tlm_err *err) {
+static bool encode_text(tlm_tok_encoder *e, const uint8_t *text, size_t n, tlm_tok_ids *out, tlm_err *err) {
     for (size_t i = 0; i < n;) {
-        size_t j = tok_pretoken_end(t->pattern, text, n, i);
-        if (!encode_piece(t, s, text + i, j - i, out, err)) return false;
+        size_t j = tok_pretoken_end(e->t->pattern, text, n, i);
+        if (!encode_piece(e, text + i, j - i, out, err)) return false;
         i = j;
     }
     return true;
@@ -208,45 +217,60 @@ static int32_t special_at(const tlm_tokenizer *t, const uint8_t *text, size_t n,
     return best;
 }
 
-bool tlm_tok_encode(tlm_tokenizer *t, const uint8_t *text, size_t n, const tlm_tok_options *o, tlm_tok_ids *out,
-                    tlm_err *err) {
-    if (!t->cache) {
-        t->cache = calloc(1, sizeof *t->cache);
-        if (t->cache) {
-            t->cache->keys = malloc(CACHE_MAX_BYTES);
-            t->cache->ids = malloc(CACHE_MAX_BYTES * sizeof(int32_t));
-        }
-        if (!t->cache || !t->cache->keys || !t->cache->ids) {
-            tok_cache_free(t->cache);
-            t->cache = NULL;
-            return tlm_fail(err, "out of memory");
-        }
+tlm_tok_encoder *tlm_tok_encoder_new(const tlm_tokenizer *t, tlm_err *err) {
+    tlm_tok_encoder *e = calloc(1, sizeof *e);
+    if (e) {
+        e->t = t;
+        e->cache = calloc(1, sizeof *e->cache);
     }
+    if (e && e->cache) {
+        e->cache->keys = malloc(CACHE_MAX_BYTES);
+        e->cache->ids = malloc(CACHE_MAX_BYTES * sizeof(int32_t));
+    }
+    if (!e || !e->cache || !e->cache->keys || !e->cache->ids) {
+        tlm_tok_encoder_free(e);
+        tlm_fail(err, "out of memory");
+        return NULL;
+    }
+    return e;
+}
+
+void tlm_tok_encoder_free(tlm_tok_encoder *e) {
+    if (!e) return;
+    cache_free(e->cache);
+    free(e->scratch.id);
+    free(e->scratch.prev);
+    free(e->scratch.next);
+    free(e->scratch.heap);
+    free(e);
+}
+
+bool tlm_tok_encoder_run(tlm_tok_encoder *e, const uint8_t *text, size_t n, const tlm_tok_options *o, tlm_tok_ids *out,
+                         tlm_err *err) {
+    const tlm_tokenizer *t = e->t;
     if (o && o->bos) {
         if (t->bos < 0) return tlm_fail(err, "this tokenizer has no beginning-of-text token (<|begin_of_text|>)");
         if (!push(out, &t->bos, 1, err)) return false;
     }
-    bpe_scratch s = {0};
-    bool ok = true;
-    if (o && o->special && t->n_special) {
-        size_t start = 0;
-        for (size_t i = 0; i < n && ok;) {
-            int32_t sp = special_at(t, text, n, i);
-            if (sp < 0) {
-                i++;
-                continue;
-            }
-            ok = encode_text(t, &s, text + start, i - start, out, err) && push(out, &sp, 1, err);
-            i += t->len[sp];
-            start = i;
+    if (!(o && o->special && t->n_special)) return encode_text(e, text, n, out, err);
+    size_t start = 0;
+    for (size_t i = 0; i < n;) {
+        int32_t sp = special_at(t, text, n, i);
+        if (sp < 0) {
+            i++;
+            continue;
         }
-        if (ok) ok = encode_text(t, &s, text + start, n - start, out, err);
-    } else ok = encode_text(t, &s, text, n, out, err);
-    free(s.id);
-    free(s.prev);
-    free(s.next);
-    free(s.heap);
-    return ok;
+        if (!encode_text(e, text + start, i - start, out, err) || !push(out, &sp, 1, err)) return false;
+        i += t->len[sp];
+        start = i;
+    }
+    return encode_text(e, text + start, n - start, out, err);
+}
+
+bool tlm_tok_encode(tlm_tokenizer *t, const uint8_t *text, size_t n, const tlm_tok_options *o, tlm_tok_ids *out,
+                    tlm_err *err) {
+    if (!t->encoder && !(t->encoder = tlm_tok_encoder_new(t, err))) return false;
+    return tlm_tok_encoder_run(t->encoder, text, n, o, out, err);
 }
 
 bool tlm_tok_decode(const tlm_tokenizer *t, const int32_t *ids, size_t n, tlm_strbuf *out, tlm_err *err) {

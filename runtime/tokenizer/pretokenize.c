@@ -115,3 +115,20 @@ static size_t llama3(const uint8_t *s, size_t n, size_t i) {
 size_t tok_pretoken_end(int pattern, const uint8_t *s, size_t n, size_t i) {
     return pattern == TOK_PAT_LLAMA3 ? llama3(s, n, i) : gpt2(s, n, i);
 }
+
+static bool ascii_alnum(uint8_t c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
+/* Why a newline after a letter or digit is a boundary: the pre-token that
+ * holds the letter or digit is a contraction (ends at a letter), a letter
+ * run (optionally after one other or space character), a number run or
+ * group; none of them takes a newline, and no white-space or punctuation
+ * alternative holds a letter or digit. So it ends right at the newline in
+ * GPT-2's and Llama 3's patterns, and what follows starts a match there as
+ * it would in the split text. */
+size_t tlm_tok_split_point(const uint8_t *text, size_t n, size_t from) {
+    for (size_t j = from ? from : 1; j < n; j++)
+        if (text[j] == '\n' && ascii_alnum(text[j - 1])) return j;
+    return n;
+}

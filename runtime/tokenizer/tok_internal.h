@@ -20,9 +20,6 @@ typedef struct tok_map {
     size_t mask;
 } tok_map;
 
-/* The pre-token cache of the encoder: bytes -> ids, cleared when full. */
-typedef struct tok_cache tok_cache;
-
 struct tlm_tokenizer {
     int32_t n_vocab;
     uint8_t *pool; /* every token's bytes */
@@ -46,7 +43,7 @@ struct tlm_tokenizer {
     uint8_t special_first[32]; /* bitmap of the specials' first bytes */
     int32_t bos;
     uint8_t hash[32];
-    tok_cache *cache;
+    tlm_tok_encoder *encoder; /* tlm_tok_encode's, made on its first call */
 };
 
 /* ---- building (vocab.c) ---- */

@@ -33,8 +33,9 @@
  * read from two formats has the same hash.
  *
  * Readers fail on malformed input with a one-line message in a tlm_err
- * (errmsg.h) and never abort. A tokenizer is not safe for concurrent
- * encodes (it keeps a cache of pre-tokens); decoding is. */
+ * (errmsg.h) and never abort. tlm_tok_encode keeps a cache of pre-tokens
+ * in the tokenizer, so it is not safe for concurrent calls; threads encode
+ * through encoders of their own (tlm_tok_encoder_new). Decoding is safe. */
 #ifndef TLM_TOKENIZER_H
 #define TLM_TOKENIZER_H
 
@@ -93,6 +94,23 @@ void tlm_tok_ids_free(tlm_tok_ids *v);
  * of a tokenizer without one) with a reason in err. */
 bool tlm_tok_encode(tlm_tokenizer *t, const uint8_t *text, size_t n, const tlm_tok_options *o, tlm_tok_ids *out,
                     tlm_err *err);
+
+/* An encoder: the pre-token cache and the merge scratch of one thread.
+ * The tokenizer must outlive it. NULL when out of memory (err). */
+typedef struct tlm_tok_encoder tlm_tok_encoder;
+tlm_tok_encoder *tlm_tok_encoder_new(const tlm_tokenizer *t, tlm_err *err);
+void tlm_tok_encoder_free(tlm_tok_encoder *e);
+/* tlm_tok_encode through e: the same ids. */
+bool tlm_tok_encoder_run(tlm_tok_encoder *e, const uint8_t *text, size_t n, const tlm_tok_options *o, tlm_tok_ids *out,
+                         tlm_err *err);
+
+/* The first position j in [from, n) where text splits into two parts that
+ * encode (without special tokens or BOS) to the ids of the whole, for
+ * every pattern and whatever the bytes around it: a newline after an ASCII
+ * letter or digit (the pre-token holding the letter or digit ends there in
+ * both patterns, and every pre-token starts afresh after it); n when there
+ * is none. Lets threads encode the parts of one text. */
+size_t tlm_tok_split_point(const uint8_t *text, size_t n, size_t from);
 
 /* Appends the bytes of ids[0..n) to out; false for an id outside the
  * vocabulary (or out of memory) with a reason in err. */

@@ -7,8 +7,6 @@
 #include "sha256.h"
 #include "tok_internal.h"
 
-void tok_cache_free(tok_cache *c); /* encode.c */
-
 uint64_t tok_hash_bytes(const uint8_t *p, size_t n) {
     uint64_t h = 0xcbf29ce484222325ull;
     for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ull;
@@ -266,7 +264,7 @@ void tlm_tok_free(tlm_tokenizer *t) {
     free(t->mrank);
     free(t->mresult);
     free(t->special);
-    tok_cache_free(t->cache);
+    tlm_tok_encoder_free(t->encoder);
     free(t);
 }
 

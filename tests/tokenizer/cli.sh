@@ -119,6 +119,34 @@ expect 1 "a shard with an id past the vocabulary" "$tlm" tokenize --dump "$work/
 : >"$work/empty.bin"
 expect 1 "an empty shard file" "$tlm" tokenize --info "$work/empty.bin"
 
+# tokenize on threads: the text is cut into parts at newlines after a letter
+# or digit (tlm_tok_split_point), each part encoded on its own; the shard must
+# hold exactly the ids of encoding each document whole, for any --threads.
+# A hostile text (contractions, digits, CRLF, punctuation before newlines,
+# non-ASCII letters, emoji) of 1.2 MB makes parts of every kind of boundary.
+/usr/bin/python3 - "$work/hostile.txt" <<'PY' || fail "writing the hostile text (python3)"
+import random, sys
+r = random.Random(7)
+pieces = ["word", "Word", "WORD", "l33t", "123", "4567890", "'s", "'LL", " ", "  ", "\t", "\n", "\r\n", "\n\n",
+          "...", "!?", "\u2014", "\u00e9", "\u65e5\u672c\u8a9e", "\U0001F600\U0001F389", " x", "\u00a0", "don't",
+          "I'm", "(", ")", "-\n", "a\n", "9\n", ".\n", "\n ", " \n"]
+open(sys.argv[1], "w", encoding="utf-8").write("".join(r.choice(pieces) for _ in range(420000)))
+PY
+head -c 1500000 "$(dirname "$0")/../../data/kjv/kjv.txt" >"$work/kjv1500.txt"
+for tok in "$gpt2" "$ref/llama3/tokenizer.model"; do
+  { "$tlm" tokenizer encode --tokenizer "$tok" "$work/hostile.txt" &&
+    "$tlm" tokenizer encode --tokenizer "$tok" "$work/kjv1500.txt"; } | tr '\n' ' ' | sed 's/ $//' >"$work/whole.ids"
+  echo >>"$work/whole.ids"
+  for threads in 1 3; do
+    expect 0 "tokenize --threads $threads" "$tlm" tokenize --tokenizer "$tok" --no-eot --threads "$threads" \
+      "$work/hostile.txt" "$work/kjv1500.txt" -o "$work/threads$threads.bin"
+    "$tlm" tokenize --dump "$work/threads$threads.bin" >"$work/threads.ids"
+    cmp -s "$work/threads.ids" "$work/whole.ids" ||
+      fail "tokenize --threads $threads with $tok: not the ids of encoding each document whole"
+  done
+done
+expect 2 "tokenize --threads 0" "$tlm" tokenize --tokenizer "$gpt2" --threads 0 "$work/hello.txt" -o "$work/x.bin"
+
 if [ "$fails" != 0 ]; then
   echo "tokenizer cli: $fails failure(s)"
   exit 1
