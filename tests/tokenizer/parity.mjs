@@ -18,6 +18,7 @@ import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
+import { hostile, long_cases } from './hostile_cases.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const require = createRequire(path.join(here, 'package.json'));
@@ -27,38 +28,6 @@ if (!tlm || !refdir || !['gpt2', 'llama3'].includes(family) || !work) {
   process.exit(2);
 }
 
-const hostile = {
-  empty: '',
-  space: ' ',
-  spaces: '     ',
-  tabs: '\t\t\t',
-  newline: '\n',
-  newlines: '\n\n\n',
-  space_newlines: '  \n  \n \n',
-  crlf: 'one\r\ntwo\r\n\r\nthree\r\n',
-  spaces_before_word: 'a  b   c    d     e',
-  space_run_then_newline: 'x   \n   y \t\n\tz',
-  ideographic_space: '\u3000\u3000word\u2003em\u00a0nbsp',
-  trailing_spaces: 'end with spaces   ',
-  numbers: '0 1 12 123 1234 12345 123456789012 3.14159 -42 1,000,000 2024-12-03 0x1F',
-  other_digits: '١٢٣٤٥ ۱۲۳ ߁߂ ⅫⅦ ½ ¾ ²³ ①②',
-  contractions: "I'm you're he'll they'd we've it's don't DON'T I'M You'Re WE'LL 'S 'sup ''s ''' rock'n'roll",
-  quotes: '"double" \'single\' ‘curly’ “curly” «guillemets»',
-  emoji: '👍🏽 👨‍👩‍👧‍👦 🙂🙂🙂 🇫🇷🇩🇪 ❤️ 🧑🏿‍🚀',
-  scripts: 'naïve café résumé Zürich 日本語のテキスト Ελληνικά русский язык עברית العربية हिन्दी 한국어 ภาษาไทย',
-  combining: 'e\u0301 a\u0308 n\u0303 \u0915\u093f',
-  punctuation: '!!!??? ... --- *** (a) [b] {c} <d> #hash @at $5 %20 ^&*_=+|\\/~` ;: ,.',
-  code: 'int main(void) {\n\treturn printf("%d\\n", x[i] >> 2);\n}\n',
-  specials_as_text: '<|endoftext|> <|begin_of_text|>hello<|eot_id|> <|end_of_text|>',
-  mixed_lines: 'Line one.\nLine two!\r\n\tIndented\n\n  Spaced  \n',
-  letters_run: 'abcdefghij'.repeat(200),
-  same_letter_run: 'x'.repeat(1500),
-  digits_run: '1234567890'.repeat(100),
-  emoji_run: '🙂'.repeat(300),
-  punct_run: '=-'.repeat(500),
-  base64ish: 'aGVsbG8gd29ybGQ=QmFzZTY0ZW5jb2RlZHN0cmluZ3dpdGhvdXRzcGFjZXM+/+/',
-};
-const long_cases = new Set(['letters_run', 'same_letter_run', 'digits_run', 'emoji_run', 'punct_run']);
 
 let encodeRef, encodeRefSpecial, encodeRefBos, secondRef;
 let tokFiles;
