@@ -7,8 +7,13 @@ For each thread count, alternately (so both see the same machine load):
            (forward, backward, clipping, AdamW), float32
   pytorch  the same model rebuilt from the settings dump_model prints
            (tests/reference/tapered_llama.py: same widths, heads, norms,
-           RoPE, tied or not), float32, torch.set_num_threads(N),
-           AdamW with the same param groups, clip_grad_norm_
+           RoPE, tied or not), float32, AdamW with the same param groups,
+           clip_grad_norm_, at its two settings for N threads:
+           torch.set_num_threads(N) (OpenBLAS with N threads too), and one
+           torch thread with N OpenBLAS threads; the better one is the peer.
+           OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are unset for PyTorch's
+           command only (reported when the machine sets them), and the
+           OpenBLAS kernel it ran (openblas_get_corename) is printed.
 Both take a fresh random batch every step, run one warm-up step outside the
 clock, and report tokens (batch x sequence) per second; the best of
 --repeat runs counts. Not a test: numbers depend on the machine and its load
@@ -30,11 +35,30 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "reference"))
 
 
-def env_for(threads):
+def env_for(threads, blas_threads=None, peer=False):
     env = dict(os.environ)
-    for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         env[k] = str(threads)
+    env["OPENBLAS_NUM_THREADS"] = str(blas_threads or threads)
+    if peer:
+        for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
+            env.pop(k, None)
     return env
+
+
+def openblas_corename():
+    """The OpenBLAS kernel this process loaded (torch links it), or '?'."""
+    import ctypes
+    with open("/proc/self/maps") as f:
+        libs = sorted({line.split()[-1] for line in f if "openblas" in line.split()[-1]})
+    for lib in libs:
+        try:
+            fn = ctypes.CDLL(lib).openblas_get_corename
+        except (OSError, AttributeError):
+            continue
+        fn.restype = ctypes.c_char_p
+        return f"{fn().decode()} ({os.path.basename(lib)})"
+    return "?"
 
 
 def run_tlm(exe, so, threads, steps, batch, seq):
@@ -45,9 +69,9 @@ def run_tlm(exe, so, threads, steps, batch, seq):
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
-def run_torch(settings, threads, steps):
+def run_torch(settings, threads, blas_threads, steps):
     cmd = [sys.executable, os.path.abspath(__file__), "--torch-worker", json.dumps(settings), str(threads), str(steps)]
-    r = subprocess.run(cmd, capture_output=True, text=True, env=env_for(threads))
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env_for(threads, blas_threads, peer=True))
     if r.returncode != 0:
         sys.exit(f"pytorch worker failed:\n{r.stderr}")
     return json.loads(r.stdout.strip().splitlines()[-1])
@@ -86,7 +110,8 @@ def torch_worker(settings, threads, steps):
         opt.step()
     sec = time.perf_counter() - t0
     print(json.dumps({"threads": torch.get_num_threads(), "seconds": sec, "tokens_per_s": B * T * steps / sec,
-                      "last_loss": float(loss) * k, "torch": torch.__version__}))
+                      "last_loss": float(loss) * k, "torch": torch.__version__, "blas": openblas_corename(),
+                      "blas_threads": os.environ.get("OPENBLAS_NUM_THREADS")}))
 
 
 def main():
@@ -104,32 +129,45 @@ def main():
     a = ap.parse_args()
     rows = []
     for threads in (int(t) for t in a.threads.split(",")):
-        best_tlm, best_torch, settings = None, None, None
+        # PyTorch's settings for N threads: N torch threads; 1 torch thread
+        # with N OpenBLAS threads (the same as the first when N is 1).
+        peers = [(threads, threads)] + ([(1, threads)] if threads > 1 else [])
+        best_tlm, best_torch, settings = None, {}, None
         for _ in range(a.repeat):
             r = run_tlm(a.dump_model, a.model_so, threads, a.steps, a.batch, a.seq)
             settings = {"model": r["model"], "train": r["train"], "batch": r["batch"], "seq": r["seq"]}
             if best_tlm is None or r["tokens_per_s"] > best_tlm["tokens_per_s"]:
                 best_tlm = r
-            p = run_torch(settings, threads, a.steps)
-            if best_torch is None or p["tokens_per_s"] > best_torch["tokens_per_s"]:
-                best_torch = p
+            for peer in peers:
+                p = run_torch(settings, peer[0], peer[1], a.steps)
+                if peer not in best_torch or p["tokens_per_s"] > best_torch[peer]["tokens_per_s"]:
+                    best_torch[peer] = p
         rows.append((threads, best_tlm, best_torch))
         m = settings["model"]
+    first = next(iter(rows[0][2].values()))
+    set_env = [k for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE") if k in os.environ]
+    with open("/proc/cpuinfo") as f:
+        flags = next((line.split(":")[1].split() for line in f if line.startswith("flags")), [])
+    simd = [x for x in ("avx2", "fma", "avx512f", "avx512bw", "avx512_bf16") if x in flags]
     print(f"model {m['name']}: d_model {m['d_model']}, {m['layers']} layers, widths {m['widths']}, "
           f"{m['heads']} x {m['head_dim']} heads, vocab {m['vocab']}, {m['mlp']}")
     print(f"training step: batch {a.batch} x {a.seq} tokens, AdamW, clip, float32; {a.steps} timed steps "
-          f"after one warm-up, best of {a.repeat}; torch {rows[0][2]['torch']}; "
+          f"after one warm-up, best of {a.repeat}; torch {first['torch']}, OpenBLAS kernel {first['blas']}; "
           f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', '(unset)')}; load average "
-          f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+          f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; cpu flags: {' '.join(simd)}")
+    if set_env:
+        print(f"unset for PyTorch's command only: {', '.join(set_env)}")
     print()
-    print(f"{'threads':>7} | {'tlm tokens/s':>12} | {'pytorch tokens/s':>16} | {'tlm / pytorch':>13} | "
-          f"{'tlm s/step':>10} | {'torch s/step':>12}")
-    print("-" * 86)
+    print(f"{'threads':>7} | {'tlm tokens/s':>12} | {'torch N thr':>11} | {'torch 1 + BLAS N':>16} | "
+          f"{'tlm / best torch':>16} | {'tlm s/step':>10}")
+    print("-" * 88)
     for threads, t, p in rows:
-        print(f"{threads:>7} | {t['tokens_per_s']:>12.0f} | {p['tokens_per_s']:>16.0f} | "
-              f"{t['tokens_per_s'] / p['tokens_per_s']:>13.2f} | {t['seconds'] / a.steps:>10.3f} | "
-              f"{p['seconds'] / a.steps:>12.3f}")
-
+        own = p[(threads, threads)]["tokens_per_s"]
+        blas = p[(1, threads)]["tokens_per_s"] if (1, threads) in p and threads > 1 else None
+        best = max(own, blas or 0)
+        blas_col = f"{blas:>16.0f}" if blas else f"{'(same)':>16}"
+        print(f"{threads:>7} | {t['tokens_per_s']:>12.0f} | {own:>11.0f} | {blas_col} | "
+              f"{t['tokens_per_s'] / best:>16.2f} | {t['seconds'] / a.steps:>10.3f}")
 
 if __name__ == "__main__":
     main()

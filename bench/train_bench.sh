@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
-# Training tokens/s of examples/tiny.tlm: tlm (compiled model, generated MLP
-# kernels, tlm_trainer_step) beside PyTorch training the same model, at 1
-# and 2 threads, batch 8 x 256 tokens, AdamW, float32. Not a test.
+# Training tokens/s of examples/tiny.tlm (or --model FILE.tlm, e.g.
+# bench/large.tlm): tlm (compiled model, generated MLP kernels,
+# tlm_trainer_step) beside PyTorch training the same model at its better
+# setting (train_bench.py), at 1 and 2 threads, batch 8 x 256 tokens, AdamW,
+# float32. Not a test.
 #
-# usage: bench/train_bench.sh [BUILD_DIR] [train_bench.py options]
+# usage: bench/train_bench.sh [BUILD_DIR] [--model FILE.tlm] [train_bench.py options]
 #   BUILD_DIR defaults to ./build; it must have been built (tlmc and
-#   tests/model/dump_model). Options, e.g. --threads 1,2 --steps 5 --repeat 2.
+#   tests/model/dump_model). Options, e.g. --threads 1,2 --steps 5 --repeat 2
+#   (bench/large.tlm: add --seq 512).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build}
 [ $# -gt 0 ] && shift
+model=$root/examples/tiny.tlm
+if [ "${1:-}" = --model ]; then model=$2; shift 2; fi
 py=${TLM_PYTHON:-/usr/bin/python3}
 tlmc=$build/compiler/tlmc
 dump=$build/tests/model/dump_model
@@ -18,5 +23,5 @@ for f in "$tlmc" "$dump"; do
 done
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-TLM_STDLIB=$root/stdlib "$tlmc" "$root/examples/tiny.tlm" -o "$tmp/tiny.so"
-"$py" "$root/bench/train_bench.py" "$dump" "$tmp/tiny.so" "$@"
+TLM_STDLIB=$root/stdlib "$tlmc" "$model" -o "$tmp/model.so"
+"$py" "$root/bench/train_bench.py" "$dump" "$tmp/model.so" "$@"
