@@ -28,6 +28,7 @@ typedef struct scope {
     double value[MAX_SETTINGS];
     evaluator ev;
     tlm_loc train_context_loc;     /* where the training context was set */
+    int64_t tokenizer_vocab;       /* the `tokenizer`'s vocabulary size, 0 if none */
 } scope;
 
 static diag_engine *D(scope *s) { return &s->p->s->diag; }
@@ -97,6 +98,10 @@ static bool number_of(scope *s, const char *name, double *out) {
 }
 
 static bool default_number(scope *s, const char *name, double *out) {
+    if (strcmp(name, "vocab") == 0 && s->tokenizer_vocab > 0) {   /* derived from the tokenizer */
+        *out = (double)s->tokenizer_vocab;
+        return true;
+    }
     if (strcmp(name, "quantum") == 0) {
         *out = 1;
         return true;
@@ -541,6 +546,10 @@ static bool read_train(scope *s, const item **chain, int nchain, checked_model *
         const setting *level[MAX_SETTINGS] = {0};
         ok &= apply_train_block(s, chain[k]->train, &m->train, level);
     }
+    if (s->p->study_train) {          /* a study overrides every model it trains */
+        const setting *level[MAX_SETTINGS] = {0};
+        ok &= apply_train_block(s, s->p->study_train, &m->train, level);
+    }
     tlm_train_resolve_defaults(&m->train);
     if (ok && m->train.batch % m->train.accumulate != 0) {
         diag_error(D(s), s->model->name_loc,
@@ -558,6 +567,39 @@ static bool read_train(scope *s, const item **chain, int nchain, checked_model *
 }
 
 /* ---- the model ---- */
+
+/* tokenizer = "path": read with the runtime's tokenizer library, so that
+ * vocab can be checked against it (or derived from it). The path is
+ * relative to the file that sets it. */
+static bool read_tokenizer(scope *s, checked_model *m) {
+    int i = spec_index("tokenizer");
+    if (!s->def[i]) return true;
+    const expr *e0 = s->def[i]->value, *e = deref(s, e0);
+    if (e->kind != EX_STRING) {
+        diag_error(D(s), e0->loc, "expected a path in quotes, found %s", describe_value(e));
+        diag_hint(D(s), "tokenizer = \"tokenizer.json\"; (relative to the .tlm file)");
+        inherited_note(s, "tokenizer");
+        return false;
+    }
+    if (!s->p->load_tokenizer) {
+        diag_error(D(s), e0->loc,
+                   "this tlmc was built without the tokenizer library (runtime/), so it cannot read `%s`", e->text);
+        return false;
+    }
+    arena *a = &s->p->s->arena;
+    const char *path =
+        e->text[0] == '/' ? e->text : arena_printf(a, "%s/%s", program_file_dir(s->p, s->owner[i]->file), e->text);
+    char why[512];
+    int64_t vocab = 0;
+    if (!s->p->load_tokenizer(path, &vocab, m->tokenizer_hash, why, sizeof why)) {
+        diag_error(D(s), e0->loc, "cannot read the tokenizer `%s`: %s", e->text, why);
+        inherited_note(s, "tokenizer");
+        return false;
+    }
+    m->tokenizer = path;
+    s->tokenizer_vocab = vocab;
+    return true;
+}
 
 static bool read_budget(scope *s, checked_model *m) {
     const expr *e0 = value_of(s, "budget");
@@ -695,7 +737,8 @@ bool check_model(program *p, const item *model, checked_model *m, bool names_onl
     bool complete = true;
     for (const setting_spec *x = model_settings; ok && !names_only && x->name; x++) {
         int i = (int)(x - model_settings);
-        if (x->required && !s->def[i]) {
+        bool derived = strcmp(x->name, "vocab") == 0 && s->def[spec_index("tokenizer")];
+        if (x->required && !s->def[i] && !derived) {
             diag_error(D(s), model->name_loc, "model `%s` does not set `%s`", model->name, x->name);
             diag_hint(D(s), "%s: %s", x->name, x->help);
             complete = false;
@@ -722,9 +765,17 @@ bool check_model(program *p, const item *model, checked_model *m, bool names_onl
         ok = false;
     }
 
+    if (ok) ok = read_tokenizer(s, m);
     if (ok) {
         bool good = true;
         m->vocab = int_setting(s, "vocab", &good);
+        if (good && s->tokenizer_vocab > 0 && m->vocab != s->tokenizer_vocab) {
+            diag_error(D(s), loc_of(s, "vocab"), "vocab is %lld, but the tokenizer has %lld tokens",
+                       (long long)m->vocab, (long long)s->tokenizer_vocab);
+            diag_note(D(s), loc_of(s, "tokenizer"), "the tokenizer is set here");
+            diag_hint(D(s), "leave vocab out to take the tokenizer's size");
+            good = false;
+        }
         m->context = int_setting(s, "context", &good);
         m->d_model = int_setting(s, "d_model", &good);
         m->layers = int_setting(s, "layers", &good);

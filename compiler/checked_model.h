@@ -29,6 +29,9 @@ typedef struct checked_model {
     double norm_eps, rope_base;
     bool warn_nonmonotone;
 
+    const char *tokenizer;         /* `tokenizer = "..."`: the absolute path, or NULL */
+    uint8_t tokenizer_hash[32];    /* its identity (checked at compile time, not stored in model.so) */
+
     bool has_budget;
     int64_t budget_width;          /* uniform(W) */
 

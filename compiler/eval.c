@@ -62,9 +62,25 @@ bool builtin_arity(const char *name, int *min, int *max) {
     return false;
 }
 
-bool is_builtin_call(const expr *call) {
+bool is_builtin_call_to(const char *name, int nargs) {
     int min, max;
-    return builtin_arity(call->text, &min, &max) && call->nargs >= min && call->nargs <= max;
+    return builtin_arity(name, &min, &max) && nargs >= min && nargs <= max;
+}
+
+bool is_builtin_call(const expr *call) { return is_builtin_call_to(call->text, call->nargs); }
+
+const char *call_target(const program *p, const char *name) {
+    int min, max;
+    for (int hops = 0; hops < 64; hops++) {       /* a chain of params naming params; cycles stop here */
+        if (symtab_get(&p->schedules, name) || builtin_arity(name, &min, &max)) return name;
+        const item *param = symtab_get(&p->params, name);
+        if (!param) return name;
+        const expr *value = symtab_get(&p->param_overrides, name);
+        if (!value) value = param->value;
+        if (!value || value->kind != EX_NAME) return name;
+        name = value->text;
+    }
+    return name;
 }
 
 static bool eval(evaluator *ev, const expr *e, const frame *f, double *out);
@@ -147,8 +163,7 @@ static bool eval_mean(evaluator *ev, const expr *e, const frame *f, double *out)
     return true;
 }
 
-static bool eval_builtin(evaluator *ev, const expr *e, const frame *f, double *out) {
-    const char *n = e->text;
+static bool eval_builtin(evaluator *ev, const expr *e, const char *n, const frame *f, double *out) {
     if (strcmp(n, "mean") == 0) return eval_mean(ev, e, f, out);
     double v[3];
     int i = 0;
@@ -226,8 +241,9 @@ static bool eval_schedule(evaluator *ev, const item *sched, const expr *e, const
 }
 
 static bool eval_call(evaluator *ev, const expr *e, const frame *f, double *out) {
-    item *sched = symtab_get(&ev->prog->schedules, e->text);
-    if (!sched || is_builtin_call(e)) return eval_builtin(ev, e, f, out);
+    const char *name = call_target(ev->prog, e->text);
+    item *sched = symtab_get(&ev->prog->schedules, name);
+    if (!sched || is_builtin_call_to(name, e->nargs)) return eval_builtin(ev, e, name, f, out);
     if (sched) return eval_schedule(ev, sched, e, f, out);
     diag_error(&ev->prog->s->diag, e->loc, "unknown function `%s`", e->text);
     return false;

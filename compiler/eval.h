@@ -46,6 +46,12 @@ bool builtin_arity(const char *name, int *min, int *max);
 /* A call goes to the builtin of that name when its argument count fits the
  * builtin (sigmoid(x)), else to the schedule (sigmoid(a, b, k)). */
 bool is_builtin_call(const expr *call);
+bool is_builtin_call_to(const char *name, int nargs);
+/* The function a call names: its own name, or, when the name is a param that
+ * holds a schedule's (or builtin's) name, that name, so `param shape =
+ * cosine;` makes `shape(1.5, 0.5)` call cosine, and `-D shape=linear` or a
+ * study's grid can swap the schedule. */
+const char *call_target(const program *p, const char *name);
 /* Whether a setting can be read as a number inside expressions. */
 bool is_numeric_setting(const char *name);
 

@@ -134,12 +134,14 @@ static int load_source(program *p, int file, int depth) {
     return index;
 }
 
-static const char *kind_word(item_kind k) { return k == IT_SCHEDULE ? "schedule" : k == IT_PARAM ? "param" : "model"; }
+static const char *kind_word(item_kind k) {
+    return k == IT_SCHEDULE ? "schedule" : k == IT_PARAM ? "param" : k == IT_STUDY ? "study" : "model";
+}
 
 static bool reserved_name(program *p, item *it) {
     diag_engine *d = &p->s->diag;
     const char *n = it->name;
-    if (it->kind == IT_MODEL) return false;      /* models never appear in expressions */
+    if (it->kind == IT_MODEL || it->kind == IT_STUDY) return false;   /* never in expressions */
     if (strcmp(n, "l") == 0 || strcmp(n, "L") == 0 || strcmp(n, "t") == 0 || strcmp(n, "pi") == 0) {
         diag_error(d, it->name_loc, "`%s` is predefined and cannot name a %s", n, kind_word(it->kind));
         diag_hint(d, "l is the layer index, L the number of layers, t = l / (L - 1), pi = 3.14159...");
@@ -169,6 +171,7 @@ static void build_tables(program *p) {
             symtab *t = it->kind == IT_SCHEDULE ? &p->schedules
                         : it->kind == IT_PARAM  ? &p->params
                         : it->kind == IT_MODEL  ? &p->models
+                        : it->kind == IT_STUDY  ? &p->studies
                                                 : NULL;
             if (!t || !it->name || reserved_name(p, it)) continue;
             item *prev = symtab_put_new(t, it->name, it);
@@ -220,7 +223,17 @@ void program_free(program *p) {
     symtab_free(&p->schedules);
     symtab_free(&p->params);
     symtab_free(&p->models);
+    symtab_free(&p->studies);
     symtab_free(&p->param_overrides);
+}
+
+const char *program_file_dir(const program *p, int file) {
+    for (int i = 0; i < p->nfiles; i++) {
+        if (p->files[i].file != file) continue;
+        const char *real = p->files[i].realpath, *slash = strrchr(real, '/');
+        return slash ? arena_strndup(&p->s->arena, real, slash == real ? 1 : (size_t)(slash - real)) : ".";
+    }
+    return ".";
 }
 
 item *program_main_items(const program *p) {

@@ -71,6 +71,12 @@ void report_text(FILE *out, const checked_model *m) {
             tlm_enum_name(&tlm_mlp_enum, m->mlp), (long long)m->layers, (long long)m->d_model, (long long)m->heads,
             (long long)m->head_dim, (long long)m->vocab, (long long)m->context, (long long)m->quantum,
             m->tie_embeddings ? ", tied embeddings" : "");
+    if (m->tokenizer) {
+        const char *slash = strrchr(m->tokenizer, '/');
+        fprintf(out, "  tokenizer %s: %lld tokens, identity ", slash ? slash + 1 : m->tokenizer, (long long)m->vocab);
+        for (int i = 0; i < 8; i++) fprintf(out, "%02x", m->tokenizer_hash[i]);
+        fputs("...\n", out);
+    }
     if (m->mixer == TLM_MIXER_HOPE_ATTENTION) {
         fprintf(out, "  CMS levels: %d, update periods [", m->ncms);
         for (int i = 0; i < m->ncms; i++) fprintf(out, "%s%lld", i ? ", " : "", (long long)m->cms[i]);

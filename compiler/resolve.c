@@ -108,8 +108,9 @@ static void check_call(resolver *r, const expr *e) {
     diag_engine *d = &r->p->s->diag;
     int min, max;
     for (arg *a = e->args; a; a = a->next) check(r, a->value);
-    item *sched = symtab_get(&r->p->schedules, e->text);
-    if (builtin_arity(e->text, &min, &max) && (!sched || is_builtin_call(e))) {
+    const char *name = call_target(r->p, e->text);
+    item *sched = symtab_get(&r->p->schedules, name);
+    if (builtin_arity(name, &min, &max) && (!sched || is_builtin_call_to(name, e->nargs))) {
         for (arg *a = e->args; a; a = a->next) {
             if (a->name) {
                 diag_error(d, a->name_loc, "builtin `%s` takes no named arguments", e->text);
@@ -133,6 +134,13 @@ static void check_call(resolver *r, const expr *e) {
     if (name_index(value_functions, e->text) >= 0) {
         diag_error(d, e->loc, "expected a number, found `%s(...)`", e->text);
         if (strcmp(e->text, "uniform") == 0) diag_hint(d, "uniform(W) is written as `budget = uniform(W);`");
+        return;
+    }
+    if (symtab_get(&r->p->params, e->text)) {      /* param shape = cosine; shape(1.5, 0.5) */
+        if (name == e->text)
+            diag_error(d, e->loc, "param `%s` is called, but it does not hold a schedule's name", e->text);
+        else diag_error(d, e->loc, "param `%s` is called, but it holds `%s`, which is not a schedule", e->text, name);
+        diag_hint(d, "a param that is called holds a schedule's name, like `param %s = cosine;`", e->text);
         return;
     }
     diag_error(d, e->loc, "unknown function `%s`", e->text);
@@ -195,8 +203,9 @@ static void add_edge(edges *es, item *to, tlm_loc at) {
 /* The schedules an expression calls, or the params it names. */
 static void collect(const program *p, const item *owner, const expr *e, edges *out) {
     if (!e) return;
-    if (owner->kind == IT_SCHEDULE && e->kind == EX_CALL && !is_builtin_call(e)) {
-        item *s = symtab_get(&p->schedules, e->text);
+    if (owner->kind == IT_SCHEDULE && e->kind == EX_CALL) {
+        const char *name = call_target(p, e->text);
+        item *s = is_builtin_call_to(name, e->nargs) ? NULL : symtab_get(&p->schedules, name);
         if (s) add_edge(out, s, e->loc);
     }
     if (owner->kind == IT_PARAM && e->kind == EX_NAME) {
@@ -282,7 +291,8 @@ static bool is_symbolic(const program *p, const expr *e) {
     case EX_STRING:
     case EX_LIST:
     case EX_TUPLE: return true;
-    case EX_NAME: return is_symbol_word(e->text) || symtab_get(&p->models, e->text);
+    case EX_NAME:
+        return is_symbol_word(e->text) || symtab_get(&p->models, e->text) || symtab_get(&p->schedules, e->text);
     case EX_CALL: return name_index(value_functions, e->text) >= 0 && !symtab_get(&p->schedules, e->text);
     default: return false;
     }

@@ -17,7 +17,12 @@
 #include "program.h"
 #include "report.h"
 #include "resolve.h"
+#include "study.h"
+#include "study_report.h"
 #include "suggest.h"
+#ifdef TLM_HAVE_TOKENIZER
+#include "tokenizer/tokenizer_reader.h"
+#endif
 #include "vocabulary.h"
 #include "xalloc.h"
 
@@ -36,6 +41,8 @@ typedef struct options {
     const char *input;
     action act;
     const char *model;
+    const char *study, *variant;   /* --study NAME [--variant VARIANT] */
+    bool plan;                     /* --plan: the studies as JSON */
     const char *plot;
     const char *stdlib;
     const char *defines[MAX_DEFINES];
@@ -67,6 +74,10 @@ static void usage(FILE *out) {
           "                      baseline; FORMAT is text (default) or json\n"
           "  --plot FILE.svg     plot width against depth for the models\n"
           "  --model NAME        only this model (default: every model in FILE)\n"
+          "  --plan              print the studies in FILE, expanded and checked, as JSON\n"
+          "  --study NAME        only this study (with --plan, --report or --check)\n"
+          "  --variant VARIANT   with --study: the variant's model, built with the study's\n"
+          "                      train settings, is what -o, --report and --emit-ir see\n"
           "  -D NAME=VALUE       override `param NAME` (VALUE is an expression)\n"
           "  -I DIR              look for modules in DIR too\n"
           "  --stdlib DIR        the standard library (default: $TLM_STDLIB or the built-in path)\n"
@@ -107,7 +118,10 @@ enum {
     OPT_COLOR,
     OPT_CPU,
     OPT_PRINT_KEYWORDS,
-    OPT_HELP_SETTINGS
+    OPT_HELP_SETTINGS,
+    OPT_PLAN,
+    OPT_STUDY,
+    OPT_VARIANT
 };
 
 /* "-" first: file names come back in order as option 1, so the input may
@@ -128,6 +142,9 @@ static const struct option long_options[] = {
     {"cpu", required_argument, NULL, OPT_CPU},
     {"print-keywords", no_argument, NULL, OPT_PRINT_KEYWORDS},
     {"help-settings", no_argument, NULL, OPT_HELP_SETTINGS},
+    {"plan", no_argument, NULL, OPT_PLAN},
+    {"study", required_argument, NULL, OPT_STUDY},
+    {"variant", required_argument, NULL, OPT_VARIANT},
     {NULL, 0, NULL, 0},
 };
 
@@ -174,6 +191,9 @@ static int parse_args(int argc, char **argv, options *o) {
             else return usage_error("--color takes auto, always or never, not `%s`", optarg);
             break;
         case OPT_MODEL: o->model = optarg; break;
+        case OPT_PLAN: o->plan = true; break;
+        case OPT_STUDY: o->study = optarg; break;
+        case OPT_VARIANT: o->variant = optarg; break;
         case OPT_PLOT: o->plot = optarg; break;
         case OPT_STDLIB: o->stdlib = optarg; break;
         case OPT_CPU: o->cpu = optarg; break;
@@ -204,6 +224,9 @@ static int parse_args(int argc, char **argv, options *o) {
         o->input = argv[optind];
     }
     if (!o->input && !o->print_keywords && !o->help_settings) return usage_error("no input file");
+    if (o->variant && !o->study) return usage_error("--variant needs --study NAME");
+    if (o->variant && o->plan) return usage_error("--plan lists every variant; leave out --variant");
+    if ((o->study || o->plan) && o->model) return usage_error("--model cannot be combined with --study or --plan");
     return 0;
 }
 
@@ -238,6 +261,7 @@ static int print_keywords(const char *stdlib) {
     print_list("keyword", keywords);
     print_list("setting", setting_names(model_settings));
     print_list("train_setting", setting_names(train_settings));
+    print_list("study_setting", setting_names(study_settings));
     print_list("mixer", tlm_mixer_enum.names);
     print_list("mlp", tlm_mlp_enum.names);
     print_list("value", symbol_values);
@@ -264,6 +288,8 @@ static void print_settings(void) {
                x->mixer != ANY_MIXER ? tlm_enum_name(&tlm_mixer_enum, (unsigned)x->mixer) : "");
     puts("training settings (in a train { ... } block):");
     for (const setting_spec *x = train_settings; x->name; x++) printf("  %-16s %s\n", x->name, x->help);
+    puts("study settings (in a study { ... } block, with `PARAM in [...];` axes and a train block):");
+    for (const setting_spec *x = study_settings; x->name; x++) printf("  %-16s %s\n", x->name, x->help);
 }
 
 /* -D name=value: value is parsed as an expression of its own. */
@@ -292,6 +318,32 @@ static int apply_defines(program *p, tlm_session *s, const options *o) {
     return 0;
 }
 
+/* --study NAME, or every study of the main file (none are needed unless
+ * asked for or reported). */
+static int select_studies(program *p, const options *o, study *out, int *n) {
+    *n = 0;
+    if (o->study) {
+        const item *st = symtab_get(&p->studies, intern_cstr(&p->s->names, o->study));
+        if (!st) {
+            fprintf(stderr, "tlmc: no study `%s` in %s\n", o->study, o->input);
+            return EXIT_USAGE;
+        }
+        out[(*n)++].decl = st;
+        return 0;
+    }
+    if (o->model) return 0;
+    for (item *it = program_main_items(p); it; it = it->next)
+        if (it->kind == IT_STUDY && it->name && *n < 256) out[(*n)++].decl = it;
+    return 0;
+}
+
+static int unknown_variant(const study *st, const char *name) {
+    fprintf(stderr, "tlmc: study %s has no variant `%s`; its variants are:", st->name, name);
+    for (int i = 0; i < st->nvariants; i++) fprintf(stderr, "%s %s", i ? "," : "", st->variants[i].name);
+    fputc('\n', stderr);
+    return EXIT_USAGE;
+}
+
 static const char *stdlib_dir(const options *o) {
     if (o->stdlib) return o->stdlib;
     const char *env = getenv("TLM_STDLIB");
@@ -318,6 +370,9 @@ int main(int argc, char **argv) {
         session_free(&s);
         return EXIT_USER;
     }
+#ifdef TLM_HAVE_TOKENIZER
+    p.load_tokenizer = tokenizer_reader_load;
+#endif
     rc = apply_defines(&p, &s, &o);
     if (!rc) resolve_program(&p);
 
@@ -332,26 +387,66 @@ int main(int argc, char **argv) {
         } else {
             models[nmodels++] = m;
         }
-    } else if (!rc) {
+    } else if (!rc && !o.plan && !o.variant) {
         for (item *it = program_main_items(&p); it; it = it->next)
             if (it->kind == IT_MODEL && it->name && nmodels < 4096) models[nmodels++] = it;
     }
-    checked_model *checked = tlm_xcalloc((size_t)nmodels, sizeof *checked);
+    checked_model *checked = tlm_xcalloc((size_t)nmodels + 1, sizeof *checked);
     /* After syntax or name errors the models are still looked at, for the
      * mistakes that can be found without evaluating anything. */
     bool names_only = s.diag.errors > 0;
     for (int i = 0; !rc && i < nmodels && !s.diag.stopped; i++) check_model(&p, models[i], &checked[i], names_only);
-    if (!rc && s.diag.errors == 0) {
-        if (nmodels == 0 && (o.act == ACT_REPORT_TEXT || o.act == ACT_REPORT_JSON || o.plot)) {
+
+    /* The studies: expanded and every variant checked, or with --variant
+     * just that one, which then stands in for the models. */
+    study studies[256];
+    int nstudies = 0;
+    if (!rc) rc = select_studies(&p, &o, studies, &nstudies);
+    bool models_ok = !rc && s.diag.errors == 0;
+    for (int i = 0; models_ok && i < nstudies && !s.diag.stopped; i++) {
+        if (!study_expand(&p, studies[i].decl, &studies[i])) continue;
+        if (o.variant) {
+            int v = study_find_variant(&studies[i], o.variant);
+            if (v < 0) {
+                rc = unknown_variant(&studies[i], o.variant);
+                break;
+            }
+            if (study_check_variant(&p, &studies[i], &studies[i].variants[v]))
+                checked[nmodels++] = studies[i].variants[v].checked;
+            continue;
+        }
+        for (int v = 0; v < studies[i].nvariants && !s.diag.stopped; v++)
+            study_check_variant(&p, &studies[i], &studies[i].variants[v]);
+    }
+    if (!rc && s.diag.errors == 0 && o.plan) {
+        if (nstudies == 0) {
+            fprintf(stderr, "tlmc: %s defines no studies\n", o.input);
+            rc = EXIT_USER;
+        } else {
+            char *real = realpath(o.input, NULL);
+            study_plan_begin(stdout, real ? real : o.input);
+            free(real);
+            for (int i = 0; i < nstudies; i++) study_plan_json(stdout, &studies[i], i);
+            study_plan_end(stdout);
+        }
+    } else if (!rc && s.diag.errors == 0) {
+        if (nmodels == 0 && ((nstudies == 0 && o.act == ACT_REPORT_TEXT) || o.act == ACT_REPORT_JSON || o.plot)) {
             fprintf(stderr, "tlmc: %s defines no models\n", o.input);
             rc = EXIT_USER;
         } else if (o.act == ACT_SUMMARY && !o.output && !o.emit_ir) {
             for (int i = 0; i < nmodels; i++) report_summary(stdout, &checked[i]);
-            if (nmodels == 0) printf("%s: no models (checked)\n", o.input);
+            for (int i = 0; i < nstudies && !o.variant; i++)
+                printf("study %s: %d variants x %d seeds, baseline %s (checked)\n", studies[i].name,
+                       studies[i].nvariants, studies[i].nseeds, studies[i].variants[studies[i].baseline].name);
+            if (nmodels == 0 && nstudies == 0) printf("%s: no models (checked)\n", o.input);
         } else if (o.act == ACT_REPORT_TEXT) {
             for (int i = 0; i < nmodels; i++) {
                 if (i) putchar('\n');
                 report_text(stdout, &checked[i]);
+            }
+            for (int i = 0; i < nstudies && !o.variant; i++) {
+                if (i || nmodels) putchar('\n');
+                study_report_text(stdout, &studies[i]);
             }
         } else if (o.act == ACT_REPORT_JSON) {
             report_json_begin(stdout);

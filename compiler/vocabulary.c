@@ -4,7 +4,7 @@
 
 #include "tlm_train_settings.h"
 
-const char *const keywords[] = {"model", "param", "schedule", "train", "use", NULL};
+const char *const keywords[] = {"in", "model", "param", "schedule", "study", "train", "use", NULL};
 static const char *const bools[] = {"false", "true", NULL};
 /* Values and value functions come from the enum tables (abi/tlm_enums.h):
  * a gate kind is a value, an optimizer or LR schedule a function. */
@@ -17,7 +17,10 @@ const char *const builtin_names[] = {"abs", "ceil", "clamp", "cos",     "exp", "
 
 #define BIG 1e15
 const setting_spec model_settings[] = {
-    {"vocab", ST_INT, 2, 1 << 24, 0, NULL, ANY_MIXER, true, "vocabulary size (256 for byte-level text)"},
+    {"vocab", ST_INT, 2, 1 << 24, 0, NULL, ANY_MIXER, true,
+     "vocabulary size (256 for byte-level text); with `tokenizer`, its size when left out"},
+    {"tokenizer", ST_PATH, 0, 0, 0, NULL, ANY_MIXER, false,
+     "a tokenizer (tokenizer.json, tiktoken ranks or GPT-2's folder), relative to the file; vocab must match it"},
     {"context", ST_INT, 1, 1 << 20, 0, NULL, ANY_MIXER, true, "longest sequence, in tokens"},
     {"d_model", ST_INT, 1, 1 << 16, 0, NULL, ANY_MIXER, true, "width of the residual stream"},
     {"layers", ST_INT, 1, 4096, 0, NULL, ANY_MIXER, true, "number of blocks L"},
@@ -70,6 +73,21 @@ const setting_spec train_settings[] = {
     TLM_TRAIN_SETTINGS(TRAIN_SETTING_, TRAIN_ARGUMENT_){NULL, 0, 0, 0, 0, NULL, ANY_MIXER, false, NULL},
 };
 
+#define STUDY_(name, help) {name, ST_STUDY, 0, 0, 0, NULL, ANY_MIXER, false, help}
+const setting_spec study_settings[] = {
+    STUDY_("base", "the model a grid varies: base = tiny;"),
+    STUDY_("variants", "models of the file trained as they are: variants = [early, uniform, late];"),
+    STUDY_("baseline", "the variant the others are compared with: baseline = uniform;"),
+    STUDY_("seeds", "a count K (seeds 1..K) or a list of seeds; default 3"),
+    STUDY_("data", "training text, shards or folder, relative to the file; default tlm-run's (Austen)"),
+    STUDY_("val", "validation text, relative to the file; default tlm-run's (Persuasion)"),
+    STUDY_("eval", "extra texts to evaluate on (out of distribution): eval = [\"kjv.txt\"];"),
+    STUDY_("choices", "multiple-choice sets (JSON lines) for tlm-run eval --choices"),
+    STUDY_("cloze", "cloze sets (JSON lines) for tlm-run eval --cloze"),
+    {NULL, 0, 0, 0, 0, NULL, ANY_MIXER, false, NULL},
+};
+#undef STUDY_
+
 const setting_spec *find_setting(const setting_spec *table, const char *name) {
     for (const setting_spec *s = table; s->name; s++)
         if (strcmp(s->name, name) == 0) return s;
@@ -77,8 +95,8 @@ const setting_spec *find_setting(const setting_spec *table, const char *name) {
 }
 
 const char *const *setting_names(const setting_spec *table) {
-    static const char *model_list[64], *train_list[64];
-    const char **list = table == model_settings ? model_list : train_list;
+    static const char *model_list[64], *train_list[64], *study_list[64];
+    const char **list = table == model_settings ? model_list : table == train_settings ? train_list : study_list;
     int n = 0;
     for (const setting_spec *s = table; s->name && n < 63; s++) list[n++] = s->name;
     list[n] = NULL;

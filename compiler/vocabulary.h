@@ -21,6 +21,8 @@ typedef enum {
     ST_INT_LIST,     /* [1, 4] */
     ST_OPTIMIZER,    /* adamw(...) | sgd(...) */
     ST_LR_SCHEDULE,  /* cosine(...) | linear(...) | constant(...) */
+    ST_STUDY,        /* a study's setting: read by study.c */
+    ST_PATH,         /* "tok.json": a path relative to the file that sets it */
 } setting_type;
 
 enum { ANY_MIXER = -1 };
@@ -38,6 +40,7 @@ typedef struct setting_spec {
 
 extern const setting_spec model_settings[];
 extern const setting_spec train_settings[];  /* the train { } names: a view of tlm_train_settings.h */
+extern const setting_spec study_settings[];  /* a study's settings (compiler/study.c reads them) */
 extern const char *const keywords[];
 extern const char *const symbol_values[];   /* true false none elementwise headwise */
 extern const char *const value_functions[]; /* uniform adamw sgd constant cosine linear */

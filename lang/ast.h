@@ -61,7 +61,7 @@ struct sched_param {         /* a schedule's parameter, optionally with a defaul
     sched_param *next;
 };
 
-typedef enum { IT_USE, IT_PARAM, IT_SCHEDULE, IT_MODEL, IT_TRAIN } item_kind;
+typedef enum { IT_USE, IT_PARAM, IT_SCHEDULE, IT_MODEL, IT_TRAIN, IT_STUDY } item_kind;
 
 typedef struct item item;
 struct item {
@@ -75,8 +75,9 @@ struct item {
     int nparams;
     const char *parent;      /* model b : a */
     tlm_loc parent_loc;
-    setting *settings;       /* model, train */
-    item *train;             /* a train block inside a model */
+    setting *settings;       /* model, train, study */
+    setting *grid;           /* study: the axes `ratio in [1.25, 1.5];`, in order */
+    item *train;             /* a train block inside a model or a study */
     item *next;
 };
 

@@ -175,9 +175,15 @@ void finish_model(item *m, tlm_loc loc, const char *name, tlm_loc name_loc, cons
     m->settings = setting_reverse(m->settings);
 }
 
+void finish_study(item *st, tlm_loc loc, const char *name, tlm_loc name_loc) {
+    finish_model(st, loc, name, name_loc, NULL, name_loc);
+    st->grid = setting_reverse(st->grid);
+}
+
 void model_add_train(tlm_session *s, item *m, item *train) {
     if (m->train) {
-        diag_error(&s->diag, train->name_loc, "a model has at most one `train` block");
+        diag_error(&s->diag, train->name_loc, "a %s has at most one `train` block",
+                   m->kind == IT_STUDY ? "study" : "model");
         diag_note(&s->diag, m->train->name_loc, "the first one is here");
         return;
     }

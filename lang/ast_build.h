@@ -33,6 +33,7 @@ sched_param *param_reverse(sched_param *list);
 item *mk_item(tlm_session *s, item_kind kind, tlm_loc loc, const char *name, tlm_loc name_loc);
 item *mk_schedule(tlm_session *s, tlm_loc loc, const char *name, tlm_loc name_loc, sched_param *params, expr *body);
 void finish_model(item *m, tlm_loc loc, const char *name, tlm_loc name_loc, const char *parent, tlm_loc parent_loc);
+void finish_study(item *st, tlm_loc loc, const char *name, tlm_loc name_loc);
 void model_add_train(tlm_session *s, item *m, item *train);
 item *item_prepend(item *list, item *it);
 item *item_reverse(item *list);

@@ -113,7 +113,9 @@ static bool seen_before(diag_engine *d, diag_level level, tlm_loc loc, const cha
 
 static void vreport(diag_engine *d, diag_level level, tlm_loc loc, const char *fmt, va_list ap) {
     char msg[2048];
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    int used = level != DIAG_NOTE && d->context ? snprintf(msg, sizeof msg, "%s", d->context) : 0;
+    if (used < 0 || (size_t)used >= sizeof msg) used = 0;
+    vsnprintf(msg + used, sizeof msg - (size_t)used, fmt, ap);
     if (level == DIAG_NOTE) {
         if (d->last_dropped) return;
     } else {

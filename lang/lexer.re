@@ -224,6 +224,8 @@ int yylex(YYSTYPE *lval, tlm_loc *lloc, lexer *lx) {
             "schedule" { t = SCHEDULE; goto done; }
             "model"    { t = MODEL; goto done; }
             "train"    { t = TRAIN; goto done; }
+            "study"    { t = STUDY; goto done; }
+            "in"       { t = IN; goto done; }
             ident      { lval->text = intern(&lx->session->names, (const char *)tok,
                                              (size_t)(lx->cur - tok));
                          t = IDENT; goto done; }

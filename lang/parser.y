@@ -59,7 +59,7 @@ static void yyerror(tlm_loc *loc, lexer *lx, item **result, expr **expr_result, 
 %token <number> NUMBER "number"
 %token <text> STRING "string"
 %token <text> IDENT "identifier"
-%token USE "use" PARAM "param" SCHEDULE "schedule" MODEL "model" TRAIN "train"
+%token USE "use" PARAM "param" SCHEDULE "schedule" MODEL "model" TRAIN "train" STUDY "study" IN "in"
 %token LE "<=" GE ">=" EQ "==" NE "!=" ANDAND "&&" OROR "||"
 %token START_EXPR "start of an expression"    /* never in text: selects parse_expression */
 
@@ -76,7 +76,7 @@ static void yyerror(tlm_loc *loc, lexer *lx, item **result, expr **expr_result, 
 %type <args> args arglist arg elems elemlist
 %type <settings> settings setting
 %type <params> sparams sparamlist sparam
-%type <item> items item body train_block
+%type <item> items item body study_body train_block
 %type <text> modpath
 
 %%
@@ -99,6 +99,8 @@ item
     | MODEL IDENT '{' body '}'  { $$ = $4; finish_model($$, @$, $2, @2, NULL, @2); }
     | MODEL IDENT ':' IDENT '{' body '}'
                                 { $$ = $6; finish_model($$, @$, $2, @2, $4, @4); }
+    | STUDY IDENT '{' study_body '}'
+                                { $$ = $4; finish_study($$, @$, $2, @2); }
     | train_block               { $$ = $1; }
     | error ';'                 { $$ = NULL; }
     | error '}'                 { $$ = NULL; }
@@ -129,6 +131,16 @@ body
     : %empty                    { $$ = mk_item(S, IT_MODEL, @$, NULL, @$); }
     | body setting              { $$ = $1; $$->settings = setting_prepend($$->settings, $2); }
     | body train_block          { $$ = $1; model_add_train(S, $$, $2); }
+    ;
+
+/* A study body: settings (`seeds = 3;`), grid axes (`ratio in [1.25, 1.5];`)
+ * and at most one train block. */
+study_body
+    : %empty                    { $$ = mk_item(S, IT_STUDY, @$, NULL, @$); }
+    | study_body setting        { $$ = $1; $$->settings = setting_prepend($$->settings, $2); }
+    | study_body IDENT IN expr ';'
+                                { $$ = $1; $$->grid = setting_prepend($$->grid, mk_setting(S, $2, @2, $4)); }
+    | study_body train_block    { $$ = $1; model_add_train(S, $$, $2); }
     ;
 
 train_block
@@ -240,7 +252,7 @@ static bool starts_expr(yysymbol_kind_t k) {
 
 static bool is_keyword(yysymbol_kind_t k) {
     return k == YYSYMBOL_USE || k == YYSYMBOL_PARAM || k == YYSYMBOL_SCHEDULE ||
-           k == YYSYMBOL_MODEL || k == YYSYMBOL_TRAIN;
+           k == YYSYMBOL_MODEL || k == YYSYMBOL_TRAIN || k == YYSYMBOL_STUDY || k == YYSYMBOL_IN;
 }
 
 static unsigned line_of(lexer *lx, uint32_t offset) {
@@ -286,7 +298,7 @@ static int yyreport_syntax_error(const yypcontext_t *ctx, lexer *lx, item **resu
     if (declaration) {
         /* At the top level every keyword is possible: name the idea instead. */
         used += (size_t)snprintf(list + used, sizeof list - used,
-                                 "a declaration (`use`, `param`, `schedule`, `model` or `train`)");
+                                 "a declaration (`use`, `param`, `schedule`, `model`, `study` or `train`)");
         shown = 5;
     }
     if (expr_ok) {

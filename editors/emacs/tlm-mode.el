@@ -35,7 +35,7 @@
 
 (defface tlm-setting-face
   `((t :inherit ,(tlm--face 'font-lock-property-name-face 'font-lock-variable-name-face)))
-  "Face for a model or train setting where it is assigned.")
+  "Face for a model, train or study setting where it is assigned.")
 
 (defface tlm-number-face
   `((t :inherit ,(tlm--face 'font-lock-number-face 'font-lock-constant-face)))
@@ -45,16 +45,19 @@
   `((t :inherit ,(tlm--face 'font-lock-escape-face 'font-lock-regexp-grouping-backslash)))
   "Face for backslash escapes in strings.")
 
-(defconst tlm-keywords '("use" "param" "schedule" "model" "train"))
+(defconst tlm-keywords '("use" "param" "schedule" "model" "study" "train" "in"))
 (defconst tlm-settings
   '("vocab" "context" "d_model" "layers" "heads" "head_dim" "mixer" "mlp" "d_ff"
     "quantum" "budget" "tie_embeddings" "norm_eps" "rope_base" "monotone" "gate"
-    "chunk" "inner_lr" "cms")
+    "chunk" "inner_lr" "cms" "tokenizer")
   "Settings of a model body.")
 (defconst tlm-train-settings
   '("batch" "context" "steps" "optimizer" "lr_schedule" "seed" "grad_clip"
     "accumulate" "eval_every" "eval_batches" "ckpt_every" "log_every")
   "Settings of a train block.")
+(defconst tlm-study-settings
+  '("base" "variants" "baseline" "seeds" "data" "val" "eval" "choices" "cloze")
+  "Settings of a study body.")
 (defconst tlm-mixers '("attention" "gated_attention" "titans" "hope_attention"))
 (defconst tlm-mlps '("swiglu" "gelu"))
 (defconst tlm-values '("true" "false" "none" "elementwise" "headwise"))
@@ -92,9 +95,9 @@
     (save-excursion
       (goto-char open)
       (skip-chars-backward " \t\n")
-      (if (looking-back "\\_<train" (line-beginning-position))
-          tlm-train-settings
-        tlm-settings))))
+      (cond ((looking-back "\\_<train" (line-beginning-position)) tlm-train-settings)
+            ((looking-back (concat "\\_<study[ \t\n]+" tlm--name) nil) tlm-study-settings)
+            (t tlm-settings)))))
 
 (defun tlm--match-setting (limit)
   "Find the next setting assigned (NAME = ...) before LIMIT.
@@ -133,6 +136,7 @@ train block, `d_ff' in a model body, neither inside a call's parentheses."
       ;; (stdlib/schedules.tlm declares `schedule sigmoid(...)').
       (,(concat "\\_<model[ \t]+\\(" tlm--name "\\)\\(?:[ \t]*:[ \t]*\\(" tlm--name "\\)\\)?")
        (1 font-lock-type-face) (2 font-lock-type-face nil t))
+      (,(concat "\\_<study[ \t]+\\(" tlm--name "\\)") (1 font-lock-type-face))
       (,(concat "\\_<schedule[ \t]+\\(" tlm--name "\\)[ \t]*(")
        (1 font-lock-function-name-face)
        ;; Parameters, not the names in their default values (k = 10).

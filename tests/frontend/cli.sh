@@ -61,6 +61,19 @@ for want in "keyword model" "setting d_ff" "train_setting optimizer" "mixer tita
   has "$tmp/out" "^$want\$" "--print-keywords has $want"
 done
 
+has "$tmp/out" "^keyword study\$" "--print-keywords has study"
+has "$tmp/out" "^study_setting baseline\$" "--print-keywords has study settings"
+status 0 "--help-settings lists tokenizer and the study settings" -- "$tlmc" --help-settings
+has "$tmp/out" "^  tokenizer " "--help-settings has tokenizer"
+has "$tmp/out" "^  seeds " "--help-settings has seeds"
+
+# A param that holds a schedule's name: -D swaps the schedule.
+sweep=$root/examples/studies/schedule_ratio.tlm
+status 0 "-D shape=linear" -- "$tlmc" --report -D shape=linear --model tiny "$sweep"
+has "$tmp/out" "      1      400" "-D shape=linear makes the widths linear"
+status 0 "default shape" -- "$tlmc" --report --model tiny "$sweep"
+has "$tmp/out" "      1      432" "the default shape is cosine"
+
 status 0 "stdlib checks cleanly" -- "$tlmc" --check "$root/stdlib/schedules.tlm"
 status 1 "stdlib path is honoured" -- "$tlmc" --stdlib "$tmp" "$tiny"
 has "$tmp/err" "cannot find module .std.schedules." "--stdlib"

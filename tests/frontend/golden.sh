@@ -12,6 +12,8 @@ opts=$(sed -n '1s|^// tlmc: ||p' "$input")
 actual=$(cd "$dir" && timeout 20 "$tlmc" --color=never "$@" $opts "$base" 2>&1; echo "exit: $?")
 # The standard library's location differs between machines.
 if [ -n "${TLM_STDLIB:-}" ]; then actual=${actual//"$TLM_STDLIB"/<stdlib>}; fi
+# So does the input's folder (in messages that give a resolved path).
+actual=${actual//"$(cd "$dir" && pwd -P)"/<dir>}
 if [ "${UPDATE:-}" = 1 ]; then
   printf '%s\n' "$actual" > "$expected"
   exit 0

@@ -15,6 +15,8 @@ ALLOWED = {
     "abi": [],
     "lang": [],
     "compiler": ["lang", "abi", "codegen"],
+    # the `tokenizer` setting reads tokenizers with the runtime's library
+    "compiler/tokenizer": ["lang", "abi", "compiler", "runtime/tokenizer"],
     "codegen": ["abi"],
     **{f: CORE + ["abi"] for f in CORE},
     "runtime/device": ["abi"],

@@ -17,6 +17,9 @@ syn keyword tlmKeyword   param    nextgroup=tlmParamName skipwhite skipempty
 syn keyword tlmKeyword   schedule nextgroup=tlmScheduleName skipwhite skipempty
 syn keyword tlmKeyword   model    nextgroup=tlmModelName skipwhite skipempty
 syn keyword tlmKeyword   train    nextgroup=tlmTrainBody skipwhite skipempty
+syn keyword tlmKeyword   study    nextgroup=tlmStudyName skipwhite skipempty
+" `in` separates a grid axis from its values: ratio in [1.25, 1.5].
+syn keyword tlmKeyword   in
 
 syn match   tlmModule        /\h\w*\%(\.\h\w*\)*/ contained
 syn match   tlmParamName     /\h\w*/ contained
@@ -28,6 +31,7 @@ syn region  tlmGroup         start=/(/ end=/)/ contained transparent contains=tl
 syn match   tlmModelName     /\h\w*/ contained nextgroup=tlmInherit,tlmModelBody skipwhite skipempty
 syn match   tlmInherit       /:/ contained nextgroup=tlmParentName skipwhite skipempty
 syn match   tlmParentName    /\h\w*/ contained nextgroup=tlmModelBody skipwhite skipempty
+syn match   tlmStudyName     /\h\w*/ contained nextgroup=tlmStudyBody skipwhite skipempty
 
 " Model and train bodies are regions, so that a setting is only highlighted
 " where it belongs: `steps` is a train setting, not a model one.
@@ -35,9 +39,12 @@ syn region  tlmModelBody matchgroup=tlmBrace start=/{/ end=/}/ contained fold
       \ contains=@tlmExpr,tlmSetting,tlmKeyword
 syn region  tlmTrainBody matchgroup=tlmBrace start=/{/ end=/}/ contained fold
       \ contains=@tlmExpr,tlmTrainSetting
+syn region  tlmStudyBody matchgroup=tlmBrace start=/{/ end=/}/ contained fold
+      \ contains=@tlmExpr,tlmStudySetting,tlmKeyword
 
 " Settings: highlighted where they are assigned (NAME = ..., not NAME == ...).
-syn match   tlmSetting      contained /\<\%(vocab\|context\|d_model\|layers\|heads\|head_dim\|mixer\|mlp\|d_ff\|quantum\|budget\|tie_embeddings\|norm_eps\|rope_base\|monotone\|gate\|chunk\|inner_lr\|cms\)\>\ze\s*=\%(=\)\@!/
+syn match   tlmSetting      contained /\<\%(vocab\|context\|d_model\|layers\|heads\|head_dim\|mixer\|mlp\|d_ff\|quantum\|budget\|tie_embeddings\|norm_eps\|rope_base\|monotone\|gate\|chunk\|inner_lr\|cms\|tokenizer\)\>\ze\s*=\%(=\)\@!/
+syn match   tlmStudySetting contained /\<\%(base\|variants\|baseline\|seeds\|data\|val\|eval\|choices\|cloze\)\>\ze\s*=\%(=\)\@!/
 syn match   tlmTrainSetting contained /\<\%(batch\|context\|steps\|optimizer\|lr_schedule\|seed\|grad_clip\|accumulate\|eval_every\|eval_batches\|ckpt_every\|log_every\)\>\ze\s*=\%(=\)\@!/
 
 " Names the compiler knows. A standard schedule is defined last so that it
@@ -84,6 +91,8 @@ hi def link tlmParentName   Type
 hi def link tlmInherit      Operator
 hi def link tlmSetting      Identifier
 hi def link tlmTrainSetting Identifier
+hi def link tlmStudySetting Identifier
+hi def link tlmStudyName    Type
 hi def link tlmMixer        Constant
 hi def link tlmMlp          Constant
 hi def link tlmValue        Constant

@@ -81,11 +81,13 @@
   '((keyword ("NAME x") 1 0)
     (setting ("model m {" "    NAME = 1;" "}") 2 4)
     (train_setting ("train {" "    NAME = 1;" "}") 2 4)
+    (study_setting ("study s {" "    NAME = 1;" "}") 2 4)
     (value ("model m {" "    d_ff = NAME;" "}") 2 11)
     (call ("model m {" "    d_ff = NAME(1);" "}") 2 11)))
 (defconst tlm-test-faces
   '((keyword . font-lock-keyword-face)
     (setting . tlm-setting-face) (train_setting . tlm-setting-face)
+    (study_setting . tlm-setting-face)
     (mixer . font-lock-constant-face) (mlp . font-lock-constant-face)
     (value . font-lock-constant-face) (constant . font-lock-constant-face)
     (function . font-lock-builtin-face) (builtin . font-lock-builtin-face)
@@ -108,7 +110,7 @@
           (dolist (name (reverse (cdr entry)))
             (dolist (kind (pcase class
                             ('keyword '(keyword))
-                            ((or 'setting 'train_setting) (list class))
+                            ((or 'setting 'train_setting 'study_setting) (list class))
                             ('schedule '(value call))
                             ((or 'function 'builtin) '(call))
                             (_ '(value))))

@@ -114,12 +114,14 @@ let s:snippets = {
       \ 'keyword':       [['NAME x'], 1, 1],
       \ 'setting':       [['model m {', '    NAME = 1;', '}'], 2, 5],
       \ 'train_setting': [['train {', '    NAME = 1;', '}'], 2, 5],
+      \ 'study_setting': [['study s {', '    NAME = 1;', '}'], 2, 5],
       \ 'value':         [['model m {', '    d_ff = NAME;', '}'], 2, 12],
       \ 'call':          [['model m {', '    d_ff = NAME(1);', '}'], 2, 12],
       \ }
 let s:items = {
       \ 'keyword': ['tlmKeyword', 'tlmInclude'],
       \ 'setting': ['tlmSetting'], 'train_setting': ['tlmTrainSetting'],
+      \ 'study_setting': ['tlmStudySetting'],
       \ 'mixer': ['tlmMixer'], 'mlp': ['tlmMlp'], 'value': ['tlmValue'],
       \ 'function': ['tlmFunction'], 'builtin': ['tlmBuiltin'],
       \ 'constant': ['tlmConstant'], 'variable': ['tlmVariable'],

@@ -13,6 +13,7 @@ const snippets = {
   keyword: [['NAME x'], 0, 0],
   setting: [['model m {', '    NAME = 1;', '}'], 1, 4],
   train_setting: [['train {', '    NAME = 1;', '}'], 1, 4],
+  study_setting: [['study s {', '    NAME = 1;', '}'], 1, 4],
   value: [['model m {', '    d_ff = NAME;', '}'], 1, 11],
   call: [['model m {', '    d_ff = NAME(1);', '}'], 1, 11],
 };
@@ -20,6 +21,7 @@ const scopes = {
   keyword: /^(?:keyword\.(?:control|other)|storage\.type)(?:\.[\w-]+)*\.tlm$/,
   setting: /^support\.type\.property-name\.setting\.tlm$/,
   train_setting: /^support\.type\.property-name\.train\.tlm$/,
+  study_setting: /^support\.type\.property-name\.study\.tlm$/,
   mixer: /^support\.constant\.mixer\.tlm$/,
   mlp: /^support\.constant\.mlp\.tlm$/,
   value: /^constant\.language(?:\.[\w-]+)*\.tlm$/,
@@ -30,7 +32,7 @@ const scopes = {
   schedule: /^support\.function\.schedule\.tlm$/,
 };
 const kinds = {
-  keyword: ['keyword'], setting: ['setting'], train_setting: ['train_setting'],
+  keyword: ['keyword'], setting: ['setting'], train_setting: ['train_setting'], study_setting: ['study_setting'],
   schedule: ['value', 'call'], function: ['call'], builtin: ['call'],
 };
 // Where expression lists overlap, the first class here wins (cosine is a
