@@ -1,6 +1,8 @@
 /* tlm-run eval: loss, perplexity and bits per byte of a checkpoint over
  * whole texts, window after window (no sampling, so the numbers are exactly
- * reproducible). */
+ * reproducible), and the downstream scores of multiple-choice and cloze
+ * sets (downstream.h). --json prints one JSON object per set instead of the
+ * tables: the contract `tlm-run study` reads. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -10,26 +12,44 @@
 #include "commands.h"
 #include "corpus.h"
 #include "device_flag.h"
+#include "downstream.h"
+#include "jsonl.h"
 #include "profile.h"
 #include "evaluate.h"
 #include "load.h"
 #include "numfmt.h"
+#include "tlm_rt/json.h"
 #include "tlm_rt/ops.h"
 
 #define MAX_DATA 16
+#define MAX_SETS 16
 
 static void usage(FILE *out) {
-    fputs("usage: tlm-run eval MODEL.so [--ckpt DIR] [--data FILE|DIR]... [options]\n"
+    fputs("usage: tlm-run eval MODEL.so [--ckpt DIR] [--data FILE|DIR]... [--choices FILE]... [--cloze FILE]...\n"
+          "                   [options]\n"
           "\n"
           "Evaluates a checkpoint on consecutive, non-overlapping windows of each text (or\n"
           "token shard) and prints loss (nats per token; a token is a byte for text),\n"
           "perplexity per token and bits per byte (shards: loss x the shards' tokens per byte\n"
-          "/ ln 2, from the byte count in their headers).\n"
+          "/ ln 2, from the byte count in their headers). With --choices and --cloze it also\n"
+          "scores zero-shot items by the log-likelihood of each continuation after its\n"
+          "context (docs/runtime.md, \"Downstream sets\").\n"
           "  --ckpt DIR         the checkpoint's folder or file (default: checkpoints/MODEL)\n"
           "  --data FILE|DIR    a text, a shard (*.bin) or a folder of either to evaluate on;\n"
-          "                     may be repeated (default: Persuasion). Shards must come from\n"
-          "                     the tokenizer the checkpoint was trained with\n"
-          "  --batch N          windows per forward pass (default: the model's train batch)\n"
+          "                     may be repeated (default: Persuasion, when no --choices or\n"
+          "                     --cloze is given). Shards must come from the tokenizer the\n"
+          "                     checkpoint was trained with\n"
+          "  --choices FILE     multiple-choice items, JSON lines {\"context\": \"...\",\n"
+          "                     \"choices\": [\"...\", ...], \"label\": i}: accuracy by the choices'\n"
+          "                     log-likelihood, and per byte of the choice; may be repeated\n"
+          "  --cloze FILE       passages, JSON lines {\"text\": \"...\"}: is the last word (with the\n"
+          "                     space before it) the greedy continuation? may be repeated\n"
+          "  --tokenizer PATH   the tokenizer of a checkpoint trained on token shards, to\n"
+          "                     score --choices and --cloze (its hash must be the checkpoint's)\n"
+          "  --json             one JSON object per set on stdout instead of the tables\n"
+          "  --items            with --json: also one JSON line of scores per item\n"
+          "  --batch N          windows (or items' sequences) per forward pass (default: the\n"
+          "                     model's train batch)\n"
           "  --context T        tokens per window (default: the model's train context)\n"
           "  --max-tokens N     evaluate at most N tokens of each text, in whole windows\n"
           "  --device DEV        cpu (default), cuda or cuda:N\n"
@@ -47,7 +67,32 @@ static void number(char *buf, size_t n, const char *fmt, double v) {
     else snprintf(buf, n, fmt, v);
 }
 
-enum { OPT_CKPT = 256, OPT_DATA, OPT_BATCH, OPT_CONTEXT, OPT_MAX_TOKENS, OPT_THREADS, OPT_DEVICE, OPT_PRECISION };
+/* {"kind":KIND,"data":PATH, then what follows (",\"tokens\":...") */
+static void print_json_set(const char *kind, const char *path, const char *rest) {
+    tlm_strbuf sb = {0};
+    tlm_sb_printf(&sb, "{\"kind\":\"%s\",\"data\":", kind);
+    tlm_json_write_string(&sb, path, strlen(path));
+    tlm_sb_printf(&sb, "%s}\n", rest);
+    if (!sb.oom) fputs(sb.buf, stdout);
+    fflush(stdout);
+    tlm_sb_free(&sb);
+}
+
+enum {
+    OPT_CKPT = 256,
+    OPT_DATA,
+    OPT_BATCH,
+    OPT_CONTEXT,
+    OPT_MAX_TOKENS,
+    OPT_THREADS,
+    OPT_DEVICE,
+    OPT_PRECISION,
+    OPT_CHOICES,
+    OPT_CLOZE,
+    OPT_TOKENIZER,
+    OPT_JSON,
+    OPT_ITEMS
+};
 static const struct option long_options[] = {
     {"help", no_argument, NULL, 'h'},
     {"ckpt", required_argument, NULL, OPT_CKPT},
@@ -58,12 +103,66 @@ static const struct option long_options[] = {
     {"threads", required_argument, NULL, OPT_THREADS},
     {"device", required_argument, NULL, OPT_DEVICE},
     {"precision", required_argument, NULL, OPT_PRECISION},
+    {"choices", required_argument, NULL, OPT_CHOICES},
+    {"cloze", required_argument, NULL, OPT_CLOZE},
+    {"tokenizer", required_argument, NULL, OPT_TOKENIZER},
+    {"json", no_argument, NULL, OPT_JSON},
+    {"items", no_argument, NULL, OPT_ITEMS},
     {NULL, 0, NULL, 0},
 };
 
+/* The --choices and --cloze sets, in that order: a table, or JSON lines. */
+static int evaluate_sets(const downstream_ctx *c, const char *const *choices, int nchoices, const char *const *cloze,
+                         int ncloze, bool json) {
+    tlm_err err = {""};
+    int width = 4;
+    for (int i = 0; i < nchoices; i++)
+        if ((int)strlen(choices[i]) > width) width = (int)strlen(choices[i]);
+    for (int i = 0; i < ncloze; i++)
+        if ((int)strlen(cloze[i]) > width) width = (int)strlen(cloze[i]);
+    if (nchoices && !json)
+        printf("\n%-*s  %8s  %8s  %9s  %8s\n", width, "choices", "items", "accuracy", "acc/byte", "chance");
+    for (int i = 0; i < nchoices; i++) {
+        choices_result r;
+        if (!choices_evaluate(c, choices[i], &r, &err)) return cli_error("eval", "%s", err.msg);
+        if (json) {
+            char rest[256], acc[32], norm[32], chance[32];
+            jsonl_number(acc, sizeof acc, r.accuracy);
+            jsonl_number(norm, sizeof norm, r.accuracy_norm);
+            jsonl_number(chance, sizeof chance, r.chance);
+            snprintf(rest, sizeof rest, ",\"items\":%" PRId64 ",\"accuracy\":%s,\"accuracy_norm\":%s,\"chance\":%s",
+                     r.items, acc, norm, chance);
+            print_json_set("choices", choices[i], rest);
+        } else {
+            printf("%-*s  %8" PRId64 "  %8.4f  %9.4f  %8.4f\n", width, choices[i], r.items, r.accuracy, r.accuracy_norm,
+                   r.chance);
+            fflush(stdout);
+        }
+    }
+    if (ncloze && !json) printf("\n%-*s  %8s  %8s  %13s\n", width, "cloze", "items", "accuracy", "target loglik");
+    for (int i = 0; i < ncloze; i++) {
+        cloze_result r;
+        if (!cloze_evaluate(c, cloze[i], &r, &err)) return cli_error("eval", "%s", err.msg);
+        if (json) {
+            char rest[256], acc[32], ll[32];
+            jsonl_number(acc, sizeof acc, r.accuracy);
+            jsonl_number(ll, sizeof ll, r.target_loglik);
+            snprintf(rest, sizeof rest, ",\"items\":%" PRId64 ",\"accuracy\":%s,\"target_loglik\":%s", r.items, acc,
+                     ll);
+            print_json_set("cloze", cloze[i], rest);
+        } else {
+            printf("%-*s  %8" PRId64 "  %8.4f  %13.4f\n", width, cloze[i], r.items, r.accuracy, r.target_loglik);
+            fflush(stdout);
+        }
+    }
+    return 0;
+}
+
 int cmd_eval(int argc, char **argv) {
     const char *model_path = NULL, *ckpt = NULL, *data[MAX_DATA], *device = NULL, *precision_value = NULL;
-    int ndata = 0;
+    const char *choices[MAX_SETS], *cloze[MAX_SETS], *tokenizer = NULL;
+    int ndata = 0, nchoices = 0, ncloze = 0;
+    bool json = false, items = false;
     int64_t batch = 0, context = 0, max_tokens = 0, threads = 0;
     cli_args a = {.cmd = "eval", .argc = argc, .argv = argv};
     int opt;
@@ -76,6 +175,17 @@ int cmd_eval(int argc, char **argv) {
             if (ndata == MAX_DATA) return cli_usage_error("eval", "at most %d --data", MAX_DATA);
             data[ndata++] = a.val;
             break;
+        case OPT_CHOICES:
+            if (nchoices == MAX_SETS) return cli_usage_error("eval", "at most %d --choices", MAX_SETS);
+            choices[nchoices++] = a.val;
+            break;
+        case OPT_CLOZE:
+            if (ncloze == MAX_SETS) return cli_usage_error("eval", "at most %d --cloze", MAX_SETS);
+            cloze[ncloze++] = a.val;
+            break;
+        case OPT_TOKENIZER: tokenizer = a.val; break;
+        case OPT_JSON: json = true; break;
+        case OPT_ITEMS: items = true; break;
         case OPT_BATCH: ok = cli_int(&a, 1, 1 << 20, &batch); break;
         case OPT_CONTEXT: ok = cli_int(&a, 1, INT32_MAX, &context); break;
         case OPT_MAX_TOKENS: ok = cli_int(&a, 1, INT64_MAX, &max_tokens); break;
@@ -92,7 +202,8 @@ int cmd_eval(int argc, char **argv) {
         }
         if (!ok) return 2;
     }
-    if (ndata == 0) data[ndata++] = NULL;   /* Persuasion */
+    if (items && !json) return cli_usage_error("eval", "--items goes with --json");
+    if (ndata == 0 && nchoices + ncloze == 0) data[ndata++] = NULL;   /* Persuasion */
 
     tlm_precision precision;
     if (precision_flag_resolve("eval", device, precision_value, &precision)) return 2;
@@ -113,6 +224,7 @@ int cmd_eval(int argc, char **argv) {
     corpus_info info[MAX_DATA];
     char ckpt_tokenizer[65] = "bytes";
     char names[MAX_DATA][4200];
+    text_tokens text = {0};
     int64_t step = 0;
     int rc = 0, width = 4;
     if (context > so.config->context)
@@ -121,6 +233,10 @@ int cmd_eval(int argc, char **argv) {
     else if (!tlm_model_create_on(&m, &so, dev, precision, batch, context, false, 0, &err))
         rc = cli_error("eval", "%s", err.msg);
     else rc = load_checkpoint("eval", &so, ckpt, &m, path, sizeof path, &step, ckpt_tokenizer);
+    /* The tokenizer before any work: a wrong one is refused at once. */
+    if (!rc && (nchoices + ncloze > 0 || tokenizer) &&
+        !text_tokens_open(&text, ckpt_tokenizer, path, tokenizer, so.config->vocab, &err))
+        rc = cli_error("eval", "%s", err.msg);
 
     /* Load every text first, so a bad path fails before any long work. */
     for (int i = 0; i < ndata && !rc; i++) {
@@ -131,10 +247,16 @@ int cmd_eval(int argc, char **argv) {
             rc = cli_error("eval", "%s", err.msg);
         else if ((int)strlen(names[i]) > width) width = (int)strlen(names[i]);
     }
-    if (!rc) {
+    /* ... and every downstream set, read and checked (not scored) */
+    downstream_ctx sets = {&m, batch, context, &text, items ? stdout : NULL};
+    for (int i = 0; i < nchoices && !rc; i++)
+        if (!choices_evaluate(&sets, choices[i], NULL, &err)) rc = cli_error("eval", "%s", err.msg);
+    for (int i = 0; i < ncloze && !rc; i++)
+        if (!cloze_evaluate(&sets, cloze[i], NULL, &err)) rc = cli_error("eval", "%s", err.msg);
+    if (!rc && !json) {
         printf("model %s, checkpoint %s (step %" PRId64 "), windows of %" PRId64 " tokens\n",
                tlm_so_str(&so, so.config->name), path, step, context);
-        printf("%-*s  %12s  %8s  %9s  %9s\n", width, "data", "tokens", "loss", "ppl", "bits/byte");
+        if (ndata) printf("%-*s  %12s  %8s  %9s  %9s\n", width, "data", "tokens", "loss", "ppl", "bits/byte");
         fflush(stdout);
     }
     int64_t all_tokens = 0;
@@ -152,26 +274,39 @@ int cmd_eval(int argc, char **argv) {
             rc = cli_error("eval", "%s: %s", names[i], tlm_model_device_error(&m));
             break;
         }
-        char tokens[32];
-        fmt_int(tokens, sizeof tokens, res.tokens, 0);
-        char loss[32], ppl[32], bpb[32];
-        number(loss, sizeof loss, "%.4f", res.loss);
-        number(ppl, sizeof ppl, "%.3f", exp(res.loss));
         /* bits per byte: the loss per token times the data's tokens per
          * byte (text: 1; shards: all their tokens over the bytes their
-         * headers say they encode), over ln 2 */
-        if (info[i].text_bytes > 0)
-            number(bpb, sizeof bpb, "%.4f", res.loss * ((double)ds[i].n / (double)info[i].text_bytes) / log(2.0));
-        else snprintf(bpb, sizeof bpb, "-");
-        printf("%-*s  %12s  %8s  %9s  %9s\n", width, names[i], tokens, loss, ppl, bpb);
-        fflush(stdout);
+         * headers say they encode), over ln 2; unknown for a version-1 shard */
+        double bpb =
+            info[i].text_bytes > 0 ? res.loss * ((double)ds[i].n / (double)info[i].text_bytes) / log(2.0) : NAN;
         all_tokens += res.tokens;
+        if (json) {
+            char rest[256], loss[32], ppl[32], bits[32];
+            jsonl_number(loss, sizeof loss, res.loss);
+            jsonl_number(ppl, sizeof ppl, exp(res.loss));
+            jsonl_number(bits, sizeof bits, bpb);
+            snprintf(rest, sizeof rest, ",\"tokens\":%" PRId64 ",\"loss\":%s,\"ppl\":%s,\"bpb\":%s", res.tokens, loss,
+                     ppl, bits);
+            print_json_set("text", data[i] ? data[i] : names[i], rest);
+            continue;
+        }
+        char tokens[32];
+        fmt_int(tokens, sizeof tokens, res.tokens, 0);
+        char loss[32], ppl[32], bits[32];
+        number(loss, sizeof loss, "%.4f", res.loss);
+        number(ppl, sizeof ppl, "%.3f", exp(res.loss));
+        if (info[i].text_bytes > 0) number(bits, sizeof bits, "%.4f", bpb);
+        else snprintf(bits, sizeof bits, "-");
+        printf("%-*s  %12s  %8s  %9s  %9s\n", width, names[i], tokens, loss, ppl, bits);
+        fflush(stdout);
     }
-    if (!rc && seconds > 0) {
+    if (!rc && !json && seconds > 0) {
         char tokens[32];
         fmt_int(tokens, sizeof tokens, all_tokens, 0);
         printf("%s tokens in %.2f s: %.0f tokens/s\n", tokens, seconds, (double)all_tokens / seconds);
     }
+    if (!rc && nchoices + ncloze > 0) rc = evaluate_sets(&sets, choices, nchoices, cloze, ncloze, json);
+    text_tokens_close(&text);
     for (int i = 0; i < ndata; i++) tlm_data_free(&ds[i]);
     tlm_model_destroy(&m);
     if (dev) tlm_device_close(dev);

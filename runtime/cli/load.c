@@ -8,6 +8,7 @@
 #include "args.h"
 #include "checkpoint.h"
 #include "corpus.h"
+#include "text_tokens.h"
 #include "tlm_rt/ops.h"
 
 int open_model(const char *cmd, const char *path, int64_t threads, tlm_so *so) {
@@ -39,24 +40,12 @@ int load_checkpoint(const char *cmd, const tlm_so *so, const char *ckpt, tlm_mod
 
 int load_checkpoint_tokenizer(const char *cmd, const char *tok_path, const char *ckpt_tokenizer, const char *ckpt_path,
                               tlm_tokenizer **tok) {
-    *tok = NULL;
-    bool bytes = !strcmp(ckpt_tokenizer, "bytes");
-    if (bytes && !tok_path) return 0;
-    if (bytes) return cli_error(cmd, "%s was trained on text as bytes; drop --tokenizer %s", ckpt_path, tok_path);
-    if (!tok_path)
-        return cli_error(cmd, "%s was trained on tokens of tokenizer %.16s...; give it with --tokenizer PATH",
-                         ckpt_path, ckpt_tokenizer);
+    text_tokens t;
     tlm_err err = {""};
-    tlm_tokenizer *t = tlm_tok_load(tok_path, &err);
-    if (!t) return cli_error(cmd, "%s", err.msg);
-    char hex[65];
-    for (int i = 0; i < 32; i++) snprintf(hex + 2 * i, 3, "%02x", tlm_tok_hash(t)[i]);
-    if (strcmp(hex, ckpt_tokenizer) != 0) {
-        tlm_tok_free(t);
-        return cli_error(cmd, "%s is tokenizer %.16s..., but %s was trained with tokenizer %.16s...", tok_path, hex,
-                         ckpt_path, ckpt_tokenizer);
-    }
-    *tok = t;
+    *tok = NULL;
+    if (!text_tokens_open(&t, ckpt_tokenizer, ckpt_path, tok_path, INT64_MAX, &err))
+        return cli_error(cmd, "%s", err.msg);
+    *tok = t.tok;
     return 0;
 }
 

@@ -15,6 +15,7 @@
 #include "commands.h"
 #include "corpus.h"
 #include "device_flag.h"
+#include "jsonl.h"
 #include "load.h"
 #include "tlm_rt/ops.h"
 
@@ -32,6 +33,8 @@ static void usage(FILE *out) {
           "  --device DEV        cpu (default), cuda or cuda:N\n"
           "  --precision P       bf16 (the GPU's default) or fp32\n"
           "  --threads N        CPU threads (default: all cores)\n"
+          "  --json             one JSON object on stdout instead of the table:\n"
+          "                     {\"kind\":\"probe\",\"rho\":[rho of layer 0, ...]}\n"
           "\n"
           "Exit status: 0 ok, 1 error (model, checkpoint, data), 2 bad usage.\n",
           out);
@@ -52,7 +55,17 @@ static void add_cosines(const float *z, const float *next, int64_t N, int64_t D,
     }
 }
 
-enum { OPT_CKPT = 256, OPT_DATA, OPT_BATCH, OPT_CONTEXT, OPT_WINDOWS, OPT_THREADS, OPT_DEVICE, OPT_PRECISION };
+enum {
+    OPT_CKPT = 256,
+    OPT_DATA,
+    OPT_BATCH,
+    OPT_CONTEXT,
+    OPT_WINDOWS,
+    OPT_THREADS,
+    OPT_DEVICE,
+    OPT_PRECISION,
+    OPT_JSON
+};
 static const struct option long_options[] = {
     {"help", no_argument, NULL, 'h'},
     {"ckpt", required_argument, NULL, OPT_CKPT},
@@ -63,12 +76,14 @@ static const struct option long_options[] = {
     {"threads", required_argument, NULL, OPT_THREADS},
     {"device", required_argument, NULL, OPT_DEVICE},
     {"precision", required_argument, NULL, OPT_PRECISION},
+    {"json", no_argument, NULL, OPT_JSON},
     {NULL, 0, NULL, 0},
 };
 
 int cmd_probe(int argc, char **argv) {
     const char *model_path = NULL, *ckpt = NULL, *data = NULL, *device = NULL, *precision_value = NULL;
     int64_t batch = 8, context = 0, windows = 32, threads = 0;
+    bool json = false;
     cli_args a = {.cmd = "probe", .argc = argc, .argv = argv};
     int opt;
     while ((opt = cli_getopt(&a, "h", long_options)) != -1) {
@@ -86,6 +101,7 @@ int cmd_probe(int argc, char **argv) {
             if (device_flag_check("probe", device)) return 2;
             break;
         case OPT_PRECISION: precision_value = a.val; break;
+        case OPT_JSON: json = true; break;
         case 1:
             if (!cli_model_path(&a, &model_path)) return 2;
             break;
@@ -163,7 +179,15 @@ int cmd_probe(int argc, char **argv) {
         }
         done += b;
     }
-    if (!rc) {
+    if (!rc && json) {
+        printf("{\"kind\":\"probe\",\"rho\":[");
+        for (int64_t l = 0; l < L; l++) {
+            char rho[32];
+            jsonl_number(rho, sizeof rho, sum[l] / (double)(done * context));
+            printf("%s%s", l ? "," : "", rho);
+        }
+        printf("]}\n");
+    } else if (!rc) {
         printf("model %s, checkpoint %s (step %" PRId64 "), %s: %" PRId64 " windows of %" PRId64 " tokens\n",
                tlm_so_str(&so, am->name), path, step, name, done, context);
         printf("%5s %7s %8s\n", "layer", "d_ff", "rho");

@@ -736,7 +736,7 @@ assert nb > 1.5 * n   # a BPE token covers several bytes: bits/byte well below l
     "$run" probe "$tmp/bpe.so" --ckpt "$tmp/c" --data "$austen/persuasion.txt" --context 64 --threads 1
   expect 0 "" "probe on the validation shard" -- \
     "$run" probe "$tmp/bpe.so" --ckpt "$tmp/c" --data "$tmp/val.bin" --context 64 --threads 1
-  expect 1 "give it with --tokenizer" "sample a checkpoint trained on shards without its tokenizer" -- \
+  expect 1 "needs --tokenizer with that tokenizer" "sample a checkpoint trained on shards without its tokenizer" -- \
     "$run" sample "$tmp/bpe.so" --ckpt "$tmp/c" --length 5
   expect 0 "^It was" "sample through the tokenizer (greedy, KV cache)" -- \
     "$run" sample "$tmp/bpe.so" --ckpt "$tmp/c" --tokenizer "$tmp/tok.json" --prompt "It was" --length 40 \
@@ -755,7 +755,7 @@ assert nb > 1.5 * n   # a BPE token covers several bytes: bits/byte well below l
     "$run" train "$tmp/bpe.so" "${bpe[@]}" --steps 1 --data "$austen/persuasion.txt" --ckpt "$tmp/text"
   check "a checkpoint trained on text records the tokenizer \"bytes\"" -- \
     test "$(ckpt meta "$tmp/text/checkpoint.safetensors" tokenizer)" = bytes
-  expect 1 "trained on text as bytes; drop --tokenizer" "sample a checkpoint trained on text through a tokenizer" -- \
+  expect 1 "trained on text as bytes, not with a tokenizer; drop --tokenizer" "sample a checkpoint trained on text through a tokenizer" -- \
     "$run" sample "$tmp/bpe.so" --ckpt "$tmp/text" --tokenizer "$tmp/tok.json" --length 5
   expect 1 "trained on bytes" "eval on a shard with a checkpoint trained on text" -- \
     "$run" eval "$tmp/bpe.so" --ckpt "$tmp/text" --data "$tmp/val.bin" --context 64
