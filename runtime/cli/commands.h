@@ -12,5 +12,6 @@ int cmd_bench(int argc, char **argv);
 int cmd_tokenizer(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_export(int argc, char **argv);
+int cmd_study(int argc, char **argv);
 
 #endif

@@ -22,6 +22,7 @@ static const struct command {
     {"tokenizer", cmd_tokenizer, "encode text to subword token ids and back (GPT-2, Llama 3, tokenizer.json)"},
     {"tokenize", cmd_tokenize, "pre-tokenize text into a shard of token ids"},
     {"export", cmd_export, "write a checkpoint as a GGUF file for llama.cpp (deci/llama, f32, f16, q8_0)"},
+    {"study", cmd_study, "run a study of a .tlm file: variants x seeds, statistics, results and plots"},
 };
 
 static void usage(FILE *out) {

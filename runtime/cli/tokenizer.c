@@ -145,38 +145,6 @@ static void print_info(const tlm_tokenizer *t) {
     putchar('\n');
 }
 
-/* Writes text[0..n) to path atomically: a temporary file in its folder,
- * fsynced, renamed over path. */
-static bool write_atomic(const char *path, const char *text, size_t n, tlm_err *err) {
-    char tmp[4200];
-    int fd = tlm_temp_create(path, tmp, sizeof tmp, err);
-    if (fd < 0) return false;
-    mode_t mask = umask(0); /* mkstemp's 0600 -> what a plain create would give */
-    umask(mask);
-    (void)fchmod(fd, 0666 & ~mask);
-    size_t done = 0;
-    while (done < n) {
-        ssize_t w = write(fd, text + done, n - done);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) break;
-        done += (size_t)w;
-    }
-    bool ok = done == n && fsync(fd) == 0;
-    int e = errno;
-    if (close(fd) != 0 && ok) ok = false, e = errno;
-    if (!ok) {
-        unlink(tmp);
-        return tlm_fail(err, "%s: cannot write: %s", path, strerror(e));
-    }
-    if (rename(tmp, path) != 0) {
-        e = errno;
-        unlink(tmp);
-        return tlm_fail(err, "%s: cannot rename into place: %s", path, strerror(e));
-    }
-    tlm_sync_dir_of(path);
-    return true;
-}
-
 static void show_progress(void *ctx, int32_t tokens, int32_t vocab) {
     (void)ctx;
     fprintf(stderr, "\rtlm-run tokenizer train: %d / %d tokens", (int)tokens, (int)vocab);
@@ -201,7 +169,7 @@ static int do_train(const char *const *data, int ndata, int64_t vocab, const cha
     if (!rc && !tlm_bpe_train(b, (int32_t)vocab, tty ? show_progress : NULL, NULL, &json, &err))
         rc = cli_error("tokenizer", "train: %s", err.msg);
     if (tty) fputs("\r\033[K", stderr);
-    if (!rc && !write_atomic(out_path, json.buf, json.len, &err)) rc = cli_error("tokenizer", "%s", err.msg);
+    if (!rc && !tlm_write_file_atomic(out_path, json.buf, json.len, &err)) rc = cli_error("tokenizer", "%s", err.msg);
     if (!rc) {
         clock_gettime(CLOCK_MONOTONIC, &t1);
         uint64_t bytes;

@@ -139,6 +139,37 @@ int tlm_temp_create(const char *path, char *tmp, size_t n, tlm_err *err) {
     return fd;
 }
 
+/* (checkpoint.h) */
+bool tlm_write_file_atomic(const char *path, const void *bytes, size_t n, tlm_err *err) {
+    char tmp[4200];
+    int fd = tlm_temp_create(path, tmp, sizeof tmp, err);
+    if (fd < 0) return false;
+    mode_t mask = umask(0); /* mkstemp's 0600 -> what a plain create would give */
+    umask(mask);
+    (void)fchmod(fd, 0666 & ~mask);
+    size_t done = 0;
+    while (done < n) {
+        ssize_t w = write(fd, (const char *)bytes + done, n - done);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) break;
+        done += (size_t)w;
+    }
+    bool ok = done == n && fsync(fd) == 0;
+    int e = errno;
+    if (close(fd) != 0 && ok) ok = false, e = errno;
+    if (!ok) {
+        unlink(tmp);
+        return tlm_fail(err, "%s: cannot write: %s", path, strerror(e));
+    }
+    if (rename(tmp, path) != 0) {
+        e = errno;
+        unlink(tmp);
+        return tlm_fail(err, "%s: cannot rename into place: %s", path, strerror(e));
+    }
+    tlm_sync_dir_of(path);
+    return true;
+}
+
 /* "XXXXXX" of mkstemp: letters and digits. */
 static bool random_part(const char *s) {
     for (int i = 0; i < TMP_RANDOM; i++)

@@ -26,8 +26,9 @@ ALLOWED = {
     "runtime/train": CORE + ["abi", "runtime/device", "runtime/gpu", "runtime/model"],
     "runtime/export": CORE + ["abi", "runtime/device", "runtime/gpu", "runtime/model", "runtime/train",
                               "runtime/tokenizer"],
+    "runtime/study": CORE + ["abi", "runtime/device", "runtime/gpu", "runtime/model", "runtime/train"],
     "runtime/cli": CORE + ["abi", "runtime/device", "runtime/gpu", "runtime/model", "runtime/train",
-                           "runtime/tokenizer", "runtime/export"],
+                           "runtime/tokenizer", "runtime/export", "runtime/study"],
 }
 
 def folder_of(path):

@@ -1,0 +1,210 @@
+/* tlm-run study: run a study declared in a .tlm file (docs/studies.md):
+ * the plan from tlmc, then runtime/study's runner. This file holds the
+ * flags, the overrides and the defaults only the command line knows (the
+ * bundled validation text, the cores, the output folder's name). */
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "args.h"
+#include "commands.h"
+#include "corpus.h"
+#include "files.h"
+#include "locate.h"
+#include "plan.h"
+#include "runner.h"
+#include "spawn.h"
+
+enum { DEFAULT_EVAL_TOKENS = 65536 };
+
+static void usage(FILE *out) {
+    fputs("usage: tlm-run study FILE.tlm [--study NAME] [options]\n"
+          "\n"
+          "Runs a study declared in FILE.tlm: compiles every variant, trains every (variant,\n"
+          "seed), evaluates each run, and writes results.md, results.json and plots into the\n"
+          "study's folder. Killed or interrupted, the same command continues where it stopped.\n"
+          "  --study NAME       the study to run (default: the file's only one)\n"
+          "  --steps N          train N steps instead of the study's count\n"
+          "  --seeds K          K seeds: the study's first K (then the next unused numbers)\n"
+          "  --jobs J           runs at a time (default 1)\n"
+          "  --threads N        CPU threads in all, N/J per run (default: all cores)\n"
+          "  --out DIR          the study's folder (default studies/NAME, with -stepsN and\n"
+          "                     -seedsK when those are overridden)\n"
+          "  --eval-tokens N    evaluate at most N tokens of each text (default: the study's,\n"
+          "                     else 65536)\n"
+          "  --force            DIR holds another run of the study (other steps, seeds or\n"
+          "                     plan): discard its runs and start over\n"
+          "  --plan-file FILE   read the plan from FILE instead of asking tlmc (tests)\n"
+          "\n"
+          "tlmc is $TLMC, else the one beside tlm-run (or in its build tree), else on PATH.\n"
+          "Exit status: 0 ok, 1 error (a file, a failed run, a folder of another plan),\n"
+          "2 bad usage, 130/143 interrupted (run the command again to continue).\n",
+          out);
+}
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_signal(int sig) {
+    static const char msg[] = "tlm-run study: stopping the runs at a checkpoint\n";
+    if (!stop_signal && write(STDERR_FILENO, msg, sizeof msg - 1) < 0) {
+        /* nothing to do: the message is a courtesy */
+    }
+    stop_signal = sig;
+}
+
+/* Runs `tlmc FILE --plan [--study NAME]` and returns its output (malloc'd),
+ * or NULL after printing why (tlmc's diagnostics as they came). */
+static char *plan_from_tlmc(const char *tlmc, const char *file, const char *study, size_t *n) {
+    char out[] = "/tmp/tlm-study-plan.XXXXXX", errs[] = "/tmp/tlm-study-plan-err.XXXXXX";
+    int fo = mkstemp(out), fe = fo >= 0 ? mkstemp(errs) : -1;
+    if (fo < 0 || fe < 0) {
+        cli_error("study", "cannot create a temporary file: %s", strerror(errno));
+        if (fo >= 0) close(fo), unlink(out);
+        return NULL;
+    }
+    close(fo), close(fe);
+    char *argv[] = {(char *)tlmc, (char *)file, "--plan", study ? "--study" : NULL, (char *)study, NULL};
+    tlm_err err = {""};
+    int rc = study_run_child(argv, out, false, errs, &err);
+    char *text = NULL;
+    if (rc == 0) text = study_read_file(out, n, &err);
+    if (rc != 0) {
+        /* tlmc's diagnostics say what is wrong with the file, as they are;
+         * a line of ours only when it said nothing */
+        size_t m = 0;
+        char *diag = rc > 0 ? study_read_file(errs, &m, &err) : NULL;
+        if (m) fputs(diag, stderr);
+        else if (rc < 0) cli_error("study", "%s", err.msg);
+        else cli_error("study", "%s could not plan %s (exit %d)", tlmc, file, rc);
+        free(diag);
+    } else if (!text) cli_error("study", "%s", err.msg);
+    unlink(out), unlink(errs);
+    return text;
+}
+
+/* --seeds K: the plan's first K seeds, then the smallest numbers not used. */
+static void take_seeds(study_plan *p, int k) {
+    int have = p->nseeds < k ? p->nseeds : k;
+    int64_t next = 1;
+    p->nseeds = have;
+    while (p->nseeds < k) {
+        bool used = false;
+        for (int i = 0; i < p->nseeds; i++) used |= p->seeds[i] == next;
+        if (!used) p->seeds[p->nseeds++] = next;
+        next++;
+    }
+}
+
+enum { OPT_STUDY = 256, OPT_STEPS, OPT_SEEDS, OPT_JOBS, OPT_THREADS, OPT_OUT, OPT_EVAL_TOKENS, OPT_FORCE, OPT_PLAN };
+static const struct option long_options[] = {
+    {"help", no_argument, NULL, 'h'},
+    {"study", required_argument, NULL, OPT_STUDY},
+    {"steps", required_argument, NULL, OPT_STEPS},
+    {"seeds", required_argument, NULL, OPT_SEEDS},
+    {"jobs", required_argument, NULL, OPT_JOBS},
+    {"threads", required_argument, NULL, OPT_THREADS},
+    {"out", required_argument, NULL, OPT_OUT},
+    {"eval-tokens", required_argument, NULL, OPT_EVAL_TOKENS},
+    {"force", no_argument, NULL, OPT_FORCE},
+    {"plan-file", required_argument, NULL, OPT_PLAN},
+    {NULL, 0, NULL, 0},
+};
+
+int cmd_study(int argc, char **argv) {
+    const char *file = NULL, *study = NULL, *out = NULL, *plan_file = NULL;
+    int64_t steps = 0, seeds = 0, jobs = 1, threads = 0, eval_tokens = 0;
+    bool force = false;
+    cli_args a = {.cmd = "study", .argc = argc, .argv = argv};
+    int opt;
+    while ((opt = cli_getopt(&a, "h", long_options)) != -1) {
+        bool ok = true;
+        switch (opt) {
+        case 'h': usage(stdout); return 0;
+        case OPT_STUDY: study = a.val; break;
+        case OPT_STEPS: ok = cli_int(&a, 1, (int64_t)1 << 40, &steps); break;
+        case OPT_SEEDS: ok = cli_int(&a, 1, STUDY_MAX_SEEDS, &seeds); break;
+        case OPT_JOBS: ok = cli_int(&a, 1, 256, &jobs); break;
+        case OPT_THREADS: ok = cli_int(&a, 1, 4096, &threads); break;
+        case OPT_OUT: out = a.val; break;
+        case OPT_EVAL_TOKENS: ok = cli_int(&a, 1, (int64_t)1 << 40, &eval_tokens); break;
+        case OPT_FORCE: force = true; break;
+        case OPT_PLAN: plan_file = a.val; break;
+        case 1:
+            if (file) return cli_usage_error("study", "one FILE.tlm only (got `%s` and `%s`)", file, a.val);
+            file = a.val;
+            break;
+        default: return 2; /* reported by cli_getopt */
+        }
+        if (!ok) return 2;
+    }
+    if (!file && !plan_file) return cli_usage_error("study", "no FILE.tlm given");
+
+    char self[4096], tlmc[4200];
+    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (len <= 0) return cli_error("study", "cannot find this program's path (/proc/self/exe): %s", strerror(errno));
+    self[len] = '\0';
+    tlm_err err = {""};
+    if (!study_find_tlmc(self, tlmc, sizeof tlmc, &err)) return cli_error("study", "%s", err.msg);
+
+    size_t n;
+    char *text = plan_file ? study_read_file(plan_file, &n, &err) : plan_from_tlmc(tlmc, file, study, &n);
+    if (!text) return plan_file ? cli_error("study", "%s", err.msg) : 1;
+    study_plan plan;
+    bool ok = study_plan_parse(text, n, study, &plan, &err);
+    free(text);
+    if (!ok) return cli_error("study", "%s: %s", plan_file ? plan_file : file, err.msg);
+    if (file && plan_file) {
+        free(plan.file);
+        plan.file = strdup(file);
+    }
+
+    if (steps) plan.steps = steps;
+    if (seeds) take_seeds(&plan, (int)seeds);
+    if (eval_tokens) plan.eval_tokens = eval_tokens;
+    else if (!plan.eval_tokens) plan.eval_tokens = DEFAULT_EVAL_TOKENS;
+    char persuasion[4200];
+    if (!plan.val && !plan.data) { /* train's default validation text, named so eval and probe use it too */
+        snprintf(persuasion, sizeof persuasion, "%s/austen/persuasion.txt", corpus_dir());
+        plan.val = strdup(persuasion);
+    }
+    char folder[4200];
+    if (!out) {
+        int k = snprintf(folder, sizeof folder, "studies/%s", plan.name);
+        if (steps) k += snprintf(folder + k, sizeof folder - (size_t)k, "-steps%" PRId64, steps);
+        if (seeds) snprintf(folder + k, sizeof folder - (size_t)k, "-seeds%" PRId64, seeds);
+        out = folder;
+    }
+    if (!threads) threads = cli_cores();
+    study_options o = {.tlmc = tlmc,
+                       .tlm_run = self,
+                       .out = out,
+                       .jobs = (int)jobs,
+                       .threads = threads / jobs > 0 ? (int)(threads / jobs) : 1,
+                       .force = force,
+                       .progress = stdout,
+                       .stop = &stop_signal};
+    struct sigaction sa = {.sa_handler = on_signal}, old_int, old_term;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    study_outcome outcome = study_execute(&plan, &o, &err);
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    study_plan_free(&plan);
+    switch (outcome) {
+    case STUDY_DONE: return 0;
+    case STUDY_STOPPED:
+        fprintf(stderr,
+                "tlm-run study: stopped (%s); the runs kept their checkpoints: run the same command to "
+                "continue\n",
+                stop_signal == SIGTERM ? "SIGTERM" : "SIGINT");
+        return stop_signal == SIGTERM ? 143 : 130;
+    case STUDY_REFUSED:
+    case STUDY_FAILED: break;
+    }
+    return cli_error("study", "%s", err.msg);
+}

@@ -1,0 +1,104 @@
+/* Compiling the variants, skipping those up to date (compile.h). */
+#include "compile.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "files.h"
+#include "sha256.h"
+#include "spawn.h"
+
+static bool recipe_hash(const study_plan *plan, const study_variant *v, const char *version, char hex[65],
+                        tlm_err *err) {
+    size_t n;
+    char *source = study_read_file(plan->file, &n, err);
+    if (!source) return false;
+    char *json = study_plan_json(plan);
+    if (!json) {
+        free(source);
+        return tlm_fail(err, "out of memory");
+    }
+    tlm_sha256_ctx ctx;
+    tlm_sha256_init(&ctx);
+    tlm_sha256_update(&ctx, source, n + 1); /* with its NUL: the parts cannot run into each other */
+    tlm_sha256_update(&ctx, json, strlen(json) + 1);
+    tlm_sha256_update(&ctx, v->name, strlen(v->name) + 1);
+    tlm_sha256_update(&ctx, version, strlen(version) + 1);
+    uint8_t digest[TLM_SHA256_SIZE];
+    tlm_sha256_final(&ctx, digest);
+    for (int i = 0; i < TLM_SHA256_SIZE; i++) snprintf(hex + 2 * i, 3, "%02x", digest[i]);
+    free(source), free(json);
+    return true;
+}
+
+static bool up_to_date(const char *so, const char *hash_path, const char *hex) {
+    size_t n;
+    tlm_err e;
+    if (!study_exists(so)) return false;
+    char *text = study_read_file(hash_path, &n, &e);
+    bool same = text && n >= 64 && !strncmp(text, hex, 64);
+    free(text);
+    return same;
+}
+
+static bool compile_one(const study_plan *plan, const study_variant *v, const char *tlmc, const char *dir,
+                        const char *version, study_progress *pr, tlm_err *err) {
+    char so[4200], tmp[4200], hash_path[4300], log[4300], hex[65];
+    snprintf(so, sizeof so, "%s/%s.so", dir, v->name);
+    snprintf(tmp, sizeof tmp, "%s/%s.tmp.so", dir, v->name);
+    snprintf(hash_path, sizeof hash_path, "%s.hash", so);
+    snprintf(log, sizeof log, "%s/%s.log", dir, v->name);
+    if (!recipe_hash(plan, v, version, hex, err)) return false;
+    if (up_to_date(so, hash_path, hex)) return true;
+    remove(hash_path);
+    /* tlmc FILE (--study NAME --variant V | the plan's compile arguments) -o TMP */
+    char *argv[80];
+    int argc = 0;
+    argv[argc++] = (char *)tlmc;
+    argv[argc++] = plan->file;
+    if (v->compile)
+        for (int i = 0; i < v->ncompile; i++) argv[argc++] = v->compile[i];
+    else {
+        argv[argc++] = "--study", argv[argc++] = plan->name;
+        argv[argc++] = "--variant", argv[argc++] = v->name;
+    }
+    argv[argc++] = "-o", argv[argc++] = tmp, argv[argc] = NULL;
+    double t0 = study_now();
+    int rc = study_run_child(argv, log, false, NULL, err);
+    if (rc < 0) return false;
+    if (rc != 0) {
+        char last[300];
+        study_last_line(log, last, sizeof last);
+        remove(tmp);
+        return tlm_fail(err, "compiling variant %s failed (tlmc exit %d): %s (see %s)", v->name, rc, last, log);
+    }
+    if (rename(tmp, so) != 0) return tlm_fail(err, "%s: cannot rename into place", so);
+    char line[80];
+    int len = snprintf(line, sizeof line, "%s\n", hex);
+    if (!tlm_write_file_atomic(hash_path, line, (size_t)len, err)) return false;
+    char took[32];
+    study_duration(took, sizeof took, study_now() - t0);
+    study_progress_event(pr, "compiled %s (%s)", v->name, took);
+    return true;
+}
+
+bool study_compile(const study_plan *plan, const char *tlmc, const char *dir, study_progress *pr,
+                   volatile sig_atomic_t *stop, tlm_err *err) {
+    char vpath[4300];
+    snprintf(vpath, sizeof vpath, "%s/tlmc.version", dir);
+    char *argv[] = {(char *)tlmc, "--version", NULL};
+    int rc = study_run_child(argv, vpath, false, NULL, err);
+    if (rc < 0) return false;
+    if (rc != 0) return tlm_fail(err, "%s --version failed (exit %d)", tlmc, rc);
+    size_t n;
+    char *version = study_read_file(vpath, &n, err);
+    if (!version) return false;
+    bool ok = true;
+    for (int i = 0; ok && i < plan->nvariants; i++) {
+        if (*stop) break;
+        ok = compile_one(plan, &plan->variants[i], tlmc, dir, version, pr, err);
+    }
+    free(version);
+    return ok;
+}

@@ -1,0 +1,21 @@
+/* Compiling a study's variants into OUT/models/VARIANT.so. A model is
+ * compiled again only when its recipe changed: VARIANT.so.hash beside it
+ * holds the SHA-256 of the .tlm file's bytes, the plan (canonical JSON),
+ * the variant's name and `tlmc --version`. tlmc writes into a temporary
+ * VARIANT.tmp.so, renamed into place before the hash is written, so a kill
+ * during a compile leaves nothing that looks up to date. */
+#ifndef TLM_STUDY_COMPILE_H
+#define TLM_STUDY_COMPILE_H
+
+#include <signal.h>
+#include <stdbool.h>
+
+#include "plan.h"
+#include "progress.h"
+
+/* false with a message (tlmc's last line and its log's path) when a
+ * compile fails or *stop is set. */
+bool study_compile(const study_plan *plan, const char *tlmc, const char *dir, study_progress *pr,
+                   volatile sig_atomic_t *stop, tlm_err *err);
+
+#endif

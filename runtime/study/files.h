@@ -1,0 +1,25 @@
+/* The study's files: read whole, the folders made on the way, and the
+ * last line of a log. They are written with tlm_write_file_atomic
+ * (checkpoint.h): a kill at any moment leaves the old file or the new one,
+ * never half of one. */
+#ifndef TLM_STUDY_FILES_H
+#define TLM_STUDY_FILES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "checkpoint.h" /* tlm_write_file_atomic */
+#include "tlm_rt/error.h"
+
+/* The whole regular file, NUL-terminated (malloc'd), *n its length; NULL
+ * with a reason (also when it does not exist: errno is then ENOENT). */
+char *study_read_file(const char *path, size_t *n, tlm_err *err);
+/* mkdir -p. */
+bool study_make_dirs(const char *path, tlm_err *err);
+/* The last non-empty line of a log (controls blanked), for a one-line
+ * message; "(no output)" when there is none. */
+void study_last_line(const char *path, char *out, size_t n);
+/* Whether path exists (as anything). */
+bool study_exists(const char *path);
+
+#endif

@@ -1,0 +1,280 @@
+/* Reading a study's plan JSON (plan.h) and writing it back canonically. */
+#include "plan.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "json_out.h"
+#include "numfmt.h"
+#include "tlm_rt/json.h"
+
+static char *dup(const char *s) {
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d) memcpy(d, s, n);
+    return d;
+}
+
+/* A name that can be a folder: letters, digits and _ - . = , (a grid
+ * point's name is PARAM=VALUE,...), not starting with '.'. */
+static bool folder_name(const char *s) {
+    if (!*s || *s == '.' || strlen(s) > 100) return false;
+    for (const char *p = s; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_' ||
+              *p == '-' || *p == '.' || *p == '=' || *p == ','))
+            return false;
+    return true;
+}
+
+/* A string field (nullable: null or absent gives NULL). */
+static bool get_string(const tlm_json *o, const char *key, bool nullable, const char *where, char **out, tlm_err *err) {
+    const tlm_json *v = tlm_json_get(o, key);
+    *out = NULL;
+    if ((!v || v->type == TLM_JSON_NULL) && nullable) return true;
+    if (!v || v->type != TLM_JSON_STRING || !v->str[0] || strlen(v->str) != v->len)
+        return tlm_fail(err, "the plan's %s has no %s (a non-empty string)", where, key);
+    if (!(*out = dup(v->str))) return tlm_fail(err, "out of memory");
+    return true;
+}
+
+static bool get_int(const tlm_json *o, const char *key, bool optional, int64_t lo, int64_t hi, const char *where,
+                    int64_t *out, tlm_err *err) {
+    const tlm_json *v = tlm_json_get(o, key);
+    if (!v && optional) return true;
+    if (!v || v->type != TLM_JSON_NUMBER || !v->is_int || v->integer < lo || v->integer > hi)
+        return tlm_fail(err, "the plan's %s has no %s (an integer from %lld to %lld)", where, key, (long long)lo,
+                        (long long)hi);
+    *out = v->integer;
+    return true;
+}
+
+/* An array of non-empty strings (absent or null: none). */
+static bool get_strings(const tlm_json *o, const char *key, int max, const char *where, char ***out, int *n,
+                        tlm_err *err) {
+    const tlm_json *v = tlm_json_get(o, key);
+    *out = NULL, *n = 0;
+    if (!v || v->type == TLM_JSON_NULL) return true;
+    if (v->type != TLM_JSON_ARRAY || v->len > (size_t)max)
+        return tlm_fail(err, "the plan's %s: %s must be an array of at most %d strings", where, key, max);
+    if (!v->len) return true;
+    if (!(*out = calloc(v->len, sizeof **out))) return tlm_fail(err, "out of memory");
+    for (size_t i = 0; i < v->len; i++) {
+        const tlm_json *s = &v->items[i];
+        if (s->type != TLM_JSON_STRING || !s->str[0] || strlen(s->str) != s->len)
+            return tlm_fail(err, "the plan's %s: %s[%zu] is not a non-empty string", where, key, i);
+        if (!((*out)[(*n)++] = dup(s->str))) return tlm_fail(err, "out of memory");
+    }
+    return true;
+}
+
+static bool parse_variant(const tlm_json *o, study_variant *v, int index, tlm_err *err) {
+    char where[160];
+    snprintf(where, sizeof where, "variant %d", index + 1);
+    if (o->type != TLM_JSON_OBJECT) return tlm_fail(err, "the plan's %s is not an object", where);
+    if (!get_string(o, "name", false, where, &v->name, err)) return false;
+    snprintf(where, sizeof where, "variant `%.100s`", v->name);
+    if (!folder_name(v->name))
+        return tlm_fail(
+            err, "the plan's %s: a variant's name must be letters, digits, '_', '-', '.', '=' or ',' (not '.' first)",
+            where);
+    if (!get_string(o, "model", false, where, &v->model, err)) return false;
+    const int64_t big = (int64_t)1 << 62;
+    if (!get_int(o, "params", false, 1, big, where, &v->params, err) ||
+        !get_int(o, "mlp_params", false, 0, big, where, &v->mlp_params, err) ||
+        !get_int(o, "flops_per_token", false, 1, big, where, &v->flops_per_token, err))
+        return false;
+    const tlm_json *w = tlm_json_get(o, "widths");
+    if (!w || w->type != TLM_JSON_ARRAY || !w->len || w->len > 100000)
+        return tlm_fail(err, "the plan's %s has no widths (an array of d_ff per layer)", where);
+    if (!(v->widths = calloc(w->len, sizeof *v->widths))) return tlm_fail(err, "out of memory");
+    for (size_t i = 0; i < w->len; i++) {
+        const tlm_json *x = &w->items[i];
+        if (x->type != TLM_JSON_NUMBER || !x->is_int || x->integer < 0 || x->integer > big)
+            return tlm_fail(err, "the plan's %s: widths[%zu] is not a width", where, i);
+        v->widths[v->nwidths++] = x->integer;
+    }
+    const tlm_json *d = tlm_json_get(o, "defines");
+    if (d && d->type != TLM_JSON_NULL) {
+        if (d->type != TLM_JSON_OBJECT) return tlm_fail(err, "the plan's %s: defines is not an object", where);
+        if (d->len && !(v->defines = calloc(d->len, sizeof *v->defines))) return tlm_fail(err, "out of memory");
+        for (size_t i = 0; i < d->len; i++) {
+            const tlm_json *x = &d->items[i];
+            char num[40];
+            const char *value = x->type == TLM_JSON_STRING   ? x->str
+                                : x->type == TLM_JSON_NUMBER ? fmt_real(num, sizeof num, x->number)
+                                                             : NULL;
+            if (!value) return tlm_fail(err, "the plan's %s: define %s is not a string", where, d->keys[i]);
+            study_define *def = &v->defines[v->ndefines++];
+            if (!(def->name = dup(d->keys[i])) || !(def->value = dup(value))) return tlm_fail(err, "out of memory");
+        }
+    }
+    return get_strings(o, "compile", 64, where, &v->compile, &v->ncompile, err);
+}
+
+static bool parse_study(const tlm_json *s, const char *file, study_plan *p, tlm_err *err) {
+    const char *where = "study";
+    if (!get_string(s, "name", false, where, &p->name, err)) return false;
+    if (!folder_name(p->name))
+        return tlm_fail(err, "the plan's study name `%.100s` must be letters, digits, '_', '-', '.', '=' or ','",
+                        p->name);
+    if (!get_string(s, "file", true, where, &p->file, err)) return false;
+    if (!p->file) {
+        if (!file) return tlm_fail(err, "the plan names no .tlm file (\"file\")");
+        if (!(p->file = dup(file))) return tlm_fail(err, "out of memory");
+    }
+    if (!get_string(s, "baseline", false, where, &p->baseline, err)) return false;
+    const tlm_json *seeds = tlm_json_get(s, "seeds");
+    if (!seeds || seeds->type != TLM_JSON_ARRAY || !seeds->len || seeds->len > STUDY_MAX_SEEDS)
+        return tlm_fail(err, "the plan's study has no seeds (an array of 1 to %d integers)", STUDY_MAX_SEEDS);
+    for (size_t i = 0; i < seeds->len; i++) {
+        const tlm_json *x = &seeds->items[i];
+        if (x->type != TLM_JSON_NUMBER || !x->is_int || x->integer < 0 || x->integer > ((int64_t)1 << 53) - 1)
+            return tlm_fail(err, "the plan's seeds[%zu] is not a seed (0 to 2^53 - 1)", i);
+        for (int k = 0; k < p->nseeds; k++)
+            if (p->seeds[k] == x->integer) return tlm_fail(err, "the plan repeats seed %lld", (long long)x->integer);
+        p->seeds[p->nseeds++] = x->integer;
+    }
+    const tlm_json *train = tlm_json_get(s, "train");
+    if (train && train->type != TLM_JSON_NULL) {
+        if (train->type != TLM_JSON_OBJECT) return tlm_fail(err, "the plan's train is not an object");
+        const int64_t big = (int64_t)1 << 40;
+        if (!get_int(train, "steps", true, 1, big, "train", &p->steps, err) ||
+            !get_int(train, "batch", true, 1, 1 << 20, "train", &p->batch, err) ||
+            !get_int(train, "context", true, 1, 1 << 20, "train", &p->context, err))
+            return false;
+    }
+    if (!get_string(s, "data", true, where, &p->data, err) || !get_string(s, "val", true, where, &p->val, err) ||
+        !get_strings(s, "eval", STUDY_MAX_TEXTS, where, &p->eval, &p->neval, err) ||
+        !get_strings(s, "choices", STUDY_MAX_TEXTS, where, &p->choices, &p->nchoices, err) ||
+        !get_strings(s, "cloze", STUDY_MAX_TEXTS, where, &p->cloze, &p->ncloze, err) ||
+        !get_int(s, "eval_tokens", true, 1, (int64_t)1 << 40, where, &p->eval_tokens, err))
+        return false;
+    const tlm_json *vs = tlm_json_get(s, "variants");
+    if (!vs || vs->type != TLM_JSON_ARRAY || !vs->len || vs->len > STUDY_MAX_VARIANTS)
+        return tlm_fail(err, "the plan's study has no variants (an array of 1 to %d)", STUDY_MAX_VARIANTS);
+    if (!(p->variants = calloc(vs->len, sizeof *p->variants))) return tlm_fail(err, "out of memory");
+    for (size_t i = 0; i < vs->len; i++) {
+        if (!parse_variant(&vs->items[i], &p->variants[p->nvariants++], (int)i, err)) return false;
+        for (size_t k = 0; k < i; k++)
+            if (!strcmp(p->variants[k].name, p->variants[i].name))
+                return tlm_fail(err, "the plan has two variants named `%s`", p->variants[i].name);
+    }
+    if (!study_plan_variant(p, p->baseline))
+        return tlm_fail(err, "the plan's baseline `%.100s` is not one of its variants", p->baseline);
+    return true;
+}
+
+bool study_plan_parse(const char *json, size_t len, const char *want, study_plan *plan, tlm_err *err) {
+    memset(plan, 0, sizeof *plan);
+    tlm_err e = {""};
+    tlm_json *root = tlm_json_parse(json, len, &e);
+    if (!root) return tlm_fail(err, "the plan is not JSON: %s", e.msg);
+    bool ok = false;
+    const tlm_json *studies = tlm_json_get(root, "studies");
+    const tlm_json *file = tlm_json_get(root, "file");
+    const tlm_json *chosen = NULL;
+    if (!studies || studies->type != TLM_JSON_ARRAY) {
+        tlm_fail(err, "the plan has no \"studies\" array");
+        goto done;
+    }
+    for (size_t i = 0; i < studies->len; i++) {
+        const tlm_json *name = tlm_json_get(&studies->items[i], "name");
+        if (!want || (name && name->type == TLM_JSON_STRING && !strcmp(name->str, want))) {
+            if (chosen) {
+                tlm_strbuf names = {0};
+                for (size_t k = 0; k < studies->len; k++) {
+                    const tlm_json *n = tlm_json_get(&studies->items[k], "name");
+                    tlm_sb_printf(&names, "%s%s", k ? ", " : "", n && n->type == TLM_JSON_STRING ? n->str : "?");
+                }
+                tlm_fail(err, "the file has several studies (%s): name one with --study", names.buf ? names.buf : "");
+                tlm_sb_free(&names);
+                goto done;
+            }
+            chosen = &studies->items[i];
+        }
+    }
+    if (!chosen) {
+        if (want) tlm_fail(err, "the file has no study named `%s`", want);
+        else tlm_fail(err, "the file declares no study");
+        goto done;
+    }
+    if (chosen->type != TLM_JSON_OBJECT) {
+        tlm_fail(err, "the plan's study is not an object");
+        goto done;
+    }
+    ok = parse_study(chosen, file && file->type == TLM_JSON_STRING ? file->str : NULL, plan, err);
+done:
+    tlm_json_free(root);
+    if (!ok) study_plan_free(plan);
+    return ok;
+}
+
+static void free_strings(char **s, int n) {
+    for (int i = 0; i < n; i++) free(s[i]);
+    free(s);
+}
+
+void study_plan_free(study_plan *p) {
+    for (int i = 0; i < p->nvariants; i++) {
+        study_variant *v = &p->variants[i];
+        free(v->name), free(v->model), free(v->widths);
+        for (int k = 0; k < v->ndefines; k++) free(v->defines[k].name), free(v->defines[k].value);
+        free(v->defines);
+        free_strings(v->compile, v->ncompile);
+    }
+    free(p->variants);
+    free(p->file), free(p->name), free(p->baseline), free(p->data), free(p->val);
+    free_strings(p->eval, p->neval), free_strings(p->choices, p->nchoices), free_strings(p->cloze, p->ncloze);
+    memset(p, 0, sizeof *p);
+}
+
+const study_variant *study_plan_variant(const study_plan *plan, const char *name) {
+    for (int i = 0; i < plan->nvariants; i++)
+        if (!strcmp(plan->variants[i].name, name)) return &plan->variants[i];
+    return NULL;
+}
+
+char *study_plan_json(const study_plan *p) {
+    tlm_strbuf sb = {0};
+    tlm_sb_puts(&sb, "{\"file\": ");
+    study_json_string(&sb, p->file);
+    tlm_sb_puts(&sb, ", \"studies\": [{\"name\": ");
+    study_json_string(&sb, p->name);
+    tlm_sb_puts(&sb, ", \"baseline\": ");
+    study_json_string(&sb, p->baseline);
+    tlm_sb_puts(&sb, ",\n  \"seeds\": [");
+    for (int i = 0; i < p->nseeds; i++) tlm_sb_printf(&sb, "%s%lld", i ? ", " : "", (long long)p->seeds[i]);
+    tlm_sb_puts(&sb, "], \"train\": {");
+    const char *keys[] = {"steps", "batch", "context"};
+    const int64_t values[] = {p->steps, p->batch, p->context};
+    for (int i = 0, n = 0; i < 3; i++)
+        if (values[i] > 0) tlm_sb_printf(&sb, "%s\"%s\": %lld", n++ ? ", " : "", keys[i], (long long)values[i]);
+    tlm_sb_puts(&sb, "},\n  \"data\": ");
+    study_json_string(&sb, p->data);
+    tlm_sb_puts(&sb, ", \"val\": ");
+    study_json_string(&sb, p->val);
+    tlm_sb_puts(&sb, ", \"eval\": ");
+    study_json_strings(&sb, p->eval, p->neval);
+    tlm_sb_puts(&sb, ", \"choices\": ");
+    study_json_strings(&sb, p->choices, p->nchoices);
+    tlm_sb_puts(&sb, ", \"cloze\": ");
+    study_json_strings(&sb, p->cloze, p->ncloze);
+    if (p->eval_tokens > 0) tlm_sb_printf(&sb, ", \"eval_tokens\": %lld", (long long)p->eval_tokens);
+    tlm_sb_puts(&sb, ",\n  \"variants\": [");
+    for (int i = 0; i < p->nvariants; i++) {
+        const study_variant *v = &p->variants[i];
+        tlm_sb_puts(&sb, i ? ",\n    {" : "\n    {");
+        study_json_variant(&sb, v);
+        if (v->compile) {
+            tlm_sb_puts(&sb, ", \"compile\": ");
+            study_json_strings(&sb, v->compile, v->ncompile);
+        }
+        tlm_sb_puts(&sb, "}");
+    }
+    tlm_sb_puts(&sb, "]}]}\n");
+    if (sb.oom) {
+        tlm_sb_free(&sb);
+        return NULL;
+    }
+    return sb.buf;
+}

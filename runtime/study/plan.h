@@ -1,0 +1,66 @@
+/* A study's plan: what `tlmc FILE.tlm --plan` prints (docs/studies.md), read
+ * into memory. One study of the file: its variants (each a model with its
+ * params, FLOPs and widths, all checked by tlmc), the baseline, the seeds,
+ * the training settings and the data to train, validate and evaluate on.
+ *
+ * A variant may carry "compile": [ARGS...]: then it is compiled with
+ * `tlmc FILE ARGS... -o V.so` instead of `tlmc FILE --study NAME --variant
+ * V -o V.so` (the way tests drive the runner with a hand-written plan, and
+ * a way to put any compiled model into a study). */
+#ifndef TLM_STUDY_PLAN_H
+#define TLM_STUDY_PLAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tlm_rt/error.h"
+
+enum { STUDY_MAX_SEEDS = 64, STUDY_MAX_VARIANTS = 256, STUDY_MAX_TEXTS = 15 };
+
+typedef struct study_define {
+    char *name, *value;
+} study_define;
+
+typedef struct study_variant {
+    char *name;  /* a folder name: letters, digits, '_', '-', '.' (not first), '=', ',' */
+    char *model; /* the model it compiles */
+    study_define *defines;
+    int ndefines;
+    int64_t params, mlp_params, flops_per_token;
+    int64_t *widths; /* d_ff per layer */
+    int nwidths;
+    char **compile; /* NULL, or tlmc's arguments for this variant */
+    int ncompile;
+} study_variant;
+
+typedef struct study_plan {
+    char *file;     /* the .tlm file, absolute */
+    char *name;     /* the study */
+    char *baseline; /* a variant's name */
+    int64_t seeds[STUDY_MAX_SEEDS];
+    int nseeds;
+    int64_t steps, batch, context; /* 0: the model's default */
+    char *data, *val;              /* NULL: the bundled corpora / (val) none given */
+    char **eval, **choices, **cloze;
+    int neval, nchoices, ncloze;
+    int64_t eval_tokens; /* tokens of each text to evaluate (eval --max-tokens); 0: the default */
+    study_variant *variants;
+    int nvariants;
+} study_plan;
+
+/* Reads the plan JSON and takes the study named want (NULL: the file's
+ * only study; several is an error naming them). false with a one-line
+ * reason (a missing or mistyped field names it). */
+bool study_plan_parse(const char *json, size_t len, const char *want, study_plan *plan, tlm_err *err);
+void study_plan_free(study_plan *plan);
+
+/* The variant named name, or NULL. */
+const study_variant *study_plan_variant(const study_plan *plan, const char *name);
+
+/* The plan as canonical JSON (fields in a fixed order), malloc'd: what
+ * OUT/plan.json holds and the study's identity hashes. NULL when out of
+ * memory. */
+char *study_plan_json(const study_plan *plan);
+
+#endif

@@ -1,0 +1,363 @@
+/* Running a study: the folder, the plan it was made for, the pool of runs
+ * and each run's stages (runner.h). */
+#include "runner.h"
+
+#include <errno.h>
+#include <ftw.h>
+#include <inttypes.h>
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "compile.h"
+#include "files.h"
+#include "finish.h"
+#include "progress.h"
+#include "run_result.h"
+#include "spawn.h"
+
+/* ---- the folder and its plan ---- */
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+    (void)st, (void)flag, (void)ftw;
+    return remove(path);
+}
+
+/* OUT/plan.json is the plan OUT was made for: another one is refused
+ * (force: the old runs and results are removed, the models kept: their
+ * hashes tell whether they still fit). */
+static bool check_plan(const study_plan *plan, const char *json, const study_options *o, bool *refused, tlm_err *err) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/plan.json", o->out);
+    size_t n;
+    tlm_err e = {""};
+    char *old = study_read_file(path, &n, &e);
+    if (!old && errno != ENOENT) return tlm_fail(err, "%s", e.msg);
+    if (old && strcmp(old, json) != 0) {
+        if (!o->force) {
+            study_plan prev;
+            char what[300] = "its plan differs (the .tlm file or the plan changed)";
+            if (study_plan_parse(old, n, NULL, &prev, &e)) {
+                if (prev.steps != plan->steps)
+                    snprintf(what, sizeof what, "it was made for %" PRId64 " steps, not %" PRId64, prev.steps,
+                             plan->steps);
+                else if (prev.nseeds != plan->nseeds ||
+                         memcmp(prev.seeds, plan->seeds, sizeof(int64_t) * (size_t)plan->nseeds))
+                    snprintf(what, sizeof what, "it was made for %d seeds, not %d (or other seeds)", prev.nseeds,
+                             plan->nseeds);
+                else if (strcmp(prev.name, plan->name))
+                    snprintf(what, sizeof what, "it holds the study `%.100s`", prev.name);
+                study_plan_free(&prev);
+            }
+            free(old);
+            *refused = true;
+            return tlm_fail(err,
+                            "%s holds another run of this study: %s; use another --out, or --force to discard "
+                            "its runs and start over",
+                            o->out, what);
+        }
+        const char *gone[] = {"runs", "results.json", "results.md"};
+        for (size_t i = 0; i < sizeof gone / sizeof *gone; i++) {
+            snprintf(path, sizeof path, "%s/%s", o->out, gone[i]);
+            if (study_exists(path) && nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0) {
+                free(old);
+                return tlm_fail(err, "%s: cannot remove it: %s", path, strerror(errno));
+            }
+        }
+        snprintf(path, sizeof path, "%s/plan.json", o->out);
+    }
+    free(old);
+    return tlm_write_file_atomic(path, json, strlen(json), err);
+}
+
+/* ---- runs ---- */
+
+enum stage { STAGE_TRAIN, STAGE_EVAL, STAGE_PROBE, STAGE_DONE };
+static const char *const stage_names[] = {"training", "evaluation", "probe"};
+
+typedef struct run {
+    const study_variant *variant;
+    int64_t seed;
+    char dir[4200], model[4400];
+    enum stage stage;
+    pid_t pid;
+    double started;
+} run;
+
+static void path_in(char *out, size_t n, const run *r, const char *name) { snprintf(out, n, "%s/%s", r->dir, name); }
+
+static int want_of(const study_plan *p, int want[STUDY_NKINDS]) {
+    want[STUDY_TEXT] = p->neval + (p->val != NULL);
+    want[STUDY_CHOICES] = p->nchoices;
+    want[STUDY_CLOZE] = p->ncloze;
+    return want[STUDY_TEXT] + want[STUDY_CHOICES] + want[STUDY_CLOZE];
+}
+
+/* A result.json that belongs to this run of this plan. */
+static bool result_valid(const study_plan *p, const run *r) {
+    char path[4300];
+    path_in(path, sizeof path, r, "result.json");
+    size_t n;
+    tlm_err e;
+    char *text = study_read_file(path, &n, &e);
+    if (!text) return false;
+    study_run res;
+    bool ok = study_run_parse(&res, text, n, &e);
+    free(text);
+    if (!ok) return false;
+    int want[STUDY_NKINDS];
+    want_of(p, want);
+    ok = !strcmp(res.variant, r->variant->name) && res.seed == r->seed && res.steps == p->steps &&
+         res.has_val == (p->val != NULL);
+    for (int k = 0; k < STUDY_NKINDS; k++) ok = ok && res.nscores[k] == want[k];
+    study_run_free(&res);
+    return ok;
+}
+
+/* The arguments of the run's current stage; strings live in buf. */
+typedef struct args {
+    char *argv[128];
+    int argc;
+    char buf[8][64];
+    int nbuf;
+} args;
+
+static void add(args *a, const char *s) {
+    if (a->argc < 126) a->argv[a->argc++] = (char *)s;
+    a->argv[a->argc] = NULL;
+}
+
+static const char *num(args *a, int64_t v) {
+    snprintf(a->buf[a->nbuf], sizeof a->buf[0], "%" PRId64, v);
+    return a->buf[a->nbuf++];
+}
+
+static void train_args(args *a, const study_plan *p, const study_options *o, const run *r, const char *log,
+                       bool resume) {
+    add(a, o->tlm_run), add(a, "train"), add(a, r->model), add(a, "--ckpt"), add(a, r->dir);
+    if (p->steps) add(a, "--steps"), add(a, num(a, p->steps));
+    if (resume) {
+        /* everything else comes from the checkpoint, the threads included: a
+         * resumed run repeats an uninterrupted one bit for bit */
+        add(a, "--resume");
+        return;
+    }
+    add(a, "--overwrite"), add(a, "--seed"), add(a, num(a, r->seed)), add(a, "--log"), add(a, log);
+    add(a, "--threads"), add(a, num(a, o->threads));
+    if (p->batch) add(a, "--batch"), add(a, num(a, p->batch));
+    if (p->context) add(a, "--context"), add(a, num(a, p->context));
+    if (p->data) add(a, "--data"), add(a, p->data);
+    if (p->val) add(a, "--val"), add(a, p->val);
+}
+
+/* tlm-run COMMAND MODEL --ckpt DIR --json --threads N, then what only the
+ * command takes: eval the texts, sets and token limit, probe the text. */
+static void evaluation_args(args *a, const char *command, const study_plan *p, const study_options *o, const run *r) {
+    add(a, o->tlm_run), add(a, command), add(a, r->model), add(a, "--ckpt"), add(a, r->dir), add(a, "--json");
+    add(a, "--threads"), add(a, num(a, o->threads));
+    if (p->val) add(a, "--data"), add(a, p->val);
+    if (strcmp(command, "eval")) return;
+    if (p->eval_tokens) add(a, "--max-tokens"), add(a, num(a, p->eval_tokens));
+    for (int i = 0; i < p->neval; i++) add(a, "--data"), add(a, p->eval[i]);
+    for (int i = 0; i < p->nchoices; i++) add(a, "--choices"), add(a, p->choices[i]);
+    for (int i = 0; i < p->ncloze; i++) add(a, "--cloze"), add(a, p->cloze[i]);
+}
+
+/* Starts the run's current stage (skipping an evaluation with nothing to
+ * evaluate). */
+static bool start_stage(run *r, const study_plan *p, const study_options *o, tlm_err *err) {
+    args a = {.argc = 0};
+    char out[4300], errp[4300], log[4300], ckpt[4300];
+    int want[STUDY_NKINDS];
+    if (r->stage == STAGE_EVAL && want_of(p, want) == 0) r->stage = STAGE_PROBE;
+    switch (r->stage) {
+    case STAGE_TRAIN:
+        path_in(log, sizeof log, r, "log.jsonl");
+        path_in(ckpt, sizeof ckpt, r, "checkpoint.safetensors");
+        train_args(&a, p, o, r, log, study_exists(ckpt));
+        path_in(out, sizeof out, r, "train.out");
+        r->pid = study_spawn(a.argv, out, true, NULL, err);
+        break;
+    case STAGE_EVAL:
+    case STAGE_PROBE: {
+        bool eval = r->stage == STAGE_EVAL;
+        evaluation_args(&a, eval ? "eval" : "probe", p, o, r);
+        path_in(out, sizeof out, r, eval ? "eval.jsonl" : "probe.json");
+        path_in(errp, sizeof errp, r, eval ? "eval.err" : "probe.err");
+        remove(errp);
+        r->pid = study_spawn(a.argv, out, false, errp, err);
+        break;
+    }
+    case STAGE_DONE: return true;
+    }
+    return r->pid > 0;
+}
+
+/* Reads the log and the outputs into result.json. */
+static bool write_result(const run *r, const study_plan *p, tlm_err *err) {
+    study_run res = {.variant = r->variant->name, .seed = r->seed, .steps = p->steps, .has_val = p->val != NULL};
+    int want[STUDY_NKINDS];
+    want_of(p, want);
+    bool ok = study_run_collect(&res, r->dir, want, err);
+    char *json = ok ? study_run_json(&res) : NULL;
+    if (ok && !json) ok = tlm_fail(err, "out of memory");
+    if (ok) {
+        char path[4300];
+        path_in(path, sizeof path, r, "result.json");
+        ok = tlm_write_file_atomic(path, json, strlen(json), err);
+    }
+    free(json);
+    res.variant = NULL;
+    study_run_free(&res);
+    return ok;
+}
+
+/* The stage's failure as one line: the program's last words and where to look. */
+static void stage_failed(const run *r, int status, tlm_err *err) {
+    static const char *const outputs[] = {"train.out", "eval.err", "probe.err"};
+    char path[4300], last[300];
+    path_in(path, sizeof path, r, outputs[r->stage]);
+    study_last_line(path, last, sizeof last);
+    tlm_fail(err, "%s seed %" PRId64 ": %s failed (exit %d): %s (see %s)", r->variant->name, r->seed,
+             stage_names[r->stage], status, last, path);
+}
+
+/* Sends sig to every running child. */
+static void signal_all(run *runs, int n, int sig) {
+    for (int i = 0; i < n; i++)
+        if (runs[i].pid > 0) kill(runs[i].pid, sig);
+}
+
+static void pause_briefly(void) {
+    struct timespec t = {0, 100 * 1000 * 1000};
+    nanosleep(&t, NULL);
+}
+
+static bool run_pool(run *runs, int nruns, const study_plan *p, const study_options *o, study_progress *pr,
+                     bool *stopped, tlm_err *err) {
+    int next = 0;
+    bool failed = false, signalled = false;
+    for (;;) {
+        if (*o->stop && !signalled) {
+            signal_all(runs, nruns, o->stop[0] == SIGTERM ? SIGTERM : SIGINT);
+            signalled = true;
+            *stopped = true;
+        }
+        while (!failed && !signalled && pr->running < o->jobs && next < nruns) {
+            run *r = &runs[next++];
+            if (r->stage == STAGE_DONE) continue;
+            r->started = study_now();
+            char ckpt[4300];
+            path_in(ckpt, sizeof ckpt, r, "checkpoint.safetensors");
+            const char *what = r->stage != STAGE_TRAIN ? stage_names[r->stage]
+                               : study_exists(ckpt)    ? "resuming from its checkpoint"
+                                                       : "training";
+            if (!start_stage(r, p, o, err)) {
+                failed = true;
+                signal_all(runs, nruns, SIGINT); /* the others stop at a checkpoint */
+                break;
+            }
+            study_progress_run_started(pr, r->started);
+            study_progress_event(pr, "%s seed %" PRId64 ": %s", r->variant->name, r->seed, what);
+        }
+        if (pr->running == 0) break;
+        int status;
+        pid_t pid = waitpid(-1, &status, WNOHANG);
+        if (pid == 0 || (pid < 0 && errno == EINTR)) {
+            study_progress_draw(pr, false);
+            pause_briefly();
+            continue;
+        }
+        if (pid < 0) break; /* no children left (ECHILD) */
+        run *r = NULL;
+        for (int i = 0; i < nruns; i++)
+            if (runs[i].pid == pid) r = &runs[i];
+        if (!r) continue; /* a converter or tlmc reaped late: not ours here */
+        r->pid = 0;
+        int rc = study_exit_status(status);
+        if (signalled || failed) {
+            study_progress_run_ended(pr, r->started, false);
+            continue;
+        }
+        if (rc != 0) {
+            study_progress_run_ended(pr, r->started, false);
+            stage_failed(r, rc, err);
+            failed = true;
+            signal_all(runs, nruns, SIGINT); /* the others stop at a checkpoint */
+            continue;
+        }
+        r->stage++;
+        if (r->stage == STAGE_DONE) {
+            bool written = write_result(r, p, err);
+            study_progress_run_ended(pr, r->started, written);
+            if (!written) {
+                failed = true;
+                signal_all(runs, nruns, SIGINT);
+                continue;
+            }
+            char took[32];
+            study_duration(took, sizeof took, study_now() - r->started);
+            study_progress_event(pr, "%s seed %" PRId64 ": done in %s", r->variant->name, r->seed, took);
+        } else if (!start_stage(r, p, o, err)) {
+            study_progress_run_ended(pr, r->started, false);
+            failed = true;
+            signal_all(runs, nruns, SIGINT);
+        }
+    }
+    return !failed;
+}
+
+study_outcome study_execute(const study_plan *plan, const study_options *o, tlm_err *err) {
+    char models[4200], path[4300];
+    snprintf(models, sizeof models, "%s/models", o->out);
+    if (!study_make_dirs(models, err)) return STUDY_FAILED;
+    char *json = study_plan_json(plan);
+    if (!json) return tlm_fail(err, "out of memory"), STUDY_FAILED;
+    bool refused = false, ok = check_plan(plan, json, o, &refused, err);
+    free(json);
+    if (!ok) return refused ? STUDY_REFUSED : STUDY_FAILED;
+    if (!getenv("OMP_WAIT_POLICY")) setenv("OMP_WAIT_POLICY", "PASSIVE", 1); /* docs/runtime.md, shared cores */
+
+    int nruns = plan->nvariants * plan->nseeds;
+    study_progress pr;
+    study_progress_init(&pr, o->progress, plan->name, nruns, o->jobs);
+    if (!study_compile(plan, o->tlmc, models, &pr, o->stop, err)) {
+        study_progress_end(&pr);
+        return *o->stop ? STUDY_STOPPED : STUDY_FAILED;
+    }
+    if (*o->stop) {
+        study_progress_end(&pr);
+        return STUDY_STOPPED;
+    }
+    run *runs = calloc((size_t)nruns, sizeof *runs);
+    if (!runs) return tlm_fail(err, "out of memory"), STUDY_FAILED;
+    int reused = 0;
+    for (int v = 0; v < plan->nvariants; v++)
+        for (int s = 0; s < plan->nseeds; s++) {
+            run *r = &runs[v * plan->nseeds + s];
+            r->variant = &plan->variants[v], r->seed = plan->seeds[s];
+            snprintf(r->dir, sizeof r->dir, "%s/runs/%s/seed%" PRId64, o->out, r->variant->name, r->seed);
+            snprintf(r->model, sizeof r->model, "%s/%s.so", models, r->variant->name);
+            if (result_valid(plan, r)) {
+                r->stage = STAGE_DONE;
+                study_progress_run_reused(&pr);
+                reused++;
+            } else if (!study_make_dirs(r->dir, err)) {
+                free(runs);
+                return STUDY_FAILED;
+            }
+        }
+    if (reused) study_progress_event(&pr, "%d of %d runs already done in %s", reused, nruns, o->out);
+    bool stopped = false;
+    ok = run_pool(runs, nruns, plan, o, &pr, &stopped, err);
+    study_progress_end(&pr);
+    free(runs);
+    if (stopped) return STUDY_STOPPED;
+    if (!ok) return STUDY_FAILED;
+    snprintf(path, sizeof path, "%s", o->out);
+    return study_finish(plan, path, true, o->progress, err) ? STUDY_DONE : STUDY_FAILED;
+}

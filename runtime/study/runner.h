@@ -1,0 +1,42 @@
+/* Running a study (docs/studies.md): compile every variant into
+ * OUT/models/VARIANT.so (skipped when up to date), train every (variant,
+ * seed) with `tlm-run train` as child processes, at most `jobs` at a time,
+ * evaluate each finished run (`eval --json`, `probe --json`) into
+ * OUT/runs/VARIANT/seedS/result.json, then write results.json, results.md
+ * and the plots.
+ *
+ * Resumable at any point: a run whose result.json is present and valid is
+ * reused; one with a checkpoint continues with `train --resume`; one
+ * without starts afresh with `--overwrite`; its evaluation is redone when
+ * the result is missing. OUT/plan.json holds the plan the folder was made
+ * for: another plan (other --steps or --seeds, a changed study) is refused
+ * unless force, which discards the old runs. */
+#ifndef TLM_STUDY_RUNNER_H
+#define TLM_STUDY_RUNNER_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "plan.h"
+
+typedef struct study_options {
+    const char *tlmc;    /* the compiler */
+    const char *tlm_run; /* this program, for train, eval and probe */
+    const char *out;     /* the study's folder */
+    int jobs;            /* runs at a time */
+    int threads;         /* CPU threads per run */
+    bool force;          /* discard runs of another plan */
+    FILE *progress;      /* where the progress line goes */
+    volatile sig_atomic_t *stop; /* set by a signal handler: stop the children and return */
+} study_options;
+
+typedef enum study_outcome { STUDY_DONE, STUDY_FAILED, STUDY_REFUSED, STUDY_STOPPED } study_outcome;
+
+/* Runs the study to its end. STUDY_FAILED (a child failed, a file could
+ * not be written) and STUDY_REFUSED (the folder holds another plan) come
+ * with a message in err; STUDY_STOPPED when *stop was set (the children
+ * were stopped, each training with a checkpoint). */
+study_outcome study_execute(const study_plan *plan, const study_options *o, tlm_err *err);
+
+#endif

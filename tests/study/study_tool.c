@@ -1,0 +1,97 @@
+/* The study library's pieces, driven from tests/study/check.py:
+ *   study_tool stats                    t quantiles, incomplete beta, means, sds and
+ *                                       paired intervals of fixed numbers, as JSON
+ *   study_tool collect DIR VARIANT SEED STEPS HAS_VAL NTEXT NCHOICES NCLOZE
+ *                                       DIR's log.jsonl, eval.jsonl and probe.json
+ *                                       read as the runner reads them: result.json on stdout
+ *   study_tool finish PLAN.json DIR     results.json, results.md and the plots from
+ *                                       DIR/runs/VARIANT/seedS/result.json (no PNG)
+ * Exit 0, or 1 with the library's message. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "files.h"
+#include "finish.h"
+#include "plan.h"
+#include "run_result.h"
+#include "stats.h"
+
+static void put(const char *key, double v, int *n) { printf("%s\"%s\": %.17g", (*n)++ ? ",\n " : "{", key, v); }
+
+static int stats(void) {
+    static const double dofs[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 15, 20, 25, 30, 40, 60, 120, 1000, 2.5, 0.5};
+    static const double ps[] = {0.975, 0.95, 0.995, 0.9, 0.6, 0.999, 0.025};
+    int n = 0;
+    char key[64];
+    for (size_t i = 0; i < sizeof dofs / sizeof *dofs; i++)
+        for (size_t j = 0; j < sizeof ps / sizeof *ps; j++) {
+            snprintf(key, sizeof key, "t %g %g", ps[j], dofs[i]);
+            put(key, study_t_quantile(ps[j], dofs[i]), &n);
+        }
+    static const double betas[][3] = {{0.5, 0.5, 0.3}, {2, 3, 0.4}, {10, 0.5, 0.9}, {0.5, 10, 0.01}, {50, 60, 0.45}};
+    for (size_t i = 0; i < sizeof betas / sizeof *betas; i++) {
+        snprintf(key, sizeof key, "beta %g %g %g", betas[i][0], betas[i][1], betas[i][2]);
+        put(key, study_beta_inc(betas[i][0], betas[i][1], betas[i][2]), &n);
+    }
+    /* validation losses of a baseline and a variant over five seeds */
+    static const double base[] = {2.3456, 2.3391, 2.3512, 2.3470, 2.3403};
+    static const double var[] = {2.3301, 2.3342, 2.3395, 2.3288, 2.3350};
+    for (int k = 1; k <= 5; k++) {
+        study_paired d = study_paired_diff(var, base, k, 0.95);
+        snprintf(key, sizeof key, "mean %d", k), put(key, study_mean(var, k), &n);
+        if (k > 1) {
+            snprintf(key, sizeof key, "sd %d", k), put(key, study_sd(var, k), &n);
+            snprintf(key, sizeof key, "low %d", k), put(key, d.low, &n);
+            snprintf(key, sizeof key, "high %d", k), put(key, d.high, &n);
+            snprintf(key, sizeof key, "half %d", k), put(key, d.half_width, &n);
+        }
+        snprintf(key, sizeof key, "diff %d", k), put(key, d.mean, &n);
+        printf(",\n \"verdict %d\": \"%s\"", k, study_verdict(&d, true));
+    }
+    printf("}\n");
+    return 0;
+}
+
+static int collect(char **argv) {
+    study_run r = {.variant = argv[0], .seed = atoll(argv[1]), .steps = atoll(argv[2]), .has_val = atoi(argv[3])};
+    int want[STUDY_NKINDS] = {atoi(argv[4]), atoi(argv[5]), atoi(argv[6])};
+    tlm_err err = {""};
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", argv[-1]);
+    bool ok = study_run_collect(&r, dir, want, &err);
+    if (ok) {
+        char *json = study_run_json(&r);
+        fputs(json, stdout);
+        free(json);
+    } else fprintf(stderr, "study_tool: %s\n", err.msg);
+    r.variant = NULL; /* argv's */
+    study_run_free(&r);
+    return ok ? 0 : 1;
+}
+
+static int finish(const char *plan_path, const char *dir) {
+    tlm_err err = {""};
+    size_t n;
+    char *text = study_read_file(plan_path, &n, &err);
+    study_plan plan;
+    if (!text || !study_plan_parse(text, n, NULL, &plan, &err)) {
+        fprintf(stderr, "study_tool: %s\n", err.msg);
+        free(text);
+        return 1;
+    }
+    free(text);
+    bool ok = study_finish(&plan, dir, false, stdout, &err);
+    study_plan_free(&plan);
+    if (!ok) fprintf(stderr, "study_tool: %s\n", err.msg);
+    return ok ? 0 : 1;
+}
+
+int main(int argc, char **argv) {
+    if (argc == 2 && !strcmp(argv[1], "stats")) return stats();
+    if (argc == 10 && !strcmp(argv[1], "collect")) return collect(argv + 3);
+    if (argc == 4 && !strcmp(argv[1], "finish")) return finish(argv[2], argv[3]);
+    fprintf(stderr, "usage: study_tool stats | collect DIR VARIANT SEED STEPS HAS_VAL NTEXT NCHOICES NCLOZE | "
+                    "finish PLAN.json DIR\n");
+    return 2;
+}
