@@ -225,6 +225,7 @@ static bool check_header(const uint8_t *blob, size_t size, blob_view *v, tlm_err
 static bool check_settings(const blob_view *v, tlm_err *err) {
     const tlm_abi_config *m = v->config;
     if (!string_ok(v, m->name)) return tlm_fail(err, "model descriptor: bad model name");
+    if (!string_ok(v, m->tokenizer)) return tlm_fail(err, "model descriptor: bad tokenizer path");
     if (m->mixer >= TLM_MIXER_COUNT || m->mlp >= TLM_MLP_COUNT || m->gate >= TLM_GATE_COUNT || m->tie_embeddings > 1 ||
         m->ncms > sizeof m->cms / sizeof m->cms[0])
         return tlm_fail(err, "model descriptor: a model setting (mixer, mlp, gate, tie_embeddings or CMS "
@@ -703,6 +704,7 @@ bool tlm_blob_read(const uint8_t *blob, size_t size, tlm_so_tables *t, tlm_err *
         .nbuffers = h->nbuffers,
         .nops = h->nops,
         .model_name = v.strings + v.config->name,
+        .tokenizer_path = v.config->tokenizer ? v.strings + v.config->tokenizer : NULL,
         .param_names = names,
         .kernel_symbols = names + h->nparams,
         .buffer_names = names + h->nparams + h->nkernels,

@@ -40,6 +40,7 @@
     uint32_t nlayers, nparams, nkernels, nbuffers, nops; \
     const int64_t *plan_offsets[TLM_PLAN_COUNT];         \
     const char *model_name;                              \
+    const char *tokenizer_path; /* NULL: none */         \
     const char *const *param_names;                      \
     const char *const *kernel_symbols;                   \
     const char *const *buffer_names;

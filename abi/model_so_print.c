@@ -30,6 +30,11 @@ void tlm_so_print_config(FILE *out, const tlm_so_tables *t) {
         for (uint32_t i = 0; i < m->ncms; i++) fprintf(out, " %lld", (long long)m->cms[i]);
         fputs(" steps\n", out);
     }
+    if (t->tokenizer_path) {
+        fprintf(out, "  tokenizer %s (", t->tokenizer_path);
+        for (int i = 0; i < 8; i++) fprintf(out, "%02x", m->tokenizer_hash[i]);
+        fputs("...)\n", out);
+    }
     if (m->budget_width)
         fprintf(out, "  quantum %lld, budget uniform(%lld), met exactly\n", (long long)m->quantum,
                 (long long)m->budget_width);

@@ -29,7 +29,7 @@
 #include "tlm_ops.h"
 
 #define TLM_ABI_MAGIC 0x314D4C54u          /* "TLM1" */
-#define TLM_ABI_VERSION 3u                 /* 3: attention saves lse, not probs */
+#define TLM_ABI_VERSION 4u                 /* 3: attention saves lse, not probs; 4: the model's tokenizer */
 
 #define TLM_SYM_MAGIC "tlm_abi_magic"
 #define TLM_SYM_VERSION "tlm_abi_version"
@@ -143,11 +143,14 @@ typedef struct tlm_blob_header {
 typedef struct tlm_abi_config {
     uint32_t name;            /* string offset */
     uint32_t mixer, mlp, gate, tie_embeddings, ncms;  /* gate: 0 elementwise, 1 head-wise */
+    uint32_t tokenizer;       /* string: the tokenizer file's absolute path (`tokenizer = "..."`); 0: none */
+    uint32_t reserved;
     int64_t vocab, context, d_model, layers, heads, head_dim, quantum, chunk;
     int64_t budget_width;     /* 0: no budget */
     int64_t cms[8];
     double norm_eps, rope_base, inner_lr;
     int64_t param_floats;     /* size of the parameter block */
+    uint8_t tokenizer_hash[32]; /* the tokenizer's identity (runtime/tokenizer/tokenizer.h) when it has one */
 } tlm_abi_config;
 
 typedef struct tlm_abi_train {

@@ -5,6 +5,7 @@
 #include "blob.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "model_so.h"
 #include "xalloc.h"
@@ -31,6 +32,7 @@ static tlm_abi_config config_record(const ir_model *ir) {
     am.rope_base = m->rope_base;
     am.inner_lr = m->inner_lr;
     am.param_floats = ir->param_floats;
+    if (m->tokenizer) memcpy(am.tokenizer_hash, m->tokenizer_hash, sizeof am.tokenizer_hash);
     return am;
 }
 
@@ -57,6 +59,7 @@ uint8_t *blob_write(const ir_model *ir, size_t *size) {
         .nops = (uint32_t)ir->nops,
         .plan_offsets = {[TLM_PLAN_TRAIN] = ir->train.offsets, [TLM_PLAN_INFER] = ir->infer.offsets},
         .model_name = m->name,
+        .tokenizer_path = m->tokenizer,
         .param_names = ir->param_names,
         .kernel_symbols = (const char *const *)ir->kernel_symbols,
         .buffer_names = ir->buffer_names,

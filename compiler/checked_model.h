@@ -30,7 +30,7 @@ typedef struct checked_model {
     bool warn_nonmonotone;
 
     const char *tokenizer;         /* `tokenizer = "..."`: the absolute path, or NULL */
-    uint8_t tokenizer_hash[32];    /* its identity (checked at compile time, not stored in model.so) */
+    uint8_t tokenizer_hash[32];    /* its identity (model.so records both) */
 
     bool has_budget;
     int64_t budget_width;          /* uniform(W) */

@@ -287,6 +287,25 @@ bool corpus_same_tokenizer(const corpus_info *info, const char *name, const char
                     ckpt_bytes ? "" : "tokenizer ", ckpt_tokenizer);
 }
 
+bool corpus_fits_model(const corpus_info *info, const char *name, const tlm_so *so, tlm_err *err) {
+    if (!so->tokenizer_path) return true;
+    char hex[65];
+    for (int i = 0; i < 32; i++) snprintf(hex + 2 * i, 3, "%02x", so->config->tokenizer_hash[i]);
+    if (!strcmp(info->tokenizer, hex)) return true;
+    if (!info->shards)
+        return tlm_fail(err,
+                        "%s is text, but the model reads tokens of its tokenizer %s; tokenize it first: tlm-run "
+                        "tokenize --tokenizer %s DATA -o corpus.bin",
+                        name, so->tokenizer_path, so->tokenizer_path);
+    return tlm_fail(err, "%s: tokenized with tokenizer %.16s..., but the model's tokenizer %s is %.16s...", name,
+                    info->tokenizer, so->tokenizer_path, hex);
+}
+
+const char *corpus_tokenizer_path(const char *flag, const tlm_so *so, const char *ckpt_tokenizer) {
+    if (flag || strcmp(ckpt_tokenizer, "bytes") == 0) return flag;
+    return so->tokenizer_path;
+}
+
 /* --ckpt names the file itself when it is one, or when it ends in
  * .safetensors (so that a missing one is reported as that file). */
 static bool is_file(const char *p) {

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "model_so.h"
 #include "tlm_rt/data.h"
 
 enum corpus_role { CORPUS_TRAIN, CORPUS_VALID };
@@ -44,6 +45,17 @@ bool corpus_load(tlm_dataset *ds, const char *path, enum corpus_role role, int64
  * ckpt_tokenizer (load_checkpoint's): false with a message naming both. */
 bool corpus_same_tokenizer(const corpus_info *info, const char *name, const char *ckpt_tokenizer, const char *ckpt_path,
                            tlm_err *err);
+
+/* Whether the model may train on data of info: any data when its .tlm names
+ * no tokenizer; else only shards of that tokenizer (same hash). false with
+ * a message (for text: how to tokenize it). */
+bool corpus_fits_model(const corpus_info *info, const char *name, const tlm_so *so, tlm_err *err);
+
+/* The tokenizer that text for a checkpoint goes through: --tokenizer's
+ * value (flag), else, for a checkpoint trained on tokens (ckpt_tokenizer
+ * not "bytes"), the model's own (`tokenizer = "..."` in its .tlm), else
+ * NULL. */
+const char *corpus_tokenizer_path(const char *flag, const tlm_so *so, const char *ckpt_tokenizer);
 
 /* The checkpoint file of a --ckpt argument: DIR/checkpoint.safetensors, or
  * the argument itself when it names a file (or ends in .safetensors);

@@ -10,6 +10,7 @@
 
 #include "args.h"
 #include "commands.h"
+#include "corpus.h"
 #include "device_flag.h"
 #include "load.h"
 #include "tlm_rt/ops.h"
@@ -179,7 +180,9 @@ int cmd_sample(int argc, char **argv) {
     else {
         char tokenizer[65];
         rc = load_checkpoint("sample", &so, ckpt, &m, path, sizeof path, &step, tokenizer);
-        if (!rc) rc = load_checkpoint_tokenizer("sample", tok_path, tokenizer, path, &tok);
+        if (!rc)
+            rc = load_checkpoint_tokenizer("sample", corpus_tokenizer_path(tok_path, &so, tokenizer), tokenizer, path,
+                                           &tok);
     }
     /* Only ids that print can be drawn: bytes for a model trained on text,
      * the tokenizer's ids (at most the model's) for one trained on tokens. */

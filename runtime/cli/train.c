@@ -363,6 +363,10 @@ static int setup(run *r) {
                        r->train_info.shards ? "with tokenizer " : "as ", r->train_info.tokenizer);
         goto out;
     }
+    if (!corpus_fits_model(&r->train_info, r->train_name, &r->so, &err)) {
+        rc = cli_error("train", "%s", err.msg);
+        goto out;
+    }
     fingerprint_data(r);
 
     /* The optimizer's state and the step's token buffers live as long as

@@ -751,6 +751,23 @@ assert nb > 1.5 * n   # a BPE token covers several bytes: bits/byte well below l
   "$run" tokenizer train --vocab 300 "$austen/persuasion.txt" -o "$tmp/tok300.json" 2>/dev/null
   expect 1 "was trained with tokenizer" "sample through another tokenizer" -- \
     "$run" sample "$tmp/bpe.so" --ckpt "$tmp/c" --tokenizer "$tmp/tok300.json" --length 5
+
+  # The model names its tokenizer (`tokenizer = "tok.json"` in its .tlm,
+  # vocab derived): model.so records the path and hash; train takes only
+  # shards of it, sample and eval use it without --tokenizer.
+  "$py" "$root/scripts/gen_shard.py" "$tmp/other.bin" --tokens 5000 --vocab 512
+  sed -e 's/^model bpe {/model bpetok {/' -e 's/vocab   = 512;/tokenizer = "tok.json";/' "$tmp/bpe.tlm" > "$tmp/bpetok.tlm"
+  expect 0 "" "compile a model that names its tokenizer" -- "$tlmc" "$tmp/bpetok.tlm" -o "$tmp/bpetok.so"
+  expect 0 "tokenizer $tmp/tok.json (${hash:0:16}...)" "info shows the model's tokenizer" -- "$run" info "$tmp/bpetok.so"
+  expect 0 "vocab 512" "its vocab is the tokenizer's" -- "$run" info "$tmp/bpetok.so"
+  expect 1 "is text, but the model reads tokens of its tokenizer" "train a tokenizer's model on text" -- \
+    "$run" train "$tmp/bpetok.so" "${bpe[@]}" --steps 1 --data "$austen/persuasion.txt" --ckpt "$tmp/t1"
+  expect 1 "but the model's tokenizer" "train a tokenizer's model on another tokenizer's shard" -- \
+    "$run" train "$tmp/bpetok.so" "${bpe[@]}" --steps 1 --data "$tmp/other.bin" --ckpt "$tmp/t1"
+  expect 0 "done: 10 steps" "train a tokenizer's model on its shards" -- \
+    "$run" train "$tmp/bpetok.so" "${bpe[@]}" --steps 10 --data "$tmp/shards" --val "$tmp/val.bin" --ckpt "$tmp/t1"
+  expect 0 "^It was" "sample through the model's tokenizer, no --tokenizer" -- \
+    "$run" sample "$tmp/bpetok.so" --ckpt "$tmp/t1" --prompt "It was" --length 10 --threads 1
   expect 0 "done: 1 steps" "train on text (bytes) with the same model" -- \
     "$run" train "$tmp/bpe.so" "${bpe[@]}" --steps 1 --data "$austen/persuasion.txt" --ckpt "$tmp/text"
   check "a checkpoint trained on text records the tokenizer \"bytes\"" -- \
@@ -759,7 +776,6 @@ assert nb > 1.5 * n   # a BPE token covers several bytes: bits/byte well below l
     "$run" sample "$tmp/bpe.so" --ckpt "$tmp/text" --tokenizer "$tmp/tok.json" --length 5
   expect 1 "trained on bytes" "eval on a shard with a checkpoint trained on text" -- \
     "$run" eval "$tmp/bpe.so" --ckpt "$tmp/text" --data "$tmp/val.bin" --context 64
-  "$py" "$root/scripts/gen_shard.py" "$tmp/other.bin" --tokens 5000 --vocab 512
   expect 1 "made with the tokenizer\|tokenized with tokenizer" "eval on a shard of another tokenizer" -- \
     "$run" eval "$tmp/bpe.so" --ckpt "$tmp/c" --data "$tmp/other.bin" --context 64
   expect 1 "the validation data .* is tokenized" "validation data of another tokenizer" -- \
