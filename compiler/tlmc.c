@@ -168,7 +168,9 @@ static int parse_args(int argc, char **argv, options *o) {
     while ((opt = getopt_long(argc, argv, short_options, long_options, NULL)) != -1) {
         switch (opt) {
         case 'h': usage(stdout); exit(0);
-        case OPT_VERSION: printf("tlmc %s\n", TLM_VERSION); exit(0);
+        /* The model ABI too: a model.so from another ABI must be recompiled
+         * (tlm-run study keys its compiled variants on this line). */
+        case OPT_VERSION: printf("tlmc %s (model ABI %u)\n", TLM_VERSION, TLM_ABI_VERSION); exit(0);
         case OPT_CHECK: o->act = ACT_CHECK; break;
         case OPT_EMIT_IR: o->emit_ir = true; break;
         case OPT_TIME: o->timing = true; break;

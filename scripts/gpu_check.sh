@@ -9,6 +9,10 @@
 #      program, its bounds);
 #   3. tlm-run train of each example model, twice: the first run compiles
 #      the kernels, the second takes them from the cache;
+#   3b. data parallelism's GPU path: a 1-rank `mpirun -np 1 tlm-run train`
+#      job, whose gradient chain runs over NCCL (runtime/dist/nccl_chain.c),
+#      against the same run without mpirun, bit for bit (SKIPPED, not a
+#      pass, where the GPU machine has no mpirun);
 #   4. the 440M transformer preset, 20 steps at context 2048 (fp32: bf16 is
 #      not built yet), for tokens/s, MFU and memory, and the same model in
 #      PyTorch (bench/gpu_peer.py: fp32 with TF32 off, as tlm's run, and
@@ -67,6 +71,20 @@ for m in tiny tiny_gated tiny_hope tiny_titans; do
     [ -s "$work/train $m ($pass).out" ] && rows+=("    $(step_figures "$work/train $m ($pass).out")")
   done
 done
+# Data parallelism over NCCL: one rank under mpirun runs the chain (NCCL's
+# communicator of one, its broadcast) and must give the plain run's bits.
+if [ $emulated = 0 ] && command -v mpirun >/dev/null; then
+  nccl_args=(train "$models/tiny_hope.so" --device cuda --steps $steps --context $context --batch $batch
+    --accumulate 2 --eval-every 0 --eval-batches 1 --overwrite)
+  run "NCCL: plain run" -- "$bin/tlm-run" "${nccl_args[@]}" --ckpt "$work/nccl_plain"
+  run "NCCL: mpirun -np 1" -- mpirun --allow-run-as-root -np 1 -x LD_LIBRARY_PATH "$bin/tlm-run" "${nccl_args[@]}" \
+    --ckpt "$work/nccl_mpi"
+  run "NCCL: the same bits" -- "${TLM_PYTHON:-python3}" "$root/tests/crash/same.py" ckpt \
+    "$work/nccl_plain/checkpoint.safetensors" "$work/nccl_mpi/checkpoint.safetensors"
+elif [ $emulated = 0 ]; then
+  row "NCCL: mpirun -np 1" SKIPPED "no mpirun on this machine (install openmpi-bin): not run, not a pass"
+fi
+
 # The attention and MLP kernels' shares of the step (train --profile, which
 # waits for each op: its own run, not the timed ones above)
 shares() {

@@ -36,5 +36,5 @@ for m in tiny transformer_440m; do
 done
 # The libraries outside glibc and the CUDA toolkit.
 for bin in "$bundle"/bin/*; do ldd "$bin"; done | awk '/=> \// {print $3}' | sort -u |
-  grep -E 'openblas|gfortran|quadmath|gomp|libomp' | while read -r lib; do cp -L "$lib" "$bundle/lib/"; done
+  grep -E 'openblas|gfortran|quadmath|gomp|libomp|libmpi|open-rte|open-pal|hwloc|libevent|libudev' | while read -r lib; do cp -L "$lib" "$bundle/lib/"; done
 echo "gpu_prepare: $bundle holds $(du -sh "$bundle" | cut -f1): carry it and run scripts/gpu_check.sh $bundle"

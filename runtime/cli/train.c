@@ -17,7 +17,16 @@
  * checkpoint (exit 130 / 143); a second one exits at once (the checkpoint
  * is written to a temporary file and renamed, so nothing is torn). A crash
  * (kill -9, power loss) leaves at most temporary files, which the next
- * start removes. One run at a time trains a checkpoint folder (flock). */
+ * start removes. One run at a time trains a checkpoint folder (flock).
+ *
+ * Under mpirun (runtime/dist, docs/runtime.md "Several processes") every
+ * rank draws the same global batch and trains on its share of the
+ * micro-batches; the trainer's chain sums the gradients in one process's
+ * order. Rank 0 alone prints, validates, logs and writes the checkpoint.
+ * The ranks agree after every step on whether to stop (a signal on any
+ * rank), so they all stop at the same step; a failure only one rank sees
+ * (a failed write on rank 0) ends the job with MPI_Abort after its
+ * message. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -34,6 +43,7 @@
 #include "checkpoint.h"
 #include "commands.h"
 #include "device_flag.h"
+#include "dist.h"
 #include "load.h"
 #include "corpus.h"
 #include "evaluate.h"
@@ -41,6 +51,7 @@
 #include "gpu_model.h"
 #include "profile.h"
 #include "progress.h"
+#include "rank_output.h"
 #include "tlm_rt/ops.h"
 #include "train_options.h"
 #include "trainer.h"
@@ -74,25 +85,34 @@ typedef struct run {
     progress out;
     double elapsed_base, started;  /* elapsed of earlier sessions; this one's start */
     int lock_fd;                   /* the checkpoint folder, locked; -1: none */
+    tlm_dist dist;                 /* this process among the job's ranks */
+    bool agreed;                   /* the run stopped where every rank stopped */
 } run;
 
 static volatile sig_atomic_t stop_signal;
 static volatile sig_atomic_t stdout_tty;
+static volatile sig_atomic_t quiet_signals; /* ranks > 0: rank 0 tells */
+static volatile sig_atomic_t several_ranks;
 
 /* The first SIGINT or SIGTERM asks the loop to stop at the next step
  * boundary; a second one exits at once. Only async-signal-safe calls. */
 static void on_signal(int sig) {
     static const char first[] = "tlm-run train: stopping after this step, with a checkpoint (signal again to "
                                 "stop at once)\n";
+    static const char first_all[] = "tlm-run train: stopping every rank after this step, with a checkpoint (signal "
+                                    "again to stop at once)\n";
     static const char again[] = "tlm-run train: stopped at once; the last checkpoint is intact (--resume "
                                 "continues from it)\n";
     if (stdout_tty) (void)!write(STDERR_FILENO, "\n", 1);
+    if (stop_signal && quiet_signals) _exit(128 + sig);
     if (stop_signal) {
         (void)!write(STDERR_FILENO, again, sizeof again - 1);
         _exit(128 + sig);
     }
     stop_signal = sig;
-    (void)!write(STDERR_FILENO, first, sizeof first - 1);
+    if (quiet_signals) return;
+    if (several_ranks) (void)!write(STDERR_FILENO, first_all, sizeof first_all - 1);
+    else (void)!write(STDERR_FILENO, first, sizeof first - 1);
 }
 
 static void handle_signals(void (*handler)(int)) {
@@ -158,6 +178,10 @@ static int lock_folder(run *r) {
 /* ---- checkpoints ---- */
 
 static bool save_checkpoint(run *r, tlm_err *err) {
+    if (r->dist.rank > 0) { /* rank 0 writes the one checkpoint */
+        r->ckpt_step = r->state.step;
+        return true;
+    }
     if (mkdir_p(r->ckpt_dir) != 0) {
         tlm_fail(err, "%s: cannot create the checkpoint folder: %s", r->ckpt_dir, strerror(errno));
         return false;
@@ -167,14 +191,16 @@ static bool save_checkpoint(run *r, tlm_err *err) {
         tlm_fail(err, "out of memory writing the checkpoint");
         return false;
     }
-    char threads[16], device[300];
+    char threads[16], ranks[16], device[300];
     snprintf(threads, sizeof threads, "%d", tlm_get_num_threads());
+    snprintf(ranks, sizeof ranks, "%d", r->dist.ranks);
     device_flag_describe(r->dev, device, sizeof device);
     tlm_st_meta extra[] = {
         {"settings", settings},
         {"data_fingerprint", r->data_fingerprint},
         {"tokenizer", r->train_info.tokenizer},
         {"threads", threads},
+        {"ranks", ranks},
         {"device", device},
         {"precision", tlm_precision_name(r->o.precision)},
         {"created_by", "tlm-run " TLM_VERSION},
@@ -295,6 +321,34 @@ static int start_state(run *r, tlm_st_file *ckpt) {
 
 /* ---- set-up ---- */
 
+/* Several ranks: --accumulate counts each rank's micro-batches, the
+ * settings (and the checkpoint) the step's, P × a, so that a checkpoint
+ * resumes with any P that divides its count, and the trajectory check
+ * compares what shapes the trajectory: the micro-batch size. A resume
+ * without --accumulate shares the checkpoint's count among the ranks. */
+static int share_accumulate(run *r) {
+    train_options *o = &r->o;
+    int P = r->dist.ranks;
+    if (P == 1) return 0;
+    bool given = false;
+    for (int i = 0; i < TLM_TRAIN_NSETTINGS; i++)
+        if (strcmp(tlm_train_settings[i].key, "accumulate") == 0) given = o->given[i];
+    if (o->resume && !given) {
+        if (o->s.accumulate % P == 0) return 0;
+        return cli_usage_error("train",
+                               "the checkpoint's steps run %" PRId64 " micro-batches, which %d ranks cannot share "
+                               "evenly (resume with a number of ranks that divides it)",
+                               o->s.accumulate, P);
+    }
+    if (o->s.accumulate < 1 || o->s.batch % ((int64_t)P * o->s.accumulate) != 0)
+        return cli_usage_error("train",
+                               "--batch %" PRId64 " is not divisible by %d ranks x --accumulate %" PRId64
+                               " (each rank trains on its share of the batch in --accumulate micro-batches)",
+                               o->s.batch, P, o->s.accumulate);
+    o->s.accumulate *= P;
+    return 0;
+}
+
 static int setup(run *r) {
     tlm_err err = {""};
     train_options *o = &r->o;
@@ -328,10 +382,11 @@ static int setup(run *r) {
     const char *ckpt_threads = ckpt ? tlm_st_meta_get(ckpt, "threads") : NULL;
     int threads = o->threads > 0                           ? o->threads
                   : ckpt_threads && atoi(ckpt_threads) > 0 ? atoi(ckpt_threads)
-                                                           : cli_cores();
+                  : cli_cores() > r->dist.local_ranks      ? cli_cores() / r->dist.local_ranks
+                                                           : 1;
     tlm_set_num_threads(threads);
     if (o->s.context <= 0) o->s.context = r->so.config->context;
-    if ((rc = train_check(o, &r->so))) goto out;
+    if ((rc = share_accumulate(r)) || (rc = train_check(o, &r->so))) goto out;
     if (o->resume && !train_same_trajectory(o, &defaults, decay, &err)) {
         rc = cli_error("train", "%s", err.msg);
         goto out;
@@ -372,9 +427,15 @@ static int setup(run *r) {
     /* The optimizer's state and the step's token buffers live as long as
      * the model: counted in its memory check. */
     int64_t beside = tlm_trainer_state_bytes(&r->so, &o->s) + 2 * o->s.batch * r->T * (int64_t)sizeof *r->x;
+    if (r->dist.mpi) beside += tlm_trainer_chain_bytes(&r->so, &o->s, r->dist.rank, r->dist.ranks);
     if ((rc = device_flag_open("train", o->device, &r->dev))) goto out;
+    if (r->dev && !tlm_dist_use_device(&r->dist, r->dev, &err)) {
+        rc = cli_error("train", "%s", err.msg);
+        goto out;
+    }
     if (!tlm_model_create_on(&r->model, &r->so, r->dev, r->o.precision, r->micro, r->T, true, beside, &err) ||
-        !tlm_trainer_create(&r->trainer, &r->model, &o->s, o->decay_embeddings, &err)) {
+        !tlm_trainer_create(&r->trainer, &r->model, &o->s, o->decay_embeddings, &err) ||
+        (r->dist.mpi && !tlm_trainer_join(&r->trainer, &r->dist.chain, &err))) {
         rc = cli_error("train", "%s", err.msg);
         goto out;
     }
@@ -390,17 +451,18 @@ static int setup(run *r) {
     }
     if ((rc = start_state(r, ckpt))) goto out;
     /* A checkpoint folder that cannot be made should fail now, not after
-     * hours of training. */
-    if (mkdir_p(r->ckpt_dir) != 0 || access(r->ckpt_dir, W_OK) != 0) {
+     * hours of training. The folder, its lock and the log are rank 0's. */
+    bool root = r->dist.rank == 0;
+    if (root && (mkdir_p(r->ckpt_dir) != 0 || access(r->ckpt_dir, W_OK) != 0)) {
         rc = cli_error("train", "%s: cannot create or write the checkpoint folder: %s", r->ckpt_dir, strerror(errno));
         goto out;
     }
-    if ((rc = lock_folder(r))) goto out;
+    if (root && (rc = lock_folder(r))) goto out;
 
     progress_init(&r->out, o->s.steps);
     if (r->have_val)
         r->out.tokens_per_byte = r->val_info.text_bytes ? (double)r->val.n / (double)r->val_info.text_bytes : 0;
-    if (o->log && *o->log && !progress_open_log(&r->out, o->log, o->resume, r->state.step, &err))
+    if (root && o->log && *o->log && !progress_open_log(&r->out, o->log, o->resume, r->state.step, &err))
         rc = cli_error("train", "%s", err.msg);
 out:
     tlm_st_close(ckpt);
@@ -432,7 +494,10 @@ static void banner(const run *r) {
     if (r->o.resume) printf("resuming at step %" PRId64 " of %" PRId64 ",", r->state.step, s->steps);
     else printf("training %" PRId64 " steps,", s->steps);
     printf(" %" PRId64 " x %" PRId64 " tokens a step", s->batch, r->T);
-    if (s->accumulate > 1) printf(" in %" PRId64 " micro-batches", s->accumulate);
+    if (r->dist.ranks > 1)
+        printf(" on %d ranks, %" PRId64 " micro-batch%s of %" PRId64 " each", r->dist.ranks,
+               s->accumulate / r->dist.ranks, s->accumulate / r->dist.ranks > 1 ? "es" : "", r->micro);
+    else if (s->accumulate > 1) printf(" in %" PRId64 " micro-batches", s->accumulate);
     char where[300];
     device_flag_describe(r->dev, where, sizeof where);
     printf(", %s lr %g, %s%s%s\n", tlm_enum_name(&tlm_optimizer_enum, s->optimizer), s->lr, where, r->dev ? ", " : "",
@@ -444,6 +509,7 @@ static void banner(const run *r) {
 
 /* 0, or the exit status after a message. */
 static int validate(run *r) {
+    if (r->dist.rank > 0) return 0; /* rank 0 validates; the others go on and wait for it at the next step */
     tlm_eval_result res;
     tlm_err err = {""};
     /* --profile times the training steps, not the validations */
@@ -472,6 +538,24 @@ static void print_profile(const run *r) {
     if (r->model.profile) tlm_profile_print(r->model.profile, stdout);
 }
 
+/* --profile under several ranks: this rank's communication and wait, and
+ * on rank 0 every rank's (a collective: called where all ranks stop). */
+static void profile_ranks(run *r) {
+    tlm_profile *p = r->model.profile;
+    if (!p || r->dist.ranks < 2) return;
+    p->ranks = r->dist.ranks;
+    p->comm_seconds = r->dist.comm_seconds;
+    p->wait_seconds = r->dist.wait_seconds;
+    const double mine[3] = {p->step_seconds, p->comm_seconds, p->wait_seconds};
+    double *all = r->dist.rank == 0 ? calloc((size_t)r->dist.ranks * 3, sizeof *all) : NULL;
+    if (r->dist.rank == 0 && !all) {
+        fprintf(stderr, "tlm-run train: out of memory for the profile\n");
+        tlm_dist_abort(&r->dist, 1);
+    }
+    tlm_dist_gather(&r->dist, mine, 3, all);
+    p->per_rank = all;
+}
+
 /* ---- the loop ---- */
 
 static int train_loop(run *r) {
@@ -488,6 +572,7 @@ static int train_loop(run *r) {
     }
     int rc;
     if (r->have_val && !r->o.resume && (rc = validate(r))) return rc;
+    r->dist.comm_seconds = r->dist.wait_seconds = 0;
     while (r->state.step < s->steps) {
         double t0 = progress_now();
         tlm_err e;
@@ -504,15 +589,26 @@ static int train_loop(run *r) {
             return cli_error("train", "step %" PRId64 ": %s; %s", r->state.step + 1, device_error, last);
         }
         if (!res.finite) {
+            /* Every rank saw the same losses and gradient norm: all stop
+             * here, rank 0 tells. */
+            r->agreed = true;
+            if (r->dist.rank > 0) return 1;
             progress_close(&r->out, NULL);
             bool loss_bad = !isfinite(res.loss);
             double bad = loss_bad ? res.loss : res.grad_norm;
-            char last[4300];
+            char last[4300], where[48] = "";
             last_checkpoint(r, last, sizeof last);
+            if (res.bad_rank >= 0) snprintf(where, sizeof where, " on rank %d of %d", res.bad_rank, r->dist.ranks);
             return cli_error("train",
-                             "step %" PRId64 ": the %s is %s, stopping (is the learning rate too high?); "
+                             "step %" PRId64 ": the %s is %s%s, stopping (is the learning rate too high?); "
                              "the step was not applied and %s",
-                             r->state.step + 1, loss_bad ? "loss" : "gradient norm", isnan(bad) ? "NaN" : "Inf", last);
+                             r->state.step + 1, loss_bad ? "loss" : "gradient norm", isnan(bad) ? "NaN" : "Inf", where,
+                             last);
+        }
+        /* A signal on any rank stops every rank after this step. */
+        if (r->dist.ranks > 1) {
+            int sig = tlm_dist_max(&r->dist, stop_signal);
+            if (sig && !stop_signal) stop_signal = sig;
         }
         double dt = progress_now() - t0;
         if (r->model.profile) {
@@ -556,6 +652,8 @@ static int train_loop(run *r) {
         if ((stop || (s->ckpt_every > 0 && step % s->ckpt_every == 0)) && !save_checkpoint(r, &err))
             return write_failed(r, "cannot write the checkpoint: ", &err);
         if (stop && !last) {
+            r->agreed = true;
+            profile_ranks(r);
             if (!log_profile(r, &err) || !progress_close(&r->out, &err)) return write_failed(r, "", &err);
             print_profile(r);
             int sig = stop_signal;
@@ -570,6 +668,8 @@ static int train_loop(run *r) {
     }
     if (r->ckpt_step != r->state.step && !save_checkpoint(r, &err)) /* --steps 0 */
         return write_failed(r, "cannot write the checkpoint: ", &err);
+    r->agreed = true;
+    profile_ranks(r);
     if (!log_profile(r, &err) || !progress_close(&r->out, &err)) return write_failed(r, "", &err);
     print_profile(r);
     char took[16];
@@ -582,24 +682,42 @@ static int train_loop(run *r) {
 int cmd_train(int argc, char **argv) {
     run *r = calloc(1, sizeof *r);
     if (!r) return cli_error("train", "out of memory");
+    tlm_err err = {""};
+    if (!tlm_dist_start(&r->dist, &err)) {
+        free(r);
+        return cli_error("train", "%s", err.msg);
+    }
+    rank_output_quiet(r->dist.rank);
     int rc = train_parse(&r->o, argc, argv);
+    bool go = rc < 0; /* not after --help or a usage error */
     r->lock_fd = -1;
     /* A file-size limit (ulimit -f) makes write() fail with EFBIG, reported
      * like a full disk, instead of killing the process with SIGXFSZ. */
     signal(SIGXFSZ, SIG_IGN);
-    if (rc < 0 && (rc = setup(r)) == 0 && !r->o.dry_run) {
-        banner(r);
+    if (go) rc = setup(r);
+    /* Every rank started, or the job stops here, its failure told once. */
+    char held[512];
+    rank_output_release(held, sizeof held);
+    rc = tlm_dist_agree_status(&r->dist, rc, held);
+    if (go && rc == 0 && !r->o.dry_run) {
+        if (r->dist.rank == 0) banner(r);
         stop_signal = 0;
         stdout_tty = r->out.tty;
+        quiet_signals = r->dist.rank > 0;
+        several_ranks = r->dist.ranks > 1;
         handle_signals(on_signal);
         rc = train_loop(r);
         handle_signals(SIG_DFL);
+        /* A failure only this rank saw: the others wait on it at the next
+         * collective, so the job ends here. */
+        if (rc != 0 && !r->agreed && r->dist.ranks > 1) tlm_dist_abort(&r->dist, rc);
     }
     progress_close(&r->out, NULL);
     if (r->lock_fd >= 0) close(r->lock_fd);
     free(r->x);
     free(r->y);
     tlm_trainer_destroy(&r->trainer);
+    if (r->model.profile) free(r->model.profile->per_rank);
     free(r->model.profile);
     r->model.profile = NULL;
     tlm_model_destroy(&r->model);
@@ -608,6 +726,7 @@ int cmd_train(int argc, char **argv) {
     tlm_data_free(&r->val);
     if (r->so.handle) tlm_so_close(&r->so);
     train_options_free(&r->o);
+    tlm_dist_finish(&r->dist);
     free(r);
     return rc;
 }

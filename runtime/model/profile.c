@@ -90,13 +90,36 @@ void tlm_profile_print(const tlm_profile *p, FILE *out) {
     }
     double rest = total - ops_seconds(p);
     fprintf(out, "  %-24s %8s %10.2f %6.1f%%\n", "outside the ops", "", 1e3 * rest / steps, 100 * rest / total);
+    if (p->ranks < 2) return;
+    /* Every rank's split when rank 0 gathered them, else its own. */
+    const double own[3] = {total, p->comm_seconds, p->wait_seconds};
+    for (int r = 0; r < (p->per_rank ? p->ranks : 1); r++) {
+        const double *t = p->per_rank ? p->per_rank + 3 * r : own;
+        double compute = t[0] - t[1] - t[2], all = t[0] > 0 ? t[0] : 1;
+        fprintf(out,
+                "  rank %d of %d, a step: compute %.2f ms (%.1f%%), communication %.2f ms (%.1f%%), wait %.2f ms "
+                "(%.1f%%)\n",
+                r, p->ranks, 1e3 * compute / steps, 100 * compute / all, 1e3 * t[1] / steps, 100 * t[1] / all,
+                1e3 * t[2] / steps, 100 * t[2] / all);
+    }
 }
 
 bool tlm_profile_write_json(const tlm_profile *p, FILE *out) {
     int order[TLM_OP_COUNT], n = by_time(p, order);
     const double total = p->step_seconds > 0 ? p->step_seconds : ops_seconds(p);
-    fprintf(out, "{\"steps\": %lld, \"step_seconds\": %.9g, \"outside_ops_seconds\": %.9g, \"ops\": [", p->steps, total,
+    fprintf(out, "{\"steps\": %lld, \"step_seconds\": %.9g, \"outside_ops_seconds\": %.9g, ", p->steps, total,
             total - ops_seconds(p));
+    if (p->ranks > 1)
+        fprintf(out, "\"ranks\": %d, \"comm_seconds\": %.9g, \"wait_seconds\": %.9g, ", p->ranks, p->comm_seconds,
+                p->wait_seconds);
+    if (p->ranks > 1 && p->per_rank) {
+        fputs("\"per_rank\": [", out);
+        for (int r = 0; r < p->ranks; r++)
+            fprintf(out, "%s{\"step_seconds\": %.9g, \"comm_seconds\": %.9g, \"wait_seconds\": %.9g}", r ? ", " : "",
+                    p->per_rank[3 * r], p->per_rank[3 * r + 1], p->per_rank[3 * r + 2]);
+        fputs("], ", out);
+    }
+    fprintf(out, "\"ops\": [");
     for (int i = 0; i < n; i++) {
         int k = order[i];
         fprintf(out,

@@ -10,7 +10,12 @@
  * each, the backward's two products 2×), the MLP (its two or three
  * products; its backward 2× that, the recomputed h not counted) and
  * attention (QK^T and PV over the causal half: 2·2·B·H·hd·T(T+1)/2
- * forward, 2× backward). */
+ * forward, 2× backward).
+ *
+ * Under several ranks the table ends with the step split three ways:
+ * compute (the ops and the rest of the step on this rank), communication
+ * (sending and broadcasting gradient buckets) and wait (blocked until
+ * another rank's partial sum, losses or stop decision arrives). */
 #ifndef TLM_PROFILE_H
 #define TLM_PROFILE_H
 
@@ -25,6 +30,12 @@ typedef struct tlm_profile {
     long long calls[TLM_OP_COUNT];
     double step_seconds;      /* the profiled steps' wall time */
     long long steps;
+    /* Data-parallel runs (runtime/dist): of the steps' time outside the
+     * ops, the seconds spent moving gradients between ranks and waiting on
+     * other ranks; ranks 0 for a single process. */
+    int ranks;
+    double comm_seconds, wait_seconds;
+    double *per_rank;         /* NULL, or [ranks][3]: each rank's step, communication and wait seconds */
 } tlm_profile;
 
 /* Seconds on a monotonic clock. */

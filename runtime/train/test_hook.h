@@ -14,6 +14,8 @@
  *   log_write     half of a JSON-lines record written and flushed
  *   log_rewrite   the log's kept records written to a temporary file (on
  *                 every start), not yet renamed over the old log
+ *   nan_loss      not a crash: the trainer takes the n-th micro-batch's loss
+ *                 as NaN (tests/dist: a NaN on one rank stops every rank)
  *
  * Without the variable (any normal run) every call returns at once and
  * nothing else changes. Not for use outside tests. */

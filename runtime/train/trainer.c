@@ -73,6 +73,17 @@ bool tlm_trainer_create(tlm_trainer *t, tlm_model *model, const tlm_abi_train *s
         tlm_trainer_destroy(t);
         return false;
     }
+    t->losses = calloc((size_t)s->accumulate, sizeof *t->losses);
+    if (!t->losses || (!model->gpu && s->accumulate > 1 && !(t->sum = malloc(n * sizeof *t->sum)))) {
+        tlm_trainer_destroy(t);
+        tlm_fail(err, "out of memory for the optimizer state");
+        return false;
+    }
+    if (model->gpu && s->accumulate > 1 &&
+        !(t->dev_sum = tlm_device_alloc(model->gpu->gpu.dev, n * sizeof(float), err))) {
+        tlm_trainer_destroy(t);
+        return false;
+    }
     t->adamw = (tlm_adamw){(float)s->beta1, (float)s->beta2, (float)s->eps, (float)s->weight_decay};
     t->sgd = (tlm_sgd){(float)s->momentum, 0.0f, (float)s->weight_decay, false};
     t->schedule.kind = (tlm_lr_kind)s->lr_schedule;
@@ -90,7 +101,49 @@ int64_t tlm_trainer_state_bytes(const tlm_so *so, const tlm_abi_train *s) {
             copies++;
             break;
         }
+    if (s->accumulate > 1) copies++; /* the micro-batches' sum */
     return copies * so->config->param_floats * (int64_t)sizeof(float);
+}
+
+/* Rank r > 0 keeps its a micro-batches' gradients; rank 0 sums its own in
+ * place, in the buffer every rank needs when there are several. */
+static int64_t kept_copies(const tlm_abi_train *s, int rank, int ranks) { return rank > 0 ? s->accumulate / ranks : 0; }
+
+int64_t tlm_trainer_chain_bytes(const tlm_so *so, const tlm_abi_train *s, int rank, int ranks) {
+    int64_t copies = kept_copies(s, rank, ranks) + (s->accumulate == 1 && ranks > 1);
+    return copies * so->config->param_floats * (int64_t)sizeof(float);
+}
+
+/* The device's sum and kept gradients, as tlm_trainer_join's host ones. */
+static bool join_device(tlm_trainer *t, tlm_err *err) {
+    tlm_device *dev = t->model->gpu->gpu.dev;
+    size_t bytes = (size_t)t->model->param_floats * sizeof(float);
+    int nkeep = (int)kept_copies(&t->settings, t->chain->rank, t->chain->ranks);
+    if (!t->dev_sum && !(t->dev_sum = tlm_device_alloc(dev, bytes, err))) return false;
+    if (nkeep && !(t->dev_keep = calloc((size_t)nkeep, sizeof *t->dev_keep)))
+        return tlm_fail(err, "out of memory for the gradients");
+    for (; t->nkeep < nkeep; t->nkeep++)
+        if (!(t->dev_keep[t->nkeep] = tlm_device_alloc(dev, bytes, err))) return false;
+    return true;
+}
+
+bool tlm_trainer_join(tlm_trainer *t, const tlm_grad_chain *chain, tlm_err *err) {
+    const tlm_abi_train *s = &t->settings;
+    if (t->model->gpu && !chain->reduce_device)
+        return tlm_fail(err, "this build cannot reduce gradients across ranks on a device (no NCCL)");
+    if (s->accumulate % chain->ranks != 0)
+        return tlm_fail(err, "%lld micro-batches a step cannot be shared by %d ranks", (long long)s->accumulate,
+                        chain->ranks);
+    size_t n = (size_t)t->model->param_floats;
+    t->chain = chain;
+    if (t->model->gpu) return join_device(t, err);
+    if (!t->sum && !(t->sum = malloc(n * sizeof *t->sum))) return tlm_fail(err, "out of memory for the gradients");
+    int nkeep = (int)kept_copies(s, chain->rank, chain->ranks);
+    if (nkeep && !(t->keep = calloc((size_t)nkeep, sizeof *t->keep)))
+        return tlm_fail(err, "out of memory for the gradients");
+    for (; t->nkeep < nkeep; t->nkeep++)
+        if (!(t->keep[t->nkeep] = malloc(n * sizeof(float)))) return tlm_fail(err, "out of memory for the gradients");
+    return true;
 }
 
 void tlm_trainer_destroy(tlm_trainer *t) {
@@ -99,12 +152,20 @@ void tlm_trainer_destroy(tlm_trainer *t) {
         if (t->dev_m) tlm_device_free(dev, t->dev_m);
         if (t->dev_v) tlm_device_free(dev, t->dev_v);
         if (t->dev_grad_sum) tlm_device_free(dev, t->dev_grad_sum);
+        if (t->dev_sum) tlm_device_free(dev, t->dev_sum);
+        for (int i = 0; t->dev_keep && i < t->nkeep; i++)
+            if (t->dev_keep[i]) tlm_device_free(dev, t->dev_keep[i]);
     }
+    free(t->dev_keep);
     free(t->m);
     free(t->v);
     free(t->spans);
     free(t->slow);
     free(t->grad_sum);
+    free(t->sum);
+    free(t->losses);
+    for (int i = 0; t->keep && i < t->nkeep; i++) free(t->keep[i]);
+    free(t->keep);
     memset(t, 0, sizeof *t);
 }
 
@@ -132,12 +193,12 @@ static tlm_dptr floats_at(tlm_dptr p, int64_t n) { return p + (tlm_dptr)n * size
 
 /* The device's half of a step: the gradient norm, clipping, the update and
  * the slow parameters, as the host's below. A failure is the model's. */
-static bool device_norm(tlm_trainer *t, double *norm, tlm_err *err) {
+static bool device_norm(tlm_trainer *t, tlm_dptr grads, double *norm, tlm_err *err) {
     tlm_gpu_model *g = t->model->gpu;
     size_t n = (size_t)t->model->param_floats;
     float max_norm = (float)t->settings.grad_clip;
-    *norm = max_norm > 0 ? tlm_gpu_clip_grad_norm(&g->gpu, g->grads, n, max_norm, err)
-                         : tlm_gpu_grad_norm(&g->gpu, g->grads, n, err);
+    *norm = max_norm > 0 ? tlm_gpu_clip_grad_norm(&g->gpu, grads, n, max_norm, err)
+                         : tlm_gpu_grad_norm(&g->gpu, grads, n, err);
     return !(*norm < 0); /* -1: a device failure; NaN is the step's to report */
 }
 
@@ -150,12 +211,12 @@ static bool device_update(tlm_trainer *t, tlm_dptr grads, const tlm_param_span *
     return tlm_gpu_sgd_update_spans(&g->gpu, &t->sgd, g->params, grads, t->dev_m, spans, nspans, lr, step, err);
 }
 
-static bool device_slow(tlm_trainer *t, float lr, tlm_err *err) {
+static bool device_slow(tlm_trainer *t, tlm_dptr grads, float lr, tlm_err *err) {
     tlm_gpu_model *g = t->model->gpu;
     for (int i = 0; i < t->nslow; i++) {
         const tlm_abi_param *p = &t->model->so->params[t->slow[i]];
         tlm_dptr sum = floats_at(t->dev_grad_sum, p->offset);
-        if (!tlm_gpu_add(&g->gpu, sum, floats_at(g->grads, p->offset), (size_t)p->count, err)) return false;
+        if (!tlm_gpu_add(&g->gpu, sum, floats_at(grads, p->offset), (size_t)p->count, err)) return false;
         if (t->step % p->period != 0) continue;
         bool decay = p->decay || (t->decay_embeddings && p->role == TLM_P_EMBED);
         tlm_param_span span = {(size_t)p->offset, (size_t)p->count, decay};
@@ -173,54 +234,149 @@ static void update(tlm_trainer *t, const float *grads, const tlm_param_span *spa
     else tlm_sgd_update_spans(&t->sgd, model->params, grads, t->m, spans, nspans, lr, step);
 }
 
-tlm_step_result tlm_trainer_step(tlm_trainer *t, const int32_t *tokens, const int32_t *targets, int64_t T) {
+/* sum += g, element by element: the one addition every rank and a single
+ * process make, so their sums round alike. */
+static void add_into(float *restrict sum, const float *restrict g, size_t n) {
+    for (size_t i = 0; i < n; i++) sum[i] += g[i];
+}
+
+/* This rank's micro-batches on a device, as host_micro_batches below;
+ * returns where the step's gradient is. A device failure is the model's. */
+static tlm_dptr device_micro_batches(tlm_trainer *t, const int32_t *tokens, const int32_t *targets, int64_t T) {
     tlm_model *model = t->model;
+    tlm_gpu_model *g = model->gpu;
     int64_t k = t->settings.accumulate, micro = t->settings.batch / k;
-    tlm_step_result r = {0};
-    tlm_model_zero_grads(model);
-    /* Each micro-batch's loss is a mean over its tokens; scaling its
-     * gradient by 1/k makes the step's gradient the mean of the micro-batch
-     * means (the mean over all tokens, as every micro-batch has B·T targets;
-     * with ignored targets it would weight micro-batches equally). */
-    for (int64_t i = 0; i < k; i++) {
-        const int32_t *x = tokens + i * micro * T, *y = targets + i * micro * T;
+    int rank = t->chain ? t->chain->rank : 0, ranks = t->chain ? t->chain->ranks : 1;
+    int64_t a = k / ranks, first = rank * a;
+    size_t n = (size_t)model->param_floats, bytes = n * sizeof(float);
+    tlm_dptr sum = t->dev_sum ? t->dev_sum : g->grads;
+    for (int64_t i = 0; i < a; i++) t->losses[first + i] = NAN;
+    for (int64_t i = 0; i < a; i++) {
+        const int32_t *x = tokens + (first + i) * micro * T, *y = targets + (first + i) * micro * T;
+        tlm_model_zero_grads(model);
         double loss = tlm_model_forward(model, x, y, micro, T);
-        r.loss += loss / (double)k;
+        if (tlm_test_hook("nan_loss")) loss = NAN;
+        t->losses[first + i] = loss;
         if (!isfinite(loss)) break;
         tlm_model_backward(model, 1.0f / (float)k);
-    }
-    if (model->gpu) {
+        if (sum == g->grads) continue;
         tlm_err e;
-        r.finite = isfinite(r.loss) && !tlm_model_device_error(model);
-        if (r.finite && !device_norm(t, &r.grad_norm, &e)) tlm_gpu_model_fail(model, &e);
-        r.lr = tlm_lr_at(&t->schedule, t->step);
-        r.finite = r.finite && isfinite(r.grad_norm) && !tlm_model_device_error(model);
-        if (!r.finite) return r;
-        tlm_test_kill_at("step");
-        t->step++;
-        tlm_gpu_model_params_changed(model);
-        if (!device_update(t, model->gpu->grads, t->spans, t->nspans, r.lr, t->step, &e) || !device_slow(t, r.lr, &e)) {
+        bool ok = rank > 0 ? tlm_device_copy(g->gpu.dev, t->dev_keep[i], g->grads, bytes, &e)
+                  : i == 0 ? tlm_device_copy(g->gpu.dev, sum, g->grads, bytes, &e)
+                           : tlm_gpu_add(&g->gpu, sum, g->grads, n, &e);
+        if (!ok) {
             tlm_gpu_model_fail(model, &e);
-            r.finite = false;
+            break;
         }
-        return r;
     }
+    return sum;
+}
+
+/* The chain's additions on the device. */
+static bool device_add(void *actx, tlm_dptr sum, tlm_dptr g, size_t n, tlm_err *err) {
+    tlm_trainer *t = actx;
+    return tlm_gpu_add(&t->model->gpu->gpu, sum, g, n, err);
+}
+
+/* This rank's micro-batches on the CPU, each into zeroed gradients; returns
+ * where the step's gradient is (the model's own when the step has one
+ * micro-batch and one rank). */
+static float *host_micro_batches(tlm_trainer *t, const int32_t *tokens, const int32_t *targets, int64_t T) {
+    tlm_model *model = t->model;
+    int64_t k = t->settings.accumulate, micro = t->settings.batch / k;
+    int rank = t->chain ? t->chain->rank : 0, ranks = t->chain ? t->chain->ranks : 1;
+    int64_t a = k / ranks, first = rank * a;
     size_t n = (size_t)model->param_floats;
-    r.grad_norm = t->settings.grad_clip > 0 ? tlm_clip_grad_norm(model->grads, n, (float)t->settings.grad_clip)
-                                            : tlm_grad_norm(model->grads, n);
+    float *g = t->sum ? t->sum : model->grads;
+    for (int64_t i = 0; i < a; i++) t->losses[first + i] = NAN;
+    for (int64_t i = 0; i < a; i++) {
+        const int32_t *x = tokens + (first + i) * micro * T, *y = targets + (first + i) * micro * T;
+        tlm_model_zero_grads(model);
+        double loss = tlm_model_forward(model, x, y, micro, T);
+        if (tlm_test_hook("nan_loss")) loss = NAN; /* test-only: a NaN on this rank */
+        t->losses[first + i] = loss;
+        if (!isfinite(loss)) break;
+        /* Each micro-batch's loss is a mean over its tokens; scaling its
+         * gradient by 1/k makes the step's gradient the mean of the
+         * micro-batch means (the mean over all tokens, as every micro-batch
+         * has B·T targets; with ignored targets it would weight
+         * micro-batches equally). */
+        tlm_model_backward(model, 1.0f / (float)k);
+        if (g == model->grads) continue;
+        if (rank > 0) memcpy(t->keep[i], model->grads, n * sizeof(float));
+        else if (i == 0) memcpy(g, model->grads, n * sizeof(float));
+        else add_into(g, model->grads, n);
+    }
+    return g;
+}
+
+/* The step's loss from every micro-batch's, in order (r->bad_rank: the
+ * rank of the first that was not finite). */
+static void step_loss(tlm_trainer *t, tlm_step_result *r) {
+    const tlm_grad_chain *chain = t->chain;
+    int64_t k = t->settings.accumulate;
+    if (chain)
+        chain->gather_losses(chain->ctx, t->losses + chain->rank * (k / chain->ranks), (int)(k / chain->ranks),
+                             t->losses);
+    for (int64_t i = 0; i < k; i++) {
+        r->loss += t->losses[i] / (double)k;
+        if (!isfinite(t->losses[i])) {
+            if (chain) r->bad_rank = (int)(i / (k / chain->ranks));
+            break;
+        }
+    }
+}
+
+static tlm_step_result device_step(tlm_trainer *t, const int32_t *tokens, const int32_t *targets, int64_t T) {
+    tlm_model *model = t->model;
+    const tlm_grad_chain *chain = t->chain;
+    tlm_step_result r = {.bad_rank = -1};
+    tlm_err e;
+    tlm_dptr g = device_micro_batches(t, tokens, targets, T);
+    step_loss(t, &r);
     r.lr = tlm_lr_at(&t->schedule, t->step);
+    r.finite = isfinite(r.loss) && !tlm_model_device_error(model);
+    if (!r.finite) return r;
+    if (chain && !chain->reduce_device(chain->ctx, g, chain->rank > 0 ? t->dev_keep : &g,
+                                       chain->rank > 0 ? t->nkeep : 1, (size_t)model->param_floats, device_add, t, &e))
+        tlm_gpu_model_fail(model, &e);
+    if (!tlm_model_device_error(model) && !device_norm(t, g, &r.grad_norm, &e)) tlm_gpu_model_fail(model, &e);
+    r.finite = isfinite(r.grad_norm) && !tlm_model_device_error(model);
+    if (!r.finite) return r;
+    tlm_test_kill_at("step");
+    t->step++;
+    tlm_gpu_model_params_changed(model);
+    if (!device_update(t, g, t->spans, t->nspans, r.lr, t->step, &e) || !device_slow(t, g, r.lr, &e)) {
+        tlm_gpu_model_fail(model, &e);
+        r.finite = false;
+    }
+    return r;
+}
+
+tlm_step_result tlm_trainer_step(tlm_trainer *t, const int32_t *tokens, const int32_t *targets, int64_t T) {
+    if (t->model->gpu) return device_step(t, tokens, targets, T);
+    tlm_model *model = t->model;
+    tlm_step_result r = {.bad_rank = -1};
+    const tlm_grad_chain *chain = t->chain;
+    float *g = host_micro_batches(t, tokens, targets, T);
+    step_loss(t, &r);
+    size_t n = (size_t)model->param_floats;
+    r.lr = tlm_lr_at(&t->schedule, t->step);
+    if (!isfinite(r.loss)) return r; /* every rank saw the same losses, so every rank stops here */
+    if (chain) chain->reduce(chain->ctx, g, chain->rank > 0 ? t->keep : &g, chain->rank > 0 ? t->nkeep : 1, n);
+    r.grad_norm =
+        t->settings.grad_clip > 0 ? tlm_clip_grad_norm(g, n, (float)t->settings.grad_clip) : tlm_grad_norm(g, n);
     r.finite = isfinite(r.loss) && isfinite(r.grad_norm);
     if (!r.finite) return r;           /* the parameters keep their last good values */
     tlm_test_kill_at("step");          /* test-only: a crash between backward and update */
     t->step++;
-    update(t, model->grads, t->spans, t->nspans, r.lr, t->step);
+    update(t, g, t->spans, t->nspans, r.lr, t->step);
     /* A slow parameter collects its gradients and is updated once every
      * `period` steps with their sum; its optimizer counts its own updates. */
     for (int i = 0; i < t->nslow; i++) {
         const tlm_abi_param *p = &model->so->params[t->slow[i]];
         float *sum = t->grad_sum + p->offset;
-        const float *g = model->grads + p->offset;
-        for (int64_t j = 0; j < p->count; j++) sum[j] += g[j];
+        add_into(sum, g + p->offset, (size_t)p->count);
         if (t->step % p->period != 0) continue;
         bool decay = p->decay || (t->decay_embeddings && p->role == TLM_P_EMBED);
         tlm_param_span span = {(size_t)p->offset, (size_t)p->count, decay};

@@ -31,13 +31,52 @@ typedef struct tlm_trainer {
     /* On a device the optimizer's state lives there too (m, v and
      * grad_sum above are then the host copies a checkpoint reads). */
     tlm_dptr dev_m, dev_v, dev_grad_sum;
+    /* The step's gradient is the in-order sum of its micro-batches'
+     * gradients, each computed into zeroed gradients: g = m0; g += m1; ...
+     * (a backward that accumulated straight into the gradients would round
+     * differently, and the ranks of a data-parallel run could not repeat
+     * it). sum: param_floats, when a step has more than one micro-batch. */
+    float *sum;
+    double *losses;            /* accumulate: each micro-batch's loss, in order */
+    const struct tlm_grad_chain *chain; /* NULL: one process */
+    float **keep;              /* a rank > 0's own micro-batch gradients, kept until the prefix arrives */
+    int nkeep;
+    tlm_dptr dev_sum, *dev_keep; /* the same on a device */
 } tlm_trainer;
+
+/* Data parallelism (runtime/dist): `ranks` processes share each step's
+ * accumulate micro-batches, rank r running micro-batches [r·a, r·a + a),
+ * a = accumulate / ranks, of the same global batch. The step's gradient is
+ * the same in-order sum a single process makes: rank 0 sums its own, rank
+ * r > 0 receives the sum of the micro-batches before its first and adds
+ * its own in order (keeping them until then), and the last rank's total
+ * goes to all. The losses travel likewise, so every rank takes the same
+ * step as one process with the same batch and accumulate, bit for bit. */
+/* sum[n] += g[n] on the device (the trainer's, for the chain below). */
+typedef bool (*tlm_chain_add)(void *actx, tlm_dptr sum, tlm_dptr g, size_t n, tlm_err *err);
+
+typedef struct tlm_grad_chain {
+    int rank, ranks;
+    void *ctx;
+    /* all[accumulate] = every rank's `a` losses, in rank order (mine:
+     * this rank's). */
+    void (*gather_losses)(void *ctx, const double *mine, int a, double *all);
+    /* sum[n] = prefix + mine[0] + mine[1] + ... in that order on rank r > 0
+     * (prefix: rank r-1's sum), mine[0] alone on rank 0 (n_mine 1); then the
+     * last rank's sum on every rank. */
+    void (*reduce)(void *ctx, float *sum, float *const *mine, int n_mine, size_t n);
+    /* The same over device memory, add doing the device's additions (NULL:
+     * this chain cannot reduce device memory). false with a message. */
+    bool (*reduce_device)(void *ctx, tlm_dptr sum, const tlm_dptr *mine, int n_mine, size_t n, tlm_chain_add add,
+                          void *actx, tlm_err *err);
+} tlm_grad_chain;
 
 typedef struct tlm_step_result {
     double loss;               /* mean over the step's micro-batches */
     double grad_norm;          /* before clipping */
     float lr;
     bool finite;               /* false: NaN or Inf in the loss or gradients; nothing was updated */
+    int bad_rank;              /* with a chain: the first rank whose loss was not finite (-1: none) */
 } tlm_step_result;
 
 /* settings: the full training configuration (batch is the per-step batch;
@@ -50,6 +89,13 @@ void tlm_trainer_destroy(tlm_trainer *t);
  * the summed gradients when a parameter updates every period > 1 steps. */
 int64_t tlm_trainer_state_bytes(const tlm_so *so, const tlm_abi_train *settings);
 
+/* Makes t one rank of a data-parallel run (chain outlives t; on a device
+ * the chain must reduce device memory): its accumulate must divide by
+ * chain->ranks. A rank r > 0 keeps its
+ * a micro-batches' gradients, tlm_trainer_chain_bytes more memory. */
+bool tlm_trainer_join(tlm_trainer *t, const tlm_grad_chain *chain, tlm_err *err);
+int64_t tlm_trainer_chain_bytes(const tlm_so *so, const tlm_abi_train *settings, int rank, int ranks);
+
 /* On a device: bring the parameters and the optimizer's state to the host
  * (before a checkpoint), or send them to the device (after initialising or
  * loading them). No-ops on the CPU. */
@@ -57,7 +103,7 @@ bool tlm_trainer_to_host(tlm_trainer *t, tlm_err *err);
 bool tlm_trainer_to_device(tlm_trainer *t, tlm_err *err);
 
 /* One step. tokens and targets hold accumulate × micro-batch × T ids, the
- * micro-batches one after another. */
+ * micro-batches one after another (the whole step's, on every rank). */
 tlm_step_result tlm_trainer_step(tlm_trainer *t, const int32_t *tokens, const int32_t *targets, int64_t T);
 
 #endif

@@ -27,8 +27,9 @@ ALLOWED = {
     "runtime/export": CORE + ["abi", "runtime/device", "runtime/gpu", "runtime/model", "runtime/train",
                               "runtime/tokenizer"],
     "runtime/study": CORE + ["abi", "runtime/device", "runtime/gpu", "runtime/model", "runtime/train"],
+    "runtime/dist": CORE + ["abi", "runtime/device", "runtime/gpu", "runtime/model", "runtime/train"],
     "runtime/cli": CORE + ["abi", "runtime/device", "runtime/gpu", "runtime/model", "runtime/train",
-                           "runtime/tokenizer", "runtime/export", "runtime/study"],
+                           "runtime/tokenizer", "runtime/export", "runtime/study", "runtime/dist"],
 }
 
 def folder_of(path):

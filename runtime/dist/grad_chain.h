@@ -1,0 +1,24 @@
+/* The trainer's gradient chain over MPI (trainer.h: tlm_grad_chain): the
+ * losses gathered in rank order, and the gradients summed in a fixed order
+ * by passing the partial sum from rank to rank, bucket by bucket so that
+ * rank r adds bucket b while rank r-1 sends bucket b+1, then broadcast
+ * from the last rank. The buckets follow the flat parameter block after
+ * the whole backward (not hooked into the executor per layer), so the
+ * transfers overlap the chain's additions, not the backward. */
+#ifndef TLM_DIST_GRAD_CHAIN_H
+#define TLM_DIST_GRAD_CHAIN_H
+
+#include "dist.h"
+
+/* Floats per bucket: 1 MiB, large enough that a message's latency is small
+ * beside its transfer, small enough that a 100M-parameter model's chain
+ * has hundreds of buckets in flight. */
+#define TLM_CHAIN_BUCKET_FLOATS (1 << 18)
+
+/* chain's callbacks, with d (MPI initialised) as their context. */
+void tlm_grad_chain_init(tlm_grad_chain *chain, tlm_dist *d);
+/* ... and over the emulated device's memory (host memory), the stand-in
+ * for NCCL that runs the device path's chain in the tests. */
+void tlm_grad_chain_emulated(tlm_grad_chain *chain);
+
+#endif

@@ -1,0 +1,23 @@
+#include "launcher.h"
+
+#include <stdlib.h>
+
+int tlm_launcher_size(const char **name) {
+    /* The first that is set wins: Open MPI sets PMIX_RANK too, Slurm's
+     * srun sets SLURM_STEP_NUM_TASKS beside its MPI's own. */
+    static const char *const sizes[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE",
+                                        "SLURM_STEP_NUM_TASKS"};
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+        const char *v = getenv(sizes[i]);
+        if (!v || !*v) continue;
+        char *end;
+        long n = strtol(v, &end, 10);
+        if (name) *name = sizes[i];
+        return *end || n < 0 || n > 1 << 24 ? 0 : (int)n;
+    }
+    if (getenv("PMIX_RANK")) {
+        if (name) *name = "PMIX_RANK";
+        return 0;
+    }
+    return -1;
+}

@@ -1,0 +1,15 @@
+/* Whether this process was started by a parallel launcher (mpirun, srun,
+ * mpiexec), read from the environment the launcher sets, without MPI: a
+ * plain `tlm-run train` never pays MPI's start-up, so MPI is initialised
+ * only when this says there are several processes. */
+#ifndef TLM_DIST_LAUNCHER_H
+#define TLM_DIST_LAUNCHER_H
+
+/* The job's number of processes as the launcher's environment gives it
+ * (Open MPI's OMPI_COMM_WORLD_SIZE, MPICH's and Intel MPI's PMI_SIZE,
+ * MVAPICH's MV2_COMM_WORLD_SIZE, Slurm's srun SLURM_STEP_NUM_TASKS); 0 when
+ * a launcher is there but says no size (PMIx's PMIX_RANK alone); -1 when
+ * none started this process. name: the variable read (for messages). */
+int tlm_launcher_size(const char **name);
+
+#endif

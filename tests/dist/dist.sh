@@ -1,0 +1,204 @@
+#!/usr/bin/env bash
+# Data-parallel training under mpirun (docs/runtime.md "Several
+# processes"), on the tiny models of tests/dist/models.tlm. One case per
+# ctest test:
+#
+#   dist.sh CASE TLMC TLM_RUN SOURCE_ROOT WORK_DIR MPIRUN
+#
+# Every rank runs one thread, like the single process it is compared with
+# (the same thread count gives the same bits). `mpirun --oversubscribe`
+# lets three ranks share two cores; `--bind-to none` keeps them from being
+# pinned to one.
+set -u
+case_=$1 tlmc=$2 run=$3 root=$4 work=$5 mpirun=$6
+py=${TLM_PYTHON:-/usr/bin/python3}
+here=$(cd "$(dirname "$0")" && pwd)
+models=$work/models
+tmp=$work/$case_
+rm -rf "$tmp"
+mkdir -p "$tmp"
+cd "$tmp" || exit 1
+fail=0
+
+. "$here/../expect.sh"   # expect, check
+same() { "$py" "$root/tests/crash/same.py" "$@"; }
+# Under mpirun stderr also carries mpirun's own report of a rank's exit:
+# our message is checked by count instead of "the only line".
+one_line_statuses=none
+mpi() { local np=$1; shift; "$mpirun" --oversubscribe --allow-run-as-root --bind-to none -np "$np" "$@"; }
+# count PATTERN: how many lines of the last expect's output hold it
+count() { cat "$tmp/out" "$tmp/err" | grep -c -- "$1"; }
+once() {
+  local n; n=$(count "$1")
+  if [ "$n" = 1 ]; then echo "ok: '$1' told once"; else echo "FAIL: '$1' told $n times"; cat "$tmp/err"; fail=1; fi
+}
+
+train() { "$run" train "$models/$1.so" --threads 1 --overwrite "${@:2}"; }
+
+# equal MODEL: 20 steps of 12 sequences in micro-batches of 2 on 1, 2 and 3
+# ranks give one process's checkpoint and log, bit for bit; so does a
+# micro-batch of 6 (one per rank on 2 ranks against 2 in one process).
+equal() {
+  local m=$1
+  expect 0 "done: 20 steps" "$m: one process, 6 micro-batches" -- train "$m" --ckpt one --accumulate 6 --log one.jsonl
+  for np in 1 2 3; do
+    local a=$((6 / np))
+    expect 0 "done: 20 steps" "$m: $np rank(s), $a micro-batches each" -- \
+      mpi "$np" "$run" train "$models/$m.so" --threads 1 --overwrite --ckpt "p$np" --accumulate "$a" --log "p$np.jsonl"
+    check "$m: $np rank(s): the checkpoint's tensors bit-identical to one process's" -- \
+      same ckpt one/checkpoint.safetensors "p$np/checkpoint.safetensors"
+    check "$m: $np rank(s): the same losses and gradient norms logged" -- same log one.jsonl "p$np.jsonl"
+  done
+  if [ "$m" = tiny ]; then
+    expect 0 "done: 20 steps" "one process, 2 micro-batches of 6" -- train tiny --ckpt one6 --accumulate 2
+    expect 0 "on 2 ranks, 1 micro-batch of 6" "2 ranks, 1 micro-batch of 6 each" -- \
+      mpi 2 "$run" train "$models/tiny.so" --threads 1 --overwrite --ckpt two6
+    check "2 ranks of one micro-batch each: bit-identical to one process" -- \
+      same ckpt one6/checkpoint.safetensors two6/checkpoint.safetensors
+  fi
+}
+
+case $case_ in
+
+compile)
+  mkdir -p "$models"
+  for m in tiny tiny_gated tiny_titans tiny_hope; do
+    expect 0 "" "tlmc --model $m" -- "$tlmc" "$here/models.tlm" --model "$m" -o "$models/$m.so"
+  done
+  ;;
+
+equal_tiny) equal tiny ;;
+equal_gated) equal tiny_gated ;;
+equal_titans) equal tiny_titans ;;
+equal_hope) equal tiny_hope ;;
+
+batch)
+  expect 2 "--batch 8 is not divisible by 3 ranks x --accumulate 1" "batch 8 on 3 ranks: a usage error" -- \
+    mpi 3 "$run" train "$models/tiny.so" --threads 1 --overwrite --ckpt b --batch 8
+  once "is not divisible"
+  expect 2 "--batch 12 is not divisible by 2 ranks x --accumulate 4" "batch 12 on 2 ranks of 4 micro-batches" -- \
+    mpi 2 "$run" train "$models/tiny.so" --threads 1 --overwrite --ckpt b --accumulate 4
+  once "is not divisible"
+  check "no checkpoint written" -- test ! -e b/checkpoint.safetensors
+  # A start-up failure on rank 1 alone: held back there, told by rank 0.
+  expect 2 "rank 1 of 2: tlm-run train: --lr must be > 0" "a bad flag on rank 1 alone: rank 0 names it" -- \
+    "$mpirun" --oversubscribe --allow-run-as-root --bind-to none \
+    -np 1 "$run" train "$models/tiny.so" --threads 1 --overwrite --ckpt c : \
+    -np 1 "$run" train "$models/tiny.so" --threads 1 --overwrite --ckpt c --lr -1
+  once "lr must be"
+  ;;
+
+resume)
+  # Uninterrupted: one process, micro-batches of 6.
+  expect 0 "done: 20 steps" "one process, 20 steps" -- train tiny_hope --ckpt full --accumulate 2 --log full.jsonl
+  expect 0 "stopped at step 10" "2 ranks stop at step 10" -- \
+    mpi 2 "$run" train "$models/tiny_hope.so" --threads 1 --overwrite --ckpt a --stop-at 10 --log a.jsonl
+  cp -r a b
+  cp a.jsonl b.jsonl
+  expect 0 "resuming at step 10" "2 ranks resume" -- \
+    mpi 2 "$run" train "$models/tiny_hope.so" --threads 1 --ckpt a --resume --log a.jsonl
+  check "stopped and resumed on 2 ranks: bit-identical to the uninterrupted run" -- \
+    same ckpt full/checkpoint.safetensors a/checkpoint.safetensors
+  check "... and the same log" -- same log full.jsonl a.jsonl
+  expect 0 "resuming at step 10" "one process resumes the 2 ranks' checkpoint" -- \
+    "$run" train "$models/tiny_hope.so" --threads 1 --ckpt b --resume --log b.jsonl
+  check "resumed by one process (2 micro-batches): bit-identical" -- \
+    same ckpt full/checkpoint.safetensors b/checkpoint.safetensors
+  expect 0 "stopped at step 10" "one process, 2 micro-batches, stops at step 10" -- \
+    train tiny_hope --ckpt c --accumulate 2 --stop-at 10
+  cp -r c d
+  expect 0 "resuming at step 10" "2 ranks resume one process's checkpoint" -- \
+    mpi 2 "$run" train "$models/tiny_hope.so" --threads 1 --ckpt c --resume
+  check "resumed on 2 ranks: bit-identical" -- same ckpt full/checkpoint.safetensors c/checkpoint.safetensors
+  expect 2 "2 micro-batches, which 3 ranks cannot share" "3 ranks cannot share 2 micro-batches" -- \
+    mpi 3 "$run" train "$models/tiny_hope.so" --threads 1 --ckpt d --resume
+  once "cannot share"
+  expect 1 "accumulate is 3, the checkpoint's is 2" "3 ranks x 1 micro-batch: another micro-batch size, refused" -- \
+    mpi 3 "$run" train "$models/tiny_hope.so" --threads 1 --ckpt d --resume --accumulate 1
+  ;;
+
+killed)
+  # Rank 1 dies (SIGKILL) at step 7, between its backward and the update;
+  # the checkpoint of step 5 is rank 0's, whole.
+  expect_status=0
+  "$mpirun" --oversubscribe --allow-run-as-root --bind-to none \
+    -np 1 "$run" train "$models/tiny.so" --threads 1 --overwrite --ckpt k : \
+    -np 1 -x TLM_TEST_KILL_AT=step:7 "$run" train "$models/tiny.so" --threads 1 --overwrite --ckpt k \
+    >"$tmp/out" 2>"$tmp/err" || expect_status=$?
+  if [ "$expect_status" != 0 ]; then echo "ok: the job failed (exit $expect_status)"
+  else echo "FAIL: the job exited 0"; fail=1; fi
+  if grep -q "rank 1 .*exited on signal 9" "$tmp/out" "$tmp/err"; then echo "ok: mpirun names rank 1 and SIGKILL"
+  else echo "FAIL: no line names rank 1:"; cat "$tmp/err"; fail=1; fi
+  once "rank 1 .*exited on signal 9"
+  check "the last checkpoint (step 5) stays" -- test "$(same step k/checkpoint.safetensors)" = 5
+  check "no temporary file left beside it" -- test "$(ls -A k)" = checkpoint.safetensors
+  expect 0 "done: 20 steps" "it resumes" -- "$run" train "$models/tiny.so" --threads 1 --ckpt k --resume
+  ;;
+
+nan)
+  # Rank 1's loss is NaN at step 7: every rank stops there, rank 0 tells.
+  expect 1 "step 7: the loss is NaN on rank 1 of 2" "a NaN on rank 1 stops both" -- \
+    "$mpirun" --oversubscribe --allow-run-as-root --bind-to none \
+    -np 1 "$run" train "$models/tiny.so" --threads 1 --overwrite --ckpt n : \
+    -np 1 -x TLM_TEST_KILL_AT=nan_loss:7 "$run" train "$models/tiny.so" --threads 1 --overwrite --ckpt n
+  once "the loss is NaN"
+  check "the last checkpoint (step 5) stays" -- test "$(same step n/checkpoint.safetensors)" = 5
+  ;;
+
+signals)
+  # SIGTERM to rank 1 alone: both ranks stop after the same step, rank 0
+  # writes the checkpoint, equal to one process stopped there.
+  "$mpirun" --oversubscribe --allow-run-as-root --bind-to none -np 2 \
+    "$run" train "$models/tiny.so" --threads 1 --overwrite --ckpt s --steps 100000 >"$tmp/out" 2>"$tmp/err" &
+  job=$!   # mpirun; the ranks are its children
+  for _ in $(seq 100); do
+    kids=$(pgrep -P "$job" -f "tlm-run train" | sort -n)
+    [ "$(echo "$kids" | wc -w)" = 2 ] && grep -q "step  *5/" "$tmp/out" && break
+    sleep 0.1
+  done
+  rank1=$(echo "$kids" | tail -1)
+  kill -TERM "$rank1"
+  status=0
+  wait "$job" || status=$?
+  if [ "$status" != 0 ]; then echo "ok: the job's status is $status"; else echo "FAIL: status 0"; fail=1; fi
+  stopped=$(sed -n 's/.*interrupted at step \([0-9]*\) of 100000 (SIGTERM).*/\1/p' "$tmp/out")
+  if [ -n "$stopped" ]; then echo "ok: interrupted at step $stopped"
+  else echo "FAIL: no 'interrupted at step'"; cat "$tmp/out" "$tmp/err" | tail -5; fail=1; fi
+  once "interrupted at step"
+  check "the checkpoint is at that step" -- test "$(same step s/checkpoint.safetensors)" = "$stopped"
+  expect 0 "stopped at step $stopped" "one process stops at the same step" -- \
+    train tiny --ckpt one --steps 100000 --accumulate 2 --stop-at "$stopped"
+  check "the ranks' checkpoint is one process's, bit for bit" -- \
+    same ckpt one/checkpoint.safetensors s/checkpoint.safetensors
+  ;;
+
+profile)
+  expect 0 "communication" "--profile on 2 ranks: compute, communication, wait" -- \
+    mpi 2 "$run" train "$models/tiny.so" --threads 1 --overwrite --ckpt p --profile --log p.jsonl
+  check "rank 0 of 2 in the table" -- grep -q "rank 0 of 2, a step: compute" "$tmp/out"
+  check "rank 1 of 2 in the table (gathered by rank 0)" -- grep -q "rank 1 of 2, a step: compute" "$tmp/out"
+  check "each rank's split in the log" -- grep -q '"per_rank": \[{"step_seconds": [0-9.e-]*, "comm_seconds"' p.jsonl
+  check "comm_seconds and wait_seconds in the log's profile" -- \
+    grep -q '"ranks": 2, "comm_seconds": [0-9.e-]*, "wait_seconds"' p.jsonl
+  ;;
+
+emulated)
+  # The device path's chain on the emulated device (TLM_TEST_DEVICE, device
+  # memory is host memory): its stand-in for NCCL runs the same chain over
+  # MPI with the device's additions. 2 ranks against one process, in fp32
+  # and in bf16, Hope's slow level included.
+  export TLM_TEST_DEVICE=emulated
+  for p in fp32 bf16; do
+    expect 0 "done: 10 steps" "emulated device, $p: one process, 2 micro-batches" -- \
+      train tiny_hope --device cuda --precision "$p" --steps 10 --ckpt "one_$p" --accumulate 2
+    expect 0 "done: 10 steps" "emulated device, $p: 2 ranks" -- \
+      mpi 2 -x TLM_TEST_DEVICE "$run" train "$models/tiny_hope.so" --device cuda --precision "$p" --steps 10 \
+      --threads 1 --overwrite --ckpt "two_$p"
+    check "emulated device, $p: 2 ranks bit-identical to one process" -- \
+      same ckpt "one_$p/checkpoint.safetensors" "two_$p/checkpoint.safetensors"
+  done
+  ;;
+
+*) echo "unknown case $case_"; exit 2 ;;
+esac
+exit $fail
