@@ -29,3 +29,13 @@ check() {
   if "$@" >"$tmp/check" 2>&1; then echo "ok: $what"; sed 's/^/    /' "$tmp/check" | head -3
   else echo "FAIL: $what"; cat "$tmp/check"; fail=1; fi
 }
+
+# start_case DIR: DIR, emptied, becomes $tmp and the current folder, and
+# fail=0: how each case of a shell test starts.
+start_case() {
+  tmp=$1
+  rm -rf "$tmp"
+  mkdir -p "$tmp"
+  cd "$tmp" || exit 1
+  fail=0
+}

@@ -14,13 +14,9 @@ case_=$1 tlmc=$2 run=$3 root=$4 work=$5 mpirun=$6
 py=${TLM_PYTHON:-/usr/bin/python3}
 here=$(cd "$(dirname "$0")" && pwd)
 models=$work/models
-tmp=$work/$case_
-rm -rf "$tmp"
-mkdir -p "$tmp"
-cd "$tmp" || exit 1
-fail=0
 
-. "$here/../expect.sh"   # expect, check
+. "$here/../expect.sh"   # expect, check, start_case
+start_case "$work/$case_"
 same() { "$py" "$root/tests/crash/same.py" "$@"; }
 # Under mpirun stderr also carries mpirun's own report of a rank's exit:
 # our message is checked by count instead of "the only line".

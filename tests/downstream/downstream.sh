@@ -12,13 +12,9 @@ py=${TLM_PYTHON:-/usr/bin/python3}
 here=$(cd "$(dirname "$0")" && pwd)
 models=$work/models
 sets=$root/data/downstream
-tmp=$work/$case_
-rm -rf "$tmp"
-mkdir -p "$tmp"
-cd "$tmp" || exit 1
-fail=0
 
-. "$here/../expect.sh"   # expect, check
+. "$here/../expect.sh"   # expect, check, start_case
+start_case "$work/$case_"
 
 small=$models/small.so
 ck=$models/small.ckpt

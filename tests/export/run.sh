@@ -13,12 +13,8 @@ case_=$1 tlmc=$2 run=$3 dump=$4 root=$5 work=$6
 py=${TLM_PYTHON:-/usr/bin/python3}
 here=$(cd "$(dirname "$0")" && pwd)
 models=$work/models
-tmp=$work/$case_
-rm -rf "$tmp"
-mkdir -p "$tmp"
-cd "$tmp" || exit 1
-fail=0
-. "$here/../expect.sh" # expect, check
+. "$here/../expect.sh"   # expect, check, start_case
+start_case "$work/$case_"
 held_out=$root/data/austen/persuasion.txt
 
 case $case_ in
