@@ -3,8 +3,10 @@
 # tokens/s of examples/tiny.tlm (batch 8 x 256 tokens, AdamW) trained by
 #   one process, 1 thread | one process, 2 threads | mpirun -np 2, 1 thread each
 # and, for the two ranks, the share of rank 0's step spent communicating
-# (sending and broadcasting gradient buckets) and waiting on the other rank
-# (from --profile). Not a test: the numbers depend on what else runs.
+# (sending and broadcasting gradient buckets) and waiting on the other rank,
+# and the share of its gradient buckets it passed on during the backward,
+# before the last gradients were final (from --profile). Not a test: the
+# numbers depend on what else runs.
 #
 # usage: bench/dist_bench.sh [BUILD_DIR] [STEPS]   (default ./build, 30 steps)
 set -euo pipefail
@@ -37,11 +39,14 @@ line = f"{tokens / (b['elapsed'] - a['elapsed']):10.0f}"
 if prof and prof.get("ranks"):
     t = prof["step_seconds"]
     line += f"  {100 * prof['comm_seconds'] / t:12.1f}%  {100 * prof['wait_seconds'] / t:6.1f}%"
+    if "buckets" in prof:  # a tlm-run before the chain started in the backward has none
+        line += f"  {prof['early_buckets']:>8} of {prof['buckets']}"
 print(line)
 PY
 }
 
-printf '%-32s %10s  %13s  %7s\n' "run (tiny, 8 x 256 tokens)" "tokens/s" "communication" "wait"
+printf '%-32s %10s  %13s  %7s  %s\n' "run (tiny, 8 x 256 tokens)" "tokens/s" "communication" "wait" \
+  "buckets during the backward"
 "$run" "${common[@]}" --threads 1 --ckpt "$tmp/a" --log "$tmp/a.jsonl" >/dev/null
 printf '%-32s %s\n' "1 process, 1 thread" "$(measure "$tmp/a.jsonl")"
 "$run" "${common[@]}" --threads 2 --ckpt "$tmp/b" --log "$tmp/b.jsonl" >/dev/null

@@ -546,6 +546,8 @@ static void profile_ranks(run *r) {
     p->ranks = r->dist.ranks;
     p->comm_seconds = r->dist.comm_seconds;
     p->wait_seconds = r->dist.wait_seconds;
+    p->buckets = r->dist.buckets;
+    p->early_buckets = r->dist.early_buckets;
     const double mine[3] = {p->step_seconds, p->comm_seconds, p->wait_seconds};
     double *all = r->dist.rank == 0 ? calloc((size_t)r->dist.ranks * 3, sizeof *all) : NULL;
     if (r->dist.rank == 0 && !all) {
@@ -573,6 +575,7 @@ static int train_loop(run *r) {
     int rc;
     if (r->have_val && !r->o.resume && (rc = validate(r))) return rc;
     r->dist.comm_seconds = r->dist.wait_seconds = 0;
+    r->dist.buckets = r->dist.early_buckets = 0;
     while (r->state.step < s->steps) {
         double t0 = progress_now();
         tlm_err e;
@@ -605,10 +608,14 @@ static int train_loop(run *r) {
                              r->state.step + 1, loss_bad ? "loss" : "gradient norm", isnan(bad) ? "NaN" : "Inf", where,
                              last);
         }
-        /* A signal on any rank stops every rank after this step. */
+        /* A signal on any rank stops every rank after this step. The
+         * flag is read once: one that comes during the agreement (a rank
+         * blocked in it) waits for the next step's, or this rank alone
+         * would stop. */
+        int step_signal = stop_signal;
         if (r->dist.ranks > 1) {
-            int sig = tlm_dist_max(&r->dist, stop_signal);
-            if (sig && !stop_signal) stop_signal = sig;
+            step_signal = tlm_dist_max(&r->dist, step_signal);
+            if (step_signal && !stop_signal) stop_signal = step_signal;
         }
         double dt = progress_now() - t0;
         if (r->model.profile) {
@@ -623,7 +630,8 @@ static int train_loop(run *r) {
 
         int64_t step = r->state.step;
         bool last = step == s->steps;
-        bool stop = last || step == r->o.stop_at || stop_signal;
+        if (r->dist.ranks < 2) step_signal = stop_signal; /* alone: as late as it can */
+        bool stop = last || step == r->o.stop_at || step_signal;
         bool logged = last || step == 1 || (s->log_every > 0 && step % s->log_every == 0);
         progress_step ps = {
             .step = step,
@@ -656,7 +664,7 @@ static int train_loop(run *r) {
             profile_ranks(r);
             if (!log_profile(r, &err) || !progress_close(&r->out, &err)) return write_failed(r, "", &err);
             print_profile(r);
-            int sig = stop_signal;
+            int sig = step_signal;
             printf("%s at step %" PRId64 " of %" PRId64 "%s; checkpoint %s (continue with --resume)\n",
                    sig ? "interrupted" : "stopped", step, s->steps,
                    sig == SIGINT    ? " (SIGINT)"

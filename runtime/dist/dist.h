@@ -29,6 +29,11 @@ typedef struct tlm_dist {
      * and waiting on other ranks (for the previous rank's partial sum, the
      * losses, the step's agreement to stop). */
     double comm_seconds, wait_seconds;
+    /* Since the start: the gradient buckets this rank added and passed on,
+     * and how many of them during the backward (while some gradients were
+     * not yet final). */
+    long buckets, early_buckets;
+    struct tlm_chain_run *run; /* the step's chain between its start and finish */
 } tlm_dist;
 
 /* Under a launcher, initialises MPI and fills in this rank (mpirun -np 1

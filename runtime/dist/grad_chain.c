@@ -28,61 +28,134 @@ static bool host_add(void *actx, float *restrict sum, const float *restrict g, s
     return true;
 }
 
+/* One step's chain between its start and finish. Buckets go from the last
+ * (the head's end of the block, final first in the backward) down to 0;
+ * each is added and passed on in that order on every rank, so the last
+ * rank's broadcasts, which are collectives, come in the same order
+ * everywhere. */
+typedef struct tlm_chain_run {
+    tlm_dist *d;
+    float *sum;
+    float *const *mine;
+    int n_mine;
+    size_t n, nb;
+    size_t final_from; /* buckets [final_from, nb) final in every mine[] */
+    size_t todo;       /* buckets [0, todo) not yet added and passed on */
+    bool in_backward;  /* in ready() before the whole block is final: ops of the backward remain */
+    MPI_Request *recv, *send, *bcast; /* nb each */
+    chain_add add;
+    void *actx;
+    tlm_err *err;
+    bool ok;
+} tlm_chain_run;
+
 /* Bucket b of n floats: [b·BUCKET, b·BUCKET + its length). */
 static size_t bucket_len(size_t n, size_t b) {
     size_t lo = b * TLM_CHAIN_BUCKET_FLOATS;
     return n - lo < TLM_CHAIN_BUCKET_FLOATS ? n - lo : TLM_CHAIN_BUCKET_FLOATS;
 }
 
-/* The chain over memory MPI can read and write (the host's, or the
- * emulated device's, which is the host's). */
-static bool chain(tlm_dist *d, float *sum, float *const *mine, int n_mine, size_t n, chain_add add, void *actx,
-                  tlm_err *err) {
+/* Adds and passes on the final buckets in order, as far as the previous
+ * rank's partial sums have arrived (block: waiting for them). */
+static void advance(tlm_chain_run *c, bool block) {
+    tlm_dist *d = c->d;
     int rank = d->rank, last = d->ranks - 1;
-    size_t nb = (n + TLM_CHAIN_BUCKET_FLOATS - 1) / TLM_CHAIN_BUCKET_FLOATS;
-    MPI_Request *req = malloc(2 * nb * sizeof *req);
-    if (!req) return tlm_fail(err, "rank %d: out of memory for the gradient chain", rank);
-    for (size_t b = 0; b < 2 * nb; b++) req[b] = MPI_REQUEST_NULL;
-    bool ok = true;
-    for (size_t b = 0; b < nb && ok; b++) {
-        size_t lo = b * TLM_CHAIN_BUCKET_FLOATS, len = bucket_len(n, b);
-        int tag = (int)(b % INT_MAX);
+    while (c->ok && c->todo > c->final_from) {
+        size_t b = c->todo - 1, lo = b * TLM_CHAIN_BUCKET_FLOATS, len = bucket_len(c->n, b);
+        float *sum = c->sum + lo;
         if (rank > 0) {
             double t0 = tlm_profile_clock();
-            MPI_Recv(sum + lo, (int)len, MPI_FLOAT, rank - 1, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            int arrived = 1;
+            if (block) MPI_Wait(&c->recv[b], MPI_STATUS_IGNORE);
+            else MPI_Test(&c->recv[b], &arrived, MPI_STATUS_IGNORE);
             d->wait_seconds += tlm_profile_clock() - t0;
-            for (int j = 0; j < n_mine && ok; j++) ok = add(actx, sum + lo, mine[j] + lo, len, err);
-        }
-        if (!ok) break;
-        if (rank < last) MPI_Isend(sum + lo, (int)len, MPI_FLOAT, rank + 1, tag, MPI_COMM_WORLD, &req[b]);
-        else MPI_Ibcast(sum + lo, (int)len, MPI_FLOAT, last, MPI_COMM_WORLD, &req[nb + b]);
+            if (!arrived) return;
+        } else if (c->mine[0] != c->sum) memcpy(sum, c->mine[0] + lo, len * sizeof *sum);
+        for (int j = rank > 0 ? 0 : 1; j < c->n_mine && c->ok; j++)
+            c->ok = c->add(c->actx, sum, c->mine[j] + lo, len, c->err);
+        if (!c->ok) return;
+        double t0 = tlm_profile_clock();
+        int tag = (int)(b % INT_MAX);
+        if (rank < last) MPI_Isend(sum, (int)len, MPI_FLOAT, rank + 1, tag, MPI_COMM_WORLD, &c->send[b]);
+        else MPI_Ibcast(sum, (int)len, MPI_FLOAT, last, MPI_COMM_WORLD, &c->bcast[b]);
+        d->comm_seconds += tlm_profile_clock() - t0;
+        d->buckets++;
+        d->early_buckets += c->in_backward;
+        c->todo--;
     }
+}
+
+static void chain_start(void *ctx, float *sum, float *const *mine, int n_mine, size_t n) {
+    tlm_dist *d = ctx;
+    size_t nb = (n + TLM_CHAIN_BUCKET_FLOATS - 1) / TLM_CHAIN_BUCKET_FLOATS;
+    tlm_chain_run *c = calloc(1, sizeof *c);
+    MPI_Request *req = malloc((3 * nb + 1) * sizeof *req);
+    if (!c || !req) { /* the others wait on this rank: the job cannot go on */
+        fprintf(stderr, "rank %d: out of memory for the gradient chain\n", d->rank);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    for (size_t b = 0; b < 3 * nb; b++) req[b] = MPI_REQUEST_NULL;
+    *c = (tlm_chain_run){d,     sum, mine,     n_mine,       n,        nb,   nb,   nb,
+                         false, req, req + nb, req + 2 * nb, host_add, NULL, NULL, true};
+    /* The previous rank's partial sums may come as soon as it has them. */
+    if (d->rank > 0)
+        for (size_t b = nb; b-- > 0;)
+            MPI_Irecv(sum + b * TLM_CHAIN_BUCKET_FLOATS, (int)bucket_len(n, b), MPI_FLOAT, d->rank - 1,
+                      (int)(b % INT_MAX), MPI_COMM_WORLD, &c->recv[b]);
+    d->run = c;
+}
+
+static void chain_ready(void *ctx, size_t lo) {
+    tlm_dist *d = ctx;
+    tlm_chain_run *c = d->run;
+    size_t first = (lo + TLM_CHAIN_BUCKET_FLOATS - 1) / TLM_CHAIN_BUCKET_FLOATS;
+    if (first < c->final_from) c->final_from = first;
+    /* lo 0: the last gradients are final, nothing of the backward is left
+     * to overlap with (the embedding's, last, make it so). */
+    c->in_backward = lo > 0;
+    advance(c, false);
+    c->in_backward = false;
+    /* Nonblocking transfers move when MPI is called: let the sends and
+     * broadcasts already started go on while the backward computes. */
+    int done;
+    MPI_Testall((int)c->nb, c->send, &done, MPI_STATUSES_IGNORE);
+    MPI_Testall((int)c->nb, c->bcast, &done, MPI_STATUSES_IGNORE);
+}
+
+/* The rest of the chain, then the total on every rank; false with the
+ * device's failure (an addition), after which the job cannot go on. */
+static bool chain_finish_run(tlm_dist *d) {
+    tlm_chain_run *c = d->run;
+    int rank = d->rank, last = d->ranks - 1;
+    c->final_from = 0;
+    advance(c, true);
+    bool ok = c->ok;
     if (!ok) { /* the others wait on this rank: the job cannot go on */
-        fprintf(stderr, "rank %d: %s\n", rank, err->msg);
+        fprintf(stderr, "rank %d: %s\n", rank, c->err->msg);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     double t0 = tlm_profile_clock();
-    /* The broadcasts in the same bucket order on every rank, as MPI asks
-     * of collectives; a rank before the last receives the total into the
-     * buffer it sent from, so its sends must have finished. */
-    MPI_Waitall((int)nb, req, MPI_STATUSES_IGNORE);
+    /* A rank before the last receives the total into the buffer it sent
+     * from, so its sends must have finished; its broadcasts come in the
+     * last rank's order. */
+    MPI_Waitall((int)c->nb, c->send, MPI_STATUSES_IGNORE);
     if (rank < last)
-        for (size_t b = 0; b < nb; b++)
-            MPI_Ibcast(sum + b * TLM_CHAIN_BUCKET_FLOATS, (int)bucket_len(n, b), MPI_FLOAT, last, MPI_COMM_WORLD,
-                       &req[nb + b]);
-    MPI_Waitall((int)nb, req + nb, MPI_STATUSES_IGNORE);
+        for (size_t b = c->nb; b-- > 0;)
+            MPI_Ibcast(c->sum + b * TLM_CHAIN_BUCKET_FLOATS, (int)bucket_len(c->n, b), MPI_FLOAT, last, MPI_COMM_WORLD,
+                       &c->bcast[b]);
+    MPI_Waitall((int)c->nb, c->bcast, MPI_STATUSES_IGNORE);
     d->comm_seconds += tlm_profile_clock() - t0;
-    free(req);
-    return true;
+    free(c->recv);
+    free(c);
+    d->run = NULL;
+    return ok;
 }
 
-static void reduce(void *ctx, float *sum, float *const *mine, int n_mine, size_t n) {
-    tlm_err err;
-    chain(ctx, sum, mine, n_mine, n, host_add, NULL, &err);
-}
+static void chain_finish(void *ctx) { chain_finish_run(ctx); }
 
 /* The emulated device's stand-in for NCCL: its memory is the host's, so
- * the same chain runs over MPI, the additions made by the device. */
+ * the same chain runs over MPI, the additions made by the device, all of
+ * it after the backward. */
 typedef struct device_adder {
     tlm_chain_add add;
     void *actx;
@@ -95,17 +168,22 @@ static bool emulated_add(void *actx, float *sum, const float *g, size_t n, tlm_e
 
 static bool reduce_emulated(void *ctx, tlm_dptr sum, const tlm_dptr *mine, int n_mine, size_t n, tlm_chain_add add,
                             void *actx, tlm_err *err) {
+    tlm_dist *d = ctx;
     float **host = calloc((size_t)n_mine + 1, sizeof *host);
     if (!host) return tlm_fail(err, "out of memory for the gradient chain");
     for (int j = 0; j < n_mine; j++) host[j] = (float *)(uintptr_t)mine[j];
     device_adder a = {add, actx};
-    bool ok = chain(ctx, (float *)(uintptr_t)sum, host, n_mine, n, emulated_add, &a, err);
+    chain_start(d, (float *)(uintptr_t)sum, host, n_mine, n);
+    d->run->add = emulated_add;
+    d->run->actx = &a;
+    d->run->err = err;
+    bool ok = chain_finish_run(d);
     free(host);
     return ok;
 }
 
 void tlm_grad_chain_init(tlm_grad_chain *chain, tlm_dist *d) {
-    *chain = (tlm_grad_chain){d->rank, d->ranks, d, gather_losses, reduce, NULL};
+    *chain = (tlm_grad_chain){d->rank, d->ranks, d, gather_losses, chain_start, chain_ready, chain_finish, NULL};
 }
 
 void tlm_grad_chain_emulated(tlm_grad_chain *chain) { chain->reduce_device = reduce_emulated; }

@@ -1,10 +1,11 @@
 /* The trainer's gradient chain over MPI (trainer.h: tlm_grad_chain): the
  * losses gathered in rank order, and the gradients summed in a fixed order
  * by passing the partial sum from rank to rank, bucket by bucket so that
- * rank r adds bucket b while rank r-1 sends bucket b+1, then broadcast
- * from the last rank. The buckets follow the flat parameter block after
- * the whole backward (not hooked into the executor per layer), so the
- * transfers overlap the chain's additions, not the backward. */
+ * rank r adds one bucket while rank r-1 sends the next, then broadcast
+ * from the last rank. On the CPU the buckets start during the last
+ * micro-batch's backward, as the executor tells them final (model.h:
+ * grads_final), from the block's end down; the device path (the emulated
+ * device's stand-in here, NCCL in nccl_chain.c) runs them all after it. */
 #ifndef TLM_DIST_GRAD_CHAIN_H
 #define TLM_DIST_GRAD_CHAIN_H
 

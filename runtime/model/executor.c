@@ -6,6 +6,7 @@
  * tokens, D = d_model, A = heads·head_dim, V = vocab, W = the layer's MLP
  * width. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "arena_plan.h"
@@ -370,15 +371,51 @@ double tlm_model_forward(tlm_model *m, const int32_t *tokens, const int32_t *tar
     return targets ? s.loss : 0;
 }
 
+/* A parameter's offset and the last backward op that names it (-1: none):
+ * its gradient is final once that op has run. Any parameter slot counts
+ * (linear_dx only reads its weight): telling late is safe, early is not. */
+typedef struct param_final {
+    int64_t offset;
+    int last_op;
+} param_final;
+
+static int by_offset_down(const void *a, const void *b) {
+    int64_t x = ((const param_final *)a)->offset, y = ((const param_final *)b)->offset;
+    return (x < y) - (x > y);
+}
+
+/* The parameters from the highest offset down; NULL without memory (then
+ * the whole block is told final at the end). */
+static param_final *final_order(const tlm_model *m) {
+    uint32_t np = m->so->header->nparams;
+    param_final *f = malloc((np + 1) * sizeof *f);
+    if (!f) return NULL;
+    for (uint32_t p = 0; p < np; p++) f[p] = (param_final){m->so->params[p].offset, -1};
+    for (int i = m->nforward; i < m->nops; i++)
+        for (int j = 0; j < 4; j++)
+            if (m->so->ops[i].param[j] >= 0) f[m->so->ops[i].param[j]].last_op = i;
+    qsort(f, np, sizeof *f, by_offset_down);
+    return f;
+}
+
 void tlm_model_backward(tlm_model *m, float dloss) {
     if (m->gpu) {
         tlm_gpu_model_backward(m, dloss);
         return;
     }
     step s = step_for(m, dloss);
+    param_final *final = m->grads_final ? final_order(m) : NULL;
+    uint32_t next = 0, np = m->so->header->nparams;
+    int64_t frontier = m->param_floats; /* [frontier, param_floats) told final */
     for (int i = m->nforward; i < m->nops; i++) {
         double t0 = m->profile ? tlm_profile_clock() : 0;
         op_functions[m->so->ops[i].kind](&s, &m->so->ops[i]);
         if (m->profile) tlm_profile_op(m->profile, m, &m->so->ops[i], t0);
+        int64_t lo = frontier;
+        while (final && next < np && final[next].last_op <= i) lo = final[next++].offset;
+        if (lo < frontier) m->grads_final(m->grads_final_ctx, lo, frontier);
+        frontier = lo;
     }
+    if (m->grads_final && frontier > 0) m->grads_final(m->grads_final_ctx, 0, frontier);
+    free(final);
 }

@@ -40,6 +40,14 @@ typedef struct tlm_model {
     int64_t kv_pos;
     /* NULL, or where each op's time goes (profile.h: train --profile) */
     struct tlm_profile *profile;
+    /* NULL, or told during each CPU tlm_model_backward that the gradient
+     * floats [lo, hi) are final (no later op of this backward writes them):
+     * every float of the block exactly once, in decreasing offsets, the
+     * head's end first and offset 0 last (the data-parallel chain starts a
+     * bucket's transfer there; runtime/dist). The device's backward does
+     * not call it. */
+    void (*grads_final)(void *ctx, int64_t lo, int64_t hi);
+    void *grads_final_ctx;
 } tlm_model;
 
 /* B, T: the sizes to plan for (later calls may use smaller ones).

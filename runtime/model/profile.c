@@ -102,6 +102,8 @@ void tlm_profile_print(const tlm_profile *p, FILE *out) {
                 r, p->ranks, 1e3 * compute / steps, 100 * compute / all, 1e3 * t[1] / steps, 100 * t[1] / all,
                 1e3 * t[2] / steps, 100 * t[2] / all);
     }
+    fprintf(out, "  this rank passed on %ld of its %ld gradient buckets during the backward\n", p->early_buckets,
+            p->buckets);
 }
 
 bool tlm_profile_write_json(const tlm_profile *p, FILE *out) {
@@ -109,9 +111,11 @@ bool tlm_profile_write_json(const tlm_profile *p, FILE *out) {
     const double total = p->step_seconds > 0 ? p->step_seconds : ops_seconds(p);
     fprintf(out, "{\"steps\": %lld, \"step_seconds\": %.9g, \"outside_ops_seconds\": %.9g, ", p->steps, total,
             total - ops_seconds(p));
-    if (p->ranks > 1)
+    if (p->ranks > 1) {
         fprintf(out, "\"ranks\": %d, \"comm_seconds\": %.9g, \"wait_seconds\": %.9g, ", p->ranks, p->comm_seconds,
                 p->wait_seconds);
+        fprintf(out, "\"buckets\": %ld, \"early_buckets\": %ld, ", p->buckets, p->early_buckets);
+    }
     if (p->ranks > 1 && p->per_rank) {
         fputs("\"per_rank\": [", out);
         for (int r = 0; r < p->ranks; r++)

@@ -36,6 +36,10 @@ typedef struct tlm_profile {
     int ranks;
     double comm_seconds, wait_seconds;
     double *per_rank;         /* NULL, or [ranks][3]: each rank's step, communication and wait seconds */
+    /* This rank's gradient buckets added and passed on, and how many of
+     * them during the last micro-batch's backward (while some of its
+     * gradients were not yet final). */
+    long buckets, early_buckets;
 } tlm_profile;
 
 /* Seconds on a monotonic clock. */

@@ -139,7 +139,8 @@ bool tlm_trainer_join(tlm_trainer *t, const tlm_grad_chain *chain, tlm_err *err)
     if (t->model->gpu) return join_device(t, err);
     if (!t->sum && !(t->sum = malloc(n * sizeof *t->sum))) return tlm_fail(err, "out of memory for the gradients");
     int nkeep = (int)kept_copies(s, chain->rank, chain->ranks);
-    if (nkeep && !(t->keep = calloc((size_t)nkeep, sizeof *t->keep)))
+    if ((nkeep && !(t->keep = calloc((size_t)nkeep, sizeof *t->keep))) ||
+        !(t->mine = calloc((size_t)nkeep + 2, sizeof *t->mine)))
         return tlm_fail(err, "out of memory for the gradients");
     for (; t->nkeep < nkeep; t->nkeep++)
         if (!(t->keep[t->nkeep] = malloc(n * sizeof(float)))) return tlm_fail(err, "out of memory for the gradients");
@@ -166,6 +167,7 @@ void tlm_trainer_destroy(tlm_trainer *t) {
     free(t->losses);
     for (int i = 0; t->keep && i < t->nkeep; i++) free(t->keep[i]);
     free(t->keep);
+    free(t->mine);
     memset(t, 0, sizeof *t);
 }
 
@@ -278,16 +280,42 @@ static bool device_add(void *actx, tlm_dptr sum, tlm_dptr g, size_t n, tlm_err *
     return tlm_gpu_add(&t->model->gpu->gpu, sum, g, n, err);
 }
 
+/* The chain's hook in the executor (model.h: grads_final): during the
+ * last micro-batch's backward, the buckets above lo start on their way. */
+static void grads_final(void *ctx, int64_t lo, int64_t hi) {
+    const tlm_grad_chain *chain = ctx;
+    (void)hi; /* the ranges come down to lo from the block's end */
+    chain->ready(chain->ctx, (size_t)lo);
+}
+
+/* Starts the step's chain with what this rank adds, in order: a rank r > 0
+ * its kept micro-batches, rank 0 the sum of those before the last (in g);
+ * then the last, last_grads (the model's gradients when the chain starts
+ * in its backward, else what is already in keep or g). */
+static void start_chain(tlm_trainer *t, float *g, int64_t a, float *last_grads) {
+    const tlm_grad_chain *chain = t->chain;
+    int n = 0;
+    if (chain->rank > 0)
+        for (int64_t i = 0; i + 1 < a; i++) t->mine[n++] = t->keep[i];
+    else if (a > 1) t->mine[n++] = g;
+    t->mine[n++] = last_grads;
+    chain->start(chain->ctx, g, t->mine, n, (size_t)t->model->param_floats);
+}
+
 /* This rank's micro-batches on the CPU, each into zeroed gradients; returns
  * where the step's gradient is (the model's own when the step has one
- * micro-batch and one rank). */
+ * micro-batch and one rank). With a chain, the step's gradient on every
+ * rank: the chain starts in the last micro-batch's backward, each bucket
+ * as soon as it is final there. */
 static float *host_micro_batches(tlm_trainer *t, const int32_t *tokens, const int32_t *targets, int64_t T) {
     tlm_model *model = t->model;
+    const tlm_grad_chain *chain = t->chain;
     int64_t k = t->settings.accumulate, micro = t->settings.batch / k;
-    int rank = t->chain ? t->chain->rank : 0, ranks = t->chain ? t->chain->ranks : 1;
+    int rank = chain ? chain->rank : 0, ranks = chain ? chain->ranks : 1;
     int64_t a = k / ranks, first = rank * a;
     size_t n = (size_t)model->param_floats;
     float *g = t->sum ? t->sum : model->grads;
+    bool chained = false;
     for (int64_t i = 0; i < a; i++) t->losses[first + i] = NAN;
     for (int64_t i = 0; i < a; i++) {
         const int32_t *x = tokens + (first + i) * micro * T, *y = targets + (first + i) * micro * T;
@@ -296,17 +324,30 @@ static float *host_micro_batches(tlm_trainer *t, const int32_t *tokens, const in
         if (tlm_test_hook("nan_loss")) loss = NAN; /* test-only: a NaN on this rank */
         t->losses[first + i] = loss;
         if (!isfinite(loss)) break;
+        chained = chain && i == a - 1;
+        if (chained) {
+            start_chain(t, g, a, model->grads);
+            model->grads_final = grads_final;
+            model->grads_final_ctx = (void *)chain;
+        }
         /* Each micro-batch's loss is a mean over its tokens; scaling its
          * gradient by 1/k makes the step's gradient the mean of the
          * micro-batch means (the mean over all tokens, as every micro-batch
          * has B·T targets; with ignored targets it would weight
          * micro-batches equally). */
         tlm_model_backward(model, 1.0f / (float)k);
-        if (g == model->grads) continue;
+        model->grads_final = NULL;
+        if (chained || g == model->grads) continue;
         if (rank > 0) memcpy(t->keep[i], model->grads, n * sizeof(float));
         else if (i == 0) memcpy(g, model->grads, n * sizeof(float));
         else add_into(g, model->grads, n);
     }
+    if (!chain) return g;
+    /* A loss that was not finite ended this rank's micro-batches early:
+     * the others' transfers still wait on its chain, whose sum the step
+     * then throws away. */
+    if (!chained) start_chain(t, g, a, rank > 0 ? t->keep[a - 1] : model->grads);
+    chain->finish(chain->ctx);
     return g;
 }
 
@@ -357,13 +398,11 @@ tlm_step_result tlm_trainer_step(tlm_trainer *t, const int32_t *tokens, const in
     if (t->model->gpu) return device_step(t, tokens, targets, T);
     tlm_model *model = t->model;
     tlm_step_result r = {.bad_rank = -1};
-    const tlm_grad_chain *chain = t->chain;
     float *g = host_micro_batches(t, tokens, targets, T);
     step_loss(t, &r);
     size_t n = (size_t)model->param_floats;
     r.lr = tlm_lr_at(&t->schedule, t->step);
     if (!isfinite(r.loss)) return r; /* every rank saw the same losses, so every rank stops here */
-    if (chain) chain->reduce(chain->ctx, g, chain->rank > 0 ? t->keep : &g, chain->rank > 0 ? t->nkeep : 1, n);
     r.grad_norm =
         t->settings.grad_clip > 0 ? tlm_clip_grad_norm(g, n, (float)t->settings.grad_clip) : tlm_grad_norm(g, n);
     r.finite = isfinite(r.loss) && isfinite(r.grad_norm);

@@ -41,6 +41,7 @@ typedef struct tlm_trainer {
     const struct tlm_grad_chain *chain; /* NULL: one process */
     float **keep;              /* a rank > 0's own micro-batch gradients, kept until the prefix arrives */
     int nkeep;
+    float **mine;              /* nkeep + 1: what this rank adds in the chain (chain->start) */
     tlm_dptr dev_sum, *dev_keep; /* the same on a device */
 } tlm_trainer;
 
@@ -62,9 +63,16 @@ typedef struct tlm_grad_chain {
      * this rank's). */
     void (*gather_losses)(void *ctx, const double *mine, int a, double *all);
     /* sum[n] = prefix + mine[0] + mine[1] + ... in that order on rank r > 0
-     * (prefix: rank r-1's sum), mine[0] alone on rank 0 (n_mine 1); then the
-     * last rank's sum on every rank. */
-    void (*reduce)(void *ctx, float *sum, float *const *mine, int n_mine, size_t n);
+     * (prefix: rank r-1's sum), mine[0] + mine[1] + ... on rank 0 (mine[0]
+     * may be sum itself); then the last rank's sum on every rank. In three
+     * calls, so that it starts during the last micro-batch's backward:
+     * start (nothing of mine need be final yet), ready(lo) each time floats
+     * [lo, n) of every mine[] are final (lo decreasing), finish (the rest,
+     * then the total everywhere). Every rank calls start and finish once a
+     * step, whatever its losses: the others' transfers wait on it. */
+    void (*start)(void *ctx, float *sum, float *const *mine, int n_mine, size_t n);
+    void (*ready)(void *ctx, size_t lo);
+    void (*finish)(void *ctx);
     /* The same over device memory, add doing the device's additions (NULL:
      * this chain cannot reduce device memory). false with a message. */
     bool (*reduce_device)(void *ctx, tlm_dptr sum, const tlm_dptr *mine, int n_mine, size_t n, tlm_chain_add add,

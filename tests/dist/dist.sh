@@ -31,15 +31,16 @@ once() {
 
 train() { "$run" train "$models/$1.so" --threads 1 --overwrite "${@:2}"; }
 
-# equal MODEL: 20 steps of 12 sequences in micro-batches of 2 on 1, 2 and 3
-# ranks give one process's checkpoint and log, bit for bit; so does a
-# micro-batch of 6 (one per rank on 2 ranks against 2 in one process).
+# equal MODEL [STEPS]: STEPS (its train block's, default 20) steps of 12
+# sequences in micro-batches of 2 on 1, 2 and 3 ranks give one process's
+# checkpoint and log, bit for bit; so does a micro-batch of 6 (one per rank
+# on 2 ranks against 2 in one process).
 equal() {
-  local m=$1
-  expect 0 "done: 20 steps" "$m: one process, 6 micro-batches" -- train "$m" --ckpt one --accumulate 6 --log one.jsonl
+  local m=$1 steps=${2:-20}
+  expect 0 "done: $steps steps" "$m: one process, 6 micro-batches" -- train "$m" --ckpt one --accumulate 6 --log one.jsonl
   for np in 1 2 3; do
     local a=$((6 / np))
-    expect 0 "done: 20 steps" "$m: $np rank(s), $a micro-batches each" -- \
+    expect 0 "done: $steps steps" "$m: $np rank(s), $a micro-batches each" -- \
       mpi "$np" "$run" train "$models/$m.so" --threads 1 --overwrite --ckpt "p$np" --accumulate "$a" --log "p$np.jsonl"
     check "$m: $np rank(s): the checkpoint's tensors bit-identical to one process's" -- \
       same ckpt one/checkpoint.safetensors "p$np/checkpoint.safetensors"
@@ -58,7 +59,7 @@ case $case_ in
 
 compile)
   mkdir -p "$models"
-  for m in tiny tiny_gated tiny_titans tiny_hope; do
+  for m in tiny tiny_gated tiny_titans tiny_hope wide; do
     expect 0 "" "tlmc --model $m" -- "$tlmc" "$here/models.tlm" --model "$m" -o "$models/$m.so"
   done
   ;;
@@ -67,6 +68,8 @@ equal_tiny) equal tiny ;;
 equal_gated) equal tiny_gated ;;
 equal_titans) equal tiny_titans ;;
 equal_hope) equal tiny_hope ;;
+# three buckets: the chain starts during the last micro-batch's backward
+equal_wide) equal wide 6 ;;
 
 batch)
   expect 2 "--batch 8 is not divisible by 3 ranks x --accumulate 1" "batch 8 on 3 ranks: a usage error" -- \
@@ -176,6 +179,15 @@ profile)
   check "each rank's split in the log" -- grep -q '"per_rank": \[{"step_seconds": [0-9.e-]*, "comm_seconds"' p.jsonl
   check "comm_seconds and wait_seconds in the log's profile" -- \
     grep -q '"ranks": 2, "comm_seconds": [0-9.e-]*, "wait_seconds"' p.jsonl
+  check "tiny's one bucket: passed on after the backward" -- \
+    grep -q "this rank passed on 0 of its 20 gradient buckets during the backward" "$tmp/out"
+  # wide's three buckets: on rank 0, whose sum waits on no one, the two
+  # above the embedding's go during the backward, every step.
+  expect 0 "communication" "--profile on 2 ranks, wide" -- \
+    mpi 2 "$run" train "$models/wide.so" --threads 1 --overwrite --ckpt w --profile --log w.jsonl
+  check "wide: 12 of 18 buckets during the backward (rank 0)" -- \
+    grep -q "this rank passed on 12 of its 18 gradient buckets during the backward" "$tmp/out"
+  check "the counts in the log" -- grep -q '"buckets": 18, "early_buckets": 12' w.jsonl
   ;;
 
 emulated)
