@@ -15,6 +15,7 @@
 #include "evaluate.h"
 #include "regular_file.h"
 #include "shard.h"
+#include "tokenizer.h"
 
 #ifndef TLM_DATA_DIR
 #define TLM_DATA_DIR "data"
@@ -217,7 +218,7 @@ static int load_shards(tlm_dataset *ds, const char *path, int64_t vocab, corpus_
     }
     ds->nfiles = set.n;
     info->shards = true;
-    for (int i = 0; i < 32; i++) snprintf(info->tokenizer + 2 * i, 3, "%02x", set.tokenizer[i]);
+    tlm_tok_hash_hex(set.tokenizer, info->tokenizer);
     info->eot = set.eot;
     info->text_bytes = set.bytes_known ? set.text_bytes : 0;
     snprintf(info->fingerprint, sizeof info->fingerprint, "shards %zu:%016" PRIx64, ds->n, set.fnv);
@@ -290,7 +291,7 @@ bool corpus_same_tokenizer(const corpus_info *info, const char *name, const char
 bool corpus_fits_model(const corpus_info *info, const char *name, const tlm_so *so, tlm_err *err) {
     if (!so->tokenizer_path) return true;
     char hex[65];
-    for (int i = 0; i < 32; i++) snprintf(hex + 2 * i, 3, "%02x", so->config->tokenizer_hash[i]);
+    tlm_tok_hash_hex(so->config->tokenizer_hash, hex);
     if (!strcmp(info->tokenizer, hex)) return true;
     if (!info->shards)
         return tlm_fail(err,

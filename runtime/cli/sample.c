@@ -76,13 +76,7 @@ static int prompt_window(tlm_tokenizer *tok, const char *prompt, size_t plen, in
                          int64_t *n) {
     tlm_tok_ids ids = {0};
     tlm_err err = {""};
-    bool special;
-    int32_t eot = -1;
-    if (tok && !plen) {
-        eot = tlm_tok_find(tok, "<|endoftext|>", 13, &special);
-        if (!special) eot = tlm_tok_find(tok, "<|end_of_text|>", 15, &special);
-        if (!special) eot = -1;
-    }
+    int32_t eot = tok && !plen ? tlm_tok_eot(tok) : -1;
     bool ok = !tok || eot >= 0 ||
               tlm_tok_encode(tok, (const uint8_t *)(plen ? prompt : "\n"), plen ? plen : 1, NULL, &ids, &err);
     if (!ok) {

@@ -22,8 +22,7 @@ bool text_tokens_open(text_tokens *t, const char *ckpt_tokenizer, const char *ck
     t->tok = tlm_tok_load(tokenizer_path, &e);
     if (!t->tok) return tlm_fail(err, "%s", e.msg);
     char hex[65];
-    const uint8_t *h = tlm_tok_hash(t->tok);
-    for (int i = 0; i < 32; i++) snprintf(hex + 2 * i, 3, "%02x", h[i]);
+    tlm_tok_hash_hex(tlm_tok_hash(t->tok), hex);
     if (strcmp(hex, ckpt_tokenizer)) {
         text_tokens_close(t);
         return tlm_fail(err, "--tokenizer %s is tokenizer %s, but the checkpoint %s was trained with tokenizer %s",

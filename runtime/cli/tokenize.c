@@ -376,11 +376,7 @@ int cmd_tokenize(int argc, char **argv) {
         if (eot_text) {
             eot = tlm_tok_find(t, eot_text, strlen(eot_text), &special);
             if (eot < 0) rc = cli_error("tokenize", "--eot `%s` is not a token of this tokenizer", eot_text);
-        } else if (!no_eot) {
-            eot = tlm_tok_find(t, "<|endoftext|>", 13, &special);
-            if (!special) eot = tlm_tok_find(t, "<|end_of_text|>", 15, &special);
-            if (!special) eot = -1;
-        }
+        } else if (!no_eot) eot = tlm_tok_eot(t);
         if (!rc) rc = write_shard(t, data, ndata, threads ? (int)threads : cli_cores(), eot, out);
     }
     tlm_tok_free(t);

@@ -73,6 +73,12 @@ const char *tlm_tok_pattern_name(const tlm_tokenizer *t);
 /* The beginning-of-text token (<|begin_of_text|> when it is a special
  * token), or -1 when the tokenizer has none. */
 int32_t tlm_tok_bos(const tlm_tokenizer *t);
+/* The end-of-text token that separates documents: <|endoftext|> or
+ * <|end_of_text|>, whichever is a special token, or -1. */
+int32_t tlm_tok_eot(const tlm_tokenizer *t);
+/* A tokenizer's identity (tlm_tok_hash, or a shard's copy of it) as 64 hex
+ * digits and a NUL: how checkpoints and messages write it. */
+void tlm_tok_hash_hex(const uint8_t hash[32], char hex[65]);
 
 /* The id of the token whose bytes are text[0..n), or -1; *special tells
  * whether it is a special token. */

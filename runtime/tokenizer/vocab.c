@@ -1,6 +1,7 @@
 /* The tokenizer's tables: the vocabulary (bytes by id, and the map back),
  * the merges (in rank order, and the map from a pair to its rank), the
  * special tokens, and the identity hash over all of them. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -273,6 +274,17 @@ int32_t tlm_tok_merge_count(const tlm_tokenizer *t) { return t->n_merges; }
 const uint8_t *tlm_tok_hash(const tlm_tokenizer *t) { return t->hash; }
 const char *tlm_tok_pattern_name(const tlm_tokenizer *t) { return t->pattern == TOK_PAT_LLAMA3 ? "llama3" : "gpt2"; }
 int32_t tlm_tok_bos(const tlm_tokenizer *t) { return t->bos; }
+
+int32_t tlm_tok_eot(const tlm_tokenizer *t) {
+    bool special;
+    int32_t id = tlm_tok_find(t, "<|endoftext|>", 13, &special);
+    if (!special) id = tlm_tok_find(t, "<|end_of_text|>", 15, &special);
+    return special ? id : -1;
+}
+
+void tlm_tok_hash_hex(const uint8_t hash[32], char hex[65]) {
+    for (int i = 0; i < 32; i++) snprintf(hex + 2 * i, 3, "%02x", hash[i]);
+}
 
 int32_t tlm_tok_find(const tlm_tokenizer *t, const char *text, size_t n, bool *special) {
     int32_t id = tok_lookup(t, (const uint8_t *)text, n);
