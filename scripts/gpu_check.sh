@@ -11,8 +11,9 @@
 #      the kernels, the second takes them from the cache;
 #   3b. data parallelism's GPU path: a 1-rank `mpirun -np 1 tlm-run train`
 #      job, whose gradient chain runs over NCCL (runtime/dist/nccl_chain.c),
-#      against the same run without mpirun, bit for bit (SKIPPED, not a
-#      pass, where the GPU machine has no mpirun);
+#      against the same run without mpirun, bit for bit (the bundle's
+#      Open MPI where the machine has none; SKIPPED, not a pass, where
+#      neither is there);
 #   4. the 440M transformer preset, 20 steps at context 2048 (fp32: bf16 is
 #      not built yet), for tokens/s, MFU and memory, and the same model in
 #      PyTorch (bench/gpu_peer.py: fp32 with TF32 off, as tlm's run, and
@@ -34,9 +35,11 @@ if [ $emulated = 0 ]; then
 fi
 bundle=$(cd "${1:-gpu-bundle}" 2>/dev/null && pwd) ||
   { echo "gpu_check: no bundle ${1:-gpu-bundle}: run scripts/gpu_prepare.sh on the CPU machine and carry it"; exit 1; }
-export LD_LIBRARY_PATH=$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export TLM_DATA=$root/data
 work=$(mktemp -d)
+tar -xzf "$bundle/libs.tar.gz" -C "$work" ||
+  { echo "gpu_check: cannot unpack $bundle/libs.tar.gz: run scripts/gpu_prepare.sh again"; exit 1; }
+export LD_LIBRARY_PATH=$work/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export TLM_DATA=$root/data
 export XDG_CACHE_HOME=$work/cache
 bin=$bundle/bin models=$bundle/models
 fail=0
@@ -73,6 +76,13 @@ for m in tiny tiny_gated tiny_hope tiny_titans; do
 done
 # Data parallelism over NCCL: one rank under mpirun runs the chain (NCCL's
 # communicator of one, its broadcast) and must give the plain run's bits.
+# The machine's own mpirun, else the bundle's Open MPI; NCCL from the CUDA
+# toolkit or from PyTorch's pip package (nvidia-nccl).
+command -v mpirun >/dev/null || { [ -f "$work/mpi/env.sh" ] && . "$work/mpi/env.sh"; }
+if ! ldconfig -p 2>/dev/null | grep -q 'libnccl\.so\.2 '; then
+  nccl_dir=$("${TLM_PYTHON:-python3}" -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib"))' 2>/dev/null) &&
+    export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$nccl_dir
+fi
 if [ $emulated = 0 ] && command -v mpirun >/dev/null; then
   nccl_args=(train "$models/tiny_hope.so" --device cuda --steps $steps --context $context --batch $batch
     --accumulate 2 --eval-every 0 --eval-batches 1 --overwrite)
@@ -82,7 +92,7 @@ if [ $emulated = 0 ] && command -v mpirun >/dev/null; then
   run "NCCL: the same bits" -- "${TLM_PYTHON:-python3}" "$root/tests/crash/same.py" ckpt \
     "$work/nccl_plain/checkpoint.safetensors" "$work/nccl_mpi/checkpoint.safetensors"
 elif [ $emulated = 0 ]; then
-  row "NCCL: mpirun -np 1" SKIPPED "no mpirun on this machine (install openmpi-bin): not run, not a pass"
+  row "NCCL: mpirun -np 1" SKIPPED "no mpirun on this machine and none in the bundle: not run, not a pass"
 fi
 
 # The attention and MLP kernels' shares of the step (train --profile, which

@@ -4,8 +4,10 @@
 # everything is built here and carried there as one folder (the device
 # tool's `carry`), which scripts/gpu_check.sh runs:
 #   BUNDLE/bin     tlm-run and the GPU test programs
-#   BUNDLE/lib     the shared libraries they need that a bare machine lacks
+#   BUNDLE/libs.tar.gz, which gpu_check.sh unpacks:
+#     lib          the shared libraries they need that a bare machine lacks
 #                  (OpenBLAS and its Fortran runtime, libgomp)
+#     mpi          Open MPI's launcher and plugins (scripts/bundle_mpi.sh)
 #   BUNDLE/models  the test models and the examples, compiled by tlmc, and
 #                  the settings of two of them for PyTorch's peer
 #
@@ -37,4 +39,12 @@ done
 # The libraries outside glibc and the CUDA toolkit.
 for bin in "$bundle"/bin/*; do ldd "$bin"; done | awk '/=> \// {print $3}' | sort -u |
   grep -E 'openblas|gfortran|quadmath|gomp|libomp|libmpi|open-rte|open-pal|hwloc|libevent|libudev' | while read -r lib; do cp -L "$lib" "$bundle/lib/"; done
+# Open MPI, which the GPU machine lacks, for gpu_check.sh's 1-rank NCCL job.
+scripts/bundle_mpi.sh "$bundle/mpi" >/dev/null ||
+  echo "gpu_prepare: no Open MPI here to bundle: gpu_check.sh's NCCL job will be SKIPPED"
+# The libraries travel compressed (gpu_check.sh unpacks them): Debian's
+# OpenBLAS alone is 36 MB, and the bundle and the working tree share the
+# device tool's 64 MiB.
+tar -czf "$bundle/libs.tar.gz" -C "$bundle" lib $([ -d "$bundle/mpi" ] && echo mpi)
+rm -rf "$bundle/lib" "$bundle/mpi"
 echo "gpu_prepare: $bundle holds $(du -sh "$bundle" | cut -f1): carry it and run scripts/gpu_check.sh $bundle"

@@ -207,6 +207,18 @@ emulated)
   done
   ;;
 
+bundled_mpi)
+  # scripts/bundle_mpi.sh's Open MPI (how gpu_check.sh gets an mpirun on a
+  # GPU machine without one), with the system's hidden: 2 ranks give one
+  # process's bits.
+  expect 0 "bundle_mpi: .* holds Open MPI" "bundle_mpi.sh copies Open MPI" -- "$root/scripts/bundle_mpi.sh" "$tmp/mpi"
+  expect 0 "done: 20 steps" "one process, 2 micro-batches" -- train tiny --ckpt one --accumulate 2
+  expect 0 "done: 20 steps" "2 ranks from the bundle, the system's Open MPI hidden" -- \
+    "$here/without_system_mpi.sh" "$tmp/mpi" mpirun --oversubscribe --allow-run-as-root --bind-to none -np 2 \
+    -x LD_LIBRARY_PATH "$run" train "$models/tiny.so" --threads 1 --overwrite --ckpt two
+  check "the bundle's 2 ranks bit-identical to one process" -- same ckpt one/checkpoint.safetensors two/checkpoint.safetensors
+  ;;
+
 *) echo "unknown case $case_"; exit 2 ;;
 esac
 exit $fail
