@@ -183,6 +183,20 @@ static void op_mlp(step *s, const tlm_abi_op *op) {
     const float *x = IN(x), *w_gate = PARAM(w_gate), *w_up = PARAM(w_up), *w_down = PARAM(w_down);
     float *pre_gate = OUT(pre_gate), *pre_up = OUT(pre_up), *out = OUT(out);
     memcpy(out, IN(resid), (size_t)s->N * (size_t)s->D * sizeof(float));
+    /* Decoding one token a sequence: the weights are read once for a row
+     * or a few, where the generated kernel's packed panels and register
+     * tiles of several rows would cost more than the products. The BLAS
+     * twin runs them as matrix-vector products: memory-bound, at the
+     * bandwidth OpenBLAS's sgemv reaches. */
+    if (s->m->kv_mode == TLM_KV_DECODE) {
+        const tlm_abi_kernel *k = &s->m->so->kernels[op->kernel];
+        const int C = (int)s->D, F = (int)k->width;
+        for (int64_t r = 0; r < s->N; r++) {
+            if (k->mlp == TLM_MLP_GELU) tlm_mlp_gelu_forward(C, F, (int)r, (int)r + 1, x, w_up, w_down, pre_up, out);
+            else tlm_mlp_swiglu_forward(C, F, (int)r, (int)r + 1, x, w_gate, w_up, w_down, pre_gate, pre_up, out);
+        }
+        return;
+    }
     SPLIT(s->N, r0, r1, kernel->fwd(r0, r1, x, w_gate, w_up, w_down, pre_gate, pre_up, out));
 }
 /* dx [N, D] written from dout; the weights' gradients accumulate */

@@ -42,6 +42,12 @@ static void down_forward(bool gelu, int C, int F, int r0, int r1, const float *g
         for (int j = 0; j < F; j += FWD_J) {
             int nj = F - j < FWD_J ? F - j : FWD_J;
             h_tile(tile, gelu, g, u, F, r, nr, j, nj);
+            /* One row (sampling with a KV cache): a matrix-vector product,
+             * which OpenBLAS runs without packing Wd as its GEMM would. */
+            if (nr == 1) {
+                cblas_sgemv(CblasRowMajor, CblasNoTrans, C, nj, 1.0f, w_down + j, F, tile, 1, 1.0f, ROW(out, r, C), 1);
+                continue;
+            }
             /* out[r:r+nr, :] += tile [nr,nj] . Wd[:, j:j+nj]^T */
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nr, C, nj, 1.0f, tile, nj, w_down + j, F, 1.0f,
                         ROW(out, r, C), C);
