@@ -35,6 +35,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "reference"))
 
 
+AVX2 = False  # --avx2: both run their AVX2 code paths (see main)
+
+
 def env_for(threads, blas_threads=None, peer=False):
     env = dict(os.environ)
     for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -43,6 +46,11 @@ def env_for(threads, blas_threads=None, peer=False):
     if peer:
         for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
             env.pop(k, None)
+    if AVX2:
+        env["OPENBLAS_CORETYPE"] = "Haswell"
+        if peer:
+            env["ATEN_CPU_CAPABILITY"] = "avx2"
+            env["DNNL_MAX_CPU_ISA"] = "AVX2"  # oneDNN's own dispatch (torch 1.13 bundles oneDNN 2.6)
     return env
 
 
@@ -111,7 +119,15 @@ def torch_worker(settings, threads, steps):
     sec = time.perf_counter() - t0
     print(json.dumps({"threads": torch.get_num_threads(), "seconds": sec, "tokens_per_s": B * T * steps / sec,
                       "last_loss": float(loss) * k, "torch": torch.__version__, "blas": openblas_corename(),
-                      "blas_threads": os.environ.get("OPENBLAS_NUM_THREADS")}))
+                      "blas_threads": os.environ.get("OPENBLAS_NUM_THREADS"), "aten": aten_capability(torch)}))
+
+
+def aten_capability(torch):
+    """The vector code path PyTorch's own kernels run (AVX2, AVX512, ...)."""
+    for line in torch.__config__.show().splitlines():
+        if "CPU capability usage" in line:
+            return line.split(":")[-1].strip()
+    return "?"
 
 
 def main():
@@ -126,7 +142,12 @@ def main():
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--seq", type=int, default=256)
+    ap.add_argument("--avx2", action="store_true",
+                    help="the AVX2 code paths on any x86-64 CPU: OpenBLAS's Haswell kernels for both, PyTorch's "
+                         "ATEN_CPU_CAPABILITY=avx2 (train_bench.sh compiles the model with tlmc --cpu x86-64-v3)")
     a = ap.parse_args()
+    global AVX2
+    AVX2 = a.avx2
     rows = []
     for threads in (int(t) for t in a.threads.split(",")):
         # PyTorch's settings for N threads: N torch threads; 1 torch thread
@@ -152,11 +173,15 @@ def main():
     print(f"model {m['name']}: d_model {m['d_model']}, {m['layers']} layers, widths {m['widths']}, "
           f"{m['heads']} x {m['head_dim']} heads, vocab {m['vocab']}, {m['mlp']}")
     print(f"training step: batch {a.batch} x {a.seq} tokens, AdamW, clip, float32; {a.steps} timed steps "
-          f"after one warm-up, best of {a.repeat}; torch {first['torch']}, OpenBLAS kernel {first['blas']}; "
+          f"after one warm-up, best of {a.repeat}; torch {first['torch']} ({first['aten']} kernels), "
+          f"OpenBLAS kernel {first['blas']}; "
           f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', '(unset)')}; load average "
           f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; cpu flags: {' '.join(simd)}")
-    if set_env:
+    if set_env and not AVX2:
         print(f"unset for PyTorch's command only: {', '.join(set_env)}")
+    if AVX2:
+        print("AVX2 code paths forced for both: tlm's kernels for x86-64-v3, OPENBLAS_CORETYPE=Haswell, "
+              "PyTorch's ATEN_CPU_CAPABILITY=avx2")
     print()
     print(f"{'threads':>7} | {'tlm tokens/s':>12} | {'torch N thr':>11} | {'torch 1 + BLAS N':>16} | "
           f"{'tlm / best torch':>16} | {'tlm s/step':>10}")

@@ -5,7 +5,7 @@
 # setting (train_bench.py), at 1 and 2 threads, batch 8 x 256 tokens, AdamW,
 # float32. Not a test.
 #
-# usage: bench/train_bench.sh [BUILD_DIR] [--model FILE.tlm] [train_bench.py options]
+# usage: bench/train_bench.sh [BUILD_DIR] [--model FILE.tlm] [--avx2] [train_bench.py options]
 #   BUILD_DIR defaults to ./build; it must have been built (tlmc and
 #   tests/model/dump_model). Options, e.g. --threads 1,2 --steps 5 --repeat 2
 #   (bench/large.tlm: add --seq 512).
@@ -15,6 +15,11 @@ build=${1:-$root/build}
 [ $# -gt 0 ] && shift
 model=$root/examples/tiny.tlm
 if [ "${1:-}" = --model ]; then model=$2; shift 2; fi
+# --avx2: the AVX2-only machine's code paths on an AVX-512 one, for both:
+# tlm's kernels for x86-64-v3, OpenBLAS's Haswell kernels, PyTorch's AVX2
+# kernels (ATEN_CPU_CAPABILITY); train_bench.py sets the variables.
+cpu=()
+for a in "$@"; do [ "$a" = --avx2 ] && cpu=(--cpu x86-64-v3); done
 py=${TLM_PYTHON:-/usr/bin/python3}
 tlmc=$build/compiler/tlmc
 dump=$build/tests/model/dump_model
@@ -23,5 +28,5 @@ for f in "$tlmc" "$dump"; do
 done
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-TLM_STDLIB=$root/stdlib "$tlmc" "$model" -o "$tmp/model.so"
+TLM_STDLIB=$root/stdlib "$tlmc" "${cpu[@]}" "$model" -o "$tmp/model.so"
 "$py" "$root/bench/train_bench.py" "$dump" "$tmp/model.so" "$@"
