@@ -9,9 +9,9 @@
  *
  * Forward: query blocks of ATT_BQ rows, each walking the key blocks of
  * ATT_BK rows up to its diagonal with an online softmax (a running max m_t
- * and sum l_t per row; y_t, accumulated in place, is rescaled by
- * exp(m_old - m_new) when the max grows), then y_t /= l_t and
- * lse_t = m_t + log l_t.
+ * and sum l_t per row; y_t, written by the first key block's product and
+ * accumulated in place after, is rescaled by exp(m_old - m_new) when the
+ * max grows), then y_t /= l_t and lse_t = m_t + log l_t.
  *
  * Backward, with dy_t given, recomputing P block by block from lse:
  *   D_t   = dy_t . y_t                  (= sum_u P_tu dP_tu)
@@ -21,16 +21,23 @@
  *   dk_u  = sum_t dS_tu q_t / sqrt(D)
  *   dv_u  = sum_t P_tu dy_t
  *
- * Every block product is one kernel (accumulate): a row of the output held
- * in vector registers while the terms stream through, each term a scalar
- * times a contiguous row. The scores S = Q K^T and dP = dY V^T run it over
- * a transposed key block (rows of ATT_BK floats); P V, dS K, P^T dY and
- * dS^T Q run it over rows of D. No T x T matrix exists: the scratch is a
- * few ATT_BQ x ATT_BK blocks and a transposed key chunk on each thread's
- * stack (48 KiB).
+ * Every block product is one register-blocked kernel (block_gemm.h:
+ * GEMM_MR rows x 16 columns of the output in registers, the reduction
+ * index in ascending order for every element). The scores S = Q K^T and
+ * dP = dY V^T run it over a transposed key block (rows of ATT_BK floats,
+ * transposed eight by eight in registers); P V, dS K, P^T dY and dS^T Q
+ * over rows of D. Near the diagonal it skips the tiles the causal mask
+ * hides entirely. The exponentials and a row's max run eight lanes at a
+ * time over whole rows (vec8.h's v8_exp: within 2 ulp of expf; the kernels
+ * are compiled for x86-64's baseline and an AVX2 + FMA clone). The outputs
+ * are written by their first block product, never cleared first (dq at
+ * key block 0, dk and dv at the diagonal block). No T x T matrix exists: the
+ * scratch is a few ATT_BQ x ATT_BK blocks and a transposed key chunk on
+ * each thread's stack (48 KiB).
  *
- * Work is split over (b, h, query block) in the forward and (b, h) pairs in
- * the backward: each task owns its rows of y and lse, or its pair's slices
+ * Work is split over (b, h, query block) in the forward (the last query
+ * blocks, the longest tasks, handed out first) and (b, h) pairs in the
+ * backward: each task owns its rows of y and lse, or its pair's slices
  * of dq, dk, dv, and walks its blocks in a fixed order, so every sum runs in
  * the same order for any thread count (deterministic). */
 #include "tlm_rt/ops.h"
@@ -39,6 +46,8 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "block_gemm.h"
+#include "vec8.h"
 #include "vec_inline.h"
 
 enum {
@@ -46,132 +55,9 @@ enum {
     ATT_BK = 64, /* key rows per block */
     ATT_DC = 64, /* head channels per transposed chunk of a key block */
 };
-
-/* Eight floats as one vector (GCC's and Clang's vector extension): two
- * SSE registers on x86-64's baseline, one AVX register in the x86-64-v3
- * clone below. Vectors never cross a call (the psABI of 32-byte vectors
- * depends on the target): loads and stores are memcpys in the body. */
-typedef float att_v8 __attribute__((vector_size(32)));
-#define ATT_LOAD(v, p) memcpy(&(v), (p), sizeof(v))
-#define ATT_STORE(p, v) memcpy((p), &(v), sizeof(v))
-
-/* The kernel below is compiled twice on x86-64, for the baseline and for
- * x86-64-v3 (AVX2, FMA), and the loader picks one for the CPU (an ifunc).
- * Results then depend on the CPU (a fused multiply-add rounds once) as the
- * generated MLP kernels' do, never on the thread count. */
-#if defined(__x86_64__) && defined(__has_attribute)
-#if __has_attribute(target_clones)
-#define ATT_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
-#endif
-#endif
-#ifndef ATT_CLONES
-#define ATT_CLONES
-#endif
-
-/* dst[d] (= 0 if fresh) += sum_i coef[i * cstride] src_i[d] for i < n in order, d < D,
- * src_i = src + i*sstride: chunks of 64 channels of dst held in eight
- * vectors across the n terms, then of 32, then of 8, then single channels. Every
- * element's sum runs in the order of n axpys (a product and an add per
- * term, or one fused), whatever the chunk. The GEMM-shaped kernel of every
- * block product below: P V, dS K, P^T dY, dS^T Q, and the scores over a
- * transposed key block. */
-ATT_CLONES
-static void accumulate(float *dst, bool fresh, const float *coef, int cstride, int n, const float *src, size_t sstride,
-                       int D) {
-    const att_v8 zero = {0};
-    int d0 = 0;
-    for (; d0 + 64 <= D; d0 += 64) { /* eight named vectors: registers, not an array in memory */
-        float *o = dst + d0;
-        att_v8 a0, a1, a2, a3, a4, a5, a6, a7, t;
-        if (fresh) {
-            a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = zero;
-        } else {
-            ATT_LOAD(a0, o), ATT_LOAD(a1, o + 8), ATT_LOAD(a2, o + 16), ATT_LOAD(a3, o + 24);
-            ATT_LOAD(a4, o + 32), ATT_LOAD(a5, o + 40), ATT_LOAD(a6, o + 48), ATT_LOAD(a7, o + 56);
-        }
-        for (int i = 0; i < n; i++) {
-            const float x = coef[(size_t)i * cstride];
-            const att_v8 xv = {x, x, x, x, x, x, x, x};
-            const float *si = src + (size_t)i * sstride + d0;
-            ATT_LOAD(t, si), a0 += xv * t;
-            ATT_LOAD(t, si + 8), a1 += xv * t;
-            ATT_LOAD(t, si + 16), a2 += xv * t;
-            ATT_LOAD(t, si + 24), a3 += xv * t;
-            ATT_LOAD(t, si + 32), a4 += xv * t;
-            ATT_LOAD(t, si + 40), a5 += xv * t;
-            ATT_LOAD(t, si + 48), a6 += xv * t;
-            ATT_LOAD(t, si + 56), a7 += xv * t;
-        }
-        ATT_STORE(o, a0), ATT_STORE(o + 8, a1), ATT_STORE(o + 16, a2), ATT_STORE(o + 24, a3);
-        ATT_STORE(o + 32, a4), ATT_STORE(o + 40, a5), ATT_STORE(o + 48, a6), ATT_STORE(o + 56, a7);
-    }
-    for (; d0 + 32 <= D; d0 += 32) { /* four chains: a part row, or D = 32 */
-        float *o = dst + d0;
-        att_v8 a0 = zero, a1 = zero, a2 = zero, a3 = zero, t;
-        if (!fresh) ATT_LOAD(a0, o), ATT_LOAD(a1, o + 8), ATT_LOAD(a2, o + 16), ATT_LOAD(a3, o + 24);
-        for (int i = 0; i < n; i++) {
-            const float x = coef[(size_t)i * cstride];
-            const att_v8 xv = {x, x, x, x, x, x, x, x};
-            const float *si = src + (size_t)i * sstride + d0;
-            ATT_LOAD(t, si), a0 += xv * t;
-            ATT_LOAD(t, si + 8), a1 += xv * t;
-            ATT_LOAD(t, si + 16), a2 += xv * t;
-            ATT_LOAD(t, si + 24), a3 += xv * t;
-        }
-        ATT_STORE(o, a0), ATT_STORE(o + 8, a1), ATT_STORE(o + 16, a2), ATT_STORE(o + 24, a3);
-    }
-    for (; d0 + 8 <= D; d0 += 8) {
-        att_v8 a = zero, t;
-        if (!fresh) ATT_LOAD(a, dst + d0);
-        for (int i = 0; i < n; i++) {
-            const float x = coef[(size_t)i * cstride];
-            const att_v8 xv = {x, x, x, x, x, x, x, x};
-            ATT_LOAD(t, src + (size_t)i * sstride + d0);
-            a += xv * t;
-        }
-        ATT_STORE(dst + d0, a);
-    }
-    for (; d0 < D; d0++) {
-        float a = fresh ? 0.0f : dst[d0];
-        for (int i = 0; i < n; i++) a += coef[(size_t)i * cstride] * src[(size_t)i * sstride + d0];
-        dst[d0] = a;
-    }
-}
-
-/* out[r][c] = scale * (a_r . b_c) for r < rn, c < kn and c <= r + ahead
- * (the causal mask: ahead = the query block's first row less the key
- * block's), a_r = a + r*astride, b_c = b + c*bstride, D channels each; the
- * rest of out[r] may hold anything. The key block is transposed a chunk of
- * channels at a time, so a row of scores is an accumulate over the chunk's
- * channels, as wide as the row sees (in steps of 8: the diagonal block's
- * masked half is not computed). */
-/* The columns of row r a block product computes: those it sees, c < kn
- * and c <= r + ahead, rounded up to a multiple of 8 (within ATT_BK). */
-static int row_width(int r, int kn, int ahead) {
-    int n = r + ahead + 1 < kn ? r + ahead + 1 : kn;
-    if (n <= 0) return 0;
-    n = (n + 7) / 8 * 8;
-    return n < ATT_BK ? n : ATT_BK;
-}
-
-static void block_products(float out[ATT_BQ][ATT_BK], const float *a, int astride, int rn, const float *b, int bstride,
-                           int kn, int ahead, int D, float scale) {
-    float bt[ATT_DC][ATT_BK];
-    for (int d0 = 0; d0 < D; d0 += ATT_DC) {
-        const int dc = D - d0 < ATT_DC ? D - d0 : ATT_DC;
-        for (int d = 0; d < dc; d++) {
-            for (int c = 0; c < kn; c++) bt[d][c] = b[(size_t)c * bstride + d0 + d];
-            for (int c = kn; c < ATT_BK; c++) bt[d][c] = 0.0f;
-        }
-        for (int r = 0; r < rn; r++)
-            accumulate(out[r], d0 == 0, a + (size_t)r * astride + d0, 1, dc, bt[0], ATT_BK, row_width(r, kn, ahead));
-    }
-    for (int r = 0; r < rn; r++) {
-        const int w = row_width(r, kn, ahead);
-#pragma omp simd
-        for (int c = 0; c < w; c++) out[r][c] *= scale;
-    }
-}
+/* the diagonal block of a query block is one key block (the backward's
+ * fresh outputs rely on it) */
+_Static_assert(ATT_BQ == ATT_BK, "query and key blocks of one size");
 
 /* Keys of block j0 that query row t sees: u <= t, at most kn. */
 static int visible(int t, int j0, int kn) {
@@ -179,48 +65,179 @@ static int visible(int t, int j0, int kn) {
     return n < 0 ? 0 : n < kn ? n : kn;
 }
 
+static int min_int(int a, int b) { return a < b ? a : b; }
+
+/* bt[d][c] = b[c*bstride + d] for d < dc, c < kn: eight key rows by eight
+ * channels at a time through registers (three rounds of shuffles), the
+ * edges one float at a time. */
+V8_CLONES static void transpose_keys(float bt[ATT_DC][ATT_BK], const float *b, size_t bstride, int kn, int dc) {
+    int c0 = 0;
+    for (; c0 + 8 <= kn; c0 += 8) {
+        const float *bc = b + (size_t)c0 * bstride;
+        int d = 0;
+        for (; d + 8 <= dc; d += 8) {
+            v8f r0, r1, r2, r3, r4, r5, r6, r7;
+            V8_LOAD(r0, bc + d), V8_LOAD(r1, bc + bstride + d), V8_LOAD(r2, bc + 2 * bstride + d);
+            V8_LOAD(r3, bc + 3 * bstride + d), V8_LOAD(r4, bc + 4 * bstride + d), V8_LOAD(r5, bc + 5 * bstride + d);
+            V8_LOAD(r6, bc + 6 * bstride + d), V8_LOAD(r7, bc + 7 * bstride + d);
+            /* pairs of rows interleaved, then pairs of pairs, then halves */
+            v8f t0 = __builtin_shufflevector(r0, r1, 0, 8, 1, 9, 4, 12, 5, 13);
+            v8f t1 = __builtin_shufflevector(r0, r1, 2, 10, 3, 11, 6, 14, 7, 15);
+            v8f t2 = __builtin_shufflevector(r2, r3, 0, 8, 1, 9, 4, 12, 5, 13);
+            v8f t3 = __builtin_shufflevector(r2, r3, 2, 10, 3, 11, 6, 14, 7, 15);
+            v8f t4 = __builtin_shufflevector(r4, r5, 0, 8, 1, 9, 4, 12, 5, 13);
+            v8f t5 = __builtin_shufflevector(r4, r5, 2, 10, 3, 11, 6, 14, 7, 15);
+            v8f t6 = __builtin_shufflevector(r6, r7, 0, 8, 1, 9, 4, 12, 5, 13);
+            v8f t7 = __builtin_shufflevector(r6, r7, 2, 10, 3, 11, 6, 14, 7, 15);
+            v8f u0 = __builtin_shufflevector(t0, t2, 0, 1, 8, 9, 4, 5, 12, 13);
+            v8f u1 = __builtin_shufflevector(t0, t2, 2, 3, 10, 11, 6, 7, 14, 15);
+            v8f u2 = __builtin_shufflevector(t1, t3, 0, 1, 8, 9, 4, 5, 12, 13);
+            v8f u3 = __builtin_shufflevector(t1, t3, 2, 3, 10, 11, 6, 7, 14, 15);
+            v8f u4 = __builtin_shufflevector(t4, t6, 0, 1, 8, 9, 4, 5, 12, 13);
+            v8f u5 = __builtin_shufflevector(t4, t6, 2, 3, 10, 11, 6, 7, 14, 15);
+            v8f u6 = __builtin_shufflevector(t5, t7, 0, 1, 8, 9, 4, 5, 12, 13);
+            v8f u7 = __builtin_shufflevector(t5, t7, 2, 3, 10, 11, 6, 7, 14, 15);
+            r0 = __builtin_shufflevector(u0, u4, 0, 1, 2, 3, 8, 9, 10, 11);
+            r1 = __builtin_shufflevector(u1, u5, 0, 1, 2, 3, 8, 9, 10, 11);
+            r2 = __builtin_shufflevector(u2, u6, 0, 1, 2, 3, 8, 9, 10, 11);
+            r3 = __builtin_shufflevector(u3, u7, 0, 1, 2, 3, 8, 9, 10, 11);
+            r4 = __builtin_shufflevector(u0, u4, 4, 5, 6, 7, 12, 13, 14, 15);
+            r5 = __builtin_shufflevector(u1, u5, 4, 5, 6, 7, 12, 13, 14, 15);
+            r6 = __builtin_shufflevector(u2, u6, 4, 5, 6, 7, 12, 13, 14, 15);
+            r7 = __builtin_shufflevector(u3, u7, 4, 5, 6, 7, 12, 13, 14, 15);
+            V8_STORE(&bt[d][c0], r0), V8_STORE(&bt[d + 1][c0], r1), V8_STORE(&bt[d + 2][c0], r2);
+            V8_STORE(&bt[d + 3][c0], r3), V8_STORE(&bt[d + 4][c0], r4), V8_STORE(&bt[d + 5][c0], r5);
+            V8_STORE(&bt[d + 6][c0], r6), V8_STORE(&bt[d + 7][c0], r7);
+        }
+        for (; d < dc; d++)
+            for (int c = 0; c < 8; c++) bt[d][c0 + c] = bc[(size_t)c * bstride + d];
+    }
+    for (; c0 < kn; c0++)
+        for (int d = 0; d < dc; d++) bt[d][c0] = b[(size_t)c0 * bstride + d];
+}
+
+/* out[r][c] = scale * (a_r . b_c) for r < rn, c < kn and c <= r + ahead
+ * (the causal mask: ahead = the query block's first row less the key
+ * block's), a_r = a + r*astride, b_c = b + c*bstride, D channels each; the
+ * rest of out[r] may hold anything. The key block is transposed a chunk of
+ * channels at a time (then a row of scores is a row of the kernel's
+ * output); a tile of rows computes the columns its last row sees, rounded
+ * up to a whole vector. */
+static void block_products(float out[ATT_BQ][ATT_BK], const float *a, size_t astride, int rn, const float *b,
+                           size_t bstride, int kn, int ahead, int D, float scale) {
+    float bt[ATT_DC][ATT_BK];
+    for (int d0 = 0; d0 < D; d0 += ATT_DC) {
+        const int dc = min_int(D - d0, ATT_DC);
+        transpose_keys(bt, b + d0, bstride, kn, dc);
+        const bool last = d0 + dc >= D;
+        for (int r0 = 0; r0 < rn; r0 += GEMM_MR) {
+            /* the columns the tile's last row sees, up to a whole vector
+             * (the kernel's single columns are slow) */
+            const int mr = min_int(GEMM_MR, rn - r0),
+                      w = min_int((visible(r0 + mr - 1 + ahead, 0, kn) + 7) / 8 * 8, kn);
+            gemm_rows(out[r0], ATT_BK, mr, w, a + (size_t)r0 * astride + d0, astride, 1, bt[0], ATT_BK, 0, dc, d0 == 0,
+                      last ? scale : 1.0f);
+        }
+    }
+}
+
+/* dst_t (= 0 if fresh) += sum_{u < seen} p_tu src_u for the block's rows
+ * t < rn, a tile of rows at a time over the keys its last row sees (p is 0
+ * past a row's own): y += P V in the forward, dq += dS K in the backward. */
+static void rows_times_keys(float *dst, size_t dstride, const float p[ATT_BQ][ATT_BK], int rn, const float *src,
+                            size_t sstride, int kn, int ahead, int D, bool fresh) {
+    for (int r0 = 0; r0 < rn; r0 += GEMM_MR) {
+        const int mr = min_int(GEMM_MR, rn - r0), seen = visible(r0 + mr - 1 + ahead, 0, kn);
+        gemm_rows(dst + (size_t)r0 * dstride, dstride, mr, D, p[r0], ATT_BK, 1, src, sstride, 0, seen, fresh, 1.0f);
+    }
+}
+
+/* dst_u (= 0 if fresh) += sum_t p_tu src_t for the block's keys u < kn,
+ * over the rows t < rn that see the tile's first key (p is 0 where a row
+ * does not see a key): dv += P^T dY and dk += dS^T Q in the backward. A
+ * fresh call must reach every key: the diagonal block (ahead = 0). */
+static void keys_times_rows(float *dst, size_t dstride, const float p[ATT_BQ][ATT_BK], int rn, const float *src,
+                            size_t sstride, int kn, int ahead, int D, bool fresh) {
+    for (int c0 = 0; c0 < kn; c0 += GEMM_MR) {
+        const int mr = min_int(GEMM_MR, kn - c0), first = c0 - ahead > 0 ? c0 - ahead : 0;
+        if (first >= rn) break;
+        gemm_rows(dst + (size_t)c0 * dstride, dstride, mr, D, &p[0][c0], 1, ATT_BK, src, sstride, first, rn, fresh,
+                  1.0f);
+    }
+}
+
+/* One key block's step of the online softmax for the query block's rows
+ * r < rn (row r sees the block's keys c <= r + ahead, c < kn): s holds
+ * the scores and becomes e^(s - m_new), 0 past the keys a row sees; the
+ * running max m and sum l move on, and the row's output y_r (at y +
+ * r*ystride, D floats) is rescaled by e^(m_old - m_new) for the product
+ * with the block's values that follows. */
+V8_CLONES static void softmax_step(float s[ATT_BQ][ATT_BK], float *m, float *l, float *y, size_t ystride, int rn,
+                                   int ahead, int kn, int D) {
+    for (int r = 0; r < rn; r++) {
+        const int n = visible(r + ahead, 0, kn);
+        float *p = s[r];
+        if (n > 0) {
+            const float mx = v8_max_row(p, n, m[r]), m_old = m[r],
+                        alpha = expf(m_old - mx); /* 0 on the first block: m = -inf */
+            v8_exp_row(p, n, mx);
+            float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+            for (int c = 0; c < n; c++) sum += p[c];
+            l[r] = l[r] * alpha + sum;
+            m[r] = mx;
+            if (alpha != 1.0f && m_old != -INFINITY) { /* on the first block, y is not yet written */
+                float *yr = y + (size_t)r * ystride;
+#pragma omp simd
+                for (int d = 0; d < D; d++) yr[d] *= alpha;
+            }
+        }
+        for (int c = n; c < kn; c++) p[c] = 0.0f;
+    }
+}
+
+/* The backward's recomputed block, rows r < rn (visibility as above): p
+ * holds the scores and becomes P = e^(s - lse_r); ds holds dP = dy . v and
+ * becomes dS = P (dP - D_r) / sqrt(D) (scale); both 0 past the keys a row
+ * sees. */
+V8_CLONES static void probs_and_score_grads(float p[ATT_BQ][ATT_BK], float ds[ATT_BQ][ATT_BK], const float *lse,
+                                            const float *rowdot, int rn, int ahead, int kn, float scale) {
+    for (int r = 0; r < rn; r++) {
+        const int n = visible(r + ahead, 0, kn);
+        float *pr = p[r], *dsr = ds[r];
+        const float dot_r = rowdot[r];
+        v8_exp_row(pr, n, lse[r]);
+#pragma omp simd
+        for (int c = 0; c < n; c++) dsr[c] = pr[c] * (dsr[c] - dot_r) * scale;
+        for (int c = n; c < kn; c++) pr[c] = dsr[c] = 0.0f;
+    }
+}
+
 void tlm_attention_forward(float *y, float *lse, const float *q, const float *k, const float *v, int B, int T, int H,
                            int D, int stride) {
     const float scale = 1.0f / sqrtf((float)D);
     const int C = H * D, nq = (T + ATT_BQ - 1) / ATT_BQ;
+    /* the longest tasks (the last query blocks, which see the most keys)
+     * first, so the threads run out of work together */
 #pragma omp parallel for collapse(3) schedule(dynamic, 1)
-    for (int b = 0; b < B; b++) {
-        for (int h = 0; h < H; h++) {
-            for (int qi = 0; qi < nq; qi++) {
+    for (int from_last = 0; from_last < nq; from_last++) {
+        for (int b = 0; b < B; b++) {
+            for (int h = 0; h < H; h++) {
+                const int qi = nq - 1 - from_last;
                 const float *qb = q + (size_t)b * T * stride + (size_t)h * D;
                 const float *kb = k + (size_t)b * T * stride + (size_t)h * D;
                 const float *vb = v + (size_t)b * T * stride + (size_t)h * D;
                 float *yb = y + (size_t)b * T * C + (size_t)h * D;
                 const int i0 = qi * ATT_BQ, rn = T - i0 < ATT_BQ ? T - i0 : ATT_BQ;
                 float s[ATT_BQ][ATT_BK], m[ATT_BQ], l[ATT_BQ];
-                for (int r = 0; r < rn; r++) {
-                    m[r] = -INFINITY, l[r] = 0.0f;
-                    memset(yb + (size_t)(i0 + r) * C, 0, (size_t)D * sizeof(float));
-                }
+                for (int r = 0; r < rn; r++) m[r] = -INFINITY, l[r] = 0.0f;
                 for (int j0 = 0; j0 < i0 + rn; j0 += ATT_BK) {
                     const int kn = i0 + rn - j0 < ATT_BK ? i0 + rn - j0 : ATT_BK;
                     block_products(s, qb + (size_t)i0 * stride, stride, rn, kb + (size_t)j0 * stride, stride, kn,
                                    i0 - j0, D, scale);
-                    for (int r = 0; r < rn; r++) {
-                        const int t = i0 + r, n = visible(t, j0, kn);
-                        if (n == 0) continue;
-                        float *p = s[r], mx = m[r];
-                        for (int c = 0; c < n; c++) mx = p[c] > mx ? p[c] : mx;
-                        const float alpha = expf(m[r] - mx); /* 0 on the first block: m = -inf */
-                        float sum = 0.0f;
-                        for (int c = 0; c < n; c++) {
-                            p[c] = expf(p[c] - mx);
-                            sum += p[c];
-                        }
-                        l[r] = l[r] * alpha + sum;
-                        m[r] = mx;
-                        float *yt = yb + (size_t)t * C;
-                        if (alpha != 1.0f) {
-#pragma omp simd
-                            for (int d = 0; d < D; d++) yt[d] *= alpha;
-                        }
-                        accumulate(yt, false, p, 1, n, vb + (size_t)j0 * stride, (size_t)stride, D);
-                    }
+                    softmax_step(s, m, l, yb + (size_t)i0 * C, (size_t)C, rn, i0 - j0, kn, D);
+                    rows_times_keys(yb + (size_t)i0 * C, (size_t)C, s, rn, vb + (size_t)j0 * stride, (size_t)stride, kn,
+                                    i0 - j0, D, j0 == 0);
                 }
                 for (int r = 0; r < rn; r++) {
                     const int t = i0 + r;
@@ -244,14 +261,9 @@ void tlm_attention_backward(float *dq, float *dk, float *dv, const float *dy, co
             size_t base = (size_t)b * T * stride + (size_t)h * D, ybase = (size_t)b * T * C + (size_t)h * D;
             const float *qb = q + base, *kb = k + base, *vb = v + base, *dyb = dy + ybase, *yb = y + ybase;
             float *dqb = dq + base, *dkb = dk + base, *dvb = dv + base;
-            /* the outputs are written: clear this pair's slices first, then
-             * accumulate into them below */
-            for (int t = 0; t < T; t++) {
-                size_t at = (size_t)t * stride;
-                memset(dqb + at, 0, (size_t)D * sizeof(float));
-                memset(dkb + at, 0, (size_t)D * sizeof(float));
-                memset(dvb + at, 0, (size_t)D * sizeof(float));
-            }
+            /* the outputs are written, not added to: a row of dq is fresh
+             * at its first key block (j0 = 0), a row of dk and dv at its
+             * first query block, the diagonal one (i0 = j0) */
             float p[ATT_BQ][ATT_BK], ds[ATT_BQ][ATT_BK], rowdot[ATT_BQ], rowlse[ATT_BQ];
             for (int i0 = 0; i0 < T; i0 += ATT_BQ) {
                 const int rn = T - i0 < ATT_BQ ? T - i0 : ATT_BQ;
@@ -266,29 +278,15 @@ void tlm_attention_backward(float *dq, float *dk, float *dv, const float *dy, co
                                    i0 - j0, D, scale);
                     block_products(ds, dyb + (size_t)i0 * C, C, rn, vb + (size_t)j0 * stride, stride, kn, i0 - j0, D,
                                    1.0f);
-                    for (int r = 0; r < rn; r++) {
-                        const int n = visible(i0 + r, j0, kn);
-                        for (int c = 0; c < n; c++) {
-                            p[r][c] = expf(p[r][c] - rowlse[r]);
-                            ds[r][c] = p[r][c] * (ds[r][c] - rowdot[r]) * scale;
-                        }
-                        for (int c = n; c < ATT_BK; c++) p[r][c] = ds[r][c] = 0.0f;
-                    }
+                    probs_and_score_grads(p, ds, rowlse, rowdot, rn, i0 - j0, kn, scale);
                     /* dv_u += P_tu dy_t, dk_u += dS_tu q_t over this block's t in order */
-                    for (int c = 0; c < kn; c++) {
-                        const int r0 = j0 + c > i0 ? j0 + c - i0 : 0; /* the first row that sees key u */
-                        if (r0 >= rn) continue;
-                        accumulate(dvb + (size_t)(j0 + c) * stride, false, &p[r0][c], ATT_BK, rn - r0,
-                                   dyb + (size_t)(i0 + r0) * C, (size_t)C, D);
-                        accumulate(dkb + (size_t)(j0 + c) * stride, false, &ds[r0][c], ATT_BK, rn - r0,
-                                   qb + (size_t)(i0 + r0) * stride, (size_t)stride, D);
-                    }
+                    keys_times_rows(dvb + (size_t)j0 * stride, (size_t)stride, p, rn, dyb + (size_t)i0 * C, (size_t)C,
+                                    kn, i0 - j0, D, i0 == j0);
+                    keys_times_rows(dkb + (size_t)j0 * stride, (size_t)stride, ds, rn, qb + (size_t)i0 * stride,
+                                    (size_t)stride, kn, i0 - j0, D, i0 == j0);
                     /* dq_t += dS_tu k_u over this block's u in order */
-                    for (int r = 0; r < rn; r++) {
-                        float *dqt = dqb + (size_t)(i0 + r) * stride;
-                        const int n = visible(i0 + r, j0, kn);
-                        accumulate(dqt, false, ds[r], 1, n, kb + (size_t)j0 * stride, (size_t)stride, D);
-                    }
+                    rows_times_keys(dqb + (size_t)i0 * stride, (size_t)stride, ds, rn, kb + (size_t)j0 * stride,
+                                    (size_t)stride, kn, i0 - j0, D, j0 == 0);
                 }
             }
         }
