@@ -9,8 +9,10 @@ For each thread count, alternately (so both see the same machine load):
            (tests/reference/tapered_llama.py: same widths, heads, norms,
            RoPE, tied or not), float32, AdamW with the same param groups,
            clip_grad_norm_, at its two settings for N threads:
-           torch.set_num_threads(N) (OpenBLAS with N threads too), and one
-           torch thread with N OpenBLAS threads; the better one is the peer.
+           torch.set_num_threads(N) (OpenBLAS with N threads too), one
+           torch thread with N OpenBLAS threads, and, where Debian's
+           OpenMP-threaded OpenBLAS is installed, N torch threads over it;
+           the best one is the peer.
            OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are unset for PyTorch's
            command only (reported when the machine sets them), and the
            OpenBLAS kernel it ran (openblas_get_corename) is printed.
@@ -38,8 +40,15 @@ sys.path.insert(0, os.path.join(HERE, "..", "tests", "reference"))
 AVX2 = False  # --avx2: both run their AVX2 code paths (see main)
 
 
-def env_for(threads, blas_threads=None, peer=False):
+# Debian's OpenMP-threaded OpenBLAS (libopenblas0-openmp): PyTorch's third
+# setting, libblas.so.3 from it, so that its BLAS shares torch's OpenMP pool.
+OPENMP_BLAS_DIR = "/usr/lib/x86_64-linux-gnu/openblas-openmp"
+
+
+def env_for(threads, blas_threads=None, peer=False, blas_dir=None):
     env = dict(os.environ)
+    if blas_dir:
+        env["LD_LIBRARY_PATH"] = blas_dir + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
     for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         env[k] = str(threads)
     env["OPENBLAS_NUM_THREADS"] = str(blas_threads or threads)
@@ -77,9 +86,9 @@ def run_tlm(exe, so, threads, steps, batch, seq):
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
-def run_torch(settings, threads, blas_threads, steps):
+def run_torch(settings, threads, blas_threads, steps, blas_dir=None):
     cmd = [sys.executable, os.path.abspath(__file__), "--torch-worker", json.dumps(settings), str(threads), str(steps)]
-    r = subprocess.run(cmd, capture_output=True, text=True, env=env_for(threads, blas_threads, peer=True))
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env_for(threads, blas_threads, True, blas_dir))
     if r.returncode != 0:
         sys.exit(f"pytorch worker failed:\n{r.stderr}")
     return json.loads(r.stdout.strip().splitlines()[-1])
@@ -152,7 +161,11 @@ def main():
     for threads in (int(t) for t in a.threads.split(",")):
         # PyTorch's settings for N threads: N torch threads; 1 torch thread
         # with N OpenBLAS threads (the same as the first when N is 1).
-        peers = [(threads, threads)] + ([(1, threads)] if threads > 1 else [])
+        # and, where Debian's OpenMP OpenBLAS is installed, N torch threads
+        # over it (one pool for both).
+        peers = [(threads, threads, None)] + ([(1, threads, None)] if threads > 1 else [])
+        if threads > 1 and os.path.exists(os.path.join(OPENMP_BLAS_DIR, "libblas.so.3")):
+            peers.append((threads, threads, OPENMP_BLAS_DIR))
         best_tlm, best_torch, settings = None, {}, None
         for _ in range(a.repeat):
             r = run_tlm(a.dump_model, a.model_so, threads, a.steps, a.batch, a.seq)
@@ -160,7 +173,7 @@ def main():
             if best_tlm is None or r["tokens_per_s"] > best_tlm["tokens_per_s"]:
                 best_tlm = r
             for peer in peers:
-                p = run_torch(settings, peer[0], peer[1], a.steps)
+                p = run_torch(settings, peer[0], peer[1], a.steps, peer[2])
                 if peer not in best_torch or p["tokens_per_s"] > best_torch[peer]["tokens_per_s"]:
                     best_torch[peer] = p
         rows.append((threads, best_tlm, best_torch))
@@ -183,16 +196,30 @@ def main():
         print("AVX2 code paths forced for both: tlm's kernels for x86-64-v3, OPENBLAS_CORETYPE=Haswell, "
               "PyTorch's ATEN_CPU_CAPABILITY=avx2")
     print()
+    omp = os.path.exists(os.path.join(OPENMP_BLAS_DIR, "libblas.so.3"))
+    print(f"tlm's OpenBLAS: {tlm_blas_build(a.dump_model)}; PyTorch's OpenMP-BLAS column: "
+          f"{OPENMP_BLAS_DIR if omp else '(not installed: libopenblas0-openmp)'}")
     print(f"{'threads':>7} | {'tlm tokens/s':>12} | {'torch N thr':>11} | {'torch 1 + BLAS N':>16} | "
-          f"{'tlm / best torch':>16} | {'tlm s/step':>10}")
-    print("-" * 88)
+          f"{'torch N, OpenMP BLAS':>20} | {'tlm / best torch':>16} | {'tlm s/step':>10}")
+    print("-" * 111)
     for threads, t, p in rows:
-        own = p[(threads, threads)]["tokens_per_s"]
-        blas = p[(1, threads)]["tokens_per_s"] if (1, threads) in p and threads > 1 else None
-        best = max(own, blas or 0)
+        own = p[(threads, threads, None)]["tokens_per_s"]
+        blas = p[(1, threads, None)]["tokens_per_s"] if (1, threads, None) in p else None
+        ompb = p[(threads, threads, OPENMP_BLAS_DIR)]["tokens_per_s"] if (threads, threads, OPENMP_BLAS_DIR) in p else None
+        best = max(own, blas or 0, ompb or 0)
         blas_col = f"{blas:>16.0f}" if blas else f"{'(same)':>16}"
-        print(f"{threads:>7} | {t['tokens_per_s']:>12.0f} | {own:>11.0f} | {blas_col} | "
+        omp_col = f"{ompb:>20.0f}" if ompb else f"{'(same)' if threads == 1 else '-':>20}"
+        print(f"{threads:>7} | {t['tokens_per_s']:>12.0f} | {own:>11.0f} | {blas_col} | {omp_col} | "
               f"{t['tokens_per_s'] / best:>16.2f} | {t['seconds'] / a.steps:>10.3f}")
+
+
+def tlm_blas_build(exe):
+    """Which OpenBLAS build tlm's binary loads (ldd): pthread or OpenMP."""
+    r = subprocess.run(["ldd", exe], capture_output=True, text=True)
+    line = next((x for x in r.stdout.splitlines() if "libopenblas" in x and "=>" in x), "")
+    path = os.path.realpath(line.split("=>")[1].split()[0]) if line else "?"
+    return f"{'OpenMP' if 'openmp' in path else 'pthread' if 'pthread' in path else '?'} build ({path})"
+
 
 if __name__ == "__main__":
     main()

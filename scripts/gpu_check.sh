@@ -38,6 +38,9 @@ bundle=$(cd "${1:-gpu-bundle}" 2>/dev/null && pwd) ||
 work=$(mktemp -d)
 tar -xzf "$bundle/libs.tar.gz" -C "$work" ||
   { echo "gpu_check: cannot unpack $bundle/libs.tar.gz: run scripts/gpu_prepare.sh again"; exit 1; }
+# The bundle's libraries for tlm's programs only: PyTorch's peer keeps the
+# machine's own (its BLAS must not meet the bundle's OpenMP OpenBLAS).
+machine_ld=${LD_LIBRARY_PATH:-}
 export LD_LIBRARY_PATH=$work/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export TLM_DATA=$root/data
 export XDG_CACHE_HOME=$work/cache
@@ -111,7 +114,7 @@ py=${TLM_PYTHON:-python3}
 # peer NAME MODEL PEER_ARGS...: PyTorch's tokens/s on the model's settings
 peer() {
   local name=$1 model=$2; shift 2
-  run "$name" -- "$py" "$root/bench/gpu_peer.py" "$models/$model.json" "$@"
+  run "$name" -- env LD_LIBRARY_PATH="$machine_ld" "$py" "$root/bench/gpu_peer.py" "$models/$model.json" "$@"
   local tps
   tps=$(grep -o '"tokens_per_s": [0-9.]*' "$work/$name.out" | grep -oE '[0-9.]+$')
   [ -n "$tps" ] && rows+=("    PyTorch $(printf '%.0f' "$tps") tok/s")

@@ -9,9 +9,9 @@ cd "$(dirname "$0")/.."
 packages=(
   build-essential cmake ninja-build pkg-config re2c bison
   llvm-19-dev clang-19 clang-format-19 lld-19 libclang-rt-19-dev libomp-19-dev
-  libzstd-dev libopenblas-dev openmpi-bin libopenmpi-dev
+  libzstd-dev libopenblas-dev libopenblas0-openmp openmpi-bin libopenmpi-dev
   python3 python3-torch python3-numpy python3-mpmath
-  vim-nox emacs-nox valgrind
+  vim-nox emacs-nox valgrind librsvg2-bin
 )
 if ! command -v npm >/dev/null 2>&1; then packages+=(nodejs npm); fi
 

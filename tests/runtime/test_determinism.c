@@ -1,7 +1,10 @@
 /* Determinism and an end-to-end training smoke test on the tiny model:
  *  - forward + backward twice: bit-identical loss and gradients;
  *  - the OpenMP-parallel ops give the same bits with 1 and 2 threads
- *    (their sums have a fixed order; OpenBLAS keeps its own thread count),
+ *    (their sums have a fixed order; OpenBLAS keeps its own thread count:
+ *    ctest runs this test on OpenBLAS's pthread build, as the OpenMP build
+ *    the runtime links would follow the OpenMP thread count, and how it
+ *    splits a GEMM changes the bits),
  *    at a batch where every op's work is past its threshold in ops.h (the
  *    test checks that), so each op really runs on 2 threads;
  *  - AdamW with clipping and a cosine schedule drives the loss on a fixed
