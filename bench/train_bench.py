@@ -204,7 +204,7 @@ def main():
     print("-" * 111)
     for threads, t, p in rows:
         own = p[(threads, threads, None)]["tokens_per_s"]
-        blas = p[(1, threads, None)]["tokens_per_s"] if (1, threads, None) in p else None
+        blas = p[(1, threads, None)]["tokens_per_s"] if (1, threads, None) in p and threads > 1 else None
         ompb = p[(threads, threads, OPENMP_BLAS_DIR)]["tokens_per_s"] if (threads, threads, OPENMP_BLAS_DIR) in p else None
         best = max(own, blas or 0, ompb or 0)
         blas_col = f"{blas:>16.0f}" if blas else f"{'(same)':>16}"
