@@ -43,6 +43,7 @@ AVX2 = False  # --avx2: both run their AVX2 code paths (see main)
 # Debian's OpenMP-threaded OpenBLAS (libopenblas0-openmp): PyTorch's third
 # setting, libblas.so.3 from it, so that its BLAS shares torch's OpenMP pool.
 OPENMP_BLAS_DIR = "/usr/lib/x86_64-linux-gnu/openblas-openmp"
+OPENMP_BLAS = os.path.exists(os.path.join(OPENMP_BLAS_DIR, "libblas.so.3"))
 
 
 def env_for(threads, blas_threads=None, peer=False, blas_dir=None):
@@ -164,7 +165,7 @@ def main():
         # and, where Debian's OpenMP OpenBLAS is installed, N torch threads
         # over it (one pool for both).
         peers = [(threads, threads, None)] + ([(1, threads, None)] if threads > 1 else [])
-        if threads > 1 and os.path.exists(os.path.join(OPENMP_BLAS_DIR, "libblas.so.3")):
+        if threads > 1 and OPENMP_BLAS:
             peers.append((threads, threads, OPENMP_BLAS_DIR))
         best_tlm, best_torch, settings = None, {}, None
         for _ in range(a.repeat):
@@ -196,9 +197,8 @@ def main():
         print("AVX2 code paths forced for both: tlm's kernels for x86-64-v3, OPENBLAS_CORETYPE=Haswell, "
               "PyTorch's ATEN_CPU_CAPABILITY=avx2")
     print()
-    omp = os.path.exists(os.path.join(OPENMP_BLAS_DIR, "libblas.so.3"))
     print(f"tlm's OpenBLAS: {tlm_blas_build(a.dump_model)}; PyTorch's OpenMP-BLAS column: "
-          f"{OPENMP_BLAS_DIR if omp else '(not installed: libopenblas0-openmp)'}")
+          f"{OPENMP_BLAS_DIR if OPENMP_BLAS else '(not installed: libopenblas0-openmp)'}")
     print(f"{'threads':>7} | {'tlm tokens/s':>12} | {'torch N thr':>11} | {'torch 1 + BLAS N':>16} | "
           f"{'torch N, OpenMP BLAS':>20} | {'tlm / best torch':>16} | {'tlm s/step':>10}")
     print("-" * 111)

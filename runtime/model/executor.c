@@ -186,15 +186,13 @@ static void op_mlp(step *s, const tlm_abi_op *op) {
     /* Decoding one token a sequence: the weights are read once for a row
      * or a few, where the generated kernel's packed panels and register
      * tiles of several rows would cost more than the products. The BLAS
-     * twin runs them as matrix-vector products: memory-bound, at the
-     * bandwidth OpenBLAS's sgemv reaches. */
+     * twin reads each weight once for all the rows (matrix-vector products
+     * for one row: memory-bound, at the bandwidth OpenBLAS's sgemv reaches). */
     if (s->m->kv_mode == TLM_KV_DECODE) {
         const tlm_abi_kernel *k = &s->m->so->kernels[op->kernel];
-        const int C = (int)s->D, F = (int)k->width;
-        for (int64_t r = 0; r < s->N; r++) {
-            if (k->mlp == TLM_MLP_GELU) tlm_mlp_gelu_forward(C, F, (int)r, (int)r + 1, x, w_up, w_down, pre_up, out);
-            else tlm_mlp_swiglu_forward(C, F, (int)r, (int)r + 1, x, w_gate, w_up, w_down, pre_gate, pre_up, out);
-        }
+        const int C = (int)s->D, F = (int)k->width, N = (int)s->N;
+        if (k->mlp == TLM_MLP_GELU) tlm_mlp_gelu_forward(C, F, 0, N, x, w_up, w_down, pre_up, out);
+        else tlm_mlp_swiglu_forward(C, F, 0, N, x, w_gate, w_up, w_down, pre_gate, pre_up, out);
         return;
     }
     SPLIT(s->N, r0, r1, kernel->fwd(r0, r1, x, w_gate, w_up, w_down, pre_gate, pre_up, out));
