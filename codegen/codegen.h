@@ -34,7 +34,7 @@
  *
  * Disjoint row ranges (fwd, bwd_data) and disjoint width ranges (bwd_weight)
  * never write the same memory, so threads may split work that way. Kernels
- * allocate nothing: their scratch lives on the stack (under 200 KiB, see
+ * allocate nothing: their scratch lives on the stack (under 512 KiB, see
  * TLM_CODEGEN_MAX_STACK_BYTES).
  */
 #ifndef TLM_CODEGEN_H
@@ -59,8 +59,13 @@ typedef struct {
     int opt_level;   /* 0..3; 3 runs LLVM's default<O3> pipeline. */
 } tlm_codegen_options;
 
-/* Upper bound on the stack a generated CPU kernel uses for packing buffers. */
-#define TLM_CODEGEN_MAX_STACK_BYTES (200 * 1024)
+/* Upper bound on the stack a generated CPU kernel uses for packing buffers
+ * (about 410 KiB with the default blocking: a packed A block of 384 x 256
+ * floats). The kernels run on the calling thread: the main thread (8 MiB
+ * by default) or an OpenMP worker, whose stack glibc sizes from
+ * RLIMIT_STACK (8 MiB by default, 2 MiB when unlimited) unless
+ * OMP_STACKSIZE says otherwise. */
+#define TLM_CODEGEN_MAX_STACK_BYTES (512 * 1024)
 
 /* The three entry points, in the order the runtime calls them. */
 #define TLM_ENTRY_FWD "fwd"

@@ -17,23 +17,28 @@ gemm_blocking gemm_default_blocking(int vl) {
     bk.nv = 2;
   /* A KC x NR panel of B is 32 KiB at KC=256, NR=32: it stays in L1. */
     bk.kc = 256;
-  /* A packed MC x KC block of A, ~120 KiB, stays in L2. */
-    bk.mc = bk.mr * (120 / bk.mr);
-  /* Unpacked A (m contiguous, read in place) costs no stack, so its blocks
-   * can be larger: fewer repacks of B, and fewer recomputed activations
-   * when B is the activation h. */
-    bk.mc_in_place = bk.mr * (504 / bk.mr);
+  /* A packed MC x KC block of A, 384 KiB, in L2 on the CPUs measured (1 MiB
+   * on Zen 4; OpenBLAS's Haswell blocking, 768 x 384, is larger still).
+   * Each packed B panel serves MC rows: with 120 rows, repacking B took
+   * 3-8% of bwd_weight's time at one thread (bench/mlp_bench, both paths),
+   * and bwd_weight's h, recomputed while packing, was computed once per
+   * block of d_model rows. */
+    bk.mc = bk.mr * (384 / bk.mr);
     return bk;
 }
 
+/* The packed A block takes MC x KC floats and, past its end, what the
+ * packing's last overlapping vector store spills (pack_a_rows). */
+static long long a_pack_floats(int vl, const gemm_blocking *bk) { return (long long)bk->mc * bk->kc + 2LL * vl; }
+
 long long gemm_scratch_bytes(int vl, const gemm_blocking *bk) {
-    return 4 * ((long long)bk->kc * bk->nv * vl + (long long)bk->mc * bk->kc);
+    return 4 * ((long long)bk->kc * bk->nv * vl + a_pack_floats(vl, bk));
 }
 
 gemm_scratch gemm_alloc_scratch(ir *g, const gemm_blocking *bk) {
     gemm_scratch s;
     s.b_pack = ir_stack_floats(g, (long long)bk->kc * bk->nv * g->vl, "b_pack");
-    s.a_pack = ir_stack_floats(g, (long long)bk->mc * bk->kc, "a_pack");
+    s.a_pack = ir_stack_floats(g, a_pack_floats(g->vl, bk), "a_pack");
     return s;
 }
 
@@ -159,8 +164,104 @@ static LLVMValueRef emit_pack_b_nk(ir *g, const gemm_blocking *bk, LLVMTypeRef t
     return fn;
 }
 
+/* ---- packing A ------------------------------------------------------
+ * An MC x KC block of A is packed tile by tile: the tile of block rows
+ * [t, t + MR) takes kc x MR floats at dst + t*kc, A(t+i, k) at [k*MR + i].
+ * The register tile then broadcasts consecutive floats at constant offsets,
+ * one stream, whatever A's strides were (a power-of-two stride read in
+ * place maps every k step to the same L1 set). Rows past `rows` repeat row
+ * rows-1: the tile's partial-row rule (below). */
+
+static int row_groups(ir *g, const gemm_blocking *bk) { return (bk->mr + g->vl - 1) / g->vl; }
+
+/* rows[i], lanes k..k+vl-1 of tile row i, stored as vl slots of MR floats
+ * at dst_k: transposed vl x vl in registers, each output vector stored
+ * whole, in increasing addresses. Lanes past a slot's MR floats spill into
+ * the next slot, which the next store overwrites, or past the tile, into
+ * the next tile (packed later) or the buffer's slack (a_pack_floats). */
+static void store_transposed(ir *g, const gemm_blocking *bk, const LLVMValueRef *rows, LLVMValueRef dst_k) {
+    int vl = g->vl, mr = bk->mr, groups = row_groups(g, bk);
+    LLVMValueRef t[MAX_MR][MAX_VL];
+    for (int gi = 0; gi < groups; gi++) {
+        for (int i = 0; i < vl; i++) t[gi][i] = gi * vl + i < mr ? rows[gi * vl + i] : ir_vf32(g, 0);
+        transpose(g, t[gi]);
+    }
+    for (int j = 0; j < vl; j++)
+        for (int gi = 0; gi < groups; gi++)
+            ir_store_v(g, t[gi][j], ir_gep(g, dst_k, ir_i64(g, (long long)j * mr + gi * vl)));
+}
+
+/* pack_a_rows(src = &A(m0,kb), gate, src_ld, rows, kcn, dst): A with k
+ * contiguous, A(m,k) = src[m*src_ld + k]; with kind >= 0 the activation of
+ * (gate, src) instead. Reads vl along k from each of the MR rows (masked
+ * past kcn) and transposes. */
+static LLVMValueRef emit_pack_a_rows(ir *g, const gemm_blocking *bk, int kind, const char *name, LLVMTypeRef type) {
+    LLVMValueRef fn = ir_begin_function(g, name, type, 1);
+    LLVMValueRef src = param(g, 0), gate = param(g, 1), src_ld = param(g, 2);
+    LLVMValueRef rows = param(g, 3), kcn = param(g, 4), dst = param(g, 5);
+    int mr = bk->mr, vl = g->vl, swiglu = kind == TLM_MLP_SWIGLU;
+    LLVMValueRef last_row = ir_sub(g, rows, ir_i64(g, 1));
+    ir_loop lt, lk;
+    LLVMValueRef t = ir_loop_begin(g, &lt, ir_i64(g, 0), rows, ir_i64(g, mr), "tile");
+    LLVMValueRef dst_t = ir_gep(g, dst, ir_mul(g, t, ir_i64(g, bk->kc)));
+    LLVMValueRef kk = ir_loop_begin(g, &lk, ir_i64(g, 0), kcn, ir_i64(g, vl), "k");
+    LLVMValueRef kfull = LLVMBuildICmp(g->b, LLVMIntSLE, ir_add(g, kk, ir_i64(g, vl)), kcn, "");
+    LLVMValueRef kmask = ir_lane_mask(g, kcn, kk);
+    LLVMValueRef addrs[2 * MAX_MR], masks[2 * MAX_MR], vals[2 * MAX_MR], rowv[MAX_MR];
+    int n = 0;
+    for (int i = 0; i < mr; i++) {
+        LLVMValueRef r = ir_min(g, ir_add(g, t, ir_i64(g, i)), last_row);
+        LLVMValueRef off = ir_add(g, ir_mul(g, r, src_ld), kk);
+        addrs[n] = ir_gep(g, src, off);
+        masks[n++] = kmask;
+        if (swiglu) {
+            addrs[n] = ir_gep(g, gate, off);
+            masks[n++] = kmask;
+        }
+    }
+    load_group(g, addrs, n, kfull, masks, vals);
+    for (int i = 0; i < mr; i++)
+        rowv[i] = kind < 0 ? vals[i]
+                  : swiglu ? vm_activation(g, TLM_MLP_SWIGLU, vals[2 * i + 1], vals[2 * i])
+                           : vm_activation(g, (tlm_mlp)kind, NULL, vals[i]);
+    store_transposed(g, bk, rowv, ir_gep(g, dst_t, ir_mul(g, kk, ir_i64(g, mr))));
+    ir_loop_end(g, &lk);
+    ir_loop_end(g, &lt);
+    LLVMBuildRetVoid(g->b);
+    return fn;
+}
+
+/* pack_a_cols(src = &A(m0,kb), gate (unused), src_ld, rows, kcn, dst): A
+ * with m contiguous, A(m,k) = src[m + k*src_ld]: each k step copies a
+ * tile's MR rows as vl-lane vectors (lanes past `rows` masked off, then
+ * given row rows-1's value). */
+static LLVMValueRef emit_pack_a_cols(ir *g, const gemm_blocking *bk, LLVMTypeRef type) {
+    LLVMValueRef fn = ir_begin_function(g, "tlm_pack_a_cols", type, 1);
+    LLVMValueRef src = param(g, 0), src_ld = param(g, 2);
+    LLVMValueRef rows = param(g, 3), kcn = param(g, 4), dst = param(g, 5);
+    int mr = bk->mr, vl = g->vl, groups = row_groups(g, bk);
+    LLVMValueRef last_row = ir_sub(g, rows, ir_i64(g, 1));
+    ir_loop lt, lk;
+    LLVMValueRef t = ir_loop_begin(g, &lt, ir_i64(g, 0), rows, ir_i64(g, mr), "tile");
+    LLVMValueRef dst_t = ir_gep(g, dst, ir_mul(g, t, ir_i64(g, bk->kc)));
+    LLVMValueRef valid[MAX_MR];
+    for (int gi = 0; gi < groups; gi++) valid[gi] = ir_lane_mask(g, rows, ir_add(g, t, ir_i64(g, gi * vl)));
+    LLVMValueRef k = ir_loop_begin(g, &lk, ir_i64(g, 0), kcn, ir_i64(g, 1), "k");
+    LLVMValueRef col = ir_gep(g, src, ir_mul(g, k, src_ld));
+    LLVMValueRef repeat = ir_broadcast_load(g, ir_gep(g, col, last_row));
+    for (int gi = 0; gi < groups; gi++) {
+        LLVMValueRef v = ir_load_v_masked(g, ir_gep(g, col, ir_add(g, t, ir_i64(g, gi * vl))), valid[gi]);
+        v = LLVMBuildSelect(g->b, valid[gi], v, repeat, "");
+        ir_store_v(g, v, ir_gep(g, dst_t, ir_add(g, ir_mul(g, k, ir_i64(g, mr)), ir_i64(g, gi * vl))));
+    }
+    ir_loop_end(g, &lk);
+    ir_loop_end(g, &lt);
+    LLVMBuildRetVoid(g->b);
+    return fn;
+}
+
 /* ---- the register tile --------------------------------------------------
- * tile(a = &A(mb,kb), a_sm, a_sk, b_pack, c = &C(mb,nb), ldc, mrn, nrn, kcn,
+ * tile(a = the tile's packed A, b_pack, c = &C(mb,nb), ldc, mrn, nrn, kcn,
  *      load_c, last, pre_gate, pre_up, d_gate)
  * MR x NR of C over depth kcn. C starts from memory when load_c, else 0.
  * With a gradient epilogue and `last`, C then holds dh, which the tile turns
@@ -229,25 +330,38 @@ static void store_tile(tile *t, LLVMValueRef full, void (*store)(tile *, int)) {
     ir_if_end(t->g, &s);
 }
 
+/* One k step of the tile: NR floats of the B panel, MR broadcasts of A,
+ * MR x NV fused multiply-adds. */
+static void emit_tile_step(tile *t, LLVMValueRef a, LLVMValueRef bp, LLVMValueRef k) {
+    ir *g = t->g;
+    int mr = t->bk->mr, nv = t->bk->nv, nr = nv * g->vl;
+    LLVMValueRef bv[MAX_NV];
+    LLVMValueRef b_row = ir_mul(g, k, ir_i64(g, nr));
+    for (int v = 0; v < nv; v++) bv[v] = ir_load_v(g, ir_gep(g, bp, ir_add(g, b_row, ir_i64(g, v * g->vl))));
+    LLVMValueRef a_k = ir_gep(g, a, ir_mul(g, k, ir_i64(g, mr)));
+    for (int i = 0; i < mr; i++) {
+        LLVMValueRef av = ir_broadcast_load(g, ir_gep(g, a_k, ir_i64(g, i)));
+        for (int v = 0; v < nv; v++) LLVMBuildStore(g->b, ir_fma(g, av, bv[v], acc_get(t, i, v)), t->acc[i][v]);
+    }
+}
+
 static LLVMValueRef emit_tile(ir *g, const gemm_blocking *bk, int epi, LLVMTypeRef type) {
     static const char *names[] = {"tlm_tile", "tlm_tile_swiglu_grad", "tlm_tile_gelu_grad"};
     LLVMValueRef fn = ir_begin_function(g, names[epi], type, 1);
     int mr = bk->mr, nv = bk->nv, nr = nv * g->vl;
-    LLVMValueRef a = param(g, 0), a_sm = param(g, 1), a_sk = param(g, 2), bp = param(g, 3);
-    LLVMValueRef ldc = param(g, 5), mrn = param(g, 6), nrn = param(g, 7), kcn = param(g, 8);
-    LLVMValueRef load_c = param(g, 9), last = param(g, 10);
+    LLVMValueRef a = param(g, 0), bp = param(g, 1);
+    LLVMValueRef ldc = param(g, 3), mrn = param(g, 4), nrn = param(g, 5), kcn = param(g, 6);
+    LLVMValueRef load_c = param(g, 7), last = param(g, 8);
     tile t = {.g = g,
               .bk = bk,
-              .c = param(g, 4),
-              .pre_gate = param(g, 11),
-              .pre_up = param(g, 12),
-              .d_gate = param(g, 13),
+              .c = param(g, 2),
+              .pre_gate = param(g, 9),
+              .pre_up = param(g, 10),
+              .d_gate = param(g, 11),
               .kind = epi == EPI_GELU_GRAD ? TLM_MLP_GELU : TLM_MLP_SWIGLU};
-    LLVMValueRef a_row[MAX_MR];
     LLVMValueRef last_row = ir_sub(g, mrn, ir_i64(g, 1));
     for (int i = 0; i < mr; i++) {
         LLVMValueRef row = ir_min(g, ir_i64(g, i), last_row);
-        a_row[i] = ir_gep(g, a, ir_mul(g, row, a_sm));
         t.c_off[i] = ir_mul(g, row, ldc);
         for (int v = 0; v < nv; v++) t.acc[i][v] = ir_var(g, g->vf32, "acc");
     }
@@ -272,14 +386,7 @@ static LLVMValueRef emit_tile(ir *g, const gemm_blocking *bk, int epi, LLVMTypeR
 
     ir_loop l;
     LLVMValueRef k = ir_loop_begin(g, &l, ir_i64(g, 0), kcn, ir_i64(g, 1), "k");
-    LLVMValueRef bv[MAX_NV];
-    LLVMValueRef b_row = ir_mul(g, k, ir_i64(g, nr));
-    for (int v = 0; v < nv; v++) bv[v] = ir_load_v(g, ir_gep(g, bp, ir_add(g, b_row, ir_i64(g, v * g->vl))));
-    LLVMValueRef a_off = ir_mul(g, k, a_sk);
-    for (int i = 0; i < mr; i++) {
-        LLVMValueRef av = ir_broadcast_load(g, ir_gep(g, a_row[i], a_off));
-        for (int v = 0; v < nv; v++) LLVMBuildStore(g->b, ir_fma(g, av, bv[v], acc_get(&t, i, v)), t.acc[i][v]);
-    }
+    emit_tile_step(&t, a, bp, k);
     ir_loop_end(g, &l);
 
     store_tile(&t, full, store_c);
@@ -299,22 +406,28 @@ static LLVMValueRef emit_tile(ir *g, const gemm_blocking *bk, int epi, LLVMTypeR
 
 void gemm_emit_helpers(ir *g, const gemm_blocking *bk, unsigned kinds, gemm_helpers *h) {
     LLVMTypeRef p = g->ptr, i = g->i64, b1 = g->i1;
-    LLVMTypeRef tile_params[] = {p, i, i, p, p, i, i, i, i, b1, b1, p, p, p};
+    LLVMTypeRef tile_params[] = {p, p, p, i, i, i, i, b1, b1, p, p, p};
     LLVMTypeRef rows_params[] = {p, p, i, i, i, p, i, i};
+    LLVMTypeRef a_params[] = {p, p, i, i, i, p};
     LLVMTypeRef nk_params[] = {p, i, i, i, p};
-    h->tile_type = LLVMFunctionType(g->void_t, tile_params, 14, 0);
+    h->tile_type = LLVMFunctionType(g->void_t, tile_params, 12, 0);
     h->pack_rows_type = LLVMFunctionType(g->void_t, rows_params, 8, 0);
+    h->pack_a_type = LLVMFunctionType(g->void_t, a_params, 6, 0);
     h->pack_b_nk_type = LLVMFunctionType(g->void_t, nk_params, 5, 0);
 
     h->tile[EPI_NONE] = emit_tile(g, bk, EPI_NONE, h->tile_type);
     h->pack_rows[0] = emit_pack_rows(g, -1, "tlm_pack_rows", h->pack_rows_type);
+    h->pack_a[0] = emit_pack_a_rows(g, bk, -1, "tlm_pack_a_rows", h->pack_a_type);
+    h->pack_a_cols = emit_pack_a_cols(g, bk, h->pack_a_type);
     h->pack_b_nk = emit_pack_b_nk(g, bk, h->pack_b_nk_type);
     static const char *act_names[] = {"tlm_pack_rows_swiglu", "tlm_pack_rows_gelu"};
+    static const char *act_a_names[] = {"tlm_pack_a_rows_swiglu", "tlm_pack_a_rows_gelu"};
     for (int kind = 0; kind < 2; kind++) {
-        h->tile[1 + kind] = h->pack_rows[1 + kind] = NULL;
+        h->tile[1 + kind] = h->pack_rows[1 + kind] = h->pack_a[1 + kind] = NULL;
         if (!(kinds & (1u << kind))) continue;
         h->tile[1 + kind] = emit_tile(g, bk, kind == TLM_MLP_SWIGLU ? EPI_SWIGLU_GRAD : EPI_GELU_GRAD, h->tile_type);
         h->pack_rows[1 + kind] = emit_pack_rows(g, kind, act_names[kind], h->pack_rows_type);
+        h->pack_a[1 + kind] = emit_pack_a_rows(g, bk, kind, act_a_names[kind], h->pack_a_type);
     }
 }
 
@@ -338,26 +451,14 @@ static LLVMValueRef ceil_div(ir *g, LLVMValueRef n, LLVMValueRef d) {
     return LLVMBuildSDiv(g->b, ir_sub(g, ir_add(g, n, d), ir_i64(g, 1)), d, "");
 }
 
-static LLVMValueRef round_up_vl(ir *g, LLVMValueRef n) {
-    LLVMValueRef vl = ir_i64(g, g->vl);
-    return ir_mul(g, ceil_div(g, n, vl), vl);
-}
-
 void gemm_emit(ir *g, const gemm_blocking *bk, const gemm_helpers *h, const gemm_scratch *s, const gemm_desc *d) {
     int nr = bk->nv * g->vl;
-  /* A with k contiguous (a_sk == 1) is packed [m][k]: a straight copy (or
-   * the activation) that leaves the tile small, non-power-of-two strides
-   * whatever the width. A with m contiguous is read in place: a tile's
-   * broadcasts then share one cache line per k step. */
-    int packed = d->a_sk == 1;
-    int pack_kind = d->a_kind == GEMM_A_ACTIVATION ? 1 + (int)d->kind : 0;
-    int mc_max = packed ? bk->mc : bk->mc_in_place;
     ir_loop lm, lk, ln, lt;
 
   /* Blocks of at most MC rows, as even as whole tiles allow: 256 rows make
    * 96+96+64, not 120+120+16 (whose last block would mostly be padding). */
     LLVMValueRef m = ir_sub(g, d->m1, d->m0), one = ir_i64(g, 1);
-    LLVMValueRef blocks = ceil_div(g, m, ir_i64(g, mc_max));
+    LLVMValueRef blocks = ceil_div(g, m, ir_i64(g, bk->mc));
     blocks = LLVMBuildSelect(g->b, ir_lt(g, blocks, one), one, blocks, "");
     LLVMValueRef mr = ir_i64(g, bk->mr);
     LLVMValueRef mc = ir_mul(g, ceil_div(g, ceil_div(g, m, blocks), mr), mr);
@@ -370,11 +471,21 @@ void gemm_emit(ir *g, const gemm_blocking *bk, const gemm_helpers *h, const gemm
     LLVMValueRef first = ir_eq(g, kb, ir_i64(g, 0));
     LLVMValueRef last = ir_eq(g, ir_add(g, kb, kcn), d->k);
     LLVMValueRef load_c = d->c_kind == GEMM_C_ACCUMULATE ? LLVMConstInt(g->i1, 1, 0) : LLVMBuildNot(g->b, first, "");
-    if (packed) {
-        LLVMValueRef off = ir_add(g, ir_mul(g, mc0, ir_i64(g, d->a_sm)), kb);
-        LLVMValueRef gate = d->kind == TLM_MLP_SWIGLU && d->a_gate ? ir_gep(g, d->a_gate, off) : NULL;
-        call_pack_rows(g, h, pack_kind, ir_gep(g, d->a, off), gate, d->a_sm, mcn, kcn, s->a_pack, bk->kc,
-                       round_up_vl(g, kcn));
+    {
+      /* The A block, packed once and read by every panel of B. */
+        int k_contiguous = d->a_sk == 1;
+        LLVMValueRef off = k_contiguous ? ir_add(g, ir_mul(g, mc0, ir_i64(g, d->a_sm)), kb)
+                                        : ir_add(g, mc0, ir_mul(g, kb, ir_i64(g, d->a_sk)));
+        LLVMValueRef pack = h->pack_a_cols;
+        LLVMValueRef gate = LLVMConstNull(g->ptr);
+        if (k_contiguous) {
+            int which = d->a_kind == GEMM_A_ACTIVATION ? 1 + (int)d->kind : 0;
+            pack = h->pack_a[which];
+            if (which && d->kind == TLM_MLP_SWIGLU) gate = ir_gep(g, d->a_gate, off);
+        }
+        LLVMValueRef args[] = {
+            ir_gep(g, d->a, off), gate, ir_i64(g, k_contiguous ? d->a_sm : d->a_sk), mcn, kcn, s->a_pack};
+        call(g, h->pack_a_type, pack, args, 6);
     }
 
     LLVMValueRef nb = ir_loop_begin(g, &ln, d->n0, d->n1, ir_i64(g, nr), "npanel");
@@ -392,16 +503,7 @@ void gemm_emit(ir *g, const gemm_blocking *bk, const gemm_helpers *h, const gemm
 
     LLVMValueRef mb = ir_loop_begin(g, &lt, mc0, mc1, ir_i64(g, bk->mr), "mtile");
     LLVMValueRef mrn = ir_min(g, ir_i64(g, bk->mr), ir_sub(g, mc1, mb));
-    LLVMValueRef a_tile, a_sm, a_sk;
-    if (packed) {
-        a_tile = ir_gep(g, s->a_pack, ir_mul(g, ir_sub(g, mb, mc0), ir_i64(g, bk->kc)));
-        a_sm = ir_i64(g, bk->kc);
-        a_sk = ir_i64(g, 1);
-    } else {
-        a_tile = ir_gep(g, d->a, ir_add(g, ir_mul(g, mb, ir_i64(g, d->a_sm)), ir_mul(g, kb, ir_i64(g, d->a_sk))));
-        a_sm = ir_i64(g, d->a_sm);
-        a_sk = ir_i64(g, d->a_sk);
-    }
+    LLVMValueRef a_tile = ir_gep(g, s->a_pack, ir_mul(g, ir_sub(g, mb, mc0), ir_i64(g, bk->kc)));
     LLVMValueRef c_off = ir_add(g, ir_mul(g, mb, ir_i64(g, d->ldc)), nb);
     LLVMValueRef pre_gate = NULL, pre_up = NULL, d_gate = NULL;
     int epi = EPI_NONE;
@@ -413,10 +515,19 @@ void gemm_emit(ir *g, const gemm_blocking *bk, const gemm_helpers *h, const gemm
             d_gate = ir_gep(g, d->d_gate, c_off);
         }
     }
-    LLVMValueRef args[] = {
-        a_tile, a_sm, a_sk,   s->b_pack, ir_gep(g, d->c, c_off), ir_i64(g, d->ldc),  mrn,
-        nrn,    kcn,  load_c, last,      or_null(g, pre_gate),   or_null(g, pre_up), or_null(g, d_gate)};
-    call(g, h->tile_type, h->tile[epi], args, 14);
+    LLVMValueRef args[] = {a_tile,
+                           s->b_pack,
+                           ir_gep(g, d->c, c_off),
+                           ir_i64(g, d->ldc),
+                           mrn,
+                           nrn,
+                           kcn,
+                           load_c,
+                           last,
+                           or_null(g, pre_gate),
+                           or_null(g, pre_up),
+                           or_null(g, d_gate)};
+    call(g, h->tile_type, h->tile[epi], args, 12);
 
     ir_loop_end(g, &lt);
     ir_loop_end(g, &ln);

@@ -29,7 +29,6 @@ typedef struct {
     int nv; /* vectors across the tile: NR = nv * vl columns */
     int kc; /* depth of a packed B panel (multiple of vl) */
     int mc; /* rows of C per block, i.e. of a packed A block */
-    int mc_in_place; /* rows of C per block when A is not packed */
 } gemm_blocking;
 
 gemm_blocking gemm_default_blocking(int vl);
@@ -74,8 +73,10 @@ typedef struct {
 typedef struct {
     LLVMValueRef tile[3];      /* by epilogue: none, SwiGLU grad, GELU grad */
     LLVMValueRef pack_rows[3]; /* plain copy, SwiGLU, GELU activation */
+    LLVMValueRef pack_a[3];    /* A with k contiguous: plain, SwiGLU, GELU activation */
+    LLVMValueRef pack_a_cols;  /* A with m contiguous */
     LLVMValueRef pack_b_nk;
-    LLVMTypeRef tile_type, pack_rows_type, pack_b_nk_type;
+    LLVMTypeRef tile_type, pack_rows_type, pack_a_type, pack_b_nk_type;
 } gemm_helpers;
 
 /* Emits the helpers for the given kinds (bit 1 << kind set in kinds). Call

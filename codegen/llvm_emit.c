@@ -27,19 +27,19 @@ static double now_s(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* TLM_CODEGEN_BLOCKING="mr,nv,kc,mc,mc_in_place" overrides the blocking; it
+/* TLM_CODEGEN_BLOCKING="mr,nv,kc,mc" overrides the blocking; it
  * exists for tuning with bench/mlp_bench and is checked like user input. */
 static bool blocking_for(int vl, gemm_blocking *bk, char **err) {
     *bk = gemm_default_blocking(vl);
     const char *env = getenv("TLM_CODEGEN_BLOCKING");
     if (!env || !*env) return true;
     gemm_blocking o;
-    if (sscanf(env, "%d,%d,%d,%d,%d", &o.mr, &o.nv, &o.kc, &o.mc, &o.mc_in_place) != 5 || o.mr < 1 || o.mr > 16 ||
-        o.nv < 1 || o.nv > 4 || o.kc < vl || o.kc % vl || o.mc < o.mr || o.mc_in_place < o.mr ||
+    if (sscanf(env, "%d,%d,%d,%d", &o.mr, &o.nv, &o.kc, &o.mc) != 4 || o.mr < 1 || o.mr > 16 || o.nv < 1 || o.nv > 4 ||
+        o.kc < vl || o.kc % vl || o.mc < o.mr || o.mc % o.mr ||
         gemm_scratch_bytes(vl, &o) > TLM_CODEGEN_MAX_STACK_BYTES)
         return codegen_fail(err,
                             "codegen: bad TLM_CODEGEN_BLOCKING '%s' (mr<=16, nv<=4, kc a "
-                            "multiple of %d, scratch <= %d bytes)",
+                            "multiple of %d, mc a multiple of mr, scratch <= %d bytes)",
                             env, vl, TLM_CODEGEN_MAX_STACK_BYTES);
     *bk = o;
     return true;

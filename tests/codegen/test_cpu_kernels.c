@@ -24,11 +24,10 @@ int main(void) {
         {TLM_MLP_GELU, 17, 3},
     };
     const mlp_case cases[] = {
-        {1, 0, 1, 0, 0},
-        {5, 0, 5, 0, 0},
-        {37, 0, 37, 0, 0},
-        {37, 3, 30, 7, -5},  /* partial ranges: r0 > 0, j0 > 0 */
-        {300, 7, 290, 1, -1} /* several row blocks; rows above the k-block */
+        {1, 0, 1, 0, 0},      {5, 0, 5, 0, 0},
+        {37, 0, 37, 0, 0},    {37, 3, 30, 7, -5},  /* partial ranges: r0 > 0, j0 > 0 */
+        {300, 7, 290, 1, -1}, /* rows above the k-block */
+        {800, 9, 795, 5, -3}  /* several row blocks (MC = 384) */
     };
     int n_specs = (int)(sizeof specs / sizeof specs[0]);
     kernel_lib lib;
