@@ -48,7 +48,13 @@
     X(cuModuleLoadData, PFN_cuModuleLoadData_v2000)                    \
     X(cuModuleUnload, PFN_cuModuleUnload_v2000)                        \
     X(cuModuleGetFunction, PFN_cuModuleGetFunction_v2000)              \
-    X(cuLaunchKernel, PFN_cuLaunchKernel_v4000)
+    X(cuLaunchKernel, PFN_cuLaunchKernel_v4000)                        \
+    X(cuStreamCreate, PFN_cuStreamCreate_v2000)                        \
+    X(cuStreamDestroy, PFN_cuStreamDestroy_v4000)                      \
+    X(cuEventCreate, PFN_cuEventCreate_v2000)                          \
+    X(cuEventDestroy, PFN_cuEventDestroy_v4000)                        \
+    X(cuEventRecord, PFN_cuEventRecord_v2000)                          \
+    X(cuStreamWaitEvent, PFN_cuStreamWaitEvent_v3020)
 
 typedef struct tlm_cuda_driver {
 #define TLM_CUDA_DRIVER_MEMBER(name, signature) signature name;

@@ -130,4 +130,42 @@ bool tlm_device_gemm(tlm_device *d, const tlm_gemm *g, tlm_err *err);
 /* The description's first problem, or NULL: what tlm_device_gemm refuses. */
 const char *tlm_gemm_problem(const tlm_gemm *g);
 
+/* ---- streams and events: communication beside compute ----
+ * Everything above runs on the compute stream, in the order it is issued
+ * (on a GPU the legacy default stream). A data-parallel run moves
+ * gradients on a second stream, the comm stream (on a GPU one created
+ * CU_STREAM_NON_BLOCKING, so it does not wait for the compute stream, nor
+ * it for it), while the backward goes on: the two meet only at events. An
+ * event recorded on a stream marks the work issued there so far; a stream
+ * told to wait for it runs its later work only after that. A wait takes
+ * the event as recorded at the time of the call, so one event can be
+ * recorded again for the next wait.
+ *
+ * The emulated device runs compute work at once and defers the comm
+ * stream's: it runs only when the compute stream waits for an event
+ * recorded after it, or at tlm_device_sync, so a reader on the compute
+ * stream that does not wait sees what was there before (docs/gpu.md). */
+typedef enum tlm_stream { TLM_STREAM_COMPUTE, TLM_STREAM_COMM } tlm_stream;
+typedef struct tlm_event tlm_event;
+
+tlm_event *tlm_device_event_create(tlm_device *d, tlm_err *err);
+void tlm_device_event_destroy(tlm_device *d, tlm_event *e);
+bool tlm_device_event_record(tlm_device *d, tlm_event *e, tlm_stream s, tlm_err *err);
+/* Work issued on s after this waits for what e marked. */
+bool tlm_device_stream_wait(tlm_device *d, tlm_stream s, tlm_event *e, tlm_err *err);
+/* Kernel launches (tlm_device_launch) go to s from now on; returns the
+ * stream they went to before. GEMMs and copies stay on the compute stream
+ * (a GEMM while the comm stream is chosen is refused). On the emulated
+ * device a launch on the comm stream is only possible from a host call
+ * running there, where it runs in place. */
+tlm_stream tlm_device_launch_stream(tlm_device *d, tlm_stream s);
+/* The comm stream as the driver knows it (a CUstream), for a library that
+ * queues work on it itself (NCCL); false with a message on the emulated
+ * device, which has none. */
+bool tlm_device_comm_stream(tlm_device *d, void **handle, tlm_err *err);
+/* Queues fn(ctx) on the comm stream: the emulated device's stand-in for
+ * NCCL runs its transfers this way (false with a message on a GPU, whose
+ * collectives go through NCCL). */
+bool tlm_device_comm_host_call(tlm_device *d, void (*fn)(void *ctx), void *ctx, tlm_err *err);
+
 #endif

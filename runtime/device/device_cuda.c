@@ -2,8 +2,11 @@
  * opened at run time (cuda_driver.h), kernels compiled by NVRTC to CUBIN
  * (nvrtc_compile.h) and GEMMs through cuBLASLt (cublaslt_gemm.h), both
  * opened at first use too (cuda_toolkit.h). Every
- * launch, copy and GEMM goes to the legacy default stream, so they run in
- * the order they were issued and a copy to the host waits for them.
+ * launch, copy and GEMM goes to the legacy default stream (the compute
+ * stream), so they run in the order they were issued and a copy to the
+ * host waits for them; launches chosen for the comm stream (device.h) go
+ * to a stream created CU_STREAM_NON_BLOCKING at its first use, which the
+ * legacy stream does not wait for: the two meet at events only.
  *
  * The CUDA context is current per thread: each call makes the device's
  * primary context current first, so any thread may drive the device. */
@@ -25,6 +28,7 @@ typedef struct cuda_device {
     CUdevice dev;
     CUcontext ctx; /* the primary context, retained */
     tlm_cublaslt *blas; /* started by the first GEMM */
+    CUstream comm;      /* the comm stream; NULL until first used */
     char options[512]; /* NVRTC's options for this device's arch */
 } cuda_device;
 
@@ -123,6 +127,7 @@ static void cuda_close(tlm_device *d) {
         d->bytes_in_use -=
             d->bytes_in_use < TLM_CUBLASLT_WORKSPACE_BYTES ? d->bytes_in_use : TLM_CUBLASLT_WORKSPACE_BYTES;
     }
+    if (c->comm && bind(c, NULL)) c->drv->cuStreamDestroy(c->comm);
     c->drv->cuDevicePrimaryCtxRelease(c->dev);
     free(c);
     d->impl = NULL;
@@ -231,19 +236,35 @@ static bool cuda_kernel(tlm_device *d, void *module_handle, const char *name, vo
     return true;
 }
 
+/* The driver's stream for s: NULL (the legacy default stream) for the
+ * compute stream; the comm stream, created at its first use. */
+static bool stream_of(tlm_device *d, tlm_stream s, CUstream *stream, tlm_err *err) {
+    cuda_device *c = state(d);
+    *stream = NULL;
+    if (!bind(c, err)) return false;
+    if (s == TLM_STREAM_COMPUTE) return true;
+    if (!c->comm && !tlm_cuda_ok(c->drv, c->drv->cuStreamCreate(&c->comm, CU_STREAM_NON_BLOCKING), err,
+                                 "cuStreamCreate (the comm stream)"))
+        return false;
+    *stream = c->comm;
+    return true;
+}
+
 static bool cuda_launch(tlm_device *d, void *fn, const char *name, tlm_launch dims, void **args, tlm_err *err) {
     cuda_device *c = state(d);
-    /* No dynamic shared memory; stream 0 is the legacy default stream. */
-    return bind(c, err) &&
+    CUstream stream;
+    /* No dynamic shared memory. */
+    return stream_of(d, d->launch_stream, &stream, err) &&
            tlm_cuda_ok(c->drv,
                        c->drv->cuLaunchKernel((CUfunction)fn, dims.grid[0], dims.grid[1], dims.grid[2], dims.block[0],
-                                              dims.block[1], dims.block[2], 0, NULL, args, NULL),
+                                              dims.block[1], dims.block[2], 0, stream, args, NULL),
                        err, "launching %s (grid %ux%ux%u, block %ux%ux%u)", name, dims.grid[0], dims.grid[1],
                        dims.grid[2], dims.block[0], dims.block[1], dims.block[2]);
 }
 
 static bool cuda_gemm(tlm_device *d, const tlm_gemm *g, tlm_err *err) {
     cuda_device *c = state(d);
+    if (d->launch_stream != TLM_STREAM_COMPUTE) return tlm_fail(err, "GEMMs run on the compute stream only");
     if (!bind(c, err)) return false;
     /* cuBLASLt (its runtime, its workspace) starts at the first GEMM: a
      * command that runs none does not pay for it. */
@@ -252,6 +273,43 @@ static bool cuda_gemm(tlm_device *d, const tlm_gemm *g, tlm_err *err) {
         d->bytes_in_use += TLM_CUBLASLT_WORKSPACE_BYTES;
     }
     return tlm_cublaslt_gemm(c->blas, g, err);
+}
+
+/* Events without timing: they only order the two streams. */
+static bool cuda_event_create(tlm_device *d, void **event, tlm_err *err) {
+    cuda_device *c = state(d);
+    CUevent e = NULL;
+    if (!bind(c, err) || !tlm_cuda_ok(c->drv, c->drv->cuEventCreate(&e, CU_EVENT_DISABLE_TIMING), err, "cuEventCreate"))
+        return false;
+    *event = e;
+    return true;
+}
+
+static void cuda_event_destroy(tlm_device *d, void *event) {
+    cuda_device *c = state(d);
+    if (event && bind(c, NULL)) c->drv->cuEventDestroy((CUevent)event);
+}
+
+static bool cuda_event_record(tlm_device *d, void *event, tlm_stream s, tlm_err *err) {
+    cuda_device *c = state(d);
+    CUstream stream;
+    return stream_of(d, s, &stream, err) &&
+           tlm_cuda_ok(c->drv, c->drv->cuEventRecord((CUevent)event, stream), err, "cuEventRecord");
+}
+
+static bool cuda_stream_wait(tlm_device *d, tlm_stream s, void *event, tlm_err *err) {
+    cuda_device *c = state(d);
+    CUstream stream;
+    return stream_of(d, s, &stream, err) &&
+           tlm_cuda_ok(c->drv, c->drv->cuStreamWaitEvent(stream, (CUevent)event, CU_EVENT_WAIT_DEFAULT), err,
+                       "cuStreamWaitEvent");
+}
+
+static bool cuda_comm_stream(tlm_device *d, void **handle, tlm_err *err) {
+    CUstream stream;
+    if (!stream_of(d, TLM_STREAM_COMM, &stream, err)) return false;
+    *handle = stream;
+    return true;
 }
 
 const tlm_device_backend tlm_device_cuda = {
@@ -274,6 +332,11 @@ const tlm_device_backend tlm_device_cuda = {
     .kernel = cuda_kernel,
     .launch = cuda_launch,
     .gemm = cuda_gemm,
+    .event_create = cuda_event_create,
+    .event_destroy = cuda_event_destroy,
+    .event_record = cuda_event_record,
+    .stream_wait = cuda_stream_wait,
+    .comm_stream = cuda_comm_stream,
 };
 
 #else

@@ -2,7 +2,14 @@
  * host memory, a module is the CUDA source compiled by the host C++
  * compiler against cuda_emu.h into a shared object, and a GEMM is the plain
  * loop of gemm_reference.c. It runs the very same kernel source and GEMM
- * descriptions as the real device, so CI without a GPU checks them. */
+ * descriptions as the real device, so CI without a GPU checks them.
+ *
+ * Streams: compute work runs at once, as it is issued; the comm stream's
+ * host calls (the stand-in for NCCL) are deferred, and run only when the
+ * compute stream waits for an event recorded on the comm stream after
+ * them, or at a sync. A reader on the compute stream that
+ * forgot to wait therefore sees the values from before the
+ * communication, and the results differ from one process's (docs/gpu.md). */
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -37,11 +44,31 @@ extern const char tlm_cuda_emu_header[]; /* runtime/device/cuda_emu.h, embedded 
 /* A compiled module is at most this large (the runtime's is well under a MiB). */
 #define MAX_MODULE_BYTES ((uint64_t)1 << 30)
 
+/* A host call queued on the comm stream. */
+typedef struct emu_call {
+    void (*fn)(void *ctx);
+    void *ctx;
+} emu_call;
+
 typedef struct emu_state {
     char cxx[1024];      /* $TLM_EMU_CXX, else the configured compiler */
     char options[160];   /* EMU_FLAGS_TEXT and the header's SHA-256 */
     char id[256];        /* the compiler's --version line, once asked */
+    /* The comm stream: calls [ran, queued) of all ever queued wait in
+     * pending[0, queued - ran). */
+    emu_call *pending;
+    size_t cap;
+    uint64_t queued, ran;
+    bool running;        /* inside one of its calls: launches on it run in place */
 } emu_state;
+
+/* An event: on the compute stream it is complete when recorded (that
+ * stream has run everything already); on the comm stream it marks the
+ * calls queued so far. */
+typedef struct emu_event {
+    bool on_comm;
+    uint64_t mark;
+} emu_event;
 
 static emu_state *state_of(tlm_device *d) { return d->impl; }
 
@@ -407,7 +434,12 @@ static bool emu_kernel(tlm_device *d, void *module, const char *name, void **fn,
 }
 
 static bool emu_launch(tlm_device *d, void *fn, const char *name, tlm_launch dims, void **args, tlm_err *err) {
-    (void)d;
+    /* A deferred launch would need its arguments' values copied, whose
+     * sizes only the kernel knows: the comm stream takes launches from its
+     * own host calls, which run them in place, in the stream's order. */
+    if (d->launch_stream == TLM_STREAM_COMM && !state_of(d)->running)
+        return tlm_fail(
+            err, "kernel %s: the emulated device runs launches on the comm stream only from a host call there", name);
     emu_entry entry;
     memcpy(&entry, &fn, sizeof entry); /* dlsym's object pointer as the function it is */
     char msg[400] = "";
@@ -463,16 +495,79 @@ static bool emu_zero(tlm_device *d, tlm_dptr dst, size_t bytes, tlm_err *err) {
     return true;
 }
 
-/* Launches and GEMMs run to completion before they return. */
-static bool emu_sync(tlm_device *d, tlm_err *err) {
+/* ---- the comm stream: deferred host calls ---- */
+
+/* Runs the comm stream's calls until `until` of them have run (not from
+ * inside one: a call that waits on its own stream would wait forever on a
+ * GPU; here it returns at once). */
+static void run_comm(emu_state *s, uint64_t until) {
+    if (s->running) return;
+    s->running = true;
+    size_t done = 0;
+    while (s->ran < until && s->ran < s->queued) {
+        emu_call call = s->pending[done++];
+        s->ran++;
+        call.fn(call.ctx);
+    }
+    memmove(s->pending, s->pending + done, (size_t)(s->queued - s->ran) * sizeof *s->pending);
+    s->running = false;
+}
+
+static bool emu_comm_host_call(tlm_device *d, void (*fn)(void *ctx), void *ctx, tlm_err *err) {
+    emu_state *s = state_of(d);
+    size_t n = (size_t)(s->queued - s->ran);
+    if (n == s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : 64;
+        emu_call *p = realloc(s->pending, cap * sizeof *p);
+        if (!p) return tlm_fail(err, "out of memory for the emulated device's comm stream");
+        s->pending = p;
+        s->cap = cap;
+    }
+    s->pending[n] = (emu_call){fn, ctx};
+    s->queued++;
+    return true;
+}
+
+static bool emu_event_create(tlm_device *d, void **event, tlm_err *err) {
     (void)d;
+    if (!(*event = calloc(1, sizeof(emu_event)))) return tlm_fail(err, "out of memory for a device event");
+    return true;
+}
+
+static void emu_event_destroy(tlm_device *d, void *event) {
+    (void)d;
+    free(event);
+}
+
+static bool emu_event_record(tlm_device *d, void *event, tlm_stream st, tlm_err *err) {
     (void)err;
+    emu_event *e = event;
+    e->on_comm = st == TLM_STREAM_COMM;
+    e->mark = state_of(d)->queued;
+    return true;
+}
+
+/* The compute stream waiting runs the comm stream up to the event; the
+ * comm stream waiting has nothing to do: the compute stream's work, and
+ * the comm stream's own before it, come first anyway. */
+static bool emu_stream_wait(tlm_device *d, tlm_stream st, void *event, tlm_err *err) {
+    (void)err;
+    const emu_event *e = event;
+    if (st == TLM_STREAM_COMPUTE && e->on_comm) run_comm(state_of(d), e->mark);
+    return true;
+}
+
+/* Compute work has run to completion before it returned; the comm
+ * stream's runs now. */
+static bool emu_sync(tlm_device *d, tlm_err *err) {
+    (void)err;
+    emu_state *s = state_of(d);
+    run_comm(s, s->queued);
     return true;
 }
 
 static bool emu_gemm(tlm_device *d, const tlm_gemm *g, tlm_err *err) {
-    (void)d;
-    (void)err;
+    if (d->launch_stream != TLM_STREAM_COMPUTE) return tlm_fail(err, "GEMMs run on the compute stream only");
     tlm_gemm_reference(g);
     return true;
 }
@@ -508,6 +603,11 @@ static bool emu_open(tlm_device *d, int ordinal, tlm_err *err) {
 }
 
 static void emu_close(tlm_device *d) {
+    emu_state *s = state_of(d);
+    /* Calls still queued are dropped: the memory they would touch is
+     * already freed (tlm_device_close frees it first). A correct caller
+     * has waited for them. */
+    free(s->pending);
     free(d->impl);
     d->impl = NULL;
 }
@@ -531,4 +631,9 @@ const tlm_device_backend tlm_device_emulated = {
     .kernel = emu_kernel,
     .launch = emu_launch,
     .gemm = emu_gemm,
+    .event_create = emu_event_create,
+    .event_destroy = emu_event_destroy,
+    .event_record = emu_event_record,
+    .stream_wait = emu_stream_wait,
+    .comm_host_call = emu_comm_host_call,
 };

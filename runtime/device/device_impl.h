@@ -34,12 +34,22 @@ typedef struct tlm_device_backend {
     bool (*kernel)(tlm_device *d, void *module_handle, const char *name, void **fn, tlm_err *err);
     bool (*launch)(tlm_device *d, void *fn, const char *name, tlm_launch dims, void **args, tlm_err *err);
     bool (*gemm)(tlm_device *d, const tlm_gemm *g, tlm_err *err);  /* already checked */
+    /* Streams and events (device.h): an event is the backend's handle;
+     * launches go to d->launch_stream. comm_stream and comm_host_call may
+     * be NULL (device_streams.c then says why). */
+    bool (*event_create)(tlm_device *d, void **event, tlm_err *err);
+    void (*event_destroy)(tlm_device *d, void *event);
+    bool (*event_record)(tlm_device *d, void *event, tlm_stream s, tlm_err *err);
+    bool (*stream_wait)(tlm_device *d, tlm_stream s, void *event, tlm_err *err);
+    bool (*comm_stream)(tlm_device *d, void **handle, tlm_err *err);
+    bool (*comm_host_call)(tlm_device *d, void (*fn)(void *ctx), void *ctx, tlm_err *err);
 } tlm_device_backend;
 
 struct tlm_device {
     const tlm_device_backend *backend;
     tlm_device_info info;
     uint64_t bytes_in_use;  /* kept by device.c over alloc/free */
+    tlm_stream launch_stream; /* where launches go (device.h: tlm_device_launch_stream) */
     void *impl;             /* the backend's state */
 };
 

@@ -34,6 +34,10 @@ typedef struct tlm_dist {
      * not yet final). */
     long buckets, early_buckets;
     struct tlm_chain_run *run; /* the step's chain between its start and finish */
+    /* On a device: the step's chain as queued (grad_chain.c's emulated
+     * stand-in, nccl_chain.c) between device_start and device_finish. */
+    tlm_device *device_dev;
+    void *device_run;
 } tlm_dist;
 
 /* Under a launcher, initialises MPI and fills in this rank (mpirun -np 1
@@ -44,7 +48,7 @@ void tlm_dist_finish(tlm_dist *d);
 
 /* On a device: the chain over its memory (NCCL on a GPU; on the emulated
  * device, whose memory is the host's, MPI as the stand-in). Without NCCL
- * the chain has no reduce_device and tlm_trainer_join refuses. */
+ * the chain has no device_start and tlm_trainer_join refuses. */
 bool tlm_dist_use_device(tlm_dist *d, tlm_device *dev, tlm_err *err);
 
 /* The largest of every rank's value (each rank calls it at the same

@@ -154,8 +154,11 @@ static bool chain_finish_run(tlm_dist *d) {
 static void chain_finish(void *ctx) { chain_finish_run(ctx); }
 
 /* The emulated device's stand-in for NCCL: its memory is the host's, so
- * the same chain runs over MPI, the additions made by the device, all of
- * it after the backward. */
+ * the same chain runs over MPI, the additions made by the device. Each of
+ * its three calls is queued on the device's comm stream as a host call
+ * (device.h), where NCCL's operations would go on a GPU: the emulated
+ * device defers them until the compute stream waits for the chain, so the
+ * trainer's events are what makes the result right (docs/gpu.md). */
 typedef struct device_adder {
     tlm_chain_add add;
     void *actx;
@@ -166,24 +169,90 @@ static bool emulated_add(void *actx, float *sum, const float *g, size_t n, tlm_e
     return a->add(a->actx, (tlm_dptr)(uintptr_t)sum, (tlm_dptr)(uintptr_t)g, n, err);
 }
 
-static bool reduce_emulated(void *ctx, tlm_dptr sum, const tlm_dptr *mine, int n_mine, size_t n, tlm_chain_add add,
-                            void *actx, tlm_err *err) {
+/* One step's chain on the emulated device, from its start to its finish. */
+typedef struct emulated_step {
+    tlm_dist *d;
+    float *sum;
+    float **mine;
+    int n_mine;
+    size_t n;
+    device_adder adder;
+    tlm_err err; /* the host calls' failure, which chain_finish_run reports */
+} emulated_step;
+
+/* A ready(lo) waiting on the comm stream. */
+typedef struct emulated_ready {
+    tlm_dist *d;
+    size_t lo;
+} emulated_ready;
+
+static void emulated_start_call(void *ctx) {
+    emulated_step *st = ctx;
+    chain_start(st->d, st->sum, st->mine, st->n_mine, st->n);
+    st->d->run->add = emulated_add;
+    st->d->run->actx = &st->adder;
+    st->d->run->err = &st->err;
+}
+
+static void emulated_ready_call(void *ctx) {
+    emulated_ready *r = ctx;
+    chain_ready(r->d, r->lo);
+    free(r);
+}
+
+static void emulated_finish_call(void *ctx) {
+    emulated_step *st = ctx;
+    chain_finish_run(st->d);
+    free(st->mine);
+    free(st);
+}
+
+static bool emulated_device_start(void *ctx, tlm_device *dev, tlm_dptr sum, const tlm_dptr *mine, int n_mine, size_t n,
+                                  tlm_chain_add add, void *actx, tlm_err *err) {
     tlm_dist *d = ctx;
+    emulated_step *st = calloc(1, sizeof *st);
     float **host = calloc((size_t)n_mine + 1, sizeof *host);
-    if (!host) return tlm_fail(err, "out of memory for the gradient chain");
+    if (!st || !host) {
+        free(st);
+        free(host);
+        return tlm_fail(err, "out of memory for the gradient chain");
+    }
     for (int j = 0; j < n_mine; j++) host[j] = (float *)(uintptr_t)mine[j];
-    device_adder a = {add, actx};
-    chain_start(d, (float *)(uintptr_t)sum, host, n_mine, n);
-    d->run->add = emulated_add;
-    d->run->actx = &a;
-    d->run->err = err;
-    bool ok = chain_finish_run(d);
-    free(host);
+    *st = (emulated_step){d, (float *)(uintptr_t)sum, host, n_mine, n, {add, actx}, {{0}}};
+    if (!tlm_device_comm_host_call(dev, emulated_start_call, st, err)) {
+        free(host);
+        free(st);
+        return false;
+    }
+    d->device_dev = dev;
+    d->device_run = st;
+    return true;
+}
+
+static bool emulated_device_ready(void *ctx, size_t lo, tlm_err *err) {
+    tlm_dist *d = ctx;
+    emulated_ready *r = malloc(sizeof *r);
+    if (!r) return tlm_fail(err, "out of memory for the gradient chain");
+    *r = (emulated_ready){d, lo};
+    if (tlm_device_comm_host_call(d->device_dev, emulated_ready_call, r, err)) return true;
+    free(r);
+    return false;
+}
+
+static bool emulated_device_finish(void *ctx, tlm_err *err) {
+    tlm_dist *d = ctx;
+    bool ok = tlm_device_comm_host_call(d->device_dev, emulated_finish_call, d->device_run, err);
+    d->device_run = NULL;
     return ok;
 }
 
 void tlm_grad_chain_init(tlm_grad_chain *chain, tlm_dist *d) {
-    *chain = (tlm_grad_chain){d->rank, d->ranks, d, gather_losses, chain_start, chain_ready, chain_finish, NULL};
+    *chain =
+        (tlm_grad_chain){d->rank, d->ranks, d, gather_losses, chain_start, chain_ready, chain_finish, NULL, NULL, NULL};
 }
 
-void tlm_grad_chain_emulated(tlm_grad_chain *chain) { chain->reduce_device = reduce_emulated; }
+void tlm_grad_chain_emulated(tlm_grad_chain *chain) {
+    chain->device_start = emulated_device_start;
+    chain->device_ready = emulated_device_ready;
+    chain->device_finish = emulated_device_finish;
+}

@@ -4,8 +4,9 @@
  * rank r adds one bucket while rank r-1 sends the next, then broadcast
  * from the last rank. On the CPU the buckets start during the last
  * micro-batch's backward, as the executor tells them final (model.h:
- * grads_final), from the block's end down; the device path (the emulated
- * device's stand-in here, NCCL in nccl_chain.c) runs them all after it. */
+ * grads_final), from the block's end down; on a device likewise, queued
+ * on its comm stream (the emulated device's stand-in here, NCCL in
+ * nccl_chain.c). */
 #ifndef TLM_DIST_GRAD_CHAIN_H
 #define TLM_DIST_GRAD_CHAIN_H
 

@@ -5,6 +5,7 @@
 #include <nccl.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "grad_chain.h"
 #include "profile.h"
@@ -40,31 +41,87 @@ static void *open_nccl(tlm_err *err) {
     return lib;
 }
 
-/* The device's stream: the legacy default stream, as device_cuda.c uses. */
-#define DEVICE_STREAM ((cudaStream_t)0)
+/* One step's chain on the GPU between device_start and device_finish:
+ * buckets [0, todo) not yet queued, from the last down, as on the CPU. */
+typedef struct nccl_step {
+    cudaStream_t stream; /* the device's comm stream */
+    tlm_dptr sum;
+    tlm_dptr *mine;
+    int n_mine;
+    size_t n, todo;
+    tlm_chain_add add;
+    void *actx;
+} nccl_step;
 
-static bool reduce_nccl(void *ctx, tlm_dptr sum, const tlm_dptr *mine, int n_mine, size_t n, tlm_chain_add add,
-                        void *actx, tlm_err *err) {
-    tlm_dist *d = ctx;
+/* Queues buckets [first, todo) on the comm stream, the last first: on rank
+ * r > 0 the previous rank's partial sum received into sum, then this
+ * rank's gradients added in order (rank 0's sum is its mine[0]), then sent
+ * on to the next rank. early: the backward still has ops to queue. */
+static bool queue_buckets(tlm_dist *d, nccl_step *st, size_t first, bool early, tlm_err *err) {
     int rank = d->rank, last = d->ranks - 1;
     double t0 = tlm_profile_clock();
-    for (size_t lo = 0; lo < n; lo += TLM_CHAIN_BUCKET_FLOATS) {
-        size_t len = n - lo < TLM_CHAIN_BUCKET_FLOATS ? n - lo : TLM_CHAIN_BUCKET_FLOATS;
-        tlm_dptr at = sum + lo * sizeof(float);
+    for (; st->todo > first; st->todo--) {
+        size_t lo = (st->todo - 1) * TLM_CHAIN_BUCKET_FLOATS;
+        size_t len = st->n - lo < TLM_CHAIN_BUCKET_FLOATS ? st->n - lo : TLM_CHAIN_BUCKET_FLOATS;
+        tlm_dptr at = st->sum + lo * sizeof(float);
         void *buf = (void *)(uintptr_t)at;
-        if (rank > 0) {
-            if (!nccl_ok(api.Recv(buf, len, ncclFloat32, rank - 1, comm, DEVICE_STREAM), "ncclRecv", err)) return false;
-            for (int j = 0; j < n_mine; j++)
-                if (!add(actx, at, mine[j] + lo * sizeof(float), len, err)) return false;
-        }
-        if (rank < last && !nccl_ok(api.Send(buf, len, ncclFloat32, rank + 1, comm, DEVICE_STREAM), "ncclSend", err))
+        if (rank > 0 && !nccl_ok(api.Recv(buf, len, ncclFloat32, rank - 1, comm, st->stream), "ncclRecv", err))
             return false;
+        for (int j = rank > 0 ? 0 : 1; j < st->n_mine; j++)
+            if (!st->add(st->actx, at, st->mine[j] + lo * sizeof(float), len, err)) return false;
+        if (rank < last && !nccl_ok(api.Send(buf, len, ncclFloat32, rank + 1, comm, st->stream), "ncclSend", err))
+            return false;
+        d->buckets++;
+        d->early_buckets += early;
     }
-    void *all = (void *)(uintptr_t)sum;
-    bool ok = nccl_ok(api.Broadcast(all, all, n, ncclFloat32, last, comm, DEVICE_STREAM), "ncclBroadcast", err);
-    /* Enqueued, not finished: the step's next kernel waits on the stream;
-     * --profile counts the enqueueing here, the rest as compute. */
+    /* Queued, not finished: the compute stream waits for the chain's
+     * event; --profile counts the queueing here, the rest as compute. */
     d->comm_seconds += tlm_profile_clock() - t0;
+    return true;
+}
+
+static bool nccl_device_start(void *ctx, tlm_device *dev, tlm_dptr sum, const tlm_dptr *mine, int n_mine, size_t n,
+                              tlm_chain_add add, void *actx, tlm_err *err) {
+    tlm_dist *d = ctx;
+    void *stream = NULL;
+    if (!tlm_device_comm_stream(dev, &stream, err)) return false;
+    nccl_step *st = calloc(1, sizeof *st);
+    tlm_dptr *copy = calloc((size_t)n_mine + 1, sizeof *copy);
+    if (!st || !copy) {
+        free(st);
+        free(copy);
+        return tlm_fail(err, "out of memory for the gradient chain");
+    }
+    for (int j = 0; j < n_mine; j++) copy[j] = mine[j];
+    size_t nb = (n + TLM_CHAIN_BUCKET_FLOATS - 1) / TLM_CHAIN_BUCKET_FLOATS;
+    *st = (nccl_step){(cudaStream_t)stream, sum, copy, n_mine, n, nb, add, actx};
+    d->device_dev = dev;
+    d->device_run = st;
+    return true;
+}
+
+static bool nccl_device_ready(void *ctx, size_t lo, tlm_err *err) {
+    tlm_dist *d = ctx;
+    /* lo 0: the last gradients are final, nothing of the backward is left
+     * to overlap with. */
+    return queue_buckets(d, d->device_run, (lo + TLM_CHAIN_BUCKET_FLOATS - 1) / TLM_CHAIN_BUCKET_FLOATS, lo > 0, err);
+}
+
+/* The rest, then the last rank's total to every rank (on a rank before
+ * the last, into the buffer it sent from: the stream's order puts the
+ * broadcast after its sends). */
+static bool nccl_device_finish(void *ctx, tlm_err *err) {
+    tlm_dist *d = ctx;
+    nccl_step *st = d->device_run;
+    void *all = (void *)(uintptr_t)st->sum;
+    bool ok = queue_buckets(d, st, 0, false, err);
+    double t0 = tlm_profile_clock();
+    ok = ok &&
+         nccl_ok(api.Broadcast(all, all, st->n, ncclFloat32, d->ranks - 1, comm, st->stream), "ncclBroadcast", err);
+    d->comm_seconds += tlm_profile_clock() - t0;
+    free(st->mine);
+    free(st);
+    d->device_run = NULL;
     return ok;
 }
 
@@ -95,7 +152,9 @@ bool tlm_nccl_chain_open(tlm_grad_chain *chain, tlm_dist *d, tlm_err *err) {
     if (!nccl_ok((ncclResult_t)boot.status, "ncclGetUniqueId (rank 0)", err)) return false;
     ncclUniqueId id = boot.id;
     if (!nccl_ok(api.CommInitRank(&comm, d->ranks, id, d->rank), "ncclCommInitRank", err)) return false;
-    chain->reduce_device = reduce_nccl;
+    chain->device_start = nccl_device_start;
+    chain->device_ready = nccl_device_ready;
+    chain->device_finish = nccl_device_finish;
     return true;
 }
 

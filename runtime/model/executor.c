@@ -386,7 +386,7 @@ double tlm_model_forward(tlm_model *m, const int32_t *tokens, const int32_t *tar
 /* A parameter's offset and the last backward op that names it (-1: none):
  * its gradient is final once that op has run. Any parameter slot counts
  * (linear_dx only reads its weight): telling late is safe, early is not. */
-typedef struct param_final {
+typedef struct tlm_param_final {
     int64_t offset;
     int last_op;
 } param_final;
@@ -410,24 +410,39 @@ static param_final *final_order(const tlm_model *m) {
     return f;
 }
 
+void tlm_final_walk_begin(tlm_final_walk *w, const tlm_model *m) {
+    *w = (tlm_final_walk){m->grads_final ? final_order(m) : NULL, 0, m->param_floats};
+}
+
+void tlm_final_walk_after_op(tlm_final_walk *w, tlm_model *m, int i) {
+    if (!m->grads_final || !w->order) return;
+    int64_t lo = w->frontier;
+    uint32_t np = m->so->header->nparams;
+    while (w->next < np && w->order[w->next].last_op <= i) lo = w->order[w->next++].offset;
+    if (lo < w->frontier) m->grads_final(m->grads_final_ctx, lo, w->frontier);
+    w->frontier = lo;
+}
+
+void tlm_final_walk_end(tlm_final_walk *w, tlm_model *m) {
+    if (m->grads_final && w->frontier > 0) m->grads_final(m->grads_final_ctx, 0, w->frontier);
+    w->frontier = 0;
+    free(w->order);
+    w->order = NULL;
+}
+
 void tlm_model_backward(tlm_model *m, float dloss) {
     if (m->gpu) {
         tlm_gpu_model_backward(m, dloss);
         return;
     }
     step s = step_for(m, dloss);
-    param_final *final = m->grads_final ? final_order(m) : NULL;
-    uint32_t next = 0, np = m->so->header->nparams;
-    int64_t frontier = m->param_floats; /* [frontier, param_floats) told final */
+    tlm_final_walk walk;
+    tlm_final_walk_begin(&walk, m);
     for (int i = m->nforward; i < m->nops; i++) {
         double t0 = m->profile ? tlm_profile_clock() : 0;
         op_functions[m->so->ops[i].kind](&s, &m->so->ops[i]);
         if (m->profile) tlm_profile_op(m->profile, m, &m->so->ops[i], t0);
-        int64_t lo = frontier;
-        while (final && next < np && final[next].last_op <= i) lo = final[next++].offset;
-        if (lo < frontier) m->grads_final(m->grads_final_ctx, lo, frontier);
-        frontier = lo;
+        tlm_final_walk_after_op(&walk, m, i);
     }
-    if (m->grads_final && frontier > 0) m->grads_final(m->grads_final_ctx, 0, frontier);
-    free(final);
+    tlm_final_walk_end(&walk, m);
 }

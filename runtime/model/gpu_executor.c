@@ -438,5 +438,10 @@ double tlm_gpu_model_forward(tlm_model *m, const int32_t *tokens, const int32_t 
 void tlm_gpu_model_backward(tlm_model *m, float dloss) {
     if (m->gpu->failed) return;
     step s = step_for(m, dloss);
-    run_ops(&s, m->nforward, m->nops, false);
+    /* grads_final (model.h) as on the CPU, op by op as they are queued: the
+     * data-parallel chain starts a bucket's all-reduce behind them. */
+    tlm_final_walk walk;
+    tlm_final_walk_begin(&walk, m);
+    for (int i = m->nforward; i < m->nops && run_ops(&s, i, i + 1, false); i++) tlm_final_walk_after_op(&walk, m, i);
+    tlm_final_walk_end(&walk, m);
 }

@@ -40,12 +40,13 @@ typedef struct tlm_model {
     int64_t kv_pos;
     /* NULL, or where each op's time goes (profile.h: train --profile) */
     struct tlm_profile *profile;
-    /* NULL, or told during each CPU tlm_model_backward that the gradient
+    /* NULL, or told during each tlm_model_backward that the gradient
      * floats [lo, hi) are final (no later op of this backward writes them):
      * every float of the block exactly once, in decreasing offsets, the
      * head's end first and offset 0 last (the data-parallel chain starts a
-     * bucket's transfer there; runtime/dist). The device's backward does
-     * not call it. */
+     * bucket's transfer there; runtime/dist). On a device it is told when
+     * the ops are queued, not run: the caller orders its own device work
+     * after them (the trainer records an event on the compute stream). */
     void (*grads_final)(void *ctx, int64_t lo, int64_t hi);
     void *grads_final_ctx;
 } tlm_model;
@@ -106,6 +107,18 @@ void tlm_model_init_params(tlm_model *m, uint64_t seed);
 double tlm_model_forward(tlm_model *m, const int32_t *tokens, const int32_t *targets, int64_t B, int64_t T);
 /* Adds the gradients of dloss × the last forward's loss to m->grads. */
 void tlm_model_backward(tlm_model *m, float dloss);
+/* Both executors' way of telling grads_final (executor.c): begin before
+ * the backward's first op, after_op once op i has run (or been queued),
+ * end after the last (or after a failure: the rest is told final then, so
+ * the contract holds). Without grads_final set, all three do nothing. */
+typedef struct tlm_final_walk {
+    struct tlm_param_final *order; /* the parameters from the highest offset down */
+    uint32_t next;
+    int64_t frontier;              /* [frontier, param_floats) told final */
+} tlm_final_walk;
+void tlm_final_walk_begin(tlm_final_walk *w, const tlm_model *m);
+void tlm_final_walk_after_op(tlm_final_walk *w, tlm_model *m, int i);
+void tlm_final_walk_end(tlm_final_walk *w, tlm_model *m);
 void tlm_model_zero_grads(tlm_model *m);
 
 /* The logits of the last forward, [B, T, vocab]. On a device, this and

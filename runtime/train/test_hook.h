@@ -16,6 +16,11 @@
  *                 every start), not yet renamed over the old log
  *   nan_loss      not a crash: the trainer takes the n-th micro-batch's loss
  *                 as NaN (tests/dist: a NaN on one rank stops every rank)
+ *   chain_no_wait not a crash: on a device, the n-th step's compute stream
+ *                 waits for the gradient chain only after the optimizer
+ *                 (tests/dist: the emulated device must then give other
+ *                 parameters than one process; set it on every rank, or
+ *                 the ranks' MPI collectives come in different orders)
  *
  * Without the variable (any normal run) every call returns at once and
  * nothing else changes. Not for use outside tests. */

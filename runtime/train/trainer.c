@@ -124,12 +124,14 @@ static bool join_device(tlm_trainer *t, tlm_err *err) {
         return tlm_fail(err, "out of memory for the gradients");
     for (; t->nkeep < nkeep; t->nkeep++)
         if (!(t->dev_keep[t->nkeep] = tlm_device_alloc(dev, bytes, err))) return false;
-    return true;
+    if (!(t->dev_mine = calloc((size_t)nkeep + 2, sizeof *t->dev_mine)))
+        return tlm_fail(err, "out of memory for the gradients");
+    return (t->grads_done = tlm_device_event_create(dev, err)) && (t->chain_done = tlm_device_event_create(dev, err));
 }
 
 bool tlm_trainer_join(tlm_trainer *t, const tlm_grad_chain *chain, tlm_err *err) {
     const tlm_abi_train *s = &t->settings;
-    if (t->model->gpu && !chain->reduce_device)
+    if (t->model->gpu && !chain->device_start)
         return tlm_fail(err, "this build cannot reduce gradients across ranks on a device (no NCCL)");
     if (s->accumulate % chain->ranks != 0)
         return tlm_fail(err, "%lld micro-batches a step cannot be shared by %d ranks", (long long)s->accumulate,
@@ -156,8 +158,11 @@ void tlm_trainer_destroy(tlm_trainer *t) {
         if (t->dev_sum) tlm_device_free(dev, t->dev_sum);
         for (int i = 0; t->dev_keep && i < t->nkeep; i++)
             if (t->dev_keep[i]) tlm_device_free(dev, t->dev_keep[i]);
+        tlm_device_event_destroy(dev, t->grads_done);
+        tlm_device_event_destroy(dev, t->chain_done);
     }
     free(t->dev_keep);
+    free(t->dev_mine);
     free(t->m);
     free(t->v);
     free(t->spans);
@@ -242,16 +247,83 @@ static void add_into(float *restrict sum, const float *restrict g, size_t n) {
     for (size_t i = 0; i < n; i++) sum[i] += g[i];
 }
 
+/* The chain's additions: on the device's comm stream, in the chain's
+ * order there. */
+static bool device_add(void *actx, tlm_dptr sum, tlm_dptr g, size_t n, tlm_err *err) {
+    tlm_trainer *t = actx;
+    tlm_device *dev = t->model->gpu->gpu.dev;
+    tlm_stream before = tlm_device_launch_stream(dev, TLM_STREAM_COMM);
+    bool ok = tlm_gpu_add(&t->model->gpu->gpu, sum, g, n, err);
+    tlm_device_launch_stream(dev, before);
+    return ok;
+}
+
+/* The comm stream waits for the compute work issued so far (the
+ * gradients it made final). */
+static bool comm_after_compute(tlm_trainer *t, tlm_err *err) {
+    tlm_device *dev = t->model->gpu->gpu.dev;
+    return tlm_device_event_record(dev, t->grads_done, TLM_STREAM_COMPUTE, err) &&
+           tlm_device_stream_wait(dev, TLM_STREAM_COMM, t->grads_done, err);
+}
+
+/* The device's counterpart of grads_final below: the buckets above lo go
+ * on the comm stream behind the backward's ops queued so far. A failure
+ * is kept for the end of the backward (the executor cannot be told). */
+static void device_grads_final(void *ctx, int64_t lo, int64_t hi) {
+    tlm_trainer *t = ctx;
+    (void)hi; /* the ranges come down to lo from the block's end */
+    if (t->chain_failed) return;
+    t->chain_failed =
+        !comm_after_compute(t, &t->chain_err) || !t->chain->device_ready(t->chain->ctx, (size_t)lo, &t->chain_err);
+}
+
+/* Starts the step's chain on the device with what this rank adds, in
+ * order, as start_chain below: a rank r > 0 its kept micro-batches, rank
+ * 0 the sum of those before the last (sum itself), then the last,
+ * last_grads. */
+static bool device_start_chain(tlm_trainer *t, tlm_dptr sum, int64_t a, tlm_dptr last_grads, tlm_err *err) {
+    const tlm_grad_chain *chain = t->chain;
+    int n = 0;
+    if (chain->rank > 0)
+        for (int64_t i = 0; i + 1 < a; i++) t->dev_mine[n++] = t->dev_keep[i];
+    else if (a > 1) t->dev_mine[n++] = sum;
+    t->dev_mine[n++] = last_grads;
+    return chain->device_start(chain->ctx, t->model->gpu->gpu.dev, sum, t->dev_mine, n, (size_t)t->model->param_floats,
+                               device_add, t, err);
+}
+
+/* The rest of the chain; then the compute stream waits for it, unless
+ * the test hook chain_no_wait moves that wait after the optimizer (the
+ * negative check of tests/dist: the emulated device's deferred comm
+ * stream must then change the result). */
+static bool device_finish_chain(tlm_trainer *t, tlm_err *err) {
+    tlm_device *dev = t->model->gpu->gpu.dev;
+    if (!comm_after_compute(t, err) || !t->chain->device_finish(t->chain->ctx, err) ||
+        !tlm_device_event_record(dev, t->chain_done, TLM_STREAM_COMM, err))
+        return false;
+    t->chain_wait_late = tlm_test_hook("chain_no_wait");
+    return t->chain_wait_late || tlm_device_stream_wait(dev, TLM_STREAM_COMPUTE, t->chain_done, err);
+}
+
 /* This rank's micro-batches on a device, as host_micro_batches below;
- * returns where the step's gradient is. A device failure is the model's. */
+ * returns where the step's gradient is. With a chain, its buckets go on
+ * the comm stream during the last micro-batch's backward, and the compute
+ * stream waits for the total before it returns. A device failure is the
+ * model's. */
 static tlm_dptr device_micro_batches(tlm_trainer *t, const int32_t *tokens, const int32_t *targets, int64_t T) {
     tlm_model *model = t->model;
     tlm_gpu_model *g = model->gpu;
+    const tlm_grad_chain *chain = t->chain;
     int64_t k = t->settings.accumulate, micro = t->settings.batch / k;
-    int rank = t->chain ? t->chain->rank : 0, ranks = t->chain ? t->chain->ranks : 1;
+    int rank = chain ? chain->rank : 0, ranks = chain ? chain->ranks : 1;
     int64_t a = k / ranks, first = rank * a;
     size_t n = (size_t)model->param_floats, bytes = n * sizeof(float);
     tlm_dptr sum = t->dev_sum ? t->dev_sum : g->grads;
+    /* Rank 0's one micro-batch: the chain sums into its gradients. */
+    if (chain && rank == 0 && a == 1) sum = g->grads;
+    bool chained = false;
+    tlm_err e;
+    t->chain_failed = false;
     for (int64_t i = 0; i < a; i++) t->losses[first + i] = NAN;
     for (int64_t i = 0; i < a; i++) {
         const int32_t *x = tokens + (first + i) * micro * T, *y = targets + (first + i) * micro * T;
@@ -260,9 +332,18 @@ static tlm_dptr device_micro_batches(tlm_trainer *t, const int32_t *tokens, cons
         if (tlm_test_hook("nan_loss")) loss = NAN;
         t->losses[first + i] = loss;
         if (!isfinite(loss)) break;
+        chained = chain && i == a - 1;
+        if (chained) {
+            if (!device_start_chain(t, sum, a, g->grads, &e)) {
+                tlm_gpu_model_fail(model, &e);
+                return sum;
+            }
+            model->grads_final = device_grads_final;
+            model->grads_final_ctx = t;
+        }
         tlm_model_backward(model, 1.0f / (float)k);
-        if (sum == g->grads) continue;
-        tlm_err e;
+        model->grads_final = NULL;
+        if (chained || sum == g->grads) continue;
         bool ok = rank > 0 ? tlm_device_copy(g->gpu.dev, t->dev_keep[i], g->grads, bytes, &e)
                   : i == 0 ? tlm_device_copy(g->gpu.dev, sum, g->grads, bytes, &e)
                            : tlm_gpu_add(&g->gpu, sum, g->grads, n, &e);
@@ -271,13 +352,15 @@ static tlm_dptr device_micro_batches(tlm_trainer *t, const int32_t *tokens, cons
             break;
         }
     }
+    if (!chain) return sum;
+    /* A loss that was not finite ended this rank's micro-batches early:
+     * the others' transfers still wait on its chain, whose sum the step
+     * then throws away. */
+    if (t->chain_failed) tlm_gpu_model_fail(model, &t->chain_err);
+    else if ((!chained && !device_start_chain(t, sum, a, rank > 0 ? t->dev_keep[a - 1] : g->grads, &e)) ||
+             !device_finish_chain(t, &e))
+        tlm_gpu_model_fail(model, &e);
     return sum;
-}
-
-/* The chain's additions on the device. */
-static bool device_add(void *actx, tlm_dptr sum, tlm_dptr g, size_t n, tlm_err *err) {
-    tlm_trainer *t = actx;
-    return tlm_gpu_add(&t->model->gpu->gpu, sum, g, n, err);
 }
 
 /* The chain's hook in the executor (model.h: grads_final): during the
@@ -368,9 +451,8 @@ static void step_loss(tlm_trainer *t, tlm_step_result *r) {
     }
 }
 
-static tlm_step_result device_step(tlm_trainer *t, const int32_t *tokens, const int32_t *targets, int64_t T) {
+static tlm_step_result device_step_in_order(tlm_trainer *t, const int32_t *tokens, const int32_t *targets, int64_t T) {
     tlm_model *model = t->model;
-    const tlm_grad_chain *chain = t->chain;
     tlm_step_result r = {.bad_rank = -1};
     tlm_err e;
     tlm_dptr g = device_micro_batches(t, tokens, targets, T);
@@ -378,10 +460,7 @@ static tlm_step_result device_step(tlm_trainer *t, const int32_t *tokens, const 
     r.lr = tlm_lr_at(&t->schedule, t->step);
     r.finite = isfinite(r.loss) && !tlm_model_device_error(model);
     if (!r.finite) return r;
-    if (chain && !chain->reduce_device(chain->ctx, g, chain->rank > 0 ? t->dev_keep : &g,
-                                       chain->rank > 0 ? t->nkeep : 1, (size_t)model->param_floats, device_add, t, &e))
-        tlm_gpu_model_fail(model, &e);
-    if (!tlm_model_device_error(model) && !device_norm(t, g, &r.grad_norm, &e)) tlm_gpu_model_fail(model, &e);
+    if (!device_norm(t, g, &r.grad_norm, &e)) tlm_gpu_model_fail(model, &e);
     r.finite = isfinite(r.grad_norm) && !tlm_model_device_error(model);
     if (!r.finite) return r;
     tlm_test_kill_at("step");
@@ -389,6 +468,18 @@ static tlm_step_result device_step(tlm_trainer *t, const int32_t *tokens, const 
     tlm_gpu_model_params_changed(model);
     if (!device_update(t, g, t->spans, t->nspans, r.lr, t->step, &e) || !device_slow(t, g, r.lr, &e)) {
         tlm_gpu_model_fail(model, &e);
+        r.finite = false;
+    }
+    return r;
+}
+
+static tlm_step_result device_step(tlm_trainer *t, const int32_t *tokens, const int32_t *targets, int64_t T) {
+    t->chain_wait_late = false;
+    tlm_step_result r = device_step_in_order(t, tokens, targets, T);
+    tlm_err e;
+    /* test-only (chain_no_wait): the wait the optimizer should have had */
+    if (t->chain_wait_late && !tlm_device_stream_wait(t->model->gpu->gpu.dev, TLM_STREAM_COMPUTE, t->chain_done, &e)) {
+        tlm_gpu_model_fail(t->model, &e);
         r.finite = false;
     }
     return r;

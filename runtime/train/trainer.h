@@ -43,6 +43,16 @@ typedef struct tlm_trainer {
     int nkeep;
     float **mine;              /* nkeep + 1: what this rank adds in the chain (chain->start) */
     tlm_dptr dev_sum, *dev_keep; /* the same on a device */
+    tlm_dptr *dev_mine;        /* nkeep + 2: what this rank adds in the chain (chain->device_start) */
+    /* On a device with a chain: grads_done, recorded on the compute stream
+     * each time the backward tells gradients final, which the comm stream
+     * waits for before their buckets; chain_done, recorded on the comm
+     * stream after the chain, which the compute stream waits for before
+     * the gradient norm (device.h: streams and events). */
+    struct tlm_event *grads_done, *chain_done;
+    bool chain_failed;         /* a device call of the chain failed in the backward (chain_err) */
+    bool chain_wait_late;      /* test-only (test_hook.h: chain_no_wait): the compute stream waits after the step */
+    tlm_err chain_err;
 } tlm_trainer;
 
 /* Data parallelism (runtime/dist): `ranks` processes share each step's
@@ -73,10 +83,22 @@ typedef struct tlm_grad_chain {
     void (*start)(void *ctx, float *sum, float *const *mine, int n_mine, size_t n);
     void (*ready)(void *ctx, size_t lo);
     void (*finish)(void *ctx);
-    /* The same over device memory, add doing the device's additions (NULL:
-     * this chain cannot reduce device memory). false with a message. */
-    bool (*reduce_device)(void *ctx, tlm_dptr sum, const tlm_dptr *mine, int n_mine, size_t n, tlm_chain_add add,
-                          void *actx, tlm_err *err);
+    /* The same over device memory, queued on dev's comm stream (device.h)
+     * so that it runs beside the last micro-batch's backward (NULL: this
+     * chain cannot reduce device memory). device_start before that
+     * backward (nothing of mine need be final; on rank 0 mine[0] is sum;
+     * mine is copied); device_ready(lo) each time floats [lo, n) of every
+     * mine[] are final, once the caller has made the comm stream wait for
+     * the compute work that made them so; device_finish queues the rest
+     * and the total's broadcast, after which the caller records an event
+     * on the comm stream and makes the compute stream wait for it before
+     * reading sum. add queues the device's addition sum += g on the comm
+     * stream. Every rank calls start and finish once a step. false with a
+     * message (the job cannot go on). */
+    bool (*device_start)(void *ctx, tlm_device *dev, tlm_dptr sum, const tlm_dptr *mine, int n_mine, size_t n,
+                         tlm_chain_add add, void *actx, tlm_err *err);
+    bool (*device_ready)(void *ctx, size_t lo, tlm_err *err);
+    bool (*device_finish)(void *ctx, tlm_err *err);
 } tlm_grad_chain;
 
 typedef struct tlm_step_result {

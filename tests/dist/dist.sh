@@ -207,6 +207,43 @@ emulated)
   done
   ;;
 
+emulated_overlap)
+  # The device path's overlap (docs/gpu.md "Streams and events"): on wide's
+  # three buckets, 2 ranks of 2 micro-batches queue the chain on the comm
+  # stream during the last backward (rank 0: the two buckets above the
+  # embedding's, every step) and give one process's bits. Then the
+  # negative check: with the compute stream's wait for the chain moved
+  # after the optimizer at step 1 (test hook chain_no_wait), the emulated
+  # device's deferred comm stream leaves the gradients unreduced when the
+  # optimizer reads them, and the result must differ. Last, a NaN on one
+  # rank before its chain started.
+  export TLM_TEST_DEVICE=emulated
+  expect 0 "done: 2 steps" "emulated device, wide: one process, 4 micro-batches" -- \
+    train wide --device cuda --precision fp32 --steps 2 --ckpt one --accumulate 4
+  expect 0 "done: 2 steps" "emulated device, wide: 2 ranks of 2 micro-batches, --profile" -- \
+    mpi 2 -x TLM_TEST_DEVICE "$run" train "$models/wide.so" --device cuda --precision fp32 --steps 2 \
+    --threads 1 --overwrite --ckpt two --accumulate 2 --profile --log two.jsonl
+  check "rank 0 queued 4 of its 6 buckets during the backward" -- \
+    grep -q "this rank passed on 4 of its 6 gradient buckets during the backward" "$tmp/out"
+  check "the counts in the log" -- grep -q '"buckets": 6, "early_buckets": 4' two.jsonl
+  check "2 ranks with the chain beside the backward: bit-identical to one process" -- \
+    same ckpt one/checkpoint.safetensors two/checkpoint.safetensors
+  expect 0 "done: 2 steps" "2 ranks, the optimizer not waiting for the chain at step 1" -- \
+    mpi 2 -x TLM_TEST_DEVICE -x TLM_TEST_KILL_AT=chain_no_wait:1 "$run" train "$models/wide.so" --device cuda \
+    --precision fp32 --steps 2 --threads 1 --overwrite --ckpt nowait --accumulate 2
+  expect 1 "tensors differ" "without the wait the parameters differ from one process's" -- \
+    same ckpt one/checkpoint.safetensors nowait/checkpoint.safetensors
+  # Rank 1's second micro-batch's loss is NaN: it starts its chain after
+  # the loop, as rank 0 expects of it, and both stop with one line.
+  expect 1 "step 1: the loss is NaN on rank 1 of 2" "a NaN on rank 1 before its chain started" -- \
+    "$mpirun" --oversubscribe --allow-run-as-root --bind-to none -x TLM_TEST_DEVICE \
+    -np 1 "$run" train "$models/wide.so" --device cuda --precision fp32 --steps 2 --threads 1 --overwrite \
+    --ckpt nan --accumulate 2 : \
+    -np 1 -x TLM_TEST_KILL_AT=nan_loss:2 "$run" train "$models/wide.so" --device cuda --precision fp32 --steps 2 \
+    --threads 1 --overwrite --ckpt nan --accumulate 2
+  once "the loss is NaN"
+  ;;
+
 bundled_mpi)
   # scripts/bundle_mpi.sh's Open MPI (how gpu_check.sh gets an mpirun on a
   # GPU machine without one), with the system's hidden: 2 ranks give one

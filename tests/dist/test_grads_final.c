@@ -3,9 +3,12 @@
  * once, in ranges from the block's end down to offset 0, and a range told
  * final is final: no later op of the backward changes it. Two backwards in
  * a row tell the same ranges; a model whose parameters fill several 1 MiB
- * buckets has some told before the backward's last op.
+ * buckets has some told before the backward's last op. The device's
+ * backward (gpu_executor.c, on the emulated device, whose ops have run by
+ * the time they are told) tells the very same ranges, each final too.
  *
- *   test_grads_final MODEL.so...   (tests/dist/models.tlm, compiled by dist.compile) */
+ *   test_grads_final MODEL.so...   (tests/dist/models.tlm, compiled by dist.compile;
+ *                                   TLM_TEST_DEVICE=emulated for the device's part) */
 #include <stdint.h>
 
 #include "model_util.h"
@@ -19,10 +22,13 @@ typedef struct seen {
     int64_t lo[MAX_CALLS], hi[MAX_CALLS];
     int calls;
     bool in_order; /* each range ends where the one before began */
+    bool device;   /* m's gradients live on a device: brought to m->grads first */
 } seen;
 
 static void record(void *ctx, int64_t lo, int64_t hi) {
     seen *s = ctx;
+    tlm_err err;
+    if (s->device && !tlm_model_grads_to_host((tlm_model *)s->m, &err)) s->in_order = false;
     if (s->calls < MAX_CALLS) {
         s->lo[s->calls] = lo;
         s->hi[s->calls] = hi;
@@ -36,7 +42,46 @@ static void record(void *ctx, int64_t lo, int64_t hi) {
     }
 }
 
-static void check_model(const char *path) {
+/* The same model on the device, the same parameters and batch: the same
+ * ranges as the CPU's (cpu), each unchanged after it was told final. */
+static void check_device(const char *path, tlm_device *dev, const tlm_model *cpu_model, const seen *cpu,
+                         const int32_t *tokens, const int32_t *targets, int64_t B, int64_t T) {
+    tlm_model m;
+    tlm_err err = {""};
+    if (!tlm_model_create_on(&m, cpu_model->so, dev, TLM_PRECISION_FP32, B, T, true, 0, &err)) {
+        CHECK(false, "%s: the model on the device: %s", path, err.msg);
+        return;
+    }
+    size_t n = (size_t)m.param_floats;
+    memcpy(m.params, cpu_model->params, n * sizeof(float));
+    CHECK(tlm_model_params_to_device(&m, &err), "%s: %s", path, err.msg);
+    seen *s = xcalloc(1, sizeof *s);
+    s->m = &m;
+    s->snapshot = xcalloc(n, sizeof(float));
+    s->count = xcalloc(n, 1);
+    s->in_order = true;
+    s->device = true;
+    m.grads_final = record;
+    m.grads_final_ctx = s;
+    tlm_model_zero_grads(&m);
+    CHECK(isfinite(tlm_model_forward(&m, tokens, targets, B, T)), "%s: the device's forward", path);
+    tlm_model_backward(&m, 1.0f);
+    m.grads_final = NULL;
+    CHECK(!tlm_model_device_error(&m) && tlm_model_grads_to_host(&m, &err), "%s: the device's backward: %s", path,
+          tlm_model_device_error(&m) ? tlm_model_device_error(&m) : err.msg);
+    bool same = s->in_order && s->calls == cpu->calls;
+    for (int i = 0; same && i < s->calls && i < MAX_CALLS; i++) same = s->lo[i] == cpu->lo[i] && s->hi[i] == cpu->hi[i];
+    CHECK(same, "%s: the device tells the CPU's ranges (%d calls, the CPU %d)", path, s->calls, cpu->calls);
+    CHECK(memcmp(s->snapshot, m.grads, n * sizeof(float)) == 0,
+          "%s: on the device every range unchanged after it was told final", path);
+    printf("%s: the device told the same %d ranges\n", path, s->calls);
+    free(s->snapshot);
+    free(s->count);
+    free(s);
+    tlm_model_destroy(&m);
+}
+
+static void check_model(const char *path, tlm_device *dev) {
     tlm_so so;
     open_so(path, &so);
     tlm_model m;
@@ -75,6 +120,7 @@ static void check_model(const char *path) {
         calls[pass] = s->calls;
     }
     CHECK(calls[0] == calls[1] && first_lo[0] == first_lo[1], "%s: a second backward tells the same ranges", path);
+    if (dev) check_device(path, dev, &m, s, tokens, targets, B, T);
     /* The head's end is final after the head's backward, layer by layer
      * down, the embedding at the end: several ranges, the first not 0. */
     CHECK(calls[0] >= 3 && first_lo[0] > 0, "%s: the ranges come op by op, not all at the end (%d calls)", path,
@@ -103,6 +149,13 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: test_grads_final MODEL.so...\n");
         return 2;
     }
-    for (int i = 1; i < argc; i++) check_model(argv[i]);
+    tlm_device *dev = NULL;
+    if (getenv("TLM_TEST_DEVICE")) {
+        tlm_err err;
+        dev = tlm_device_open("cuda", &err);
+        CHECK(dev != NULL, "the emulated device: %s", err.msg);
+    }
+    for (int i = 1; i < argc; i++) check_model(argv[i], dev);
+    tlm_device_close(dev);
     return test_finish("grads_final");
 }

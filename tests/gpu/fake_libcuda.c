@@ -5,7 +5,8 @@
  * the architecture check, the primary context's release on failure) runs
  * on a machine without a GPU, and so do the memory calls (host memory
  * here), module loading (NVRTC's real CUBIN, checked for its ELF magic) and
- * launches (recorded, not run). cuBLASLt's own runtime needs far more of a
+ * launches (recorded, not run), the comm stream and its events (traced).
+ * cuBLASLt's own runtime needs far more of a
  * driver than this, so the first GEMM fails, which the test checks too.
  *
  * TLM_FAKE_CUDA picks the pretend machine: "h200" (default: compute
@@ -14,6 +15,7 @@
  * "old_driver" (an H200 whose driver supports CUDA 12.8 only).
  * No CUDA header: the types are the driver ABI's plain C ones. */
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -173,9 +175,61 @@ static CUresult fake_cuModuleGetFunction(void **fn, void *module, const char *na
     *fn = kernel_names[nkernels++];
     return SUCCESS;
 }
+/* Streams and events: one stream besides the legacy one (NULL), events
+ * by number; every call is written to a trace the test reads. */
+static char comm_stream; /* its address is the stream */
+static int streams_alive, events_made;
+static char trace[1024];
+
+static void traced(const char *fmt, const void *stream, int event) {
+    size_t n = strlen(trace);
+    const char *name = stream == NULL ? "legacy" : stream == &comm_stream ? "comm" : "?";
+    snprintf(trace + n, sizeof trace - n, fmt, name, event);
+}
+static bool known_stream(const void *stream) { return stream == NULL || (stream == &comm_stream && streams_alive); }
+
+static CUresult fake_cuStreamCreate(void **stream, unsigned flags) {
+    if (streams_alive || flags != 1 /* CU_STREAM_NON_BLOCKING */) return INVALID_VALUE;
+    streams_alive = 1;
+    *stream = &comm_stream;
+    traced("create %s non-blocking; ", *stream, 0);
+    return SUCCESS;
+}
+static CUresult fake_cuStreamDestroy(void *stream) {
+    if (stream != &comm_stream || !streams_alive) return INVALID_VALUE;
+    streams_alive = 0;
+    traced("destroy %s; ", stream, 0);
+    return SUCCESS;
+}
+/* An event is the number it was made with, stored in the pointer. */
+static CUresult fake_cuEventCreate(void **event, unsigned flags) {
+    if (flags != 2 /* CU_EVENT_DISABLE_TIMING */) return INVALID_VALUE;
+    *event = (void *)(uintptr_t)++events_made;
+    return SUCCESS;
+}
+static CUresult fake_cuEventDestroy(void *event) {
+    if (!event) return INVALID_VALUE;
+    traced("destroy event %2$d; ", NULL, (int)(uintptr_t)event);
+    return SUCCESS;
+}
+static CUresult fake_cuEventRecord(void *event, void *stream) {
+    if (!event || !known_stream(stream)) return INVALID_VALUE;
+    traced("record %2$d on %1$s; ", stream, (int)(uintptr_t)event);
+    return SUCCESS;
+}
+static CUresult fake_cuStreamWaitEvent(void *stream, void *event, unsigned flags) {
+    if (!event || flags != 0 || !known_stream(stream)) return INVALID_VALUE;
+    traced("%s waits %d; ", stream, (int)(uintptr_t)event);
+    return SUCCESS;
+}
+
+/* For the test: the streams and events calls so far. */
+const char *tlm_fake_cuda_stream_trace(void) { return trace; }
+
 static CUresult fake_cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                                     unsigned bz, unsigned shared, void *stream, void **params, void **extra) {
-    if (!f || shared != 0 || stream != NULL || extra != NULL || !params) return INVALID_VALUE;
+    if (!f || shared != 0 || !known_stream(stream) || extra != NULL || !params) return INVALID_VALUE;
+    if (stream) traced("launch on %s; ", stream, 0);
     if (strcmp((const char *)f, "tlm_fake_launch_fails") == 0) return INVALID_VALUE;
     launches++;
     last_grid[0] = gx, last_grid[1] = gy, last_grid[2] = gz;
@@ -224,6 +278,12 @@ static const struct {
     FAKE(cuModuleUnload),
     FAKE(cuModuleGetFunction),
     FAKE(cuLaunchKernel),
+    FAKE(cuStreamCreate),
+    FAKE(cuStreamDestroy),
+    FAKE(cuEventCreate),
+    FAKE(cuEventDestroy),
+    FAKE(cuEventRecord),
+    FAKE(cuStreamWaitEvent),
 };
 
 /* cuGetProcAddress (CUDA 12.0's form). Only the 12.0 ABI or later is

@@ -113,6 +113,37 @@ static void check_h200(void *fake) {
     expect(strstr(msg, "launching tlm_fake_launch_fails (grid 1x1x1, block 32x1x1): CUDA_ERROR_INVALID_VALUE") != NULL,
            "a launch the driver refuses", msg);
 
+    /* The comm stream (device.h): created non-blocking at its first use,
+     * events recorded on one stream and waited for on the other, a launch
+     * chosen for it goes there, a GEMM is refused there, and host calls are
+     * the emulated device's alone. */
+    typedef const char *trace_fn(void);
+    trace_fn *trace = (trace_fn *)dlsym(fake, "tlm_fake_cuda_stream_trace");
+    tlm_event *done = tlm_device_event_create(d, &err), *chain = done ? tlm_device_event_create(d, &err) : NULL;
+    if (!done || !chain) die("event create", &err);
+    void *handle = NULL;
+    bool ordered = tlm_device_event_record(d, done, TLM_STREAM_COMPUTE, &err) &&
+                   tlm_device_stream_wait(d, TLM_STREAM_COMM, done, &err) && tlm_device_comm_stream(d, &handle, &err);
+    tlm_stream was = tlm_device_launch_stream(d, TLM_STREAM_COMM);
+    ordered = ordered && tlm_device_launch(d, k, dims, args, &err);
+    msg = tlm_device_gemm(
+              d, &(tlm_gemm){.m = 4, .n = 4, .k = 4, .a = a, .b = a, .d = b, .lda = 4, .ldb = 4, .ldd = 4, .batch = 1},
+              &err)
+              ? "(ran)"
+              : err.msg;
+    expect(strcmp(msg, "GEMMs run on the compute stream only") == 0, "a GEMM on the comm stream", msg);
+    tlm_device_launch_stream(d, was);
+    ordered = ordered && tlm_device_event_record(d, chain, TLM_STREAM_COMM, &err) &&
+              tlm_device_stream_wait(d, TLM_STREAM_COMPUTE, chain, &err);
+    expect(ordered && handle != NULL &&
+               strcmp(trace(), "record 1 on legacy; create comm non-blocking; comm waits 1; launch on comm; "
+                               "record 2 on comm; legacy waits 2; ") == 0,
+           "the comm stream and its events reach the driver in order", ordered ? trace() : err.msg);
+    msg = tlm_device_comm_host_call(d, free, NULL, &err) ? "(queued)" : err.msg;
+    expect(strstr(msg, "queues no host calls") != NULL, "no host calls on a GPU", msg);
+    tlm_device_event_destroy(d, done);
+    tlm_device_event_destroy(d, chain);
+
     /* The first GEMM starts cuBLASLt, whose runtime the stand-in cannot
      * serve: a clear line, and the device still closes cleanly. */
     tlm_gemm g = {.m = 4,
@@ -138,6 +169,8 @@ static void check_h200(void *fake) {
     tlm_device_free(d, a);
     tlm_device_free(d, b);
     tlm_device_close(d);
+    expect(strstr(trace(), "destroy event 1; destroy event 2; destroy comm; ") != NULL,
+           "events destroyed, the comm stream at close", trace());
 }
 
 int main(int argc, char **argv) {
