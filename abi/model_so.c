@@ -249,7 +249,8 @@ static bool check_layers_kernels(const blob_view *v, tlm_err *err) {
     for (uint32_t i = 0; i < h->nkernels; i++) {
         const tlm_abi_kernel *k = &v->kernels[i];
         if (!string_ok(v, k->symbol) || k->mlp >= TLM_MLP_COUNT || k->mlp != v->config->mlp ||
-            k->d_model != v->config->d_model || k->width < 1)
+            k->d_model != v->config->d_model || k->width < 1 || k->cpu_impl >= TLM_MLP_IMPL_COUNT ||
+            !string_ok(v, k->cpu_impl_why))
             return tlm_fail(err, "model descriptor: kernel %u is invalid", i);
     }
     for (uint32_t l = 0; l < h->nlayers; l++) {
@@ -683,12 +684,15 @@ bool tlm_blob_read(const uint8_t *blob, size_t size, tlm_so_tables *t, tlm_err *
     blob_view v;
     if (!validate(blob, size, &v, err)) return false;
     const tlm_blob_header *h = v.h;
-    /* One array holds every name: parameters, then kernels, then buffers. */
-    const char **names = malloc(((size_t)h->nparams + h->nkernels + h->nbuffers + 1) * sizeof *names);
+    /* One array holds every name: parameters, then kernels, then buffers,
+     * then why each kernel's CPU implementation was chosen. */
+    const char **names = malloc(((size_t)h->nparams + 2 * (size_t)h->nkernels + h->nbuffers + 1) * sizeof *names);
     if (!names) return tlm_fail(err, "out of memory reading the model descriptor");
     for (uint32_t i = 0; i < h->nparams; i++) names[i] = v.strings + v.params[i].name;
     for (uint32_t i = 0; i < h->nkernels; i++) names[h->nparams + i] = v.strings + v.kernels[i].symbol;
     for (uint32_t i = 0; i < h->nbuffers; i++) names[h->nparams + h->nkernels + i] = v.strings + v.buffers[i].name;
+    const char **whys = names + h->nparams + h->nkernels + h->nbuffers;
+    for (uint32_t i = 0; i < h->nkernels; i++) whys[i] = v.strings + v.kernels[i].cpu_impl_why;
     *t = (tlm_so_tables){
         .config = v.config,
         .train = v.train,
@@ -708,6 +712,7 @@ bool tlm_blob_read(const uint8_t *blob, size_t size, tlm_so_tables *t, tlm_err *
         .param_names = names,
         .kernel_symbols = names + h->nparams,
         .buffer_names = names + h->nparams + h->nkernels,
+        .kernel_impl_whys = whys,
     };
     for (int p = 0; p < TLM_PLAN_COUNT; p++) t->plan_offsets[p] = (const int64_t *)(blob + v.plans[p].offsets_off);
     return true;

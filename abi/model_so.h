@@ -24,8 +24,8 @@
  * to fill in: it ignores what they hold); here they are C strings, and each
  * plan's per-buffer offsets are an array (bytes; -1: not in that plan).
  * plans and plan_offsets are indexed by tlm_abi_plan_kind; param_names,
- * kernel_symbols and buffer_names have nparams, nkernels and nbuffers
- * entries. The fields are a macro so that tlm_so can hold them both as one
+ * kernel_symbols (and kernel_impl_whys, the kernels' other string) and
+ * buffer_names have nparams, nkernels and nbuffers entries. The fields are a macro so that tlm_so can hold them both as one
  * struct (so->tables, for the printer) and directly (so->params), the
  * spelling the runtime uses. */
 #define TLM_SO_TABLES_FIELDS                             \
@@ -43,6 +43,7 @@
     const char *tokenizer_path; /* NULL: none */         \
     const char *const *param_names;                      \
     const char *const *kernel_symbols;                   \
+    const char *const *kernel_impl_whys;                 \
     const char *const *buffer_names;
 
 typedef struct tlm_so_tables {

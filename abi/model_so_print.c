@@ -60,7 +60,8 @@ void tlm_so_print_kernels(FILE *out, const tlm_so_tables *t) {
                 (long long)kernel->d_model, (long long)kernel->width, t->kernel_symbols[k]);
         for (uint32_t l = 0; l < t->nlayers; l++)
             if (t->layers[l].kernel == k) fprintf(out, " %u", l);
-        fputc('\n', out);
+        fprintf(out, "\n        CPU: %s (%s)\n", tlm_enum_title(&tlm_mlp_impl_enum, kernel->cpu_impl),
+                t->kernel_impl_whys[k]);
     }
 }
 

@@ -81,6 +81,18 @@ static uint64_t put_named(writer *w, const void *records, size_t count, size_t r
     return at;
 }
 
+/* The kernels name two strings: the fwd entry's symbol, and why the CPU
+ * runs the implementation it does. */
+static uint64_t put_kernels(writer *w, const tlm_so_tables *t) {
+    tlm_abi_kernel *copy =
+        named_copy(w, t->kernels, t->nkernels, sizeof *t->kernels, offsetof(tlm_abi_kernel, symbol), t->kernel_symbols);
+    if (!copy) return 0;
+    for (uint32_t i = 0; i < t->nkernels; i++) copy[i].cpu_impl_why = str(w, t->kernel_impl_whys[i]);
+    uint64_t at = put(w, copy, t->nkernels * sizeof *copy);
+    free(copy);
+    return at;
+}
+
 uint8_t *tlm_blob_write(const tlm_so_tables *t, size_t *size) {
     writer w = {0};
     tlm_blob_header h = {0};
@@ -95,8 +107,7 @@ uint8_t *tlm_blob_write(const tlm_so_tables *t, size_t *size) {
     h.layers_off = put(&w, t->layers, (size_t)t->nlayers * sizeof *t->layers);
     h.params_off =
         put_named(&w, t->params, t->nparams, sizeof *t->params, offsetof(tlm_abi_param, name), t->param_names);
-    h.kernels_off =
-        put_named(&w, t->kernels, t->nkernels, sizeof *t->kernels, offsetof(tlm_abi_kernel, symbol), t->kernel_symbols);
+    h.kernels_off = put_kernels(&w, t);
     h.buffers_off =
         put_named(&w, t->buffers, t->nbuffers, sizeof *t->buffers, offsetof(tlm_abi_buffer, name), t->buffer_names);
     h.ops_off = put(&w, t->ops, (size_t)t->nops * sizeof *t->ops);

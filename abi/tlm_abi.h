@@ -29,7 +29,9 @@
 #include "tlm_ops.h"
 
 #define TLM_ABI_MAGIC 0x314D4C54u          /* "TLM1" */
-#define TLM_ABI_VERSION 4u                 /* 3: attention saves lse, not probs; 4: the model's tokenizer */
+/* 3: attention saves lse, not probs; 4: the model's tokenizer; 5: each
+ * kernel's CPU implementation (tlm_abi_kernel.cpu_impl) */
+#define TLM_ABI_VERSION 5u
 
 #define TLM_SYM_MAGIC "tlm_abi_magic"
 #define TLM_SYM_VERSION "tlm_abi_version"
@@ -186,6 +188,9 @@ typedef struct tlm_abi_kernel {
     uint32_t mlp;             /* tlm_mlp */
     uint32_t symbol;          /* string: the fwd entry's symbol */
     int64_t d_model, width;
+    uint32_t cpu_impl;        /* tlm_mlp_impl: what the CPU runs for this width (a GPU always
+                                 runs the CUDA kernels) */
+    uint32_t cpu_impl_why;    /* string: why tlmc chose it */
 } tlm_abi_kernel;
 
 typedef struct tlm_abi_buffer {

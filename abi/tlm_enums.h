@@ -46,6 +46,12 @@
     X(NORMAL, normal, "normal", "normal with the parameter's std") \
     X(ONES, ones, "ones", "all ones (norm weights)")
 
+/* ORDER MLP_IMPL: how the CPU runs a width's MLP, chosen by tlmc
+ * (codegen/cpu_mlp_choice.c). X(ENUM, name, title, help) */
+#define TLM_MLP_IMPLS(X)                                                                       \
+    X(GENERATED, generated, "generated kernels", "the fused kernels tlmc generates per width") \
+    X(BLAS, blas, "OpenBLAS", "OpenBLAS GEMMs, the activation in tiles between them (runtime/ops/mlp.c)")
+
 #define TLM_ENUM_CONST_(prefix, E, name, title, help) prefix##E,
 #define TLM_MIXER_CONST_(E, n, t, h) TLM_ENUM_CONST_(TLM_MIXER_, E, n, t, h)
 #define TLM_MLP_CONST_(E, n, t, h) TLM_ENUM_CONST_(TLM_MLP_, E, n, t, h)
@@ -53,6 +59,7 @@
 #define TLM_OPT_CONST_(E, n, t, h) TLM_ENUM_CONST_(TLM_OPT_, E, n, t, h)
 #define TLM_LR_CONST_(E, n, t, h) TLM_ENUM_CONST_(TLM_LR_, E, n, t, h)
 #define TLM_INIT_CONST_(E, n, t, h) TLM_ENUM_CONST_(TLM_INIT_, E, n, t, h)
+#define TLM_MLP_IMPL_CONST_(E, n, t, h) TLM_ENUM_CONST_(TLM_MLP_IMPL_, E, n, t, h)
 
 /* The counts stand outside the enums, so that a switch over one is
  * checked for every value (-Wswitch) without a COUNT case. */
@@ -63,6 +70,7 @@ typedef enum tlm_gate { TLM_GATES(TLM_GATE_CONST_) } tlm_gate;
 typedef enum tlm_optimizer { TLM_OPTIMIZERS(TLM_OPT_CONST_) } tlm_optimizer;
 typedef enum tlm_lr_kind { TLM_LR_SCHEDULES(TLM_LR_CONST_) } tlm_lr_kind;
 typedef enum tlm_init { TLM_INITS(TLM_INIT_CONST_) } tlm_init;
+typedef enum tlm_mlp_impl { TLM_MLP_IMPLS(TLM_MLP_IMPL_CONST_) } tlm_mlp_impl;
 enum {
     TLM_MIXER_COUNT = 0 TLM_MIXERS(TLM_ENUM_ONE_),
     TLM_MLP_COUNT = 0 TLM_MLPS(TLM_ENUM_ONE_),
@@ -70,6 +78,7 @@ enum {
     TLM_OPT_COUNT = 0 TLM_OPTIMIZERS(TLM_ENUM_ONE_),
     TLM_LR_COUNT = 0 TLM_LR_SCHEDULES(TLM_ENUM_ONE_),
     TLM_INIT_COUNT = 0 TLM_INITS(TLM_ENUM_ONE_),
+    TLM_MLP_IMPL_COUNT = 0 TLM_MLP_IMPLS(TLM_ENUM_ONE_),
 };
 
 /* An enumeration's names as a NULL-terminated list, with its title and
@@ -96,6 +105,7 @@ TLM_ENUM_NAMES_DEFINE_(tlm_gate_enum, TLM_GATES, TLM_GATE_COUNT)
 TLM_ENUM_NAMES_DEFINE_(tlm_optimizer_enum, TLM_OPTIMIZERS, TLM_OPT_COUNT)
 TLM_ENUM_NAMES_DEFINE_(tlm_lr_enum, TLM_LR_SCHEDULES, TLM_LR_COUNT)
 TLM_ENUM_NAMES_DEFINE_(tlm_init_enum, TLM_INITS, TLM_INIT_COUNT)
+TLM_ENUM_NAMES_DEFINE_(tlm_mlp_impl_enum, TLM_MLP_IMPLS, TLM_MLP_IMPL_COUNT)
 
 /* The name of value v, or "?" when v is out of range (a damaged file). */
 static inline const char *tlm_enum_name(const tlm_enum_names *e, unsigned v) {

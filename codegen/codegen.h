@@ -59,6 +59,11 @@ typedef struct {
     int opt_level;   /* 0..3; 3 runs LLVM's default<O3> pipeline. */
 } tlm_codegen_options;
 
+/* How the CPU runs spec s's MLP (cpu_mlp_choice.c: a fixed rule measured
+ * with bench/mlp_bench), with a one-line reason for tlm-run info. forced:
+ * -1 for the rule, else the tlm_mlp_impl tlmc --cpu-mlp asked for. */
+tlm_mlp_impl tlm_cpu_mlp_choice(const tlm_kernel_spec *s, int forced, const char **why);
+
 /* Upper bound on the stack a generated CPU kernel uses for packing buffers
  * (about 410 KiB with the default blocking: a packed A block of 384 x 256
  * floats). The kernels run on the calling thread: the main thread (8 MiB

@@ -62,6 +62,7 @@ uint8_t *blob_write(const ir_model *ir, size_t *size) {
         .tokenizer_path = m->tokenizer,
         .param_names = ir->param_names,
         .kernel_symbols = (const char *const *)ir->kernel_symbols,
+        .kernel_impl_whys = ir->kernel_impl_whys,
         .buffer_names = ir->buffer_names,
     };
     uint8_t *blob = tlm_blob_write(&tables, size);
@@ -70,9 +71,9 @@ uint8_t *blob_write(const ir_model *ir, size_t *size) {
     return blob;
 }
 
-bool emit_ir(FILE *out, const checked_model *m) {
+bool emit_ir(FILE *out, const checked_model *m, int cpu_mlp) {
     ir_model ir;
-    if (!ir_lower(m, &ir)) {
+    if (!ir_lower(m, cpu_mlp, &ir)) {
         fprintf(stderr, "tlmc: %s: the memory plan does not fit in memory\n", m->name);
         ir_free(&ir);
         return false;

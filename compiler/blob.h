@@ -15,6 +15,6 @@ uint8_t *blob_write(const ir_model *ir, size_t *size);
 /* tlmc --emit-ir: lowers m and prints the descriptor's tables, read back
  * from the blob as tlm-run reads them. Returns false after printing a
  * one-line reason to stderr. */
-bool emit_ir(FILE *out, const checked_model *m);
+bool emit_ir(FILE *out, const checked_model *m, int cpu_mlp);
 
 #endif

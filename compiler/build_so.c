@@ -36,7 +36,7 @@ bool build_shared_object(const checked_model *m, const char *out_path, const bui
     }
     double t = now(), start = t;
     ir_model ir;
-    if (!ir_lower(m, &ir)) {
+    if (!ir_lower(m, o->cpu_mlp, &ir)) {
         fprintf(stderr, "tlmc: %s: the memory plan does not fit in a 64-bit address space\n", m->name);
         ir_free(&ir);
         return false;

@@ -11,6 +11,7 @@ typedef struct build_options {
     const char *cpu;          /* NULL: the host */
     int opt_level;
     FILE *timing;             /* non-NULL: print each stage's time here */
+    int cpu_mlp;              /* -1: tlmc's rule per width (codegen.h: tlm_cpu_mlp_choice), else tlm_mlp_impl */
 } build_options;
 
 /* Returns false after printing a one-line reason to stderr. */

@@ -102,6 +102,7 @@ static int kernel_for(ir_model *ir, const checked_model *m, int64_t width) {
         if (ir->kernels[k].mlp == kind && ir->kernels[k].width == width) return k;
     ir->kernels = grow(ir->kernels, ir->nkernels, &ir->caps[3], sizeof *ir->kernels);
     ir->kernel_symbols = tlm_xrealloc(ir->kernel_symbols, (size_t)ir->caps[3] * sizeof *ir->kernel_symbols);
+    ir->kernel_impl_whys = tlm_xrealloc(ir->kernel_impl_whys, (size_t)ir->caps[3] * sizeof *ir->kernel_impl_whys);
     tlm_abi_kernel *k = &ir->kernels[ir->nkernels];
     memset(k, 0, sizeof *k);
     k->mlp = kind;
@@ -111,6 +112,7 @@ static int kernel_for(ir_model *ir, const checked_model *m, int64_t width) {
     char symbol[128];
     tlm_kernel_symbol(&spec, TLM_ENTRY_FWD, symbol, sizeof symbol);
     ir->kernel_symbols[ir->nkernels] = tlm_xstrdup(symbol);
+    k->cpu_impl = (uint32_t)tlm_cpu_mlp_choice(&spec, ir->cpu_mlp, &ir->kernel_impl_whys[ir->nkernels]);
     return ir->nkernels++;
 }
 
@@ -405,9 +407,10 @@ static void plan(ir_model *ir, ir_plan *p, uint32_t kind, int nops, int64_t B, i
     if (p->head.arena_bytes < 0) *ok = false;
 }
 
-bool ir_lower(const checked_model *m, ir_model *ir) {
+bool ir_lower(const checked_model *m, int cpu_mlp, ir_model *ir) {
     memset(ir, 0, sizeof *ir);
     ir->m = m;
+    ir->cpu_mlp = cpu_mlp;
     int L = (int)m->layers;
     lowering lw_ = {ir,
                     m,
@@ -495,6 +498,7 @@ void ir_free(ir_model *ir) {
     free(ir->ops);
     free(ir->kernels);
     free(ir->kernel_symbols);
+    free(ir->kernel_impl_whys);
     free(ir->layer_kernel);
     ir_plan *plans[2] = {&ir->train, &ir->infer};
     for (int i = 0; i < 2; i++) {

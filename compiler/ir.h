@@ -33,7 +33,9 @@ typedef struct ir_model {
     int nops, nforward;
     tlm_abi_kernel *kernels;
     char **kernel_symbols;
+    const char **kernel_impl_whys; /* static strings: why the CPU runs what kernels[k].cpu_impl says */
     int nkernels;
+    int cpu_mlp;               /* -1: tlmc's rule picks each width's CPU implementation, else tlm_mlp_impl */
     int *layer_kernel;         /* per layer */
     int64_t param_floats;
     ir_plan train, infer;
@@ -43,7 +45,7 @@ typedef struct ir_model {
 /* Lowers m; B and T are the sizes the stored plans are made for (training:
  * the micro-batch and training context; inference: one sequence of the
  * model's context). Returns false if a plan does not fit in memory. */
-bool ir_lower(const checked_model *m, ir_model *ir);
+bool ir_lower(const checked_model *m, int cpu_mlp, ir_model *ir);
 void ir_free(ir_model *ir);
 
 #endif

@@ -54,6 +54,7 @@ typedef struct options {
     const char *output;            /* -o model.so */
     bool emit_ir, timing;
     const char *cpu;
+    int cpu_mlp;                   /* -1: tlmc's rule per width, else tlm_mlp_impl */
     int opt_level;
 } options;
 
@@ -67,6 +68,8 @@ static void usage(FILE *out) {
           "  --emit-ir           print the IR: params, buffers, ops, kernels, memory plans\n"
           "  --cpu NAME          generate code for NAME (x86-64, x86-64-v3, znver3, ...)\n"
           "                      instead of this machine's CPU\n"
+          "  --cpu-mlp HOW       how the CPU runs every width's MLP: auto (default: tlmc's\n"
+          "                      measured rule per width), generated or blas\n"
           "  -O0 .. -O3          LLVM optimisation level (default -O3)\n"
           "  --time              print how long each stage takes\n"
           "  --check             check only; print nothing but diagnostics\n"
@@ -117,6 +120,7 @@ enum {
     OPT_STDLIB,
     OPT_COLOR,
     OPT_CPU,
+    OPT_CPU_MLP,
     OPT_PRINT_KEYWORDS,
     OPT_HELP_SETTINGS,
     OPT_PLAN,
@@ -140,6 +144,7 @@ static const struct option long_options[] = {
     {"stdlib", required_argument, NULL, OPT_STDLIB},
     {"color", optional_argument, NULL, OPT_COLOR},
     {"cpu", required_argument, NULL, OPT_CPU},
+    {"cpu-mlp", required_argument, NULL, OPT_CPU_MLP},
     {"print-keywords", no_argument, NULL, OPT_PRINT_KEYWORDS},
     {"help-settings", no_argument, NULL, OPT_HELP_SETTINGS},
     {"plan", no_argument, NULL, OPT_PLAN},
@@ -162,6 +167,7 @@ static int parse_args(int argc, char **argv, options *o) {
     memset(o, 0, sizeof *o);
     o->color = -1;
     o->opt_level = 3;
+    o->cpu_mlp = -1;
     opterr = 0;
     char name[64];
     int opt;
@@ -199,6 +205,11 @@ static int parse_args(int argc, char **argv, options *o) {
         case OPT_PLOT: o->plot = optarg; break;
         case OPT_STDLIB: o->stdlib = optarg; break;
         case OPT_CPU: o->cpu = optarg; break;
+        case OPT_CPU_MLP:
+            o->cpu_mlp = strcmp(optarg, "auto") ? tlm_enum_find(&tlm_mlp_impl_enum, optarg) : -1;
+            if (o->cpu_mlp < 0 && strcmp(optarg, "auto"))
+                return usage_error("--cpu-mlp takes auto, generated or blas, not `%s`", optarg);
+            break;
         case 'o': o->output = optarg; break;
         case 'D':
             if (o->ndefines == MAX_DEFINES) return usage_error("too many -D options");
@@ -458,7 +469,7 @@ int main(int argc, char **argv) {
         if (!rc && o.emit_ir) {
             for (int i = 0; i < nmodels && !rc; i++) {
                 if (i) putchar('\n');
-                if (!emit_ir(stdout, &checked[i])) rc = EXIT_USER;
+                if (!emit_ir(stdout, &checked[i], o.cpu_mlp)) rc = EXIT_USER;
             }
         }
         if (!rc && o.output) {
@@ -466,7 +477,7 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "tlmc: %s defines no models\n", o.input);
                 rc = EXIT_USER;
             } else {
-                build_options bo = {o.cpu, o.opt_level, o.timing ? stderr : NULL};
+                build_options bo = {o.cpu, o.opt_level, o.timing ? stderr : NULL, o.cpu_mlp};
                 if (o.timing)
                     fprintf(stderr, "tlmc: timings for %s\n  %-22s %8.1f ms\n", checked[0].name, "read and check",
                             1e3 * (now_seconds() - start));

@@ -174,7 +174,19 @@ static void op_out_proj_backward(step *s, const tlm_abi_op *op) {
     tlm_linear_backward(OUT(dy), GRAD(wo), IN(dout), IN(y), PARAM(wo), s->N, s->A, s->D, false);
 }
 
-/* ---- the MLP, a generated kernel per width ---- */
+/* ---- the MLP: a generated kernel per width, or its BLAS twin ---- */
+
+/* The BLAS twin (runtime/ops/mlp.c) runs a width whose model.so says so
+ * (tlmc's compile-time choice, tlm_abi_kernel.cpu_impl), and every width
+ * while decoding: one token a sequence reads the weights once for a row or
+ * a few, where the generated kernel's packed panels and register tiles of
+ * several rows would cost more than the products, while the twin reads
+ * each weight once for all the rows (matrix-vector products for one row:
+ * memory-bound, at the bandwidth OpenBLAS's sgemv reaches). The twin is
+ * called once for all the rows; OpenBLAS threads it. */
+static bool mlp_on_blas(const step *s, const tlm_abi_op *op) {
+    return s->m->kv_mode == TLM_KV_DECODE || s->m->so->kernels[op->kernel].cpu_impl == TLM_MLP_IMPL_BLAS;
+}
 
 /* out [N, D] = resid + MLP(x); pre_gate, pre_up [N, W] kept for the backward */
 static void op_mlp(step *s, const tlm_abi_op *op) {
@@ -183,12 +195,7 @@ static void op_mlp(step *s, const tlm_abi_op *op) {
     const float *x = IN(x), *w_gate = PARAM(w_gate), *w_up = PARAM(w_up), *w_down = PARAM(w_down);
     float *pre_gate = OUT(pre_gate), *pre_up = OUT(pre_up), *out = OUT(out);
     memcpy(out, IN(resid), (size_t)s->N * (size_t)s->D * sizeof(float));
-    /* Decoding one token a sequence: the weights are read once for a row
-     * or a few, where the generated kernel's packed panels and register
-     * tiles of several rows would cost more than the products. The BLAS
-     * twin reads each weight once for all the rows (matrix-vector products
-     * for one row: memory-bound, at the bandwidth OpenBLAS's sgemv reaches). */
-    if (s->m->kv_mode == TLM_KV_DECODE) {
+    if (mlp_on_blas(s, op)) {
         const tlm_abi_kernel *k = &s->m->so->kernels[op->kernel];
         const int C = (int)s->D, F = (int)k->width, N = (int)s->N;
         if (k->mlp == TLM_MLP_GELU) tlm_mlp_gelu_forward(C, F, 0, N, x, w_up, w_down, pre_up, out);
@@ -206,6 +213,15 @@ static void op_mlp_backward(step *s, const tlm_abi_op *op) {
     const float *w_gate = PARAM(w_gate), *w_up = PARAM(w_up), *w_down = PARAM(w_down);
     float *d_pre_gate = OUT(d_pre_gate), *d_pre_up = OUT(d_pre_up), *dx = OUT(dx);
     float *dw_gate = GRAD(w_gate), *dw_up = GRAD(w_up), *dw_down = GRAD(w_down);
+    if (mlp_on_blas(s, op)) {
+        const int C = (int)s->D, F = (int)W, N = (int)s->N;
+        if (s->m->so->kernels[op->kernel].mlp == TLM_MLP_GELU)
+            tlm_mlp_gelu_backward(C, F, N, x, w_up, w_down, pre_up, dout, d_pre_up, dx, dw_up, dw_down);
+        else
+            tlm_mlp_swiglu_backward(C, F, N, x, w_gate, w_up, w_down, pre_gate, pre_up, dout, d_pre_gate, d_pre_up, dx,
+                                    dw_gate, dw_up, dw_down);
+        return;
+    }
     SPLIT(s->N, r0, r1,
           kernel->bwd_data(r0, r1, x, w_gate, w_up, w_down, pre_gate, pre_up, dout, d_pre_gate, d_pre_up, dx));
     SPLIT(W, j0, j1,
