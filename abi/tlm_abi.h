@@ -30,7 +30,8 @@
 
 #define TLM_ABI_MAGIC 0x314D4C54u          /* "TLM1" */
 /* 3: attention saves lse, not probs; 4: the model's tokenizer; 5: each
- * kernel's CPU implementation (tlm_abi_kernel.cpu_impl) */
+ * kernel's CPU implementation (tlm_abi_kernel.cpu_impl), and the CUDA
+ * source's bf16 activation entries (_act_bf16, _act_grad_bf16) */
 #define TLM_ABI_VERSION 5u
 
 #define TLM_SYM_MAGIC "tlm_abi_magic"

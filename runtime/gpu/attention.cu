@@ -18,6 +18,12 @@
 // every tile of a block) that adds the tile's terms in a fixed order, so the
 // bits do not depend on the grid size; no atomics. Scalar fp32, no T x T
 // matrix: a few tiles of attention_TQ x attention_TK floats in shared memory.
+//
+// --precision bf16 stores y in bf16 (out_proj's GEMMs and the backward's D_t
+// read it): the _bf16 kernels accumulate y in an fp32 buffer `acc` of y's
+// shape and store y rounded once at the end (the fp32 kernels accumulate
+// in y itself: the same arithmetic), and the backward's D_t = dy_t . y_t
+// reads that bf16 y.
 
 constexpr int attention_TQ = 32;  // query rows per tile
 constexpr int attention_TK = 32;  // key rows per tile
@@ -34,9 +40,19 @@ __device__ __forceinline__ float attention_dot(const float* a, const float* b, i
   return s;
 }
 
-// One block per (b, h, query tile): y and lse of its rows.
-extern "C" __global__ void tlm_attention_fwd(float* y, float* lse, const float* q, const float* k, const float* v,
-                                             int B, int T, int H, int D, int stride) {
+// D_t's dot product, y fp32 or bf16.
+template <typename Y>
+__device__ __forceinline__ float attention_dot_y(const float* dy, const Y* y, int D) {
+  float s = 0.0f;
+  for (int i = 0; i < D; i++) s += dy[i] * tlm::load(y + i);
+  return s;
+}
+
+// One block per (b, h, query tile): y and lse of its rows, y accumulated in
+// acc (y itself in fp32).
+template <typename Y>
+__device__ void attention_fwd(Y* y, float* acc, float* lse, const float* q, const float* k, const float* v, int B,
+                              int T, int H, int D, int stride) {
   __shared__ float p[attention_TQ][attention_TK + 1];
   __shared__ float m[attention_TQ], l[attention_TQ], alpha[attention_TQ];
   const float scale = 1.0f / sqrtf((float)D);
@@ -45,7 +61,8 @@ extern "C" __global__ void tlm_attention_fwd(float* y, float* lse, const float* 
   for (long long item = blockIdx.x; item < items; item += gridDim.x) {
     const int qt = (int)(item % tiles), h = (int)(item / tiles % H), b = (int)(item / ((long long)tiles * H));
     const int i0 = qt * attention_TQ, rn = T - i0 < attention_TQ ? T - i0 : attention_TQ;
-    float* yb = y + ((long long)b * T + i0) * C + (long long)h * D;  // row r at yb + r*C
+    const long long row0 = ((long long)b * T + i0) * C + (long long)h * D;
+    float* yb = acc + row0;  // row r at yb + r*C
     for (int r = threadIdx.x; r < rn; r += blockDim.x) m[r] = -INFINITY, l[r] = 0.0f;
     for (int e = threadIdx.x; e < rn * D; e += blockDim.x) yb[(long long)(e / D) * C + e % D] = 0.0f;
     __syncthreads();
@@ -89,10 +106,23 @@ extern "C" __global__ void tlm_attention_fwd(float* y, float* lse, const float* 
       }
       __syncthreads();  // p, alpha are the next tile's
     }
-    for (int e = threadIdx.x; e < rn * D; e += blockDim.x) yb[(long long)(e / D) * C + e % D] *= 1.0f / l[e / D];
+    for (int e = threadIdx.x; e < rn * D; e += blockDim.x) {
+      const long long o = (long long)(e / D) * C + e % D;
+      tlm::store(y + row0 + o, yb[o] * (1.0f / l[e / D]));
+    }
     for (int r = threadIdx.x; r < rn; r += blockDim.x) lse[((long long)b * T + i0 + r) * H + h] = m[r] + logf(l[r]);
     __syncthreads();  // m, l are the next item's
   }
+}
+
+extern "C" __global__ void tlm_attention_fwd(float* y, float* lse, const float* q, const float* k, const float* v,
+                                             int B, int T, int H, int D, int stride) {
+  attention_fwd(y, y, lse, q, k, v, B, T, H, D, stride);
+}
+extern "C" __global__ void tlm_attention_fwd_bf16(unsigned short* y, float* acc, float* lse, const float* q,
+                                                  const float* k, const float* v, int B, int T, int H, int D,
+                                                  int stride) {
+  attention_fwd(y, acc, lse, q, k, v, B, T, H, D, stride);
 }
 
 // P and dS (scaled by 1/sqrt(D)) of the tile (query rows i0.., key rows
@@ -119,20 +149,21 @@ __device__ __forceinline__ void attention_tile(float (*p)[attention_TK + 1], flo
 }
 
 // D_t = dy_t . y_t and lse_t of the query tile's rows.
-__device__ __forceinline__ void attention_rows(float* rowdot, float* rowlse, const float* dy, const float* y,
+template <typename Y>
+__device__ __forceinline__ void attention_rows(float* rowdot, float* rowlse, const float* dy, const Y* y,
                                                const float* lse, int b, int h, int i0, int rn, int T, int H, int D) {
   for (int r = threadIdx.x; r < rn; r += blockDim.x) {
     const long long yo = ((long long)b * T + i0 + r) * H * D + (long long)h * D;
-    rowdot[r] = attention_dot(dy + yo, y + yo, D);
+    rowdot[r] = attention_dot_y(dy + yo, y + yo, D);
     rowlse[r] = lse[((long long)b * T + i0 + r) * H + h];
   }
   __syncthreads();
 }
 
 // One block per (b, h, query tile): dq of its rows over the key tiles in order.
-extern "C" __global__ void tlm_attention_bwd_dq(float* dq, const float* dy, const float* y, const float* lse,
-                                                const float* q, const float* k, const float* v, int B, int T, int H,
-                                                int D, int stride) {
+template <typename Y>
+__device__ void attention_bwd_dq(float* dq, const float* dy, const Y* y, const float* lse, const float* q,
+                                 const float* k, const float* v, int B, int T, int H, int D, int stride) {
   __shared__ float p[attention_TQ][attention_TK + 1], ds[attention_TQ][attention_TK + 1];
   __shared__ float rowdot[attention_TQ], rowlse[attention_TQ];
   const float scale = 1.0f / sqrtf((float)D);
@@ -160,11 +191,22 @@ extern "C" __global__ void tlm_attention_bwd_dq(float* dq, const float* dy, cons
   }
 }
 
+extern "C" __global__ void tlm_attention_bwd_dq(float* dq, const float* dy, const float* y, const float* lse,
+                                                const float* q, const float* k, const float* v, int B, int T, int H,
+                                                int D, int stride) {
+  attention_bwd_dq(dq, dy, y, lse, q, k, v, B, T, H, D, stride);
+}
+extern "C" __global__ void tlm_attention_bwd_dq_bf16(float* dq, const float* dy, const unsigned short* y,
+                                                     const float* lse, const float* q, const float* k, const float* v,
+                                                     int B, int T, int H, int D, int stride) {
+  attention_bwd_dq(dq, dy, y, lse, q, k, v, B, T, H, D, stride);
+}
+
 // One block per (b, h, key tile): dk and dv of its rows over the query
 // tiles from its own on, in order.
-extern "C" __global__ void tlm_attention_bwd_dkv(float* dk, float* dv, const float* dy, const float* y,
-                                                 const float* lse, const float* q, const float* k, const float* v,
-                                                 int B, int T, int H, int D, int stride) {
+template <typename Y>
+__device__ void attention_bwd_dkv(float* dk, float* dv, const float* dy, const Y* y, const float* lse, const float* q,
+                                  const float* k, const float* v, int B, int T, int H, int D, int stride) {
   __shared__ float p[attention_TQ][attention_TK + 1], ds[attention_TQ][attention_TK + 1];
   __shared__ float rowdot[attention_TQ], rowlse[attention_TQ];
   const float scale = 1.0f / sqrtf((float)D);
@@ -199,4 +241,15 @@ extern "C" __global__ void tlm_attention_bwd_dkv(float* dk, float* dv, const flo
       __syncthreads();  // p, ds, rowdot, rowlse are the next tile's
     }
   }
+}
+
+extern "C" __global__ void tlm_attention_bwd_dkv(float* dk, float* dv, const float* dy, const float* y,
+                                                 const float* lse, const float* q, const float* k, const float* v,
+                                                 int B, int T, int H, int D, int stride) {
+  attention_bwd_dkv(dk, dv, dy, y, lse, q, k, v, B, T, H, D, stride);
+}
+extern "C" __global__ void tlm_attention_bwd_dkv_bf16(float* dk, float* dv, const float* dy, const unsigned short* y,
+                                                      const float* lse, const float* q, const float* k,
+                                                      const float* v, int B, int T, int H, int D, int stride) {
+  attention_bwd_dkv(dk, dv, dy, y, lse, q, k, v, B, T, H, D, stride);
 }

@@ -11,8 +11,11 @@
 constexpr int ATTENTION_DECODE_BLOCK = 256;
 constexpr int ATTENTION_DECODE_PER_THREAD = 4;
 
-extern "C" __global__ void tlm_attention_decode(float *y, const float *q, const float *k, const float *v, int n, int H,
-                                                int D, int stride) {
+// y fp32, or bf16 (--precision bf16 stores attention's output so): the
+// same sums, y rounded once as it is stored.
+template <typename Y>
+__device__ void attention_decode(Y *y, const float *q, const float *k, const float *v, int n, int H, int D,
+                                 int stride) {
   __shared__ float p[ATTENTION_DECODE_BLOCK];
   const float scale = 1.0f / sqrtf((float)D);
   const int tid = threadIdx.x, threads = blockDim.x;
@@ -47,7 +50,16 @@ extern "C" __global__ void tlm_attention_decode(float *y, const float *q, const 
     }
     for (int i = 0; i < ATTENTION_DECODE_PER_THREAD; i++) {
       const int d = tid + i * threads;
-      if (d < D) y[(long long)h * D + d] = acc[i] / running_sum;
+      if (d < D) tlm::store(y + (long long)h * D + d, acc[i] / running_sum);
     }
   }
+}
+
+extern "C" __global__ void tlm_attention_decode(float *y, const float *q, const float *k, const float *v, int n, int H,
+                                                int D, int stride) {
+  attention_decode(y, q, k, v, n, H, D, stride);
+}
+extern "C" __global__ void tlm_attention_decode_bf16(unsigned short *y, const float *q, const float *k, const float *v,
+                                                     int n, int H, int D, int stride) {
+  attention_decode(y, q, k, v, n, H, D, stride);
 }

@@ -31,9 +31,10 @@ bool tlm_gpu_embedding_backward(tlm_gpu *g, tlm_dptr dtable, tlm_dptr dout, tlm_
 /* ---- rmsnorm: R rows of D, weight row r % H -------------------------- */
 
 static bool rms_forward(tlm_gpu *g, tlm_dptr out, tlm_dptr rstd, tlm_dptr x, tlm_dptr w, int R, int H, int D, float eps,
-                        tlm_err *err) {
+                        bool bf16_out, tlm_err *err) {
     void *args[] = {&out, &rstd, &x, &w, &R, &H, &D, &eps};
-    return tlm_gpu_launch(g, "tlm_rmsnorm_rows_forward", blocks_per_row(R), BLOCK, args, err);
+    const char *kernel = bf16_out ? "tlm_rmsnorm_rows_forward_bf16" : "tlm_rmsnorm_rows_forward";
+    return tlm_gpu_launch(g, kernel, blocks_per_row(R), BLOCK, args, err);
 }
 
 static bool rms_backward(tlm_gpu *g, tlm_dptr dx, tlm_dptr dw, tlm_dptr dout, tlm_dptr x, tlm_dptr w, tlm_dptr rstd,
@@ -53,7 +54,12 @@ static bool rms_backward(tlm_gpu *g, tlm_dptr dx, tlm_dptr dw, tlm_dptr dout, tl
 
 bool tlm_gpu_rmsnorm_forward(tlm_gpu *g, tlm_dptr out, tlm_dptr rstd, tlm_dptr x, tlm_dptr w, int N, int C, float eps,
                              tlm_err *err) {
-    return rms_forward(g, out, rstd, x, w, N, 1, C, eps, err);
+    return rms_forward(g, out, rstd, x, w, N, 1, C, eps, false, err);
+}
+
+bool tlm_gpu_rmsnorm_forward_bf16(tlm_gpu *g, tlm_dptr out_bf16, tlm_dptr rstd, tlm_dptr x, tlm_dptr w, int N, int C,
+                                  float eps, tlm_err *err) {
+    return rms_forward(g, out_bf16, rstd, x, w, N, 1, C, eps, true, err);
 }
 
 bool tlm_gpu_rmsnorm_backward(tlm_gpu *g, tlm_dptr dx, tlm_dptr dw, tlm_dptr dout, tlm_dptr x, tlm_dptr w,
@@ -63,7 +69,7 @@ bool tlm_gpu_rmsnorm_backward(tlm_gpu *g, tlm_dptr dx, tlm_dptr dw, tlm_dptr dou
 
 bool tlm_gpu_rmsnorm_heads_forward(tlm_gpu *g, tlm_dptr out, tlm_dptr rstd, tlm_dptr x, tlm_dptr w, int N, int H, int D,
                                    float eps, tlm_err *err) {
-    return rms_forward(g, out, rstd, x, w, N * H, H, D, eps, err);
+    return rms_forward(g, out, rstd, x, w, N * H, H, D, eps, false, err);
 }
 
 bool tlm_gpu_rmsnorm_heads_backward(tlm_gpu *g, tlm_dptr dx, tlm_dptr dw, tlm_dptr dout, tlm_dptr x, tlm_dptr w,

@@ -25,8 +25,10 @@ typedef struct operand {
 static int64_t extent(const operand *o) { return o->rows && o->cols ? (o->cols - 1) * o->ld + o->rows : 0; }
 
 /* Points o at bf16 data: the weights' copy, or a rounded copy in the
- * scratch from *used on. */
+ * scratch from *used on. An operand described as bf16 is an activation a
+ * kernel stored in bf16 already: read as it is. */
 static bool lower(tlm_gpu *gpu, const tlm_bf16_gemm *b, const operand *o, int64_t batch, int64_t *used, tlm_err *err) {
+    if (*o->type == TLM_GEMM_BF16) return true;
     const int64_t span = extent(o), items = *o->stride ? batch : 1;
     const int64_t last = (items - 1) * *o->stride + span; /* elements from the first to the end */
     *o->type = TLM_GEMM_BF16;
@@ -53,9 +55,11 @@ static bool lower(tlm_gpu *gpu, const tlm_bf16_gemm *b, const operand *o, int64_
 }
 
 bool tlm_gpu_gemm_bf16(tlm_gpu *gpu, const tlm_bf16_gemm *b, const tlm_gemm *g, tlm_err *err) {
-    if (g->a_type != TLM_GEMM_F32 || g->b_type != TLM_GEMM_F32 || g->cd_type != TLM_GEMM_F32)
-        return tlm_fail(err, "a bf16 GEMM is described with fp32 operands");
-    const char *problem = tlm_gemm_problem(g);
+    /* the shape checked as the bf16 GEMM it becomes (A and B may differ in
+     * type until lowered; the device checks the lowered one again) */
+    tlm_gemm shape = *g;
+    shape.a_type = shape.b_type = TLM_GEMM_BF16;
+    const char *problem = tlm_gemm_problem(&shape);
     if (problem) return tlm_fail(err, "%s", problem);
     tlm_gemm l = *g;
     operand a = {&l.a, l.trans_a ? l.k : l.m, l.trans_a ? l.m : l.k, l.lda, &l.stride_a, &l.a_type};

@@ -5,7 +5,8 @@
 // Rules every kernel follows (docs/gpu.md, "Writing a kernel"):
 //   - extern "C" __global__ void tlm_<name>(...): scalar parameters are int,
 //     long long or float; pointers are float*, const float*, const int*, or
-//     unsigned short* for bf16 bits (convert.cu).
+//     unsigned short* (const or not) for bf16 bits (convert.cu and the
+//     _bf16 variants: tlm::to_bf16, store and load below).
 //   - blockDim.x a multiple of 32 (at most 1024); static __shared__ arrays
 //     only (no dynamic shared memory), at most 48 KiB per block.
 //   - deterministic: no atomics, every reduction in a fixed order that
@@ -77,5 +78,26 @@ __device__ __forceinline__ float block_max(float v) {
   __syncthreads();
   return r;
 }
+
+// fp32 to bf16 bits, rounded to nearest even (NaN stays a quiet NaN): the
+// bits cuda_bf16.h's __float2bfloat16_rn and tlm_f32_to_bf16
+// (gemm_reference.c) give, with integer operations so that the file needs
+// no CUDA header. Every kernel that writes bf16 (convert.cu, the bf16
+// variants of the kernels writing GEMM inputs) rounds with it, so a tensor
+// written in bf16 holds the bits the rounding pass would have made of it.
+__device__ __forceinline__ unsigned short to_bf16(float v) {
+  unsigned bits = __float_as_uint(v);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((bits >> 16) | 0x0040u);
+  return (unsigned short)((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+}
+
+// A kernel's output element, fp32 or bf16 (--precision bf16's GEMM inputs):
+// one templated kernel body serves both, and the fp32 one stores the very
+// value it stored before.
+__device__ __forceinline__ void store(float *p, float v) { *p = v; }
+__device__ __forceinline__ void store(unsigned short *p, float v) { *p = to_bf16(v); }
+// The reverse: a kernel input that is fp32, or bf16 widened exactly.
+__device__ __forceinline__ float load(const float *p) { return *p; }
+__device__ __forceinline__ float load(const unsigned short *p) { return __uint_as_float((unsigned)*p << 16); }
 
 }  // namespace tlm

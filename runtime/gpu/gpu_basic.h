@@ -32,6 +32,10 @@ bool tlm_gpu_embedding_backward(tlm_gpu *g, tlm_dptr dtable, tlm_dptr dout, tlm_
 /* dx ACCUMULATES, dw += (dw may be 0). */
 bool tlm_gpu_rmsnorm_forward(tlm_gpu *g, tlm_dptr out, tlm_dptr rstd, tlm_dptr x, tlm_dptr w, int N, int C, float eps,
                              tlm_err *err);
+/* The same, out_bf16 [N,C] in bf16 (round to nearest even of the fp32
+ * result): --precision bf16's GEMM inputs (docs/gpu.md, "Precision"). */
+bool tlm_gpu_rmsnorm_forward_bf16(tlm_gpu *g, tlm_dptr out_bf16, tlm_dptr rstd, tlm_dptr x, tlm_dptr w, int N, int C,
+                                  float eps, tlm_err *err);
 bool tlm_gpu_rmsnorm_backward(tlm_gpu *g, tlm_dptr dx, tlm_dptr dw, tlm_dptr dout, tlm_dptr x, tlm_dptr w,
                               tlm_dptr rstd, int N, int C, tlm_err *err);
 /* Per head: w [H*D] or 0; dx written; dw += (skipped when w or dw is 0). */

@@ -17,15 +17,37 @@ bool tlm_gpu_attention_forward(tlm_gpu *g, tlm_dptr y, tlm_dptr lse, tlm_dptr q,
     return tlm_gpu_launch(g, "tlm_attention_fwd", attention_grid(B, T, H), TLM_GPU_ATTENTION_BLOCK, args, err);
 }
 
-bool tlm_gpu_attention_backward(tlm_gpu *g, tlm_dptr dq, tlm_dptr dk, tlm_dptr dv, tlm_dptr dy, tlm_dptr y,
-                                tlm_dptr lse, tlm_dptr q, tlm_dptr k, tlm_dptr v, int B, int T, int H, int D,
-                                int stride, tlm_err *err) {
+bool tlm_gpu_attention_forward_bf16(tlm_gpu *g, tlm_dptr y_bf16, tlm_dptr acc, tlm_dptr lse, tlm_dptr q, tlm_dptr k,
+                                    tlm_dptr v, int B, int T, int H, int D, int stride, tlm_err *err) {
+    if (B <= 0 || T <= 0 || H <= 0 || D <= 0) return true;
+    void *args[] = {&y_bf16, &acc, &lse, &q, &k, &v, &B, &T, &H, &D, &stride};
+    return tlm_gpu_launch(g, "tlm_attention_fwd_bf16", attention_grid(B, T, H), TLM_GPU_ATTENTION_BLOCK, args, err);
+}
+
+/* The backward's two kernels, y fp32 or (bf16) bf16. */
+static bool attention_backward(tlm_gpu *g, bool bf16, tlm_dptr dq, tlm_dptr dk, tlm_dptr dv, tlm_dptr dy, tlm_dptr y,
+                               tlm_dptr lse, tlm_dptr q, tlm_dptr k, tlm_dptr v, int B, int T, int H, int D, int stride,
+                               tlm_err *err) {
     if (B <= 0 || T <= 0 || H <= 0 || D <= 0) return true;
     unsigned grid = attention_grid(B, T, H);
     void *dq_args[] = {&dq, &dy, &y, &lse, &q, &k, &v, &B, &T, &H, &D, &stride};
-    if (!tlm_gpu_launch(g, "tlm_attention_bwd_dq", grid, TLM_GPU_ATTENTION_BLOCK, dq_args, err)) return false;
+    const char *dq_kernel = bf16 ? "tlm_attention_bwd_dq_bf16" : "tlm_attention_bwd_dq";
+    if (!tlm_gpu_launch(g, dq_kernel, grid, TLM_GPU_ATTENTION_BLOCK, dq_args, err)) return false;
     void *dkv_args[] = {&dk, &dv, &dy, &y, &lse, &q, &k, &v, &B, &T, &H, &D, &stride};
-    return tlm_gpu_launch(g, "tlm_attention_bwd_dkv", grid, TLM_GPU_ATTENTION_BLOCK, dkv_args, err);
+    const char *dkv_kernel = bf16 ? "tlm_attention_bwd_dkv_bf16" : "tlm_attention_bwd_dkv";
+    return tlm_gpu_launch(g, dkv_kernel, grid, TLM_GPU_ATTENTION_BLOCK, dkv_args, err);
+}
+
+bool tlm_gpu_attention_backward(tlm_gpu *g, tlm_dptr dq, tlm_dptr dk, tlm_dptr dv, tlm_dptr dy, tlm_dptr y,
+                                tlm_dptr lse, tlm_dptr q, tlm_dptr k, tlm_dptr v, int B, int T, int H, int D,
+                                int stride, tlm_err *err) {
+    return attention_backward(g, false, dq, dk, dv, dy, y, lse, q, k, v, B, T, H, D, stride, err);
+}
+
+bool tlm_gpu_attention_backward_bf16(tlm_gpu *g, tlm_dptr dq, tlm_dptr dk, tlm_dptr dv, tlm_dptr dy, tlm_dptr y_bf16,
+                                     tlm_dptr lse, tlm_dptr q, tlm_dptr k, tlm_dptr v, int B, int T, int H, int D,
+                                     int stride, tlm_err *err) {
+    return attention_backward(g, true, dq, dk, dv, dy, y_bf16, lse, q, k, v, B, T, H, D, stride, err);
 }
 
 bool tlm_gpu_titans_forward(tlm_gpu *g, tlm_dptr y, tlm_dptr saved, tlm_dptr q, tlm_dptr k, tlm_dptr v, int stride,

@@ -29,12 +29,16 @@ __device__ __forceinline__ double rmsnorm_block_sum(double v) {
   return r;
 }
 
-// One block per row (blocks stride over rows). rstd[r] is written.
-extern "C" __global__ void tlm_rmsnorm_rows_forward(float *out, float *rstd, const float *x, const float *w, int R,
-                                                    int H, int D, float eps) {
+// One block per row (blocks stride over rows). rstd[r] is written. Out is
+// float, or bf16 bits (--precision bf16, where the normalised rows are
+// only read by GEMMs: runtime/model/gpu_model.c): the same value, rounded
+// once to nearest even as it is stored.
+template <typename Out>
+__device__ void rmsnorm_rows_forward(Out *out, float *rstd, const float *x, const float *w, int R, int H, int D,
+                                     float eps) {
   for (int r = blockIdx.x; r < R; r += gridDim.x) {
     const float *xr = x + (long long)r * D;
-    float *yr = out + (long long)r * D;
+    Out *yr = out + (long long)r * D;
     const float *wr = w ? w + (long long)(r % H) * D : nullptr;
     double ss = 0.0;
     for (int i = threadIdx.x; i < D; i += blockDim.x) ss += (double)xr[i] * xr[i];
@@ -43,9 +47,18 @@ extern "C" __global__ void tlm_rmsnorm_rows_forward(float *out, float *rstd, con
     if (threadIdx.x == 0) rstd[r] = rs;
     for (int i = threadIdx.x; i < D; i += blockDim.x) {
       float v = xr[i] * rs;
-      yr[i] = wr ? v * wr[i] : v;
+      tlm::store(yr + i, wr ? v * wr[i] : v);
     }
   }
+}
+
+extern "C" __global__ void tlm_rmsnorm_rows_forward(float *out, float *rstd, const float *x, const float *w, int R,
+                                                    int H, int D, float eps) {
+  rmsnorm_rows_forward(out, rstd, x, w, R, H, D, eps);
+}
+extern "C" __global__ void tlm_rmsnorm_rows_forward_bf16(unsigned short *out, float *rstd, const float *x,
+                                                         const float *w, int R, int H, int D, float eps) {
+  rmsnorm_rows_forward(out, rstd, x, w, R, H, D, eps);
 }
 
 // dx of each row, one block per row; dx accumulates when `accumulate` is

@@ -48,6 +48,28 @@ static tlm_dptr grd(const step *s, int32_t p) {
 
 static size_t rows_bytes(const step *s, int64_t width) { return (size_t)s->N * (size_t)width * sizeof(float); }
 
+/* --precision bf16 stores some activations in bf16 (gpu_model.h,
+ * tlm_gpu_bf16_buffers): their writers use the kernels' bf16 variants, and
+ * the GEMMs reading them describe them as the bf16 operands they are. */
+static bool in_bf16(const step *s, int32_t b) { return b >= 0 && s->g->bf16_buffers && s->g->bf16_buffers[b]; }
+static tlm_gemm_type stored_as(const step *s, int32_t b) { return in_bf16(s, b) ? TLM_GEMM_BF16 : TLM_GEMM_F32; }
+
+/* The linear maps of gpu_linear.h with the activation x read as stored:
+ * y = x W^T, and dx = dy W, dW += dy^T x (dx or dw 0 to skip). */
+static bool linear_forward(step *s, tlm_dptr y, int32_t x, tlm_dptr w, int in, int out, bool accumulate) {
+    tlm_gemm g = tlm_gpu_linear_forward_gemm(y, buf(s, x), w, s->N, in, out, accumulate);
+    g.b_type = stored_as(s, x);
+    return tlm_gpu_gemm(s->gpu, &g, ERR);
+}
+static bool linear_backward(step *s, tlm_dptr dx, tlm_dptr dw, tlm_dptr dy, int32_t x, tlm_dptr w, int in, int out,
+                            bool accumulate_dx) {
+    if (!tlm_gpu_linear_backward(s->gpu, dx, 0, dy, 0, w, s->N, in, out, accumulate_dx, ERR)) return false;
+    if (!dw) return true;
+    tlm_gemm g = tlm_gpu_linear_dw_gemm(dw, dy, buf(s, x), s->N, in, out);
+    g.a_type = stored_as(s, x);
+    return tlm_gpu_gemm(s->gpu, &g, ERR);
+}
+
 /* ---- embedding ---- */
 
 static bool op_embed(step *s, const tlm_abi_op *op) {
@@ -63,6 +85,8 @@ static bool op_embed_backward(step *s, const tlm_abi_op *op) {
 
 static bool op_rmsnorm(step *s, const tlm_abi_op *op) {
     OPERANDS(rmsnorm);
+    if (in_bf16(s, o->out_y))
+        return tlm_gpu_rmsnorm_forward_bf16(s->gpu, OUT(y), OUT(rstd), IN(x), PARAM(weight), s->N, s->D, s->eps, ERR);
     return tlm_gpu_rmsnorm_forward(s->gpu, OUT(y), OUT(rstd), IN(x), PARAM(weight), s->N, s->D, s->eps, ERR);
 }
 static bool op_rmsnorm_backward(step *s, const tlm_abi_op *op) {
@@ -86,12 +110,11 @@ static bool op_rmsnorm_heads_backward(step *s, const tlm_abi_op *op) {
 
 static bool op_qkv(step *s, const tlm_abi_op *op) {
     OPERANDS(qkv);
-    return tlm_gpu_linear_forward(s->gpu, OUT(qkv), IN(x), PARAM(wq), s->N, s->D, 3 * s->A, false, ERR);
+    return linear_forward(s, OUT(qkv), o->in_x, PARAM(wq), s->D, 3 * s->A, false);
 }
 static bool op_qkv_backward(step *s, const tlm_abi_op *op) {
     OPERANDS(qkv_backward);
-    return tlm_gpu_linear_backward(s->gpu, OUT(dx), GRAD(wq), IN(dqkv), IN(x), PARAM(wq), s->N, s->D, 3 * s->A, false,
-                                   ERR);
+    return linear_backward(s, OUT(dx), GRAD(wq), IN(dqkv), o->in_x, PARAM(wq), s->D, 3 * s->A, false);
 }
 
 /* ---- rotary embeddings, in place inside the packed qkv ---- */
@@ -125,24 +148,29 @@ static bool kv_fill(step *s, const tlm_abi_op *op, tlm_dptr qkv) {
 static bool attention_decode(step *s, const tlm_abi_op *op) {
     OPERANDS(attention);
     tlm_dptr cache = kv_rows(s, op);
+    bool (*decode)(tlm_gpu *, tlm_dptr, tlm_dptr, tlm_dptr, tlm_dptr, int, int, int, int, tlm_err *) =
+        in_bf16(s, o->out_y) ? tlm_gpu_attention_decode_bf16 : tlm_gpu_attention_decode;
     return tlm_device_copy(DEV, at(cache, s->m->kv_pos * 3 * s->A), IN(qkv), rows_bytes(s, 3 * s->A), ERR) &&
-           tlm_gpu_attention_decode(s->gpu, OUT(y), IN(qkv), at(cache, s->A), at(cache, 2 * s->A),
-                                    (int)s->m->kv_pos + 1, s->H, s->hd, 3 * s->A, ERR);
+           decode(s->gpu, OUT(y), IN(qkv), at(cache, s->A), at(cache, 2 * s->A), (int)s->m->kv_pos + 1, s->H, s->hd,
+                  3 * s->A, ERR);
 }
 
 static bool op_attention(step *s, const tlm_abi_op *op) {
     if (s->m->kv_mode == TLM_KV_DECODE) return attention_decode(s, op);
     OPERANDS(attention);
     tlm_dptr q = IN(qkv), k = at(q, s->A), v = at(q, 2 * s->A);
-    return tlm_gpu_attention_forward(s->gpu, OUT(y), OUT(lse), q, k, v, s->B, s->T, s->H, s->hd, 3 * s->A, ERR) &&
-           kv_fill(s, op, q);
+    bool ok = in_bf16(s, o->out_y) ? tlm_gpu_attention_forward_bf16(s->gpu, OUT(y), s->g->attention_acc, OUT(lse), q, k,
+                                                                    v, s->B, s->T, s->H, s->hd, 3 * s->A, ERR)
+                                   : tlm_gpu_attention_forward(s->gpu, OUT(y), OUT(lse), q, k, v, s->B, s->T, s->H,
+                                                               s->hd, 3 * s->A, ERR);
+    return ok && kv_fill(s, op, q);
 }
 static bool op_attention_backward(step *s, const tlm_abi_op *op) {
     OPERANDS(attention_backward);
     tlm_dptr dq = OUT(dqkv), dk = at(dq, s->A), dv = at(dq, 2 * s->A);
     tlm_dptr q = IN(qkv), k = at(q, s->A), v = at(q, 2 * s->A);
-    return tlm_gpu_attention_backward(s->gpu, dq, dk, dv, IN(dy), IN(y), IN(lse), q, k, v, s->B, s->T, s->H, s->hd,
-                                      3 * s->A, ERR);
+    return (in_bf16(s, o->in_y) ? tlm_gpu_attention_backward_bf16 : tlm_gpu_attention_backward)(
+        s->gpu, dq, dk, dv, IN(dy), IN(y), IN(lse), q, k, v, s->B, s->T, s->H, s->hd, 3 * s->A, ERR);
 }
 
 /* ---- output projection with the residual added ---- */
@@ -151,11 +179,11 @@ static bool op_out_proj(step *s, const tlm_abi_op *op) {
     OPERANDS(out_proj);
     tlm_dptr out = OUT(out);
     return tlm_device_copy(DEV, out, IN(resid), rows_bytes(s, s->D), ERR) &&
-           tlm_gpu_linear_forward(s->gpu, out, IN(y), PARAM(wo), s->N, s->A, s->D, true, ERR);
+           linear_forward(s, out, o->in_y, PARAM(wo), s->A, s->D, true);
 }
 static bool op_out_proj_backward(step *s, const tlm_abi_op *op) {
     OPERANDS(out_proj_backward);
-    return tlm_gpu_linear_backward(s->gpu, OUT(dy), GRAD(wo), IN(dout), IN(y), PARAM(wo), s->N, s->A, s->D, false, ERR);
+    return linear_backward(s, OUT(dy), GRAD(wo), IN(dout), o->in_y, PARAM(wo), s->A, s->D, false);
 }
 
 /* ---- the MLP: GEMMs, and the model's generated per-width activation ----
@@ -179,8 +207,9 @@ static bool act_launch(step *s, tlm_kernel *k, void **args, int64_t W) {
 static bool gemm_pair(step *s, tlm_gemm g0, const tlm_gemm *g1) {
     bool a_differs = g1->a != g0.a;
     tlm_dptr v0 = a_differs ? g0.a : g0.b, v1 = a_differs ? g1->a : g1->b;
-    if (v1 > v0 && g1->d > g0.d && (v1 - v0) % sizeof(float) == 0) {
-        int64_t step_v = (int64_t)((v1 - v0) / sizeof(float)), step_d = (int64_t)((g1->d - g0.d) / sizeof(float));
+    const tlm_dptr d_elem = g0.cd_type == TLM_GEMM_BF16 ? 2 : sizeof(float); /* the differing v is fp32 */
+    if (v1 > v0 && g1->d > g0.d && (v1 - v0) % sizeof(float) == 0 && (g1->d - g0.d) % d_elem == 0) {
+        int64_t step_v = (int64_t)((v1 - v0) / sizeof(float)), step_d = (int64_t)((g1->d - g0.d) / d_elem);
         g0.batch = 2;
         g0.stride_a = a_differs ? step_v : 0;
         g0.stride_b = a_differs ? 0 : step_v;
@@ -192,21 +221,37 @@ static bool gemm_pair(step *s, tlm_gemm g0, const tlm_gemm *g1) {
     return tlm_gpu_gemm(s->gpu, &g0, ERR) && tlm_gpu_gemm(s->gpu, g1, ERR);
 }
 
+/* Whether the MLP's pre-activations are stored in bf16 (gpu_model.h; gate
+ * and up alike). Then its activation kernels are the bf16 twins, and h (in
+ * the MLP scratch, read by the down GEMM and dW_down's only) is bf16 too. */
+static bool mlp_in_bf16(const step *s, int32_t pre_gate, int32_t pre_up) {
+    return in_bf16(s, pre_up) && (pre_gate < 0 || in_bf16(s, pre_gate));
+}
+static bool act_h(step *s, const tlm_abi_op *op, bool bf16, tlm_dptr pre_gate, tlm_dptr pre_up, int64_t W) {
+    long long rows = s->N;
+    tlm_dptr h = s->g->mlp_scratch;
+    void *args[] = {&rows, &pre_gate, &pre_up, &h};
+    return act_launch(s, (bf16 ? s->g->act_bf16 : s->g->act)[op->kernel], args, W);
+}
+
 static bool op_mlp(step *s, const tlm_abi_op *op) {
     OPERANDS(mlp);
     const int64_t W = s->m->so->kernels[op->kernel].width;
     const bool swiglu = o->param_w_gate >= 0;
-    long long rows = s->N;
-    tlm_dptr x = IN(x), pre_gate = OUT(pre_gate), pre_up = OUT(pre_up), out = OUT(out), h = s->g->mlp_scratch;
+    tlm_dptr x = IN(x), pre_gate = OUT(pre_gate), pre_up = OUT(pre_up), out = OUT(out);
+    const bool bf16 = mlp_in_bf16(s, o->out_pre_gate, o->out_pre_up);
     tlm_gemm up = tlm_gpu_linear_forward_gemm(pre_up, x, PARAM(w_up), s->N, s->D, (int)W, false);
+    up.b_type = stored_as(s, o->in_x);
+    up.cd_type = bf16 ? TLM_GEMM_BF16 : TLM_GEMM_F32;
+    tlm_gemm down = tlm_gpu_linear_forward_gemm(out, s->g->mlp_scratch, PARAM(w_down), s->N, (int)W, s->D, true);
+    down.b_type = up.cd_type;
     bool ok = tlm_device_copy(DEV, out, IN(resid), rows_bytes(s, s->D), ERR);
     if (ok && swiglu) {
         tlm_gemm gate = tlm_gpu_linear_forward_gemm(pre_gate, x, PARAM(w_gate), s->N, s->D, (int)W, false);
+        gate.b_type = up.b_type, gate.cd_type = up.cd_type;
         ok = gemm_pair(s, gate, &up);
     } else if (ok) ok = tlm_gpu_gemm(s->gpu, &up, ERR);
-    void *args[] = {&rows, &pre_gate, &pre_up, &h};
-    return ok && act_launch(s, s->g->act[op->kernel], args, W) &&
-           tlm_gpu_linear_forward(s->gpu, out, h, PARAM(w_down), s->N, (int)W, s->D, true, ERR);
+    return ok && act_h(s, op, bf16, pre_gate, pre_up, W) && tlm_gpu_gemm(s->gpu, &down, ERR);
 }
 
 static bool op_mlp_backward(step *s, const tlm_abi_op *op) {
@@ -217,35 +262,38 @@ static bool op_mlp_backward(step *s, const tlm_abi_op *op) {
     tlm_dptr dout = IN(dout), x = IN(x), pre_gate = IN(pre_gate), pre_up = IN(pre_up), scratch = s->g->mlp_scratch;
     tlm_dptr d_pre_gate = OUT(d_pre_gate), d_pre_up = OUT(d_pre_up), dx = OUT(dx);
     const int D = s->D, w = (int)W;
+    const bool bf16 = mlp_in_bf16(s, o->in_pre_gate, o->in_pre_up);
     /* dh = dout Wd, then the activation's gradient */
     tlm_gemm dh = tlm_gpu_linear_dx_gemm(scratch, dout, PARAM(w_down), s->N, w, D, false);
     void *grad_args[] = {&rows, &pre_gate, &pre_up, &scratch, &d_pre_gate, &d_pre_up};
-    if (!tlm_gpu_gemm(s->gpu, &dh, ERR) || !act_launch(s, s->g->act_grad[op->kernel], grad_args, W)) return false;
+    tlm_kernel *act_grad = (bf16 ? s->g->act_grad_bf16 : s->g->act_grad)[op->kernel];
+    if (!tlm_gpu_gemm(s->gpu, &dh, ERR) || !act_launch(s, act_grad, grad_args, W)) return false;
     /* dx = d_pre_up Wu (+ d_pre_gate Wg); dWu, dWg += d_pre^T x */
     if (!tlm_gpu_linear_backward(s->gpu, dx, 0, d_pre_up, 0, PARAM(w_up), s->N, D, w, false, ERR)) return false;
     tlm_gemm dw_up = tlm_gpu_linear_dw_gemm(GRAD(w_up), d_pre_up, x, s->N, D, w);
+    dw_up.a_type = stored_as(s, o->in_x);
     if (swiglu) {
         tlm_gemm dw_gate = tlm_gpu_linear_dw_gemm(GRAD(w_gate), d_pre_gate, x, s->N, D, w);
+        dw_gate.a_type = dw_up.a_type;
         if (!tlm_gpu_linear_backward(s->gpu, dx, 0, d_pre_gate, 0, PARAM(w_gate), s->N, D, w, true, ERR) ||
             !gemm_pair(s, dw_gate, &dw_up))
             return false;
     } else if (!tlm_gpu_gemm(s->gpu, &dw_up, ERR)) return false;
     /* dWd += dout^T h, h recomputed into the scratch dh no longer needs */
-    void *act_args[] = {&rows, &pre_gate, &pre_up, &scratch};
-    return act_launch(s, s->g->act[op->kernel], act_args, W) &&
-           tlm_gpu_linear_backward(s->gpu, 0, GRAD(w_down), dout, scratch, 0, s->N, w, D, false, ERR);
+    tlm_gemm dw_down = tlm_gpu_linear_dw_gemm(GRAD(w_down), dout, scratch, s->N, w, D);
+    dw_down.a_type = bf16 ? TLM_GEMM_BF16 : TLM_GEMM_F32;
+    return act_h(s, op, bf16, pre_gate, pre_up, W) && tlm_gpu_gemm(s->gpu, &dw_down, ERR);
 }
 
 /* ---- LM head and the loss ---- */
 
 static bool op_head(step *s, const tlm_abi_op *op) {
     OPERANDS(head);
-    return tlm_gpu_linear_forward(s->gpu, OUT(logits), IN(x), PARAM(w), s->N, s->D, s->V, false, ERR);
+    return linear_forward(s, OUT(logits), o->in_x, PARAM(w), s->D, s->V, false);
 }
 static bool op_head_backward(step *s, const tlm_abi_op *op) {
     OPERANDS(head_backward);
-    return tlm_gpu_linear_backward(s->gpu, OUT(dx), GRAD(w), IN(dlogits), IN(x), PARAM(w), s->N, s->D, s->V, false,
-                                   ERR);
+    return linear_backward(s, OUT(dx), GRAD(w), IN(dlogits), o->in_x, PARAM(w), s->D, s->V, false);
 }
 static bool op_loss(step *s, const tlm_abi_op *op) {
     OPERANDS(loss);
@@ -269,14 +317,13 @@ static int linear_cols(const step *s, int32_t w0) { return (int)s->m->so->params
 static bool op_linear(step *s, const tlm_abi_op *op) {
     OPERANDS(linear);
     const int32_t w[3] = {o->param_w0, o->param_w1, o->param_w2};
-    return tlm_gpu_linear_forward(s->gpu, OUT(y), IN(x), PARAM(w0), s->N, linear_cols(s, o->param_w0),
-                                  linear_rows(s, w), false, ERR);
+    return linear_forward(s, OUT(y), o->in_x, PARAM(w0), linear_cols(s, o->param_w0), linear_rows(s, w), false);
 }
 static bool op_linear_dw(step *s, const tlm_abi_op *op) {
     OPERANDS(linear_dw);
     const int32_t w[3] = {o->param_w0, o->param_w1, o->param_w2};
-    return tlm_gpu_linear_backward(s->gpu, 0, GRAD(w0), IN(dy), IN(x), PARAM(w0), s->N, linear_cols(s, o->param_w0),
-                                   linear_rows(s, w), false, ERR);
+    return linear_backward(s, 0, GRAD(w0), IN(dy), o->in_x, PARAM(w0), linear_cols(s, o->param_w0), linear_rows(s, w),
+                           false);
 }
 static bool op_linear_dx(step *s, const tlm_abi_op *op) {
     OPERANDS(linear_dx);

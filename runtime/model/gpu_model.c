@@ -4,7 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arena_plan.h"
 #include "gpu_mixers.h"
+#include "tlm_ops.h"
 #include "tlm_rt/ops.h"
 
 void tlm_gpu_model_fail(tlm_model *m, const tlm_err *e) {
@@ -14,10 +16,23 @@ void tlm_gpu_model_fail(tlm_model *m, const tlm_err *e) {
     g->err = *e;
 }
 
+/* An activation kernel's bf16 twin; a model.so from a tlmc before the
+ * twins has none, and the message says what to do. */
+static tlm_kernel *bf16_twin(tlm_gpu_model *g, const char *name, tlm_err *err) {
+    tlm_kernel *k = tlm_device_kernel(g->gpu.dev, g->mlp, name, err);
+    if (!k) {
+        char was[sizeof err->msg];
+        memcpy(was, err->msg, sizeof was);
+        tlm_fail(err, "%.200s: recompile the model with this tlmc for --precision bf16, or run it in fp32", was);
+    }
+    return k;
+}
+
 /* The model's MLP kernels for the GPU's GEMM path: the per-width
- * activation and its gradient, named after the fwd entry's symbol
- * (tlm_mlp_<kind>_d<D>_w<W>_fwd -> ..._act, ..._act_grad; codegen.h). */
-static bool load_mlp_kernels(tlm_model *m, tlm_err *err) {
+ * activation and its gradient (and their bf16 twins in bf16), named after
+ * the fwd entry's symbol (tlm_mlp_<kind>_d<D>_w<W>_fwd -> ..._act,
+ * ..._act_grad, ..._act_bf16, ..._act_grad_bf16; codegen/cuda_source.c). */
+static bool load_mlp_kernels(tlm_model *m, bool bf16, tlm_err *err) {
     tlm_gpu_model *g = m->gpu;
     const tlm_so *so = m->so;
     uint32_t n = so->header->nkernels;
@@ -25,7 +40,9 @@ static bool load_mlp_kernels(tlm_model *m, tlm_err *err) {
     if (!so->cuda_source || !*so->cuda_source) return tlm_fail(err, "the model.so carries no CUDA source");
     g->act = calloc(n, sizeof *g->act);
     g->act_grad = calloc(n, sizeof *g->act_grad);
-    if (!g->act || !g->act_grad) return tlm_fail(err, "out of memory");
+    g->act_bf16 = calloc(n, sizeof *g->act_bf16);
+    g->act_grad_bf16 = calloc(n, sizeof *g->act_grad_bf16);
+    if (!g->act || !g->act_grad || !g->act_bf16 || !g->act_grad_bf16) return tlm_fail(err, "out of memory");
     g->mlp = tlm_device_module_load(g->gpu.dev, "the model's MLP kernels", so->cuda_source, &g->mlp_report, err);
     if (!g->mlp) return false;
     for (uint32_t i = 0; i < n; i++) {
@@ -38,8 +55,91 @@ static bool load_mlp_kernels(tlm_model *m, tlm_err *err) {
         if (!(g->act[i] = tlm_device_kernel(g->gpu.dev, g->mlp, name, err))) return false;
         snprintf(name, sizeof name, "%.*s_act_grad", (int)(len - 4), fwd);
         if (!(g->act_grad[i] = tlm_device_kernel(g->gpu.dev, g->mlp, name, err))) return false;
+        if (!bf16) continue;
+        snprintf(name, sizeof name, "%.*s_act_bf16", (int)(len - 4), fwd);
+        if (!(g->act_bf16[i] = bf16_twin(g, name, err))) return false;
+        snprintf(name, sizeof name, "%.*s_act_grad_bf16", (int)(len - 4), fwd);
+        if (!(g->act_grad_bf16[i] = bf16_twin(g, name, err))) return false;
     }
     return true;
+}
+
+/* ---- --precision bf16: which activations are stored in bf16 ---- */
+
+/* The op inputs the executor can read in bf16: x, the normalised rows, of
+ * the linear maps (a GEMM operand, forward and dW in the backward), the
+ * MLP's pre-activations in its backward (the bf16 variants of the
+ * activation's kernels read them), and attention's output (the output
+ * projection's GEMMs, the attention backward's bf16 variant). */
+static bool bf16_input(uint32_t kind, int slot) {
+    const char *name = tlm_op_table[kind].in[slot];
+    switch (kind) {
+    case TLM_OP_MLP_BACKWARD:
+        return strcmp(name, "x") == 0 || strcmp(name, "pre_gate") == 0 || strcmp(name, "pre_up") == 0;
+    case TLM_OP_OUT_PROJ:
+    case TLM_OP_OUT_PROJ_BACKWARD:
+    case TLM_OP_ATTENTION_BACKWARD: return strcmp(name, "y") == 0;
+    case TLM_OP_QKV:
+    case TLM_OP_QKV_BACKWARD:
+    case TLM_OP_MLP:
+    case TLM_OP_HEAD:
+    case TLM_OP_HEAD_BACKWARD:
+    case TLM_OP_LINEAR:
+    case TLM_OP_LINEAR_DW: return strcmp(name, "x") == 0;
+    default: return false;
+    }
+}
+
+/* The op outputs the executor can write in bf16: the model norm's y and
+ * attention's y (their kernels' bf16 variants), the MLP's pre-activations
+ * (GEMMs with bf16 D). */
+static bool bf16_output(uint32_t kind, int slot) {
+    const char *name = tlm_op_table[kind].out[slot];
+    if (kind == TLM_OP_RMSNORM) return strcmp(name, "y") == 0;
+    if (kind == TLM_OP_MLP) return strcmp(name, "pre_gate") == 0 || strcmp(name, "pre_up") == 0;
+    if (kind == TLM_OP_ATTENTION) return strcmp(name, "y") == 0;
+    return false;
+}
+
+void tlm_gpu_bf16_buffers(const tlm_so *so, int nops, bool *bf16_buffers) {
+    const int nb = (int)so->header->nbuffers;
+    /* 1: written in bf16 so far, -1: some op needs it in fp32 */
+    signed char *state = calloc((size_t)nb + 1, 1);
+    for (int i = 0; i < nb; i++) bf16_buffers[i] = false;
+    if (!state) return; /* all fp32: correct, only larger */
+    for (int k = 0; k < nops; k++) {
+        const tlm_abi_op *op = &so->ops[k];
+        for (int j = 0; j < 4; j++) {
+            int32_t in = op->in[j], out = op->out[j];
+            if (in >= 0 && in < nb && !bf16_input(op->kind, j)) state[in] = -1;
+            if (out >= 0 && out < nb) state[out] = bf16_output(op->kind, j) && state[out] == 0 ? 1 : -1;
+        }
+    }
+    for (int i = 0; i < nb; i++)
+        bf16_buffers[i] = state[i] == 1 && so->buffers[i].per_token_t == 0 && so->buffers[i].per_seq == 0;
+    /* an MLP's gate and up are one GEMM's two halves and one kernel's two
+     * inputs: both bf16 or both fp32 */
+    for (int k = 0; k < nops; k++) {
+        const tlm_abi_op *op = &so->ops[k];
+        int32_t g = op->mlp.out_pre_gate, u = op->mlp.out_pre_up;
+        if (op->kind == TLM_OP_MLP && g >= 0 && u >= 0 && g < nb && u < nb && bf16_buffers[g] != bf16_buffers[u])
+            bf16_buffers[g] = bf16_buffers[u] = false;
+    }
+    free(state);
+}
+
+int64_t tlm_gpu_plan_arena(const tlm_so *so, int nops, const bool *bf16_buffers, int64_t B, int64_t T,
+                           int64_t *offsets) {
+    const int nb = (int)so->header->nbuffers;
+    tlm_abi_buffer *sized = malloc(((size_t)nb + 1) * sizeof *sized);
+    if (!sized) return -1;
+    memcpy(sized, so->buffers, (size_t)nb * sizeof *sized);
+    /* the planner counts floats: a bf16 row of P elements takes ceil(P/2) */
+    for (int i = 0; i < nb; i++)
+        if (bf16_buffers && bf16_buffers[i]) sized[i].per_token = (sized[i].per_token + 1) / 2;
+    int64_t bytes = tlm_plan_arena(sized, nb, so->ops, nops, B, T, offsets, NULL, NULL);
+    free(sized);
+    return bytes;
 }
 
 /* The widest MLP of the model (0: none). */
@@ -50,16 +150,67 @@ static int64_t widest_mlp(const tlm_so *so) {
     return w;
 }
 
-/* The bf16 GEMMs' scratch: the executor's GEMMs round at most two
+/* Whether every MLP reads its x in bf16 (stored so, never rounded). */
+static bool mlp_x_in_bf16(const tlm_model *m) {
+    for (int k = 0; k < m->nops; k++) {
+        const tlm_abi_op *op = &m->so->ops[k];
+        if ((op->kind == TLM_OP_MLP && !m->gpu->bf16_buffers[op->mlp.in_x]) ||
+            (op->kind == TLM_OP_MLP_BACKWARD && !m->gpu->bf16_buffers[op->mlp_backward.in_x]))
+            return false;
+    }
+    return true;
+}
+
+/* The bf16 GEMMs' scratch: the executor's GEMMs round at most two fp32
  * activation operands, each within one buffer (at most the widest
- * per-token buffer's B·T rows), or x and the pair of MLP gradients
- * (gate and up): at most 2 of the widest and one more of the MLP's. */
+ * per-token buffer's B·T rows), or an fp32 x and the pair of MLP gradients
+ * (gate and up): 2 of the widest, and one more of the MLP's unless every
+ * MLP's x is stored in bf16. */
 static int64_t bf16_scratch_elems(const tlm_model *m) {
     int64_t widest = widest_mlp(m->so);
     for (uint32_t i = 0; i < m->so->header->nbuffers; i++)
         if (m->so->buffers[i].per_token > widest) widest = m->so->buffers[i].per_token;
     const int64_t rows = m->B * m->T;
-    return tlm_bf16_gemm_scratch_elems(rows * widest, 2) + tlm_bf16_gemm_scratch_elems(rows * widest_mlp(m->so), 1);
+    return tlm_bf16_gemm_scratch_elems(rows * widest, 2) +
+           (mlp_x_in_bf16(m) ? 0 : tlm_bf16_gemm_scratch_elems(rows * widest_mlp(m->so), 1));
+}
+
+/* The MLP scratch: h, and in the backward dh (fp32). Without a backward
+ * it holds h alone, 2 bytes an element where every MLP writes h in bf16
+ * (its pre-activations are bf16: gpu_executor.c). */
+static size_t mlp_scratch_bytes(const tlm_model *m) {
+    size_t elem = sizeof(float);
+    if (!m->training && m->gpu->bf16_buffers) {
+        elem = 2;
+        for (int k = 0; k < m->nops; k++)
+            if (m->so->ops[k].kind == TLM_OP_MLP && !m->gpu->bf16_buffers[m->so->ops[k].mlp.out_pre_up])
+                elem = sizeof(float);
+    }
+    return (size_t)(m->B * m->T) * (size_t)widest_mlp(m->so) * elem;
+}
+
+/* bf16: attention's fp32 accumulator for its bf16 y ([B·T, A], one for
+ * every layer: the forwards run one at a time), when some y is bf16. */
+static size_t attention_acc_bytes(const tlm_model *m) {
+    for (int k = 0; k < m->nops; k++) {
+        const tlm_abi_op *op = &m->so->ops[k];
+        if (op->kind == TLM_OP_ATTENTION && m->gpu->bf16_buffers[op->attention.out_y])
+            return (size_t)(m->B * m->T) * (size_t)(m->so->config->heads * m->so->config->head_dim) * sizeof(float);
+    }
+    return 0;
+}
+
+/* bf16: the buffers stored in bf16, and the arena planned again for them
+ * (the host plan's offsets give way to the device's). */
+static bool plan_bf16_arena(tlm_model *m, tlm_err *err) {
+    tlm_gpu_model *g = m->gpu;
+    if (!(g->bf16_buffers = calloc(m->so->header->nbuffers + 1, sizeof *g->bf16_buffers)))
+        return tlm_fail(err, "out of memory");
+    tlm_gpu_bf16_buffers(m->so, m->nops, g->bf16_buffers);
+    int64_t bytes = tlm_gpu_plan_arena(m->so, m->nops, g->bf16_buffers, m->B, m->T, m->offsets);
+    if (bytes < 0) return tlm_fail(err, "out of memory planning the bf16 activations");
+    m->arena_bytes = bytes;
+    return true;
 }
 
 static tlm_dptr alloc(tlm_model *m, size_t bytes, tlm_err *err) {
@@ -73,8 +224,8 @@ static bool fits(const tlm_model *m, tlm_device *dev, size_t rope_bytes, size_t 
                  int64_t extra, tlm_err *err) {
     const size_t rows = (size_t)(m->B * m->T), param_bytes = (size_t)m->param_floats * sizeof(float);
     double need = (double)param_bytes * (m->training ? 2 : 1) + (double)m->arena_bytes + 2.0 * (double)rope_bytes +
-                  (double)rows * (2 * sizeof(int32_t) + (double)widest_mlp(m->so) * sizeof(float)) +
-                  (double)titans_bytes + (double)bf16_bytes + (double)(extra > 0 ? extra : 0);
+                  (double)rows * 2 * sizeof(int32_t) + (double)mlp_scratch_bytes(m) + (double)titans_bytes +
+                  (double)bf16_bytes + (double)(extra > 0 ? extra : 0);
     const tlm_device_info *i = tlm_device_get_info(dev);
     /* What the device still has (on a GPU the driver's count: the CUDA
      * context and other processes already taken off), less a GiB on a GPU
@@ -100,19 +251,25 @@ bool tlm_gpu_model_create(tlm_model *m, tlm_device *dev, tlm_precision precision
                               : 0;
     g->precision = precision;
     const bool bf16 = precision == TLM_PRECISION_BF16;
+    if (bf16 && !plan_bf16_arena(m, err)) {
+        tlm_gpu_model_destroy(m);
+        return false;
+    }
     const int64_t scratch_elems = bf16 ? bf16_scratch_elems(m) : 0;
-    size_t bf16_bytes = bf16 ? (size_t)(m->param_floats + scratch_elems) * 2 : 0;
+    const size_t acc_bytes = bf16 ? attention_acc_bytes(m) : 0;
+    size_t bf16_bytes = bf16 ? (size_t)(m->param_floats + scratch_elems) * 2 + acc_bytes : 0;
     if (!fits(m, dev, rope_bytes, titans_bytes, bf16_bytes, extra_bytes, err)) {
         tlm_gpu_model_destroy(m);
         return false;
     }
-    bool ok = tlm_gpu_open(&g->gpu, dev, err) && load_mlp_kernels(m, err) && (g->params = alloc(m, param_bytes, err)) &&
-              (!m->training || (g->grads = alloc(m, param_bytes, err))) &&
+    bool ok = tlm_gpu_open(&g->gpu, dev, err) && load_mlp_kernels(m, bf16, err) &&
+              (g->params = alloc(m, param_bytes, err)) && (!m->training || (g->grads = alloc(m, param_bytes, err))) &&
               (g->arena = alloc(m, (size_t)m->arena_bytes, err)) && (g->rope_cos = alloc(m, rope_bytes, err)) &&
               (g->rope_sin = alloc(m, rope_bytes, err)) && (g->tokens = alloc(m, rows * sizeof(int32_t), err)) &&
               (g->targets = alloc(m, rows * sizeof(int32_t), err)) && (g->loss = alloc(m, sizeof(double), err)) &&
-              (g->mlp_scratch = alloc(m, rows * (size_t)widest_mlp(m->so) * sizeof(float), err));
+              (g->mlp_scratch = alloc(m, mlp_scratch_bytes(m), err));
     if (ok && titans_bytes) ok = (g->titans_scratch = alloc(m, titans_bytes, err)) != 0;
+    if (ok && acc_bytes) ok = (g->attention_acc = alloc(m, acc_bytes, err)) != 0;
     if (ok && bf16) {
         g->bf16 =
             (tlm_bf16_gemm){.weights = g->params, .weight_floats = m->param_floats, .scratch_elems = scratch_elems};
@@ -154,8 +311,9 @@ void tlm_gpu_model_destroy(tlm_model *m) {
     tlm_device *dev = g->gpu.dev;
     if (dev) {
         tlm_dptr all[] = {
-            g->params,  g->grads, g->arena,          g->rope_cos,    g->rope_sin,          g->tokens,
-            g->targets, g->loss,  g->titans_scratch, g->mlp_scratch, g->bf16.weights_bf16, g->bf16.scratch};
+            g->params,       g->grads, g->arena,          g->rope_cos,    g->rope_sin,          g->tokens,
+            g->targets,      g->loss,  g->titans_scratch, g->mlp_scratch, g->bf16.weights_bf16, g->bf16.scratch,
+            g->attention_acc};
         for (size_t i = 0; i < sizeof all / sizeof *all; i++)
             if (all[i]) tlm_device_free(dev, all[i]);
         if (g->mlp) tlm_device_module_unload(dev, g->mlp);
@@ -166,6 +324,9 @@ void tlm_gpu_model_destroy(tlm_model *m) {
     free(g->host_copies);
     free(g->act);
     free(g->act_grad);
+    free(g->act_bf16);
+    free(g->act_grad_bf16);
+    free(g->bf16_buffers);
     free(g);
     m->gpu = NULL;
 }

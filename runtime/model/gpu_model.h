@@ -22,7 +22,9 @@ typedef struct tlm_gpu_model {
     tlm_module *mlp;           /* the model's generated MLP kernels (NULL: none) */
     tlm_module_report mlp_report;
     tlm_kernel **act, **act_grad; /* per kernel of the model.so: its width's elementwise activation */
-    tlm_dptr mlp_scratch;      /* [B·T, the widest W]: h, or dh in the backward */
+    /* bf16: their twins, reading bf16 pre-activations (act writes h in bf16) */
+    tlm_kernel **act_bf16, **act_grad_bf16;
+    tlm_dptr mlp_scratch;      /* [B·T, the widest W]: h (bf16 in bf16), or dh (fp32) in the backward */
     tlm_dptr params, grads, arena, rope_cos, rope_sin, tokens, targets;
     tlm_dptr loss;             /* one double: the loss op's mean */
     tlm_dptr titans_scratch;   /* the memory's backward (0 otherwise) */
@@ -30,6 +32,10 @@ typedef struct tlm_gpu_model {
      * (gpu.bf16 points here; both 0 in fp32) */
     tlm_precision precision;
     tlm_bf16_gemm bf16;
+    /* bf16: per buffer, whether it is stored in bf16 (2 bytes an element;
+     * the arena planned for that); NULL in fp32 */
+    bool *bf16_buffers;
+    tlm_dptr attention_acc;    /* bf16: attention's fp32 accumulator of a bf16 y (0: none) */
     bool weights_stale;        /* params changed since the bf16 copy was made */
     tlm_dptr kv_cache;         /* sampling's KV cache (model.h), 0 until opened */
     float **host_copies;       /* per buffer: its last download (lazily allocated) */
@@ -44,6 +50,26 @@ typedef struct tlm_gpu_model {
  * tlm_model_params_to_device. */
 bool tlm_gpu_model_create(tlm_model *m, tlm_device *dev, tlm_precision precision, int64_t extra_bytes, tlm_err *err);
 void tlm_gpu_model_destroy(tlm_model *m);
+
+/* --precision bf16 stores in bf16 each activation buffer that the executor
+ * can write in bf16 (the model norm's y, tlm_gpu_rmsnorm_forward_bf16;
+ * attention's y, tlm_gpu_attention_forward_bf16; the MLP's
+ * pre-activations, GEMMs with a bf16 D) and that every op reading it can
+ * read in bf16 (the x of qkv, mlp, head and linear, forward and backward,
+ * and attention's y in the output projection: GEMM operands; attention's y
+ * in its backward; the pre-activations in the MLP's backward, the
+ * activation kernels' bf16 twins): bf16_buffers[i] for buffer i, for the
+ * ops [0, nops). A gated mixer's y (read by the gate) stays fp32. The
+ * buffers not chosen, the residual stream, the gradients and whatever
+ * eval, sample and probe read by role (logits, the residual stream) stay
+ * fp32. */
+void tlm_gpu_bf16_buffers(const tlm_so *so, int nops, bool *bf16_buffers);
+
+/* The activation arena with the buffers bf16_buffers marks at 2 bytes an
+ * element (NULL: all fp32, the host plan's arena): bytes, and each
+ * buffer's offset in offsets; -1 on overflow. */
+int64_t tlm_gpu_plan_arena(const tlm_so *so, int nops, const bool *bf16_buffers, int64_t B, int64_t T,
+                           int64_t *offsets);
 
 /* The device executor (gpu_executor.c): the op list on the device. */
 double tlm_gpu_model_forward(tlm_model *m, const int32_t *tokens, const int32_t *targets, int64_t B, int64_t T);

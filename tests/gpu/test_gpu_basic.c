@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gemm_reference.h"
 #include "gpu_basic.h"
 #include "tlm_rt/ops.h"
 #include "tlm_rt/rng.h"
@@ -193,6 +194,49 @@ static void check_embedding(int N, int C, int V) {
 
 /* ---- rmsnorm: the model norm (H = 0) or per head ----------------------- */
 
+/* The model norm's bf16 variant (--precision bf16): rstd bit for bit the
+ * fp32 kernel's, each y the fp32 kernel's y rounded to nearest even
+ * (tlm_f32_to_bf16's bits), and so, against the CPU op's c (the fp32
+ * kernel is within e = 1e-5 M of it, M = max(|c|, floor) as compare's):
+ *   |bf(g) - c| <= |bf(g) - g| + |g - c| <= u |g| + e M
+ *               <= (u (1 + 1e-5) + 1e-5) M,   u = 2^-8. */
+static void check_rmsnorm_bf16(const char *config, tlm_dptr d_x, tlm_dptr d_w, tlm_dptr d_out, tlm_dptr d_rstd,
+                               const float *cpu_out, int N, int D, float eps) {
+    size_t n = (size_t)N * D;
+    tlm_dptr d_out16 = device_zeros(n * 2), d_rstd16 = device_zeros((size_t)N * sizeof(float));
+    tlm_err err;
+    launched(tlm_gpu_rmsnorm_forward_bf16(&gpu, d_out16, d_rstd16, d_x, d_w, N, D, eps, &err), "rmsnorm_forward_bf16",
+             &err);
+    float *g = host_alloc(n * sizeof(float)), *r = host_alloc((size_t)N * sizeof(float));
+    float *r16 = host_alloc((size_t)N * sizeof(float));
+    uint16_t *y16 = host_alloc(n * 2);
+    from_device(g, d_out, n * sizeof(float)), from_device(r, d_rstd, (size_t)N * sizeof(float));
+    from_device(r16, d_rstd16, (size_t)N * sizeof(float)), from_device(y16, d_out16, n * 2);
+    const double u = 1.0 / 256, bound = u * (1 + RELATIVE) + RELATIVE;
+    const double floor = FLOOR_FRACTION * max_abs(cpu_out, n);
+    double worst = 0;
+    size_t bits_off = 0;
+    for (size_t i = 0; i < n; i++) {
+        bits_off += y16[i] != tlm_f32_to_bf16(g[i]);
+        double e = fabs((double)tlm_bf16_to_f32(y16[i]) - cpu_out[i]) / fmax(fabs((double)cpu_out[i]), floor);
+        worst = isnan(e) || e > worst ? (isnan(e) ? INFINITY : e) : worst;
+    }
+    if (bits_off || memcmp(r, r16, (size_t)N * sizeof(float)) || worst > bound) {
+        printf("FAIL rmsnorm_forward_bf16 (%s): %zu of %zu y not the fp32 kernel's rounded, rstd %s, worst %.3g "
+               "(bound %.3g)\n",
+               config, bits_off, n, memcmp(r, r16, (size_t)N * sizeof(float)) ? "differs" : "same", worst, bound);
+        failures++;
+    }
+    op_record *rec = record_of("rmsnorm_forward_bf16");
+    rec->tensors++;
+    if (worst > rec->worst) {
+        rec->worst = worst;
+        snprintf(rec->where, sizeof rec->where, "y, %s", config);
+    }
+    release(d_out16), release(d_rstd16);
+    free(g), free(r), free(r16), free(y16);
+}
+
 static void check_rmsnorm(int N, int H, int D, bool with_weight) {
     bool heads = H > 0;
     int rows = heads ? N * H : N, groups = heads ? H : 1;
@@ -226,6 +270,7 @@ static void check_rmsnorm(int N, int H, int D, bool with_weight) {
     launched(ok, fwd, &err);
     compare_device(fwd, "out", config, d_out, out, n, OWN_SCALE);
     compare_device(fwd, "rstd", config, d_rstd, rstd, (size_t)rows, OWN_SCALE);
+    if (!heads) check_rmsnorm_bf16(config, d_x, d_w, d_out, d_rstd, out, N, D, eps);
 
     /* the backward reads the CPU's rstd on both sides, so each half is
      * checked on its own */
@@ -525,6 +570,12 @@ static void check_grid_independence(void) {
          TLM_GPU_BASIC_BLOCK,
          {{O1, (size_t)5 * C, start}}},
         {"tlm_rmsnorm_rows_forward", rms_fwd, rows, TLM_GPU_BASIC_BLOCK, {{O1, nr, NULL}, {O2, (size_t)R, NULL}}},
+        /* bf16 out: nr elements, the first nr / 2 floats' worth of bytes */
+        {"tlm_rmsnorm_rows_forward_bf16",
+         rms_fwd,
+         rows,
+         TLM_GPU_BASIC_BLOCK,
+         {{O1, nr / 2, NULL}, {O2, (size_t)R, NULL}}},
         {"tlm_rmsnorm_rows_backward", rms_bwd, rows, TLM_GPU_BASIC_BLOCK, {{O1, nr, start}}},
         {"tlm_rmsnorm_weight_backward",
          rms_dw,
@@ -610,9 +661,13 @@ int main(void) {
 
     check_grid_independence();
 
-    for (int i = 0; i < n_records; i++)
+    for (int i = 0; i < n_records; i++) {
+        const char *limit = !strncmp(records[i].op, "embedding", 9) ? "exact"
+                            : strstr(records[i].op, "bf16")         ? "2^-8 (1 + 1e-5) + 1e-5"
+                                                                    : "1e-05";
         printf("  %-24s worst error %.3g over %d tensors (limit %s; %s)\n", records[i].op, records[i].worst,
-               records[i].tensors, strncmp(records[i].op, "embedding", 9) ? "1e-05" : "exact", records[i].where);
+               records[i].tensors, limit, records[i].where);
+    }
     tlm_gpu_close(&gpu);
     tlm_device_close(dev);
     if (failures) {

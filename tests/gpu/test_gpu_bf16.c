@@ -11,10 +11,15 @@
  *       gamma_n = n u / (1 - n u), u = 2^-24;
  *     and the result must differ from the unrounded fp32 product somewhere
  *     (else the operands were not rounded);
- *   - a scratch too small and bf16-typed descriptions are refused with a
- *     message. */
+ *   - an operand stored in bf16 already (TLM_GEMM_BF16, as the bf16
+ *     kernels write the normalised rows and the MLP's h) is read as it is
+ *     and gives the bits of the rounding pass, with no scratch for it;
+ *   - a bf16 D: the fp32 accumulation rounded once to bf16, within
+ *     u |D| + (1 + u) gamma_(k+1) sum |a b| of the reference, u = 2^-8;
+ *   - a scratch too small is refused with a message. */
 #include <float.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "bf16_gemm.h"
 #include "gemm_reference.h"
@@ -225,8 +230,8 @@ static void linear_case(int N, int in, int out, bool accumulate, uint32_t seed) 
 /* Two products D_p = A B_p (p = 0, 1) with the B_p activations two
  * segments apart (another buffer between them): the lowering rounds each
  * item into the scratch and compacts the stride. Also: a scratch one
- * element too small is refused with a message, and so is a bf16-typed
- * description. */
+ * element too small is refused with a message; a B stored in bf16
+ * (TLM_GEMM_BF16) is read as it is; and D in bf16. */
 static void batched_case(void) {
     const int m = 5, n = 7, k = 9;
     const int64_t seg = 100; /* elements per segment; an item spans (n-1)·k + k = 63 */
@@ -272,10 +277,41 @@ static void batched_case(void) {
     tlm_bf16_gemm small = b;
     small.scratch_elems -= 1;
     CHECK(!tlm_gpu_gemm_bf16(&gpu, &small, &g, &err) && strstr(err.msg, "bf16 GEMM scratch"), "%s", err.msg);
+    /* B stored in bf16 already (what a bf16 kernel writes: the same
+     * rounding): described as a TLM_GEMM_BF16 operand it is read as it is,
+     * with the same strides, and gives the very bits of the rounding pass;
+     * only A needs the scratch now. */
+    tlm_dptr gb16 = dalloc(sizeof bseg / 2);
+    CHECK(tlm_gpu_to_bf16(&gpu, gb16, gb, (int64_t)(sizeof bseg / sizeof *bseg), &err), "%s", err.msg);
     tlm_gemm typed = g;
-    typed.b_type = TLM_GEMM_BF16;
-    CHECK(!tlm_gpu_gemm_bf16(&gpu, &b, &typed, &err) && strstr(err.msg, "fp32 operands"), "%s", err.msg);
+    typed.b = gb16, typed.b_type = TLM_GEMM_BF16;
+    tlm_bf16_gemm a_only = b;
+    a_only.scratch_elems = tlm_bf16_gemm_scratch_elems(m * k, 1);
+    float dout16[2 * 5 * 7];
+    CHECK(tlm_gpu_gemm_bf16(&gpu, &a_only, &typed, &err), "bf16-typed B: %s", err.msg);
+    down(dout16, gd, sizeof dout16);
+    CHECK(memcmp(dout16, dout, sizeof dout) == 0, "a B stored in bf16 gives other bits than B rounded before the GEMM");
+    /* D in bf16 (the MLP's pre-activations): the fp32 accumulation rounded
+     * once, so within u |D| + (1 + u) gamma_(k+1) sum |a b| of the double
+     * reference, u = 2^-8; and it must not be the fp32 result's bits */
+    tlm_dptr gd16 = dalloc(sizeof dout / 2);
+    typed.d = gd16, typed.cd_type = TLM_GEMM_BF16;
+    CHECK(tlm_gpu_gemm_bf16(&gpu, &a_only, &typed, &err), "bf16 D: %s", err.msg);
+    uint16_t d16[2 * 5 * 7];
+    down(d16, gd16, sizeof d16);
+    const double u16 = 1.0 / 256, u32 = ldexp(1.0, -24), gamma = (k + 1) * u32 / (1 - (k + 1) * u32);
+    double worst16 = 0;
+    int rounded = 0;
+    for (int e = 0; e < 70; e++) {
+        double v = tlm_bf16_to_f32(d16[e]);
+        double r = fabs(v - ref[e]) / (u16 * fabs(ref[e]) + (1 + u16) * gamma * sum[e] + 1e-30);
+        if (!(r <= worst16)) worst16 = r;
+        rounded += v != dout[e];
+    }
+    CHECK(worst16 <= 1.0, "bf16 D: %.3f of the bound", worst16);
+    CHECK(rounded > 0, "bf16 D: every element equals the fp32 D: nothing was rounded");
     tlm_device_free(dev, ga), tlm_device_free(dev, gb), tlm_device_free(dev, gd), tlm_device_free(dev, b.scratch);
+    tlm_device_free(dev, gb16), tlm_device_free(dev, gd16);
 }
 
 int main(void) {

@@ -3,7 +3,9 @@
  * tile and a half, several tiles (the online softmax's rescaling), rows of
  * the packed cache's stride. Bound per element: 1e-5 |cpu| + 1e-6
  * max|cpu|: the same sums, in tiles on the device, a few float roundings
- * apart. */
+ * apart. The bf16 variant (--precision bf16 stores attention's output in
+ * bf16): bit for bit the fp32 kernel's y rounded to nearest even. */
+#include "gemm_reference.h"
 #include "gpu_decode.h"
 #include "test_util.h"
 
@@ -34,6 +36,16 @@ static void one_case(int n, int H, int D, unsigned seed) {
         for (int i = 0; i < A; i++)
             worst = fmax(worst, fabs((double)got[i] - y[i]) / (1e-5 * fabs(y[i]) + 1e-6 * scale));
         CHECK(worst <= 1.0, "n=%d H=%d D=%d: %.2f of the bound", n, H, D, worst);
+        uint16_t *got16 = calloc((size_t)A, 2);
+        ok = got16 &&
+             tlm_gpu_attention_decode_bf16(&gpu, dy, dq, dc + (tlm_dptr)A * 4, dc + (tlm_dptr)2 * A * 4, n, H, D,
+                                           stride, &err) &&
+             tlm_device_download(dev, got16, dy, (size_t)A * 2, &err);
+        CHECK(ok, "bf16 n=%d H=%d D=%d: %s", n, H, D, err.msg);
+        int off = 0;
+        for (int i = 0; ok && i < A; i++) off += got16[i] != tlm_f32_to_bf16(got[i]);
+        CHECK(off == 0, "bf16 n=%d H=%d D=%d: %d of %d y not the fp32 kernel's rounded", n, H, D, off, A);
+        free(got16);
     }
     tlm_device_free(dev, dc), tlm_device_free(dev, dq), tlm_device_free(dev, dy);
     free(cache), free(q), free(y), free(got), free(scratch);

@@ -43,6 +43,7 @@
 #include <string.h>
 
 #include "device.h"
+#include "gemm_reference.h"
 #include "gpu.h"
 #include "gpu_mixers.h"
 #include "tlm_rt/ops.h"
@@ -160,6 +161,46 @@ static qkv_layout layout(int B, int T, int H, int D, bool packed) {
     return (qkv_layout){H * D, 0, one, 2 * one, 3 * one};
 }
 
+/* --precision bf16's attention (y stored in bf16): the forward's y must be
+ * the fp32 kernel's y (Y, held to the CPU above) rounded to nearest even,
+ * bit for bit, and lse the fp32 kernel's; the backward reading that bf16 y
+ * must match the CPU backward given the same y widened to fp32 (and the
+ * CPU's lse) within the fp32 bound: D_t = dy_t . y_t then sums the same
+ * numbers on both sides, and only the order differs. */
+static void attention_bf16_case(const char *shape, int B, int T, int H, int D, qkv_layout L, const float *x,
+                                const float *dy, tlm_dptr X, tlm_dptr Y, tlm_dptr LSE, tlm_dptr DY, tlm_dptr LSEc,
+                                const float *lse) {
+    size_t ny = (size_t)B * T * H * D, nlse = (size_t)B * T * H;
+    tlm_err err = {{0}};
+    tlm_dptr Y16 = nans((ny + 1) / 2), ACC = nans(ny), LSE16 = nans(nlse), DX = nans(L.n);
+    if (!tlm_gpu_attention_forward_bf16(&g_gpu, Y16, ACC, LSE16, at(X, L.qo), at(X, L.ko), at(X, L.vo), B, T, H, D,
+                                        L.stride, &err))
+        die("attention_forward_bf16", &err);
+    float *y32 = get(Y, ny), *lse32 = get(LSE, nlse), *lse16 = get(LSE16, nlse), *yw = host(ny), *dx = host(L.n);
+    uint16_t *y16 = calloc(ny + 1, 2);
+    if (!y16 || !tlm_device_sync(g_dev, &err) || !tlm_device_download(g_dev, y16, Y16, ny * 2, &err))
+        die("download y16", &err);
+    size_t off = 0;
+    for (size_t i = 0; i < ny; i++) {
+        off += y16[i] != tlm_f32_to_bf16(y32[i]);
+        yw[i] = tlm_bf16_to_f32(y16[i]);
+    }
+    if (off || memcmp(lse32, lse16, nlse * sizeof(float))) {
+        printf("FAIL attention_forward_bf16 (%s): %zu of %zu y not the fp32 y rounded, lse %s\n", shape, off, ny,
+               memcmp(lse32, lse16, nlse * sizeof(float)) ? "differs" : "same");
+        g_failures++;
+    }
+    tlm_attention_backward(dx + L.qo, dx + L.ko, dx + L.vo, dy, yw, lse, x + L.qo, x + L.ko, x + L.vo, B, T, H, D,
+                           L.stride);
+    if (!tlm_gpu_attention_backward_bf16(&g_gpu, at(DX, L.qo), at(DX, L.ko), at(DX, L.vo), DY, Y16, LSEc, at(X, L.qo),
+                                         at(X, L.ko), at(X, L.vo), B, T, H, D, L.stride, &err))
+        die("attention_backward_bf16", &err);
+    check(OP_ATT_BWD, "dq dk dv from a bf16 y", shape, DX, dx, L.n);
+    tlm_dptr bufs[] = {Y16, ACC, LSE16, DX};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) tlm_device_free(g_dev, bufs[i]);
+    free(y32), free(lse32), free(lse16), free(yw), free(dx), free(y16);
+}
+
 static void attention_case(int B, int T, int H, int D, bool packed) {
     char shape[96];
     snprintf(shape, sizeof shape, "B %d T %d H %d D %d %s", B, T, H, D, packed ? "packed" : "separate");
@@ -185,6 +226,8 @@ static void attention_case(int B, int T, int H, int D, bool packed) {
                                     at(X, L.ko), at(X, L.vo), B, T, H, D, L.stride, &err))
         die("attention_backward", &err);
     check(OP_ATT_BWD, "dq dk dv", shape, DX, dx, L.n);
+
+    attention_bf16_case(shape, B, T, H, D, L, x, dy, X, Y, LSE, DY, LSEc, lse);
 
     tlm_dptr bufs[] = {X, Y, LSE, DY, Yc, LSEc, DX};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) tlm_device_free(g_dev, bufs[i]);
@@ -386,8 +429,11 @@ static void grid_case(void) {
         !tlm_gpu_titans_qkv_forward(&g_gpu, ACT, MEM, RN, X, N, H, D, &err))
         die("forwards", &err);
 
-    tlm_dptr Yb = nans(ny), ATTb = nans(natt);
+    tlm_dptr Yb = nans(ny), ATTb = nans(natt), Y16 = nans(ny), ACC = nans(ny);
     void *att_fwd_b[] = {&Yb, &ATTb, &q, &k, &v, &B, &T, &H, &D, &stride};
+    void *att_fwd_16[] = {&Y16, &ACC, &ATTb, &q, &k, &v, &B, &T, &H, &D, &stride};
+    void *att_dq_16[] = {&dq, &R, &Y16, &ATT, &q, &k, &v, &B, &T, &H, &D, &stride};
+    void *att_dkv_16[] = {&dk, &dv, &R, &Y16, &ATT, &q, &k, &v, &B, &T, &H, &D, &stride};
     void *att_dq[] = {&dq, &R, &Y, &ATT, &q, &k, &v, &B, &T, &H, &D, &stride};
     void *att_dkv[] = {&dk, &dv, &R, &Y, &ATT, &q, &k, &v, &B, &T, &H, &D, &stride};
     tlm_dptr Yt = nans(ny), SAVEDb = nans(nsaved);
@@ -411,6 +457,20 @@ static void grid_case(void) {
          att_tiles,
          TLM_GPU_ATTENTION_BLOCK,
          {att_dq, att_dkv},
+         {{DX, L.n}}},
+        /* bf16 y: ny elements, the first ny / 2 floats' worth of bytes; the
+         * backward reads the bf16 y the forward left in Y16 */
+        {"attention_forward",
+         {"tlm_attention_fwd_bf16", NULL},
+         att_tiles,
+         TLM_GPU_ATTENTION_BLOCK,
+         {att_fwd_16, NULL},
+         {{Y16, ny / 2}, {ACC, ny}, {ATTb, natt}}},
+        {"attention_backward",
+         {"tlm_attention_bwd_dq_bf16", "tlm_attention_bwd_dkv_bf16"},
+         att_tiles,
+         TLM_GPU_ATTENTION_BLOCK,
+         {att_dq_16, att_dkv_16},
          {{DX, L.n}}},
         {"titans_forward",
          {"tlm_titans_fwd", NULL},
@@ -451,8 +511,8 @@ static void grid_case(void) {
     };
     for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) check_grids(&specs[i]);
 
-    tlm_dptr bufs[] = {X,  R,    G,     Y,    ATT, DX,   SAVED, DG,     SCRATCH, ACT,  MEM,
-                       RN, DQKV, GATES, DPRE, Yb,  ATTb, Yt,    SAVEDb, ACTb,    MEMb, RNb};
+    tlm_dptr bufs[] = {X,    R,     G,    Y,  ATT,  DX, SAVED,  DG,   SCRATCH, ACT, MEM, RN,
+                       DQKV, GATES, DPRE, Yb, ATTb, Yt, SAVEDb, ACTb, MEMb,    RNb, Y16, ACC};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) tlm_device_free(g_dev, bufs[i]);
     free(x), free(r), free(gates);
 }

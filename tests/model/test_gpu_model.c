@@ -26,6 +26,8 @@
  * it); without it the test opens a real GPU when there is one.
  *
  * usage: test_gpu_model MODEL.so... */
+#include "gemm_reference.h"
+#include "gpu_model.h"
 #include "model_util.h"
 #include "trainer.h"
 
@@ -63,8 +65,75 @@ static double compare(const char *what, const char *name, const float *cpu, cons
  * a few GEMMs per layer, so its first-order error is a few u in the worst
  * case and, the roundings being independent, far less in norm. The bounds
  * (2^-10 for the loss, 8u = 2^-5 for gradients) leave room for the odd
- * sizes and titans' memory; docs/gpu.md gives the measured values. */
+ * sizes and titans' memory; docs/gpu.md gives the measured values.
+ *
+ * The activations: every normalised input of the model (norm1, norm2, the
+ * final norm: only GEMMs read them) and the MLPs' pre-activations are
+ * stored in bf16, and attention's output unless a gate reads it; nothing
+ * eval, sample or probe reads by role is (logits, the residual stream),
+ * and the arena is smaller than the fp32 one by at least the final norm's
+ * half. */
 static const double BF16_LOSS = 1.0 / 1024, BF16_GRAD = 1.0 / 32;
+
+/* The MLP activation kernels' bf16 twins (codegen/cuda_source.c) against
+ * the fp32 kernels on the same values: pre-activations that are bf16 (so
+ * both read the same numbers), then act_bf16's h must be the fp32 act's h
+ * rounded to nearest even, and act_grad_bf16's gradients the fp32
+ * act_grad's, bit for bit. The fp32 kernels are held to the CPU by the
+ * whole-model comparison above, so the twins differ from the CPU by one
+ * rounding of h (u = 2^-8 relative) and nothing else. */
+static void act_twins(const tlm_model *g, const char *model) {
+    tlm_device *dev = g->gpu->gpu.dev;
+    const long long rows = 5; /* odd: the last block is partial */
+    tlm_err err = {""};
+    for (uint32_t k = 0; k < g->so->header->nkernels; k++) {
+        const int64_t n = rows * g->so->kernels[k].width;
+        uint16_t *pre16 = xcalloc((size_t)(2 * n), 2), *h16 = xcalloc((size_t)n, 2);
+        float *pre = xcalloc((size_t)(2 * n), 4), *dh = xcalloc((size_t)n, 4), *h = xcalloc((size_t)n, 4);
+        float *grads = xcalloc((size_t)(2 * n), 4), *grads16 = xcalloc((size_t)(2 * n), 4);
+        tlm_rng rng;
+        tlm_rng_seed(&rng, 5 + k);
+        for (int64_t i = 0; i < 2 * n; i++) {
+            pre16[i] = tlm_f32_to_bf16((float)(6 * tlm_rng_uniform(&rng) - 3));
+            pre[i] = tlm_bf16_to_f32(pre16[i]);
+        }
+        for (int64_t i = 0; i < n; i++) dh[i] = (float)(2 * tlm_rng_uniform(&rng) - 1);
+        tlm_dptr d_pre = tlm_device_alloc(dev, (size_t)(2 * n) * 4, &err);
+        tlm_dptr d_pre16 = tlm_device_alloc(dev, (size_t)(2 * n) * 2, &err);
+        tlm_dptr d_dh = tlm_device_alloc(dev, (size_t)n * 4, &err), d_h = tlm_device_alloc(dev, (size_t)n * 4, &err);
+        tlm_dptr d_h16 = tlm_device_alloc(dev, (size_t)n * 2, &err);
+        tlm_dptr d_grads = tlm_device_alloc(dev, (size_t)(2 * n) * 4, &err);
+        tlm_dptr d_grads16 = tlm_device_alloc(dev, (size_t)(2 * n) * 4, &err);
+        CHECK(d_pre && d_pre16 && d_dh && d_h && d_h16 && d_grads && d_grads16, "%s: %s", model, err.msg);
+        tlm_device_upload(dev, d_pre, pre, (size_t)(2 * n) * 4, &err);
+        tlm_device_upload(dev, d_pre16, pre16, (size_t)(2 * n) * 2, &err);
+        tlm_device_upload(dev, d_dh, dh, (size_t)n * 4, &err);
+        tlm_dptr pg = d_pre, pu = d_pre + (tlm_dptr)n * 4, pg16 = d_pre16, pu16 = d_pre16 + (tlm_dptr)n * 2;
+        tlm_dptr dg = d_grads, du = d_grads + (tlm_dptr)n * 4, dg16 = d_grads16, du16 = d_grads16 + (tlm_dptr)n * 4;
+        void *act[] = {(void *)&rows, &pg, &pu, &d_h}, *act16[] = {(void *)&rows, &pg16, &pu16, &d_h16};
+        void *grad[] = {(void *)&rows, &pg, &pu, &d_dh, &dg, &du};
+        void *grad16[] = {(void *)&rows, &pg16, &pu16, &d_dh, &dg16, &du16};
+        tlm_launch dims = {{3, 1, 1}, {256, 1, 1}};
+        bool ok = tlm_device_launch(dev, g->gpu->act[k], dims, act, &err) &&
+                  tlm_device_launch(dev, g->gpu->act_bf16[k], dims, act16, &err) &&
+                  tlm_device_launch(dev, g->gpu->act_grad[k], dims, grad, &err) &&
+                  tlm_device_launch(dev, g->gpu->act_grad_bf16[k], dims, grad16, &err) &&
+                  tlm_device_download(dev, h, d_h, (size_t)n * 4, &err) &&
+                  tlm_device_download(dev, h16, d_h16, (size_t)n * 2, &err) &&
+                  tlm_device_download(dev, grads, d_grads, (size_t)(2 * n) * 4, &err) &&
+                  tlm_device_download(dev, grads16, d_grads16, (size_t)(2 * n) * 4, &err);
+        CHECK(ok, "%s: the activation kernels: %s", model, err.msg);
+        int64_t h_off = 0;
+        for (int64_t i = 0; i < n; i++) h_off += h16[i] != tlm_f32_to_bf16(h[i]);
+        CHECK(h_off == 0, "%s kernel %u: %lld of %lld bf16 h are not the fp32 h rounded", model, k, (long long)h_off,
+              (long long)n);
+        CHECK(memcmp(grads, grads16, (size_t)(2 * n) * 4) == 0, "%s kernel %u: act_grad_bf16 differs from act_grad",
+              model, k);
+        tlm_dptr all[] = {d_pre, d_pre16, d_dh, d_h, d_h16, d_grads, d_grads16};
+        for (size_t i = 0; i < sizeof all / sizeof *all; i++) tlm_device_free(dev, all[i]);
+        free(pre16), free(h16), free(pre), free(dh), free(h), free(grads), free(grads16);
+    }
+}
 
 static void bf16_model(const tlm_so *so, tlm_device *dev, const tlm_model *cpu, const int32_t *tokens,
                        const int32_t *targets, int64_t T, double cpu_loss) {
@@ -75,6 +144,25 @@ static void bf16_model(const tlm_so *so, tlm_device *dev, const tlm_model *cpu, 
         CHECK(false, "%s: cannot create the bf16 model: %s", model, err.msg);
         return;
     }
+    int64_t halved = 0; /* bytes the bf16 norms save, at least */
+    bool gated = false; /* the gate reads attention's y: fp32 then */
+    for (uint32_t i = 0; i < so->header->nbuffers; i++) gated |= so->buffers[i].role == TLM_B_ATTN_GATED;
+    for (uint32_t i = 0; i < so->header->nbuffers; i++) {
+        const tlm_abi_buffer *b = &so->buffers[i];
+        if (cpu->offsets[i] < 0) continue;
+        bool norm = b->role == TLM_B_NORM1 || b->role == TLM_B_NORM2 || b->role == TLM_B_NORMF ||
+                    b->role == TLM_B_PRE_GATE || b->role == TLM_B_PRE_UP;
+        bool read_by_role = b->role == TLM_B_LOGITS || b->role == TLM_B_RESID || b->role == TLM_B_MID;
+        CHECK(!norm || g.gpu->bf16_buffers[i], "%s bf16: %s is stored in fp32", model, tlm_so_str(so, b->name));
+        CHECK(b->role != TLM_B_ATTN_Y || g.gpu->bf16_buffers[i] == !gated, "%s bf16: %s is stored in %s", model,
+              tlm_so_str(so, b->name), g.gpu->bf16_buffers[i] ? "bf16" : "fp32");
+        CHECK(!read_by_role || !g.gpu->bf16_buffers[i], "%s bf16: %s is stored in bf16", model,
+              tlm_so_str(so, b->name));
+        if (b->role == TLM_B_NORMF) halved = b->per_token / 2 * B * T * 2;
+    }
+    CHECK(g.arena_bytes <= cpu->arena_bytes - halved, "%s bf16: arena %lld bytes, fp32 %lld", model,
+          (long long)g.arena_bytes, (long long)cpu->arena_bytes);
+    act_twins(&g, model);
     memcpy(g.params, cpu->params, (size_t)cpu->param_floats * sizeof(float));
     CHECK(tlm_model_params_to_device(&g, &err), "%s", err.msg);
     tlm_model_zero_grads(&g);
@@ -95,7 +183,8 @@ static void bf16_model(const tlm_so *so, tlm_device *dev, const tlm_model *cpu, 
               r);
         if (!(r <= worst)) worst = r;
     }
-    printf("%-20s bf16: loss %.2g relative, worst gradient %.2g relative in norm\n", model, dloss, worst);
+    printf("%-20s bf16: loss %.2g relative, worst gradient %.2g relative in norm; arena %lld bytes (fp32 %lld)\n",
+           model, dloss, worst, (long long)g.arena_bytes, (long long)cpu->arena_bytes);
     tlm_model_destroy(&g);
 }
 

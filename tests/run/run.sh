@@ -135,7 +135,7 @@ gpu_emulated)
     "$run" train "$models/small.so" "${flags[@]}" "${gpu[@]}" --ckpt "$tmp/small.g" --overwrite
   expect 0 "runtime .* kernels, cached" "info --device cuda: the runtime's kernels are cached" -- \
     "$run" info "$models/small.so" --device cuda
-  expect 0 "model MLP (per width) .* 10 kernels, cached" "info --device cuda: the model's kernels are cached" -- \
+  expect 0 "model MLP (per width) .* 14 kernels, cached" "info --device cuda: the model's kernels are cached" -- \
     "$run" info "$models/small.so" --device cuda
   expect 0 "persuasion" "eval on the device" -- \
     "$run" eval "$models/small.so" "${gpu[@]}" --ckpt "$tmp/small.c" --context 16 --batch 4 --max-tokens 128
