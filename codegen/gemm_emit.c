@@ -27,9 +27,18 @@ gemm_blocking gemm_default_blocking(int vl) {
     return bk;
 }
 
-/* The packed A block takes MC x KC floats and, past its end, what the
- * packing's last overlapping vector store spills (pack_a_rows). */
-static long long a_pack_floats(int vl, const gemm_blocking *bk) { return (long long)bk->mc * bk->kc + 2LL * vl; }
+/* A tile's packed A panel: KC slots of MR floats, then room for what the
+ * last slot's whole-vector stores spill (store_transposed, pack_a_cols). */
+static long long a_panel_floats(int vl, const gemm_blocking *bk) { return (long long)bk->kc * bk->mr + vl * 4LL; }
+
+/* The packed A block: MC / MR panels (MC is a multiple of MR). */
+static long long a_pack_floats(int vl, const gemm_blocking *bk) { return bk->mc / bk->mr * a_panel_floats(vl, bk); }
+
+/* The panel of the tile whose first row is block row t (a multiple of MR). */
+static LLVMValueRef a_panel(ir *g, const gemm_blocking *bk, LLVMValueRef a_pack, LLVMValueRef t) {
+    LLVMValueRef index = LLVMBuildSDiv(g->b, t, ir_i64(g, bk->mr), "");
+    return ir_gep(g, a_pack, ir_mul(g, index, ir_i64(g, a_panel_floats(g->vl, bk))));
+}
 
 long long gemm_scratch_bytes(int vl, const gemm_blocking *bk) {
     return 4 * ((long long)bk->kc * bk->nv * vl + a_pack_floats(vl, bk));
@@ -166,7 +175,8 @@ static LLVMValueRef emit_pack_b_nk(ir *g, const gemm_blocking *bk, LLVMTypeRef t
 
 /* ---- packing A ------------------------------------------------------
  * An MC x KC block of A is packed tile by tile: the tile of block rows
- * [t, t + MR) takes kc x MR floats at dst + t*kc, A(t+i, k) at [k*MR + i].
+ * [t, t + MR) has a panel of KC slots of MR floats (a_panel), A(t+i, k) at
+ * [k*MR + i].
  * The register tile then broadcasts consecutive floats at constant offsets,
  * one stream, whatever A's strides were (a power-of-two stride read in
  * place maps every k step to the same L1 set). Rows past `rows` repeat row
@@ -177,8 +187,8 @@ static int row_groups(ir *g, const gemm_blocking *bk) { return (bk->mr + g->vl -
 /* rows[i], lanes k..k+vl-1 of tile row i, stored as vl slots of MR floats
  * at dst_k: transposed vl x vl in registers, each output vector stored
  * whole, in increasing addresses. Lanes past a slot's MR floats spill into
- * the next slot, which the next store overwrites, or past the tile, into
- * the next tile (packed later) or the buffer's slack (a_pack_floats). */
+ * the next slot, which the next store overwrites, or past the last slot,
+ * into the panel's spare room. */
 static void store_transposed(ir *g, const gemm_blocking *bk, const LLVMValueRef *rows, LLVMValueRef dst_k) {
     int vl = g->vl, mr = bk->mr, groups = row_groups(g, bk);
     LLVMValueRef t[MAX_MR][MAX_VL];
@@ -203,7 +213,7 @@ static LLVMValueRef emit_pack_a_rows(ir *g, const gemm_blocking *bk, int kind, c
     LLVMValueRef last_row = ir_sub(g, rows, ir_i64(g, 1));
     ir_loop lt, lk;
     LLVMValueRef t = ir_loop_begin(g, &lt, ir_i64(g, 0), rows, ir_i64(g, mr), "tile");
-    LLVMValueRef dst_t = ir_gep(g, dst, ir_mul(g, t, ir_i64(g, bk->kc)));
+    LLVMValueRef dst_t = a_panel(g, bk, dst, t);
     LLVMValueRef kk = ir_loop_begin(g, &lk, ir_i64(g, 0), kcn, ir_i64(g, vl), "k");
     LLVMValueRef kfull = LLVMBuildICmp(g->b, LLVMIntSLE, ir_add(g, kk, ir_i64(g, vl)), kcn, "");
     LLVMValueRef kmask = ir_lane_mask(g, kcn, kk);
@@ -232,9 +242,12 @@ static LLVMValueRef emit_pack_a_rows(ir *g, const gemm_blocking *bk, int kind, c
 }
 
 /* pack_a_cols(src = &A(m0,kb), gate (unused), src_ld, rows, kcn, dst): A
- * with m contiguous, A(m,k) = src[m + k*src_ld]: each k step copies a
- * tile's MR rows as vl-lane vectors (lanes past `rows` masked off, then
- * given row rows-1's value). */
+ * with m contiguous, A(m,k) = src[m + k*src_ld]. Each k step reads the
+ * block's `rows` contiguous floats once and hands each tile its MR as
+ * vl-lane vectors (lanes past `rows` masked off, then given row rows-1's
+ * value); walking the tiles inside the k loop, not outside it, keeps the
+ * reads sequential: with a large power-of-two src_ld every k step is a new
+ * page, and a tile-at-a-time walk took one TLB miss per MR floats. */
 static LLVMValueRef emit_pack_a_cols(ir *g, const gemm_blocking *bk, LLVMTypeRef type) {
     LLVMValueRef fn = ir_begin_function(g, "tlm_pack_a_cols", type, 1);
     LLVMValueRef src = param(g, 0), src_ld = param(g, 2);
@@ -242,20 +255,28 @@ static LLVMValueRef emit_pack_a_cols(ir *g, const gemm_blocking *bk, LLVMTypeRef
     int mr = bk->mr, vl = g->vl, groups = row_groups(g, bk);
     LLVMValueRef last_row = ir_sub(g, rows, ir_i64(g, 1));
     ir_loop lt, lk;
-    LLVMValueRef t = ir_loop_begin(g, &lt, ir_i64(g, 0), rows, ir_i64(g, mr), "tile");
-    LLVMValueRef dst_t = ir_gep(g, dst, ir_mul(g, t, ir_i64(g, bk->kc)));
-    LLVMValueRef valid[MAX_MR];
-    for (int gi = 0; gi < groups; gi++) valid[gi] = ir_lane_mask(g, rows, ir_add(g, t, ir_i64(g, gi * vl)));
     LLVMValueRef k = ir_loop_begin(g, &lk, ir_i64(g, 0), kcn, ir_i64(g, 1), "k");
     LLVMValueRef col = ir_gep(g, src, ir_mul(g, k, src_ld));
     LLVMValueRef repeat = ir_broadcast_load(g, ir_gep(g, col, last_row));
+    LLVMValueRef slot = ir_mul(g, k, ir_i64(g, mr));
+    LLVMValueRef t = ir_loop_begin(g, &lt, ir_i64(g, 0), rows, ir_i64(g, mr), "tile");
+    LLVMValueRef dst_k = ir_gep(g, a_panel(g, bk, dst, t), slot);
+  /* Plain loads where all of a tile's lanes are rows of the block (the
+   * lanes past MR read the next tile's rows, spilled and overwritten). */
+    LLVMValueRef full = LLVMBuildICmp(g->b, LLVMIntSLE, ir_add(g, t, ir_i64(g, groups * vl)), rows, "");
+    LLVMValueRef addrs[MAX_MR], valid[MAX_MR], v[MAX_MR];
     for (int gi = 0; gi < groups; gi++) {
-        LLVMValueRef v = ir_load_v_masked(g, ir_gep(g, col, ir_add(g, t, ir_i64(g, gi * vl))), valid[gi]);
-        v = LLVMBuildSelect(g->b, valid[gi], v, repeat, "");
-        ir_store_v(g, v, ir_gep(g, dst_t, ir_add(g, ir_mul(g, k, ir_i64(g, mr)), ir_i64(g, gi * vl))));
+        LLVMValueRef first = ir_add(g, t, ir_i64(g, gi * vl));
+        addrs[gi] = ir_gep(g, col, first);
+        valid[gi] = ir_lane_mask(g, rows, first);
     }
-    ir_loop_end(g, &lk);
+    load_group(g, addrs, groups, full, valid, v);
+    for (int gi = 0; gi < groups; gi++) {
+        LLVMValueRef w = LLVMBuildSelect(g->b, valid[gi], v[gi], repeat, "");
+        ir_store_v(g, w, ir_gep(g, dst_k, ir_i64(g, gi * vl)));
+    }
     ir_loop_end(g, &lt);
+    ir_loop_end(g, &lk);
     LLVMBuildRetVoid(g->b);
     return fn;
 }
@@ -503,7 +524,7 @@ void gemm_emit(ir *g, const gemm_blocking *bk, const gemm_helpers *h, const gemm
 
     LLVMValueRef mb = ir_loop_begin(g, &lt, mc0, mc1, ir_i64(g, bk->mr), "mtile");
     LLVMValueRef mrn = ir_min(g, ir_i64(g, bk->mr), ir_sub(g, mc1, mb));
-    LLVMValueRef a_tile = ir_gep(g, s->a_pack, ir_mul(g, ir_sub(g, mb, mc0), ir_i64(g, bk->kc)));
+    LLVMValueRef a_tile = a_panel(g, bk, s->a_pack, ir_sub(g, mb, mc0));
     LLVMValueRef c_off = ir_add(g, ir_mul(g, mb, ir_i64(g, d->ldc)), nb);
     LLVMValueRef pre_gate = NULL, pre_up = NULL, d_gate = NULL;
     int epi = EPI_NONE;
