@@ -18,7 +18,10 @@
  * entries against OpenBLAS's GEMMs plus the separate activation passes an
  * unfused MLP runs (h = act(pre) after the forward's GEMMs, the
  * activation's gradient after dh = dout Wd; the runtime's own vectorised
- * loops, runtime/ops/activations.c). A width tlmc's rule sends to the BLAS
+ * loops, runtime/ops/activations.c). The "twin" column is what a model
+ * runs when tlmc sends a width to OpenBLAS: the BLAS twin itself
+ * (runtime/ops/mlp.c, h formed in tiles between the GEMMs, no [rows, width]
+ * buffer), our three entries against its three. A width tlmc's rule sends to the BLAS
  * twin (codegen/cpu_mlp_choice.c) is marked "blas" and left out of the
  * totals: a model never runs the generated kernels there.
  * Threads split rows (fwd, bwd_data) or widths (bwd_weight) with OpenMP;
@@ -117,6 +120,27 @@ static void run_activation(layer *L, int pass) {
     }
 }
 
+/* The BLAS twin's entries over all rows and widths (OpenBLAS threads it). */
+static void run_twin(layer *L, int entry) {
+    int R = L->rows, C = L->spec.d_model, F = L->spec.width;
+    openblas_set_num_threads(L->threads);
+    omp_set_num_threads(L->threads);
+    if (L->spec.kind == TLM_MLP_SWIGLU) {
+        if (entry == FWD) tlm_mlp_swiglu_forward(C, F, 0, R, L->x, L->wg, L->wu, L->wd, L->pg, L->pu, L->out);
+        else if (entry == BWD_DATA)
+            tlm_mlp_swiglu_backward_data(C, F, 0, R, L->x, L->wg, L->wu, L->wd, L->pg, L->pu, L->dout, L->dpg, L->dpu,
+                                         L->dx);
+        else
+            tlm_mlp_swiglu_backward_weight(C, F, R, 0, F, L->x, L->pg, L->pu, L->dout, L->dpg, L->dpu, L->dwg, L->dwu,
+                                           L->dwd);
+    } else {
+        if (entry == FWD) tlm_mlp_gelu_forward(C, F, 0, R, L->x, L->wu, L->wd, L->pu, L->out);
+        else if (entry == BWD_DATA)
+            tlm_mlp_gelu_backward_data(C, F, 0, R, L->x, L->wu, L->wd, L->pu, L->dout, L->dpu, L->dx);
+        else tlm_mlp_gelu_backward_weight(C, F, R, 0, F, L->x, L->pu, L->dout, L->dpu, L->dwu, L->dwd);
+    }
+}
+
 static double best_of(layer *L, int entry, int reps, void (*run)(layer *, int)) {
     run(L, entry); /* warm up caches, page in buffers, start threads */
     double best = 1e30;
@@ -184,8 +208,8 @@ static int time_codegen_24(tlm_mlp kind) {
 
 int main(int argc, char **argv) {
     int reps = 5, rows = 8 * 256, D = 256, only_threads = 0, skip_codegen = 0;
-    /* examples/tiny.tlm's tapered widths */
-    int widths[64] = {1024, 976, 832, 544, 400, 352}, n_widths = 6;
+    /* examples/tiny.tlm's tapered widths, then tiny_uniform's */
+    int widths[64] = {1040, 960, 800, 576, 416, 336, 688}, n_widths = 7;
     const char *cpu = NULL;
     tlm_mlp kind = TLM_MLP_SWIGLU;
     for (int i = 1; i + 1 < argc; i += 2) {
@@ -226,8 +250,8 @@ int main(int argc, char **argv) {
         if (only_threads && threads != only_threads) continue;
         printf("\n%d thread%s\n%5s", threads, threads > 1 ? "s" : "", "width");
         for (int e = 0; e < N_ENTRIES; e++) printf(" | %-10s ours  blas ratio", entry_names[e]);
-        printf(" | %-5s  ours  blas ratio | fused\n", "all");
-        double sum_flops = 0, sum_ours = 0, sum_blas = 0, sum_act = 0;
+        printf(" | %-5s  ours  blas ratio | fused | twin\n", "all");
+        double sum_flops = 0, sum_ours = 0, sum_blas = 0, sum_act = 0, sum_twin = 0;
         int generated = 0;
         for (int w = 0; w < N_WIDTHS; w++) {
             layer L;
@@ -243,10 +267,13 @@ int main(int argc, char **argv) {
                 printf(" | %10s %5.0f %5.0f %5.2f", "", flops / to * 1e-9, flops / tb * 1e-9, tb / to);
             }
             double t_act = best_of(&L, ACT_FWD, reps, run_activation) + best_of(&L, ACT_BWD, reps, run_activation);
+            double t_twin = 0;
+            for (int e = 0; e < N_ENTRIES; e++) t_twin += best_of(&L, e, reps, run_twin);
             const char *why;
             bool on_blas = tlm_cpu_mlp_choice(&specs[w], -1, &why) == TLM_MLP_IMPL_BLAS;
-            printf(" | %5s %5.0f %5.0f %5.2f | %5.2f%s\n", "", 3 * flops / t_ours * 1e-9, 3 * flops / t_blas * 1e-9,
-                   t_blas / t_ours, (t_blas + t_act) / t_ours, on_blas ? "  blas (tlmc's rule)" : "");
+            printf(" | %5s %5.0f %5.0f %5.2f | %5.2f | %4.2f%s\n", "", 3 * flops / t_ours * 1e-9,
+                   3 * flops / t_blas * 1e-9, t_blas / t_ours, (t_blas + t_act) / t_ours, t_twin / t_ours,
+                   on_blas ? "  blas (tlmc's rule)" : "");
             layer_free(&L);
             if (on_blas) continue;
             generated++;
@@ -254,11 +281,13 @@ int main(int argc, char **argv) {
             sum_ours += t_ours;
             sum_blas += t_blas;
             sum_act += t_act;
+            sum_twin += t_twin;
         }
         printf("%5s | the %d of %d widths on generated kernels, all entries: ours %.0f GFLOP/s, OpenBLAS %.0f "
-               "GFLOP/s, ratio %.2f; fused fwd+bwd against OpenBLAS + activation passes %.2f\n",
+               "GFLOP/s, ratio %.2f; fused fwd+bwd against OpenBLAS + activation passes %.2f, against the BLAS "
+               "twin %.2f\n",
                "total", generated, N_WIDTHS, sum_flops / sum_ours * 1e-9, sum_flops / sum_blas * 1e-9,
-               sum_blas / sum_ours, (sum_blas + sum_act) / sum_ours);
+               sum_blas / sum_ours, (sum_blas + sum_act) / sum_ours, sum_twin / sum_ours);
     }
     kernel_lib_close(&lib);
     return skip_codegen ? 0 : time_codegen_24(kind);
