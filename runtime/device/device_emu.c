@@ -509,7 +509,8 @@ static void run_comm(emu_state *s, uint64_t until) {
         s->ran++;
         call.fn(call.ctx);
     }
-    memmove(s->pending, s->pending + done, (size_t)(s->queued - s->ran) * sizeof *s->pending);
+    /* done is 0 when nothing is queued, pending then perhaps still NULL */
+    if (done) memmove(s->pending, s->pending + done, (size_t)(s->queued - s->ran) * sizeof *s->pending);
     s->running = false;
 }
 
