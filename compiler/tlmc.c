@@ -206,8 +206,8 @@ static int parse_args(int argc, char **argv, options *o) {
         case OPT_STDLIB: o->stdlib = optarg; break;
         case OPT_CPU: o->cpu = optarg; break;
         case OPT_CPU_MLP:
-            o->cpu_mlp = strcmp(optarg, "auto") ? tlm_enum_find(&tlm_mlp_impl_enum, optarg) : -1;
-            if (o->cpu_mlp < 0 && strcmp(optarg, "auto"))
+            if (!strcmp(optarg, "auto")) o->cpu_mlp = -1;
+            else if ((o->cpu_mlp = tlm_enum_find(&tlm_mlp_impl_enum, optarg)) < 0)
                 return usage_error("--cpu-mlp takes auto, generated or blas, not `%s`", optarg);
             break;
         case 'o': o->output = optarg; break;

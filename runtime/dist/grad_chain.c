@@ -49,19 +49,13 @@ typedef struct tlm_chain_run {
     bool ok;
 } tlm_chain_run;
 
-/* Bucket b of n floats: [b·BUCKET, b·BUCKET + its length). */
-static size_t bucket_len(size_t n, size_t b) {
-    size_t lo = b * TLM_CHAIN_BUCKET_FLOATS;
-    return n - lo < TLM_CHAIN_BUCKET_FLOATS ? n - lo : TLM_CHAIN_BUCKET_FLOATS;
-}
-
 /* Adds and passes on the final buckets in order, as far as the previous
  * rank's partial sums have arrived (block: waiting for them). */
 static void advance(tlm_chain_run *c, bool block) {
     tlm_dist *d = c->d;
     int rank = d->rank, last = d->ranks - 1;
     while (c->ok && c->todo > c->final_from) {
-        size_t b = c->todo - 1, lo = b * TLM_CHAIN_BUCKET_FLOATS, len = bucket_len(c->n, b);
+        size_t b = c->todo - 1, lo = b * TLM_CHAIN_BUCKET_FLOATS, len = tlm_chain_bucket_len(c->n, b);
         float *sum = c->sum + lo;
         if (rank > 0) {
             double t0 = tlm_profile_clock();
@@ -87,7 +81,7 @@ static void advance(tlm_chain_run *c, bool block) {
 
 static void chain_start(void *ctx, float *sum, float *const *mine, int n_mine, size_t n) {
     tlm_dist *d = ctx;
-    size_t nb = (n + TLM_CHAIN_BUCKET_FLOATS - 1) / TLM_CHAIN_BUCKET_FLOATS;
+    size_t nb = tlm_chain_buckets(n);
     tlm_chain_run *c = calloc(1, sizeof *c);
     MPI_Request *req = malloc((3 * nb + 1) * sizeof *req);
     if (!c || !req) { /* the others wait on this rank: the job cannot go on */
@@ -100,7 +94,7 @@ static void chain_start(void *ctx, float *sum, float *const *mine, int n_mine, s
     /* The previous rank's partial sums may come as soon as it has them. */
     if (d->rank > 0)
         for (size_t b = nb; b-- > 0;)
-            MPI_Irecv(sum + b * TLM_CHAIN_BUCKET_FLOATS, (int)bucket_len(n, b), MPI_FLOAT, d->rank - 1,
+            MPI_Irecv(sum + b * TLM_CHAIN_BUCKET_FLOATS, (int)tlm_chain_bucket_len(n, b), MPI_FLOAT, d->rank - 1,
                       (int)(b % INT_MAX), MPI_COMM_WORLD, &c->recv[b]);
     d->run = c;
 }
@@ -108,7 +102,7 @@ static void chain_start(void *ctx, float *sum, float *const *mine, int n_mine, s
 static void chain_ready(void *ctx, size_t lo) {
     tlm_dist *d = ctx;
     tlm_chain_run *c = d->run;
-    size_t first = (lo + TLM_CHAIN_BUCKET_FLOATS - 1) / TLM_CHAIN_BUCKET_FLOATS;
+    size_t first = tlm_chain_buckets(lo);
     if (first < c->final_from) c->final_from = first;
     /* lo 0: the last gradients are final, nothing of the backward is left
      * to overlap with (the embedding's, last, make it so). */
@@ -141,8 +135,8 @@ static bool chain_finish_run(tlm_dist *d) {
     MPI_Waitall((int)c->nb, c->send, MPI_STATUSES_IGNORE);
     if (rank < last)
         for (size_t b = c->nb; b-- > 0;)
-            MPI_Ibcast(c->sum + b * TLM_CHAIN_BUCKET_FLOATS, (int)bucket_len(c->n, b), MPI_FLOAT, last, MPI_COMM_WORLD,
-                       &c->bcast[b]);
+            MPI_Ibcast(c->sum + b * TLM_CHAIN_BUCKET_FLOATS, (int)tlm_chain_bucket_len(c->n, b), MPI_FLOAT, last,
+                       MPI_COMM_WORLD, &c->bcast[b]);
     MPI_Waitall((int)c->nb, c->bcast, MPI_STATUSES_IGNORE);
     d->comm_seconds += tlm_profile_clock() - t0;
     free(c->recv);

@@ -62,7 +62,7 @@ static bool queue_buckets(tlm_dist *d, nccl_step *st, size_t first, bool early, 
     double t0 = tlm_profile_clock();
     for (; st->todo > first; st->todo--) {
         size_t lo = (st->todo - 1) * TLM_CHAIN_BUCKET_FLOATS;
-        size_t len = st->n - lo < TLM_CHAIN_BUCKET_FLOATS ? st->n - lo : TLM_CHAIN_BUCKET_FLOATS;
+        size_t len = tlm_chain_bucket_len(st->n, st->todo - 1);
         tlm_dptr at = st->sum + lo * sizeof(float);
         void *buf = (void *)(uintptr_t)at;
         if (rank > 0 && !nccl_ok(api.Recv(buf, len, ncclFloat32, rank - 1, comm, st->stream), "ncclRecv", err))
@@ -93,8 +93,7 @@ static bool nccl_device_start(void *ctx, tlm_device *dev, tlm_dptr sum, const tl
         return tlm_fail(err, "out of memory for the gradient chain");
     }
     for (int j = 0; j < n_mine; j++) copy[j] = mine[j];
-    size_t nb = (n + TLM_CHAIN_BUCKET_FLOATS - 1) / TLM_CHAIN_BUCKET_FLOATS;
-    *st = (nccl_step){(cudaStream_t)stream, sum, copy, n_mine, n, nb, add, actx};
+    *st = (nccl_step){(cudaStream_t)stream, sum, copy, n_mine, n, tlm_chain_buckets(n), add, actx};
     d->device_dev = dev;
     d->device_run = st;
     return true;
@@ -104,7 +103,7 @@ static bool nccl_device_ready(void *ctx, size_t lo, tlm_err *err) {
     tlm_dist *d = ctx;
     /* lo 0: the last gradients are final, nothing of the backward is left
      * to overlap with. */
-    return queue_buckets(d, d->device_run, (lo + TLM_CHAIN_BUCKET_FLOATS - 1) / TLM_CHAIN_BUCKET_FLOATS, lo > 0, err);
+    return queue_buckets(d, d->device_run, tlm_chain_buckets(lo), lo > 0, err);
 }
 
 /* The rest, then the last rank's total to every rank (on a rank before

@@ -184,38 +184,39 @@ static void op_out_proj_backward(step *s, const tlm_abi_op *op) {
  * each weight once for all the rows (matrix-vector products for one row:
  * memory-bound, at the bandwidth OpenBLAS's sgemv reaches). The twin is
  * called once for all the rows; OpenBLAS threads it. */
-static bool mlp_on_blas(const step *s, const tlm_abi_op *op) {
-    return s->m->kv_mode == TLM_KV_DECODE || s->m->so->kernels[op->kernel].cpu_impl == TLM_MLP_IMPL_BLAS;
+static bool mlp_on_blas(const step *s, const tlm_abi_kernel *k) {
+    return s->m->kv_mode == TLM_KV_DECODE || k->cpu_impl == TLM_MLP_IMPL_BLAS;
 }
 
 /* out [N, D] = resid + MLP(x); pre_gate, pre_up [N, W] kept for the backward */
 static void op_mlp(step *s, const tlm_abi_op *op) {
     OPERANDS(mlp);
-    const tlm_kernel_fns *kernel = &s->m->so->kernel_fns[op->kernel];
+    const tlm_abi_kernel *k = &s->m->so->kernels[op->kernel];
     const float *x = IN(x), *w_gate = PARAM(w_gate), *w_up = PARAM(w_up), *w_down = PARAM(w_down);
     float *pre_gate = OUT(pre_gate), *pre_up = OUT(pre_up), *out = OUT(out);
     memcpy(out, IN(resid), (size_t)s->N * (size_t)s->D * sizeof(float));
-    if (mlp_on_blas(s, op)) {
-        const tlm_abi_kernel *k = &s->m->so->kernels[op->kernel];
+    if (mlp_on_blas(s, k)) {
         const int C = (int)s->D, F = (int)k->width, N = (int)s->N;
         if (k->mlp == TLM_MLP_GELU) tlm_mlp_gelu_forward(C, F, 0, N, x, w_up, w_down, pre_up, out);
         else tlm_mlp_swiglu_forward(C, F, 0, N, x, w_gate, w_up, w_down, pre_gate, pre_up, out);
         return;
     }
+    const tlm_kernel_fns *kernel = &s->m->so->kernel_fns[op->kernel];
     SPLIT(s->N, r0, r1, kernel->fwd(r0, r1, x, w_gate, w_up, w_down, pre_gate, pre_up, out));
 }
 /* dx [N, D] written from dout; the weights' gradients accumulate */
 static void op_mlp_backward(step *s, const tlm_abi_op *op) {
     OPERANDS(mlp_backward);
     const tlm_kernel_fns *kernel = &s->m->so->kernel_fns[op->kernel];
-    const int64_t W = s->m->so->kernels[op->kernel].width;
+    const tlm_abi_kernel *k = &s->m->so->kernels[op->kernel];
+    const int64_t W = k->width;
     const float *dout = IN(dout), *x = IN(x), *pre_gate = IN(pre_gate), *pre_up = IN(pre_up);
     const float *w_gate = PARAM(w_gate), *w_up = PARAM(w_up), *w_down = PARAM(w_down);
     float *d_pre_gate = OUT(d_pre_gate), *d_pre_up = OUT(d_pre_up), *dx = OUT(dx);
     float *dw_gate = GRAD(w_gate), *dw_up = GRAD(w_up), *dw_down = GRAD(w_down);
-    if (mlp_on_blas(s, op)) {
+    if (mlp_on_blas(s, k)) {
         const int C = (int)s->D, F = (int)W, N = (int)s->N;
-        if (s->m->so->kernels[op->kernel].mlp == TLM_MLP_GELU)
+        if (k->mlp == TLM_MLP_GELU)
             tlm_mlp_gelu_backward(C, F, N, x, w_up, w_down, pre_up, dout, d_pre_up, dx, dw_up, dw_down);
         else
             tlm_mlp_swiglu_backward(C, F, N, x, w_gate, w_up, w_down, pre_gate, pre_up, dout, d_pre_gate, d_pre_up, dx,
@@ -431,7 +432,7 @@ void tlm_final_walk_begin(tlm_final_walk *w, const tlm_model *m) {
 }
 
 void tlm_final_walk_after_op(tlm_final_walk *w, tlm_model *m, int i) {
-    if (!m->grads_final || !w->order) return;
+    if (!w->order) return; /* no grads_final, or no memory for the order: all told at the end */
     int64_t lo = w->frontier;
     uint32_t np = m->so->header->nparams;
     while (w->next < np && w->order[w->next].last_op <= i) lo = w->order[w->next++].offset;

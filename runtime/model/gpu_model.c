@@ -16,18 +16,6 @@ void tlm_gpu_model_fail(tlm_model *m, const tlm_err *e) {
     g->err = *e;
 }
 
-/* An activation kernel's bf16 twin; a model.so from a tlmc before the
- * twins has none, and the message says what to do. */
-static tlm_kernel *bf16_twin(tlm_gpu_model *g, const char *name, tlm_err *err) {
-    tlm_kernel *k = tlm_device_kernel(g->gpu.dev, g->mlp, name, err);
-    if (!k) {
-        char was[sizeof err->msg];
-        memcpy(was, err->msg, sizeof was);
-        tlm_fail(err, "%.200s: recompile the model with this tlmc for --precision bf16, or run it in fp32", was);
-    }
-    return k;
-}
-
 /* The model's MLP kernels for the GPU's GEMM path: the per-width
  * activation and its gradient (and their bf16 twins in bf16), named after
  * the fwd entry's symbol (tlm_mlp_<kind>_d<D>_w<W>_fwd -> ..._act,
@@ -45,21 +33,27 @@ static bool load_mlp_kernels(tlm_model *m, bool bf16, tlm_err *err) {
     if (!g->act || !g->act_grad || !g->act_bf16 || !g->act_grad_bf16) return tlm_fail(err, "out of memory");
     g->mlp = tlm_device_module_load(g->gpu.dev, "the model's MLP kernels", so->cuda_source, &g->mlp_report, err);
     if (!g->mlp) return false;
+    /* the bf16 twins only in bf16 (a model.so without them is of an older
+     * ABI, which tlm_so_open refuses) */
+    const struct {
+        const char *suffix;
+        tlm_kernel **kernels;
+        bool bf16_only;
+    } entries[] = {{"_act", g->act, false},
+                   {"_act_grad", g->act_grad, false},
+                   {"_act_bf16", g->act_bf16, true},
+                   {"_act_grad_bf16", g->act_grad_bf16, true}};
     for (uint32_t i = 0; i < n; i++) {
         const char *fwd = tlm_so_str(so, so->kernels[i].symbol);
         size_t len = strlen(fwd);
         if (len < 4 || len > 200 || strcmp(fwd + len - 4, "_fwd") != 0)
             return tlm_fail(err, "the model's kernel symbol %.60s does not end in _fwd", fwd);
-        char name[256];
-        snprintf(name, sizeof name, "%.*s_act", (int)(len - 4), fwd);
-        if (!(g->act[i] = tlm_device_kernel(g->gpu.dev, g->mlp, name, err))) return false;
-        snprintf(name, sizeof name, "%.*s_act_grad", (int)(len - 4), fwd);
-        if (!(g->act_grad[i] = tlm_device_kernel(g->gpu.dev, g->mlp, name, err))) return false;
-        if (!bf16) continue;
-        snprintf(name, sizeof name, "%.*s_act_bf16", (int)(len - 4), fwd);
-        if (!(g->act_bf16[i] = bf16_twin(g, name, err))) return false;
-        snprintf(name, sizeof name, "%.*s_act_grad_bf16", (int)(len - 4), fwd);
-        if (!(g->act_grad_bf16[i] = bf16_twin(g, name, err))) return false;
+        for (size_t e = 0; e < sizeof entries / sizeof entries[0]; e++) {
+            if (entries[e].bf16_only && !bf16) continue;
+            char name[256];
+            snprintf(name, sizeof name, "%.*s%s", (int)(len - 4), fwd, entries[e].suffix);
+            if (!(entries[e].kernels[i] = tlm_device_kernel(g->gpu.dev, g->mlp, name, err))) return false;
+        }
     }
     return true;
 }
