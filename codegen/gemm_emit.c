@@ -107,30 +107,73 @@ static void transpose(ir *g, LLVMValueRef *rows) {
  * A packed B panel is kcn rows of NR floats; columns past nrn are zero so
  * the tile's k loop never needs a mask. */
 
-/* pack_rows(src, gate, src_ld, rows, cols, dst, dst_ld, pad): copies `rows`
- * runs of `cols` contiguous floats (src_ld apart) to dst (dst_ld apart),
- * zero-filling each run up to `pad` (a multiple of vl, >= cols). With
- * kind >= 0 it stores the activation of (gate, src) instead. */
-static LLVMValueRef emit_pack_rows(ir *g, int kind, const char *name, LLVMTypeRef type) {
+/* The packing routines read rows of A or B that are often in no cache: the
+ * block's first touch of a [rows, width] activation or gradient, each row
+ * a short run at a large stride that the hardware prefetchers pick up late
+ * or not at all, and the packing is a phase of its own with no arithmetic
+ * to hide the misses behind. So each asks for the run PACK_AHEAD rows on
+ * (past the block's end it fetches the next block's rows, which are read
+ * soon after). */
+#define PACK_AHEAD 8
+#define PACK_ROWS_AHEAD 64
+
+/* Prefetches the lines of a packed run of at most `len` floats (a B panel's
+ * row: len is NR, a compile-time constant) at base + off: one hint per 16
+ * floats, and one for the last, as an unaligned run spans one line more. */
+static void prefetch_run(ir *g, LLVMValueRef base, LLVMValueRef off, int len) {
+    for (int c = 0; c < len; c += 16) ir_prefetch(g, ir_gep(g, base, ir_add(g, off, ir_i64(g, c))), 0);
+    ir_prefetch(g, ir_gep(g, base, ir_add(g, off, ir_i64(g, len - 1))), 0);
+}
+
+/* One vector of a packed row: lanes [c, c+vl) of the run at `from`, or the
+ * activation of (gate, src) there with kind >= 0. */
+static LLVMValueRef pack_vector(ir *g, int kind, LLVMValueRef src, LLVMValueRef gate, LLVMValueRef from, LLVMValueRef c,
+                                LLVMValueRef cols, LLVMValueRef full) {
+    LLVMValueRef mask = ir_lane_mask(g, cols, c), off = ir_add(g, from, c), val;
+    if (kind >= 0) return activation_at(g, (tlm_mlp)kind, gate, src, off, full, mask);
+    LLVMValueRef addr = ir_gep(g, src, off);
+    load_group(g, &addr, 1, full, &mask, &val);
+    return val;
+}
+
+/* pack_rows(src, gate, src_ld, rows, cols, dst): copies `rows` runs of
+ * `cols` <= NR contiguous floats (src_ld apart) to dst (NR apart),
+ * zero-filling each run up to NR. With kind >= 0 it stores the activation
+ * of (gate, src) instead. A whole panel (cols == NR, all but a matrix's
+ * last) takes straight-line code with no masks: the general loop spent more
+ * on its mask and branch per vector than on the copy. */
+static LLVMValueRef emit_pack_rows(ir *g, int nr, int kind, const char *name, LLVMTypeRef type) {
     LLVMValueRef fn = ir_begin_function(g, name, type, 1);
     LLVMValueRef src = param(g, 0), gate = param(g, 1), src_ld = param(g, 2);
     LLVMValueRef rows = param(g, 3), cols = param(g, 4), dst = param(g, 5);
-    LLVMValueRef dst_ld = param(g, 6), pad = param(g, 7);
-    ir_loop lr, lc;
-    LLVMValueRef r = ir_loop_begin(g, &lr, ir_i64(g, 0), rows, ir_i64(g, 1), "row");
-    LLVMValueRef from = ir_mul(g, r, src_ld), to = ir_mul(g, r, dst_ld);
-    LLVMValueRef c = ir_loop_begin(g, &lc, ir_i64(g, 0), pad, ir_i64(g, g->vl), "col");
-    LLVMValueRef full = LLVMBuildICmp(g->b, LLVMIntSLE, ir_add(g, c, ir_i64(g, g->vl)), cols, "");
-    LLVMValueRef mask = ir_lane_mask(g, cols, c), off = ir_add(g, from, c), val;
-    if (kind >= 0) {
-        val = activation_at(g, (tlm_mlp)kind, gate, src, off, full, mask);
-    } else {
-        LLVMValueRef addr = ir_gep(g, src, off);
-        load_group(g, &addr, 1, full, &mask, &val);
+    LLVMValueRef whole = ir_eq(g, cols, ir_i64(g, nr)), yes = LLVMConstInt(g->i1, 1, 0);
+    ir_if s;
+    ir_if_begin(g, &s, whole);
+    for (int path = 0; path < 2; path++) {
+        if (path == 1) ir_if_else(g, &s);
+        ir_loop lr, lc;
+        LLVMValueRef r = ir_loop_begin(g, &lr, ir_i64(g, 0), rows, ir_i64(g, 1), "row");
+        LLVMValueRef from = ir_mul(g, r, src_ld), to = ir_mul(g, r, ir_i64(g, nr));
+      /* A row is a few cycles' work: fetch far enough ahead to cover a
+       * miss to memory, but not past the panel's rows. */
+        LLVMValueRef ahead_row = ir_min(g, ir_add(g, r, ir_i64(g, PACK_ROWS_AHEAD)), ir_sub(g, rows, ir_i64(g, 1)));
+        LLVMValueRef ahead = ir_mul(g, ahead_row, src_ld);
+        prefetch_run(g, src, ahead, nr);
+        if (kind == TLM_MLP_SWIGLU) prefetch_run(g, gate, ahead, nr);
+        if (path == 0) {
+            for (int c = 0; c < nr; c += g->vl) {
+                LLVMValueRef val = pack_vector(g, kind, src, gate, from, ir_i64(g, c), cols, yes);
+                ir_store_v(g, val, ir_gep(g, dst, ir_add(g, to, ir_i64(g, c))));
+            }
+        } else {
+            LLVMValueRef c = ir_loop_begin(g, &lc, ir_i64(g, 0), ir_i64(g, nr), ir_i64(g, g->vl), "col");
+            LLVMValueRef full = LLVMBuildICmp(g->b, LLVMIntSLE, ir_add(g, c, ir_i64(g, g->vl)), cols, "");
+            ir_store_v(g, pack_vector(g, kind, src, gate, from, c, cols, full), ir_gep(g, dst, ir_add(g, to, c)));
+            ir_loop_end(g, &lc);
+        }
+        ir_loop_end(g, &lr);
     }
-    ir_store_v(g, val, ir_gep(g, dst, ir_add(g, to, c)));
-    ir_loop_end(g, &lc);
-    ir_loop_end(g, &lr);
+    ir_if_end(g, &s);
     LLVMBuildRetVoid(g->b);
     return fn;
 }
@@ -222,6 +265,10 @@ static LLVMValueRef emit_pack_a_rows(ir *g, const gemm_blocking *bk, int kind, c
     for (int i = 0; i < mr; i++) {
         LLVMValueRef r = ir_min(g, ir_add(g, t, ir_i64(g, i)), last_row);
         LLVMValueRef off = ir_add(g, ir_mul(g, r, src_ld), kk);
+      /* The next tile's rows, a tile's packing ahead. */
+        LLVMValueRef ahead = ir_add(g, ir_mul(g, ir_add(g, t, ir_i64(g, mr + i)), src_ld), kk);
+        ir_prefetch(g, ir_gep(g, src, ahead), 0);
+        if (swiglu) ir_prefetch(g, ir_gep(g, gate, ahead), 0);
         addrs[n] = ir_gep(g, src, off);
         masks[n++] = kmask;
         if (swiglu) {
@@ -257,10 +304,12 @@ static LLVMValueRef emit_pack_a_cols(ir *g, const gemm_blocking *bk, LLVMTypeRef
     ir_loop lt, lk;
     LLVMValueRef k = ir_loop_begin(g, &lk, ir_i64(g, 0), kcn, ir_i64(g, 1), "k");
     LLVMValueRef col = ir_gep(g, src, ir_mul(g, k, src_ld));
+    LLVMValueRef col_ahead = ir_gep(g, src, ir_mul(g, ir_add(g, k, ir_i64(g, PACK_AHEAD)), src_ld));
     LLVMValueRef repeat = ir_broadcast_load(g, ir_gep(g, col, last_row));
     LLVMValueRef slot = ir_mul(g, k, ir_i64(g, mr));
     LLVMValueRef t = ir_loop_begin(g, &lt, ir_i64(g, 0), rows, ir_i64(g, mr), "tile");
     LLVMValueRef dst_k = ir_gep(g, a_panel(g, bk, dst, t), slot);
+    ir_prefetch(g, ir_gep(g, col_ahead, t), 0);
   /* Plain loads where all of a tile's lanes are rows of the block (the
    * lanes past MR read the next tile's rows, spilled and overwritten). */
     LLVMValueRef full = LLVMBuildICmp(g->b, LLVMIntSLE, ir_add(g, t, ir_i64(g, groups * vl)), rows, "");
@@ -323,11 +372,9 @@ static void store_c(tile *t, int masked) {
  * the rows, reading dh back from L1, rather than straight-line code on the
  * accumulators: that would need more than the 32 registers and spill. Only
  * valid rows: a repeated row would read back d_up instead of dh. */
-static void emit_grad_rows(tile *t, LLVMValueRef ldc, LLVMValueRef mrn, int masked) {
+/* The activation gradients of row `row` (an element offset) of the tile. */
+static void emit_grad_row(tile *t, LLVMValueRef row, int masked) {
     ir *g = t->g;
-    ir_loop l;
-    LLVMValueRef i = ir_loop_begin(g, &l, ir_i64(g, 0), mrn, ir_i64(g, 1), "grad_row");
-    LLVMValueRef row = ir_mul(g, i, ldc);
     for (int v = 0; v < t->bk->nv; v++) {
         LLVMValueRef off = ir_add(g, row, ir_i64(g, v * g->vl)), mask = t->masks[v];
         LLVMValueRef ptrs[3] = {ir_gep(g, t->c, off), ir_gep(g, t->pre_up, off), ir_gep(g, t->pre_gate, off)};
@@ -339,7 +386,23 @@ static void emit_grad_rows(tile *t, LLVMValueRef ldc, LLVMValueRef mrn, int mask
         if (d_gate) store_v(g, d_gate, ir_gep(g, t->d_gate, off), masked, mask);
         store_v(g, d_up, ptrs[0], masked, mask);
     }
+}
+
+/* Straight-line code for a whole tile: its MR x NV chains (an exp and a
+ * reciprocal each, some forty dependent operations) are independent, and
+ * laid out in one block the core overlaps them; the row loop ran them
+ * nearly one after another, at three times the cost of their arithmetic. */
+static void emit_grad_rows(tile *t, LLVMValueRef ldc, LLVMValueRef mrn, int masked) {
+    ir *g = t->g;
+    ir_if whole;
+    ir_if_begin(g, &whole, ir_eq(g, mrn, ir_i64(g, t->bk->mr)));
+    for (int i = 0; i < t->bk->mr; i++) emit_grad_row(t, ir_mul(g, ir_i64(g, i), ldc), masked);
+    ir_if_else(g, &whole);
+    ir_loop l;
+    LLVMValueRef i = ir_loop_begin(g, &l, ir_i64(g, 0), mrn, ir_i64(g, 1), "grad_row");
+    emit_grad_row(t, ir_mul(g, i, ldc), masked);
     ir_loop_end(g, &l);
+    ir_if_end(g, &whole);
 }
 
 static void store_tile(tile *t, LLVMValueRef full, void (*store)(tile *, int)) {
@@ -363,6 +426,26 @@ static void emit_tile_step(tile *t, LLVMValueRef a, LLVMValueRef bp, LLVMValueRe
     for (int i = 0; i < mr; i++) {
         LLVMValueRef av = ir_broadcast_load(g, ir_gep(g, a_k, ir_i64(g, i)));
         for (int v = 0; v < nv; v++) LLVMBuildStore(g->b, ir_fma(g, av, bv[v], acc_get(t, i, v)), t->acc[i][v]);
+    }
+}
+
+/* Asks for the lines of C (and of the epilogue's pre_gate, pre_up and
+ * d_gate) that the next tile down this panel will touch, MR rows on. The
+ * k loop takes over a thousand cycles, time enough for them to arrive.
+ * Without it each tile began and ended waiting: C, reloaded every k block
+ * (bwd_weight) or wider than L2 (dh's rows of `width` floats), came from L3
+ * or memory, and the hardware prefetchers do not follow a walk down 384
+ * rows several arrays at once. A row's NR floats span at most two lines. */
+static void prefetch_next_tile(tile *t, LLVMValueRef ldc, int epilogue) {
+    ir *g = t->g;
+    int mr = t->bk->mr, nr = t->bk->nv * g->vl;
+    LLVMValueRef arrays[4] = {t->c, t->pre_up, t->pre_gate, t->d_gate};
+    int n_arrays = epilogue ? (t->kind == TLM_MLP_SWIGLU ? 4 : 2) : 1;
+    for (int i = 0; i < mr; i++) {
+        LLVMValueRef row = ir_mul(g, ir_i64(g, mr + i), ldc);
+        for (int a = 0; a < n_arrays; a++)
+            for (int end = 0; end < 2; end++)
+                ir_prefetch(g, ir_gep(g, arrays[a], ir_add(g, row, ir_i64(g, end * (nr - 1)))), a == 0 || a == 3);
     }
 }
 
@@ -405,6 +488,7 @@ static LLVMValueRef emit_tile(ir *g, const gemm_blocking *bk, int epi, LLVMTypeR
         for (int v = 0; v < nv; v++) LLVMBuildStore(g->b, ir_vf32(g, 0), t.acc[i][v]);
     ir_if_end(g, &init);
 
+    prefetch_next_tile(&t, ldc, epi != EPI_NONE);
     ir_loop l;
     LLVMValueRef k = ir_loop_begin(g, &l, ir_i64(g, 0), kcn, ir_i64(g, 1), "k");
     emit_tile_step(&t, a, bp, k);
@@ -428,16 +512,16 @@ static LLVMValueRef emit_tile(ir *g, const gemm_blocking *bk, int epi, LLVMTypeR
 void gemm_emit_helpers(ir *g, const gemm_blocking *bk, unsigned kinds, gemm_helpers *h) {
     LLVMTypeRef p = g->ptr, i = g->i64, b1 = g->i1;
     LLVMTypeRef tile_params[] = {p, p, p, i, i, i, i, b1, b1, p, p, p};
-    LLVMTypeRef rows_params[] = {p, p, i, i, i, p, i, i};
+    LLVMTypeRef rows_params[] = {p, p, i, i, i, p};
     LLVMTypeRef a_params[] = {p, p, i, i, i, p};
     LLVMTypeRef nk_params[] = {p, i, i, i, p};
     h->tile_type = LLVMFunctionType(g->void_t, tile_params, 12, 0);
-    h->pack_rows_type = LLVMFunctionType(g->void_t, rows_params, 8, 0);
+    h->pack_rows_type = LLVMFunctionType(g->void_t, rows_params, 6, 0);
     h->pack_a_type = LLVMFunctionType(g->void_t, a_params, 6, 0);
     h->pack_b_nk_type = LLVMFunctionType(g->void_t, nk_params, 5, 0);
 
     h->tile[EPI_NONE] = emit_tile(g, bk, EPI_NONE, h->tile_type);
-    h->pack_rows[0] = emit_pack_rows(g, -1, "tlm_pack_rows", h->pack_rows_type);
+    h->pack_rows[0] = emit_pack_rows(g, bk->nv * g->vl, -1, "tlm_pack_rows", h->pack_rows_type);
     h->pack_a[0] = emit_pack_a_rows(g, bk, -1, "tlm_pack_a_rows", h->pack_a_type);
     h->pack_a_cols = emit_pack_a_cols(g, bk, h->pack_a_type);
     h->pack_b_nk = emit_pack_b_nk(g, bk, h->pack_b_nk_type);
@@ -447,7 +531,7 @@ void gemm_emit_helpers(ir *g, const gemm_blocking *bk, unsigned kinds, gemm_help
         h->tile[1 + kind] = h->pack_rows[1 + kind] = h->pack_a[1 + kind] = NULL;
         if (!(kinds & (1u << kind))) continue;
         h->tile[1 + kind] = emit_tile(g, bk, kind == TLM_MLP_SWIGLU ? EPI_SWIGLU_GRAD : EPI_GELU_GRAD, h->tile_type);
-        h->pack_rows[1 + kind] = emit_pack_rows(g, kind, act_names[kind], h->pack_rows_type);
+        h->pack_rows[1 + kind] = emit_pack_rows(g, bk->nv * g->vl, kind, act_names[kind], h->pack_rows_type);
         h->pack_a[1 + kind] = emit_pack_a_rows(g, bk, kind, act_a_names[kind], h->pack_a_type);
     }
 }
@@ -461,10 +545,9 @@ static LLVMValueRef call(ir *g, LLVMTypeRef type, LLVMValueRef fn, LLVMValueRef 
 static LLVMValueRef or_null(ir *g, LLVMValueRef p) { return p ? p : LLVMConstNull(g->ptr); }
 
 static void call_pack_rows(ir *g, const gemm_helpers *h, int which, LLVMValueRef src, LLVMValueRef gate,
-                           long long src_ld, LLVMValueRef rows, LLVMValueRef cols, LLVMValueRef dst, long long dst_ld,
-                           LLVMValueRef pad) {
-    LLVMValueRef args[] = {src, or_null(g, gate), ir_i64(g, src_ld), rows, cols, dst, ir_i64(g, dst_ld), pad};
-    call(g, h->pack_rows_type, h->pack_rows[which], args, 8);
+                           long long src_ld, LLVMValueRef rows, LLVMValueRef cols, LLVMValueRef dst) {
+    LLVMValueRef args[] = {src, or_null(g, gate), ir_i64(g, src_ld), rows, cols, dst};
+    call(g, h->pack_rows_type, h->pack_rows[which], args, 6);
 }
 
 /* ceil(n / d) for d > 0 (n may be <= 0: empty ranges). */
@@ -487,8 +570,14 @@ void gemm_emit(ir *g, const gemm_blocking *bk, const gemm_helpers *h, const gemm
     LLVMValueRef mc1 = ir_min(g, ir_add(g, mc0, mc), d->m1);
     LLVMValueRef mcn = ir_sub(g, mc1, mc0);
 
-    LLVMValueRef kb = ir_loop_begin(g, &lk, ir_i64(g, 0), d->k, ir_i64(g, bk->kc), "kblock");
-    LLVMValueRef kcn = ir_min(g, ir_i64(g, bk->kc), ir_sub(g, d->k, kb));
+  /* k blocks as even as KC allows: K = 1040 makes 5 x 208, not 4 x 256 + 16,
+   * whose last block would load and store every tile of C for 16 steps.
+   * The sums keep their order (a tile carries C from block to block). */
+    LLVMValueRef kblocks = ceil_div(g, d->k, ir_i64(g, bk->kc));
+    kblocks = LLVMBuildSelect(g->b, ir_lt(g, kblocks, one), one, kblocks, "");
+    LLVMValueRef kc = ceil_div(g, d->k, kblocks);
+    LLVMValueRef kb = ir_loop_begin(g, &lk, ir_i64(g, 0), d->k, kc, "kblock");
+    LLVMValueRef kcn = ir_min(g, kc, ir_sub(g, d->k, kb));
     LLVMValueRef first = ir_eq(g, kb, ir_i64(g, 0));
     LLVMValueRef last = ir_eq(g, ir_add(g, kb, kcn), d->k);
     LLVMValueRef load_c = d->c_kind == GEMM_C_ACCUMULATE ? LLVMConstInt(g->i1, 1, 0) : LLVMBuildNot(g->b, first, "");
@@ -519,7 +608,7 @@ void gemm_emit(ir *g, const gemm_blocking *bk, const gemm_helpers *h, const gemm
         LLVMValueRef off = ir_add(g, ir_mul(g, kb, ldb), nb);
         int which = d->b_kind == GEMM_B_ACTIVATION_KN ? 1 + (int)d->kind : 0;
         LLVMValueRef gate = which && d->kind == TLM_MLP_SWIGLU ? ir_gep(g, d->b_gate, off) : NULL;
-        call_pack_rows(g, h, which, ir_gep(g, d->b, off), gate, d->ldb, kcn, nrn, s->b_pack, nr, ir_i64(g, nr));
+        call_pack_rows(g, h, which, ir_gep(g, d->b, off), gate, d->ldb, kcn, nrn, s->b_pack);
     }
 
     LLVMValueRef mb = ir_loop_begin(g, &lt, mc0, mc1, ir_i64(g, bk->mr), "mtile");

@@ -170,6 +170,13 @@ void ir_store_v_masked(ir *g, LLVMValueRef v, LLVMValueRef addr, LLVMValueRef ma
     ir_intrinsic(g, "llvm.masked.store", over, 2, args, 4);
 }
 
+void ir_prefetch(ir *g, LLVMValueRef addr, int write) {
+    LLVMTypeRef over = g->ptr;
+    LLVMValueRef args[4] = {addr, LLVMConstInt(g->i32, write ? 1 : 0, 0), LLVMConstInt(g->i32, 3, 0),
+                            LLVMConstInt(g->i32, 1, 0)};
+    ir_intrinsic(g, "llvm.prefetch", &over, 1, args, 4);
+}
+
 LLVMValueRef ir_lane_mask(ir *g, LLVMValueRef count, LLVMValueRef first_lane) {
   /* Clamp before narrowing to i32 so huge counts cannot wrap. */
     LLVMValueRef left = ir_sub(g, count, first_lane);

@@ -80,6 +80,9 @@ void ir_store_v(ir *g, LLVMValueRef v, LLVMValueRef addr);
 /* Lanes with mask false read as 0 and are never accessed. */
 LLVMValueRef ir_load_v_masked(ir *g, LLVMValueRef addr, LLVMValueRef mask);
 void ir_store_v_masked(ir *g, LLVMValueRef v, LLVMValueRef addr, LLVMValueRef mask);
+/* A hint to bring addr's cache line into L1, for reading or (write) for
+ * writing; it never faults, so addr may point past the data. */
+void ir_prefetch(ir *g, LLVMValueRef addr, int write);
 /* Mask of lanes i with first_lane + i < count (count, first_lane: i64). */
 LLVMValueRef ir_lane_mask(ir *g, LLVMValueRef count, LLVMValueRef first_lane);
 
