@@ -201,6 +201,11 @@ static LLVMValueRef emit_pack_b_nk(ir *g, const gemm_blocking *bk, LLVMTypeRef t
         masks[t] = kmask;
     }
     load_group(g, addrs, vl, kfull, masks, rows);
+  /* The next panel's rows, read after this panel's tiles: a weight wider
+   * than L2 is repacked from memory for every block of rows, and sixteen
+   * rows at once are more streams than the hardware prefetchers follow. */
+    for (int t = 0; t < vl; t++)
+        ir_prefetch(g, ir_gep(g, b, ir_add(g, ir_mul(g, ir_add(g, n0, ir_i64(g, nr + t)), ldb), kk)), 0);
     for (int t = 0; t < vl; t++) {
         LLVMValueRef valid = ir_lt(g, ir_add(g, n0, ir_i64(g, t)), nrn);
         rows[t] = LLVMBuildSelect(g->b, valid, rows[t], ir_vf32(g, 0), "");
@@ -429,24 +434,38 @@ static void emit_tile_step(tile *t, LLVMValueRef a, LLVMValueRef bp, LLVMValueRe
     }
 }
 
-/* Asks for the lines of C (and of the epilogue's pre_gate, pre_up and
+/* Asks for the lines of `base` (C, or the epilogue's pre_gate, pre_up and
  * d_gate) that the next tile down this panel will touch, MR rows on. The
  * k loop takes over a thousand cycles, time enough for them to arrive.
  * Without it each tile began and ended waiting: C, reloaded every k block
  * (bwd_weight) or wider than L2 (dh's rows of `width` floats), came from L3
  * or memory, and the hardware prefetchers do not follow a walk down 384
  * rows several arrays at once. A row's NR floats span at most two lines. */
-static void prefetch_next_tile(tile *t, LLVMValueRef ldc, int epilogue) {
+static void prefetch_rows(tile *t, LLVMValueRef base, LLVMValueRef ldc, int write) {
     ir *g = t->g;
     int mr = t->bk->mr, nr = t->bk->nv * g->vl;
-    LLVMValueRef arrays[4] = {t->c, t->pre_up, t->pre_gate, t->d_gate};
-    int n_arrays = epilogue ? (t->kind == TLM_MLP_SWIGLU ? 4 : 2) : 1;
     for (int i = 0; i < mr; i++) {
         LLVMValueRef row = ir_mul(g, ir_i64(g, mr + i), ldc);
-        for (int a = 0; a < n_arrays; a++)
-            for (int end = 0; end < 2; end++)
-                ir_prefetch(g, ir_gep(g, arrays[a], ir_add(g, row, ir_i64(g, end * (nr - 1)))), a == 0 || a == 3);
+        for (int end = 0; end < 2; end++)
+            ir_prefetch(g, ir_gep(g, base, ir_add(g, row, ir_i64(g, end * (nr - 1)))), write);
     }
+}
+
+/* The prefetches for the next tile: C's rows, and the epilogue's arrays
+ * only in the last k block, the one that reads them (prefetches that miss
+ * hold a miss buffer each, and a burst of needless ones stalled the tiles
+ * of the earlier blocks: d_model 1024 has four). */
+static void prefetch_next_tile(tile *t, LLVMValueRef ldc, LLVMValueRef last, int epilogue) {
+    prefetch_rows(t, t->c, ldc, 1);
+    if (!epilogue) return;
+    ir_if s;
+    ir_if_begin(t->g, &s, last);
+    prefetch_rows(t, t->pre_up, ldc, 0);
+    if (t->kind == TLM_MLP_SWIGLU) {
+        prefetch_rows(t, t->pre_gate, ldc, 0);
+        prefetch_rows(t, t->d_gate, ldc, 1);
+    }
+    ir_if_end(t->g, &s);
 }
 
 static LLVMValueRef emit_tile(ir *g, const gemm_blocking *bk, int epi, LLVMTypeRef type) {
@@ -488,7 +507,7 @@ static LLVMValueRef emit_tile(ir *g, const gemm_blocking *bk, int epi, LLVMTypeR
         for (int v = 0; v < nv; v++) LLVMBuildStore(g->b, ir_vf32(g, 0), t.acc[i][v]);
     ir_if_end(g, &init);
 
-    prefetch_next_tile(&t, ldc, epi != EPI_NONE);
+    prefetch_next_tile(&t, ldc, last, epi != EPI_NONE);
     ir_loop l;
     LLVMValueRef k = ir_loop_begin(g, &l, ir_i64(g, 0), kcn, ir_i64(g, 1), "k");
     emit_tile_step(&t, a, bp, k);
