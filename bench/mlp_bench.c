@@ -4,7 +4,7 @@
  *
  *   mlp_bench [--reps N] [--kind swiglu|gelu] [--rows R] [--d D]
  *             [--widths W1,W2,...] [--threads T (only T)] [--skip-codegen 1]
- *             [--cpu NAME]
+ *             [--cpu NAME] [--profile fwd|bwd_data|bwd_weight]
  *
  * On CPUs OpenBLAS 0.3.21 does not know (e.g. Zen 5) it falls back to its
  * Haswell (AVX2) kernels; OPENBLAS_CORETYPE=SkylakeX gives its AVX-512 ones.
@@ -27,6 +27,7 @@
  * Threads split rows (fwd, bwd_data) or widths (bwd_weight) with OpenMP;
  * OpenBLAS threads itself (openblas_set_num_threads). */
 #include <cblas.h>
+#include <dlfcn.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -185,6 +186,32 @@ static void layer_free(layer *L) {
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
 }
 
+/* --profile ENTRY: only the generated kernels of that entry, 20 x reps calls
+ * per width, for `perf record`. The kernel library stays on disk (its path
+ * is printed; delete it afterwards) so that perf report can name the
+ * kernels' functions: tile, packing, epilogue. */
+static int profile_entry(kernel_lib *lib, const tlm_kernel_spec *specs, int n, int rows, int threads, int entry,
+                         int reps) {
+    unsigned seed = 1234;
+    for (int w = 0; w < n; w++) {
+        layer L;
+        layer_init(&L, specs[w], rows, lib, &seed);
+        L.threads = threads;
+        run_ours(&L, entry);
+        double t0 = now_s();
+        for (int i = 0; i < 20 * reps; i++) run_ours(&L, entry);
+        double per_call = (now_s() - t0) / (20.0 * reps);
+        double flops =
+            2.0 * (specs[w].kind == TLM_MLP_SWIGLU ? 3 : 2) * rows * (double)specs[w].d_model * specs[w].width;
+        printf("%s, width %d, %d thread%s: %.3f ms per call, %.0f GFLOP/s\n", entry_names[entry], specs[w].width,
+               threads, threads > 1 ? "s" : "", per_call * 1e3, flops / per_call * 1e-9);
+        layer_free(&L);
+    }
+    printf("kernels kept for perf report in %s (delete it afterwards)\n", lib->dir);
+    if (lib->handle) dlclose(lib->handle);
+    return 0;
+}
+
 /* Codegen (and link) time of a 24-layer model with 24 distinct widths. */
 static int time_codegen_24(tlm_mlp kind) {
     tlm_kernel_spec specs[24];
@@ -207,7 +234,7 @@ static int time_codegen_24(tlm_mlp kind) {
 }
 
 int main(int argc, char **argv) {
-    int reps = 5, rows = 8 * 256, D = 256, only_threads = 0, skip_codegen = 0;
+    int reps = 5, rows = 8 * 256, D = 256, only_threads = 0, skip_codegen = 0, profile = -1;
     /* examples/tiny.tlm's tapered widths, then tiny_uniform's */
     int widths[64] = {1040, 960, 800, 576, 416, 336, 688}, n_widths = 7;
     const char *cpu = NULL;
@@ -219,7 +246,14 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--threads")) only_threads = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--cpu")) cpu = argv[i + 1];
         else if (!strcmp(argv[i], "--skip-codegen")) skip_codegen = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--kind")) kind = strcmp(argv[i + 1], "gelu") ? TLM_MLP_SWIGLU : TLM_MLP_GELU;
+        else if (!strcmp(argv[i], "--profile")) {
+            for (int e = 0; e < N_ENTRIES; e++)
+                if (!strcmp(argv[i + 1], entry_names[e])) profile = e;
+            if (profile < 0) {
+                fprintf(stderr, "mlp_bench: --profile takes fwd, bwd_data or bwd_weight\n");
+                return 2;
+            }
+        } else if (!strcmp(argv[i], "--kind")) kind = strcmp(argv[i + 1], "gelu") ? TLM_MLP_SWIGLU : TLM_MLP_GELU;
         else if (!strcmp(argv[i], "--widths")) {
             n_widths = 0;
             for (char *p = argv[i + 1]; *p && n_widths < 64; p += *p == ',')
@@ -242,6 +276,7 @@ int main(int argc, char **argv) {
            "%.3f s\n",
            kind == TLM_MLP_SWIGLU ? "SwiGLU" : "GELU", D, rows, reps, cpu ? cpu : "the host CPU", N_WIDTHS,
            lib.codegen_seconds);
+    if (profile >= 0) return profile_entry(&lib, specs, N_WIDTHS, rows, only_threads ? only_threads : 1, profile, reps);
     printf("%s\n", openblas_get_config());
     printf("GFLOP/s (GEMM flops only); ratio = ours / OpenBLAS speed\n");
     int gemms = kind == TLM_MLP_SWIGLU ? 3 : 2;
