@@ -435,35 +435,34 @@ static void emit_tile_step(tile *t, LLVMValueRef a, LLVMValueRef bp, LLVMValueRe
 }
 
 /* Asks for the lines of `base` (C, or the epilogue's pre_gate, pre_up and
- * d_gate) that the next tile down this panel will touch, MR rows on. The
+ * d_gate) in row `i` of the next tile down this panel, MR + i rows on. The
  * k loop takes over a thousand cycles, time enough for them to arrive.
  * Without it each tile began and ended waiting: C, reloaded every k block
  * (bwd_weight) or wider than L2 (dh's rows of `width` floats), came from L3
  * or memory, and the hardware prefetchers do not follow a walk down 384
- * rows several arrays at once. A row's NR floats span at most two lines. */
-static void prefetch_rows(tile *t, LLVMValueRef base, LLVMValueRef ldc, int write) {
+ * rows several arrays at once. A row's NR floats span at most NR/16 + 1
+ * lines: one hint per 16 floats and one for the last. */
+static void prefetch_row(tile *t, LLVMValueRef base, LLVMValueRef i, LLVMValueRef ldc, int write) {
     ir *g = t->g;
-    int mr = t->bk->mr, nr = t->bk->nv * g->vl;
-    for (int i = 0; i < mr; i++) {
-        LLVMValueRef row = ir_mul(g, ir_i64(g, mr + i), ldc);
-        for (int end = 0; end < 2; end++)
-            ir_prefetch(g, ir_gep(g, base, ir_add(g, row, ir_i64(g, end * (nr - 1)))), write);
-    }
+    int nr = t->bk->nv * g->vl;
+    LLVMValueRef row = ir_mul(g, ir_add(g, i, ir_i64(g, t->bk->mr)), ldc);
+    for (int c = 0; c < nr; c += 16) ir_prefetch(g, ir_gep(g, base, ir_add(g, row, ir_i64(g, c))), write);
+    ir_prefetch(g, ir_gep(g, base, ir_add(g, row, ir_i64(g, nr - 1))), write);
 }
 
-/* The prefetches for the next tile: C's rows, and the epilogue's arrays
- * only in the last k block, the one that reads them (prefetches that miss
- * hold a miss buffer each, and a burst of needless ones stalled the tiles
- * of the earlier blocks: d_model 1024 has four). */
-static void prefetch_next_tile(tile *t, LLVMValueRef ldc, LLVMValueRef last, int epilogue) {
-    prefetch_rows(t, t->c, ldc, 1);
+/* Row i's prefetches: C's, and the epilogue's arrays only in the last k
+ * block, the one that reads them (a prefetch that misses holds a miss
+ * buffer, and needless ones stalled the earlier blocks' tiles: d_model 1024
+ * has four). */
+static void prefetch_next_row(tile *t, LLVMValueRef i, LLVMValueRef ldc, LLVMValueRef last, int epilogue) {
+    prefetch_row(t, t->c, i, ldc, 1);
     if (!epilogue) return;
     ir_if s;
     ir_if_begin(t->g, &s, last);
-    prefetch_rows(t, t->pre_up, ldc, 0);
+    prefetch_row(t, t->pre_up, i, ldc, 0);
     if (t->kind == TLM_MLP_SWIGLU) {
-        prefetch_rows(t, t->pre_gate, ldc, 0);
-        prefetch_rows(t, t->d_gate, ldc, 1);
+        prefetch_row(t, t->pre_gate, i, ldc, 0);
+        prefetch_row(t, t->d_gate, i, ldc, 1);
     }
     ir_if_end(t->g, &s);
 }
@@ -507,11 +506,19 @@ static LLVMValueRef emit_tile(ir *g, const gemm_blocking *bk, int epi, LLVMTypeR
         for (int v = 0; v < nv; v++) LLVMBuildStore(g->b, ir_vf32(g, 0), t.acc[i][v]);
     ir_if_end(g, &init);
 
-    prefetch_next_tile(&t, ldc, last, epi != EPI_NONE);
-    ir_loop l;
-    LLVMValueRef k = ir_loop_begin(g, &l, ir_i64(g, 0), kcn, ir_i64(g, 1), "k");
+  /* The k loop in MR stretches, each starting with one row's prefetches:
+   * all of them at once, up to 96 lines on AVX-512, overran the core's
+   * miss buffers and stalled it; spread out, each arrives in time. */
+    ir_loop lc, l;
+    LLVMValueRef mr_v = ir_i64(g, mr);
+    LLVMValueRef i = ir_loop_begin(g, &lc, ir_i64(g, 0), mr_v, ir_i64(g, 1), "stretch");
+    prefetch_next_row(&t, i, ldc, last, epi != EPI_NONE);
+    LLVMValueRef k0 = LLVMBuildSDiv(g->b, ir_mul(g, kcn, i), mr_v, "");
+    LLVMValueRef k1 = LLVMBuildSDiv(g->b, ir_mul(g, kcn, ir_add(g, i, ir_i64(g, 1))), mr_v, "");
+    LLVMValueRef k = ir_loop_begin(g, &l, k0, k1, ir_i64(g, 1), "k");
     emit_tile_step(&t, a, bp, k);
     ir_loop_end(g, &l);
+    ir_loop_end(g, &lc);
 
     store_tile(&t, full, store_c);
     if (epi != EPI_NONE) {
