@@ -44,6 +44,12 @@
 //     the block has not written shows up. A missing barrier
 //     shows up as wrong results when the round-robin order exposes it (a
 //     thread runs on to its next barrier before the next thread starts).
+//   - The tensor cores' warp-matrix instructions, as runtime/gpu/mma.cuh
+//     uses them: mma.sync m16n8k16 (bf16 in, fp32 accumulate) and ldmatrix
+//     m8n8.x4 (.trans), as collectives of all 32 lanes with the PTX ISA's
+//     fragment layouts (warp_matrix, below): a value in the wrong lane's
+//     register gives a wrong product; a missing lane, a misaligned row or
+//     one outside shared memory is an error.
 //   - __nv_bfloat16 / __nv_bfloat162 with CUDA's conversions, bit for bit
 //     (round to nearest even, NaN to 0x7fff, subnormals kept).
 //   - the C math functions and CUDA's fast variants (__expf = expf, ...),
@@ -56,7 +62,9 @@
 // blocks and between warps (threads switch only at barriers and warp
 // operations, so a race that needs another interleaving stays hidden),
 // atomics (not provided: kernels must not use them), asynchronous copies,
-// tensor cores, and the exact bits of the device's math functions.
+// the tensor cores' own summation order and rounding (mma is computed in
+// double here, rounded once), and the exact bits of the device's math
+// functions.
 // Out-of-bounds accesses are host accesses here (a crash or silent
 // corruption, not a CUDA error); so is a fiber's stack overflow (the guard
 // page: a crash).
@@ -144,7 +152,8 @@ enum : unsigned {
 // What a fiber is doing, seen from the scheduler.
 enum class Wait : unsigned char { running, barrier, warp, done };
 // The kinds of warp operation (lanes of one warp must all be at the same kind).
-enum class WarpOp : unsigned char { none, shuffle, vote, sync };
+// mma and ldmatrix are the warp-matrix collectives (warp_matrix, below).
+enum class WarpOp : unsigned char { none, shuffle, vote, sync, mma, ldmatrix };
 
 struct State;
 
@@ -298,7 +307,13 @@ inline void switch_context(Context &from, Context &to) {
 inline Fiber &self() { return fiber_in_slot((uintptr_t)__builtin_frame_address(0) & ~(uintptr_t)(SLOT_BYTES - 1)); }
 
 const char *op_name(WarpOp op) {
-    return op == WarpOp::shuffle ? "warp shuffle" : op == WarpOp::vote ? "warp vote" : "__syncwarp";
+    switch (op) {
+    case WarpOp::shuffle: return "warp shuffle";
+    case WarpOp::vote: return "warp vote";
+    case WarpOp::mma: return "mma.sync";
+    case WarpOp::ldmatrix: return "ldmatrix";
+    default: return "__syncwarp";
+    }
 }
 
 // Ends the launch with a message; called on a fiber, which is abandoned
@@ -376,12 +391,10 @@ inline uint64_t barrier(bool vote) {
     return s.result[me.linear];
 }
 
-// Gives the calling lane's value (and the lane it reads) to a warp
-// operation over `mask`, waits until every lane of the mask is there, and
-// returns the lane's result: the value of its source lane (shuffle) or the
-// mask of lanes that voted true (vote, sync).
-inline uint64_t warp_exchange(WarpOp op, unsigned mask, uint64_t value, unsigned src_lane) {
-    Fiber &me = self();
+// Adds the calling lane to the warp operation over `mask` (its operand in
+// value, the lane it reads in src_lane), after checking that it can
+// complete; true when it is the last lane of the mask to arrive.
+inline bool warp_arrive(Fiber &me, WarpOp op, unsigned mask, uint64_t value, unsigned src_lane) {
     State &s = *me.state;
     unsigned lane = me.linear % WARP, warp = me.linear / WARP, bit = 1u << lane;
     Warp &w = s.warps[warp];
@@ -396,19 +409,50 @@ inline uint64_t warp_exchange(WarpOp op, unsigned mask, uint64_t value, unsigned
     if (unsigned gone = mask & w.exited) fail_lane(me, op_name(op), warp, (unsigned)__builtin_ctz(gone), "has exited");
     if (unsigned waiting = mask & w.at_barrier)
         fail_lane(me, op_name(op), warp, (unsigned)__builtin_ctz(waiting), "waits at __syncthreads");
-    unsigned first = warp * WARP;
     s.value[me.linear] = value;
     s.src_lane[me.linear] = (unsigned char)src_lane;
     w.mask = mask;
     w.op = op;
     w.arrived |= bit;
-    if (w.arrived != mask) {
-        s.wait[me.linear] = Wait::warp;
-        s.runnable--;
-        switch_away(me);
+    return w.arrived == mask;
+}
+
+// Parks the calling lane until the last lane of its warp operation
+// completes it.
+inline void warp_wait(Fiber &me) {
+    State &s = *me.state;
+    s.wait[me.linear] = Wait::warp;
+    s.runnable--;
+    switch_away(me);
+}
+
+// Called by the last lane to arrive, once the operation's results are
+// written: the other lanes run again, and the warp is free.
+inline void warp_release(Fiber &me) {
+    State &s = *me.state;
+    unsigned warp = me.linear / WARP, first = warp * WARP;
+    Warp &w = s.warps[warp];
+    for (unsigned m = w.mask & ~(1u << me.linear % WARP); m; m &= m - 1) {
+        s.wait[first + __builtin_ctz(m)] = Wait::running;
+        s.runnable++;
+    }
+    w.mask = w.arrived = 0;
+    w.op = WarpOp::none;
+}
+
+// Gives the calling lane's value (and the lane it reads) to a warp
+// operation over `mask`, waits until every lane of the mask is there, and
+// returns the lane's result: the value of its source lane (shuffle) or the
+// mask of lanes that voted true (vote, sync).
+inline uint64_t warp_exchange(WarpOp op, unsigned mask, uint64_t value, unsigned src_lane) {
+    Fiber &me = self();
+    State &s = *me.state;
+    if (!warp_arrive(me, op, mask, value, src_lane)) {
+        warp_wait(me);
         return s.result[me.linear];
     }
     // The last lane to arrive completes the operation for all of them.
+    unsigned warp = me.linear / WARP, first = warp * WARP;
     if (op == WarpOp::shuffle) {
         for (unsigned m = mask; m; m &= m - 1) {
             unsigned l = (unsigned)__builtin_ctz(m);
@@ -425,13 +469,124 @@ inline uint64_t warp_exchange(WarpOp op, unsigned mask, uint64_t value, unsigned
             if (s.value[first + __builtin_ctz(m)]) votes |= 1u << __builtin_ctz(m);
         for (unsigned m = mask; m; m &= m - 1) s.result[first + __builtin_ctz(m)] = votes;
     }
-    for (unsigned m = mask & ~bit; m; m &= m - 1) {
-        s.wait[first + __builtin_ctz(m)] = Wait::running;
-        s.runnable++;
-    }
-    w.mask = w.arrived = 0;
-    w.op = WarpOp::none;
+    warp_release(me);
     return s.result[me.linear];
+}
+
+// ---- The warp-matrix collectives: mma.sync and ldmatrix ----
+// On a GPU these are single instructions of the whole warp (.sync.aligned:
+// all 32 lanes execute the same one), each lane holding a fixed part of
+// each matrix in its registers. Here the last lane to arrive gathers every
+// lane's registers, builds the matrices by the PTX ISA's fragment layouts,
+// computes, and scatters each lane's part of the result, so a kernel that
+// puts an element in the wrong lane's register computes a wrong product
+// here as on the hardware. A lane missing (returned, at __syncthreads, at
+// another warp operation) is an error, as for the shuffles.
+
+// One lane's operands of mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// (PTX ISA, "Matrix Fragments for mma.m16n8k16 with floating point type"):
+// with groupID g = lane >> 2 and threadID_in_group t = lane % 4,
+//   A (16x16, row): a0..a7, two per .b32 register, the lower index in the
+//     lower half: row g + 8 (i / 2 % 2), column 2t + i % 2 + 8 (i / 4);
+//   B (16x8, col): b0..b3: row 2t + i % 2 + 8 (i / 2), column g;
+//   C, D (16x8): c0..c3: row g + 8 (i / 2), column 2t + i % 2.
+struct MmaLane {
+    const uint32_t *a; // 4 registers
+    const uint32_t *b; // 2 registers
+    const float *c;    // 4
+    float *d;          // 4
+};
+inline unsigned mma_a_row(unsigned lane, unsigned i) { return lane / 4 + 8 * (i / 2 % 2); }
+inline unsigned mma_a_col(unsigned lane, unsigned i) { return 2 * (lane % 4) + i % 2 + 8 * (i / 4); }
+inline unsigned mma_b_row(unsigned lane, unsigned i) { return 2 * (lane % 4) + i % 2 + 8 * (i / 2); }
+inline unsigned mma_cd_row(unsigned lane, unsigned i) { return lane / 4 + 8 * (i / 2); }
+inline unsigned mma_cd_col(unsigned lane, unsigned i) { return 2 * (lane % 4) + i % 2; }
+inline float bf16_half(uint32_t reg, unsigned i) {
+    uint32_t bits = (i % 2 ? reg >> 16 : reg & 0xffffu) << 16;
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+// D = A B + C. Each element: the 16 products (exact: bf16 times bf16 fits
+// a double, as it fits a float) summed in double in k order, C added, and
+// the sum rounded once to fp32 (nearest even). The hardware's tensor cores
+// add in their own order and internal precision (not IEEE fp32 step by
+// step): the results agree to a few fp32 roundings of sum |a b| + |c|, not
+// bit for bit (docs/gpu.md, "Tensor cores").
+void complete_mma(Fiber &me) {
+    State &s = *me.state;
+    unsigned first = me.linear / WARP * WARP;
+    float A[16][16], B[16][8], C[16][8];
+    for (unsigned l = 0; l < WARP; l++) {
+        const MmaLane &x = *reinterpret_cast<const MmaLane *>((uintptr_t)s.value[first + l]);
+        for (unsigned i = 0; i < 8; i++) A[mma_a_row(l, i)][mma_a_col(l, i)] = bf16_half(x.a[i / 2], i);
+        for (unsigned i = 0; i < 4; i++) B[mma_b_row(l, i)][l / 4] = bf16_half(x.b[i / 2], i);
+        for (unsigned i = 0; i < 4; i++) C[mma_cd_row(l, i)][mma_cd_col(l, i)] = x.c[i];
+    }
+    float D[16][8];
+    for (unsigned r = 0; r < 16; r++)
+        for (unsigned c = 0; c < 8; c++) {
+            double sum = 0.0;
+            for (unsigned k = 0; k < 16; k++) sum += (double)A[r][k] * (double)B[k][c];
+            D[r][c] = (float)(sum + (double)C[r][c]);
+        }
+    for (unsigned l = 0; l < WARP; l++) {
+        const MmaLane &x = *reinterpret_cast<const MmaLane *>((uintptr_t)s.value[first + l]);
+        for (unsigned i = 0; i < 4; i++) x.d[i] = D[mma_cd_row(l, i)][mma_cd_col(l, i)];
+    }
+}
+
+// One lane's part of ldmatrix.sync.aligned.m8n8.x4{.trans}.shared.b16 (PTX
+// ISA, "Warp-level matrix load instruction: ldmatrix"): lane 8 i + r gives
+// the address of row r of matrix i (8 rows of 8 b16, 16 bytes each, 16-byte
+// aligned, in shared memory); register i of lane l receives matrix i's row
+// l / 4, columns 2 (l % 4) and 2 (l % 4) + 1 (the lower column in the lower
+// half), or with .trans its column l / 4, rows 2 (l % 4) and 2 (l % 4) + 1.
+struct LdmatrixLane {
+    const void *row;
+    uint32_t *r; // 4 registers
+    bool trans;
+};
+
+void complete_ldmatrix(Fiber &me) {
+    State &s = *me.state;
+    unsigned warp = me.linear / WARP, first = warp * WARP;
+    auto lane = [&](unsigned l) -> const LdmatrixLane & {
+        return *reinterpret_cast<const LdmatrixLane *>((uintptr_t)s.value[first + l]);
+    };
+    uint16_t M[4][8][8];
+    for (unsigned l = 0; l < WARP; l++) {
+        if (lane(l).trans != lane(0).trans) fail_lane(me, "ldmatrix", warp, l, "disagrees with lane 0 on .trans");
+        uintptr_t row = (uintptr_t)lane(l).row;
+        if (row % 16) fail_lane(me, "ldmatrix", warp, l, "gives a row address that is not 16-byte aligned");
+        // The kernels' __shared__ variables are this module's thread-local
+        // block (poison_shared): a row elsewhere is not in shared memory.
+        if (s.tls_data && (row < (uintptr_t)s.tls_data || row + 16 > (uintptr_t)s.tls_data + s.tls_size))
+            fail_lane(me, "ldmatrix", warp, l, "gives a row address outside shared memory");
+        memcpy(M[l / 8][l % 8], lane(l).row, 16);
+    }
+    for (unsigned l = 0; l < WARP; l++) {
+        unsigned g = l / 4, t = l % 4;
+        for (unsigned i = 0; i < 4; i++) {
+            uint32_t lo = lane(l).trans ? M[i][2 * t][g] : M[i][g][2 * t];
+            uint32_t hi = lane(l).trans ? M[i][2 * t + 1][g] : M[i][g][2 * t + 1];
+            lane(l).r[i] = lo | hi << 16;
+        }
+    }
+}
+
+// The calling lane's part of a warp-matrix operation (record: its
+// MmaLane or LdmatrixLane, alive on its stack until all have arrived).
+inline void warp_matrix(WarpOp op, void *record) {
+    Fiber &me = self();
+    if (!warp_arrive(me, op, 0xffffffffu, (uint64_t)(uintptr_t)record, 0)) {
+        warp_wait(me);
+        return;
+    }
+    if (op == WarpOp::mma) complete_mma(me);
+    else complete_ldmatrix(me);
+    warp_release(me);
 }
 
 // Fiber `me`'s thread has returned.
@@ -799,6 +954,19 @@ inline unsigned __ballot_sync(unsigned mask, int predicate) {
 }
 inline int __all_sync(unsigned mask, int predicate) { return __ballot_sync(mask, predicate) == mask; }
 inline int __any_sync(unsigned mask, int predicate) { return __ballot_sync(mask, predicate) != 0; }
+
+// The warp-matrix instructions as runtime/gpu/mma.cuh calls them on the
+// emulated device (on a GPU it emits the PTX instructions instead).
+inline void tlm_emu_mma_m16n8k16_bf16(float d[4], const unsigned a[4], const unsigned b[2], const float c[4]) {
+    float out[4];
+    tlm_emu::MmaLane lane{a, b, c, out};
+    tlm_emu::warp_matrix(tlm_emu::WarpOp::mma, &lane);
+    for (int i = 0; i < 4; i++) d[i] = out[i]; // d may be c: written after every lane has read
+}
+inline void tlm_emu_ldmatrix_x4(unsigned r[4], const void *row, bool trans) {
+    tlm_emu::LdmatrixLane lane{row, r, trans};
+    tlm_emu::warp_matrix(tlm_emu::WarpOp::ldmatrix, &lane);
+}
 
 // Math beyond <cmath>: CUDA's fast and reinterpreting functions.
 inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }

@@ -1,0 +1,59 @@
+/* The tensor-core attention kernels' launches (attention_tc.h). */
+#include "attention_tc.h"
+
+const char *tlm_gpu_attention_tc_kernel(tlm_attention_tc_pass pass, int D) {
+    static const char *const names[][2] = {
+        [TLM_ATTENTION_TC_FWD] = {"tlm_attention_tc_fwd_d64", "tlm_attention_tc_fwd_d128"},
+        [TLM_ATTENTION_TC_BWD_DQ] = {"tlm_attention_tc_bwd_dq_d64", "tlm_attention_tc_bwd_dq_d128"},
+        [TLM_ATTENTION_TC_BWD_DKV] = {"tlm_attention_tc_bwd_dkv_d64", "tlm_attention_tc_bwd_dkv_d128"},
+    };
+    if ((unsigned)pass > TLM_ATTENTION_TC_BWD_DKV) return NULL;
+    return D == 64 ? names[pass][0] : D == 128 ? names[pass][1] : NULL;
+}
+
+bool tlm_gpu_attention_tc_supported(tlm_gpu *g, tlm_dptr y_bf16, tlm_dptr q, tlm_dptr k, tlm_dptr v, int H, int D,
+                                    int stride, tlm_err *err) {
+    if (D != 64 && D != 128)
+        return tlm_fail(err, "tensor-core attention: head size %d is not supported (64 or 128, the presets' sizes)", D);
+    /* The kernels move rows 16 bytes at a time. */
+    if (stride % 8 || stride < H * D)
+        return tlm_fail(err,
+                        "tensor-core attention: a token stride of %d elements (needs a multiple of 8, at least %d)",
+                        stride, H * D);
+    if ((q | k | v | y_bf16) % 16) return tlm_fail(err, "tensor-core attention: q, k, v and y must be 16-byte aligned");
+    const tlm_device_info *info = tlm_device_get_info(g->dev);
+    if (info->cc_major < 8)
+        return tlm_fail(err, "tensor-core attention needs sm_80 or later (bf16 mma.sync); %s is %s", info->name,
+                        info->arch);
+    return true;
+}
+
+/* A block per tile of 64 rows of each (b, h). */
+static unsigned attention_tc_grid(int B, int T, int H) {
+    return tlm_gpu_blocks((int64_t)B * H * ((T + TLM_GPU_ATTENTION_TC_ROWS - 1) / TLM_GPU_ATTENTION_TC_ROWS), 1);
+}
+
+bool tlm_gpu_attention_tc_forward(tlm_gpu *g, tlm_dptr y_bf16, tlm_dptr lse, tlm_dptr q, tlm_dptr k, tlm_dptr v, int B,
+                                  int T, int H, int D, int stride, tlm_err *err) {
+    if (!tlm_gpu_attention_tc_supported(g, y_bf16, q, k, v, H, D, stride, err)) return false;
+    if (B <= 0 || T <= 0 || H <= 0) return true;
+    void *args[] = {&y_bf16, &lse, &q, &k, &v, &B, &T, &H, &stride};
+    return tlm_gpu_launch(g, tlm_gpu_attention_tc_kernel(TLM_ATTENTION_TC_FWD, D), attention_tc_grid(B, T, H),
+                          TLM_GPU_ATTENTION_TC_BLOCK, args, err);
+}
+
+bool tlm_gpu_attention_tc_backward(tlm_gpu *g, tlm_dptr dq, tlm_dptr dk, tlm_dptr dv, tlm_dptr dy, tlm_dptr y_bf16,
+                                   tlm_dptr lse, tlm_dptr q, tlm_dptr k, tlm_dptr v, int B, int T, int H, int D,
+                                   int stride, tlm_err *err) {
+    if (!tlm_gpu_attention_tc_supported(g, y_bf16, q, k, v, H, D, stride, err)) return false;
+    if (dy % 16) return tlm_fail(err, "tensor-core attention: dy must be 16-byte aligned");
+    if (B <= 0 || T <= 0 || H <= 0) return true;
+    unsigned grid = attention_tc_grid(B, T, H);
+    void *dq_args[] = {&dq, &dy, &y_bf16, &lse, &q, &k, &v, &B, &T, &H, &stride};
+    if (!tlm_gpu_launch(g, tlm_gpu_attention_tc_kernel(TLM_ATTENTION_TC_BWD_DQ, D), grid, TLM_GPU_ATTENTION_TC_BLOCK,
+                        dq_args, err))
+        return false;
+    void *dkv_args[] = {&dk, &dv, &dy, &y_bf16, &lse, &q, &k, &v, &B, &T, &H, &stride};
+    return tlm_gpu_launch(g, tlm_gpu_attention_tc_kernel(TLM_ATTENTION_TC_BWD_DKV, D), grid, TLM_GPU_ATTENTION_TC_BLOCK,
+                          dkv_args, err);
+}

@@ -1,0 +1,409 @@
+// Causal multi-head softmax attention on the tensor cores (--precision
+// bf16), FlashAttention-2 style: q, k, v in bf16, every matrix product an
+// mma.sync m16n8k16 (mma.cuh) with fp32 accumulation, the softmax in fp32.
+// The same equations, layouts and saved tensor as attention.cu: q, k, v
+// (and dq, dk, dv) head slices at ((b T + t) stride + h D), y and dy
+// [B,T,H,D], y in bf16 (what tlm_attention_fwd_bf16 writes), and one
+// log-sum-exp per token and head, lse [B,T,H] in fp32.
+//
+// Forward: a block of 4 warps per (b, h, tile of attention_tc_BQ = 64 query
+// rows), striding over them; each warp owns 16 query rows, whose Q
+// fragments it keeps in registers for the whole walk over the key tiles (64
+// keys each, up to the diagonal). Per key tile, the block stages K and V in
+// shared memory (rows padded by 16 bytes so that ldmatrix's eight rows fall
+// in different banks), then each warp:
+//   S = Q K^T        B fragments of K by ldmatrix (K is n-major: k = the
+//                    head dimension is contiguous): attention_tc_products
+//   online softmax   each lane holds 2 rows x 16 columns of S: the row max
+//                    over the row's 4 lanes by shuffles, P = exp(S - m) in
+//                    fp32, the lane's share of the row sum in fp32
+//   Y += P V         P's accumulator fragments are, two key blocks at a
+//                    time, exactly the A fragments of the next mma (the
+//                    FlashAttention-2 register reuse), rounded to bf16; B
+//                    fragments of V by ldmatrix.trans (V is k-major):
+//                    attention_tc_accumulate
+// and at the end y = Y / l, rounded once to bf16, and lse = m + log l.
+// The row sum l is of the fp32 P, P V of P rounded to bf16: that rounding
+// is the main difference from the fp32 kernel (gpu.attention_tc's bound).
+//
+// Backward, two kernels without atomics as attention.cu's, recomputing
+// P = exp(S - lse) tile by tile, with D_t = dy_t . y_t (fp32 dy, bf16 y) and
+// dS = P (dP - D) / sqrt(D), dP = dY V^T; dy is rounded to bf16 for the
+// products:
+//   dq: a block per query tile, each warp 16 query rows with Q and dY in
+//       registers: S = Q K^T, dP = dY V^T, dQ += dS K (K by ldmatrix.trans)
+//   dk, dv: a block per key tile, each warp 16 keys with K and V in
+//       registers, over the query tiles from the diagonal on (Q, dY, lse
+//       and D staged in shared memory): S^T = K Q^T, dP^T = V dY^T,
+//       dV += P^T dY, dK += dS^T Q
+//
+// Deterministic: every value has one owner lane and a fixed order (the
+// mma's, the tiles', the shuffles' butterfly), whatever the grid.
+// Supported: head sizes 64 and 128 (the presets'), 16-byte aligned q, k, v,
+// y, dy and a stride a multiple of 8 (attention_tc.c checks before
+// launching).
+
+constexpr int attention_tc_BQ = 64;    // query rows per tile: 16 per warp
+constexpr int attention_tc_BK = 64;    // keys per tile
+constexpr int attention_tc_PAD = 8;    // bf16 after each shared row
+constexpr int attention_tc_NS = 8;     // n-blocks of 8 in a tile of 64 (BQ and BK alike)
+static_assert(attention_tc_BQ == 64 && attention_tc_BK == 64 && attention_tc_NS == 8,
+              "the tiles of queries and of keys are both 64 rows (the staging, the items, the diagonal)");
+
+// 8 consecutive elements as 8 bf16 (uint4): bf16 as they are, fp32 rounded.
+__device__ __forceinline__ uint4 attention_tc_chunk(const unsigned short* p) { return *(const uint4*)p; }
+__device__ __forceinline__ uint4 attention_tc_chunk(const float* p) {
+  const float4 a = *(const float4*)p, b = *(const float4*)(p + 4);
+  return make_uint4(tlm::pack_bf16x2(a.x, a.y), tlm::pack_bf16x2(a.z, a.w), tlm::pack_bf16x2(b.x, b.y),
+                    tlm::pack_bf16x2(b.z, b.w));
+}
+
+// Rows row0 .. row0 + 63 of x (row r at x + r rs, D elements) into a shared
+// tile in bf16, rows D + PAD apart, zeros from row n on (0 times 0: never
+// NaN where P is 0). The whole block calls it.
+template <int D, typename X>
+__device__ __forceinline__ void attention_tc_stage(unsigned short* tile, const X* x, long long rs, int row0, int n) {
+  for (int e = threadIdx.x; e < 64 * (D / 8); e += blockDim.x) {
+    const int row = e / (D / 8), c8 = e % (D / 8) * 8;
+    const uint4 c = row0 + row < n ? attention_tc_chunk(x + (row0 + row) * rs + c8) : make_uint4(0u, 0u, 0u, 0u);
+    *(uint4*)(tile + row * (D + attention_tc_PAD) + c8) = c;
+  }
+}
+
+// The warp's A fragments of rows row0 .. row0 + 15 of x (row r at x + r rs),
+// one per k-step of 16 over D, in bf16; zeros from row n on.
+template <int D, typename X>
+__device__ __forceinline__ void attention_tc_rows(unsigned (*a)[4], const X* x, long long rs, int row0, int n) {
+  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  for (int s = 0; s < D / 16; s++)
+    for (int j = 0; j < 4; j++) {
+      const int row = row0 + g + 8 * (j % 2), col = 16 * s + 2 * t + 8 * (j / 2);
+      a[s][j] = row < n ? tlm::pack_bf16x2(tlm::load(x + row * rs + col), tlm::load(x + row * rs + col + 1)) : 0u;
+    }
+}
+
+// s = A T^T for the warp: A its 16 rows (fragments over D), T a shared tile
+// of 64 rows (n-major: each row's D elements contiguous); n-block n of s
+// holds T's rows 8n .. 8n + 7.
+template <int D>
+__device__ __forceinline__ void attention_tc_products(float (*s)[4], const unsigned (*a)[4],
+                                                      const unsigned short* tile) {
+  const int lane = threadIdx.x % 32;
+  for (int n = 0; n < attention_tc_NS; n++)
+    for (int i = 0; i < 4; i++) s[n][i] = 0.0f;
+  for (int kk = 0; kk < D / 16; kk++)
+    for (int np = 0; np < attention_tc_NS / 2; np++) {
+      // matrices: rows 16np + 0..7 / + 8..15 (lane / 16), columns 16kk + 0..7 / + 8..15 (lane / 8 % 2):
+      // registers 0, 1 are n-block 2np's b[0], b[1]; 2, 3 n-block 2np + 1's
+      unsigned b[4];
+      const int row = 16 * np + lane / 16 * 8 + lane % 8, col = 16 * kk + lane / 8 % 2 * 8;
+      tlm::ldmatrix_x4<false>(b, tile + row * (D + attention_tc_PAD) + col);
+      tlm::mma_m16n8k16_bf16(s[2 * np], a[kk], b, s[2 * np]);
+      tlm::mma_m16n8k16_bf16(s[2 * np + 1], a[kk], b + 2, s[2 * np + 1]);
+    }
+}
+
+// o += p T for the warp: p its 16 x 64 accumulator fragments (rounded to
+// bf16 as A fragments), T a shared tile of 64 rows (k-major: the rows are
+// p's columns); o's n-block n holds columns 8n .. 8n + 7 of D.
+template <int D>
+__device__ __forceinline__ void attention_tc_accumulate(float (*o)[4], const float (*p)[4],
+                                                        const unsigned short* tile) {
+  const int lane = threadIdx.x % 32;
+  for (int j = 0; j < attention_tc_NS / 2; j++) {
+    const unsigned pa[4] = {tlm::pack_bf16x2(p[2 * j][0], p[2 * j][1]), tlm::pack_bf16x2(p[2 * j][2], p[2 * j][3]),
+                            tlm::pack_bf16x2(p[2 * j + 1][0], p[2 * j + 1][1]),
+                            tlm::pack_bf16x2(p[2 * j + 1][2], p[2 * j + 1][3])};
+    for (int dp = 0; dp < D / 16; dp++) {
+      // matrices (transposed): rows 16j + 0..7 / + 8..15 (lane / 8 % 2), columns 16dp + 0..7 / + 8..15
+      // (lane / 16): registers 0, 1 are column block 2dp's b[0], b[1]; 2, 3 column block 2dp + 1's
+      unsigned b[4];
+      const int row = 16 * j + lane / 8 % 2 * 8 + lane % 8, col = 16 * dp + lane / 16 * 8;
+      tlm::ldmatrix_x4<true>(b, tile + row * (D + attention_tc_PAD) + col);
+      tlm::mma_m16n8k16_bf16(o[2 * dp], pa, b, o[2 * dp]);
+      tlm::mma_m16n8k16_bf16(o[2 * dp + 1], pa, b + 2, o[2 * dp + 1]);
+    }
+  }
+}
+
+// The warp's 16 rows x D of accumulator fragments (the rows row0 + g and
+// row0 + g + 8 of each lane), into fp32 rows of out (row r at out + r rs),
+// rows from n on not written.
+template <int D>
+__device__ __forceinline__ void attention_tc_store(float* out, long long rs, const float (*o)[4], int row0, int n) {
+  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  for (int r = 0; r < 2; r++) {
+    const int row = row0 + g + 8 * r;
+    if (row >= n) continue;
+    for (int c = 0; c < D / 8; c++) {
+      out[row * rs + 8 * c + 2 * t] = o[c][2 * r];
+      out[row * rs + 8 * c + 2 * t + 1] = o[c][2 * r + 1];
+    }
+  }
+}
+
+// D_t = dy_t . y_t over the warp (every lane gets the same bits): the
+// lanes' strided partial sums, then the butterfly. Both backward kernels
+// use it, so they see the same D_t.
+template <int D>
+__device__ __forceinline__ float attention_tc_rowdot(const float* dy, const unsigned short* y) {
+  float s = 0.0f;
+  for (int d = threadIdx.x % 32; d < D; d += 32) s += dy[d] * tlm::load(y + d);
+  return tlm::warp_sum(s);
+}
+
+// One item of a kernel's grid-stride loop: (b, h, tile of 64 rows: query
+// rows for the forward and dq, keys for dk and dv), and where (b, h)'s token
+// 0 lies in q, k, v, dq, dk, dv (tokens stride apart) and in y, dy (H D).
+struct attention_tc_item {
+  int b, h, row0;
+  long long base, ybase;
+};
+__device__ __forceinline__ long long attention_tc_items(int B, int T, int H) {
+  return (long long)B * H * ((T + attention_tc_BQ - 1) / attention_tc_BQ);
+}
+__device__ __forceinline__ attention_tc_item attention_tc_item_at(long long item, int T, int H, int D, int stride) {
+  const int tiles = (T + attention_tc_BQ - 1) / attention_tc_BQ;
+  attention_tc_item it;
+  it.row0 = (int)(item % tiles) * attention_tc_BQ;
+  it.h = (int)(item / tiles % H);
+  it.b = (int)(item / ((long long)tiles * H));
+  it.base = (long long)it.b * T * stride + (long long)it.h * D;
+  it.ybase = (long long)it.b * T * H * D + (long long)it.h * D;
+  return it;
+}
+
+template <int D>
+__device__ void attention_tc_fwd(unsigned short* y, float* lse, const unsigned short* q, const unsigned short* k,
+                                 const unsigned short* v, int B, int T, int H, int stride) {
+  constexpr int BK = attention_tc_BK, NS = attention_tc_NS, DN = D / 8;
+  __shared__ __align__(16) unsigned short ks[BK * (D + attention_tc_PAD)], vs[BK * (D + attention_tc_PAD)];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const float scale = 1.0f / sqrtf((float)D);
+  for (long long item = blockIdx.x; item < attention_tc_items(B, T, H); item += gridDim.x) {
+    const attention_tc_item it = attention_tc_item_at(item, T, H, D, stride);
+    const long long base = it.base;
+    const int r0 = it.row0 + warp * 16, last = min(it.row0 + attention_tc_BQ, T) - 1;
+    const bool idle = r0 >= T;  // a warp past the last row loads and waits with the others
+    unsigned qa[D / 16][4];
+    attention_tc_rows<D>(qa, q + base, stride, r0, T);
+    float o[DN][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+    for (int n = 0; n < DN; n++)
+      for (int i = 0; i < 4; i++) o[n][i] = 0.0f;
+    for (int j0 = 0; j0 <= last; j0 += BK) {
+      __syncthreads();  // the previous tile's (or item's) readers are done
+      attention_tc_stage<D>(ks, k + base, stride, j0, T);
+      attention_tc_stage<D>(vs, v + base, stride, j0, T);
+      __syncthreads();
+      if (idle || j0 > r0 + 15) continue;  // every row of the warp is before this tile: all masked
+      float s[NS][4];
+      attention_tc_products<D>(s, qa, ks);
+      // the causal mask, the scale, and each row's new max over its 4 lanes
+      float mx[2] = {m[0], m[1]};
+      for (int n = 0; n < NS; n++)
+        for (int i = 0; i < 4; i++) {
+          const int key = j0 + 8 * n + 2 * t + i % 2, row = r0 + g + 8 * (i / 2);
+          const float x = key <= row && key < T ? s[n][i] * scale : -INFINITY;
+          s[n][i] = x;
+          mx[i / 2] = fmaxf(mx[i / 2], x);
+        }
+      float alpha[2], sum[2] = {0.0f, 0.0f};
+      for (int r = 0; r < 2; r++) {
+        mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+        mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+        // finite: every row sees key 0 in the first tile
+        alpha[r] = expf(m[r] - mx[r]);
+        m[r] = mx[r];
+      }
+      for (int n = 0; n < NS; n++)
+        for (int i = 0; i < 4; i++) {
+          const float p = s[n][i] == -INFINITY ? 0.0f : expf(s[n][i] - m[i / 2]);
+          s[n][i] = p;
+          sum[i / 2] += p;
+        }
+      for (int r = 0; r < 2; r++) l[r] = l[r] * alpha[r] + sum[r];  // the lane's share of the row sum
+      for (int n = 0; n < DN; n++)
+        for (int i = 0; i < 4; i++) o[n][i] *= alpha[i / 2];
+      attention_tc_accumulate<D>(o, s, vs);
+    }
+    if (idle) continue;
+    for (int r = 0; r < 2; r++) {
+      l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
+      l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
+    }
+    for (int r = 0; r < 2; r++) {
+      const int row = r0 + g + 8 * r;
+      if (row >= T) continue;
+      const float inv = 1.0f / l[r];
+      unsigned* yr = (unsigned*)(y + it.ybase + (long long)row * H * D);
+      for (int n = 0; n < DN; n++) yr[4 * n + t] = tlm::pack_bf16x2(o[n][2 * r] * inv, o[n][2 * r + 1] * inv);
+      if (t == 0) lse[((long long)it.b * T + row) * H + it.h] = m[r] + logf(l[r]);
+    }
+  }
+}
+
+extern "C" __global__ void tlm_attention_tc_fwd_d64(unsigned short* y, float* lse, const unsigned short* q,
+                                                    const unsigned short* k, const unsigned short* v, int B, int T,
+                                                    int H, int stride) {
+  attention_tc_fwd<64>(y, lse, q, k, v, B, T, H, stride);
+}
+extern "C" __global__ void tlm_attention_tc_fwd_d128(unsigned short* y, float* lse, const unsigned short* q,
+                                                     const unsigned short* k, const unsigned short* v, int B, int T,
+                                                     int H, int stride) {
+  attention_tc_fwd<128>(y, lse, q, k, v, B, T, H, stride);
+}
+
+// One block per (b, h, query tile): dq of its rows over the key tiles up to
+// the diagonal, in order.
+template <int D>
+__device__ void attention_tc_bwd_dq(float* dq, const float* dy, const unsigned short* y, const float* lse,
+                                    const unsigned short* q, const unsigned short* k, const unsigned short* v, int B,
+                                    int T, int H, int stride) {
+  constexpr int BK = attention_tc_BK, NS = attention_tc_NS, DN = D / 8;
+  __shared__ __align__(16) unsigned short ks[BK * (D + attention_tc_PAD)], vs[BK * (D + attention_tc_PAD)];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const float scale = 1.0f / sqrtf((float)D);
+  const int C = H * D;
+  for (long long item = blockIdx.x; item < attention_tc_items(B, T, H); item += gridDim.x) {
+    const attention_tc_item it = attention_tc_item_at(item, T, H, D, stride);
+    const long long base = it.base, ybase = it.ybase;
+    const int r0 = it.row0 + warp * 16, last = min(it.row0 + attention_tc_BQ, T) - 1;
+    const bool idle = r0 >= T;
+    unsigned qa[D / 16][4], dya[D / 16][4];
+    attention_tc_rows<D>(qa, q + base, stride, r0, T);
+    attention_tc_rows<D>(dya, dy + ybase, C, r0, T);
+    // lse and D_t of the lane's rows r0 + g and r0 + g + 8
+    float rlse[2] = {0.0f, 0.0f}, rdot[2] = {0.0f, 0.0f};
+    for (int rr = 0; rr < 16 && r0 + rr < T; rr++) {
+      const long long o = ybase + (long long)(r0 + rr) * C;
+      const float d = attention_tc_rowdot<D>(dy + o, y + o);
+      if (rr == g) rdot[0] = d;
+      if (rr == g + 8) rdot[1] = d;
+    }
+    for (int r = 0; r < 2; r++)
+      if (r0 + g + 8 * r < T) rlse[r] = lse[((long long)it.b * T + r0 + g + 8 * r) * H + it.h];
+    float acc[DN][4];
+    for (int n = 0; n < DN; n++)
+      for (int i = 0; i < 4; i++) acc[n][i] = 0.0f;
+    for (int j0 = 0; j0 <= last; j0 += BK) {
+      __syncthreads();
+      attention_tc_stage<D>(ks, k + base, stride, j0, T);
+      attention_tc_stage<D>(vs, v + base, stride, j0, T);
+      __syncthreads();
+      if (idle || j0 > r0 + 15) continue;
+      float s[NS][4], dp[NS][4];
+      attention_tc_products<D>(s, qa, ks);
+      attention_tc_products<D>(dp, dya, vs);
+      for (int n = 0; n < NS; n++)
+        for (int i = 0; i < 4; i++) {
+          const int key = j0 + 8 * n + 2 * t + i % 2, row = r0 + g + 8 * (i / 2);
+          float ds = 0.0f;
+          if (key <= row && row < T) {
+            const float p = expf(s[n][i] * scale - rlse[i / 2]);
+            ds = p * (dp[n][i] - rdot[i / 2]) * scale;
+          }
+          s[n][i] = ds;
+        }
+      attention_tc_accumulate<D>(acc, s, ks);
+    }
+    if (!idle) attention_tc_store<D>(dq + base, stride, acc, r0, T);
+  }
+}
+
+// One block per (b, h, key tile): dk and dv of its keys over the query
+// tiles from the diagonal on, in order.
+template <int D>
+__device__ void attention_tc_bwd_dkv(float* dk, float* dv, const float* dy, const unsigned short* y,
+                                     const float* lse, const unsigned short* q, const unsigned short* k,
+                                     const unsigned short* v, int B, int T, int H, int stride) {
+  constexpr int BQ = attention_tc_BQ, NS = attention_tc_NS, DN = D / 8;
+  __shared__ __align__(16) unsigned short qs[BQ * (D + attention_tc_PAD)], dys[BQ * (D + attention_tc_PAD)];
+  __shared__ float tile_lse[BQ], tile_dot[BQ];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const float scale = 1.0f / sqrtf((float)D);
+  const int C = H * D;
+  for (long long item = blockIdx.x; item < attention_tc_items(B, T, H); item += gridDim.x) {
+    const attention_tc_item it = attention_tc_item_at(item, T, H, D, stride);  // BK == BQ: tiles of keys alike
+    const long long base = it.base, ybase = it.ybase;
+    const int j0 = it.row0, c0 = j0 + warp * 16;
+    const bool idle = c0 >= T;
+    // The warp's K and V fragments: kept in registers for the walk, except at
+    // D = 128, where beside the 128 accumulators they made ptxas spill 732
+    // bytes a thread (nvcc 13.0, sm_90): there each is loaded again (from L2)
+    // just before its product, so that only one of them is live at a time,
+    // which halves the spill (340 bytes). Which is faster is for a GPU to say.
+    constexpr bool keep = D <= 64;
+    unsigned ka[D / 16][4], va[D / 16][4];
+    if (keep) {
+      attention_tc_rows<D>(ka, k + base, stride, c0, T);
+      attention_tc_rows<D>(va, v + base, stride, c0, T);
+    }
+    float dka[DN][4], dva[DN][4];
+    for (int n = 0; n < DN; n++)
+      for (int i = 0; i < 4; i++) dka[n][i] = dva[n][i] = 0.0f;
+    for (int i0 = j0; i0 < T; i0 += BQ) {  // BQ == BK: the query tile holding key j0 starts at j0
+      __syncthreads();
+      attention_tc_stage<D>(qs, q + base, stride, i0, T);
+      attention_tc_stage<D>(dys, dy + ybase, C, i0, T);
+      for (int rr = 0; rr < 16; rr++) {  // each warp: lse and D_t of 16 of the tile's rows
+        const int row = i0 + warp * 16 + rr;
+        float d = 0.0f, l = 0.0f;
+        if (row < T) {
+          d = attention_tc_rowdot<D>(dy + ybase + (long long)row * C, y + ybase + (long long)row * C);
+          l = lse[((long long)it.b * T + row) * H + it.h];
+        }
+        if (lane == 0) tile_dot[warp * 16 + rr] = d, tile_lse[warp * 16 + rr] = l;
+      }
+      __syncthreads();
+      if (idle) continue;
+      float s[NS][4], dp[NS][4];
+      if (!keep) attention_tc_rows<D>(ka, k + base, stride, c0, T);
+      attention_tc_products<D>(s, ka, qs);  // S^T: the warp's keys x the tile's queries
+      if (!keep) attention_tc_rows<D>(va, v + base, stride, c0, T);
+      attention_tc_products<D>(dp, va, dys);  // dP^T
+      for (int n = 0; n < NS; n++)
+        for (int i = 0; i < 4; i++) {
+          const int c = 8 * n + 2 * t + i % 2, query = i0 + c, key = c0 + g + 8 * (i / 2);
+          float p = 0.0f, ds = 0.0f;
+          if (query >= key && query < T && key < T) {
+            p = expf(s[n][i] * scale - tile_lse[c]);
+            ds = p * (dp[n][i] - tile_dot[c]) * scale;
+          }
+          s[n][i] = ds;
+          dp[n][i] = p;
+        }
+      attention_tc_accumulate<D>(dva, dp, dys);
+      attention_tc_accumulate<D>(dka, s, qs);
+    }
+    if (idle) continue;
+    attention_tc_store<D>(dk + base, stride, dka, c0, T);
+    attention_tc_store<D>(dv + base, stride, dva, c0, T);
+  }
+}
+
+// (Each kernel spelled out: the emulated device finds kernels by their
+// `extern "C" __global__ void` text.)
+extern "C" __global__ void tlm_attention_tc_bwd_dq_d64(float* dq, const float* dy, const unsigned short* y,
+                                                       const float* lse, const unsigned short* q,
+                                                       const unsigned short* k, const unsigned short* v, int B, int T,
+                                                       int H, int stride) {
+  attention_tc_bwd_dq<64>(dq, dy, y, lse, q, k, v, B, T, H, stride);
+}
+extern "C" __global__ void tlm_attention_tc_bwd_dq_d128(float* dq, const float* dy, const unsigned short* y,
+                                                        const float* lse, const unsigned short* q,
+                                                        const unsigned short* k, const unsigned short* v, int B,
+                                                        int T, int H, int stride) {
+  attention_tc_bwd_dq<128>(dq, dy, y, lse, q, k, v, B, T, H, stride);
+}
+extern "C" __global__ void tlm_attention_tc_bwd_dkv_d64(float* dk, float* dv, const float* dy,
+                                                        const unsigned short* y, const float* lse,
+                                                        const unsigned short* q, const unsigned short* k,
+                                                        const unsigned short* v, int B, int T, int H, int stride) {
+  attention_tc_bwd_dkv<64>(dk, dv, dy, y, lse, q, k, v, B, T, H, stride);
+}
+extern "C" __global__ void tlm_attention_tc_bwd_dkv_d128(float* dk, float* dv, const float* dy,
+                                                         const unsigned short* y, const float* lse,
+                                                         const unsigned short* q, const unsigned short* k,
+                                                         const unsigned short* v, int B, int T, int H, int stride) {
+  attention_tc_bwd_dkv<128>(dk, dv, dy, y, lse, q, k, v, B, T, H, stride);
+}

@@ -1,0 +1,52 @@
+/* Causal attention on the tensor cores (runtime/gpu/attention_tc.cu, mma.sync
+ * through mma.cuh), for --precision bf16 with q, k and v stored in bf16. Not
+ * wired into the executor yet: the scalar kernels (gpu_mixers.h) run the
+ * model; these are the faster kernels they can be swapped for (docs/gpu.md,
+ * "Tensor cores").
+ *
+ * The semantics and layouts of tlm_gpu_attention_forward_bf16 and
+ * tlm_gpu_attention_backward_bf16 with bf16 inputs: q, k, v the bf16 head
+ * slices at ((b T + t) stride + h D), dq, dk, dv fp32 at the same places,
+ * y_bf16 [B,T,H,D] in bf16, dy [B,T,H,D] in fp32, lse [B,T,H] in fp32 (the
+ * saved tensor the backwards read). No fp32 accumulator buffer: y
+ * accumulates in registers. */
+#ifndef TLM_GPU_ATTENTION_TC_H
+#define TLM_GPU_ATTENTION_TC_H
+
+#include "gpu.h"
+
+enum {
+    TLM_GPU_ATTENTION_TC_BLOCK = 128, /* 4 warps of 16 rows */
+    TLM_GPU_ATTENTION_TC_ROWS = 64,   /* rows (queries or keys) per block: attention_tc_BQ, attention_tc_BK */
+};
+
+/* The kernels: the forward, and the backward's two. */
+typedef enum tlm_attention_tc_pass {
+    TLM_ATTENTION_TC_FWD,
+    TLM_ATTENTION_TC_BWD_DQ,
+    TLM_ATTENTION_TC_BWD_DKV,
+} tlm_attention_tc_pass;
+
+/* Whether the tensor-core kernels take this case; if not, false with the
+ * reason in err (one line): a head size other than 64 or 128, a stride not a
+ * multiple of 8 elements or below H·D, a bf16 buffer (y, q, k, v) not
+ * 16-byte aligned, or a GPU before sm_80 (bf16 mma). Launches nothing. */
+bool tlm_gpu_attention_tc_supported(tlm_gpu *g, tlm_dptr y_bf16, tlm_dptr q, tlm_dptr k, tlm_dptr v, int H, int D,
+                                    int stride, tlm_err *err);
+
+/* The forward: checks tlm_gpu_attention_tc_supported, then launches; false
+ * with err when the case is not supported or the launch fails. */
+bool tlm_gpu_attention_tc_forward(tlm_gpu *g, tlm_dptr y_bf16, tlm_dptr lse, tlm_dptr q, tlm_dptr k, tlm_dptr v, int B,
+                                  int T, int H, int D, int stride, tlm_err *err);
+
+/* The backward: dq, dk, dv (fp32, overwritten) from dy (fp32, 16-byte
+ * aligned), the forward's y_bf16 and lse, and q, k, v; the same checks. */
+bool tlm_gpu_attention_tc_backward(tlm_gpu *g, tlm_dptr dq, tlm_dptr dk, tlm_dptr dv, tlm_dptr dy, tlm_dptr y_bf16,
+                                   tlm_dptr lse, tlm_dptr q, tlm_dptr k, tlm_dptr v, int B, int T, int H, int D,
+                                   int stride, tlm_err *err);
+
+/* A pass's kernel for head size D (64 or 128; NULL otherwise), for a test
+ * that launches it on a grid of its own. */
+const char *tlm_gpu_attention_tc_kernel(tlm_attention_tc_pass pass, int D);
+
+#endif
