@@ -76,7 +76,8 @@ typedef struct {
     LLVMValueRef pack_a[3];    /* A with k contiguous: plain, SwiGLU, GELU activation */
     LLVMValueRef pack_a_cols;  /* A with m contiguous */
     LLVMValueRef pack_b_nk;
-    LLVMTypeRef tile_type, pack_rows_type, pack_a_type, pack_b_nk_type;
+    LLVMValueRef prefetch_rows; /* a slice of the next B panel's source */
+    LLVMTypeRef tile_type, pack_rows_type, pack_a_type, pack_b_nk_type, prefetch_rows_type;
 } gemm_helpers;
 
 /* Emits the helpers for the given kinds (bit 1 << kind set in kinds). Call
