@@ -19,40 +19,43 @@
 // bits do not depend on the grid size; no atomics. Scalar fp32, no T x T
 // matrix: a few tiles of attention_TQ x attention_TK floats in shared memory.
 //
-// --precision bf16 stores y in bf16 (out_proj's GEMMs and the backward's D_t
-// read it): the _bf16 kernels accumulate y in an fp32 buffer `acc` of y's
-// shape and store y rounded once at the end (the fp32 kernels accumulate
-// in y itself: the same arithmetic), and the backward's D_t = dy_t . y_t
-// reads that bf16 y.
+// --precision bf16 stores q, k and v in bf16 (the qkv GEMM writes them so,
+// RoPE rotates them in bf16) and, where no gate reads it, y too (out_proj's
+// GEMMs and the backward's D_t read it). Every kernel is one template over
+// the two storage types X (q, k, v) and Y (y): a bf16 element is widened
+// exactly to fp32 as it is read (tlm::load), and everything else is the fp32
+// kernel's arithmetic in its order, so a bf16 kernel gives the fp32 kernel's
+// bits on the same (rounded) inputs. A bf16 y is accumulated in an fp32
+// buffer `acc` of y's shape and stored rounded once at the end (the fp32
+// kernels accumulate in y itself: the same arithmetic). The gradients dq,
+// dk, dv stay fp32 (dk and dv are sums over the query tiles, accumulated in
+// place in the output). Kernels: _bf16 (q, k, v and y in bf16) and
+// _qkv_bf16 (q, k, v in bf16, y fp32: gated attention's gate reads y).
+// Strides are in elements, so a packed qkv of 3 H D elements has the same
+// stride in either type.
 
 constexpr int attention_TQ = 32;  // query rows per tile
 constexpr int attention_TK = 32;  // key rows per tile
 
 // The offset of the head slice of token t: tensors of [B,T,H,D] with tokens
-// `stride` floats apart.
+// `stride` elements apart.
 __device__ __forceinline__ long long attention_token(int b, int t, int h, int T, int D, int stride) {
   return ((long long)b * T + t) * stride + (long long)h * D;
 }
 
-__device__ __forceinline__ float attention_dot(const float* a, const float* b, int D) {
+// a . b over D elements, each fp32 or bf16 (widened exactly).
+template <typename A, typename B>
+__device__ __forceinline__ float attention_dot(const A* a, const B* b, int D) {
   float s = 0.0f;
-  for (int i = 0; i < D; i++) s += a[i] * b[i];
-  return s;
-}
-
-// D_t's dot product, y fp32 or bf16.
-template <typename Y>
-__device__ __forceinline__ float attention_dot_y(const float* dy, const Y* y, int D) {
-  float s = 0.0f;
-  for (int i = 0; i < D; i++) s += dy[i] * tlm::load(y + i);
+  for (int i = 0; i < D; i++) s += tlm::load(a + i) * tlm::load(b + i);
   return s;
 }
 
 // One block per (b, h, query tile): y and lse of its rows, y accumulated in
 // acc (y itself in fp32).
-template <typename Y>
-__device__ void attention_fwd(Y* y, float* acc, float* lse, const float* q, const float* k, const float* v, int B,
-                              int T, int H, int D, int stride) {
+template <typename X, typename Y>
+__device__ void attention_fwd(Y* y, float* acc, float* lse, const X* q, const X* k, const X* v, int B, int T, int H,
+                              int D, int stride) {
   __shared__ float p[attention_TQ][attention_TK + 1];
   __shared__ float m[attention_TQ], l[attention_TQ], alpha[attention_TQ];
   const float scale = 1.0f / sqrtf((float)D);
@@ -96,12 +99,12 @@ __device__ void attention_fwd(Y* y, float* acc, float* lse, const float* q, cons
         m[r] = mx;
       }
       __syncthreads();
-      const float* vb = v + attention_token(b, j0, h, T, D, stride);
+      const X* vb = v + attention_token(b, j0, h, T, D, stride);
       for (int e = threadIdx.x; e < rn * D; e += blockDim.x) {
         const int r = e / D, d = e % D;
         float* yt = yb + (long long)r * C + d;
         float acc = *yt * alpha[r];
-        for (int c = 0; c < kn; c++) acc += p[r][c] * vb[(long long)c * stride + d];
+        for (int c = 0; c < kn; c++) acc += p[r][c] * tlm::load(vb + (long long)c * stride + d);
         *yt = acc;
       }
       __syncthreads();  // p, alpha are the next tile's
@@ -119,18 +122,24 @@ extern "C" __global__ void tlm_attention_fwd(float* y, float* lse, const float* 
                                              int B, int T, int H, int D, int stride) {
   attention_fwd(y, y, lse, q, k, v, B, T, H, D, stride);
 }
-extern "C" __global__ void tlm_attention_fwd_bf16(unsigned short* y, float* acc, float* lse, const float* q,
-                                                  const float* k, const float* v, int B, int T, int H, int D,
-                                                  int stride) {
+extern "C" __global__ void tlm_attention_fwd_bf16(unsigned short* y, float* acc, float* lse, const unsigned short* q,
+                                                  const unsigned short* k, const unsigned short* v, int B, int T,
+                                                  int H, int D, int stride) {
   attention_fwd(y, acc, lse, q, k, v, B, T, H, D, stride);
+}
+extern "C" __global__ void tlm_attention_fwd_qkv_bf16(float* y, float* lse, const unsigned short* q,
+                                                      const unsigned short* k, const unsigned short* v, int B, int T,
+                                                      int H, int D, int stride) {
+  attention_fwd(y, y, lse, q, k, v, B, T, H, D, stride);
 }
 
 // P and dS (scaled by 1/sqrt(D)) of the tile (query rows i0.., key rows
 // j0..) into shared memory, zeros where masked or past the ends; rowdot and
 // rowlse hold D_t and lse_t of the query rows. Ends with a barrier.
+template <typename X>
 __device__ __forceinline__ void attention_tile(float (*p)[attention_TK + 1], float (*ds)[attention_TK + 1],
-                                               const float* rowdot, const float* rowlse, const float* q, const float* k,
-                                               const float* v, const float* dy, int b, int h, int i0, int rn, int j0,
+                                               const float* rowdot, const float* rowlse, const X* q, const X* k,
+                                               const X* v, const float* dy, int b, int h, int i0, int rn, int j0,
                                                int kn, int T, int H, int D, int stride, float scale) {
   for (int e = threadIdx.x; e < attention_TQ * attention_TK; e += blockDim.x) {
     const int r = e / attention_TK, c = e % attention_TK;
@@ -154,16 +163,16 @@ __device__ __forceinline__ void attention_rows(float* rowdot, float* rowlse, con
                                                const float* lse, int b, int h, int i0, int rn, int T, int H, int D) {
   for (int r = threadIdx.x; r < rn; r += blockDim.x) {
     const long long yo = ((long long)b * T + i0 + r) * H * D + (long long)h * D;
-    rowdot[r] = attention_dot_y(dy + yo, y + yo, D);
+    rowdot[r] = attention_dot(dy + yo, y + yo, D);
     rowlse[r] = lse[((long long)b * T + i0 + r) * H + h];
   }
   __syncthreads();
 }
 
 // One block per (b, h, query tile): dq of its rows over the key tiles in order.
-template <typename Y>
-__device__ void attention_bwd_dq(float* dq, const float* dy, const Y* y, const float* lse, const float* q,
-                                 const float* k, const float* v, int B, int T, int H, int D, int stride) {
+template <typename X, typename Y>
+__device__ void attention_bwd_dq(float* dq, const float* dy, const Y* y, const float* lse, const X* q, const X* k,
+                                 const X* v, int B, int T, int H, int D, int stride) {
   __shared__ float p[attention_TQ][attention_TK + 1], ds[attention_TQ][attention_TK + 1];
   __shared__ float rowdot[attention_TQ], rowlse[attention_TQ];
   const float scale = 1.0f / sqrtf((float)D);
@@ -178,12 +187,12 @@ __device__ void attention_bwd_dq(float* dq, const float* dy, const Y* y, const f
     for (int j0 = 0; j0 < i0 + rn; j0 += attention_TK) {
       const int kn = i0 + rn - j0 < attention_TK ? i0 + rn - j0 : attention_TK;
       attention_tile(p, ds, rowdot, rowlse, q, k, v, dy, b, h, i0, rn, j0, kn, T, H, D, stride, scale);
-      const float* kb = k + attention_token(b, j0, h, T, D, stride);
+      const X* kb = k + attention_token(b, j0, h, T, D, stride);
       for (int e = threadIdx.x; e < rn * D; e += blockDim.x) {
         const int r = e / D, d = e % D;
         float* o = dqb + (long long)r * stride + d;
         float acc = *o;
-        for (int c = 0; c < kn; c++) acc += ds[r][c] * kb[(long long)c * stride + d];
+        for (int c = 0; c < kn; c++) acc += ds[r][c] * tlm::load(kb + (long long)c * stride + d);
         *o = acc;
       }
       __syncthreads();  // p, ds are the next tile's
@@ -197,16 +206,23 @@ extern "C" __global__ void tlm_attention_bwd_dq(float* dq, const float* dy, cons
   attention_bwd_dq(dq, dy, y, lse, q, k, v, B, T, H, D, stride);
 }
 extern "C" __global__ void tlm_attention_bwd_dq_bf16(float* dq, const float* dy, const unsigned short* y,
-                                                     const float* lse, const float* q, const float* k, const float* v,
-                                                     int B, int T, int H, int D, int stride) {
+                                                     const float* lse, const unsigned short* q,
+                                                     const unsigned short* k, const unsigned short* v, int B, int T,
+                                                     int H, int D, int stride) {
+  attention_bwd_dq(dq, dy, y, lse, q, k, v, B, T, H, D, stride);
+}
+extern "C" __global__ void tlm_attention_bwd_dq_qkv_bf16(float* dq, const float* dy, const float* y, const float* lse,
+                                                         const unsigned short* q, const unsigned short* k,
+                                                         const unsigned short* v, int B, int T, int H, int D,
+                                                         int stride) {
   attention_bwd_dq(dq, dy, y, lse, q, k, v, B, T, H, D, stride);
 }
 
 // One block per (b, h, key tile): dk and dv of its rows over the query
 // tiles from its own on, in order.
-template <typename Y>
-__device__ void attention_bwd_dkv(float* dk, float* dv, const float* dy, const Y* y, const float* lse, const float* q,
-                                  const float* k, const float* v, int B, int T, int H, int D, int stride) {
+template <typename X, typename Y>
+__device__ void attention_bwd_dkv(float* dk, float* dv, const float* dy, const Y* y, const float* lse, const X* q,
+                                  const X* k, const X* v, int B, int T, int H, int D, int stride) {
   __shared__ float p[attention_TQ][attention_TK + 1], ds[attention_TQ][attention_TK + 1];
   __shared__ float rowdot[attention_TQ], rowlse[attention_TQ];
   const float scale = 1.0f / sqrtf((float)D);
@@ -225,14 +241,14 @@ __device__ void attention_bwd_dkv(float* dk, float* dv, const float* dy, const Y
       const int rn = T - i0 < attention_TQ ? T - i0 : attention_TQ;
       attention_rows(rowdot, rowlse, dy, y, lse, b, h, i0, rn, T, H, D);
       attention_tile(p, ds, rowdot, rowlse, q, k, v, dy, b, h, i0, rn, j0, kn, T, H, D, stride, scale);
-      const float* qb = q + attention_token(b, i0, h, T, D, stride);
+      const X* qb = q + attention_token(b, i0, h, T, D, stride);
       const float* dyb = dy + ((long long)b * T + i0) * C + (long long)h * D;
       for (int e = threadIdx.x; e < kn * D; e += blockDim.x) {
         const int c = e / D, d = e % D;
         const long long o = ko + (long long)c * stride + d;
         float acc_k = dk[o], acc_v = dv[o];
         for (int r = 0; r < rn; r++) {
-          acc_k += ds[r][c] * qb[(long long)r * stride + d];
+          acc_k += ds[r][c] * tlm::load(qb + (long long)r * stride + d);
           acc_v += p[r][c] * dyb[(long long)r * C + d];
         }
         dk[o] = acc_k;
@@ -249,7 +265,14 @@ extern "C" __global__ void tlm_attention_bwd_dkv(float* dk, float* dv, const flo
   attention_bwd_dkv(dk, dv, dy, y, lse, q, k, v, B, T, H, D, stride);
 }
 extern "C" __global__ void tlm_attention_bwd_dkv_bf16(float* dk, float* dv, const float* dy, const unsigned short* y,
-                                                      const float* lse, const float* q, const float* k,
-                                                      const float* v, int B, int T, int H, int D, int stride) {
+                                                      const float* lse, const unsigned short* q,
+                                                      const unsigned short* k, const unsigned short* v, int B, int T,
+                                                      int H, int D, int stride) {
+  attention_bwd_dkv(dk, dv, dy, y, lse, q, k, v, B, T, H, D, stride);
+}
+extern "C" __global__ void tlm_attention_bwd_dkv_qkv_bf16(float* dk, float* dv, const float* dy, const float* y,
+                                                          const float* lse, const unsigned short* q,
+                                                          const unsigned short* k, const unsigned short* v, int B,
+                                                          int T, int H, int D, int stride) {
   attention_bwd_dkv(dk, dv, dy, y, lse, q, k, v, B, T, H, D, stride);
 }

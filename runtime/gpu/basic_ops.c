@@ -79,21 +79,26 @@ bool tlm_gpu_rmsnorm_heads_backward(tlm_gpu *g, tlm_dptr dx, tlm_dptr dw, tlm_dp
 
 /* ---- rope ------------------------------------------------------------ */
 
-static bool rope_rotate(tlm_gpu *g, tlm_dptr out, tlm_dptr x, tlm_dptr cos_t, tlm_dptr sin_t, int B, int T, int H,
-                        int D, int stride, float sign, tlm_err *err) {
+static bool rope_rotate(tlm_gpu *g, const char *kernel, tlm_dptr out, tlm_dptr x, tlm_dptr cos_t, tlm_dptr sin_t, int B,
+                        int T, int H, int D, int stride, float sign, tlm_err *err) {
     void *args[] = {&out, &x, &cos_t, &sin_t, &B, &T, &H, &D, &stride, &sign};
     int64_t pairs = (int64_t)B * T * H * (D / 2);
-    return tlm_gpu_launch(g, "tlm_rope_rotate", tlm_gpu_blocks(pairs, BLOCK), BLOCK, args, err);
+    return tlm_gpu_launch(g, kernel, tlm_gpu_blocks(pairs, BLOCK), BLOCK, args, err);
 }
 
 bool tlm_gpu_rope_forward(tlm_gpu *g, tlm_dptr out, tlm_dptr x, tlm_dptr cos_t, tlm_dptr sin_t, int B, int T, int H,
                           int D, int stride, tlm_err *err) {
-    return rope_rotate(g, out, x, cos_t, sin_t, B, T, H, D, stride, 1.0f, err);
+    return rope_rotate(g, "tlm_rope_rotate", out, x, cos_t, sin_t, B, T, H, D, stride, 1.0f, err);
+}
+
+bool tlm_gpu_rope_forward_bf16(tlm_gpu *g, tlm_dptr out, tlm_dptr x, tlm_dptr cos_t, tlm_dptr sin_t, int B, int T,
+                               int H, int D, int stride, tlm_err *err) {
+    return rope_rotate(g, "tlm_rope_rotate_bf16", out, x, cos_t, sin_t, B, T, H, D, stride, 1.0f, err);
 }
 
 bool tlm_gpu_rope_backward(tlm_gpu *g, tlm_dptr dx, tlm_dptr dout, tlm_dptr cos_t, tlm_dptr sin_t, int B, int T, int H,
                            int D, int stride, tlm_err *err) {
-    return rope_rotate(g, dx, dout, cos_t, sin_t, B, T, H, D, stride, -1.0f, err);
+    return rope_rotate(g, "tlm_rope_rotate", dx, dout, cos_t, sin_t, B, T, H, D, stride, -1.0f, err);
 }
 
 /* ---- cross-entropy --------------------------------------------------- */

@@ -20,6 +20,11 @@ bool tlm_gpu_attention_decode_bf16(tlm_gpu *g, tlm_dptr y_bf16, tlm_dptr q, tlm_
     return attention_decode(g, "tlm_attention_decode_bf16", y_bf16, q, k, v, n, H, D, stride, err);
 }
 
+bool tlm_gpu_attention_decode_qkv_bf16(tlm_gpu *g, tlm_dptr y, tlm_dptr q, tlm_dptr k, tlm_dptr v, int n, int H, int D,
+                                       int stride, tlm_err *err) {
+    return attention_decode(g, "tlm_attention_decode_qkv_bf16", y, q, k, v, n, H, D, stride, err);
+}
+
 bool tlm_gpu_titans_decode(tlm_gpu *g, tlm_dptr y, tlm_dptr state, tlm_dptr q, tlm_dptr k, tlm_dptr v, tlm_dptr theta,
                            tlm_dptr eta, tlm_dptr alpha, int H, int D, bool chunk_start, tlm_err *err) {
     if (D > DECODE_MAX_D) return tlm_fail(err, "head_dim %d is above the decode kernel's %d", D, DECODE_MAX_D);

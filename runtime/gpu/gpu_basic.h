@@ -49,6 +49,10 @@ bool tlm_gpu_rope_forward(tlm_gpu *g, tlm_dptr out, tlm_dptr x, tlm_dptr cos_t, 
                           int D, int stride, tlm_err *err);
 bool tlm_gpu_rope_backward(tlm_gpu *g, tlm_dptr dx, tlm_dptr dout, tlm_dptr cos_t, tlm_dptr sin_t, int B, int T, int H,
                            int D, int stride, tlm_err *err);
+/* The forward with x and out in bf16 (--precision bf16's q and k; stride
+ * in elements): the fp32 rotation of the widened x, rounded once. */
+bool tlm_gpu_rope_forward_bf16(tlm_gpu *g, tlm_dptr out, tlm_dptr x, tlm_dptr cos_t, tlm_dptr sin_t, int B, int T,
+                               int H, int D, int stride, tlm_err *err);
 
 /* lse [N] and losses [N] (losses may be 0) as the CPU op; the mean loss over
  * the rows that are not ignored (0 if none) goes to the device double at

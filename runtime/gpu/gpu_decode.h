@@ -10,9 +10,14 @@
 /* head_dim D at most 1024. */
 bool tlm_gpu_attention_decode(tlm_gpu *g, tlm_dptr y, tlm_dptr q, tlm_dptr k, tlm_dptr v, int n, int H, int D,
                               int stride, tlm_err *err);
-/* The same, y_bf16 [H*D] in bf16 (rounded once: the fp32 kernel's y). */
+/* --precision bf16: q [H*D] and the cache's k and v rows (stride in
+ * elements) in bf16, and y_bf16 [H*D] in bf16 too (rounded once): the fp32
+ * kernel's y on the same values widened, rounded. */
 bool tlm_gpu_attention_decode_bf16(tlm_gpu *g, tlm_dptr y_bf16, tlm_dptr q, tlm_dptr k, tlm_dptr v, int n, int H, int D,
                                    int stride, tlm_err *err);
+/* The same with y fp32 (gated attention: its gate reads y). */
+bool tlm_gpu_attention_decode_qkv_bf16(tlm_gpu *g, tlm_dptr y, tlm_dptr q, tlm_dptr k, tlm_dptr v, int n, int H, int D,
+                                       int stride, tlm_err *err);
 
 /* One token of Titans' memory (tlm_titans_decode, tlm_rt/ops.h): state
  * [H][3][D][D] on the device, q, k, v [H*D] and the gates [H] of the token;

@@ -30,14 +30,26 @@ bool tlm_gpu_attention_forward(tlm_gpu *g, tlm_dptr y, tlm_dptr lse, tlm_dptr q,
 bool tlm_gpu_attention_backward(tlm_gpu *g, tlm_dptr dq, tlm_dptr dk, tlm_dptr dv, tlm_dptr dy, tlm_dptr y,
                                 tlm_dptr lse, tlm_dptr q, tlm_dptr k, tlm_dptr v, int B, int T, int H, int D,
                                 int stride, tlm_err *err);
-/* The same with y in bf16 (--precision bf16): the forward accumulates in
- * acc (fp32, y's shape [B,T,H,D]) and stores y_bf16 rounded once (the fp32
- * forward's y, rounded); the backward reads y_bf16 for D_t = dy_t . y_t. */
+/* --precision bf16: q, k and v are bf16 ([B,T,H,D] slices with tokens
+ * `stride` elements apart, as in fp32: 3 H D in the packed qkv), and so is
+ * y: the forward accumulates y in acc (fp32, y's shape [B,T,H,D]) and
+ * stores y_bf16 rounded once; lse stays fp32. The backward reads the bf16
+ * q, k, v and y_bf16 (for D_t = dy_t . y_t) and writes fp32 dq, dk, dv
+ * (stride as q's). Each gives, bit for bit, what the fp32 call gives on the
+ * same values widened to fp32 (the forward's y then rounded once): fp32
+ * arithmetic in the same order. */
 bool tlm_gpu_attention_forward_bf16(tlm_gpu *g, tlm_dptr y_bf16, tlm_dptr acc, tlm_dptr lse, tlm_dptr q, tlm_dptr k,
                                     tlm_dptr v, int B, int T, int H, int D, int stride, tlm_err *err);
 bool tlm_gpu_attention_backward_bf16(tlm_gpu *g, tlm_dptr dq, tlm_dptr dk, tlm_dptr dv, tlm_dptr dy, tlm_dptr y_bf16,
                                      tlm_dptr lse, tlm_dptr q, tlm_dptr k, tlm_dptr v, int B, int T, int H, int D,
                                      int stride, tlm_err *err);
+/* The same with y fp32 (gated attention: its gate reads y): only q, k and
+ * v are bf16. */
+bool tlm_gpu_attention_forward_qkv_bf16(tlm_gpu *g, tlm_dptr y, tlm_dptr lse, tlm_dptr q, tlm_dptr k, tlm_dptr v, int B,
+                                        int T, int H, int D, int stride, tlm_err *err);
+bool tlm_gpu_attention_backward_qkv_bf16(tlm_gpu *g, tlm_dptr dq, tlm_dptr dk, tlm_dptr dv, tlm_dptr dy, tlm_dptr y,
+                                         tlm_dptr lse, tlm_dptr q, tlm_dptr k, tlm_dptr v, int B, int T, int H, int D,
+                                         int stride, tlm_err *err);
 
 /* tlm_titans_forward: saved holds tlm_titans_saved_floats(B, T, H, D, chunk)
  * floats (the CPU's layout). */

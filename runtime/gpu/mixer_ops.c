@@ -3,6 +3,8 @@
  * sizes of gpu_mixers.h. */
 #include "gpu_mixers.h"
 
+#include <stdio.h>
+
 #include "tlm_rt/ops.h"
 
 /* A block per (b, h, tile of TLM_GPU_ATTENTION_TILE rows). */
@@ -10,44 +12,63 @@ static unsigned attention_grid(int B, int T, int H) {
     return tlm_gpu_blocks((int64_t)B * H * ((T + TLM_GPU_ATTENTION_TILE - 1) / TLM_GPU_ATTENTION_TILE), 1);
 }
 
+/* The forwards: y fp32 (acc 0: y accumulates in place) or bf16 (in acc). */
+static bool attention_forward(tlm_gpu *g, const char *kernel, tlm_dptr y, tlm_dptr acc, tlm_dptr lse, tlm_dptr q,
+                              tlm_dptr k, tlm_dptr v, int B, int T, int H, int D, int stride, tlm_err *err) {
+    if (B <= 0 || T <= 0 || H <= 0 || D <= 0) return true;
+    void *with_acc[] = {&y, &acc, &lse, &q, &k, &v, &B, &T, &H, &D, &stride};
+    void *in_place[] = {&y, &lse, &q, &k, &v, &B, &T, &H, &D, &stride};
+    return tlm_gpu_launch(g, kernel, attention_grid(B, T, H), TLM_GPU_ATTENTION_BLOCK, acc ? with_acc : in_place, err);
+}
+
 bool tlm_gpu_attention_forward(tlm_gpu *g, tlm_dptr y, tlm_dptr lse, tlm_dptr q, tlm_dptr k, tlm_dptr v, int B, int T,
                                int H, int D, int stride, tlm_err *err) {
-    if (B <= 0 || T <= 0 || H <= 0 || D <= 0) return true;
-    void *args[] = {&y, &lse, &q, &k, &v, &B, &T, &H, &D, &stride};
-    return tlm_gpu_launch(g, "tlm_attention_fwd", attention_grid(B, T, H), TLM_GPU_ATTENTION_BLOCK, args, err);
+    return attention_forward(g, "tlm_attention_fwd", y, 0, lse, q, k, v, B, T, H, D, stride, err);
 }
 
 bool tlm_gpu_attention_forward_bf16(tlm_gpu *g, tlm_dptr y_bf16, tlm_dptr acc, tlm_dptr lse, tlm_dptr q, tlm_dptr k,
                                     tlm_dptr v, int B, int T, int H, int D, int stride, tlm_err *err) {
-    if (B <= 0 || T <= 0 || H <= 0 || D <= 0) return true;
-    void *args[] = {&y_bf16, &acc, &lse, &q, &k, &v, &B, &T, &H, &D, &stride};
-    return tlm_gpu_launch(g, "tlm_attention_fwd_bf16", attention_grid(B, T, H), TLM_GPU_ATTENTION_BLOCK, args, err);
+    if (!acc) return tlm_fail(err, "attention's bf16 forward needs its fp32 accumulator");
+    return attention_forward(g, "tlm_attention_fwd_bf16", y_bf16, acc, lse, q, k, v, B, T, H, D, stride, err);
 }
 
-/* The backward's two kernels, y fp32 or (bf16) bf16. */
-static bool attention_backward(tlm_gpu *g, bool bf16, tlm_dptr dq, tlm_dptr dk, tlm_dptr dv, tlm_dptr dy, tlm_dptr y,
-                               tlm_dptr lse, tlm_dptr q, tlm_dptr k, tlm_dptr v, int B, int T, int H, int D, int stride,
-                               tlm_err *err) {
+bool tlm_gpu_attention_forward_qkv_bf16(tlm_gpu *g, tlm_dptr y, tlm_dptr lse, tlm_dptr q, tlm_dptr k, tlm_dptr v, int B,
+                                        int T, int H, int D, int stride, tlm_err *err) {
+    return attention_forward(g, "tlm_attention_fwd_qkv_bf16", y, 0, lse, q, k, v, B, T, H, D, stride, err);
+}
+
+/* The backward's two kernels: "tlm_attention_bwd_dq<suffix>" and
+ * "tlm_attention_bwd_dkv<suffix>" (suffix "", "_bf16" or "_qkv_bf16"). */
+static bool attention_backward(tlm_gpu *g, const char *suffix, tlm_dptr dq, tlm_dptr dk, tlm_dptr dv, tlm_dptr dy,
+                               tlm_dptr y, tlm_dptr lse, tlm_dptr q, tlm_dptr k, tlm_dptr v, int B, int T, int H, int D,
+                               int stride, tlm_err *err) {
     if (B <= 0 || T <= 0 || H <= 0 || D <= 0) return true;
     unsigned grid = attention_grid(B, T, H);
+    char dq_kernel[48], dkv_kernel[48];
+    snprintf(dq_kernel, sizeof dq_kernel, "tlm_attention_bwd_dq%s", suffix);
+    snprintf(dkv_kernel, sizeof dkv_kernel, "tlm_attention_bwd_dkv%s", suffix);
     void *dq_args[] = {&dq, &dy, &y, &lse, &q, &k, &v, &B, &T, &H, &D, &stride};
-    const char *dq_kernel = bf16 ? "tlm_attention_bwd_dq_bf16" : "tlm_attention_bwd_dq";
     if (!tlm_gpu_launch(g, dq_kernel, grid, TLM_GPU_ATTENTION_BLOCK, dq_args, err)) return false;
     void *dkv_args[] = {&dk, &dv, &dy, &y, &lse, &q, &k, &v, &B, &T, &H, &D, &stride};
-    const char *dkv_kernel = bf16 ? "tlm_attention_bwd_dkv_bf16" : "tlm_attention_bwd_dkv";
     return tlm_gpu_launch(g, dkv_kernel, grid, TLM_GPU_ATTENTION_BLOCK, dkv_args, err);
 }
 
 bool tlm_gpu_attention_backward(tlm_gpu *g, tlm_dptr dq, tlm_dptr dk, tlm_dptr dv, tlm_dptr dy, tlm_dptr y,
                                 tlm_dptr lse, tlm_dptr q, tlm_dptr k, tlm_dptr v, int B, int T, int H, int D,
                                 int stride, tlm_err *err) {
-    return attention_backward(g, false, dq, dk, dv, dy, y, lse, q, k, v, B, T, H, D, stride, err);
+    return attention_backward(g, "", dq, dk, dv, dy, y, lse, q, k, v, B, T, H, D, stride, err);
 }
 
 bool tlm_gpu_attention_backward_bf16(tlm_gpu *g, tlm_dptr dq, tlm_dptr dk, tlm_dptr dv, tlm_dptr dy, tlm_dptr y_bf16,
                                      tlm_dptr lse, tlm_dptr q, tlm_dptr k, tlm_dptr v, int B, int T, int H, int D,
                                      int stride, tlm_err *err) {
-    return attention_backward(g, true, dq, dk, dv, dy, y_bf16, lse, q, k, v, B, T, H, D, stride, err);
+    return attention_backward(g, "_bf16", dq, dk, dv, dy, y_bf16, lse, q, k, v, B, T, H, D, stride, err);
+}
+
+bool tlm_gpu_attention_backward_qkv_bf16(tlm_gpu *g, tlm_dptr dq, tlm_dptr dk, tlm_dptr dv, tlm_dptr dy, tlm_dptr y,
+                                         tlm_dptr lse, tlm_dptr q, tlm_dptr k, tlm_dptr v, int B, int T, int H, int D,
+                                         int stride, tlm_err *err) {
+    return attention_backward(g, "_qkv_bf16", dq, dk, dv, dy, y, lse, q, k, v, B, T, H, D, stride, err);
 }
 
 bool tlm_gpu_titans_forward(tlm_gpu *g, tlm_dptr y, tlm_dptr saved, tlm_dptr q, tlm_dptr k, tlm_dptr v, int stride,

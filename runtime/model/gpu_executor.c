@@ -34,6 +34,8 @@ typedef struct step {
 
 /* A device address `floats` floats past p. */
 static tlm_dptr at(tlm_dptr p, int64_t floats) { return p ? p + (tlm_dptr)floats * sizeof(float) : 0; }
+/* The same for `n` elements of 2 bytes (bf16) or 4. */
+static tlm_dptr at_elems(tlm_dptr p, int64_t n, bool bf16) { return p ? p + (tlm_dptr)n * (bf16 ? 2 : 4) : 0; }
 
 static tlm_dptr buf(const step *s, int32_t b) {
     return b < 0 || s->m->offsets[b] < 0 ? 0 : s->g->arena + (tlm_dptr)s->m->offsets[b];
@@ -54,11 +56,13 @@ static size_t rows_bytes(const step *s, int64_t width) { return (size_t)s->N * (
 static bool in_bf16(const step *s, int32_t b) { return b >= 0 && s->g->bf16_buffers && s->g->bf16_buffers[b]; }
 static tlm_gemm_type stored_as(const step *s, int32_t b) { return in_bf16(s, b) ? TLM_GEMM_BF16 : TLM_GEMM_F32; }
 
-/* The linear maps of gpu_linear.h with the activation x read as stored:
+/* The linear maps of gpu_linear.h with the activations x and y read and
+ * written as stored (a bf16 y: the fp32 accumulation rounded once):
  * y = x W^T, and dx = dy W, dW += dy^T x (dx or dw 0 to skip). */
-static bool linear_forward(step *s, tlm_dptr y, int32_t x, tlm_dptr w, int in, int out, bool accumulate) {
-    tlm_gemm g = tlm_gpu_linear_forward_gemm(y, buf(s, x), w, s->N, in, out, accumulate);
+static bool linear_forward(step *s, int32_t y, int32_t x, tlm_dptr w, int in, int out, bool accumulate) {
+    tlm_gemm g = tlm_gpu_linear_forward_gemm(buf(s, y), buf(s, x), w, s->N, in, out, accumulate);
     g.b_type = stored_as(s, x);
+    g.cd_type = stored_as(s, y);
     return tlm_gpu_gemm(s->gpu, &g, ERR);
 }
 static bool linear_backward(step *s, tlm_dptr dx, tlm_dptr dw, tlm_dptr dy, int32_t x, tlm_dptr w, int in, int out,
@@ -110,7 +114,7 @@ static bool op_rmsnorm_heads_backward(step *s, const tlm_abi_op *op) {
 
 static bool op_qkv(step *s, const tlm_abi_op *op) {
     OPERANDS(qkv);
-    return linear_forward(s, OUT(qkv), o->in_x, PARAM(wq), s->D, 3 * s->A, false);
+    return linear_forward(s, o->out_qkv, o->in_x, PARAM(wq), s->D, 3 * s->A, false);
 }
 static bool op_qkv_backward(step *s, const tlm_abi_op *op) {
     OPERANDS(qkv_backward);
@@ -121,11 +125,14 @@ static bool op_qkv_backward(step *s, const tlm_abi_op *op) {
 
 static bool op_rope(step *s, const tlm_abi_op *op) {
     OPERANDS(rope);
-    tlm_dptr q = OUT(qkv), k = at(q, s->A);
+    const bool bf16 = in_bf16(s, o->out_qkv);
+    tlm_dptr q = OUT(qkv), k = at_elems(q, s->A, bf16);
     const int64_t from = tlm_kv_rope_offset(s->m, &s->sizes);
     const tlm_dptr c = at(s->g->rope_cos, from), sn = at(s->g->rope_sin, from);
-    return tlm_gpu_rope_forward(s->gpu, q, q, c, sn, s->B, s->T, s->H, s->hd, 3 * s->A, ERR) &&
-           tlm_gpu_rope_forward(s->gpu, k, k, c, sn, s->B, s->T, s->H, s->hd, 3 * s->A, ERR);
+    bool (*rope)(tlm_gpu *, tlm_dptr, tlm_dptr, tlm_dptr, tlm_dptr, int, int, int, int, int, tlm_err *) =
+        bf16 ? tlm_gpu_rope_forward_bf16 : tlm_gpu_rope_forward;
+    return rope(s->gpu, q, q, c, sn, s->B, s->T, s->H, s->hd, 3 * s->A, ERR) &&
+           rope(s->gpu, k, k, c, sn, s->B, s->T, s->H, s->hd, 3 * s->A, ERR);
 }
 static bool op_rope_backward(step *s, const tlm_abi_op *op) {
     OPERANDS(rope_backward);
@@ -138,48 +145,80 @@ static bool op_rope_backward(step *s, const tlm_abi_op *op) {
 /* ---- causal softmax attention over the packed qkv ---- */
 
 /* Sampling's KV cache: the layer's rows [T, 3A] of qkv (executor.c's
- * twin). */
+ * twin), in qkv's storage (bf16 where the plan stores qkv so: kv_bf16). */
 static tlm_dptr kv_rows(const step *s, const tlm_abi_op *op) {
-    return at(s->g->kv_cache, tlm_kv_rows_offset(s->m, &s->sizes, op->layer));
+    return at_elems(s->g->kv_cache, tlm_kv_rows_offset(s->m, &s->sizes, op->layer), s->g->kv_bf16);
 }
-static bool kv_fill(step *s, const tlm_abi_op *op, tlm_dptr qkv) {
-    return s->m->kv_mode != TLM_KV_FILL || tlm_device_copy(DEV, kv_rows(s, op), qkv, rows_bytes(s, 3 * s->A), ERR);
+static size_t qkv_bytes(const step *s, int64_t rows) {
+    return (size_t)rows * 3 * (size_t)s->A * (s->g->kv_bf16 ? 2 : sizeof(float));
 }
+/* The cache's storage must be qkv's (one rule, tlm_gpu_bf16_buffers, made
+ * both; this guards the executor against a plan that disagrees). */
+static bool kv_matches(step *s, int32_t qkv) {
+    if (in_bf16(s, qkv) == s->g->kv_bf16) return true;
+    return tlm_fail(ERR, "the KV cache is %s but qkv is %s", s->g->kv_bf16 ? "bf16" : "fp32",
+                    in_bf16(s, qkv) ? "bf16" : "fp32");
+}
+static bool kv_fill(step *s, const tlm_abi_op *op, int32_t qkv) {
+    return s->m->kv_mode != TLM_KV_FILL ||
+           (kv_matches(s, qkv) && tlm_device_copy(DEV, kv_rows(s, op), buf(s, qkv), qkv_bytes(s, s->N), ERR));
+}
+
+/* The attention kernels for the storage of q, k, v and y (gpu_mixers.h,
+ * gpu_decode.h): fp32, all bf16, or q, k, v alone (a gate reads y). */
+typedef enum { ATT_FP32, ATT_BF16, ATT_QKV_BF16 } attention_storage;
+static attention_storage attention_stored(const step *s, int32_t qkv, int32_t y) {
+    if (!in_bf16(s, qkv)) return ATT_FP32; /* a bf16 y comes with a bf16 qkv (gpu_model.h) */
+    return in_bf16(s, y) ? ATT_BF16 : ATT_QKV_BF16;
+}
+
 static bool attention_decode(step *s, const tlm_abi_op *op) {
     OPERANDS(attention);
     tlm_dptr cache = kv_rows(s, op);
-    bool (*decode)(tlm_gpu *, tlm_dptr, tlm_dptr, tlm_dptr, tlm_dptr, int, int, int, int, tlm_err *) =
-        in_bf16(s, o->out_y) ? tlm_gpu_attention_decode_bf16 : tlm_gpu_attention_decode;
-    return tlm_device_copy(DEV, at(cache, s->m->kv_pos * 3 * s->A), IN(qkv), rows_bytes(s, 3 * s->A), ERR) &&
-           decode(s->gpu, OUT(y), IN(qkv), at(cache, s->A), at(cache, 2 * s->A), (int)s->m->kv_pos + 1, s->H, s->hd,
-                  3 * s->A, ERR);
+    const bool bf16 = s->g->kv_bf16;
+    typedef bool (*decode_fn)(tlm_gpu *, tlm_dptr, tlm_dptr, tlm_dptr, tlm_dptr, int, int, int, int, tlm_err *);
+    static const decode_fn decode[] = {[ATT_FP32] = tlm_gpu_attention_decode,
+                                       [ATT_BF16] = tlm_gpu_attention_decode_bf16,
+                                       [ATT_QKV_BF16] = tlm_gpu_attention_decode_qkv_bf16};
+    return kv_matches(s, o->in_qkv) &&
+           tlm_device_copy(DEV, at_elems(cache, s->m->kv_pos * 3 * s->A, bf16), IN(qkv), qkv_bytes(s, s->N), ERR) &&
+           decode[attention_stored(s, o->in_qkv, o->out_y)](s->gpu, OUT(y), IN(qkv), at_elems(cache, s->A, bf16),
+                                                            at_elems(cache, 2 * s->A, bf16), (int)s->m->kv_pos + 1,
+                                                            s->H, s->hd, 3 * s->A, ERR);
 }
 
 static bool op_attention(step *s, const tlm_abi_op *op) {
     if (s->m->kv_mode == TLM_KV_DECODE) return attention_decode(s, op);
     OPERANDS(attention);
-    tlm_dptr q = IN(qkv), k = at(q, s->A), v = at(q, 2 * s->A);
-    bool ok = in_bf16(s, o->out_y) ? tlm_gpu_attention_forward_bf16(s->gpu, OUT(y), s->g->attention_acc, OUT(lse), q, k,
-                                                                    v, s->B, s->T, s->H, s->hd, 3 * s->A, ERR)
+    const attention_storage st = attention_stored(s, o->in_qkv, o->out_y);
+    tlm_dptr q = IN(qkv), k = at_elems(q, s->A, st != ATT_FP32), v = at_elems(q, 2 * s->A, st != ATT_FP32);
+    bool ok = st == ATT_BF16 ? tlm_gpu_attention_forward_bf16(s->gpu, OUT(y), s->g->attention_acc, OUT(lse), q, k, v,
+                                                              s->B, s->T, s->H, s->hd, 3 * s->A, ERR)
+              : st == ATT_QKV_BF16 ? tlm_gpu_attention_forward_qkv_bf16(s->gpu, OUT(y), OUT(lse), q, k, v, s->B, s->T,
+                                                                        s->H, s->hd, 3 * s->A, ERR)
                                    : tlm_gpu_attention_forward(s->gpu, OUT(y), OUT(lse), q, k, v, s->B, s->T, s->H,
                                                                s->hd, 3 * s->A, ERR);
-    return ok && kv_fill(s, op, q);
+    return ok && kv_fill(s, op, o->in_qkv);
 }
 static bool op_attention_backward(step *s, const tlm_abi_op *op) {
     OPERANDS(attention_backward);
+    const attention_storage st = attention_stored(s, o->in_qkv, o->in_y);
     tlm_dptr dq = OUT(dqkv), dk = at(dq, s->A), dv = at(dq, 2 * s->A);
-    tlm_dptr q = IN(qkv), k = at(q, s->A), v = at(q, 2 * s->A);
-    return (in_bf16(s, o->in_y) ? tlm_gpu_attention_backward_bf16 : tlm_gpu_attention_backward)(
-        s->gpu, dq, dk, dv, IN(dy), IN(y), IN(lse), q, k, v, s->B, s->T, s->H, s->hd, 3 * s->A, ERR);
+    tlm_dptr q = IN(qkv), k = at_elems(q, s->A, st != ATT_FP32), v = at_elems(q, 2 * s->A, st != ATT_FP32);
+    typedef bool (*backward_fn)(tlm_gpu *, tlm_dptr, tlm_dptr, tlm_dptr, tlm_dptr, tlm_dptr, tlm_dptr, tlm_dptr,
+                                tlm_dptr, tlm_dptr, int, int, int, int, int, tlm_err *);
+    static const backward_fn backward[] = {[ATT_FP32] = tlm_gpu_attention_backward,
+                                           [ATT_BF16] = tlm_gpu_attention_backward_bf16,
+                                           [ATT_QKV_BF16] = tlm_gpu_attention_backward_qkv_bf16};
+    return backward[st](s->gpu, dq, dk, dv, IN(dy), IN(y), IN(lse), q, k, v, s->B, s->T, s->H, s->hd, 3 * s->A, ERR);
 }
 
 /* ---- output projection with the residual added ---- */
 
 static bool op_out_proj(step *s, const tlm_abi_op *op) {
     OPERANDS(out_proj);
-    tlm_dptr out = OUT(out);
-    return tlm_device_copy(DEV, out, IN(resid), rows_bytes(s, s->D), ERR) &&
-           linear_forward(s, out, o->in_y, PARAM(wo), s->A, s->D, true);
+    return tlm_device_copy(DEV, OUT(out), IN(resid), rows_bytes(s, s->D), ERR) &&
+           linear_forward(s, o->out_out, o->in_y, PARAM(wo), s->A, s->D, true);
 }
 static bool op_out_proj_backward(step *s, const tlm_abi_op *op) {
     OPERANDS(out_proj_backward);
@@ -289,7 +328,7 @@ static bool op_mlp_backward(step *s, const tlm_abi_op *op) {
 
 static bool op_head(step *s, const tlm_abi_op *op) {
     OPERANDS(head);
-    return linear_forward(s, OUT(logits), o->in_x, PARAM(w), s->D, s->V, false);
+    return linear_forward(s, o->out_logits, o->in_x, PARAM(w), s->D, s->V, false);
 }
 static bool op_head_backward(step *s, const tlm_abi_op *op) {
     OPERANDS(head_backward);
@@ -317,7 +356,7 @@ static int linear_cols(const step *s, int32_t w0) { return (int)s->m->so->params
 static bool op_linear(step *s, const tlm_abi_op *op) {
     OPERANDS(linear);
     const int32_t w[3] = {o->param_w0, o->param_w1, o->param_w2};
-    return linear_forward(s, OUT(y), o->in_x, PARAM(w0), linear_cols(s, o->param_w0), linear_rows(s, w), false);
+    return linear_forward(s, o->out_y, o->in_x, PARAM(w0), linear_cols(s, o->param_w0), linear_rows(s, w), false);
 }
 static bool op_linear_dw(step *s, const tlm_abi_op *op) {
     OPERANDS(linear_dw);

@@ -63,16 +63,18 @@ static bool load_mlp_kernels(tlm_model *m, bool bf16, tlm_err *err) {
 /* The op inputs the executor can read in bf16: x, the normalised rows, of
  * the linear maps (a GEMM operand, forward and dW in the backward), the
  * MLP's pre-activations in its backward (the bf16 variants of the
- * activation's kernels read them), and attention's output (the output
- * projection's GEMMs, the attention backward's bf16 variant). */
+ * activation's kernels read them), attention's output (the output
+ * projection's GEMMs, the attention backward's bf16 variant), and q, k, v
+ * (attention's bf16 kernels, forward, backward and decoding). */
 static bool bf16_input(uint32_t kind, int slot) {
     const char *name = tlm_op_table[kind].in[slot];
     switch (kind) {
     case TLM_OP_MLP_BACKWARD:
         return strcmp(name, "x") == 0 || strcmp(name, "pre_gate") == 0 || strcmp(name, "pre_up") == 0;
     case TLM_OP_OUT_PROJ:
-    case TLM_OP_OUT_PROJ_BACKWARD:
-    case TLM_OP_ATTENTION_BACKWARD: return strcmp(name, "y") == 0;
+    case TLM_OP_OUT_PROJ_BACKWARD: return strcmp(name, "y") == 0;
+    case TLM_OP_ATTENTION: return strcmp(name, "qkv") == 0;
+    case TLM_OP_ATTENTION_BACKWARD: return strcmp(name, "y") == 0 || strcmp(name, "qkv") == 0;
     case TLM_OP_QKV:
     case TLM_OP_QKV_BACKWARD:
     case TLM_OP_MLP:
@@ -86,13 +88,21 @@ static bool bf16_input(uint32_t kind, int slot) {
 
 /* The op outputs the executor can write in bf16: the model norm's y and
  * attention's y (their kernels' bf16 variants), the MLP's pre-activations
- * (GEMMs with bf16 D). */
+ * and qkv (GEMMs with bf16 D). */
 static bool bf16_output(uint32_t kind, int slot) {
     const char *name = tlm_op_table[kind].out[slot];
     if (kind == TLM_OP_RMSNORM) return strcmp(name, "y") == 0;
     if (kind == TLM_OP_MLP) return strcmp(name, "pre_gate") == 0 || strcmp(name, "pre_up") == 0;
     if (kind == TLM_OP_ATTENTION) return strcmp(name, "y") == 0;
+    if (kind == TLM_OP_QKV) return strcmp(name, "qkv") == 0;
     return false;
+}
+
+/* An output an op rewrites in place, reading it as it is stored: RoPE's
+ * rotation of q and k inside qkv (tlm_gpu_rope_forward_bf16 for a bf16
+ * one). It stays bf16 where its writer made it bf16. */
+static bool bf16_in_place(uint32_t kind, int slot) {
+    return kind == TLM_OP_ROPE && strcmp(tlm_op_table[kind].out[slot], "qkv") == 0;
 }
 
 void tlm_gpu_bf16_buffers(const tlm_so *so, int nops, bool *bf16_buffers) {
@@ -106,20 +116,47 @@ void tlm_gpu_bf16_buffers(const tlm_so *so, int nops, bool *bf16_buffers) {
         for (int j = 0; j < 4; j++) {
             int32_t in = op->in[j], out = op->out[j];
             if (in >= 0 && in < nb && !bf16_input(op->kind, j)) state[in] = -1;
-            if (out >= 0 && out < nb) state[out] = bf16_output(op->kind, j) && state[out] == 0 ? 1 : -1;
+            if (out < 0 || out >= nb) continue;
+            if (bf16_in_place(op->kind, j)) state[out] = state[out] == 1 ? 1 : -1;
+            else state[out] = bf16_output(op->kind, j) && state[out] == 0 ? 1 : -1;
         }
     }
     for (int i = 0; i < nb; i++)
         bf16_buffers[i] = state[i] == 1 && so->buffers[i].per_token_t == 0 && so->buffers[i].per_seq == 0;
-    /* an MLP's gate and up are one GEMM's two halves and one kernel's two
-     * inputs: both bf16 or both fp32 */
+    free(state);
+    /* Pairs the kernels take in one storage only. An MLP's gate and up are
+     * one GEMM's two halves and one kernel's two inputs: both bf16 or both
+     * fp32. Attention's kernels read q, k, v in bf16 whenever they write y
+     * in bf16 (a bf16 y from fp32 q, k, v has no kernel), and sampling's KV
+     * cache holds every layer's rows in one storage: q, k, v of every
+     * attention are bf16, or none. */
+    bool every_qkv = true;
     for (int k = 0; k < nops; k++) {
         const tlm_abi_op *op = &so->ops[k];
         int32_t g = op->mlp.out_pre_gate, u = op->mlp.out_pre_up;
         if (op->kind == TLM_OP_MLP && g >= 0 && u >= 0 && g < nb && u < nb && bf16_buffers[g] != bf16_buffers[u])
             bf16_buffers[g] = bf16_buffers[u] = false;
+        int32_t qkv = op->attention.in_qkv;
+        if (op->kind == TLM_OP_ATTENTION && (qkv < 0 || qkv >= nb || !bf16_buffers[qkv])) every_qkv = false;
     }
-    free(state);
+    for (int k = 0; k < nops && !every_qkv; k++) {
+        const tlm_abi_op *op = &so->ops[k];
+        int32_t qkv = op->attention.in_qkv, y = op->attention.out_y;
+        if (op->kind != TLM_OP_ATTENTION) continue;
+        if (qkv >= 0 && qkv < nb) bf16_buffers[qkv] = false;
+        if (y >= 0 && y < nb) bf16_buffers[y] = false;
+    }
+}
+
+bool tlm_gpu_kv_cache_bf16(const tlm_so *so, int nops, const bool *bf16_buffers) {
+    bool any = false;
+    for (int k = 0; bf16_buffers && k < nops; k++) {
+        const tlm_abi_op *op = &so->ops[k];
+        if (op->kind != TLM_OP_ATTENTION) continue;
+        if (op->attention.in_qkv < 0 || !bf16_buffers[op->attention.in_qkv]) return false;
+        any = true;
+    }
+    return any;
 }
 
 int64_t tlm_gpu_plan_arena(const tlm_so *so, int nops, const bool *bf16_buffers, int64_t B, int64_t T,
@@ -290,9 +327,12 @@ bool tlm_gpu_model_create(tlm_model *m, tlm_device *dev, tlm_precision precision
 }
 
 bool tlm_gpu_model_cache_open(tlm_model *m, size_t floats, tlm_err *err) {
+    tlm_gpu_model *g = m->gpu;
+    g->kv_bf16 = tlm_gpu_kv_cache_bf16(m->so, m->nops, g->bf16_buffers);
+    const size_t bytes = floats * (g->kv_bf16 ? 2 : sizeof(float));
     /* zeros: titans' memory starts from M = S = 0 */
-    m->gpu->kv_cache = alloc(m, floats * sizeof(float), err);
-    return m->gpu->kv_cache != 0 && tlm_device_zero(m->gpu->gpu.dev, m->gpu->kv_cache, floats * sizeof(float), err);
+    g->kv_cache = alloc(m, bytes, err);
+    return g->kv_cache != 0 && tlm_device_zero(g->gpu.dev, g->kv_cache, bytes, err);
 }
 
 void tlm_gpu_model_params_changed(tlm_model *m) {

@@ -38,6 +38,7 @@ typedef struct tlm_gpu_model {
     tlm_dptr attention_acc;    /* bf16: attention's fp32 accumulator of a bf16 y (0: none) */
     bool weights_stale;        /* params changed since the bf16 copy was made */
     tlm_dptr kv_cache;         /* sampling's KV cache (model.h), 0 until opened */
+    bool kv_bf16;              /* its rows of qkv are bf16 (tlm_gpu_kv_cache_bf16), 2 bytes an element */
     float **host_copies;       /* per buffer: its last download (lazily allocated) */
     bool failed;
     tlm_err err;               /* the first device failure */
@@ -54,16 +55,24 @@ void tlm_gpu_model_destroy(tlm_model *m);
 /* --precision bf16 stores in bf16 each activation buffer that the executor
  * can write in bf16 (the model norm's y, tlm_gpu_rmsnorm_forward_bf16;
  * attention's y, tlm_gpu_attention_forward_bf16; the MLP's
- * pre-activations, GEMMs with a bf16 D) and that every op reading it can
- * read in bf16 (the x of qkv, mlp, head and linear, forward and backward,
- * and attention's y in the output projection: GEMM operands; attention's y
- * in its backward; the pre-activations in the MLP's backward, the
- * activation kernels' bf16 twins): bf16_buffers[i] for buffer i, for the
- * ops [0, nops). A gated mixer's y (read by the gate) stays fp32. The
- * buffers not chosen, the residual stream, the gradients and whatever
- * eval, sample and probe read by role (logits, the residual stream) stay
- * fp32. */
+ * pre-activations and qkv, GEMMs with a bf16 D; RoPE rewrites q and k in
+ * place in bf16, tlm_gpu_rope_forward_bf16) and that every op reading it
+ * can read in bf16 (the x of qkv, mlp, head and linear, forward and
+ * backward, and attention's y in the output projection: GEMM operands;
+ * attention's qkv, forward, backward and decoding, and its y in the
+ * backward; the pre-activations in the MLP's backward, the activation
+ * kernels' bf16 twins): bf16_buffers[i] for buffer i, for the ops
+ * [0, nops). Kept in pairs: an MLP's gate and up alike; attention's y bf16
+ * only with its qkv bf16, and every attention's qkv alike (one KV cache).
+ * A gated mixer's y (read by the gate) and Titans' qkv (read by the
+ * memory's activation) stay fp32. The buffers not chosen, the residual
+ * stream, the gradients and whatever eval, sample and probe read by role
+ * (logits, the residual stream) stay fp32. */
 void tlm_gpu_bf16_buffers(const tlm_so *so, int nops, bool *bf16_buffers);
+
+/* Whether sampling's KV cache holds bf16 rows: the model has attention and
+ * bf16_buffers (NULL: fp32) stores its qkv in bf16. */
+bool tlm_gpu_kv_cache_bf16(const tlm_so *so, int nops, const bool *bf16_buffers);
 
 /* The activation arena with the buffers bf16_buffers marks at 2 bytes an
  * element (NULL: all fp32, the host plan's arena): bytes, and each
@@ -75,7 +84,8 @@ int64_t tlm_gpu_plan_arena(const tlm_so *so, int nops, const bool *bf16_buffers,
 double tlm_gpu_model_forward(tlm_model *m, const int32_t *tokens, const int32_t *targets, int64_t B, int64_t T);
 void tlm_gpu_model_backward(tlm_model *m, float dloss);
 
-/* Allocates the KV cache of `floats` floats (tlm_model_cache_open). */
+/* Allocates the KV cache of `floats` elements (tlm_model_cache_open): 4
+ * bytes each, or 2 where its rows are bf16 (kv_bf16). */
 bool tlm_gpu_model_cache_open(tlm_model *m, size_t floats, tlm_err *err);
 
 /* The parameters on the device changed (an update, an upload): the bf16

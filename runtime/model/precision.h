@@ -1,10 +1,11 @@
 /* The precision a model computes in: fp32 everywhere (the CPU, and the
  * GPU's checking mode), or bf16 GEMM operands and bf16 storage of the
- * activations that only GEMMs and the MLP's activation read, with fp32
- * master weights, optimizer state, accumulation, gradients, residual
- * stream and arithmetic everywhere else (the GPU's default;
- * runtime/gpu/bf16_gemm.h, runtime/model/gpu_model.h, docs/gpu.md
- * "Precision"). Not a trajectory setting: a resume in another precision
+ * activations whose writers and readers all have a bf16 form (the GEMMs'
+ * inputs, the MLP's pre-activations, attention's q, k, v and the KV
+ * cache), with fp32 master weights, optimizer state, accumulation,
+ * gradients, residual stream and arithmetic everywhere else (the GPU's
+ * default; runtime/gpu/bf16_gemm.h, runtime/model/gpu_model.h,
+ * docs/gpu.md "Precision"). Not a trajectory setting: a resume in another precision
  * continues from the fp32 master weights. */
 #ifndef TLM_PRECISION_H
 #define TLM_PRECISION_H

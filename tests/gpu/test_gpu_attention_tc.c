@@ -31,7 +31,7 @@
  * diagonal, or a missed rescale moves y by O(A_td), hundreds of times u A_td.
  *
  * The backward (tlm_gpu_attention_tc_backward) against the scalar bf16
- * backward (tlm_gpu_attention_backward_bf16, fp32 q, k, v widened), both
+ * backward (tlm_gpu_attention_backward_bf16, on the same bf16 q, k, v), both
  * given the tensor-core forward's y and lse and the same fp32 dy. With P,
  * dP = dy . v, D_t = dy_t . y_t and dS = P (dP - D) scale in float64:
  *   - dy is rounded to bf16 for the products: dP moves by u sum_d |dy v|
@@ -223,11 +223,11 @@ static double *backward_bounds(const shape *s, const float *x, const float *y, c
     return bound;
 }
 
-/* The backward of both kernels from the same y (bf16) and lse: the scalar
- * one on the widened q, k, v, the tensor cores' on the bf16 ones; and the
+/* The backward of both kernels from the same y (bf16), lse and bf16 q, k,
+ * v (the scalar one gives what its fp32 twin gives them widened); and the
  * same bits with 1 and 2 blocks when grids is set. */
-static void backward_case(const shape *s, const float *x, tlm_dptr X, tlm_dptr X16, tlm_dptr Y16, tlm_dptr LSE16,
-                          const char *label, bool grids) {
+static void backward_case(const shape *s, const float *x, tlm_dptr X16, tlm_dptr Y16, tlm_dptr LSE16, const char *label,
+                          bool grids) {
     const int B = s->B, T = s->T, H = s->H, D = s->D;
     size_t ny = (size_t)B * T * H * D, nlse = (size_t)B * T * H;
     float *dy = xalloc(ny * 4), *y = xalloc(ny * 4), *lse = xalloc(nlse * 4);
@@ -238,7 +238,8 @@ static void backward_case(const shape *s, const float *x, tlm_dptr X, tlm_dptr X
     tlm_dptr DY = put(dy, ny * 4), REF = nans(s->n * 4), TC = nans(s->n * 4);
     tlm_err err = {{0}};
     if (!tlm_gpu_attention_backward_bf16(&g_gpu, REF + s->qo * 4, REF + s->ko * 4, REF + s->vo * 4, DY, Y16, LSE16,
-                                         X + s->qo * 4, X + s->ko * 4, X + s->vo * 4, B, T, H, D, s->stride, &err))
+                                         X16 + s->qo * 2, X16 + s->ko * 2, X16 + s->vo * 2, B, T, H, D, s->stride,
+                                         &err))
         die("the scalar attention backward", &err);
     if (!tlm_gpu_attention_tc_backward(&g_gpu, TC + s->qo * 4, TC + s->ko * 4, TC + s->vo * 4, DY, Y16, LSE16,
                                        X16 + s->qo * 2, X16 + s->ko * 2, X16 + s->vo * 2, B, T, H, D, s->stride, &err))
@@ -324,7 +325,7 @@ static void run_case(int B, int T, int H, int D, bool packed) {
             tlm_device_free(g_dev, Yg), tlm_device_free(g_dev, Lg);
         }
     }
-    backward_case(&s, x, X, X16, Y16, LSE16, label, T == 37 && D == 64);
+    backward_case(&s, x, X16, Y16, LSE16, label, T == 37 && D == 64);
     tlm_dptr bufs[] = {X, X16, Y, LSE, Y16, LSE16};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) tlm_device_free(g_dev, bufs[i]);
     free(x), free(x16), free(yref), free(lseref), free(lse16), free(y16);

@@ -345,6 +345,42 @@ static void check_rope(int B, int T, int H, int D, bool packed) {
     free(cos_t), free(sin_t), free(x), free(cpu), free(dout);
 }
 
+/* --precision bf16's RoPE: q and k of a packed bf16 qkv rotated in place,
+ * as the executor does. On inputs rounded to bf16, each element must be the
+ * fp32 kernel's result on them widened, rounded to nearest even (v, not
+ * rotated, keeps its bits). */
+static void check_rope_bf16(int B, int T, int H, int D) {
+    char config[80];
+    snprintf(config, sizeof config, "B=%d T=%d H=%d D=%d packed bf16 qkv in place", B, T, H, D);
+    int stride = 3 * H * D;
+    size_t n = (size_t)B * T * stride, nt = (size_t)T * (D / 2);
+    float *cos_t = host_alloc(nt * sizeof(float)), *sin_t = host_alloc(nt * sizeof(float));
+    tlm_rope_init(cos_t, sin_t, T, D, 10000.0);
+    float *x = random_floats(n, -1, 1), *want = host_alloc(n * sizeof(float)), *got = host_alloc(n * sizeof(float));
+    uint16_t *x16 = host_alloc(n * 2), *got16 = host_alloc(n * 2);
+    for (size_t i = 0; i < n; i++) x[i] = tlm_bf16_to_f32(x16[i] = tlm_f32_to_bf16(x[i]));
+    tlm_dptr d_cos = to_device(cos_t, nt * sizeof(float)), d_sin = to_device(sin_t, nt * sizeof(float));
+    tlm_dptr d_x = to_device(x, n * sizeof(float)), d_x16 = to_device(x16, n * 2);
+    tlm_err err;
+    for (int part = 0; part < 2; part++) { /* q, then k */
+        size_t at = (size_t)part * H * D;
+        launched(tlm_gpu_rope_forward(&gpu, d_x + at * 4, d_x + at * 4, d_cos, d_sin, B, T, H, D, stride, &err),
+                 "rope_forward", &err);
+        launched(
+            tlm_gpu_rope_forward_bf16(&gpu, d_x16 + at * 2, d_x16 + at * 2, d_cos, d_sin, B, T, H, D, stride, &err),
+            "rope_forward_bf16", &err);
+    }
+    from_device(want, d_x, n * sizeof(float));
+    from_device(got16, d_x16, n * 2);
+    for (size_t i = 0; i < n; i++) {
+        want[i] = tlm_bf16_to_f32(tlm_f32_to_bf16(want[i]));
+        got[i] = tlm_bf16_to_f32(got16[i]);
+    }
+    compare("rope_forward_bf16", "q k v", config, got, want, n, EXACT);
+    release(d_cos), release(d_sin), release(d_x), release(d_x16);
+    free(cos_t), free(sin_t), free(x), free(want), free(got), free(x16), free(got16);
+}
+
 /* ---- cross-entropy ---------------------------------------------------- */
 
 /* ignored: every `ignored`-th target is -1 (0: none; 1: all). */
@@ -549,6 +585,12 @@ static void check_grid_independence(void) {
     void *rms_bwd[] = {&O1, &A, &X, &W, &RSTD, &R, &H, &C, &accumulate};
     void *rms_dw[] = {&O1, &A, &X, &RSTD, &R, &H, &C};
     void *rope[] = {&QKV, &QKV, &d_cos, &d_sin, &B, &N, &H, &D_rope, &stride, &sign};
+    /* bf16 qkv: nqkv elements, nqkv / 2 floats' worth of bytes, starting from
+     * bf16 values (start's, rounded) */
+    uint16_t *start16 = host_alloc(nqkv * 2);
+    for (size_t i = 0; i < nqkv; i++) start16[i] = tlm_f32_to_bf16(start[i]);
+    float *start16_bytes = host_alloc(nqkv * 2);
+    memcpy(start16_bytes, start16, nqkv * 2);
     void *ce_rows[] = {&O1, &O2, &L, &d_targets, &N, &V};
     void *ce_mean[] = {&LOSS, &LSE, &L, &d_targets, &N, &V};
     void *ce_bwd[] = {&O1, &L, &LSE, &d_targets, &N, &V, &dloss};
@@ -587,6 +629,11 @@ static void check_grid_independence(void) {
          tlm_gpu_blocks((int64_t)N * H * (D_rope / 2), TLM_GPU_BASIC_BLOCK),
          TLM_GPU_BASIC_BLOCK,
          {{QKV, nqkv, start}}},
+        {"tlm_rope_rotate_bf16",
+         rope,
+         tlm_gpu_blocks((int64_t)N * H * (D_rope / 2), TLM_GPU_BASIC_BLOCK),
+         TLM_GPU_BASIC_BLOCK,
+         {{QKV, nqkv / 2, start16_bytes}}},
         {"tlm_crossentropy_rows",
          ce_rows,
          (unsigned)N,
@@ -617,6 +664,7 @@ static void check_grid_independence(void) {
     release(d_ids), release(d_targets), release(A), release(X), release(W), release(L), release(d_cos);
     release(d_sin), release(O1), release(O2), release(QKV), release(RSTD), release(LSE), release(LOSS);
     free(ids), free(targets), free(start), free(a), free(x), free(w), free(logits), free(cos_t), free(sin_t);
+    free(start16), free(start16_bytes);
 }
 
 int main(void) {
@@ -645,7 +693,10 @@ int main(void) {
     for (int d = 0; d < 3; d++) {
         check_rope(1, 7, 1, head_sizes[d], false);
         check_rope(3, 11, 3, head_sizes[d], true);
+        check_rope_bf16(3, 11, 3, head_sizes[d]);
     }
+    check_rope_bf16(1, 37, 2, 64); /* the presets' head sizes */
+    check_rope_bf16(2, 19, 1, 128);
 
     check_crossentropy(1, 1, 0, true, false);
     check_crossentropy(7, 67, 3, true, false);
@@ -662,9 +713,10 @@ int main(void) {
     check_grid_independence();
 
     for (int i = 0; i < n_records; i++) {
-        const char *limit = !strncmp(records[i].op, "embedding", 9) ? "exact"
-                            : strstr(records[i].op, "bf16")         ? "2^-8 (1 + 1e-5) + 1e-5"
-                                                                    : "1e-05";
+        const char *limit = !strncmp(records[i].op, "embedding", 9)       ? "exact"
+                            : !strcmp(records[i].op, "rope_forward_bf16") ? "exact: the fp32 kernel's, rounded"
+                            : strstr(records[i].op, "bf16")               ? "2^-8 (1 + 1e-5) + 1e-5"
+                                                                          : "1e-05";
         printf("  %-24s worst error %.3g over %d tensors (limit %s; %s)\n", records[i].op, records[i].worst,
                records[i].tensors, limit, records[i].where);
     }

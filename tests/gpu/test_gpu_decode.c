@@ -3,14 +3,54 @@
  * tile and a half, several tiles (the online softmax's rescaling), rows of
  * the packed cache's stride. Bound per element: 1e-5 |cpu| + 1e-6
  * max|cpu|: the same sums, in tiles on the device, a few float roundings
- * apart. The bf16 variant (--precision bf16 stores attention's output in
- * bf16): bit for bit the fp32 kernel's y rounded to nearest even. */
+ * apart. The bf16 variants (--precision bf16 stores q, k, v, the cache,
+ * and attention's output unless a gate reads it, in bf16), on the cache
+ * and q rounded to bf16: bit for bit the fp32 kernel on the same values
+ * widened, y rounded to nearest even where it is stored in bf16. */
 #include "gemm_reference.h"
 #include "gpu_decode.h"
 #include "test_util.h"
 
 static tlm_device *dev;
 static tlm_gpu gpu;
+
+/* The bf16 kernels on the cache and q rounded to bf16 against the fp32
+ * kernel on them widened. */
+static void bf16_case(const float *cache, const float *q, int n, int H, int D) {
+    const int A = H * D, stride = 3 * A;
+    const size_t cache_elems = (size_t)n * stride, bytes16 = (cache_elems + (size_t)A) * 2;
+    uint16_t *in16 = calloc(cache_elems + (size_t)A, 2), *y16 = calloc((size_t)A, 2); /* the cache, then q */
+    float *in = falloc(cache_elems + (size_t)A), *y = falloc((size_t)A), *y32 = falloc((size_t)A);
+    CHECK(in16 && y16, "out of memory");
+    if (!in16 || !y16) return;
+    for (size_t i = 0; i < cache_elems + (size_t)A; i++) {
+        in16[i] = tlm_f32_to_bf16(i < cache_elems ? cache[i] : q[i - cache_elems]);
+        in[i] = tlm_bf16_to_f32(in16[i]);
+    }
+    tlm_err err = {""};
+    tlm_dptr d_in = tlm_device_alloc(dev, (cache_elems + (size_t)A) * 4, &err);
+    tlm_dptr d_in16 = tlm_device_alloc(dev, bytes16, &err), d_y = tlm_device_alloc(dev, (size_t)A * 4, &err);
+    tlm_dptr d_y16 = tlm_device_alloc(dev, (size_t)A * 2, &err), d_y32 = tlm_device_alloc(dev, (size_t)A * 4, &err);
+    const tlm_dptr k = d_in + (tlm_dptr)A * 4, v = d_in + (tlm_dptr)2 * A * 4, qf = d_in + cache_elems * 4;
+    const tlm_dptr k16 = d_in16 + (tlm_dptr)A * 2, v16 = d_in16 + (tlm_dptr)2 * A * 2, q16 = d_in16 + cache_elems * 2;
+    bool ok = d_in && d_in16 && d_y && d_y16 && d_y32 &&
+              tlm_device_upload(dev, d_in, in, (cache_elems + (size_t)A) * 4, &err) &&
+              tlm_device_upload(dev, d_in16, in16, bytes16, &err) &&
+              tlm_gpu_attention_decode(&gpu, d_y, qf, k, v, n, H, D, stride, &err) &&
+              tlm_gpu_attention_decode_bf16(&gpu, d_y16, q16, k16, v16, n, H, D, stride, &err) &&
+              tlm_gpu_attention_decode_qkv_bf16(&gpu, d_y32, q16, k16, v16, n, H, D, stride, &err) &&
+              tlm_device_download(dev, y, d_y, (size_t)A * 4, &err) &&
+              tlm_device_download(dev, y16, d_y16, (size_t)A * 2, &err) &&
+              tlm_device_download(dev, y32, d_y32, (size_t)A * 4, &err);
+    CHECK(ok, "bf16 n=%d H=%d D=%d: %s", n, H, D, err.msg);
+    int off = 0;
+    for (int i = 0; ok && i < A; i++) off += y16[i] != tlm_f32_to_bf16(y[i]);
+    CHECK(off == 0, "bf16 n=%d H=%d D=%d: %d of %d y not the fp32 kernel's rounded", n, H, D, off, A);
+    CHECK(!ok || memcmp(y32, y, (size_t)A * 4) == 0, "qkv_bf16 n=%d H=%d D=%d: y not the fp32 kernel's", n, H, D);
+    tlm_device_free(dev, d_in), tlm_device_free(dev, d_in16), tlm_device_free(dev, d_y);
+    tlm_device_free(dev, d_y16), tlm_device_free(dev, d_y32);
+    free(in16), free(y16), free(in), free(y), free(y32);
+}
 
 static void one_case(int n, int H, int D, unsigned seed) {
     const int A = H * D, stride = 3 * A;
@@ -36,18 +76,9 @@ static void one_case(int n, int H, int D, unsigned seed) {
         for (int i = 0; i < A; i++)
             worst = fmax(worst, fabs((double)got[i] - y[i]) / (1e-5 * fabs(y[i]) + 1e-6 * scale));
         CHECK(worst <= 1.0, "n=%d H=%d D=%d: %.2f of the bound", n, H, D, worst);
-        uint16_t *got16 = calloc((size_t)A, 2);
-        ok = got16 &&
-             tlm_gpu_attention_decode_bf16(&gpu, dy, dq, dc + (tlm_dptr)A * 4, dc + (tlm_dptr)2 * A * 4, n, H, D,
-                                           stride, &err) &&
-             tlm_device_download(dev, got16, dy, (size_t)A * 2, &err);
-        CHECK(ok, "bf16 n=%d H=%d D=%d: %s", n, H, D, err.msg);
-        int off = 0;
-        for (int i = 0; ok && i < A; i++) off += got16[i] != tlm_f32_to_bf16(got[i]);
-        CHECK(off == 0, "bf16 n=%d H=%d D=%d: %d of %d y not the fp32 kernel's rounded", n, H, D, off, A);
-        free(got16);
     }
     tlm_device_free(dev, dc), tlm_device_free(dev, dq), tlm_device_free(dev, dy);
+    bf16_case(cache, q, n, H, D);
     free(cache), free(q), free(y), free(got), free(scratch);
 }
 
@@ -58,10 +89,10 @@ int main(void) {
         printf("FAIL: cannot open the device: %s\n", err.msg);
         return 1;
     }
-    const int ns[] = {1, 37, 256, 383, 700}, shapes[][2] = {{1, 5}, {3, 33}, {2, 64}, {1, 300}};
+    const int ns[] = {1, 37, 256, 383, 700}, shapes[][2] = {{1, 5}, {3, 33}, {2, 64}, {1, 128}, {1, 300}};
     int cases = 0;
     for (int i = 0; i < 5; i++)
-        for (int j = 0; j < 4; j++, cases++) one_case(ns[i], shapes[j][0], shapes[j][1], 40u + (unsigned)cases);
+        for (int j = 0; j < 5; j++, cases++) one_case(ns[i], shapes[j][0], shapes[j][1], 40u + (unsigned)cases);
     tlm_err big = {""};
     CHECK(!tlm_gpu_attention_decode(&gpu, 0, 0, 0, 0, 1, 1, 2000, 6000, &big) && strstr(big.msg, "head_dim"),
           "a head_dim above the kernel's: %s", big.msg);

@@ -31,6 +31,11 @@
  * printed, as a fraction of max|cpu| and of the bound (all below 0.2 of it
  * when written).
  *
+ * --precision bf16's attention kernels (q, k, v in bf16; y in bf16 or
+ * not) are checked bit for bit against the fp32 kernels on the same
+ * rounded inputs, in every attention case (attention_bf16_case), the
+ * presets' head sizes 64 and 128 included.
+ *
  * Also: each kernel gives the same bits with 1 and 2 blocks as with the
  * wrappers' grid (grid_case).
  *
@@ -161,44 +166,95 @@ static qkv_layout layout(int B, int T, int H, int D, bool packed) {
     return (qkv_layout){H * D, 0, one, 2 * one, 3 * one};
 }
 
-/* --precision bf16's attention (y stored in bf16): the forward's y must be
- * the fp32 kernel's y (Y, held to the CPU above) rounded to nearest even,
- * bit for bit, and lse the fp32 kernel's; the backward reading that bf16 y
- * must match the CPU backward given the same y widened to fp32 (and the
- * CPU's lse) within the fp32 bound: D_t = dy_t . y_t then sums the same
- * numbers on both sides, and only the order differs. */
-static void attention_bf16_case(const char *shape, int B, int T, int H, int D, qkv_layout L, const float *x,
-                                const float *dy, tlm_dptr X, tlm_dptr Y, tlm_dptr LSE, tlm_dptr DY, tlm_dptr LSEc,
-                                const float *lse) {
-    size_t ny = (size_t)B * T * H * D, nlse = (size_t)B * T * H;
+/* bf16 copies on the device: n elements of 2 bytes. */
+static tlm_dptr put16(const uint16_t *x, size_t n) {
     tlm_err err = {{0}};
-    tlm_dptr Y16 = nans((ny + 1) / 2), ACC = nans(ny), LSE16 = nans(nlse), DX = nans(L.n);
-    if (!tlm_gpu_attention_forward_bf16(&g_gpu, Y16, ACC, LSE16, at(X, L.qo), at(X, L.ko), at(X, L.vo), B, T, H, D,
-                                        L.stride, &err))
-        die("attention_forward_bf16", &err);
-    float *y32 = get(Y, ny), *lse32 = get(LSE, nlse), *lse16 = get(LSE16, nlse), *yw = host(ny), *dx = host(L.n);
-    uint16_t *y16 = calloc(ny + 1, 2);
-    if (!y16 || !tlm_device_sync(g_dev, &err) || !tlm_device_download(g_dev, y16, Y16, ny * 2, &err))
-        die("download y16", &err);
+    tlm_dptr p = tlm_device_alloc(g_dev, (n ? n : 1) * 2, &err);
+    if (!p) die("alloc", &err);
+    if (n && !tlm_device_upload(g_dev, p, x, n * 2, &err)) die("upload", &err);
+    return p;
+}
+static uint16_t *get16(tlm_dptr p, size_t n) {
+    tlm_err err = {{0}};
+    uint16_t *x = calloc(n ? n : 1, 2);
+    if (!x) die("host memory", &err);
+    if (!tlm_device_sync(g_dev, &err) || (n && !tlm_device_download(g_dev, x, p, n * 2, &err))) die("download", &err);
+    return x;
+}
+static tlm_dptr at16(tlm_dptr base, size_t elems) { return base + elems * 2; }
+
+/* The device's n floats at p against want, bit for bit (NaN, the unwritten,
+ * never equal). */
+static void same_bits(const char *what, const char *shape, tlm_dptr p, const float *want, size_t n) {
+    float *got = get(p, n);
     size_t off = 0;
-    for (size_t i = 0; i < ny; i++) {
-        off += y16[i] != tlm_f32_to_bf16(y32[i]);
-        yw[i] = tlm_bf16_to_f32(y16[i]);
-    }
-    if (off || memcmp(lse32, lse16, nlse * sizeof(float))) {
-        printf("FAIL attention_forward_bf16 (%s): %zu of %zu y not the fp32 y rounded, lse %s\n", shape, off, ny,
-               memcmp(lse32, lse16, nlse * sizeof(float)) ? "differs" : "same");
+    for (size_t i = 0; i < n; i++) off += memcmp(&got[i], &want[i], sizeof(float)) != 0 || got[i] != got[i];
+    if (off) {
+        printf("FAIL %s (%s): %zu of %zu elements not the fp32 kernel's bits\n", what, shape, off, n);
         g_failures++;
     }
-    tlm_attention_backward(dx + L.qo, dx + L.ko, dx + L.vo, dy, yw, lse, x + L.qo, x + L.ko, x + L.vo, B, T, H, D,
+    free(got);
+}
+
+/* --precision bf16's attention: q, k, v stored in bf16, and y too unless a
+ * gate reads it. Each bf16 kernel is its fp32 twin's arithmetic on the
+ * values widened, so on inputs rounded to bf16 (x16, and xr widened for the
+ * fp32 kernels) it must give the fp32 kernel's bits: the forwards y (then
+ * rounded to nearest even where stored in bf16) and lse; the backwards dq,
+ * dk, dv from the same lse and the same y (the bf16 y widened). The fp32
+ * backward on those rounded inputs is held to the CPU's too (the fp32
+ * bound), so the bf16 path is anchored to the CPU on the very numbers it
+ * reads. */
+static void attention_bf16_case(const char *shape, int B, int T, int H, int D, qkv_layout L, const float *x,
+                                const float *dy, tlm_dptr DY) {
+    size_t ny = (size_t)B * T * H * D, nlse = (size_t)B * T * H;
+    tlm_err err = {{0}};
+    uint16_t *x16 = calloc(L.n, 2);
+    float *xr = host(L.n), *yw = host(ny), *dx = host(L.n);
+    if (!x16) die("host memory", &err);
+    for (size_t i = 0; i < L.n; i++) xr[i] = tlm_bf16_to_f32(x16[i] = tlm_f32_to_bf16(x[i]));
+    tlm_dptr XR = put(xr, L.n), X16 = put16(x16, L.n);
+    tlm_dptr q = at(XR, L.qo), k = at(XR, L.ko), v = at(XR, L.vo);
+    tlm_dptr q16 = at16(X16, L.qo), k16 = at16(X16, L.ko), v16 = at16(X16, L.vo);
+    tlm_dptr YR = nans(ny), LSER = nans(nlse), Y16 = nans((ny + 1) / 2), ACC = nans(ny), LSE16 = nans(nlse);
+    tlm_dptr Y32 = nans(ny), LSE32 = nans(nlse);
+    if (!tlm_gpu_attention_forward(&g_gpu, YR, LSER, q, k, v, B, T, H, D, L.stride, &err) ||
+        !tlm_gpu_attention_forward_bf16(&g_gpu, Y16, ACC, LSE16, q16, k16, v16, B, T, H, D, L.stride, &err) ||
+        !tlm_gpu_attention_forward_qkv_bf16(&g_gpu, Y32, LSE32, q16, k16, v16, B, T, H, D, L.stride, &err))
+        die("attention_forward on rounded inputs", &err);
+    float *yr = get(YR, ny), *lser = get(LSER, nlse);
+    uint16_t *y16 = get16(Y16, ny);
+    size_t off = 0;
+    for (size_t i = 0; i < ny; i++) {
+        off += y16[i] != tlm_f32_to_bf16(yr[i]);
+        yw[i] = tlm_bf16_to_f32(y16[i]);
+    }
+    if (off) {
+        printf("FAIL attention_forward_bf16 (%s): %zu of %zu y not the fp32 kernel's y rounded\n", shape, off, ny);
+        g_failures++;
+    }
+    same_bits("attention_forward_bf16 lse", shape, LSE16, lser, nlse);
+    same_bits("attention_forward_qkv_bf16 y", shape, Y32, yr, ny);
+    same_bits("attention_forward_qkv_bf16 lse", shape, LSE32, lser, nlse);
+
+    tlm_dptr YW = put(yw, ny), DXR = nans(L.n), DX16 = nans(L.n), DXQ = nans(L.n);
+    if (!tlm_gpu_attention_backward(&g_gpu, at(DXR, L.qo), at(DXR, L.ko), at(DXR, L.vo), DY, YW, LSER, q, k, v, B, T, H,
+                                    D, L.stride, &err) ||
+        !tlm_gpu_attention_backward_bf16(&g_gpu, at(DX16, L.qo), at(DX16, L.ko), at(DX16, L.vo), DY, Y16, LSER, q16,
+                                         k16, v16, B, T, H, D, L.stride, &err) ||
+        !tlm_gpu_attention_backward_qkv_bf16(&g_gpu, at(DXQ, L.qo), at(DXQ, L.ko), at(DXQ, L.vo), DY, YW, LSER, q16,
+                                             k16, v16, B, T, H, D, L.stride, &err))
+        die("attention_backward on rounded inputs", &err);
+    tlm_attention_backward(dx + L.qo, dx + L.ko, dx + L.vo, dy, yw, lser, xr + L.qo, xr + L.ko, xr + L.vo, B, T, H, D,
                            L.stride);
-    if (!tlm_gpu_attention_backward_bf16(&g_gpu, at(DX, L.qo), at(DX, L.ko), at(DX, L.vo), DY, Y16, LSEc, at(X, L.qo),
-                                         at(X, L.ko), at(X, L.vo), B, T, H, D, L.stride, &err))
-        die("attention_backward_bf16", &err);
-    check(OP_ATT_BWD, "dq dk dv from a bf16 y", shape, DX, dx, L.n);
-    tlm_dptr bufs[] = {Y16, ACC, LSE16, DX};
+    check(OP_ATT_BWD, "dq dk dv on bf16 inputs", shape, DXR, dx, L.n);
+    float *dxr = get(DXR, L.n);
+    same_bits("attention_backward_bf16 dq dk dv", shape, DX16, dxr, L.n);
+    same_bits("attention_backward_qkv_bf16 dq dk dv", shape, DXQ, dxr, L.n);
+
+    tlm_dptr bufs[] = {XR, X16, YR, LSER, Y16, ACC, LSE16, Y32, LSE32, YW, DXR, DX16, DXQ};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) tlm_device_free(g_dev, bufs[i]);
-    free(y32), free(lse32), free(lse16), free(yw), free(dx), free(y16);
+    free(x16), free(xr), free(yw), free(dx), free(yr), free(lser), free(y16), free(dxr);
 }
 
 static void attention_case(int B, int T, int H, int D, bool packed) {
@@ -227,7 +283,7 @@ static void attention_case(int B, int T, int H, int D, bool packed) {
         die("attention_backward", &err);
     check(OP_ATT_BWD, "dq dk dv", shape, DX, dx, L.n);
 
-    attention_bf16_case(shape, B, T, H, D, L, x, dy, X, Y, LSE, DY, LSEc, lse);
+    attention_bf16_case(shape, B, T, H, D, L, x, dy, DY);
 
     tlm_dptr bufs[] = {X, Y, LSE, DY, Yc, LSEc, DX};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) tlm_device_free(g_dev, bufs[i]);
@@ -429,11 +485,19 @@ static void grid_case(void) {
         !tlm_gpu_titans_qkv_forward(&g_gpu, ACT, MEM, RN, X, N, H, D, &err))
         die("forwards", &err);
 
+    /* bf16 q, k, v: x rounded */
+    uint16_t *x16 = calloc(L.n, 2);
+    if (!x16) die("host memory", &err);
+    for (size_t i = 0; i < L.n; i++) x16[i] = tlm_f32_to_bf16(x[i]);
+    tlm_dptr X16 = put16(x16, L.n), q16 = at16(X16, L.qo), k16 = at16(X16, L.ko), v16 = at16(X16, L.vo);
     tlm_dptr Yb = nans(ny), ATTb = nans(natt), Y16 = nans(ny), ACC = nans(ny);
     void *att_fwd_b[] = {&Yb, &ATTb, &q, &k, &v, &B, &T, &H, &D, &stride};
-    void *att_fwd_16[] = {&Y16, &ACC, &ATTb, &q, &k, &v, &B, &T, &H, &D, &stride};
-    void *att_dq_16[] = {&dq, &R, &Y16, &ATT, &q, &k, &v, &B, &T, &H, &D, &stride};
-    void *att_dkv_16[] = {&dk, &dv, &R, &Y16, &ATT, &q, &k, &v, &B, &T, &H, &D, &stride};
+    void *att_fwd_16[] = {&Y16, &ACC, &ATTb, &q16, &k16, &v16, &B, &T, &H, &D, &stride};
+    void *att_fwd_q16[] = {&Yb, &ATTb, &q16, &k16, &v16, &B, &T, &H, &D, &stride};
+    void *att_dq_16[] = {&dq, &R, &Y16, &ATT, &q16, &k16, &v16, &B, &T, &H, &D, &stride};
+    void *att_dkv_16[] = {&dk, &dv, &R, &Y16, &ATT, &q16, &k16, &v16, &B, &T, &H, &D, &stride};
+    void *att_dq_q16[] = {&dq, &R, &Y, &ATT, &q16, &k16, &v16, &B, &T, &H, &D, &stride};
+    void *att_dkv_q16[] = {&dk, &dv, &R, &Y, &ATT, &q16, &k16, &v16, &B, &T, &H, &D, &stride};
     void *att_dq[] = {&dq, &R, &Y, &ATT, &q, &k, &v, &B, &T, &H, &D, &stride};
     void *att_dkv[] = {&dk, &dv, &R, &Y, &ATT, &q, &k, &v, &B, &T, &H, &D, &stride};
     tlm_dptr Yt = nans(ny), SAVEDb = nans(nsaved);
@@ -458,19 +522,33 @@ static void grid_case(void) {
          TLM_GPU_ATTENTION_BLOCK,
          {att_dq, att_dkv},
          {{DX, L.n}}},
-        /* bf16 y: ny elements, the first ny / 2 floats' worth of bytes; the
-         * backward reads the bf16 y the forward left in Y16 */
-        {"attention_forward",
+        /* bf16 q, k, v and y: ny elements of y, the first ny / 2 floats'
+         * worth of bytes; the backward reads the bf16 y the forward left in
+         * Y16 */
+        {"attention_forward_bf16",
          {"tlm_attention_fwd_bf16", NULL},
          att_tiles,
          TLM_GPU_ATTENTION_BLOCK,
          {att_fwd_16, NULL},
          {{Y16, ny / 2}, {ACC, ny}, {ATTb, natt}}},
-        {"attention_backward",
+        {"attention_backward_bf16",
          {"tlm_attention_bwd_dq_bf16", "tlm_attention_bwd_dkv_bf16"},
          att_tiles,
          TLM_GPU_ATTENTION_BLOCK,
          {att_dq_16, att_dkv_16},
+         {{DX, L.n}}},
+        /* bf16 q, k, v, fp32 y (gated attention) */
+        {"attention_forward_qkv_bf16",
+         {"tlm_attention_fwd_qkv_bf16", NULL},
+         att_tiles,
+         TLM_GPU_ATTENTION_BLOCK,
+         {att_fwd_q16, NULL},
+         {{Yb, ny}, {ATTb, natt}}},
+        {"attention_backward_qkv_bf16",
+         {"tlm_attention_bwd_dq_qkv_bf16", "tlm_attention_bwd_dkv_qkv_bf16"},
+         att_tiles,
+         TLM_GPU_ATTENTION_BLOCK,
+         {att_dq_q16, att_dkv_q16},
          {{DX, L.n}}},
         {"titans_forward",
          {"tlm_titans_fwd", NULL},
@@ -511,10 +589,10 @@ static void grid_case(void) {
     };
     for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) check_grids(&specs[i]);
 
-    tlm_dptr bufs[] = {X,    R,     G,    Y,  ATT,  DX, SAVED,  DG,   SCRATCH, ACT, MEM, RN,
-                       DQKV, GATES, DPRE, Yb, ATTb, Yt, SAVEDb, ACTb, MEMb,    RNb, Y16, ACC};
+    tlm_dptr bufs[] = {X,     R,    G,  Y,    ATT, DX,     SAVED, DG,   SCRATCH, ACT, MEM, RN, DQKV,
+                       GATES, DPRE, Yb, ATTb, Yt,  SAVEDb, ACTb,  MEMb, RNb,     Y16, ACC, X16};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) tlm_device_free(g_dev, bufs[i]);
-    free(x), free(r), free(gates);
+    free(x), free(r), free(gates), free(x16);
 }
 
 /* Beyond the small sizes: several tiles of 32 query and key rows with a
@@ -551,6 +629,10 @@ int main(void) {
     attention_case(2, 37, 3, 6, true);
     attention_case(1, 37, 2, 5, false);
     attention_case(2, 70, 1, 16, false);
+    /* the paper presets' head sizes (440M: 64; 760M and 1.3B: 128), T past
+     * a tile and not a multiple of one */
+    attention_case(1, 45, 2, 64, true);
+    attention_case(1, 37, 1, 128, false);
     const int *a = large_attention, *m = large_titans;
     attention_case(a[0], a[1], a[2], a[3], true);
     titans_case(m[0], m[1], m[2], m[3], m[4], false);

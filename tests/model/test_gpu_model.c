@@ -69,10 +69,11 @@ static double compare(const char *what, const char *name, const float *cpu, cons
  *
  * The activations: every normalised input of the model (norm1, norm2, the
  * final norm: only GEMMs read them) and the MLPs' pre-activations are
- * stored in bf16, and attention's output unless a gate reads it; nothing
- * eval, sample or probe reads by role is (logits, the residual stream),
- * and the arena is smaller than the fp32 one by at least the final norm's
- * half. */
+ * stored in bf16, and so are q, k and v of every softmax attention (not
+ * Titans': its memory's activation reads them in fp32), and attention's
+ * output unless a gate reads it; nothing eval, sample or probe reads by
+ * role is (logits, the residual stream), and the arena is smaller than the
+ * fp32 one by at least the final norm's half. */
 static const double BF16_LOSS = 1.0 / 1024, BF16_GRAD = 1.0 / 32;
 
 /* The MLP activation kernels' bf16 twins (codegen/cuda_source.c) against
@@ -147,6 +148,7 @@ static void bf16_model(const tlm_so *so, tlm_device *dev, const tlm_model *cpu, 
     int64_t halved = 0; /* bytes the bf16 norms save, at least */
     bool gated = false; /* the gate reads attention's y: fp32 then */
     for (uint32_t i = 0; i < so->header->nbuffers; i++) gated |= so->buffers[i].role == TLM_B_ATTN_GATED;
+    const bool titans = so->config->mixer == TLM_MIXER_TITANS; /* no softmax attention */
     for (uint32_t i = 0; i < so->header->nbuffers; i++) {
         const tlm_abi_buffer *b = &so->buffers[i];
         if (cpu->offsets[i] < 0) continue;
@@ -155,6 +157,8 @@ static void bf16_model(const tlm_so *so, tlm_device *dev, const tlm_model *cpu, 
         bool read_by_role = b->role == TLM_B_LOGITS || b->role == TLM_B_RESID || b->role == TLM_B_MID;
         CHECK(!norm || g.gpu->bf16_buffers[i], "%s bf16: %s is stored in fp32", model, tlm_so_str(so, b->name));
         CHECK(b->role != TLM_B_ATTN_Y || g.gpu->bf16_buffers[i] == !gated, "%s bf16: %s is stored in %s", model,
+              tlm_so_str(so, b->name), g.gpu->bf16_buffers[i] ? "bf16" : "fp32");
+        CHECK(b->role != TLM_B_QKV || g.gpu->bf16_buffers[i] == !titans, "%s bf16: %s is stored in %s", model,
               tlm_so_str(so, b->name), g.gpu->bf16_buffers[i] ? "bf16" : "fp32");
         CHECK(!read_by_role || !g.gpu->bf16_buffers[i], "%s bf16: %s is stored in bf16", model,
               tlm_so_str(so, b->name));

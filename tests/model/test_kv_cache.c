@@ -13,31 +13,79 @@
  * head), walked token by token; the prefix of 5 tokens ends mid-chunk, so
  * the decoded tokens cross chunk boundaries from both states.
  *
- * usage: test_kv_cache [--device] MODEL.so... */
+ * With --bf16 (and --device), both sides are the device in --precision
+ * bf16: the cached model, whose cache holds bf16 rows of qkv where the plan
+ * stores qkv in bf16 (every attention model here; Titans keeps its fp32
+ * state), against the full forward recomputed on the device in bf16. They
+ * read the same bf16 weights and, row for row, the same rounded
+ * activations, except where an fp32 sum before a rounding runs in another
+ * order (the decode kernel's online softmax over the cache against the
+ * training kernel's tiles; on a GPU, cuBLASLt may also sum a one-row GEMM
+ * in another order): there a stored bf16 value can round to its
+ * neighbour, one rounding of u = 2^-8 relative. The bound is that
+ * rounding's size on the row's scale, u max|full row| per element, next to
+ * the fp32 bound's few float roundings; a cache read at the wrong rows or
+ * in the wrong storage is off by the logits' own size. The cache's bytes
+ * are checked to be half the fp32 cache's.
+ *
+ * usage: test_kv_cache [--device [--bf16]] MODEL.so... */
+#include "gpu_model.h"
 #include "model_util.h"
 
-static const double REL = 1e-5, ABS_FLOOR = 1e-5;
+static const double REL = 1e-5, ABS_FLOOR = 1e-5, BF16_FLOOR = 1.0 / 256;
 
 /* The worst |a - b| / bound over one row of logits. */
-static double row_ratio(const float *got, const float *want, int64_t V) {
+static double row_ratio(const float *got, const float *want, int64_t V, double floor) {
     double scale = 0, worst = 0;
     for (int64_t i = 0; i < V; i++) scale = fmax(scale, fabs((double)want[i]));
     for (int64_t i = 0; i < V; i++) {
-        double r = fabs((double)got[i] - want[i]) / (REL * fabs((double)want[i]) + ABS_FLOOR * scale);
+        double r = fabs((double)got[i] - want[i]) / (REL * fabs((double)want[i]) + floor * scale);
         if (!(r <= worst)) worst = r;
     }
     return worst;
 }
 
-static void run_model(const char *path, tlm_device *dev) {
+/* The reference: the full forward, on the CPU, or (bf16) on the device in
+ * bf16 from the same parameters. */
+static bool create_full(tlm_model *full, const tlm_so *so, tlm_device *dev, bool bf16, int64_t T, tlm_err *err) {
+    if (!bf16) {
+        create_model(full, so, 1, T, false);
+        return true;
+    }
+    return tlm_model_create_on(full, so, dev, TLM_PRECISION_BF16, 1, T, false, 0, err);
+}
+
+/* bf16: the cache's storage and bytes, from the device's count of what
+ * opening it allocated. */
+static void check_cache_bytes(const tlm_model *kv, const char *name, uint64_t bytes) {
+    const tlm_abi_config *c = kv->so->config;
+    if (c->mixer == TLM_MIXER_TITANS) {
+        CHECK(!kv->gpu->kv_bf16 && bytes >= tlm_kv_state_floats(c) * sizeof(float), "%s: titans' state: %llu bytes",
+              name, (unsigned long long)bytes);
+        return;
+    }
+    const uint64_t elems = (uint64_t)c->layers * (uint64_t)kv->T * 3 * (uint64_t)(c->heads * c->head_dim);
+    CHECK(kv->gpu->kv_bf16 && bytes >= elems * 2 && bytes < elems * 2 + 256,
+          "%s: a KV cache of %llu bf16 elements took %llu bytes (%s)", name, (unsigned long long)elems,
+          (unsigned long long)bytes, kv->gpu->kv_bf16 ? "bf16" : "fp32");
+    printf("%-20s KV cache %llu bytes in bf16 (fp32: %llu)\n", name, (unsigned long long)bytes,
+           (unsigned long long)(elems * 4));
+}
+
+static void run_model(const char *path, tlm_device *dev, bool bf16) {
     tlm_so so;
     open_so(path, &so);
     const char *name = tlm_so_str(&so, so.config->name);
     const int64_t T = so.config->context < 24 ? so.config->context : 24, V = so.config->vocab;
     tlm_model full, kv;
     tlm_err err = {""};
-    create_model(&full, &so, 1, T, false);
-    if (!tlm_model_create_on(&kv, &so, dev, TLM_PRECISION_FP32, 1, T, false, 0, &err)) {
+    if (!create_full(&full, &so, dev, bf16, T, &err)) {
+        CHECK(false, "%s: %s", name, err.msg);
+        tlm_so_close(&so);
+        return;
+    }
+    tlm_precision precision = bf16 ? TLM_PRECISION_BF16 : TLM_PRECISION_FP32;
+    if (!tlm_model_create_on(&kv, &so, dev, precision, 1, T, false, 0, &err)) {
         CHECK(false, "%s: %s", name, err.msg);
         tlm_model_destroy(&full);
         tlm_so_close(&so);
@@ -46,7 +94,11 @@ static void run_model(const char *path, tlm_device *dev) {
     init_test_params(&full, 3, 5.0, 0.2);
     memcpy(kv.params, full.params, (size_t)full.param_floats * sizeof(float));
     CHECK(tlm_model_params_to_device(&kv, &err), "%s", err.msg);
+    CHECK(!bf16 || tlm_model_params_to_device(&full, &err), "%s", err.msg);
+    const uint64_t before = dev ? tlm_device_memory_in_use(dev) : 0;
     const bool opened = tlm_model_cache_open(&kv, &err);
+    if (opened && bf16) check_cache_bytes(&kv, name, tlm_device_memory_in_use(dev) - before);
+    const double floor = bf16 ? BF16_FLOOR : ABS_FLOOR;
     if (!opened) {
         CHECK(false, "%s: %s", name, err.msg);
     } else {
@@ -61,19 +113,19 @@ static void run_model(const char *path, tlm_device *dev) {
         const float *got = ok ? tlm_model_logits(&kv) : NULL;
         tlm_model_forward(&full, tokens, NULL, 1, prefix);
         for (int64_t t = 0; got && t < prefix; t++)
-            worst = fmax(worst, row_ratio(got + t * V, tlm_model_logits(&full) + t * V, V));
+            worst = fmax(worst, row_ratio(got + t * V, tlm_model_logits(&full) + t * V, V, floor));
         for (int64_t pos = prefix; ok && pos < T; pos++) {
             ok = tlm_model_decode(&kv, tokens[pos], pos);
             CHECK(ok, "%s decode at %lld: %s", name, (long long)pos,
                   tlm_model_device_error(&kv) ? tlm_model_device_error(&kv) : "refused");
             if (!ok || !(got = tlm_model_logits(&kv))) break;
             tlm_model_forward(&full, tokens, NULL, 1, pos + 1);
-            worst = fmax(worst, row_ratio(got, tlm_model_logits(&full) + pos * V, V));
+            worst = fmax(worst, row_ratio(got, tlm_model_logits(&full) + pos * V, V, floor));
         }
         CHECK(worst <= 1.0, "%s: decoded logits %.2f of the bound from the full forward's", name, worst);
         CHECK(!tlm_model_decode(&kv, tokens[0], T), "%s: a decode past the context was accepted", name);
-        printf("%-20s %lld positions (%lld prefilled), worst logit %.3f of the bound\n", name, (long long)T,
-               (long long)prefix, worst);
+        printf("%-20s %s%lld positions (%lld prefilled), worst logit %.3g of the bound\n", name, bf16 ? "bf16: " : "",
+               (long long)T, (long long)prefix, worst);
         free(tokens);
     }
     tlm_model_destroy(&kv);
@@ -85,19 +137,19 @@ int main(int argc, char **argv) {
     int first = 1;
     tlm_device *dev = NULL;
     tlm_err err = {""};
-    if (argc > 1 && !strcmp(argv[1], "--device")) {
-        first = 2;
-        if (!(dev = tlm_device_open("cuda", &err))) {
-            printf("FAIL: cannot open the device: %s\n", err.msg);
-            return 1;
-        }
-    }
+    const bool on_device = argc > 1 && !strcmp(argv[1], "--device");
+    const bool bf16 = on_device && argc > 2 && !strcmp(argv[2], "--bf16");
+    first += on_device + bf16;
     if (argc <= first) {
-        fprintf(stderr, "usage: test_kv_cache [--device] MODEL.so...\n");
+        fprintf(stderr, "usage: test_kv_cache [--device [--bf16]] MODEL.so...\n");
         return 2;
     }
+    if (on_device && !(dev = tlm_device_open("cuda", &err))) {
+        printf("FAIL: cannot open the device: %s\n", err.msg);
+        return 1;
+    }
     tlm_set_num_threads(2);
-    for (int i = first; i < argc; i++) run_model(argv[i], dev);
+    for (int i = first; i < argc; i++) run_model(argv[i], dev, bf16);
     if (dev) tlm_device_close(dev);
     return test_finish("test_kv_cache");
 }

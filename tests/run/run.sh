@@ -159,12 +159,13 @@ gpu_emulated)
     "$run" train "$models/small.so" "${gpu[@]}" --batch 131000 --context 64 --steps 1 --ckpt "$tmp/huge"
   expect 0 "rho" "probe on the device" -- \
     "$run" probe "$models/small.so" "${gpu[@]}" --ckpt "$tmp/small.c" --context 16 --batch 4 --windows 8
-  # bf16, the device's default: bf16 GEMM operands, fp32 everything else.
-  # Its losses stay within 1e-3 relative of the fp32 CPU run's (a quarter of
-  # bf16's unit roundoff 2^-8; docs/gpu.md, "Precision": measured up to
-  # 2.3e-5 here), a resume in bf16 is bit for bit,
+  # bf16, the device's default: bf16 GEMM operands and GEMM-input
+  # activations (q, k, v among them), fp32 everything else, for the four
+  # mixers. Its losses stay within 1e-3 relative of the fp32 CPU run's (a
+  # quarter of bf16's unit roundoff 2^-8; docs/gpu.md, "Precision": measured
+  # up to 2.7e-5 here), a resume in bf16 is bit for bit,
   # and a resume in fp32 continues with a note.
-  for m in small small_titans; do
+  for m in small small_gated small_hope small_titans; do
     expect 0 "cuda:0 .*, bf16" "$m: 6 steps in bf16 (the device's default)" -- \
       "$run" train "$models/$m.so" "${flags[@]}" --device cuda --ckpt "$tmp/$m.b" --log "$tmp/$m.b.jsonl"
     check "$m: bf16 losses within 1e-3 of the fp32 CPU run's" -- ckpt close "$tmp/$m.b.jsonl" "$tmp/$m.c.jsonl" 1e-3
@@ -181,6 +182,18 @@ gpu_emulated)
     "$run" train "$models/small.so" --device cuda --precision fp32 --ckpt "$tmp/bx" --resume
   expect 0 "persuasion" "eval in bf16" -- \
     "$run" eval "$models/small.so" --device cuda --ckpt "$tmp/small.c" --context 16 --batch 4 --max-tokens 128
+  # sampling in bf16: the KV cache holds bf16 rows of q, k, v (gated
+  # attention's y stays fp32); greedy text the same as recomputing the
+  # window in bf16
+  for m in small small_gated; do
+    expect 0 "" "$m: greedy sample in bf16 with the KV cache" -- \
+      "$run" sample "$models/$m.so" --device cuda --ckpt "$tmp/$m.c" --length 24 --temperature 0 --prompt "It is"
+    cp "$tmp/out" "$tmp/$m.sample.bf16"
+    expect 0 "" "$m: greedy sample in bf16 recomputing the window" -- \
+      "$run" sample "$models/$m.so" --device cuda --ckpt "$tmp/$m.c" --length 24 --temperature 0 --prompt "It is" \
+      --no-cache
+    check "$m: bf16 greedy text the same with and without the cache" -- cmp "$tmp/$m.sample.bf16" "$tmp/out"
+  done
   expect 2 "--precision bf16 needs --device cuda" "--precision bf16 on the CPU" -- \
     "$run" train "$models/small.so" --precision bf16 --ckpt "$tmp/none"
   expect 2 "unknown precision \`fp16\`" "--precision fp16" -- \
