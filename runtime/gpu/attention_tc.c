@@ -11,8 +11,7 @@ const char *tlm_gpu_attention_tc_kernel(tlm_attention_tc_pass pass, int D) {
     return D == 64 ? names[pass][0] : D == 128 ? names[pass][1] : NULL;
 }
 
-bool tlm_gpu_attention_tc_supported(tlm_gpu *g, tlm_dptr y_bf16, tlm_dptr q, tlm_dptr k, tlm_dptr v, int H, int D,
-                                    int stride, tlm_err *err) {
+bool tlm_gpu_attention_tc_applies(const tlm_device_info *info, int H, int D, int stride, tlm_err *err) {
     if (D != 64 && D != 128)
         return tlm_fail(err, "tensor-core attention: head size %d is not supported (64 or 128, the presets' sizes)", D);
     /* The kernels move rows 16 bytes at a time. */
@@ -20,11 +19,16 @@ bool tlm_gpu_attention_tc_supported(tlm_gpu *g, tlm_dptr y_bf16, tlm_dptr q, tlm
         return tlm_fail(err,
                         "tensor-core attention: a token stride of %d elements (needs a multiple of 8, at least %d)",
                         stride, H * D);
-    if ((q | k | v | y_bf16) % 16) return tlm_fail(err, "tensor-core attention: q, k, v and y must be 16-byte aligned");
-    const tlm_device_info *info = tlm_device_get_info(g->dev);
     if (info->cc_major < 8)
         return tlm_fail(err, "tensor-core attention needs sm_80 or later (bf16 mma.sync); %s is %s", info->name,
                         info->arch);
+    return true;
+}
+
+bool tlm_gpu_attention_tc_supported(tlm_gpu *g, tlm_dptr y_bf16, tlm_dptr q, tlm_dptr k, tlm_dptr v, int H, int D,
+                                    int stride, tlm_err *err) {
+    if (!tlm_gpu_attention_tc_applies(tlm_device_get_info(g->dev), H, D, stride, err)) return false;
+    if ((q | k | v | y_bf16) % 16) return tlm_fail(err, "tensor-core attention: q, k, v and y must be 16-byte aligned");
     return true;
 }
 

@@ -27,6 +27,11 @@ typedef enum tlm_attention_tc_pass {
     TLM_ATTENTION_TC_BWD_DKV,
 } tlm_attention_tc_pass;
 
+/* Whether the kernels take this shape on this device (head size, stride,
+ * sm_80+), before any buffer exists: how a model chooses them; if not, false
+ * with the reason in err. */
+bool tlm_gpu_attention_tc_applies(const tlm_device_info *info, int H, int D, int stride, tlm_err *err);
+
 /* Whether the tensor-core kernels take this case; if not, false with the
  * reason in err (one line): a head size other than 64 or 128, a stride not a
  * multiple of 8 elements or below H·D, a bf16 buffer (y, q, k, v) not

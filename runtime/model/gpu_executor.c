@@ -10,6 +10,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "attention_tc.h"
 #include "gpu_basic.h"
 #include "gpu_decode.h"
 #include "gpu_linear.h"
@@ -192,12 +193,15 @@ static bool op_attention(step *s, const tlm_abi_op *op) {
     OPERANDS(attention);
     const attention_storage st = attention_stored(s, o->in_qkv, o->out_y);
     tlm_dptr q = IN(qkv), k = at_elems(q, s->A, st != ATT_FP32), v = at_elems(q, 2 * s->A, st != ATT_FP32);
-    bool ok = st == ATT_BF16 ? tlm_gpu_attention_forward_bf16(s->gpu, OUT(y), s->g->attention_acc, OUT(lse), q, k, v,
-                                                              s->B, s->T, s->H, s->hd, 3 * s->A, ERR)
-              : st == ATT_QKV_BF16 ? tlm_gpu_attention_forward_qkv_bf16(s->gpu, OUT(y), OUT(lse), q, k, v, s->B, s->T,
-                                                                        s->H, s->hd, 3 * s->A, ERR)
-                                   : tlm_gpu_attention_forward(s->gpu, OUT(y), OUT(lse), q, k, v, s->B, s->T, s->H,
-                                                               s->hd, 3 * s->A, ERR);
+    const bool tc = st == ATT_BF16 && s->g->attention_tc;
+    bool ok =
+        tc ? tlm_gpu_attention_tc_forward(s->gpu, OUT(y), OUT(lse), q, k, v, s->B, s->T, s->H, s->hd, 3 * s->A, ERR)
+        : st == ATT_BF16 ? tlm_gpu_attention_forward_bf16(s->gpu, OUT(y), s->g->attention_acc, OUT(lse), q, k, v, s->B,
+                                                          s->T, s->H, s->hd, 3 * s->A, ERR)
+        : st == ATT_QKV_BF16
+            ? tlm_gpu_attention_forward_qkv_bf16(s->gpu, OUT(y), OUT(lse), q, k, v, s->B, s->T, s->H, s->hd, 3 * s->A,
+                                                 ERR)
+            : tlm_gpu_attention_forward(s->gpu, OUT(y), OUT(lse), q, k, v, s->B, s->T, s->H, s->hd, 3 * s->A, ERR);
     return ok && kv_fill(s, op, o->in_qkv);
 }
 static bool op_attention_backward(step *s, const tlm_abi_op *op) {
@@ -210,7 +214,8 @@ static bool op_attention_backward(step *s, const tlm_abi_op *op) {
     static const backward_fn backward[] = {[ATT_FP32] = tlm_gpu_attention_backward,
                                            [ATT_BF16] = tlm_gpu_attention_backward_bf16,
                                            [ATT_QKV_BF16] = tlm_gpu_attention_backward_qkv_bf16};
-    return backward[st](s->gpu, dq, dk, dv, IN(dy), IN(y), IN(lse), q, k, v, s->B, s->T, s->H, s->hd, 3 * s->A, ERR);
+    const backward_fn run = st == ATT_BF16 && s->g->attention_tc ? tlm_gpu_attention_tc_backward : backward[st];
+    return run(s->gpu, dq, dk, dv, IN(dy), IN(y), IN(lse), q, k, v, s->B, s->T, s->H, s->hd, 3 * s->A, ERR);
 }
 
 /* ---- output projection with the residual added ---- */

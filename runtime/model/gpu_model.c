@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "arena_plan.h"
+#include "attention_tc.h"
 #include "gpu_mixers.h"
 #include "tlm_ops.h"
 #include "tlm_rt/ops.h"
@@ -222,6 +223,23 @@ static size_t mlp_scratch_bytes(const tlm_model *m) {
 
 /* bf16: attention's fp32 accumulator for its bf16 y ([B·T, A], one for
  * every layer: the forwards run one at a time), when some y is bf16. */
+/* Attention with a bf16 y (so bf16 q, k and v) goes to the tensor cores
+ * where their kernels take the shape and the device (attention_tc.h: head
+ * size 64 or 128, sm_80+), else to the scalar kernels.
+ * TLM_GPU_ATTENTION=scalar keeps the scalar kernels, to compare the two;
+ * false with err for another value. */
+static bool choose_attention(tlm_model *m, tlm_device *dev, bool bf16_y, tlm_err *err) {
+    const char *want = getenv("TLM_GPU_ATTENTION");
+    if (want && *want && strcmp(want, "scalar") && strcmp(want, "auto"))
+        return tlm_fail(err, "TLM_GPU_ATTENTION=%s: expected auto or scalar", want);
+    const tlm_abi_config *c = m->so->config;
+    tlm_err why;
+    m->gpu->attention_tc = bf16_y && !(want && !strcmp(want, "scalar")) &&
+                           tlm_gpu_attention_tc_applies(tlm_device_get_info(dev), (int)c->heads, (int)c->head_dim,
+                                                        (int)(3 * c->heads * c->head_dim), &why);
+    return true;
+}
+
 static size_t attention_acc_bytes(const tlm_model *m) {
     for (int k = 0; k < m->nops; k++) {
         const tlm_abi_op *op = &m->so->ops[k];
@@ -287,7 +305,12 @@ bool tlm_gpu_model_create(tlm_model *m, tlm_device *dev, tlm_precision precision
         return false;
     }
     const int64_t scratch_elems = bf16 ? bf16_scratch_elems(m) : 0;
-    const size_t acc_bytes = bf16 ? attention_acc_bytes(m) : 0;
+    size_t acc_bytes = bf16 ? attention_acc_bytes(m) : 0;
+    if (!choose_attention(m, dev, acc_bytes > 0, err)) {
+        tlm_gpu_model_destroy(m);
+        return false;
+    }
+    if (g->attention_tc) acc_bytes = 0; /* y accumulates in registers */
     size_t bf16_bytes = bf16 ? (size_t)(m->param_floats + scratch_elems) * 2 + acc_bytes : 0;
     if (!fits(m, dev, rope_bytes, titans_bytes, bf16_bytes, extra_bytes, err)) {
         tlm_gpu_model_destroy(m);

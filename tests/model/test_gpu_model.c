@@ -136,6 +136,29 @@ static void act_twins(const tlm_model *g, const char *model) {
     }
 }
 
+/* TLM_GPU_ATTENTION: scalar keeps a tensor-core model on the scalar
+ * kernels (with the accumulator they need); another value is refused with
+ * one line naming it. */
+static void attention_switch(const tlm_so *so, tlm_device *dev, int64_t T) {
+    const char *model = tlm_so_str(so, so->config->name);
+    tlm_model g;
+    tlm_err err = {""};
+    setenv("TLM_GPU_ATTENTION", "scalar", 1);
+    if (tlm_model_create_on(&g, so, dev, TLM_PRECISION_BF16, B, T, true, 0, &err)) {
+        CHECK(!g.gpu->attention_tc && g.gpu->attention_acc, "%s: TLM_GPU_ATTENTION=scalar left the tensor cores on",
+              model);
+        tlm_model_destroy(&g);
+    } else {
+        CHECK(false, "%s: TLM_GPU_ATTENTION=scalar: %s", model, err.msg);
+    }
+    setenv("TLM_GPU_ATTENTION", "tensor", 1);
+    bool made = tlm_model_create_on(&g, so, dev, TLM_PRECISION_BF16, B, T, true, 0, &err);
+    CHECK(!made && strstr(err.msg, "TLM_GPU_ATTENTION=tensor: expected auto or scalar") && !strchr(err.msg, '\n'),
+          "%s: TLM_GPU_ATTENTION=tensor: %s", model, made ? "accepted" : err.msg);
+    if (made) tlm_model_destroy(&g);
+    unsetenv("TLM_GPU_ATTENTION");
+}
+
 static void bf16_model(const tlm_so *so, tlm_device *dev, const tlm_model *cpu, const int32_t *tokens,
                        const int32_t *targets, int64_t T, double cpu_loss) {
     const char *model = tlm_so_str(so, so->config->name);
@@ -164,6 +187,12 @@ static void bf16_model(const tlm_so *so, tlm_device *dev, const tlm_model *cpu, 
               tlm_so_str(so, b->name));
         if (b->role == TLM_B_NORMF) halved = b->per_token / 2 * B * T * 2;
     }
+  /* Head size 64 or 128 with a bf16 y takes the tensor-core kernels (the
+   * emulated device is an sm_90), anything else the scalar ones. */
+    const int64_t hd = so->config->head_dim;
+    const bool tc = !gated && !titans && (hd == 64 || hd == 128) && !getenv("TLM_GPU_ATTENTION");
+    CHECK(g.gpu->attention_tc == tc, "%s bf16: attention %s the tensor cores", model,
+          g.gpu->attention_tc ? "on" : "off");
     CHECK(g.arena_bytes <= cpu->arena_bytes - halved, "%s bf16: arena %lld bytes, fp32 %lld", model,
           (long long)g.arena_bytes, (long long)cpu->arena_bytes);
     act_twins(&g, model);
@@ -190,6 +219,7 @@ static void bf16_model(const tlm_so *so, tlm_device *dev, const tlm_model *cpu, 
     printf("%-20s bf16: loss %.2g relative, worst gradient %.2g relative in norm; arena %lld bytes (fp32 %lld)\n",
            model, dloss, worst, (long long)g.arena_bytes, (long long)cpu->arena_bytes);
     tlm_model_destroy(&g);
+    if (tc) attention_switch(so, dev, T);
 }
 
 static void run_model(const char *path, tlm_device *dev) {
