@@ -217,7 +217,7 @@ static const gemm_plan *plan_for(tlm_cublaslt *b, const gemm_shape *s, tlm_err *
     return &b->plans[b->nplans++];
 }
 
-bool tlm_cublaslt_gemm(tlm_cublaslt *b, const tlm_gemm *g, tlm_err *err) {
+bool tlm_cublaslt_gemm(tlm_cublaslt *b, const tlm_gemm *g, CUstream stream, tlm_err *err) {
     /* cuBLASLt computes in place only when C and D are described alike. */
     if (g->c && g->c == g->d && (g->ldc != g->ldd || (g->batch > 1 && g->stride_c != g->stride_d)))
         return tlm_fail(err, "a GEMM with C = D needs ldc = ldd and equal batch strides (ldc %lld, ldd %lld)",
@@ -230,7 +230,7 @@ bool tlm_cublaslt_gemm(tlm_cublaslt *b, const tlm_gemm *g, tlm_err *err) {
     cublasStatus_t st = b->lt->cublasLtMatmul(b->handle, p->op, &alpha, (const void *)(uintptr_t)g->a, p->a,
                                               (const void *)(uintptr_t)g->b, p->b, &beta, (const void *)(uintptr_t)c,
                                               p->c, (void *)(uintptr_t)g->d, p->d, &p->algo,
-                                              (void *)(uintptr_t)b->workspace, TLM_CUBLASLT_WORKSPACE_BYTES, NULL);
+                                              (void *)(uintptr_t)b->workspace, TLM_CUBLASLT_WORKSPACE_BYTES, stream);
     if (st == CUBLAS_STATUS_SUCCESS) return true;
     return tlm_fail(err, "cublasLtMatmul (m %lld, n %lld, k %lld, batch %lld): %s (%s)", (long long)g->m,
                     (long long)g->n, (long long)g->k, (long long)g->batch, b->lt->cublasLtGetStatusName(st),

@@ -27,9 +27,12 @@ typedef struct tlm_cublaslt tlm_cublaslt;
 tlm_cublaslt *tlm_cublaslt_open(const tlm_cuda_driver *drv, tlm_err *err);
 void tlm_cublaslt_close(tlm_cublaslt *b);
 
-/* Runs g (already checked by tlm_gemm_problem) on the default stream:
- * D = alpha op(A) op(B) + beta C, or without C when g->c is 0. */
-bool tlm_cublaslt_gemm(tlm_cublaslt *b, const tlm_gemm *g, tlm_err *err);
+/* Runs g (already checked by tlm_gemm_problem) on stream (NULL: the
+ * legacy default stream; a graph capture's stream while capturing, which
+ * cublasLtMatmul allows: the workspace is preallocated, so it allocates
+ * and syncs nothing): D = alpha op(A) op(B) + beta C, or without C when
+ * g->c is 0. */
+bool tlm_cublaslt_gemm(tlm_cublaslt *b, const tlm_gemm *g, CUstream stream, tlm_err *err);
 
 #endif
 #endif

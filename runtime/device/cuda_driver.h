@@ -24,37 +24,45 @@
 #define TLM_CUDA_DRIVER_ABI 12000
 
 /* X(name, signature): every driver function tlm calls. */
-#define TLM_CUDA_DRIVER_FUNCTIONS(X)                                   \
-    X(cuGetErrorName, PFN_cuGetErrorName_v6000)                        \
-    X(cuGetErrorString, PFN_cuGetErrorString_v6000)                    \
-    X(cuInit, PFN_cuInit_v2000)                                        \
-    X(cuDriverGetVersion, PFN_cuDriverGetVersion_v2020)                \
-    X(cuDeviceGetCount, PFN_cuDeviceGetCount_v2000)                    \
-    X(cuDeviceGet, PFN_cuDeviceGet_v2000)                              \
-    X(cuDeviceGetName, PFN_cuDeviceGetName_v2000)                      \
-    X(cuDeviceGetAttribute, PFN_cuDeviceGetAttribute_v2000)            \
-    X(cuDeviceTotalMem, PFN_cuDeviceTotalMem_v3020)                    \
-    X(cuMemGetInfo, PFN_cuMemGetInfo_v3020)                            \
-    X(cuDevicePrimaryCtxRetain, PFN_cuDevicePrimaryCtxRetain_v7000)    \
-    X(cuDevicePrimaryCtxRelease, PFN_cuDevicePrimaryCtxRelease_v11000) \
-    X(cuCtxSetCurrent, PFN_cuCtxSetCurrent_v4000)                      \
-    X(cuCtxSynchronize, PFN_cuCtxSynchronize_v2000)                    \
-    X(cuMemAlloc, PFN_cuMemAlloc_v3020)                                \
-    X(cuMemFree, PFN_cuMemFree_v3020)                                  \
-    X(cuMemsetD8, PFN_cuMemsetD8_v3020)                                \
-    X(cuMemcpyHtoD, PFN_cuMemcpyHtoD_v3020)                            \
-    X(cuMemcpyDtoH, PFN_cuMemcpyDtoH_v3020)                            \
-    X(cuMemcpyDtoD, PFN_cuMemcpyDtoD_v3020)                            \
-    X(cuModuleLoadData, PFN_cuModuleLoadData_v2000)                    \
-    X(cuModuleUnload, PFN_cuModuleUnload_v2000)                        \
-    X(cuModuleGetFunction, PFN_cuModuleGetFunction_v2000)              \
-    X(cuLaunchKernel, PFN_cuLaunchKernel_v4000)                        \
-    X(cuStreamCreate, PFN_cuStreamCreate_v2000)                        \
-    X(cuStreamDestroy, PFN_cuStreamDestroy_v4000)                      \
-    X(cuEventCreate, PFN_cuEventCreate_v2000)                          \
-    X(cuEventDestroy, PFN_cuEventDestroy_v4000)                        \
-    X(cuEventRecord, PFN_cuEventRecord_v2000)                          \
-    X(cuStreamWaitEvent, PFN_cuStreamWaitEvent_v3020)
+#define TLM_CUDA_DRIVER_FUNCTIONS(X)                                       \
+    X(cuGetErrorName, PFN_cuGetErrorName_v6000)                            \
+    X(cuGetErrorString, PFN_cuGetErrorString_v6000)                        \
+    X(cuInit, PFN_cuInit_v2000)                                            \
+    X(cuDriverGetVersion, PFN_cuDriverGetVersion_v2020)                    \
+    X(cuDeviceGetCount, PFN_cuDeviceGetCount_v2000)                        \
+    X(cuDeviceGet, PFN_cuDeviceGet_v2000)                                  \
+    X(cuDeviceGetName, PFN_cuDeviceGetName_v2000)                          \
+    X(cuDeviceGetAttribute, PFN_cuDeviceGetAttribute_v2000)                \
+    X(cuDeviceTotalMem, PFN_cuDeviceTotalMem_v3020)                        \
+    X(cuMemGetInfo, PFN_cuMemGetInfo_v3020)                                \
+    X(cuDevicePrimaryCtxRetain, PFN_cuDevicePrimaryCtxRetain_v7000)        \
+    X(cuDevicePrimaryCtxRelease, PFN_cuDevicePrimaryCtxRelease_v11000)     \
+    X(cuCtxSetCurrent, PFN_cuCtxSetCurrent_v4000)                          \
+    X(cuCtxSynchronize, PFN_cuCtxSynchronize_v2000)                        \
+    X(cuMemAlloc, PFN_cuMemAlloc_v3020)                                    \
+    X(cuMemFree, PFN_cuMemFree_v3020)                                      \
+    X(cuMemsetD8, PFN_cuMemsetD8_v3020)                                    \
+    X(cuMemcpyHtoD, PFN_cuMemcpyHtoD_v3020)                                \
+    X(cuMemcpyDtoH, PFN_cuMemcpyDtoH_v3020)                                \
+    X(cuMemcpyDtoD, PFN_cuMemcpyDtoD_v3020)                                \
+    X(cuModuleLoadData, PFN_cuModuleLoadData_v2000)                        \
+    X(cuModuleUnload, PFN_cuModuleUnload_v2000)                            \
+    X(cuModuleGetFunction, PFN_cuModuleGetFunction_v2000)                  \
+    X(cuLaunchKernel, PFN_cuLaunchKernel_v4000)                            \
+    X(cuStreamCreate, PFN_cuStreamCreate_v2000)                            \
+    X(cuStreamDestroy, PFN_cuStreamDestroy_v4000)                          \
+    X(cuEventCreate, PFN_cuEventCreate_v2000)                              \
+    X(cuEventDestroy, PFN_cuEventDestroy_v4000)                            \
+    X(cuEventRecord, PFN_cuEventRecord_v2000)                              \
+    X(cuStreamWaitEvent, PFN_cuStreamWaitEvent_v3020)                      \
+    X(cuMemcpyDtoDAsync, PFN_cuMemcpyDtoDAsync_v3020)                      \
+    X(cuMemsetD8Async, PFN_cuMemsetD8Async_v3020)                          \
+    X(cuStreamBeginCapture, PFN_cuStreamBeginCapture_v10010)               \
+    X(cuStreamEndCapture, PFN_cuStreamEndCapture_v10000)                   \
+    X(cuGraphInstantiateWithFlags, PFN_cuGraphInstantiateWithFlags_v11040) \
+    X(cuGraphLaunch, PFN_cuGraphLaunch_v10000)                             \
+    X(cuGraphExecDestroy, PFN_cuGraphExecDestroy_v10000)                   \
+    X(cuGraphDestroy, PFN_cuGraphDestroy_v10000)
 
 typedef struct tlm_cuda_driver {
 #define TLM_CUDA_DRIVER_MEMBER(name, signature) signature name;

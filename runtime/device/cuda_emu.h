@@ -2,13 +2,15 @@
 //
 // The emulated device (runtime/device/device_emu.c) compiles a module's CUDA
 // source with the host C++ compiler, this header included first, plus one
-// TLM_EMU_EXPORT(kernel) line per kernel, which defines the entry point
+// TLM_EMU_EXPORT(kernel) line per kernel, which defines the entry points
 //
 //   extern "C" int tlm_emu_launch_<kernel>(const unsigned grid[3], const unsigned block[3],
 //                                         void **args, char *err, size_t errlen);
+//   extern "C" int tlm_emu_arg_sizes_<kernel>(size_t *sizes, int cap);
 //
 // args[i] points to the value of the kernel's i-th parameter (the types are
-// deduced from the kernel's own declaration). It returns 0, or non-zero with
+// deduced from the kernel's own declaration; the second entry point gives
+// their sizes, which a graph capture copies). The first returns 0, or non-zero with
 // a one-line message in err: bad launch dimensions, or a failure found while
 // running (a warp operation that can never complete, __trap).
 //
@@ -870,6 +872,16 @@ int launch(const char *kernel, void (*fn)(A...), const unsigned grid[3], const u
     return launch_with(kernel, fn, grid, block, args, err, errlen, std::index_sequence_for<A...>{});
 }
 
+// The sizes of a kernel's parameters, in order: what the emulated device
+// copies when it records a launch in a graph capture (CUDA copies the
+// parameter values at capture, too). Returns their count.
+template <class... A> int arg_sizes(void (*)(A...), size_t *sizes, int cap) {
+    const size_t each[] = {sizeof(std::decay_t<A>)..., 0};
+    const int n = (int)sizeof...(A);
+    for (int i = 0; i < n && i < cap; i++) sizes[i] = each[i];
+    return n;
+}
+
 template <class T> uint64_t to_bits(T v) {
     static_assert(sizeof(T) <= 8 && std::is_trivially_copyable<T>::value, "shuffles move up to 8 bytes");
     uint64_t b = 0;
@@ -905,6 +917,10 @@ inline unsigned segment_width(int width) {
     extern "C" __attribute__((visibility("default"))) int tlm_emu_launch_##name(                  \
         const unsigned grid[3], const unsigned block[3], void **args, char *err, size_t errlen) { \
         return ::tlm_emu::launch(#name, &name, grid, block, args, err, errlen);                   \
+    }                                                                                             \
+    extern "C" __attribute__((visibility("default"))) int tlm_emu_arg_sizes_##name(size_t *sizes, \
+                                                                                   int cap) {     \
+        return ::tlm_emu::arg_sizes(&name, sizes, cap);                                           \
     }
 
 // Synchronisation.

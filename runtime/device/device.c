@@ -140,6 +140,7 @@ static bool check_range(const device_core *c, const char *op, const char *role, 
 
 tlm_dptr tlm_device_alloc(tlm_device *d, size_t bytes, tlm_err *err) {
     device_core *c = core_of(d);
+    if (!tlm_device_outside_capture(d, "an allocation", err)) return 0;
     if (c->nallocs == c->cap) {
         size_t cap = c->cap ? 2 * c->cap : 64;
         allocation *grown = realloc(c->allocs, cap * sizeof *grown);
@@ -167,6 +168,8 @@ void tlm_device_free(tlm_device *d, tlm_dptr p) {
     device_core *c = core_of(d);
     size_t i = upper_bound(c, p);
     if (p == 0 || i == 0 || c->allocs[i - 1].addr != p) return;
+    /* refused in a capture (it would spoil it): freed at close instead */
+    if (!tlm_device_outside_capture(d, "a free", NULL)) return;
     d->bytes_in_use -= c->allocs[i - 1].bytes;
     memmove(c->allocs + i - 1, c->allocs + i, (c->nallocs - i) * sizeof *c->allocs);
     c->nallocs--;
@@ -176,6 +179,7 @@ void tlm_device_free(tlm_device *d, tlm_dptr p) {
 bool tlm_device_upload(tlm_device *d, tlm_dptr dst, const void *src, size_t bytes, tlm_err *err) {
     if (bytes == 0) return true;
     if (!src) return tlm_fail(err, "upload: no host source");
+    if (!tlm_device_outside_capture(d, "an upload from the host", err)) return false;
     if (!check_range(core_of(d), "upload", "destination", dst, bytes, err)) return false;
     return d->backend->upload(d, dst, src, bytes, err);
 }
@@ -183,6 +187,7 @@ bool tlm_device_upload(tlm_device *d, tlm_dptr dst, const void *src, size_t byte
 bool tlm_device_download(tlm_device *d, void *dst, tlm_dptr src, size_t bytes, tlm_err *err) {
     if (bytes == 0) return true;
     if (!dst) return tlm_fail(err, "download: no host destination");
+    if (!tlm_device_outside_capture(d, "a download to the host", err)) return false;
     if (!check_range(core_of(d), "download", "source", src, bytes, err)) return false;
     return d->backend->download(d, dst, src, bytes, err);
 }
@@ -203,7 +208,9 @@ bool tlm_device_zero(tlm_device *d, tlm_dptr dst, size_t bytes, tlm_err *err) {
     return d->backend->zero(d, dst, bytes, err);
 }
 
-bool tlm_device_sync(tlm_device *d, tlm_err *err) { return d->backend->sync(d, err); }
+bool tlm_device_sync(tlm_device *d, tlm_err *err) {
+    return tlm_device_outside_capture(d, "a device sync", err) && d->backend->sync(d, err);
+}
 
 uint64_t tlm_device_memory_in_use(const tlm_device *d) { return d->bytes_in_use; }
 
@@ -282,6 +289,7 @@ tlm_module *tlm_device_module_load(tlm_device *d, const char *what, const char *
         tlm_fail(err, "%s: no source", what);
         return NULL;
     }
+    if (!tlm_device_outside_capture(d, "loading a module", err)) return NULL;
     tlm_module *m = calloc(1, sizeof *m);
     if (m) m->what = strdup(what);
     if (!m || !m->what) {
@@ -418,6 +426,8 @@ static bool check_dims(const char *name, tlm_launch dims, tlm_err *err) {
 bool tlm_device_launch(tlm_device *d, tlm_kernel *k, tlm_launch dims, void **args, tlm_err *err) {
     if (!k) return tlm_fail(err, "launch: no kernel");
     if (!check_dims(k->name, dims, err)) return false;
+    if (d->launch_stream != TLM_STREAM_COMPUTE && !tlm_device_outside_capture(d, "a launch on the comm stream", err))
+        return false;
     return d->backend->launch(d, k->fn, k->name, dims, args, err);
 }
 

@@ -168,4 +168,33 @@ bool tlm_device_comm_stream(tlm_device *d, void **handle, tlm_err *err);
  * collectives go through NCCL). */
 bool tlm_device_comm_host_call(tlm_device *d, void (*fn)(void *ctx), void *ctx, tlm_err *err);
 
+/* ---- graphs: a step's work captured once, launched again ----
+ * Between tlm_device_capture_begin and tlm_device_capture_end the launches,
+ * GEMMs, copies and zeroings issued on the compute stream are recorded into
+ * a graph, not run. Their argument values are copied as they are recorded
+ * (CUDA copies kernel parameters at capture), so a value that changes
+ * later (a host variable, a step count, dloss) never reaches a launch of
+ * the graph: whatever changes from one launch to the next must live in
+ * device memory written before it. On a GPU this is stream capture
+ * (cuStreamBeginCapture on a stream of its own, cuGraphInstantiate,
+ * cuGraphLaunch on the compute stream); the emulated device keeps the
+ * recorded calls and runs them in order at each launch.
+ *
+ * During a capture, uploads, downloads, syncs, allocations, frees, events,
+ * host calls and comm-stream launches are errors (on CUDA they are illegal
+ * in a capture or invalidate it): the call fails with one line that names
+ * it, the capture is spoiled, and tlm_device_capture_end fails with that
+ * same line. One capture at a time per device. */
+typedef struct tlm_graph tlm_graph;
+bool tlm_device_capture_begin(tlm_device *d, tlm_err *err);
+/* Ends the capture: the graph, ready to launch, or NULL with err (the
+ * capture was spoiled, or the driver could not instantiate the graph:
+ * *instantiate_failed, when not NULL, tells the second apart — a caller
+ * may then run the same work without a graph). */
+tlm_graph *tlm_device_capture_end(tlm_device *d, bool *instantiate_failed, tlm_err *err);
+bool tlm_device_capturing(const tlm_device *d);
+/* Runs the graph's work on the compute stream, in the recorded order. */
+bool tlm_device_graph_launch(tlm_device *d, tlm_graph *g, tlm_err *err);
+void tlm_device_graph_destroy(tlm_device *d, tlm_graph *g);
+
 #endif

@@ -8,6 +8,14 @@
  * to a stream created CU_STREAM_NON_BLOCKING at its first use, which the
  * legacy stream does not wait for: the two meet at events only.
  *
+ * Graphs: a capture cannot be made on the legacy stream, so while one is
+ * under way launches, GEMMs, copies (cuMemcpyDtoDAsync) and zeroings
+ * (cuMemsetD8Async) go to a third stream, the capture stream (created
+ * CU_STREAM_NON_BLOCKING at the first capture, captured in
+ * CU_STREAM_CAPTURE_MODE_THREAD_LOCAL so another thread's device, in a
+ * data-parallel run, is not disturbed); the instantiated graph is launched
+ * on the legacy stream, in order with everything else.
+ *
  * The CUDA context is current per thread: each call makes the device's
  * primary context current first, so any thread may drive the device. */
 #include "device_impl.h"
@@ -29,6 +37,7 @@ typedef struct cuda_device {
     CUcontext ctx; /* the primary context, retained */
     tlm_cublaslt *blas; /* started by the first GEMM */
     CUstream comm;      /* the comm stream; NULL until first used */
+    CUstream capture;   /* graph captures' stream; NULL until the first */
     char options[512]; /* NVRTC's options for this device's arch */
 } cuda_device;
 
@@ -128,6 +137,12 @@ static void cuda_close(tlm_device *d) {
             d->bytes_in_use < TLM_CUBLASLT_WORKSPACE_BYTES ? d->bytes_in_use : TLM_CUBLASLT_WORKSPACE_BYTES;
     }
     if (c->comm && bind(c, NULL)) c->drv->cuStreamDestroy(c->comm);
+    if (c->capture && bind(c, NULL)) {
+        CUgraph unfinished = NULL; /* a capture left open: ended and dropped */
+        if (d->capturing && c->drv->cuStreamEndCapture(c->capture, &unfinished) == CUDA_SUCCESS && unfinished)
+            c->drv->cuGraphDestroy(unfinished);
+        c->drv->cuStreamDestroy(c->capture);
+    }
     c->drv->cuDevicePrimaryCtxRelease(c->dev);
     free(c);
     d->impl = NULL;
@@ -169,12 +184,19 @@ static bool cuda_download(tlm_device *d, void *dst, tlm_dptr src, size_t bytes, 
 
 static bool cuda_copy(tlm_device *d, tlm_dptr dst, tlm_dptr src, size_t bytes, tlm_err *err) {
     cuda_device *c = state(d);
+    if (d->capturing)
+        return bind(c, err) &&
+               tlm_cuda_ok(c->drv, c->drv->cuMemcpyDtoDAsync((CUdeviceptr)dst, (CUdeviceptr)src, bytes, c->capture),
+                           err, "copying %zu bytes on the device (captured)", bytes);
     return bind(c, err) && tlm_cuda_ok(c->drv, c->drv->cuMemcpyDtoD((CUdeviceptr)dst, (CUdeviceptr)src, bytes), err,
                                        "copying %zu bytes on the device", bytes);
 }
 
 static bool cuda_zero(tlm_device *d, tlm_dptr dst, size_t bytes, tlm_err *err) {
     cuda_device *c = state(d);
+    if (d->capturing)
+        return bind(c, err) && tlm_cuda_ok(c->drv, c->drv->cuMemsetD8Async((CUdeviceptr)dst, 0, bytes, c->capture), err,
+                                           "zeroing %zu bytes (captured)", bytes);
     return bind(c, err) &&
            tlm_cuda_ok(c->drv, c->drv->cuMemsetD8((CUdeviceptr)dst, 0, bytes), err, "zeroing %zu bytes", bytes);
 }
@@ -242,6 +264,11 @@ static bool stream_of(tlm_device *d, tlm_stream s, CUstream *stream, tlm_err *er
     cuda_device *c = state(d);
     *stream = NULL;
     if (!bind(c, err)) return false;
+    if (d->capturing) {
+        /* device.c lets nothing but the compute stream's work in */
+        *stream = c->capture;
+        return true;
+    }
     if (s == TLM_STREAM_COMPUTE) return true;
     if (!c->comm && !tlm_cuda_ok(c->drv, c->drv->cuStreamCreate(&c->comm, CU_STREAM_NON_BLOCKING), err,
                                  "cuStreamCreate (the comm stream)"))
@@ -267,12 +294,16 @@ static bool cuda_gemm(tlm_device *d, const tlm_gemm *g, tlm_err *err) {
     if (d->launch_stream != TLM_STREAM_COMPUTE) return tlm_fail(err, "GEMMs run on the compute stream only");
     if (!bind(c, err)) return false;
     /* cuBLASLt (its runtime, its workspace) starts at the first GEMM: a
-     * command that runs none does not pay for it. */
+     * command that runs none does not pay for it. Not in a capture, where
+     * its allocation would be illegal: the first step runs uncaptured. */
+    if (!c->blas && d->capturing)
+        return tlm_fail(err, "cuBLASLt starts at the first GEMM, which may not be inside a CUDA graph capture (run "
+                             "the step once without a graph first)");
     if (!c->blas) {
         if (!(c->blas = tlm_cublaslt_open(c->drv, err))) return false;
         d->bytes_in_use += TLM_CUBLASLT_WORKSPACE_BYTES;
     }
-    return tlm_cublaslt_gemm(c->blas, g, err);
+    return tlm_cublaslt_gemm(c->blas, g, d->capturing ? c->capture : NULL, err);
 }
 
 /* Events without timing: they only order the two streams. */
@@ -312,6 +343,45 @@ static bool cuda_comm_stream(tlm_device *d, void **handle, tlm_err *err) {
     return true;
 }
 
+/* ---- graphs: stream capture ---- */
+
+static bool cuda_capture_begin(tlm_device *d, tlm_err *err) {
+    cuda_device *c = state(d);
+    if (!bind(c, err)) return false;
+    if (!c->capture && !tlm_cuda_ok(c->drv, c->drv->cuStreamCreate(&c->capture, CU_STREAM_NON_BLOCKING), err,
+                                    "cuStreamCreate (the graph capture stream)"))
+        return false;
+    return tlm_cuda_ok(c->drv, c->drv->cuStreamBeginCapture(c->capture, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), err,
+                       "cuStreamBeginCapture");
+}
+
+static bool cuda_capture_end(tlm_device *d, bool keep, void **graph, tlm_err *err) {
+    cuda_device *c = state(d);
+    CUgraph captured = NULL;
+    if (!bind(c, err)) return false;
+    bool ok = tlm_cuda_ok(c->drv, c->drv->cuStreamEndCapture(c->capture, &captured), err, "cuStreamEndCapture");
+    if (ok && keep) {
+        CUgraphExec exec = NULL;
+        ok = tlm_cuda_ok(c->drv, c->drv->cuGraphInstantiateWithFlags(&exec, captured, 0), err,
+                         "cuGraphInstantiateWithFlags");
+        if (ok) *graph = exec;
+    }
+    /* the executable graph is independent of the captured one */
+    if (captured) c->drv->cuGraphDestroy(captured);
+    return ok;
+}
+
+static bool cuda_graph_launch(tlm_device *d, void *graph, tlm_err *err) {
+    cuda_device *c = state(d);
+    return bind(c, err) && tlm_cuda_ok(c->drv, c->drv->cuGraphLaunch((CUgraphExec)graph, NULL), err,
+                                       "cuGraphLaunch on %s", d->info.name);
+}
+
+static void cuda_graph_destroy(tlm_device *d, void *graph) {
+    cuda_device *c = state(d);
+    if (graph && bind(c, NULL)) c->drv->cuGraphExecDestroy((CUgraphExec)graph);
+}
+
 const tlm_device_backend tlm_device_cuda = {
     .name = "cuda",
     .open = cuda_open,
@@ -337,6 +407,10 @@ const tlm_device_backend tlm_device_cuda = {
     .event_record = cuda_event_record,
     .stream_wait = cuda_stream_wait,
     .comm_stream = cuda_comm_stream,
+    .capture_begin = cuda_capture_begin,
+    .capture_end = cuda_capture_end,
+    .graph_launch = cuda_graph_launch,
+    .graph_destroy = cuda_graph_destroy,
 };
 
 #else

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "device_impl.h"
+#include "emu_graph.h"
 #include "gemm_reference.h"
 #include "regular_file.h"
 #include "sha256.h"
@@ -66,7 +67,14 @@ typedef struct emu_state {
     size_t cap;
     uint64_t queued, ran;
     bool running;        /* inside one of its calls: launches on it run in place */
+    tlm_emu_graph *recording; /* the graph being captured (d->capturing) */
 } emu_state;
+
+/* A loaded module: the shared object and the kernels looked up in it. */
+typedef struct emu_module {
+    void *dl;
+    tlm_emu_kernel *kernels;
+} emu_module;
 
 /* An event: on the compute stream it is complete when recorded (that
  * stream has run everything already); on the comm stream it marks the
@@ -410,11 +418,15 @@ static bool emu_load(tlm_device *d, const char *what, const uint8_t *bin, size_t
             break;
         }
     }
+    emu_module *m = ok ? calloc(1, sizeof *m) : NULL;
+    if (ok && !m) ok = tlm_fail(err, "cannot load %s: out of memory", what);
     if (ok) {
         (void)dlerror();
-        *handle = dlopen(proc, RTLD_NOW | RTLD_LOCAL);
-        if (!*handle) ok = tlm_fail(err, "cannot load %s: %s", what, dlerror());
+        m->dl = dlopen(proc, RTLD_NOW | RTLD_LOCAL);
+        if (!m->dl) ok = tlm_fail(err, "cannot load %s: %s", what, dlerror());
     }
+    if (ok) *handle = m;
+    else free(m);
     if (cur >= 0 && cur != fd) close(cur);
     close(fd);
     return ok;
@@ -422,20 +434,50 @@ static bool emu_load(tlm_device *d, const char *what, const uint8_t *bin, size_t
 
 static void emu_unload(tlm_device *d, void *handle) {
     (void)d;
-    if (handle) dlclose(handle);
+    emu_module *m = handle;
+    if (!m) return;
+    while (m->kernels) {
+        tlm_emu_kernel *next = m->kernels->next;
+        free(m->kernels);
+        m->kernels = next;
+    }
+    if (m->dl) dlclose(m->dl);
+    free(m);
 }
 
-/* The emulator's entry point per kernel (cuda_emu.h's TLM_EMU_EXPORT). */
-typedef int (*emu_entry)(const unsigned grid[3], const unsigned block[3], void **args, char *err, size_t errlen);
+/* dlsym's object pointer as the function it is. */
+static void *module_symbol(emu_module *m, const char *prefix, const char *name, tlm_err *err) {
+    char symbol[512];
+    int n = snprintf(symbol, sizeof symbol, "%s%s", prefix, name);
+    if (n < 0 || (size_t)n >= sizeof symbol) {
+        tlm_fail(err, "no kernel %.64s... (name too long)", name);
+        return NULL;
+    }
+    (void)dlerror();
+    void *p = dlsym(m->dl, symbol);
+    if (!p) tlm_fail(err, "no kernel %s (no extern \"C\" __global__ void %s in the source)", name, name);
+    return p;
+}
 
+/* A kernel's handle: cuda_emu.h's two entry points (TLM_EMU_EXPORT) and
+ * its parameters' sizes, asked once. */
 static bool emu_kernel(tlm_device *d, void *module, const char *name, void **fn, tlm_err *err) {
     (void)d;
-    char symbol[512];
-    int n = snprintf(symbol, sizeof symbol, "tlm_emu_launch_%s", name);
-    if (n < 0 || (size_t)n >= sizeof symbol) return tlm_fail(err, "no kernel %.64s... (name too long)", name);
-    (void)dlerror();
-    *fn = dlsym(module, symbol);
-    if (!*fn) return tlm_fail(err, "no kernel %s (no extern \"C\" __global__ void %s in the source)", name, name);
+    emu_module *m = module;
+    void *launch = module_symbol(m, "tlm_emu_launch_", name, err);
+    void *sizes = launch ? module_symbol(m, "tlm_emu_arg_sizes_", name, err) : NULL;
+    if (!sizes) return false;
+    tlm_emu_arg_sizes arg_sizes;
+    memcpy(&arg_sizes, &sizes, sizeof arg_sizes);
+    int n = arg_sizes(NULL, 0);
+    tlm_emu_kernel *k = calloc(1, sizeof *k + (size_t)(n > 0 ? n : 1) * sizeof(size_t));
+    if (!k) return tlm_fail(err, "out of memory looking up kernel %s", name);
+    memcpy(&k->entry, &launch, sizeof k->entry);
+    k->sizes = (size_t *)(k + 1);
+    k->nargs = arg_sizes(k->sizes, n);
+    k->next = m->kernels;
+    m->kernels = k;
+    *fn = k;
     return true;
 }
 
@@ -446,12 +488,8 @@ static bool emu_launch(tlm_device *d, void *fn, const char *name, tlm_launch dim
     if (d->launch_stream == TLM_STREAM_COMM && !state_of(d)->running)
         return tlm_fail(
             err, "kernel %s: the emulated device runs launches on the comm stream only from a host call there", name);
-    emu_entry entry;
-    memcpy(&entry, &fn, sizeof entry); /* dlsym's object pointer as the function it is */
-    char msg[400] = "";
-    if (entry(dims.grid, dims.block, args, msg, sizeof msg) != 0)
-        return tlm_fail(err, "kernel %s: %s", name, msg[0] ? msg : "failed on the emulated device");
-    return true;
+    if (d->capturing) return tlm_emu_graph_launch(state_of(d)->recording, fn, name, dims, args, err);
+    return tlm_emu_run_launch(fn, name, dims, args, err);
 }
 
 /* ---- memory: host memory ---- */
@@ -488,15 +526,13 @@ static bool emu_download(tlm_device *d, void *dst, tlm_dptr src, size_t bytes, t
 }
 
 static bool emu_copy(tlm_device *d, tlm_dptr dst, tlm_dptr src, size_t bytes, tlm_err *err) {
-    (void)d;
-    (void)err;
+    if (d->capturing) return tlm_emu_graph_copy(state_of(d)->recording, dst, src, bytes, err);
     memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, bytes);
     return true;
 }
 
 static bool emu_zero(tlm_device *d, tlm_dptr dst, size_t bytes, tlm_err *err) {
-    (void)d;
-    (void)err;
+    if (d->capturing) return tlm_emu_graph_zero(state_of(d)->recording, dst, bytes, err);
     memset((void *)(uintptr_t)dst, 0, bytes);
     return true;
 }
@@ -575,8 +611,38 @@ static bool emu_sync(tlm_device *d, tlm_err *err) {
 
 static bool emu_gemm(tlm_device *d, const tlm_gemm *g, tlm_err *err) {
     if (d->launch_stream != TLM_STREAM_COMPUTE) return tlm_fail(err, "GEMMs run on the compute stream only");
+    if (d->capturing) return tlm_emu_graph_gemm(state_of(d)->recording, g, err);
     tlm_gemm_reference(g);
     return true;
+}
+
+/* ---- graphs: recorded calls (emu_graph.h) ---- */
+
+static bool emu_capture_begin(tlm_device *d, tlm_err *err) {
+    emu_state *s = state_of(d);
+    tlm_emu_graph_free(s->recording);
+    if (!(s->recording = tlm_emu_graph_new())) return tlm_fail(err, "out of memory for a CUDA graph");
+    return true;
+}
+
+static bool emu_capture_end(tlm_device *d, bool keep, void **graph, tlm_err *err) {
+    (void)err;
+    emu_state *s = state_of(d);
+    if (keep) *graph = s->recording;
+    else tlm_emu_graph_free(s->recording);
+    s->recording = NULL;
+    return true;
+}
+
+/* The compute stream runs work at once: so does a graph launch. */
+static bool emu_graph_launch(tlm_device *d, void *graph, tlm_err *err) {
+    (void)d;
+    return tlm_emu_graph_run(graph, err);
+}
+
+static void emu_graph_destroy(tlm_device *d, void *graph) {
+    (void)d;
+    tlm_emu_graph_free(graph);
 }
 
 /* ---- the device ---- */
@@ -615,6 +681,7 @@ static void emu_close(tlm_device *d) {
      * already freed (tlm_device_close frees it first). A correct caller
      * has waited for them. */
     free(s->pending);
+    tlm_emu_graph_free(s->recording);
     free(d->impl);
     d->impl = NULL;
 }
@@ -643,4 +710,8 @@ const tlm_device_backend tlm_device_emulated = {
     .event_record = emu_event_record,
     .stream_wait = emu_stream_wait,
     .comm_host_call = emu_comm_host_call,
+    .capture_begin = emu_capture_begin,
+    .capture_end = emu_capture_end,
+    .graph_launch = emu_graph_launch,
+    .graph_destroy = emu_graph_destroy,
 };

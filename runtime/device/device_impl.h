@@ -43,6 +43,15 @@ typedef struct tlm_device_backend {
     bool (*stream_wait)(tlm_device *d, tlm_stream s, void *event, tlm_err *err);
     bool (*comm_stream)(tlm_device *d, void **handle, tlm_err *err);
     bool (*comm_host_call)(tlm_device *d, void (*fn)(void *ctx), void *ctx, tlm_err *err);
+    /* Graphs (device.h; device_graph.c keeps the capture's state and
+     * refuses what a capture forbids): while d->capturing, launch, gemm,
+     * copy and zero record instead of running. capture_end with keep false
+     * discards what was captured (a spoiled capture); with keep true it
+     * hands back the executable graph or fails to instantiate it. */
+    bool (*capture_begin)(tlm_device *d, tlm_err *err);
+    bool (*capture_end)(tlm_device *d, bool keep, void **graph, tlm_err *err);
+    bool (*graph_launch)(tlm_device *d, void *graph, tlm_err *err);
+    void (*graph_destroy)(tlm_device *d, void *graph);
 } tlm_device_backend;
 
 struct tlm_device {
@@ -50,10 +59,17 @@ struct tlm_device {
     tlm_device_info info;
     uint64_t bytes_in_use;  /* kept by device.c over alloc/free */
     tlm_stream launch_stream; /* where launches go (device.h: tlm_device_launch_stream) */
+    bool capturing;         /* between capture_begin and capture_end (device_graph.c) */
+    bool capture_spoiled;   /* a call the capture forbids was made; capture_error says which */
+    tlm_err capture_error;
     void *impl;             /* the backend's state */
 };
 
 extern const tlm_device_backend tlm_device_cuda;     /* device_cuda.c */
 extern const tlm_device_backend tlm_device_emulated; /* device_emu.c */
+
+/* device_graph.c: false with one line (and the capture spoiled) when d is
+ * capturing, for a call a capture forbids; `what` names the call. */
+bool tlm_device_outside_capture(tlm_device *d, const char *what, tlm_err *err);
 
 #endif

@@ -29,10 +29,12 @@ void tlm_device_event_destroy(tlm_device *d, tlm_event *e) {
 }
 
 bool tlm_device_event_record(tlm_device *d, tlm_event *e, tlm_stream s, tlm_err *err) {
+    if (!tlm_device_outside_capture(d, "an event record", err)) return false;
     return d->backend->event_record(d, e->handle, s, err);
 }
 
 bool tlm_device_stream_wait(tlm_device *d, tlm_stream s, tlm_event *e, tlm_err *err) {
+    if (!tlm_device_outside_capture(d, "a stream wait", err)) return false;
     return d->backend->stream_wait(d, s, e->handle, err);
 }
 
@@ -49,6 +51,7 @@ bool tlm_device_comm_stream(tlm_device *d, void **handle, tlm_err *err) {
 }
 
 bool tlm_device_comm_host_call(tlm_device *d, void (*fn)(void *ctx), void *ctx, tlm_err *err) {
+    if (!tlm_device_outside_capture(d, "a host call on the comm stream", err)) return false;
     if (!d->backend->comm_host_call)
         return tlm_fail(err, "the %s device queues no host calls: its collectives go through NCCL", d->backend->name);
     return d->backend->comm_host_call(d, fn, ctx, err);

@@ -16,6 +16,7 @@
 #include "gpu_linear.h"
 #include "gpu_mixers.h"
 #include "gpu_model.h"
+#include "graph_cache.h"
 #include "profile.h"
 #include "op_context.h"
 
@@ -489,6 +490,44 @@ static bool run_ops(step *s, int from, int to, bool skip_loss) {
     return true;
 }
 
+/* CUDA graphs (graph_cache.h, docs/gpu.md "CUDA graphs"): the ops of a
+ * step replayed from a graph per (ops, B, T). Off for --profile (per-op
+ * times), sampling (kv_pos moves every token) and data-parallel runs
+ * (grads_final starts transfers between ops); NULL then. */
+static tlm_graph_cache *graphs_for(tlm_model *m) {
+    tlm_gpu_model *g = m->gpu;
+    if (m->profile || m->kv_mode != TLM_KV_OFF || m->grads_final || !tlm_graphs_enabled()) return NULL;
+    if (!g->graphs) g->graphs = tlm_graph_cache_new(g->gpu.dev);
+    return g->graphs;
+}
+
+typedef struct ops_range {
+    step *s;
+    int from, to;
+    bool skip_loss;
+} ops_range;
+
+static bool ops_work(void *ctx, tlm_err *err) {
+    ops_range *r = ctx;
+    if (run_ops(r->s, r->from, r->to, r->skip_loss)) return true;
+    return tlm_fail(err, "%s", r->s->m->gpu->err.msg);
+}
+
+/* run_ops through the model's graphs, or op by op without them. Every
+ * argument the ops pass is fixed by (from, to, skip_loss, B, T) and the
+ * model's buffers, except loss_backward's dloss: callers keep that op
+ * out of the range. */
+static bool run_ops_graphed(step *s, int from, int to, bool skip_loss) {
+    tlm_graph_cache *graphs = graphs_for(s->m);
+    if (!graphs) return run_ops(s, from, to, skip_loss);
+    ops_range r = {s, from, to, skip_loss};
+    tlm_graph_key key = {{from, to, skip_loss, s->m->run_B, s->m->run_T}};
+    tlm_err e;
+    if (tlm_graph_cache_run(graphs, &key, ops_work, &r, &e)) return true;
+    tlm_gpu_model_fail(s->m, &e);
+    return false;
+}
+
 /* bf16: the parameters' bf16 copy, remade when they changed. */
 static bool refresh_bf16_weights(step *s) {
     tlm_gpu_model *g = s->g;
@@ -518,7 +557,7 @@ double tlm_gpu_model_forward(tlm_model *m, const int32_t *tokens, const int32_t 
         return NAN;
     }
     if (!refresh_bf16_weights(&s)) return NAN;
-    if (!run_ops(&s, 0, m->nforward, !targets)) return NAN;
+    if (!run_ops_graphed(&s, 0, m->nforward, !targets)) return NAN;
     if (targets && !tlm_device_download(dev, &loss, m->gpu->loss, sizeof loss, &s.err)) {
         tlm_gpu_model_fail(m, &s.err);
         return NAN;
@@ -529,6 +568,20 @@ double tlm_gpu_model_forward(tlm_model *m, const int32_t *tokens, const int32_t 
 void tlm_gpu_model_backward(tlm_model *m, float dloss) {
     if (m->gpu->failed) return;
     step s = step_for(m, dloss);
+    if (graphs_for(m)) {
+        /* loss_backward op by op (dloss is its argument), the ops between
+         * from graphs */
+        for (int i = m->nforward; i < m->nops;) {
+            int j = i + 1;
+            if (m->so->ops[i].kind != TLM_OP_LOSS_BACKWARD)
+                while (j < m->nops && m->so->ops[j].kind != TLM_OP_LOSS_BACKWARD) j++;
+            bool ok = m->so->ops[i].kind == TLM_OP_LOSS_BACKWARD ? run_ops(&s, i, j, false)
+                                                                 : run_ops_graphed(&s, i, j, false);
+            if (!ok) return;
+            i = j;
+        }
+        return;
+    }
     /* grads_final (model.h) as on the CPU, op by op as they are queued: the
      * data-parallel chain starts a bucket's all-reduce behind them. */
     tlm_final_walk walk;

@@ -7,6 +7,7 @@
 #include "arena_plan.h"
 #include "attention_tc.h"
 #include "gpu_mixers.h"
+#include "graph_cache.h"
 #include "tlm_ops.h"
 #include "tlm_rt/ops.h"
 
@@ -366,6 +367,7 @@ void tlm_gpu_model_destroy(tlm_model *m) {
     tlm_gpu_model *g = m->gpu;
     if (!g) return;
     tlm_device *dev = g->gpu.dev;
+    tlm_graph_cache_free(g->graphs); /* first: the graphs use the memory and kernels below */
     if (dev) {
         tlm_dptr all[] = {
             g->params,       g->grads, g->arena,          g->rope_cos,    g->rope_sin,          g->tokens,

@@ -41,6 +41,7 @@ typedef struct tlm_gpu_model {
     tlm_dptr kv_cache;         /* sampling's KV cache (model.h), 0 until opened */
     bool kv_bf16;              /* its rows of qkv are bf16 (tlm_gpu_kv_cache_bf16), 2 bytes an element */
     float **host_copies;       /* per buffer: its last download (lazily allocated) */
+    struct tlm_graph_cache *graphs; /* the executor's CUDA graphs (graph_cache.h), made at first use */
     bool failed;
     tlm_err err;               /* the first device failure */
 } tlm_gpu_model;

@@ -42,7 +42,7 @@ if(tlm_gpu_with_cuda)
   add_executable(test_fake_driver ${CMAKE_CURRENT_SOURCE_DIR}/test_fake_driver.c)
   target_link_libraries(test_fake_driver PRIVATE tlm_device)
   add_dependencies(test_fake_driver tlm_fake_cuda)
-  foreach(machine h200 no_device old_gpu old_driver)
+  foreach(machine h200 graph_fails no_device old_gpu old_driver)
     add_test(NAME gpu.fake_driver.${machine} COMMAND test_fake_driver ${machine})
     set_tests_properties(gpu.fake_driver.${machine} PROPERTIES TIMEOUT 60 ENVIRONMENT
                          "TLM_FAKE_CUDA=${machine};LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/fake_driver;XDG_CACHE_HOME=${CMAKE_CURRENT_BINARY_DIR}/fake_driver/cache")

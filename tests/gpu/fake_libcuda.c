@@ -5,14 +5,19 @@
  * the architecture check, the primary context's release on failure) runs
  * on a machine without a GPU, and so do the memory calls (host memory
  * here), module loading (NVRTC's real CUBIN, checked for its ELF magic) and
- * launches (recorded, not run), the comm stream and its events (traced).
+ * launches (recorded, not run), the comm stream and its events (traced),
+ * and graphs: stream capture, instantiation, launch and destruction
+ * (traced; a captured launch, copy or memset is a node of the graph, run
+ * when the graph is launched).
  * cuBLASLt's own runtime needs far more of a
  * driver than this, so the first GEMM fails, which the test checks too.
  *
  * TLM_FAKE_CUDA picks the pretend machine: "h200" (default: compute
  * capability 9.0, 132 SMs), "no_device" (cuInit says CUDA_ERROR_NO_DEVICE),
  * "old_gpu" (compute capability 5.0, which NVRTC 13 no longer targets),
- * "old_driver" (an H200 whose driver supports CUDA 12.8 only).
+ * "old_driver" (an H200 whose driver supports CUDA 12.8 only),
+ * "graph_fails" (an H200 whose cuGraphInstantiateWithFlags says
+ * CUDA_ERROR_NOT_SUPPORTED).
  * No CUDA header: the types are the driver ABI's plain C ones. */
 #include <stdbool.h>
 #include <stdint.h>
@@ -29,6 +34,8 @@ enum {
     INVALID_IMAGE = 200,
     INVALID_CONTEXT = 201,
     NOT_FOUND = 500,
+    NOT_SUPPORTED = 801,
+    CAPTURE_UNSUPPORTED = 900,
 };
 
 static int retained; /* primary context references held */
@@ -50,6 +57,8 @@ static CUresult fake_cuGetErrorName(CUresult r, const char **s) {
     case INVALID_IMAGE: *s = "CUDA_ERROR_INVALID_IMAGE"; return SUCCESS;
     case INVALID_CONTEXT: *s = "CUDA_ERROR_INVALID_CONTEXT"; return SUCCESS;
     case NOT_FOUND: *s = "CUDA_ERROR_NOT_FOUND"; return SUCCESS;
+    case NOT_SUPPORTED: *s = "CUDA_ERROR_NOT_SUPPORTED"; return SUCCESS;
+    case CAPTURE_UNSUPPORTED: *s = "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED"; return SUCCESS;
     default: *s = NULL; return INVALID_VALUE;
     }
 }
@@ -157,7 +166,6 @@ static CUresult fake_cuModuleUnload(void *module) { return module ? SUCCESS : IN
 enum { MAX_KERNELS = 16 };
 static char kernel_names[MAX_KERNELS][64];
 static int nkernels;
-static int launches;
 static unsigned last_grid[3], last_block[3];
 static unsigned long long last_first_arg; /* the first parameter, read as a pointer */
 
@@ -175,29 +183,44 @@ static CUresult fake_cuModuleGetFunction(void **fn, void *module, const char *na
     *fn = kernel_names[nkernels++];
     return SUCCESS;
 }
-/* Streams and events: one stream besides the legacy one (NULL), events
- * by number; every call is written to a trace the test reads. */
-static char comm_stream; /* its address is the stream */
-static int streams_alive, events_made;
-static char trace[1024];
+/* Streams and events: two streams besides the legacy one (NULL), named
+ * in the order they are made ("comm" then "capture": the test makes the
+ * comm stream first), events by number; every call is written to a trace
+ * the test reads. */
+enum { STREAMS = 2 };
+static char streams[STREAMS]; /* their addresses are the streams */
+static bool stream_alive[STREAMS];
+static int streams_made, events_made;
+static char trace[4096];
 
+static int stream_index(const void *stream) {
+    for (int i = 0; i < STREAMS; i++)
+        if (stream == &streams[i]) return i;
+    return -1;
+}
 static void traced(const char *fmt, const void *stream, int event) {
+    static const char *const names[STREAMS] = {"comm", "capture"};
     size_t n = strlen(trace);
-    const char *name = stream == NULL ? "legacy" : stream == &comm_stream ? "comm" : "?";
+    int i = stream_index(stream);
+    const char *name = stream == NULL ? "legacy" : i >= 0 ? names[i] : "?";
     snprintf(trace + n, sizeof trace - n, fmt, name, event);
 }
-static bool known_stream(const void *stream) { return stream == NULL || (stream == &comm_stream && streams_alive); }
+static bool known_stream(const void *stream) {
+    int i = stream_index(stream);
+    return stream == NULL || (i >= 0 && stream_alive[i]);
+}
 
 static CUresult fake_cuStreamCreate(void **stream, unsigned flags) {
-    if (streams_alive || flags != 1 /* CU_STREAM_NON_BLOCKING */) return INVALID_VALUE;
-    streams_alive = 1;
-    *stream = &comm_stream;
+    if (streams_made == STREAMS || flags != 1 /* CU_STREAM_NON_BLOCKING */) return INVALID_VALUE;
+    stream_alive[streams_made] = true;
+    *stream = &streams[streams_made++];
     traced("create %s non-blocking; ", *stream, 0);
     return SUCCESS;
 }
 static CUresult fake_cuStreamDestroy(void *stream) {
-    if (stream != &comm_stream || !streams_alive) return INVALID_VALUE;
-    streams_alive = 0;
+    int i = stream_index(stream);
+    if (i < 0 || !stream_alive[i]) return INVALID_VALUE;
+    stream_alive[i] = false;
     traced("destroy %s; ", stream, 0);
     return SUCCESS;
 }
@@ -223,14 +246,112 @@ static CUresult fake_cuStreamWaitEvent(void *stream, void *event, unsigned flags
     return SUCCESS;
 }
 
-/* For the test: the streams and events calls so far. */
+/* For the test: the streams, events and graphs calls so far. */
 const char *tlm_fake_cuda_stream_trace(void) { return trace; }
+
+/* Graphs: a capture on one stream collects nodes; a graph and an
+ * executable graph are both a node list here. */
+enum { MAX_NODES = 16 };
+typedef enum node_kind { NODE_LAUNCH, NODE_MEMCPY, NODE_MEMSET } node_kind;
+typedef struct node {
+    node_kind kind;
+    unsigned long long dst, src;
+    size_t bytes;
+} node;
+typedef struct graph {
+    node nodes[MAX_NODES];
+    int n;
+} graph;
+static void *capturing;     /* the stream under capture, or NULL */
+static graph captured;      /* its nodes so far */
+static int graphs_alive;    /* graphs and executable graphs not destroyed */
+
+/* For the test: graphs and executable graphs not yet destroyed. */
+int tlm_fake_cuda_graphs_alive(void) { return graphs_alive; }
+
+static CUresult add_node(node_kind kind, unsigned long long dst, unsigned long long src, size_t bytes) {
+    if (captured.n == MAX_NODES) return INVALID_VALUE;
+    captured.nodes[captured.n++] = (node){kind, dst, src, bytes};
+    return SUCCESS;
+}
+
+static CUresult fake_cuStreamBeginCapture(void *stream, int mode) {
+    if (!stream || !known_stream(stream) || capturing || mode != 1 /* THREAD_LOCAL */) return INVALID_VALUE;
+    capturing = stream;
+    captured.n = 0;
+    traced("begin capture on %s (thread-local); ", stream, 0);
+    return SUCCESS;
+}
+static CUresult fake_cuStreamEndCapture(void *stream, void **out) {
+    if (!stream || stream != capturing) return INVALID_VALUE;
+    capturing = NULL;
+    graph *g = malloc(sizeof *g);
+    if (!g) return INVALID_VALUE;
+    *g = captured;
+    graphs_alive++;
+    *out = g;
+    traced("end capture on %s: %d nodes; ", stream, g->n);
+    return SUCCESS;
+}
+static CUresult fake_cuGraphInstantiateWithFlags(void **exec, void *g, unsigned long long flags) {
+    if (!g || flags != 0) return INVALID_VALUE;
+    if (strcmp(machine(), "graph_fails") == 0) return NOT_SUPPORTED;
+    graph *e = malloc(sizeof *e);
+    if (!e) return INVALID_VALUE;
+    *e = *(graph *)g;
+    graphs_alive++;
+    *exec = e;
+    traced("instantiate %2$d nodes; ", NULL, e->n);
+    return SUCCESS;
+}
+static CUresult fake_cuGraphDestroy(void *g) {
+    if (!g) return INVALID_VALUE;
+    free(g);
+    graphs_alive--;
+    traced("destroy graph; ", NULL, 0);
+    return SUCCESS;
+}
+static CUresult fake_cuGraphExecDestroy(void *e) {
+    if (!e) return INVALID_VALUE;
+    free(e);
+    graphs_alive--;
+    traced("destroy executable graph; ", NULL, 0);
+    return SUCCESS;
+}
+static int launches; /* kernel launches run, plain or from a graph */
+static CUresult fake_cuGraphLaunch(void *e, void *stream) {
+    if (!e || !known_stream(stream) || capturing) return INVALID_VALUE;
+    const graph *g = e;
+    for (int i = 0; i < g->n; i++) {
+        const node *nd = &g->nodes[i];
+        if (nd->kind == NODE_LAUNCH) launches++;
+        if (nd->kind == NODE_MEMCPY) memmove((void *)(size_t)nd->dst, (const void *)(size_t)nd->src, nd->bytes);
+        if (nd->kind == NODE_MEMSET) memset((void *)(size_t)nd->dst, (int)nd->src, nd->bytes);
+    }
+    traced("graph launch on %s; ", stream, 0);
+    return SUCCESS;
+}
+static CUresult fake_cuMemcpyDtoDAsync(unsigned long long dst, unsigned long long src, size_t n, void *stream) {
+    if (!known_stream(stream)) return INVALID_VALUE;
+    traced("memcpy on %s; ", stream, 0);
+    if (stream && stream == capturing) return add_node(NODE_MEMCPY, dst, src, n);
+    memmove((void *)(size_t)dst, (const void *)(size_t)src, n);
+    return SUCCESS;
+}
+static CUresult fake_cuMemsetD8Async(unsigned long long p, unsigned char c, size_t n, void *stream) {
+    if (!known_stream(stream)) return INVALID_VALUE;
+    traced("memset on %s; ", stream, 0);
+    if (stream && stream == capturing) return add_node(NODE_MEMSET, p, c, n);
+    memset((void *)(size_t)p, c, n);
+    return SUCCESS;
+}
 
 static CUresult fake_cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                                     unsigned bz, unsigned shared, void *stream, void **params, void **extra) {
     if (!f || shared != 0 || !known_stream(stream) || extra != NULL || !params) return INVALID_VALUE;
     if (stream) traced("launch on %s; ", stream, 0);
     if (strcmp((const char *)f, "tlm_fake_launch_fails") == 0) return INVALID_VALUE;
+    if (stream && stream == capturing) return add_node(NODE_LAUNCH, 0, 0, 0); /* run at the graph's launches */
     launches++;
     last_grid[0] = gx, last_grid[1] = gy, last_grid[2] = gz;
     last_block[0] = bx, last_block[1] = by, last_block[2] = bz;
@@ -284,6 +405,14 @@ static const struct {
     FAKE(cuEventDestroy),
     FAKE(cuEventRecord),
     FAKE(cuStreamWaitEvent),
+    FAKE(cuMemcpyDtoDAsync),
+    FAKE(cuMemsetD8Async),
+    FAKE(cuStreamBeginCapture),
+    FAKE(cuStreamEndCapture),
+    FAKE(cuGraphInstantiateWithFlags),
+    FAKE(cuGraphLaunch),
+    FAKE(cuGraphExecDestroy),
+    FAKE(cuGraphDestroy),
 };
 
 /* cuGetProcAddress (CUDA 12.0's form). Only the 12.0 ABI or later is

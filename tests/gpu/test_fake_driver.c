@@ -8,6 +8,12 @@
  * (NVRTC's real CUBIN), kernel lookups and launches reach the stand-in with
  * what they should; it cannot start cuBLASLt's runtime, so the first GEMM
  * must fail with cuBLASLt's line. A closed device holds no context.
+ * Graphs: a capture goes to a capture stream of its own (a launch, a
+ * memset and a copy become the graph's nodes, run at each graph launch on
+ * the legacy stream), a GEMM before cuBLASLt has started is refused inside
+ * a capture, every graph is destroyed; on "graph_fails" the driver refuses
+ * to instantiate and the graph cache falls back to plain launches with one
+ * warning line.
  *
  * argv[1] is the pretend machine (as TLM_FAKE_CUDA, which ctest sets too). */
 #include <dlfcn.h>
@@ -16,6 +22,7 @@
 #include <string.h>
 
 #include "device.h"
+#include "graph_cache.h"
 
 static int failures;
 
@@ -42,6 +49,103 @@ static const char *open_fails(const char *name, tlm_err *err) {
 static void die(const char *what, const tlm_err *err) {
     fprintf(stderr, "gpu.fake_driver: %s: %s\n", what, err->msg);
     exit(1);
+}
+
+/* A capture of a launch, a zeroing and a copy; the graph launched twice.
+ * b holds N bytes, a at least N. */
+static void check_graph(void *fake, tlm_device *d, tlm_kernel *k, tlm_dptr a, tlm_dptr b) {
+    typedef const char *trace_fn(void);
+    typedef int launches_fn(unsigned[3], unsigned[3], unsigned long long *);
+    trace_fn *trace = (trace_fn *)dlsym(fake, "tlm_fake_cuda_stream_trace");
+    launches_fn *launches = (launches_fn *)dlsym(fake, "tlm_fake_cuda_launches");
+    int (*alive)(void) = (int (*)(void))dlsym(fake, "tlm_fake_cuda_graphs_alive");
+    enum { N = 1000 };
+    unsigned grid[3], block[3];
+    unsigned long long first_arg;
+    tlm_err err = {{0}};
+    size_t before = strlen(trace());
+    int launched = launches(grid, block, &first_arg);
+    unsigned char ones[N], back[N];
+    memset(ones, 1, N);
+    int n = 1;
+    void *args[] = {&a, &n};
+    bool ok = tlm_device_upload(d, a, ones, N, &err) && tlm_device_capture_begin(d, &err) &&
+              tlm_device_launch(d, k, (tlm_launch){{1, 1, 1}, {32, 1, 1}}, args, &err) &&
+              tlm_device_zero(d, b, N, &err) && tlm_device_copy(d, b, a, N / 2, &err);
+    tlm_graph *g = ok ? tlm_device_capture_end(d, NULL, &err) : NULL;
+    bool untouched = g && tlm_device_download(d, back, b, N, &err) && back[0] == 0 && back[N - 1] == 0;
+    ok = g && untouched && launches(grid, block, &first_arg) == launched && tlm_device_graph_launch(d, g, &err) &&
+         tlm_device_graph_launch(d, g, &err) && tlm_device_download(d, back, b, N, &err) && back[0] == 1 &&
+         back[N / 2 - 1] == 1 && back[N / 2] == 0 && launches(grid, block, &first_arg) == launched + 2;
+    tlm_device_graph_destroy(d, g);
+    expect(ok && strcmp(trace() + before, "create capture non-blocking; begin capture on capture (thread-local); "
+                                          "launch on capture; memset on capture; memcpy on capture; end capture on "
+                                          "capture: 3 nodes; instantiate 3 nodes; destroy graph; graph launch on "
+                                          "legacy; graph launch on legacy; destroy executable graph; ") == 0,
+           "a captured launch, memset and copy run at each graph launch", ok ? trace() + before : err.msg);
+    /* cuBLASLt starts at the first GEMM: never inside a capture */
+    tlm_gemm gemm = {.m = 4, .n = 4, .k = 4, .a = a, .b = a, .d = b, .lda = 4, .ldb = 4, .ldd = 4, .batch = 1};
+    const char *msg = !tlm_device_capture_begin(d, &err) ? err.msg
+                      : tlm_device_gemm(d, &gemm, &err)  ? "(ran)"
+                                                         : err.msg;
+    tlm_err end = {{0}};
+    tlm_device_graph_destroy(d, tlm_device_capture_end(d, NULL, &end));
+    expect(strstr(msg, "may not be inside a CUDA graph capture") != NULL, "cuBLASLt does not start in a capture", msg);
+    msg = tlm_device_sync(d, &err) ? "(synced)" : err.msg;
+    expect(strncmp(msg, "a device sync", 13) != 0 && alive() == 0, "no capture left open, no graph left alive",
+           alive() == 0 ? "none alive" : "graphs alive");
+}
+
+/* graph_fails: instantiation refused; the cache warns once and runs the
+ * work op by op from then on. */
+typedef struct fill_work {
+    tlm_device *d;
+    tlm_kernel *k;
+    tlm_dptr a;
+} fill_work;
+static bool fill(void *ctx, tlm_err *err) {
+    fill_work *w = ctx;
+    int n = 1;
+    void *args[] = {&w->a, &n};
+    return tlm_device_launch(w->d, w->k, (tlm_launch){{1, 1, 1}, {32, 1, 1}}, args, err);
+}
+static void check_graph_fails(void *fake) {
+    typedef int launches_fn(unsigned[3], unsigned[3], unsigned long long *);
+    launches_fn *launches = (launches_fn *)dlsym(fake, "tlm_fake_cuda_launches");
+    int (*alive)(void) = (int (*)(void))dlsym(fake, "tlm_fake_cuda_graphs_alive");
+    tlm_err err = {{0}};
+    tlm_device *d = tlm_device_open("cuda", &err);
+    if (!d) die("open the pretend H200", &err);
+    const char *source = "extern \"C\" __global__ void tlm_fake_fill(float *x, int n) {\n"
+                         "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                         "  if (i < n) x[i] = 1.0f;\n"
+                         "}\n";
+    tlm_module *m = tlm_device_module_load(d, "a test kernel", source, NULL, &err);
+    fill_work w = {d, m ? tlm_device_kernel(d, m, "tlm_fake_fill", &err) : NULL, tlm_device_alloc(d, 64, &err)};
+    if (!w.k || !w.a) die("module, kernel or memory", &err);
+    bool failed = false;
+    const char *msg = !tlm_device_capture_begin(d, &err) || !fill(&w, &err) ? err.msg
+                      : tlm_device_capture_end(d, &failed, &err)            ? "(instantiated)"
+                                                                            : err.msg;
+    expect(failed && strcmp(msg, "cuGraphInstantiateWithFlags: CUDA_ERROR_NOT_SUPPORTED (fake driver error)") == 0,
+           "an instantiation the driver refuses", msg);
+    unsigned grid[3], block[3];
+    unsigned long long first_arg;
+    int before = launches(grid, block, &first_arg);
+    tlm_graph_cache *c = tlm_graph_cache_new(d);
+    tlm_graph_key key = {{1}};
+    bool ran = c != NULL;
+    for (int i = 0; ran && i < 3; i++) ran = tlm_graph_cache_run(c, &key, fill, &w, &err);
+    tlm_graph_stats st = tlm_graph_cache_stats(c);
+    char line[160];
+    snprintf(line, sizeof line, "%d launches, %llu captured, %llu plain, disabled %d",
+             launches(grid, block, &first_arg) - before, (unsigned long long)st.captures,
+             (unsigned long long)st.plain_runs, st.disabled);
+    expect(ran && strcmp(line, "3 launches, 0 captured, 3 plain, disabled 1") == 0,
+           "the graph cache falls back to plain launches", ran ? line : err.msg);
+    tlm_graph_cache_free(c);
+    expect(alive() == 0, "no graph left alive", alive() == 0 ? "none" : "some");
+    tlm_device_close(d);
 }
 
 /* The pretend H200: every entry point resolves and the device opens; its
@@ -143,6 +247,7 @@ static void check_h200(void *fake) {
     expect(strstr(msg, "queues no host calls") != NULL, "no host calls on a GPU", msg);
     tlm_device_event_destroy(d, done);
     tlm_device_event_destroy(d, chain);
+    check_graph(fake, d, k, a, b);
 
     /* The first GEMM starts cuBLASLt, whose runtime the stand-in cannot
      * serve: a clear line, and the device still closes cleanly. */
@@ -169,8 +274,10 @@ static void check_h200(void *fake) {
     tlm_device_free(d, a);
     tlm_device_free(d, b);
     tlm_device_close(d);
-    expect(strstr(trace(), "destroy event 1; destroy event 2; destroy comm; ") != NULL,
-           "events destroyed, the comm stream at close", trace());
+    const char *t = trace(), *closing = "destroy comm; destroy capture; ";
+    expect(strstr(t, "destroy event 1; destroy event 2; ") != NULL && strlen(t) > strlen(closing) &&
+               strcmp(t + strlen(t) - strlen(closing), closing) == 0,
+           "events destroyed, the comm and capture streams at close", t);
 }
 
 int main(int argc, char **argv) {
@@ -188,7 +295,8 @@ int main(int argc, char **argv) {
         expect(strcmp(msg, "cuda:1: no such device (this machine has one CUDA device: cuda:0)") == 0,
                "an ordinal past the last device", msg);
         check_h200(fake);
-    } else if (strcmp(machine, "no_device") == 0) {
+    } else if (strcmp(machine, "graph_fails") == 0) {
+        check_graph_fails(fake);
     } else if (strcmp(machine, "no_device") == 0) {
         const char *msg = open_fails("cuda", &err);
         expect(strcmp(msg, "no CUDA device: the NVIDIA driver is installed but sees no GPU (CUDA_ERROR_NO_DEVICE)") ==
@@ -204,7 +312,7 @@ int main(int argc, char **argv) {
                    msg,
                "a driver older than the toolkit", msg);
     } else {
-        fprintf(stderr, "usage: test_fake_driver h200|no_device|old_gpu|old_driver\n");
+        fprintf(stderr, "usage: test_fake_driver h200|graph_fails|no_device|old_gpu|old_driver\n");
         return 2;
     }
     char count[32];
