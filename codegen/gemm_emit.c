@@ -389,9 +389,11 @@ static void store_c(tile *t, int masked) {
  * the rows, reading dh back from L1, rather than straight-line code on the
  * accumulators: that would need more than the 32 registers and spill. Only
  * valid rows: a repeated row would read back d_up instead of dh. */
-/* The activation gradients of row `row` (an element offset) of the tile. */
-static void emit_grad_row(tile *t, LLVMValueRef row, int masked) {
+static void emit_grad_rows(tile *t, LLVMValueRef ldc, LLVMValueRef mrn, int masked) {
     ir *g = t->g;
+    ir_loop l;
+    LLVMValueRef i = ir_loop_begin(g, &l, ir_i64(g, 0), mrn, ir_i64(g, 1), "grad_row");
+    LLVMValueRef row = ir_mul(g, i, ldc);
     for (int v = 0; v < t->bk->nv; v++) {
         LLVMValueRef off = ir_add(g, row, ir_i64(g, v * g->vl)), mask = t->masks[v];
         LLVMValueRef ptrs[3] = {ir_gep(g, t->c, off), ir_gep(g, t->pre_up, off), ir_gep(g, t->pre_gate, off)};
@@ -403,23 +405,7 @@ static void emit_grad_row(tile *t, LLVMValueRef row, int masked) {
         if (d_gate) store_v(g, d_gate, ir_gep(g, t->d_gate, off), masked, mask);
         store_v(g, d_up, ptrs[0], masked, mask);
     }
-}
-
-/* Straight-line code for a whole tile: its MR x NV chains (an exp and a
- * reciprocal each, some forty dependent operations) are independent, and
- * laid out in one block the core overlaps them; the row loop ran them
- * nearly one after another, at three times the cost of their arithmetic. */
-static void emit_grad_rows(tile *t, LLVMValueRef ldc, LLVMValueRef mrn, int masked) {
-    ir *g = t->g;
-    ir_if whole;
-    ir_if_begin(g, &whole, ir_eq(g, mrn, ir_i64(g, t->bk->mr)));
-    for (int i = 0; i < t->bk->mr; i++) emit_grad_row(t, ir_mul(g, ir_i64(g, i), ldc), masked);
-    ir_if_else(g, &whole);
-    ir_loop l;
-    LLVMValueRef i = ir_loop_begin(g, &l, ir_i64(g, 0), mrn, ir_i64(g, 1), "grad_row");
-    emit_grad_row(t, ir_mul(g, i, ldc), masked);
     ir_loop_end(g, &l);
-    ir_if_end(g, &whole);
 }
 
 static void store_tile(tile *t, LLVMValueRef full, void (*store)(tile *, int)) {

@@ -911,16 +911,15 @@ inline unsigned segment_width(int width) {
 #define blockDim (static_cast<const dim3 &>(::tlm_emu::self().block_dim))
 #define gridDim (static_cast<const dim3 &>(::tlm_emu::self().grid_dim))
 
-#define TLM_EMU_EXPORT(name)                                                                      \
-    extern "C" __attribute__((visibility("default"))) int tlm_emu_launch_##name(                  \
-        const unsigned grid[3], const unsigned block[3], void **args, char *err, size_t errlen);  \
-    extern "C" __attribute__((visibility("default"))) int tlm_emu_launch_##name(                  \
-        const unsigned grid[3], const unsigned block[3], void **args, char *err, size_t errlen) { \
-        return ::tlm_emu::launch(#name, &name, grid, block, args, err, errlen);                   \
-    }                                                                                             \
-    extern "C" __attribute__((visibility("default"))) int tlm_emu_arg_sizes_##name(size_t *sizes, \
-                                                                                   int cap) {     \
-        return ::tlm_emu::arg_sizes(&name, sizes, cap);                                           \
+#define TLM_EMU_EXPORT(name)                                                                                 \
+    extern "C" __attribute__((visibility("default"))) int tlm_emu_launch_##name(                             \
+        const unsigned grid[3], const unsigned block[3], void **args, char *err, size_t errlen);             \
+    extern "C" __attribute__((visibility("default"))) int tlm_emu_launch_##name(                             \
+        const unsigned grid[3], const unsigned block[3], void **args, char *err, size_t errlen) {            \
+        return ::tlm_emu::launch(#name, &name, grid, block, args, err, errlen);                              \
+    }                                                                                                        \
+    extern "C" __attribute__((visibility("default"))) int tlm_emu_arg_sizes_##name(size_t *sizes, int cap) { \
+        return ::tlm_emu::arg_sizes(&name, sizes, cap);                                                      \
     }
 
 // Synchronisation.
