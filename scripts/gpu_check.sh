@@ -1,29 +1,45 @@
 #!/usr/bin/env bash
 # The project's GPU check, run on a machine with an NVIDIA GPU from the
 # bundle scripts/gpu_prepare.sh made on the CPU machine (nothing is built
-# here). It runs, on the GPU (no test switch):
-#   1. every runtime kernel against its CPU op (gpu.basic, mixers, optim,
-#      linear's test programs);
-#   2. the small models of all four architectures against the CPU runtime:
-#      loss, gradients and parameters after three AdamW steps (model.gpu's
-#      program, its bounds);
+# here). It runs, on the GPU (no test switch), the most telling first:
+#   1. the tensor cores' primitives (gpu.mma's program: mma.sync and
+#      ldmatrix's fragment layouts against float64 products) and the
+#      tensor-core attention against the scalar kernels (gpu.attention_tc's);
+#      then every runtime kernel against its CPU op (gpu.basic, mixers,
+#      optim, linear, bf16, decode's test programs);
+#   2. the small models of all four architectures against the CPU runtime
+#      (heads64's bf16 attention on the tensor cores among them): loss,
+#      gradients and parameters after three AdamW steps (model.gpu's
+#      program, its bounds); training from CUDA graphs against training op
+#      by op, bit for bit (model.gpu_graphs's program), and the graph API's
+#      capture and replay (gpu.graphs's); sampling's KV cache against the
+#      CPU's full forward, and the bf16 cache against the device's own bf16
+#      forward with TLM_GPU_ATTENTION=scalar as ctest runs it
+#      (model.kv_cache_gpu and model.kv_cache_gpu_bf16's program);
 #   3. tlm-run train of each example model, twice: the first run compiles
 #      the kernels, the second takes them from the cache;
-#   3b. data parallelism's GPU path: a 1-rank `mpirun -np 1 tlm-run train`
+#   4. the 440M transformer preset at context 2048, for tokens/s, MFU and
+#      memory: bf16 three ways in the same session (the default: tensor-core
+#      attention and CUDA graphs; TLM_GPU_ATTENTION=scalar; TLM_CUDA_GRAPHS=0;
+#      10 steps for the last two), and fp32;
+#   5. data parallelism's GPU path: a 1-rank `mpirun -np 1 tlm-run train`
 #      job, whose gradient chain runs over NCCL (runtime/dist/nccl_chain.c),
 #      against the same run without mpirun, bit for bit (the bundle's
 #      Open MPI where the machine has none; SKIPPED, not a pass, where
 #      neither is there);
-#   4. the 440M transformer preset, 20 steps at context 2048 (fp32: bf16 is
-#      not built yet), for tokens/s, MFU and memory, and the same model in
-#      PyTorch (bench/gpu_peer.py: fp32 with TF32 off, as tlm's run, and
-#      bf16 autocast, its best) for the ratio;
-# then prints a table.
+#   6. train --profile of the 440M preset: the attention and MLP kernels'
+#      shares of the step;
+#   7. the 440M model in PyTorch (bench/gpu_peer.py: fp32 with TF32 off, as
+#      tlm's fp32 run, and bf16 autocast, its best) for the ratio;
+# then prints a table, with each timed run's attention kernels and CUDA
+# graphs as its banner says them.
 #   scripts/gpu_check.sh [BUNDLE]      (default gpu-bundle)
 # Exit status: 0 every check ran and passed; 1 a check failed; 77 SKIPPED:
 # no GPU here (never a pass). With TLM_TEST_DEVICE=emulated it runs steps 1
-# to 3 on the emulated device instead, and the PyTorch peer on the tiny
-# model on the CPU (how CI checks this script).
+# to 3 on the emulated device instead (the graphs and bf16 cache programs on
+# one model; not gpu.attention_tc's, which ctest runs), steps 4 (its two
+# switches) and 6 on the tiny model, and PyTorch's peer on the tiny model
+# on the CPU (how CI checks this script: a few seconds a step).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 emulated=0
@@ -47,7 +63,10 @@ export XDG_CACHE_HOME=$work/cache
 bin=$bundle/bin models=$bundle/models
 fail=0
 rows=()
-row() { rows+=("$(printf '%-34s %-6s %s' "$1" "$2" "$3")"); }
+# Each row is also printed as it is made, so that a run cut short by the
+# device's time limit still shows what it did; the table follows at the end.
+row() { rows+=("$(printf '%-34s %-6s %s' "$1" "$2" "$3")"); echo "gpu_check: ${rows[-1]}"; }
+detail() { rows+=("    $1"); echo "gpu_check:     $1"; }
 
 # run NAME -- command...: one check, timed; its output kept in $work/NAME.out
 run() {
@@ -57,10 +76,24 @@ run() {
   else row "$name" FAIL "$((SECONDS - t0)) s, exit $? (see below)"; fail=1; tail -20 "$work/$name.out"; fi
 }
 
+# The tensor cores first: mma.sync and ldmatrix's fragment layouts on this
+# GPU, which only the emulator's reading of the PTX ISA has checked so far.
+run "gpu_mma (mma.sync, ldmatrix)" -- "$bin/test_gpu_mma" "$root/runtime/gpu" "$root/tests/gpu/mma_kernels.cu"
+# (ctest's gpu.attention_tc runs it on the emulated device: 7 s saved here)
+[ $emulated = 0 ] && run "gpu_attention_tc" -- "$bin/test_gpu_attention_tc"
 for t in test_gpu_basic test_gpu_mixers test_gpu_optim test_gpu_linear test_gpu_bf16 test_gpu_decode; do run "${t#test_}" -- "$bin/$t"; done
-run "models vs CPU" -- "$bin/test_gpu_model" "$models"/{taper_swiglu,gelu_tied,odd_sizes,gated_headwise,gated_elementwise,hope_cms,titans_chunked,titans_exact}.so
-grep -E '^[a-z_]+ +loss' "$work/models vs CPU.out" | sed 's/^/    /'
-run "sampling's KV cache vs CPU" -- "$bin/test_kv_cache" --device "$models"/{taper_swiglu,gated_headwise,hope_cms,titans_chunked}.so
+run "models vs CPU" -- "$bin/test_gpu_model" "$models"/{taper_swiglu,gelu_tied,odd_sizes,heads64,gated_headwise,gated_elementwise,hope_cms,titans_chunked,titans_exact}.so
+grep -E '^[a-z_0-9]+ +loss' "$work/models vs CPU.out" | sed 's/^/    /'
+# CUDA graphs: the same bits as plain launches (the emulated device: one
+# model, for time)
+graph_models=("$models"/{taper_swiglu,hope_cms}.so) kv_models=("$models"/{taper_swiglu,gated_headwise,hope_cms,titans_chunked}.so)
+[ $emulated = 1 ] && graph_models=("$models/taper_swiglu.so") kv_models=("$models/taper_swiglu.so")
+run "graphs: the same bits as op by op" -- "$bin/test_gpu_graphs" "${graph_models[@]}"
+run "graphs: capture and replay" -- "$bin/test_graphs"
+run "sampling's KV cache vs CPU" -- "$bin/test_kv_cache" --device "${kv_models[@]}"
+# the bf16 cache against the device's bf16 forward, scalar attention both
+# sides (the tensor-core forward rounds P to bf16, decoding does not)
+run "bf16 KV cache (scalar attention)" -- env TLM_GPU_ATTENTION=scalar "$bin/test_kv_cache" --device --bf16 "${kv_models[@]}"
 
 # tok/s, MFU and memory of a run's last logged step; compile or cache line
 step_figures() {
@@ -68,15 +101,44 @@ step_figures() {
   line=$(grep -E '^step +[0-9]+/[0-9]+ +loss' "$1" | tail -1)
   echo "$(echo "$line" | grep -oE '[0-9.]+[kM]? tok/s')$(echo "$line" | grep -oE '  MFU [0-9.]+%')$(echo "$line" | grep -oE '  mem [0-9.]+ GiB'); $(grep -E '^kernels:' "$1")"
 }
+# the banner's attention kernels and CUDA graphs line
+kernels_used() { grep -E '^attention: ' "$1" || echo "(no attention/graphs line in the banner)"; }
 steps=20 context=256 batch=8
 [ $emulated = 1 ] && steps=2 context=16 batch=2
 for m in tiny tiny_gated tiny_hope tiny_titans; do
   for pass in first second; do
     run "train $m ($pass)" -- "$bin/tlm-run" train "$models/$m.so" --device cuda --steps $steps --context $context \
       --batch $batch --eval-every 0 --eval-batches 1 --log-every 5 --ckpt "$work/$m" --overwrite
-    [ -s "$work/train $m ($pass).out" ] && rows+=("    $(step_figures "$work/train $m ($pass).out")")
+    [ -s "$work/train $m ($pass).out" ] && detail "$(step_figures "$work/train $m ($pass).out")"
+    [ $pass = first ] && [ -s "$work/train $m ($pass).out" ] && detail "$(kernels_used "$work/train $m ($pass).out")"
   done
 done
+# 4. What the tensor cores and CUDA graphs buy, each switched off in
+# turn in the same session (fewer steps for the two comparisons: the
+# figures are the last logged step's, well past the graphs' capture at the
+# second step)
+# speed NAME MODEL STEPS SWITCH [FLAGS...]: a timed run with SWITCH (an
+# environment setting) and its figures and kernels in the table
+speed() {
+  local name=$1 model=$2 steps=$3 switch=$4; shift 4
+  run "$name" -- env "$switch" "$bin/tlm-run" train "$models/$model.so" --device cuda "${speed_args[@]}" "$@" \
+    --steps "$steps" --log-every $((steps / 2)) --eval-every 0 --eval-batches 1 --ckpt "$work/speed" --overwrite
+  detail "$(step_figures "$work/$name.out")"
+  detail "$(kernels_used "$work/$name.out")"
+}
+if [ $emulated = 0 ]; then
+  speed_args=(--context 2048 --batch 8)
+  speed "440m bf16 (the default)" transformer_440m 20 TLM_GPU_ATTENTION=auto
+  speed "440m bf16, TLM_GPU_ATTENTION=scalar" transformer_440m 10 TLM_GPU_ATTENTION=scalar
+  speed "440m bf16, TLM_CUDA_GRAPHS=0" transformer_440m 10 TLM_CUDA_GRAPHS=0
+  speed "440m fp32" transformer_440m 10 TLM_GPU_ATTENTION=auto --precision fp32
+else
+  # the default is "train tiny (second)" above
+  speed_args=(--context $context --batch $batch)
+  speed "tiny bf16, TLM_GPU_ATTENTION=scalar" tiny 2 TLM_GPU_ATTENTION=scalar
+  speed "tiny bf16, TLM_CUDA_GRAPHS=0" tiny 2 TLM_CUDA_GRAPHS=0
+fi
+
 # Data parallelism over NCCL: one rank under mpirun runs the chain (NCCL's
 # communicator of one, its broadcast) and must give the plain run's bits.
 # The machine's own mpirun, else the bundle's Open MPI; NCCL from the CUDA
@@ -108,7 +170,7 @@ pm=transformer_440m pargs=(--context 2048 --batch 8)
 [ $emulated = 1 ] && pm=tiny pargs=(--context $context --batch $batch)
 run "profile $pm" -- "$bin/tlm-run" train "$models/$pm.so" --device cuda --steps 3 "${pargs[@]}" --eval-every 0 \
   --eval-batches 1 --profile --ckpt "$work/profile"
-grep -q '^  mlp ' "$work/profile $pm.out" && rows+=("    $(shares "$work/profile $pm.out")")
+grep -q '^  mlp ' "$work/profile $pm.out" && detail "$(shares "$work/profile $pm.out")"
 
 py=${TLM_PYTHON:-python3}
 # peer NAME MODEL PEER_ARGS...: PyTorch's tokens/s on the model's settings
@@ -117,15 +179,9 @@ peer() {
   run "$name" -- env LD_LIBRARY_PATH="$machine_ld" "$py" "$root/bench/gpu_peer.py" "$models/$model.json" "$@"
   local tps
   tps=$(grep -o '"tokens_per_s": [0-9.]*' "$work/$name.out" | grep -oE '[0-9.]+$')
-  [ -n "$tps" ] && rows+=("    PyTorch $(printf '%.0f' "$tps") tok/s")
+  [ -n "$tps" ] && detail "PyTorch $(printf '%.0f' "$tps") tok/s"
 }
 if [ $emulated = 0 ]; then
-  for p in bf16 fp32; do
-    run "train transformer_440m $p" -- "$bin/tlm-run" train "$models/transformer_440m.so" --device cuda \
-      --precision $p --steps 20 --context 2048 --batch 8 --eval-every 0 --eval-batches 1 --log-every 5 \
-      --ckpt "$work/t440$p"
-    rows+=("    $(step_figures "$work/train transformer_440m $p.out")")
-  done
   peer "pytorch 440m fp32" transformer_440m --device cuda --precision fp32 --steps 20 --batch 8 --seq 2048
   peer "pytorch 440m bf16" transformer_440m --device cuda --precision bf16 --steps 20 --batch 8 --seq 2048
 else

@@ -3,7 +3,8 @@
 # toolkit, CMake and PyTorch but no LLVM, re2c, bison or OpenBLAS, so
 # everything is built here and carried there as one folder (the device
 # tool's `carry`), which scripts/gpu_check.sh runs:
-#   BUNDLE/bin     tlm-run and the GPU test programs
+#   BUNDLE/bin     tlm-run and the GPU test programs (the kernels', the
+#                  tensor cores', the graphs' and the whole models')
 #   BUNDLE/libs.tar.gz, which gpu_check.sh unpacks:
 #     lib          the shared libraries they need that a bare machine lacks
 #                  (OpenBLAS and its Fortran runtime, libgomp)
@@ -21,13 +22,17 @@ if [ "${1:-}" = --no-build ]; then build_first=0; shift; fi
 build=${1:-build}
 bundle=${2:-gpu-bundle}
 [ $build_first = 1 ] && cmake --build "$build" -j"$(nproc)" --target tlm-run tlmc test_gpu_basic test_gpu_mixers test_gpu_optim \
-  test_gpu_linear test_gpu_bf16 test_gpu_decode test_gpu_model test_kv_cache dump_model tlm_test_models >/dev/null
+  test_gpu_linear test_gpu_bf16 test_gpu_decode test_gpu_mma test_gpu_attention_tc test_graphs test_gpu_model \
+  test_gpu_graphs test_kv_cache dump_model tlm_test_models >/dev/null
 rm -rf "$bundle"
 mkdir -p "$bundle/bin" "$bundle/lib" "$bundle/models"
 cp "$build/runtime/tlm-run" "$bundle/bin/"
-for t in test_gpu_basic test_gpu_mixers test_gpu_optim test_gpu_linear test_gpu_bf16 test_gpu_decode; do cp "$build/tests/gpu/$t" "$bundle/bin/"; done
-cp "$build/tests/model/test_gpu_model" "$build/tests/model/test_kv_cache" "$bundle/bin/"
-for m in taper_swiglu gelu_tied odd_sizes gated_headwise gated_elementwise hope_cms titans_chunked titans_exact \
+for t in test_gpu_basic test_gpu_mixers test_gpu_optim test_gpu_linear test_gpu_bf16 test_gpu_decode test_gpu_mma \
+         test_gpu_attention_tc test_graphs; do cp "$build/tests/gpu/$t" "$bundle/bin/"; done
+for t in test_gpu_model test_gpu_graphs test_kv_cache; do cp "$build/tests/model/$t" "$bundle/bin/"; done
+# test_gpu_mma reads mma.cuh, its neighbours and tests/gpu/mma_kernels.cu
+# from the carried working tree (gpu_check.sh gives it the paths).
+for m in taper_swiglu gelu_tied odd_sizes heads64 gated_headwise gated_elementwise hope_cms titans_chunked titans_exact \
          tiny tiny_gated tiny_hope tiny_titans; do
   cp "$build/tests/model/$m.so" "$bundle/models/"
 done

@@ -10,6 +10,7 @@
 #include "device_flag.h"
 #include "load.h"
 #include "gpu.h"
+#include "graph_cache.h"
 #include "model_so.h"
 #include "tlm_train_settings.h"
 
@@ -63,6 +64,10 @@ static int print_device(const char *name, const tlm_so *so) {
     else printf("  driver %d.%d\n", i->driver_version / 1000, i->driver_version % 1000 / 10);
     printf("  compute capability %d.%d (%s), %d SMs, %.1f GiB\n", i->cc_major, i->cc_minor, i->arch, i->sm_count,
            (double)i->memory_total / 1073741824.0);
+    char kernels[400];
+    device_kernels_describe(so, dev, TLM_PRECISION_BF16, tlm_graphs_enabled() ? NULL : "TLM_CUDA_GRAPHS=0", kernels,
+                            sizeof kernels);
+    printf("  in bf16 (the default): %s\n", kernels);
     printf("kernels for %s:\n", i->arch);
     print_module(dev, "runtime", tlm_gpu_kernel_source);
     if (so->header->nkernels) print_module(dev, "model MLP (per width)", so->cuda_source);

@@ -8,6 +8,7 @@
 #include "args.h"
 #include "checkpoint.h"
 #include "corpus.h"
+#include "gpu_model.h"
 #include "text_tokens.h"
 #include "tlm_rt/ops.h"
 
@@ -66,4 +67,17 @@ void device_flag_describe(const tlm_device *dev, char *buf, size_t len) {
     const tlm_device_info *i = tlm_device_get_info(dev);
     snprintf(buf, len, "cuda:%d %s (%s, %.1f GiB)", i->ordinal, i->name, i->arch,
              (double)i->memory_total / 1073741824.0);
+}
+
+void device_kernels_describe(const tlm_so *so, const tlm_device *dev, tlm_precision p, const char *graphs_off,
+                             char *buf, size_t len) {
+    char why[160];
+    bool tc = tlm_gpu_attention_on_tensor_cores(so, tlm_device_get_info(dev), p, why, sizeof why);
+    const bool none = !tc && !strcmp(why, "no attention");
+    snprintf(buf, len, "attention: %s%s%s%s; CUDA graphs: %s%s%s",
+             tc     ? "tensor cores"
+             : none ? "none"
+                    : "scalar",
+             tc || none ? "" : " (", tc || none ? "" : why, tc || none ? "" : ")", graphs_off ? "off (" : "on",
+             graphs_off ? graphs_off : "", graphs_off ? ")" : "");
 }

@@ -37,5 +37,11 @@ int load_checkpoint_tokenizer(const char *cmd, const char *tok_path, const char 
 int device_flag_open(const char *cmd, const char *value, tlm_device **dev);
 /* The one-line description of where a command runs, for its banner. */
 void device_flag_describe(const tlm_device *dev, char *buf, size_t len);
+/* The line a GPU run's header adds (docs/gpu.md "Using it"): which
+ * attention kernels so runs on dev in precision p, and whether CUDA graphs
+ * are on, each with why not ("attention: scalar (fp32); CUDA graphs: off
+ * (--profile)"). graphs_off: tlm_gpu_graphs_off_reason's, NULL when on. */
+void device_kernels_describe(const tlm_so *so, const tlm_device *dev, tlm_precision p, const char *graphs_off,
+                             char *buf, size_t len);
 
 #endif

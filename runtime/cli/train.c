@@ -502,7 +502,13 @@ static void banner(const run *r) {
     device_flag_describe(r->dev, where, sizeof where);
     printf(", %s lr %g, %s%s%s\n", tlm_enum_name(&tlm_optimizer_enum, s->optimizer), s->lr, where, r->dev ? ", " : "",
            r->dev ? tlm_precision_name(r->o.precision) : "");
-    if (r->model.gpu) print_kernel_report(&r->model);
+    if (r->model.gpu) {
+        char kernels[400];
+        device_kernels_describe(&r->so, r->dev, r->o.precision, tlm_gpu_graphs_off_reason(&r->model), kernels,
+                                sizeof kernels);
+        printf("%s\n", kernels);
+        print_kernel_report(&r->model);
+    }
     printf("checkpoints: %s\n", r->ckpt_file);
     fflush(stdout);
 }

@@ -496,7 +496,7 @@ static bool run_ops(step *s, int from, int to, bool skip_loss) {
  * (grads_final starts transfers between ops); NULL then. */
 static tlm_graph_cache *graphs_for(tlm_model *m) {
     tlm_gpu_model *g = m->gpu;
-    if (m->profile || m->kv_mode != TLM_KV_OFF || m->grads_final || !tlm_graphs_enabled()) return NULL;
+    if (tlm_gpu_graphs_off_reason(m)) return NULL; /* the banner's reason (gpu_model.h) */
     if (!g->graphs) g->graphs = tlm_graph_cache_new(g->gpu.dev);
     return g->graphs;
 }

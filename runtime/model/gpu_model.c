@@ -222,8 +222,25 @@ static size_t mlp_scratch_bytes(const tlm_model *m) {
     return (size_t)(m->B * m->T) * (size_t)widest_mlp(m->so) * elem;
 }
 
-/* bf16: attention's fp32 accumulator for its bf16 y ([B·T, A], one for
- * every layer: the forwards run one at a time), when some y is bf16. */
+/* The tensor-core choice for a model whose attention y is bf16 or not on a
+ * device like info (TLM_GPU_ATTENTION honoured), and why not in a few
+ * words: what choose_attention decides and the run's header says. */
+static bool attention_tc_chosen(const tlm_so *so, const tlm_device_info *info, bool bf16_y, char *why, size_t n) {
+    const tlm_abi_config *c = so->config;
+    const char *want = getenv("TLM_GPU_ATTENTION");
+    tlm_err e;
+    if (!bf16_y) snprintf(why, n, "its y stays fp32");
+    else if (want && !strcmp(want, "scalar")) snprintf(why, n, "TLM_GPU_ATTENTION=scalar");
+    else if (c->head_dim != 64 && c->head_dim != 128)
+        snprintf(why, n, "head size %d; tensor cores: 64 or 128", (int)c->head_dim);
+    else if (info->cc_major < 8) snprintf(why, n, "%s; tensor cores: sm_80+", info->arch);
+    else if (!tlm_gpu_attention_tc_applies(info, (int)c->heads, (int)c->head_dim, (int)(3 * c->heads * c->head_dim),
+                                           &e))
+        snprintf(why, n, "%s", e.msg);
+    else return true;
+    return false;
+}
+
 /* Attention with a bf16 y (so bf16 q, k and v) goes to the tensor cores
  * where their kernels take the shape and the device (attention_tc.h: head
  * size 64 or 128, sm_80+), else to the scalar kernels.
@@ -233,14 +250,45 @@ static bool choose_attention(tlm_model *m, tlm_device *dev, bool bf16_y, tlm_err
     const char *want = getenv("TLM_GPU_ATTENTION");
     if (want && *want && strcmp(want, "scalar") && strcmp(want, "auto"))
         return tlm_fail(err, "TLM_GPU_ATTENTION=%s: expected auto or scalar", want);
-    const tlm_abi_config *c = m->so->config;
-    tlm_err why;
-    m->gpu->attention_tc = bf16_y && !(want && !strcmp(want, "scalar")) &&
-                           tlm_gpu_attention_tc_applies(tlm_device_get_info(dev), (int)c->heads, (int)c->head_dim,
-                                                        (int)(3 * c->heads * c->head_dim), &why);
+    char why[160];
+    m->gpu->attention_tc = attention_tc_chosen(m->so, tlm_device_get_info(dev), bf16_y, why, sizeof why);
     return true;
 }
 
+bool tlm_gpu_attention_on_tensor_cores(const tlm_so *so, const tlm_device_info *info, tlm_precision p, char *why,
+                                       size_t n) {
+    bool *bf16_buffers = NULL, has_attention = false, bf16_y = false;
+    for (uint32_t k = 0; k < so->header->nops; k++) has_attention |= so->ops[k].kind == TLM_OP_ATTENTION;
+    if (!has_attention) {
+        snprintf(why, n, "no attention");
+        return false;
+    }
+    if (p != TLM_PRECISION_BF16) {
+        snprintf(why, n, "fp32");
+        return false;
+    }
+    if (!(bf16_buffers = calloc(so->header->nbuffers + 1, sizeof *bf16_buffers))) {
+        snprintf(why, n, "out of memory");
+        return false;
+    }
+    tlm_gpu_bf16_buffers(so, (int)so->header->nops, bf16_buffers);
+    for (uint32_t k = 0; k < so->header->nops; k++)
+        bf16_y |= so->ops[k].kind == TLM_OP_ATTENTION && bf16_buffers[so->ops[k].attention.out_y];
+    free(bf16_buffers);
+    return attention_tc_chosen(so, info, bf16_y, why, n);
+}
+
+const char *tlm_gpu_graphs_off_reason(const tlm_model *m) {
+    if (m->profile) return "--profile";
+    if (m->kv_mode != TLM_KV_OFF) return "sampling";
+    if (m->grads_final) return "data-parallel";
+    if (!tlm_graphs_enabled()) return "TLM_CUDA_GRAPHS=0";
+    if (m->gpu && m->gpu->graphs && tlm_graph_cache_stats(m->gpu->graphs).disabled) return "the driver refused a graph";
+    return NULL;
+}
+
+/* bf16: attention's fp32 accumulator for its bf16 y ([B·T, A], one for
+ * every layer: the forwards run one at a time), when some y is bf16. */
 static size_t attention_acc_bytes(const tlm_model *m) {
     for (int k = 0; k < m->nops; k++) {
         const tlm_abi_op *op = &m->so->ops[k];

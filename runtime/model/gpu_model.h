@@ -94,6 +94,23 @@ bool tlm_gpu_model_cache_open(tlm_model *m, size_t floats, tlm_err *err);
  * copy is remade before the next forward. */
 void tlm_gpu_model_params_changed(tlm_model *m);
 
+/* What a run's header says about the kernels it runs (tlm-run info, the
+ * train banner; docs/gpu.md "Using it"):
+ * Whether attention runs on the tensor cores for so on a device like info
+ * in precision p (choose_attention's rule: bf16 q, k, v and y, head size 64
+ * or 128, sm_80+, TLM_GPU_ATTENTION not "scalar"); false with why saying
+ * why not in a few words ("fp32", "head size 32; tensor cores: 64 or 128",
+ * "sm_75; tensor cores: sm_80+", "TLM_GPU_ATTENTION=scalar", ...). Writes
+ * "no attention" when so has none. A bad TLM_GPU_ATTENTION value is
+ * refused when the model is created, not here. */
+bool tlm_gpu_attention_on_tensor_cores(const tlm_so *so, const tlm_device_info *info, tlm_precision p, char *why,
+                                       size_t n);
+
+/* Why the executor runs m's steps op by op rather than from CUDA graphs
+ * ("--profile", "sampling", "data-parallel", "TLM_CUDA_GRAPHS=0", or the
+ * driver having refused a graph); NULL when graphs are on. */
+const char *tlm_gpu_graphs_off_reason(const tlm_model *m);
+
 /* Records the first device failure (later ones are consequences). */
 void tlm_gpu_model_fail(tlm_model *m, const tlm_err *e);
 

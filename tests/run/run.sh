@@ -137,6 +137,23 @@ gpu_emulated)
     "$run" info "$models/small.so" --device cuda
   expect 0 "model MLP (per width) .* 14 kernels, cached" "info --device cuda: the model's kernels are cached" -- \
     "$run" info "$models/small.so" --device cuda
+  # which attention kernels and whether CUDA graphs run, and why not
+  # (docs/gpu.md "Using it"): head size 16 here, 64 in examples/tiny
+  expect 0 "in bf16 (the default): attention: scalar (head size 16; tensor cores: 64 or 128); CUDA graphs: on$" \
+    "info --device cuda: scalar attention for head size 16, graphs on" -- "$run" info "$models/small.so" --device cuda
+  "$tlmc" "$root/examples/tiny.tlm" -o "$tmp/tiny.so" > /dev/null
+  expect 0 "in bf16 (the default): attention: tensor cores; CUDA graphs: on$" \
+    "info --device cuda: tensor-core attention for head size 64" -- "$run" info "$tmp/tiny.so" --device cuda
+  expect 0 "attention: scalar (TLM_GPU_ATTENTION=scalar); CUDA graphs: off (TLM_CUDA_GRAPHS=0)$" \
+    "info --device cuda: the two switches" -- \
+    env TLM_GPU_ATTENTION=scalar TLM_CUDA_GRAPHS=0 "$run" info "$tmp/tiny.so" --device cuda
+  expect 0 "^attention: scalar (fp32); CUDA graphs: off (--profile)$" "train's banner: fp32 and --profile" -- \
+    "$run" train "$models/small.so" "${gpu[@]}" --steps 1 --context 16 --batch 2 --eval-every 0 --profile \
+    --ckpt "$tmp/banner" --overwrite
+  expect 0 "^attention: scalar (head size 16; tensor cores: 64 or 128); CUDA graphs: off (TLM_CUDA_GRAPHS=0)$" \
+    "train's banner: bf16 and TLM_CUDA_GRAPHS=0" -- env TLM_CUDA_GRAPHS=0 \
+    "$run" train "$models/small.so" --device cuda --steps 1 --context 16 --batch 2 --eval-every 0 --ckpt "$tmp/banner" \
+    --overwrite
   expect 0 "persuasion" "eval on the device" -- \
     "$run" eval "$models/small.so" "${gpu[@]}" --ckpt "$tmp/small.c" --context 16 --batch 4 --max-tokens 128
   grep persuasion "$tmp/out" > "$tmp/eval.gpu"
