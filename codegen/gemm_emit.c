@@ -117,12 +117,13 @@ static void transpose(ir *g, LLVMValueRef *rows) {
 #define PACK_AHEAD 8
 #define PACK_ROWS_AHEAD 64
 
-/* Prefetches the lines of a packed run of at most `len` floats (a B panel's
- * row: len is NR, a compile-time constant) at base + off: one hint per 16
- * floats, and one for the last, as an unaligned run spans one line more. */
-static void prefetch_run(ir *g, LLVMValueRef base, LLVMValueRef off, int len) {
-    for (int c = 0; c < len; c += 16) ir_prefetch(g, ir_gep(g, base, ir_add(g, off, ir_i64(g, c))), 0);
-    ir_prefetch(g, ir_gep(g, base, ir_add(g, off, ir_i64(g, len - 1))), 0);
+/* Prefetches the lines of a run of at most `len` floats (NR, a compile-time
+ * constant: a B panel's row, or a tile's row of C) at base + off, for
+ * reading or (write) for writing: one hint per 16 floats, and one for the
+ * last, as an unaligned run spans one line more. */
+static void prefetch_run(ir *g, LLVMValueRef base, LLVMValueRef off, int len, int write) {
+    for (int c = 0; c < len; c += 16) ir_prefetch(g, ir_gep(g, base, ir_add(g, off, ir_i64(g, c))), write);
+    ir_prefetch(g, ir_gep(g, base, ir_add(g, off, ir_i64(g, len - 1))), write);
 }
 
 /* One vector of a packed row: lanes [c, c+vl) of the run at `from`, or the
@@ -158,8 +159,8 @@ static LLVMValueRef emit_pack_rows(ir *g, int nr, int kind, const char *name, LL
        * miss to memory, but not past the panel's rows. */
         LLVMValueRef ahead_row = ir_min(g, ir_add(g, r, ir_i64(g, PACK_ROWS_AHEAD)), ir_sub(g, rows, ir_i64(g, 1)));
         LLVMValueRef ahead = ir_mul(g, ahead_row, src_ld);
-        prefetch_run(g, src, ahead, nr);
-        if (kind == TLM_MLP_SWIGLU) prefetch_run(g, gate, ahead, nr);
+        prefetch_run(g, src, ahead, nr, 0);
+        if (kind == TLM_MLP_SWIGLU) prefetch_run(g, gate, ahead, nr, 0);
         if (path == 0) {
             for (int c = 0; c < nr; c += g->vl) {
                 LLVMValueRef val = pack_vector(g, kind, src, gate, from, ir_i64(g, c), cols, yes);
@@ -438,14 +439,11 @@ static void emit_tile_step(tile *t, LLVMValueRef a, LLVMValueRef bp, LLVMValueRe
  * Without it each tile began and ended waiting: C, reloaded every k block
  * (bwd_weight) or wider than L2 (dh's rows of `width` floats), came from L3
  * or memory, and the hardware prefetchers do not follow a walk down 384
- * rows several arrays at once. A row's NR floats span at most NR/16 + 1
- * lines: one hint per 16 floats and one for the last. */
+ * rows several arrays at once. */
 static void prefetch_row(tile *t, LLVMValueRef base, LLVMValueRef i, LLVMValueRef ldc, int write) {
     ir *g = t->g;
-    int nr = t->bk->nv * g->vl;
     LLVMValueRef row = ir_mul(g, ir_add(g, i, ir_i64(g, t->bk->mr)), ldc);
-    for (int c = 0; c < nr; c += 16) ir_prefetch(g, ir_gep(g, base, ir_add(g, row, ir_i64(g, c))), write);
-    ir_prefetch(g, ir_gep(g, base, ir_add(g, row, ir_i64(g, nr - 1))), write);
+    prefetch_run(g, base, row, t->bk->nv * g->vl, write);
 }
 
 /* Row i's prefetches: C's, and the epilogue's arrays only in the last k

@@ -194,15 +194,17 @@ static bool op_attention(step *s, const tlm_abi_op *op) {
     OPERANDS(attention);
     const attention_storage st = attention_stored(s, o->in_qkv, o->out_y);
     tlm_dptr q = IN(qkv), k = at_elems(q, s->A, st != ATT_FP32), v = at_elems(q, 2 * s->A, st != ATT_FP32);
-    const bool tc = st == ATT_BF16 && s->g->attention_tc;
-    bool ok =
-        tc ? tlm_gpu_attention_tc_forward(s->gpu, OUT(y), OUT(lse), q, k, v, s->B, s->T, s->H, s->hd, 3 * s->A, ERR)
-        : st == ATT_BF16 ? tlm_gpu_attention_forward_bf16(s->gpu, OUT(y), s->g->attention_acc, OUT(lse), q, k, v, s->B,
-                                                          s->T, s->H, s->hd, 3 * s->A, ERR)
-        : st == ATT_QKV_BF16
-            ? tlm_gpu_attention_forward_qkv_bf16(s->gpu, OUT(y), OUT(lse), q, k, v, s->B, s->T, s->H, s->hd, 3 * s->A,
-                                                 ERR)
-            : tlm_gpu_attention_forward(s->gpu, OUT(y), OUT(lse), q, k, v, s->B, s->T, s->H, s->hd, 3 * s->A, ERR);
+    typedef bool (*forward_fn)(tlm_gpu *, tlm_dptr, tlm_dptr, tlm_dptr, tlm_dptr, tlm_dptr, int, int, int, int, int,
+                               tlm_err *);
+    /* all bf16: the tensor cores' forward, or the scalar one, which alone
+     * takes an accumulator for y */
+    static const forward_fn forward[] = {[ATT_FP32] = tlm_gpu_attention_forward,
+                                         [ATT_BF16] = tlm_gpu_attention_tc_forward,
+                                         [ATT_QKV_BF16] = tlm_gpu_attention_forward_qkv_bf16};
+    bool ok = st == ATT_BF16 && !s->g->attention_tc
+                  ? tlm_gpu_attention_forward_bf16(s->gpu, OUT(y), s->g->attention_acc, OUT(lse), q, k, v, s->B, s->T,
+                                                   s->H, s->hd, 3 * s->A, ERR)
+                  : forward[st](s->gpu, OUT(y), OUT(lse), q, k, v, s->B, s->T, s->H, s->hd, 3 * s->A, ERR);
     return ok && kv_fill(s, op, o->in_qkv);
 }
 static bool op_attention_backward(step *s, const tlm_abi_op *op) {

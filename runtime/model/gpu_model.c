@@ -222,6 +222,15 @@ static size_t mlp_scratch_bytes(const tlm_model *m) {
     return (size_t)(m->B * m->T) * (size_t)widest_mlp(m->so) * elem;
 }
 
+/* Whether some attention op's y is stored in bf16 (bf16_buffers from
+ * tlm_gpu_bf16_buffers): its forward then needs the tensor cores or the
+ * scalar kernel's fp32 accumulator. */
+static bool attention_y_in_bf16(const tlm_so *so, const bool *bf16_buffers) {
+    for (uint32_t k = 0; k < so->header->nops; k++)
+        if (so->ops[k].kind == TLM_OP_ATTENTION && bf16_buffers[so->ops[k].attention.out_y]) return true;
+    return false;
+}
+
 /* The tensor-core choice for a model whose attention y is bf16 or not on a
  * device like info (TLM_GPU_ATTENTION honoured), and why not in a few
  * words: what choose_attention decides and the run's header says. */
@@ -257,7 +266,7 @@ static bool choose_attention(tlm_model *m, tlm_device *dev, bool bf16_y, tlm_err
 
 bool tlm_gpu_attention_on_tensor_cores(const tlm_so *so, const tlm_device_info *info, tlm_precision p, char *why,
                                        size_t n) {
-    bool *bf16_buffers = NULL, has_attention = false, bf16_y = false;
+    bool *bf16_buffers = NULL, has_attention = false;
     for (uint32_t k = 0; k < so->header->nops; k++) has_attention |= so->ops[k].kind == TLM_OP_ATTENTION;
     if (!has_attention) {
         snprintf(why, n, "no attention");
@@ -272,8 +281,7 @@ bool tlm_gpu_attention_on_tensor_cores(const tlm_so *so, const tlm_device_info *
         return false;
     }
     tlm_gpu_bf16_buffers(so, (int)so->header->nops, bf16_buffers);
-    for (uint32_t k = 0; k < so->header->nops; k++)
-        bf16_y |= so->ops[k].kind == TLM_OP_ATTENTION && bf16_buffers[so->ops[k].attention.out_y];
+    const bool bf16_y = attention_y_in_bf16(so, bf16_buffers);
     free(bf16_buffers);
     return attention_tc_chosen(so, info, bf16_y, why, n);
 }
@@ -290,12 +298,8 @@ const char *tlm_gpu_graphs_off_reason(const tlm_model *m) {
 /* bf16: attention's fp32 accumulator for its bf16 y ([B·T, A], one for
  * every layer: the forwards run one at a time), when some y is bf16. */
 static size_t attention_acc_bytes(const tlm_model *m) {
-    for (int k = 0; k < m->nops; k++) {
-        const tlm_abi_op *op = &m->so->ops[k];
-        if (op->kind == TLM_OP_ATTENTION && m->gpu->bf16_buffers[op->attention.out_y])
-            return (size_t)(m->B * m->T) * (size_t)(m->so->config->heads * m->so->config->head_dim) * sizeof(float);
-    }
-    return 0;
+    if (!attention_y_in_bf16(m->so, m->gpu->bf16_buffers)) return 0;
+    return (size_t)(m->B * m->T) * (size_t)(m->so->config->heads * m->so->config->head_dim) * sizeof(float);
 }
 
 /* bf16: the buffers stored in bf16, and the arena planned again for them
