@@ -59,20 +59,27 @@ static bool in_bf16(const step *s, int32_t b) { return b >= 0 && s->g->bf16_buff
 static tlm_gemm_type stored_as(const step *s, int32_t b) { return in_bf16(s, b) ? TLM_GEMM_BF16 : TLM_GEMM_F32; }
 
 /* The linear maps of gpu_linear.h with the activations x and y read and
- * written as stored (a bf16 y: the fp32 accumulation rounded once):
- * y = x W^T, and dx = dy W, dW += dy^T x (dx or dw 0 to skip). */
+ * written as stored (a bf16 y: the fp32 accumulation rounded once), and the
+ * gradient dy read as stored (bf16 only for the head's dlogits, written in
+ * place over bf16 logits): y = x W^T, and dx = dy W, dW += dy^T x (dx or dw
+ * 0 to skip). */
 static bool linear_forward(step *s, int32_t y, int32_t x, tlm_dptr w, int in, int out, bool accumulate) {
     tlm_gemm g = tlm_gpu_linear_forward_gemm(buf(s, y), buf(s, x), w, s->N, in, out, accumulate);
     g.b_type = stored_as(s, x);
     g.cd_type = stored_as(s, y);
     return tlm_gpu_gemm(s->gpu, &g, ERR);
 }
-static bool linear_backward(step *s, tlm_dptr dx, tlm_dptr dw, tlm_dptr dy, int32_t x, tlm_dptr w, int in, int out,
+static bool linear_backward(step *s, tlm_dptr dx, tlm_dptr dw, int32_t dy, int32_t x, tlm_dptr w, int in, int out,
                             bool accumulate_dx) {
-    if (!tlm_gpu_linear_backward(s->gpu, dx, 0, dy, 0, w, s->N, in, out, accumulate_dx, ERR)) return false;
+    if (dx) {
+        tlm_gemm g = tlm_gpu_linear_dx_gemm(dx, buf(s, dy), w, s->N, in, out, accumulate_dx);
+        g.b_type = stored_as(s, dy);
+        if (!tlm_gpu_gemm(s->gpu, &g, ERR)) return false;
+    }
     if (!dw) return true;
-    tlm_gemm g = tlm_gpu_linear_dw_gemm(dw, dy, buf(s, x), s->N, in, out);
+    tlm_gemm g = tlm_gpu_linear_dw_gemm(dw, buf(s, dy), buf(s, x), s->N, in, out);
     g.a_type = stored_as(s, x);
+    g.b_type = stored_as(s, dy);
     return tlm_gpu_gemm(s->gpu, &g, ERR);
 }
 
@@ -120,7 +127,7 @@ static bool op_qkv(step *s, const tlm_abi_op *op) {
 }
 static bool op_qkv_backward(step *s, const tlm_abi_op *op) {
     OPERANDS(qkv_backward);
-    return linear_backward(s, OUT(dx), GRAD(wq), IN(dqkv), o->in_x, PARAM(wq), s->D, 3 * s->A, false);
+    return linear_backward(s, OUT(dx), GRAD(wq), o->in_dqkv, o->in_x, PARAM(wq), s->D, 3 * s->A, false);
 }
 
 /* ---- rotary embeddings, in place inside the packed qkv ---- */
@@ -230,7 +237,7 @@ static bool op_out_proj(step *s, const tlm_abi_op *op) {
 }
 static bool op_out_proj_backward(step *s, const tlm_abi_op *op) {
     OPERANDS(out_proj_backward);
-    return linear_backward(s, OUT(dy), GRAD(wo), IN(dout), o->in_y, PARAM(wo), s->A, s->D, false);
+    return linear_backward(s, OUT(dy), GRAD(wo), o->in_dout, o->in_y, PARAM(wo), s->A, s->D, false);
 }
 
 /* ---- the MLP: GEMMs, and the model's generated per-width activation ----
@@ -340,16 +347,22 @@ static bool op_head(step *s, const tlm_abi_op *op) {
 }
 static bool op_head_backward(step *s, const tlm_abi_op *op) {
     OPERANDS(head_backward);
-    return linear_backward(s, OUT(dx), GRAD(w), IN(dlogits), o->in_x, PARAM(w), s->D, s->V, false);
+    return linear_backward(s, OUT(dx), GRAD(w), o->in_dlogits, o->in_x, PARAM(w), s->D, s->V, false);
 }
+/* The logits as the head's GEMM stored them (bf16: the gradient too, in
+ * one storage with them: gpu_model.c). */
 static bool op_loss(step *s, const tlm_abi_op *op) {
     OPERANDS(loss);
-    return tlm_gpu_crossentropy_forward(s->gpu, 0, OUT(lse), IN(logits), s->g->targets, s->N, s->V, s->g->loss, ERR);
+    return tlm_gpu_crossentropy_forward(s->gpu, 0, OUT(lse), IN(logits), s->g->targets, s->N, s->V, s->g->loss,
+                                        in_bf16(s, o->in_logits), ERR);
 }
 static bool op_loss_backward(step *s, const tlm_abi_op *op) {
     OPERANDS(loss_backward);
+    if (in_bf16(s, o->in_logits) != in_bf16(s, o->out_dlogits)) /* one kernel reads one and writes the other */
+        return tlm_fail(ERR, "the logits are %s but dlogits is %s", in_bf16(s, o->in_logits) ? "bf16" : "fp32",
+                        in_bf16(s, o->out_dlogits) ? "bf16" : "fp32");
     return tlm_gpu_crossentropy_backward(s->gpu, OUT(dlogits), IN(logits), IN(lse), s->g->targets, s->N, s->V, s->dloss,
-                                         ERR);
+                                         in_bf16(s, o->in_logits), ERR);
 }
 
 /* ---- a linear map whose weight is one or more adjacent parameters ---- */
@@ -369,7 +382,7 @@ static bool op_linear(step *s, const tlm_abi_op *op) {
 static bool op_linear_dw(step *s, const tlm_abi_op *op) {
     OPERANDS(linear_dw);
     const int32_t w[3] = {o->param_w0, o->param_w1, o->param_w2};
-    return linear_backward(s, 0, GRAD(w0), IN(dy), o->in_x, PARAM(w0), linear_cols(s, o->param_w0), linear_rows(s, w),
+    return linear_backward(s, 0, GRAD(w0), o->in_dy, o->in_x, PARAM(w0), linear_cols(s, o->param_w0), linear_rows(s, w),
                            false);
 }
 static bool op_linear_dx(step *s, const tlm_abi_op *op) {

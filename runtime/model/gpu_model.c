@@ -66,8 +66,10 @@ static bool load_mlp_kernels(tlm_model *m, bool bf16, tlm_err *err) {
  * the linear maps (a GEMM operand, forward and dW in the backward), the
  * MLP's pre-activations in its backward (the bf16 variants of the
  * activation's kernels read them), attention's output (the output
- * projection's GEMMs, the attention backward's bf16 variant), and q, k, v
- * (attention's bf16 kernels, forward, backward and decoding). */
+ * projection's GEMMs, the attention backward's bf16 variant), q, k, v
+ * (attention's bf16 kernels, forward, backward and decoding), the logits
+ * (the cross-entropy's bf16 kernels) and their gradient (the head
+ * backward's GEMM operand). */
 static bool bf16_input(uint32_t kind, int slot) {
     const char *name = tlm_op_table[kind].in[slot];
     switch (kind) {
@@ -77,11 +79,13 @@ static bool bf16_input(uint32_t kind, int slot) {
     case TLM_OP_OUT_PROJ_BACKWARD: return strcmp(name, "y") == 0;
     case TLM_OP_ATTENTION: return strcmp(name, "qkv") == 0;
     case TLM_OP_ATTENTION_BACKWARD: return strcmp(name, "y") == 0 || strcmp(name, "qkv") == 0;
+    case TLM_OP_LOSS:
+    case TLM_OP_LOSS_BACKWARD: return strcmp(name, "logits") == 0;
+    case TLM_OP_HEAD_BACKWARD: return strcmp(name, "dlogits") == 0 || strcmp(name, "x") == 0;
     case TLM_OP_QKV:
     case TLM_OP_QKV_BACKWARD:
     case TLM_OP_MLP:
     case TLM_OP_HEAD:
-    case TLM_OP_HEAD_BACKWARD:
     case TLM_OP_LINEAR:
     case TLM_OP_LINEAR_DW: return strcmp(name, "x") == 0;
     default: return false;
@@ -89,22 +93,27 @@ static bool bf16_input(uint32_t kind, int slot) {
 }
 
 /* The op outputs the executor can write in bf16: the model norm's y and
- * attention's y (their kernels' bf16 variants), the MLP's pre-activations
- * and qkv (GEMMs with bf16 D). */
+ * attention's y (their kernels' bf16 variants), the MLP's pre-activations,
+ * qkv and the logits (GEMMs with bf16 D). */
 static bool bf16_output(uint32_t kind, int slot) {
     const char *name = tlm_op_table[kind].out[slot];
     if (kind == TLM_OP_RMSNORM) return strcmp(name, "y") == 0;
     if (kind == TLM_OP_MLP) return strcmp(name, "pre_gate") == 0 || strcmp(name, "pre_up") == 0;
     if (kind == TLM_OP_ATTENTION) return strcmp(name, "y") == 0;
     if (kind == TLM_OP_QKV) return strcmp(name, "qkv") == 0;
+    if (kind == TLM_OP_HEAD) return strcmp(name, "logits") == 0;
     return false;
 }
 
 /* An output an op rewrites in place, reading it as it is stored: RoPE's
  * rotation of q and k inside qkv (tlm_gpu_rope_forward_bf16 for a bf16
- * one). It stays bf16 where its writer made it bf16. */
+ * one), and the cross-entropy's gradient written over the logits
+ * (tlm_gpu_crossentropy_backward with logits_bf16: the gradient of bf16
+ * logits is bf16). It stays bf16 where its writer made it bf16. */
 static bool bf16_in_place(uint32_t kind, int slot) {
-    return kind == TLM_OP_ROPE && strcmp(tlm_op_table[kind].out[slot], "qkv") == 0;
+    const char *name = tlm_op_table[kind].out[slot];
+    return (kind == TLM_OP_ROPE && strcmp(name, "qkv") == 0) ||
+           (kind == TLM_OP_LOSS_BACKWARD && strcmp(name, "dlogits") == 0);
 }
 
 void tlm_gpu_bf16_buffers(const tlm_so *so, int nops, bool *bf16_buffers) {
@@ -128,7 +137,9 @@ void tlm_gpu_bf16_buffers(const tlm_so *so, int nops, bool *bf16_buffers) {
     free(state);
     /* Pairs the kernels take in one storage only. An MLP's gate and up are
      * one GEMM's two halves and one kernel's two inputs: both bf16 or both
-     * fp32. Attention's kernels read q, k, v in bf16 whenever they write y
+     * fp32. The cross-entropy's backward reads the logits and writes dlogits
+     * in one storage (in place in the IR; a dlogits of its own, which no
+     * bf16 op writes, keeps the logits fp32). Attention's kernels read q, k, v in bf16 whenever they write y
      * in bf16 (a bf16 y from fp32 q, k, v has no kernel), and sampling's KV
      * cache holds every layer's rows in one storage: q, k, v of every
      * attention are bf16, or none. */
@@ -138,6 +149,10 @@ void tlm_gpu_bf16_buffers(const tlm_so *so, int nops, bool *bf16_buffers) {
         int32_t g = op->mlp.out_pre_gate, u = op->mlp.out_pre_up;
         if (op->kind == TLM_OP_MLP && g >= 0 && u >= 0 && g < nb && u < nb && bf16_buffers[g] != bf16_buffers[u])
             bf16_buffers[g] = bf16_buffers[u] = false;
+        int32_t z = op->loss_backward.in_logits, dz = op->loss_backward.out_dlogits;
+        if (op->kind == TLM_OP_LOSS_BACKWARD && z >= 0 && dz >= 0 && z < nb && dz < nb &&
+            bf16_buffers[z] != bf16_buffers[dz])
+            bf16_buffers[z] = bf16_buffers[dz] = false;
         int32_t qkv = op->attention.in_qkv;
         if (op->kind == TLM_OP_ATTENTION && (qkv < 0 || qkv >= nb || !bf16_buffers[qkv])) every_qkv = false;
     }
@@ -198,11 +213,13 @@ static bool mlp_x_in_bf16(const tlm_model *m) {
  * activation operands, each within one buffer (at most the widest
  * per-token buffer's B·T rows), or an fp32 x and the pair of MLP gradients
  * (gate and up): 2 of the widest, and one more of the MLP's unless every
- * MLP's x is stored in bf16. */
+ * MLP's x is stored in bf16. A buffer stored in bf16 is read as it is,
+ * never rounded, so only the fp32 ones count (in bf16 the logits, V a
+ * token, are no longer the widest). */
 static int64_t bf16_scratch_elems(const tlm_model *m) {
     int64_t widest = widest_mlp(m->so);
     for (uint32_t i = 0; i < m->so->header->nbuffers; i++)
-        if (m->so->buffers[i].per_token > widest) widest = m->so->buffers[i].per_token;
+        if (!m->gpu->bf16_buffers[i] && m->so->buffers[i].per_token > widest) widest = m->so->buffers[i].per_token;
     const int64_t rows = m->B * m->T;
     return tlm_bf16_gemm_scratch_elems(rows * widest, 2) +
            (mlp_x_in_bf16(m) ? 0 : tlm_bf16_gemm_scratch_elems(rows * widest_mlp(m->so), 1));

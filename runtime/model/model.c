@@ -9,6 +9,7 @@
 
 #include "arena_plan.h"
 #include "errmsg.h"
+#include "gemm_reference.h"
 #include "gpu_model.h"
 #include "memory_limit.h"
 #include "numfmt.h"
@@ -312,7 +313,25 @@ void tlm_model_zero_grads(tlm_model *m) {
 float *tlm_model_param(const tlm_model *m, int i) { return m->params + m->so->params[i].offset; }
 float *tlm_model_grad(const tlm_model *m, int i) { return m->grads ? m->grads + m->so->params[i].offset : NULL; }
 
-/* On a device: the buffer downloaded into its host copy. */
+/* A bf16 buffer's n elements, downloaded into the upper half of the n
+ * floats at f (from byte 2n on), widened in place to fp32 (exactly: a bf16
+ * is an fp32's upper 16 bits). Going up, element i is read before its float
+ * is written, and that float (bytes 4i to 4i + 4) ends no later than
+ * element i + 1 starts (byte 2n + 2i + 2), so nothing unread is
+ * overwritten: no second host buffer for the largest tensor (the logits).
+ * Bytes, through memcpy, so the compiler sees the overlap. */
+static void widen_bf16(float *f, size_t n) {
+    unsigned char *bytes = (unsigned char *)f;
+    for (size_t i = 0; i < n; i++) {
+        uint16_t h;
+        memcpy(&h, bytes + 2 * n + 2 * i, sizeof h);
+        const float v = tlm_bf16_to_f32(h);
+        memcpy(bytes + 4 * i, &v, sizeof v);
+    }
+}
+
+/* On a device: the buffer downloaded into its host copy, as fp32 (a buffer
+ * stored in bf16, such as the logits in --precision bf16, widened). */
 static float *device_buf(const tlm_model *m, int32_t b) {
     tlm_gpu_model *g = m->gpu;
     size_t bytes = (size_t)tlm_buffer_bytes(&m->so->buffers[b], m->B, m->T);
@@ -325,12 +344,17 @@ static float *device_buf(const tlm_model *m, int32_t b) {
         tlm_gpu_model_fail((tlm_model *)m, &e);
         return NULL;
     }
+    const bool bf16 = g->bf16_buffers && g->bf16_buffers[b];
+    const size_t n = written / sizeof(float);
     tlm_err e;
-    if (!tlm_device_download(g->gpu.dev, g->host_copies[b], g->arena + (tlm_dptr)m->offsets[b], written, &e)) {
+    float *host = g->host_copies[b];
+    void *into = bf16 ? (unsigned char *)host + 2 * n : (void *)host;
+    if (!tlm_device_download(g->gpu.dev, into, g->arena + (tlm_dptr)m->offsets[b], bf16 ? n * 2 : written, &e)) {
         tlm_gpu_model_fail((tlm_model *)m, &e);
         return NULL;
     }
-    return g->host_copies[b];
+    if (bf16) widen_bf16(host, n);
+    return host;
 }
 
 static float *buf(const tlm_model *m, int32_t b) {

@@ -122,8 +122,9 @@ void tlm_final_walk_end(tlm_final_walk *w, tlm_model *m);
 void tlm_model_zero_grads(tlm_model *m);
 
 /* The logits of the last forward, [B, T, vocab]. On a device, this and
- * tlm_model_buffer download the buffer into a host copy (NULL when that
- * fails: tlm_model_device_error says why). */
+ * tlm_model_buffer download the buffer into a host copy, in fp32 (a buffer
+ * stored in bf16, as the logits are in --precision bf16, widened exactly),
+ * NULL when that fails: tlm_model_device_error says why. */
 const float *tlm_model_logits(const tlm_model *m);
 /* A buffer by role and layer (-1 for the model-wide ones), or NULL. */
 float *tlm_model_buffer(const tlm_model *m, uint32_t role, int layer);

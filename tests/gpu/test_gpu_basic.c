@@ -401,7 +401,7 @@ static void check_crossentropy(int N, int V, int ignored, bool with_losses, bool
     tlm_err err;
 
     double loss = tlm_crossentropy_forward(with_losses ? losses : NULL, lse, logits, targets, N, V);
-    launched(tlm_gpu_crossentropy_forward(&gpu, d_losses, d_lse, d_logits, d_targets, N, V, d_loss, &err),
+    launched(tlm_gpu_crossentropy_forward(&gpu, d_losses, d_lse, d_logits, d_targets, N, V, d_loss, false, &err),
              "crossentropy_forward", &err);
     compare_device("crossentropy_forward", "lse", config, d_lse, lse, (size_t)N, OWN_SCALE);
     if (with_losses) compare_device("crossentropy_forward", "losses", config, d_losses, losses, (size_t)N, OWN_SCALE);
@@ -419,7 +419,7 @@ static void check_crossentropy(int N, int V, int ignored, bool with_losses, bool
     tlm_dptr d_lse_cpu = to_device(lse, (size_t)N * sizeof(float));
     tlm_dptr d_dlogits = in_place ? d_logits : device_zeros(n * sizeof(float));
     tlm_crossentropy_backward(dlogits, logits, lse, targets, N, V, dloss);
-    launched(tlm_gpu_crossentropy_backward(&gpu, d_dlogits, d_logits, d_lse_cpu, d_targets, N, V, dloss, &err),
+    launched(tlm_gpu_crossentropy_backward(&gpu, d_dlogits, d_logits, d_lse_cpu, d_targets, N, V, dloss, false, &err),
              "crossentropy_backward", &err);
     compare_device("crossentropy_backward", "dlogits", config, d_dlogits, dlogits, n, OWN_SCALE);
 
@@ -427,6 +427,67 @@ static void check_crossentropy(int N, int V, int ignored, bool with_losses, bool
     release(d_lse), release(d_loss), release(d_lse_cpu);
     if (!in_place) release(d_dlogits);
     free(logits), free(targets), free(losses), free(lse), free(dlogits);
+}
+
+/* --precision bf16's cross-entropy: the logits stored in bf16, and dlogits
+ * in bf16 in place over them (as the executor runs it) or in a buffer of
+ * its own. On logits rounded to bf16, the _bf16 kernels must give the fp32
+ * kernels' results on the widened logits bit for bit: the same lse, losses
+ * and mean loss (each computed from the same floats in the same order), and
+ * each dlogit the fp32 kernel's rounded to nearest even (tlm_f32_to_bf16).
+ * Each backward reads its own forward's lse (the same bits, checked first). */
+static void check_crossentropy_bf16(int N, int V, int ignored, bool in_place) {
+    char config[96];
+    snprintf(config, sizeof config, "N=%d V=%d ignored 1/%d bf16%s", N, V, ignored, in_place ? " in place" : "");
+    size_t n = (size_t)N * V;
+    float *logits = random_floats(n, -4, 4), *lse = host_alloc((size_t)N * 4), *lse16 = host_alloc((size_t)N * 4);
+    float *losses = host_alloc((size_t)N * 4), *losses16 = host_alloc((size_t)N * 4);
+    float *dlogits = host_alloc(n * 4), *want = host_alloc(n * 4), *got = host_alloc(n * 4);
+    uint16_t *x16 = host_alloc(n * 2), *d16 = host_alloc(n * 2);
+    for (size_t i = 0; i < n; i++) logits[i] = tlm_bf16_to_f32(x16[i] = tlm_f32_to_bf16(logits[i]));
+    int32_t *targets = host_alloc((size_t)N * sizeof(int32_t));
+    for (int i = 0; i < N; i++)
+        targets[i] = ignored && i % ignored == 0 ? -1 : (int32_t)tlm_rng_below(&rng, (uint64_t)V);
+    tlm_dptr d_logits = to_device(logits, n * 4), d_x16 = to_device(x16, n * 2);
+    tlm_dptr d_targets = to_device(targets, (size_t)N * 4), d_dlogits = device_zeros(n * 4);
+    tlm_dptr d_d16 = in_place ? d_x16 : device_zeros(n * 2);
+    tlm_dptr d_lse = device_zeros((size_t)N * 4), d_lse16 = device_zeros((size_t)N * 4);
+    tlm_dptr d_losses = device_zeros((size_t)N * 4), d_losses16 = device_zeros((size_t)N * 4);
+    tlm_dptr d_loss = device_zeros(8), d_loss16 = device_zeros(8);
+    const float dloss = 0.75f;
+    tlm_err err;
+    launched(tlm_gpu_crossentropy_forward(&gpu, d_losses, d_lse, d_logits, d_targets, N, V, d_loss, false, &err),
+             "crossentropy_forward", &err);
+    launched(tlm_gpu_crossentropy_forward(&gpu, d_losses16, d_lse16, d_x16, d_targets, N, V, d_loss16, true, &err),
+             "crossentropy_forward_bf16", &err);
+    launched(tlm_gpu_crossentropy_backward(&gpu, d_dlogits, d_logits, d_lse, d_targets, N, V, dloss, false, &err),
+             "crossentropy_backward", &err);
+    launched(tlm_gpu_crossentropy_backward(&gpu, d_d16, d_x16, d_lse16, d_targets, N, V, dloss, true, &err),
+             "crossentropy_backward_bf16", &err);
+    double loss, loss16;
+    from_device(lse, d_lse, (size_t)N * 4), from_device(lse16, d_lse16, (size_t)N * 4);
+    from_device(losses, d_losses, (size_t)N * 4), from_device(losses16, d_losses16, (size_t)N * 4);
+    from_device(&loss, d_loss, 8), from_device(&loss16, d_loss16, 8);
+    from_device(dlogits, d_dlogits, n * 4), from_device(d16, d_d16, n * 2);
+    for (size_t i = 0; i < n; i++) {
+        want[i] = tlm_bf16_to_f32(tlm_f32_to_bf16(dlogits[i]));
+        got[i] = tlm_bf16_to_f32(d16[i]);
+    }
+    compare("crossentropy_forward_bf16", "lse", config, lse16, lse, (size_t)N, EXACT);
+    compare("crossentropy_forward_bf16", "losses", config, losses16, losses, (size_t)N, EXACT);
+    record_of("crossentropy_forward_bf16")->tensors++;
+    if (memcmp(&loss16, &loss, sizeof loss)) {
+        printf("FAIL crossentropy_forward_bf16 mean loss (%s): %.17g, the fp32 kernel's %.17g\n", config, loss16, loss);
+        record_of("crossentropy_forward_bf16")->worst = INFINITY;
+        failures++;
+    }
+    compare("crossentropy_backward_bf16", "dlogits", config, got, want, n, EXACT);
+
+    release(d_logits), release(d_x16), release(d_targets), release(d_dlogits), release(d_lse), release(d_lse16);
+    release(d_losses), release(d_losses16), release(d_loss), release(d_loss16);
+    if (!in_place) release(d_d16);
+    free(logits), free(lse), free(lse16), free(losses), free(losses16), free(dlogits), free(want), free(got);
+    free(x16), free(d16), free(targets);
 }
 
 /* ---- sigmoid gate and SwiGLU ------------------------------------------ */
@@ -577,7 +638,7 @@ static void check_grid_independence(void) {
     tlm_err err;
     /* the inputs the backwards read: rstd and lse from their forwards */
     launched(tlm_gpu_rmsnorm_heads_forward(&gpu, O1, RSTD, X, W, N, H, C, eps, &err), "rmsnorm", &err);
-    launched(tlm_gpu_crossentropy_forward(&gpu, 0, LSE, L, d_targets, N, V, LOSS, &err), "crossentropy", &err);
+    launched(tlm_gpu_crossentropy_forward(&gpu, 0, LSE, L, d_targets, N, V, LOSS, false, &err), "crossentropy", &err);
 
     void *gather[] = {&O1, &d_ids, &A, &N, &C};
     void *scatter[] = {&O1, &A, &d_ids, &N, &C, &classes};
@@ -594,6 +655,13 @@ static void check_grid_independence(void) {
     void *ce_rows[] = {&O1, &O2, &L, &d_targets, &N, &V};
     void *ce_mean[] = {&LOSS, &LSE, &L, &d_targets, &N, &V};
     void *ce_bwd[] = {&O1, &L, &LSE, &d_targets, &N, &V, &dloss};
+    /* bf16 logits: nv elements, (nv + 1) / 2 floats' worth of bytes */
+    uint16_t *logits16 = host_alloc(nv * 2);
+    for (size_t i = 0; i < nv; i++) logits16[i] = tlm_f32_to_bf16(logits[i]);
+    tlm_dptr L16 = to_device(logits16, nv * 2);
+    void *ce_rows16[] = {&O1, &O2, &L16, &d_targets, &N, &V};
+    void *ce_mean16[] = {&LOSS, &LSE, &L16, &d_targets, &N, &V};
+    void *ce_bwd16[] = {&O1, &L16, &LSE, &d_targets, &N, &V, &dloss};
     void *gate_apply[] = {&O1, &A, &W, &R, &C};
     void *gate_dy[] = {&O1, &A, &W, &R, &C};
     void *gate_dg[] = {&O1, &A, &X, &W, &R, &C};
@@ -641,6 +709,13 @@ static void check_grid_independence(void) {
          {{O1, (size_t)N, NULL}, {O2, (size_t)N, NULL}}},
         {"tlm_crossentropy_mean", ce_mean, 1, TLM_GPU_BASIC_BLOCK, {{LOSS, 2, NULL}}},
         {"tlm_crossentropy_rows_backward", ce_bwd, (unsigned)N, TLM_GPU_BASIC_BLOCK, {{O1, nv, NULL}}},
+        {"tlm_crossentropy_rows_bf16",
+         ce_rows16,
+         (unsigned)N,
+         TLM_GPU_BASIC_BLOCK,
+         {{O1, (size_t)N, NULL}, {O2, (size_t)N, NULL}}},
+        {"tlm_crossentropy_mean_bf16", ce_mean16, 1, TLM_GPU_BASIC_BLOCK, {{LOSS, 2, NULL}}},
+        {"tlm_crossentropy_rows_backward_bf16", ce_bwd16, (unsigned)N, TLM_GPU_BASIC_BLOCK, {{O1, (nv + 1) / 2, NULL}}},
         {"tlm_sigmoid_gate_apply", gate_apply, per_elem, TLM_GPU_BASIC_BLOCK, {{O1, nr, NULL}}},
         {"tlm_sigmoid_gate_dy", gate_dy, per_elem, TLM_GPU_BASIC_BLOCK, {{O1, nr, NULL}}},
         {"tlm_sigmoid_gate_dg",
@@ -662,9 +737,9 @@ static void check_grid_independence(void) {
     for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) check_grids(&specs[i]);
 
     release(d_ids), release(d_targets), release(A), release(X), release(W), release(L), release(d_cos);
-    release(d_sin), release(O1), release(O2), release(QKV), release(RSTD), release(LSE), release(LOSS);
+    release(d_sin), release(O1), release(O2), release(QKV), release(RSTD), release(LSE), release(LOSS), release(L16);
     free(ids), free(targets), free(start), free(a), free(x), free(w), free(logits), free(cos_t), free(sin_t);
-    free(start16), free(start16_bytes);
+    free(start16), free(start16_bytes), free(logits16);
 }
 
 int main(void) {
@@ -704,6 +779,13 @@ int main(void) {
     check_crossentropy(33, 257, 0, true, true);
     check_crossentropy(7, 67, 1, true, false); /* every target ignored: loss 0, zero gradient */
     check_crossentropy(600, 5, 7, true, false); /* more rows than a block's threads */
+    static const int vocabs[] = {1, 5, 37, 257, 1000};
+    for (int v = 0; v < 5; v++) {
+        check_crossentropy_bf16(1 + 2 * v, vocabs[v], 0, v % 2 == 0);
+        check_crossentropy_bf16(33, vocabs[v], 3, v % 2 == 1);
+    }
+    check_crossentropy_bf16(7, 37, 1, true);   /* every target ignored: loss 0, zero gradient */
+    check_crossentropy_bf16(601, 5, 7, true); /* more rows than a block's threads */
 
     check_swiglu(1, 0);
     check_swiglu(1000, 1);
@@ -713,11 +795,13 @@ int main(void) {
     check_grid_independence();
 
     for (int i = 0; i < n_records; i++) {
-        const char *limit = !strncmp(records[i].op, "embedding", 9)       ? "exact"
-                            : !strcmp(records[i].op, "rope_forward_bf16") ? "exact: the fp32 kernel's, rounded"
-                            : strstr(records[i].op, "bf16")               ? "2^-8 (1 + 1e-5) + 1e-5"
-                                                                          : "1e-05";
-        printf("  %-24s worst error %.3g over %d tensors (limit %s; %s)\n", records[i].op, records[i].worst,
+        const char *limit = !strncmp(records[i].op, "embedding", 9)                ? "exact"
+                            : !strcmp(records[i].op, "rope_forward_bf16")          ? "exact: the fp32 kernel's, rounded"
+                            : !strcmp(records[i].op, "crossentropy_forward_bf16")  ? "exact: the fp32 kernel's"
+                            : !strcmp(records[i].op, "crossentropy_backward_bf16") ? "exact: the fp32 kernel's, rounded"
+                            : strstr(records[i].op, "bf16")                        ? "2^-8 (1 + 1e-5) + 1e-5"
+                                                                                   : "1e-05";
+        printf("  %-26s worst error %.3g over %d tensors (limit %s; %s)\n", records[i].op, records[i].worst,
                records[i].tensors, limit, records[i].where);
     }
     tlm_gpu_close(&gpu);

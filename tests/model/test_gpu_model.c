@@ -70,11 +70,50 @@ static double compare(const char *what, const char *name, const float *cpu, cons
  * The activations: every normalised input of the model (norm1, norm2, the
  * final norm: only GEMMs read them) and the MLPs' pre-activations are
  * stored in bf16, and so are q, k and v of every softmax attention (not
- * Titans': its memory's activation reads them in fp32), and attention's
- * output unless a gate reads it; nothing eval, sample or probe reads by
- * role is (logits, the residual stream), and the arena is smaller than the
- * fp32 one by at least the final norm's half. */
-static const double BF16_LOSS = 1.0 / 1024, BF16_GRAD = 1.0 / 32;
+ * Titans': its memory's activation reads them in fp32), attention's
+ * output unless a gate reads it, and the logits with their gradient (one
+ * buffer: the loss's backward writes dlogits over them); the residual
+ * stream, which probe reads by role, is not; and the arena is smaller than
+ * the fp32 one by at least the final norm's half.
+ *
+ * The logits that eval and sample read on the host (tlm_model_logits) are
+ * the device's bf16 values widened: bit for bit the bf16 bits the arena
+ * holds, after a whole forward and after a shorter one (a prefix; an odd
+ * count of elements for odd_sizes), and within LOGITS_BF16 of the CPU's
+ * fp32 logits, relative in norm: a GEMM of rounded operands whose inputs
+ * carry the layers' roundings (first order, as for the gradients), then
+ * one rounding of its own (u). */
+static const double BF16_LOSS = 1.0 / 1024, BF16_GRAD = 1.0 / 32, LOGITS_BF16 = 1.0 / 32;
+
+/* The bf16 logits of g's last forward of n elements: tlm_model_logits
+ * (widened on the host) against the bits in the device arena, which must
+ * be the widened values' upper halves with zero lower halves. The relative
+ * difference in norm from cpu_logits (NULL: skipped) is returned. */
+static double logits_widened(tlm_model *g, const char *model, const float *cpu_logits, int64_t n) {
+    int32_t b = -1;
+    for (uint32_t i = 0; i < g->so->header->nbuffers; i++)
+        if (g->so->buffers[i].role == TLM_B_LOGITS) b = (int32_t)i;
+    uint16_t *raw = xcalloc((size_t)n, 2);
+    tlm_err err = {""};
+    CHECK(b >= 0 &&
+              tlm_device_download(g->gpu->gpu.dev, raw, g->gpu->arena + (tlm_dptr)g->offsets[b], (size_t)n * 2, &err),
+          "%s: the logits' bits: %s", model, err.msg);
+    const float *host = tlm_model_logits(g);
+    int64_t off = 0;
+    double num = 0, den = 0;
+    for (int64_t i = 0; host && i < n; i++) {
+        uint32_t bits;
+        memcpy(&bits, &host[i], 4);
+        off += bits != (uint32_t)raw[i] << 16;
+        if (cpu_logits)
+            num += ((double)host[i] - cpu_logits[i]) * ((double)host[i] - cpu_logits[i]),
+                den += (double)cpu_logits[i] * cpu_logits[i];
+    }
+    CHECK(host && off == 0, "%s bf16: %lld of %lld host logits are not the device's bf16 widened", model,
+          (long long)off, (long long)n);
+    free(raw);
+    return den > 0 ? sqrt(num / den) : sqrt(num);
+}
 
 /* The MLP activation kernels' bf16 twins (codegen/cuda_source.c) against
  * the fp32 kernels on the same values: pre-activations that are bf16 (so
@@ -159,8 +198,34 @@ static void attention_switch(const tlm_so *so, tlm_device *dev, int64_t T) {
     unsetenv("TLM_GPU_ATTENTION");
 }
 
+/* The rule's pair: the cross-entropy's backward reads the logits and writes
+ * dlogits in one storage. The IR writes dlogits over the logits; given an
+ * op list whose loss backward writes another buffer instead (d_norm, which
+ * no bf16 op writes), the rule must keep the logits fp32 too, since no
+ * kernel reads bf16 logits and writes an fp32 gradient. */
+static void dlogits_apart(const tlm_so *so, const char *model) {
+    tlm_so apart = *so;
+    const uint32_t nb = so->header->nbuffers, nops = so->header->nops;
+    tlm_abi_op *ops = xcalloc(nops, sizeof *ops);
+    memcpy(ops, so->ops, nops * sizeof *ops);
+    int32_t d_norm = -1, logits = -1;
+    for (uint32_t i = 0; i < nb; i++) {
+        if (so->buffers[i].role == TLM_B_D_NORM) d_norm = (int32_t)i;
+        if (so->buffers[i].role == TLM_B_LOGITS) logits = (int32_t)i;
+    }
+    for (uint32_t k = 0; k < nops; k++)
+        if (ops[k].kind == TLM_OP_LOSS_BACKWARD) ops[k].loss_backward.out_dlogits = d_norm;
+    apart.ops = ops;
+    bool *bf16 = xcalloc(nb + 1, sizeof *bf16);
+    tlm_gpu_bf16_buffers(&apart, (int)nops, bf16);
+    CHECK(d_norm >= 0 && logits >= 0 && !bf16[logits] && !bf16[d_norm],
+          "%s: with dlogits apart from the logits, the logits are stored in %s", model, bf16[logits] ? "bf16" : "fp32");
+    free(bf16);
+    free(ops);
+}
+
 static void bf16_model(const tlm_so *so, tlm_device *dev, const tlm_model *cpu, const int32_t *tokens,
-                       const int32_t *targets, int64_t T, double cpu_loss) {
+                       const int32_t *targets, int64_t T, double cpu_loss, const float *cpu_logits) {
     const char *model = tlm_so_str(so, so->config->name);
     tlm_model g;
     tlm_err err = {""};
@@ -177,8 +242,10 @@ static void bf16_model(const tlm_so *so, tlm_device *dev, const tlm_model *cpu, 
         if (cpu->offsets[i] < 0) continue;
         bool norm = b->role == TLM_B_NORM1 || b->role == TLM_B_NORM2 || b->role == TLM_B_NORMF ||
                     b->role == TLM_B_PRE_GATE || b->role == TLM_B_PRE_UP;
-        bool read_by_role = b->role == TLM_B_LOGITS || b->role == TLM_B_RESID || b->role == TLM_B_MID;
+        bool read_by_role = b->role == TLM_B_RESID || b->role == TLM_B_MID;
         CHECK(!norm || g.gpu->bf16_buffers[i], "%s bf16: %s is stored in fp32", model, tlm_so_str(so, b->name));
+        CHECK(b->role != TLM_B_LOGITS || g.gpu->bf16_buffers[i], "%s bf16: %s is stored in fp32", model,
+              tlm_so_str(so, b->name));
         CHECK(b->role != TLM_B_ATTN_Y || g.gpu->bf16_buffers[i] == !gated, "%s bf16: %s is stored in %s", model,
               tlm_so_str(so, b->name), g.gpu->bf16_buffers[i] ? "bf16" : "fp32");
         CHECK(b->role != TLM_B_QKV || g.gpu->bf16_buffers[i] == !titans, "%s bf16: %s is stored in %s", model,
@@ -186,6 +253,18 @@ static void bf16_model(const tlm_so *so, tlm_device *dev, const tlm_model *cpu, 
         CHECK(!read_by_role || !g.gpu->bf16_buffers[i], "%s bf16: %s is stored in bf16", model,
               tlm_so_str(so, b->name));
         if (b->role == TLM_B_NORMF) halved = b->per_token / 2 * B * T * 2;
+    }
+    /* the head writes the logits in bf16, the loss's backward its gradient
+     * over them, and the head's backward reads that bf16 gradient */
+    for (uint32_t k = 0; k < so->header->nops; k++) {
+        const tlm_abi_op *op = &so->ops[k];
+        const int32_t z = op->kind == TLM_OP_HEAD            ? op->head.out_logits
+                          : op->kind == TLM_OP_LOSS          ? op->loss.in_logits
+                          : op->kind == TLM_OP_LOSS_BACKWARD ? op->loss_backward.out_dlogits
+                          : op->kind == TLM_OP_HEAD_BACKWARD ? op->head_backward.in_dlogits
+                                                             : -2;
+        CHECK(z == -2 || (z >= 0 && g.gpu->bf16_buffers[z]), "%s bf16: op %u (%s) has its logits in fp32", model, k,
+              tlm_op_name(op->kind));
     }
   /* Head size 64 or 128 with a bf16 y takes the tensor-core kernels (the
    * emulated device is an sm_90), anything else the scalar ones. */
@@ -196,10 +275,16 @@ static void bf16_model(const tlm_so *so, tlm_device *dev, const tlm_model *cpu, 
     CHECK(g.arena_bytes <= cpu->arena_bytes - halved, "%s bf16: arena %lld bytes, fp32 %lld", model,
           (long long)g.arena_bytes, (long long)cpu->arena_bytes);
     act_twins(&g, model);
+    dlogits_apart(so, model);
     memcpy(g.params, cpu->params, (size_t)cpu->param_floats * sizeof(float));
     CHECK(tlm_model_params_to_device(&g, &err), "%s", err.msg);
     tlm_model_zero_grads(&g);
+    /* a shorter forward first: its logits are a prefix of the buffer */
+    tlm_model_forward(&g, tokens, NULL, 1, T - 1);
+    logits_widened(&g, model, NULL, (T - 1) * so->config->vocab);
     double loss = tlm_model_forward(&g, tokens, targets, B, T);
+    const double dlogits = logits_widened(&g, model, cpu_logits, B * T * so->config->vocab);
+    CHECK(dlogits <= LOGITS_BF16, "%s bf16 logits: %.3g relative in norm", model, dlogits);
     tlm_model_backward(&g, 1.0f);
     CHECK(!tlm_model_device_error(&g), "%s bf16: %s", model, tlm_model_device_error(&g));
     CHECK(tlm_model_grads_to_host(&g, &err), "%s", err.msg);
@@ -216,8 +301,9 @@ static void bf16_model(const tlm_so *so, tlm_device *dev, const tlm_model *cpu, 
               r);
         if (!(r <= worst)) worst = r;
     }
-    printf("%-20s bf16: loss %.2g relative, worst gradient %.2g relative in norm; arena %lld bytes (fp32 %lld)\n",
-           model, dloss, worst, (long long)g.arena_bytes, (long long)cpu->arena_bytes);
+    printf("%-20s bf16: loss %.2g relative, logits %.2g and worst gradient %.2g relative in norm; arena %lld bytes "
+           "(fp32 %lld)\n",
+           model, dloss, dlogits, worst, (long long)g.arena_bytes, (long long)cpu->arena_bytes);
     tlm_model_destroy(&g);
     if (tc) attention_switch(so, dev, T);
 }
@@ -251,6 +337,12 @@ static void run_model(const char *path, tlm_device *dev) {
     tlm_model_zero_grads(&gpu);
     double lc = tlm_model_forward(&cpu, tokens, targets, B, T);
     double lg = tlm_model_forward(&gpu, tokens, targets, B, T);
+    /* the logits before the backward writes their gradient over them; fp32
+     * on the device in fp32 (no buffer is stored in bf16) */
+    const size_t nlogits = (size_t)(B * T * so.config->vocab);
+    float *cpu_logits = xcalloc(nlogits, sizeof(float));
+    memcpy(cpu_logits, tlm_model_logits(&cpu), nlogits * sizeof(float));
+    CHECK(!gpu.gpu->bf16_buffers, "%s fp32: some buffer is stored in bf16", model);
     tlm_model_backward(&cpu, 1.0f);
     tlm_model_backward(&gpu, 1.0f);
     CHECK(!tlm_model_device_error(&gpu), "%s: %s", model, tlm_model_device_error(&gpu));
@@ -262,7 +354,8 @@ static void run_model(const char *path, tlm_device *dev) {
             fmax(worst_grad, compare("gradient", tlm_so_str(&so, so.params[i].name), tlm_model_grad(&cpu, (int)i),
                                      tlm_model_grad(&gpu, (int)i), so.params[i].count));
 
-    bf16_model(&so, dev, &cpu, tokens, targets, T, lc);
+    bf16_model(&so, dev, &cpu, tokens, targets, T, lc, cpu_logits);
+    free(cpu_logits);
 
     /* a few optimizer steps from the same start */
     tlm_abi_train s = *so.train;
