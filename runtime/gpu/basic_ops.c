@@ -127,21 +127,43 @@ bool tlm_gpu_crossentropy_backward(tlm_gpu *g, tlm_dptr dlogits, tlm_dptr logits
 
 /* ---- gates ----------------------------------------------------------- */
 
-bool tlm_gpu_sigmoid_gate_forward(tlm_gpu *g, tlm_dptr out, tlm_dptr y, tlm_dptr gate, int R, int D, tlm_err *err) {
+/* bf16: y, gate and out in bf16, the kernels' bf16 twins (gates.cu) */
+static bool sigmoid_gate_forward(tlm_gpu *g, bool bf16, tlm_dptr out, tlm_dptr y, tlm_dptr gate, int R, int D,
+                                 tlm_err *err) {
     void *args[] = {&out, &y, &gate, &R, &D};
-    return tlm_gpu_launch(g, "tlm_sigmoid_gate_apply", tlm_gpu_blocks((int64_t)R * D, BLOCK), BLOCK, args, err);
+    return tlm_gpu_launch(g, bf16 ? "tlm_sigmoid_gate_apply_bf16" : "tlm_sigmoid_gate_apply",
+                          tlm_gpu_blocks((int64_t)R * D, BLOCK), BLOCK, args, err);
 }
 
-bool tlm_gpu_sigmoid_gate_backward(tlm_gpu *g, tlm_dptr dy, tlm_dptr dgate, tlm_dptr dout, tlm_dptr y, tlm_dptr gate,
-                                   int R, int D, tlm_err *err) {
+static bool sigmoid_gate_backward(tlm_gpu *g, bool bf16, tlm_dptr dy, tlm_dptr dgate, tlm_dptr dout, tlm_dptr y,
+                                  tlm_dptr gate, int R, int D, tlm_err *err) {
     /* dgate first: it reads dout, which dy may be */
     if (dgate) {
         void *args[] = {&dgate, &dout, &y, &gate, &R, &D};
-        if (!tlm_gpu_launch(g, "tlm_sigmoid_gate_dg", tlm_gpu_blocks(R, BLOCK), BLOCK, args, err)) return false;
+        if (!tlm_gpu_launch(g, bf16 ? "tlm_sigmoid_gate_dg_bf16" : "tlm_sigmoid_gate_dg", tlm_gpu_blocks(R, BLOCK),
+                            BLOCK, args, err))
+            return false;
     }
     if (!dy) return true;
     void *args[] = {&dy, &dout, &gate, &R, &D};
-    return tlm_gpu_launch(g, "tlm_sigmoid_gate_dy", tlm_gpu_blocks((int64_t)R * D, BLOCK), BLOCK, args, err);
+    return tlm_gpu_launch(g, bf16 ? "tlm_sigmoid_gate_dy_bf16" : "tlm_sigmoid_gate_dy",
+                          tlm_gpu_blocks((int64_t)R * D, BLOCK), BLOCK, args, err);
+}
+
+bool tlm_gpu_sigmoid_gate_forward(tlm_gpu *g, tlm_dptr out, tlm_dptr y, tlm_dptr gate, int R, int D, tlm_err *err) {
+    return sigmoid_gate_forward(g, false, out, y, gate, R, D, err);
+}
+bool tlm_gpu_sigmoid_gate_forward_bf16(tlm_gpu *g, tlm_dptr out, tlm_dptr y, tlm_dptr gate, int R, int D,
+                                       tlm_err *err) {
+    return sigmoid_gate_forward(g, true, out, y, gate, R, D, err);
+}
+bool tlm_gpu_sigmoid_gate_backward(tlm_gpu *g, tlm_dptr dy, tlm_dptr dgate, tlm_dptr dout, tlm_dptr y, tlm_dptr gate,
+                                   int R, int D, tlm_err *err) {
+    return sigmoid_gate_backward(g, false, dy, dgate, dout, y, gate, R, D, err);
+}
+bool tlm_gpu_sigmoid_gate_backward_bf16(tlm_gpu *g, tlm_dptr dy, tlm_dptr dgate, tlm_dptr dout, tlm_dptr y,
+                                        tlm_dptr gate, int R, int D, tlm_err *err) {
+    return sigmoid_gate_backward(g, true, dy, dgate, dout, y, gate, R, D, err);
 }
 
 bool tlm_gpu_swiglu_forward(tlm_gpu *g, tlm_dptr h, tlm_dptr gate, tlm_dptr u, size_t n, tlm_err *err) {

@@ -5,32 +5,63 @@
 __device__ __forceinline__ float gates_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 
 // Sigmoid gate: y [R,D], g [R] broadcast over D:  out[r,d] = y[r,d] sigmoid(g[r]).
-extern "C" __global__ void tlm_sigmoid_gate_apply(float *out, const float *y, const float *g, int R, int D) {
+// Each kernel is one template over the storage of y, g and out (fp32, or
+// bf16 in --precision bf16: tlm::load widens exactly, tlm::store rounds
+// once), so the bf16 instantiation runs the fp32 one's arithmetic in the
+// same order: on the same rounded y and g it gives the fp32 kernel's bits
+// (out rounded once where it is stored in bf16).
+template <typename Out, typename Y, typename G>
+__device__ void gates_sigmoid_apply(Out *out, const Y *y, const G *g, int R, int D) {
   long long total = (long long)R * D, step = (long long)gridDim.x * blockDim.x;
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += step)
-    out[i] = y[i] * gates_sigmoid(g[i / D]);
+    tlm::store(out + i, tlm::load(y + i) * gates_sigmoid(tlm::load(g + i / D)));
+}
+extern "C" __global__ void tlm_sigmoid_gate_apply(float *out, const float *y, const float *g, int R, int D) {
+  gates_sigmoid_apply(out, y, g, R, D);
+}
+extern "C" __global__ void tlm_sigmoid_gate_apply_bf16(unsigned short *out, const unsigned short *y,
+                                                       const unsigned short *g, int R, int D) {
+  gates_sigmoid_apply(out, y, g, R, D);
 }
 
-// dy[r,d] = dout[r,d] sigmoid(g[r]) (written).
-extern "C" __global__ void tlm_sigmoid_gate_dy(float *dy, const float *dout, const float *g, int R, int D) {
+// dy[r,d] = dout[r,d] sigmoid(g[r]) (written; dout and dy are gradients,
+// fp32 in either precision).
+template <typename G>
+__device__ void gates_sigmoid_dy(float *dy, const float *dout, const G *g, int R, int D) {
   long long total = (long long)R * D, step = (long long)gridDim.x * blockDim.x;
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += step)
-    dy[i] = dout[i] * gates_sigmoid(g[i / D]);
+    dy[i] = dout[i] * gates_sigmoid(tlm::load(g + i / D));
+}
+extern "C" __global__ void tlm_sigmoid_gate_dy(float *dy, const float *dout, const float *g, int R, int D) {
+  gates_sigmoid_dy(dy, dout, g, R, D);
+}
+extern "C" __global__ void tlm_sigmoid_gate_dy_bf16(float *dy, const float *dout, const unsigned short *g, int R,
+                                                    int D) {
+  gates_sigmoid_dy(dy, dout, g, R, D);
 }
 
 // dg[r] = s (1 - s) sum_d dout[r,d] y[r,d], s = sigmoid(g[r]) (written): one
 // thread per row adds its D products in d order in float, as the CPU op does
 // (D is 1 for the elementwise gate and a head size for the head-wise one).
-extern "C" __global__ void tlm_sigmoid_gate_dg(float *dg, const float *dout, const float *y, const float *g, int R,
-                                               int D) {
+template <typename Y, typename G>
+__device__ void gates_sigmoid_dg(float *dg, const float *dout, const Y *y, const G *g, int R, int D) {
   int step = gridDim.x * blockDim.x;
   for (int r = blockIdx.x * blockDim.x + threadIdx.x; r < R; r += step) {
-    const float *dr = dout + (long long)r * D, *yr = y + (long long)r * D;
+    const float *dr = dout + (long long)r * D;
+    const Y *yr = y + (long long)r * D;
     float acc = 0.0f;
-    for (int d = 0; d < D; d++) acc += dr[d] * yr[d];
-    float s = gates_sigmoid(g[r]);
+    for (int d = 0; d < D; d++) acc += dr[d] * tlm::load(yr + d);
+    float s = gates_sigmoid(tlm::load(g + r));
     dg[r] = acc * s * (1.0f - s);
   }
+}
+extern "C" __global__ void tlm_sigmoid_gate_dg(float *dg, const float *dout, const float *y, const float *g, int R,
+                                               int D) {
+  gates_sigmoid_dg(dg, dout, y, g, R, D);
+}
+extern "C" __global__ void tlm_sigmoid_gate_dg_bf16(float *dg, const float *dout, const unsigned short *y,
+                                                    const unsigned short *g, int R, int D) {
+  gates_sigmoid_dg(dg, dout, y, g, R, D);
 }
 
 // SwiGLU: h = silu(g) u, n elements.

@@ -75,6 +75,12 @@ bool tlm_gpu_crossentropy_backward(tlm_gpu *g, tlm_dptr dlogits, tlm_dptr logits
 bool tlm_gpu_sigmoid_gate_forward(tlm_gpu *g, tlm_dptr out, tlm_dptr y, tlm_dptr gate, int R, int D, tlm_err *err);
 bool tlm_gpu_sigmoid_gate_backward(tlm_gpu *g, tlm_dptr dy, tlm_dptr dgate, tlm_dptr dout, tlm_dptr y, tlm_dptr gate,
                                    int R, int D, tlm_err *err);
+/* The same with y, gate and out in bf16 (--precision bf16's gated
+ * attention): the fp32 kernels' arithmetic on the widened values, out
+ * rounded once; dout, dy and dgate are gradients, fp32. */
+bool tlm_gpu_sigmoid_gate_forward_bf16(tlm_gpu *g, tlm_dptr out, tlm_dptr y, tlm_dptr gate, int R, int D, tlm_err *err);
+bool tlm_gpu_sigmoid_gate_backward_bf16(tlm_gpu *g, tlm_dptr dy, tlm_dptr dgate, tlm_dptr dout, tlm_dptr y,
+                                        tlm_dptr gate, int R, int D, tlm_err *err);
 
 /* h = silu(gate) u;  dgate, du written (dh may be dgate or du). n elements. */
 bool tlm_gpu_swiglu_forward(tlm_gpu *g, tlm_dptr h, tlm_dptr gate, tlm_dptr u, size_t n, tlm_err *err);

@@ -15,7 +15,8 @@ bool tlm_gpu_attention_decode(tlm_gpu *g, tlm_dptr y, tlm_dptr q, tlm_dptr k, tl
  * kernel's y on the same values widened, rounded. */
 bool tlm_gpu_attention_decode_bf16(tlm_gpu *g, tlm_dptr y_bf16, tlm_dptr q, tlm_dptr k, tlm_dptr v, int n, int H, int D,
                                    int stride, tlm_err *err);
-/* The same with y fp32 (gated attention: its gate reads y). */
+/* The same with y fp32 (where a reader of y has no bf16 form: no model
+ * of the four mixers since the sigmoid gate has one). */
 bool tlm_gpu_attention_decode_qkv_bf16(tlm_gpu *g, tlm_dptr y, tlm_dptr q, tlm_dptr k, tlm_dptr v, int n, int H, int D,
                                        int stride, tlm_err *err);
 

@@ -43,8 +43,9 @@ bool tlm_gpu_attention_forward_bf16(tlm_gpu *g, tlm_dptr y_bf16, tlm_dptr acc, t
 bool tlm_gpu_attention_backward_bf16(tlm_gpu *g, tlm_dptr dq, tlm_dptr dk, tlm_dptr dv, tlm_dptr dy, tlm_dptr y_bf16,
                                      tlm_dptr lse, tlm_dptr q, tlm_dptr k, tlm_dptr v, int B, int T, int H, int D,
                                      int stride, tlm_err *err);
-/* The same with y fp32 (gated attention: its gate reads y): only q, k and
- * v are bf16. */
+/* The same with y fp32 (where a reader of y has no bf16 form: no model
+ * of the four mixers since the sigmoid gate has one): only q, k and v are
+ * bf16. */
 bool tlm_gpu_attention_forward_qkv_bf16(tlm_gpu *g, tlm_dptr y, tlm_dptr lse, tlm_dptr q, tlm_dptr k, tlm_dptr v, int B,
                                         int T, int H, int D, int stride, tlm_err *err);
 bool tlm_gpu_attention_backward_qkv_bf16(tlm_gpu *g, tlm_dptr dq, tlm_dptr dk, tlm_dptr dv, tlm_dptr dy, tlm_dptr y,

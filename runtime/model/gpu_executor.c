@@ -174,7 +174,9 @@ static bool kv_fill(step *s, const tlm_abi_op *op, int32_t qkv) {
 }
 
 /* The attention kernels for the storage of q, k, v and y (gpu_mixers.h,
- * gpu_decode.h): fp32, all bf16, or q, k, v alone (a gate reads y). */
+ * gpu_decode.h): fp32, all bf16, or q, k, v alone (y in fp32 where some
+ * reader of y has no bf16 form; since the sigmoid gate has one, no model
+ * of the four mixers, but the rule of tlm_gpu_bf16_buffers allows it). */
 typedef enum { ATT_FP32, ATT_BF16, ATT_QKV_BF16 } attention_storage;
 static attention_storage attention_stored(const step *s, int32_t qkv, int32_t y) {
     if (!in_bf16(s, qkv)) return ATT_FP32; /* a bf16 y comes with a bf16 qkv (gpu_model.h) */
@@ -394,16 +396,30 @@ static bool op_linear_dx(step *s, const tlm_abi_op *op) {
 
 /* ---- gated attention ---- */
 
+/* The gate's kernels take y, gate_pre and out in one storage, fp32 or bf16
+ * (tlm_gpu_bf16_buffers makes them so; this guards the executor against a
+ * plan that disagrees). out < 0: the backward, which writes fp32
+ * gradients only. */
+static bool gate_in_bf16(step *s, int32_t y, int32_t gate_pre, int32_t out, bool *bf16) {
+    *bf16 = in_bf16(s, y);
+    if (in_bf16(s, gate_pre) == *bf16 && (out < 0 || in_bf16(s, out) == *bf16)) return true;
+    return tlm_fail(ERR, "the sigmoid gate's y, gate_pre and out are not all in one storage");
+}
 static bool op_sigmoid_gate(step *s, const tlm_abi_op *op) {
     OPERANDS(sigmoid_gate);
     int rows = s->headwise_gate ? s->N * s->H : s->N * s->A, per_gate = s->headwise_gate ? s->hd : 1;
-    return tlm_gpu_sigmoid_gate_forward(s->gpu, OUT(out), IN(y), IN(gate_pre), rows, per_gate, ERR);
+    bool bf16;
+    if (!gate_in_bf16(s, o->in_y, o->in_gate_pre, o->out_out, &bf16)) return false;
+    return (bf16 ? tlm_gpu_sigmoid_gate_forward_bf16 : tlm_gpu_sigmoid_gate_forward)(s->gpu, OUT(out), IN(y),
+                                                                                     IN(gate_pre), rows, per_gate, ERR);
 }
 static bool op_sigmoid_gate_backward(step *s, const tlm_abi_op *op) {
     OPERANDS(sigmoid_gate_backward);
     int rows = s->headwise_gate ? s->N * s->H : s->N * s->A, per_gate = s->headwise_gate ? s->hd : 1;
-    return tlm_gpu_sigmoid_gate_backward(s->gpu, OUT(dy), OUT(dgate_pre), IN(dout), IN(y), IN(gate_pre), rows, per_gate,
-                                         ERR);
+    bool bf16;
+    if (!gate_in_bf16(s, o->in_y, o->in_gate_pre, -1, &bf16)) return false;
+    return (bf16 ? tlm_gpu_sigmoid_gate_backward_bf16 : tlm_gpu_sigmoid_gate_backward)(
+        s->gpu, OUT(dy), OUT(dgate_pre), IN(dout), IN(y), IN(gate_pre), rows, per_gate, ERR);
 }
 
 /* ---- titans ---- */

@@ -66,9 +66,10 @@ static bool load_mlp_kernels(tlm_model *m, bool bf16, tlm_err *err) {
  * the linear maps (a GEMM operand, forward and dW in the backward), the
  * MLP's pre-activations in its backward (the bf16 variants of the
  * activation's kernels read them), attention's output (the output
- * projection's GEMMs, the attention backward's bf16 variant), q, k, v
- * (attention's bf16 kernels, forward, backward and decoding), the logits
- * (the cross-entropy's bf16 kernels) and their gradient (the head
+ * projection's GEMMs, the attention backward's bf16 variant, and the
+ * sigmoid gate's bf16 kernels, which also read the gate's pre-activation),
+ * q, k, v (attention's bf16 kernels, forward, backward and decoding), the
+ * logits (the cross-entropy's bf16 kernels) and their gradient (the head
  * backward's GEMM operand). */
 static bool bf16_input(uint32_t kind, int slot) {
     const char *name = tlm_op_table[kind].in[slot];
@@ -82,6 +83,8 @@ static bool bf16_input(uint32_t kind, int slot) {
     case TLM_OP_LOSS:
     case TLM_OP_LOSS_BACKWARD: return strcmp(name, "logits") == 0;
     case TLM_OP_HEAD_BACKWARD: return strcmp(name, "dlogits") == 0 || strcmp(name, "x") == 0;
+    case TLM_OP_SIGMOID_GATE:
+    case TLM_OP_SIGMOID_GATE_BACKWARD: return strcmp(name, "y") == 0 || strcmp(name, "gate_pre") == 0;
     case TLM_OP_QKV:
     case TLM_OP_QKV_BACKWARD:
     case TLM_OP_MLP:
@@ -92,16 +95,20 @@ static bool bf16_input(uint32_t kind, int slot) {
     }
 }
 
-/* The op outputs the executor can write in bf16: the model norm's y and
- * attention's y (their kernels' bf16 variants), the MLP's pre-activations,
- * qkv and the logits (GEMMs with bf16 D). */
+/* The op outputs the executor can write in bf16: the model norm's y,
+ * attention's y and the sigmoid gate's out (their kernels' bf16 variants),
+ * the MLP's pre-activations, qkv, the logits and a linear map's y (GEMMs
+ * with bf16 D: gated attention's gate_pre; Titans' linear maps feed readers
+ * in fp32). */
 static bool bf16_output(uint32_t kind, int slot) {
     const char *name = tlm_op_table[kind].out[slot];
     if (kind == TLM_OP_RMSNORM) return strcmp(name, "y") == 0;
     if (kind == TLM_OP_MLP) return strcmp(name, "pre_gate") == 0 || strcmp(name, "pre_up") == 0;
     if (kind == TLM_OP_ATTENTION) return strcmp(name, "y") == 0;
+    if (kind == TLM_OP_SIGMOID_GATE) return strcmp(name, "out") == 0;
     if (kind == TLM_OP_QKV) return strcmp(name, "qkv") == 0;
     if (kind == TLM_OP_HEAD) return strcmp(name, "logits") == 0;
+    if (kind == TLM_OP_LINEAR) return strcmp(name, "y") == 0;
     return false;
 }
 
@@ -142,7 +149,9 @@ void tlm_gpu_bf16_buffers(const tlm_so *so, int nops, bool *bf16_buffers) {
      * bf16 op writes, keeps the logits fp32). Attention's kernels read q, k, v in bf16 whenever they write y
      * in bf16 (a bf16 y from fp32 q, k, v has no kernel), and sampling's KV
      * cache holds every layer's rows in one storage: q, k, v of every
-     * attention are bf16, or none. */
+     * attention are bf16, or none. The sigmoid gate's kernels take y,
+     * gate_pre and out in one storage: all three bf16, or all fp32 (last,
+     * since the rule before may leave attention's y in fp32). */
     bool every_qkv = true;
     for (int k = 0; k < nops; k++) {
         const tlm_abi_op *op = &so->ops[k];
@@ -162,6 +171,15 @@ void tlm_gpu_bf16_buffers(const tlm_so *so, int nops, bool *bf16_buffers) {
         if (op->kind != TLM_OP_ATTENTION) continue;
         if (qkv >= 0 && qkv < nb) bf16_buffers[qkv] = false;
         if (y >= 0 && y < nb) bf16_buffers[y] = false;
+    }
+    for (int k = 0; k < nops; k++) {
+        const tlm_abi_op *op = &so->ops[k];
+        if (op->kind != TLM_OP_SIGMOID_GATE) continue;
+        const int32_t gate[] = {op->sigmoid_gate.in_y, op->sigmoid_gate.in_gate_pre, op->sigmoid_gate.out_out};
+        bool all = true;
+        for (int j = 0; j < 3; j++) all = all && gate[j] >= 0 && gate[j] < nb && bf16_buffers[gate[j]];
+        for (int j = 0; j < 3 && !all; j++)
+            if (gate[j] >= 0 && gate[j] < nb) bf16_buffers[gate[j]] = false;
     }
 }
 

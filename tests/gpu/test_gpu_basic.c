@@ -162,6 +162,22 @@ static void compare_device(const char *op, const char *tensor, const char *confi
     free(got);
 }
 
+/* A bf16 kernel's n results (at d_bf16) against its fp32 twin's (at d_fp32)
+ * rounded to nearest even, bit for bit. */
+static void compare_rounded(const char *op, const char *tensor, const char *config, tlm_dptr d_bf16, tlm_dptr d_fp32,
+                            size_t n) {
+    float *want = host_alloc(n * sizeof(float)), *got = host_alloc(n * sizeof(float));
+    uint16_t *got16 = host_alloc(n * 2);
+    from_device(want, d_fp32, n * sizeof(float));
+    from_device(got16, d_bf16, n * 2);
+    for (size_t i = 0; i < n; i++) {
+        want[i] = tlm_bf16_to_f32(tlm_f32_to_bf16(want[i]));
+        got[i] = tlm_bf16_to_f32(got16[i]);
+    }
+    compare(op, tensor, config, got, want, n, EXACT);
+    free(want), free(got), free(got16);
+}
+
 /* ---- embedding -------------------------------------------------------- */
 
 static void check_embedding(int N, int C, int V) {
@@ -356,8 +372,8 @@ static void check_rope_bf16(int B, int T, int H, int D) {
     size_t n = (size_t)B * T * stride, nt = (size_t)T * (D / 2);
     float *cos_t = host_alloc(nt * sizeof(float)), *sin_t = host_alloc(nt * sizeof(float));
     tlm_rope_init(cos_t, sin_t, T, D, 10000.0);
-    float *x = random_floats(n, -1, 1), *want = host_alloc(n * sizeof(float)), *got = host_alloc(n * sizeof(float));
-    uint16_t *x16 = host_alloc(n * 2), *got16 = host_alloc(n * 2);
+    float *x = random_floats(n, -1, 1);
+    uint16_t *x16 = host_alloc(n * 2);
     for (size_t i = 0; i < n; i++) x[i] = tlm_bf16_to_f32(x16[i] = tlm_f32_to_bf16(x[i]));
     tlm_dptr d_cos = to_device(cos_t, nt * sizeof(float)), d_sin = to_device(sin_t, nt * sizeof(float));
     tlm_dptr d_x = to_device(x, n * sizeof(float)), d_x16 = to_device(x16, n * 2);
@@ -370,15 +386,9 @@ static void check_rope_bf16(int B, int T, int H, int D) {
             tlm_gpu_rope_forward_bf16(&gpu, d_x16 + at * 2, d_x16 + at * 2, d_cos, d_sin, B, T, H, D, stride, &err),
             "rope_forward_bf16", &err);
     }
-    from_device(want, d_x, n * sizeof(float));
-    from_device(got16, d_x16, n * 2);
-    for (size_t i = 0; i < n; i++) {
-        want[i] = tlm_bf16_to_f32(tlm_f32_to_bf16(want[i]));
-        got[i] = tlm_bf16_to_f32(got16[i]);
-    }
-    compare("rope_forward_bf16", "q k v", config, got, want, n, EXACT);
+    compare_rounded("rope_forward_bf16", "q k v", config, d_x16, d_x, n);
     release(d_cos), release(d_sin), release(d_x), release(d_x16);
-    free(cos_t), free(sin_t), free(x), free(want), free(got), free(x16), free(got16);
+    free(cos_t), free(sin_t), free(x), free(x16);
 }
 
 /* ---- cross-entropy ---------------------------------------------------- */
@@ -529,6 +539,50 @@ static void check_sigmoid_gate(int R, int D, int which) {
     free(y), free(gate), free(dout), free(out), free(dy), free(dg);
 }
 
+/* --precision bf16's sigmoid gate (gated attention): y, gate and out in
+ * bf16, dout, dy and dgate in fp32. On y and gate rounded to bf16, the bf16
+ * kernels must give the fp32 kernels' results on the widened values: out
+ * rounded once to nearest even, dy and dgate bit for bit (the same fp32
+ * arithmetic in the same order; the fp32 kernels are held to the CPU op
+ * by check_sigmoid_gate). */
+static void check_sigmoid_gate_bf16(int R, int D) {
+    char config[64];
+    snprintf(config, sizeof config, "R=%d D=%d bf16 y, gate, out", R, D);
+    size_t n = (size_t)R * D;
+    float *y = random_floats(n, -2, 2), *gate = random_floats((size_t)R, -4, 4), *dout = random_floats(n, -1, 1);
+    uint16_t *y16 = host_alloc(n * 2), *gate16 = host_alloc((size_t)R * 2);
+    for (size_t i = 0; i < n; i++) y[i] = tlm_bf16_to_f32(y16[i] = tlm_f32_to_bf16(y[i]));
+    for (int r = 0; r < R; r++) gate[r] = tlm_bf16_to_f32(gate16[r] = tlm_f32_to_bf16(gate[r]));
+    float *want = host_alloc(n * sizeof(float)), *got = host_alloc(n * sizeof(float));
+    tlm_dptr d_y = to_device(y, n * sizeof(float)), d_gate = to_device(gate, (size_t)R * sizeof(float));
+    tlm_dptr d_y16 = to_device(y16, n * 2), d_gate16 = to_device(gate16, (size_t)R * 2);
+    tlm_dptr d_dout = to_device(dout, n * sizeof(float)), d_out = device_zeros(n * sizeof(float));
+    tlm_dptr d_out16 = device_zeros(n * 2), d_dy = device_zeros(n * sizeof(float));
+    tlm_dptr d_dy16 = device_zeros(n * sizeof(float)), d_dg = device_zeros((size_t)R * sizeof(float));
+    tlm_dptr d_dg16 = device_zeros((size_t)R * sizeof(float));
+    tlm_err err;
+
+    launched(tlm_gpu_sigmoid_gate_forward(&gpu, d_out, d_y, d_gate, R, D, &err), "sigmoid_gate_forward", &err);
+    launched(tlm_gpu_sigmoid_gate_forward_bf16(&gpu, d_out16, d_y16, d_gate16, R, D, &err), "sigmoid_gate_forward_bf16",
+             &err);
+    compare_rounded("sigmoid_gate_forward_bf16", "out", config, d_out16, d_out, n);
+
+    launched(tlm_gpu_sigmoid_gate_backward(&gpu, d_dy, d_dg, d_dout, d_y, d_gate, R, D, &err), "sigmoid_gate_backward",
+             &err);
+    launched(tlm_gpu_sigmoid_gate_backward_bf16(&gpu, d_dy16, d_dg16, d_dout, d_y16, d_gate16, R, D, &err),
+             "sigmoid_gate_backward_bf16", &err);
+    from_device(want, d_dy, n * sizeof(float));
+    from_device(got, d_dy16, n * sizeof(float));
+    compare("sigmoid_gate_backward_bf16", "dy", config, got, want, n, EXACT);
+    from_device(want, d_dg, (size_t)R * sizeof(float));
+    from_device(got, d_dg16, (size_t)R * sizeof(float));
+    compare("sigmoid_gate_backward_bf16", "dgate", config, got, want, (size_t)R, EXACT);
+
+    release(d_y), release(d_gate), release(d_y16), release(d_gate16), release(d_dout), release(d_out);
+    release(d_out16), release(d_dy), release(d_dy16), release(d_dg), release(d_dg16);
+    free(y), free(gate), free(dout), free(y16), free(gate16), free(want), free(got);
+}
+
 /* dh_alias: 0 a buffer of its own, 1 dh is dg, 2 dh is du */
 static void check_swiglu(size_t n, int dh_alias) {
     char config[64];
@@ -665,6 +719,13 @@ static void check_grid_independence(void) {
     void *gate_apply[] = {&O1, &A, &W, &R, &C};
     void *gate_dy[] = {&O1, &A, &W, &R, &C};
     void *gate_dg[] = {&O1, &A, &X, &W, &R, &C};
+    /* the bf16 gate's y and gate: x and w rounded */
+    uint16_t *x16 = host_alloc(nr * 2), *w16 = host_alloc(nr * 2);
+    for (size_t i = 0; i < nr; i++) x16[i] = tlm_f32_to_bf16(x[i]), w16[i] = tlm_f32_to_bf16(w[i]);
+    tlm_dptr X16 = to_device(x16, nr * 2), W16 = to_device(w16, nr * 2);
+    void *gate_apply16[] = {&O1, &X16, &W16, &R, &C};
+    void *gate_dy16[] = {&O1, &A, &W16, &R, &C};
+    void *gate_dg16[] = {&O1, &A, &X16, &W16, &R, &C};
     void *swiglu[] = {&O1, &A, &W, &n_gate};
     void *swiglu_grad[] = {&O1, &O2, &A, &X, &W, &n_gate};
     const unsigned rows = (unsigned)R, per_elem = tlm_gpu_blocks((int64_t)nr, TLM_GPU_BASIC_BLOCK);
@@ -723,6 +784,13 @@ static void check_grid_independence(void) {
          tlm_gpu_blocks(R, TLM_GPU_BASIC_BLOCK),
          TLM_GPU_BASIC_BLOCK,
          {{O1, (size_t)R, NULL}}},
+        {"tlm_sigmoid_gate_apply_bf16", gate_apply16, per_elem, TLM_GPU_BASIC_BLOCK, {{O1, (nr + 1) / 2, NULL}}},
+        {"tlm_sigmoid_gate_dy_bf16", gate_dy16, per_elem, TLM_GPU_BASIC_BLOCK, {{O1, nr, NULL}}},
+        {"tlm_sigmoid_gate_dg_bf16",
+         gate_dg16,
+         tlm_gpu_blocks(R, TLM_GPU_BASIC_BLOCK),
+         TLM_GPU_BASIC_BLOCK,
+         {{O1, (size_t)R, NULL}}},
         {"tlm_swiglu_apply",
          swiglu,
          tlm_gpu_blocks(n_gate, TLM_GPU_BASIC_BLOCK),
@@ -740,6 +808,8 @@ static void check_grid_independence(void) {
     release(d_sin), release(O1), release(O2), release(QKV), release(RSTD), release(LSE), release(LOSS), release(L16);
     free(ids), free(targets), free(start), free(a), free(x), free(w), free(logits), free(cos_t), free(sin_t);
     free(start16), free(start16_bytes), free(logits16);
+    release(X16), release(W16);
+    free(x16), free(w16);
 }
 
 int main(void) {
@@ -787,6 +857,12 @@ int main(void) {
     check_crossentropy_bf16(7, 37, 1, true);   /* every target ignored: loss 0, zero gradient */
     check_crossentropy_bf16(601, 5, 7, true); /* more rows than a block's threads */
 
+    /* the elementwise gate (D 1) and the head-wise one at the presets'
+     * head size 64 and an odd one */
+    static const int gate_rows[] = {1, 5, 37}, gate_widths[] = {1, 64, 67};
+    for (int a = 0; a < 3; a++)
+        for (int b = 0; b < 3; b++) check_sigmoid_gate_bf16(gate_rows[a], gate_widths[b]);
+
     check_swiglu(1, 0);
     check_swiglu(1000, 1);
     check_swiglu(4099, 2);
@@ -799,9 +875,11 @@ int main(void) {
                             : !strcmp(records[i].op, "rope_forward_bf16")          ? "exact: the fp32 kernel's, rounded"
                             : !strcmp(records[i].op, "crossentropy_forward_bf16")  ? "exact: the fp32 kernel's"
                             : !strcmp(records[i].op, "crossentropy_backward_bf16") ? "exact: the fp32 kernel's, rounded"
-                            : strstr(records[i].op, "bf16")                        ? "2^-8 (1 + 1e-5) + 1e-5"
-                                                                                   : "1e-05";
-        printf("  %-26s worst error %.3g over %d tensors (limit %s; %s)\n", records[i].op, records[i].worst,
+                            : !strncmp(records[i].op, "sigmoid_gate_", 13) && strstr(records[i].op, "bf16")
+                                ? "exact: the fp32 kernel's (out rounded)"
+                            : strstr(records[i].op, "bf16") ? "2^-8 (1 + 1e-5) + 1e-5"
+                                                            : "1e-05";
+        printf("  %-27s worst error %.3g over %d tensors (limit %s; %s)\n", records[i].op, records[i].worst,
                records[i].tensors, limit, records[i].where);
     }
     tlm_gpu_close(&gpu);

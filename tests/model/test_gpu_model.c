@@ -70,8 +70,10 @@ static double compare(const char *what, const char *name, const float *cpu, cons
  * The activations: every normalised input of the model (norm1, norm2, the
  * final norm: only GEMMs read them) and the MLPs' pre-activations are
  * stored in bf16, and so are q, k and v of every softmax attention (not
- * Titans': its memory's activation reads them in fp32), attention's
- * output unless a gate reads it, and the logits with their gradient (one
+ * Titans': its memory's activation reads them in fp32), attention's output,
+ * gated attention's gate pre-activation and gated output (the sigmoid
+ * gate's bf16 kernels; Titans' SiLU gate keeps its own in fp32), and the
+ * logits with their gradient (one
  * buffer: the loss's backward writes dlogits over them); the residual
  * stream, which probe reads by role, is not; and the arena is smaller than
  * the fp32 one by at least the final norm's half.
@@ -234,8 +236,6 @@ static void bf16_model(const tlm_so *so, tlm_device *dev, const tlm_model *cpu, 
         return;
     }
     int64_t halved = 0; /* bytes the bf16 norms save, at least */
-    bool gated = false; /* the gate reads attention's y: fp32 then */
-    for (uint32_t i = 0; i < so->header->nbuffers; i++) gated |= so->buffers[i].role == TLM_B_ATTN_GATED;
     const bool titans = so->config->mixer == TLM_MIXER_TITANS; /* no softmax attention */
     for (uint32_t i = 0; i < so->header->nbuffers; i++) {
         const tlm_abi_buffer *b = &so->buffers[i];
@@ -246,9 +246,11 @@ static void bf16_model(const tlm_so *so, tlm_device *dev, const tlm_model *cpu, 
         CHECK(!norm || g.gpu->bf16_buffers[i], "%s bf16: %s is stored in fp32", model, tlm_so_str(so, b->name));
         CHECK(b->role != TLM_B_LOGITS || g.gpu->bf16_buffers[i], "%s bf16: %s is stored in fp32", model,
               tlm_so_str(so, b->name));
-        CHECK(b->role != TLM_B_ATTN_Y || g.gpu->bf16_buffers[i] == !gated, "%s bf16: %s is stored in %s", model,
-              tlm_so_str(so, b->name), g.gpu->bf16_buffers[i] ? "bf16" : "fp32");
-        CHECK(b->role != TLM_B_QKV || g.gpu->bf16_buffers[i] == !titans, "%s bf16: %s is stored in %s", model,
+        /* attention's y, q, k, v and the gate's tensors; Titans' gate_pre
+         * and gated output (its SiLU gate's) stay fp32 */
+        bool attention =
+            b->role == TLM_B_ATTN_Y || b->role == TLM_B_QKV || b->role == TLM_B_GATE_PRE || b->role == TLM_B_ATTN_GATED;
+        CHECK(!attention || g.gpu->bf16_buffers[i] == !titans, "%s bf16: %s is stored in %s", model,
               tlm_so_str(so, b->name), g.gpu->bf16_buffers[i] ? "bf16" : "fp32");
         CHECK(!read_by_role || !g.gpu->bf16_buffers[i], "%s bf16: %s is stored in bf16", model,
               tlm_so_str(so, b->name));
@@ -269,7 +271,7 @@ static void bf16_model(const tlm_so *so, tlm_device *dev, const tlm_model *cpu, 
   /* Head size 64 or 128 with a bf16 y takes the tensor-core kernels (the
    * emulated device is an sm_90), anything else the scalar ones. */
     const int64_t hd = so->config->head_dim;
-    const bool tc = !gated && !titans && (hd == 64 || hd == 128) && !getenv("TLM_GPU_ATTENTION");
+    const bool tc = !titans && (hd == 64 || hd == 128) && !getenv("TLM_GPU_ATTENTION");
     CHECK(g.gpu->attention_tc == tc, "%s bf16: attention %s the tensor cores", model,
           g.gpu->attention_tc ? "on" : "off");
     CHECK(g.arena_bytes <= cpu->arena_bytes - halved, "%s bf16: arena %lld bytes, fp32 %lld", model,

@@ -144,6 +144,11 @@ gpu_emulated)
   "$tlmc" "$root/examples/tiny.tlm" -o "$tmp/tiny.so" > /dev/null
   expect 0 "in bf16 (the default): attention: tensor cores; CUDA graphs: on$" \
     "info --device cuda: tensor-core attention for head size 64" -- "$run" info "$tmp/tiny.so" --device cuda
+  # gated attention too: its sigmoid gate reads attention's y in bf16
+  "$tlmc" "$root/examples/tiny_gated.tlm" -o "$tmp/tiny_gated.so" > /dev/null
+  expect 0 "in bf16 (the default): attention: tensor cores; CUDA graphs: on$" \
+    "info --device cuda: tensor-core attention for gated attention, head size 64" -- \
+    "$run" info "$tmp/tiny_gated.so" --device cuda
   expect 0 "attention: scalar (TLM_GPU_ATTENTION=scalar); CUDA graphs: off (TLM_CUDA_GRAPHS=0)$" \
     "info --device cuda: the two switches" -- \
     env TLM_GPU_ATTENTION=scalar TLM_CUDA_GRAPHS=0 "$run" info "$tmp/tiny.so" --device cuda
@@ -199,9 +204,9 @@ gpu_emulated)
     "$run" train "$models/small.so" --device cuda --precision fp32 --ckpt "$tmp/bx" --resume
   expect 0 "persuasion" "eval in bf16" -- \
     "$run" eval "$models/small.so" --device cuda --ckpt "$tmp/small.c" --context 16 --batch 4 --max-tokens 128
-  # sampling in bf16: the KV cache holds bf16 rows of q, k, v (gated
-  # attention's y stays fp32); greedy text the same as recomputing the
-  # window in bf16
+  # sampling in bf16: the KV cache holds bf16 rows of q, k, v (and gated
+  # attention's gate reads decoding's bf16 y); greedy text the same as
+  # recomputing the window in bf16
   for m in small small_gated; do
     expect 0 "" "$m: greedy sample in bf16 with the KV cache" -- \
       "$run" sample "$models/$m.so" --device cuda --ckpt "$tmp/$m.c" --length 24 --temperature 0 --prompt "It is"
