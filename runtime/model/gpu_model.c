@@ -123,6 +123,15 @@ static bool bf16_in_place(uint32_t kind, int slot) {
            (kind == TLM_OP_LOSS_BACKWARD && strcmp(name, "dlogits") == 0);
 }
 
+/* Buffers one kernel takes in one storage: the present ones (an absent
+ * operand, < 0, is skipped) all stay bf16, or all become fp32. */
+static void one_storage(bool *bf16_buffers, int nb, const int32_t *ids, int n) {
+    bool all = true;
+    for (int j = 0; j < n; j++) all = all && (ids[j] < 0 || ids[j] >= nb || bf16_buffers[ids[j]]);
+    for (int j = 0; j < n && !all; j++)
+        if (ids[j] >= 0 && ids[j] < nb) bf16_buffers[ids[j]] = false;
+}
+
 void tlm_gpu_bf16_buffers(const tlm_so *so, int nops, bool *bf16_buffers) {
     const int nb = (int)so->header->nbuffers;
     /* 1: written in bf16 so far, -1: some op needs it in fp32 */
@@ -146,8 +155,8 @@ void tlm_gpu_bf16_buffers(const tlm_so *so, int nops, bool *bf16_buffers) {
      * one GEMM's two halves and one kernel's two inputs: both bf16 or both
      * fp32. The cross-entropy's backward reads the logits and writes dlogits
      * in one storage (in place in the IR; a dlogits of its own, which no
-     * bf16 op writes, keeps the logits fp32). Attention's kernels read q, k, v in bf16 whenever they write y
-     * in bf16 (a bf16 y from fp32 q, k, v has no kernel), and sampling's KV
+     * bf16 op writes, keeps the logits fp32). Attention's kernels read q,
+     * k, v in bf16 whenever they write y in bf16 (a bf16 y from fp32 q, k, v has no kernel), and sampling's KV
      * cache holds every layer's rows in one storage: q, k, v of every
      * attention are bf16, or none. The sigmoid gate's kernels take y,
      * gate_pre and out in one storage: all three bf16, or all fp32 (last,
@@ -155,13 +164,10 @@ void tlm_gpu_bf16_buffers(const tlm_so *so, int nops, bool *bf16_buffers) {
     bool every_qkv = true;
     for (int k = 0; k < nops; k++) {
         const tlm_abi_op *op = &so->ops[k];
-        int32_t g = op->mlp.out_pre_gate, u = op->mlp.out_pre_up;
-        if (op->kind == TLM_OP_MLP && g >= 0 && u >= 0 && g < nb && u < nb && bf16_buffers[g] != bf16_buffers[u])
-            bf16_buffers[g] = bf16_buffers[u] = false;
-        int32_t z = op->loss_backward.in_logits, dz = op->loss_backward.out_dlogits;
-        if (op->kind == TLM_OP_LOSS_BACKWARD && z >= 0 && dz >= 0 && z < nb && dz < nb &&
-            bf16_buffers[z] != bf16_buffers[dz])
-            bf16_buffers[z] = bf16_buffers[dz] = false;
+        if (op->kind == TLM_OP_MLP)
+            one_storage(bf16_buffers, nb, (int32_t[]){op->mlp.out_pre_gate, op->mlp.out_pre_up}, 2);
+        if (op->kind == TLM_OP_LOSS_BACKWARD)
+            one_storage(bf16_buffers, nb, (int32_t[]){op->loss_backward.in_logits, op->loss_backward.out_dlogits}, 2);
         int32_t qkv = op->attention.in_qkv;
         if (op->kind == TLM_OP_ATTENTION && (qkv < 0 || qkv >= nb || !bf16_buffers[qkv])) every_qkv = false;
     }
@@ -174,12 +180,9 @@ void tlm_gpu_bf16_buffers(const tlm_so *so, int nops, bool *bf16_buffers) {
     }
     for (int k = 0; k < nops; k++) {
         const tlm_abi_op *op = &so->ops[k];
-        if (op->kind != TLM_OP_SIGMOID_GATE) continue;
-        const int32_t gate[] = {op->sigmoid_gate.in_y, op->sigmoid_gate.in_gate_pre, op->sigmoid_gate.out_out};
-        bool all = true;
-        for (int j = 0; j < 3; j++) all = all && gate[j] >= 0 && gate[j] < nb && bf16_buffers[gate[j]];
-        for (int j = 0; j < 3 && !all; j++)
-            if (gate[j] >= 0 && gate[j] < nb) bf16_buffers[gate[j]] = false;
+        if (op->kind == TLM_OP_SIGMOID_GATE)
+            one_storage(bf16_buffers, nb,
+                        (int32_t[]){op->sigmoid_gate.in_y, op->sigmoid_gate.in_gate_pre, op->sigmoid_gate.out_out}, 3);
     }
 }
 
