@@ -11,21 +11,31 @@
  * across the k terms: each term loads two vectors of b's row and
  * broadcasts GEMM_MR scalars of a, 12 fused multiply-adds for 8 loads
  * (a rank-1 row kernel does one load per multiply-add). Then 8 columns,
- * then single columns. Every element's sum runs over k in ascending order
+ * then the last n % 8 in one narrow tile. Every element's sum runs over k in ascending order
  * (a product and an add per term, or one fused), whatever the tile. */
 #ifndef TLM_BLOCK_GEMM_H
 #define TLM_BLOCK_GEMM_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
 
 #include "vec8.h"
 
 enum { GEMM_MR = 6 };
 
-/* One tile: mr rows (a constant after inlining) x nv vectors of 8 columns. */
-V8_ALWAYS_INLINE void gemm_tile(float *c, size_t ldc, const int mr, const int nv, const float *a, size_t ars,
+/* One tile: mr rows (a constant after inlining) x ncols columns, 16 or 8
+ * (constants after inlining: two vectors or one) or 1..7 (one vector whose
+ * lanes past ncols are zeros going in and are dropped coming out). The
+ * narrow tile is the same vector arithmetic as the full ones on purpose: a
+ * scalar loop for the last columns would be free to differ from it (at -O3
+ * gcc vectorizes `s += a * b` over k as vector products and in-order
+ * adds, unfused, where the tile fuses them), and the attention tests ask
+ * every tile shape for the same bits. */
+V8_ALWAYS_INLINE void gemm_tile(float *c, size_t ldc, const int mr, const int ncols, const float *a, size_t ars,
                                 size_t aks, const float *b, size_t ldb, int k0, int k1, bool fresh, float scale) {
+    const int nv = ncols > 8 ? 2 : 1;
+    const size_t narrow_bytes = sizeof(float) * (size_t)(ncols < 8 ? ncols : 8);
     v8f c00 = {0}, c01 = {0}, c10 = {0}, c11 = {0}, c20 = {0}, c21 = {0};
     v8f c30 = {0}, c31 = {0}, c40 = {0}, c41 = {0}, c50 = {0}, c51 = {0};
 #define GEMM_ROW(i, load_or_store)                           \
@@ -33,15 +43,19 @@ V8_ALWAYS_INLINE void gemm_tile(float *c, size_t ldc, const int mr, const int nv
         load_or_store(c##i##0, c + i * ldc);                 \
         if (nv > 1) load_or_store(c##i##1, c + i * ldc + 8); \
     }
-#define GEMM_LOAD(v, p) V8_LOAD(v, p)
+#define GEMM_LOAD(v, p)                                 \
+    do {                                                \
+        if (ncols < 8) memcpy(&(v), (p), narrow_bytes); \
+        else V8_LOAD(v, p);                             \
+    } while (0)
     if (!fresh) {
         GEMM_ROW(0, GEMM_LOAD) GEMM_ROW(1, GEMM_LOAD) GEMM_ROW(2, GEMM_LOAD);
         GEMM_ROW(3, GEMM_LOAD) GEMM_ROW(4, GEMM_LOAD) GEMM_ROW(5, GEMM_LOAD);
     }
     for (int k = k0; k < k1; k++) {
         const float *bk = b + (size_t)k * ldb, *ak = a + (size_t)k * aks;
-        v8f b0, b1 = {0};
-        V8_LOAD(b0, bk);
+        v8f b0 = {0}, b1 = {0};
+        GEMM_LOAD(b0, bk);
         if (nv > 1) V8_LOAD(b1, bk + 8);
 #define GEMM_TERM(i)                         \
     if (mr > i) {                            \
@@ -57,7 +71,11 @@ V8_ALWAYS_INLINE void gemm_tile(float *c, size_t ldc, const int mr, const int nv
         c00 *= s, c01 *= s, c10 *= s, c11 *= s, c20 *= s, c21 *= s;
         c30 *= s, c31 *= s, c40 *= s, c41 *= s, c50 *= s, c51 *= s;
     }
-#define GEMM_STORE(v, p) V8_STORE(p, v)
+#define GEMM_STORE(v, p)                                \
+    do {                                                \
+        if (ncols < 8) memcpy((p), &(v), narrow_bytes); \
+        else V8_STORE(p, v);                            \
+    } while (0)
     GEMM_ROW(0, GEMM_STORE) GEMM_ROW(1, GEMM_STORE) GEMM_ROW(2, GEMM_STORE);
     GEMM_ROW(3, GEMM_STORE) GEMM_ROW(4, GEMM_STORE) GEMM_ROW(5, GEMM_STORE);
 #undef GEMM_STORE
@@ -65,20 +83,14 @@ V8_ALWAYS_INLINE void gemm_tile(float *c, size_t ldc, const int mr, const int nv
 #undef GEMM_ROW
 }
 
-/* All n columns of mr rows: 16-column tiles, an 8-column one, then the
- * last n % 8 columns one element at a time. */
+/* All n columns of mr rows: 16-column tiles, an 8-column one, then one
+ * narrow tile for the last n % 8 columns. */
 V8_ALWAYS_INLINE void gemm_rows_of(float *c, size_t ldc, const int mr, int n, const float *a, size_t ars, size_t aks,
                                    const float *b, size_t ldb, int k0, int k1, bool fresh, float scale) {
     int j = 0;
-    for (; j + 16 <= n; j += 16) gemm_tile(c + j, ldc, mr, 2, a, ars, aks, b + j, ldb, k0, k1, fresh, scale);
-    if (j + 8 <= n) gemm_tile(c + j, ldc, mr, 1, a, ars, aks, b + j, ldb, k0, k1, fresh, scale), j += 8;
-    for (; j < n; j++) {
-        for (int r = 0; r < mr; r++) {
-            float s = fresh ? 0.0f : c[(size_t)r * ldc + j];
-            for (int k = k0; k < k1; k++) s += a[(size_t)r * ars + (size_t)k * aks] * b[(size_t)k * ldb + j];
-            c[(size_t)r * ldc + j] = s * scale;
-        }
-    }
+    for (; j + 16 <= n; j += 16) gemm_tile(c + j, ldc, mr, 16, a, ars, aks, b + j, ldb, k0, k1, fresh, scale);
+    if (j + 8 <= n) gemm_tile(c + j, ldc, mr, 8, a, ars, aks, b + j, ldb, k0, k1, fresh, scale), j += 8;
+    if (j < n) gemm_tile(c + j, ldc, mr, n - j, a, ars, aks, b + j, ldb, k0, k1, fresh, scale);
 }
 
 /* Any 1 <= mr <= GEMM_MR rows, each count its own unrolled tile. */
