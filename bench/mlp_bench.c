@@ -5,10 +5,19 @@
  *   mlp_bench [--reps N] [--kind swiglu|gelu] [--rows R] [--d D]
  *             [--widths W1,W2,...] [--threads T (only T)] [--skip-codegen 1]
  *             [--cpu NAME] [--profile fwd|bwd_data|bwd_weight] [--clock wall|thread]
+ *             [--versus 'VAR=VALUE;...']
  *
  * On CPUs OpenBLAS 0.3.21 does not know (e.g. Zen 5) it falls back to its
  * Haswell (AVX2) kernels; OPENBLAS_CORETYPE=SkylakeX gives its AVX-512 ones.
  * TLM_CODEGEN_BLOCKING="mr,nv,kc,mc" tries other blockings.
+ *
+ * --versus 'VAR=VALUE;...' compares two builds of the kernels, A with the
+ * environment as it is and B with these assignments made before codegen
+ * (TLM_CODEGEN_BLOCKING, or a knob being tried out), one thread, each
+ * repetition timing A, B and OpenBLAS back to back: a machine's drift
+ * then moves all three alike. On a shared 2-core EPYC, A against an
+ * identical B came out within 0.5% per entry, where two separate runs of
+ * the ratio table differ by 2-3%.
  *
  * Defaults are the tiny example (examples/tiny.tlm): SwiGLU, d_model 256,
  * rows = batch 8 x context 256, the tapered widths below. FLOPs count only
@@ -218,6 +227,78 @@ static int profile_entry(kernel_lib *lib, const tlm_kernel_spec *specs, int n, i
     return 0;
 }
 
+/* --versus: A = `lib` (the environment as it was), B = kernels built after
+ * the assignments in `assigns` ("VAR=VALUE;..."); best of `reps` per entry,
+ * A, B and OpenBLAS timed in turn in every repetition. */
+static int versus(kernel_lib *lib, const tlm_kernel_spec *specs, int n, int rows, int reps, const char *assigns,
+                  const tlm_codegen_options *opt) {
+    char *list = strdup(assigns);
+    for (char *save = NULL, *tok = strtok_r(list, ";", &save); tok; tok = strtok_r(NULL, ";", &save)) {
+        char *eq = strchr(tok, '=');
+        if (!eq || eq == tok) {
+            fprintf(stderr, "mlp_bench: --versus takes 'VAR=VALUE;...', not '%s'\n", tok);
+            free(list);
+            return 2;
+        }
+        *eq = 0;
+        setenv(tok, eq + 1, 1);
+    }
+    free(list);
+    kernel_lib lib_b;
+    char *err = NULL;
+    if (!kernel_lib_build(&lib_b, specs, n, opt, &err)) {
+        fprintf(stderr, "codegen of B failed: %s\n", err);
+        free(err);
+        return 1;
+    }
+    printf("A: the environment as it was; B: %s. Milliseconds, best of %d, 1 thread; speed-up B/A; each against "
+           "OpenBLAS (its time / ours)\n%5s",
+           assigns, reps, "width");
+    for (int e = 0; e < N_ENTRIES; e++) printf(" | %-10s     A      B   B/A  A/bl  B/bl", entry_names[e]);
+    printf("\n");
+    double sum[3][N_ENTRIES] = {{0}}; /* A, B, OpenBLAS */
+    unsigned seed = 1234;
+    for (int w = 0; w < n; w++) {
+        layer A, B;
+        layer_init(&A, specs[w], rows, lib, &seed);
+        layer_init(&B, specs[w], rows, &lib_b, &seed);
+        A.threads = B.threads = 1;
+        printf("%5d", specs[w].width);
+        for (int e = 0; e < N_ENTRIES; e++) {
+            double best[3] = {1e30, 1e30, 1e30};
+            for (int r = -1; r < reps; r++) { /* r = -1 warms up */
+                double t[4];
+                t[0] = now_s();
+                run_ours(&A, e);
+                t[1] = now_s();
+                run_ours(&B, e);
+                t[2] = now_s();
+                run_blas(&A, e);
+                t[3] = now_s();
+                for (int i = 0; i < 3 && r >= 0; i++)
+                    if (t[i + 1] - t[i] < best[i]) best[i] = t[i + 1] - t[i];
+            }
+            for (int i = 0; i < 3; i++) sum[i][e] += best[i];
+            printf(" | %10s %6.2f %6.2f %5.3f %5.3f %5.3f", "", best[0] * 1e3, best[1] * 1e3, best[0] / best[1],
+                   best[2] / best[0], best[2] / best[1]);
+        }
+        printf("\n");
+        layer_free(&A);
+        layer_free(&B);
+    }
+    double all[3] = {0};
+    for (int e = 0; e < N_ENTRIES; e++) {
+        printf("%-10s: B/A %.3f; against OpenBLAS A %.3f, B %.3f\n", entry_names[e], sum[0][e] / sum[1][e],
+               sum[2][e] / sum[0][e], sum[2][e] / sum[1][e]);
+        for (int i = 0; i < 3; i++) all[i] += sum[i][e];
+    }
+    printf("%-10s: B/A %.3f; against OpenBLAS A %.3f, B %.3f\n", "all", all[0] / all[1], all[2] / all[0],
+           all[2] / all[1]);
+    kernel_lib_close(&lib_b);
+    kernel_lib_close(lib);
+    return 0;
+}
+
 /* Codegen (and link) time of a 24-layer model with 24 distinct widths. */
 static int time_codegen_24(tlm_mlp kind) {
     tlm_kernel_spec specs[24];
@@ -241,6 +322,7 @@ static int time_codegen_24(tlm_mlp kind) {
 
 int main(int argc, char **argv) {
     int reps = 5, rows = 8 * 256, D = 256, only_threads = 0, skip_codegen = 0, profile = -1;
+    const char *versus_env = NULL;
     /* examples/tiny.tlm's tapered widths, then tiny_uniform's */
     int widths[64] = {1040, 960, 800, 576, 416, 336, 688}, n_widths = 7;
     const char *cpu = NULL;
@@ -254,6 +336,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--clock"))
             bench_clock = strcmp(argv[i + 1], "thread") ? CLOCK_MONOTONIC : CLOCK_THREAD_CPUTIME_ID;
         else if (!strcmp(argv[i], "--skip-codegen")) skip_codegen = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--versus")) versus_env = argv[i + 1];
         else if (!strcmp(argv[i], "--profile")) {
             for (int e = 0; e < N_ENTRIES; e++)
                 if (!strcmp(argv[i + 1], entry_names[e])) profile = e;
@@ -268,6 +351,11 @@ int main(int argc, char **argv) {
                 widths[n_widths++] = (int)strtol(p, &p, 10);
         }
     }
+    if (versus_env && only_threads > 1) {
+        fprintf(stderr, "mlp_bench: --versus runs one thread\n");
+        return 2;
+    }
+    if (versus_env) only_threads = 1;
     if (bench_clock == CLOCK_THREAD_CPUTIME_ID && only_threads != 1) {
         fprintf(stderr, "mlp_bench: --clock thread times one thread: add --threads 1\n");
         return 2;
@@ -288,6 +376,7 @@ int main(int argc, char **argv) {
            "%.3f s\n",
            kind == TLM_MLP_SWIGLU ? "SwiGLU" : "GELU", D, rows, reps, cpu ? cpu : "the host CPU", N_WIDTHS,
            lib.codegen_seconds);
+    if (versus_env) return versus(&lib, specs, N_WIDTHS, rows, reps, versus_env, &opt);
     if (profile >= 0) return profile_entry(&lib, specs, N_WIDTHS, rows, only_threads ? only_threads : 1, profile, reps);
     printf("%s\n", openblas_get_config());
     printf("GFLOP/s (GEMM flops only); ratio = ours / OpenBLAS speed\n");
