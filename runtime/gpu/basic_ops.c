@@ -72,6 +72,11 @@ bool tlm_gpu_rmsnorm_heads_forward(tlm_gpu *g, tlm_dptr out, tlm_dptr rstd, tlm_
     return rms_forward(g, out, rstd, x, w, N * H, H, D, eps, false, err);
 }
 
+bool tlm_gpu_rmsnorm_heads_forward_bf16(tlm_gpu *g, tlm_dptr out_bf16, tlm_dptr rstd, tlm_dptr x, tlm_dptr w, int N,
+                                        int H, int D, float eps, tlm_err *err) {
+    return rms_forward(g, out_bf16, rstd, x, w, N * H, H, D, eps, true, err);
+}
+
 bool tlm_gpu_rmsnorm_heads_backward(tlm_gpu *g, tlm_dptr dx, tlm_dptr dw, tlm_dptr dout, tlm_dptr x, tlm_dptr w,
                                     tlm_dptr rstd, int N, int H, int D, tlm_err *err) {
     return rms_backward(g, dx, dw, dout, x, w, rstd, N * H, H, D, false, err);
@@ -166,15 +171,33 @@ bool tlm_gpu_sigmoid_gate_backward_bf16(tlm_gpu *g, tlm_dptr dy, tlm_dptr dgate,
     return sigmoid_gate_backward(g, true, dy, dgate, dout, y, gate, R, D, err);
 }
 
-bool tlm_gpu_swiglu_forward(tlm_gpu *g, tlm_dptr h, tlm_dptr gate, tlm_dptr u, size_t n, tlm_err *err) {
+/* bf16: h, gate and u in bf16, the kernels' bf16 twins (gates.cu) */
+static bool swiglu_forward(tlm_gpu *g, bool bf16, tlm_dptr h, tlm_dptr gate, tlm_dptr u, size_t n, tlm_err *err) {
     long long count = (long long)n;
     void *args[] = {&h, &gate, &u, &count};
-    return tlm_gpu_launch(g, "tlm_swiglu_apply", tlm_gpu_blocks(count, BLOCK), BLOCK, args, err);
+    return tlm_gpu_launch(g, bf16 ? "tlm_swiglu_apply_bf16" : "tlm_swiglu_apply", tlm_gpu_blocks(count, BLOCK), BLOCK,
+                          args, err);
 }
 
-bool tlm_gpu_swiglu_backward(tlm_gpu *g, tlm_dptr dgate, tlm_dptr du, tlm_dptr dh, tlm_dptr gate, tlm_dptr u, size_t n,
-                             tlm_err *err) {
+static bool swiglu_backward(tlm_gpu *g, bool bf16, tlm_dptr dgate, tlm_dptr du, tlm_dptr dh, tlm_dptr gate, tlm_dptr u,
+                            size_t n, tlm_err *err) {
     long long count = (long long)n;
     void *args[] = {&dgate, &du, &dh, &gate, &u, &count};
-    return tlm_gpu_launch(g, "tlm_swiglu_grad", tlm_gpu_blocks(count, BLOCK), BLOCK, args, err);
+    return tlm_gpu_launch(g, bf16 ? "tlm_swiglu_grad_bf16" : "tlm_swiglu_grad", tlm_gpu_blocks(count, BLOCK), BLOCK,
+                          args, err);
+}
+
+bool tlm_gpu_swiglu_forward(tlm_gpu *g, tlm_dptr h, tlm_dptr gate, tlm_dptr u, size_t n, tlm_err *err) {
+    return swiglu_forward(g, false, h, gate, u, n, err);
+}
+bool tlm_gpu_swiglu_forward_bf16(tlm_gpu *g, tlm_dptr h, tlm_dptr gate, tlm_dptr u, size_t n, tlm_err *err) {
+    return swiglu_forward(g, true, h, gate, u, n, err);
+}
+bool tlm_gpu_swiglu_backward(tlm_gpu *g, tlm_dptr dgate, tlm_dptr du, tlm_dptr dh, tlm_dptr gate, tlm_dptr u, size_t n,
+                             tlm_err *err) {
+    return swiglu_backward(g, false, dgate, du, dh, gate, u, n, err);
+}
+bool tlm_gpu_swiglu_backward_bf16(tlm_gpu *g, tlm_dptr dgate, tlm_dptr du, tlm_dptr dh, tlm_dptr gate, tlm_dptr u,
+                                  size_t n, tlm_err *err) {
+    return swiglu_backward(g, true, dgate, du, dh, gate, u, n, err);
 }

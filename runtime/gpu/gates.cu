@@ -64,23 +64,43 @@ extern "C" __global__ void tlm_sigmoid_gate_dg_bf16(float *dg, const float *dout
   gates_sigmoid_dg(dg, dout, y, g, R, D);
 }
 
-// SwiGLU: h = silu(g) u, n elements.
-extern "C" __global__ void tlm_swiglu_apply(float *h, const float *g, const float *u, long long n) {
+// SwiGLU: h = silu(g) u, n elements. Titans' SiLU gate runs it (out =
+// x silu(gate_pre)); in --precision bf16 h, g and u are bf16 there (one
+// template over their storage: on the same rounded g and u the bf16
+// instantiation gives the fp32 kernel's h rounded once).
+template <typename H, typename G, typename U>
+__device__ void gates_swiglu_apply(H *h, const G *g, const U *u, long long n) {
   long long step = (long long)gridDim.x * blockDim.x;
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
-    float x = g[i];
-    h[i] = x * gates_sigmoid(x) * u[i];
+    float x = tlm::load(g + i);
+    tlm::store(h + i, x * gates_sigmoid(x) * tlm::load(u + i));
   }
+}
+extern "C" __global__ void tlm_swiglu_apply(float *h, const float *g, const float *u, long long n) {
+  gates_swiglu_apply(h, g, u, n);
+}
+extern "C" __global__ void tlm_swiglu_apply_bf16(unsigned short *h, const unsigned short *g, const unsigned short *u,
+                                                 long long n) {
+  gates_swiglu_apply(h, g, u, n);
 }
 
 // dg = dh u silu'(g), du = dh silu(g), silu'(x) = s (1 + x (1 - s)); both
-// written. dh may be dg or du: dh[i] is read before either is written.
-extern "C" __global__ void tlm_swiglu_grad(float *dg, float *du, const float *dh, const float *g, const float *u,
-                                           long long n) {
+// written. dh may be dg or du: dh[i] is read before either is written. g
+// and u fp32 or bf16 (widened); the gradients fp32 in either precision.
+template <typename G, typename U>
+__device__ void gates_swiglu_grad(float *dg, float *du, const float *dh, const G *g, const U *u, long long n) {
   long long step = (long long)gridDim.x * blockDim.x;
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
-    float d = dh[i], x = g[i], up = u[i], s = gates_sigmoid(x);
+    float d = dh[i], x = tlm::load(g + i), up = tlm::load(u + i), s = gates_sigmoid(x);
     dg[i] = d * up * s * (1.0f + x * (1.0f - s));
     du[i] = d * x * s;
   }
+}
+extern "C" __global__ void tlm_swiglu_grad(float *dg, float *du, const float *dh, const float *g, const float *u,
+                                           long long n) {
+  gates_swiglu_grad(dg, du, dh, g, u, n);
+}
+extern "C" __global__ void tlm_swiglu_grad_bf16(float *dg, float *du, const float *dh, const unsigned short *g,
+                                                const unsigned short *u, long long n) {
+  gates_swiglu_grad(dg, du, dh, g, u, n);
 }

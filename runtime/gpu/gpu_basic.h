@@ -41,6 +41,10 @@ bool tlm_gpu_rmsnorm_backward(tlm_gpu *g, tlm_dptr dx, tlm_dptr dw, tlm_dptr dou
 /* Per head: w [H*D] or 0; dx written; dw += (skipped when w or dw is 0). */
 bool tlm_gpu_rmsnorm_heads_forward(tlm_gpu *g, tlm_dptr out, tlm_dptr rstd, tlm_dptr x, tlm_dptr w, int N, int H, int D,
                                    float eps, tlm_err *err);
+/* The same forward with out in bf16 (--precision bf16's Titans, whose SiLU
+ * gate reads the normalised memory output in bf16): rounded once. */
+bool tlm_gpu_rmsnorm_heads_forward_bf16(tlm_gpu *g, tlm_dptr out_bf16, tlm_dptr rstd, tlm_dptr x, tlm_dptr w, int N,
+                                        int H, int D, float eps, tlm_err *err);
 bool tlm_gpu_rmsnorm_heads_backward(tlm_gpu *g, tlm_dptr dx, tlm_dptr dw, tlm_dptr dout, tlm_dptr x, tlm_dptr w,
                                     tlm_dptr rstd, int N, int H, int D, tlm_err *err);
 
@@ -86,5 +90,11 @@ bool tlm_gpu_sigmoid_gate_backward_bf16(tlm_gpu *g, tlm_dptr dy, tlm_dptr dgate,
 bool tlm_gpu_swiglu_forward(tlm_gpu *g, tlm_dptr h, tlm_dptr gate, tlm_dptr u, size_t n, tlm_err *err);
 bool tlm_gpu_swiglu_backward(tlm_gpu *g, tlm_dptr dgate, tlm_dptr du, tlm_dptr dh, tlm_dptr gate, tlm_dptr u, size_t n,
                              tlm_err *err);
+/* The same with h, gate and u in bf16 (--precision bf16's Titans SiLU
+ * gate): the fp32 kernels' arithmetic on the widened values, h rounded
+ * once; dh, dgate and du are gradients, fp32. */
+bool tlm_gpu_swiglu_forward_bf16(tlm_gpu *g, tlm_dptr h, tlm_dptr gate, tlm_dptr u, size_t n, tlm_err *err);
+bool tlm_gpu_swiglu_backward_bf16(tlm_gpu *g, tlm_dptr dgate, tlm_dptr du, tlm_dptr dh, tlm_dptr gate, tlm_dptr u,
+                                  size_t n, tlm_err *err);
 
 #endif

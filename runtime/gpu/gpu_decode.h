@@ -25,5 +25,10 @@ bool tlm_gpu_attention_decode_qkv_bf16(tlm_gpu *g, tlm_dptr y, tlm_dptr q, tlm_d
  * y may be 0 (the state only). D at most 1024. */
 bool tlm_gpu_titans_decode(tlm_gpu *g, tlm_dptr y, tlm_dptr state, tlm_dptr q, tlm_dptr k, tlm_dptr v, tlm_dptr theta,
                            tlm_dptr eta, tlm_dptr alpha, int H, int D, bool chunk_start, tlm_err *err);
+/* The same with q, k and v in bf16 (--precision bf16's mem_qkv), read
+ * widened: the fp32 kernel's y and state on the same rounded values. */
+bool tlm_gpu_titans_decode_bf16(tlm_gpu *g, tlm_dptr y, tlm_dptr state, tlm_dptr q, tlm_dptr k, tlm_dptr v,
+                                tlm_dptr theta, tlm_dptr eta, tlm_dptr alpha, int H, int D, bool chunk_start,
+                                tlm_err *err);
 
 #endif

@@ -70,12 +70,30 @@ bool tlm_gpu_titans_backward(tlm_gpu *g, tlm_dptr dq, tlm_dptr dk, tlm_dptr dv, 
                              tlm_dptr dalpha, tlm_dptr dy, tlm_dptr saved, tlm_dptr q, tlm_dptr k, tlm_dptr v,
                              int stride, tlm_dptr theta, tlm_dptr eta, tlm_dptr alpha, int B, int T, int H, int D,
                              int chunk, tlm_dptr scratch, tlm_err *err);
+/* The same two with q, k and v (mem_qkv) in bf16, read widened
+ * (--precision bf16): on the same rounded q, k, v, the fp32 kernels' y,
+ * saved and gradients bit for bit; everything else fp32 as above. */
+bool tlm_gpu_titans_forward_bf16(tlm_gpu *g, tlm_dptr y, tlm_dptr saved, tlm_dptr q, tlm_dptr k, tlm_dptr v, int stride,
+                                 tlm_dptr theta, tlm_dptr eta, tlm_dptr alpha, int B, int T, int H, int D, int chunk,
+                                 tlm_err *err);
+bool tlm_gpu_titans_backward_bf16(tlm_gpu *g, tlm_dptr dq, tlm_dptr dk, tlm_dptr dv, tlm_dptr dtheta, tlm_dptr deta,
+                                  tlm_dptr dalpha, tlm_dptr dy, tlm_dptr saved, tlm_dptr q, tlm_dptr k, tlm_dptr v,
+                                  int stride, tlm_dptr theta, tlm_dptr eta, tlm_dptr alpha, int B, int T, int H, int D,
+                                  int chunk, tlm_dptr scratch, tlm_err *err);
 
 /* tlm_titans_qkv_forward / backward (the executor's memory_act) */
 bool tlm_gpu_titans_qkv_forward(tlm_gpu *g, tlm_dptr act, tlm_dptr mem_qkv, tlm_dptr rnorm, tlm_dptr qkv, int N, int H,
                                 int D, tlm_err *err);
 bool tlm_gpu_titans_qkv_backward(tlm_gpu *g, tlm_dptr dqkv, tlm_dptr d_mem_qkv, tlm_dptr qkv, tlm_dptr act,
                                  tlm_dptr rnorm, int N, int H, int D, tlm_err *err);
+/* The same with qkv, act and mem_qkv in bf16 (--precision bf16): read
+ * widened, written rounded once; on the same rounded qkv (and act), the
+ * fp32 kernels' results bit for bit (act and mem_qkv rounded), rnorm and
+ * dqkv fp32. */
+bool tlm_gpu_titans_qkv_forward_bf16(tlm_gpu *g, tlm_dptr act, tlm_dptr mem_qkv, tlm_dptr rnorm, tlm_dptr qkv, int N,
+                                     int H, int D, tlm_err *err);
+bool tlm_gpu_titans_qkv_backward_bf16(tlm_gpu *g, tlm_dptr dqkv, tlm_dptr d_mem_qkv, tlm_dptr qkv, tlm_dptr act,
+                                      tlm_dptr rnorm, int N, int H, int D, tlm_err *err);
 
 /* tlm_titans_gates_forward / backward (the executor's memory_gates) */
 bool tlm_gpu_titans_gates_forward(tlm_gpu *g, tlm_dptr gates, tlm_dptr pre, int N, int H, float inner_lr, tlm_err *err);

@@ -71,12 +71,25 @@ bool tlm_gpu_attention_backward_qkv_bf16(tlm_gpu *g, tlm_dptr dq, tlm_dptr dk, t
     return attention_backward(g, "_qkv_bf16", dq, dk, dv, dy, y, lse, q, k, v, B, T, H, D, stride, err);
 }
 
+static bool titans_forward(tlm_gpu *g, const char *kernel, tlm_dptr y, tlm_dptr saved, tlm_dptr q, tlm_dptr k,
+                           tlm_dptr v, int stride, tlm_dptr theta, tlm_dptr eta, tlm_dptr alpha, int B, int T, int H,
+                           int D, int chunk, tlm_err *err) {
+    if (B <= 0 || T <= 0 || H <= 0 || D <= 0 || chunk <= 0) return true;
+    void *args[] = {&y, &saved, &q, &k, &v, &stride, &theta, &eta, &alpha, &B, &T, &H, &D, &chunk};
+    return tlm_gpu_launch(g, kernel, tlm_gpu_blocks((int64_t)B * H, 1), TLM_GPU_TITANS_BLOCK, args, err);
+}
+
 bool tlm_gpu_titans_forward(tlm_gpu *g, tlm_dptr y, tlm_dptr saved, tlm_dptr q, tlm_dptr k, tlm_dptr v, int stride,
                             tlm_dptr theta, tlm_dptr eta, tlm_dptr alpha, int B, int T, int H, int D, int chunk,
                             tlm_err *err) {
-    if (B <= 0 || T <= 0 || H <= 0 || D <= 0 || chunk <= 0) return true;
-    void *args[] = {&y, &saved, &q, &k, &v, &stride, &theta, &eta, &alpha, &B, &T, &H, &D, &chunk};
-    return tlm_gpu_launch(g, "tlm_titans_fwd", tlm_gpu_blocks((int64_t)B * H, 1), TLM_GPU_TITANS_BLOCK, args, err);
+    return titans_forward(g, "tlm_titans_fwd", y, saved, q, k, v, stride, theta, eta, alpha, B, T, H, D, chunk, err);
+}
+
+bool tlm_gpu_titans_forward_bf16(tlm_gpu *g, tlm_dptr y, tlm_dptr saved, tlm_dptr q, tlm_dptr k, tlm_dptr v, int stride,
+                                 tlm_dptr theta, tlm_dptr eta, tlm_dptr alpha, int B, int T, int H, int D, int chunk,
+                                 tlm_err *err) {
+    return titans_forward(g, "tlm_titans_fwd_bf16", y, saved, q, k, v, stride, theta, eta, alpha, B, T, H, D, chunk,
+                          err);
 }
 
 size_t tlm_gpu_titans_scratch_bytes(int B, int H, int D, int chunk) {
@@ -84,32 +97,69 @@ size_t tlm_gpu_titans_scratch_bytes(int B, int H, int D, int chunk) {
     return (size_t)B * (size_t)H * tlm_titans_scratch_floats(D, chunk) * sizeof(float);
 }
 
+static bool titans_backward(tlm_gpu *g, const char *kernel, tlm_dptr dq, tlm_dptr dk, tlm_dptr dv, tlm_dptr dtheta,
+                            tlm_dptr deta, tlm_dptr dalpha, tlm_dptr dy, tlm_dptr saved, tlm_dptr q, tlm_dptr k,
+                            int stride, tlm_dptr theta, tlm_dptr eta, tlm_dptr alpha, int B, int T, int H, int D,
+                            int chunk, tlm_dptr scratch, tlm_err *err) {
+    if (B <= 0 || T <= 0 || H <= 0 || D <= 0 || chunk <= 0) return true;
+    long long per_head = (long long)tlm_titans_scratch_floats(D, chunk);
+    void *args[] = {&dq,    &dk,  &dv,    &dtheta, &deta, &dalpha, &dy, &saved, &q,       &k,       &stride,
+                    &theta, &eta, &alpha, &B,      &T,    &H,      &D,  &chunk, &scratch, &per_head};
+    return tlm_gpu_launch(g, kernel, tlm_gpu_blocks((int64_t)B * H, 1), TLM_GPU_TITANS_BLOCK, args, err);
+}
+
 bool tlm_gpu_titans_backward(tlm_gpu *g, tlm_dptr dq, tlm_dptr dk, tlm_dptr dv, tlm_dptr dtheta, tlm_dptr deta,
                              tlm_dptr dalpha, tlm_dptr dy, tlm_dptr saved, tlm_dptr q, tlm_dptr k, tlm_dptr v,
                              int stride, tlm_dptr theta, tlm_dptr eta, tlm_dptr alpha, int B, int T, int H, int D,
                              int chunk, tlm_dptr scratch, tlm_err *err) {
     (void)v; /* enters only through the saved errors, as on the CPU */
-    if (B <= 0 || T <= 0 || H <= 0 || D <= 0 || chunk <= 0) return true;
-    long long per_head = (long long)tlm_titans_scratch_floats(D, chunk);
-    void *args[] = {&dq,    &dk,  &dv,    &dtheta, &deta, &dalpha, &dy, &saved, &q,       &k,       &stride,
-                    &theta, &eta, &alpha, &B,      &T,    &H,      &D,  &chunk, &scratch, &per_head};
-    return tlm_gpu_launch(g, "tlm_titans_bwd", tlm_gpu_blocks((int64_t)B * H, 1), TLM_GPU_TITANS_BLOCK, args, err);
+    return titans_backward(g, "tlm_titans_bwd", dq, dk, dv, dtheta, deta, dalpha, dy, saved, q, k, stride, theta, eta,
+                           alpha, B, T, H, D, chunk, scratch, err);
+}
+
+bool tlm_gpu_titans_backward_bf16(tlm_gpu *g, tlm_dptr dq, tlm_dptr dk, tlm_dptr dv, tlm_dptr dtheta, tlm_dptr deta,
+                                  tlm_dptr dalpha, tlm_dptr dy, tlm_dptr saved, tlm_dptr q, tlm_dptr k, tlm_dptr v,
+                                  int stride, tlm_dptr theta, tlm_dptr eta, tlm_dptr alpha, int B, int T, int H, int D,
+                                  int chunk, tlm_dptr scratch, tlm_err *err) {
+    (void)v;
+    return titans_backward(g, "tlm_titans_bwd_bf16", dq, dk, dv, dtheta, deta, dalpha, dy, saved, q, k, stride, theta,
+                           eta, alpha, B, T, H, D, chunk, scratch, err);
+}
+
+static bool titans_qkv_forward(tlm_gpu *g, const char *kernel, tlm_dptr act, tlm_dptr mem_qkv, tlm_dptr rnorm,
+                               tlm_dptr qkv, int N, int H, int D, tlm_err *err) {
+    if (N <= 0 || H <= 0 || D <= 0) return true;
+    void *args[] = {&act, &mem_qkv, &rnorm, &qkv, &N, &H, &D};
+    unsigned grid = tlm_gpu_blocks((int64_t)N * 3 * H, TLM_GPU_TITANS_ACT_BLOCK);
+    return tlm_gpu_launch(g, kernel, grid, TLM_GPU_TITANS_ACT_BLOCK, args, err);
 }
 
 bool tlm_gpu_titans_qkv_forward(tlm_gpu *g, tlm_dptr act, tlm_dptr mem_qkv, tlm_dptr rnorm, tlm_dptr qkv, int N, int H,
                                 int D, tlm_err *err) {
+    return titans_qkv_forward(g, "tlm_titans_act_qkv_fwd", act, mem_qkv, rnorm, qkv, N, H, D, err);
+}
+
+bool tlm_gpu_titans_qkv_forward_bf16(tlm_gpu *g, tlm_dptr act, tlm_dptr mem_qkv, tlm_dptr rnorm, tlm_dptr qkv, int N,
+                                     int H, int D, tlm_err *err) {
+    return titans_qkv_forward(g, "tlm_titans_act_qkv_fwd_bf16", act, mem_qkv, rnorm, qkv, N, H, D, err);
+}
+
+static bool titans_qkv_backward(tlm_gpu *g, const char *kernel, tlm_dptr dqkv, tlm_dptr d_mem_qkv, tlm_dptr qkv,
+                                tlm_dptr act, tlm_dptr rnorm, int N, int H, int D, tlm_err *err) {
     if (N <= 0 || H <= 0 || D <= 0) return true;
-    void *args[] = {&act, &mem_qkv, &rnorm, &qkv, &N, &H, &D};
+    void *args[] = {&dqkv, &d_mem_qkv, &qkv, &act, &rnorm, &N, &H, &D};
     unsigned grid = tlm_gpu_blocks((int64_t)N * 3 * H, TLM_GPU_TITANS_ACT_BLOCK);
-    return tlm_gpu_launch(g, "tlm_titans_act_qkv_fwd", grid, TLM_GPU_TITANS_ACT_BLOCK, args, err);
+    return tlm_gpu_launch(g, kernel, grid, TLM_GPU_TITANS_ACT_BLOCK, args, err);
 }
 
 bool tlm_gpu_titans_qkv_backward(tlm_gpu *g, tlm_dptr dqkv, tlm_dptr d_mem_qkv, tlm_dptr qkv, tlm_dptr act,
                                  tlm_dptr rnorm, int N, int H, int D, tlm_err *err) {
-    if (N <= 0 || H <= 0 || D <= 0) return true;
-    void *args[] = {&dqkv, &d_mem_qkv, &qkv, &act, &rnorm, &N, &H, &D};
-    unsigned grid = tlm_gpu_blocks((int64_t)N * 3 * H, TLM_GPU_TITANS_ACT_BLOCK);
-    return tlm_gpu_launch(g, "tlm_titans_act_qkv_bwd", grid, TLM_GPU_TITANS_ACT_BLOCK, args, err);
+    return titans_qkv_backward(g, "tlm_titans_act_qkv_bwd", dqkv, d_mem_qkv, qkv, act, rnorm, N, H, D, err);
+}
+
+bool tlm_gpu_titans_qkv_backward_bf16(tlm_gpu *g, tlm_dptr dqkv, tlm_dptr d_mem_qkv, tlm_dptr qkv, tlm_dptr act,
+                                      tlm_dptr rnorm, int N, int H, int D, tlm_err *err) {
+    return titans_qkv_backward(g, "tlm_titans_act_qkv_bwd_bf16", dqkv, d_mem_qkv, qkv, act, rnorm, N, H, D, err);
 }
 
 bool tlm_gpu_titans_gates_forward(tlm_gpu *g, tlm_dptr gates, tlm_dptr pre, int N, int H, float inner_lr,

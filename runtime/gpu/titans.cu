@@ -32,18 +32,26 @@ __device__ __forceinline__ void titans_step_element(float* M, float* S, float M_
   *M = fmaf(keep, M_in, s);
 }
 
-// The dot of row i of the D x D matrix A with x, by one warp: lanes over
-// columns in order, then the butterfly (every lane gets the same bits).
-__device__ __forceinline__ float titans_row_dot(const float* A, long long i, const float* x, int D) {
+// The dot of row i of the D x D matrix A with x (a row of q or k, fp32 or
+// bf16 widened), by one warp: lanes over columns in order, then the
+// butterfly (every lane gets the same bits).
+template <typename X>
+__device__ __forceinline__ float titans_row_dot(const float* A, long long i, const X* x, int D) {
   float s = 0.0f;
-  for (int j = threadIdx.x % 32; j < D; j += 32) s += A[i * D + j] * x[j];
+  for (int j = threadIdx.x % 32; j < D; j += 32) s += A[i * D + j] * tlm::load(x + j);
   return tlm::warp_sum(s);
 }
 
 // One block per (b, h): the states, y and the errors, segment by segment.
-extern "C" __global__ void tlm_titans_fwd(float* y, float* saved, const float* q, const float* k, const float* v,
-                                          int stride, const float* theta, const float* eta, const float* alpha,
-                                          int B, int T, int H, int D, int chunk) {
+// q, k and v (mem_qkv) are fp32, or bf16 in --precision bf16, read widened
+// exactly: the one template runs the same fp32 arithmetic in the same
+// order, so on the same rounded q, k, v the bf16 instantiation gives the
+// fp32 kernel's y and saved bit for bit (the memory, its checkpoints and
+// the errors stay fp32 in either precision).
+template <typename X>
+__device__ void titans_forward(float* y, float* saved, const X* q, const X* k, const X* v, int stride,
+                               const float* theta, const float* eta, const float* alpha, int B, int T, int H, int D,
+                               int chunk) {
   const int K = titans_segment_len(chunk), nseg = (T + K - 1) / K;
   const long long DD = (long long)D * D;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
@@ -51,7 +59,7 @@ extern "C" __global__ void tlm_titans_fwd(float* y, float* saved, const float* q
   for (long long bh = blockIdx.x; bh < (long long)B * H; bh += gridDim.x) {
     const int b = (int)(bh / H), h = (int)(bh % H);
     const long long base = (long long)b * T * stride + (long long)h * D;
-    const float *qb = q + base, *kb = k + base, *vb = v + base;
+    const X *qb = q + base, *kb = k + base, *vb = v + base;
     float* ck = saved + bh * nseg * 2 * DD;
     float* eb = e_all + bh * T * D;
     for (int j = 0; j < nseg; j++) {
@@ -64,15 +72,16 @@ extern "C" __global__ void tlm_titans_fwd(float* y, float* saved, const float* q
           const int c1 = t + chunk < T ? t + chunk : T;
           for (long long p = warp; p < (long long)(c1 - t) * D; p += warps) {
             const int u = t + (int)(p / D), i = (int)(p % D);
-            const float* ku = kb + (long long)u * stride;
-            const float e = titans_row_dot(M, i, ku, D) - vb[(long long)u * stride + i];
+            const X* ku = kb + (long long)u * stride;
+            const float e = titans_row_dot(M, i, ku, D) - tlm::load(vb + (long long)u * stride + i);
             if (lane == 0) eb[(long long)u * D + i] = e;
           }
           __syncthreads();
         }
         const long long th = ((long long)b * T + t) * H + h;
         const float tt = theta[th], et = eta[th], keep = 1.0f - alpha[th];
-        const float *kt = kb + (long long)t * stride, *qt = qb + (long long)t * stride, *e = eb + (long long)t * D;
+        const X *kt = kb + (long long)t * stride, *qt = qb + (long long)t * stride;
+        const float* e = eb + (long long)t * D;
         float* yt = y + ((long long)b * T + t) * H * D + (long long)h * D;
         // a warp per row: the row's update, then its y (the lane that wrote
         // an element is the one that reads it)
@@ -80,7 +89,7 @@ extern "C" __global__ void tlm_titans_fwd(float* y, float* saved, const float* q
           const float c = 2.0f * tt * e[i];
           for (int jj = lane; jj < D; jj += 32) {
             const long long x = (long long)i * D + jj;
-            titans_step_element(M + x, S + x, M[x], S[x], c, kt[jj], et, keep);
+            titans_step_element(M + x, S + x, M[x], S[x], c, tlm::load(kt + jj), et, keep);
           }
           const float yi = titans_row_dot(M, i, qt, D);
           if (lane == 0) yt[i] = yi;
@@ -90,10 +99,21 @@ extern "C" __global__ void tlm_titans_fwd(float* y, float* saved, const float* q
     }
   }
 }
+extern "C" __global__ void tlm_titans_fwd(float* y, float* saved, const float* q, const float* k, const float* v,
+                                          int stride, const float* theta, const float* eta, const float* alpha, int B,
+                                          int T, int H, int D, int chunk) {
+  titans_forward(y, saved, q, k, v, stride, theta, eta, alpha, B, T, H, D, chunk);
+}
+extern "C" __global__ void tlm_titans_fwd_bf16(float* y, float* saved, const unsigned short* q, const unsigned short* k,
+                                               const unsigned short* v, int stride, const float* theta,
+                                               const float* eta, const float* alpha, int B, int T, int H, int D,
+                                               int chunk) {
+  titans_forward(y, saved, q, k, v, stride, theta, eta, alpha, B, T, H, D, chunk);
+}
 
 // The sums of one token's backward, written by thread 0.
-__device__ __forceinline__ void titans_write_scalars(float* dtheta, float* deta, float* dalpha, long long th,
-                                                    float dth, float dn, float da) {
+__device__ __forceinline__ void titans_write_scalars(float* dtheta, float* deta, float* dalpha, long long th, float dth,
+                                                     float dn, float da) {
   if (threadIdx.x == 0) {
     dtheta[th] = -2.0f * dth;
     deta[th] = dn;
@@ -102,12 +122,13 @@ __device__ __forceinline__ void titans_write_scalars(float* dtheta, float* deta,
 }
 
 // One block per (b, h): segments from the last, each recomputed forward from
-// its starting checkpoint into the scratch, then walked in reverse.
-extern "C" __global__ void tlm_titans_bwd(float* dq, float* dk, float* dv, float* dtheta, float* deta,
-                                          float* dalpha, const float* dy, const float* saved, const float* q,
-                                          const float* k, int stride, const float* theta, const float* eta,
-                                          const float* alpha, int B, int T, int H, int D, int chunk,
-                                          float* scratch, long long scratch_per_head) {
+// its starting checkpoint into the scratch, then walked in reverse. q and k
+// as in the forward: fp32 or bf16 widened; the gradients fp32.
+template <typename X>
+__device__ void titans_backward(float* dq, float* dk, float* dv, float* dtheta, float* deta, float* dalpha,
+                                const float* dy, const float* saved, const X* q, const X* k, int stride,
+                                const float* theta, const float* eta, const float* alpha, int B, int T, int H, int D,
+                                int chunk, float* scratch, long long scratch_per_head) {
   const int K = titans_segment_len(chunk), nseg = (T + K - 1) / K;
   const long long DD = (long long)D * D;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
@@ -115,7 +136,7 @@ extern "C" __global__ void tlm_titans_bwd(float* dq, float* dk, float* dv, float
   for (long long bh = blockIdx.x; bh < (long long)B * H; bh += gridDim.x) {
     const int b = (int)(bh / H), h = (int)(bh % H);
     const long long base = (long long)b * T * stride + (long long)h * D;
-    const float *qb = q + base, *kb = k + base;
+    const X *qb = q + base, *kb = k + base;
     float *dqb = dq + base, *dkb = dk + base, *dvb = dv + base;
     const float* ck = saved + bh * nseg * 2 * DD;
     const float* eb = e_all + bh * T * D;
@@ -136,12 +157,13 @@ extern "C" __global__ void tlm_titans_bwd(float* dq, float* dk, float* dv, float
         const int t = s0 + i - 1;
         const long long th = ((long long)b * T + t) * H + h;
         const float tt = theta[th], et = eta[th], keep = 1.0f - alpha[th];
-        const float *kt = kb + (long long)t * stride, *e = eb + (long long)t * D;
+        const X* kt = kb + (long long)t * stride;
+        const float* e = eb + (long long)t * D;
         float *Mi = Ms + i * DD, *Si = Ss + i * DD;
         const float *Mp = Mi - DD, *Sp = Si - DD;
         for (long long x = threadIdx.x; x < DD; x += blockDim.x) {
           const int r = (int)(x / D), c = (int)(x % D);
-          titans_step_element(Mi + x, Si + x, Mp[x], Sp[x], 2.0f * tt * e[r], kt[c], et, keep);
+          titans_step_element(Mi + x, Si + x, Mp[x], Sp[x], 2.0f * tt * e[r], tlm::load(kt + c), et, keep);
         }
       }
       __syncthreads();
@@ -150,14 +172,15 @@ extern "C" __global__ void tlm_titans_bwd(float* dq, float* dk, float* dv, float
         const float *Mt = Ms + i * DD, *Mp = Mt - DD, *Sp = Ss + (i - 1) * DD;
         const float* M0 = Ms + (long long)(c0 - s0) * DD;  // M_{c0-1}
         const long long ts = (long long)t * stride, th = ((long long)b * T + t) * H + h;
-        const float *qt = qb + ts, *kt = kb + ts, *et = eb + (long long)t * D;
+        const X *qt = qb + ts, *kt = kb + ts;
+        const float* et = eb + (long long)t * D;
         const float* dyt = dy + ((long long)b * T + t) * H * D + (long long)h * D;
         const float m2th = -2.0f * theta[th];
         // 1: the totals dM, dS at t (elementwise), and the Frobenius products
         float da = 0.0f, dn = 0.0f;
         for (long long x = threadIdx.x; x < DD; x += blockDim.x) {
           const int r = (int)(x / D), c = (int)(x % D);
-          const float m = dM[x] + dyt[r] * qt[c];
+          const float m = dM[x] + dyt[r] * tlm::load(qt + c);
           const float s = dS[x] + m;
           dM[x] = m;
           dS[x] = s;
@@ -194,13 +217,13 @@ extern "C" __global__ void tlm_titans_bwd(float* dq, float* dk, float* dv, float
           dkb[ts + c] = ak;
         }
         __syncthreads();  // dS is read above before it is scaled below
-        // 4: dM0 += de k^T, then the paths back to t-1 (and M0 = M_{t-1} at
-        // the chunk's first token)
+                          // 4: dM0 += de k^T, then the paths back to t-1 (and M0 = M_{t-1} at
+                          // the chunk's first token)
         const float keep = 1.0f - alpha[th], etat = eta[th];
         const bool start = t == c0;
         for (long long x = threadIdx.x; x < DD; x += blockDim.x) {
           const int r = (int)(x / D), c = (int)(x % D);
-          const float m0 = dM0[x] + de[r] * kt[c];
+          const float m0 = dM0[x] + de[r] * tlm::load(kt + c);
           float m = dM[x] * keep;
           dS[x] *= etat;
           if (start) {
@@ -217,4 +240,19 @@ extern "C" __global__ void tlm_titans_bwd(float* dq, float* dk, float* dv, float
       __syncthreads();  // the next segment overwrites Ms, Ss
     }
   }
+}
+extern "C" __global__ void tlm_titans_bwd(float* dq, float* dk, float* dv, float* dtheta, float* deta, float* dalpha,
+                                          const float* dy, const float* saved, const float* q, const float* k,
+                                          int stride, const float* theta, const float* eta, const float* alpha, int B,
+                                          int T, int H, int D, int chunk, float* scratch, long long scratch_per_head) {
+  titans_backward(dq, dk, dv, dtheta, deta, dalpha, dy, saved, q, k, stride, theta, eta, alpha, B, T, H, D, chunk,
+                  scratch, scratch_per_head);
+}
+extern "C" __global__ void tlm_titans_bwd_bf16(float* dq, float* dk, float* dv, float* dtheta, float* deta,
+                                               float* dalpha, const float* dy, const float* saved,
+                                               const unsigned short* q, const unsigned short* k, int stride,
+                                               const float* theta, const float* eta, const float* alpha, int B, int T,
+                                               int H, int D, int chunk, float* scratch, long long scratch_per_head) {
+  titans_backward(dq, dk, dv, dtheta, deta, dalpha, dy, saved, q, k, stride, theta, eta, alpha, B, T, H, D, chunk,
+                  scratch, scratch_per_head);
 }

@@ -12,8 +12,15 @@ constexpr float titans_act_L2NORM_EPS = 1e-6f;  // the CPU's TLM_L2NORM_EPS
 __device__ __forceinline__ float titans_act_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 
 // Row (n, part, h) of the packed [N, 3, H, D] tensors: part 0 q, 1 k, 2 v.
-extern "C" __global__ void tlm_titans_act_qkv_fwd(float* act, float* mem_qkv, float* rnorm, const float* qkv, int N,
-                                                  int H, int D) {
+// qkv, act and mem_qkv share one storage, fp32 or bf16 (--precision bf16:
+// tlm::load widens exactly, tlm::store rounds once): the bf16
+// instantiation runs the fp32 one's arithmetic in the same order, so on the
+// same rounded qkv it gives the fp32 kernel's rnorm bit for bit and its act
+// and mem_qkv rounded once. mem_qkv is computed from the activation in
+// fp32, recomputed rather than read back from act (the same bits in fp32; a
+// bf16 act read back would round it twice).
+template <typename X>
+__device__ void titans_act_qkv_forward(X* act, X* mem_qkv, float* rnorm, const X* qkv, int N, int H, int D) {
   const long long rows = (long long)N * 3 * H;
   for (long long row = (long long)blockIdx.x * blockDim.x + threadIdx.x; row < rows;
        row += (long long)gridDim.x * blockDim.x) {
@@ -22,25 +29,38 @@ extern "C" __global__ void tlm_titans_act_qkv_fwd(float* act, float* mem_qkv, fl
     const long long o = row * D;
     double ss = 0.0;
     for (int i = 0; i < D; i++) {
-      const float x = qkv[o + i];
+      const float x = tlm::load(qkv + o + i);
       const float a = x * titans_act_sigmoid(x);
-      act[o + i] = a;
+      tlm::store(act + o + i, a);
       ss += (double)a * a;
     }
-    if (part == 2) {
-      for (int i = 0; i < D; i++) mem_qkv[o + i] = act[o + i];
-    } else {
-      const float rs = (float)(1.0 / sqrt(ss + (double)titans_act_L2NORM_EPS));
+    float rs = 1.0f;
+    if (part != 2) {
+      rs = (float)(1.0 / sqrt(ss + (double)titans_act_L2NORM_EPS));
       rnorm[n * 2 * H + (long long)part * H + h] = rs;
-      for (int i = 0; i < D; i++) mem_qkv[o + i] = act[o + i] * rs;
+    }
+    for (int i = 0; i < D; i++) {
+      const float x = tlm::load(qkv + o + i);
+      const float a = x * titans_act_sigmoid(x);
+      tlm::store(mem_qkv + o + i, part == 2 ? a : a * rs);
     }
   }
+}
+extern "C" __global__ void tlm_titans_act_qkv_fwd(float* act, float* mem_qkv, float* rnorm, const float* qkv, int N,
+                                                  int H, int D) {
+  titans_act_qkv_forward(act, mem_qkv, rnorm, qkv, N, H, D);
+}
+extern "C" __global__ void tlm_titans_act_qkv_fwd_bf16(unsigned short* act, unsigned short* mem_qkv, float* rnorm,
+                                                       const unsigned short* qkv, int N, int H, int D) {
+  titans_act_qkv_forward(act, mem_qkv, rnorm, qkv, N, H, D);
 }
 
 // dqkv = silu'(qkv) times: for q and k the l2norm's backward
 // (dx = r g - r^3 x (g . x), x the activation), for v the incoming gradient.
-extern "C" __global__ void tlm_titans_act_qkv_bwd(float* dqkv, const float* d_mem_qkv, const float* qkv,
-                                                  const float* act, const float* rnorm, int N, int H, int D) {
+// qkv and act in one storage, fp32 or bf16 (widened); the gradients fp32.
+template <typename X>
+__device__ void titans_act_qkv_backward(float* dqkv, const float* d_mem_qkv, const X* qkv, const X* act,
+                                        const float* rnorm, int N, int H, int D) {
   const long long rows = (long long)N * 3 * H;
   for (long long row = (long long)blockIdx.x * blockDim.x + threadIdx.x; row < rows;
        row += (long long)gridDim.x * blockDim.x) {
@@ -51,15 +71,24 @@ extern "C" __global__ void tlm_titans_act_qkv_bwd(float* dqkv, const float* d_me
     if (part != 2) {
       rs = rnorm[n * 2 * H + (long long)part * H + h];
       double dot = 0.0;
-      for (int i = 0; i < D; i++) dot += (double)d_mem_qkv[o + i] * act[o + i];
+      for (int i = 0; i < D; i++) dot += (double)d_mem_qkv[o + i] * tlm::load(act + o + i);
       kk = (float)dot * rs * rs * rs;
     }
     for (int i = 0; i < D; i++) {
-      const float g = part == 2 ? d_mem_qkv[o + i] : rs * d_mem_qkv[o + i] - kk * act[o + i];
-      const float x = qkv[o + i], s = titans_act_sigmoid(x);
+      const float g = part == 2 ? d_mem_qkv[o + i] : rs * d_mem_qkv[o + i] - kk * tlm::load(act + o + i);
+      const float x = tlm::load(qkv + o + i), s = titans_act_sigmoid(x);
       dqkv[o + i] = g * s * (1.0f + x * (1.0f - s));
     }
   }
+}
+extern "C" __global__ void tlm_titans_act_qkv_bwd(float* dqkv, const float* d_mem_qkv, const float* qkv,
+                                                  const float* act, const float* rnorm, int N, int H, int D) {
+  titans_act_qkv_backward(dqkv, d_mem_qkv, qkv, act, rnorm, N, H, D);
+}
+extern "C" __global__ void tlm_titans_act_qkv_bwd_bf16(float* dqkv, const float* d_mem_qkv, const unsigned short* qkv,
+                                                       const unsigned short* act, const float* rnorm, int N, int H,
+                                                       int D) {
+  titans_act_qkv_backward(dqkv, d_mem_qkv, qkv, act, rnorm, N, H, D);
 }
 
 // One thread per (n, h): its three gates.

@@ -6,24 +6,27 @@
 //   y = M q  (when has_y).
 // One block per head (blocks stride over heads); thread i owns rows i,
 // i + blockDim.x, ... of M and S, so every element is written by one thread
-// in a fixed order. e sits in shared memory (D <= 1024).
+// in a fixed order. e sits in shared memory (D <= 1024). q, k and v are
+// fp32, or bf16 widened exactly (--precision bf16's mem_qkv): one template,
+// so on the same rounded q, k, v the bf16 instantiation gives the fp32
+// kernel's y and state bit for bit (the state is fp32 in either).
 constexpr int TITANS_DECODE_MAX_D = 1024;
 
-extern "C" __global__ void tlm_titans_decode(float *y, float *state, const float *q, const float *k, const float *v,
-                                             const float *theta, const float *eta, const float *alpha, int H, int D,
-                                             int chunk_start, int has_y) {
+template <typename X>
+__device__ void titans_decode_token(float *y, float *state, const X *q, const X *k, const X *v, const float *theta,
+                                    const float *eta, const float *alpha, int H, int D, int chunk_start, int has_y) {
   __shared__ float e[TITANS_DECODE_MAX_D];
   const long long DD = (long long)D * D;
   for (int h = blockIdx.x; h < H; h += gridDim.x) {
     float *M = state + (long long)h * 3 * DD, *S = M + DD, *M0 = S + DD;
-    const float *qh = q + (long long)h * D, *kh = k + (long long)h * D, *vh = v + (long long)h * D;
+    const X *qh = q + (long long)h * D, *kh = k + (long long)h * D, *vh = v + (long long)h * D;
     if (chunk_start)
       for (long long i = threadIdx.x; i < DD; i += blockDim.x) M0[i] = M[i];
     __syncthreads();
     for (int i = threadIdx.x; i < D; i += blockDim.x) {
       float dot = 0.0f;
-      for (int j = 0; j < D; j++) dot += M0[(long long)i * D + j] * kh[j];
-      e[i] = dot - vh[i];
+      for (int j = 0; j < D; j++) dot += M0[(long long)i * D + j] * tlm::load(kh + j);
+      e[i] = dot - tlm::load(vh + i);
     }
     __syncthreads();
     const float keep = 1.0f - alpha[h], th = theta[h], et = eta[h];
@@ -32,14 +35,25 @@ extern "C" __global__ void tlm_titans_decode(float *y, float *state, const float
       const float c = 2.0f * th * e[i];
       float out = 0.0f;
       for (int j = 0; j < D; j++) {
-        const float s = et * S[r + j] - c * kh[j];
+        const float s = et * S[r + j] - c * tlm::load(kh + j);
         S[r + j] = s;
         const float m = keep * M[r + j] + s;
         M[r + j] = m;
-        out += m * qh[j];
+        out += m * tlm::load(qh + j);
       }
       if (has_y) y[(long long)h * D + i] = out;
     }
     __syncthreads();  // e is rewritten for the next head
   }
+}
+extern "C" __global__ void tlm_titans_decode(float *y, float *state, const float *q, const float *k, const float *v,
+                                             const float *theta, const float *eta, const float *alpha, int H, int D,
+                                             int chunk_start, int has_y) {
+  titans_decode_token(y, state, q, k, v, theta, eta, alpha, H, D, chunk_start, has_y);
+}
+extern "C" __global__ void tlm_titans_decode_bf16(float *y, float *state, const unsigned short *q,
+                                                  const unsigned short *k, const unsigned short *v, const float *theta,
+                                                  const float *eta, const float *alpha, int H, int D, int chunk_start,
+                                                  int has_y) {
+  titans_decode_token(y, state, q, k, v, theta, eta, alpha, H, D, chunk_start, has_y);
 }

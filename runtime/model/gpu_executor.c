@@ -108,10 +108,11 @@ static bool op_rmsnorm_backward(step *s, const tlm_abi_op *op) {
     if (!ACCUMULATE && !tlm_device_zero(DEV, dx, rows_bytes(s, s->D), ERR)) return false;
     return tlm_gpu_rmsnorm_backward(s->gpu, dx, GRAD(weight), IN(dy), IN(x), PARAM(weight), IN(rstd), s->N, s->D, ERR);
 }
+/* y in bf16: Titans' normalised memory output, which its SiLU gate reads */
 static bool op_rmsnorm_heads(step *s, const tlm_abi_op *op) {
     OPERANDS(rmsnorm_heads);
-    return tlm_gpu_rmsnorm_heads_forward(s->gpu, OUT(y), OUT(rstd), IN(x), PARAM(weight), s->N, s->H, s->hd, s->eps,
-                                         ERR);
+    return (in_bf16(s, o->out_y) ? tlm_gpu_rmsnorm_heads_forward_bf16 : tlm_gpu_rmsnorm_heads_forward)(
+        s->gpu, OUT(y), OUT(rstd), IN(x), PARAM(weight), s->N, s->H, s->hd, s->eps, ERR);
 }
 static bool op_rmsnorm_heads_backward(step *s, const tlm_abi_op *op) {
     OPERANDS(rmsnorm_heads_backward);
@@ -396,20 +397,24 @@ static bool op_linear_dx(step *s, const tlm_abi_op *op) {
 
 /* ---- gated attention ---- */
 
-/* The gate's kernels take y, gate_pre and out in one storage, fp32 or bf16
- * (tlm_gpu_bf16_buffers makes them so; this guards the executor against a
- * plan that disagrees). out < 0: the backward, which writes fp32
- * gradients only. */
-static bool gate_in_bf16(step *s, int32_t y, int32_t gate_pre, int32_t out, bool *bf16) {
-    *bf16 = in_bf16(s, y);
-    if (in_bf16(s, gate_pre) == *bf16 && (out < 0 || in_bf16(s, out) == *bf16)) return true;
-    return tlm_fail(ERR, "the sigmoid gate's y, gate_pre and out are not all in one storage");
+/* Kernels that take their activations in one storage, fp32 or bf16: the
+ * sigmoid and SiLU gates' inputs and out, the memory activation's qkv, act
+ * and mem_qkv (their backward writes fp32 gradients only).
+ * tlm_gpu_bf16_buffers makes them so; this guards the executor against a
+ * plan that disagrees. Absent ids (< 0) are skipped. */
+static bool one_storage_in_bf16(step *s, const char *what, const int32_t *ids, int n, bool *bf16) {
+    *bf16 = in_bf16(s, ids[0]);
+    for (int j = 1; j < n; j++)
+        if (ids[j] >= 0 && in_bf16(s, ids[j]) != *bf16) return tlm_fail(ERR, "%s are not all in one storage", what);
+    return true;
 }
+static const char sigmoid_gate_what[] = "the sigmoid gate's y, gate_pre and out";
 static bool op_sigmoid_gate(step *s, const tlm_abi_op *op) {
     OPERANDS(sigmoid_gate);
     int rows = s->headwise_gate ? s->N * s->H : s->N * s->A, per_gate = s->headwise_gate ? s->hd : 1;
     bool bf16;
-    if (!gate_in_bf16(s, o->in_y, o->in_gate_pre, o->out_out, &bf16)) return false;
+    if (!one_storage_in_bf16(s, sigmoid_gate_what, (int32_t[]){o->in_y, o->in_gate_pre, o->out_out}, 3, &bf16))
+        return false;
     return (bf16 ? tlm_gpu_sigmoid_gate_forward_bf16 : tlm_gpu_sigmoid_gate_forward)(s->gpu, OUT(out), IN(y),
                                                                                      IN(gate_pre), rows, per_gate, ERR);
 }
@@ -417,30 +422,44 @@ static bool op_sigmoid_gate_backward(step *s, const tlm_abi_op *op) {
     OPERANDS(sigmoid_gate_backward);
     int rows = s->headwise_gate ? s->N * s->H : s->N * s->A, per_gate = s->headwise_gate ? s->hd : 1;
     bool bf16;
-    if (!gate_in_bf16(s, o->in_y, o->in_gate_pre, -1, &bf16)) return false;
+    if (!one_storage_in_bf16(s, sigmoid_gate_what, (int32_t[]){o->in_y, o->in_gate_pre}, 2, &bf16)) return false;
     return (bf16 ? tlm_gpu_sigmoid_gate_backward_bf16 : tlm_gpu_sigmoid_gate_backward)(
         s->gpu, OUT(dy), OUT(dgate_pre), IN(dout), IN(y), IN(gate_pre), rows, per_gate, ERR);
 }
 
 /* ---- titans ---- */
 
+static const char silu_gate_what[] = "the SiLU gate's x, gate_pre and out";
 static bool op_silu_gate(step *s, const tlm_abi_op *op) {
     OPERANDS(silu_gate);
-    return tlm_gpu_swiglu_forward(s->gpu, OUT(out), IN(gate_pre), IN(x), (size_t)s->N * (size_t)s->A, ERR);
+    bool bf16;
+    if (!one_storage_in_bf16(s, silu_gate_what, (int32_t[]){o->in_x, o->in_gate_pre, o->out_out}, 3, &bf16))
+        return false;
+    return (bf16 ? tlm_gpu_swiglu_forward_bf16 : tlm_gpu_swiglu_forward)(s->gpu, OUT(out), IN(gate_pre), IN(x),
+                                                                         (size_t)s->N * (size_t)s->A, ERR);
 }
 static bool op_silu_gate_backward(step *s, const tlm_abi_op *op) {
     OPERANDS(silu_gate_backward);
-    return tlm_gpu_swiglu_backward(s->gpu, OUT(dgate_pre), OUT(dx), IN(dout), IN(gate_pre), IN(x),
-                                   (size_t)s->N * (size_t)s->A, ERR);
+    bool bf16;
+    if (!one_storage_in_bf16(s, silu_gate_what, (int32_t[]){o->in_x, o->in_gate_pre}, 2, &bf16)) return false;
+    return (bf16 ? tlm_gpu_swiglu_backward_bf16 : tlm_gpu_swiglu_backward)(
+        s->gpu, OUT(dgate_pre), OUT(dx), IN(dout), IN(gate_pre), IN(x), (size_t)s->N * (size_t)s->A, ERR);
 }
+static const char memory_act_what[] = "the memory activation's qkv, act and mem_qkv";
 static bool op_memory_act(step *s, const tlm_abi_op *op) {
     OPERANDS(memory_act);
-    return tlm_gpu_titans_qkv_forward(s->gpu, OUT(act), OUT(mem_qkv), OUT(rnorm), IN(qkv), s->N, s->H, s->hd, ERR);
+    bool bf16;
+    if (!one_storage_in_bf16(s, memory_act_what, (int32_t[]){o->in_qkv, o->out_act, o->out_mem_qkv}, 3, &bf16))
+        return false;
+    return (bf16 ? tlm_gpu_titans_qkv_forward_bf16 : tlm_gpu_titans_qkv_forward)(
+        s->gpu, OUT(act), OUT(mem_qkv), OUT(rnorm), IN(qkv), s->N, s->H, s->hd, ERR);
 }
 static bool op_memory_act_backward(step *s, const tlm_abi_op *op) {
     OPERANDS(memory_act_backward);
-    return tlm_gpu_titans_qkv_backward(s->gpu, OUT(dqkv), IN(d_mem_qkv), IN(qkv), IN(act), IN(rnorm), s->N, s->H, s->hd,
-                                       ERR);
+    bool bf16;
+    if (!one_storage_in_bf16(s, memory_act_what, (int32_t[]){o->in_qkv, o->in_act}, 2, &bf16)) return false;
+    return (bf16 ? tlm_gpu_titans_qkv_backward_bf16 : tlm_gpu_titans_qkv_backward)(
+        s->gpu, OUT(dqkv), IN(d_mem_qkv), IN(qkv), IN(act), IN(rnorm), s->N, s->H, s->hd, ERR);
 }
 static bool op_memory_gates(step *s, const tlm_abi_op *op) {
     OPERANDS(memory_gates);
@@ -450,17 +469,21 @@ static bool op_memory_gates_backward(step *s, const tlm_abi_op *op) {
     OPERANDS(memory_gates_backward);
     return tlm_gpu_titans_gates_backward(s->gpu, OUT(dpre), IN(dgates), IN(gates), s->N, s->H, s->inner_lr, ERR);
 }
-/* Sampling: the layer's memory state (executor.c's twin). */
+/* Sampling: the layer's memory state (executor.c's twin), fp32 in either
+ * precision; q, k, v of mem_qkv as stored (bf16: the decode kernel's
+ * bf16 twin reads them widened). */
 static tlm_dptr titans_state(const step *s, const tlm_abi_op *op) {
     return at(s->g->kv_cache, tlm_kv_state_offset(&s->sizes, op->layer));
 }
-static bool titans_state_walk(step *s, const tlm_abi_op *op, tlm_dptr y, tlm_dptr q, tlm_dptr gates, int64_t t0,
-                              int64_t t1) {
+static bool titans_state_walk(step *s, const tlm_abi_op *op, tlm_dptr y, tlm_dptr q, bool bf16, tlm_dptr gates,
+                              int64_t t0, int64_t t1) {
     const int64_t NH = (int64_t)s->N * s->H;
+    bool (*decode)(tlm_gpu *, tlm_dptr, tlm_dptr, tlm_dptr, tlm_dptr, tlm_dptr, tlm_dptr, tlm_dptr, tlm_dptr, int, int,
+                   bool, tlm_err *) = bf16 ? tlm_gpu_titans_decode_bf16 : tlm_gpu_titans_decode;
     for (int64_t t = t0; t < t1; t++) {
-        tlm_dptr qt = at(q, (t - t0) * 3 * s->A), gt = at(gates, (t - t0) * s->H);
-        if (!tlm_gpu_titans_decode(s->gpu, y, titans_state(s, op), qt, at(qt, s->A), at(qt, 2 * s->A), gt, at(gt, NH),
-                                   at(gt, 2 * NH), s->H, s->hd, t % s->chunk == 0, ERR))
+        tlm_dptr qt = at_elems(q, (t - t0) * 3 * s->A, bf16), gt = at(gates, (t - t0) * s->H);
+        if (!decode(s->gpu, y, titans_state(s, op), qt, at_elems(qt, s->A, bf16), at_elems(qt, 2 * s->A, bf16), gt,
+                    at(gt, NH), at(gt, 2 * NH), s->H, s->hd, t % s->chunk == 0, ERR))
             return false;
     }
     return true;
@@ -469,25 +492,29 @@ static bool titans_state_walk(step *s, const tlm_abi_op *op, tlm_dptr y, tlm_dpt
 static bool op_titans(step *s, const tlm_abi_op *op) {
     OPERANDS(titans);
     const int64_t NH = (int64_t)s->N * s->H;
-    tlm_dptr q = IN(mem_qkv), k = at(q, s->A), v = at(q, 2 * s->A);
+    const bool bf16 = in_bf16(s, o->in_mem_qkv);
+    tlm_dptr q = IN(mem_qkv), k = at_elems(q, s->A, bf16), v = at_elems(q, 2 * s->A, bf16);
     tlm_dptr theta = IN(gates), eta = at(theta, NH), alpha = at(theta, 2 * NH);
     if (s->m->kv_mode == TLM_KV_DECODE)
-        return titans_state_walk(s, op, OUT(y), q, theta, s->m->kv_pos, s->m->kv_pos + 1);
+        return titans_state_walk(s, op, OUT(y), q, bf16, theta, s->m->kv_pos, s->m->kv_pos + 1);
     const size_t state_bytes = (size_t)s->H * 3 * (size_t)s->hd * (size_t)s->hd * sizeof(float);
-    return tlm_gpu_titans_forward(s->gpu, OUT(y), OUT(saved), q, k, v, 3 * s->A, theta, eta, alpha, s->B, s->T, s->H,
-                                  s->hd, s->chunk, ERR) &&
+    return (bf16 ? tlm_gpu_titans_forward_bf16 : tlm_gpu_titans_forward)(s->gpu, OUT(y), OUT(saved), q, k, v, 3 * s->A,
+                                                                         theta, eta, alpha, s->B, s->T, s->H, s->hd,
+                                                                         s->chunk, ERR) &&
            (s->m->kv_mode != TLM_KV_FILL || (tlm_device_zero(DEV, titans_state(s, op), state_bytes, ERR) &&
-                                             titans_state_walk(s, op, 0, q, theta, 0, s->N)));
+                                             titans_state_walk(s, op, 0, q, bf16, theta, 0, s->N)));
 }
 static bool op_titans_backward(step *s, const tlm_abi_op *op) {
     OPERANDS(titans_backward);
     const int64_t NH = (int64_t)s->N * s->H;
+    const bool bf16 = in_bf16(s, o->in_mem_qkv);
     tlm_dptr dq = OUT(d_mem_qkv), dk = at(dq, s->A), dv = at(dq, 2 * s->A);
     tlm_dptr dtheta = OUT(dgates), deta = at(dtheta, NH), dalpha = at(dtheta, 2 * NH);
-    tlm_dptr q = IN(mem_qkv), k = at(q, s->A), v = at(q, 2 * s->A);
+    tlm_dptr q = IN(mem_qkv), k = at_elems(q, s->A, bf16), v = at_elems(q, 2 * s->A, bf16);
     tlm_dptr theta = IN(gates), eta = at(theta, NH), alpha = at(theta, 2 * NH);
-    return tlm_gpu_titans_backward(s->gpu, dq, dk, dv, dtheta, deta, dalpha, IN(dy), IN(saved), q, k, v, 3 * s->A,
-                                   theta, eta, alpha, s->B, s->T, s->H, s->hd, s->chunk, s->g->titans_scratch, ERR);
+    return (bf16 ? tlm_gpu_titans_backward_bf16 : tlm_gpu_titans_backward)(
+        s->gpu, dq, dk, dv, dtheta, deta, dalpha, IN(dy), IN(saved), q, k, v, 3 * s->A, theta, eta, alpha, s->B, s->T,
+        s->H, s->hd, s->chunk, s->g->titans_scratch, ERR);
 }
 
 /* ---- dispatch ---- */

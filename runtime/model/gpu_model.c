@@ -70,7 +70,10 @@ static bool load_mlp_kernels(tlm_model *m, bool bf16, tlm_err *err) {
  * sigmoid gate's bf16 kernels, which also read the gate's pre-activation),
  * q, k, v (attention's bf16 kernels, forward, backward and decoding), the
  * logits (the cross-entropy's bf16 kernels) and their gradient (the head
- * backward's GEMM operand). */
+ * backward's GEMM operand); Titans' qkv and activation (the memory
+ * activation's bf16 kernels), its memory's q, k, v (the memory's bf16
+ * kernels, forward, backward and decoding) and its SiLU gate's x and
+ * gate_pre (the gate's bf16 kernels). */
 static bool bf16_input(uint32_t kind, int slot) {
     const char *name = tlm_op_table[kind].in[slot];
     switch (kind) {
@@ -85,6 +88,12 @@ static bool bf16_input(uint32_t kind, int slot) {
     case TLM_OP_HEAD_BACKWARD: return strcmp(name, "dlogits") == 0 || strcmp(name, "x") == 0;
     case TLM_OP_SIGMOID_GATE:
     case TLM_OP_SIGMOID_GATE_BACKWARD: return strcmp(name, "y") == 0 || strcmp(name, "gate_pre") == 0;
+    case TLM_OP_SILU_GATE:
+    case TLM_OP_SILU_GATE_BACKWARD: return strcmp(name, "x") == 0 || strcmp(name, "gate_pre") == 0;
+    case TLM_OP_MEM_ACT: return strcmp(name, "qkv") == 0;
+    case TLM_OP_MEM_ACT_BACKWARD: return strcmp(name, "qkv") == 0 || strcmp(name, "act") == 0;
+    case TLM_OP_TITANS:
+    case TLM_OP_TITANS_BACKWARD: return strcmp(name, "mem_qkv") == 0;
     case TLM_OP_QKV:
     case TLM_OP_QKV_BACKWARD:
     case TLM_OP_MLP:
@@ -95,14 +104,17 @@ static bool bf16_input(uint32_t kind, int slot) {
     }
 }
 
-/* The op outputs the executor can write in bf16: the model norm's y,
- * attention's y and the sigmoid gate's out (their kernels' bf16 variants),
- * the MLP's pre-activations, qkv, the logits and a linear map's y (GEMMs
- * with bf16 D: gated attention's gate_pre; Titans' linear maps feed readers
- * in fp32). */
+/* The op outputs the executor can write in bf16: the model norm's and the
+ * per-head norm's y, attention's y, the sigmoid and SiLU gates' out and the
+ * memory activation's act and mem_qkv (their kernels' bf16 variants), the
+ * MLP's pre-activations, qkv, the logits and a linear map's y (GEMMs with
+ * bf16 D: the gates' gate_pre; Titans' memory gates' pre-activations stay
+ * fp32, their reader has no bf16 form). */
 static bool bf16_output(uint32_t kind, int slot) {
     const char *name = tlm_op_table[kind].out[slot];
-    if (kind == TLM_OP_RMSNORM) return strcmp(name, "y") == 0;
+    if (kind == TLM_OP_RMSNORM || kind == TLM_OP_RMSNORM_HEADS) return strcmp(name, "y") == 0;
+    if (kind == TLM_OP_SILU_GATE) return strcmp(name, "out") == 0;
+    if (kind == TLM_OP_MEM_ACT) return strcmp(name, "act") == 0 || strcmp(name, "mem_qkv") == 0;
     if (kind == TLM_OP_MLP) return strcmp(name, "pre_gate") == 0 || strcmp(name, "pre_up") == 0;
     if (kind == TLM_OP_ATTENTION) return strcmp(name, "y") == 0;
     if (kind == TLM_OP_SIGMOID_GATE) return strcmp(name, "out") == 0;
@@ -160,7 +172,9 @@ void tlm_gpu_bf16_buffers(const tlm_so *so, int nops, bool *bf16_buffers) {
      * cache holds every layer's rows in one storage: q, k, v of every
      * attention are bf16, or none. The sigmoid gate's kernels take y,
      * gate_pre and out in one storage: all three bf16, or all fp32 (last,
-     * since the rule before may leave attention's y in fp32). */
+     * since the rule before may leave attention's y in fp32); so do
+     * Titans' SiLU gate (x, gate_pre, out) and its memory activation (qkv,
+     * act, mem_qkv). */
     bool every_qkv = true;
     for (int k = 0; k < nops; k++) {
         const tlm_abi_op *op = &so->ops[k];
@@ -183,6 +197,12 @@ void tlm_gpu_bf16_buffers(const tlm_so *so, int nops, bool *bf16_buffers) {
         if (op->kind == TLM_OP_SIGMOID_GATE)
             one_storage(bf16_buffers, nb,
                         (int32_t[]){op->sigmoid_gate.in_y, op->sigmoid_gate.in_gate_pre, op->sigmoid_gate.out_out}, 3);
+        if (op->kind == TLM_OP_SILU_GATE)
+            one_storage(bf16_buffers, nb,
+                        (int32_t[]){op->silu_gate.in_x, op->silu_gate.in_gate_pre, op->silu_gate.out_out}, 3);
+        if (op->kind == TLM_OP_MEM_ACT)
+            one_storage(bf16_buffers, nb,
+                        (int32_t[]){op->memory_act.in_qkv, op->memory_act.out_act, op->memory_act.out_mem_qkv}, 3);
     }
 }
 

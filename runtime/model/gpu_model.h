@@ -55,27 +55,32 @@ bool tlm_gpu_model_create(tlm_model *m, tlm_device *dev, tlm_precision precision
 void tlm_gpu_model_destroy(tlm_model *m);
 
 /* --precision bf16 stores in bf16 each activation buffer that the executor
- * can write in bf16 (the model norm's y, tlm_gpu_rmsnorm_forward_bf16;
- * attention's y, tlm_gpu_attention_forward_bf16; the sigmoid gate's out,
- * tlm_gpu_sigmoid_gate_forward_bf16; the MLP's pre-activations, qkv, the
- * logits and a linear map's y, GEMMs with a bf16 D; RoPE rewrites q and k
- * in place in bf16, tlm_gpu_rope_forward_bf16, and the cross-entropy's
+ * can write in bf16 (the model norm's and the per-head norm's y,
+ * tlm_gpu_rmsnorm_forward_bf16 and _heads_forward_bf16; attention's y,
+ * tlm_gpu_attention_forward_bf16; the sigmoid gate's out,
+ * tlm_gpu_sigmoid_gate_forward_bf16; Titans' SiLU gate's out,
+ * tlm_gpu_swiglu_forward_bf16, and its memory activation's act and
+ * mem_qkv, tlm_gpu_titans_qkv_forward_bf16; the MLP's pre-activations, qkv,
+ * the logits and a linear map's y, GEMMs with a bf16 D; RoPE rewrites q and
+ * k in place in bf16, tlm_gpu_rope_forward_bf16, and the cross-entropy's
  * backward writes dlogits over bf16 logits in bf16) and that every op
  * reading it can read in bf16 (the x of qkv, mlp, head and linear, forward
  * and backward, the y of the output projection and dlogits in the head's
  * backward: GEMM operands; attention's qkv, forward, backward and
- * decoding, and its y in the backward; the sigmoid gate's y and gate_pre,
- * forward and backward; the pre-activations in the MLP's backward, the
+ * decoding, and its y in the backward; the sigmoid gate's y and gate_pre
+ * and the SiLU gate's x and gate_pre, forward and backward; Titans' qkv
+ * and act in its memory activation, mem_qkv in its memory, forward,
+ * backward and decoding; the pre-activations in the MLP's backward, the
  * activation kernels' bf16 twins; the logits in the cross-entropy, forward
  * and backward): bf16_buffers[i] for buffer i, for the ops [0, nops). Kept
  * in one storage: an MLP's gate and up; the logits and dlogits;
  * attention's y bf16 only with its qkv bf16, and every attention's qkv
- * alike (one KV cache); the sigmoid gate's y, gate_pre and out. Titans'
- * qkv (read by the memory's activation) and its gate's tensors (the SiLU
- * gate's) stay fp32. The buffers not chosen, the residual stream and the
- * other gradients stay fp32. A buffer eval, sample or probe reads by role
- * reaches the host as fp32 either way (tlm_model_buffer widens a bf16 one:
- * the logits). */
+ * alike (one KV cache); the sigmoid gate's y, gate_pre and out; the SiLU
+ * gate's x, gate_pre and out; the memory activation's qkv, act and
+ * mem_qkv. The buffers not chosen (Titans' memory read-out, saved state,
+ * norms and gates among them), the residual stream and the other gradients
+ * stay fp32. A buffer eval, sample or probe reads by role reaches the host
+ * as fp32 either way (tlm_model_buffer widens a bf16 one: the logits). */
 void tlm_gpu_bf16_buffers(const tlm_so *so, int nops, bool *bf16_buffers);
 
 /* Whether sampling's KV cache holds bf16 rows: the model has attention and

@@ -210,19 +210,23 @@ static void check_embedding(int N, int C, int V) {
 
 /* ---- rmsnorm: the model norm (H = 0) or per head ----------------------- */
 
-/* The model norm's bf16 variant (--precision bf16): rstd bit for bit the
+/* The bf16 variants (--precision bf16) of the model norm (H = 0) and of the
+ * per-head norm (Titans' read-out, H > 0): rstd bit for bit the
  * fp32 kernel's, each y the fp32 kernel's y rounded to nearest even
  * (tlm_f32_to_bf16's bits), and so, against the CPU op's c (the fp32
  * kernel is within e = 1e-5 M of it, M = max(|c|, floor) as compare's):
  *   |bf(g) - c| <= |bf(g) - g| + |g - c| <= u |g| + e M
  *               <= (u (1 + 1e-5) + 1e-5) M,   u = 2^-8. */
 static void check_rmsnorm_bf16(const char *config, tlm_dptr d_x, tlm_dptr d_w, tlm_dptr d_out, tlm_dptr d_rstd,
-                               const float *cpu_out, int N, int D, float eps) {
+                               const float *cpu_out, int N_tokens, int H, int D, float eps) {
+    const int N = H > 0 ? N_tokens * H : N_tokens; /* rows */
+    const char *op = H > 0 ? "rmsnorm_heads_forward_bf16" : "rmsnorm_forward_bf16";
     size_t n = (size_t)N * D;
     tlm_dptr d_out16 = device_zeros(n * 2), d_rstd16 = device_zeros((size_t)N * sizeof(float));
     tlm_err err;
-    launched(tlm_gpu_rmsnorm_forward_bf16(&gpu, d_out16, d_rstd16, d_x, d_w, N, D, eps, &err), "rmsnorm_forward_bf16",
-             &err);
+    launched(H > 0 ? tlm_gpu_rmsnorm_heads_forward_bf16(&gpu, d_out16, d_rstd16, d_x, d_w, N_tokens, H, D, eps, &err)
+                   : tlm_gpu_rmsnorm_forward_bf16(&gpu, d_out16, d_rstd16, d_x, d_w, N, D, eps, &err),
+             op, &err);
     float *g = host_alloc(n * sizeof(float)), *r = host_alloc((size_t)N * sizeof(float));
     float *r16 = host_alloc((size_t)N * sizeof(float));
     uint16_t *y16 = host_alloc(n * 2);
@@ -238,12 +242,12 @@ static void check_rmsnorm_bf16(const char *config, tlm_dptr d_x, tlm_dptr d_w, t
         worst = isnan(e) || e > worst ? (isnan(e) ? INFINITY : e) : worst;
     }
     if (bits_off || memcmp(r, r16, (size_t)N * sizeof(float)) || worst > bound) {
-        printf("FAIL rmsnorm_forward_bf16 (%s): %zu of %zu y not the fp32 kernel's rounded, rstd %s, worst %.3g "
+        printf("FAIL %s (%s): %zu of %zu y not the fp32 kernel's rounded, rstd %s, worst %.3g "
                "(bound %.3g)\n",
-               config, bits_off, n, memcmp(r, r16, (size_t)N * sizeof(float)) ? "differs" : "same", worst, bound);
+               op, config, bits_off, n, memcmp(r, r16, (size_t)N * sizeof(float)) ? "differs" : "same", worst, bound);
         failures++;
     }
-    op_record *rec = record_of("rmsnorm_forward_bf16");
+    op_record *rec = record_of(op);
     rec->tensors++;
     if (worst > rec->worst) {
         rec->worst = worst;
@@ -286,7 +290,7 @@ static void check_rmsnorm(int N, int H, int D, bool with_weight) {
     launched(ok, fwd, &err);
     compare_device(fwd, "out", config, d_out, out, n, OWN_SCALE);
     compare_device(fwd, "rstd", config, d_rstd, rstd, (size_t)rows, OWN_SCALE);
-    if (!heads) check_rmsnorm_bf16(config, d_x, d_w, d_out, d_rstd, out, N, D, eps);
+    check_rmsnorm_bf16(config, d_x, d_w, d_out, d_rstd, out, N, heads ? H : 0, D, eps);
 
     /* the backward reads the CPU's rstd on both sides, so each half is
      * checked on its own */
@@ -583,6 +587,48 @@ static void check_sigmoid_gate_bf16(int R, int D) {
     free(y), free(gate), free(dout), free(y16), free(gate16), free(want), free(got);
 }
 
+/* --precision bf16's Titans SiLU gate (out = x silu(gate_pre), the SwiGLU
+ * kernels with h, g = gate_pre and u = x in bf16; dh, dg, du fp32). On g
+ * and u rounded to bf16, the bf16 kernels must give the fp32 kernels'
+ * results on the widened values: h rounded once to nearest even, dg and du
+ * bit for bit (the same fp32 arithmetic in the same order; the fp32
+ * kernels are held to the CPU op by check_swiglu). */
+static void check_swiglu_bf16(size_t n) {
+    char config[64];
+    snprintf(config, sizeof config, "n=%zu bf16 h, g, u", n);
+    float *g = random_floats(n, -6, 6), *u = random_floats(n, -2, 2), *dh = random_floats(n, -1, 1);
+    uint16_t *g16 = host_alloc(n * 2), *u16 = host_alloc(n * 2);
+    for (size_t i = 0; i < n; i++) {
+        g[i] = tlm_bf16_to_f32(g16[i] = tlm_f32_to_bf16(g[i]));
+        u[i] = tlm_bf16_to_f32(u16[i] = tlm_f32_to_bf16(u[i]));
+    }
+    float *want = host_alloc(n * sizeof(float)), *got = host_alloc(n * sizeof(float));
+    tlm_dptr d_g = to_device(g, n * sizeof(float)), d_u = to_device(u, n * sizeof(float));
+    tlm_dptr d_g16 = to_device(g16, n * 2), d_u16 = to_device(u16, n * 2), d_dh = to_device(dh, n * sizeof(float));
+    tlm_dptr d_h = device_zeros(n * sizeof(float)), d_h16 = device_zeros(n * 2);
+    tlm_dptr d_dg = device_zeros(n * sizeof(float)), d_du = device_zeros(n * sizeof(float));
+    tlm_dptr d_dg16 = device_zeros(n * sizeof(float)), d_du16 = device_zeros(n * sizeof(float));
+    tlm_err err;
+
+    launched(tlm_gpu_swiglu_forward(&gpu, d_h, d_g, d_u, n, &err), "swiglu_forward", &err);
+    launched(tlm_gpu_swiglu_forward_bf16(&gpu, d_h16, d_g16, d_u16, n, &err), "swiglu_forward_bf16", &err);
+    compare_rounded("swiglu_forward_bf16", "h", config, d_h16, d_h, n);
+
+    launched(tlm_gpu_swiglu_backward(&gpu, d_dg, d_du, d_dh, d_g, d_u, n, &err), "swiglu_backward", &err);
+    launched(tlm_gpu_swiglu_backward_bf16(&gpu, d_dg16, d_du16, d_dh, d_g16, d_u16, n, &err), "swiglu_backward_bf16",
+             &err);
+    from_device(want, d_dg, n * sizeof(float));
+    from_device(got, d_dg16, n * sizeof(float));
+    compare("swiglu_backward_bf16", "dg", config, got, want, n, EXACT);
+    from_device(want, d_du, n * sizeof(float));
+    from_device(got, d_du16, n * sizeof(float));
+    compare("swiglu_backward_bf16", "du", config, got, want, n, EXACT);
+
+    release(d_g), release(d_u), release(d_g16), release(d_u16), release(d_dh), release(d_h), release(d_h16);
+    release(d_dg), release(d_du), release(d_dg16), release(d_du16);
+    free(g), free(u), free(dh), free(g16), free(u16), free(want), free(got);
+}
+
 /* dh_alias: 0 a buffer of its own, 1 dh is dg, 2 dh is du */
 static void check_swiglu(size_t n, int dh_alias) {
     char config[64];
@@ -728,6 +774,8 @@ static void check_grid_independence(void) {
     void *gate_dg16[] = {&O1, &A, &X16, &W16, &R, &C};
     void *swiglu[] = {&O1, &A, &W, &n_gate};
     void *swiglu_grad[] = {&O1, &O2, &A, &X, &W, &n_gate};
+    void *swiglu16[] = {&O1, &X16, &W16, &n_gate}; /* the bf16 twins: g and u rounded */
+    void *swiglu_grad16[] = {&O1, &O2, &A, &X16, &W16, &n_gate};
     const unsigned rows = (unsigned)R, per_elem = tlm_gpu_blocks((int64_t)nr, TLM_GPU_BASIC_BLOCK);
     const grid_spec specs[] = {
         {"tlm_embedding_gather",
@@ -801,6 +849,16 @@ static void check_grid_independence(void) {
          tlm_gpu_blocks(n_gate, TLM_GPU_BASIC_BLOCK),
          TLM_GPU_BASIC_BLOCK,
          {{O1, nc, NULL}, {O2, nc, NULL}}},
+        {"tlm_swiglu_apply_bf16",
+         swiglu16,
+         tlm_gpu_blocks(n_gate, TLM_GPU_BASIC_BLOCK),
+         TLM_GPU_BASIC_BLOCK,
+         {{O1, (nc + 1) / 2, NULL}}},
+        {"tlm_swiglu_grad_bf16",
+         swiglu_grad16,
+         tlm_gpu_blocks(n_gate, TLM_GPU_BASIC_BLOCK),
+         TLM_GPU_BASIC_BLOCK,
+         {{O1, nc, NULL}, {O2, nc, NULL}}},
     };
     for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) check_grids(&specs[i]);
 
@@ -867,6 +925,8 @@ int main(void) {
     check_swiglu(1000, 1);
     check_swiglu(4099, 2);
     check_swiglu(33 * 67, 0);
+    static const size_t swiglu_bf16_sizes[] = {1, 7, 1000, 4099};
+    for (int i = 0; i < 4; i++) check_swiglu_bf16(swiglu_bf16_sizes[i]);
 
     check_grid_independence();
 
@@ -877,6 +937,8 @@ int main(void) {
                             : !strcmp(records[i].op, "crossentropy_backward_bf16") ? "exact: the fp32 kernel's, rounded"
                             : !strncmp(records[i].op, "sigmoid_gate_", 13) && strstr(records[i].op, "bf16")
                                 ? "exact: the fp32 kernel's (out rounded)"
+                            : !strncmp(records[i].op, "swiglu_", 7) && strstr(records[i].op, "bf16")
+                                ? "exact: the fp32 kernel's (h rounded)"
                             : strstr(records[i].op, "bf16") ? "2^-8 (1 + 1e-5) + 1e-5"
                                                             : "1e-05";
         printf("  %-27s worst error %.3g over %d tensors (limit %s; %s)\n", records[i].op, records[i].worst,

@@ -6,7 +6,13 @@
  * apart. The bf16 variants (--precision bf16 stores q, k, v, the cache,
  * and attention's output unless a gate reads it, in bf16), on the cache
  * and q rounded to bf16: bit for bit the fp32 kernel on the same values
- * widened, y rounded to nearest even where it is stored in bf16. */
+ * widened, y rounded to nearest even where it is stored in bf16.
+ *
+ * Titans' decode kernel (titans_decode.cu), token after token over two
+ * chunks and a part: the fp32 kernel against the CPU's tlm_titans_decode
+ * (y and the state M, S, M0, same bound), and the bf16 variant (q, k, v
+ * in bf16: --precision bf16's mem_qkv) bit for bit the fp32 kernel on the
+ * same values widened, y and state alike. */
 #include "gemm_reference.h"
 #include "gpu_decode.h"
 #include "test_util.h"
@@ -82,6 +88,71 @@ static void one_case(int n, int H, int D, unsigned seed) {
     free(cache), free(q), free(y), free(got), free(scratch);
 }
 
+/* Titans: T tokens of H heads of size D, chunk 3; q, k of unit norm and
+ * v, all rounded to bf16 (the CPU and the fp32 kernel read them widened). */
+static void titans_case(int H, int D, int T, unsigned seed) {
+    const int A = H * D, chunk = 3;
+    const size_t nstate = (size_t)H * 3 * D * D;
+    float *in = falloc((size_t)3 * A), *gates = falloc((size_t)3 * H), *state = falloc(nstate);
+    float *y = falloc((size_t)A), *e = falloc((size_t)D), *got = falloc(nstate), *got16 = falloc(nstate);
+    uint16_t *in16 = calloc((size_t)3 * A, 2);
+    CHECK(in16, "out of memory");
+    if (!in16) return;
+    tlm_rng rng;
+    tlm_rng_seed(&rng, seed);
+    tlm_err err = {""};
+    tlm_dptr d_in = tlm_device_alloc(dev, (size_t)3 * A * 4, &err),
+             d_in16 = tlm_device_alloc(dev, (size_t)3 * A * 2, &err);
+    tlm_dptr d_g = tlm_device_alloc(dev, (size_t)3 * H * 4, &err), d_y = tlm_device_alloc(dev, (size_t)A * 4, &err);
+    tlm_dptr d_y16 = tlm_device_alloc(dev, (size_t)A * 4, &err), d_s = tlm_device_alloc(dev, nstate * 4, &err);
+    tlm_dptr d_s16 = tlm_device_alloc(dev, nstate * 4, &err);
+    bool ok = d_in && d_in16 && d_g && d_y && d_y16 && d_s && d_s16 && tlm_device_zero(dev, d_s, nstate * 4, &err) &&
+              tlm_device_zero(dev, d_s16, nstate * 4, &err);
+    double worst = 0;
+    for (int t = 0; ok && t < T; t++) {
+        fill_uniform(&rng, in, (size_t)3 * A, -1.0f, 1.0f);
+        for (int r = 0; r < 2 * H; r++) { /* the rows of q and k: unit norm */
+            double ss = 0;
+            for (int i = 0; i < D; i++) ss += (double)in[r * D + i] * in[r * D + i];
+            for (int i = 0; i < D; i++) in[r * D + i] = (float)(in[r * D + i] / sqrt(ss + 1e-12));
+        }
+        for (int i = 0; i < 3 * A; i++) in[i] = tlm_bf16_to_f32(in16[i] = tlm_f32_to_bf16(in[i]));
+        fill_uniform(&rng, gates, (size_t)H, 0.001f, 0.1f);
+        fill_uniform(&rng, gates + H, (size_t)2 * H, 0.05f, 0.95f);
+        const bool start = t % chunk == 0;
+        tlm_titans_decode(y, state, in, in + A, in + 2 * A, gates, gates + H, gates + 2 * H, H, D, start, e);
+        const tlm_dptr g = d_g, ge = d_g + (tlm_dptr)H * 4, ga = d_g + (tlm_dptr)2 * H * 4;
+        ok = tlm_device_upload(dev, d_in, in, (size_t)3 * A * 4, &err) &&
+             tlm_device_upload(dev, d_in16, in16, (size_t)3 * A * 2, &err) &&
+             tlm_device_upload(dev, d_g, gates, (size_t)3 * H * 4, &err) &&
+             tlm_gpu_titans_decode(&gpu, d_y, d_s, d_in, d_in + (tlm_dptr)A * 4, d_in + (tlm_dptr)2 * A * 4, g, ge, ga,
+                                   H, D, start, &err) &&
+             tlm_gpu_titans_decode_bf16(&gpu, d_y16, d_s16, d_in16, d_in16 + (tlm_dptr)A * 2,
+                                        d_in16 + (tlm_dptr)2 * A * 2, g, ge, ga, H, D, start, &err) &&
+             tlm_device_download(dev, got, d_y, (size_t)A * 4, &err) &&
+             tlm_device_download(dev, got16, d_y16, (size_t)A * 4, &err);
+        if (!ok) break;
+        CHECK(memcmp(got, got16, (size_t)A * 4) == 0, "titans bf16 H=%d D=%d token %d: y not the fp32 kernel's", H, D,
+              t);
+        double scale = max_abs(y, (size_t)A);
+        for (int i = 0; i < A; i++)
+            worst = fmax(worst, fabs((double)got[i] - y[i]) / (1e-5 * fabs(y[i]) + 1e-6 * scale));
+        ok = tlm_device_download(dev, got, d_s, nstate * 4, &err) &&
+             tlm_device_download(dev, got16, d_s16, nstate * 4, &err);
+        if (!ok) break;
+        CHECK(memcmp(got, got16, nstate * 4) == 0, "titans bf16 H=%d D=%d token %d: state not the fp32 kernel's", H, D,
+              t);
+        scale = max_abs(state, nstate);
+        for (size_t i = 0; i < nstate; i++)
+            worst = fmax(worst, fabs((double)got[i] - state[i]) / (1e-5 * fabs(state[i]) + 1e-6 * scale));
+    }
+    CHECK(ok, "titans H=%d D=%d: %s", H, D, err.msg);
+    CHECK(worst <= 1.0, "titans H=%d D=%d: %.2f of the bound", H, D, worst);
+    tlm_dptr bufs[] = {d_in, d_in16, d_g, d_y, d_y16, d_s, d_s16};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) tlm_device_free(dev, bufs[i]);
+    free(in), free(gates), free(state), free(y), free(e), free(got), free(got16), free(in16);
+}
+
 int main(void) {
     tlm_err err = {""};
     dev = tlm_device_open("cuda", &err);
@@ -93,6 +164,8 @@ int main(void) {
     int cases = 0;
     for (int i = 0; i < 5; i++)
         for (int j = 0; j < 5; j++, cases++) one_case(ns[i], shapes[j][0], shapes[j][1], 40u + (unsigned)cases);
+    const int titans_shapes[][2] = {{1, 5}, {3, 33}, {2, 64}};
+    for (int j = 0; j < 3; j++, cases++) titans_case(titans_shapes[j][0], titans_shapes[j][1], 8, 90u + (unsigned)j);
     tlm_err big = {""};
     CHECK(!tlm_gpu_attention_decode(&gpu, 0, 0, 0, 0, 1, 1, 2000, 6000, &big) && strstr(big.msg, "head_dim"),
           "a head_dim above the kernel's: %s", big.msg);

@@ -34,7 +34,10 @@
  * --precision bf16's attention kernels (q, k, v in bf16; y in bf16 or
  * not) are checked bit for bit against the fp32 kernels on the same
  * rounded inputs, in every attention case (attention_bf16_case), the
- * presets' head sizes 64 and 128 included.
+ * presets' head sizes 64 and 128 included. So are Titans' (titans_bf16_case,
+ * activations_bf16_case): the memory's forward and backward with q, k, v
+ * in bf16, and the memory activation with qkv, act and mem_qkv in bf16, in
+ * every Titans case and the large one.
  *
  * Also: each kernel gives the same bits with 1 and 2 blocks as with the
  * wrappers' grid (grid_case).
@@ -301,6 +304,75 @@ static void normalise_rows(float *x, size_t rows, int D, int stride) {
     }
 }
 
+/* Rounds x to bf16: x16 the bits, xr (if not NULL) the values widened. */
+static uint16_t *rounded(const float *x, size_t n, float *xr) {
+    uint16_t *x16 = calloc(n ? n : 1, 2);
+    if (!x16) {
+        printf("FAIL out of host memory\n");
+        exit(1);
+    }
+    for (size_t i = 0; i < n; i++) {
+        x16[i] = tlm_f32_to_bf16(x[i]);
+        if (xr) xr[i] = tlm_bf16_to_f32(x16[i]);
+    }
+    return x16;
+}
+
+/* The device's n bf16 elements at p against want rounded to nearest even,
+ * bit for bit. */
+static void same_rounded(const char *what, const char *shape, tlm_dptr p, const float *want, size_t n) {
+    uint16_t *got = get16(p, n);
+    size_t off = 0;
+    for (size_t i = 0; i < n; i++) off += got[i] != tlm_f32_to_bf16(want[i]);
+    if (off) {
+        printf("FAIL %s (%s): %zu of %zu elements not the fp32 kernel's, rounded\n", what, shape, off, n);
+        g_failures++;
+    }
+    free(got);
+}
+
+/* --precision bf16's memory: q, k, v (mem_qkv) in bf16, everything else in
+ * fp32. The bf16 kernels are the fp32 ones' arithmetic on the values
+ * widened, so on x rounded (xr widened for the fp32 kernels) y, saved and
+ * every gradient must be the fp32 kernels' bits. The backward gets the
+ * fp32 forward's saved tensor (the bf16 forward's is checked equal to it). */
+static void titans_bf16_case(const char *shape, int B, int T, int H, int D, int chunk, qkv_layout L, const float *x,
+                             tlm_dptr G, tlm_dptr DY) {
+    size_t ny = (size_t)B * T * H * D, BTH = (size_t)B * T * H;
+    size_t nsaved = tlm_titans_saved_floats(B, T, H, D, chunk);
+    float *xr = host(L.n);
+    uint16_t *x16 = rounded(x, L.n, xr);
+    tlm_err err = {{0}};
+    tlm_dptr XR = put(xr, L.n), X16 = put16(x16, L.n), TH = G, ETA = at(G, BTH), AL = at(G, 2 * BTH);
+    tlm_dptr Y = nans(ny), SAVED = nans(nsaved), Y16 = nans(ny), SAVED16 = nans(nsaved);
+    if (!tlm_gpu_titans_forward(&g_gpu, Y, SAVED, at(XR, L.qo), at(XR, L.ko), at(XR, L.vo), L.stride, TH, ETA, AL, B, T,
+                                H, D, chunk, &err) ||
+        !tlm_gpu_titans_forward_bf16(&g_gpu, Y16, SAVED16, at16(X16, L.qo), at16(X16, L.ko), at16(X16, L.vo), L.stride,
+                                     TH, ETA, AL, B, T, H, D, chunk, &err))
+        die("titans_forward on rounded inputs", &err);
+    float *y = get(Y, ny), *saved = get(SAVED, nsaved);
+    same_bits("titans_forward_bf16 y", shape, Y16, y, ny);
+    same_bits("titans_forward_bf16 saved", shape, SAVED16, saved, nsaved);
+
+    size_t scratch_floats = tlm_gpu_titans_scratch_bytes(B, H, D, chunk) / sizeof(float);
+    tlm_dptr DX = nans(L.n), DG = nans(3 * BTH), DX16 = nans(L.n), DG16 = nans(3 * BTH);
+    tlm_dptr SCRATCH = nans(scratch_floats);
+    if (!tlm_gpu_titans_backward(&g_gpu, at(DX, L.qo), at(DX, L.ko), at(DX, L.vo), DG, at(DG, BTH), at(DG, 2 * BTH), DY,
+                                 SAVED, at(XR, L.qo), at(XR, L.ko), 0, L.stride, TH, ETA, AL, B, T, H, D, chunk,
+                                 SCRATCH, &err) ||
+        !tlm_gpu_titans_backward_bf16(&g_gpu, at(DX16, L.qo), at(DX16, L.ko), at(DX16, L.vo), DG16, at(DG16, BTH),
+                                      at(DG16, 2 * BTH), DY, SAVED, at16(X16, L.qo), at16(X16, L.ko), 0, L.stride, TH,
+                                      ETA, AL, B, T, H, D, chunk, SCRATCH, &err))
+        die("titans_backward on rounded inputs", &err);
+    float *dx = get(DX, L.n), *dg = get(DG, 3 * BTH);
+    same_bits("titans_backward_bf16 dq dk dv", shape, DX16, dx, L.n);
+    same_bits("titans_backward_bf16 dtheta deta dalpha", shape, DG16, dg, 3 * BTH);
+
+    tlm_dptr bufs[] = {XR, X16, Y, SAVED, Y16, SAVED16, DX, DG, DX16, DG16, SCRATCH};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) tlm_device_free(g_dev, bufs[i]);
+    free(xr), free(x16), free(y), free(saved), free(dx), free(dg);
+}
+
 static void titans_case(int B, int T, int H, int D, int chunk, bool packed) {
     char shape[112];
     snprintf(shape, sizeof shape, "B %d T %d H %d D %d chunk %d %s", B, T, H, D, chunk, packed ? "packed" : "separate");
@@ -343,10 +415,47 @@ static void titans_case(int B, int T, int H, int D, int chunk, bool packed) {
         die("titans_backward", &err);
     check(OP_TITANS_BWD, "dq dk dv", shape, DX, dx, L.n);
     check(OP_TITANS_BWD, "dtheta deta dalpha", shape, DG, dg, 3 * BTH);
+    titans_bf16_case(shape, B, T, H, D, chunk, L, x, G, DY);
 
     tlm_dptr bufs[] = {X, G, Y, SAVED, DY, SAVEDc, DX, DG, SCRATCH};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) tlm_device_free(g_dev, bufs[i]);
     free(x), free(dy), free(gates), free(y), free(saved), free(dx), free(dg), free(scratch);
+}
+
+/* --precision bf16's memory activation: qkv, act and mem_qkv in bf16. On qkv
+ * rounded (qkvr widened for the fp32 kernel) the bf16 forward must give the
+ * fp32 kernel's act and mem_qkv rounded once and its rnorm bit for bit; the
+ * bf16 backward, from that bf16 act, the fp32 kernel's dqkv on the same
+ * values widened, bit for bit. */
+static void activations_bf16_case(const char *shape, int N, int H, int D, const float *qkv, tlm_dptr DMEM) {
+    size_t n = (size_t)N * 3 * H * D, nr = (size_t)N * 2 * H;
+    float *qkvr = host(n);
+    uint16_t *qkv16 = rounded(qkv, n, qkvr);
+    tlm_err err = {{0}};
+    tlm_dptr QKVR = put(qkvr, n), QKV16 = put16(qkv16, n), ACT = nans(n), MEM = nans(n), RN = nans(nr);
+    tlm_dptr ACT16 = nans((n + 1) / 2), MEM16 = nans((n + 1) / 2), RN16 = nans(nr);
+    if (!tlm_gpu_titans_qkv_forward(&g_gpu, ACT, MEM, RN, QKVR, N, H, D, &err) ||
+        !tlm_gpu_titans_qkv_forward_bf16(&g_gpu, ACT16, MEM16, RN16, QKV16, N, H, D, &err))
+        die("titans_qkv_forward on rounded inputs", &err);
+    float *act = get(ACT, n), *mem = get(MEM, n), *rnorm = get(RN, nr);
+    same_rounded("titans_qkv_forward_bf16 act", shape, ACT16, act, n);
+    same_rounded("titans_qkv_forward_bf16 mem_qkv", shape, MEM16, mem, n);
+    same_bits("titans_qkv_forward_bf16 rnorm", shape, RN16, rnorm, nr);
+
+    /* the backward reads act as stored: the bf16 one, widened for fp32 */
+    uint16_t *act16 = get16(ACT16, n);
+    float *actw = host(n);
+    for (size_t i = 0; i < n; i++) actw[i] = tlm_bf16_to_f32(act16[i]);
+    tlm_dptr ACTW = put(actw, n), DQKV = nans(n), DQKV16 = nans(n);
+    if (!tlm_gpu_titans_qkv_backward(&g_gpu, DQKV, DMEM, QKVR, ACTW, RN, N, H, D, &err) ||
+        !tlm_gpu_titans_qkv_backward_bf16(&g_gpu, DQKV16, DMEM, QKV16, ACT16, RN, N, H, D, &err))
+        die("titans_qkv_backward on rounded inputs", &err);
+    float *dqkv = get(DQKV, n);
+    same_bits("titans_qkv_backward_bf16 dqkv", shape, DQKV16, dqkv, n);
+
+    tlm_dptr bufs[] = {QKVR, QKV16, ACT, MEM, RN, ACT16, MEM16, RN16, ACTW, DQKV, DQKV16};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) tlm_device_free(g_dev, bufs[i]);
+    free(qkvr), free(qkv16), free(act), free(mem), free(rnorm), free(act16), free(actw), free(dqkv);
 }
 
 /* memory_act and memory_gates over N = B*T tokens */
@@ -374,6 +483,7 @@ static void activations_case(int N, int H, int D) {
     if (!tlm_gpu_titans_qkv_backward(&g_gpu, DQKV, DMEM, QKV, ACTc, RNc, N, H, D, &err))
         die("titans_qkv_backward", &err);
     check(OP_QKV_BWD, "dqkv", shape, DQKV, dqkv, n);
+    activations_bf16_case(shape, N, H, D, qkv, DMEM);
 
     tlm_dptr PRE = put(pre, ng), GATES = nans(ng);
     if (!tlm_gpu_titans_gates_forward(&g_gpu, GATES, PRE, N, H, inner_lr, &err)) die("titans_gates_forward", &err);
@@ -507,6 +617,14 @@ static void grid_case(void) {
     tlm_dptr ACTb = nans(nact), MEMb = nans(nact), RNb = nans((size_t)N * 2 * H);
     void *qkv_fwd[] = {&ACTb, &MEMb, &RNb, &X, &N, &H, &D};
     void *qkv_bwd[] = {&DQKV, &X, &X, &ACT, &RN, &N, &H, &D};
+    /* the bf16 twins: q, k, v from X16 (packed, as X), the activation's
+     * outputs into bf16 buffers of nact elements (nact / 2 floats) */
+    tlm_dptr ACT16 = nans((nact + 1) / 2), MEM16 = nans((nact + 1) / 2);
+    void *tit_fwd16[] = {&Yt, &SAVEDb, &q16, &k16, &v16, &stride, &theta, &eta, &alpha, &B, &T, &H, &D, &chunk};
+    void *tit_bwd16[] = {&dq,    &dk,  &dv,    &dth, &deta, &dal, &R, &SAVED, &q16,     &k16,     &stride,
+                         &theta, &eta, &alpha, &B,   &T,    &H,   &D, &chunk, &SCRATCH, &per_head};
+    void *qkv_fwd16[] = {&ACT16, &MEM16, &RNb, &X16, &N, &H, &D};
+    void *qkv_bwd16[] = {&DQKV, &X, &X16, &X16, &RN, &N, &H, &D};
     void *gates_fwd[] = {&GATES, &PRE, &N, &H, &lr};
     void *gates_bwd[] = {&DPRE, &R, &G, &N, &H, &lr};
     const grid_spec specs[] = {
@@ -562,6 +680,30 @@ static void grid_case(void) {
          TLM_GPU_TITANS_BLOCK,
          {tit_bwd, NULL},
          {{DX, L.n}, {DG, 3 * BTH}}},
+        {"titans_forward_bf16",
+         {"tlm_titans_fwd_bf16", NULL},
+         heads,
+         TLM_GPU_TITANS_BLOCK,
+         {tit_fwd16, NULL},
+         {{Yt, ny}, {SAVEDb, nsaved}}},
+        {"titans_backward_bf16",
+         {"tlm_titans_bwd_bf16", NULL},
+         heads,
+         TLM_GPU_TITANS_BLOCK,
+         {tit_bwd16, NULL},
+         {{DX, L.n}, {DG, 3 * BTH}}},
+        {"titans_qkv_forward_bf16",
+         {"tlm_titans_act_qkv_fwd_bf16", NULL},
+         act_rows,
+         TLM_GPU_TITANS_ACT_BLOCK,
+         {qkv_fwd16, NULL},
+         {{ACT16, nact / 2}, {MEM16, nact / 2}, {RNb, (size_t)N * 2 * H}}},
+        {"titans_qkv_backward_bf16",
+         {"tlm_titans_act_qkv_bwd_bf16", NULL},
+         act_rows,
+         TLM_GPU_TITANS_ACT_BLOCK,
+         {qkv_bwd16, NULL},
+         {{DQKV, nact}}},
         {"titans_qkv_forward",
          {"tlm_titans_act_qkv_fwd", NULL},
          act_rows,
@@ -589,8 +731,8 @@ static void grid_case(void) {
     };
     for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) check_grids(&specs[i]);
 
-    tlm_dptr bufs[] = {X,     R,    G,  Y,    ATT, DX,     SAVED, DG,   SCRATCH, ACT, MEM, RN, DQKV,
-                       GATES, DPRE, Yb, ATTb, Yt,  SAVEDb, ACTb,  MEMb, RNb,     Y16, ACC, X16};
+    tlm_dptr bufs[] = {X,    R,  G,    Y,  ATT,    DX,   SAVED, DG,  SCRATCH, ACT, MEM, RN,    DQKV, GATES,
+                       DPRE, Yb, ATTb, Yt, SAVEDb, ACTb, MEMb,  RNb, Y16,     ACC, X16, ACT16, MEM16};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) tlm_device_free(g_dev, bufs[i]);
     free(x), free(r), free(gates), free(x16);
 }
