@@ -10,6 +10,7 @@
 #include "device_flag.h"
 #include "load.h"
 #include "gpu.h"
+#include "gpu_model.h"
 #include "graph_cache.h"
 #include "model_so.h"
 #include "tlm_train_settings.h"
@@ -35,10 +36,16 @@ static const struct option long_options[] = {
     {NULL, 0, NULL, 0},
 };
 
-/* The kernels of a CUDA source: its extern "C" __global__ functions. */
+/* The kernels of a CUDA source: its extern "C" __global__ void functions
+ * (a name and its parenthesis: not the comments that quote the words). */
 static int count_kernels(const char *source) {
+    static const char decl[] = "extern \"C\" __global__ void ";
     int n = 0;
-    for (const char *p = source; (p = strstr(p, "extern \"C\" __global__")) != NULL; p++) n++;
+    for (const char *p = source; (p = strstr(p, decl)) != NULL;) {
+        p += sizeof decl - 1;
+        size_t len = strspn(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_");
+        n += len > 0 && p[len] == '(';
+    }
     return n;
 }
 
@@ -69,7 +76,13 @@ static int print_device(const char *name, const tlm_so *so) {
                             sizeof kernels);
     printf("  in bf16 (the default): %s\n", kernels);
     printf("kernels for %s:\n", i->arch);
-    print_module(dev, "runtime", tlm_gpu_kernel_source);
+    const tlm_gpu_module_def *runtime = &tlm_gpu_modules[TLM_GPU_MODULE_RUNTIME],
+                             *tc = &tlm_gpu_modules[TLM_GPU_MODULE_ATTENTION_TC];
+    print_module(dev, runtime->name, runtime->source);
+    /* a module of its own, compiled only by the runs that use it */
+    char why[160];
+    if (tlm_gpu_attention_on_tensor_cores(so, i, TLM_PRECISION_BF16, why, sizeof why))
+        print_module(dev, tc->name, tc->source);
     if (so->header->nkernels) print_module(dev, "model MLP (per width)", so->cuda_source);
     for (uint32_t k = 0; k < so->header->nkernels; k++)
         printf("      %s, and its _bwd_data, _bwd_weight, _act, _act_grad\n", tlm_so_str(so, so->kernels[k].symbol));

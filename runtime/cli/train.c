@@ -472,11 +472,18 @@ out:
 /* Where the kernels came from: a second run of the same model compiles
  * nothing. */
 static void print_kernel_report(const tlm_model *m) {
-    const tlm_module_report *rt = &m->gpu->gpu.report, *mlp = &m->gpu->mlp_report;
-    double secs = rt->compile_seconds + mlp->compile_seconds;
-    bool all_cached = rt->cache_hit && (!m->gpu->mlp || mlp->cache_hit);
+    const tlm_gpu *gpu = &m->gpu->gpu;
+    const tlm_module_report *mlp = &m->gpu->mlp_report;
+    double secs = m->gpu->mlp ? mlp->compile_seconds : 0;
+    bool all_cached = !m->gpu->mlp || mlp->cache_hit, written = m->gpu->mlp && mlp->cache_written;
+    for (int id = 0; id < TLM_GPU_MODULE_COUNT; id++) {
+        if (!gpu->modules[id]) continue;
+        secs += gpu->reports[id].compile_seconds;
+        all_cached = all_cached && gpu->reports[id].cache_hit;
+        written = written || gpu->reports[id].cache_written;
+    }
     if (all_cached) printf("kernels: from the cache (nothing compiled)\n");
-    else printf("kernels: compiled in %.1f s%s\n", secs, rt->cache_written ? ", cached for the next run" : "");
+    else printf("kernels: compiled in %.1f s%s\n", secs, written ? ", cached for the next run" : "");
 }
 
 static void banner(const run *r) {

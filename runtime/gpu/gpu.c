@@ -4,21 +4,48 @@
 
 #include <string.h>
 
+const tlm_gpu_module_def tlm_gpu_modules[TLM_GPU_MODULE_COUNT] = {
+    [TLM_GPU_MODULE_RUNTIME] = {"runtime", "the runtime's kernels", tlm_gpu_kernel_source, NULL},
+    [TLM_GPU_MODULE_ATTENTION_TC] = {"tensor-core attention", "the tensor-core attention kernels",
+                                     tlm_gpu_attention_tc_source, "tlm_attention_tc_"},
+};
+
+tlm_gpu_module_id tlm_gpu_kernel_module(const char *name) {
+    for (int id = 0; id < TLM_GPU_MODULE_COUNT; id++) {
+        const char *prefix = tlm_gpu_modules[id].prefix;
+        if (prefix && strncmp(name, prefix, strlen(prefix)) == 0) return (tlm_gpu_module_id)id;
+    }
+    return TLM_GPU_MODULE_RUNTIME;
+}
+
 bool tlm_gpu_open(tlm_gpu *g, tlm_device *dev, tlm_err *err) {
     memset(g, 0, sizeof *g);
     g->dev = dev;
-    g->kernels = tlm_device_module_load(dev, "the runtime's kernels", tlm_gpu_kernel_source, &g->report, err);
-    return g->kernels != NULL;
+    return tlm_gpu_load_module(g, TLM_GPU_MODULE_RUNTIME, err);
+}
+
+bool tlm_gpu_load_module(tlm_gpu *g, tlm_gpu_module_id id, tlm_err *err) {
+    if ((unsigned)id >= TLM_GPU_MODULE_COUNT) return tlm_fail(err, "no runtime module %d", (int)id);
+    if (g->modules[id]) return true;
+    const tlm_gpu_module_def *m = &tlm_gpu_modules[id];
+    g->modules[id] = tlm_device_module_load(g->dev, m->what, m->source, &g->reports[id], err);
+    return g->modules[id] != NULL;
 }
 
 void tlm_gpu_close(tlm_gpu *g) {
-    if (g->kernels) tlm_device_module_unload(g->dev, g->kernels);
+    for (int id = 0; id < TLM_GPU_MODULE_COUNT; id++)
+        if (g->modules[id]) tlm_device_module_unload(g->dev, g->modules[id]);
     if (g->scratch) tlm_device_free(g->dev, g->scratch);
     memset(g, 0, sizeof *g);
 }
 
 bool tlm_gpu_launch(tlm_gpu *g, const char *name, unsigned grid, unsigned block, void **args, tlm_err *err) {
-    tlm_kernel *k = tlm_device_kernel(g->dev, g->kernels, name, err);
+    if (!name) return tlm_fail(err, "no kernel name");
+    tlm_gpu_module_id id = tlm_gpu_kernel_module(name);
+    if (!g->modules[id])
+        return tlm_fail(err, "kernel %s is one of %s, which are not loaded (tlm_gpu_load_module)", name,
+                        tlm_gpu_modules[id].what);
+    tlm_kernel *k = tlm_device_kernel(g->dev, g->modules[id], name, err);
     if (!k) return false;
     tlm_launch dims = {{grid, 1, 1}, {block, 1, 1}};
     return tlm_device_launch(g->dev, k, dims, args, err);

@@ -4,23 +4,54 @@
  * but with device addresses, so the GPU executor reads like the CPU one and
  * each kernel is tested against its CPU op on the emulated device.
  *
- * The kernels' source is runtime/gpu/common.cuh followed by every
- * runtime/gpu/<name>.cu in name order, embedded into the binary at build time
- * (tlm_gpu_kernel_source, a build product) and compiled once per device
- * through the module cache. */
+ * The kernels come in two modules, each a source embedded into the binary at
+ * build time (a build product: runtime/gpu/common.cuh, then .cu files in
+ * name order) and compiled once per device through the module cache, each
+ * on its own (tlm_gpu_modules):
+ *   - the runtime's kernels: every .cu but attention_tc.cu; tlm_gpu_open
+ *     loads them;
+ *   - the tensor-core attention: mma.cuh and attention_tc.cu, loaded by
+ *     tlm_gpu_load_module only where a run uses them (bf16 attention on an
+ *     sm_80+ GPU, head size 64 or 128: attention_tc.h), so that the runs that
+ *     do not never compile them.
+ * A kernel's module follows from its name (tlm_gpu_kernel_module): the
+ * module whose prefix the name starts with, and the runtime's module for
+ * the rest. */
 #ifndef TLM_GPU_H
 #define TLM_GPU_H
 
 #include "device.h"
 
-extern const char tlm_gpu_kernel_source[];
+extern const char tlm_gpu_kernel_source[];       /* the runtime's kernels */
+extern const char tlm_gpu_attention_tc_source[]; /* the tensor-core attention */
+
+typedef enum tlm_gpu_module_id {
+    TLM_GPU_MODULE_RUNTIME,
+    TLM_GPU_MODULE_ATTENTION_TC,
+    TLM_GPU_MODULE_COUNT
+} tlm_gpu_module_id;
+
+typedef struct tlm_gpu_module_def {
+    const char *name;   /* "runtime": its label in info --device */
+    const char *what;   /* "the runtime's kernels": the module's errors */
+    const char *source; /* the embedded CUDA source */
+    /* the kernels whose names start with it (NULL: every kernel no other
+     * module's prefix claims) */
+    const char *prefix;
+} tlm_gpu_module_def;
+
+/* The modules, by id (one line each in gpu.c). */
+extern const tlm_gpu_module_def tlm_gpu_modules[TLM_GPU_MODULE_COUNT];
+
+/* The module that holds the kernel `name` (by the prefixes above). */
+tlm_gpu_module_id tlm_gpu_kernel_module(const char *name);
 
 struct tlm_bf16_gemm;
 
 typedef struct tlm_gpu {
     tlm_device *dev;
-    tlm_module *kernels;      /* the runtime's kernels */
-    tlm_module_report report; /* how they were loaded (cache hit, compile time) */
+    tlm_module *modules[TLM_GPU_MODULE_COUNT]; /* NULL: not loaded */
+    tlm_module_report reports[TLM_GPU_MODULE_COUNT]; /* how each was loaded (cache hit, compile time) */
     /* NULL: GEMMs in fp32; else their bf16 operands (bf16_gemm.h) */
     const struct tlm_bf16_gemm *bf16;
     /* a small buffer the C calls reuse (the gradient norm's partial sums),
@@ -29,12 +60,17 @@ typedef struct tlm_gpu {
     size_t scratch_bytes;
 } tlm_gpu;
 
-/* Loads the runtime's kernels on dev (compiling them, or from the cache). */
+/* Loads the runtime's module on dev (compiling it, or from the cache). */
 bool tlm_gpu_open(tlm_gpu *g, tlm_device *dev, tlm_err *err);
+/* Unloads every module loaded. */
 void tlm_gpu_close(tlm_gpu *g);
 
-/* Launches the kernel `name` of the runtime's module with a 1-D grid and
- * block; args as tlm_device_launch takes them. */
+/* Loads module id (compiling it, or from the cache) unless it is loaded. */
+bool tlm_gpu_load_module(tlm_gpu *g, tlm_gpu_module_id id, tlm_err *err);
+
+/* Launches the kernel `name` with a 1-D grid and block, from the module that
+ * holds it (tlm_gpu_kernel_module); args as tlm_device_launch takes them.
+ * False with err, launching nothing, when that module is not loaded. */
 bool tlm_gpu_launch(tlm_gpu *g, const char *name, unsigned grid, unsigned block, void **args, tlm_err *err);
 
 /* g->scratch holding at least bytes (grown as needed, kept until close);

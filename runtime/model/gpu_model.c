@@ -427,8 +427,11 @@ bool tlm_gpu_model_create(tlm_model *m, tlm_device *dev, tlm_precision precision
         tlm_gpu_model_destroy(m);
         return false;
     }
-    bool ok = tlm_gpu_open(&g->gpu, dev, err) && load_mlp_kernels(m, bf16, err) &&
-              (g->params = alloc(m, param_bytes, err)) && (!m->training || (g->grads = alloc(m, param_bytes, err))) &&
+    /* the tensor-core kernels only where they run: a module of their own */
+    bool ok = tlm_gpu_open(&g->gpu, dev, err) &&
+              (!g->attention_tc || tlm_gpu_load_module(&g->gpu, TLM_GPU_MODULE_ATTENTION_TC, err)) &&
+              load_mlp_kernels(m, bf16, err) && (g->params = alloc(m, param_bytes, err)) &&
+              (!m->training || (g->grads = alloc(m, param_bytes, err))) &&
               (g->arena = alloc(m, (size_t)m->arena_bytes, err)) && (g->rope_cos = alloc(m, rope_bytes, err)) &&
               (g->rope_sin = alloc(m, rope_bytes, err)) && (g->tokens = alloc(m, rows * sizeof(int32_t), err)) &&
               (g->targets = alloc(m, rows * sizeof(int32_t), err)) && (g->loss = alloc(m, sizeof(double), err)) &&

@@ -36,7 +36,9 @@ typedef struct tlm_gpu_model {
      * the arena planned for that); NULL in fp32 */
     bool *bf16_buffers;
     tlm_dptr attention_acc;    /* bf16: attention's fp32 accumulator of a bf16 y (0: none) */
-    bool attention_tc;         /* attention with a bf16 y runs on the tensor cores (attention_tc.h) */
+    /* attention with a bf16 y runs on the tensor cores (attention_tc.h);
+     * their module is loaded only then */
+    bool attention_tc;
     bool weights_stale;        /* params changed since the bf16 copy was made */
     tlm_dptr kv_cache;         /* sampling's KV cache (model.h), 0 until opened */
     bool kv_bf16;              /* its rows of qkv are bf16 (tlm_gpu_kv_cache_bf16), 2 bytes an element */

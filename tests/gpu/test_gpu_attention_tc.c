@@ -50,7 +50,14 @@
  *
  * Also: the kernels give the same bits with 1 and 2 blocks as with their grid,
  * and unsupported cases (head size 32, a stride not a multiple of 8, a
- * misaligned q) fail with one line before launching. */
+ * misaligned q) fail with one line before launching.
+ *
+ * The kernels' module (gpu.h): tlm_gpu_open does not load it, and a launch
+ * before tlm_gpu_load_module fails with one line naming it; every kernel
+ * declared in each module's source is, by tlm_gpu_kernel_module's rule, in
+ * that module (so a launch finds it), and the six kernels
+ * tlm_gpu_attention_tc_kernel names are in the tensor-core source and not
+ * in the runtime's. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -331,6 +338,59 @@ static void run_case(int B, int T, int H, int D, bool packed) {
     free(x), free(x16), free(yref), free(lseref), free(lse16), free(y16);
 }
 
+/* The kernels declared in source (extern "C" __global__ void NAME(, as
+ * the emulated device finds them; the comments that quote the words have
+ * no name and parenthesis after them): each in module `id` by
+ * tlm_gpu_kernel_module's rule. The count back. */
+static int kernels_of_module(tlm_gpu_module_id id) {
+    static const char decl[] = "extern \"C\" __global__ void ";
+    int n = 0;
+    for (const char *p = tlm_gpu_modules[id].source; (p = strstr(p, decl)) != NULL;) {
+        p += sizeof decl - 1;
+        size_t len = strspn(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_");
+        if (len == 0 || p[len] != '(') continue;
+        char name[128], line[300];
+        snprintf(name, sizeof name, "%.*s", (int)len, p);
+        snprintf(line, sizeof line, "kernel %s of the %s module is found in it (tlm_gpu_kernel_module)", name,
+                 tlm_gpu_modules[id].name);
+        if (tlm_gpu_kernel_module(name) != id) check(false, line);
+        n++;
+    }
+    return n;
+}
+
+/* Where the kernels are: the rule against the sources, and a launch of a
+ * module that is not loaded. */
+static void module_checks(void) {
+    int counts[TLM_GPU_MODULE_COUNT];
+    for (int id = 0; id < TLM_GPU_MODULE_COUNT; id++) counts[id] = kernels_of_module((tlm_gpu_module_id)id);
+    char line[700];
+    snprintf(line, sizeof line, "each module's kernels follow the rule: %d in the runtime's, %d in the tensor cores'",
+             counts[TLM_GPU_MODULE_RUNTIME], counts[TLM_GPU_MODULE_ATTENTION_TC]);
+    check(g_failures == 0 && counts[TLM_GPU_MODULE_RUNTIME] > 0, line);
+    check(counts[TLM_GPU_MODULE_ATTENTION_TC] == 6, "the tensor-core module declares 6 kernels");
+    for (int pass = TLM_ATTENTION_TC_FWD; pass <= TLM_ATTENTION_TC_BWD_DKV; pass++)
+        for (int D = 64; D <= 128; D += 64) {
+            const char *name = tlm_gpu_attention_tc_kernel((tlm_attention_tc_pass)pass, D);
+            char call[160];
+            snprintf(call, sizeof call, "void %s(", name);
+            snprintf(line, sizeof line, "%s: in the tensor-core source only, and its module by the rule", name);
+            check(strstr(tlm_gpu_attention_tc_source, call) && !strstr(tlm_gpu_kernel_source, call) &&
+                      tlm_gpu_kernel_module(name) == TLM_GPU_MODULE_ATTENTION_TC,
+                  line);
+        }
+
+    check(g_gpu.modules[TLM_GPU_MODULE_RUNTIME] && !g_gpu.modules[TLM_GPU_MODULE_ATTENTION_TC],
+          "tlm_gpu_open loads the runtime's module and not the tensor cores'");
+    tlm_dptr buf = nans(1 << 16);
+    tlm_err err = {{0}};
+    bool ok = tlm_gpu_attention_tc_forward(&g_gpu, buf, buf, buf, buf, buf, 1, 3, 1, 64, 64, &err);
+    snprintf(line, sizeof line, "a launch before the module is loaded is refused: %s", ok ? "(it ran)" : err.msg);
+    check(!ok && strstr(err.msg, "tensor-core attention kernels, which are not loaded") && !strchr(err.msg, '\n'),
+          line);
+    tlm_device_free(g_dev, buf);
+}
+
 /* A case the kernel does not take: refused with one line naming why. */
 static void refused(int D, int stride, tlm_dptr q, const char *want, const char *what) {
     tlm_dptr buf = nans(1 << 16);
@@ -348,6 +408,8 @@ int main(void) {
     g_dev = tlm_device_open("cuda", &err);
     if (!g_dev) die("open the device (is TLM_TEST_DEVICE=emulated set?)", &err);
     if (!tlm_gpu_open(&g_gpu, g_dev, &err)) die("load the runtime's kernels", &err);
+    module_checks();
+    if (!tlm_gpu_load_module(&g_gpu, TLM_GPU_MODULE_ATTENTION_TC, &err)) die("load the tensor-core kernels", &err);
     static const int Ts[] = {1, 5, 37, 64, 65, 130};
     int n = 0;
     for (int di = 0; di < 2; di++)

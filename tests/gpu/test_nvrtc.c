@@ -1,8 +1,9 @@
 /* gpu.nvrtc: every CUDA source tlm compiles at run time compiles with NVRTC
  * to a real CUBIN for the architectures of the GPUs tlm targets (A100:
  * sm_80, H100/H200: sm_90), on a machine with the toolkit and no GPU: the
- * runtime's kernels (runtime/gpu: common.cuh and every .cu, the very string
- * tlm-run embeds) and the generated MLP kernels of both kinds
+ * runtime's kernels in their two modules (runtime/gpu: common.cuh and the
+ * .cu files, the very strings tlm-run embeds; gpu.h, tlm_gpu_modules) and
+ * the generated MLP kernels of both kinds
  * (tlm_codegen_cuda_source). A source with an error fails with NVRTC's own
  * message. The emulated device runs these sources through a host compiler,
  * which accepts things NVRTC does not (and the other way round): this is the
@@ -80,7 +81,11 @@ int main(void) {
     for (int a = 0; a < NARCHS; a++) check(tlm_nvrtc_supports(archs[a]), "NVRTC supports sm_80 and sm_90");
     check(!tlm_nvrtc_supports("sm_10"), "NVRTC does not claim sm_10");
 
-    for (int a = 0; a < NARCHS; a++) compile_to_cubin("the runtime's kernels", tlm_gpu_kernel_source, archs[a]);
+    /* Each module of the runtime's kernels (gpu.h: the runtime's, and the
+     * tensor-core attention, compiled apart). */
+    for (int id = 0; id < TLM_GPU_MODULE_COUNT; id++)
+        for (int a = 0; a < NARCHS; a++)
+            compile_to_cubin(tlm_gpu_modules[id].what, tlm_gpu_modules[id].source, archs[a]);
 
     /* Both MLP kinds, one width a multiple of 64 and one not (each spec
      * costs seconds of NVRTC time, so two). */

@@ -222,6 +222,48 @@ gpu_emulated)
     "$run" eval "$models/small.so" --device cuda --precision fp16
   ;;
 
+gpu_modules)
+  # The tensor-core attention is a module of its own (docs/gpu.md, "The
+  # kernel cache"): compiled, cached and listed by info only where a run
+  # uses it (bf16, head size 64 or 128; the emulated device passes for
+  # sm_80+), with the cache's miss, hit and damage handling. A fresh cache,
+  # as on CI.
+  export TLM_TEST_DEVICE=emulated XDG_CACHE_HOME=$tmp/cache
+  "$tlmc" "$root/examples/tiny.tlm" -o "$tmp/tiny.so" > /dev/null
+  one=(--device cuda --steps 1 --context 16 --batch 2 --eval-every 0 --eval-batches 1 --threads 1)
+  tc_line() { grep -A1 '^  tensor-core attention ' "$tmp/out"; }
+  expect 0 "^  tensor-core attention    6 kernels, not cached" "info: tiny (head size 64) lists the TC module" -- \
+    "$run" info "$tmp/tiny.so" --device cuda
+  tc_entry=$(tc_line | tail -1 | tr -d ' ')
+  check "info: the TC module's cache entry is under the fresh cache" -- test "${tc_entry#"$tmp/cache/tlm/kernels/"}" != "$tc_entry"
+  expect 0 "^  runtime " "info: small (head size 16)" -- "$run" info "$models/small.so" --device cuda
+  check "info: small does not list the TC module (it does not use it)" -- bash -c "! grep -q 'tensor-core' '$tmp/out'"
+  expect 0 "" "info: tiny with TLM_GPU_ATTENTION=scalar" -- env TLM_GPU_ATTENTION=scalar "$run" info "$tmp/tiny.so" --device cuda
+  check "info: TLM_GPU_ATTENTION=scalar does not list the TC module" -- bash -c "! grep -q 'tensor-core attention ' '$tmp/out'"
+  expect 0 "kernels: compiled in" "tiny in fp32: one step" -- \
+    "$run" train "$tmp/tiny.so" "${one[@]}" --precision fp32 --ckpt "$tmp/fp32"
+  check "tiny in fp32 compiled no TC module" -- test ! -e "$tc_entry"
+  expect 0 "kernels: compiled in .*, cached for the next run" "tiny in bf16: the TC module compiled (a miss)" -- \
+    "$run" train "$tmp/tiny.so" "${one[@]}" --ckpt "$tmp/bf16"
+  check "the TC module's entry written" -- test -s "$tc_entry"
+  expect 0 "^  tensor-core attention    6 kernels, cached" "info: the TC module is cached" -- \
+    "$run" info "$tmp/tiny.so" --device cuda
+  expect 0 "kernels: from the cache (nothing compiled)" "tiny in bf16 again: every module a hit" -- \
+    "$run" train "$tmp/tiny.so" "${one[@]}" --ckpt "$tmp/bf16" --overwrite
+  # damage: a payload byte flipped, then the entry cut short
+  printf '\x5a' | dd of="$tc_entry" bs=1 seek=2000 conv=notrunc status=none
+  expect 0 "kernel cache entry $tc_entry is unusable (.*); removed, compiling again" \
+    "a damaged TC entry: noticed, removed and compiled again" -- \
+    "$run" train "$tmp/tiny.so" "${one[@]}" --ckpt "$tmp/bf16" --overwrite
+  check "the note is the only line on stderr" -- test "$(wc -l < "$tmp/err")" = 1
+  check "the TC entry rebuilt" -- test -s "$tc_entry"
+  truncate -s 100 "$tc_entry"
+  expect 0 "kernel cache entry $tc_entry is unusable" "a TC entry cut short: compiled again" -- \
+    "$run" train "$tmp/tiny.so" "${one[@]}" --ckpt "$tmp/bf16" --overwrite
+  expect 0 "kernels: from the cache (nothing compiled)" "then a hit again" -- \
+    "$run" train "$tmp/tiny.so" "${one[@]}" --ckpt "$tmp/bf16" --overwrite
+  ;;
+
 resume_exact)
   # N steps straight vs. stopped at step k and resumed: bit-identical
   # tensors and logs. k = 13 is off the checkpoint, log and eval cadence and
