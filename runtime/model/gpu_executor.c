@@ -352,6 +352,18 @@ static bool op_head_backward(step *s, const tlm_abi_op *op) {
     OPERANDS(head_backward);
     return linear_backward(s, OUT(dx), GRAD(w), o->in_dlogits, o->in_x, PARAM(w), s->D, s->V, false);
 }
+/* Kernels that take their activations in one storage, fp32 or bf16: the
+ * cross-entropy's logits and dlogits, the sigmoid and SiLU gates' inputs and
+ * out, the memory activation's qkv, act and mem_qkv (the gates' and the
+ * activation's backward write fp32 gradients only).
+ * tlm_gpu_bf16_buffers makes them so; this guards the executor against a
+ * plan that disagrees. Absent ids (< 0) are skipped. */
+static bool one_storage_in_bf16(step *s, const char *what, const int32_t *ids, int n, bool *bf16) {
+    *bf16 = in_bf16(s, ids[0]);
+    for (int j = 1; j < n; j++)
+        if (ids[j] >= 0 && in_bf16(s, ids[j]) != *bf16) return tlm_fail(ERR, "%s are not all in one storage", what);
+    return true;
+}
 /* The logits as the head's GEMM stored them (bf16: the gradient too, in
  * one storage with them: gpu_model.c). */
 static bool op_loss(step *s, const tlm_abi_op *op) {
@@ -361,11 +373,11 @@ static bool op_loss(step *s, const tlm_abi_op *op) {
 }
 static bool op_loss_backward(step *s, const tlm_abi_op *op) {
     OPERANDS(loss_backward);
-    if (in_bf16(s, o->in_logits) != in_bf16(s, o->out_dlogits)) /* one kernel reads one and writes the other */
-        return tlm_fail(ERR, "the logits are %s but dlogits is %s", in_bf16(s, o->in_logits) ? "bf16" : "fp32",
-                        in_bf16(s, o->out_dlogits) ? "bf16" : "fp32");
+    bool bf16; /* one kernel reads the one and writes the other */
+    if (!one_storage_in_bf16(s, "the logits and dlogits", (int32_t[]){o->in_logits, o->out_dlogits}, 2, &bf16))
+        return false;
     return tlm_gpu_crossentropy_backward(s->gpu, OUT(dlogits), IN(logits), IN(lse), s->g->targets, s->N, s->V, s->dloss,
-                                         in_bf16(s, o->in_logits), ERR);
+                                         bf16, ERR);
 }
 
 /* ---- a linear map whose weight is one or more adjacent parameters ---- */
@@ -397,17 +409,6 @@ static bool op_linear_dx(step *s, const tlm_abi_op *op) {
 
 /* ---- gated attention ---- */
 
-/* Kernels that take their activations in one storage, fp32 or bf16: the
- * sigmoid and SiLU gates' inputs and out, the memory activation's qkv, act
- * and mem_qkv (their backward writes fp32 gradients only).
- * tlm_gpu_bf16_buffers makes them so; this guards the executor against a
- * plan that disagrees. Absent ids (< 0) are skipped. */
-static bool one_storage_in_bf16(step *s, const char *what, const int32_t *ids, int n, bool *bf16) {
-    *bf16 = in_bf16(s, ids[0]);
-    for (int j = 1; j < n; j++)
-        if (ids[j] >= 0 && in_bf16(s, ids[j]) != *bf16) return tlm_fail(ERR, "%s are not all in one storage", what);
-    return true;
-}
 static const char sigmoid_gate_what[] = "the sigmoid gate's y, gate_pre and out";
 static bool op_sigmoid_gate(step *s, const tlm_abi_op *op) {
     OPERANDS(sigmoid_gate);
