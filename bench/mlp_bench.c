@@ -33,6 +33,11 @@
  * buffer), our three entries against its three. A width tlmc's rule sends to the BLAS
  * twin (codegen/cpu_mlp_choice.c) is marked "blas" and left out of the
  * totals: a model never runs the generated kernels there.
+ * Before the tables: the core's multiply-add peak at the kernels' vector
+ * width (bench/fma_peak.c); after each thread count's totals, every entry's
+ * speed as a share of it (threads x the one-core peak), ours and OpenBLAS's,
+ * and the fused ratio's ceiling (OpenBLAS + activation passes against the
+ * GEMM flops at the peak): a target above that ceiling no kernel can meet.
  * Threads split rows (fwd, bwd_data) or widths (bwd_weight) with OpenMP;
  * OpenBLAS threads itself (openblas_set_num_threads). */
 #include <cblas.h>
@@ -44,6 +49,8 @@
 #include <time.h>
 
 #include "codegen.h"
+#include "cpu_targets.h"
+#include "fma_peak.h"
 #include "kernel_loader.h"
 #include "tlm_rt/ops.h"
 
@@ -299,6 +306,34 @@ static int versus(kernel_lib *lib, const tlm_kernel_spec *specs, int n, int rows
     return 0;
 }
 
+/* The one-core multiply-add peak at the kernels' vector width. */
+static double core_peak(const char *cpu, int reps) {
+    cpu_target t;
+    char *err = NULL;
+    if (!cpu_target_resolve(cpu, &t, &err)) {
+        free(err);
+        return 0;
+    }
+    double peak = fma_peak_gflops(t.vl, bench_clock, reps);
+    if (peak > 0) printf("core peak: %.0f GFLOP/s (multiply-adds on %d-float vectors, one thread)\n", peak, t.vl);
+    cpu_target_dispose(&t);
+    return peak;
+}
+
+/* Each entry's speed as a share of the peak (`threads` cores), and the
+ * fused ratio's ceiling: OpenBLAS's GEMMs plus the activation passes
+ * against the same flops at the peak, which no kernel can beat. */
+static void print_against_peak(double peak, double flops, const double *ours, const double *blas, double act) {
+    double t_peak = flops / (peak * 1e9), t_blas = 0;
+    printf("%5s | of the peak:", "");
+    for (int e = 0; e < N_ENTRIES; e++) {
+        printf(" %s ours %.0f%% OpenBLAS %.0f%%;", entry_names[e], 100 * t_peak / N_ENTRIES / ours[e],
+               100 * t_peak / N_ENTRIES / blas[e]);
+        t_blas += blas[e];
+    }
+    printf(" the fused ratio's ceiling %.2f\n", (t_blas + act) / t_peak);
+}
+
 /* Codegen (and link) time of a 24-layer model with 24 distinct widths. */
 static int time_codegen_24(tlm_mlp kind) {
     tlm_kernel_spec specs[24];
@@ -380,6 +415,7 @@ int main(int argc, char **argv) {
     if (profile >= 0) return profile_entry(&lib, specs, N_WIDTHS, rows, only_threads ? only_threads : 1, profile, reps);
     printf("%s\n", openblas_get_config());
     printf("GFLOP/s (GEMM flops only); ratio = ours / OpenBLAS speed\n");
+    double peak = core_peak(cpu, reps);
     int gemms = kind == TLM_MLP_SWIGLU ? 3 : 2;
     unsigned seed = 1234;
     for (int threads = 1; threads <= 2; threads++) {
@@ -388,6 +424,7 @@ int main(int argc, char **argv) {
         for (int e = 0; e < N_ENTRIES; e++) printf(" | %-10s ours  blas ratio", entry_names[e]);
         printf(" | %-5s  ours  blas ratio | fused | twin\n", "all");
         double sum_flops = 0, sum_ours = 0, sum_blas = 0, sum_act = 0, sum_twin = 0;
+        double entry_ours[N_ENTRIES] = {0}, entry_blas[N_ENTRIES] = {0}, e_ours[N_ENTRIES], e_blas[N_ENTRIES];
         int generated = 0;
         for (int w = 0; w < N_WIDTHS; w++) {
             layer L;
@@ -400,6 +437,8 @@ int main(int argc, char **argv) {
                 double to = best_of(&L, e, reps, run_ours), tb = best_of(&L, e, reps, run_blas);
                 t_ours += to;
                 t_blas += tb;
+                e_ours[e] = to;
+                e_blas[e] = tb;
                 printf(" | %10s %5.0f %5.0f %5.2f", "", flops / to * 1e-9, flops / tb * 1e-9, tb / to);
             }
             double t_act = best_of(&L, ACT_FWD, reps, run_activation) + best_of(&L, ACT_BWD, reps, run_activation);
@@ -418,12 +457,14 @@ int main(int argc, char **argv) {
             sum_blas += t_blas;
             sum_act += t_act;
             sum_twin += t_twin;
+            for (int e = 0; e < N_ENTRIES; e++) entry_ours[e] += e_ours[e], entry_blas[e] += e_blas[e];
         }
         printf("%5s | the %d of %d widths on generated kernels, all entries: ours %.0f GFLOP/s, OpenBLAS %.0f "
                "GFLOP/s, ratio %.2f; fused fwd+bwd against OpenBLAS + activation passes %.2f, against the BLAS "
                "twin %.2f\n",
                "total", generated, N_WIDTHS, sum_flops / sum_ours * 1e-9, sum_flops / sum_blas * 1e-9,
                sum_blas / sum_ours, (sum_blas + sum_act) / sum_ours, sum_twin / sum_ours);
+        if (peak > 0 && generated) print_against_peak(peak * threads, sum_flops, entry_ours, entry_blas, sum_act);
     }
     kernel_lib_close(&lib);
     return skip_codegen ? 0 : time_codegen_24(kind);
