@@ -108,26 +108,43 @@ bool tlm_gpu_rope_backward(tlm_gpu *g, tlm_dptr dx, tlm_dptr dout, tlm_dptr cos_
 
 /* ---- cross-entropy --------------------------------------------------- */
 
-bool tlm_gpu_crossentropy_forward(tlm_gpu *g, tlm_dptr losses, tlm_dptr lse, tlm_dptr logits, tlm_dptr targets, int N,
-                                  int V, tlm_dptr loss_out, bool logits_bf16, tlm_err *err) {
+static bool crossentropy_forward(tlm_gpu *g, bool bf16, tlm_dptr losses, tlm_dptr lse, tlm_dptr logits,
+                                 tlm_dptr targets, int N, int V, tlm_dptr loss_out, tlm_err *err) {
     void *row_args[] = {&losses, &lse, &logits, &targets, &N, &V};
-    const char *rows = logits_bf16 ? "tlm_crossentropy_rows_bf16" : "tlm_crossentropy_rows";
+    const char *rows = bf16 ? "tlm_crossentropy_rows_bf16" : "tlm_crossentropy_rows";
     if (!tlm_gpu_launch(g, rows, blocks_per_row(N), BLOCK, row_args, err)) return false;
     void *mean_args[] = {&loss_out, &lse, &logits, &targets, &N, &V};
-    const char *mean = logits_bf16 ? "tlm_crossentropy_mean_bf16" : "tlm_crossentropy_mean";
+    const char *mean = bf16 ? "tlm_crossentropy_mean_bf16" : "tlm_crossentropy_mean";
     return tlm_gpu_launch(g, mean, 1, BLOCK, mean_args, err);
 }
 
-bool tlm_gpu_crossentropy_backward(tlm_gpu *g, tlm_dptr dlogits, tlm_dptr logits, tlm_dptr lse, tlm_dptr targets, int N,
-                                   int V, float dloss, bool logits_bf16, tlm_err *err) {
+static bool crossentropy_backward(tlm_gpu *g, bool bf16, tlm_dptr dlogits, tlm_dptr logits, tlm_dptr lse,
+                                  tlm_dptr targets, int N, int V, float dloss, tlm_err *err) {
     /* Every block counts the N targets again (the kernel has nowhere to keep
      * one count), so the grid stays at 512 blocks: enough to fill the GPU,
      * few enough that the counts cost little next to N*V. */
     unsigned grid = blocks_per_row(N);
     if (grid > 512) grid = 512;
     void *args[] = {&dlogits, &logits, &lse, &targets, &N, &V, &dloss};
-    const char *kernel = logits_bf16 ? "tlm_crossentropy_rows_backward_bf16" : "tlm_crossentropy_rows_backward";
+    const char *kernel = bf16 ? "tlm_crossentropy_rows_backward_bf16" : "tlm_crossentropy_rows_backward";
     return tlm_gpu_launch(g, kernel, grid, BLOCK, args, err);
+}
+
+bool tlm_gpu_crossentropy_forward(tlm_gpu *g, tlm_dptr losses, tlm_dptr lse, tlm_dptr logits, tlm_dptr targets, int N,
+                                  int V, tlm_dptr loss_out, tlm_err *err) {
+    return crossentropy_forward(g, false, losses, lse, logits, targets, N, V, loss_out, err);
+}
+bool tlm_gpu_crossentropy_forward_bf16(tlm_gpu *g, tlm_dptr losses, tlm_dptr lse, tlm_dptr logits, tlm_dptr targets,
+                                       int N, int V, tlm_dptr loss_out, tlm_err *err) {
+    return crossentropy_forward(g, true, losses, lse, logits, targets, N, V, loss_out, err);
+}
+bool tlm_gpu_crossentropy_backward(tlm_gpu *g, tlm_dptr dlogits, tlm_dptr logits, tlm_dptr lse, tlm_dptr targets, int N,
+                                   int V, float dloss, tlm_err *err) {
+    return crossentropy_backward(g, false, dlogits, logits, lse, targets, N, V, dloss, err);
+}
+bool tlm_gpu_crossentropy_backward_bf16(tlm_gpu *g, tlm_dptr dlogits, tlm_dptr logits, tlm_dptr lse, tlm_dptr targets,
+                                        int N, int V, float dloss, tlm_err *err) {
+    return crossentropy_backward(g, true, dlogits, logits, lse, targets, N, V, dloss, err);
 }
 
 /* ---- gates ----------------------------------------------------------- */

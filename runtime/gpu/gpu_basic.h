@@ -63,17 +63,21 @@ bool tlm_gpu_rope_forward_bf16(tlm_gpu *g, tlm_dptr out, tlm_dptr x, tlm_dptr co
  * loss_out (the caller downloads it), summed in double in a fixed order: the
  * rows in 256 consecutive runs, each in row order, then the runs in order.
  *
- * logits_bf16: the logits are bf16, and so is dlogits (the gradient of bf16
- * logits, which the executor writes in place over them): --precision bf16
- * (docs/gpu.md, "Precision"). Each logit is widened exactly and the
+ * The _bf16 twins: the logits are bf16, and so is dlogits (the gradient of
+ * bf16 logits, which the executor writes in place over them): --precision
+ * bf16 (docs/gpu.md, "Precision"). Each logit is widened exactly and the
  * arithmetic is the fp32 kernels', so on the same rounded logits lse, the
  * losses and the mean are the fp32 calls' bits, and each dlogit is the fp32
  * call's rounded to nearest even. */
 bool tlm_gpu_crossentropy_forward(tlm_gpu *g, tlm_dptr losses, tlm_dptr lse, tlm_dptr logits, tlm_dptr targets, int N,
-                                  int V, tlm_dptr loss_out, bool logits_bf16, tlm_err *err);
+                                  int V, tlm_dptr loss_out, tlm_err *err);
+bool tlm_gpu_crossentropy_forward_bf16(tlm_gpu *g, tlm_dptr losses, tlm_dptr lse, tlm_dptr logits, tlm_dptr targets,
+                                       int N, int V, tlm_dptr loss_out, tlm_err *err);
 /* dlogits written (zero rows for ignored targets); may be logits itself. */
 bool tlm_gpu_crossentropy_backward(tlm_gpu *g, tlm_dptr dlogits, tlm_dptr logits, tlm_dptr lse, tlm_dptr targets, int N,
-                                   int V, float dloss, bool logits_bf16, tlm_err *err);
+                                   int V, float dloss, tlm_err *err);
+bool tlm_gpu_crossentropy_backward_bf16(tlm_gpu *g, tlm_dptr dlogits, tlm_dptr logits, tlm_dptr lse, tlm_dptr targets,
+                                        int N, int V, float dloss, tlm_err *err);
 
 /* out[r,d] = y[r,d] sigmoid(gate[r]);  dy and dgate written (either may be 0). */
 bool tlm_gpu_sigmoid_gate_forward(tlm_gpu *g, tlm_dptr out, tlm_dptr y, tlm_dptr gate, int R, int D, tlm_err *err);

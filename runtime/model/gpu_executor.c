@@ -368,16 +368,16 @@ static bool one_storage_in_bf16(step *s, const char *what, const int32_t *ids, i
  * one storage with them: gpu_model.c). */
 static bool op_loss(step *s, const tlm_abi_op *op) {
     OPERANDS(loss);
-    return tlm_gpu_crossentropy_forward(s->gpu, 0, OUT(lse), IN(logits), s->g->targets, s->N, s->V, s->g->loss,
-                                        in_bf16(s, o->in_logits), ERR);
+    return (in_bf16(s, o->in_logits) ? tlm_gpu_crossentropy_forward_bf16 : tlm_gpu_crossentropy_forward)(
+        s->gpu, 0, OUT(lse), IN(logits), s->g->targets, s->N, s->V, s->g->loss, ERR);
 }
 static bool op_loss_backward(step *s, const tlm_abi_op *op) {
     OPERANDS(loss_backward);
     bool bf16; /* one kernel reads the one and writes the other */
     if (!one_storage_in_bf16(s, "the logits and dlogits", (int32_t[]){o->in_logits, o->out_dlogits}, 2, &bf16))
         return false;
-    return tlm_gpu_crossentropy_backward(s->gpu, OUT(dlogits), IN(logits), IN(lse), s->g->targets, s->N, s->V, s->dloss,
-                                         bf16, ERR);
+    return (bf16 ? tlm_gpu_crossentropy_backward_bf16 : tlm_gpu_crossentropy_backward)(
+        s->gpu, OUT(dlogits), IN(logits), IN(lse), s->g->targets, s->N, s->V, s->dloss, ERR);
 }
 
 /* ---- a linear map whose weight is one or more adjacent parameters ---- */

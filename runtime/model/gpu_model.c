@@ -127,7 +127,7 @@ static bool bf16_output(uint32_t kind, int slot) {
 /* An output an op rewrites in place, reading it as it is stored: RoPE's
  * rotation of q and k inside qkv (tlm_gpu_rope_forward_bf16 for a bf16
  * one), and the cross-entropy's gradient written over the logits
- * (tlm_gpu_crossentropy_backward with logits_bf16: the gradient of bf16
+ * (tlm_gpu_crossentropy_backward_bf16: the gradient of bf16
  * logits is bf16). It stays bf16 where its writer made it bf16. */
 static bool bf16_in_place(uint32_t kind, int slot) {
     const char *name = tlm_op_table[kind].out[slot];

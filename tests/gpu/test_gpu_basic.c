@@ -415,7 +415,7 @@ static void check_crossentropy(int N, int V, int ignored, bool with_losses, bool
     tlm_err err;
 
     double loss = tlm_crossentropy_forward(with_losses ? losses : NULL, lse, logits, targets, N, V);
-    launched(tlm_gpu_crossentropy_forward(&gpu, d_losses, d_lse, d_logits, d_targets, N, V, d_loss, false, &err),
+    launched(tlm_gpu_crossentropy_forward(&gpu, d_losses, d_lse, d_logits, d_targets, N, V, d_loss, &err),
              "crossentropy_forward", &err);
     compare_device("crossentropy_forward", "lse", config, d_lse, lse, (size_t)N, OWN_SCALE);
     if (with_losses) compare_device("crossentropy_forward", "losses", config, d_losses, losses, (size_t)N, OWN_SCALE);
@@ -433,7 +433,7 @@ static void check_crossentropy(int N, int V, int ignored, bool with_losses, bool
     tlm_dptr d_lse_cpu = to_device(lse, (size_t)N * sizeof(float));
     tlm_dptr d_dlogits = in_place ? d_logits : device_zeros(n * sizeof(float));
     tlm_crossentropy_backward(dlogits, logits, lse, targets, N, V, dloss);
-    launched(tlm_gpu_crossentropy_backward(&gpu, d_dlogits, d_logits, d_lse_cpu, d_targets, N, V, dloss, false, &err),
+    launched(tlm_gpu_crossentropy_backward(&gpu, d_dlogits, d_logits, d_lse_cpu, d_targets, N, V, dloss, &err),
              "crossentropy_backward", &err);
     compare_device("crossentropy_backward", "dlogits", config, d_dlogits, dlogits, n, OWN_SCALE);
 
@@ -470,13 +470,13 @@ static void check_crossentropy_bf16(int N, int V, int ignored, bool in_place) {
     tlm_dptr d_loss = device_zeros(8), d_loss16 = device_zeros(8);
     const float dloss = 0.75f;
     tlm_err err;
-    launched(tlm_gpu_crossentropy_forward(&gpu, d_losses, d_lse, d_logits, d_targets, N, V, d_loss, false, &err),
+    launched(tlm_gpu_crossentropy_forward(&gpu, d_losses, d_lse, d_logits, d_targets, N, V, d_loss, &err),
              "crossentropy_forward", &err);
-    launched(tlm_gpu_crossentropy_forward(&gpu, d_losses16, d_lse16, d_x16, d_targets, N, V, d_loss16, true, &err),
+    launched(tlm_gpu_crossentropy_forward_bf16(&gpu, d_losses16, d_lse16, d_x16, d_targets, N, V, d_loss16, &err),
              "crossentropy_forward_bf16", &err);
-    launched(tlm_gpu_crossentropy_backward(&gpu, d_dlogits, d_logits, d_lse, d_targets, N, V, dloss, false, &err),
+    launched(tlm_gpu_crossentropy_backward(&gpu, d_dlogits, d_logits, d_lse, d_targets, N, V, dloss, &err),
              "crossentropy_backward", &err);
-    launched(tlm_gpu_crossentropy_backward(&gpu, d_d16, d_x16, d_lse16, d_targets, N, V, dloss, true, &err),
+    launched(tlm_gpu_crossentropy_backward_bf16(&gpu, d_d16, d_x16, d_lse16, d_targets, N, V, dloss, &err),
              "crossentropy_backward_bf16", &err);
     double loss, loss16;
     from_device(lse, d_lse, (size_t)N * 4), from_device(lse16, d_lse16, (size_t)N * 4);
@@ -738,7 +738,7 @@ static void check_grid_independence(void) {
     tlm_err err;
     /* the inputs the backwards read: rstd and lse from their forwards */
     launched(tlm_gpu_rmsnorm_heads_forward(&gpu, O1, RSTD, X, W, N, H, C, eps, &err), "rmsnorm", &err);
-    launched(tlm_gpu_crossentropy_forward(&gpu, 0, LSE, L, d_targets, N, V, LOSS, false, &err), "crossentropy", &err);
+    launched(tlm_gpu_crossentropy_forward(&gpu, 0, LSE, L, d_targets, N, V, LOSS, &err), "crossentropy", &err);
 
     void *gather[] = {&O1, &d_ids, &A, &N, &C};
     void *scatter[] = {&O1, &A, &d_ids, &N, &C, &classes};
