@@ -34,7 +34,7 @@
  * twin (codegen/cpu_mlp_choice.c) is marked "blas" and left out of the
  * totals: a model never runs the generated kernels there.
  * Before the tables: the core's multiply-add peak at the kernels' vector
- * width (bench/fma_peak.c); after each thread count's totals, every entry's
+ * width (runtime/model/cpu_peak.c); after each thread count's totals, every entry's
  * speed as a share of it (threads x the one-core peak), ours and OpenBLAS's,
  * and the fused ratio's ceiling (OpenBLAS + activation passes against the
  * GEMM flops at the peak): a target above that ceiling no kernel can meet.
@@ -50,7 +50,7 @@
 
 #include "codegen.h"
 #include "cpu_targets.h"
-#include "fma_peak.h"
+#include "cpu_peak.h"
 #include "kernel_loader.h"
 #include "tlm_rt/ops.h"
 
@@ -314,7 +314,7 @@ static double core_peak(const char *cpu, int reps) {
         free(err);
         return 0;
     }
-    double peak = fma_peak_gflops(t.vl, bench_clock, reps);
+    double peak = tlm_cpu_fma_peak_gflops(t.vl, 1, bench_clock, reps);
     if (peak > 0) printf("core peak: %.0f GFLOP/s (multiply-adds on %d-float vectors, one thread)\n", peak, t.vl);
     cpu_target_dispose(&t);
     return peak;

@@ -3,7 +3,9 @@
  * --batch and --context laid over them, freshly initialised parameters;
  * --warmup untimed steps (allocations, first-touch, kernel compilation),
  * then --steps timed ones: steps/s, tokens/s, the model's training GFLOP/s
- * (flops.h's count) and, on a GPU in the peak table, MFU; then --profile
+ * (flops.h's count) and MFU: on a GPU against the peak table's figure, on
+ * the CPU against its multiply-add peak measured here (cpu_peak.h: all the
+ * threads, at the widest vectors the CPU has); then --profile
  * steps with the op profile (model/profile.h), which are not timed above
  * since profiling a device waits for every op. Nothing is written. */
 #include <inttypes.h>
@@ -14,6 +16,7 @@
 
 #include "args.h"
 #include "commands.h"
+#include "cpu_peak.h"
 #include "device_flag.h"
 #include "flops.h"
 #include "load.h"
@@ -25,7 +28,8 @@
 static void usage(FILE *out) {
     fputs("usage: tlm-run bench MODEL.so [options]\n"
           "Trains the model on random tokens and reports steps/s, tokens/s, GFLOP/s\n"
-          "(and MFU on a known GPU), then where a step's time goes. Writes nothing.\n"
+          "and MFU (against a known GPU's peak, or the CPU's measured multiply-add\n"
+          "peak), then where a step's time goes. Writes nothing.\n"
           "  --batch N           sequences a step (default: the model's)\n"
           "  --context T         tokens a sequence (default: the model's)\n"
           "  --steps N           timed steps (default 10)\n"
@@ -114,10 +118,25 @@ static bool run_steps(tlm_trainer *t, tlm_rng *rng, int32_t *x, int32_t *y, int6
     return true;
 }
 
-static void report(const bench *b, const tlm_so *so, tlm_device *dev, double seconds, tlm_profile *p) {
+/* The CPU's peak for MFU: every thread the ops use, each timed by its own
+ * CPU clock, so that a busy machine lowers the step's speed but not the
+ * peak (MFU errs low, never above 100%). */
+typedef struct {
+    double flops; /* per second; 0: unknown */
+    int threads, lanes;
+} cpu_peak;
+
+static cpu_peak measure_cpu_peak(void) {
+    cpu_peak c = {0, tlm_get_num_threads(), tlm_cpu_fma_lanes()};
+    if (c.lanes) c.flops = tlm_cpu_fma_peak_gflops(c.lanes, c.threads, CLOCK_THREAD_CPUTIME_ID, 3) * 1e9;
+    return c;
+}
+
+static void report(const bench *b, const tlm_so *so, tlm_device *dev, const cpu_peak *cpu, double seconds,
+                   tlm_profile *p) {
     const double tokens = (double)(b->batch * b->context) * (double)b->steps;
     const double flops = tlm_train_flops_per_token(so, b->context) * tokens / seconds;
-    const double peak = dev ? tlm_device_get_info(dev)->peak_bf16_tflops * 1e12 : 0;
+    const double peak = dev ? tlm_device_get_info(dev)->peak_bf16_tflops * 1e12 : cpu->flops;
     char where[300];
     device_flag_describe(dev, where, sizeof where);
     if (b->json) {
@@ -126,7 +145,9 @@ static void report(const bench *b, const tlm_so *so, tlm_device *dev, double sec
                "\"tokens_per_s\": %.6g, \"gflops\": %.6g, \"mfu\": ",
                tlm_so_str(so, so->config->name), where, tlm_precision_name(b->precision), b->batch, b->context,
                b->steps, seconds, (double)b->steps / seconds, tokens / seconds, flops / 1e9);
-        if (peak > 0) printf("%.6g", flops / peak);
+        if (peak > 0)
+            printf("%.6g, \"peak_gflops\": %.6g, \"peak\": \"%s\"", flops / peak, peak / 1e9,
+                   dev ? "table" : "measured");
         else printf("null");
         if (p) {
             printf(", \"profile\": ");
@@ -140,6 +161,9 @@ static void report(const bench *b, const tlm_so *so, tlm_device *dev, double sec
     printf("%" PRId64 " steps in %.3f s: %.3f steps/s, %.0f tokens/s, %.2f GFLOP/s", b->steps, seconds,
            (double)b->steps / seconds, tokens / seconds, flops / 1e9);
     if (peak > 0) printf(", MFU %.1f%%", 100 * flops / peak);
+    if (peak > 0 && !dev)
+        printf(" (of %d thread%s x %.0f GFLOP/s, this CPU's multiply-add peak on %d-float vectors, measured)",
+               cpu->threads, cpu->threads > 1 ? "s" : "", peak / 1e9 / cpu->threads, cpu->lanes);
     printf("\n");
     if (p) tlm_profile_print(p, stdout);
 }
@@ -189,6 +213,8 @@ int cmd_bench(int argc, char **argv) {
     tlm_rng_seed(&rng, 1234);
     if (!rc && !run_steps(&t, &rng, x, y, b.warmup, tokens, s.context, &err)) rc = cli_error("bench", "%s", err.msg);
     double seconds = 0;
+    cpu_peak cpu = {0, 0, 0};
+    if (!rc && !dev) cpu = measure_cpu_peak(); /* after the warm-up: the cores are awake */
     if (!rc) {
         double t0 = tlm_profile_clock();
         if (!run_steps(&t, &rng, x, y, b.steps, tokens, s.context, &err)) rc = cli_error("bench", "%s", err.msg);
@@ -203,7 +229,7 @@ int cmd_bench(int argc, char **argv) {
         if (profile) profile->step_seconds = tlm_profile_clock() - t0, profile->steps = b.profile_steps;
         m.profile = NULL;
     }
-    if (!rc) report(&b, &so, dev, seconds, profile);
+    if (!rc) report(&b, &so, dev, &cpu, seconds, profile);
     free(profile);
     if (made) tlm_trainer_destroy(&t);
     tlm_model_destroy(&m);

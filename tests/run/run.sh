@@ -724,7 +724,8 @@ profile)
 bench)
   # tlm-run bench: random tokens, no data files, nothing written
   s=$models/small.so
-  expect 0 "^2 steps in [0-9.]* s: [0-9.]* steps/s, [0-9]* tokens/s, [0-9.]* GFLOP/s$" "bench on the CPU" -- \
+  peak_line="MFU [0-9.]*% (of 1 thread x [0-9]* GFLOP/s, this CPU's multiply-add peak on \(8\|16\)-float vectors, measured)"
+  expect 0 "^2 steps in [0-9.]* s: [0-9.]* steps/s, [0-9]* tokens/s, [0-9.]* GFLOP/s, $peak_line$" "bench on the CPU" -- \
     "$run" bench "$s" --threads 1 --batch 2 --context 16 --steps 2 --warmup 1 --profile 1
   check "bench: the profile table" -- grep -q '^  mlp_backward ' "$tmp/out"
   check "bench writes nothing (the folder holds only the test's files)" -- \
@@ -733,8 +734,18 @@ bench)
   check "bench --json: one JSON object with the figures and the profile" -- python3 -c "
 import json, sys
 r = json.loads(open(sys.argv[1]).read())
-assert r['steps'] == 1 and r['batch'] == 2 and r['context'] == 16 and r['tokens_per_s'] > 0 and r['mfu'] is None, r
+assert r['steps'] == 1 and r['batch'] == 2 and r['context'] == 16 and r['tokens_per_s'] > 0, r
+assert r['peak'] == 'measured' and r['peak_gflops'] > 0 and 0 < r['mfu'] <= 1, r
 assert any(o['op'] == 'mlp' for o in r['profile']['ops']), r" "$tmp/out"
+  # MFU never above 100%: a peak measured too low (a loop bound by memory
+  # or by one chain's latency rather than the FMA pipes) would put a step
+  # with real work past it; 20 steps of 4 x 64 run at 15-25% here
+  expect 0 '"mfu"' "bench --json, 20 steps of 4 x 64" -- \
+    "$run" bench "$s" --threads 1 --batch 4 --context 64 --steps 20 --warmup 2 --profile 0 --json
+  check "bench: MFU in (0, 1] against the measured peak" -- python3 -c "
+import json, sys
+r = json.loads(open(sys.argv[1]).read())
+assert 0 < r['mfu'] <= 1 and abs(r['gflops'] / r['peak_gflops'] - r['mfu']) < 1e-4, r" "$tmp/out"
   expect 0 "cuda:0 .*, fp32, batch 2 x 8 tokens" "bench on the emulated device" -- \
     env TLM_TEST_DEVICE=emulated XDG_CACHE_HOME="$work/gpu-cache" "$run" bench "$models/small_gated.so" \
     --threads 1 --batch 2 --context 8 --steps 1 --warmup 1 --profile 1 --device cuda --precision fp32

@@ -1,4 +1,8 @@
-#include "fma_peak.h"
+#include "cpu_peak.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -37,15 +41,20 @@ static double seconds(clockid_t clock) {
 FMA_RUN(run_avx2, "avx2,fma", __m256, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_add_ps, _mm256_cvtss_f32)
 FMA_RUN(run_avx512, "avx512f", __m512, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_add_ps, _mm512_cvtss_f32)
 
-double fma_peak_gflops(int lanes, clockid_t clock, int reps) {
+static int runs_width(int lanes) {
     __builtin_cpu_init();
-    int avx512 = lanes == 16 && __builtin_cpu_supports("avx512f");
-    int avx2 = lanes == 8 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    if (!avx512 && !avx2) return 0;
+    if (lanes == 16) return __builtin_cpu_supports("avx512f");
+    return lanes == 8 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
+int tlm_cpu_fma_lanes(void) { return runs_width(16) ? 16 : runs_width(8) ? 8 : 0; }
+
+/* One thread's best of reps, in GFLOP/s. */
+static double one_thread(int lanes, clockid_t clock, int reps) {
     float sink = 0;
     double best = 1e30;
     for (int r = 0; r < reps + 1; r++) { /* the first warms the core up */
-        double t = avx512 ? run_avx512(clock, &sink) : run_avx2(clock, &sink);
+        double t = lanes == 16 ? run_avx512(clock, &sink) : run_avx2(clock, &sink);
         if (r > 0 && t < best) best = t;
     }
     volatile float keep = sink;
@@ -53,9 +62,19 @@ double fma_peak_gflops(int lanes, clockid_t clock, int reps) {
     return 2.0 * lanes * CHAINS * (double)STEPS / best * 1e-9;
 }
 
+double tlm_cpu_fma_peak_gflops(int lanes, int threads, clockid_t clock, int reps) {
+    if (!runs_width(lanes)) return 0;
+    if (threads < 1) threads = 1;
+    double total = 0;
+#pragma omp parallel for num_threads(threads) reduction(+ : total) schedule(static, 1)
+    for (int i = 0; i < threads; i++) total += one_thread(lanes, clock, reps);
+    return total;
+}
+
 #else
-double fma_peak_gflops(int lanes, clockid_t clock, int reps) {
-    (void)lanes, (void)clock, (void)reps;
+int tlm_cpu_fma_lanes(void) { return 0; }
+double tlm_cpu_fma_peak_gflops(int lanes, int threads, clockid_t clock, int reps) {
+    (void)lanes, (void)threads, (void)clock, (void)reps;
     return 0;
 }
 #endif
