@@ -52,6 +52,12 @@
 //     fragment layouts (warp_matrix, below): a value in the wrong lane's
 //     register gives a wrong product; a missing lane, a misaligned row or
 //     one outside shared memory is an error.
+//   - cp.async (16 bytes, global to shared, with its zero fill), commit and
+//     wait_group, as mma.cuh uses them: each copy is made at the wait that
+//     covers its group, so a read of the destination before that wait, or
+//     by another thread before the barrier after it, sees the old contents
+//     (the block's poison, or the previous tile); a destination outside
+//     shared memory or a misaligned address is an error.
 //   - __nv_bfloat16 / __nv_bfloat162 with CUDA's conversions, bit for bit
 //     (round to nearest even, NaN to 0x7fff, subnormals kept).
 //   - the C math functions and CUDA's fast variants (__expf = expf, ...),
@@ -63,8 +69,8 @@
 // over 48 KiB of static shared memory runs here), true concurrency between
 // blocks and between warps (threads switch only at barriers and warp
 // operations, so a race that needs another interleaving stays hidden),
-// atomics (not provided: kernels must not use them), asynchronous copies,
-// the tensor cores' own summation order and rounding (mma is computed in
+// atomics (not provided: kernels must not use them), when asynchronous
+// copies land (here: at the wait, never earlier), the tensor cores' own summation order and rounding (mma is computed in
 // double here, rounded once), and the exact bits of the device's math
 // functions.
 // Out-of-bounds accesses are host accesses here (a crash or silent
@@ -149,6 +155,10 @@ enum : unsigned {
     // finds itself from its stack pointer without thread-local lookups.
     SLOT_BYTES = 64 * 1024,
     WARP = 32,
+    // cp.async copies a thread may have in flight (the kernels stage a
+    // tile with a few each; more is a kernel that never waits; the message
+    // in cp_async says 64)
+    MAX_ASYNC = 64,
 };
 
 // What a fiber is doing, seen from the scheduler.
@@ -181,7 +191,7 @@ struct Fiber {
     uint3 thread_idx, block_idx;
     dim3 block_dim, grid_dim;
     unsigned linear; // linear thread id within the block
-    bool parked;     // at the top of its loop: can start the next block's thread
+    bool parked; // at the top of its loop: can start the next block's thread
 };
 // Slots are aligned to 64 KiB, so at one fixed offset every Fiber would use
 // the same cache set: its place in the top FIBER_AREA bytes varies with the
@@ -193,9 +203,9 @@ inline Fiber &fiber_in_slot(uintptr_t slot) {
 }
 
 struct Warp {
-    unsigned mask;       // lanes of the warp operation in progress, 0 if none
-    unsigned arrived;    // of those, the ones waiting at it
-    unsigned exited;     // lanes that have returned
+    unsigned mask; // lanes of the warp operation in progress, 0 if none
+    unsigned arrived; // of those, the ones waiting at it
+    unsigned exited; // lanes that have returned
     unsigned at_barrier; // lanes waiting at __syncthreads
     WarpOp op;
 };
@@ -204,10 +214,10 @@ struct Warp {
 // the block in progress.
 struct State {
     char *slots[MAX_THREADS]; // each fiber's slot, mapped when first needed
-    unsigned n_ready;         // fibers [0, n_ready) have slots and are parked
-    bool active;              // a launch is running
-    bool tls_found;           // tls_data and tls_size are known
-    char *tls_data;           // this module's thread-local block for the thread
+    unsigned n_ready; // fibers [0, n_ready) have slots and are parked
+    bool active; // a launch is running
+    bool tls_found; // tls_data and tls_size are known
+    char *tls_data; // this module's thread-local block for the thread
     size_t tls_size;
     Context scheduler; // the launch's own context
     Fiber *fibers[MAX_THREADS];
@@ -227,6 +237,14 @@ struct State {
     Wait wait[MAX_THREADS];
     unsigned char src_lane[MAX_THREADS];
     uint64_t value[MAX_THREADS], result[MAX_THREADS];
+    // Per thread: its cp.async copies not yet made, and the groups it has
+    // committed (the copies issued since form group `async_committed`).
+    struct AsyncCopy {
+        void *dst;
+        const void *src;
+        unsigned src_bytes, group;
+    } async_copies[MAX_THREADS][MAX_ASYNC];
+    unsigned async_pending[MAX_THREADS], async_committed[MAX_THREADS];
 };
 // The calling OS thread's State, allocated at its first launch. The
 // module's only thread-local variable besides the kernels' __shared__
@@ -495,8 +513,8 @@ inline uint64_t warp_exchange(WarpOp op, unsigned mask, uint64_t value, unsigned
 struct MmaLane {
     const uint32_t *a; // 4 registers
     const uint32_t *b; // 2 registers
-    const float *c;    // 4
-    float *d;          // 4
+    const float *c; // 4
+    float *d; // 4
 };
 inline unsigned mma_a_row(unsigned lane, unsigned i) { return lane / 4 + 8 * (i / 2 % 2); }
 inline unsigned mma_a_col(unsigned lane, unsigned i) { return 2 * (lane % 4) + i % 2 + 8 * (i / 4); }
@@ -591,6 +609,50 @@ inline void warp_matrix(WarpOp op, void *record) {
     warp_release(me);
 }
 
+// ---- cp.async: each copy waits in its thread's queue until a wait_group
+// covers its group, and is made then ----
+
+// Whether [p, p + n) lies in the kernels' __shared__ variables (this
+// module's thread-local block, poison_shared); true where that is unknown.
+inline bool in_shared(const State &s, const void *p, size_t n) {
+    uintptr_t a = (uintptr_t)p;
+    return !s.tls_data || (a >= (uintptr_t)s.tls_data && a + n <= (uintptr_t)s.tls_data + s.tls_size);
+}
+
+void cp_async(void *dst, const void *src, unsigned src_bytes) {
+    Fiber &me = self();
+    State &s = *me.state;
+    const char *why = nullptr;
+    unsigned t = me.linear;
+    if ((uintptr_t)dst % 16 || (uintptr_t)src % 16) why = "gives an address that is not 16-byte aligned";
+    else if (!in_shared(s, dst, 16)) why = "gives a destination outside shared memory";
+    else if (src_bytes > 16) why = "copies more than 16 bytes";
+    else if (s.async_pending[t] == MAX_ASYNC) why = "has 64 copies in flight (no wait_group)";
+    if (why)
+        fail(me, "cp.async in kernel %s: thread %u of block (%u,%u,%u) %s", s.kernel, t, me.block_idx.x, me.block_idx.y,
+             me.block_idx.z, why);
+    s.async_copies[t][s.async_pending[t]++] = State::AsyncCopy{dst, src, src_bytes, s.async_committed[t]};
+}
+
+// cp.async.wait_group n: makes the copies of every committed group but the
+// newest n, in the order issued.
+void cp_async_wait(unsigned n) {
+    Fiber &me = self();
+    State &s = *me.state;
+    unsigned t = me.linear, kept = 0;
+    unsigned done_below = s.async_committed[t] > n ? s.async_committed[t] - n : 0;
+    for (unsigned i = 0; i < s.async_pending[t]; i++) {
+        State::AsyncCopy c = s.async_copies[t][i];
+        if (c.group >= done_below) {
+            s.async_copies[t][kept++] = c;
+            continue;
+        }
+        memcpy(c.dst, c.src, c.src_bytes);
+        memset(static_cast<char *>(c.dst) + c.src_bytes, 0, 16 - c.src_bytes);
+    }
+    s.async_pending[t] = kept;
+}
+
 // Fiber `me`'s thread has returned.
 void thread_exit(Fiber &me) {
     State &s = *me.state;
@@ -629,9 +691,9 @@ void start_fiber(State &s, unsigned i) {
     uintptr_t top = ((uintptr_t)slot + SLOT_BYTES - FIBER_AREA - (i % 16) * 64) & ~(uintptr_t)15;
 #if defined(TLM_EMU_ASM_SWITCH) && defined(__x86_64__)
     void **sp = reinterpret_cast<void **>(top);
-    *--sp = nullptr;                                  // fiber_main's return address: none
-    *--sp = reinterpret_cast<void *>(&fiber_main);    // where tlm_emu_switch returns to
-    for (int r = 0; r < 6; r++) *--sp = nullptr;      // rbp, rbx, r12-r15
+    *--sp = nullptr; // fiber_main's return address: none
+    *--sp = reinterpret_cast<void *>(&fiber_main); // where tlm_emu_switch returns to
+    for (int r = 0; r < 6; r++) *--sp = nullptr; // rbp, rbx, r12-r15
     f.context.sp = sp;
 #elif defined(TLM_EMU_ASM_SWITCH) && defined(__aarch64__)
     void **sp = reinterpret_cast<void **>(top - 160); // the frame tlm_emu_switch pops
@@ -755,6 +817,7 @@ bool run_block(State &st, const uint3 &block_idx, bool descending) {
     for (unsigned i = 0; i < st.threads; i++) {
         st.wait[i] = Wait::running;
         st.fibers[i]->block_idx = block_idx;
+        st.async_pending[i] = st.async_committed[i] = 0; // a block's copies left in flight are dropped
     }
     for (unsigned w = 0; w < st.threads / WARP; w++) st.warps[w] = Warp{};
     st.live = st.runnable = st.threads;
@@ -982,6 +1045,16 @@ inline void tlm_emu_ldmatrix_x4(unsigned r[4], const void *row, bool trans) {
     tlm_emu::LdmatrixLane lane{row, r, trans};
     tlm_emu::warp_matrix(tlm_emu::WarpOp::ldmatrix, &lane);
 }
+
+// cp.async as runtime/gpu/mma.cuh calls it on the emulated device.
+inline void tlm_emu_cp_async_16(void *dst, const void *src, unsigned src_bytes) {
+    tlm_emu::cp_async(dst, src, src_bytes);
+}
+inline void tlm_emu_cp_async_commit() {
+    tlm_emu::Fiber &me = tlm_emu::self();
+    me.state->async_committed[me.linear]++;
+}
+inline void tlm_emu_cp_async_wait(unsigned n) { tlm_emu::cp_async_wait(n); }
 
 // Math beyond <cmath>: CUDA's fast and reinterpreting functions.
 inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }

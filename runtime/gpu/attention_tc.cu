@@ -10,8 +10,10 @@
 // rows), striding over them; each warp owns 16 query rows, whose Q
 // fragments it keeps in registers for the whole walk over the key tiles (64
 // keys each, up to the diagonal). Per key tile, the block stages K and V in
-// shared memory (rows padded by 16 bytes so that ldmatrix's eight rows fall
-// in different banks), then each warp:
+// shared memory by cp.async (rows padded by 16 bytes so that ldmatrix's
+// eight rows fall in different banks; at head size 64 in two stages, the
+// next tile's copies in flight while this one's products run), then each
+// warp (attention_tc_fwd_tile):
 //   S = Q K^T        B fragments of K by ldmatrix (K is n-major: k = the
 //                    head dimension is contiguous): attention_tc_products
 //   online softmax   each lane holds 2 rows x 16 columns of S: the row max
@@ -67,6 +69,18 @@ __device__ __forceinline__ void attention_tc_stage(unsigned short* tile, const X
     const int row = e / (D / 8), c8 = e % (D / 8) * 8;
     const uint4 c = row0 + row < n ? attention_tc_chunk(x + (row0 + row) * rs + c8) : make_uint4(0u, 0u, 0u, 0u);
     *(uint4*)(tile + row * (D + attention_tc_PAD) + c8) = c;
+  }
+}
+
+// attention_tc_stage for bf16 rows by cp.async: the copies are in flight
+// when it returns (the caller commits and waits); zeros from row n on.
+template <int D>
+__device__ __forceinline__ void attention_tc_stage_async(unsigned short* tile, const unsigned short* x, long long rs,
+                                                         int row0, int n) {
+  for (int e = threadIdx.x; e < 64 * (D / 8); e += blockDim.x) {
+    const int row = e / (D / 8), c8 = e % (D / 8) * 8;
+    const bool in = row0 + row < n;
+    tlm::cp_async_16(tile + row * (D + attention_tc_PAD) + c8, in ? x + (row0 + row) * rs + c8 : x, in ? 16u : 0u);
   }
 }
 
@@ -173,11 +187,56 @@ __device__ __forceinline__ attention_tc_item attention_tc_item_at(long long item
   return it;
 }
 
+// One key tile of the forward for the warp's 16 rows r0 ..: S = Q K^T, the
+// online softmax (m, l: the lane's two rows' running max and share of the
+// sum), Y += P V; ks and vs the tile's K and V in shared memory.
+template <int D>
+__device__ __forceinline__ void attention_tc_fwd_tile(float (*o)[4], float m[2], float l[2], const unsigned (*qa)[4],
+                                                      const unsigned short* ks, const unsigned short* vs, int j0,
+                                                      int r0, float scale, int T) {
+  constexpr int NS = attention_tc_NS, DN = D / 8;
+  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  float s[NS][4];
+  attention_tc_products<D>(s, qa, ks);
+  // the causal mask, the scale, and each row's new max over its 4 lanes
+  float mx[2] = {m[0], m[1]};
+  for (int n = 0; n < NS; n++)
+    for (int i = 0; i < 4; i++) {
+      const int key = j0 + 8 * n + 2 * t + i % 2, row = r0 + g + 8 * (i / 2);
+      const float x = key <= row && key < T ? s[n][i] * scale : -INFINITY;
+      s[n][i] = x;
+      mx[i / 2] = fmaxf(mx[i / 2], x);
+    }
+  float alpha[2], sum[2] = {0.0f, 0.0f};
+  for (int r = 0; r < 2; r++) {
+    mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+    mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+    // finite: every row sees key 0 in the first tile
+    alpha[r] = expf(m[r] - mx[r]);
+    m[r] = mx[r];
+  }
+  for (int n = 0; n < NS; n++)
+    for (int i = 0; i < 4; i++) {
+      const float p = s[n][i] == -INFINITY ? 0.0f : expf(s[n][i] - m[i / 2]);
+      s[n][i] = p;
+      sum[i / 2] += p;
+    }
+  for (int r = 0; r < 2; r++) l[r] = l[r] * alpha[r] + sum[r];  // the lane's share of the row sum
+  for (int n = 0; n < DN; n++)
+    for (int i = 0; i < 4; i++) o[n][i] *= alpha[i / 2];
+  attention_tc_accumulate<D>(o, s, vs);
+}
+
 template <int D>
 __device__ void attention_tc_fwd(unsigned short* y, float* lse, const unsigned short* q, const unsigned short* k,
                                  const unsigned short* v, int B, int T, int H, int stride) {
-  constexpr int BK = attention_tc_BK, NS = attention_tc_NS, DN = D / 8;
-  __shared__ __align__(16) unsigned short ks[BK * (D + attention_tc_PAD)], vs[BK * (D + attention_tc_PAD)];
+  constexpr int BK = attention_tc_BK, DN = D / 8;
+  // Two stages at head size 64: the next key tile's K and V are copied
+  // (cp.async) while this one's products run, in 36 KiB of shared memory;
+  // at 128 two would pass the 48 KiB a block gets without opting in, so
+  // the copy and the products take turns.
+  constexpr int STAGES = D == 64 ? 2 : 1, TILE = BK * (D + attention_tc_PAD);
+  __shared__ __align__(16) unsigned short ks[STAGES][TILE], vs[STAGES][TILE];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const float scale = 1.0f / sqrtf((float)D);
   for (long long item = blockIdx.x; item < attention_tc_items(B, T, H); item += gridDim.x) {
@@ -190,41 +249,28 @@ __device__ void attention_tc_fwd(unsigned short* y, float* lse, const unsigned s
     float o[DN][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
     for (int n = 0; n < DN; n++)
       for (int i = 0; i < 4; i++) o[n][i] = 0.0f;
+    __syncthreads();  // the previous item's readers are done
+    attention_tc_stage_async<D>(ks[0], k + base, stride, 0, T);
+    attention_tc_stage_async<D>(vs[0], v + base, stride, 0, T);
+    tlm::cp_async_commit();
     for (int j0 = 0; j0 <= last; j0 += BK) {
-      __syncthreads();  // the previous tile's (or item's) readers are done
-      attention_tc_stage<D>(ks, k + base, stride, j0, T);
-      attention_tc_stage<D>(vs, v + base, stride, j0, T);
-      __syncthreads();
-      if (idle || j0 > r0 + 15) continue;  // every row of the warp is before this tile: all masked
-      float s[NS][4];
-      attention_tc_products<D>(s, qa, ks);
-      // the causal mask, the scale, and each row's new max over its 4 lanes
-      float mx[2] = {m[0], m[1]};
-      for (int n = 0; n < NS; n++)
-        for (int i = 0; i < 4; i++) {
-          const int key = j0 + 8 * n + 2 * t + i % 2, row = r0 + g + 8 * (i / 2);
-          const float x = key <= row && key < T ? s[n][i] * scale : -INFINITY;
-          s[n][i] = x;
-          mx[i / 2] = fmaxf(mx[i / 2], x);
+      const int buf = j0 / BK % STAGES, next = j0 + BK <= last;
+      if (STAGES == 2) {
+        if (next) {
+          attention_tc_stage_async<D>(ks[1 - buf], k + base, stride, j0 + BK, T);
+          attention_tc_stage_async<D>(vs[1 - buf], v + base, stride, j0 + BK, T);
         }
-      float alpha[2], sum[2] = {0.0f, 0.0f};
-      for (int r = 0; r < 2; r++) {
-        mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
-        mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-        // finite: every row sees key 0 in the first tile
-        alpha[r] = expf(m[r] - mx[r]);
-        m[r] = mx[r];
+        tlm::cp_async_commit();  // (an empty group past the last tile)
       }
-      for (int n = 0; n < NS; n++)
-        for (int i = 0; i < 4; i++) {
-          const float p = s[n][i] == -INFINITY ? 0.0f : expf(s[n][i] - m[i / 2]);
-          s[n][i] = p;
-          sum[i / 2] += p;
-        }
-      for (int r = 0; r < 2; r++) l[r] = l[r] * alpha[r] + sum[r];  // the lane's share of the row sum
-      for (int n = 0; n < DN; n++)
-        for (int i = 0; i < 4; i++) o[n][i] *= alpha[i / 2];
-      attention_tc_accumulate<D>(o, s, vs);
+      tlm::cp_async_wait<STAGES - 1>();  // this thread's copies of this tile
+      __syncthreads();                   // and every thread's
+      if (!idle && j0 <= r0 + 15) attention_tc_fwd_tile<D>(o, m, l, qa, ks[buf], vs[buf], j0, r0, scale, T);
+      __syncthreads();  // this tile's readers are done before its buffer is filled again
+      if (STAGES == 1 && next) {
+        attention_tc_stage_async<D>(ks[0], k + base, stride, j0 + BK, T);
+        attention_tc_stage_async<D>(vs[0], v + base, stride, j0 + BK, T);
+        tlm::cp_async_commit();
+      }
     }
     if (idle) continue;
     for (int r = 0; r < 2; r++) {

@@ -1,11 +1,13 @@
-// The tensor cores' warp-matrix instructions, as device functions: on a GPU
-// (sm_80 and later) each is one PTX instruction of inline assembly; on the
-// emulated device (TLM_CUDA_EMULATED, cuda_emu.h) each is a collective of
-// the warp's 32 lanes that builds the matrices from every lane's registers
-// by the PTX ISA's fragment layouts, so a kernel that puts an element in the
-// wrong lane's register gets a wrong product in CI, as it would on the GPU.
-// Every lane of the warp must call them together (.sync.aligned), with the
-// same arguments' kinds; the emulator reports a missing lane.
+// The tensor cores' warp-matrix instructions, and the asynchronous copy that
+// stages their tiles, as device functions: on a GPU (sm_80 and later) each
+// is one PTX instruction of inline assembly. On the emulated device
+// (TLM_CUDA_EMULATED, cuda_emu.h) mma and ldmatrix are collectives of the
+// warp's 32 lanes that build the matrices from every lane's registers by
+// the PTX ISA's fragment layouts, so a kernel that puts an element in the
+// wrong lane's register gets a wrong product in CI, as it would on the GPU;
+// every lane of the warp must call them together (.sync.aligned), with the
+// same arguments' kinds, and the emulator reports a missing lane. cp.async
+// is per thread (below).
 //
 // The runtime's source has this file right after common.cuh (it uses
 // tlm::to_bf16), before every .cu file (runtime/CMakeLists.txt).
@@ -81,6 +83,48 @@ __device__ __forceinline__ void ldmatrix_x4(unsigned r[4], const unsigned short 
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                  : "r"(shared_address(row))
                  : "memory");
+#else
+  __trap();
+#endif
+}
+
+// cp.async (sm_80): copies 16 bytes from global to shared memory without
+// the registers, src_bytes of them from src and zeros after (0: all zeros,
+// src not read), in the background: the copies a thread issued since its
+// last cp_async_commit form a group, and cp_async_wait<N> waits until at
+// most the N newest of its committed groups are still in flight. A copy is
+// visible to the thread after that wait, and to the other threads after a
+// __syncthreads that follows their waits. dst and src 16-byte aligned.
+// On the emulated device each copy is made at the wait that covers it, so a
+// read before that wait sees the shared memory as it was.
+__device__ __forceinline__ void cp_async_16(void *dst, const void *src, unsigned src_bytes) {
+#if defined(TLM_CUDA_EMULATED)
+  tlm_emu_cp_async_16(dst, src, src_bytes);
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_address(dst)), "l"(src),
+               "r"(src_bytes)
+               : "memory");
+#else
+  __trap();
+#endif
+}
+
+__device__ __forceinline__ void cp_async_commit() {
+#if defined(TLM_CUDA_EMULATED)
+  tlm_emu_cp_async_commit();
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+#else
+  __trap();
+#endif
+}
+
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+#if defined(TLM_CUDA_EMULATED)
+  tlm_emu_cp_async_wait(N);
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 #else
   __trap();
 #endif

@@ -127,3 +127,43 @@ extern "C" __global__ void mma_test_mma_beside_shuffle(float* d) {
     r[0] = __shfl_xor_sync(0xffffffffu, 1.0f, 1);
   d[threadIdx.x] = r[0];
 }
+
+// cp.async: thread i copies 16 bytes of src (4 words from word 4 i) into a
+// shared tile, src_bytes 16, 8 or 0 by i % 3 (zeros after), in one group,
+// then a second group into another tile; wait_group 1 (the first group's),
+// a barrier, and each thread reads its neighbour's words (what another
+// thread copied) into out[0 ..]; then wait_group 0, a barrier, and the
+// second tile into out[4 blockDim.x ..]. With early, each thread reads its
+// own first copy before any wait (the emulator: still the block's poison;
+// a GPU: undefined, so only the emulated device runs it).
+extern "C" __global__ void mma_test_cp_async(unsigned* out, const unsigned* src, int early) {
+  __shared__ __align__(16) unsigned first[4 * 64], second[4 * 64];
+  const int i = threadIdx.x, n = blockDim.x, next = (i + 1) % n;
+  const unsigned bytes = i % 3 == 0 ? 16u : i % 3 == 1 ? 8u : 0u;
+  tlm::cp_async_16(first + 4 * i, src + 4 * i, bytes);
+  tlm::cp_async_commit();
+  tlm::cp_async_16(second + 4 * i, src + 4 * (n + i), 16u);
+  tlm::cp_async_commit();
+  if (early) {
+    for (int w = 0; w < 4; w++) out[4 * i + w] = first[4 * i + w];
+    return;
+  }
+  tlm::cp_async_wait<1>();
+  __syncthreads();
+  for (int w = 0; w < 4; w++) out[4 * i + w] = first[4 * next + w];
+  tlm::cp_async_wait<0>();
+  __syncthreads();
+  for (int w = 0; w < 4; w++) out[4 * (n + i) + w] = second[4 * next + w];
+}
+// Errors the emulator must report: a cp.async into global memory, and one
+// from a misaligned source.
+extern "C" __global__ void mma_test_cp_async_global(unsigned* out) {
+  tlm::cp_async_16(out + 4 * threadIdx.x, out, 16u);
+  tlm::cp_async_wait<0>();
+}
+extern "C" __global__ void mma_test_cp_async_misaligned(unsigned* out) {
+  __shared__ __align__(16) unsigned tile[4 * 64];
+  tlm::cp_async_16(tile + 4 * threadIdx.x, out + 1, 16u);
+  tlm::cp_async_commit();
+  tlm::cp_async_wait<0>();
+}

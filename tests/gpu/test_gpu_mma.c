@@ -9,13 +9,18 @@
  *     definition, written here independently of the emulator;
  *   - ldmatrix then mma, the attention kernel's path (A by ldmatrix, a
  *     k-major B by ldmatrix.trans), against float64;
+ *   - cp.async: 16, 8 and 0 source bytes (the zero fill), two groups,
+ *     wait_group 1 then 0, each read by another thread after a barrier;
+ *     on the emulated device, a read before the wait sees the old bytes;
  *   - the emulator's errors: a warp with half its lanes returned, an
  *     ldmatrix row in global memory, one not 16-byte aligned, lanes that
- *     disagree on .trans, half a warp at an mma and half at a shuffle;
+ *     disagree on .trans, half a warp at an mma and half at a shuffle, a
+ *     cp.async into global memory and one from a misaligned source;
  *   - with the CUDA toolkit: the same source compiles with NVRTC to CUBINs
  *     for sm_80 and sm_90, and the tensor-core attention's PTX (common.cuh,
  *     mma.cuh, attention_tc.cu for compute_80) holds the instructions
- *     (mma.sync...bf16, ldmatrix, ldmatrix.trans).
+ *     (mma.sync...bf16, ldmatrix, ldmatrix.trans, cp.async and its
+ *     commit and wait).
  *
  * Bound for one D element: |d - exact| <= 17 * 2^-23 * (sum_k |a b| + |c|).
  * The 16 products are exact; any order of 17 fp32 additions, each rounded
@@ -205,6 +210,49 @@ static void test_ldmatrix_product(void) {
     free(ah), free(bh);
 }
 
+/* cp.async (mma_test_cp_async): each thread's 16 bytes with the zero fill
+ * past src_bytes, read by its neighbour after wait_group and a barrier,
+ * for both groups; on the emulated device also the read before any wait,
+ * which must still see the block's poison (so a kernel missing a wait
+ * fails its tests here). */
+static void test_cp_async(bool emulated) {
+    enum { THREADS = 64, WORDS = 8 * THREADS };
+    uint32_t src[WORDS], out[WORDS];
+    for (int i = 0; i < WORDS; i++) src[i] = (uint32_t)tlm_rng_next(&g_rng) | 1u; /* never 0 */
+    tlm_dptr S = put(src, sizeof src), O = nans(sizeof out);
+    int early = 0;
+    void *args[] = {&O, &S, &early};
+    tlm_err err = {{0}};
+    check(launch("mma_test_cp_async", 1, THREADS, args, &err), "cp.async: the kernel runs");
+    get(out, O, sizeof out);
+    int wrong = 0;
+    for (int i = 0; i < THREADS; i++) {
+        int from = (i + 1) % THREADS, kept = from % 3 == 0 ? 4 : from % 3 == 1 ? 2 : 0;
+        for (int w = 0; w < 4; w++) {
+            wrong += out[4 * i + w] != (w < kept ? src[4 * from + w] : 0u);
+            wrong += out[4 * (THREADS + i) + w] != src[4 * (THREADS + from) + w];
+        }
+    }
+    char what[200];
+    snprintf(what, sizeof what,
+             "cp.async: 16, 8 and 0 bytes with the zero fill, two groups, read across threads (%d of %d words wrong)",
+             wrong, WORDS);
+    check(wrong == 0, what);
+    if (emulated) {
+        early = 1;
+        O = nans(sizeof out);
+        args[0] = &O;
+        check(launch("mma_test_cp_async", 1, THREADS, args, &err), "cp.async read before its wait: the kernel runs");
+        get(out, O, sizeof out);
+        int poisoned = 0;
+        for (int i = 0; i < 4 * THREADS; i++) poisoned += out[i] == 0xffffffffu;
+        snprintf(what, sizeof what, "cp.async read before its wait sees the block's poison (%d of %d words)", poisoned,
+                 4 * THREADS);
+        check(poisoned == 4 * THREADS, what);
+    }
+    tlm_device_free(g_dev, S);
+}
+
 /* A launch that must fail with a message holding each of want[]. */
 static void expect_failure(const char *kernel, void **args, const char *const *want, int nwant) {
     tlm_err err = {{0}};
@@ -224,6 +272,8 @@ static void test_errors(void) {
     expect_failure("mma_test_ldmatrix_misaligned", one, (const char *const[]){"ldmatrix", "16-byte aligned"}, 2);
     expect_failure("mma_test_ldmatrix_mixed_trans", one, (const char *const[]){"ldmatrix", "disagrees", ".trans"}, 3);
     expect_failure("mma_test_mma_beside_shuffle", one, (const char *const[]){"different warp operations"}, 1);
+    expect_failure("mma_test_cp_async_global", one, (const char *const[]){"cp.async", "outside shared memory"}, 2);
+    expect_failure("mma_test_cp_async_misaligned", one, (const char *const[]){"cp.async", "16-byte aligned"}, 2);
     /* and the module still launches after them */
     int trans = 0;
     tlm_dptr M = put((uint16_t[256]){0}, 512);
@@ -290,9 +340,12 @@ static void test_nvrtc(const char *tests_source, const char *attention_source) {
         "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
         "ldmatrix.sync.aligned.m8n8.x4.shared.b16",
         "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16",
+        "cp.async.cg.shared.global",
+        "cp.async.commit_group",
+        "cp.async.wait_group",
     };
     char *ptx = ptx_of(attention_source, "--gpu-architecture=compute_80");
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 6; i++) {
         char what[300];
         snprintf(what, sizeof what, "the PTX of attention_tc.cu (compute_80) has %s", instructions[i]);
         check(ptx && strstr(ptx, instructions[i]), what);
@@ -322,6 +375,7 @@ int main(int argc, char **argv) {
     test_product();
     test_ldmatrix();
     test_ldmatrix_product();
+    test_cp_async(tlm_device_get_info(g_dev)->emulated);
     /* the emulator's refusals; on a GPU these launches are undefined
      * behaviour (an illegal address ends the context) */
     if (tlm_device_get_info(g_dev)->emulated) test_errors();
