@@ -483,9 +483,9 @@ void tlm_gpu_model_destroy(tlm_model *m) {
     tlm_graph_cache_free(g->graphs); /* first: the graphs use the memory and kernels below */
     if (dev) {
         tlm_dptr all[] = {
-            g->params,       g->grads, g->arena,          g->rope_cos,    g->rope_sin,          g->tokens,
-            g->targets,      g->loss,  g->titans_scratch, g->mlp_scratch, g->bf16.weights_bf16, g->bf16.scratch,
-            g->attention_acc};
+            g->params,        g->grads,   g->arena,          g->rope_cos,    g->rope_sin,          g->tokens,
+            g->targets,       g->loss,    g->titans_scratch, g->mlp_scratch, g->bf16.weights_bf16, g->bf16.scratch,
+            g->attention_acc, g->kv_cache};
         for (size_t i = 0; i < sizeof all / sizeof *all; i++)
             if (all[i]) tlm_device_free(dev, all[i]);
         if (g->mlp) tlm_device_module_unload(dev, g->mlp);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "device.h"
 #include "model.h"
 #include "test_util.h"   /* CHECK and its failure count, shared with the runtime tests */
 #include "tlm_rt/rng.h"
@@ -30,6 +31,18 @@ static inline void open_so(const char *path, tlm_so *so) {
         fprintf(stderr, "cannot open %s: %s\n", path, err.msg);
         exit(2);
     }
+}
+
+/* The device the GPU tests run on (the emulated one under
+ * TLM_TEST_DEVICE=emulated, which ctest sets), or exits failing. */
+static inline tlm_device *open_test_device(void) {
+    tlm_err err = {""};
+    tlm_device *dev = tlm_device_open("cuda", &err);
+    if (!dev) {
+        printf("FAIL: cannot open the device: %s\n", err.msg);
+        exit(1);
+    }
+    return dev;
 }
 
 static inline void create_model(tlm_model *m, const tlm_so *so, int64_t B, int64_t T, bool training) {

@@ -154,12 +154,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     tlm_set_num_threads(1);
-    tlm_err err = {""};
-    tlm_device *dev = tlm_device_open("cuda", &err);
-    if (!dev) {
-        printf("FAIL: cannot open the device: %s\n", err.msg);
-        return 1;
-    }
+    tlm_device *dev = open_test_device();
     for (int i = 1; i < argc; i++) {
         run_model(argv[i], dev, TLM_PRECISION_FP32);
         run_model(argv[i], dev, TLM_PRECISION_BF16);

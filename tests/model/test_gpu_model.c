@@ -424,12 +424,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     tlm_set_num_threads(2);
-    tlm_err err = {""};
-    tlm_device *dev = tlm_device_open("cuda", &err);
-    if (!dev) {
-        printf("FAIL: cannot open the device: %s\n", err.msg);
-        return 1;
-    }
+    tlm_device *dev = open_test_device();
     for (int i = 1; i < argc; i++) run_model(argv[i], dev);
     tlm_device_close(dev);
     return test_finish("test_gpu_model");
