@@ -111,25 +111,26 @@ static bool nvrtc_ok(const tlm_nvrtc_api *nv, nvrtcResult r, const char *call, t
     return tlm_fail(err, "NVRTC %s: %s", call, nv->nvrtcGetErrorString(r));
 }
 
-bool tlm_nvrtc_compile(const char *source, const char *arch, uint8_t **cubin, size_t *size, tlm_err *err) {
-    *cubin = NULL;
-    *size = 0;
-    const tlm_nvrtc_api *nv = tlm_nvrtc_api_get(err);
-    if (!nv) return false;
+/* Creates and compiles a program of source for arch with the options
+ * build_options gives, and `extra` after them when not NULL. On success the
+ * program, to read and destroy; on failure false with err (NVRTC's log's
+ * first lines for a compile error) and nothing to destroy. */
+static bool compile_program(const tlm_nvrtc_api *nv, const char *source, const char *arch, const char *extra,
+                            nvrtcProgram *prog, tlm_err *err) {
     char arch_option[64];
     const char *options[MAX_OPTIONS];
     int noptions = build_options(arch, arch_option, sizeof arch_option, options);
+    if (extra) options[noptions++] = extra;
 
-    nvrtcProgram prog;
-    if (!nvrtc_ok(nv, nv->nvrtcCreateProgram(&prog, source, "tlm.cu", 0, NULL, NULL), "nvrtcCreateProgram", err))
+    if (!nvrtc_ok(nv, nv->nvrtcCreateProgram(prog, source, "tlm.cu", 0, NULL, NULL), "nvrtcCreateProgram", err))
         return false;
-    bool ok = false;
-    nvrtcResult r = nv->nvrtcCompileProgram(prog, noptions, options);
+    nvrtcResult r = nv->nvrtcCompileProgram(*prog, noptions, options);
+    if (r == NVRTC_SUCCESS) return true;
     if (r == NVRTC_ERROR_COMPILATION || r == NVRTC_ERROR_INVALID_OPTION) {
         size_t log_size = 0;
         char *log = NULL;
-        if (nv->nvrtcGetProgramLogSize(prog, &log_size) == NVRTC_SUCCESS && log_size > 0) log = malloc(log_size + 1);
-        if (log && nv->nvrtcGetProgramLog(prog, log) == NVRTC_SUCCESS) {
+        if (nv->nvrtcGetProgramLogSize(*prog, &log_size) == NVRTC_SUCCESS && log_size > 0) log = malloc(log_size + 1);
+        if (log && nv->nvrtcGetProgramLog(*prog, log) == NVRTC_SUCCESS) {
             log[log_size] = '\0';
             char lines[400];
             first_log_lines(log, lines, sizeof lines);
@@ -138,26 +139,58 @@ bool tlm_nvrtc_compile(const char *source, const char *arch, uint8_t **cubin, si
             tlm_fail(err, "NVRTC (%s) could not compile it: %s (no log)", arch, nv->nvrtcGetErrorString(r));
         }
         free(log);
-    } else if (nvrtc_ok(nv, r, "nvrtcCompileProgram", err)) {
-        size_t n = 0;
-        if (nvrtc_ok(nv, nv->nvrtcGetCUBINSize(prog, &n), "nvrtcGetCUBINSize", err)) {
-            /* A virtual architecture (compute_XY) compiles to PTX only and
-             * leaves the CUBIN empty: say so rather than load nothing. */
-            if (n == 0) {
-                tlm_fail(err, "NVRTC produced no CUBIN for %s (a virtual architecture?)", arch);
-            } else if (!(*cubin = malloc(n))) {
-                tlm_fail(err, "out of memory for a %zu-byte CUBIN", n);
-            } else if (nvrtc_ok(nv, nv->nvrtcGetCUBIN(prog, (char *)*cubin), "nvrtcGetCUBIN", err)) {
-                *size = n;
-                ok = true;
-            } else {
-                free(*cubin);
-                *cubin = NULL;
-            }
+    } else {
+        nvrtc_ok(nv, r, "nvrtcCompileProgram", err);
+    }
+    nv->nvrtcDestroyProgram(prog);
+    return false;
+}
+
+bool tlm_nvrtc_compile(const char *source, const char *arch, uint8_t **cubin, size_t *size, tlm_err *err) {
+    *cubin = NULL;
+    *size = 0;
+    const tlm_nvrtc_api *nv = tlm_nvrtc_api_get(err);
+    nvrtcProgram prog;
+    if (!nv || !compile_program(nv, source, arch, NULL, &prog, err)) return false;
+    bool ok = false;
+    size_t n = 0;
+    if (nvrtc_ok(nv, nv->nvrtcGetCUBINSize(prog, &n), "nvrtcGetCUBINSize", err)) {
+        /* A virtual architecture (compute_XY) compiles to PTX only and
+         * leaves the CUBIN empty: say so rather than load nothing. */
+        if (n == 0) {
+            tlm_fail(err, "NVRTC produced no CUBIN for %s (a virtual architecture?)", arch);
+        } else if (!(*cubin = malloc(n))) {
+            tlm_fail(err, "out of memory for a %zu-byte CUBIN", n);
+        } else if (nvrtc_ok(nv, nv->nvrtcGetCUBIN(prog, (char *)*cubin), "nvrtcGetCUBIN", err)) {
+            *size = n;
+            ok = true;
+        } else {
+            free(*cubin);
+            *cubin = NULL;
         }
     }
     nv->nvrtcDestroyProgram(&prog);
     return ok;
+}
+
+char *tlm_nvrtc_ptxas_report(const char *source, const char *arch, tlm_err *err) {
+    const tlm_nvrtc_api *nv = tlm_nvrtc_api_get(err);
+    nvrtcProgram prog;
+    if (!nv || !compile_program(nv, source, arch, "--ptxas-options=-v", &prog, err)) return NULL;
+    size_t n = 0;
+    char *log = NULL;
+    if (nvrtc_ok(nv, nv->nvrtcGetProgramLogSize(prog, &n), "nvrtcGetProgramLogSize", err)) {
+        if (!(log = malloc(n + 1))) {
+            tlm_fail(err, "out of memory for a %zu-byte NVRTC log", n);
+        } else if (nvrtc_ok(nv, nv->nvrtcGetProgramLog(prog, log), "nvrtcGetProgramLog", err)) {
+            log[n] = '\0';
+        } else {
+            free(log);
+            log = NULL;
+        }
+    }
+    nv->nvrtcDestroyProgram(&prog);
+    return log;
 }
 
 #else

@@ -24,6 +24,16 @@
  * where NVRTC does not load, the line that says so. */
 bool tlm_nvrtc_compile(const char *source, const char *arch, uint8_t **cubin, size_t *size, tlm_err *err);
 
+/* ptxas's report for source on arch: NVRTC's log (malloc'd, never NULL on
+ * success) after compiling it with tlm_nvrtc_compile's very options and
+ * --ptxas-options=-v, which prints, for each kernel, "Compiling entry
+ * function 'NAME' for 'sm_XY'", its stack frame and "N bytes spill stores,
+ * M bytes spill loads", and "Used R registers". The verbose option changes
+ * no instruction (the CUBINs differ only in the note that records the
+ * options), so these are the figures of the code tlm runs. NULL with err as
+ * tlm_nvrtc_compile fails. For gpu.spills. */
+char *tlm_nvrtc_ptxas_report(const char *source, const char *arch, tlm_err *err);
+
 /* "nvrtc 13.0": NVRTC's own version (nvrtcVersion), for the module cache
  * key; "nvrtc 0.0" where NVRTC does not load. */
 const char *tlm_nvrtc_version(void);

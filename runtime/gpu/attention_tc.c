@@ -11,6 +11,11 @@ const char *tlm_gpu_attention_tc_kernel(tlm_attention_tc_pass pass, int D) {
     return D == 64 ? names[pass][0] : D == 128 ? names[pass][1] : NULL;
 }
 
+unsigned tlm_gpu_attention_tc_block(tlm_attention_tc_pass pass, int D) {
+    if (!tlm_gpu_attention_tc_kernel(pass, D)) return 0;
+    return pass == TLM_ATTENTION_TC_BWD_DKV && D == 128 ? 256 : 128;
+}
+
 bool tlm_gpu_attention_tc_applies(const tlm_device_info *info, int H, int D, int stride, tlm_err *err) {
     if (D != 64 && D != 128)
         return tlm_fail(err, "tensor-core attention: head size %d is not supported (64 or 128, the presets' sizes)", D);
@@ -43,7 +48,7 @@ bool tlm_gpu_attention_tc_forward(tlm_gpu *g, tlm_dptr y_bf16, tlm_dptr lse, tlm
     if (B <= 0 || T <= 0 || H <= 0) return true;
     void *args[] = {&y_bf16, &lse, &q, &k, &v, &B, &T, &H, &stride};
     return tlm_gpu_launch(g, tlm_gpu_attention_tc_kernel(TLM_ATTENTION_TC_FWD, D), attention_tc_grid(B, T, H),
-                          TLM_GPU_ATTENTION_TC_BLOCK, args, err);
+                          tlm_gpu_attention_tc_block(TLM_ATTENTION_TC_FWD, D), args, err);
 }
 
 bool tlm_gpu_attention_tc_backward(tlm_gpu *g, tlm_dptr dq, tlm_dptr dk, tlm_dptr dv, tlm_dptr dy, tlm_dptr y_bf16,
@@ -54,10 +59,10 @@ bool tlm_gpu_attention_tc_backward(tlm_gpu *g, tlm_dptr dq, tlm_dptr dk, tlm_dpt
     if (B <= 0 || T <= 0 || H <= 0) return true;
     unsigned grid = attention_tc_grid(B, T, H);
     void *dq_args[] = {&dq, &dy, &y_bf16, &lse, &q, &k, &v, &B, &T, &H, &stride};
-    if (!tlm_gpu_launch(g, tlm_gpu_attention_tc_kernel(TLM_ATTENTION_TC_BWD_DQ, D), grid, TLM_GPU_ATTENTION_TC_BLOCK,
-                        dq_args, err))
+    if (!tlm_gpu_launch(g, tlm_gpu_attention_tc_kernel(TLM_ATTENTION_TC_BWD_DQ, D), grid,
+                        tlm_gpu_attention_tc_block(TLM_ATTENTION_TC_BWD_DQ, D), dq_args, err))
         return false;
     void *dkv_args[] = {&dk, &dv, &dy, &y_bf16, &lse, &q, &k, &v, &B, &T, &H, &stride};
-    return tlm_gpu_launch(g, tlm_gpu_attention_tc_kernel(TLM_ATTENTION_TC_BWD_DKV, D), grid, TLM_GPU_ATTENTION_TC_BLOCK,
-                          dkv_args, err);
+    return tlm_gpu_launch(g, tlm_gpu_attention_tc_kernel(TLM_ATTENTION_TC_BWD_DKV, D), grid,
+                          tlm_gpu_attention_tc_block(TLM_ATTENTION_TC_BWD_DKV, D), dkv_args, err);
 }

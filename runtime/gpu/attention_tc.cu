@@ -33,11 +33,13 @@
 // dS = P (dP - D) / sqrt(D), dP = dY V^T; dy is rounded to bf16 for the
 // products:
 //   dq: a block per query tile, each warp 16 query rows with Q and dY in
-//       registers: S = Q K^T, dP = dY V^T, dQ += dS K (K by ldmatrix.trans)
+//       registers: S = Q K^T, dP = dY V^T, dQ += dS K (K by ldmatrix.trans);
+//       at D = 128 a key tile in two halves
 //   dk, dv: a block per key tile, each warp 16 keys with K and V in
 //       registers, over the query tiles from the diagonal on (Q, dY, lse
 //       and D staged in shared memory): S^T = K Q^T, dP^T = V dY^T,
-//       dV += P^T dY, dK += dS^T Q
+//       dV += P^T dY, dK += dS^T Q; at D = 128 a block of 8 warps, dV's 4
+//       and dK's 4 (attention_tc_bwd_dkv), a query tile in two halves
 //
 // Deterministic: every value has one owner lane and a fixed order (the
 // mma's, the tiles', the shuffles' butterfly), whatever the grid.
@@ -51,6 +53,10 @@ constexpr int attention_tc_PAD = 8;    // bf16 after each shared row
 constexpr int attention_tc_NS = 8;     // n-blocks of 8 in a tile of 64 (BQ and BK alike)
 static_assert(attention_tc_BQ == 64 && attention_tc_BK == 64 && attention_tc_NS == 8,
               "the tiles of queries and of keys are both 64 rows (the staging, the items, the diagonal)");
+// The dk, dv kernel's block: 4 warps at D = 64, 8 at 128 (two roles,
+// attention_tc_bwd_dkv); the other kernels' 4 warps. attention_tc.c's
+// tlm_gpu_attention_tc_block says the same.
+constexpr int attention_tc_dkv_threads(int D) { return D > 64 ? 256 : 128; }
 
 // 8 consecutive elements as 8 bf16 (uint4): bf16 as they are, fp32 rounded.
 __device__ __forceinline__ uint4 attention_tc_chunk(const unsigned short* p) { return *(const uint4*)p; }
@@ -96,17 +102,18 @@ __device__ __forceinline__ void attention_tc_rows(unsigned (*a)[4], const X* x, 
     }
 }
 
-// s = A T^T for the warp: A its 16 rows (fragments over D), T a shared tile
-// of 64 rows (n-major: each row's D elements contiguous); n-block n of s
-// holds T's rows 8n .. 8n + 7.
-template <int D>
+// s = A T^T for the warp: A its 16 rows (fragments over D), T NB * 8 rows of
+// a shared tile (n-major: each row's D elements contiguous), 64 by default;
+// n-block n of s holds T's rows 8n .. 8n + 7.
+template <int D, int NB = attention_tc_NS>
 __device__ __forceinline__ void attention_tc_products(float (*s)[4], const unsigned (*a)[4],
                                                       const unsigned short* tile) {
+  static_assert(NB % 2 == 0 && NB <= attention_tc_NS, "n-blocks in pairs (one ldmatrix_x4 each), within a tile");
   const int lane = threadIdx.x % 32;
-  for (int n = 0; n < attention_tc_NS; n++)
+  for (int n = 0; n < NB; n++)
     for (int i = 0; i < 4; i++) s[n][i] = 0.0f;
   for (int kk = 0; kk < D / 16; kk++)
-    for (int np = 0; np < attention_tc_NS / 2; np++) {
+    for (int np = 0; np < NB / 2; np++) {
       // matrices: rows 16np + 0..7 / + 8..15 (lane / 16), columns 16kk + 0..7 / + 8..15 (lane / 8 % 2):
       // registers 0, 1 are n-block 2np's b[0], b[1]; 2, 3 n-block 2np + 1's
       unsigned b[4];
@@ -117,14 +124,17 @@ __device__ __forceinline__ void attention_tc_products(float (*s)[4], const unsig
     }
 }
 
-// o += p T for the warp: p its 16 x 64 accumulator fragments (rounded to
-// bf16 as A fragments), T a shared tile of 64 rows (k-major: the rows are
-// p's columns); o's n-block n holds columns 8n .. 8n + 7 of D.
-template <int D>
+// o += p T for the warp: p its 16 x (NB * 8) accumulator fragments (rounded
+// to bf16 as A fragments), T NB * 8 rows of a shared tile (k-major: the rows
+// are p's columns), 64 by default; o's n-block n holds columns 8n .. 8n + 7
+// of D. Each element of o adds p's k-blocks of 16 in order, so two calls on
+// the two halves of a tile sum in the same order as one on the whole.
+template <int D, int NB = attention_tc_NS>
 __device__ __forceinline__ void attention_tc_accumulate(float (*o)[4], const float (*p)[4],
                                                         const unsigned short* tile) {
+  static_assert(NB % 2 == 0 && NB <= attention_tc_NS, "k-blocks of 16: n-blocks in pairs, within a tile");
   const int lane = threadIdx.x % 32;
-  for (int j = 0; j < attention_tc_NS / 2; j++) {
+  for (int j = 0; j < NB / 2; j++) {
     const unsigned pa[4] = {tlm::pack_bf16x2(p[2 * j][0], p[2 * j][1]), tlm::pack_bf16x2(p[2 * j][2], p[2 * j][3]),
                             tlm::pack_bf16x2(p[2 * j + 1][0], p[2 * j + 1][1]),
                             tlm::pack_bf16x2(p[2 * j + 1][2], p[2 * j + 1][3])};
@@ -306,6 +316,11 @@ __device__ void attention_tc_bwd_dq(float* dq, const float* dy, const unsigned s
                                     const unsigned short* q, const unsigned short* k, const unsigned short* v, int B,
                                     int T, int H, int stride) {
   constexpr int BK = attention_tc_BK, NS = attention_tc_NS, DN = D / 8;
+  // At D = 128 each key tile in two halves of 32 keys (S and dP 16 floats a
+  // lane each, not 32): without, ptxas spilled 12 bytes a thread on sm_80.
+  // The same order of summation (dS K's k-blocks of 16 keys in order), so
+  // the same bits.
+  constexpr int PARTS = D > 64 ? 2 : 1, NB = NS / PARTS, W = 8 * NB;
   __shared__ __align__(16) unsigned short ks[BK * (D + attention_tc_PAD)], vs[BK * (D + attention_tc_PAD)];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const float scale = 1.0f / sqrtf((float)D);
@@ -337,20 +352,23 @@ __device__ void attention_tc_bwd_dq(float* dq, const float* dy, const unsigned s
       attention_tc_stage<D>(vs, v + base, stride, j0, T);
       __syncthreads();
       if (idle || j0 > r0 + 15) continue;
-      float s[NS][4], dp[NS][4];
-      attention_tc_products<D>(s, qa, ks);
-      attention_tc_products<D>(dp, dya, vs);
-      for (int n = 0; n < NS; n++)
-        for (int i = 0; i < 4; i++) {
-          const int key = j0 + 8 * n + 2 * t + i % 2, row = r0 + g + 8 * (i / 2);
-          float ds = 0.0f;
-          if (key <= row && row < T) {
-            const float p = expf(s[n][i] * scale - rlse[i / 2]);
-            ds = p * (dp[n][i] - rdot[i / 2]) * scale;
+      for (int part = 0; part < PARTS; part++) {
+        const unsigned short *kp = ks + part * W * (D + attention_tc_PAD), *vp = vs + part * W * (D + attention_tc_PAD);
+        float s[NB][4], dp[NB][4];
+        attention_tc_products<D, NB>(s, qa, kp);
+        attention_tc_products<D, NB>(dp, dya, vp);
+        for (int n = 0; n < NB; n++)
+          for (int i = 0; i < 4; i++) {
+            const int key = j0 + part * W + 8 * n + 2 * t + i % 2, row = r0 + g + 8 * (i / 2);
+            float ds = 0.0f;
+            if (key <= row && row < T) {
+              const float p = expf(s[n][i] * scale - rlse[i / 2]);
+              ds = p * (dp[n][i] - rdot[i / 2]) * scale;
+            }
+            s[n][i] = ds;
           }
-          s[n][i] = ds;
-        }
-      attention_tc_accumulate<D>(acc, s, ks);
+        attention_tc_accumulate<D, NB>(acc, s, kp);
+      }
     }
     if (!idle) attention_tc_store<D>(dq + base, stride, acc, r0, T);
   }
@@ -358,72 +376,88 @@ __device__ void attention_tc_bwd_dq(float* dq, const float* dy, const unsigned s
 
 // One block per (b, h, key tile): dk and dv of its keys over the query
 // tiles from the diagonal on, in order.
+//
+// At D = 64 a block of 4 warps, each with 16 keys' dK and dV (64 fp32
+// accumulators a lane) and their K and V fragments in registers. At D = 128
+// that was 128 accumulators a lane, and ptxas spilled (312 bytes a thread on
+// sm_90, 136 on sm_80, with K and V loaded again for each query tile; 760
+// with them kept). So there the block has 8 warps in two roles over the same
+// 64 keys: warps 0-3 sum dV += P^T dY (S^T, then P), warps 4-7 dK += dS^T Q
+// (S^T, dP^T, then P and dS), each 64 accumulators a lane; P is computed by
+// both, the same bits. Each role also walks a query tile in two halves of 32
+// (S^T and dP^T 16 floats a lane each, not 32). Neither changes an element's
+// order of summation: the products' k-blocks of 16 queries come in the same
+// order, and P and dS are the same expressions, so the results are the
+// 4-warp kernel's bit for bit. The registers are ptxas's (docs/gpu.md,
+// "Tensor cores"; gpu.spills fails on a spill).
 template <int D>
 __device__ void attention_tc_bwd_dkv(float* dk, float* dv, const float* dy, const unsigned short* y,
                                      const float* lse, const unsigned short* q, const unsigned short* k,
                                      const unsigned short* v, int B, int T, int H, int stride) {
   constexpr int BQ = attention_tc_BQ, NS = attention_tc_NS, DN = D / 8;
+  constexpr bool roles = D > 64;
+  constexpr int WARPS = roles ? 8 : 4, NACC = roles ? 1 : 2;         // accumulator sets a warp holds
+  constexpr int PARTS = roles ? 2 : 1, NB = NS / PARTS, W = 8 * NB;  // a query tile in PARTS parts of W
+  static_assert(32 * WARPS == attention_tc_dkv_threads(D), "the block attention_tc.c launches");
   __shared__ __align__(16) unsigned short qs[BQ * (D + attention_tc_PAD)], dys[BQ * (D + attention_tc_PAD)];
   __shared__ float tile_lse[BQ], tile_dot[BQ];
+  if (blockDim.x != 32 * WARPS) __trap();  // another block size would leave keys or a role out
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const bool sums_dv = !roles || warp < 4, sums_dk = !roles || warp >= 4;
   const float scale = 1.0f / sqrtf((float)D);
   const int C = H * D;
   for (long long item = blockIdx.x; item < attention_tc_items(B, T, H); item += gridDim.x) {
     const attention_tc_item it = attention_tc_item_at(item, T, H, D, stride);  // BK == BQ: tiles of keys alike
     const long long base = it.base, ybase = it.ybase;
-    const int j0 = it.row0, c0 = j0 + warp * 16;
+    const int j0 = it.row0, c0 = j0 + warp % 4 * 16;
     const bool idle = c0 >= T;
-    // The warp's K and V fragments: kept in registers for the walk, except at
-    // D = 128, where beside the 128 accumulators they made ptxas spill 732
-    // bytes a thread (nvcc 13.0, sm_90): there each is loaded again (from L2)
-    // just before its product, so that only one of them is live at a time,
-    // which halves the spill (340 bytes). Which is faster is for a GPU to say.
-    constexpr bool keep = D <= 64;
+    // The warp's K and V fragments, kept for the walk (V by the dK role only).
     unsigned ka[D / 16][4], va[D / 16][4];
-    if (keep) {
-      attention_tc_rows<D>(ka, k + base, stride, c0, T);
-      attention_tc_rows<D>(va, v + base, stride, c0, T);
-    }
-    float dka[DN][4], dva[DN][4];
-    for (int n = 0; n < DN; n++)
-      for (int i = 0; i < 4; i++) dka[n][i] = dva[n][i] = 0.0f;
+    attention_tc_rows<D>(ka, k + base, stride, c0, T);
+    if (sums_dk) attention_tc_rows<D>(va, v + base, stride, c0, T);
+    // acc[0] dV (or the role's sum), acc[NACC - 1] dK
+    float acc[NACC][DN][4];
+    for (int a = 0; a < NACC; a++)
+      for (int n = 0; n < DN; n++)
+        for (int i = 0; i < 4; i++) acc[a][n][i] = 0.0f;
     for (int i0 = j0; i0 < T; i0 += BQ) {  // BQ == BK: the query tile holding key j0 starts at j0
       __syncthreads();
       attention_tc_stage<D>(qs, q + base, stride, i0, T);
       attention_tc_stage<D>(dys, dy + ybase, C, i0, T);
-      for (int rr = 0; rr < 16; rr++) {  // each warp: lse and D_t of 16 of the tile's rows
-        const int row = i0 + warp * 16 + rr;
+      for (int rr = 0; rr < BQ / WARPS; rr++) {  // each warp: lse and D_t of its share of the tile's rows
+        const int c = warp * (BQ / WARPS) + rr, row = i0 + c;
         float d = 0.0f, l = 0.0f;
         if (row < T) {
           d = attention_tc_rowdot<D>(dy + ybase + (long long)row * C, y + ybase + (long long)row * C);
           l = lse[((long long)it.b * T + row) * H + it.h];
         }
-        if (lane == 0) tile_dot[warp * 16 + rr] = d, tile_lse[warp * 16 + rr] = l;
+        if (lane == 0) tile_dot[c] = d, tile_lse[c] = l;
       }
       __syncthreads();
       if (idle) continue;
-      float s[NS][4], dp[NS][4];
-      if (!keep) attention_tc_rows<D>(ka, k + base, stride, c0, T);
-      attention_tc_products<D>(s, ka, qs);  // S^T: the warp's keys x the tile's queries
-      if (!keep) attention_tc_rows<D>(va, v + base, stride, c0, T);
-      attention_tc_products<D>(dp, va, dys);  // dP^T
-      for (int n = 0; n < NS; n++)
-        for (int i = 0; i < 4; i++) {
-          const int c = 8 * n + 2 * t + i % 2, query = i0 + c, key = c0 + g + 8 * (i / 2);
-          float p = 0.0f, ds = 0.0f;
-          if (query >= key && query < T && key < T) {
-            p = expf(s[n][i] * scale - tile_lse[c]);
-            ds = p * (dp[n][i] - tile_dot[c]) * scale;
+      for (int part = 0; part < PARTS; part++) {
+        const int offset = part * W * (D + attention_tc_PAD);
+        float s[NB][4], dp[NB][4];
+        attention_tc_products<D, NB>(s, ka, qs + offset);                 // S^T: the warp's keys x the part's queries
+        if (sums_dk) attention_tc_products<D, NB>(dp, va, dys + offset);  // dP^T
+        for (int n = 0; n < NB; n++)
+          for (int i = 0; i < 4; i++) {
+            const int c = part * W + 8 * n + 2 * t + i % 2, query = i0 + c, key = c0 + g + 8 * (i / 2);
+            float p = 0.0f, ds = 0.0f;
+            if (query >= key && query < T && key < T) {
+              p = expf(s[n][i] * scale - tile_lse[c]);
+              if (sums_dk) ds = p * (dp[n][i] - tile_dot[c]) * scale;
+            }
+            s[n][i] = ds;
+            dp[n][i] = p;
           }
-          s[n][i] = ds;
-          dp[n][i] = p;
-        }
-      attention_tc_accumulate<D>(dva, dp, dys);
-      attention_tc_accumulate<D>(dka, s, qs);
+        if (sums_dv) attention_tc_accumulate<D, NB>(acc[0], dp, dys + offset);
+        if (sums_dk) attention_tc_accumulate<D, NB>(acc[NACC - 1], s, qs + offset);
+      }
     }
     if (idle) continue;
-    attention_tc_store<D>(dk + base, stride, dka, c0, T);
-    attention_tc_store<D>(dv + base, stride, dva, c0, T);
+    if (sums_dk) attention_tc_store<D>(dk + base, stride, acc[NACC - 1], c0, T);
+    if (sums_dv) attention_tc_store<D>(dv + base, stride, acc[0], c0, T);
   }
 }
 

@@ -16,8 +16,7 @@
 #include "gpu.h"
 
 enum {
-    TLM_GPU_ATTENTION_TC_BLOCK = 128, /* 4 warps of 16 rows */
-    TLM_GPU_ATTENTION_TC_ROWS = 64,   /* rows (queries or keys) per block: attention_tc_BQ, attention_tc_BK */
+    TLM_GPU_ATTENTION_TC_ROWS = 64, /* rows (queries or keys) per block: attention_tc_BQ, attention_tc_BK */
 };
 
 /* The kernels: the forward, and the backward's two. */
@@ -53,5 +52,11 @@ bool tlm_gpu_attention_tc_backward(tlm_gpu *g, tlm_dptr dq, tlm_dptr dk, tlm_dpt
 /* A pass's kernel for head size D (64 or 128; NULL otherwise), for a test
  * that launches it on a grid of its own. */
 const char *tlm_gpu_attention_tc_kernel(tlm_attention_tc_pass pass, int D);
+
+/* The threads of that kernel's block (0 where it has none): 128, 4 warps of
+ * 16 rows, except the dk, dv kernel at head size 128, 256 (8 warps: dV's 4
+ * and dK's 4 over the same 64 keys, so that no warp holds both
+ * accumulators; attention_tc_bwd_dkv). The kernel traps on another. */
+unsigned tlm_gpu_attention_tc_block(tlm_attention_tc_pass pass, int D);
 
 #endif

@@ -32,6 +32,16 @@ if(tlm_gpu_with_cuda)
   set_tests_properties(gpu.nvrtc PROPERTIES TIMEOUT 120)
 endif()
 
+# gpu.spills: no kernel of either module spills registers on sm_80 or sm_90
+# (ptxas's report through NVRTC, with tlm-run's options; only with the
+# toolkit, and there a failure, not a skip, when NVRTC does not load).
+if(tlm_gpu_with_cuda)
+  add_executable(test_spills ${CMAKE_CURRENT_SOURCE_DIR}/test_spills.c)
+  target_link_libraries(test_spills PRIVATE tlm_gpu Threads::Threads)
+  add_test(NAME gpu.spills COMMAND test_spills)
+  set_tests_properties(gpu.spills PROPERTIES TIMEOUT 180)
+endif()
+
 # gpu.fake_driver.*: the real device's opening path against a stand-in
 # driver built here as libcuda.so.1 (tests/gpu/fake_libcuda.c) on three
 # pretend machines (only with the toolkit: without it there is no path).
