@@ -90,6 +90,42 @@ __device__ __forceinline__ void attention_tc_stage_async(unsigned short* tile, c
   }
 }
 
+// The key tiles 0 .. last of one item, K and V staged in shared memory by
+// cp.async, tile(ks, vs, j0) called for each by every thread (the caller's
+// warps skip what they do not need, but all reach the barriers). With two
+// stages the next tile's copies are in flight while tile() runs; with one
+// they take turns. ks and vs hold STAGES tiles of 64 rows of D + PAD.
+template <int D, int STAGES, typename Tile>
+__device__ __forceinline__ void attention_tc_walk_keys(unsigned short* ks, unsigned short* vs,
+                                                       const unsigned short* k, const unsigned short* v, long long rs,
+                                                       int last, int T, Tile tile) {
+  constexpr int BK = attention_tc_BK, TILE = BK * (D + attention_tc_PAD);
+  __syncthreads();  // the previous item's readers are done
+  attention_tc_stage_async<D>(ks, k, rs, 0, T);
+  attention_tc_stage_async<D>(vs, v, rs, 0, T);
+  tlm::cp_async_commit();
+  for (int j0 = 0; j0 <= last; j0 += BK) {
+    const int buf = j0 / BK % STAGES;
+    const bool next = j0 + BK <= last;
+    if (STAGES == 2) {
+      if (next) {
+        attention_tc_stage_async<D>(ks + (1 - buf) * TILE, k, rs, j0 + BK, T);
+        attention_tc_stage_async<D>(vs + (1 - buf) * TILE, v, rs, j0 + BK, T);
+      }
+      tlm::cp_async_commit();  // (an empty group past the last tile)
+    }
+    tlm::cp_async_wait<STAGES - 1>();  // this thread's copies of this tile
+    __syncthreads();                   // and every thread's
+    tile(ks + buf * TILE, vs + buf * TILE, j0);
+    __syncthreads();  // this tile's readers are done before its buffer is filled again
+    if (STAGES == 1 && next) {
+      attention_tc_stage_async<D>(ks, k, rs, j0 + BK, T);
+      attention_tc_stage_async<D>(vs, v, rs, j0 + BK, T);
+      tlm::cp_async_commit();
+    }
+  }
+}
+
 // The warp's A fragments of rows row0 .. row0 + 15 of x (row r at x + r rs),
 // one per k-step of 16 over D, in bf16; zeros from row n on.
 template <int D, typename X>
@@ -259,29 +295,11 @@ __device__ void attention_tc_fwd(unsigned short* y, float* lse, const unsigned s
     float o[DN][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
     for (int n = 0; n < DN; n++)
       for (int i = 0; i < 4; i++) o[n][i] = 0.0f;
-    __syncthreads();  // the previous item's readers are done
-    attention_tc_stage_async<D>(ks[0], k + base, stride, 0, T);
-    attention_tc_stage_async<D>(vs[0], v + base, stride, 0, T);
-    tlm::cp_async_commit();
-    for (int j0 = 0; j0 <= last; j0 += BK) {
-      const int buf = j0 / BK % STAGES, next = j0 + BK <= last;
-      if (STAGES == 2) {
-        if (next) {
-          attention_tc_stage_async<D>(ks[1 - buf], k + base, stride, j0 + BK, T);
-          attention_tc_stage_async<D>(vs[1 - buf], v + base, stride, j0 + BK, T);
-        }
-        tlm::cp_async_commit();  // (an empty group past the last tile)
-      }
-      tlm::cp_async_wait<STAGES - 1>();  // this thread's copies of this tile
-      __syncthreads();                   // and every thread's
-      if (!idle && j0 <= r0 + 15) attention_tc_fwd_tile<D>(o, m, l, qa, ks[buf], vs[buf], j0, r0, scale, T);
-      __syncthreads();  // this tile's readers are done before its buffer is filled again
-      if (STAGES == 1 && next) {
-        attention_tc_stage_async<D>(ks[0], k + base, stride, j0 + BK, T);
-        attention_tc_stage_async<D>(vs[0], v + base, stride, j0 + BK, T);
-        tlm::cp_async_commit();
-      }
-    }
+    attention_tc_walk_keys<D, STAGES>(ks[0], vs[0], k + base, v + base, stride, last, T,
+                                      [&](const unsigned short* kt, const unsigned short* vt, int j0) {
+                                        if (!idle && j0 <= r0 + 15)
+                                          attention_tc_fwd_tile<D>(o, m, l, qa, kt, vt, j0, r0, scale, T);
+                                      });
     if (idle) continue;
     for (int r = 0; r < 2; r++) {
       l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
@@ -321,7 +339,9 @@ __device__ void attention_tc_bwd_dq(float* dq, const float* dy, const unsigned s
   // The same order of summation (dS K's k-blocks of 16 keys in order), so
   // the same bits.
   constexpr int PARTS = D > 64 ? 2 : 1, NB = NS / PARTS, W = 8 * NB;
-  __shared__ __align__(16) unsigned short ks[BK * (D + attention_tc_PAD)], vs[BK * (D + attention_tc_PAD)];
+  // K and V staged as the forward stages them (two stages at head size 64)
+  constexpr int STAGES = D == 64 ? 2 : 1, TILE = BK * (D + attention_tc_PAD);
+  __shared__ __align__(16) unsigned short ks[STAGES][TILE], vs[STAGES][TILE];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const float scale = 1.0f / sqrtf((float)D);
   const int C = H * D;
@@ -346,14 +366,11 @@ __device__ void attention_tc_bwd_dq(float* dq, const float* dy, const unsigned s
     float acc[DN][4];
     for (int n = 0; n < DN; n++)
       for (int i = 0; i < 4; i++) acc[n][i] = 0.0f;
-    for (int j0 = 0; j0 <= last; j0 += BK) {
-      __syncthreads();
-      attention_tc_stage<D>(ks, k + base, stride, j0, T);
-      attention_tc_stage<D>(vs, v + base, stride, j0, T);
-      __syncthreads();
-      if (idle || j0 > r0 + 15) continue;
+    attention_tc_walk_keys<D, STAGES>(ks[0], vs[0], k + base, v + base, stride, last, T,
+                                      [&](const unsigned short* kt, const unsigned short* vt, int j0) {
+      if (idle || j0 > r0 + 15) return;
       for (int part = 0; part < PARTS; part++) {
-        const unsigned short *kp = ks + part * W * (D + attention_tc_PAD), *vp = vs + part * W * (D + attention_tc_PAD);
+        const unsigned short *kp = kt + part * W * (D + attention_tc_PAD), *vp = vt + part * W * (D + attention_tc_PAD);
         float s[NB][4], dp[NB][4];
         attention_tc_products<D, NB>(s, qa, kp);
         attention_tc_products<D, NB>(dp, dya, vp);
@@ -369,7 +386,7 @@ __device__ void attention_tc_bwd_dq(float* dq, const float* dy, const unsigned s
           }
         attention_tc_accumulate<D, NB>(acc, s, kp);
       }
-    }
+    });
     if (!idle) attention_tc_store<D>(dq + base, stride, acc, r0, T);
   }
 }
