@@ -30,56 +30,71 @@ bool tlm_gpu_embedding_backward(tlm_gpu *g, tlm_dptr dtable, tlm_dptr dout, tlm_
 
 /* ---- rmsnorm: R rows of D, weight row r % H -------------------------- */
 
+/* The storage of the norm's x and out: fp32 both; fp32 x and bf16 out (the
+ * model norm's rows in --precision bf16); or bf16 both (the per-head norm
+ * of Titans' bf16 memory read-out). The backward reads x as the forward
+ * did; its gradients are fp32. */
+typedef enum { RMS_FP32, RMS_BF16_OUT, RMS_BF16_X } rms_storage;
+
 static bool rms_forward(tlm_gpu *g, tlm_dptr out, tlm_dptr rstd, tlm_dptr x, tlm_dptr w, int R, int H, int D, float eps,
-                        bool bf16_out, tlm_err *err) {
+                        rms_storage storage, tlm_err *err) {
     void *args[] = {&out, &rstd, &x, &w, &R, &H, &D, &eps};
-    const char *kernel = bf16_out ? "tlm_rmsnorm_rows_forward_bf16" : "tlm_rmsnorm_rows_forward";
-    return tlm_gpu_launch(g, kernel, blocks_per_row(R), BLOCK, args, err);
+    static const char *const kernel[] = {[RMS_FP32] = "tlm_rmsnorm_rows_forward",
+                                         [RMS_BF16_OUT] = "tlm_rmsnorm_rows_forward_bf16",
+                                         [RMS_BF16_X] = "tlm_rmsnorm_rows_forward_bf16_x"};
+    return tlm_gpu_launch(g, kernel[storage], blocks_per_row(R), BLOCK, args, err);
 }
 
 static bool rms_backward(tlm_gpu *g, tlm_dptr dx, tlm_dptr dw, tlm_dptr dout, tlm_dptr x, tlm_dptr w, tlm_dptr rstd,
-                         int R, int H, int D, bool accumulate, tlm_err *err) {
+                         int R, int H, int D, bool accumulate, bool x_bf16, tlm_err *err) {
     /* dw first (one block per 32 weight entries): it reads dout, which the
      * rows may overwrite when dx is dout itself */
     if (dw && w) {
         void *weight_args[] = {&dw, &dout, &x, &rstd, &R, &H, &D};
-        if (!tlm_gpu_launch(g, "tlm_rmsnorm_weight_backward", tlm_gpu_blocks((int64_t)H * D, 32),
-                            TLM_GPU_RMSNORM_WEIGHT_BLOCK, weight_args, err))
+        const char *weight_kernel = x_bf16 ? "tlm_rmsnorm_weight_backward_bf16_x" : "tlm_rmsnorm_weight_backward";
+        if (!tlm_gpu_launch(g, weight_kernel, tlm_gpu_blocks((int64_t)H * D, 32), TLM_GPU_RMSNORM_WEIGHT_BLOCK,
+                            weight_args, err))
             return false;
     }
     int acc = accumulate;
     void *row_args[] = {&dx, &dout, &x, &w, &rstd, &R, &H, &D, &acc};
-    return tlm_gpu_launch(g, "tlm_rmsnorm_rows_backward", blocks_per_row(R), BLOCK, row_args, err);
+    const char *row_kernel = x_bf16 ? "tlm_rmsnorm_rows_backward_bf16_x" : "tlm_rmsnorm_rows_backward";
+    return tlm_gpu_launch(g, row_kernel, blocks_per_row(R), BLOCK, row_args, err);
 }
 
 bool tlm_gpu_rmsnorm_forward(tlm_gpu *g, tlm_dptr out, tlm_dptr rstd, tlm_dptr x, tlm_dptr w, int N, int C, float eps,
                              tlm_err *err) {
-    return rms_forward(g, out, rstd, x, w, N, 1, C, eps, false, err);
+    return rms_forward(g, out, rstd, x, w, N, 1, C, eps, RMS_FP32, err);
 }
 
 bool tlm_gpu_rmsnorm_forward_bf16(tlm_gpu *g, tlm_dptr out_bf16, tlm_dptr rstd, tlm_dptr x, tlm_dptr w, int N, int C,
                                   float eps, tlm_err *err) {
-    return rms_forward(g, out_bf16, rstd, x, w, N, 1, C, eps, true, err);
+    return rms_forward(g, out_bf16, rstd, x, w, N, 1, C, eps, RMS_BF16_OUT, err);
 }
 
 bool tlm_gpu_rmsnorm_backward(tlm_gpu *g, tlm_dptr dx, tlm_dptr dw, tlm_dptr dout, tlm_dptr x, tlm_dptr w,
                               tlm_dptr rstd, int N, int C, tlm_err *err) {
-    return rms_backward(g, dx, dw, dout, x, w, rstd, N, 1, C, true, err);
+    return rms_backward(g, dx, dw, dout, x, w, rstd, N, 1, C, true, false, err);
 }
 
 bool tlm_gpu_rmsnorm_heads_forward(tlm_gpu *g, tlm_dptr out, tlm_dptr rstd, tlm_dptr x, tlm_dptr w, int N, int H, int D,
                                    float eps, tlm_err *err) {
-    return rms_forward(g, out, rstd, x, w, N * H, H, D, eps, false, err);
+    return rms_forward(g, out, rstd, x, w, N * H, H, D, eps, RMS_FP32, err);
 }
 
-bool tlm_gpu_rmsnorm_heads_forward_bf16(tlm_gpu *g, tlm_dptr out_bf16, tlm_dptr rstd, tlm_dptr x, tlm_dptr w, int N,
-                                        int H, int D, float eps, tlm_err *err) {
-    return rms_forward(g, out_bf16, rstd, x, w, N * H, H, D, eps, true, err);
+bool tlm_gpu_rmsnorm_heads_forward_bf16(tlm_gpu *g, tlm_dptr out_bf16, tlm_dptr rstd, tlm_dptr x_bf16, tlm_dptr w,
+                                        int N, int H, int D, float eps, tlm_err *err) {
+    return rms_forward(g, out_bf16, rstd, x_bf16, w, N * H, H, D, eps, RMS_BF16_X, err);
 }
 
 bool tlm_gpu_rmsnorm_heads_backward(tlm_gpu *g, tlm_dptr dx, tlm_dptr dw, tlm_dptr dout, tlm_dptr x, tlm_dptr w,
                                     tlm_dptr rstd, int N, int H, int D, tlm_err *err) {
-    return rms_backward(g, dx, dw, dout, x, w, rstd, N * H, H, D, false, err);
+    return rms_backward(g, dx, dw, dout, x, w, rstd, N * H, H, D, false, false, err);
+}
+
+bool tlm_gpu_rmsnorm_heads_backward_bf16(tlm_gpu *g, tlm_dptr dx, tlm_dptr dw, tlm_dptr dout, tlm_dptr x_bf16,
+                                         tlm_dptr w, tlm_dptr rstd, int N, int H, int D, tlm_err *err) {
+    return rms_backward(g, dx, dw, dout, x_bf16, w, rstd, N * H, H, D, false, true, err);
 }
 
 /* ---- rope ------------------------------------------------------------ */

@@ -39,8 +39,9 @@ bool tlm_gpu_titans_decode(tlm_gpu *g, tlm_dptr y, tlm_dptr state, tlm_dptr q, t
     return titans_decode(g, "tlm_titans_decode", y, state, q, k, v, theta, eta, alpha, H, D, chunk_start, err);
 }
 
-bool tlm_gpu_titans_decode_bf16(tlm_gpu *g, tlm_dptr y, tlm_dptr state, tlm_dptr q, tlm_dptr k, tlm_dptr v,
+bool tlm_gpu_titans_decode_bf16(tlm_gpu *g, tlm_dptr y_bf16, tlm_dptr state, tlm_dptr q, tlm_dptr k, tlm_dptr v,
                                 tlm_dptr theta, tlm_dptr eta, tlm_dptr alpha, int H, int D, bool chunk_start,
                                 tlm_err *err) {
-    return titans_decode(g, "tlm_titans_decode_bf16", y, state, q, k, v, theta, eta, alpha, H, D, chunk_start, err);
+    return titans_decode(g, "tlm_titans_decode_bf16", y_bf16, state, q, k, v, theta, eta, alpha, H, D, chunk_start,
+                         err);
 }

@@ -41,12 +41,16 @@ bool tlm_gpu_rmsnorm_backward(tlm_gpu *g, tlm_dptr dx, tlm_dptr dw, tlm_dptr dou
 /* Per head: w [H*D] or 0; dx written; dw += (skipped when w or dw is 0). */
 bool tlm_gpu_rmsnorm_heads_forward(tlm_gpu *g, tlm_dptr out, tlm_dptr rstd, tlm_dptr x, tlm_dptr w, int N, int H, int D,
                                    float eps, tlm_err *err);
-/* The same forward with out in bf16 (--precision bf16's Titans, whose SiLU
- * gate reads the normalised memory output in bf16): rounded once. */
-bool tlm_gpu_rmsnorm_heads_forward_bf16(tlm_gpu *g, tlm_dptr out_bf16, tlm_dptr rstd, tlm_dptr x, tlm_dptr w, int N,
-                                        int H, int D, float eps, tlm_err *err);
 bool tlm_gpu_rmsnorm_heads_backward(tlm_gpu *g, tlm_dptr dx, tlm_dptr dw, tlm_dptr dout, tlm_dptr x, tlm_dptr w,
                                     tlm_dptr rstd, int N, int H, int D, tlm_err *err);
+/* The same with x and out in bf16 (--precision bf16's Titans: the memory
+ * writes its read-out x in bf16, the SiLU gate reads the normalised out in
+ * bf16): x read widened, out rounded once; on the same rounded x, the fp32
+ * kernels' rstd, dx and dw bit for bit (out rounded). dout, dx, dw fp32. */
+bool tlm_gpu_rmsnorm_heads_forward_bf16(tlm_gpu *g, tlm_dptr out_bf16, tlm_dptr rstd, tlm_dptr x_bf16, tlm_dptr w,
+                                        int N, int H, int D, float eps, tlm_err *err);
+bool tlm_gpu_rmsnorm_heads_backward_bf16(tlm_gpu *g, tlm_dptr dx, tlm_dptr dw, tlm_dptr dout, tlm_dptr x_bf16,
+                                         tlm_dptr w, tlm_dptr rstd, int N, int H, int D, tlm_err *err);
 
 /* Tokens `stride` floats apart (3*H*D in a packed qkv); in place ok. */
 bool tlm_gpu_rope_forward(tlm_gpu *g, tlm_dptr out, tlm_dptr x, tlm_dptr cos_t, tlm_dptr sin_t, int B, int T, int H,

@@ -25,9 +25,10 @@ bool tlm_gpu_attention_decode_qkv_bf16(tlm_gpu *g, tlm_dptr y, tlm_dptr q, tlm_d
  * y may be 0 (the state only). D at most 1024. */
 bool tlm_gpu_titans_decode(tlm_gpu *g, tlm_dptr y, tlm_dptr state, tlm_dptr q, tlm_dptr k, tlm_dptr v, tlm_dptr theta,
                            tlm_dptr eta, tlm_dptr alpha, int H, int D, bool chunk_start, tlm_err *err);
-/* The same with q, k and v in bf16 (--precision bf16's mem_qkv), read
- * widened: the fp32 kernel's y and state on the same rounded values. */
-bool tlm_gpu_titans_decode_bf16(tlm_gpu *g, tlm_dptr y, tlm_dptr state, tlm_dptr q, tlm_dptr k, tlm_dptr v,
+/* The same with q, k, v and y in bf16 (--precision bf16's mem_qkv and
+ * mem_y): q, k, v read widened, y rounded once; on the same rounded q, k,
+ * v, the fp32 kernel's state bit for bit and its y rounded. */
+bool tlm_gpu_titans_decode_bf16(tlm_gpu *g, tlm_dptr y_bf16, tlm_dptr state, tlm_dptr q, tlm_dptr k, tlm_dptr v,
                                 tlm_dptr theta, tlm_dptr eta, tlm_dptr alpha, int H, int D, bool chunk_start,
                                 tlm_err *err);
 

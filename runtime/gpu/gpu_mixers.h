@@ -70,12 +70,13 @@ bool tlm_gpu_titans_backward(tlm_gpu *g, tlm_dptr dq, tlm_dptr dk, tlm_dptr dv, 
                              tlm_dptr dalpha, tlm_dptr dy, tlm_dptr saved, tlm_dptr q, tlm_dptr k, tlm_dptr v,
                              int stride, tlm_dptr theta, tlm_dptr eta, tlm_dptr alpha, int B, int T, int H, int D,
                              int chunk, tlm_dptr scratch, tlm_err *err);
-/* The same two with q, k and v (mem_qkv) in bf16, read widened
- * (--precision bf16): on the same rounded q, k, v, the fp32 kernels' y,
- * saved and gradients bit for bit; everything else fp32 as above. */
-bool tlm_gpu_titans_forward_bf16(tlm_gpu *g, tlm_dptr y, tlm_dptr saved, tlm_dptr q, tlm_dptr k, tlm_dptr v, int stride,
-                                 tlm_dptr theta, tlm_dptr eta, tlm_dptr alpha, int B, int T, int H, int D, int chunk,
-                                 tlm_err *err);
+/* The same two with q, k and v (mem_qkv) in bf16, read widened, and the
+ * forward's read-out y in bf16, rounded once (--precision bf16): on the
+ * same rounded q, k, v, the fp32 kernels' saved and gradients bit for bit
+ * and their y rounded; dy and everything else fp32 as above. */
+bool tlm_gpu_titans_forward_bf16(tlm_gpu *g, tlm_dptr y_bf16, tlm_dptr saved, tlm_dptr q, tlm_dptr k, tlm_dptr v,
+                                 int stride, tlm_dptr theta, tlm_dptr eta, tlm_dptr alpha, int B, int T, int H, int D,
+                                 int chunk, tlm_err *err);
 bool tlm_gpu_titans_backward_bf16(tlm_gpu *g, tlm_dptr dq, tlm_dptr dk, tlm_dptr dv, tlm_dptr dtheta, tlm_dptr deta,
                                   tlm_dptr dalpha, tlm_dptr dy, tlm_dptr saved, tlm_dptr q, tlm_dptr k, tlm_dptr v,
                                   int stride, tlm_dptr theta, tlm_dptr eta, tlm_dptr alpha, int B, int T, int H, int D,

@@ -85,11 +85,11 @@ bool tlm_gpu_titans_forward(tlm_gpu *g, tlm_dptr y, tlm_dptr saved, tlm_dptr q, 
     return titans_forward(g, "tlm_titans_fwd", y, saved, q, k, v, stride, theta, eta, alpha, B, T, H, D, chunk, err);
 }
 
-bool tlm_gpu_titans_forward_bf16(tlm_gpu *g, tlm_dptr y, tlm_dptr saved, tlm_dptr q, tlm_dptr k, tlm_dptr v, int stride,
-                                 tlm_dptr theta, tlm_dptr eta, tlm_dptr alpha, int B, int T, int H, int D, int chunk,
-                                 tlm_err *err) {
-    return titans_forward(g, "tlm_titans_fwd_bf16", y, saved, q, k, v, stride, theta, eta, alpha, B, T, H, D, chunk,
-                          err);
+bool tlm_gpu_titans_forward_bf16(tlm_gpu *g, tlm_dptr y_bf16, tlm_dptr saved, tlm_dptr q, tlm_dptr k, tlm_dptr v,
+                                 int stride, tlm_dptr theta, tlm_dptr eta, tlm_dptr alpha, int B, int T, int H, int D,
+                                 int chunk, tlm_err *err) {
+    return titans_forward(g, "tlm_titans_fwd_bf16", y_bf16, saved, q, k, v, stride, theta, eta, alpha, B, T, H, D,
+                          chunk, err);
 }
 
 size_t tlm_gpu_titans_scratch_bytes(int B, int H, int D, int chunk) {

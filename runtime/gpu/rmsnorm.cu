@@ -29,24 +29,28 @@ __device__ __forceinline__ double rmsnorm_block_sum(double v) {
   return r;
 }
 
-// One block per row (blocks stride over rows). rstd[r] is written. Out is
-// float, or bf16 bits (--precision bf16, where the normalised rows are
-// only read by GEMMs: runtime/model/gpu_model.c): the same value, rounded
-// once to nearest even as it is stored.
-template <typename Out>
-__device__ void rmsnorm_rows_forward(Out *out, float *rstd, const float *x, const float *w, int R, int H, int D,
+// One block per row (blocks stride over rows). rstd[r] is written. x is
+// float, or bf16 bits widened exactly (Titans' memory read-out, which the
+// per-head norm reads in --precision bf16); out is float, or bf16 bits (the
+// model norm's rows, only read by GEMMs, and the per-head norm's, read by
+// Titans' SiLU gate: runtime/model/gpu_model.c): the same value, rounded
+// once to nearest even as it is stored. One template, so on the same
+// rounded x every instantiation runs the fp32 kernel's arithmetic in its
+// order and gives its rstd and y (y then rounded where it is bf16).
+template <typename In, typename Out>
+__device__ void rmsnorm_rows_forward(Out *out, float *rstd, const In *x, const float *w, int R, int H, int D,
                                      float eps) {
   for (int r = blockIdx.x; r < R; r += gridDim.x) {
-    const float *xr = x + (long long)r * D;
+    const In *xr = x + (long long)r * D;
     Out *yr = out + (long long)r * D;
     const float *wr = w ? w + (long long)(r % H) * D : nullptr;
     double ss = 0.0;
-    for (int i = threadIdx.x; i < D; i += blockDim.x) ss += (double)xr[i] * xr[i];
+    for (int i = threadIdx.x; i < D; i += blockDim.x) ss += (double)tlm::load(xr + i) * tlm::load(xr + i);
     ss = rmsnorm_block_sum(ss);
     float rs = (float)(1.0 / sqrt(ss / D + eps));
     if (threadIdx.x == 0) rstd[r] = rs;
     for (int i = threadIdx.x; i < D; i += blockDim.x) {
-      float v = xr[i] * rs;
+      float v = tlm::load(xr + i) * rs;
       tlm::store(yr + i, wr ? v * wr[i] : v);
     }
   }
@@ -60,28 +64,44 @@ extern "C" __global__ void tlm_rmsnorm_rows_forward_bf16(unsigned short *out, fl
                                                          const float *w, int R, int H, int D, float eps) {
   rmsnorm_rows_forward(out, rstd, x, w, R, H, D, eps);
 }
+// x and out in bf16: the per-head norm of a bf16 memory read-out
+extern "C" __global__ void tlm_rmsnorm_rows_forward_bf16_x(unsigned short *out, float *rstd, const unsigned short *x,
+                                                           const float *w, int R, int H, int D, float eps) {
+  rmsnorm_rows_forward(out, rstd, x, w, R, H, D, eps);
+}
 
 // dx of each row, one block per row; dx accumulates when `accumulate` is
 // non-zero (the model norm: x is the residual stream) and is written
-// otherwise (the per-head norm).
-extern "C" __global__ void tlm_rmsnorm_rows_backward(float *dx, const float *dout, const float *x, const float *w,
-                                                     const float *rstd, int R, int H, int D, int accumulate) {
+// otherwise (the per-head norm). x as in the forward: float, or bf16
+// widened (the gradients are fp32 either way).
+template <typename In>
+__device__ void rmsnorm_rows_backward(float *dx, const float *dout, const In *x, const float *w, const float *rstd,
+                                      int R, int H, int D, int accumulate) {
   for (int r = blockIdx.x; r < R; r += gridDim.x) {
-    const float *xr = x + (long long)r * D;
+    const In *xr = x + (long long)r * D;
     const float *gr = dout + (long long)r * D;
     const float *wr = w ? w + (long long)(r % H) * D : nullptr;
     float *dxr = dx + (long long)r * D;
     double dot = 0.0;  // sum_j (dy_j w_j) x_j
-    for (int i = threadIdx.x; i < D; i += blockDim.x) dot += (double)(wr ? gr[i] * wr[i] : gr[i]) * xr[i];
+    for (int i = threadIdx.x; i < D; i += blockDim.x) dot += (double)(wr ? gr[i] * wr[i] : gr[i]) * tlm::load(xr + i);
     dot = rmsnorm_block_sum(dot);
     float rs = rstd[r];
     float k = (float)(dot / D) * rs * rs * rs;
     for (int i = threadIdx.x; i < D; i += blockDim.x) {
       float g = wr ? gr[i] * wr[i] : gr[i];
-      float v = rs * g - k * xr[i];
+      float v = rs * g - k * tlm::load(xr + i);
       dxr[i] = accumulate ? dxr[i] + v : v;
     }
   }
+}
+extern "C" __global__ void tlm_rmsnorm_rows_backward(float *dx, const float *dout, const float *x, const float *w,
+                                                     const float *rstd, int R, int H, int D, int accumulate) {
+  rmsnorm_rows_backward(dx, dout, x, w, rstd, R, H, D, accumulate);
+}
+extern "C" __global__ void tlm_rmsnorm_rows_backward_bf16_x(float *dx, const float *dout, const unsigned short *x,
+                                                            const float *w, const float *rstd, int R, int H, int D,
+                                                            int accumulate) {
+  rmsnorm_rows_backward(dx, dout, x, w, rstd, R, H, D, accumulate);
 }
 
 // dw[h D + i] += sum over the rows r of head h (r = h, h + H, ...) of
@@ -92,9 +112,10 @@ extern "C" __global__ void tlm_rmsnorm_rows_backward(float *dx, const float *dou
 // (which the C wrapper fixes: 1024 threads, 32 warps), never on the grid.
 // Splitting the rows over blocks too would fill more of a large GPU, but
 // adding the blocks' partial sums in a fixed order needs a scratch buffer
-// (no atomics).
-extern "C" __global__ void tlm_rmsnorm_weight_backward(float *dw, const float *dout, const float *x, const float *rstd,
-                                                       int R, int H, int D) {
+// (no atomics). x: float, or bf16 widened.
+template <typename In>
+__device__ void rmsnorm_weight_backward(float *dw, const float *dout, const In *x, const float *rstd, int R, int H,
+                                        int D) {
   __shared__ double rmsnorm_partials[32][32];
   int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
   long long entries = (long long)H * D;
@@ -106,7 +127,7 @@ extern "C" __global__ void tlm_rmsnorm_weight_backward(float *dw, const float *d
       int h = (int)(j / D), i = (int)(j - (long long)h * D);
       for (int m = warp; m < rows_per_head; m += warps) {
         long long r = (long long)m * H + h, at = r * D + i;
-        acc += (double)dout[at] * x[at] * (double)rstd[r];
+        acc += (double)dout[at] * tlm::load(x + at) * (double)rstd[r];
       }
     }
     rmsnorm_partials[warp][lane] = acc;
@@ -118,4 +139,12 @@ extern "C" __global__ void tlm_rmsnorm_weight_backward(float *dw, const float *d
     }
     __syncthreads();
   }
+}
+extern "C" __global__ void tlm_rmsnorm_weight_backward(float *dw, const float *dout, const float *x, const float *rstd,
+                                                       int R, int H, int D) {
+  rmsnorm_weight_backward(dw, dout, x, rstd, R, H, D);
+}
+extern "C" __global__ void tlm_rmsnorm_weight_backward_bf16_x(float *dw, const float *dout, const unsigned short *x,
+                                                              const float *rstd, int R, int H, int D) {
+  rmsnorm_weight_backward(dw, dout, x, rstd, R, H, D);
 }

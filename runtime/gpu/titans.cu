@@ -43,13 +43,14 @@ __device__ __forceinline__ float titans_row_dot(const float* A, long long i, con
 }
 
 // One block per (b, h): the states, y and the errors, segment by segment.
-// q, k and v (mem_qkv) are fp32, or bf16 in --precision bf16, read widened
-// exactly: the one template runs the same fp32 arithmetic in the same
-// order, so on the same rounded q, k, v the bf16 instantiation gives the
-// fp32 kernel's y and saved bit for bit (the memory, its checkpoints and
-// the errors stay fp32 in either precision).
+// q, k and v (mem_qkv) and the read-out y are fp32, or bf16 in --precision
+// bf16: q, k, v read widened exactly, y rounded once as it is stored. The
+// one template runs the same fp32 arithmetic in the same order, so on the
+// same rounded q, k, v the bf16 instantiation gives the fp32 kernel's saved
+// bit for bit and its y rounded (the memory, its checkpoints and the errors
+// stay fp32 in either precision).
 template <typename X>
-__device__ void titans_forward(float* y, float* saved, const X* q, const X* k, const X* v, int stride,
+__device__ void titans_forward(X* y, float* saved, const X* q, const X* k, const X* v, int stride,
                                const float* theta, const float* eta, const float* alpha, int B, int T, int H, int D,
                                int chunk) {
   const int K = titans_segment_len(chunk), nseg = (T + K - 1) / K;
@@ -82,7 +83,7 @@ __device__ void titans_forward(float* y, float* saved, const X* q, const X* k, c
         const float tt = theta[th], et = eta[th], keep = 1.0f - alpha[th];
         const X *kt = kb + (long long)t * stride, *qt = qb + (long long)t * stride;
         const float* e = eb + (long long)t * D;
-        float* yt = y + ((long long)b * T + t) * H * D + (long long)h * D;
+        X* yt = y + ((long long)b * T + t) * H * D + (long long)h * D;
         // a warp per row: the row's update, then its y (the lane that wrote
         // an element is the one that reads it)
         for (int i = warp; i < D; i += warps) {
@@ -92,7 +93,7 @@ __device__ void titans_forward(float* y, float* saved, const X* q, const X* k, c
             titans_step_element(M + x, S + x, M[x], S[x], c, tlm::load(kt + jj), et, keep);
           }
           const float yi = titans_row_dot(M, i, qt, D);
-          if (lane == 0) yt[i] = yi;
+          if (lane == 0) tlm::store(yt + i, yi);
         }
         __syncthreads();  // the next chunk's errors read every row
       }
@@ -104,7 +105,7 @@ extern "C" __global__ void tlm_titans_fwd(float* y, float* saved, const float* q
                                           int T, int H, int D, int chunk) {
   titans_forward(y, saved, q, k, v, stride, theta, eta, alpha, B, T, H, D, chunk);
 }
-extern "C" __global__ void tlm_titans_fwd_bf16(float* y, float* saved, const unsigned short* q, const unsigned short* k,
+extern "C" __global__ void tlm_titans_fwd_bf16(unsigned short* y, float* saved, const unsigned short* q, const unsigned short* k,
                                                const unsigned short* v, int stride, const float* theta,
                                                const float* eta, const float* alpha, int B, int T, int H, int D,
                                                int chunk) {

@@ -6,14 +6,15 @@
 //   y = M q  (when has_y).
 // One block per head (blocks stride over heads); thread i owns rows i,
 // i + blockDim.x, ... of M and S, so every element is written by one thread
-// in a fixed order. e sits in shared memory (D <= 1024). q, k and v are
-// fp32, or bf16 widened exactly (--precision bf16's mem_qkv): one template,
-// so on the same rounded q, k, v the bf16 instantiation gives the fp32
-// kernel's y and state bit for bit (the state is fp32 in either).
+// in a fixed order. e sits in shared memory (D <= 1024). q, k, v and y are
+// fp32, or bf16 (--precision bf16's mem_qkv and mem_y: q, k, v widened
+// exactly, y rounded once as the forward stores it): one template, so on
+// the same rounded q, k, v the bf16 instantiation gives the fp32 kernel's
+// state bit for bit and its y rounded (the state is fp32 in either).
 constexpr int TITANS_DECODE_MAX_D = 1024;
 
 template <typename X>
-__device__ void titans_decode_token(float *y, float *state, const X *q, const X *k, const X *v, const float *theta,
+__device__ void titans_decode_token(X *y, float *state, const X *q, const X *k, const X *v, const float *theta,
                                     const float *eta, const float *alpha, int H, int D, int chunk_start, int has_y) {
   __shared__ float e[TITANS_DECODE_MAX_D];
   const long long DD = (long long)D * D;
@@ -41,7 +42,7 @@ __device__ void titans_decode_token(float *y, float *state, const X *q, const X 
         M[r + j] = m;
         out += m * tlm::load(qh + j);
       }
-      if (has_y) y[(long long)h * D + i] = out;
+      if (has_y) tlm::store(y + (long long)h * D + i, out);
     }
     __syncthreads();  // e is rewritten for the next head
   }
@@ -51,7 +52,7 @@ extern "C" __global__ void tlm_titans_decode(float *y, float *state, const float
                                              int chunk_start, int has_y) {
   titans_decode_token(y, state, q, k, v, theta, eta, alpha, H, D, chunk_start, has_y);
 }
-extern "C" __global__ void tlm_titans_decode_bf16(float *y, float *state, const unsigned short *q,
+extern "C" __global__ void tlm_titans_decode_bf16(unsigned short *y, float *state, const unsigned short *q,
                                                   const unsigned short *k, const unsigned short *v, const float *theta,
                                                   const float *eta, const float *alpha, int H, int D, int chunk_start,
                                                   int has_y) {

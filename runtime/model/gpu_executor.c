@@ -83,6 +83,19 @@ static bool linear_backward(step *s, tlm_dptr dx, tlm_dptr dw, int32_t dy, int32
     return tlm_gpu_gemm(s->gpu, &g, ERR);
 }
 
+/* Kernels that take their activations in one storage, fp32 or bf16: the
+ * cross-entropy's logits and dlogits, the sigmoid and SiLU gates' inputs and
+ * out, the memory activation's qkv, act and mem_qkv, Titans' memory's q, k,
+ * v and read-out y, the per-head norm's x and y (the backwards write fp32
+ * gradients only).
+ * tlm_gpu_bf16_buffers makes them so; this guards the executor against a
+ * plan that disagrees. Absent ids (< 0) are skipped. */
+static bool one_storage_in_bf16(step *s, const char *what, const int32_t *ids, int n, bool *bf16) {
+    *bf16 = in_bf16(s, ids[0]);
+    for (int j = 1; j < n; j++)
+        if (ids[j] >= 0 && in_bf16(s, ids[j]) != *bf16) return tlm_fail(ERR, "%s are not all in one storage", what);
+    return true;
+}
 /* ---- embedding ---- */
 
 static bool op_embed(step *s, const tlm_abi_op *op) {
@@ -108,16 +121,20 @@ static bool op_rmsnorm_backward(step *s, const tlm_abi_op *op) {
     if (!ACCUMULATE && !tlm_device_zero(DEV, dx, rows_bytes(s, s->D), ERR)) return false;
     return tlm_gpu_rmsnorm_backward(s->gpu, dx, GRAD(weight), IN(dy), IN(x), PARAM(weight), IN(rstd), s->N, s->D, ERR);
 }
-/* y in bf16: Titans' normalised memory output, which its SiLU gate reads */
+/* Titans' memory read-out x and its normalised y, which the SiLU gate
+ * reads: in bf16 both, or fp32 both (one kernel takes them: gpu_model.c) */
+static const char rmsnorm_heads_what[] = "the per-head norm's x and y";
 static bool op_rmsnorm_heads(step *s, const tlm_abi_op *op) {
     OPERANDS(rmsnorm_heads);
-    return (in_bf16(s, o->out_y) ? tlm_gpu_rmsnorm_heads_forward_bf16 : tlm_gpu_rmsnorm_heads_forward)(
+    bool bf16;
+    if (!one_storage_in_bf16(s, rmsnorm_heads_what, (int32_t[]){o->in_x, o->out_y}, 2, &bf16)) return false;
+    return (bf16 ? tlm_gpu_rmsnorm_heads_forward_bf16 : tlm_gpu_rmsnorm_heads_forward)(
         s->gpu, OUT(y), OUT(rstd), IN(x), PARAM(weight), s->N, s->H, s->hd, s->eps, ERR);
 }
 static bool op_rmsnorm_heads_backward(step *s, const tlm_abi_op *op) {
     OPERANDS(rmsnorm_heads_backward);
-    return tlm_gpu_rmsnorm_heads_backward(s->gpu, OUT(dx), GRAD(weight), IN(dy), IN(x), PARAM(weight), IN(rstd), s->N,
-                                          s->H, s->hd, ERR);
+    return (in_bf16(s, o->in_x) ? tlm_gpu_rmsnorm_heads_backward_bf16 : tlm_gpu_rmsnorm_heads_backward)(
+        s->gpu, OUT(dx), GRAD(weight), IN(dy), IN(x), PARAM(weight), IN(rstd), s->N, s->H, s->hd, ERR);
 }
 
 /* ---- q, k, v in one GEMM ---- */
@@ -352,18 +369,6 @@ static bool op_head_backward(step *s, const tlm_abi_op *op) {
     OPERANDS(head_backward);
     return linear_backward(s, OUT(dx), GRAD(w), o->in_dlogits, o->in_x, PARAM(w), s->D, s->V, false);
 }
-/* Kernels that take their activations in one storage, fp32 or bf16: the
- * cross-entropy's logits and dlogits, the sigmoid and SiLU gates' inputs and
- * out, the memory activation's qkv, act and mem_qkv (the gates' and the
- * activation's backward write fp32 gradients only).
- * tlm_gpu_bf16_buffers makes them so; this guards the executor against a
- * plan that disagrees. Absent ids (< 0) are skipped. */
-static bool one_storage_in_bf16(step *s, const char *what, const int32_t *ids, int n, bool *bf16) {
-    *bf16 = in_bf16(s, ids[0]);
-    for (int j = 1; j < n; j++)
-        if (ids[j] >= 0 && in_bf16(s, ids[j]) != *bf16) return tlm_fail(ERR, "%s are not all in one storage", what);
-    return true;
-}
 /* The logits as the head's GEMM stored them (bf16: the gradient too, in
  * one storage with them: gpu_model.c). */
 static bool op_loss(step *s, const tlm_abi_op *op) {
@@ -471,8 +476,8 @@ static bool op_memory_gates_backward(step *s, const tlm_abi_op *op) {
     return tlm_gpu_titans_gates_backward(s->gpu, OUT(dpre), IN(dgates), IN(gates), s->N, s->H, s->inner_lr, ERR);
 }
 /* Sampling: the layer's memory state (executor.c's twin), fp32 in either
- * precision; q, k, v of mem_qkv as stored (bf16: the decode kernel's
- * bf16 twin reads them widened). */
+ * precision; q, k, v of mem_qkv and the read-out y as stored (bf16: the
+ * decode kernel's bf16 twin reads q, k, v widened and rounds y). */
 static tlm_dptr titans_state(const step *s, const tlm_abi_op *op) {
     return at(s->g->kv_cache, tlm_kv_state_offset(&s->sizes, op->layer));
 }
@@ -490,10 +495,14 @@ static bool titans_state_walk(step *s, const tlm_abi_op *op, tlm_dptr y, tlm_dpt
     return true;
 }
 
+/* q, k, v (mem_qkv) and the read-out y in one storage: the bf16 kernels
+ * read the one widened and write the other rounded, forward and decoding */
 static bool op_titans(step *s, const tlm_abi_op *op) {
     OPERANDS(titans);
     const int64_t NH = (int64_t)s->N * s->H;
-    const bool bf16 = in_bf16(s, o->in_mem_qkv);
+    bool bf16;
+    if (!one_storage_in_bf16(s, "the memory's q, k, v and y", (int32_t[]){o->in_mem_qkv, o->out_y}, 2, &bf16))
+        return false;
     tlm_dptr q = IN(mem_qkv), k = at_elems(q, s->A, bf16), v = at_elems(q, 2 * s->A, bf16);
     tlm_dptr theta = IN(gates), eta = at(theta, NH), alpha = at(theta, 2 * NH);
     if (s->m->kv_mode == TLM_KV_DECODE)

@@ -72,8 +72,9 @@ static bool load_mlp_kernels(tlm_model *m, bool bf16, tlm_err *err) {
  * logits (the cross-entropy's bf16 kernels) and their gradient (the head
  * backward's GEMM operand); Titans' qkv and activation (the memory
  * activation's bf16 kernels), its memory's q, k, v (the memory's bf16
- * kernels, forward, backward and decoding) and its SiLU gate's x and
- * gate_pre (the gate's bf16 kernels). */
+ * kernels, forward, backward and decoding), its memory's read-out (the
+ * per-head norm's bf16 kernels, forward and backward) and its SiLU gate's
+ * x and gate_pre (the gate's bf16 kernels). */
 static bool bf16_input(uint32_t kind, int slot) {
     const char *name = tlm_op_table[kind].in[slot];
     switch (kind) {
@@ -94,6 +95,8 @@ static bool bf16_input(uint32_t kind, int slot) {
     case TLM_OP_MEM_ACT_BACKWARD: return strcmp(name, "qkv") == 0 || strcmp(name, "act") == 0;
     case TLM_OP_TITANS:
     case TLM_OP_TITANS_BACKWARD: return strcmp(name, "mem_qkv") == 0;
+    case TLM_OP_RMSNORM_HEADS:
+    case TLM_OP_RMSNORM_HEADS_BACKWARD: return strcmp(name, "x") == 0;
     case TLM_OP_QKV:
     case TLM_OP_QKV_BACKWARD:
     case TLM_OP_MLP:
@@ -105,8 +108,9 @@ static bool bf16_input(uint32_t kind, int slot) {
 }
 
 /* The op outputs the executor can write in bf16: the model norm's and the
- * per-head norm's y, attention's y, the sigmoid and SiLU gates' out and the
- * memory activation's act and mem_qkv (their kernels' bf16 variants), the
+ * per-head norm's y, attention's y, Titans' memory's y, the sigmoid and
+ * SiLU gates' out and the memory activation's act and mem_qkv (their
+ * kernels' bf16 variants), the
  * MLP's pre-activations, qkv, the logits and a linear map's y (GEMMs with
  * bf16 D: the gates' gate_pre; Titans' memory gates' pre-activations stay
  * fp32, their reader has no bf16 form). */
@@ -115,6 +119,7 @@ static bool bf16_output(uint32_t kind, int slot) {
     if (kind == TLM_OP_RMSNORM || kind == TLM_OP_RMSNORM_HEADS) return strcmp(name, "y") == 0;
     if (kind == TLM_OP_SILU_GATE) return strcmp(name, "out") == 0;
     if (kind == TLM_OP_MEM_ACT) return strcmp(name, "act") == 0 || strcmp(name, "mem_qkv") == 0;
+    if (kind == TLM_OP_TITANS) return strcmp(name, "y") == 0;
     if (kind == TLM_OP_MLP) return strcmp(name, "pre_gate") == 0 || strcmp(name, "pre_up") == 0;
     if (kind == TLM_OP_ATTENTION) return strcmp(name, "y") == 0;
     if (kind == TLM_OP_SIGMOID_GATE) return strcmp(name, "out") == 0;
@@ -136,12 +141,17 @@ static bool bf16_in_place(uint32_t kind, int slot) {
 }
 
 /* Buffers one kernel takes in one storage: the present ones (an absent
- * operand, < 0, is skipped) all stay bf16, or all become fp32. */
-static void one_storage(bool *bf16_buffers, int nb, const int32_t *ids, int n) {
-    bool all = true;
+ * operand, < 0, is skipped) all stay bf16, or all become fp32. Returns
+ * whether it turned one to fp32. */
+static bool one_storage(bool *bf16_buffers, int nb, const int32_t *ids, int n) {
+    bool all = true, changed = false;
     for (int j = 0; j < n; j++) all = all && (ids[j] < 0 || ids[j] >= nb || bf16_buffers[ids[j]]);
     for (int j = 0; j < n && !all; j++)
-        if (ids[j] >= 0 && ids[j] < nb) bf16_buffers[ids[j]] = false;
+        if (ids[j] >= 0 && ids[j] < nb) {
+            changed |= bf16_buffers[ids[j]];
+            bf16_buffers[ids[j]] = false;
+        }
+    return changed;
 }
 
 void tlm_gpu_bf16_buffers(const tlm_so *so, int nops, bool *bf16_buffers) {
@@ -173,8 +183,12 @@ void tlm_gpu_bf16_buffers(const tlm_so *so, int nops, bool *bf16_buffers) {
      * attention are bf16, or none. The sigmoid gate's kernels take y,
      * gate_pre and out in one storage: all three bf16, or all fp32 (last,
      * since the rule before may leave attention's y in fp32); so do
-     * Titans' SiLU gate (x, gate_pre, out) and its memory activation (qkv,
-     * act, mem_qkv). */
+     * Titans' SiLU gate (x, gate_pre, out), its memory activation (qkv,
+     * act, mem_qkv), its memory (mem_qkv and the read-out y) and the
+     * per-head norm (that y and the normalised one, the gate's x). These
+     * last four share buffers along Titans' chain, so they are applied
+     * until none changes: a gate left in fp32 takes the norm, the memory's
+     * y and q, k, v, and the activation with it, and the reverse. */
     bool every_qkv = true;
     for (int k = 0; k < nops; k++) {
         const tlm_abi_op *op = &so->ops[k];
@@ -197,12 +211,25 @@ void tlm_gpu_bf16_buffers(const tlm_so *so, int nops, bool *bf16_buffers) {
         if (op->kind == TLM_OP_SIGMOID_GATE)
             one_storage(bf16_buffers, nb,
                         (int32_t[]){op->sigmoid_gate.in_y, op->sigmoid_gate.in_gate_pre, op->sigmoid_gate.out_out}, 3);
-        if (op->kind == TLM_OP_SILU_GATE)
-            one_storage(bf16_buffers, nb,
-                        (int32_t[]){op->silu_gate.in_x, op->silu_gate.in_gate_pre, op->silu_gate.out_out}, 3);
-        if (op->kind == TLM_OP_MEM_ACT)
-            one_storage(bf16_buffers, nb,
-                        (int32_t[]){op->memory_act.in_qkv, op->memory_act.out_act, op->memory_act.out_mem_qkv}, 3);
+    }
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (int k = 0; k < nops; k++) {
+            const tlm_abi_op *op = &so->ops[k];
+            if (op->kind == TLM_OP_SILU_GATE)
+                changed |=
+                    one_storage(bf16_buffers, nb,
+                                (int32_t[]){op->silu_gate.in_x, op->silu_gate.in_gate_pre, op->silu_gate.out_out}, 3);
+            if (op->kind == TLM_OP_MEM_ACT)
+                changed |= one_storage(
+                    bf16_buffers, nb,
+                    (int32_t[]){op->memory_act.in_qkv, op->memory_act.out_act, op->memory_act.out_mem_qkv}, 3);
+            if (op->kind == TLM_OP_TITANS)
+                changed |= one_storage(bf16_buffers, nb, (int32_t[]){op->titans.in_mem_qkv, op->titans.out_y}, 2);
+            if (op->kind == TLM_OP_RMSNORM_HEADS)
+                changed |=
+                    one_storage(bf16_buffers, nb, (int32_t[]){op->rmsnorm_heads.in_x, op->rmsnorm_heads.out_y}, 2);
+        }
     }
 }
 
@@ -240,30 +267,63 @@ static int64_t widest_mlp(const tlm_so *so) {
 }
 
 /* Whether every MLP reads its x in bf16 (stored so, never rounded). */
-static bool mlp_x_in_bf16(const tlm_model *m) {
-    for (int k = 0; k < m->nops; k++) {
-        const tlm_abi_op *op = &m->so->ops[k];
-        if ((op->kind == TLM_OP_MLP && !m->gpu->bf16_buffers[op->mlp.in_x]) ||
-            (op->kind == TLM_OP_MLP_BACKWARD && !m->gpu->bf16_buffers[op->mlp_backward.in_x]))
+static bool mlp_x_in_bf16(const tlm_so *so, int nops, const bool *bf16_buffers) {
+    for (int k = 0; k < nops; k++) {
+        const tlm_abi_op *op = &so->ops[k];
+        if ((op->kind == TLM_OP_MLP && !bf16_buffers[op->mlp.in_x]) ||
+            (op->kind == TLM_OP_MLP_BACKWARD && !bf16_buffers[op->mlp_backward.in_x]))
             return false;
     }
     return true;
 }
 
-/* The bf16 GEMMs' scratch: the executor's GEMMs round at most two fp32
- * activation operands, each within one buffer (at most the widest
- * per-token buffer's B·T rows), or an fp32 x and the pair of MLP gradients
- * (gate and up): 2 of the widest, and one more of the MLP's unless every
- * MLP's x is stored in bf16. A buffer stored in bf16 is read as it is,
- * never rounded, so only the fp32 ones count (in bf16 the logits, V a
- * token, are no longer the widest). */
-static int64_t bf16_scratch_elems(const tlm_model *m) {
-    int64_t widest = widest_mlp(m->so);
-    for (uint32_t i = 0; i < m->so->header->nbuffers; i++)
-        if (!m->gpu->bf16_buffers[i] && m->so->buffers[i].per_token > widest) widest = m->so->buffers[i].per_token;
-    const int64_t rows = m->B * m->T;
+/* The op inputs the executor's GEMMs take as operands, the weights aside:
+ * x of every linear map (forward and dW), attention's y (the output
+ * projection's), and the gradients the backward's GEMMs read (dqkv, the
+ * output projection's and the MLP's dout, dlogits, a linear map's dy). The
+ * other inputs of these ops are not (resid is copied; the MLP's
+ * pre-activations are read by its activation kernels), nor is any input of
+ * the other ops (Titans' saved state, the widest buffer of its model, is
+ * read by its memory's kernels alone). The MLP's own operands, h and the
+ * pre-activations' gradients, are its width (widest_mlp). */
+static bool gemm_operand(uint32_t kind, int slot) {
+    const char *name = tlm_op_table[kind].in[slot];
+    switch (kind) {
+    case TLM_OP_QKV:
+    case TLM_OP_MLP:
+    case TLM_OP_HEAD:
+    case TLM_OP_LINEAR: return strcmp(name, "x") == 0;
+    case TLM_OP_OUT_PROJ: return strcmp(name, "y") == 0;
+    case TLM_OP_QKV_BACKWARD: return strcmp(name, "dqkv") == 0 || strcmp(name, "x") == 0;
+    case TLM_OP_OUT_PROJ_BACKWARD: return strcmp(name, "dout") == 0 || strcmp(name, "y") == 0;
+    case TLM_OP_MLP_BACKWARD: return strcmp(name, "dout") == 0 || strcmp(name, "x") == 0;
+    case TLM_OP_HEAD_BACKWARD: return strcmp(name, "dlogits") == 0 || strcmp(name, "x") == 0;
+    case TLM_OP_LINEAR_DW: return strcmp(name, "dy") == 0 || strcmp(name, "x") == 0;
+    case TLM_OP_LINEAR_DX: return strcmp(name, "dy") == 0;
+    default: return false;
+    }
+}
+
+/* The executor's GEMMs round at most two fp32 activation operands, each
+ * within one buffer (at most the widest fp32 GEMM operand's rows), or an
+ * fp32 x and the pair of MLP gradients (gate and up): 2 of the widest, and
+ * one more of the MLP's unless every MLP's x is stored in bf16. A buffer
+ * stored in bf16 is read as it is, never rounded, and a buffer no GEMM
+ * reads is never rounded either, so only the fp32 GEMM operands count (in
+ * bf16 the logits, V a token, are no longer among them). */
+int64_t tlm_gpu_bf16_scratch_elems(const tlm_so *so, int nops, const bool *bf16_buffers, int64_t rows) {
+    const int nb = (int)so->header->nbuffers;
+    int64_t widest = widest_mlp(so);
+    for (int k = 0; k < nops; k++) {
+        const tlm_abi_op *op = &so->ops[k];
+        for (int j = 0; j < 4; j++) {
+            const int32_t b = op->in[j];
+            if (b >= 0 && b < nb && !bf16_buffers[b] && gemm_operand(op->kind, j) && so->buffers[b].per_token > widest)
+                widest = so->buffers[b].per_token;
+        }
+    }
     return tlm_bf16_gemm_scratch_elems(rows * widest, 2) +
-           (mlp_x_in_bf16(m) ? 0 : tlm_bf16_gemm_scratch_elems(rows * widest_mlp(m->so), 1));
+           (mlp_x_in_bf16(so, nops, bf16_buffers) ? 0 : tlm_bf16_gemm_scratch_elems(rows * widest_mlp(so), 1));
 }
 
 /* The MLP scratch: h, and in the backward dh (fp32). Without a backward
@@ -415,7 +475,7 @@ bool tlm_gpu_model_create(tlm_model *m, tlm_device *dev, tlm_precision precision
         tlm_gpu_model_destroy(m);
         return false;
     }
-    const int64_t scratch_elems = bf16 ? bf16_scratch_elems(m) : 0;
+    const int64_t scratch_elems = bf16 ? tlm_gpu_bf16_scratch_elems(m->so, m->nops, g->bf16_buffers, m->B * m->T) : 0;
     size_t acc_bytes = bf16 ? attention_acc_bytes(m) : 0;
     if (!choose_attention(m, dev, acc_bytes > 0, err)) {
         tlm_gpu_model_destroy(m);

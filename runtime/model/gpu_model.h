@@ -62,7 +62,8 @@ void tlm_gpu_model_destroy(tlm_model *m);
  * tlm_gpu_attention_forward_bf16; the sigmoid gate's out,
  * tlm_gpu_sigmoid_gate_forward_bf16; Titans' SiLU gate's out,
  * tlm_gpu_swiglu_forward_bf16, and its memory activation's act and
- * mem_qkv, tlm_gpu_titans_qkv_forward_bf16; the MLP's pre-activations, qkv,
+ * mem_qkv, tlm_gpu_titans_qkv_forward_bf16, and its memory's read-out y,
+ * tlm_gpu_titans_forward_bf16; the MLP's pre-activations, qkv,
  * the logits and a linear map's y, GEMMs with a bf16 D; RoPE rewrites q and
  * k in place in bf16, tlm_gpu_rope_forward_bf16, and the cross-entropy's
  * backward writes dlogits over bf16 logits in bf16) and that every op
@@ -72,16 +73,18 @@ void tlm_gpu_model_destroy(tlm_model *m);
  * decoding, and its y in the backward; the sigmoid gate's y and gate_pre
  * and the SiLU gate's x and gate_pre, forward and backward; Titans' qkv
  * and act in its memory activation, mem_qkv in its memory, forward,
- * backward and decoding; the pre-activations in the MLP's backward, the
+ * backward and decoding, the memory's read-out in the per-head norm,
+ * forward and backward; the pre-activations in the MLP's backward, the
  * activation kernels' bf16 twins; the logits in the cross-entropy, forward
  * and backward): bf16_buffers[i] for buffer i, for the ops [0, nops). Kept
  * in one storage: an MLP's gate and up; the logits and dlogits;
  * attention's y bf16 only with its qkv bf16, and every attention's qkv
  * alike (one KV cache); the sigmoid gate's y, gate_pre and out; the SiLU
  * gate's x, gate_pre and out; the memory activation's qkv, act and
- * mem_qkv. The buffers not chosen (Titans' memory read-out, saved state,
- * norms and gates among them), the residual stream and the other gradients
- * stay fp32. A buffer eval, sample or probe reads by role reaches the host
+ * mem_qkv; the memory's mem_qkv and read-out y; the per-head norm's x (that
+ * read-out) and y. The buffers not chosen (Titans' saved state, norms and
+ * gates among them), the residual stream and the other gradients stay
+ * fp32. A buffer eval, sample or probe reads by role reaches the host
  * as fp32 either way (tlm_model_buffer widens a bf16 one: the logits). */
 void tlm_gpu_bf16_buffers(const tlm_so *so, int nops, bool *bf16_buffers);
 
@@ -94,6 +97,12 @@ bool tlm_gpu_kv_cache_bf16(const tlm_so *so, int nops, const bool *bf16_buffers)
  * buffer's offset in offsets; -1 on overflow. */
 int64_t tlm_gpu_plan_arena(const tlm_so *so, int nops, const bool *bf16_buffers, int64_t B, int64_t T,
                            int64_t *offsets);
+
+/* The bf16 GEMMs' scratch for the rounded operands, in bf16 elements
+ * (tlm_bf16_gemm's scratch_elems), for the ops [0, nops) over rows = B·T
+ * tokens with bf16_buffers' storage: sized from the fp32 buffers a GEMM
+ * reads and the MLP's width (docs/gpu.md, "Memory"). */
+int64_t tlm_gpu_bf16_scratch_elems(const tlm_so *so, int nops, const bool *bf16_buffers, int64_t rows);
 
 /* The device executor (gpu_executor.c): the op list on the device. */
 double tlm_gpu_model_forward(tlm_model *m, const int32_t *tokens, const int32_t *targets, int64_t B, int64_t T);

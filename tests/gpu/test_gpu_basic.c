@@ -112,6 +112,10 @@ static int n_records;
 static op_record *record_of(const char *op) {
     for (int i = 0; i < n_records; i++)
         if (!strcmp(records[i].op, op)) return &records[i];
+    if (n_records == (int)(sizeof records / sizeof records[0])) {
+        fprintf(stderr, "gpu.basic: more ops than records\n");
+        exit(2);
+    }
     records[n_records] = (op_record){op, 0.0, 0, "-"};
     return &records[n_records++];
 }
@@ -210,11 +214,13 @@ static void check_embedding(int N, int C, int V) {
 
 /* ---- rmsnorm: the model norm (H = 0) or per head ----------------------- */
 
-/* The bf16 variants (--precision bf16) of the model norm (H = 0) and of the
- * per-head norm (Titans' read-out, H > 0): rstd bit for bit the
- * fp32 kernel's, each y the fp32 kernel's y rounded to nearest even
- * (tlm_f32_to_bf16's bits), and so, against the CPU op's c (the fp32
- * kernel is within e = 1e-5 M of it, M = max(|c|, floor) as compare's):
+/* The bf16 variants (--precision bf16) of the model norm (H = 0, x fp32)
+ * and of the per-head norm (Titans' read-out, H > 0, x in bf16 at d_x):
+ * rstd bit for bit the fp32 kernel's, each y the fp32 kernel's y (d_out, on
+ * the same x, rounded for the per-head norm) rounded to nearest even
+ * (tlm_f32_to_bf16's bits), and so, against the CPU op's c on that x (the
+ * fp32 kernel is within e = 1e-5 M of it, M = max(|c|, floor) as
+ * compare's):
  *   |bf(g) - c| <= |bf(g) - g| + |g - c| <= u |g| + e M
  *               <= (u (1 + 1e-5) + 1e-5) M,   u = 2^-8. */
 static void check_rmsnorm_bf16(const char *config, tlm_dptr d_x, tlm_dptr d_w, tlm_dptr d_out, tlm_dptr d_rstd,
@@ -290,7 +296,7 @@ static void check_rmsnorm(int N, int H, int D, bool with_weight) {
     launched(ok, fwd, &err);
     compare_device(fwd, "out", config, d_out, out, n, OWN_SCALE);
     compare_device(fwd, "rstd", config, d_rstd, rstd, (size_t)rows, OWN_SCALE);
-    check_rmsnorm_bf16(config, d_x, d_w, d_out, d_rstd, out, N, heads ? H : 0, D, eps);
+    if (!heads) check_rmsnorm_bf16(config, d_x, d_w, d_out, d_rstd, out, N, 0, D, eps);
 
     /* the backward reads the CPU's rstd on both sides, so each half is
      * checked on its own */
@@ -314,6 +320,68 @@ static void check_rmsnorm(int N, int H, int D, bool with_weight) {
     release(d_dw), release(d_out), release(d_rstd);
     release(d_rstd_cpu);
     free(x), free(w), free(dout), free(dx), free(dw), free(out), free(rstd);
+}
+
+/* Two device tensors of n floats, bit for bit: a bf16 kernel's fp32
+ * results against its fp32 twin's on the same rounded inputs. */
+static void compare_twins(const char *op, const char *tensor, const char *config, tlm_dptr d_got, tlm_dptr d_want,
+                          size_t n) {
+    float *got = host_alloc(n * sizeof(float)), *want = host_alloc(n * sizeof(float));
+    from_device(got, d_got, n * sizeof(float)), from_device(want, d_want, n * sizeof(float));
+    compare(op, tensor, config, got, want, n, EXACT);
+    free(got), free(want);
+}
+
+/* The per-head norm with x in bf16 (--precision bf16's Titans, whose
+ * memory stores its read-out in bf16): x is drawn, rounded, and the CPU op
+ * and the fp32 kernels run on the rounded x. The bf16 forward gives the
+ * fp32 kernel's rstd and its y rounded (check_rmsnorm_bf16, which bounds
+ * it against the CPU op); the bf16 backward the fp32 kernels' dx and dw bit
+ * for bit, and so within compare's tolerance of the CPU op (as
+ * check_rmsnorm derives it; checked here too). */
+static void check_rmsnorm_heads_bf16(int N, int H, int D, bool with_weight) {
+    const int rows = N * H;
+    char config[80];
+    snprintf(config, sizeof config, "heads N=%d H=%d D=%d%s, x in bf16", N, H, D, with_weight ? "" : " no weight");
+    size_t n = (size_t)rows * D, nw = (size_t)H * D;
+    const float eps = 1e-5f;
+    float *x = random_floats(n, -2, 2), *w = random_floats(nw, 0.5f, 1.5f), *dout = random_floats(n, -1, 1);
+    uint16_t *x16 = host_alloc(n * 2);
+    for (size_t i = 0; i < n; i++) x16[i] = tlm_f32_to_bf16(x[i]), x[i] = tlm_bf16_to_f32(x16[i]);
+    float *dw = random_floats(nw, -1, 1), *dx = host_alloc(n * sizeof(float)); /* dw accumulates */
+    double dw_start = max_abs(dw, nw);
+    float *out = host_alloc(n * sizeof(float)), *rstd = host_alloc((size_t)rows * sizeof(float));
+    const float *wp = with_weight ? w : NULL;
+    tlm_dptr d_x = to_device(x, n * sizeof(float)), d_x16 = to_device(x16, n * 2);
+    tlm_dptr d_w = with_weight ? to_device(w, nw * sizeof(float)) : 0, d_dout = to_device(dout, n * sizeof(float));
+    tlm_dptr d_out = device_zeros(n * sizeof(float)), d_rstd = device_zeros((size_t)rows * sizeof(float));
+    tlm_dptr d_dx = device_zeros(n * sizeof(float)), d_dx16 = device_zeros(n * sizeof(float));
+    tlm_dptr d_dw = to_device(dw, nw * sizeof(float)), d_dw16 = to_device(dw, nw * sizeof(float));
+    tlm_err err;
+
+    tlm_rmsnorm_heads_forward(out, rstd, x, wp, N, H, D, eps);
+    launched(tlm_gpu_rmsnorm_heads_forward(&gpu, d_out, d_rstd, d_x, d_w, N, H, D, eps, &err), "rmsnorm_heads_forward",
+             &err);
+    check_rmsnorm_bf16(config, d_x16, d_w, d_out, d_rstd, out, N, H, D, eps);
+
+    const char *op = "rmsnorm_heads_backward_bf16";
+    tlm_dptr d_rstd_cpu = to_device(rstd, (size_t)rows * sizeof(float));
+    tlm_rmsnorm_heads_backward(dx, with_weight ? dw : NULL, dout, x, wp, rstd, N, H, D);
+    launched(
+        tlm_gpu_rmsnorm_heads_backward(&gpu, d_dx, with_weight ? d_dw : 0, d_dout, d_x, d_w, d_rstd_cpu, N, H, D, &err),
+        "rmsnorm_heads_backward", &err);
+    launched(tlm_gpu_rmsnorm_heads_backward_bf16(&gpu, d_dx16, with_weight ? d_dw16 : 0, d_dout, d_x16, d_w, d_rstd_cpu,
+                                                 N, H, D, &err),
+             op, &err);
+    compare_twins(op, "dx against the fp32 kernel's", config, d_dx16, d_dx, n);
+    compare_twins(op, "dw against the fp32 kernel's", config, d_dw16, d_dw, nw);
+    double r_max = max_abs(rstd, (size_t)rows), w_max = with_weight ? max_abs(w, nw) : 1.0;
+    compare_device(op, "dx", config, d_dx16, dx, n, r_max * max_abs(dout, n) * w_max);
+    compare_device(op, "dw", config, d_dw16, dw, nw, r_max * max_abs(dout, n) * max_abs(x, n) + dw_start);
+
+    release(d_x), release(d_x16), release(d_w), release(d_dout), release(d_out), release(d_rstd);
+    release(d_dx), release(d_dx16), release(d_dw), release(d_dw16), release(d_rstd_cpu);
+    free(x), free(w), free(dout), free(x16), free(dw), free(dx), free(out), free(rstd);
 }
 
 /* ---- rope: a plain tensor, or q and k rotated in place in a packed qkv --- */
@@ -769,6 +837,9 @@ static void check_grid_independence(void) {
     uint16_t *x16 = host_alloc(nr * 2), *w16 = host_alloc(nr * 2);
     for (size_t i = 0; i < nr; i++) x16[i] = tlm_f32_to_bf16(x[i]), w16[i] = tlm_f32_to_bf16(w[i]);
     tlm_dptr X16 = to_device(x16, nr * 2), W16 = to_device(w16, nr * 2);
+    void *rms_fwd16[] = {&O1, &O2, &X16, &W, &R, &H, &C, &eps}; /* the per-head norm's x in bf16 */
+    void *rms_bwd16[] = {&O1, &A, &X16, &W, &RSTD, &R, &H, &C, &accumulate};
+    void *rms_dw16[] = {&O1, &A, &X16, &RSTD, &R, &H, &C};
     void *gate_apply16[] = {&O1, &X16, &W16, &R, &C};
     void *gate_dy16[] = {&O1, &A, &W16, &R, &C};
     void *gate_dg16[] = {&O1, &A, &X16, &W16, &R, &C};
@@ -798,6 +869,17 @@ static void check_grid_independence(void) {
         {"tlm_rmsnorm_rows_backward", rms_bwd, rows, TLM_GPU_BASIC_BLOCK, {{O1, nr, start}}},
         {"tlm_rmsnorm_weight_backward",
          rms_dw,
+         tlm_gpu_blocks((int64_t)nw, 32),
+         TLM_GPU_RMSNORM_WEIGHT_BLOCK,
+         {{O1, nw, start}}},
+        {"tlm_rmsnorm_rows_forward_bf16_x",
+         rms_fwd16,
+         rows,
+         TLM_GPU_BASIC_BLOCK,
+         {{O1, nr / 2, NULL}, {O2, (size_t)R, NULL}}},
+        {"tlm_rmsnorm_rows_backward_bf16_x", rms_bwd16, rows, TLM_GPU_BASIC_BLOCK, {{O1, nr, start}}},
+        {"tlm_rmsnorm_weight_backward_bf16_x",
+         rms_dw16,
          tlm_gpu_blocks((int64_t)nw, 32),
          TLM_GPU_RMSNORM_WEIGHT_BLOCK,
          {{O1, nw, start}}},
@@ -885,12 +967,15 @@ int main(void) {
             check_embedding(rows[a], widths[b], 1 + rows[a] / 3); /* few ids: repeats */
             check_rmsnorm(rows[a], 0, widths[b], true);
             check_rmsnorm(rows[a], 3, widths[b], b % 2 == 0);
+            check_rmsnorm_heads_bf16(rows[a], 3, widths[b], b % 2 == 1);
             check_sigmoid_gate(rows[a] * 3, widths[b], 1 + (a + b) % 3);
         }
     }
     check_embedding(300, 67, 257);
     check_rmsnorm(33, 0, 1500, true); /* rows longer than a block */
     check_rmsnorm(5, 2, 64, false);
+    check_rmsnorm_heads_bf16(5, 2, 64, true);
+    check_rmsnorm_heads_bf16(2, 1, 1500, true); /* rows longer than a block */
 
     static const int head_sizes[] = {2, 6, 66};
     for (int d = 0; d < 3; d++) {
@@ -931,9 +1016,11 @@ int main(void) {
     check_grid_independence();
 
     for (int i = 0; i < n_records; i++) {
-        const char *limit = !strncmp(records[i].op, "embedding", 9)                ? "exact"
-                            : !strcmp(records[i].op, "rope_forward_bf16")          ? "exact: the fp32 kernel's, rounded"
-                            : !strcmp(records[i].op, "crossentropy_forward_bf16")  ? "exact: the fp32 kernel's"
+        const char *limit = !strncmp(records[i].op, "embedding", 9)               ? "exact"
+                            : !strcmp(records[i].op, "rope_forward_bf16")         ? "exact: the fp32 kernel's, rounded"
+                            : !strcmp(records[i].op, "crossentropy_forward_bf16") ? "exact: the fp32 kernel's"
+                            : !strcmp(records[i].op, "rmsnorm_heads_backward_bf16")
+                                ? "exact: the fp32 kernel's; 1e-05 of the CPU's"
                             : !strcmp(records[i].op, "crossentropy_backward_bf16") ? "exact: the fp32 kernel's, rounded"
                             : !strncmp(records[i].op, "sigmoid_gate_", 13) && strstr(records[i].op, "bf16")
                                 ? "exact: the fp32 kernel's (out rounded)"

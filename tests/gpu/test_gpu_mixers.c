@@ -331,10 +331,11 @@ static void same_rounded(const char *what, const char *shape, tlm_dptr p, const 
     free(got);
 }
 
-/* --precision bf16's memory: q, k, v (mem_qkv) in bf16, everything else in
- * fp32. The bf16 kernels are the fp32 ones' arithmetic on the values
- * widened, so on x rounded (xr widened for the fp32 kernels) y, saved and
- * every gradient must be the fp32 kernels' bits. The backward gets the
+/* --precision bf16's memory: q, k, v (mem_qkv) and the forward's read-out
+ * y in bf16, everything else in fp32. The bf16 kernels are the fp32 ones'
+ * arithmetic on the values widened, so on x rounded (xr widened for the
+ * fp32 kernels) saved and every gradient must be the fp32 kernels' bits,
+ * and y the fp32 kernel's y rounded to nearest even. The backward gets the
  * fp32 forward's saved tensor (the bf16 forward's is checked equal to it). */
 static void titans_bf16_case(const char *shape, int B, int T, int H, int D, int chunk, qkv_layout L, const float *x,
                              tlm_dptr G, tlm_dptr DY) {
@@ -351,7 +352,7 @@ static void titans_bf16_case(const char *shape, int B, int T, int H, int D, int 
                                      TH, ETA, AL, B, T, H, D, chunk, &err))
         die("titans_forward on rounded inputs", &err);
     float *y = get(Y, ny), *saved = get(SAVED, nsaved);
-    same_bits("titans_forward_bf16 y", shape, Y16, y, ny);
+    same_rounded("titans_forward_bf16 y", shape, Y16, y, ny);
     same_bits("titans_forward_bf16 saved", shape, SAVED16, saved, nsaved);
 
     size_t scratch_floats = tlm_gpu_titans_scratch_bytes(B, H, D, chunk) / sizeof(float);
@@ -620,7 +621,8 @@ static void grid_case(void) {
     /* the bf16 twins: q, k, v from X16 (packed, as X), the activation's
      * outputs into bf16 buffers of nact elements (nact / 2 floats) */
     tlm_dptr ACT16 = nans((nact + 1) / 2), MEM16 = nans((nact + 1) / 2);
-    void *tit_fwd16[] = {&Yt, &SAVEDb, &q16, &k16, &v16, &stride, &theta, &eta, &alpha, &B, &T, &H, &D, &chunk};
+    tlm_dptr Yt16 = nans((ny + 1) / 2); /* the bf16 forward's y: ny elements */
+    void *tit_fwd16[] = {&Yt16, &SAVEDb, &q16, &k16, &v16, &stride, &theta, &eta, &alpha, &B, &T, &H, &D, &chunk};
     void *tit_bwd16[] = {&dq,    &dk,  &dv,    &dth, &deta, &dal, &R, &SAVED, &q16,     &k16,     &stride,
                          &theta, &eta, &alpha, &B,   &T,    &H,   &D, &chunk, &SCRATCH, &per_head};
     void *qkv_fwd16[] = {&ACT16, &MEM16, &RNb, &X16, &N, &H, &D};
@@ -685,7 +687,7 @@ static void grid_case(void) {
          heads,
          TLM_GPU_TITANS_BLOCK,
          {tit_fwd16, NULL},
-         {{Yt, ny}, {SAVEDb, nsaved}}},
+         {{Yt16, ny / 2}, {SAVEDb, nsaved}}},
         {"titans_backward_bf16",
          {"tlm_titans_bwd_bf16", NULL},
          heads,
@@ -731,8 +733,8 @@ static void grid_case(void) {
     };
     for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) check_grids(&specs[i]);
 
-    tlm_dptr bufs[] = {X,    R,  G,    Y,  ATT,    DX,   SAVED, DG,  SCRATCH, ACT, MEM, RN,    DQKV, GATES,
-                       DPRE, Yb, ATTb, Yt, SAVEDb, ACTb, MEMb,  RNb, Y16,     ACC, X16, ACT16, MEM16};
+    tlm_dptr bufs[] = {X,    R,  G,    Y,  ATT,    DX,   SAVED, DG,  SCRATCH, ACT, MEM, RN,    DQKV,  GATES,
+                       DPRE, Yb, ATTb, Yt, SAVEDb, ACTb, MEMb,  RNb, Y16,     ACC, X16, ACT16, MEM16, Yt16};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) tlm_device_free(g_dev, bufs[i]);
     free(x), free(r), free(gates), free(x16);
 }

@@ -69,8 +69,8 @@ static double compare(const char *what, const char *name, const float *cpu, cons
  * 16u = 2^-4 (BF16_GRAD_TITANS): its mixer stores twice the roundings of
  * attention's on the path of every gradient through a layer (before the
  * memory qkv at the GEMM, the activation and the memory's q, k, v; after
- * it the normalised read-out, gate_pre and the gated output; against
- * attention's q, k twice and y once), and the memory's gradients of theta
+ * it the read-out, the normalised read-out, gate_pre and the gated output;
+ * against attention's q, k twice and y once), and the memory's gradients of theta
  * and alpha are sums that cancel (e_t . u_t, Frobenius products), which
  * carry a rounding of their terms at the terms' size.
  *
@@ -79,11 +79,12 @@ static double compare(const char *what, const char *name, const float *cpu, cons
  * stored in bf16, and so are every mixer's qkv (softmax attention's and
  * Titans', which its memory activation reads in bf16), attention's output,
  * the gate pre-activation and gated output (the sigmoid gate's and Titans'
- * SiLU gate's bf16 kernels), Titans' activation, its memory's q, k, v and
- * the normalised read-out (the SiLU gate's x), and the logits with their
- * gradient (one buffer: the loss's backward writes dlogits over them). The
- * residual stream, which probe reads by role, is not; neither are Titans'
- * memory read-out, saved states, norms and gates, nor any gradient but
+ * SiLU gate's bf16 kernels), Titans' activation, its memory's q, k, v, its
+ * read-out (the per-head norm's x) and the normalised read-out (the SiLU
+ * gate's x), and the logits with their gradient (one buffer: the loss's
+ * backward writes dlogits over them). The residual stream, which probe
+ * reads by role, is not; neither are Titans' saved states, norms and
+ * gates, nor any gradient but
  * dlogits; and the arena is smaller than the fp32 one by at least the final
  * norm's half.
  *
@@ -235,6 +236,83 @@ static void dlogits_apart(const tlm_so *so, const char *model) {
     free(ops);
 }
 
+/* Titans' chain of kernels that take their buffers in one storage (the
+ * memory activation's qkv, act, mem_qkv; the memory's mem_qkv and y; the
+ * per-head norm's y and the normalised y; the SiLU gate's x, gate_pre and
+ * out): in an op list where the first layer's gate_pre has a reader with
+ * no bf16 form (its memory gates' kernel, here), the whole chain of that
+ * layer falls back to fp32, back to its qkv, and the other layers' stays
+ * bf16. A rule applied once in op order would leave the read-out in bf16
+ * with its normalised rows in fp32, a pair no kernel takes. */
+static void titans_chain_fp32(const tlm_so *so, const char *model) {
+    tlm_so changed = *so;
+    const uint32_t nb = so->header->nbuffers, nops = so->header->nops;
+    tlm_abi_op *ops = xcalloc(nops, sizeof *ops);
+    memcpy(ops, so->ops, nops * sizeof *ops);
+    int32_t chain[7] = {-1, -1, -1, -1, -1, -1, -1}, later_y = -1; /* qkv act mem_qkv y yn gate_pre out */
+    tlm_abi_op *gates = NULL;
+    for (uint32_t k = 0; k < nops; k++) {
+        tlm_abi_op *op = &ops[k];
+        if (op->layer != 0) {
+            if (op->kind == TLM_OP_TITANS) later_y = op->titans.out_y;
+            continue;
+        }
+        if (op->kind == TLM_OP_MEM_ACT)
+            chain[0] = op->memory_act.in_qkv, chain[1] = op->memory_act.out_act, chain[2] = op->memory_act.out_mem_qkv;
+        if (op->kind == TLM_OP_TITANS) chain[3] = op->titans.out_y;
+        if (op->kind == TLM_OP_RMSNORM_HEADS) chain[4] = op->rmsnorm_heads.out_y;
+        if (op->kind == TLM_OP_SILU_GATE) chain[5] = op->silu_gate.in_gate_pre, chain[6] = op->silu_gate.out_out;
+        if (op->kind == TLM_OP_MEM_GATES && !gates) gates = op;
+    }
+    CHECK(gates && chain[5] >= 0, "%s: no memory gates or SiLU gate in layer 0", model);
+    if (gates) gates->memory_gates.in_pre = chain[5];
+    changed.ops = ops;
+    bool *bf16 = xcalloc(nb + 1, sizeof *bf16);
+    tlm_gpu_bf16_buffers(&changed, (int)nops, bf16);
+    static const char *const names[] = {"qkv", "act", "mem_qkv", "mem_y", "mem_yn", "gate_pre", "attn_gated"};
+    for (int j = 0; j < 7; j++)
+        CHECK(chain[j] >= 0 && !bf16[chain[j]], "%s: with gate_pre read in fp32, layer 0's %s is stored in bf16", model,
+              names[j]);
+    CHECK(so->config->layers < 2 || (later_y >= 0 && bf16[later_y]), "%s: layer %d's mem_y is stored in fp32", model,
+          (int)so->config->layers - 1);
+    free(bf16);
+    free(ops);
+}
+
+/* The bf16 GEMMs' scratch is sized from the fp32 buffers GEMMs read
+ * (tlm_gpu_bf16_scratch_elems): widening a buffer no GEMM reads (Titans'
+ * saved state; attention's lse elsewhere) leaves it as it is, widening one
+ * that a GEMM reads in fp32 (dqkv, the qkv backward's) makes it hold two of
+ * those. The model's runs show that it is enough. */
+static void scratch_from_gemm_operands(const tlm_so *so, const char *model) {
+    const uint32_t nb = so->header->nbuffers, nops = so->header->nops;
+    const int64_t rows = B * 12, wide = 1 << 16; /* wider than any buffer of the test models */
+    bool *bf16 = xcalloc(nb + 1, sizeof *bf16);
+    tlm_gpu_bf16_buffers(so, (int)nops, bf16);
+    const int64_t planned = tlm_gpu_bf16_scratch_elems(so, (int)nops, bf16, rows);
+    tlm_abi_buffer *buffers = xcalloc(nb, sizeof *buffers);
+    tlm_so widened = *so;
+    widened.buffers = buffers;
+    const uint32_t unread = so->config->mixer == TLM_MIXER_TITANS ? TLM_B_MEM_SAVED : TLM_B_LSE;
+    for (int pass = 0; pass < 2; pass++) {
+        const uint32_t role = pass == 0 ? unread : TLM_B_D_QKV;
+        int hits = 0;
+        memcpy(buffers, so->buffers, nb * sizeof *buffers);
+        for (uint32_t i = 0; i < nb; i++)
+            if (buffers[i].role == role && !bf16[i]) buffers[i].per_token = wide, hits++;
+        const int64_t got = tlm_gpu_bf16_scratch_elems(&widened, (int)nops, bf16, rows);
+        if (pass == 0)
+            CHECK(hits > 0 && got == planned, "%s: the GEMM scratch, %lld elements, is %lld with a wider %s", model,
+                  (long long)planned, (long long)got, role == TLM_B_MEM_SAVED ? "mem_saved" : "lse");
+        else
+            CHECK(hits > 0 && got >= tlm_bf16_gemm_scratch_elems(rows * wide, 2),
+                  "%s: the GEMM scratch is %lld elements with a dqkv of %lld a token", model, (long long)got,
+                  (long long)wide);
+    }
+    free(buffers);
+    free(bf16);
+}
+
 static void bf16_model(const tlm_so *so, tlm_device *dev, const tlm_model *cpu, const int32_t *tokens,
                        const int32_t *targets, int64_t T, double cpu_loss, const float *cpu_logits) {
     const char *model = tlm_so_str(so, so->config->name);
@@ -257,14 +335,14 @@ static void bf16_model(const tlm_so *so, tlm_device *dev, const tlm_model *cpu, 
         CHECK(b->role != TLM_B_LOGITS || g.gpu->bf16_buffers[i], "%s bf16: %s is stored in fp32", model,
               tlm_so_str(so, b->name));
         /* the mixers' activations: attention's y, every qkv, the gates'
-         * tensors, Titans' activation, memory q, k, v and normalised
-         * read-out in bf16; Titans' read-out, saved states, norms and gates
-         * and every gradient (the D_ roles) in fp32 */
+         * tensors, Titans' activation, memory q, k, v, read-out and
+         * normalised read-out in bf16; Titans' saved states, norms and
+         * gates and every gradient (the D_ roles) in fp32 */
         bool mixer_bf16 = b->role == TLM_B_ATTN_Y || b->role == TLM_B_QKV || b->role == TLM_B_GATE_PRE ||
                           b->role == TLM_B_ATTN_GATED || b->role == TLM_B_MEM_ACT || b->role == TLM_B_MEM_QKV ||
-                          b->role == TLM_B_MEM_YN;
-        bool mixer_fp32 = b->role == TLM_B_MEM_Y || b->role == TLM_B_MEM_SAVED || b->role == TLM_B_MEM_RNORM ||
-                          b->role == TLM_B_MEM_GATES_PRE || b->role == TLM_B_MEM_GATES || b->role == TLM_B_MEM_RSTD ||
+                          b->role == TLM_B_MEM_Y || b->role == TLM_B_MEM_YN;
+        bool mixer_fp32 = b->role == TLM_B_MEM_SAVED || b->role == TLM_B_MEM_RNORM || b->role == TLM_B_MEM_GATES_PRE ||
+                          b->role == TLM_B_MEM_GATES || b->role == TLM_B_MEM_RSTD ||
                           (b->role >= TLM_B_D_RESID && b->role <= TLM_B_D_QKV) || b->role == TLM_B_D_GATE_PRE ||
                           b->role == TLM_B_D_ATTN_GATED ||
                           (b->role >= TLM_B_D_MEM_YN && b->role <= TLM_B_D_MEM_GATES_PRE);
@@ -287,8 +365,8 @@ static void bf16_model(const tlm_so *so, tlm_device *dev, const tlm_model *cpu, 
         CHECK(z == -2 || (z >= 0 && g.gpu->bf16_buffers[z]), "%s bf16: op %u (%s) has its logits in fp32", model, k,
               tlm_op_name(op->kind));
     }
-    /* per layer: qkv, act, mem_qkv, mem_yn, gate_pre, attn_gated */
-    CHECK(!titans || titans_bf16 == 6 * so->config->layers, "%s bf16: %d of Titans' activations in bf16", model,
+    /* per layer: qkv, act, mem_qkv, mem_y, mem_yn, gate_pre, attn_gated */
+    CHECK(!titans || titans_bf16 == 7 * so->config->layers, "%s bf16: %d of Titans' activations in bf16", model,
           titans_bf16);
   /* Head size 64 or 128 with a bf16 y takes the tensor-core kernels (the
    * emulated device is an sm_90), anything else the scalar ones. */
@@ -300,6 +378,8 @@ static void bf16_model(const tlm_so *so, tlm_device *dev, const tlm_model *cpu, 
           (long long)g.arena_bytes, (long long)cpu->arena_bytes);
     act_twins(&g, model);
     dlogits_apart(so, model);
+    scratch_from_gemm_operands(so, model);
+    if (titans) titans_chain_fp32(so, model);
     memcpy(g.params, cpu->params, (size_t)cpu->param_floats * sizeof(float));
     CHECK(tlm_model_params_to_device(&g, &err), "%s", err.msg);
     tlm_model_zero_grads(&g);

@@ -31,7 +31,7 @@
  * Titans in bf16 is never bit for bit: the walk's token steps and the
  * forward's chunk-parallel kernel sum the memory's read-out y in another
  * order (a few float roundings apart, the fp32 bound above), and y reaches
- * the logits through values stored in bf16 (the read-out's norm, the gated
+ * the logits through values stored in bf16 (y itself, its norm, the gated
  * output, then the next layers' activations, and the logits themselves).
  * Where the two sides' y differ, such a value can round to its neighbour:
  * one ulp, up to 2u of the value (bf16 keeps 8 significant bits). At the
@@ -39,8 +39,8 @@
  * that value's ulp times its weight in the logit, a fraction of the
  * logit's own ulp for the small values the flips hit. The bound for Titans
  * is 4u max|row| per element: the logit's own neighbour, and as much again
- * for the flips before it (measured on tiny_titans: 1.79 u, 2.87 u with its
- * memory's q, k, v kept in fp32). A cache read at the wrong rows, or a
+ * for the flips before it (measured on tiny_titans: 1.86 u; 1.79 u with
+ * its memory's read-out y kept in fp32, 2.87 u with q, k, v too). A cache read at the wrong rows, or a
  * state walked with another token's q, k, v, is off by the logits' size.
  *
  * usage: test_kv_cache [--device [--bf16]] MODEL.so... */
