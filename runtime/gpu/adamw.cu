@@ -7,8 +7,8 @@
 // once, exactly as the CPU op forms them; the per-element arithmetic is
 // float in the CPU op's order. One thread per element; blocks stride.
 extern "C" __global__ void tlm_adamw_update(float *p, const float *g, float *m, float *v, long long n, float beta1,
-                                            float beta2, float one_minus_beta1, float one_minus_beta2,
-                                            float step_size, float bias2_sqrt, float eps, float shrink) {
+                                            float beta2, float one_minus_beta1, float one_minus_beta2, float step_size,
+                                            float bias2_sqrt, float eps, float shrink) {
   long long stride = (long long)gridDim.x * blockDim.x;
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
     float gi = g[i];

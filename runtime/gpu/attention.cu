@@ -123,8 +123,8 @@ extern "C" __global__ void tlm_attention_fwd(float* y, float* lse, const float* 
   attention_fwd(y, y, lse, q, k, v, B, T, H, D, stride);
 }
 extern "C" __global__ void tlm_attention_fwd_bf16(unsigned short* y, float* acc, float* lse, const unsigned short* q,
-                                                  const unsigned short* k, const unsigned short* v, int B, int T,
-                                                  int H, int D, int stride) {
+                                                  const unsigned short* k, const unsigned short* v, int B, int T, int H,
+                                                  int D, int stride) {
   attention_fwd(y, acc, lse, q, k, v, B, T, H, D, stride);
 }
 extern "C" __global__ void tlm_attention_fwd_qkv_bf16(float* y, float* lse, const unsigned short* q,
@@ -206,9 +206,8 @@ extern "C" __global__ void tlm_attention_bwd_dq(float* dq, const float* dy, cons
   attention_bwd_dq(dq, dy, y, lse, q, k, v, B, T, H, D, stride);
 }
 extern "C" __global__ void tlm_attention_bwd_dq_bf16(float* dq, const float* dy, const unsigned short* y,
-                                                     const float* lse, const unsigned short* q,
-                                                     const unsigned short* k, const unsigned short* v, int B, int T,
-                                                     int H, int D, int stride) {
+                                                     const float* lse, const unsigned short* q, const unsigned short* k,
+                                                     const unsigned short* v, int B, int T, int H, int D, int stride) {
   attention_bwd_dq(dq, dy, y, lse, q, k, v, B, T, H, D, stride);
 }
 extern "C" __global__ void tlm_attention_bwd_dq_qkv_bf16(float* dq, const float* dy, const float* y, const float* lse,

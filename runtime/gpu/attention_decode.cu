@@ -37,7 +37,7 @@ __device__ void attention_decode(Y *y, const X *q, const X *k, const X *v, int n
       const float new_max = fmaxf(running_max, tlm::block_max(score));
       const float e = tid < count ? expf(score - new_max) : 0.0f;
       p[tid] = e;
-      const float tile_sum = tlm::block_sum(e);  // its barriers also publish p
+      const float tile_sum = tlm::block_sum(e);           // its barriers also publish p
       const float rescale = expf(running_max - new_max);  // 0 on the first tile
       running_sum = running_sum * rescale + tile_sum;
       for (int i = 0; i < ATTENTION_DECODE_PER_THREAD; i++) {

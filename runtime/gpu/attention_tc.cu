@@ -47,10 +47,10 @@
 // y, dy and a stride a multiple of 8 (attention_tc.c checks before
 // launching).
 
-constexpr int attention_tc_BQ = 64;    // query rows per tile: 16 per warp
-constexpr int attention_tc_BK = 64;    // keys per tile
-constexpr int attention_tc_PAD = 8;    // bf16 after each shared row
-constexpr int attention_tc_NS = 8;     // n-blocks of 8 in a tile of 64 (BQ and BK alike)
+constexpr int attention_tc_BQ = 64;  // query rows per tile: 16 per warp
+constexpr int attention_tc_BK = 64;  // keys per tile
+constexpr int attention_tc_PAD = 8;  // bf16 after each shared row
+constexpr int attention_tc_NS = 8;   // n-blocks of 8 in a tile of 64 (BQ and BK alike)
 static_assert(attention_tc_BQ == 64 && attention_tc_BK == 64 && attention_tc_NS == 8,
               "the tiles of queries and of keys are both 64 rows (the staging, the items, the diagonal)");
 // The dk, dv kernel's block: 4 warps at D = 64, 8 at 128 (two roles,
@@ -96,9 +96,9 @@ __device__ __forceinline__ void attention_tc_stage_async(unsigned short* tile, c
 // stages the next tile's copies are in flight while tile() runs; with one
 // they take turns. ks and vs hold STAGES tiles of 64 rows of D + PAD.
 template <int D, int STAGES, typename Tile>
-__device__ __forceinline__ void attention_tc_walk_keys(unsigned short* ks, unsigned short* vs,
-                                                       const unsigned short* k, const unsigned short* v, long long rs,
-                                                       int last, int T, Tile tile) {
+__device__ __forceinline__ void attention_tc_walk_keys(unsigned short* ks, unsigned short* vs, const unsigned short* k,
+                                                       const unsigned short* v, long long rs, int last, int T,
+                                                       Tile tile) {
   constexpr int BK = attention_tc_BK, TILE = BK * (D + attention_tc_PAD);
   __syncthreads();  // the previous item's readers are done
   attention_tc_stage_async<D>(ks, k, rs, 0, T);
@@ -368,25 +368,27 @@ __device__ void attention_tc_bwd_dq(float* dq, const float* dy, const unsigned s
       for (int i = 0; i < 4; i++) acc[n][i] = 0.0f;
     attention_tc_walk_keys<D, STAGES>(ks[0], vs[0], k + base, v + base, stride, last, T,
                                       [&](const unsigned short* kt, const unsigned short* vt, int j0) {
-      if (idle || j0 > r0 + 15) return;
-      for (int part = 0; part < PARTS; part++) {
-        const unsigned short *kp = kt + part * W * (D + attention_tc_PAD), *vp = vt + part * W * (D + attention_tc_PAD);
-        float s[NB][4], dp[NB][4];
-        attention_tc_products<D, NB>(s, qa, kp);
-        attention_tc_products<D, NB>(dp, dya, vp);
-        for (int n = 0; n < NB; n++)
-          for (int i = 0; i < 4; i++) {
-            const int key = j0 + part * W + 8 * n + 2 * t + i % 2, row = r0 + g + 8 * (i / 2);
-            float ds = 0.0f;
-            if (key <= row && row < T) {
-              const float p = expf(s[n][i] * scale - rlse[i / 2]);
-              ds = p * (dp[n][i] - rdot[i / 2]) * scale;
-            }
-            s[n][i] = ds;
-          }
-        attention_tc_accumulate<D, NB>(acc, s, kp);
-      }
-    });
+                                        if (idle || j0 > r0 + 15) return;
+                                        for (int part = 0; part < PARTS; part++) {
+                                          const unsigned short *kp = kt + part * W * (D + attention_tc_PAD),
+                                                               *vp = vt + part * W * (D + attention_tc_PAD);
+                                          float s[NB][4], dp[NB][4];
+                                          attention_tc_products<D, NB>(s, qa, kp);
+                                          attention_tc_products<D, NB>(dp, dya, vp);
+                                          for (int n = 0; n < NB; n++)
+                                            for (int i = 0; i < 4; i++) {
+                                              const int key = j0 + part * W + 8 * n + 2 * t + i % 2,
+                                                        row = r0 + g + 8 * (i / 2);
+                                              float ds = 0.0f;
+                                              if (key <= row && row < T) {
+                                                const float p = expf(s[n][i] * scale - rlse[i / 2]);
+                                                ds = p * (dp[n][i] - rdot[i / 2]) * scale;
+                                              }
+                                              s[n][i] = ds;
+                                            }
+                                          attention_tc_accumulate<D, NB>(acc, s, kp);
+                                        }
+                                      });
     if (!idle) attention_tc_store<D>(dq + base, stride, acc, r0, T);
   }
 }
@@ -408,9 +410,9 @@ __device__ void attention_tc_bwd_dq(float* dq, const float* dy, const unsigned s
 // 4-warp kernel's bit for bit. The registers are ptxas's (docs/gpu.md,
 // "Tensor cores"; gpu.spills fails on a spill).
 template <int D>
-__device__ void attention_tc_bwd_dkv(float* dk, float* dv, const float* dy, const unsigned short* y,
-                                     const float* lse, const unsigned short* q, const unsigned short* k,
-                                     const unsigned short* v, int B, int T, int H, int stride) {
+__device__ void attention_tc_bwd_dkv(float* dk, float* dv, const float* dy, const unsigned short* y, const float* lse,
+                                     const unsigned short* q, const unsigned short* k, const unsigned short* v, int B,
+                                     int T, int H, int stride) {
   constexpr int BQ = attention_tc_BQ, NS = attention_tc_NS, DN = D / 8;
   constexpr bool roles = D > 64;
   constexpr int WARPS = roles ? 8 : 4, NACC = roles ? 1 : 2;         // accumulator sets a warp holds
@@ -488,19 +490,19 @@ extern "C" __global__ void tlm_attention_tc_bwd_dq_d64(float* dq, const float* d
 }
 extern "C" __global__ void tlm_attention_tc_bwd_dq_d128(float* dq, const float* dy, const unsigned short* y,
                                                         const float* lse, const unsigned short* q,
-                                                        const unsigned short* k, const unsigned short* v, int B,
-                                                        int T, int H, int stride) {
+                                                        const unsigned short* k, const unsigned short* v, int B, int T,
+                                                        int H, int stride) {
   attention_tc_bwd_dq<128>(dq, dy, y, lse, q, k, v, B, T, H, stride);
 }
-extern "C" __global__ void tlm_attention_tc_bwd_dkv_d64(float* dk, float* dv, const float* dy,
-                                                        const unsigned short* y, const float* lse,
-                                                        const unsigned short* q, const unsigned short* k,
-                                                        const unsigned short* v, int B, int T, int H, int stride) {
+extern "C" __global__ void tlm_attention_tc_bwd_dkv_d64(float* dk, float* dv, const float* dy, const unsigned short* y,
+                                                        const float* lse, const unsigned short* q,
+                                                        const unsigned short* k, const unsigned short* v, int B, int T,
+                                                        int H, int stride) {
   attention_tc_bwd_dkv<64>(dk, dv, dy, y, lse, q, k, v, B, T, H, stride);
 }
-extern "C" __global__ void tlm_attention_tc_bwd_dkv_d128(float* dk, float* dv, const float* dy,
-                                                         const unsigned short* y, const float* lse,
-                                                         const unsigned short* q, const unsigned short* k,
-                                                         const unsigned short* v, int B, int T, int H, int stride) {
+extern "C" __global__ void tlm_attention_tc_bwd_dkv_d128(float* dk, float* dv, const float* dy, const unsigned short* y,
+                                                         const float* lse, const unsigned short* q,
+                                                         const unsigned short* k, const unsigned short* v, int B, int T,
+                                                         int H, int stride) {
   attention_tc_bwd_dkv<128>(dk, dv, dy, y, lse, q, k, v, B, T, H, stride);
 }

@@ -48,8 +48,7 @@ __device__ __forceinline__ void mma_m16n8k16_bf16(float d[4], const unsigned a[4
       "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
       "{%10, %11, %12, %13};\n"
       : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(c[0]), "f"(c[1]), "f"(c[2]),
-        "f"(c[3]));
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
 #else
   // bf16 mma needs sm_80; the host calls refuse older GPUs before launching.
   __trap();
@@ -101,8 +100,7 @@ __device__ __forceinline__ void cp_async_16(void *dst, const void *src, unsigned
 #if defined(TLM_CUDA_EMULATED)
   tlm_emu_cp_async_16(dst, src, src_bytes);
 #elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_address(dst)), "l"(src),
-               "r"(src_bytes)
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_address(dst)), "l"(src), "r"(src_bytes)
                : "memory");
 #else
   __trap();

@@ -7,8 +7,8 @@
 // buf is not touched (and may be null) when momentum is 0. One thread per
 // element; blocks stride.
 extern "C" __global__ void tlm_sgd_update(float *p, const float *g, float *buf, long long n, float lr,
-                                          float weight_decay, float momentum, float one_minus_dampening,
-                                          int first_step, int nesterov) {
+                                          float weight_decay, float momentum, float one_minus_dampening, int first_step,
+                                          int nesterov) {
   long long stride = (long long)gridDim.x * blockDim.x;
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
     float d = g[i];

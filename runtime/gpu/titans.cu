@@ -50,9 +50,8 @@ __device__ __forceinline__ float titans_row_dot(const float* A, long long i, con
 // bit for bit and its y rounded (the memory, its checkpoints and the errors
 // stay fp32 in either precision).
 template <typename X>
-__device__ void titans_forward(X* y, float* saved, const X* q, const X* k, const X* v, int stride,
-                               const float* theta, const float* eta, const float* alpha, int B, int T, int H, int D,
-                               int chunk) {
+__device__ void titans_forward(X* y, float* saved, const X* q, const X* k, const X* v, int stride, const float* theta,
+                               const float* eta, const float* alpha, int B, int T, int H, int D, int chunk) {
   const int K = titans_segment_len(chunk), nseg = (T + K - 1) / K;
   const long long DD = (long long)D * D;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
@@ -105,10 +104,10 @@ extern "C" __global__ void tlm_titans_fwd(float* y, float* saved, const float* q
                                           int T, int H, int D, int chunk) {
   titans_forward(y, saved, q, k, v, stride, theta, eta, alpha, B, T, H, D, chunk);
 }
-extern "C" __global__ void tlm_titans_fwd_bf16(unsigned short* y, float* saved, const unsigned short* q, const unsigned short* k,
-                                               const unsigned short* v, int stride, const float* theta,
-                                               const float* eta, const float* alpha, int B, int T, int H, int D,
-                                               int chunk) {
+extern "C" __global__ void tlm_titans_fwd_bf16(unsigned short* y, float* saved, const unsigned short* q,
+                                               const unsigned short* k, const unsigned short* v, int stride,
+                                               const float* theta, const float* eta, const float* alpha, int B, int T,
+                                               int H, int D, int chunk) {
   titans_forward(y, saved, q, k, v, stride, theta, eta, alpha, B, T, H, D, chunk);
 }
 

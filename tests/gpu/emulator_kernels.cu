@@ -162,7 +162,7 @@ extern "C" __global__ void emu_trap(float *out) {
 // bf16 conversions of n floats: bits of __float2bfloat16, of the
 // constructor, of the pair's halves, and the values back as floats.
 extern "C" __global__ void emu_bf16(const float *in, int n, unsigned short *bits, unsigned short *ctor_bits,
-                                   float *back, float *low, float *high) {
+                                    float *back, float *low, float *high) {
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
     __nv_bfloat16 b = __float2bfloat16(in[i]);
     __nv_bfloat16 c = in[i];
@@ -196,15 +196,15 @@ extern "C" __global__ void emu_math(const float *x, float *out) {
   if (threadIdx.x != 0) return;
   long long big = 1ll << 40;
   unsigned u = 7u;
-  out[0] = rsqrtf(__ldg(x + 0));                  // x0 = 4
-  out[1] = __expf(0.0f) + __logf(1.0f);           // 1
-  out[2] = __fdividef(x[1], 2.0f);                // x1 = 3
-  out[3] = (float)min(3, 5) + (float)max(3, 5);   // 8
-  out[4] = (float)(min(big, 3) + max(2, big));    // 3 + 2^40
-  out[5] = min(1.5f, x[1]) + max(1.5f, x[1]);     // 4.5
-  out[6] = (float)min(u, 9) + (float)max(-1, u);  // 7 + 0xffffffff as unsigned
-  out[7] = __int_as_float(__float_as_int(x[1]));  // 3
-  out[8] = fmaxf(-INFINITY, x[0]) + fminf(x[0], INFINITY);  // 8
+  out[0] = rsqrtf(__ldg(x + 0));                                          // x0 = 4
+  out[1] = __expf(0.0f) + __logf(1.0f);                                   // 1
+  out[2] = __fdividef(x[1], 2.0f);                                        // x1 = 3
+  out[3] = (float)min(3, 5) + (float)max(3, 5);                           // 8
+  out[4] = (float)(min(big, 3) + max(2, big));                            // 3 + 2^40
+  out[5] = min(1.5f, x[1]) + max(1.5f, x[1]);                             // 4.5
+  out[6] = (float)min(u, 9) + (float)max(-1, u);                          // 7 + 0xffffffff as unsigned
+  out[7] = __int_as_float(__float_as_int(x[1]));                          // 3
+  out[8] = fmaxf(-INFINITY, x[0]) + fminf(x[0], INFINITY);                // 8
   out[9] = (float)__popc(0xf0f0u) + (float)__clz(1) + __saturatef(2.0f);  // 8 + 31 + 1
   // 2 + (-4) + 0 + 2 + 3 + 2147483647 (saturated): round half to even, NaN to 0
   float nan = __int_as_float(0x7fc00000);

@@ -17,8 +17,8 @@ __device__ __forceinline__ unsigned bf16_pair(const unsigned short* m, int i0, i
 // D = A B + C for `count` problems, one per warp (blocks of 2 warps striding
 // over them); transpose_a loads A's fragment from A^T instead: a layout
 // mistake the test must see.
-extern "C" __global__ void mma_test_product(float* d, const unsigned short* a, const unsigned short* b,
-                                            const float* c, int count, int transpose_a) {
+extern "C" __global__ void mma_test_product(float* d, const unsigned short* a, const unsigned short* b, const float* c,
+                                            int count, int transpose_a) {
   const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4, warps = blockDim.x / 32;
   for (int w = blockIdx.x * warps + threadIdx.x / 32; w < count; w += gridDim.x * warps) {
     const unsigned short *A = a + 256 * w, *Bm = b + 128 * w;
