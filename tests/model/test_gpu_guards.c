@@ -7,6 +7,8 @@
  *   sigmoid_gate (+ back)   y, gate_pre and out (the backward: y, gate_pre)
  *   silu_gate (+ back)      x, gate_pre and out (the backward: x, gate_pre)
  *   memory_act (+ back)     qkv, act and mem_qkv (the backward: qkv, act)
+ *   titans                  the memory's q, k, v (mem_qkv) and its read-out y
+ *   rmsnorm_heads           the per-head norm's x (the read-out) and y
  *   attention, sampling     the KV cache and qkv (filling it, decoding)
  *
  * The planner never makes such a plan, so each case makes one: the model's
@@ -71,6 +73,8 @@ static const guard_case titans_cases[] = {
     {TLM_OP_MEM_ACT, "mem_qkv", MEMORY_ACT},
     {TLM_OP_MEM_ACT_BACKWARD, "qkv", MEMORY_ACT},
     {TLM_OP_MEM_ACT_BACKWARD, "act", MEMORY_ACT},
+    {TLM_OP_TITANS, "y", "the memory's q, k, v and y are not all in one storage"},
+    {TLM_OP_RMSNORM_HEADS, "y", "the per-head norm's x and y are not all in one storage"},
 };
 static const guard_case logits_case = {TLM_OP_LOSS_BACKWARD, "dlogits",
                                        "the logits and dlogits are not all in one storage"};
@@ -201,7 +205,8 @@ static void run_cases(const tlm_so *so, tlm_device *dev, const guard_case *cases
             refused(so, dev, c, DECODE, false, tokens, targets);
             continue;
         }
-        const bool forward = c->kind == TLM_OP_SIGMOID_GATE || c->kind == TLM_OP_SILU_GATE || c->kind == TLM_OP_MEM_ACT;
+        const bool forward = c->kind == TLM_OP_SIGMOID_GATE || c->kind == TLM_OP_SILU_GATE ||
+                             c->kind == TLM_OP_MEM_ACT || c->kind == TLM_OP_TITANS || c->kind == TLM_OP_RMSNORM_HEADS;
         refused(so, dev, c, forward ? FORWARD : BACKWARD, false, tokens, targets);
         refused(so, dev, c, forward ? FORWARD : BACKWARD, true, tokens, targets);
     }
