@@ -36,16 +36,11 @@ static const struct option long_options[] = {
     {NULL, 0, NULL, 0},
 };
 
-/* The kernels of a CUDA source: its extern "C" __global__ void functions
- * (a name and its parenthesis: not the comments that quote the words). */
+/* The kernels a CUDA source declares. */
 static int count_kernels(const char *source) {
-    static const char decl[] = "extern \"C\" __global__ void ";
     int n = 0;
-    for (const char *p = source; (p = strstr(p, decl)) != NULL;) {
-        p += sizeof decl - 1;
-        size_t len = strspn(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_");
-        n += len > 0 && p[len] == '(';
-    }
+    size_t len;
+    for (const char *p = tlm_gpu_next_kernel(source, &len); p; p = tlm_gpu_next_kernel(p + len, &len)) n++;
     return n;
 }
 

@@ -70,9 +70,9 @@
 // blocks and between warps (threads switch only at barriers and warp
 // operations, so a race that needs another interleaving stays hidden),
 // atomics (not provided: kernels must not use them), when asynchronous
-// copies land (here: at the wait, never earlier), the tensor cores' own summation order and rounding (mma is computed in
-// double here, rounded once), and the exact bits of the device's math
-// functions.
+// copies land (here: at the wait, never earlier), the tensor cores' own
+// summation order and rounding (mma is computed in double here, rounded
+// once), and the exact bits of the device's math functions.
 // Out-of-bounds accesses are host accesses here (a crash or silent
 // corruption, not a CUDA error); so is a fiber's stack overflow (the guard
 // page: a crash).
@@ -191,7 +191,7 @@ struct Fiber {
     uint3 thread_idx, block_idx;
     dim3 block_dim, grid_dim;
     unsigned linear; // linear thread id within the block
-    bool parked; // at the top of its loop: can start the next block's thread
+    bool parked;     // at the top of its loop: can start the next block's thread
 };
 // Slots are aligned to 64 KiB, so at one fixed offset every Fiber would use
 // the same cache set: its place in the top FIBER_AREA bytes varies with the
@@ -203,21 +203,28 @@ inline Fiber &fiber_in_slot(uintptr_t slot) {
 }
 
 struct Warp {
-    unsigned mask; // lanes of the warp operation in progress, 0 if none
-    unsigned arrived; // of those, the ones waiting at it
-    unsigned exited; // lanes that have returned
+    unsigned mask;       // lanes of the warp operation in progress, 0 if none
+    unsigned arrived;    // of those, the ones waiting at it
+    unsigned exited;     // lanes that have returned
     unsigned at_barrier; // lanes waiting at __syncthreads
     WarpOp op;
+};
+
+// A cp.async copy not yet made (cp_async, cp_async_wait).
+struct AsyncCopy {
+    void *dst;
+    const void *src;
+    unsigned src_bytes, group;
 };
 
 // Everything about an OS thread's launches: its fibers, the launch and
 // the block in progress.
 struct State {
     char *slots[MAX_THREADS]; // each fiber's slot, mapped when first needed
-    unsigned n_ready; // fibers [0, n_ready) have slots and are parked
-    bool active; // a launch is running
-    bool tls_found; // tls_data and tls_size are known
-    char *tls_data; // this module's thread-local block for the thread
+    unsigned n_ready;         // fibers [0, n_ready) have slots and are parked
+    bool active;              // a launch is running
+    bool tls_found;           // tls_data and tls_size are known
+    char *tls_data;           // this module's thread-local block for the thread
     size_t tls_size;
     Context scheduler; // the launch's own context
     Fiber *fibers[MAX_THREADS];
@@ -239,11 +246,7 @@ struct State {
     uint64_t value[MAX_THREADS], result[MAX_THREADS];
     // Per thread: its cp.async copies not yet made, and the groups it has
     // committed (the copies issued since form group `async_committed`).
-    struct AsyncCopy {
-        void *dst;
-        const void *src;
-        unsigned src_bytes, group;
-    } async_copies[MAX_THREADS][MAX_ASYNC];
+    AsyncCopy async_copies[MAX_THREADS][MAX_ASYNC];
     unsigned async_pending[MAX_THREADS], async_committed[MAX_THREADS];
 };
 // The calling OS thread's State, allocated at its first launch. The
@@ -513,8 +516,8 @@ inline uint64_t warp_exchange(WarpOp op, unsigned mask, uint64_t value, unsigned
 struct MmaLane {
     const uint32_t *a; // 4 registers
     const uint32_t *b; // 2 registers
-    const float *c; // 4
-    float *d; // 4
+    const float *c;    // 4
+    float *d;          // 4
 };
 inline unsigned mma_a_row(unsigned lane, unsigned i) { return lane / 4 + 8 * (i / 2 % 2); }
 inline unsigned mma_a_col(unsigned lane, unsigned i) { return 2 * (lane % 4) + i % 2 + 8 * (i / 4); }
@@ -631,7 +634,7 @@ void cp_async(void *dst, const void *src, unsigned src_bytes) {
     if (why)
         fail(me, "cp.async in kernel %s: thread %u of block (%u,%u,%u) %s", s.kernel, t, me.block_idx.x, me.block_idx.y,
              me.block_idx.z, why);
-    s.async_copies[t][s.async_pending[t]++] = State::AsyncCopy{dst, src, src_bytes, s.async_committed[t]};
+    s.async_copies[t][s.async_pending[t]++] = AsyncCopy{dst, src, src_bytes, s.async_committed[t]};
 }
 
 // cp.async.wait_group n: makes the copies of every committed group but the
@@ -642,7 +645,7 @@ void cp_async_wait(unsigned n) {
     unsigned t = me.linear, kept = 0;
     unsigned done_below = s.async_committed[t] > n ? s.async_committed[t] - n : 0;
     for (unsigned i = 0; i < s.async_pending[t]; i++) {
-        State::AsyncCopy c = s.async_copies[t][i];
+        AsyncCopy c = s.async_copies[t][i];
         if (c.group >= done_below) {
             s.async_copies[t][kept++] = c;
             continue;
@@ -691,9 +694,9 @@ void start_fiber(State &s, unsigned i) {
     uintptr_t top = ((uintptr_t)slot + SLOT_BYTES - FIBER_AREA - (i % 16) * 64) & ~(uintptr_t)15;
 #if defined(TLM_EMU_ASM_SWITCH) && defined(__x86_64__)
     void **sp = reinterpret_cast<void **>(top);
-    *--sp = nullptr; // fiber_main's return address: none
-    *--sp = reinterpret_cast<void *>(&fiber_main); // where tlm_emu_switch returns to
-    for (int r = 0; r < 6; r++) *--sp = nullptr; // rbp, rbx, r12-r15
+    *--sp = nullptr;                                  // fiber_main's return address: none
+    *--sp = reinterpret_cast<void *>(&fiber_main);    // where tlm_emu_switch returns to
+    for (int r = 0; r < 6; r++) *--sp = nullptr;      // rbp, rbx, r12-r15
     f.context.sp = sp;
 #elif defined(TLM_EMU_ASM_SWITCH) && defined(__aarch64__)
     void **sp = reinterpret_cast<void **>(top - 160); // the frame tlm_emu_switch pops

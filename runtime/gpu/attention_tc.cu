@@ -90,39 +90,45 @@ __device__ __forceinline__ void attention_tc_stage_async(unsigned short* tile, c
   }
 }
 
+// The stages of K and V tiles the forward and dq kernels keep in shared
+// memory: two at head size 64 (36 KiB: the next tile's copies in flight
+// while this one's products run); at 128 two would pass the 48 KiB a block
+// gets without opting in, so one, and the copy and the products take turns.
+constexpr int attention_tc_kv_stages(int D) { return D == 64 ? 2 : 1; }
+constexpr int attention_tc_tile_elems(int D) { return attention_tc_BK * (D + attention_tc_PAD); }
+
 // The key tiles 0 .. last of one item, K and V staged in shared memory by
 // cp.async, tile(ks, vs, j0) called for each by every thread (the caller's
 // warps skip what they do not need, but all reach the barriers). With two
 // stages the next tile's copies are in flight while tile() runs; with one
-// they take turns. ks and vs hold STAGES tiles of 64 rows of D + PAD.
-template <int D, int STAGES, typename Tile>
+// they take turns. ks and vs hold the stages' tiles, one after another.
+template <int D, typename Tile>
 __device__ __forceinline__ void attention_tc_walk_keys(unsigned short* ks, unsigned short* vs, const unsigned short* k,
                                                        const unsigned short* v, long long rs, int last, int T,
                                                        Tile tile) {
-  constexpr int BK = attention_tc_BK, TILE = BK * (D + attention_tc_PAD);
+  constexpr int BK = attention_tc_BK, STAGES = attention_tc_kv_stages(D), TILE = attention_tc_tile_elems(D);
+  // K and V's tile from key j0 into stage `stage`, one commit group
+  auto stage_kv = [&](int stage, int j0) {
+    attention_tc_stage_async<D>(ks + stage * TILE, k, rs, j0, T);
+    attention_tc_stage_async<D>(vs + stage * TILE, v, rs, j0, T);
+    tlm::cp_async_commit();
+  };
   __syncthreads();  // the previous item's readers are done
-  attention_tc_stage_async<D>(ks, k, rs, 0, T);
-  attention_tc_stage_async<D>(vs, v, rs, 0, T);
-  tlm::cp_async_commit();
+  stage_kv(0, 0);
   for (int j0 = 0; j0 <= last; j0 += BK) {
     const int buf = j0 / BK % STAGES;
     const bool next = j0 + BK <= last;
     if (STAGES == 2) {
-      if (next) {
-        attention_tc_stage_async<D>(ks + (1 - buf) * TILE, k, rs, j0 + BK, T);
-        attention_tc_stage_async<D>(vs + (1 - buf) * TILE, v, rs, j0 + BK, T);
-      }
-      tlm::cp_async_commit();  // (an empty group past the last tile)
+      if (next)
+        stage_kv(1 - buf, j0 + BK);
+      else
+        tlm::cp_async_commit();  // an empty group past the last tile: the wait below counts groups
     }
     tlm::cp_async_wait<STAGES - 1>();  // this thread's copies of this tile
     __syncthreads();                   // and every thread's
     tile(ks + buf * TILE, vs + buf * TILE, j0);
     __syncthreads();  // this tile's readers are done before its buffer is filled again
-    if (STAGES == 1 && next) {
-      attention_tc_stage_async<D>(ks, k, rs, j0 + BK, T);
-      attention_tc_stage_async<D>(vs, v, rs, j0 + BK, T);
-      tlm::cp_async_commit();
-    }
+    if (STAGES == 1 && next) stage_kv(0, j0 + BK);
   }
 }
 
@@ -276,12 +282,7 @@ __device__ __forceinline__ void attention_tc_fwd_tile(float (*o)[4], float m[2],
 template <int D>
 __device__ void attention_tc_fwd(unsigned short* y, float* lse, const unsigned short* q, const unsigned short* k,
                                  const unsigned short* v, int B, int T, int H, int stride) {
-  constexpr int BK = attention_tc_BK, DN = D / 8;
-  // Two stages at head size 64: the next key tile's K and V are copied
-  // (cp.async) while this one's products run, in 36 KiB of shared memory;
-  // at 128 two would pass the 48 KiB a block gets without opting in, so
-  // the copy and the products take turns.
-  constexpr int STAGES = D == 64 ? 2 : 1, TILE = BK * (D + attention_tc_PAD);
+  constexpr int DN = D / 8, STAGES = attention_tc_kv_stages(D), TILE = attention_tc_tile_elems(D);
   __shared__ __align__(16) unsigned short ks[STAGES][TILE], vs[STAGES][TILE];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const float scale = 1.0f / sqrtf((float)D);
@@ -295,11 +296,11 @@ __device__ void attention_tc_fwd(unsigned short* y, float* lse, const unsigned s
     float o[DN][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
     for (int n = 0; n < DN; n++)
       for (int i = 0; i < 4; i++) o[n][i] = 0.0f;
-    attention_tc_walk_keys<D, STAGES>(ks[0], vs[0], k + base, v + base, stride, last, T,
-                                      [&](const unsigned short* kt, const unsigned short* vt, int j0) {
-                                        if (!idle && j0 <= r0 + 15)
-                                          attention_tc_fwd_tile<D>(o, m, l, qa, kt, vt, j0, r0, scale, T);
-                                      });
+    attention_tc_walk_keys<D>(ks[0], vs[0], k + base, v + base, stride, last, T,
+                              [&](const unsigned short* kt, const unsigned short* vt, int j0) {
+                                if (!idle && j0 <= r0 + 15)
+                                  attention_tc_fwd_tile<D>(o, m, l, qa, kt, vt, j0, r0, scale, T);
+                              });
     if (idle) continue;
     for (int r = 0; r < 2; r++) {
       l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
@@ -333,14 +334,14 @@ template <int D>
 __device__ void attention_tc_bwd_dq(float* dq, const float* dy, const unsigned short* y, const float* lse,
                                     const unsigned short* q, const unsigned short* k, const unsigned short* v, int B,
                                     int T, int H, int stride) {
-  constexpr int BK = attention_tc_BK, NS = attention_tc_NS, DN = D / 8;
+  constexpr int NS = attention_tc_NS, DN = D / 8;
   // At D = 128 each key tile in two halves of 32 keys (S and dP 16 floats a
   // lane each, not 32): without, ptxas spilled 12 bytes a thread on sm_80.
   // The same order of summation (dS K's k-blocks of 16 keys in order), so
   // the same bits.
   constexpr int PARTS = D > 64 ? 2 : 1, NB = NS / PARTS, W = 8 * NB;
-  // K and V staged as the forward stages them (two stages at head size 64)
-  constexpr int STAGES = D == 64 ? 2 : 1, TILE = BK * (D + attention_tc_PAD);
+  // K and V staged as the forward stages them
+  constexpr int STAGES = attention_tc_kv_stages(D), TILE = attention_tc_tile_elems(D);
   __shared__ __align__(16) unsigned short ks[STAGES][TILE], vs[STAGES][TILE];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const float scale = 1.0f / sqrtf((float)D);
@@ -366,29 +367,28 @@ __device__ void attention_tc_bwd_dq(float* dq, const float* dy, const unsigned s
     float acc[DN][4];
     for (int n = 0; n < DN; n++)
       for (int i = 0; i < 4; i++) acc[n][i] = 0.0f;
-    attention_tc_walk_keys<D, STAGES>(ks[0], vs[0], k + base, v + base, stride, last, T,
-                                      [&](const unsigned short* kt, const unsigned short* vt, int j0) {
-                                        if (idle || j0 > r0 + 15) return;
-                                        for (int part = 0; part < PARTS; part++) {
-                                          const unsigned short *kp = kt + part * W * (D + attention_tc_PAD),
-                                                               *vp = vt + part * W * (D + attention_tc_PAD);
-                                          float s[NB][4], dp[NB][4];
-                                          attention_tc_products<D, NB>(s, qa, kp);
-                                          attention_tc_products<D, NB>(dp, dya, vp);
-                                          for (int n = 0; n < NB; n++)
-                                            for (int i = 0; i < 4; i++) {
-                                              const int key = j0 + part * W + 8 * n + 2 * t + i % 2,
-                                                        row = r0 + g + 8 * (i / 2);
-                                              float ds = 0.0f;
-                                              if (key <= row && row < T) {
-                                                const float p = expf(s[n][i] * scale - rlse[i / 2]);
-                                                ds = p * (dp[n][i] - rdot[i / 2]) * scale;
-                                              }
-                                              s[n][i] = ds;
-                                            }
-                                          attention_tc_accumulate<D, NB>(acc, s, kp);
-                                        }
-                                      });
+    attention_tc_walk_keys<D>(ks[0], vs[0], k + base, v + base, stride, last, T,
+                              [&](const unsigned short* kt, const unsigned short* vt, int j0) {
+                                if (idle || j0 > r0 + 15) return;
+                                for (int part = 0; part < PARTS; part++) {
+                                  const unsigned short *kp = kt + part * W * (D + attention_tc_PAD),
+                                                       *vp = vt + part * W * (D + attention_tc_PAD);
+                                  float s[NB][4], dp[NB][4];
+                                  attention_tc_products<D, NB>(s, qa, kp);
+                                  attention_tc_products<D, NB>(dp, dya, vp);
+                                  for (int n = 0; n < NB; n++)
+                                    for (int i = 0; i < 4; i++) {
+                                      const int key = j0 + part * W + 8 * n + 2 * t + i % 2, row = r0 + g + 8 * (i / 2);
+                                      float ds = 0.0f;
+                                      if (key <= row && row < T) {
+                                        const float p = expf(s[n][i] * scale - rlse[i / 2]);
+                                        ds = p * (dp[n][i] - rdot[i / 2]) * scale;
+                                      }
+                                      s[n][i] = ds;
+                                    }
+                                  attention_tc_accumulate<D, NB>(acc, s, kp);
+                                }
+                              });
     if (!idle) attention_tc_store<D>(dq + base, stride, acc, r0, T);
   }
 }

@@ -18,6 +18,16 @@ tlm_gpu_module_id tlm_gpu_kernel_module(const char *name) {
     return TLM_GPU_MODULE_RUNTIME;
 }
 
+const char *tlm_gpu_next_kernel(const char *p, size_t *len) {
+    static const char decl[] = "extern \"C\" __global__ void ";
+    while ((p = strstr(p, decl)) != NULL) {
+        p += sizeof decl - 1;
+        *len = strspn(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_");
+        if (*len > 0 && p[*len] == '(') return p;
+    }
+    return NULL;
+}
+
 bool tlm_gpu_open(tlm_gpu *g, tlm_device *dev, tlm_err *err) {
     memset(g, 0, sizeof *g);
     g->dev = dev;

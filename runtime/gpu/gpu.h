@@ -46,6 +46,13 @@ extern const tlm_gpu_module_def tlm_gpu_modules[TLM_GPU_MODULE_COUNT];
 /* The module that holds the kernel `name` (by the prefixes above). */
 tlm_gpu_module_id tlm_gpu_kernel_module(const char *name);
 
+/* The next kernel a CUDA source declares at or after p: its name (len
+ * characters, followed by its parenthesis) after `extern "C" __global__
+ * void `, or NULL when there is none. The comments that quote those words
+ * have no name and parenthesis after them. Walk a source with
+ * for (p = tlm_gpu_next_kernel(src, &len); p; p = tlm_gpu_next_kernel(p + len, &len)). */
+const char *tlm_gpu_next_kernel(const char *p, size_t *len);
+
 struct tlm_bf16_gemm;
 
 typedef struct tlm_gpu {

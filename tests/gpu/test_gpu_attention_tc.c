@@ -357,17 +357,13 @@ static void run_case(int B, int T, int H, int D, bool packed) {
     free(x), free(x16), free(yref), free(lseref), free(lse16), free(y16);
 }
 
-/* The kernels declared in source (extern "C" __global__ void NAME(, as
- * the emulated device finds them; the comments that quote the words have
- * no name and parenthesis after them): each in module `id` by
- * tlm_gpu_kernel_module's rule. The count back. */
+/* The kernels declared in source (tlm_gpu_next_kernel): each in module
+ * `id` by tlm_gpu_kernel_module's rule. The count back. */
 static int kernels_of_module(tlm_gpu_module_id id) {
-    static const char decl[] = "extern \"C\" __global__ void ";
     int n = 0;
-    for (const char *p = tlm_gpu_modules[id].source; (p = strstr(p, decl)) != NULL;) {
-        p += sizeof decl - 1;
-        size_t len = strspn(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_");
-        if (len == 0 || p[len] != '(') continue;
+    size_t len;
+    for (const char *p = tlm_gpu_next_kernel(tlm_gpu_modules[id].source, &len); p;
+         p = tlm_gpu_next_kernel(p + len, &len)) {
         char name[128], line[300];
         snprintf(name, sizeof name, "%.*s", (int)len, p);
         snprintf(line, sizeof line, "kernel %s of the %s module is found in it (tlm_gpu_kernel_module)", name,

@@ -49,16 +49,13 @@ static void fail(const char *format, ...) {
 
 static const char IDENTIFIER_CHARS[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_";
 
-/* The kernels source declares (`extern "C" __global__ void NAME(`, the
- * spelling every kernel uses; gpu.attention_tc checks the modules by the
- * same) into names; their count, or -1 past max. */
+/* The kernels source declares (tlm_gpu_next_kernel, as gpu.attention_tc
+ * checks the modules) into names; their count, or -1 past max. */
 static int declared_kernels(const char *source, char (*names)[NAME_MAX_LEN], int max) {
-    static const char decl[] = "extern \"C\" __global__ void ";
     int n = 0;
-    for (const char *p = source; (p = strstr(p, decl)) != NULL;) {
-        p += sizeof decl - 1;
-        size_t len = strspn(p, IDENTIFIER_CHARS);
-        if (len == 0 || len >= NAME_MAX_LEN || p[len] != '(') continue;
+    size_t len;
+    for (const char *p = tlm_gpu_next_kernel(source, &len); p; p = tlm_gpu_next_kernel(p + len, &len)) {
+        if (len >= NAME_MAX_LEN) continue;
         if (n == max) return -1;
         snprintf(names[n++], NAME_MAX_LEN, "%.*s", (int)len, p);
     }
