@@ -5,7 +5,7 @@
 // TLM_EMU_EXPORT(kernel) line per kernel, which defines the entry points
 //
 //   extern "C" int tlm_emu_launch_<kernel>(const unsigned grid[3], const unsigned block[3],
-//                                         void **args, char *err, size_t errlen);
+//                                         unsigned shared_bytes, void **args, char *err, size_t errlen);
 //   extern "C" int tlm_emu_arg_sizes_<kernel>(size_t *sizes, int cap);
 //
 // args[i] points to the value of the kernel's i-th parameter (the types are
@@ -46,6 +46,11 @@
 //     the block has not written shows up. A missing barrier
 //     shows up as wrong results when the round-robin order exposes it (a
 //     thread runs on to its next barrier before the next thread starts).
+//   - Dynamic shared memory (the launch's shared_bytes): one buffer per OS
+//     thread, as large as the launch asks, poisoned the same way before
+//     each block; tlm_emu_dynamic_shared() is its address (common.cuh's
+//     tlm::dynamic_shared(), which on a GPU is an extern __shared__ array)
+//     and tlm_emu_dynamic_shared_size() its size (%dynamic_smem_size).
 //   - The tensor cores' warp-matrix instructions, as runtime/gpu/mma.cuh
 //     uses them: mma.sync m16n8k16 (bf16 in, fp32 accumulate) and ldmatrix
 //     m8n8.x4 (.trans), as collectives of all 32 lanes with the PTX ISA's
@@ -53,11 +58,17 @@
 //     register gives a wrong product; a missing lane, a misaligned row or
 //     one outside shared memory is an error.
 //   - cp.async (16 bytes, global to shared, with its zero fill), commit and
-//     wait_group, as mma.cuh uses them: each copy is made at the wait that
-//     covers its group, so a read of the destination before that wait, or
-//     by another thread before the barrier after it, sees the old contents
-//     (the block's poison, or the previous tile); a destination outside
-//     shared memory or a misaligned address is an error.
+//     wait_group, as mma.cuh uses them. A copy may land any time between
+//     its issue and the wait that covers its group; the emulator takes the
+//     two extremes in turn. In the blocks that run their threads in
+//     ascending order each copy is made at that wait, so a read of the
+//     destination before it, or by another thread before the barrier after
+//     it, sees the old contents (the block's poison, or the previous tile).
+//     In the others each copy is made as it is issued, so one that
+//     overwrites what a thread may still be reading (a stage refilled
+//     before the barrier that ends its readers, two stages that overlap)
+//     gives wrong results there. A destination outside shared memory or a
+//     misaligned address is an error.
 //   - __nv_bfloat16 / __nv_bfloat162 with CUDA's conversions, bit for bit
 //     (round to nearest even, NaN to 0x7fff, subnormals kept).
 //   - the C math functions and CUDA's fast variants (__expf = expf, ...),
@@ -226,6 +237,9 @@ struct State {
     bool tls_found;           // tls_data and tls_size are known
     char *tls_data;           // this module's thread-local block for the thread
     size_t tls_size;
+    unsigned char *dynamic_shared; // the launch's dynamic shared memory (dynamic_capacity bytes allocated)
+    size_t dynamic_capacity;
+    unsigned dynamic_size;         // the launch's shared_bytes
     Context scheduler; // the launch's own context
     Fiber *fibers[MAX_THREADS];
     // The launch.
@@ -560,6 +574,15 @@ void complete_mma(Fiber &me) {
     }
 }
 
+// Whether [p, p + n) lies in shared memory: the launch's dynamic shared
+// memory, or the kernels' __shared__ variables (this module's thread-local
+// block, poison_shared; true where that is unknown).
+inline bool in_shared(const State &s, const void *p, size_t n) {
+    uintptr_t a = (uintptr_t)p, dyn = (uintptr_t)s.dynamic_shared;
+    if (s.dynamic_size && a >= dyn && a + n <= dyn + s.dynamic_size) return true;
+    return !s.tls_data || (a >= (uintptr_t)s.tls_data && a + n <= (uintptr_t)s.tls_data + s.tls_size);
+}
+
 // One lane's part of ldmatrix.sync.aligned.m8n8.x4{.trans}.shared.b16 (PTX
 // ISA, "Warp-level matrix load instruction: ldmatrix"): lane 8 i + r gives
 // the address of row r of matrix i (8 rows of 8 b16, 16 bytes each, 16-byte
@@ -583,9 +606,7 @@ void complete_ldmatrix(Fiber &me) {
         if (lane(l).trans != lane(0).trans) fail_lane(me, "ldmatrix", warp, l, "disagrees with lane 0 on .trans");
         uintptr_t row = (uintptr_t)lane(l).row;
         if (row % 16) fail_lane(me, "ldmatrix", warp, l, "gives a row address that is not 16-byte aligned");
-        // The kernels' __shared__ variables are this module's thread-local
-        // block (poison_shared): a row elsewhere is not in shared memory.
-        if (s.tls_data && (row < (uintptr_t)s.tls_data || row + 16 > (uintptr_t)s.tls_data + s.tls_size))
+        if (!in_shared(s, lane(l).row, 16))
             fail_lane(me, "ldmatrix", warp, l, "gives a row address outside shared memory");
         memcpy(M[l / 8][l % 8], lane(l).row, 16);
     }
@@ -615,11 +636,9 @@ inline void warp_matrix(WarpOp op, void *record) {
 // ---- cp.async: each copy waits in its thread's queue until a wait_group
 // covers its group, and is made then ----
 
-// Whether [p, p + n) lies in the kernels' __shared__ variables (this
-// module's thread-local block, poison_shared); true where that is unknown.
-inline bool in_shared(const State &s, const void *p, size_t n) {
-    uintptr_t a = (uintptr_t)p;
-    return !s.tls_data || (a >= (uintptr_t)s.tls_data && a + n <= (uintptr_t)s.tls_data + s.tls_size);
+inline void make_copy(const AsyncCopy &c) {
+    memcpy(c.dst, c.src, c.src_bytes);
+    memset(static_cast<char *>(c.dst) + c.src_bytes, 0, 16 - c.src_bytes);
 }
 
 void cp_async(void *dst, const void *src, unsigned src_bytes) {
@@ -634,7 +653,9 @@ void cp_async(void *dst, const void *src, unsigned src_bytes) {
     if (why)
         fail(me, "cp.async in kernel %s: thread %u of block (%u,%u,%u) %s", s.kernel, t, me.block_idx.x, me.block_idx.y,
              me.block_idx.z, why);
-    s.async_copies[t][s.async_pending[t]++] = AsyncCopy{dst, src, src_bytes, s.async_committed[t]};
+    AsyncCopy c{dst, src, src_bytes, s.async_committed[t]};
+    if (s.descending) make_copy(c); // landing at once (the comment at the top)
+    else s.async_copies[t][s.async_pending[t]++] = c;
 }
 
 // cp.async.wait_group n: makes the copies of every committed group but the
@@ -650,8 +671,7 @@ void cp_async_wait(unsigned n) {
             s.async_copies[t][kept++] = c;
             continue;
         }
-        memcpy(c.dst, c.src, c.src_bytes);
-        memset(static_cast<char *>(c.dst) + c.src_bytes, 0, 16 - c.src_bytes);
+        make_copy(c);
     }
     s.async_pending[t] = kept;
 }
@@ -716,6 +736,7 @@ void start_fiber(State &s, unsigned i) {
 void free_state(void *p) {
     State *st = static_cast<State *>(p);
     for (unsigned i = 0; i < st->n_ready; i++) munmap(st->slots[i], SLOT_BYTES);
+    free(st->dynamic_shared);
     free(st);
 }
 
@@ -765,6 +786,7 @@ int find_module_tls(struct dl_phdr_info *info, size_t, void *p) {
 // when a block starts: a read before the block's own write shows up. They
 // are this module's thread-local block, less this_thread.
 void poison_shared(State &st) {
+    if (st.dynamic_size) memset(st.dynamic_shared, 0xff, st.dynamic_size);
 #ifdef __GLIBC__
     if (!st.tls_found) {
         TlsSearch search{(uintptr_t)&poison_shared, nullptr, 0};
@@ -869,8 +891,23 @@ uint64_t block_step(uint64_t blocks) {
     }
 }
 
-int run_grid(const char *kernel, const unsigned grid[3], const unsigned block[3], void (*body)(void *), void *body_args,
-             char *err, size_t errlen) {
+// Makes the thread's dynamic shared memory `bytes` long (16-byte aligned,
+// as CUDA's; kept for later launches); false when memory runs out.
+bool size_dynamic_shared(State &st, unsigned bytes) {
+    if (bytes > st.dynamic_capacity) {
+        size_t capacity = ((size_t)bytes + 4095) & ~(size_t)4095;
+        void *p = aligned_alloc(128, capacity);
+        if (!p) return false;
+        free(st.dynamic_shared);
+        st.dynamic_shared = static_cast<unsigned char *>(p);
+        st.dynamic_capacity = capacity;
+    }
+    st.dynamic_size = bytes;
+    return true;
+}
+
+int run_grid(const char *kernel, const unsigned grid[3], const unsigned block[3], unsigned shared_bytes,
+             void (*body)(void *), void *body_args, char *err, size_t errlen) {
     if (!dims_ok(kernel, grid, block, err, errlen)) return 1;
     State *state = thread_state();
     if (!state) {
@@ -888,6 +925,12 @@ int run_grid(const char *kernel, const unsigned grid[3], const unsigned block[3]
     st.failed = false;
     unsigned threads = block[0] * block[1] * block[2];
     if (!ready_fibers(st, threads)) return 1;
+    if (!size_dynamic_shared(st, shared_bytes)) {
+        if (errlen)
+            snprintf(err, errlen, "kernel %s: out of memory for %u bytes of dynamic shared memory", kernel,
+                     shared_bytes);
+        return 1;
+    }
     for (unsigned i = 0; i < threads; i++) {
         Fiber &f = *st.fibers[i];
         f.linear = i;
@@ -917,8 +960,8 @@ int run_grid(const char *kernel, const unsigned grid[3], const unsigned block[3]
 }
 
 template <class... A, size_t... I>
-int launch_with(const char *kernel, void (*fn)(A...), const unsigned grid[3], const unsigned block[3], void **args,
-                char *err, size_t errlen, std::index_sequence<I...>) {
+int launch_with(const char *kernel, void (*fn)(A...), const unsigned grid[3], const unsigned block[3],
+                unsigned shared_bytes, void **args, char *err, size_t errlen, std::index_sequence<I...>) {
     struct Call {
         void (*fn)(A...);
         std::tuple<std::decay_t<A>...> values;
@@ -929,13 +972,13 @@ int launch_with(const char *kernel, void (*fn)(A...), const unsigned grid[3], co
     };
     (void)args;
     Call call{fn, std::tuple<std::decay_t<A>...>(*static_cast<const std::decay_t<A> *>(args[I])...)};
-    return run_grid(kernel, grid, block, &Call::run, &call, err, errlen);
+    return run_grid(kernel, grid, block, shared_bytes, &Call::run, &call, err, errlen);
 }
 
 template <class... A>
-int launch(const char *kernel, void (*fn)(A...), const unsigned grid[3], const unsigned block[3], void **args,
-           char *err, size_t errlen) {
-    return launch_with(kernel, fn, grid, block, args, err, errlen, std::index_sequence_for<A...>{});
+int launch(const char *kernel, void (*fn)(A...), const unsigned grid[3], const unsigned block[3], unsigned shared_bytes,
+           void **args, char *err, size_t errlen) {
+    return launch_with(kernel, fn, grid, block, shared_bytes, args, err, errlen, std::index_sequence_for<A...>{});
 }
 
 // The sizes of a kernel's parameters, in order: what the emulated device
@@ -979,10 +1022,12 @@ inline unsigned segment_width(int width) {
 
 #define TLM_EMU_EXPORT(name)                                                                                 \
     extern "C" __attribute__((visibility("default"))) int tlm_emu_launch_##name(                             \
-        const unsigned grid[3], const unsigned block[3], void **args, char *err, size_t errlen);             \
+        const unsigned grid[3], const unsigned block[3], unsigned shared_bytes, void **args, char *err,      \
+        size_t errlen);                                                                                      \
     extern "C" __attribute__((visibility("default"))) int tlm_emu_launch_##name(                             \
-        const unsigned grid[3], const unsigned block[3], void **args, char *err, size_t errlen) {            \
-        return ::tlm_emu::launch(#name, &name, grid, block, args, err, errlen);                              \
+        const unsigned grid[3], const unsigned block[3], unsigned shared_bytes, void **args, char *err,      \
+        size_t errlen) {                                                                                     \
+        return ::tlm_emu::launch(#name, &name, grid, block, shared_bytes, args, err, errlen);                \
     }                                                                                                        \
     extern "C" __attribute__((visibility("default"))) int tlm_emu_arg_sizes_##name(size_t *sizes, int cap) { \
         return ::tlm_emu::arg_sizes(&name, sizes, cap);                                                      \
@@ -1058,6 +1103,11 @@ inline void tlm_emu_cp_async_commit() {
     me.state->async_committed[me.linear]++;
 }
 inline void tlm_emu_cp_async_wait(unsigned n) { tlm_emu::cp_async_wait(n); }
+
+// The launch's dynamic shared memory, as common.cuh's tlm::dynamic_shared
+// and tlm::dynamic_shared_size call them on the emulated device.
+inline unsigned char *tlm_emu_dynamic_shared() { return tlm_emu::self().state->dynamic_shared; }
+inline unsigned tlm_emu_dynamic_shared_size() { return tlm_emu::self().state->dynamic_size; }
 
 // Math beyond <cmath>: CUDA's fast and reinterpreting functions.
 inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }

@@ -35,7 +35,8 @@ typedef struct device_core {
 static device_core *core_of(const tlm_device *d) { return (device_core *)d; }
 
 struct tlm_kernel {
-    void *fn; /* the backend's handle */
+    void *fn;               /* the backend's handle */
+    unsigned shared_optin;  /* the dynamic shared memory it may have (allow_shared); 48 KiB until raised */
     char name[];
 };
 
@@ -393,6 +394,7 @@ tlm_kernel *tlm_device_kernel(tlm_device *d, tlm_module *m, const char *name, tl
         return NULL;
     }
     memcpy(k->name, name, len + 1);
+    k->shared_optin = TLM_SHARED_DEFAULT;
     tlm_err why = {{0}};
     if (!d->backend->kernel(d, m->handle, name, &k->fn, &why)) {
         free(k);
@@ -423,11 +425,28 @@ static bool check_dims(const char *name, tlm_launch dims, tlm_err *err) {
     return true;
 }
 
+/* Lets k have `bytes` of dynamic shared memory (device.h: past 48 KiB a
+ * kernel opts in, outside a capture). */
+static bool allow_shared(tlm_device *d, tlm_kernel *k, unsigned bytes, tlm_err *err) {
+    if (bytes > d->info.shared_optin)
+        return tlm_fail(err, "kernel %s: %u bytes of dynamic shared memory (%s gives a block at most %u)", k->name,
+                        bytes, d->info.name, d->info.shared_optin);
+    if (bytes <= k->shared_optin) return true;
+    char what[200];
+    snprintf(what, sizeof what, "kernel %s's first launch with %u bytes of dynamic shared memory (past %u)", k->name,
+             bytes, k->shared_optin);
+    if (!tlm_device_outside_capture(d, what, err)) return false;
+    if (d->backend->allow_shared && !d->backend->allow_shared(d, k->fn, k->name, bytes, err)) return false;
+    k->shared_optin = bytes;
+    return true;
+}
+
 bool tlm_device_launch(tlm_device *d, tlm_kernel *k, tlm_launch dims, void **args, tlm_err *err) {
     if (!k) return tlm_fail(err, "launch: no kernel");
     if (!check_dims(k->name, dims, err)) return false;
     if (d->launch_stream != TLM_STREAM_COMPUTE && !tlm_device_outside_capture(d, "a launch on the comm stream", err))
         return false;
+    if (!allow_shared(d, k, dims.shared_bytes, err)) return false;
     return d->backend->launch(d, k->fn, k->name, dims, args, err);
 }
 

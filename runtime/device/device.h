@@ -38,6 +38,8 @@ typedef struct tlm_device_info {
     int sm_count;
     uint64_t memory_total;   /* bytes */
     double peak_bf16_tflops; /* dense bf16 peak from gpu_peaks.c's table; 0: unknown (no MFU) */
+    unsigned shared_optin;   /* the most shared memory a block may have once its kernel opts in (227 KiB
+                                on sm_90, 163 KiB on sm_80); the emulated device reports sm_90's */
 } tlm_device_info;
 
 /* ---- opening ----
@@ -100,9 +102,16 @@ tlm_kernel *tlm_device_kernel(tlm_device *d, tlm_module *m, const char *name, tl
 typedef struct tlm_launch {
     unsigned grid[3];
     unsigned block[3];       /* threads; x a multiple of 32, at most 1024 in all */
+    unsigned shared_bytes;   /* dynamic shared memory per block (tlm::dynamic_shared(), common.cuh); 0: none */
 } tlm_launch;
 /* args[i] points to the i-th parameter's value, typed exactly as the
- * kernel declares it (int, long long, float, a pointer as tlm_dptr). */
+ * kernel declares it (int, long long, float, a pointer as tlm_dptr).
+ * Dynamic shared memory: at most info.shared_optin bytes. Past the 48 KiB
+ * every block may have, a kernel must opt in (cuFuncSetAttribute), which
+ * this call does at the kernel's first such launch; a CUDA graph capture
+ * cannot (a call outside the stream), so a kernel's first launch past
+ * 48 KiB, or past what it was launched with before, must come outside a
+ * capture (graph_cache.h's warm-up run does) and is refused in one. */
 bool tlm_device_launch(tlm_device *d, tlm_kernel *k, tlm_launch dims, void **args, tlm_err *err);
 
 /* ---- GEMM: cuBLASLt's description, column-major as cuBLAS sees it ----

@@ -50,6 +50,7 @@ static bool bind(cuda_device *c, tlm_err *err) {
 static bool read_info(const tlm_cuda_driver *drv, CUdevice dev, int ordinal, tlm_device_info *info, tlm_err *err) {
     memset(info, 0, sizeof *info);
     size_t total = 0;
+    int shared_optin = 0;
     if (!tlm_cuda_ok(drv, drv->cuDeviceGetName(info->name, (int)sizeof info->name, dev), err, "cuDeviceGetName") ||
         !tlm_cuda_ok(drv, drv->cuDeviceGetAttribute(&info->cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev),
                      err, "cuDeviceGetAttribute(compute capability)") ||
@@ -57,6 +58,9 @@ static bool read_info(const tlm_cuda_driver *drv, CUdevice dev, int ordinal, tlm
                      err, "cuDeviceGetAttribute(compute capability)") ||
         !tlm_cuda_ok(drv, drv->cuDeviceGetAttribute(&info->sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev),
                      err, "cuDeviceGetAttribute(multiprocessor count)") ||
+        !tlm_cuda_ok(
+            drv, drv->cuDeviceGetAttribute(&shared_optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev),
+            err, "cuDeviceGetAttribute(shared memory per block, opted in)") ||
         !tlm_cuda_ok(drv, drv->cuDeviceTotalMem(&total, dev), err, "cuDeviceTotalMem"))
         return false;
     info->name[sizeof info->name - 1] = '\0';
@@ -64,6 +68,7 @@ static bool read_info(const tlm_cuda_driver *drv, CUdevice dev, int ordinal, tlm
     info->ordinal = ordinal;
     info->driver_version = drv->version;
     info->memory_total = total;
+    info->shared_optin = shared_optin > 0 ? (unsigned)shared_optin : 0;
     snprintf(info->arch, sizeof info->arch, "sm_%d%d", info->cc_major, info->cc_minor);
     return true;
 }
@@ -277,16 +282,26 @@ static bool stream_of(tlm_device *d, tlm_stream s, CUstream *stream, tlm_err *er
     return true;
 }
 
+static bool cuda_allow_shared(tlm_device *d, void *fn, const char *name, unsigned bytes, tlm_err *err) {
+    cuda_device *c = state(d);
+    return bind(c, err) &&
+           tlm_cuda_ok(
+               c->drv,
+               c->drv->cuFuncSetAttribute((CUfunction)fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)bytes),
+               err, "letting %s have %u bytes of dynamic shared memory (cuFuncSetAttribute)", name, bytes);
+}
+
 static bool cuda_launch(tlm_device *d, void *fn, const char *name, tlm_launch dims, void **args, tlm_err *err) {
     cuda_device *c = state(d);
     CUstream stream;
-    /* No dynamic shared memory. */
+    char shared[64] = "";
+    if (dims.shared_bytes) snprintf(shared, sizeof shared, ", %u bytes of dynamic shared memory", dims.shared_bytes);
     return stream_of(d, d->launch_stream, &stream, err) &&
            tlm_cuda_ok(c->drv,
                        c->drv->cuLaunchKernel((CUfunction)fn, dims.grid[0], dims.grid[1], dims.grid[2], dims.block[0],
-                                              dims.block[1], dims.block[2], 0, stream, args, NULL),
-                       err, "launching %s (grid %ux%ux%u, block %ux%ux%u)", name, dims.grid[0], dims.grid[1],
-                       dims.grid[2], dims.block[0], dims.block[1], dims.block[2]);
+                                              dims.block[1], dims.block[2], dims.shared_bytes, stream, args, NULL),
+                       err, "launching %s (grid %ux%ux%u, block %ux%ux%u%s)", name, dims.grid[0], dims.grid[1],
+                       dims.grid[2], dims.block[0], dims.block[1], dims.block[2], shared);
 }
 
 static bool cuda_gemm(tlm_device *d, const tlm_gemm *g, tlm_err *err) {
@@ -400,6 +415,7 @@ const tlm_device_backend tlm_device_cuda = {
     .load = cuda_load,
     .unload = cuda_unload,
     .kernel = cuda_kernel,
+    .allow_shared = cuda_allow_shared,
     .launch = cuda_launch,
     .gemm = cuda_gemm,
     .event_create = cuda_event_create,

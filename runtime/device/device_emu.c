@@ -672,6 +672,7 @@ static bool emu_open(tlm_device *d, int ordinal, tlm_err *err) {
     info->sm_count = cpus > 0 ? (int)cpus : 1;
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     info->memory_total = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
+    info->shared_optin = 227 * 1024; /* sm_90's, so a kernel that would not fit on an H100 fails here too */
     return true;
 }
 

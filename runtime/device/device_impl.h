@@ -6,6 +6,9 @@
 
 #include "device.h"
 
+/* The dynamic shared memory any kernel may have without opting in. */
+enum { TLM_SHARED_DEFAULT = 48 * 1024 };
+
 typedef struct tlm_device_backend {
     const char *name;  /* "cuda", "emulated" */
     /* Fills d->info; impl points to the backend's own state. */
@@ -32,6 +35,9 @@ typedef struct tlm_device_backend {
     void (*unload)(tlm_device *d, void *handle);
     /* a kernel by name in a loaded module (backend state in *fn) */
     bool (*kernel)(tlm_device *d, void *module_handle, const char *name, void **fn, tlm_err *err);
+    /* Lets kernel fn have `bytes` of dynamic shared memory, past the 48 KiB
+     * (TLM_SHARED_DEFAULT) every block may have (NULL: nothing to do). */
+    bool (*allow_shared)(tlm_device *d, void *fn, const char *name, unsigned bytes, tlm_err *err);
     bool (*launch)(tlm_device *d, void *fn, const char *name, tlm_launch dims, void **args, tlm_err *err);
     bool (*gemm)(tlm_device *d, const tlm_gemm *g, tlm_err *err);  /* already checked */
     /* Streams and events (device.h): an event is the backend's handle;

@@ -36,7 +36,7 @@ static size_t align_up(size_t n) { return (n + ARG_ALIGN - 1) / ARG_ALIGN * ARG_
 
 bool tlm_emu_run_launch(const tlm_emu_kernel *k, const char *name, tlm_launch dims, void **args, tlm_err *err) {
     char msg[400] = "";
-    if (k->entry(dims.grid, dims.block, args, msg, sizeof msg) != 0)
+    if (k->entry(dims.grid, dims.block, dims.shared_bytes, args, msg, sizeof msg) != 0)
         return tlm_fail(err, "kernel %s: %s", name, msg[0] ? msg : "failed on the emulated device");
     return true;
 }

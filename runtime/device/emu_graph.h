@@ -16,7 +16,8 @@
 #include "device.h"
 
 /* cuda_emu.h's entry points of one kernel. */
-typedef int (*tlm_emu_entry)(const unsigned grid[3], const unsigned block[3], void **args, char *err, size_t errlen);
+typedef int (*tlm_emu_entry)(const unsigned grid[3], const unsigned block[3], unsigned shared_bytes, void **args,
+                             char *err, size_t errlen);
 typedef int (*tlm_emu_arg_sizes)(size_t *sizes, int cap);
 
 typedef struct tlm_emu_kernel {

@@ -16,6 +16,17 @@ unsigned tlm_gpu_attention_tc_block(tlm_attention_tc_pass pass, int D) {
     return pass == TLM_ATTENTION_TC_BWD_DKV && D == 128 ? 256 : 128;
 }
 
+unsigned tlm_gpu_attention_tc_shared(tlm_attention_tc_pass pass, int D) {
+    if (!tlm_gpu_attention_tc_kernel(pass, D) || pass == TLM_ATTENTION_TC_BWD_DKV) return 0;
+    return 2u * 2u * TLM_GPU_ATTENTION_TC_ROWS * (unsigned)(D + 8) * 2u;
+}
+
+bool tlm_gpu_attention_tc_launch(tlm_gpu *g, tlm_attention_tc_pass pass, int D, unsigned grid, void **args,
+                                 tlm_err *err) {
+    return tlm_gpu_launch_shared(g, tlm_gpu_attention_tc_kernel(pass, D), grid, tlm_gpu_attention_tc_block(pass, D),
+                                 tlm_gpu_attention_tc_shared(pass, D), args, err);
+}
+
 bool tlm_gpu_attention_tc_applies(const tlm_device_info *info, int H, int D, int stride, tlm_err *err) {
     if (D != 64 && D != 128)
         return tlm_fail(err, "tensor-core attention: head size %d is not supported (64 or 128, the presets' sizes)", D);
@@ -47,8 +58,7 @@ bool tlm_gpu_attention_tc_forward(tlm_gpu *g, tlm_dptr y_bf16, tlm_dptr lse, tlm
     if (!tlm_gpu_attention_tc_supported(g, y_bf16, q, k, v, H, D, stride, err)) return false;
     if (B <= 0 || T <= 0 || H <= 0) return true;
     void *args[] = {&y_bf16, &lse, &q, &k, &v, &B, &T, &H, &stride};
-    return tlm_gpu_launch(g, tlm_gpu_attention_tc_kernel(TLM_ATTENTION_TC_FWD, D), attention_tc_grid(B, T, H),
-                          tlm_gpu_attention_tc_block(TLM_ATTENTION_TC_FWD, D), args, err);
+    return tlm_gpu_attention_tc_launch(g, TLM_ATTENTION_TC_FWD, D, attention_tc_grid(B, T, H), args, err);
 }
 
 bool tlm_gpu_attention_tc_backward(tlm_gpu *g, tlm_dptr dq, tlm_dptr dk, tlm_dptr dv, tlm_dptr dy, tlm_dptr y_bf16,
@@ -59,10 +69,7 @@ bool tlm_gpu_attention_tc_backward(tlm_gpu *g, tlm_dptr dq, tlm_dptr dk, tlm_dpt
     if (B <= 0 || T <= 0 || H <= 0) return true;
     unsigned grid = attention_tc_grid(B, T, H);
     void *dq_args[] = {&dq, &dy, &y_bf16, &lse, &q, &k, &v, &B, &T, &H, &stride};
-    if (!tlm_gpu_launch(g, tlm_gpu_attention_tc_kernel(TLM_ATTENTION_TC_BWD_DQ, D), grid,
-                        tlm_gpu_attention_tc_block(TLM_ATTENTION_TC_BWD_DQ, D), dq_args, err))
-        return false;
     void *dkv_args[] = {&dk, &dv, &dy, &y_bf16, &lse, &q, &k, &v, &B, &T, &H, &stride};
-    return tlm_gpu_launch(g, tlm_gpu_attention_tc_kernel(TLM_ATTENTION_TC_BWD_DKV, D), grid,
-                          tlm_gpu_attention_tc_block(TLM_ATTENTION_TC_BWD_DKV, D), dkv_args, err);
+    return tlm_gpu_attention_tc_launch(g, TLM_ATTENTION_TC_BWD_DQ, D, grid, dq_args, err) &&
+           tlm_gpu_attention_tc_launch(g, TLM_ATTENTION_TC_BWD_DKV, D, grid, dkv_args, err);
 }

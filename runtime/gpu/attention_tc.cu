@@ -11,8 +11,9 @@
 // fragments it keeps in registers for the whole walk over the key tiles (64
 // keys each, up to the diagonal). Per key tile, the block stages K and V in
 // shared memory by cp.async (rows padded by 16 bytes so that ldmatrix's
-// eight rows fall in different banks; at head size 64 in two stages, the
-// next tile's copies in flight while this one's products run), then each
+// eight rows fall in different banks; in two stages, the next tile's copies
+// in flight while this one's products run: dynamic shared memory, 36 KiB at
+// head size 64 and 68 KiB at 128), then each
 // warp (attention_tc_fwd_tile):
 //   S = Q K^T        B fragments of K by ldmatrix (K is n-major: k = the
 //                    head dimension is contiguous): attention_tc_products
@@ -33,8 +34,9 @@
 // dS = P (dP - D) / sqrt(D), dP = dY V^T; dy is rounded to bf16 for the
 // products:
 //   dq: a block per query tile, each warp 16 query rows with Q and dY in
-//       registers: S = Q K^T, dP = dY V^T, dQ += dS K (K by ldmatrix.trans);
-//       at D = 128 a key tile in two halves
+//       registers, K and V staged as the forward stages them: S = Q K^T,
+//       dP = dY V^T, dQ += dS K (K by ldmatrix.trans); at D = 128 a key
+//       tile in two halves
 //   dk, dv: a block per key tile, each warp 16 keys with K and V in
 //       registers, over the query tiles from the diagonal on (Q, dY, lse
 //       and D staged in shared memory): S^T = K Q^T, dP^T = V dY^T,
@@ -90,23 +92,35 @@ __device__ __forceinline__ void attention_tc_stage_async(unsigned short* tile, c
   }
 }
 
-// The stages of K and V tiles the forward and dq kernels keep in shared
-// memory: two at head size 64 (36 KiB: the next tile's copies in flight
-// while this one's products run); at 128 two would pass the 48 KiB a block
-// gets without opting in, so one, and the copy and the products take turns.
-constexpr int attention_tc_kv_stages(int D) { return D == 64 ? 2 : 1; }
+// The K and V tiles the forward and dq kernels stage in dynamic shared
+// memory, in two stages (the next tile's copies in flight while this one's
+// products run): K's two, then V's two, each attention_tc_tile_elems bf16.
+// At head size 128 that is 68 KiB, past the 48 KiB a block may have
+// without opting in, which dynamic shared memory does (device.h).
+// attention_tc.c's tlm_gpu_attention_tc_shared gives the launches the same
+// bytes; the kernels trap when given fewer.
 constexpr int attention_tc_tile_elems(int D) { return attention_tc_BK * (D + attention_tc_PAD); }
+constexpr unsigned attention_tc_kv_bytes(int D) { return 2u * 2u * attention_tc_tile_elems(D) * 2u; }
+
+// The staged tiles' place in the block's dynamic shared memory: K's two
+// stages at ks, V's at vs. Traps when the launch gave too little.
+template <int D>
+__device__ __forceinline__ void attention_tc_kv_tiles(unsigned short*& ks, unsigned short*& vs) {
+  if (tlm::dynamic_shared_size() < attention_tc_kv_bytes(D)) __trap();
+  ks = (unsigned short*)tlm::dynamic_shared();
+  vs = ks + 2 * attention_tc_tile_elems(D);
+}
 
 // The key tiles 0 .. last of one item, K and V staged in shared memory by
-// cp.async, tile(ks, vs, j0) called for each by every thread (the caller's
-// warps skip what they do not need, but all reach the barriers). With two
-// stages the next tile's copies are in flight while tile() runs; with one
-// they take turns. ks and vs hold the stages' tiles, one after another.
+// cp.async in two stages, tile(ks, vs, j0) called for each by every thread
+// (the caller's warps skip what they do not need, but all reach the
+// barriers) while the next tile's copies are in flight. ks and vs hold the
+// two stages' tiles, one after the other (attention_tc_kv_tiles).
 template <int D, typename Tile>
 __device__ __forceinline__ void attention_tc_walk_keys(unsigned short* ks, unsigned short* vs, const unsigned short* k,
                                                        const unsigned short* v, long long rs, int last, int T,
                                                        Tile tile) {
-  constexpr int BK = attention_tc_BK, STAGES = attention_tc_kv_stages(D), TILE = attention_tc_tile_elems(D);
+  constexpr int BK = attention_tc_BK, TILE = attention_tc_tile_elems(D);
   // K and V's tile from key j0 into stage `stage`, one commit group
   auto stage_kv = [&](int stage, int j0) {
     attention_tc_stage_async<D>(ks + stage * TILE, k, rs, j0, T);
@@ -116,19 +130,15 @@ __device__ __forceinline__ void attention_tc_walk_keys(unsigned short* ks, unsig
   __syncthreads();  // the previous item's readers are done
   stage_kv(0, 0);
   for (int j0 = 0; j0 <= last; j0 += BK) {
-    const int buf = j0 / BK % STAGES;
-    const bool next = j0 + BK <= last;
-    if (STAGES == 2) {
-      if (next)
-        stage_kv(1 - buf, j0 + BK);
-      else
-        tlm::cp_async_commit();  // an empty group past the last tile: the wait below counts groups
-    }
-    tlm::cp_async_wait<STAGES - 1>();  // this thread's copies of this tile
-    __syncthreads();                   // and every thread's
+    const int buf = j0 / BK % 2;
+    if (j0 + BK <= last)
+      stage_kv(1 - buf, j0 + BK);
+    else
+      tlm::cp_async_commit();  // an empty group past the last tile: the wait below counts groups
+    tlm::cp_async_wait<1>();   // this thread's copies of this tile
+    __syncthreads();           // and every thread's
     tile(ks + buf * TILE, vs + buf * TILE, j0);
     __syncthreads();  // this tile's readers are done before its buffer is filled again
-    if (STAGES == 1 && next) stage_kv(0, j0 + BK);
   }
 }
 
@@ -282,8 +292,9 @@ __device__ __forceinline__ void attention_tc_fwd_tile(float (*o)[4], float m[2],
 template <int D>
 __device__ void attention_tc_fwd(unsigned short* y, float* lse, const unsigned short* q, const unsigned short* k,
                                  const unsigned short* v, int B, int T, int H, int stride) {
-  constexpr int DN = D / 8, STAGES = attention_tc_kv_stages(D), TILE = attention_tc_tile_elems(D);
-  __shared__ __align__(16) unsigned short ks[STAGES][TILE], vs[STAGES][TILE];
+  constexpr int DN = D / 8;
+  unsigned short *ks, *vs;
+  attention_tc_kv_tiles<D>(ks, vs);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const float scale = 1.0f / sqrtf((float)D);
   for (long long item = blockIdx.x; item < attention_tc_items(B, T, H); item += gridDim.x) {
@@ -296,7 +307,7 @@ __device__ void attention_tc_fwd(unsigned short* y, float* lse, const unsigned s
     float o[DN][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
     for (int n = 0; n < DN; n++)
       for (int i = 0; i < 4; i++) o[n][i] = 0.0f;
-    attention_tc_walk_keys<D>(ks[0], vs[0], k + base, v + base, stride, last, T,
+    attention_tc_walk_keys<D>(ks, vs, k + base, v + base, stride, last, T,
                               [&](const unsigned short* kt, const unsigned short* vt, int j0) {
                                 if (!idle && j0 <= r0 + 15)
                                   attention_tc_fwd_tile<D>(o, m, l, qa, kt, vt, j0, r0, scale, T);
@@ -340,9 +351,8 @@ __device__ void attention_tc_bwd_dq(float* dq, const float* dy, const unsigned s
   // The same order of summation (dS K's k-blocks of 16 keys in order), so
   // the same bits.
   constexpr int PARTS = D > 64 ? 2 : 1, NB = NS / PARTS, W = 8 * NB;
-  // K and V staged as the forward stages them
-  constexpr int STAGES = attention_tc_kv_stages(D), TILE = attention_tc_tile_elems(D);
-  __shared__ __align__(16) unsigned short ks[STAGES][TILE], vs[STAGES][TILE];
+  unsigned short *ks, *vs;  // K and V staged as the forward stages them
+  attention_tc_kv_tiles<D>(ks, vs);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const float scale = 1.0f / sqrtf((float)D);
   const int C = H * D;
@@ -367,7 +377,7 @@ __device__ void attention_tc_bwd_dq(float* dq, const float* dy, const unsigned s
     float acc[DN][4];
     for (int n = 0; n < DN; n++)
       for (int i = 0; i < 4; i++) acc[n][i] = 0.0f;
-    attention_tc_walk_keys<D>(ks[0], vs[0], k + base, v + base, stride, last, T,
+    attention_tc_walk_keys<D>(ks, vs, k + base, v + base, stride, last, T,
                               [&](const unsigned short* kt, const unsigned short* vt, int j0) {
                                 if (idle || j0 > r0 + 15) return;
                                 for (int part = 0; part < PARTS; part++) {

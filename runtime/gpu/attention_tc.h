@@ -59,4 +59,16 @@ const char *tlm_gpu_attention_tc_kernel(tlm_attention_tc_pass pass, int D);
  * accumulators; attention_tc_bwd_dkv). The kernel traps on another. */
 unsigned tlm_gpu_attention_tc_block(tlm_attention_tc_pass pass, int D);
 
+/* The dynamic shared memory that kernel's block needs (bytes; 0 for the dk,
+ * dv kernel, whose shared memory is static): the forward's and dq's K and V
+ * tiles in two stages, 2 x 2 x 64 rows of D + 8 bf16 (36 KiB at head size
+ * 64, 68 KiB at 128: attention_tc_kv_bytes). The kernels trap on less. */
+unsigned tlm_gpu_attention_tc_shared(tlm_attention_tc_pass pass, int D);
+
+/* Launches that kernel on `grid` blocks of its block size with its shared
+ * memory (args as the kernel takes them); how every launch of them is made,
+ * the tests' own grids included. */
+bool tlm_gpu_attention_tc_launch(tlm_gpu *g, tlm_attention_tc_pass pass, int D, unsigned grid, void **args,
+                                 tlm_err *err);
+
 #endif

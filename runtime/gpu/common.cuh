@@ -8,7 +8,10 @@
 //     unsigned short* (const or not) for bf16 bits (convert.cu and the
 //     _bf16 variants: tlm::to_bf16, store and load below).
 //   - blockDim.x a multiple of 32 (at most 1024); static __shared__ arrays
-//     only (no dynamic shared memory), at most 48 KiB per block.
+//     of at most 48 KiB per block, or dynamic shared memory through
+//     tlm::dynamic_shared (below) with the launch's shared_bytes (device.h:
+//     up to the device's opt-in limit, 227 KiB on sm_90), which the kernel
+//     checks with tlm::dynamic_shared_size.
 //   - deterministic: no atomics, every reduction in a fixed order that
 //     does not depend on the grid size, so a --resume is bit-exact.
 //   - blocks stride over their work (any grid size is correct), and
@@ -99,5 +102,27 @@ __device__ __forceinline__ void store(unsigned short *p, float v) { *p = to_bf16
 // The reverse: a kernel input that is fp32, or bf16 widened exactly.
 __device__ __forceinline__ float load(const float *p) { return *p; }
 __device__ __forceinline__ float load(const unsigned short *p) { return __uint_as_float((unsigned)*p << 16); }
+
+// The block's dynamic shared memory: the launch's shared_bytes (device.h),
+// 16-byte aligned, and its size. The host computes the bytes the kernel
+// needs, so a kernel checks dynamic_shared_size() and traps when it is
+// short (its launch then fails, on a GPU and on the emulated device alike).
+__device__ __forceinline__ unsigned char *dynamic_shared() {
+#if defined(TLM_CUDA_EMULATED)
+  return tlm_emu_dynamic_shared();
+#else
+  extern __shared__ __align__(16) unsigned char tlm_dynamic_shared_bytes[];
+  return tlm_dynamic_shared_bytes;
+#endif
+}
+__device__ __forceinline__ unsigned dynamic_shared_size() {
+#if defined(TLM_CUDA_EMULATED)
+  return tlm_emu_dynamic_shared_size();
+#else
+  unsigned bytes;
+  asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(bytes));
+  return bytes;
+#endif
+}
 
 }  // namespace tlm

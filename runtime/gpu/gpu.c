@@ -50,6 +50,11 @@ void tlm_gpu_close(tlm_gpu *g) {
 }
 
 bool tlm_gpu_launch(tlm_gpu *g, const char *name, unsigned grid, unsigned block, void **args, tlm_err *err) {
+    return tlm_gpu_launch_shared(g, name, grid, block, 0, args, err);
+}
+
+bool tlm_gpu_launch_shared(tlm_gpu *g, const char *name, unsigned grid, unsigned block, unsigned shared_bytes,
+                           void **args, tlm_err *err) {
     if (!name) return tlm_fail(err, "no kernel name");
     tlm_gpu_module_id id = tlm_gpu_kernel_module(name);
     if (!g->modules[id])
@@ -57,7 +62,7 @@ bool tlm_gpu_launch(tlm_gpu *g, const char *name, unsigned grid, unsigned block,
                         tlm_gpu_modules[id].what);
     tlm_kernel *k = tlm_device_kernel(g->dev, g->modules[id], name, err);
     if (!k) return false;
-    tlm_launch dims = {{grid, 1, 1}, {block, 1, 1}};
+    tlm_launch dims = {{grid, 1, 1}, {block, 1, 1}, shared_bytes};
     return tlm_device_launch(g->dev, k, dims, args, err);
 }
 

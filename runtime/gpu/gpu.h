@@ -79,6 +79,9 @@ bool tlm_gpu_load_module(tlm_gpu *g, tlm_gpu_module_id id, tlm_err *err);
  * holds it (tlm_gpu_kernel_module); args as tlm_device_launch takes them.
  * False with err, launching nothing, when that module is not loaded. */
 bool tlm_gpu_launch(tlm_gpu *g, const char *name, unsigned grid, unsigned block, void **args, tlm_err *err);
+/* The same with shared_bytes of dynamic shared memory per block (device.h). */
+bool tlm_gpu_launch_shared(tlm_gpu *g, const char *name, unsigned grid, unsigned block, unsigned shared_bytes,
+                           void **args, tlm_err *err);
 
 /* g->scratch holding at least bytes (grown as needed, kept until close);
  * 0 with err when the device has no room. */

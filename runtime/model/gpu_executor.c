@@ -270,7 +270,7 @@ static bool op_out_proj_backward(step *s, const tlm_abi_op *op) {
 enum { ACT_THREADS = 256 };
 
 static bool act_launch(step *s, tlm_kernel *k, void **args, int64_t W) {
-    tlm_launch dims = {{tlm_gpu_blocks((int64_t)s->N * W, ACT_THREADS), 1, 1}, {ACT_THREADS, 1, 1}};
+    tlm_launch dims = {.grid = {tlm_gpu_blocks((int64_t)s->N * W, ACT_THREADS), 1, 1}, .block = {ACT_THREADS, 1, 1}};
     return tlm_device_launch(DEV, k, dims, args, ERR);
 }
 

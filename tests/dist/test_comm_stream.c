@@ -52,7 +52,7 @@ static void launch_call(void *ctx) {
     int n = 64;
     void *args[] = {&l->x, &n};
     tlm_stream was = tlm_device_launch_stream(l->d, TLM_STREAM_COMM);
-    l->ok = tlm_device_launch(l->d, l->k, (tlm_launch){{1, 1, 1}, {64, 1, 1}}, args, &l->err);
+    l->ok = tlm_device_launch(l->d, l->k, (tlm_launch){.grid = {1, 1, 1}, .block = {64, 1, 1}}, args, &l->err);
     tlm_device_launch_stream(l->d, was);
 }
 
@@ -104,7 +104,8 @@ int main(void) {
     tlm_stream was = tlm_device_launch_stream(d, TLM_STREAM_COMM);
     int n = 64;
     void *args[] = {&x, &n};
-    const char *msg = tlm_device_launch(d, k, (tlm_launch){{1, 1, 1}, {64, 1, 1}}, args, &err) ? "(ran)" : err.msg;
+    const char *msg =
+        tlm_device_launch(d, k, (tlm_launch){.grid = {1, 1, 1}, .block = {64, 1, 1}}, args, &err) ? "(ran)" : err.msg;
     expect(strstr(msg, "runs launches on the comm stream only from a host call there") != NULL,
            "a launch on the comm stream outside a host call", msg);
     msg = tlm_device_gemm(

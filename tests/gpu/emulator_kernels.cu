@@ -244,3 +244,19 @@ extern "C" __global__ void emu_uninit_shared(float *out) {
   s[t] = 5.0f;
   count = 7;
 }
+
+// Dynamic shared memory: each thread reads the word at its place from the
+// buffer's far end before anything is written (the poison), writes its
+// block and thread there, then reads the mirrored thread's word, and the
+// buffer's size: out[b * 3 T ..] (T threads a block).
+extern "C" __global__ void emu_dynamic_shared(float *out) {
+  float *s = (float *)tlm_emu_dynamic_shared();
+  unsigned T = blockDim.x, t = threadIdx.x, b = blockIdx.x, last = tlm_emu_dynamic_shared_size() / 4 - 1;
+  float *o = out + b * 3 * T;
+  o[t] = s[last - t];
+  __syncthreads();
+  s[last - t] = (float)(b * 1000 + t);
+  __syncthreads();
+  o[T + t] = s[last - (T - 1 - t)];
+  o[2 * T + t] = (float)tlm_emu_dynamic_shared_size();
+}

@@ -5,7 +5,9 @@
  * the architecture check, the primary context's release on failure) runs
  * on a machine without a GPU, and so do the memory calls (host memory
  * here), module loading (NVRTC's real CUBIN, checked for its ELF magic) and
- * launches (recorded, not run), the comm stream and its events (traced),
+ * launches (recorded, not run; refused past the kernel's dynamic shared
+ * memory allowance, which cuFuncSetAttribute raises), the comm stream and
+ * its events (traced),
  * and graphs: stream capture, instantiation, launch and destruction
  * (traced; a captured launch, copy or memset is a node of the graph, run
  * when the graph is launched).
@@ -95,6 +97,7 @@ static CUresult fake_cuDeviceGetAttribute(int *v, int attribute, int dev) {
     case 75: *v = old ? 5 : 9; return SUCCESS;  /* compute capability, major */
     case 76: *v = 0; return SUCCESS;            /* minor */
     case 16: *v = old ? 16 : 132; return SUCCESS; /* multiprocessors */
+    case 97: *v = old ? 49152 : 232448; return SUCCESS; /* shared memory per block, opted in */
     default: return INVALID_VALUE;
     }
 }
@@ -346,13 +349,49 @@ static CUresult fake_cuMemsetD8Async(unsigned long long p, unsigned char c, size
     return SUCCESS;
 }
 
+/* Each function's dynamic shared memory allowance, as a GPU keeps it
+ * (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES): for the kernels by
+ * name, which is what the stand-in's CUfunction is; and the calls made. */
+enum { MAX_ALLOWED = 8 };
+static struct {
+    char name[64];
+    int bytes;
+} allowed[MAX_ALLOWED];
+static int allow_calls;
+static int shared_allowed(const char *name) {
+    for (int i = 0; i < MAX_ALLOWED; i++)
+        if (strcmp(allowed[i].name, name) == 0) return allowed[i].bytes;
+    return 48 * 1024;
+}
+static CUresult fake_cuFuncSetAttribute(void *f, int attribute, int value) {
+    if (!f || attribute != 8 || value < 0 || value > 232448) return INVALID_VALUE;
+    allow_calls++;
+    for (int i = 0; i < MAX_ALLOWED; i++)
+        if (!allowed[i].name[0] || strcmp(allowed[i].name, f) == 0) {
+            snprintf(allowed[i].name, sizeof allowed[i].name, "%s", (const char *)f);
+            allowed[i].bytes = value;
+            return SUCCESS;
+        }
+    return INVALID_VALUE;
+}
+/* For the test: cuFuncSetAttribute's calls so far, and the last launch's
+ * dynamic shared memory. */
+static unsigned last_shared;
+int tlm_fake_cuda_shared(unsigned *last_launch_shared) {
+    *last_launch_shared = last_shared;
+    return allow_calls;
+}
+
 static CUresult fake_cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                                     unsigned bz, unsigned shared, void *stream, void **params, void **extra) {
-    if (!f || shared != 0 || !known_stream(stream) || extra != NULL || !params) return INVALID_VALUE;
+    /* a launch past the kernel's allowance fails, as on a GPU */
+    if (!f || shared > (unsigned)shared_allowed(f) || !known_stream(stream) || extra != NULL || !params)
+        return INVALID_VALUE;
     if (stream) traced("launch on %s; ", stream, 0);
     if (strcmp((const char *)f, "tlm_fake_launch_fails") == 0) return INVALID_VALUE;
     if (stream && stream == capturing) return add_node(NODE_LAUNCH, 0, 0, 0); /* run at the graph's launches */
     launches++;
+    last_shared = shared;
     last_grid[0] = gx, last_grid[1] = gy, last_grid[2] = gz;
     last_block[0] = bx, last_block[1] = by, last_block[2] = bz;
     memcpy(&last_first_arg, params[0], sizeof last_first_arg);
@@ -398,6 +437,7 @@ static const struct {
     FAKE(cuModuleLoadData),
     FAKE(cuModuleUnload),
     FAKE(cuModuleGetFunction),
+    FAKE(cuFuncSetAttribute),
     FAKE(cuLaunchKernel),
     FAKE(cuStreamCreate),
     FAKE(cuStreamDestroy),

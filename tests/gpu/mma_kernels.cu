@@ -12,6 +12,19 @@ __device__ __forceinline__ unsigned bf16_pair(const unsigned short* m, int i0, i
   return (unsigned)m[i0] | (unsigned)m[i1] << 16;
 }
 
+// Every warp's ldmatrix.x4 (trans or not) of the four 8x8 matrices in
+// tile (rows 32 bytes apart); warp 0's registers to out[4 lane + i].
+__device__ __forceinline__ void ldmatrix_out(unsigned* out, const unsigned short* tile, int trans) {
+  const int lane = threadIdx.x % 32;
+  unsigned r[4];
+  if (trans)
+    tlm::ldmatrix_x4<true>(r, tile + lane * 16);
+  else
+    tlm::ldmatrix_x4<false>(r, tile + lane * 16);
+  if (threadIdx.x < 32)
+    for (int i = 0; i < 4; i++) out[4 * lane + i] = r[i];
+}
+
 }  // namespace mma_test
 
 // D = A B + C for `count` problems, one per warp (blocks of 2 warps striding
@@ -46,14 +59,22 @@ extern "C" __global__ void mma_test_ldmatrix(unsigned* out, const unsigned short
   __shared__ __align__(16) unsigned short tile[32 * 16];
   for (int e = threadIdx.x; e < 256; e += blockDim.x) tile[e / 8 * 16 + e % 8] = m[e];
   __syncthreads();
-  const int lane = threadIdx.x % 32;
-  unsigned r[4];
-  if (trans)
-    tlm::ldmatrix_x4<true>(r, tile + lane * 16);
-  else
-    tlm::ldmatrix_x4<false>(r, tile + lane * 16);
-  if (threadIdx.x < 32)
-    for (int i = 0; i < 4; i++) out[4 * lane + i] = r[i];
+  mma_test::ldmatrix_out(out, tile, trans);
+}
+
+// mma_test_ldmatrix through dynamic shared memory: the four matrices staged
+// by cp.async (rows 32 bytes apart) at the far end of the launch's dynamic
+// shared memory, past 48 KiB when the launch opts in; out[128] its size.
+extern "C" __global__ void mma_test_dynamic_shared(unsigned* out, const unsigned short* m, int trans) {
+  const unsigned size = tlm::dynamic_shared_size();
+  if (size < 1024 || size % 16) __trap();
+  unsigned short* tile = (unsigned short*)(tlm::dynamic_shared() + size - 1024);
+  if (threadIdx.x < 32) tlm::cp_async_16(tile + threadIdx.x * 16, m + threadIdx.x * 8, 16u);
+  tlm::cp_async_commit();
+  tlm::cp_async_wait<0>();
+  __syncthreads();
+  mma_test::ldmatrix_out(out, tile, trans);
+  if (threadIdx.x == 0) out[128] = size;
 }
 
 // D (16x16) = A B + 0 by the attention kernel's path: A (16x16 row-major)
@@ -159,6 +180,12 @@ extern "C" __global__ void mma_test_cp_async(unsigned* out, const unsigned* src,
 // from a misaligned source.
 extern "C" __global__ void mma_test_cp_async_global(unsigned* out) {
   tlm::cp_async_16(out + 4 * threadIdx.x, out, 16u);
+  tlm::cp_async_wait<0>();
+}
+// A cp.async just past the end of the dynamic shared memory.
+extern "C" __global__ void mma_test_cp_async_past_dynamic(unsigned* out) {
+  tlm::cp_async_16(tlm::dynamic_shared() + tlm::dynamic_shared_size() - 16 * threadIdx.x, out, 16u);
+  tlm::cp_async_commit();
   tlm::cp_async_wait<0>();
 }
 extern "C" __global__ void mma_test_cp_async_misaligned(unsigned* out) {

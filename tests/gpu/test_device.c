@@ -188,7 +188,7 @@ static void test_kernels(tlm_device *d) {
         int n = N;
         void *add_args[] = {&x, &n};
         /* 2 blocks of 64 threads stride over the 1000 elements */
-        tlm_launch dims = {{2, 1, 1}, {64, 1, 1}};
+        tlm_launch dims = {.grid = {2, 1, 1}, .block = {64, 1, 1}};
         CHECK(tlm_device_launch(d, add, dims, add_args, &err), "add_index: %s", err.msg);
         float back[N];
         CHECK(tlm_device_download(d, back, x, sizeof back, &err), "%s", err.msg);
@@ -203,7 +203,7 @@ static void test_kernels(tlm_device *d) {
         float scale = 0.25f;
         long long count = N;
         void *sum_args[] = {&x, &out, &scale, &count};
-        tlm_launch three = {{3, 1, 1}, {256, 1, 1}};
+        tlm_launch three = {.grid = {3, 1, 1}, .block = {256, 1, 1}};
         CHECK(tlm_device_launch(d, sums, three, sum_args, &err), "block_sums: %s", err.msg);
         float got[3];
         CHECK(tlm_device_download(d, got, out, sizeof got, &err), "%s", err.msg);
@@ -219,18 +219,23 @@ static void test_kernels(tlm_device *d) {
         tlm_launch dims;
         const char *needle;
     } bad[] = {
-        {{{0, 1, 1}, {32, 1, 1}}, "zero dimension"}, {{{1, 1, 1}, {32, 0, 1}}, "zero dimension"},
-        {{{1, 1, 1}, {48, 1, 1}}, "multiple of 32"}, {{{1, 1, 1}, {1056, 1, 1}}, "at most 1024"},
-        {{{1, 1, 1}, {64, 32, 1}}, "at most 1024"},  {{{1, 1, 1}, {32, 1, 65}}, "at most 1024"},
-        {{{1, 65536, 1}, {32, 1, 1}}, "grid"},       {{{1, 1, 65536}, {32, 1, 1}}, "grid"},
-        {{{2147483648u, 1, 1}, {32, 1, 1}}, "grid"},
+        {{.grid = {0, 1, 1}, .block = {32, 1, 1}}, "zero dimension"},
+        {{.grid = {1, 1, 1}, .block = {32, 0, 1}}, "zero dimension"},
+        {{.grid = {1, 1, 1}, .block = {48, 1, 1}}, "multiple of 32"},
+        {{.grid = {1, 1, 1}, .block = {1056, 1, 1}}, "at most 1024"},
+        {{.grid = {1, 1, 1}, .block = {64, 32, 1}}, "at most 1024"},
+        {{.grid = {1, 1, 1}, .block = {32, 1, 65}}, "at most 1024"},
+        {{.grid = {1, 65536, 1}, .block = {32, 1, 1}}, "grid"},
+        {{.grid = {1, 1, 65536}, .block = {32, 1, 1}}, "grid"},
+        {{.grid = {2147483648u, 1, 1}, .block = {32, 1, 1}}, "grid"},
     };
     for (size_t i = 0; add && i < sizeof bad / sizeof *bad; i++) {
         CHECK(!tlm_device_launch(d, add, bad[i].dims, args, &err), "shape %zu launched", i);
         CHECK(has(err.msg, bad[i].needle) && has(err.msg, "add_index"), "shape %zu: '%s' lacks '%s'", i, err.msg,
               bad[i].needle);
     }
-    CHECK(!tlm_device_launch(d, NULL, (tlm_launch){{1, 1, 1}, {32, 1, 1}}, args, &err), "a NULL kernel");
+    CHECK(!tlm_device_launch(d, NULL, (tlm_launch){.grid = {1, 1, 1}, .block = {32, 1, 1}}, args, &err),
+          "a NULL kernel");
 
     tlm_device_free(d, x);
     tlm_device_free(d, out);

@@ -26,7 +26,8 @@
 #define TLM_EMU_TEST_CLANGXX ""
 #endif
 
-typedef int (*launch_fn)(const unsigned grid[3], const unsigned block[3], void **args, char *err, size_t errlen);
+typedef int (*launch_fn)(const unsigned grid[3], const unsigned block[3], unsigned shared_bytes, void **args, char *err,
+                         size_t errlen);
 
 static void *lib;
 static int failures;
@@ -55,11 +56,13 @@ static const char *kernels[] = {
     "emu_barrier_votes",
     "emu_missing_barrier",
     "emu_uninit_shared",
+    "emu_dynamic_shared",
 };
 
-/* Launches kernel `name`; returns its status, the message in err. */
-static int launch(const char *name, const unsigned grid[3], const unsigned block[3], void **args, char *err,
-                  size_t errlen) {
+/* Launches kernel `name` with shared_bytes of dynamic shared memory;
+ * returns its status, the message in err. */
+static int launch_shared(const char *name, const unsigned grid[3], const unsigned block[3], unsigned shared_bytes,
+                         void **args, char *err, size_t errlen) {
     char sym[128];
     snprintf(sym, sizeof sym, "tlm_emu_launch_%s", name);
     launch_fn fn = (launch_fn)(uintptr_t)dlsym(lib, sym);
@@ -68,7 +71,11 @@ static int launch(const char *name, const unsigned grid[3], const unsigned block
         return -1;
     }
     err[0] = 0;
-    return fn(grid, block, args, err, errlen);
+    return fn(grid, block, shared_bytes, args, err, errlen);
+}
+static int launch(const char *name, const unsigned grid[3], const unsigned block[3], void **args, char *err,
+                  size_t errlen) {
+    return launch_shared(name, grid, block, 0, args, err, errlen);
 }
 
 /* A launch that must succeed. */
@@ -267,6 +274,33 @@ static void test_uninit_shared(void) {
     char what[160];
     snprintf(what, sizeof what, "unwritten shared memory reads as NaN / -1 in every block: %d wrong of %d", bad,
              2 * 3 * 128);
+    check(ok && bad == 0, what);
+}
+
+/* Dynamic shared memory: as large as the launch asks (an odd size past
+ * 48 KiB, then a smaller one on the same thread), poisoned before every
+ * block like the static kind, shared by the block's threads. */
+static void test_dynamic_shared(void) {
+    enum { T = 64, BLOCKS = 3 };
+    float out[BLOCKS * 3 * T], *op = out;
+    void *args[] = {&op};
+    const unsigned grid[3] = {BLOCKS, 1, 1}, block[3] = {T, 1, 1}, sizes[] = {64 * 1024 + 4, 1024};
+    int ok = 1, bad = 0;
+    for (int rep = 0; rep < 2; rep++) {
+        char err[512];
+        int rc = launch_shared("emu_dynamic_shared", grid, block, sizes[rep], args, err, sizeof err);
+        if (rc) printf("FAIL emu_dynamic_shared: %s\n", err);
+        ok &= rc == 0;
+        for (int b = 0; b < BLOCKS; b++)
+            for (int t = 0; t < T; t++) {
+                const float *o = out + b * 3 * T;
+                bad += !isnan(o[t]) || o[T + t] != (float)(b * 1000 + (T - 1 - t)) || o[2 * T + t] != (float)sizes[rep];
+            }
+    }
+    char what[200];
+    snprintf(what, sizeof what,
+             "dynamic shared memory of 65540 and 1024 bytes: poisoned per block, shared, its size (%d wrong of %d)",
+             bad, 2 * BLOCKS * 3 * T);
     check(ok && bad == 0, what);
 }
 
@@ -623,6 +657,7 @@ int main(void) {
     test_block_order();
     test_missing_barrier();
     test_uninit_shared();
+    test_dynamic_shared();
     test_early_exit();
     test_barrier_votes();
     test_errors();

@@ -70,7 +70,7 @@ static void check_graph(void *fake, tlm_device *d, tlm_kernel *k, tlm_dptr a, tl
     int n = 1;
     void *args[] = {&a, &n};
     bool ok = tlm_device_upload(d, a, ones, N, &err) && tlm_device_capture_begin(d, &err) &&
-              tlm_device_launch(d, k, (tlm_launch){{1, 1, 1}, {32, 1, 1}}, args, &err) &&
+              tlm_device_launch(d, k, (tlm_launch){.grid = {1, 1, 1}, .block = {32, 1, 1}}, args, &err) &&
               tlm_device_zero(d, b, N, &err) && tlm_device_copy(d, b, a, N / 2, &err);
     tlm_graph *g = ok ? tlm_device_capture_end(d, NULL, &err) : NULL;
     bool untouched = g && tlm_device_download(d, back, b, N, &err) && back[0] == 0 && back[N - 1] == 0;
@@ -107,7 +107,7 @@ static bool fill(void *ctx, tlm_err *err) {
     fill_work *w = ctx;
     int n = 1;
     void *args[] = {&w->a, &n};
-    return tlm_device_launch(w->d, w->k, (tlm_launch){{1, 1, 1}, {32, 1, 1}}, args, err);
+    return tlm_device_launch(w->d, w->k, (tlm_launch){.grid = {1, 1, 1}, .block = {32, 1, 1}}, args, err);
 }
 static void check_graph_fails(void *fake) {
     typedef int launches_fn(unsigned[3], unsigned[3], unsigned long long *);
@@ -160,10 +160,10 @@ static void check_h200(void *fake) {
     if (!d) die("open the pretend H200", &err);
     const tlm_device_info *info = tlm_device_get_info(d);
     char line[512];
-    snprintf(line, sizeof line, "%s, %s, cc %d.%d, %d SMs, %llu GiB, driver %d, emulated %d", info->name, info->arch,
-             info->cc_major, info->cc_minor, info->sm_count, (unsigned long long)(info->memory_total >> 30),
-             info->driver_version, info->emulated);
-    expect(strcmp(line, "tlm fake GPU, sm_90, cc 9.0, 132 SMs, 141 GiB, driver 13000, emulated 0") == 0,
+    snprintf(line, sizeof line, "%s, %s, cc %d.%d, %d SMs, %llu GiB, %u KiB shared, driver %d, emulated %d", info->name,
+             info->arch, info->cc_major, info->cc_minor, info->sm_count, (unsigned long long)(info->memory_total >> 30),
+             info->shared_optin / 1024, info->driver_version, info->emulated);
+    expect(strcmp(line, "tlm fake GPU, sm_90, cc 9.0, 132 SMs, 141 GiB, 227 KiB shared, driver 13000, emulated 0") == 0,
            "the device's info", line);
 
     /* Memory: zero-filled, uploads, copies, zeroing, downloads. */
@@ -199,7 +199,7 @@ static void check_h200(void *fake) {
     if (!k) die("kernel lookup", &err);
     int n = N / 4;
     void *args[] = {&a, &n};
-    tlm_launch dims = {{3, 1, 1}, {96, 1, 1}};
+    tlm_launch dims = {.grid = {3, 1, 1}, .block = {96, 1, 1}};
     unsigned grid[3], block[3];
     unsigned long long first_arg = 0;
     bool launched = tlm_device_launch(d, k, dims, args, &err);
@@ -209,11 +209,37 @@ static void check_h200(void *fake) {
     expect(launched && count == 1 && grid[0] == 3 && grid[1] == 1 && block[0] == 96 && block[2] == 1 && first_arg == a,
            "a launch reaches the driver with its grid, block and arguments", launched ? line : err.msg);
 
-    const char *msg = tlm_device_kernel(d, m, "no_such_kernel", &err) ? "(found)" : err.msg;
+    /* Dynamic shared memory: within 48 KiB as it is; past it the kernel
+     * opts in (cuFuncSetAttribute) at its first such launch, once per size
+     * it grows to, or the driver refuses the launch. */
+    typedef int shared_fn(unsigned *);
+    shared_fn *shared = (shared_fn *)dlsym(fake, "tlm_fake_cuda_shared");
+    unsigned last = 0;
+    bool opted = true;
+    const unsigned sizes[] = {1024, 48 * 1024, 100 * 1024, 100 * 1024, 64 * 1024, 200 * 1024};
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes && opted; i++)
+        opted = tlm_device_launch(d, k, (tlm_launch){.grid = {1, 1, 1}, .block = {32, 1, 1}, .shared_bytes = sizes[i]},
+                                  args, &err);
+    int calls = shared(&last);
+    snprintf(line, sizeof line, "%d opt-in(s), the last launch with %u bytes", calls, last);
+    expect(opted && calls == 2 && last == 200 * 1024,
+           "launches with 1, 48, 100, 100, 64 and 200 KiB of dynamic shared memory opt in twice",
+           opted ? line : err.msg);
+    const char *msg =
+        tlm_device_launch(d, k, (tlm_launch){.grid = {1, 1, 1}, .block = {32, 1, 1}, .shared_bytes = 232449}, args,
+                          &err)
+            ? "(launched)"
+            : err.msg;
+    expect(strcmp(msg, "kernel tlm_fake_fill: 232449 bytes of dynamic shared memory (tlm fake GPU gives a block at "
+                       "most 232448)") == 0,
+           "past the device's limit", msg);
+
+    msg = tlm_device_kernel(d, m, "no_such_kernel", &err) ? "(found)" : err.msg;
     expect(strstr(msg, "no kernel named no_such_kernel") != NULL, "a kernel the module lacks", msg);
     tlm_kernel *failing = tlm_device_kernel(d, m, "tlm_fake_launch_fails", &err);
     if (!failing) die("kernel lookup", &err);
-    msg = tlm_device_launch(d, failing, (tlm_launch){{1, 1, 1}, {32, 1, 1}}, args, &err) ? "(launched)" : err.msg;
+    msg = tlm_device_launch(d, failing, (tlm_launch){.grid = {1, 1, 1}, .block = {32, 1, 1}}, args, &err) ? "(launched)"
+                                                                                                          : err.msg;
     expect(strstr(msg, "launching tlm_fake_launch_fails (grid 1x1x1, block 32x1x1): CUDA_ERROR_INVALID_VALUE") != NULL,
            "a launch the driver refuses", msg);
 

@@ -275,10 +275,8 @@ static void backward_case(const shape *s, const float *x, tlm_dptr X16, tlm_dptr
             tlm_dptr G = nans(s->n * 4), dq = G + s->qo * 4, dk = G + s->ko * 4, dv = G + s->vo * 4;
             void *dq_args[] = {&dq, &DY, &Y16, &LSE16, &q, &k, &v, &Bv, &Tv, &Hv, &stride};
             void *dkv_args[] = {&dk, &dv, &DY, &Y16, &LSE16, &q, &k, &v, &Bv, &Tv, &Hv, &stride};
-            if (!tlm_gpu_launch(&g_gpu, tlm_gpu_attention_tc_kernel(TLM_ATTENTION_TC_BWD_DQ, D), grid,
-                                tlm_gpu_attention_tc_block(TLM_ATTENTION_TC_BWD_DQ, D), dq_args, &err) ||
-                !tlm_gpu_launch(&g_gpu, tlm_gpu_attention_tc_kernel(TLM_ATTENTION_TC_BWD_DKV, D), grid,
-                                tlm_gpu_attention_tc_block(TLM_ATTENTION_TC_BWD_DKV, D), dkv_args, &err))
+            if (!tlm_gpu_attention_tc_launch(&g_gpu, TLM_ATTENTION_TC_BWD_DQ, D, grid, dq_args, &err) ||
+                !tlm_gpu_attention_tc_launch(&g_gpu, TLM_ATTENTION_TC_BWD_DKV, D, grid, dkv_args, &err))
                 die("the backward on a small grid", &err);
             float *gg = xalloc(s->n * 4);
             get(gg, G, s->n * 4);
@@ -301,6 +299,18 @@ static void backward_case(const shape *s, const float *x, tlm_dptr X16, tlm_dptr
             char what[600];
             snprintf(what, sizeof what, "%s on a block of 128 threads traps: %s", kernel, ran ? "(it ran)" : trap.msg);
             check(!ran && strstr(trap.msg, "__trap") != NULL, what);
+            /* and the dq kernel given 16 bytes less dynamic shared memory
+             * than its two stages of K and V need */
+            tlm_dptr dq = G + s->qo * 4;
+            void *dq_args[] = {&dq, &DY, &Y16, &LSE16, &q, &k, &v, &Bv, &Tv, &Hv, &stride};
+            kernel = tlm_gpu_attention_tc_kernel(TLM_ATTENTION_TC_BWD_DQ, D);
+            unsigned bytes = tlm_gpu_attention_tc_shared(TLM_ATTENTION_TC_BWD_DQ, D);
+            ran = tlm_gpu_launch_shared(&g_gpu, kernel, 1, tlm_gpu_attention_tc_block(TLM_ATTENTION_TC_BWD_DQ, D),
+                                        bytes - 16, dq_args, &trap) &&
+                  tlm_device_sync(g_dev, &trap);
+            snprintf(what, sizeof what, "%s with %u of its %u bytes of dynamic shared memory traps: %s", kernel,
+                     bytes - 16, bytes, ran ? "(it ran)" : trap.msg);
+            check(!ran && strstr(trap.msg, "__trap") != NULL && bytes == 69632, what);
             tlm_device_free(g_dev, G);
         }
     }
@@ -334,13 +344,12 @@ static void run_case(int B, int T, int H, int D, bool packed) {
 
     /* The same bits with 1 and 2 blocks as with the launch's grid. */
     if (T == 37 && D == 64) {
-        const char *kernel = tlm_gpu_attention_tc_kernel(TLM_ATTENTION_TC_FWD, D);
         tlm_dptr q = X16 + s.qo * 2, k = X16 + s.ko * 2, v = X16 + s.vo * 2;
         for (unsigned grid = 1; grid <= 2; grid++) {
             tlm_dptr Yg = nans(ny * 2), Lg = nans(nlse * 4);
             void *args[] = {&Yg, &Lg, &q, &k, &v, &B, &T, &H, &s.stride};
-            if (!tlm_gpu_launch(&g_gpu, kernel, grid, tlm_gpu_attention_tc_block(TLM_ATTENTION_TC_FWD, D), args, &err))
-                die(kernel, &err);
+            if (!tlm_gpu_attention_tc_launch(&g_gpu, TLM_ATTENTION_TC_FWD, D, grid, args, &err))
+                die("the tensor-core forward on a small grid", &err);
             uint16_t *yg = xalloc(ny * 2);
             float *lg = xalloc(nlse * 4);
             get(yg, Yg, ny * 2), get(lg, Lg, nlse * 4);

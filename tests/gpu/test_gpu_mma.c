@@ -81,12 +81,16 @@ static char *concat(const char *const *paths, int n) {
     return s;
 }
 
-/* Launches kernel name on grid x block; false with the message in err. */
-static bool launch(const char *name, unsigned grid, unsigned block, void **args, tlm_err *err) {
+/* Launches kernel name on grid x block with shared bytes of dynamic shared
+ * memory; false with the message in err. */
+static bool launch_shared(const char *name, unsigned grid, unsigned block, unsigned shared, void **args, tlm_err *err) {
     tlm_kernel *k = tlm_device_kernel(g_dev, g_mod, name, err);
     if (!k) return false;
-    tlm_launch dims = {{grid, 1, 1}, {block, 1, 1}};
+    tlm_launch dims = {.grid = {grid, 1, 1}, .block = {block, 1, 1}, .shared_bytes = shared};
     return tlm_device_launch(g_dev, k, dims, args, err) && tlm_device_sync(g_dev, err);
+}
+static bool launch(const char *name, unsigned grid, unsigned block, void **args, tlm_err *err) {
+    return launch_shared(name, grid, block, 0, args, err);
 }
 
 /* n random bf16 values (bits) in [-2, 2], and their floats. */
@@ -163,9 +167,22 @@ static void test_product(void) {
     free(a), free(b), free(c), free(d), free(ah), free(bh);
 }
 
-/* Every register of every lane against the PTX ISA's ldmatrix: register i
- * of lane l holds matrix i's row l/4, columns 2(l%4) and 2(l%4)+1 (lower
- * half first), or with .trans its column l/4, rows 2(l%4) and 2(l%4)+1. */
+/* The registers of every lane (out[4 l + i]) that differ from the PTX
+ * ISA's ldmatrix of the four 8x8 matrices m: register i of lane l holds
+ * matrix i's row l/4, columns 2(l%4) and 2(l%4)+1 (lower half first), or
+ * with .trans its column l/4, rows 2(l%4) and 2(l%4)+1. */
+static int ldmatrix_wrong(const uint32_t *out, const uint16_t *m, int trans) {
+    int bad = 0;
+    for (int l = 0; l < 32; l++)
+        for (int i = 0; i < 4; i++) {
+            int r = l / 4, c = 2 * (l % 4);
+            uint32_t lo = trans ? m[64 * i + c * 8 + r] : m[64 * i + r * 8 + c];
+            uint32_t hi = trans ? m[64 * i + (c + 1) * 8 + r] : m[64 * i + r * 8 + c + 1];
+            bad += out[4 * l + i] != (lo | hi << 16);
+        }
+    return bad;
+}
+
 static void test_ldmatrix(void) {
     uint16_t m[256];
     for (int e = 0; e < 256; e++) m[e] = (uint16_t)(0x1000 + e * 7);
@@ -177,18 +194,37 @@ static void test_ldmatrix(void) {
         if (!launch("mma_test_ldmatrix", 1, 64, args, &err)) die("mma_test_ldmatrix", &err);
         uint32_t out[128];
         get(out, OUT, sizeof out);
-        int bad = 0;
-        for (int l = 0; l < 32; l++)
-            for (int i = 0; i < 4; i++) {
-                int r = l / 4, c = 2 * (l % 4);
-                uint32_t lo = trans ? m[64 * i + c * 8 + r] : m[64 * i + r * 8 + c];
-                uint32_t hi = trans ? m[64 * i + (c + 1) * 8 + r] : m[64 * i + r * 8 + c + 1];
-                bad += out[4 * l + i] != (lo | hi << 16);
-            }
+        int bad = ldmatrix_wrong(out, m, trans);
         char what[120];
         snprintf(what, sizeof what, "ldmatrix.m8n8.x4%s: %d of 128 registers wrong", trans ? ".trans" : "", bad);
         check(bad == 0, what);
     }
+    tlm_device_free(g_dev, M);
+    tlm_device_free(g_dev, OUT);
+}
+
+/* The same through dynamic shared memory staged by cp.async: 2 KiB, and
+ * 100 KiB (the kernel opts in past 48 KiB; the tile at its far end). */
+static void test_dynamic_shared(void) {
+    uint16_t m[256];
+    for (int e = 0; e < 256; e++) m[e] = (uint16_t)(0x2000 + e * 5);
+    tlm_dptr M = put(m, sizeof m), OUT = put((uint32_t[129]){0}, 129 * 4);
+    const unsigned sizes[] = {2048, 100 * 1024};
+    for (int s = 0; s < 2; s++)
+        for (int trans = 0; trans < 2; trans++) {
+            void *args[] = {&OUT, &M, &trans};
+            tlm_err err = {{0}};
+            bool ran = launch_shared("mma_test_dynamic_shared", 1, 64, sizes[s], args, &err);
+            uint32_t out[129] = {0};
+            if (ran) get(out, OUT, sizeof out);
+            int bad = ran ? ldmatrix_wrong(out, m, trans) : 128;
+            char what[800];
+            snprintf(what, sizeof what,
+                     "cp.async, then ldmatrix%s, in %u bytes of dynamic shared memory: %d of 128 registers wrong, "
+                     "size seen %u%s%s",
+                     trans ? ".trans" : "", sizes[s], bad, out[128], ran ? "" : ": ", ran ? "" : err.msg);
+            check(ran && bad == 0 && out[128] == sizes[s], what);
+        }
     tlm_device_free(g_dev, M);
     tlm_device_free(g_dev, OUT);
 }
@@ -274,6 +310,13 @@ static void test_errors(void) {
     expect_failure("mma_test_mma_beside_shuffle", one, (const char *const[]){"different warp operations"}, 1);
     expect_failure("mma_test_cp_async_global", one, (const char *const[]){"cp.async", "outside shared memory"}, 2);
     expect_failure("mma_test_cp_async_misaligned", one, (const char *const[]){"cp.async", "16-byte aligned"}, 2);
+    {
+        tlm_err err = {{0}};
+        bool ok = launch_shared("mma_test_cp_async_past_dynamic", 1, 64, 4096, one, &err);
+        char what[600];
+        snprintf(what, sizeof what, "mma_test_cp_async_past_dynamic fails: %s", ok ? "(it ran)" : err.msg);
+        check(!ok && strstr(err.msg, "cp.async") && strstr(err.msg, "outside shared memory"), what);
+    }
     /* and the module still launches after them */
     int trans = 0;
     tlm_dptr M = put((uint16_t[256]){0}, 512);
@@ -376,6 +419,7 @@ int main(int argc, char **argv) {
     test_ldmatrix();
     test_ldmatrix_product();
     test_cp_async(tlm_device_get_info(g_dev)->emulated);
+    test_dynamic_shared();
     /* the emulator's refusals; on a GPU these launches are undefined
      * behaviour (an illegal address ends the context) */
     if (tlm_device_get_info(g_dev)->emulated) test_errors();

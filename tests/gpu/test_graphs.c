@@ -11,6 +11,9 @@
  *   - A download, an upload, a sync, an allocation, a free or an event
  *     during a capture fails with one line naming it, spoils the capture,
  *     and the capture's end fails with that line; the device stays usable.
+ *   - A kernel's first launch with more than 48 KiB of dynamic shared
+ *     memory (it opts in then) is refused in a capture; made once outside,
+ *     the same launch is captured and replays with its shared memory.
  *   - The graph cache warms up, captures, then replays, and with
  *     TLM_CUDA_GRAPHS=0 runs op by op; its failures are the work's. */
 #include <stdint.h>
@@ -22,20 +25,44 @@
 #include "graph_cache.h"
 #include "test_util.h" /* CHECK, test_finish */
 
-static const char source[] = "extern \"C\" __global__ void tlm_test_add(float *x, float v, int n) {\n"
-                             "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
-                             "    if (i < n) x[i] += v;\n"
-                             "}\n"
-                             "extern \"C\" __global__ void tlm_test_scale_by(float *x, const float *by, int n) {\n"
-                             "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
-                             "    if (i < n) x[i] *= by[0];\n"
-                             "}\n";
+static const char source[] =
+    "extern \"C\" __global__ void tlm_test_add(float *x, float v, int n) {\n"
+    "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "    if (i < n) x[i] += v;\n"
+    "}\n"
+    "extern \"C\" __global__ void tlm_test_scale_by(float *x, const float *by, int n) {\n"
+    "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "    if (i < n) x[i] *= by[0];\n"
+    "}\n"
+                             /* common.cuh's tlm::dynamic_shared, which this source does not include */
+    "#ifdef TLM_CUDA_EMULATED\n"
+    "#define TEST_SHARED ((float *)tlm_emu_dynamic_shared())\n"
+    "#define TEST_SHARED_BYTES tlm_emu_dynamic_shared_size()\n"
+    "#else\n"
+    "extern __shared__ float test_shared[];\n"
+    "#define TEST_SHARED test_shared\n"
+    "__device__ unsigned test_shared_bytes() {\n"
+    "    unsigned b;\n"
+    "    asm(\"mov.u32 %0, %%dynamic_smem_size;\" : \"=r\"(b));\n"
+    "    return b;\n"
+    "}\n"
+    "#define TEST_SHARED_BYTES test_shared_bytes()\n"
+    "#endif\n"
+                             /* x[i] += the dynamic shared memory's KiB, each thread's index passed to its
+                              * neighbour through the buffer's far end on the way (one block) */
+    "extern \"C\" __global__ void tlm_test_shared_kib(float *x, int n) {\n"
+    "    unsigned i = threadIdx.x, words = TEST_SHARED_BYTES / 4, next = (i + 1) % blockDim.x;\n"
+    "    TEST_SHARED[words - 1 - i] = (float)i;\n"
+    "    __syncthreads();\n"
+    "    if (i < (unsigned)n)\n"
+    "        x[i] += TEST_SHARED[words - 1 - next] - (float)next + (float)(TEST_SHARED_BYTES / 1024);\n"
+    "}\n";
 
 enum { N = 64 };
 
 typedef struct fixture {
     tlm_device *d;
-    tlm_kernel *add, *scale_by;
+    tlm_kernel *add, *scale_by, *shared_kib;
     tlm_dptr x, y, by;
 } fixture;
 
@@ -44,7 +71,7 @@ static bool has(const char *msg, const char *needle) { return strstr(msg, needle
 static bool add(fixture *f, tlm_dptr x, float *v, tlm_err *err) {
     int n = N;
     void *args[] = {&x, v, &n};
-    tlm_launch dims = {{1, 1, 1}, {N, 1, 1}};
+    tlm_launch dims = {.grid = {1, 1, 1}, .block = {N, 1, 1}};
     return tlm_device_launch(f->d, f->add, dims, args, err);
 }
 
@@ -73,7 +100,7 @@ static void test_record_and_replay(fixture *f) {
     float v = 2;
     int n = N;
     void *scale_args[] = {&f->x, &f->by, &n};
-    tlm_launch dims = {{1, 1, 1}, {N, 1, 1}};
+    tlm_launch dims = {.grid = {1, 1, 1}, .block = {N, 1, 1}};
     /* x = (x + 2) * by; y = x; x = 0; then x += 2 again */
     bool ok = add(f, f->x, &v, &err) && tlm_device_launch(f->d, f->scale_by, dims, scale_args, &err) &&
               tlm_device_copy(f->d, f->y, f->x, N * sizeof(float), &err) &&
@@ -173,6 +200,48 @@ static void test_forbidden(fixture *f, forbidden which) {
     tlm_device_event_destroy(f->d, e);
 }
 
+/* Dynamic shared memory past the 48 KiB every block may have: the kernel's
+ * first such launch opts it in (device.h), which a capture refuses, spoiled
+ * as by any forbidden call; once launched outside, the same launch is
+ * captured and each replay has its shared memory. Past the device's limit
+ * a launch is refused. */
+static void test_dynamic_shared(fixture *f) {
+    enum { KIB = 64 };
+    tlm_err err = {{0}}, end = {{0}};
+    int n = N;
+    void *args[] = {&f->x, &n};
+    tlm_launch dims = {.grid = {1, 1, 1}, .block = {N, 1, 1}, .shared_bytes = KIB * 1024};
+    set(f, f->x, 1);
+    CHECK(tlm_device_capture_begin(f->d, &err), "%s", err.msg);
+    CHECK(!tlm_device_launch(f->d, f->shared_kib, dims, args, &err) &&
+              has(err.msg, "tlm_test_shared_kib's first launch with 65536 bytes of dynamic shared memory (past 49152) "
+                           "during a CUDA graph capture"),
+          "the opt-in in a capture: '%s'", err.msg);
+    bool failed = true;
+    tlm_graph *g = tlm_device_capture_end(f->d, &failed, &end);
+    CHECK(g == NULL && !failed && has(end.msg, "dynamic shared memory"), "the spoiled capture's end: '%s'", end.msg);
+    tlm_device_graph_destroy(f->d, g);
+    CHECK(tlm_device_launch(f->d, f->shared_kib, dims, args, &err), "outside a capture: %s", err.msg);
+    CHECK(first(f, f->x) == 1 + KIB, "x after one launch: %g (expected %d)", first(f, f->x), 1 + KIB);
+    CHECK(tlm_device_capture_begin(f->d, &err), "%s", err.msg);
+    CHECK(tlm_device_launch(f->d, f->shared_kib, dims, args, &err), "captured, once opted in: %s", err.msg);
+    g = tlm_device_capture_end(f->d, NULL, &err);
+    CHECK(g != NULL, "%s", err.msg);
+    if (g) {
+        CHECK(tlm_device_graph_launch(f->d, g, &err) && tlm_device_graph_launch(f->d, g, &err), "%s", err.msg);
+        CHECK(first(f, f->x) == 1 + 3 * KIB, "x after two replays: %g (expected %d)", first(f, f->x), 1 + 3 * KIB);
+        tlm_device_graph_destroy(f->d, g);
+    }
+    unsigned most = tlm_device_get_info(f->d)->shared_optin;
+    CHECK(most >= 96 * 1024, "the device's opt-in limit: %u bytes", most);
+    dims.shared_bytes = most + 16;
+    char want[400];
+    snprintf(want, sizeof want, "%u bytes of dynamic shared memory (%s gives a block at most %u)", most + 16,
+             tlm_device_get_info(f->d)->name, most);
+    CHECK(!tlm_device_launch(f->d, f->shared_kib, dims, args, &err) && has(err.msg, want), "past the limit: '%s'",
+          err.msg);
+}
+
 static void test_capture_misuse(fixture *f) {
     tlm_err err = {{0}};
     CHECK(tlm_device_capture_end(f->d, NULL, &err) == NULL && has(err.msg, "no CUDA graph capture"),
@@ -243,16 +312,18 @@ int main(void) {
     if (m) {
         f.add = tlm_device_kernel(f.d, m, "tlm_test_add", &err);
         f.scale_by = tlm_device_kernel(f.d, m, "tlm_test_scale_by", &err);
+        f.shared_kib = tlm_device_kernel(f.d, m, "tlm_test_shared_kib", &err);
         f.x = tlm_device_alloc(f.d, N * sizeof(float), &err);
         f.y = tlm_device_alloc(f.d, N * sizeof(float), &err);
         f.by = tlm_device_alloc(f.d, N * sizeof(float), &err);
-        CHECK(f.add && f.scale_by && f.x && f.y && f.by, "%s", err.msg);
+        CHECK(f.add && f.scale_by && f.shared_kib && f.x && f.y && f.by, "%s", err.msg);
     }
-    if (f.add && f.scale_by && f.x && f.y && f.by) {
+    if (f.add && f.scale_by && f.shared_kib && f.x && f.y && f.by) {
         test_record_and_replay(&f);
         test_arguments_copied(&f);
         for (int i = 0; i < FORBIDDEN_COUNT; i++) test_forbidden(&f, (forbidden)i);
         test_capture_misuse(&f);
+        test_dynamic_shared(&f);
         test_cache(&f);
     }
     tlm_device_close(f.d);

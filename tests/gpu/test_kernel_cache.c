@@ -209,7 +209,7 @@ static tlm_module_report load_and_run(tlm_device *d, const char *what) {
     int n = 100;
     void *args[] = {&x, &n};
     float back[100] = {0};
-    bool ok = k && x && tlm_device_launch(d, k, (tlm_launch){{2, 1, 1}, {32, 1, 1}}, args, &err) &&
+    bool ok = k && x && tlm_device_launch(d, k, (tlm_launch){.grid = {2, 1, 1}, .block = {32, 1, 1}}, args, &err) &&
               tlm_device_download(d, back, x, sizeof back, &err);
     CHECK(ok, "%s: %s", what, err.msg);
     int wrong = 0;

@@ -165,7 +165,7 @@ static void act_twins(const tlm_model *g, const char *model) {
         void *act[] = {(void *)&rows, &pg, &pu, &d_h}, *act16[] = {(void *)&rows, &pg16, &pu16, &d_h16};
         void *grad[] = {(void *)&rows, &pg, &pu, &d_dh, &dg, &du};
         void *grad16[] = {(void *)&rows, &pg16, &pu16, &d_dh, &dg16, &du16};
-        tlm_launch dims = {{3, 1, 1}, {256, 1, 1}};
+        tlm_launch dims = {.grid = {3, 1, 1}, .block = {256, 1, 1}};
         bool ok = tlm_device_launch(dev, g->gpu->act[k], dims, act, &err) &&
                   tlm_device_launch(dev, g->gpu->act_bf16[k], dims, act16, &err) &&
                   tlm_device_launch(dev, g->gpu->act_grad[k], dims, grad, &err) &&
