@@ -4,10 +4,11 @@
 const char *tlm_gpu_attention_tc_kernel(tlm_attention_tc_pass pass, int D) {
     static const char *const names[][2] = {
         [TLM_ATTENTION_TC_FWD] = {"tlm_attention_tc_fwd_d64", "tlm_attention_tc_fwd_d128"},
+        [TLM_ATTENTION_TC_BWD_PREP] = {"tlm_attention_tc_bwd_prep_d64", "tlm_attention_tc_bwd_prep_d128"},
         [TLM_ATTENTION_TC_BWD_DQ] = {"tlm_attention_tc_bwd_dq_d64", "tlm_attention_tc_bwd_dq_d128"},
         [TLM_ATTENTION_TC_BWD_DKV] = {"tlm_attention_tc_bwd_dkv_d64", "tlm_attention_tc_bwd_dkv_d128"},
     };
-    if ((unsigned)pass > TLM_ATTENTION_TC_BWD_DKV) return NULL;
+    if ((unsigned)pass >= TLM_ATTENTION_TC_PASSES) return NULL;
     return D == 64 ? names[pass][0] : D == 128 ? names[pass][1] : NULL;
 }
 
@@ -17,7 +18,7 @@ unsigned tlm_gpu_attention_tc_block(tlm_attention_tc_pass pass, int D) {
 }
 
 unsigned tlm_gpu_attention_tc_shared(tlm_attention_tc_pass pass, int D) {
-    if (!tlm_gpu_attention_tc_kernel(pass, D) || pass == TLM_ATTENTION_TC_BWD_DKV) return 0;
+    if (!tlm_gpu_attention_tc_kernel(pass, D) || pass == TLM_ATTENTION_TC_BWD_PREP) return 0;
     return 2u * 2u * TLM_GPU_ATTENTION_TC_ROWS * (unsigned)(D + 8) * 2u;
 }
 
@@ -61,15 +62,33 @@ bool tlm_gpu_attention_tc_forward(tlm_gpu *g, tlm_dptr y_bf16, tlm_dptr lse, tlm
     return tlm_gpu_attention_tc_launch(g, TLM_ATTENTION_TC_FWD, D, attention_tc_grid(B, T, H), args, err);
 }
 
+/* dy16's bytes, rounded up so that dot starts 256-byte aligned. */
+size_t tlm_gpu_attention_tc_dot_offset(int B, int T, int H, int D) {
+    return ((size_t)B * (size_t)T * (size_t)H * (size_t)D * 2 + 255) / 256 * 256;
+}
+
+size_t tlm_gpu_attention_tc_scratch_bytes(int B, int T, int H, int D) {
+    if (B <= 0 || T <= 0 || H <= 0 || D <= 0) return 0;
+    return tlm_gpu_attention_tc_dot_offset(B, T, H, D) +
+           ((size_t)B * (size_t)H * (size_t)T * sizeof(float) + 255) / 256 * 256;
+}
+
 bool tlm_gpu_attention_tc_backward(tlm_gpu *g, tlm_dptr dq, tlm_dptr dk, tlm_dptr dv, tlm_dptr dy, tlm_dptr y_bf16,
                                    tlm_dptr lse, tlm_dptr q, tlm_dptr k, tlm_dptr v, int B, int T, int H, int D,
-                                   int stride, tlm_err *err) {
+                                   int stride, tlm_dptr scratch, tlm_err *err) {
     if (!tlm_gpu_attention_tc_supported(g, y_bf16, q, k, v, H, D, stride, err)) return false;
     if (dy % 16) return tlm_fail(err, "tensor-core attention: dy must be 16-byte aligned");
     if (B <= 0 || T <= 0 || H <= 0) return true;
+    if (!scratch || scratch % 256)
+        return tlm_fail(err, "tensor-core attention: the backward needs a 256-byte aligned scratch");
+    tlm_dptr dy16 = scratch, dot = scratch + tlm_gpu_attention_tc_dot_offset(B, T, H, D);
     unsigned grid = attention_tc_grid(B, T, H);
-    void *dq_args[] = {&dq, &dy, &y_bf16, &lse, &q, &k, &v, &B, &T, &H, &stride};
-    void *dkv_args[] = {&dk, &dv, &dy, &y_bf16, &lse, &q, &k, &v, &B, &T, &H, &stride};
-    return tlm_gpu_attention_tc_launch(g, TLM_ATTENTION_TC_BWD_DQ, D, grid, dq_args, err) &&
+    const int warps = (int)tlm_gpu_attention_tc_block(TLM_ATTENTION_TC_BWD_PREP, D) / 32;
+    void *prep_args[] = {&dy16, &dot, &dy, &y_bf16, &B, &T, &H};
+    void *dq_args[] = {&dq, &dy16, &dot, &lse, &q, &k, &v, &B, &T, &H, &stride};
+    void *dkv_args[] = {&dk, &dv, &dy16, &dot, &lse, &q, &k, &v, &B, &T, &H, &stride};
+    return tlm_gpu_attention_tc_launch(g, TLM_ATTENTION_TC_BWD_PREP, D, tlm_gpu_blocks((int64_t)B * T * H, warps),
+                                       prep_args, err) &&
+           tlm_gpu_attention_tc_launch(g, TLM_ATTENTION_TC_BWD_DQ, D, grid, dq_args, err) &&
            tlm_gpu_attention_tc_launch(g, TLM_ATTENTION_TC_BWD_DKV, D, grid, dkv_args, err);
 }

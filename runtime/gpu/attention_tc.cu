@@ -29,19 +29,24 @@
 // The row sum l is of the fp32 P, P V of P rounded to bf16: that rounding
 // is the main difference from the fp32 kernel (gpu.attention_tc's bound).
 //
-// Backward, two kernels without atomics as attention.cu's, recomputing
+// Backward, three kernels without atomics as attention.cu's, recomputing
 // P = exp(S - lse) tile by tile, with D_t = dy_t . y_t (fp32 dy, bf16 y) and
 // dS = P (dP - D) / sqrt(D), dP = dY V^T; dy is rounded to bf16 for the
 // products:
+//   prep: a warp per (b, t, h) row: dy rounded to bf16 (dy16) and D_t
+//       (dot), once per row, into the caller's scratch (FlashAttention-2's
+//       preprocessing): the other two read them, and stage dy16 by cp.async
 //   dq: a block per query tile, each warp 16 query rows with Q and dY in
 //       registers, K and V staged as the forward stages them: S = Q K^T,
 //       dP = dY V^T, dQ += dS K (K by ldmatrix.trans); at D = 128 a key
 //       tile in two halves
 //   dk, dv: a block per key tile, each warp 16 keys with K and V in
-//       registers, over the query tiles from the diagonal on (Q, dY, lse
-//       and D staged in shared memory): S^T = K Q^T, dP^T = V dY^T,
-//       dV += P^T dY, dK += dS^T Q; at D = 128 a block of 8 warps, dV's 4
-//       and dK's 4 (attention_tc_bwd_dkv), a query tile in two halves
+//       registers, over the query tiles from the diagonal on, Q and dY
+//       staged in shared memory by cp.async in two stages as the forward
+//       stages K and V (lse and D by plain loads): S^T = K Q^T,
+//       dP^T = V dY^T, dV += P^T dY, dK += dS^T Q; at D = 128 a block of 8
+//       warps, dV's 4 and dK's 4 (attention_tc_bwd_dkv), a query tile in
+//       two halves
 //
 // Deterministic: every value has one owner lane and a fixed order (the
 // mma's, the tiles', the shuffles' butterfly), whatever the grid.
@@ -60,28 +65,10 @@ static_assert(attention_tc_BQ == 64 && attention_tc_BK == 64 && attention_tc_NS 
 // tlm_gpu_attention_tc_block says the same.
 constexpr int attention_tc_dkv_threads(int D) { return D > 64 ? 256 : 128; }
 
-// 8 consecutive elements as 8 bf16 (uint4): bf16 as they are, fp32 rounded.
-__device__ __forceinline__ uint4 attention_tc_chunk(const unsigned short* p) { return *(const uint4*)p; }
-__device__ __forceinline__ uint4 attention_tc_chunk(const float* p) {
-  const float4 a = *(const float4*)p, b = *(const float4*)(p + 4);
-  return make_uint4(tlm::pack_bf16x2(a.x, a.y), tlm::pack_bf16x2(a.z, a.w), tlm::pack_bf16x2(b.x, b.y),
-                    tlm::pack_bf16x2(b.z, b.w));
-}
-
-// Rows row0 .. row0 + 63 of x (row r at x + r rs, D elements) into a shared
-// tile in bf16, rows D + PAD apart, zeros from row n on (0 times 0: never
-// NaN where P is 0). The whole block calls it.
-template <int D, typename X>
-__device__ __forceinline__ void attention_tc_stage(unsigned short* tile, const X* x, long long rs, int row0, int n) {
-  for (int e = threadIdx.x; e < 64 * (D / 8); e += blockDim.x) {
-    const int row = e / (D / 8), c8 = e % (D / 8) * 8;
-    const uint4 c = row0 + row < n ? attention_tc_chunk(x + (row0 + row) * rs + c8) : make_uint4(0u, 0u, 0u, 0u);
-    *(uint4*)(tile + row * (D + attention_tc_PAD) + c8) = c;
-  }
-}
-
-// attention_tc_stage for bf16 rows by cp.async: the copies are in flight
-// when it returns (the caller commits and waits); zeros from row n on.
+// Rows row0 .. row0 + 63 of x (row r at x + r rs, D bf16) into a shared
+// tile, rows D + PAD apart, by cp.async: the copies are in flight when it
+// returns (the caller commits and waits); zeros from row n on (0 times 0:
+// never NaN where P is 0). The whole block calls it.
 template <int D>
 __device__ __forceinline__ void attention_tc_stage_async(unsigned short* tile, const unsigned short* x, long long rs,
                                                          int row0, int n) {
@@ -92,52 +79,56 @@ __device__ __forceinline__ void attention_tc_stage_async(unsigned short* tile, c
   }
 }
 
-// The K and V tiles the forward and dq kernels stage in dynamic shared
-// memory, in two stages (the next tile's copies in flight while this one's
-// products run): K's two, then V's two, each attention_tc_tile_elems bf16.
-// At head size 128 that is 68 KiB, past the 48 KiB a block may have
-// without opting in, which dynamic shared memory does (device.h).
-// attention_tc.c's tlm_gpu_attention_tc_shared gives the launches the same
-// bytes; the kernels trap when given fewer.
+// The pairs of tiles the kernels stage in dynamic shared memory by
+// cp.async, in two stages (the next pair's copies in flight while this
+// one's products run): the forward's and dq's K and V, the dk, dv kernel's
+// Q and dY. The first matrix's two stages, then the second's, each
+// attention_tc_tile_elems bf16: at head size 128 68 KiB, past the 48 KiB a
+// block may have without opting in, which dynamic shared memory does
+// (device.h). attention_tc.c's tlm_gpu_attention_tc_shared gives the
+// launches the same bytes; the kernels trap when given fewer.
 constexpr int attention_tc_tile_elems(int D) { return attention_tc_BK * (D + attention_tc_PAD); }
-constexpr unsigned attention_tc_kv_bytes(int D) { return 2u * 2u * attention_tc_tile_elems(D) * 2u; }
+constexpr unsigned attention_tc_staged_bytes(int D) { return 2u * 2u * attention_tc_tile_elems(D) * 2u; }
 
-// The staged tiles' place in the block's dynamic shared memory: K's two
-// stages at ks, V's at vs. Traps when the launch gave too little.
+// The staged tiles' place in the block's dynamic shared memory: the first
+// matrix's two stages at as, the second's at bs. Traps when the launch gave
+// too little.
 template <int D>
-__device__ __forceinline__ void attention_tc_kv_tiles(unsigned short*& ks, unsigned short*& vs) {
-  if (tlm::dynamic_shared_size() < attention_tc_kv_bytes(D)) __trap();
-  ks = (unsigned short*)tlm::dynamic_shared();
-  vs = ks + 2 * attention_tc_tile_elems(D);
+__device__ __forceinline__ void attention_tc_staged_tiles(unsigned short*& as, unsigned short*& bs) {
+  if (tlm::dynamic_shared_size() < attention_tc_staged_bytes(D)) __trap();
+  as = (unsigned short*)tlm::dynamic_shared();
+  bs = as + 2 * attention_tc_tile_elems(D);
 }
 
-// The key tiles 0 .. last of one item, K and V staged in shared memory by
-// cp.async in two stages, tile(ks, vs, j0) called for each by every thread
-// (the caller's warps skip what they do not need, but all reach the
-// barriers) while the next tile's copies are in flight. ks and vs hold the
-// two stages' tiles, one after the other (attention_tc_kv_tiles).
+// The tiles of 64 rows from row first to row last of one item, of two bf16
+// matrices a and b (rows a_rs and b_rs elements apart, n rows in all),
+// staged in shared memory by cp.async in two stages: tile(at, bt, r0) is
+// called for each by every thread (the caller's warps skip what they do
+// not need, but all reach the barriers) while the next pair's copies are in
+// flight. as and bs hold the two stages' tiles (attention_tc_staged_tiles).
 template <int D, typename Tile>
-__device__ __forceinline__ void attention_tc_walk_keys(unsigned short* ks, unsigned short* vs, const unsigned short* k,
-                                                       const unsigned short* v, long long rs, int last, int T,
-                                                       Tile tile) {
-  constexpr int BK = attention_tc_BK, TILE = attention_tc_tile_elems(D);
-  // K and V's tile from key j0 into stage `stage`, one commit group
-  auto stage_kv = [&](int stage, int j0) {
-    attention_tc_stage_async<D>(ks + stage * TILE, k, rs, j0, T);
-    attention_tc_stage_async<D>(vs + stage * TILE, v, rs, j0, T);
+__device__ __forceinline__ void attention_tc_walk(unsigned short* as, unsigned short* bs, const unsigned short* a,
+                                                  long long a_rs, const unsigned short* b, long long b_rs, int first,
+                                                  int last, int n, Tile tile) {
+  constexpr int ROWS = attention_tc_BK, TILE = attention_tc_tile_elems(D);
+  static_assert(attention_tc_BK == attention_tc_BQ, "one tile size for keys and queries");
+  // the pair of tiles from row r0 into stage `stage`, one commit group
+  auto stage_pair = [&](int stage, int r0) {
+    attention_tc_stage_async<D>(as + stage * TILE, a, a_rs, r0, n);
+    attention_tc_stage_async<D>(bs + stage * TILE, b, b_rs, r0, n);
     tlm::cp_async_commit();
   };
   __syncthreads();  // the previous item's readers are done
-  stage_kv(0, 0);
-  for (int j0 = 0; j0 <= last; j0 += BK) {
-    const int buf = j0 / BK % 2;
-    if (j0 + BK <= last)
-      stage_kv(1 - buf, j0 + BK);
+  stage_pair(0, first);
+  for (int r0 = first; r0 <= last; r0 += ROWS) {
+    const int buf = (r0 - first) / ROWS % 2;
+    if (r0 + ROWS <= last)
+      stage_pair(1 - buf, r0 + ROWS);
     else
       tlm::cp_async_commit();  // an empty group past the last tile: the wait below counts groups
     tlm::cp_async_wait<1>();   // this thread's copies of this tile
     __syncthreads();           // and every thread's
-    tile(ks + buf * TILE, vs + buf * TILE, j0);
+    tile(as + buf * TILE, bs + buf * TILE, r0);
     __syncthreads();  // this tile's readers are done before its buffer is filled again
   }
 }
@@ -294,7 +285,7 @@ __device__ void attention_tc_fwd(unsigned short* y, float* lse, const unsigned s
                                  const unsigned short* v, int B, int T, int H, int stride) {
   constexpr int DN = D / 8;
   unsigned short *ks, *vs;
-  attention_tc_kv_tiles<D>(ks, vs);
+  attention_tc_staged_tiles<D>(ks, vs);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const float scale = 1.0f / sqrtf((float)D);
   for (long long item = blockIdx.x; item < attention_tc_items(B, T, H); item += gridDim.x) {
@@ -307,11 +298,10 @@ __device__ void attention_tc_fwd(unsigned short* y, float* lse, const unsigned s
     float o[DN][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
     for (int n = 0; n < DN; n++)
       for (int i = 0; i < 4; i++) o[n][i] = 0.0f;
-    attention_tc_walk_keys<D>(ks, vs, k + base, v + base, stride, last, T,
-                              [&](const unsigned short* kt, const unsigned short* vt, int j0) {
-                                if (!idle && j0 <= r0 + 15)
-                                  attention_tc_fwd_tile<D>(o, m, l, qa, kt, vt, j0, r0, scale, T);
-                              });
+    attention_tc_walk<D>(ks, vs, k + base, stride, v + base, stride, 0, last, T,
+                         [&](const unsigned short* kt, const unsigned short* vt, int j0) {
+                           if (!idle && j0 <= r0 + 15) attention_tc_fwd_tile<D>(o, m, l, qa, kt, vt, j0, r0, scale, T);
+                         });
     if (idle) continue;
     for (int r = 0; r < 2; r++) {
       l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
@@ -339,10 +329,30 @@ extern "C" __global__ void tlm_attention_tc_fwd_d128(unsigned short* y, float* l
   attention_tc_fwd<128>(y, lse, q, k, v, B, T, H, stride);
 }
 
+// The backward's preparation, a warp per (b, t, h) row (row r = (b T + t) H
+// + h of dy and y, D elements each): dy rounded to bf16 into dy16 (laid out
+// as dy), the bits the products take, and D_t = dy_t . y_t into dot
+// ([B,H,T]: a (b, h)'s tokens contiguous). The dk, dv kernel needs every
+// query tile's D_t once per key tile: computed here once per row, not in
+// every block that meets the row.
+template <int D>
+__device__ void attention_tc_bwd_prep(unsigned short* dy16, float* dot, const float* dy, const unsigned short* y, int B,
+                                      int T, int H) {
+  const int lane = threadIdx.x % 32, warps = blockDim.x / 32;
+  const long long rows = (long long)B * T * H;
+  for (long long r = (long long)blockIdx.x * warps + threadIdx.x / 32; r < rows; r += (long long)gridDim.x * warps) {
+    const long long o = r * D;
+    for (int d = lane; d < D; d += 32) dy16[o + d] = tlm::to_bf16(dy[o + d]);
+    const float d_t = attention_tc_rowdot<D>(dy + o, y + o);
+    const long long bt = r / H;
+    if (lane == 0) dot[(bt / T * H + r % H) * T + bt % T] = d_t;
+  }
+}
+
 // One block per (b, h, query tile): dq of its rows over the key tiles up to
 // the diagonal, in order.
 template <int D>
-__device__ void attention_tc_bwd_dq(float* dq, const float* dy, const unsigned short* y, const float* lse,
+__device__ void attention_tc_bwd_dq(float* dq, const unsigned short* dy16, const float* dot, const float* lse,
                                     const unsigned short* q, const unsigned short* k, const unsigned short* v, int B,
                                     int T, int H, int stride) {
   constexpr int NS = attention_tc_NS, DN = D / 8;
@@ -352,7 +362,7 @@ __device__ void attention_tc_bwd_dq(float* dq, const float* dy, const unsigned s
   // the same bits.
   constexpr int PARTS = D > 64 ? 2 : 1, NB = NS / PARTS, W = 8 * NB;
   unsigned short *ks, *vs;  // K and V staged as the forward stages them
-  attention_tc_kv_tiles<D>(ks, vs);
+  attention_tc_staged_tiles<D>(ks, vs);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const float scale = 1.0f / sqrtf((float)D);
   const int C = H * D;
@@ -363,42 +373,40 @@ __device__ void attention_tc_bwd_dq(float* dq, const float* dy, const unsigned s
     const bool idle = r0 >= T;
     unsigned qa[D / 16][4], dya[D / 16][4];
     attention_tc_rows<D>(qa, q + base, stride, r0, T);
-    attention_tc_rows<D>(dya, dy + ybase, C, r0, T);
+    attention_tc_rows<D>(dya, dy16 + ybase, C, r0, T);
     // lse and D_t of the lane's rows r0 + g and r0 + g + 8
     float rlse[2] = {0.0f, 0.0f}, rdot[2] = {0.0f, 0.0f};
-    for (int rr = 0; rr < 16 && r0 + rr < T; rr++) {
-      const long long o = ybase + (long long)(r0 + rr) * C;
-      const float d = attention_tc_rowdot<D>(dy + o, y + o);
-      if (rr == g) rdot[0] = d;
-      if (rr == g + 8) rdot[1] = d;
+    for (int r = 0; r < 2; r++) {
+      const int row = r0 + g + 8 * r;
+      if (row >= T) continue;
+      rlse[r] = lse[((long long)it.b * T + row) * H + it.h];
+      rdot[r] = dot[((long long)it.b * H + it.h) * T + row];
     }
-    for (int r = 0; r < 2; r++)
-      if (r0 + g + 8 * r < T) rlse[r] = lse[((long long)it.b * T + r0 + g + 8 * r) * H + it.h];
     float acc[DN][4];
     for (int n = 0; n < DN; n++)
       for (int i = 0; i < 4; i++) acc[n][i] = 0.0f;
-    attention_tc_walk_keys<D>(ks, vs, k + base, v + base, stride, last, T,
-                              [&](const unsigned short* kt, const unsigned short* vt, int j0) {
-                                if (idle || j0 > r0 + 15) return;
-                                for (int part = 0; part < PARTS; part++) {
-                                  const unsigned short *kp = kt + part * W * (D + attention_tc_PAD),
-                                                       *vp = vt + part * W * (D + attention_tc_PAD);
-                                  float s[NB][4], dp[NB][4];
-                                  attention_tc_products<D, NB>(s, qa, kp);
-                                  attention_tc_products<D, NB>(dp, dya, vp);
-                                  for (int n = 0; n < NB; n++)
-                                    for (int i = 0; i < 4; i++) {
-                                      const int key = j0 + part * W + 8 * n + 2 * t + i % 2, row = r0 + g + 8 * (i / 2);
-                                      float ds = 0.0f;
-                                      if (key <= row && row < T) {
-                                        const float p = expf(s[n][i] * scale - rlse[i / 2]);
-                                        ds = p * (dp[n][i] - rdot[i / 2]) * scale;
-                                      }
-                                      s[n][i] = ds;
-                                    }
-                                  attention_tc_accumulate<D, NB>(acc, s, kp);
-                                }
-                              });
+    attention_tc_walk<D>(ks, vs, k + base, stride, v + base, stride, 0, last, T,
+                         [&](const unsigned short* kt, const unsigned short* vt, int j0) {
+                           if (idle || j0 > r0 + 15) return;
+                           for (int part = 0; part < PARTS; part++) {
+                             const unsigned short *kp = kt + part * W * (D + attention_tc_PAD),
+                                                  *vp = vt + part * W * (D + attention_tc_PAD);
+                             float s[NB][4], dp[NB][4];
+                             attention_tc_products<D, NB>(s, qa, kp);
+                             attention_tc_products<D, NB>(dp, dya, vp);
+                             for (int n = 0; n < NB; n++)
+                               for (int i = 0; i < 4; i++) {
+                                 const int key = j0 + part * W + 8 * n + 2 * t + i % 2, row = r0 + g + 8 * (i / 2);
+                                 float ds = 0.0f;
+                                 if (key <= row && row < T) {
+                                   const float p = expf(s[n][i] * scale - rlse[i / 2]);
+                                   ds = p * (dp[n][i] - rdot[i / 2]) * scale;
+                                 }
+                                 s[n][i] = ds;
+                               }
+                             attention_tc_accumulate<D, NB>(acc, s, kp);
+                           }
+                         });
     if (!idle) attention_tc_store<D>(dq + base, stride, acc, r0, T);
   }
 }
@@ -420,15 +428,16 @@ __device__ void attention_tc_bwd_dq(float* dq, const float* dy, const unsigned s
 // 4-warp kernel's bit for bit. The registers are ptxas's (docs/gpu.md,
 // "Tensor cores"; gpu.spills fails on a spill).
 template <int D>
-__device__ void attention_tc_bwd_dkv(float* dk, float* dv, const float* dy, const unsigned short* y, const float* lse,
-                                     const unsigned short* q, const unsigned short* k, const unsigned short* v, int B,
-                                     int T, int H, int stride) {
+__device__ void attention_tc_bwd_dkv(float* dk, float* dv, const unsigned short* dy16, const float* dot,
+                                     const float* lse, const unsigned short* q, const unsigned short* k,
+                                     const unsigned short* v, int B, int T, int H, int stride) {
   constexpr int BQ = attention_tc_BQ, NS = attention_tc_NS, DN = D / 8;
   constexpr bool roles = D > 64;
   constexpr int WARPS = roles ? 8 : 4, NACC = roles ? 1 : 2;         // accumulator sets a warp holds
   constexpr int PARTS = roles ? 2 : 1, NB = NS / PARTS, W = 8 * NB;  // a query tile in PARTS parts of W
   static_assert(32 * WARPS == attention_tc_dkv_threads(D), "the block attention_tc.c launches");
-  __shared__ __align__(16) unsigned short qs[BQ * (D + attention_tc_PAD)], dys[BQ * (D + attention_tc_PAD)];
+  unsigned short *qs, *dys;  // Q and dY, staged in two stages
+  attention_tc_staged_tiles<D>(qs, dys);
   __shared__ float tile_lse[BQ], tile_dot[BQ];
   if (blockDim.x != 32 * WARPS) __trap();  // another block size would leave keys or a role out
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
@@ -449,41 +458,37 @@ __device__ void attention_tc_bwd_dkv(float* dk, float* dv, const float* dy, cons
     for (int a = 0; a < NACC; a++)
       for (int n = 0; n < DN; n++)
         for (int i = 0; i < 4; i++) acc[a][n][i] = 0.0f;
-    for (int i0 = j0; i0 < T; i0 += BQ) {  // BQ == BK: the query tile holding key j0 starts at j0
-      __syncthreads();
-      attention_tc_stage<D>(qs, q + base, stride, i0, T);
-      attention_tc_stage<D>(dys, dy + ybase, C, i0, T);
-      for (int rr = 0; rr < BQ / WARPS; rr++) {  // each warp: lse and D_t of its share of the tile's rows
-        const int c = warp * (BQ / WARPS) + rr, row = i0 + c;
-        float d = 0.0f, l = 0.0f;
-        if (row < T) {
-          d = attention_tc_rowdot<D>(dy + ybase + (long long)row * C, y + ybase + (long long)row * C);
-          l = lse[((long long)it.b * T + row) * H + it.h];
-        }
-        if (lane == 0) tile_dot[c] = d, tile_lse[c] = l;
-      }
-      __syncthreads();
-      if (idle) continue;
-      for (int part = 0; part < PARTS; part++) {
-        const int offset = part * W * (D + attention_tc_PAD);
-        float s[NB][4], dp[NB][4];
-        attention_tc_products<D, NB>(s, ka, qs + offset);                 // S^T: the warp's keys x the part's queries
-        if (sums_dk) attention_tc_products<D, NB>(dp, va, dys + offset);  // dP^T
-        for (int n = 0; n < NB; n++)
-          for (int i = 0; i < 4; i++) {
-            const int c = part * W + 8 * n + 2 * t + i % 2, query = i0 + c, key = c0 + g + 8 * (i / 2);
-            float p = 0.0f, ds = 0.0f;
-            if (query >= key && query < T && key < T) {
-              p = expf(s[n][i] * scale - tile_lse[c]);
-              if (sums_dk) ds = p * (dp[n][i] - tile_dot[c]) * scale;
-            }
-            s[n][i] = ds;
-            dp[n][i] = p;
+    // BQ == BK: the query tile holding key j0 starts at j0
+    attention_tc_walk<D>(
+        qs, dys, q + base, stride, dy16 + ybase, C, j0, T - 1, T,
+        [&](const unsigned short* qt, const unsigned short* dyt, int i0) {
+          if (threadIdx.x < BQ) {  // lse and D_t of the tile's rows
+            const int row = i0 + threadIdx.x;
+            tile_lse[threadIdx.x] = row < T ? lse[((long long)it.b * T + row) * H + it.h] : 0.0f;
+            tile_dot[threadIdx.x] = row < T ? dot[((long long)it.b * H + it.h) * T + row] : 0.0f;
           }
-        if (sums_dv) attention_tc_accumulate<D, NB>(acc[0], dp, dys + offset);
-        if (sums_dk) attention_tc_accumulate<D, NB>(acc[NACC - 1], s, qs + offset);
-      }
-    }
+          __syncthreads();
+          if (idle) return;
+          for (int part = 0; part < PARTS; part++) {
+            const int offset = part * W * (D + attention_tc_PAD);
+            float s[NB][4], dp[NB][4];
+            attention_tc_products<D, NB>(s, ka, qt + offset);  // S^T: the warp's keys x the part's queries
+            if (sums_dk) attention_tc_products<D, NB>(dp, va, dyt + offset);  // dP^T
+            for (int n = 0; n < NB; n++)
+              for (int i = 0; i < 4; i++) {
+                const int c = part * W + 8 * n + 2 * t + i % 2, query = i0 + c, key = c0 + g + 8 * (i / 2);
+                float p = 0.0f, ds = 0.0f;
+                if (query >= key && query < T && key < T) {
+                  p = expf(s[n][i] * scale - tile_lse[c]);
+                  if (sums_dk) ds = p * (dp[n][i] - tile_dot[c]) * scale;
+                }
+                s[n][i] = ds;
+                dp[n][i] = p;
+              }
+            if (sums_dv) attention_tc_accumulate<D, NB>(acc[0], dp, dyt + offset);
+            if (sums_dk) attention_tc_accumulate<D, NB>(acc[NACC - 1], s, qt + offset);
+          }
+        });
     if (idle) continue;
     if (sums_dk) attention_tc_store<D>(dk + base, stride, acc[NACC - 1], c0, T);
     if (sums_dv) attention_tc_store<D>(dv + base, stride, acc[0], c0, T);
@@ -492,27 +497,35 @@ __device__ void attention_tc_bwd_dkv(float* dk, float* dv, const float* dy, cons
 
 // (Each kernel spelled out: the emulated device finds kernels by their
 // `extern "C" __global__ void` text.)
-extern "C" __global__ void tlm_attention_tc_bwd_dq_d64(float* dq, const float* dy, const unsigned short* y,
+extern "C" __global__ void tlm_attention_tc_bwd_prep_d64(unsigned short* dy16, float* dot, const float* dy,
+                                                         const unsigned short* y, int B, int T, int H) {
+  attention_tc_bwd_prep<64>(dy16, dot, dy, y, B, T, H);
+}
+extern "C" __global__ void tlm_attention_tc_bwd_prep_d128(unsigned short* dy16, float* dot, const float* dy,
+                                                          const unsigned short* y, int B, int T, int H) {
+  attention_tc_bwd_prep<128>(dy16, dot, dy, y, B, T, H);
+}
+extern "C" __global__ void tlm_attention_tc_bwd_dq_d64(float* dq, const unsigned short* dy16, const float* dot,
                                                        const float* lse, const unsigned short* q,
                                                        const unsigned short* k, const unsigned short* v, int B, int T,
                                                        int H, int stride) {
-  attention_tc_bwd_dq<64>(dq, dy, y, lse, q, k, v, B, T, H, stride);
+  attention_tc_bwd_dq<64>(dq, dy16, dot, lse, q, k, v, B, T, H, stride);
 }
-extern "C" __global__ void tlm_attention_tc_bwd_dq_d128(float* dq, const float* dy, const unsigned short* y,
+extern "C" __global__ void tlm_attention_tc_bwd_dq_d128(float* dq, const unsigned short* dy16, const float* dot,
                                                         const float* lse, const unsigned short* q,
                                                         const unsigned short* k, const unsigned short* v, int B, int T,
                                                         int H, int stride) {
-  attention_tc_bwd_dq<128>(dq, dy, y, lse, q, k, v, B, T, H, stride);
+  attention_tc_bwd_dq<128>(dq, dy16, dot, lse, q, k, v, B, T, H, stride);
 }
-extern "C" __global__ void tlm_attention_tc_bwd_dkv_d64(float* dk, float* dv, const float* dy, const unsigned short* y,
-                                                        const float* lse, const unsigned short* q,
+extern "C" __global__ void tlm_attention_tc_bwd_dkv_d64(float* dk, float* dv, const unsigned short* dy16,
+                                                        const float* dot, const float* lse, const unsigned short* q,
                                                         const unsigned short* k, const unsigned short* v, int B, int T,
                                                         int H, int stride) {
-  attention_tc_bwd_dkv<64>(dk, dv, dy, y, lse, q, k, v, B, T, H, stride);
+  attention_tc_bwd_dkv<64>(dk, dv, dy16, dot, lse, q, k, v, B, T, H, stride);
 }
-extern "C" __global__ void tlm_attention_tc_bwd_dkv_d128(float* dk, float* dv, const float* dy, const unsigned short* y,
-                                                         const float* lse, const unsigned short* q,
+extern "C" __global__ void tlm_attention_tc_bwd_dkv_d128(float* dk, float* dv, const unsigned short* dy16,
+                                                         const float* dot, const float* lse, const unsigned short* q,
                                                          const unsigned short* k, const unsigned short* v, int B, int T,
                                                          int H, int stride) {
-  attention_tc_bwd_dkv<128>(dk, dv, dy, y, lse, q, k, v, B, T, H, stride);
+  attention_tc_bwd_dkv<128>(dk, dv, dy16, dot, lse, q, k, v, B, T, H, stride);
 }

@@ -1,8 +1,8 @@
 /* Causal attention on the tensor cores (runtime/gpu/attention_tc.cu, mma.sync
- * through mma.cuh), for --precision bf16 with q, k and v stored in bf16. Not
- * wired into the executor yet: the scalar kernels (gpu_mixers.h) run the
- * model; these are the faster kernels they can be swapped for (docs/gpu.md,
- * "Tensor cores").
+ * through mma.cuh), for --precision bf16 with q, k and v stored in bf16: what
+ * the executor runs there on sm_80 and later at head sizes 64 and 128 (the
+ * scalar kernels of gpu_mixers.h elsewhere, or with
+ * TLM_GPU_ATTENTION=scalar; docs/gpu.md, "Tensor cores").
  *
  * The semantics and layouts of tlm_gpu_attention_forward_bf16 and
  * tlm_gpu_attention_backward_bf16 with bf16 inputs: q, k, v the bf16 head
@@ -19,11 +19,14 @@ enum {
     TLM_GPU_ATTENTION_TC_ROWS = 64, /* rows (queries or keys) per block: attention_tc_BQ, attention_tc_BK */
 };
 
-/* The kernels: the forward, and the backward's two. */
+/* The kernels: the forward, and the backward's three (its preparation:
+ * dy in bf16 and D_t once per row; dq; dk and dv). */
 typedef enum tlm_attention_tc_pass {
     TLM_ATTENTION_TC_FWD,
+    TLM_ATTENTION_TC_BWD_PREP,
     TLM_ATTENTION_TC_BWD_DQ,
     TLM_ATTENTION_TC_BWD_DKV,
+    TLM_ATTENTION_TC_PASSES
 } tlm_attention_tc_pass;
 
 /* Whether the kernels take this shape on this device (head size, stride,
@@ -43,26 +46,36 @@ bool tlm_gpu_attention_tc_supported(tlm_gpu *g, tlm_dptr y_bf16, tlm_dptr q, tlm
 bool tlm_gpu_attention_tc_forward(tlm_gpu *g, tlm_dptr y_bf16, tlm_dptr lse, tlm_dptr q, tlm_dptr k, tlm_dptr v, int B,
                                   int T, int H, int D, int stride, tlm_err *err);
 
+/* The backward's scratch: dy rounded to bf16 ([B,T,H,D]) and D_t
+ * ([B,H,T] fp32), which its preparation kernel writes once per row and the
+ * other two read (bytes; a multiple of 256). */
+size_t tlm_gpu_attention_tc_scratch_bytes(int B, int T, int H, int D);
+/* Where D_t starts in it (bytes; dy16 at its start). */
+size_t tlm_gpu_attention_tc_dot_offset(int B, int T, int H, int D);
+
 /* The backward: dq, dk, dv (fp32, overwritten) from dy (fp32, 16-byte
- * aligned), the forward's y_bf16 and lse, and q, k, v; the same checks. */
+ * aligned), the forward's y_bf16 and lse, and q, k, v; scratch holds
+ * tlm_gpu_attention_tc_scratch_bytes (256-byte aligned); the same checks. */
 bool tlm_gpu_attention_tc_backward(tlm_gpu *g, tlm_dptr dq, tlm_dptr dk, tlm_dptr dv, tlm_dptr dy, tlm_dptr y_bf16,
                                    tlm_dptr lse, tlm_dptr q, tlm_dptr k, tlm_dptr v, int B, int T, int H, int D,
-                                   int stride, tlm_err *err);
+                                   int stride, tlm_dptr scratch, tlm_err *err);
 
 /* A pass's kernel for head size D (64 or 128; NULL otherwise), for a test
  * that launches it on a grid of its own. */
 const char *tlm_gpu_attention_tc_kernel(tlm_attention_tc_pass pass, int D);
 
-/* The threads of that kernel's block (0 where it has none): 128, 4 warps of
- * 16 rows, except the dk, dv kernel at head size 128, 256 (8 warps: dV's 4
+/* The threads of that kernel's block (0 where it has none): 128 (4 warps of
+ * 16 rows; the preparation's 4 warps a row each), except the dk, dv kernel
+ * at head size 128, 256 (8 warps: dV's 4
  * and dK's 4 over the same 64 keys, so that no warp holds both
  * accumulators; attention_tc_bwd_dkv). The kernel traps on another. */
 unsigned tlm_gpu_attention_tc_block(tlm_attention_tc_pass pass, int D);
 
-/* The dynamic shared memory that kernel's block needs (bytes; 0 for the dk,
- * dv kernel, whose shared memory is static): the forward's and dq's K and V
- * tiles in two stages, 2 x 2 x 64 rows of D + 8 bf16 (36 KiB at head size
- * 64, 68 KiB at 128: attention_tc_kv_bytes). The kernels trap on less. */
+/* The dynamic shared memory that kernel's block needs (bytes; 0 for the
+ * preparation): the tiles staged in two stages, the forward's and dq's K
+ * and V, dk and dv's Q and dY, 2 x 2 x 64 rows of D + 8 bf16 (36 KiB at
+ * head size 64, 68 KiB at 128: attention_tc_staged_bytes). The kernels trap
+ * on less. */
 unsigned tlm_gpu_attention_tc_shared(tlm_attention_tc_pass pass, int D);
 
 /* Launches that kernel on `grid` blocks of its block size with its shared

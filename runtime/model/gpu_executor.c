@@ -229,8 +229,8 @@ static bool op_attention(step *s, const tlm_abi_op *op) {
                                          [ATT_BF16] = tlm_gpu_attention_tc_forward,
                                          [ATT_QKV_BF16] = tlm_gpu_attention_forward_qkv_bf16};
     bool ok = st == ATT_BF16 && !s->g->attention_tc
-                  ? tlm_gpu_attention_forward_bf16(s->gpu, OUT(y), s->g->attention_acc, OUT(lse), q, k, v, s->B, s->T,
-                                                   s->H, s->hd, 3 * s->A, ERR)
+                  ? tlm_gpu_attention_forward_bf16(s->gpu, OUT(y), s->g->attention_scratch, OUT(lse), q, k, v, s->B,
+                                                   s->T, s->H, s->hd, 3 * s->A, ERR)
                   : forward[st](s->gpu, OUT(y), OUT(lse), q, k, v, s->B, s->T, s->H, s->hd, 3 * s->A, ERR);
     return ok && kv_fill(s, op, o->in_qkv);
 }
@@ -244,8 +244,10 @@ static bool op_attention_backward(step *s, const tlm_abi_op *op) {
     static const backward_fn backward[] = {[ATT_FP32] = tlm_gpu_attention_backward,
                                            [ATT_BF16] = tlm_gpu_attention_backward_bf16,
                                            [ATT_QKV_BF16] = tlm_gpu_attention_backward_qkv_bf16};
-    const backward_fn run = st == ATT_BF16 && s->g->attention_tc ? tlm_gpu_attention_tc_backward : backward[st];
-    return run(s->gpu, dq, dk, dv, IN(dy), IN(y), IN(lse), q, k, v, s->B, s->T, s->H, s->hd, 3 * s->A, ERR);
+    if (st == ATT_BF16 && s->g->attention_tc)
+        return tlm_gpu_attention_tc_backward(s->gpu, dq, dk, dv, IN(dy), IN(y), IN(lse), q, k, v, s->B, s->T, s->H,
+                                             s->hd, 3 * s->A, s->g->attention_scratch, ERR);
+    return backward[st](s->gpu, dq, dk, dv, IN(dy), IN(y), IN(lse), q, k, v, s->B, s->T, s->H, s->hd, 3 * s->A, ERR);
 }
 
 /* ---- output projection with the residual added ---- */

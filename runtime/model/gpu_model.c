@@ -413,11 +413,16 @@ const char *tlm_gpu_graphs_off_reason(const tlm_model *m) {
     return NULL;
 }
 
-/* bf16: attention's fp32 accumulator for its bf16 y ([B·T, A], one for
- * every layer: the forwards run one at a time), when some y is bf16. */
-static size_t attention_acc_bytes(const tlm_model *m) {
+/* bf16, when some y is bf16: attention's scratch, one for every layer (the
+ * ops run one at a time): the scalar forward's fp32 accumulator of y
+ * ([B·T, A]), or on the tensor cores the backward's dy in bf16 and D_t. */
+static size_t attention_scratch_bytes(const tlm_model *m) {
     if (!attention_y_in_bf16(m->so, m->gpu->bf16_buffers)) return 0;
-    return (size_t)(m->B * m->T) * (size_t)(m->so->config->heads * m->so->config->head_dim) * sizeof(float);
+    const tlm_abi_config *c = m->so->config;
+    if (m->gpu->attention_tc)
+        return m->training ? tlm_gpu_attention_tc_scratch_bytes((int)m->B, (int)m->T, (int)c->heads, (int)c->head_dim)
+                           : 0;
+    return (size_t)(m->B * m->T) * (size_t)(c->heads * c->head_dim) * sizeof(float);
 }
 
 /* bf16: the buffers stored in bf16, and the arena planned again for them
@@ -476,13 +481,12 @@ bool tlm_gpu_model_create(tlm_model *m, tlm_device *dev, tlm_precision precision
         return false;
     }
     const int64_t scratch_elems = bf16 ? tlm_gpu_bf16_scratch_elems(m->so, m->nops, g->bf16_buffers, m->B * m->T) : 0;
-    size_t acc_bytes = bf16 ? attention_acc_bytes(m) : 0;
-    if (!choose_attention(m, dev, acc_bytes > 0, err)) {
+    if (!choose_attention(m, dev, bf16 && attention_y_in_bf16(m->so, g->bf16_buffers), err)) {
         tlm_gpu_model_destroy(m);
         return false;
     }
-    if (g->attention_tc) acc_bytes = 0; /* y accumulates in registers */
-    size_t bf16_bytes = bf16 ? (size_t)(m->param_floats + scratch_elems) * 2 + acc_bytes : 0;
+    const size_t attention_bytes = bf16 ? attention_scratch_bytes(m) : 0;
+    size_t bf16_bytes = bf16 ? (size_t)(m->param_floats + scratch_elems) * 2 + attention_bytes : 0;
     if (!fits(m, dev, rope_bytes, titans_bytes, bf16_bytes, extra_bytes, err)) {
         tlm_gpu_model_destroy(m);
         return false;
@@ -497,7 +501,7 @@ bool tlm_gpu_model_create(tlm_model *m, tlm_device *dev, tlm_precision precision
               (g->targets = alloc(m, rows * sizeof(int32_t), err)) && (g->loss = alloc(m, sizeof(double), err)) &&
               (g->mlp_scratch = alloc(m, mlp_scratch_bytes(m), err));
     if (ok && titans_bytes) ok = (g->titans_scratch = alloc(m, titans_bytes, err)) != 0;
-    if (ok && acc_bytes) ok = (g->attention_acc = alloc(m, acc_bytes, err)) != 0;
+    if (ok && attention_bytes) ok = (g->attention_scratch = alloc(m, attention_bytes, err)) != 0;
     if (ok && bf16) {
         g->bf16 =
             (tlm_bf16_gemm){.weights = g->params, .weight_floats = m->param_floats, .scratch_elems = scratch_elems};
@@ -542,10 +546,20 @@ void tlm_gpu_model_destroy(tlm_model *m) {
     tlm_device *dev = g->gpu.dev;
     tlm_graph_cache_free(g->graphs); /* first: the graphs use the memory and kernels below */
     if (dev) {
-        tlm_dptr all[] = {
-            g->params,        g->grads,   g->arena,          g->rope_cos,    g->rope_sin,          g->tokens,
-            g->targets,       g->loss,    g->titans_scratch, g->mlp_scratch, g->bf16.weights_bf16, g->bf16.scratch,
-            g->attention_acc, g->kv_cache};
+        tlm_dptr all[] = {g->params,
+                          g->grads,
+                          g->arena,
+                          g->rope_cos,
+                          g->rope_sin,
+                          g->tokens,
+                          g->targets,
+                          g->loss,
+                          g->titans_scratch,
+                          g->mlp_scratch,
+                          g->bf16.weights_bf16,
+                          g->bf16.scratch,
+                          g->attention_scratch,
+                          g->kv_cache};
         for (size_t i = 0; i < sizeof all / sizeof *all; i++)
             if (all[i]) tlm_device_free(dev, all[i]);
         if (g->mlp) tlm_device_module_unload(dev, g->mlp);

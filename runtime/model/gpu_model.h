@@ -35,7 +35,10 @@ typedef struct tlm_gpu_model {
     /* bf16: per buffer, whether it is stored in bf16 (2 bytes an element;
      * the arena planned for that); NULL in fp32 */
     bool *bf16_buffers;
-    tlm_dptr attention_acc;    /* bf16: attention's fp32 accumulator of a bf16 y (0: none) */
+    /* bf16, where some y is bf16: attention's scratch (0: none): the scalar
+     * forward's fp32 accumulator of y, or on the tensor cores the backward's
+     * dy in bf16 and D_t (attention_tc.h; training only) */
+    tlm_dptr attention_scratch;
     /* attention with a bf16 y runs on the tensor cores (attention_tc.h);
      * their module is loaded only then */
     bool attention_tc;

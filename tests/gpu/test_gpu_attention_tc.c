@@ -246,13 +246,15 @@ static void backward_case(const shape *s, const float *x, tlm_dptr X16, tlm_dptr
     get(y16, Y16, ny * 2), get(lse, LSE16, nlse * 4);
     for (size_t i = 0; i < ny; i++) y[i] = tlm_bf16_to_f32(y16[i]);
     tlm_dptr DY = put(dy, ny * 4), REF = nans(s->n * 4), TC = nans(s->n * 4);
+    tlm_dptr SCR = nans(tlm_gpu_attention_tc_scratch_bytes(B, T, H, D));
     tlm_err err = {{0}};
     if (!tlm_gpu_attention_backward_bf16(&g_gpu, REF + s->qo * 4, REF + s->ko * 4, REF + s->vo * 4, DY, Y16, LSE16,
                                          X16 + s->qo * 2, X16 + s->ko * 2, X16 + s->vo * 2, B, T, H, D, s->stride,
                                          &err))
         die("the scalar attention backward", &err);
     if (!tlm_gpu_attention_tc_backward(&g_gpu, TC + s->qo * 4, TC + s->ko * 4, TC + s->vo * 4, DY, Y16, LSE16,
-                                       X16 + s->qo * 2, X16 + s->ko * 2, X16 + s->vo * 2, B, T, H, D, s->stride, &err))
+                                       X16 + s->qo * 2, X16 + s->ko * 2, X16 + s->vo * 2, B, T, H, D, s->stride, SCR,
+                                       &err))
         die("the tensor-core attention backward", &err);
     float *want = xalloc(s->n * 4), *got = xalloc(s->n * 4);
     get(want, REF, s->n * 4), get(got, TC, s->n * 4);
@@ -273,9 +275,14 @@ static void backward_case(const shape *s, const float *x, tlm_dptr X16, tlm_dptr
         int Bv = B, Tv = T, Hv = H, stride = s->stride;
         for (unsigned grid = 1; grid <= 2; grid++) {
             tlm_dptr G = nans(s->n * 4), dq = G + s->qo * 4, dk = G + s->ko * 4, dv = G + s->vo * 4;
-            void *dq_args[] = {&dq, &DY, &Y16, &LSE16, &q, &k, &v, &Bv, &Tv, &Hv, &stride};
-            void *dkv_args[] = {&dk, &dv, &DY, &Y16, &LSE16, &q, &k, &v, &Bv, &Tv, &Hv, &stride};
-            if (!tlm_gpu_attention_tc_launch(&g_gpu, TLM_ATTENTION_TC_BWD_DQ, D, grid, dq_args, &err) ||
+            /* all three kernels on the small grid, the preparation's
+             * output over the backward's own */
+            tlm_dptr dy16 = SCR, dot = SCR + tlm_gpu_attention_tc_dot_offset(B, T, H, D);
+            void *prep_args[] = {&dy16, &dot, &DY, &Y16, &Bv, &Tv, &Hv};
+            void *dq_args[] = {&dq, &dy16, &dot, &LSE16, &q, &k, &v, &Bv, &Tv, &Hv, &stride};
+            void *dkv_args[] = {&dk, &dv, &dy16, &dot, &LSE16, &q, &k, &v, &Bv, &Tv, &Hv, &stride};
+            if (!tlm_gpu_attention_tc_launch(&g_gpu, TLM_ATTENTION_TC_BWD_PREP, D, grid, prep_args, &err) ||
+                !tlm_gpu_attention_tc_launch(&g_gpu, TLM_ATTENTION_TC_BWD_DQ, D, grid, dq_args, &err) ||
                 !tlm_gpu_attention_tc_launch(&g_gpu, TLM_ATTENTION_TC_BWD_DKV, D, grid, dkv_args, &err))
                 die("the backward on a small grid", &err);
             float *gg = xalloc(s->n * 4);
@@ -291,18 +298,22 @@ static void backward_case(const shape *s, const float *x, tlm_dptr X16, tlm_dptr
          * the emulated device only: on a GPU a trap ends the context, and
          * the test after it (scripts/gpu_check.sh runs this one there). */
         if (D == 128 && tlm_device_get_info(g_dev)->emulated) {
-            tlm_dptr G = nans(s->n * 4), dk = G + s->ko * 4, dv = G + s->vo * 4;
-            void *dkv_args[] = {&dk, &dv, &DY, &Y16, &LSE16, &q, &k, &v, &Bv, &Tv, &Hv, &stride};
+            tlm_dptr G = nans(s->n * 4), dk = G + s->ko * 4, dv = G + s->vo * 4, dy16 = SCR;
+            tlm_dptr dot = SCR + tlm_gpu_attention_tc_dot_offset(B, T, H, D);
+            void *dkv_args[] = {&dk, &dv, &dy16, &dot, &LSE16, &q, &k, &v, &Bv, &Tv, &Hv, &stride};
             const char *kernel = tlm_gpu_attention_tc_kernel(TLM_ATTENTION_TC_BWD_DKV, D);
             tlm_err trap = {{0}};
-            bool ran = tlm_gpu_launch(&g_gpu, kernel, 1, 128, dkv_args, &trap) && tlm_device_sync(g_dev, &trap);
+            bool ran =
+                tlm_gpu_launch_shared(&g_gpu, kernel, 1, 128, tlm_gpu_attention_tc_shared(TLM_ATTENTION_TC_BWD_DKV, D),
+                                      dkv_args, &trap) &&
+                tlm_device_sync(g_dev, &trap);
             char what[600];
             snprintf(what, sizeof what, "%s on a block of 128 threads traps: %s", kernel, ran ? "(it ran)" : trap.msg);
             check(!ran && strstr(trap.msg, "__trap") != NULL, what);
             /* and the dq kernel given 16 bytes less dynamic shared memory
              * than its two stages of K and V need */
             tlm_dptr dq = G + s->qo * 4;
-            void *dq_args[] = {&dq, &DY, &Y16, &LSE16, &q, &k, &v, &Bv, &Tv, &Hv, &stride};
+            void *dq_args[] = {&dq, &dy16, &dot, &LSE16, &q, &k, &v, &Bv, &Tv, &Hv, &stride};
             kernel = tlm_gpu_attention_tc_kernel(TLM_ATTENTION_TC_BWD_DQ, D);
             unsigned bytes = tlm_gpu_attention_tc_shared(TLM_ATTENTION_TC_BWD_DQ, D);
             ran = tlm_gpu_launch_shared(&g_gpu, kernel, 1, tlm_gpu_attention_tc_block(TLM_ATTENTION_TC_BWD_DQ, D),
@@ -314,7 +325,7 @@ static void backward_case(const shape *s, const float *x, tlm_dptr X16, tlm_dptr
             tlm_device_free(g_dev, G);
         }
     }
-    tlm_device_free(g_dev, DY), tlm_device_free(g_dev, REF), tlm_device_free(g_dev, TC);
+    tlm_device_free(g_dev, DY), tlm_device_free(g_dev, REF), tlm_device_free(g_dev, TC), tlm_device_free(g_dev, SCR);
     free(dy), free(y), free(lse), free(y16), free(want), free(got), free(bound);
 }
 
@@ -392,8 +403,9 @@ static void module_checks(void) {
     snprintf(line, sizeof line, "each module's kernels follow the rule: %d in the runtime's, %d in the tensor cores'",
              counts[TLM_GPU_MODULE_RUNTIME], counts[TLM_GPU_MODULE_ATTENTION_TC]);
     check(g_failures == 0 && counts[TLM_GPU_MODULE_RUNTIME] > 0, line);
-    check(counts[TLM_GPU_MODULE_ATTENTION_TC] == 6, "the tensor-core module declares 6 kernels");
-    for (int pass = TLM_ATTENTION_TC_FWD; pass <= TLM_ATTENTION_TC_BWD_DKV; pass++)
+    check(counts[TLM_GPU_MODULE_ATTENTION_TC] == 2 * TLM_ATTENTION_TC_PASSES,
+          "the tensor-core module declares 8 kernels (4 passes, 2 head sizes)");
+    for (int pass = TLM_ATTENTION_TC_FWD; pass < TLM_ATTENTION_TC_PASSES; pass++)
         for (int D = 64; D <= 128; D += 64) {
             const char *name = tlm_gpu_attention_tc_kernel((tlm_attention_tc_pass)pass, D);
             char call[160];

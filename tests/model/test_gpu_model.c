@@ -196,7 +196,7 @@ static void attention_switch(const tlm_so *so, tlm_device *dev, int64_t T) {
     tlm_err err = {""};
     setenv("TLM_GPU_ATTENTION", "scalar", 1);
     if (tlm_model_create_on(&g, so, dev, TLM_PRECISION_BF16, B, T, true, 0, &err)) {
-        CHECK(!g.gpu->attention_tc && g.gpu->attention_acc, "%s: TLM_GPU_ATTENTION=scalar left the tensor cores on",
+        CHECK(!g.gpu->attention_tc && g.gpu->attention_scratch, "%s: TLM_GPU_ATTENTION=scalar left the tensor cores on",
               model);
         tlm_model_destroy(&g);
     } else {

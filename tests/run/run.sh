@@ -232,7 +232,7 @@ gpu_modules)
   "$tlmc" "$root/examples/tiny.tlm" -o "$tmp/tiny.so" > /dev/null
   one=(--device cuda --steps 1 --context 16 --batch 2 --eval-every 0 --eval-batches 1 --threads 1)
   tc_line() { grep -A1 '^  tensor-core attention ' "$tmp/out"; }
-  expect 0 "^  tensor-core attention    6 kernels, not cached" "info: tiny (head size 64) lists the TC module" -- \
+  expect 0 "^  tensor-core attention    8 kernels, not cached" "info: tiny (head size 64) lists the TC module" -- \
     "$run" info "$tmp/tiny.so" --device cuda
   tc_entry=$(tc_line | tail -1 | tr -d ' ')
   check "info: the TC module's cache entry is under the fresh cache" -- test "${tc_entry#"$tmp/cache/tlm/kernels/"}" != "$tc_entry"
@@ -246,7 +246,7 @@ gpu_modules)
   expect 0 "kernels: compiled in .*, cached for the next run" "tiny in bf16: the TC module compiled (a miss)" -- \
     "$run" train "$tmp/tiny.so" "${one[@]}" --ckpt "$tmp/bf16"
   check "the TC module's entry written" -- test -s "$tc_entry"
-  expect 0 "^  tensor-core attention    6 kernels, cached" "info: the TC module is cached" -- \
+  expect 0 "^  tensor-core attention    8 kernels, cached" "info: the TC module is cached" -- \
     "$run" info "$tmp/tiny.so" --device cuda
   expect 0 "kernels: from the cache (nothing compiled)" "tiny in bf16 again: every module a hit" -- \
     "$run" train "$tmp/tiny.so" "${one[@]}" --ckpt "$tmp/bf16" --overwrite
