@@ -8,7 +8,7 @@
 #      then every runtime kernel against its CPU op (gpu.basic, mixers,
 #      optim, linear, bf16, decode's test programs);
 #   2. the small models of all four architectures against the CPU runtime
-#      (heads64's and heads64_gated's bf16 attention on the tensor cores
+#      (heads64's, heads128's and heads64_gated's bf16 attention on the tensor cores
 #      among them): loss, gradients and parameters after three AdamW
 #      steps (model.gpu's program, its bounds); training from CUDA graphs against training op
 #      by op, bit for bit (model.gpu_graphs's program), and the graph API's
@@ -82,11 +82,11 @@ run "gpu_mma (mma.sync, ldmatrix)" -- "$bin/test_gpu_mma" "$root/runtime/gpu" "$
 # (ctest's gpu.attention_tc runs it on the emulated device: 7 s saved here)
 [ $emulated = 0 ] && run "gpu_attention_tc" -- "$bin/test_gpu_attention_tc"
 for t in test_gpu_basic test_gpu_mixers test_gpu_optim test_gpu_linear test_gpu_bf16 test_gpu_decode; do run "${t#test_}" -- "$bin/$t"; done
-run "models vs CPU" -- "$bin/test_gpu_model" "$models"/{taper_swiglu,gelu_tied,odd_sizes,heads64,heads64_gated,gated_headwise,gated_elementwise,hope_cms,titans_chunked,titans_exact}.so
+run "models vs CPU" -- "$bin/test_gpu_model" "$models"/{taper_swiglu,gelu_tied,odd_sizes,heads64,heads128,heads64_gated,gated_headwise,gated_elementwise,hope_cms,titans_chunked,titans_exact}.so
 grep -E '^[a-z_0-9]+ +loss' "$work/models vs CPU.out" | sed 's/^/    /'
 # CUDA graphs: the same bits as plain launches (the emulated device: one
 # model, for time)
-graph_models=("$models"/{taper_swiglu,hope_cms}.so) kv_models=("$models"/{taper_swiglu,gated_headwise,hope_cms,titans_chunked}.so)
+graph_models=("$models"/{taper_swiglu,heads128,hope_cms}.so) kv_models=("$models"/{taper_swiglu,gated_headwise,hope_cms,titans_chunked}.so)
 [ $emulated = 1 ] && graph_models=("$models/taper_swiglu.so") kv_models=("$models/taper_swiglu.so")
 run "graphs: the same bits as op by op" -- "$bin/test_gpu_graphs" "${graph_models[@]}"
 run "graphs: capture and replay" -- "$bin/test_graphs"

@@ -32,7 +32,7 @@ for t in test_gpu_basic test_gpu_mixers test_gpu_optim test_gpu_linear test_gpu_
 for t in test_gpu_model test_gpu_graphs test_kv_cache; do cp "$build/tests/model/$t" "$bundle/bin/"; done
 # test_gpu_mma reads mma.cuh, its neighbours and tests/gpu/mma_kernels.cu
 # from the carried working tree (gpu_check.sh gives it the paths).
-for m in taper_swiglu gelu_tied odd_sizes heads64 heads64_gated gated_headwise gated_elementwise hope_cms titans_chunked \
+for m in taper_swiglu gelu_tied odd_sizes heads64 heads128 heads64_gated gated_headwise gated_elementwise hope_cms titans_chunked \
          titans_exact tiny tiny_gated tiny_hope tiny_titans; do
   cp "$build/tests/model/$m.so" "$bundle/models/"
 done

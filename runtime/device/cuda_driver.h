@@ -48,6 +48,7 @@
     X(cuModuleLoadData, PFN_cuModuleLoadData_v2000)                        \
     X(cuModuleUnload, PFN_cuModuleUnload_v2000)                            \
     X(cuModuleGetFunction, PFN_cuModuleGetFunction_v2000)                  \
+    X(cuFuncGetAttribute, PFN_cuFuncGetAttribute_v2020)                    \
     X(cuFuncSetAttribute, PFN_cuFuncSetAttribute_v9000)                    \
     X(cuLaunchKernel, PFN_cuLaunchKernel_v4000)                            \
     X(cuStreamCreate, PFN_cuStreamCreate_v2000)                            \

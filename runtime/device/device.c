@@ -36,7 +36,8 @@ static device_core *core_of(const tlm_device *d) { return (device_core *)d; }
 
 struct tlm_kernel {
     void *fn;               /* the backend's handle */
-    unsigned shared_optin;  /* the dynamic shared memory it may have (allow_shared); 48 KiB until raised */
+    unsigned static_shared; /* its static shared memory (0 where the backend cannot tell) */
+    unsigned shared_optin;  /* the dynamic shared memory it may have: 48 KiB less static_shared until raised */
     char name[];
 };
 
@@ -394,13 +395,13 @@ tlm_kernel *tlm_device_kernel(tlm_device *d, tlm_module *m, const char *name, tl
         return NULL;
     }
     memcpy(k->name, name, len + 1);
-    k->shared_optin = TLM_SHARED_DEFAULT;
     tlm_err why = {{0}};
-    if (!d->backend->kernel(d, m->handle, name, &k->fn, &why)) {
+    if (!d->backend->kernel(d, m->handle, name, &k->fn, &k->static_shared, &why)) {
         free(k);
         tlm_fail(err, "%s: %s", m->what, why.msg);
         return NULL;
     }
+    k->shared_optin = k->static_shared < TLM_SHARED_DEFAULT ? TLM_SHARED_DEFAULT - k->static_shared : 0;
     *find_slot(m, name) = k;
     m->nkernels++;
     return k;
@@ -425,12 +426,13 @@ static bool check_dims(const char *name, tlm_launch dims, tlm_err *err) {
     return true;
 }
 
-/* Lets k have `bytes` of dynamic shared memory (device.h: past 48 KiB a
- * kernel opts in, outside a capture). */
+/* Lets k have `bytes` of dynamic shared memory (device.h: past 48 KiB with
+ * its static shared memory a kernel opts in, outside a capture). */
 static bool allow_shared(tlm_device *d, tlm_kernel *k, unsigned bytes, tlm_err *err) {
-    if (bytes > d->info.shared_optin)
-        return tlm_fail(err, "kernel %s: %u bytes of dynamic shared memory (%s gives a block at most %u)", k->name,
-                        bytes, d->info.name, d->info.shared_optin);
+    if ((uint64_t)bytes + k->static_shared > d->info.shared_optin)
+        return tlm_fail(err,
+                        "kernel %s: %u bytes of dynamic shared memory and %u of static (%s gives a block at most %u)",
+                        k->name, bytes, k->static_shared, d->info.name, d->info.shared_optin);
     if (bytes <= k->shared_optin) return true;
     char what[200];
     snprintf(what, sizeof what, "kernel %s's first launch with %u bytes of dynamic shared memory (past %u)", k->name,

@@ -106,12 +106,13 @@ typedef struct tlm_launch {
 } tlm_launch;
 /* args[i] points to the i-th parameter's value, typed exactly as the
  * kernel declares it (int, long long, float, a pointer as tlm_dptr).
- * Dynamic shared memory: at most info.shared_optin bytes. Past the 48 KiB
- * every block may have, a kernel must opt in (cuFuncSetAttribute), which
- * this call does at the kernel's first such launch; a CUDA graph capture
- * cannot (a call outside the stream), so a kernel's first launch past
- * 48 KiB, or past what it was launched with before, must come outside a
- * capture (graph_cache.h's warm-up run does) and is refused in one. */
+ * Dynamic shared memory: with the kernel's static shared memory at most
+ * info.shared_optin bytes. Past 48 KiB together, a kernel must opt in
+ * (cuFuncSetAttribute), which this call does at the kernel's first such
+ * launch. That is not stream work, and tlm keeps it out of CUDA graph
+ * captures: a kernel's first launch past 48 KiB, or past what it was
+ * launched with before, must come outside a capture (graph_cache.h's
+ * warm-up run does) and is refused in one. */
 bool tlm_device_launch(tlm_device *d, tlm_kernel *k, tlm_launch dims, void **args, tlm_err *err);
 
 /* ---- GEMM: cuBLASLt's description, column-major as cuBLAS sees it ----

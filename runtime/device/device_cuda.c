@@ -252,13 +252,19 @@ static void cuda_unload(tlm_device *d, void *handle) {
     if (handle && bind(c, NULL)) c->drv->cuModuleUnload((CUmodule)handle);
 }
 
-static bool cuda_kernel(tlm_device *d, void *module_handle, const char *name, void **fn, tlm_err *err) {
+static bool cuda_kernel(tlm_device *d, void *module_handle, const char *name, void **fn, unsigned *static_shared,
+                        tlm_err *err) {
     cuda_device *c = state(d);
     CUfunction f = NULL;
     if (!bind(c, err)) return false;
     CUresult r = c->drv->cuModuleGetFunction(&f, (CUmodule)module_handle, name);
     if (r == CUDA_ERROR_NOT_FOUND) return tlm_fail(err, "the module has no kernel named %s", name);
     if (!tlm_cuda_ok(c->drv, r, err, "cuModuleGetFunction(%s)", name)) return false;
+    int bytes = 0;
+    if (!tlm_cuda_ok(c->drv, c->drv->cuFuncGetAttribute(&bytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f), err,
+                     "cuFuncGetAttribute(%s, static shared memory)", name))
+        return false;
+    *static_shared = bytes > 0 ? (unsigned)bytes : 0;
     *fn = f;
     return true;
 }

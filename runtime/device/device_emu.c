@@ -461,8 +461,13 @@ static void *module_symbol(emu_module *m, const char *prefix, const char *name, 
 
 /* A kernel's handle: cuda_emu.h's two entry points (TLM_EMU_EXPORT) and
  * its parameters' sizes, asked once. */
-static bool emu_kernel(tlm_device *d, void *module, const char *name, void **fn, tlm_err *err) {
+/* The emulator cannot tell a kernel's static shared memory (its __shared__
+ * variables are the module's thread-local block, all kernels' together):
+ * 0, so only the real device counts it against the limits. */
+static bool emu_kernel(tlm_device *d, void *module, const char *name, void **fn, unsigned *static_shared,
+                       tlm_err *err) {
     (void)d;
+    *static_shared = 0;
     emu_module *m = module;
     void *launch = module_symbol(m, "tlm_emu_launch_", name, err);
     void *sizes = launch ? module_symbol(m, "tlm_emu_arg_sizes_", name, err) : NULL;

@@ -33,10 +33,13 @@ typedef struct tlm_device_backend {
     /* binary -> loaded module (backend state in *handle) */
     bool (*load)(tlm_device *d, const char *what, const uint8_t *bin, size_t size, void **handle, tlm_err *err);
     void (*unload)(tlm_device *d, void *handle);
-    /* a kernel by name in a loaded module (backend state in *fn) */
-    bool (*kernel)(tlm_device *d, void *module_handle, const char *name, void **fn, tlm_err *err);
-    /* Lets kernel fn have `bytes` of dynamic shared memory, past the 48 KiB
-     * (TLM_SHARED_DEFAULT) every block may have (NULL: nothing to do). */
+    /* a kernel by name in a loaded module (backend state in *fn), and its
+     * static shared memory (bytes; 0 where the backend cannot tell) */
+    bool (*kernel)(tlm_device *d, void *module_handle, const char *name, void **fn, unsigned *static_shared,
+                   tlm_err *err);
+    /* Lets kernel fn have `bytes` of dynamic shared memory, past what every
+     * block may have without opting in: 48 KiB (TLM_SHARED_DEFAULT) less its
+     * static shared memory (NULL: nothing to do). */
     bool (*allow_shared)(tlm_device *d, void *fn, const char *name, unsigned bytes, tlm_err *err);
     bool (*launch)(tlm_device *d, void *fn, const char *name, tlm_launch dims, void **args, tlm_err *err);
     bool (*gemm)(tlm_device *d, const tlm_gemm *g, tlm_err *err);  /* already checked */

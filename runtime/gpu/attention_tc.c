@@ -77,7 +77,6 @@ bool tlm_gpu_attention_tc_backward(tlm_gpu *g, tlm_dptr dq, tlm_dptr dk, tlm_dpt
                                    tlm_dptr lse, tlm_dptr q, tlm_dptr k, tlm_dptr v, int B, int T, int H, int D,
                                    int stride, tlm_dptr scratch, tlm_err *err) {
     if (!tlm_gpu_attention_tc_supported(g, y_bf16, q, k, v, H, D, stride, err)) return false;
-    if (dy % 16) return tlm_fail(err, "tensor-core attention: dy must be 16-byte aligned");
     if (B <= 0 || T <= 0 || H <= 0) return true;
     if (!scratch || scratch % 256)
         return tlm_fail(err, "tensor-core attention: the backward needs a 256-byte aligned scratch");

@@ -53,8 +53,8 @@ size_t tlm_gpu_attention_tc_scratch_bytes(int B, int T, int H, int D);
 /* Where D_t starts in it (bytes; dy16 at its start). */
 size_t tlm_gpu_attention_tc_dot_offset(int B, int T, int H, int D);
 
-/* The backward: dq, dk, dv (fp32, overwritten) from dy (fp32, 16-byte
- * aligned), the forward's y_bf16 and lse, and q, k, v; scratch holds
+/* The backward: dq, dk, dv (fp32, overwritten) from dy (fp32), the
+ * forward's y_bf16 and lse, and q, k, v; scratch holds
  * tlm_gpu_attention_tc_scratch_bytes (256-byte aligned); the same checks. */
 bool tlm_gpu_attention_tc_backward(tlm_gpu *g, tlm_dptr dq, tlm_dptr dk, tlm_dptr dv, tlm_dptr dy, tlm_dptr y_bf16,
                                    tlm_dptr lse, tlm_dptr q, tlm_dptr k, tlm_dptr v, int B, int T, int H, int D,

@@ -6,7 +6,8 @@
  * on a machine without a GPU, and so do the memory calls (host memory
  * here), module loading (NVRTC's real CUBIN, checked for its ELF magic) and
  * launches (recorded, not run; refused past the kernel's dynamic shared
- * memory allowance, which cuFuncSetAttribute raises), the comm stream and
+ * memory allowance, 48 KiB less its static shared memory until
+ * cuFuncSetAttribute raises it), the comm stream and
  * its events (traced),
  * and graphs: stream capture, instantiation, launch and destruction
  * (traced; a captured launch, copy or memset is a node of the graph, run
@@ -358,13 +359,21 @@ static struct {
     int bytes;
 } allowed[MAX_ALLOWED];
 static int allow_calls;
+/* A kernel's static shared memory: 4 KiB for tlm_fake_fill, none for the
+ * others. */
+static int static_shared(const char *name) { return strcmp(name, "tlm_fake_fill") == 0 ? 4096 : 0; }
 static int shared_allowed(const char *name) {
     for (int i = 0; i < MAX_ALLOWED; i++)
         if (strcmp(allowed[i].name, name) == 0) return allowed[i].bytes;
-    return 48 * 1024;
+    return 48 * 1024 - static_shared(name);
+}
+static CUresult fake_cuFuncGetAttribute(int *v, int attribute, void *f) {
+    if (!f || attribute != 1) return INVALID_VALUE; /* CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES */
+    *v = static_shared(f);
+    return SUCCESS;
 }
 static CUresult fake_cuFuncSetAttribute(void *f, int attribute, int value) {
-    if (!f || attribute != 8 || value < 0 || value > 232448) return INVALID_VALUE;
+    if (!f || attribute != 8 || value < 0 || value + static_shared(f) > 232448) return INVALID_VALUE;
     allow_calls++;
     for (int i = 0; i < MAX_ALLOWED; i++)
         if (!allowed[i].name[0] || strcmp(allowed[i].name, f) == 0) {
@@ -437,6 +446,7 @@ static const struct {
     FAKE(cuModuleLoadData),
     FAKE(cuModuleUnload),
     FAKE(cuModuleGetFunction),
+    FAKE(cuFuncGetAttribute),
     FAKE(cuFuncSetAttribute),
     FAKE(cuLaunchKernel),
     FAKE(cuStreamCreate),

@@ -209,29 +209,30 @@ static void check_h200(void *fake) {
     expect(launched && count == 1 && grid[0] == 3 && grid[1] == 1 && block[0] == 96 && block[2] == 1 && first_arg == a,
            "a launch reaches the driver with its grid, block and arguments", launched ? line : err.msg);
 
-    /* Dynamic shared memory: within 48 KiB as it is; past it the kernel
-     * opts in (cuFuncSetAttribute) at its first such launch, once per size
-     * it grows to, or the driver refuses the launch. */
+    /* Dynamic shared memory: within 48 KiB with the kernel's static shared
+     * memory (4 KiB here) as it is; past it the kernel opts in
+     * (cuFuncSetAttribute) at its first such launch, again only when a
+     * launch asks for more, or the driver refuses the launch; static and
+     * dynamic together at most the device's limit. */
     typedef int shared_fn(unsigned *);
     shared_fn *shared = (shared_fn *)dlsym(fake, "tlm_fake_cuda_shared");
     unsigned last = 0;
     bool opted = true;
-    const unsigned sizes[] = {1024, 48 * 1024, 100 * 1024, 100 * 1024, 64 * 1024, 200 * 1024};
-    for (size_t i = 0; i < sizeof sizes / sizeof *sizes && opted; i++)
-        opted = tlm_device_launch(d, k, (tlm_launch){.grid = {1, 1, 1}, .block = {32, 1, 1}, .shared_bytes = sizes[i]},
-                                  args, &err);
+    const unsigned sizes[] = {1024, 44 * 1024, 48 * 1024, 100 * 1024, 100 * 1024, 64 * 1024, 232448 - 4096};
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes && opted; i++) {
+        tlm_launch big = {.grid = {1, 1, 1}, .block = {32, 1, 1}, .shared_bytes = sizes[i]};
+        opted = tlm_device_launch(d, k, big, args, &err);
+    }
     int calls = shared(&last);
     snprintf(line, sizeof line, "%d opt-in(s), the last launch with %u bytes", calls, last);
-    expect(opted && calls == 2 && last == 200 * 1024,
-           "launches with 1, 48, 100, 100, 64 and 200 KiB of dynamic shared memory opt in twice",
+    expect(opted && calls == 3 && last == 232448 - 4096,
+           "launches with 1, 44, 48, 100, 100, 64 and 223 KiB of dynamic shared memory (and 4 KiB static) opt in "
+           "three times",
            opted ? line : err.msg);
-    const char *msg =
-        tlm_device_launch(d, k, (tlm_launch){.grid = {1, 1, 1}, .block = {32, 1, 1}, .shared_bytes = 232449}, args,
-                          &err)
-            ? "(launched)"
-            : err.msg;
-    expect(strcmp(msg, "kernel tlm_fake_fill: 232449 bytes of dynamic shared memory (tlm fake GPU gives a block at "
-                       "most 232448)") == 0,
+    tlm_launch past = {.grid = {1, 1, 1}, .block = {32, 1, 1}, .shared_bytes = 232448 - 4096 + 1};
+    const char *msg = tlm_device_launch(d, k, past, args, &err) ? "(launched)" : err.msg;
+    expect(strcmp(msg, "kernel tlm_fake_fill: 228353 bytes of dynamic shared memory and 4096 of static (tlm fake GPU "
+                       "gives a block at most 232448)") == 0,
            "past the device's limit", msg);
 
     msg = tlm_device_kernel(d, m, "no_such_kernel", &err) ? "(found)" : err.msg;

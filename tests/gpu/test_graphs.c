@@ -236,8 +236,8 @@ static void test_dynamic_shared(fixture *f) {
     CHECK(most >= 96 * 1024, "the device's opt-in limit: %u bytes", most);
     dims.shared_bytes = most + 16;
     char want[400];
-    snprintf(want, sizeof want, "%u bytes of dynamic shared memory (%s gives a block at most %u)", most + 16,
-             tlm_device_get_info(f->d)->name, most);
+    snprintf(want, sizeof want, "%u bytes of dynamic shared memory and 0 of static (%s gives a block at most %u)",
+             most + 16, tlm_device_get_info(f->d)->name, most);
     CHECK(!tlm_device_launch(f->d, f->shared_kib, dims, args, &err) && has(err.msg, want), "past the limit: '%s'",
           err.msg);
 }

@@ -72,7 +72,13 @@ static double compare(const char *what, const char *name, const float *cpu, cons
  * it the read-out, the normalised read-out, gate_pre and the gated output;
  * against attention's q, k twice and y once), and the memory's gradients of theta
  * and alpha are sums that cancel (e_t . u_t, Frobenius products), which
- * carry a rounding of their terms at the terms' size.
+ * carry a rounding of their terms at the terms' size. So do softmax
+ * attention's q and k projections' (BF16_GRAD_QK = 16u): they reach q and k
+ * only through dS = P (dP - D_t), the difference of dP and its P-weighted
+ * mean D_t, whose roundings (dy, v and y in bf16, and P on the tensor
+ * cores) stay at the size of dP while the difference is smaller: 0.033 to
+ * 0.037 at head size 128 (heads128, scalar and tensor-core kernels alike),
+ * at most 0.018 at 64.
  *
  * The activations: every normalised input of the model (norm1, norm2, the
  * final norm: only GEMMs read them) and the MLPs' pre-activations are
@@ -95,7 +101,8 @@ static double compare(const char *what, const char *name, const float *cpu, cons
  * fp32 logits, relative in norm: a GEMM of rounded operands whose inputs
  * carry the layers' roundings (first order, as for the gradients), then
  * one rounding of its own (u). */
-static const double BF16_LOSS = 1.0 / 1024, BF16_GRAD = 1.0 / 32, BF16_GRAD_TITANS = 1.0 / 16, LOGITS_BF16 = 1.0 / 32;
+static const double BF16_LOSS = 1.0 / 1024, BF16_GRAD = 1.0 / 32, BF16_GRAD_TITANS = 1.0 / 16, BF16_GRAD_QK = 1.0 / 16,
+                    LOGITS_BF16 = 1.0 / 32;
 
 /* The bf16 logits of g's last forward of n elements: tlm_model_logits
  * (widened on the host) against the bits in the device arena, which must
@@ -401,8 +408,12 @@ static void bf16_model(const tlm_so *so, tlm_device *dev, const tlm_model *cpu, 
         for (int64_t e = 0; e < so->params[i].count; e++)
             num += ((double)a[e] - b[e]) * ((double)a[e] - b[e]), den += (double)b[e] * b[e];
         double r = den > 0 ? sqrt(num / den) : sqrt(num);
-        CHECK(r <= (titans ? BF16_GRAD_TITANS : BF16_GRAD), "%s bf16 gradient %s: %.3g relative in norm", model,
-              tlm_so_str(so, so->params[i].name), r);
+        const char *name = tlm_so_str(so, so->params[i].name);
+        const bool qk = strstr(name, ".q_proj.") || strstr(name, ".k_proj.");
+        CHECK(r <= (titans ? BF16_GRAD_TITANS
+                    : qk   ? BF16_GRAD_QK
+                           : BF16_GRAD),
+              "%s bf16 gradient %s: %.3g relative in norm", model, name, r);
         if (!(r <= worst)) worst = r;
     }
     printf("%-20s bf16: loss %.2g relative, logits %.2g and worst gradient %.2g relative in norm; arena %lld bytes "
