@@ -48,7 +48,7 @@ static void write_wrapper(FILE *f, const tlm_kernel_spec *s, const char *entry, 
     }
     fprintf(f,
             "};\n  const unsigned grid[3] = {%d, 1, 1}, block[3] = {256, 1, 1};\n  char err[256];\n"
-            "  if (tlm_emu_launch_%s(grid, block, args, err, sizeof err)) {\n"
+            "  if (tlm_emu_launch_%s(grid, block, 0, args, err, sizeof err)) {\n"
             "    fprintf(stderr, \"FAIL: %%s\\n\", err);\n    abort();\n  }\n}\n",
             grid, sym);
 }
