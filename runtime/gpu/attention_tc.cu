@@ -420,13 +420,16 @@ __device__ void attention_tc_bwd_dq(float* dq, const unsigned short* dy16, const
 // sm_90, 136 on sm_80, with K and V loaded again for each query tile; 760
 // with them kept). So there the block has 8 warps in two roles over the same
 // 64 keys: warps 0-3 sum dV += P^T dY (S^T, then P), warps 4-7 dK += dS^T Q
-// (S^T, dP^T, then P and dS), each 64 accumulators a lane; P is computed by
-// both, the same bits. Each role also walks a query tile in two halves of 32
-// (S^T and dP^T 16 floats a lane each, not 32). Neither changes an element's
-// order of summation: the products' k-blocks of 16 queries come in the same
-// order, and P and dS are the same expressions, so the results are the
-// 4-warp kernel's bit for bit. The registers are ptxas's (docs/gpu.md,
-// "Tensor cores"; gpu.spills fails on a spill).
+// (dP^T, then dS), each 64 accumulators a lane. Each dV warp hands its P to
+// the dK warp 4 on (the same keys, the same fragment layout) through shared
+// memory, as FlashAttention-2 shares P: two products a role per part, where
+// the dK role once computed S^T and P itself (three). Each role also walks a
+// query tile in two halves of 32 (S^T and dP^T 16 floats a lane each, not
+// 32), each half with a buffer of its own, so one barrier a half. Neither
+// changes an element's order of summation: the products' k-blocks of 16
+// queries come in the same order, and P and dS are the same expressions, so
+// the results are the 4-warp kernel's bit for bit. The registers are
+// ptxas's (docs/gpu.md, "Tensor cores"; gpu.spills fails on a spill).
 template <int D>
 __device__ void attention_tc_bwd_dkv(float* dk, float* dv, const unsigned short* dy16, const float* dot,
                                      const float* lse, const unsigned short* q, const unsigned short* k,
@@ -439,6 +442,10 @@ __device__ void attention_tc_bwd_dkv(float* dk, float* dv, const unsigned short*
   unsigned short *qs, *dys;  // Q and dY, staged in two stages
   attention_tc_staged_tiles<D>(qs, dys);
   __shared__ float tile_lse[BQ], tile_dot[BQ];
+  // With the two roles, P handed from each dV warp to its dK partner: per
+  // part of a query tile and pair of warps, NB * 4 floats a lane, stored
+  // lane-minor (no bank conflicts). 16 KiB at D = 128; a float otherwise.
+  __shared__ float p_shared[roles ? PARTS : 1][roles ? 4 : 1][roles ? NB * 4 * 32 : 1];
   if (blockDim.x != 32 * WARPS) __trap();  // another block size would leave keys or a role out
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const bool sums_dv = !roles || warp < 4, sums_dk = !roles || warp >= 4;
@@ -468,25 +475,61 @@ __device__ void attention_tc_bwd_dkv(float* dk, float* dv, const unsigned short*
             tile_dot[threadIdx.x] = row < T ? dot[((long long)it.b * H + it.h) * T + row] : 0.0f;
           }
           __syncthreads();
-          if (idle) return;
           for (int part = 0; part < PARTS; part++) {
             const int offset = part * W * (D + attention_tc_PAD);
+            // the lane's element (n, i): its query's column in the tile, and whether P is 0 there
+            auto column = [&](int n, int i) { return part * W + 8 * n + 2 * t + i % 2; };
+            auto masked = [&](int n, int i) {
+              const int query = i0 + column(n, i), key = c0 + g + 8 * (i / 2);
+              return !(query >= key && query < T && key < T);
+            };
+            if constexpr (roles) {
+              // The dV role computes S^T and P and hands P to its dK partner
+              // (the warp 4 on, the same keys and fragment layout) through
+              // shared memory; the dK role computes dP^T meanwhile, then dS
+              // from that P: two products a role, not two and three.
+              float x[NB][4];  // dV: S^T, then P; dK: dP^T, then dS
+              float* share = p_shared[part][warp % 4];
+              if (!idle && sums_dv) {
+                attention_tc_products<D, NB>(x, ka, qt + offset);  // S^T: the warp's keys x the part's queries
+                for (int n = 0; n < NB; n++)
+                  for (int i = 0; i < 4; i++) {
+                    x[n][i] = masked(n, i) ? 0.0f : expf(x[n][i] * scale - tile_lse[column(n, i)]);
+                    share[(4 * n + i) * 32 + lane] = x[n][i];
+                  }
+              } else if (!idle) {
+                attention_tc_products<D, NB>(x, va, dyt + offset);  // dP^T
+              }
+              __syncthreads();  // P handed over (each part its own buffer; the walk's barrier ends its readers)
+              if (idle) continue;
+              if (sums_dv) {
+                attention_tc_accumulate<D, NB>(acc[0], x, dyt + offset);
+              } else {
+                for (int n = 0; n < NB; n++)
+                  for (int i = 0; i < 4; i++)
+                    x[n][i] = masked(n, i)
+                                  ? 0.0f
+                                  : share[(4 * n + i) * 32 + lane] * (x[n][i] - tile_dot[column(n, i)]) * scale;
+                attention_tc_accumulate<D, NB>(acc[NACC - 1], x, qt + offset);
+              }
+              continue;
+            }
+            if (idle) continue;
             float s[NB][4], dp[NB][4];
-            attention_tc_products<D, NB>(s, ka, qt + offset);  // S^T: the warp's keys x the part's queries
-            if (sums_dk) attention_tc_products<D, NB>(dp, va, dyt + offset);  // dP^T
+            attention_tc_products<D, NB>(s, ka, qt + offset);    // S^T
+            attention_tc_products<D, NB>(dp, va, dyt + offset);  // dP^T
             for (int n = 0; n < NB; n++)
               for (int i = 0; i < 4; i++) {
-                const int c = part * W + 8 * n + 2 * t + i % 2, query = i0 + c, key = c0 + g + 8 * (i / 2);
                 float p = 0.0f, ds = 0.0f;
-                if (query >= key && query < T && key < T) {
-                  p = expf(s[n][i] * scale - tile_lse[c]);
-                  if (sums_dk) ds = p * (dp[n][i] - tile_dot[c]) * scale;
+                if (!masked(n, i)) {
+                  p = expf(s[n][i] * scale - tile_lse[column(n, i)]);
+                  ds = p * (dp[n][i] - tile_dot[column(n, i)]) * scale;
                 }
                 s[n][i] = ds;
                 dp[n][i] = p;
               }
-            if (sums_dv) attention_tc_accumulate<D, NB>(acc[0], dp, dyt + offset);
-            if (sums_dk) attention_tc_accumulate<D, NB>(acc[NACC - 1], s, qt + offset);
+            attention_tc_accumulate<D, NB>(acc[0], dp, dyt + offset);
+            attention_tc_accumulate<D, NB>(acc[NACC - 1], s, qt + offset);
           }
         });
     if (idle) continue;
