@@ -19,11 +19,16 @@
 //     user-mode context with its own stack (a 64 KiB slot: a guard page,
 //     about 57 KiB of stack, the fiber's own record), reused across launches.
 //     A fiber runs until it waits (barrier, warp operation) or returns; the
-//     block's fibers take turns round-robin, switched by a few instructions
-//     of assembly (x86-64, AArch64; swapcontext elsewhere): in ascending
-//     thread order in one block, descending in the next, so that a missing
-//     barrier shows up whichever neighbour a thread reads. The launch
-//     returns when every block has run (it is synchronous).
+//     block's fibers take turns, switched by a few instructions of assembly
+//     (x86-64, AArch64; swapcontext elsewhere), in one of four orders, block
+//     by block in turn: round-robin in ascending thread order, round-robin
+//     in descending order, and warp by warp (a warp's threads take turns
+//     until all of them wait at a barrier or have returned, then the next
+//     warp's) in ascending and in descending warp order. So a missing
+//     barrier shows up whichever neighbour a thread reads, and so does one
+//     that only a warp running ahead of the others exposes (a buffer
+//     refilled while another warp still reads it). The launch returns when
+//     every block has run (it is synchronous).
 //   - Blocks run one after another, in a fixed pseudo-random order (not 0,
 //     1, 2, ...), so a kernel that wrongly depends on the order of its blocks
 //     gets wrong results here too.
@@ -79,11 +84,12 @@
 // shared-memory bank conflicts, register and shared-memory limits (a kernel
 // over 48 KiB of static shared memory runs here), true concurrency between
 // blocks and between warps (threads switch only at barriers and warp
-// operations, so a race that needs another interleaving stays hidden),
-// atomics (not provided: kernels must not use them), when asynchronous
-// copies land (here: at the wait, never earlier), the tensor cores' own
-// summation order and rounding (mma is computed in double here, rounded
-// once), and the exact bits of the device's math functions.
+// operations, in the four orders above, so a race that needs another
+// interleaving stays hidden), atomics (not provided: kernels must not use
+// them), when asynchronous copies land (here: as issued, or at the wait:
+// the two extremes), the tensor cores' own summation order and rounding
+// (mma is computed in double here, rounded once), and the exact bits of the
+// device's math functions.
 // Out-of-bounds accesses are host accesses here (a crash or silent
 // corruption, not a CUDA error); so is a fiber's stack overflow (the guard
 // page: a crash).
@@ -251,7 +257,8 @@ struct State {
     bool failed;
     // The block.
     unsigned threads, live, runnable, at_barrier, barrier_votes;
-    bool descending; // the order of the turns: every other block runs its threads backwards
+    bool descending; // the order of the turns: threads (or warps) backwards
+    bool by_warp;    // a warp's threads take turns until none can run, then the next warp's
     Warp warps[MAX_THREADS / WARP];
     // Per thread of the block: its state, and its warp operation's or
     // barrier's operand and outcome.
@@ -382,6 +389,18 @@ __attribute__((noinline)) void switch_away(Fiber &me) {
     if (!s.runnable) {
         switch_context(me.context, s.scheduler);
         return;
+    }
+    if (s.by_warp) {
+        // the warp's other lanes first, in the block's order
+        unsigned first = me.linear / WARP * WARP, lane = me.linear - first;
+        for (unsigned k = 1; k < WARP; k++) {
+            unsigned l = first + (s.descending ? lane + WARP - k : lane + k) % WARP;
+            if (s.wait[l] == Wait::running) {
+                switch_context(me.context, s.fibers[l]->context);
+                return;
+            }
+        }
+        // none: on to the next warp's threads, below
     }
     unsigned next = me.linear;
     if (s.descending) {
@@ -837,7 +856,7 @@ bool ready_fibers(State &st, unsigned n) {
 }
 
 // Runs one block; false when the launch failed (st.err says why).
-bool run_block(State &st, const uint3 &block_idx, bool descending) {
+bool run_block(State &st, const uint3 &block_idx, bool descending, bool by_warp) {
     poison_shared(st);
     for (unsigned i = 0; i < st.threads; i++) {
         st.wait[i] = Wait::running;
@@ -848,6 +867,7 @@ bool run_block(State &st, const uint3 &block_idx, bool descending) {
     st.live = st.runnable = st.threads;
     st.at_barrier = st.barrier_votes = 0;
     st.descending = descending;
+    st.by_warp = by_warp;
     switch_context(st.scheduler, st.fibers[descending ? st.threads - 1 : 0]->context);
     if (st.failed) return false;
     if (st.live) {
@@ -947,7 +967,7 @@ int run_grid(const char *kernel, const unsigned grid[3], const unsigned block[3]
     for (uint64_t i = 0; i < blocks && ok; i++) {
         uint3 idx{(unsigned)(b % grid[0]), (unsigned)(b / grid[0] % grid[1]),
                   (unsigned)(b / ((uint64_t)grid[0] * grid[1]))};
-        ok = run_block(st, idx, i % 2 == 1);
+        ok = run_block(st, idx, i % 2 == 1, i % 4 >= 2); // the four orders in turn (the comment at the top)
         b = b >= step ? b - step : b + blocks - step;
     }
     if (!ok) {

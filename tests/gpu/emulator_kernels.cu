@@ -245,6 +245,25 @@ extern "C" __global__ void emu_uninit_shared(float *out) {
   count = 7;
 }
 
+// A race only a warp running ahead exposes: warp 0 fills x, a barrier,
+// then warp 0 does four warp operations and refills x without the barrier
+// that would end warp 1's reads of the first contents. Taking turns
+// round-robin, warp 1 reads before warp 0 gets that far; warp by warp in
+// ascending order it reads the refill. out[b * 32 + lane]: what warp 1 read.
+extern "C" __global__ void emu_warp_ahead(float *out) {
+  __shared__ float x[32];
+  unsigned t = threadIdx.x, lane = t % 32;
+  if (t < 32) x[lane] = 1.0f + lane;
+  __syncthreads();
+  if (t < 32) {
+    float v = x[lane];
+    for (int k = 0; k < 4; k++) v += 0.0f * __shfl_xor_sync(0xffffffffu, v, 1 << k);
+    x[lane] = -v;
+  } else {
+    out[blockIdx.x * 32 + lane] = x[lane];
+  }
+}
+
 // Dynamic shared memory: each thread reads the word at its place from the
 // buffer's far end before anything is written (the poison), writes its
 // block and thread there, then reads the mirrored thread's word, and the

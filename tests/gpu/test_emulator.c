@@ -57,6 +57,7 @@ static const char *kernels[] = {
     "emu_missing_barrier",
     "emu_uninit_shared",
     "emu_dynamic_shared",
+    "emu_warp_ahead",
 };
 
 /* Launches kernel `name` with shared_bytes of dynamic shared memory;
@@ -275,6 +276,23 @@ static void test_uninit_shared(void) {
     snprintf(what, sizeof what, "unwritten shared memory reads as NaN / -1 in every block: %d wrong of %d", bad,
              2 * 3 * 128);
     check(ok && bad == 0, what);
+}
+
+/* One order of the four (cuda_emu.h: warp by warp, ascending) lets a warp
+ * run ahead to its next barrier: a buffer refilled before another warp's
+ * reads are over gives wrong results in that block, and only there (the
+ * four blocks run in the four orders, one each). */
+static void test_warp_ahead(void) {
+    enum { BLOCKS = 4 };
+    float out[BLOCKS * 32], *op = out;
+    void *args[] = {&op};
+    int ok = run("emu_warp_ahead", BLOCKS, 1, 1, 64, 1, 1, args), wrong = 0;
+    for (int b = 0; b < BLOCKS; b++)
+        for (int l = 0; l < 32; l++) wrong += out[b * 32 + l] != 1.0f + (float)l;
+    char what[200];
+    snprintf(what, sizeof what, "a warp running ahead past a missing barrier: wrong in one block of 4 (%d of %d)",
+             wrong, BLOCKS * 32);
+    check(ok && wrong == 32, what);
 }
 
 /* Dynamic shared memory: as large as the launch asks (an odd size past
@@ -658,6 +676,7 @@ int main(void) {
     test_missing_barrier();
     test_uninit_shared();
     test_dynamic_shared();
+    test_warp_ahead();
     test_early_exit();
     test_barrier_votes();
     test_errors();
