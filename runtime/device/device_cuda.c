@@ -300,14 +300,15 @@ static bool cuda_allow_shared(tlm_device *d, void *fn, const char *name, unsigne
 static bool cuda_launch(tlm_device *d, void *fn, const char *name, tlm_launch dims, void **args, tlm_err *err) {
     cuda_device *c = state(d);
     CUstream stream;
+    if (!stream_of(d, d->launch_stream, &stream, err)) return false;
+    CUresult r = c->drv->cuLaunchKernel((CUfunction)fn, dims.grid[0], dims.grid[1], dims.grid[2], dims.block[0],
+                                        dims.block[1], dims.block[2], dims.shared_bytes, stream, args, NULL);
+    if (r == CUDA_SUCCESS) return true;
+    /* the message only on failure: launches are the hot path */
     char shared[64] = "";
     if (dims.shared_bytes) snprintf(shared, sizeof shared, ", %u bytes of dynamic shared memory", dims.shared_bytes);
-    return stream_of(d, d->launch_stream, &stream, err) &&
-           tlm_cuda_ok(c->drv,
-                       c->drv->cuLaunchKernel((CUfunction)fn, dims.grid[0], dims.grid[1], dims.grid[2], dims.block[0],
-                                              dims.block[1], dims.block[2], dims.shared_bytes, stream, args, NULL),
-                       err, "launching %s (grid %ux%ux%u, block %ux%ux%u%s)", name, dims.grid[0], dims.grid[1],
-                       dims.grid[2], dims.block[0], dims.block[1], dims.block[2], shared);
+    return tlm_cuda_ok(c->drv, r, err, "launching %s (grid %ux%ux%u, block %ux%ux%u%s)", name, dims.grid[0],
+                       dims.grid[1], dims.grid[2], dims.block[0], dims.block[1], dims.block[2], shared);
 }
 
 static bool cuda_gemm(tlm_device *d, const tlm_gemm *g, tlm_err *err) {

@@ -62,15 +62,18 @@ bool tlm_gpu_attention_tc_forward(tlm_gpu *g, tlm_dptr y_bf16, tlm_dptr lse, tlm
     return tlm_gpu_attention_tc_launch(g, TLM_ATTENTION_TC_FWD, D, attention_tc_grid(B, T, H), args, err);
 }
 
-/* dy16's bytes, rounded up so that dot starts 256-byte aligned. */
+/* Bytes rounded up to a multiple of 256: each part of the scratch aligned
+ * as a device allocation is. */
+static size_t round_256(size_t bytes) { return (bytes + 255) / 256 * 256; }
+
+/* dy16's bytes, where dot starts. */
 size_t tlm_gpu_attention_tc_dot_offset(int B, int T, int H, int D) {
-    return ((size_t)B * (size_t)T * (size_t)H * (size_t)D * 2 + 255) / 256 * 256;
+    return round_256((size_t)B * (size_t)T * (size_t)H * (size_t)D * 2);
 }
 
 size_t tlm_gpu_attention_tc_scratch_bytes(int B, int T, int H, int D) {
     if (B <= 0 || T <= 0 || H <= 0 || D <= 0) return 0;
-    return tlm_gpu_attention_tc_dot_offset(B, T, H, D) +
-           ((size_t)B * (size_t)H * (size_t)T * sizeof(float) + 255) / 256 * 256;
+    return tlm_gpu_attention_tc_dot_offset(B, T, H, D) + round_256((size_t)B * (size_t)H * (size_t)T * sizeof(float));
 }
 
 bool tlm_gpu_attention_tc_backward(tlm_gpu *g, tlm_dptr dq, tlm_dptr dk, tlm_dptr dv, tlm_dptr dy, tlm_dptr y_bf16,

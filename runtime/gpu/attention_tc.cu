@@ -335,6 +335,11 @@ extern "C" __global__ void tlm_attention_tc_fwd_d128(unsigned short* y, float* l
 // ([B,H,T]: a (b, h)'s tokens contiguous). The dk, dv kernel needs every
 // query tile's D_t once per key tile: computed here once per row, not in
 // every block that meets the row.
+// D_t's place in dot, [B,H,T]: a (b, h)'s tokens contiguous.
+__device__ __forceinline__ long long attention_tc_dot_at(int b, int h, int t, int T, int H) {
+  return ((long long)b * H + h) * T + t;
+}
+
 template <int D>
 __device__ void attention_tc_bwd_prep(unsigned short* dy16, float* dot, const float* dy, const unsigned short* y, int B,
                                       int T, int H) {
@@ -345,7 +350,7 @@ __device__ void attention_tc_bwd_prep(unsigned short* dy16, float* dot, const fl
     for (int d = lane; d < D; d += 32) dy16[o + d] = tlm::to_bf16(dy[o + d]);
     const float d_t = attention_tc_rowdot<D>(dy + o, y + o);
     const long long bt = r / H;
-    if (lane == 0) dot[(bt / T * H + r % H) * T + bt % T] = d_t;
+    if (lane == 0) dot[attention_tc_dot_at((int)(bt / T), (int)(r % H), (int)(bt % T), T, H)] = d_t;
   }
 }
 
@@ -380,7 +385,7 @@ __device__ void attention_tc_bwd_dq(float* dq, const unsigned short* dy16, const
       const int row = r0 + g + 8 * r;
       if (row >= T) continue;
       rlse[r] = lse[((long long)it.b * T + row) * H + it.h];
-      rdot[r] = dot[((long long)it.b * H + it.h) * T + row];
+      rdot[r] = dot[attention_tc_dot_at(it.b, it.h, row, T, H)];
     }
     float acc[DN][4];
     for (int n = 0; n < DN; n++)
@@ -472,7 +477,7 @@ __device__ void attention_tc_bwd_dkv(float* dk, float* dv, const unsigned short*
           if (threadIdx.x < BQ) {  // lse and D_t of the tile's rows
             const int row = i0 + threadIdx.x;
             tile_lse[threadIdx.x] = row < T ? lse[((long long)it.b * T + row) * H + it.h] : 0.0f;
-            tile_dot[threadIdx.x] = row < T ? dot[((long long)it.b * H + it.h) * T + row] : 0.0f;
+            tile_dot[threadIdx.x] = row < T ? dot[attention_tc_dot_at(it.b, it.h, row, T, H)] : 0.0f;
           }
           __syncthreads();
           for (int part = 0; part < PARTS; part++) {
@@ -483,6 +488,9 @@ __device__ void attention_tc_bwd_dkv(float* dk, float* dv, const unsigned short*
               const int query = i0 + column(n, i), key = c0 + g + 8 * (i / 2);
               return !(query >= key && query < T && key < T);
             };
+            // P from S^T, dS from P and dP^T: one expression each, whichever warp computes them
+            auto prob = [&](float s, int n, int i) { return expf(s * scale - tile_lse[column(n, i)]); };
+            auto dscore = [&](float p, float dp, int n, int i) { return p * (dp - tile_dot[column(n, i)]) * scale; };
             if constexpr (roles) {
               // The dV role computes S^T and P and hands P to its dK partner
               // (the warp 4 on, the same keys and fragment layout) through
@@ -494,7 +502,7 @@ __device__ void attention_tc_bwd_dkv(float* dk, float* dv, const unsigned short*
                 attention_tc_products<D, NB>(x, ka, qt + offset);  // S^T: the warp's keys x the part's queries
                 for (int n = 0; n < NB; n++)
                   for (int i = 0; i < 4; i++) {
-                    x[n][i] = masked(n, i) ? 0.0f : expf(x[n][i] * scale - tile_lse[column(n, i)]);
+                    x[n][i] = masked(n, i) ? 0.0f : prob(x[n][i], n, i);
                     share[(4 * n + i) * 32 + lane] = x[n][i];
                   }
               } else if (!idle) {
@@ -507,9 +515,7 @@ __device__ void attention_tc_bwd_dkv(float* dk, float* dv, const unsigned short*
               } else {
                 for (int n = 0; n < NB; n++)
                   for (int i = 0; i < 4; i++)
-                    x[n][i] = masked(n, i)
-                                  ? 0.0f
-                                  : share[(4 * n + i) * 32 + lane] * (x[n][i] - tile_dot[column(n, i)]) * scale;
+                    x[n][i] = masked(n, i) ? 0.0f : dscore(share[(4 * n + i) * 32 + lane], x[n][i], n, i);
                 attention_tc_accumulate<D, NB>(acc[NACC - 1], x, qt + offset);
               }
               continue;
@@ -522,8 +528,8 @@ __device__ void attention_tc_bwd_dkv(float* dk, float* dv, const unsigned short*
               for (int i = 0; i < 4; i++) {
                 float p = 0.0f, ds = 0.0f;
                 if (!masked(n, i)) {
-                  p = expf(s[n][i] * scale - tile_lse[column(n, i)]);
-                  ds = p * (dp[n][i] - tile_dot[column(n, i)]) * scale;
+                  p = prob(s[n][i], n, i);
+                  ds = dscore(p, dp[n][i], n, i);
                 }
                 s[n][i] = ds;
                 dp[n][i] = p;
