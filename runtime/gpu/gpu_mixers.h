@@ -58,9 +58,11 @@ bool tlm_gpu_titans_forward(tlm_gpu *g, tlm_dptr y, tlm_dptr saved, tlm_dptr q, 
                             tlm_dptr theta, tlm_dptr eta, tlm_dptr alpha, int B, int T, int H, int D, int chunk,
                             tlm_err *err);
 /* The backward's scratch: every (b, h) is recomputed at once, so it is the
- * CPU's per-thread scratch (tlm_titans_scratch_floats) for each of the B*H
- * pairs: B*H*((2K+5) D^2 + 2D) floats, K = chunk*ceil(16/chunk) (the
- * segment between saved states). The caller allocates it; its contents
+ * CPU's per-thread scratch (tlm_titans_scratch_floats: (2K+5) D^2 + 2D +
+ * 5n^2 + 5nD floats, K = chunk*ceil(16/chunk) the segment between saved
+ * states, n = min(chunk, 64) the tokens of a block) for each of the B*H
+ * pairs, each rounded up to an even count and followed by 2n^2 doubles
+ * (the gates' walk, titans.cu). The caller allocates it; its contents
  * need not be kept between calls. */
 size_t tlm_gpu_titans_scratch_bytes(int B, int H, int D, int chunk);
 /* tlm_titans_backward, with scratch (tlm_gpu_titans_scratch_bytes) in place

@@ -92,9 +92,18 @@ bool tlm_gpu_titans_forward_bf16(tlm_gpu *g, tlm_dptr y_bf16, tlm_dptr saved, tl
                           chunk, err);
 }
 
+/* The backward's scratch per (b, h), in floats: the CPU op's per-thread
+ * scratch (the same layout), rounded up to an even count so that the two
+ * n x n doubles of the gates' walk after it (n = min(chunk, 64)) are
+ * 8-byte aligned (titans.cu). */
+static long long titans_scratch_per_head(int D, int chunk) {
+    long long n = chunk < 64 ? chunk : 64;
+    return (long long)((tlm_titans_scratch_floats(D, chunk) + 1) / 2 * 2) + 4 * n * n;
+}
+
 size_t tlm_gpu_titans_scratch_bytes(int B, int H, int D, int chunk) {
     if (B <= 0 || H <= 0 || D <= 0 || chunk <= 0) return 0;
-    return (size_t)B * (size_t)H * tlm_titans_scratch_floats(D, chunk) * sizeof(float);
+    return (size_t)B * (size_t)H * (size_t)titans_scratch_per_head(D, chunk) * sizeof(float);
 }
 
 static bool titans_backward(tlm_gpu *g, const char *kernel, tlm_dptr dq, tlm_dptr dk, tlm_dptr dv, tlm_dptr dtheta,
@@ -102,7 +111,7 @@ static bool titans_backward(tlm_gpu *g, const char *kernel, tlm_dptr dq, tlm_dpt
                             int stride, tlm_dptr theta, tlm_dptr eta, tlm_dptr alpha, int B, int T, int H, int D,
                             int chunk, tlm_dptr scratch, tlm_err *err) {
     if (B <= 0 || T <= 0 || H <= 0 || D <= 0 || chunk <= 0) return true;
-    long long per_head = (long long)tlm_titans_scratch_floats(D, chunk);
+    long long per_head = titans_scratch_per_head(D, chunk);
     void *args[] = {&dq,    &dk,  &dv,    &dtheta, &deta, &dalpha, &dy, &saved, &q,       &k,       &stride,
                     &theta, &eta, &alpha, &B,      &T,    &H,      &D,  &chunk, &scratch, &per_head};
     return tlm_gpu_launch(g, kernel, tlm_gpu_blocks((int64_t)B * H, 1), TLM_GPU_TITANS_BLOCK, args, err);

@@ -61,8 +61,9 @@
  * A_{t-1}, a_{t-1,u} g_u for S_{t-1}): O(n^2) per block. All the
  * O(n D^2) work of a block is in sgemm calls.
  *
- * Token form (the device kernel's, runtime/gpu/titans.cu, and the
- * reference in tests/runtime/titans_tokenwise.h). Running gradients, held
+ * Token form (the decoding step's, here and in runtime/gpu/titans_decode.cu,
+ * and the reference in tests/runtime/titans_tokenwise.h; the device's
+ * training kernel, runtime/gpu/titans.cu, is the chunk-parallel form). Running gradients, held
  * while walking t = T-1 .. 0:
  *   dM = dL/dM_t through everything after t, dS = dL/dS_t likewise, and
  *   dM0 = dL/dM0 summed over the tokens of the current chunk seen so far.
@@ -112,7 +113,7 @@
  *                 then [B,H,T,D]        (e_t)
  * The scratch (tlm_titans_scratch_floats per thread) starts with the token
  * form's layout, (2K+5) D^2 + 2D floats (the device kernel's per-(b, h)
- * scratch, titans.cu): K+1 slots of M and S (here the block starts), dM,
+ * scratch, titans.cu, keeps the whole layout): K+1 slots of M and S (here the block starts), dM,
  * dS, dM0, 2D floats; then 5 n^2 + 5 nD floats of the block products
  * (n = min(C, 64)). It is the caller's, for `threads` threads
  * (tlm_model_create allocates it once): the op allocates nothing and cannot

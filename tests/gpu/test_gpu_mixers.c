@@ -5,7 +5,9 @@
  * for the memory chunk in {1, 4, T + 3} (T = 19 with chunk 1 or 4 spans two
  * saved segments of 16 tokens; chunk 4 ends on a short chunk), plus one
  * larger case each for the kernels' loops past a tile, a block or a warp
- * (large_attention, large_titans). q, k, v come packed [B,T,3,H,D] (stride
+ * (large_attention, large_titans), and two for the memory's blocks of at
+ * most 64 tokens and its 64 x 64 tiles of products (a head of 70, chunks of
+ * 70 and of 64). q, k, v come packed [B,T,3,H,D] (stride
  * 3HD) and as separate tensors (stride HD) in turn.
  *
  * Each backward gets the CPU forward's saved tensors (att and y, the
@@ -780,6 +782,12 @@ int main(void) {
     const int *a = large_attention, *m = large_titans;
     attention_case(a[0], a[1], a[2], a[3], true);
     titans_case(m[0], m[1], m[2], m[3], m[4], false);
+    /* the memory's blocks of tokens (titans.cu: at most 64, its tiles of
+     * 64 x 64 products): a head past one tile and not a multiple of one,
+     * chunks of 70 split into 64 + 6 with their errors over two tiles of
+     * rows and a short last chunk; whole blocks of 64 */
+    titans_case(1, 150, 1, 70, 70, true);
+    titans_case(2, 130, 1, 8, 64, false);
     grid_case();
 
     for (int op = 0; op < N_OPS; op++)
