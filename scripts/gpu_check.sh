@@ -21,7 +21,8 @@
 #   4. the 440M transformer preset at context 2048, for tokens/s, MFU and
 #      memory: bf16 three ways in the same session (the default: tensor-core
 #      attention and CUDA graphs; TLM_GPU_ATTENTION=scalar; TLM_CUDA_GRAPHS=0;
-#      10 steps for the last two), and fp32;
+#      10 steps for the last two), and fp32; the 440M Titans preset in bf16
+#      (10 steps);
 #   5. data parallelism's GPU path: a 1-rank `mpirun -np 1 tlm-run train`
 #      job, whose gradient chain runs over NCCL (runtime/dist/nccl_chain.c),
 #      against the same run without mpirun, bit for bit (the bundle's
@@ -132,6 +133,7 @@ if [ $emulated = 0 ]; then
   speed "440m bf16, TLM_GPU_ATTENTION=scalar" transformer_440m 10 TLM_GPU_ATTENTION=scalar
   speed "440m bf16, TLM_CUDA_GRAPHS=0" transformer_440m 10 TLM_CUDA_GRAPHS=0
   speed "440m fp32" transformer_440m 10 TLM_GPU_ATTENTION=auto --precision fp32
+  speed "titans 440m bf16" titans_440m 10 TLM_GPU_ATTENTION=auto
 else
   # the default is "train tiny (second)" above
   speed_args=(--context $context --batch $batch)

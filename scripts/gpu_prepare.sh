@@ -36,7 +36,9 @@ for m in taper_swiglu gelu_tied odd_sizes heads64 heads128 heads64_gated gated_h
          titans_exact tiny tiny_gated tiny_hope tiny_titans; do
   cp "$build/tests/model/$m.so" "$bundle/models/"
 done
-TLM_STDLIB=stdlib "$build/compiler/tlmc" examples/paper/transformer_440m.tlm -o "$bundle/models/transformer_440m.so"
+for m in transformer_440m titans_440m; do
+  TLM_STDLIB=stdlib "$build/compiler/tlmc" "examples/paper/$m.tlm" -o "$bundle/models/$m.so"
+done
 # The settings PyTorch's peer (bench/gpu_peer.py) rebuilds the models from.
 for m in tiny transformer_440m; do
   "$build/tests/model/dump_model" "$bundle/models/$m.so" --settings > "$bundle/models/$m.json"
