@@ -8,8 +8,9 @@
 // Taken a block of n <= 64 tokens at a time (a chunk, or a piece of a
 // longer one), the recurrence unrolls into matrix products of the block's
 // q, k, e and dy rows with the state at the block's start and with decay
-// products (ops/titans.c): the forward is five products and the backward
-// sixteen per block, instead of a D x D update and two barriers per token.
+// products (ops/titans.c): six matrix products a block forward (and one a
+// chunk for its errors) and seventeen backward (and four more a block the
+// backward recomputes), instead of a D x D update and two barriers a token.
 // A product is a 64 x 64 tile at a time from shared memory, 4 x 4 elements
 // a thread (titans_products); every element's sum runs in one thread in a
 // fixed order, and the decays and the gates' walk in double, in ops/titans.c's
@@ -529,7 +530,10 @@ __device__ void titans_backward(float* dq, float* dk, float* dv, float* dtheta, 
     w.QK = x, w.dYE = x + nb * nb, w.W = x + 2 * nb * nb, w.a = x + 3 * nb * nb;
     x += 5 * nb * nb;
     w.T1 = x, w.T2 = x + nb * D, w.U = x + 2 * nb * D, w.KGm = x + 3 * nb * D, w.KGs = x + 4 * nb * D;
-    w.cm = (double*)(Ms + scratch_per_head - 4LL * nb * nb);
+    const long long layout = (x - Ms) + 5LL * nb * D, doubles_at = (layout + 1) / 2 * 2;
+    // mixer_ops.c's size (even, so the doubles are aligned), not the CPU's
+    if (scratch_per_head % 2 || scratch_per_head < doubles_at + 4LL * nb * nb) __trap();
+    w.cm = (double*)(Ms + doubles_at);
     w.cs = w.cm + nb * nb;
     for (long long i = threadIdx.x; i < 3 * DD; i += blockDim.x) Gm[i] = 0.0f;  // Gm, Gs, dM0
     for (int j = nseg - 1; j >= 0; j--) {

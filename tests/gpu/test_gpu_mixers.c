@@ -6,8 +6,8 @@
  * saved segments of 16 tokens; chunk 4 ends on a short chunk), plus one
  * larger case each for the kernels' loops past a tile, a block or a warp
  * (large_attention, large_titans), and two for the memory's blocks of at
- * most 64 tokens and its 64 x 64 tiles of products (a head of 70, chunks of
- * 70 and of 64). q, k, v come packed [B,T,3,H,D] (stride
+ * most 64 tokens and its 64 x 64 tiles of products (heads of 70 and 130,
+ * chunks of 64, 70 and 130). q, k, v come packed [B,T,3,H,D] (stride
  * 3HD) and as separate tensors (stride HD) in turn.
  *
  * Each backward gets the CPU forward's saved tensors (att and y, the
@@ -28,8 +28,8 @@
  * e = M0 k - v at most 2 theta |k|^2 <= 0.2 per token, so the errors of
  * each token add up about linearly and stay near the per-step size
  * sqrt(D T) 2^-24 ~ 1e-6 of the scale at these sizes. The backward's
- * Frobenius products (deta, dalpha) sum D^2 terms in float on the device
- * (in double on the CPU), the same estimate. The worst error of each op is
+ * Frobenius products (deta, dalpha) sum D^2 terms in double on both
+ * devices, in another order. The worst error of each op is
  * printed, as a fraction of max|cpu| and of the bound (all below 0.2 of it
  * when written).
  *
@@ -583,7 +583,7 @@ static void grid_case(void) {
     tlm_dptr dq = at(DX, L.qo), dk = at(DX, L.ko), dv = at(DX, L.vo), dth = DG, deta = at(DG, BTH),
              dal = at(DG, 2 * BTH);
     tlm_dptr SCRATCH = nans(tlm_gpu_titans_scratch_bytes(B, H, D, chunk) / sizeof(float));
-    long long per_head = (long long)tlm_titans_scratch_floats(D, chunk);
+    long long per_head = (long long)(tlm_gpu_titans_scratch_bytes(B, H, D, chunk) / sizeof(float) / (size_t)(B * H));
     tlm_dptr ACT = nans(nact), MEM = nans(nact), RN = nans((size_t)N * 2 * H), DQKV = nans(nact);
     tlm_dptr PRE = X, GATES = nans(3 * BTH), DPRE = nans(3 * BTH); /* x's first 3*N*H floats as pre-activations */
     float lr = 0.07f;
@@ -734,6 +734,29 @@ static void grid_case(void) {
          {{DPRE, 3 * BTH}}},
     };
     for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) check_grids(&specs[i]);
+    /* the direct launches take the wrapper's arguments: the memory's
+     * backward launched as above (its scratch per head given by hand) has
+     * the bits of tlm_gpu_titans_backward's */
+    for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
+        if (strcmp(specs[i].op, "titans_backward") != 0) continue;
+        size_t n = 0;
+        float *direct = run_with_grid(&specs[i], heads, &n);
+        reset_to_nan(specs[i].out[0]);
+        reset_to_nan(specs[i].out[1]);
+        if (!tlm_gpu_titans_backward(&g_gpu, dq, dk, dv, dth, deta, dal, R, SAVED, q, k, v, stride, theta, eta, alpha,
+                                     B, T, H, D, chunk, SCRATCH, &err))
+            die("titans_backward", &err);
+        float *dx = get(DX, L.n), *dg = get(DG, 3 * BTH);
+        size_t bad = 0;
+        for (size_t j = 0; j < L.n; j++) bad += memcmp(&dx[j], &direct[j], sizeof(float)) != 0;
+        for (size_t j = 0; j < 3 * BTH; j++) bad += memcmp(&dg[j], &direct[L.n + j], sizeof(float)) != 0;
+        if (bad) {
+            printf("FAIL titans_backward: %zu of %zu output floats differ between the wrapper and a direct launch\n",
+                   bad, n);
+            g_failures++;
+        }
+        free(direct), free(dx), free(dg);
+    }
 
     tlm_dptr bufs[] = {X,    R,  G,    Y,  ATT,    DX,   SAVED, DG,  SCRATCH, ACT, MEM, RN,    DQKV,  GATES,
                        DPRE, Yb, ATTb, Yt, SAVEDb, ACTb, MEMb,  RNb, Y16,     ACC, X16, ACT16, MEM16, Yt16};
@@ -788,6 +811,8 @@ int main(void) {
      * rows and a short last chunk; whole blocks of 64 */
     titans_case(1, 150, 1, 70, 70, true);
     titans_case(2, 130, 1, 8, 64, false);
+    titans_case(1, 150, 1, 5, 130, false); /* chunks of 130: pieces of 64, 64, 2 */
+    titans_case(1, 23, 2, 130, 5, true);   /* a head over three tiles */
     grid_case();
 
     for (int op = 0; op < N_OPS; op++)
