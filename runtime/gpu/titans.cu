@@ -292,8 +292,9 @@ extern "C" __global__ void tlm_titans_fwd_bf16(unsigned short* y, float* saved, 
 }
 
 // The three Frobenius products <Gm, Mc>, <Gm, Sc>, <Gs, Sc> in double (as
-// the CPU's): each thread's share in element order, then thread 0 over the
-// threads in order.
+// the CPU's): each thread's share in element order, then a fixed pairwise
+// tree over the threads (eight barriers; one thread adding the 768 shares
+// in a row would wait on each double add).
 __device__ void titans_frobenius(double (&out)[3], const float* Gm, const float* Gs, const float* Mc, const float* Sc,
                                  long long DD) {
   __shared__ double part[3][TITANS_THREADS];
@@ -307,13 +308,11 @@ __device__ void titans_frobenius(double (&out)[3], const float* Gm, const float*
   part[1][threadIdx.x] = b;
   part[2][threadIdx.x] = c;
   __syncthreads();
-  if (threadIdx.x == 0)
-    for (int r = 0; r < 3; r++) {
-      double sum = 0.0;
-      for (int i = 0; i < TITANS_THREADS; i++) sum += part[r][i];
-      part[r][0] = sum;
-    }
-  __syncthreads();
+  for (int half = TITANS_THREADS / 2; half > 0; half /= 2) {
+    if ((int)threadIdx.x < half)
+      for (int r = 0; r < 3; r++) part[r][threadIdx.x] += part[r][threadIdx.x + half];
+    __syncthreads();
+  }
   for (int r = 0; r < 3; r++) out[r] = part[r][0];
   __syncthreads();
 }
@@ -373,11 +372,13 @@ __device__ void titans_block_backward(titans_tiles& s, titans_block& v, titans_b
       },
       titans_product(
           n, [&](int u, int t) { return t >= u ? W[t * n + u] * QK[t * n + u] : 0.0f; }, false, dy_row, true));
-  // a thread per token: dtheta_u = -2 e_u . U_u, the gates' walk's
-  // e_u . Gm k_u and e_u . Gs k_u, and dy_s . Mc q_s, dy_s . Sc q_s
-  for (int u = threadIdx.x; u < n; u += blockDim.x) {
+  // a warp per token (lanes over the row, then the warp's fixed
+  // butterfly): dtheta_u = -2 e_u . U_u, the gates' walk's e_u . Gm k_u
+  // and e_u . Gs k_u, and dy_s . Mc q_s, dy_s . Sc q_s
+  const int lane = threadIdx.x % 32;
+  for (int u = threadIdx.x / 32; u < n; u += blockDim.x / 32) {
     float d = 0.0f, m = 0.0f, c = 0.0f, xm = 0.0f, xs = 0.0f;
-    for (int i = 0; i < D; i++) {
+    for (int i = lane; i < D; i += 32) {
       const long long x = (long long)u * D + i;
       d += e[x] * U[x];
       m += e[x] * KGm[x];
@@ -385,11 +386,18 @@ __device__ void titans_block_backward(titans_tiles& s, titans_block& v, titans_b
       xm += dy[u * ldy + i] * w.T1[x];
       xs += dy[u * ldy + i] * w.T2[x];
     }
-    dth[(long long)u * H] = -2.0f * d;
-    bg.gm[u] = m;
-    bg.gs[u] = c;
-    bg.xm[u] = xm;
-    bg.xs[u] = xs;
+    d = tlm::warp_sum(d);
+    m = tlm::warp_sum(m);
+    c = tlm::warp_sum(c);
+    xm = tlm::warp_sum(xm);
+    xs = tlm::warp_sum(xs);
+    if (lane == 0) {
+      dth[(long long)u * H] = -2.0f * d;
+      bg.gm[u] = m;
+      bg.gs[u] = c;
+      bg.xm[u] = xm;
+      bg.xs[u] = xs;
+    }
   }
   __syncthreads();
   // U becomes de_u = g_u U_u; dv_u = -de_u
