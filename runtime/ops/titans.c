@@ -63,8 +63,8 @@
  *
  * Token form (the decoding step's, here and in runtime/gpu/titans_decode.cu,
  * and the reference in tests/runtime/titans_tokenwise.h; the device's
- * training kernel, runtime/gpu/titans.cu, is the chunk-parallel form). Running gradients, held
- * while walking t = T-1 .. 0:
+ * training kernel, runtime/gpu/titans.cu, is the chunk-parallel form).
+ * Running gradients, held while walking t = T-1 .. 0:
  *   dM = dL/dM_t through everything after t, dS = dL/dS_t likewise, and
  *   dM0 = dL/dM0 summed over the tokens of the current chunk seen so far.
  * At token t (dM, dS on entry hold (1-alpha_{t+1}) dM_{t+1} and
@@ -112,10 +112,10 @@
  *                 token; the last slot is the final state)
  *                 then [B,H,T,D]        (e_t)
  * The scratch (tlm_titans_scratch_floats per thread) starts with the token
- * form's layout, (2K+5) D^2 + 2D floats (the device kernel's per-(b, h)
- * scratch, titans.cu, keeps the whole layout): K+1 slots of M and S (here the block starts), dM,
- * dS, dM0, 2D floats; then 5 n^2 + 5 nD floats of the block products
- * (n = min(C, 64)). It is the caller's, for `threads` threads
+ * form's layout, (2K+5) D^2 + 2D floats: K+1 slots of M and S (here the
+ * block starts), dM, dS, dM0, 2D floats; then 5 n^2 + 5 nD floats of the
+ * block products (n = min(C, 64); the device kernel's per-(b, h) scratch,
+ * titans.cu, keeps the whole layout). It is the caller's, for `threads` threads
  * (tlm_model_create allocates it once): the op allocates nothing and cannot
  * fail; the forward's temporaries (two n x n blocks, 4096 floats of scaled
  * rows) are on the stack.
@@ -394,11 +394,10 @@ void tlm_titans_decode(float *y, float *state, const float *q, const float *k, c
     }
 }
 
-/* The backward's per-thread scratch: the first (2K + 5) D^2 + 2D floats
- * keep the token-by-token layout the device kernel shares (titans.cu):
- * the states at the segment's block starts (K + 1 slots each of M and S),
- * dM, dS, dM0, and 2D floats; then five n x n and five n x D buffers of
- * the block products (n = min(chunk, BLK)). */
+/* The backward's per-thread scratch, whose layout the device kernel keeps
+ * per (b, h) (titans.cu): the states at the segment's block starts (K + 1
+ * slots each of M and S), dM, dS, dM0, and 2D floats; then five n x n and
+ * five n x D buffers of the block products (n = min(chunk, BLK)). */
 size_t tlm_titans_scratch_floats(int D, int chunk) {
     const size_t DD = (size_t)D * D, n = (size_t)block_len(chunk);
     return (2 * (size_t)segment_len(chunk) + 5) * DD + 2 * (size_t)D + 5 * n * n + 5 * n * (size_t)D;
