@@ -28,8 +28,8 @@
 #      against the same run without mpirun, bit for bit (the bundle's
 #      Open MPI where the machine has none; SKIPPED, not a pass, where
 #      neither is there);
-#   6. train --profile of the 440M preset: the attention and MLP kernels'
-#      shares of the step;
+#   6. train --profile of the 440M presets, Transformer and Titans: the
+#      attention, memory and MLP kernels' shares of the step;
 #   7. the 440M model in PyTorch (bench/gpu_peer.py: fp32 with TF32 off, as
 #      tlm's fp32 run, and bf16 autocast, its best) for the ratio;
 # then prints a table, with each timed run's attention kernels and CUDA
@@ -162,17 +162,25 @@ elif [ $emulated = 0 ]; then
   row "NCCL: mpirun -np 1" SKIPPED "no mpirun on this machine and none in the bundle: not run, not a pass"
 fi
 
-# The attention and MLP kernels' shares of the step (train --profile, which
-# waits for each op: its own run, not the timed ones above)
+# The attention, Titans memory and MLP kernels' shares of the step (train
+# --profile, which waits for each op: its own runs, not the timed ones above)
+# shares FILE OP...: each op's share, forward and backward together
 shares() {
-  awk '$1 ~ /^(attention|mlp)(_backward)?$/ { k = $1; sub(/_backward/, "", k); s[k] += $4 }
-       END { printf "attention %.1f%%, MLP %.1f%% of the step (forward + backward)", s["attention"], s["mlp"] }' "$1"
+  local file=$1; shift
+  awk -v ops="$*" 'BEGIN { n = split(ops, o, " ") }
+       { k = $1; sub(/_backward$/, "", k); s[k] += $4 }
+       END { for (i = 1; i <= n; i++) printf "%s%s %.1f%%", (i > 1 ? ", " : ""), o[i], s[o[i]]
+             print " of the step (forward + backward)" }' "$file"
 }
-pm=transformer_440m pargs=(--context 2048 --batch 8)
-[ $emulated = 1 ] && pm=tiny pargs=(--context $context --batch $batch)
-run "profile $pm" -- "$bin/tlm-run" train "$models/$pm.so" --device cuda --steps 3 "${pargs[@]}" --eval-every 0 \
-  --eval-batches 1 --profile --ckpt "$work/profile"
-grep -q '^  mlp ' "$work/profile $pm.out" && detail "$(shares "$work/profile $pm.out")"
+pargs=(--context 2048 --batch 8) profiled=(transformer_440m:attention titans_440m:titans)
+[ $emulated = 1 ] && pargs=(--context $context --batch $batch) profiled=(tiny:attention tiny_titans:titans)
+for p in "${profiled[@]}"; do
+  pm=${p%%:*} mixer=${p#*:}
+  run "profile $pm" -- "$bin/tlm-run" train "$models/$pm.so" --device cuda --steps 3 "${pargs[@]}" --eval-every 0 \
+    --eval-batches 1 --profile --ckpt "$work/profile" --overwrite
+  if grep -q '^  mlp ' "$work/profile $pm.out" && line=$(shares "$work/profile $pm.out" "$mixer" mlp); then detail "$line"
+  else row "shares of $pm's step" FAIL "no profile table to read"; fail=1; fi
+done
 
 py=${TLM_PYTHON:-python3}
 # peer NAME MODEL PEER_ARGS...: PyTorch's tokens/s on the model's settings
