@@ -9,12 +9,13 @@
 // longer one), the recurrence unrolls into matrix products of the block's
 // q, k, e and dy rows with the state at the block's start and with decay
 // products (ops/titans.c): six matrix products a block forward (and one a
-// chunk for its errors) and seventeen backward (and four more a block the
+// chunk for its errors) and seventeen backward (and two more a block the
 // backward recomputes), instead of a D x D update and two barriers a token.
 // A product is a 64 x 64 tile at a time from shared memory, 4 x 4 elements
 // a thread (titans_products); every element's sum runs in one thread in a
-// fixed order, and the decays and the gates' walk in double, in ops/titans.c's
-// order, so the bits depend on nothing but the inputs (not on the grid).
+// fixed order, every reduction over threads in a fixed order too, and the
+// decays and the gates' walk in double, as ops/titans.c's, so the bits
+// depend on nothing but the inputs (not on the grid).
 //
 // saved (as on the CPU): [B,H, nseg, 2, D, D] the (M, S) after each segment of
 // K = chunk*ceil(16/chunk) tokens (the forward's running state lives in its
