@@ -685,6 +685,11 @@ gpu_check)
   # script itself is checked without a GPU.
   build=$(cd "$(dirname "$run")/.." && pwd)
   expect 0 "gpu_prepare: .* holds" "gpu_prepare.sh bundles the build" -- "$root/scripts/gpu_prepare.sh" --no-build "$build" "$tmp/bundle"
+  # the paper presets only a GPU's run of the script reaches (its 440M steps)
+  # are in the bundle and load
+  for m in $(grep -oE '\b[a-z0-9_]+_440m\b' "$root/scripts/gpu_check.sh" | sort -u); do
+    expect 0 "model $m:" "the bundle holds $m.so for gpu_check.sh's GPU steps" -- "$run" info "$tmp/bundle/models/$m.so"
+  done
   env -u TLM_TEST_DEVICE "$root/scripts/gpu_check.sh" "$tmp/bundle" > "$tmp/gpu" 2>&1; rc=$?
   sed 's/^/    /' "$tmp/gpu"
   if ldconfig -p | grep -q 'libcuda\.so\.1 '; then
