@@ -39,7 +39,7 @@
 # no GPU here (never a pass). With TLM_TEST_DEVICE=emulated it runs steps 1
 # to 3 on the emulated device instead (the graphs and bf16 cache programs on
 # one model; not gpu.attention_tc's, which ctest runs), steps 4 (its two
-# switches) and 6 on the tiny model, and PyTorch's peer on the tiny model
+# switches) on the tiny model, 6 on tiny and tiny_titans, and PyTorch's peer on the tiny model
 # on the CPU (how CI checks this script: a few seconds a step).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -164,13 +164,18 @@ fi
 
 # The attention, Titans memory and MLP kernels' shares of the step (train
 # --profile, which waits for each op: its own runs, not the timed ones above)
-# shares FILE OP...: each op's share, forward and backward together
+# shares FILE OP...: each op's share, forward and backward together, from
+# the table after the "profile:" line; fails when an op is not in it
 shares() {
   local file=$1; shift
   awk -v ops="$*" 'BEGIN { n = split(ops, o, " ") }
-       { k = $1; sub(/_backward$/, "", k); s[k] += $4 }
-       END { for (i = 1; i <= n; i++) printf "%s%s %.1f%%", (i > 1 ? ", " : ""), o[i], s[o[i]]
-             print " of the step (forward + backward)" }' "$file"
+       /^profile: / { table = 1; next }
+       table && /^  / { k = $1; sub(/_backward$/, "", k); s[k] += $4; seen[k] = 1 }
+       END { for (i = 1; i <= n; i++) {
+               if (!(o[i] in seen)) missing = 1
+               printf "%s%s %.1f%%", (i > 1 ? ", " : ""), o[i], s[o[i]]
+             }
+             print " of the step (forward + backward)"; exit missing }' "$file"
 }
 pargs=(--context 2048 --batch 8) profiled=(transformer_440m:attention titans_440m:titans)
 [ $emulated = 1 ] && pargs=(--context $context --batch $batch) profiled=(tiny:attention tiny_titans:titans)
@@ -178,8 +183,8 @@ for p in "${profiled[@]}"; do
   pm=${p%%:*} mixer=${p#*:}
   run "profile $pm" -- "$bin/tlm-run" train "$models/$pm.so" --device cuda --steps 3 "${pargs[@]}" --eval-every 0 \
     --eval-batches 1 --profile --ckpt "$work/profile" --overwrite
-  if grep -q '^  mlp ' "$work/profile $pm.out" && line=$(shares "$work/profile $pm.out" "$mixer" mlp); then detail "$line"
-  else row "shares of $pm's step" FAIL "no profile table to read"; fail=1; fi
+  if line=$(shares "$work/profile $pm.out" "$mixer" mlp); then detail "$line"
+  else row "shares of $pm's step" FAIL "no $mixer or mlp row in the profile: $line"; fail=1; fi
 done
 
 py=${TLM_PYTHON:-python3}

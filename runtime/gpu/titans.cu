@@ -29,6 +29,7 @@
 constexpr int TITANS_BLK = 64;       // most tokens per block (ops/titans.c's BLK)
 constexpr int TITANS_THREADS = 256;  // TLM_GPU_TITANS_BLOCK: a 64 x 64 tile, 4 x 4 a thread
 constexpr int TITANS_TK = 16;        // the k of one staged slice of the factors
+static_assert(TITANS_THREADS == 256, "titans_products' 64 x 64 tile is 16 x 16 threads of 4 x 4");
 
 __device__ __forceinline__ int titans_segment_len(int chunk) { return chunk * ((16 + chunk - 1) / chunk); }
 __device__ __forceinline__ int titans_block_len(int chunk) { return chunk < TITANS_BLK ? chunk : TITANS_BLK; }

@@ -685,11 +685,15 @@ gpu_check)
   # script itself is checked without a GPU.
   build=$(cd "$(dirname "$run")/.." && pwd)
   expect 0 "gpu_prepare: .* holds" "gpu_prepare.sh bundles the build" -- "$root/scripts/gpu_prepare.sh" --no-build "$build" "$tmp/bundle"
-  # the paper presets only a GPU's run of the script reaches (its 440M steps)
-  # are in the bundle and load
-  for m in $(grep -oE '\b[a-z0-9_]+_440m\b' "$root/scripts/gpu_check.sh" | sort -u); do
+  # the paper presets only a GPU's run of the script reaches (its 440M steps,
+  # named outside comments) are in the bundle and load, with the settings
+  # PyTorch's peer reads
+  presets=$(grep -v '^ *#' "$root/scripts/gpu_check.sh" | grep -oE '\b[a-z0-9_]+_440m\b' | sort -u)
+  check "gpu_check.sh's GPU steps name the 440M presets" -- test -n "$presets"
+  for m in $presets; do
     expect 0 "model $m:" "the bundle holds $m.so for gpu_check.sh's GPU steps" -- "$run" info "$tmp/bundle/models/$m.so"
   done
+  check "the bundle holds transformer_440m.json for PyTorch's peer" -- test -s "$tmp/bundle/models/transformer_440m.json"
   env -u TLM_TEST_DEVICE "$root/scripts/gpu_check.sh" "$tmp/bundle" > "$tmp/gpu" 2>&1; rc=$?
   sed 's/^/    /' "$tmp/gpu"
   if ldconfig -p | grep -q 'libcuda\.so\.1 '; then
