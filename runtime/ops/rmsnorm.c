@@ -10,70 +10,162 @@
 #include "tlm_rt/ops.h"
 
 #include <math.h>
+#include <string.h>
+
+#include "vec8.h"
+
+typedef float v4f __attribute__((vector_size(16)));
+typedef double v4d __attribute__((vector_size(32)));
+
+/* *v = the n < 8 floats at p, zeros after them. (Vectors go by pointer
+ * and macro: a function taking or returning one by value changes its ABI
+ * with AVX, which gcc flags, in the baseline clone.) */
+V8_ALWAYS_INLINE void load_head(v8f *v, const float *p, int n) {
+    memset(v, 0, sizeof *v);
+    memcpy(v, p, sizeof(float) * (size_t)n);
+}
+
+/* the low and high four lanes of a v8f, in double */
+#define LO_F64(v) __builtin_convertvector(__builtin_shufflevector((v), (v), 0, 1, 2, 3), v4d)
+#define HI_F64(v) __builtin_convertvector(__builtin_shufflevector((v), (v), 4, 5, 6, 7), v4d)
+
+/* sum_i g_i x_i in double, g_i = a_i w_i (float) or a_i when w is NULL:
+ * element i goes to partial sum i mod 8, and the eight are added
+ * pairwise. A fixed order (the row's own, whatever the thread or CPU:
+ * both clones do the same double operations, none fused) that a vector
+ * unit can run; a single running sum could not be vectorised. */
+V8_ALWAYS_INLINE double row_dot(const float *a, const float *w, const float *x, int D) {
+    v4d s0 = {0}, s1 = {0};
+    for (int i = 0; i < D; i += 8) {
+        const int n = D - i < 8 ? D - i : 8;
+        v8f g, xv;
+        if (n == 8) {
+            V8_LOAD(g, a + i), V8_LOAD(xv, x + i);
+            if (w) {
+                v8f wv;
+                V8_LOAD(wv, w + i);
+                g *= wv;
+            }
+        } else {
+            load_head(&g, a + i, n), load_head(&xv, x + i, n);
+            if (w) {
+                v8f wv;
+                load_head(&wv, w + i, n);
+                g *= wv;
+            }
+        }
+        s0 += LO_F64(g) * LO_F64(xv);
+        s1 += HI_F64(g) * HI_F64(xv);
+    }
+    const v4d s = s0 + s1;
+    return (s[0] + s[1]) + (s[2] + s[3]);
+}
+
+/* y = x r w (w NULL: x r), D floats */
+V8_CLONES static void forward_row(float *y, const float *x, const float *w, int D, float eps, float *rstd) {
+    const double ss = row_dot(x, NULL, x, D);
+    const float rs = (float)(1.0 / sqrt(ss / D + eps));
+    *rstd = rs;
+    const v8f r = V8_SPLAT(rs);
+    int i = 0;
+    for (; i + 8 <= D; i += 8) {
+        v8f v;
+        V8_LOAD(v, x + i);
+        v *= r;
+        if (w) {
+            v8f wv;
+            V8_LOAD(wv, w + i);
+            v *= wv;
+        }
+        V8_STORE(y + i, v);
+    }
+    for (; i < D; i++) {
+        const float v = x[i] * rs;
+        y[i] = w ? v * w[i] : v;
+    }
+}
+
+/* dx (= or +=) r g - r^3 x (g . x) / D, g = dy w (w NULL: dy) */
+V8_CLONES static void backward_row(float *dx, const float *dy, const float *x, const float *w, float rs, int D,
+                                   bool accumulate) {
+    const double dot = row_dot(dy, w, x, D);
+    const float k = (float)(dot / D) * rs * rs * rs;
+    const v8f r = V8_SPLAT(rs), kv = V8_SPLAT(k);
+    int i = 0;
+    for (; i + 8 <= D; i += 8) {
+        v8f g, xv, v;
+        V8_LOAD(g, dy + i), V8_LOAD(xv, x + i);
+        if (w) {
+            v8f wv;
+            V8_LOAD(wv, w + i);
+            g *= wv;
+        }
+        v = r * g - kv * xv;
+        if (accumulate) {
+            v8f d;
+            V8_LOAD(d, dx + i);
+            v = d + v;
+        }
+        V8_STORE(dx + i, v);
+    }
+    for (; i < D; i++) {
+        const float g = w ? dy[i] * w[i] : dy[i];
+        const float v = rs * g - k * x[i];
+        dx[i] = accumulate ? dx[i] + v : v;
+    }
+}
+
+enum { DW_BLOCK = 16 };
+
+/* dw[i] += sum over rows r = h, h + H, ... of dy_ri x_ri r_r for the n <=
+ * DW_BLOCK entries from i0 of head h, each sum in double in row order:
+ * (dy x) r per row, as a scalar loop would, four entries a vector. */
+V8_CLONES static void dw_block(float *dw, const float *dy, const float *x, const float *rstd, int R, int H, int D,
+                               int h, int i0, int n) {
+    v4d acc[DW_BLOCK / 4] = {{0}};
+    for (int r = h; r < R; r += H) {
+        const float *g = dy + (size_t)r * D + i0, *xr = x + (size_t)r * D + i0;
+        const double rs = rstd[r];
+        const v4d rv = {rs, rs, rs, rs};
+        for (int q = 0; q < DW_BLOCK; q += 8) {
+            if (q >= n) break;
+            const int m = n - q < 8 ? n - q : 8;
+            v8f gv, xv;
+            if (m == 8) V8_LOAD(gv, g + q), V8_LOAD(xv, xr + q);
+            else load_head(&gv, g + q, m), load_head(&xv, xr + q, m);
+            acc[q / 4] += LO_F64(gv) * LO_F64(xv) * rv;
+            acc[q / 4 + 1] += HI_F64(gv) * HI_F64(xv) * rv;
+        }
+    }
+    for (int i = 0; i < n; i++) dw[(size_t)h * D + i0 + i] += (float)acc[i / 4][i % 4];
+}
 
 /* rows R of length D; the weight of element i of row r is
  * w[(r % H) * D + i] (H = 1 for the plain norm). */
 static void rms_forward(float *out, float *rstd, const float *x, const float *w, int R, int H, int D, float eps) {
 #pragma omp parallel for schedule(static) if ((size_t)R * D >= TLM_PAR_MIN_NORM)
-    for (int r = 0; r < R; r++) {
-        const float *xr = x + (size_t)r * D;
-        float *yr = out + (size_t)r * D;
-        /* sum in double: exact enough that rstd matches a float64 reference
-         * to float precision for any D */
-        double ss = 0.0;
-        for (int i = 0; i < D; i++) ss += (double)xr[i] * xr[i];
-        float rs = (float)(1.0 / sqrt(ss / D + eps));
-        rstd[r] = rs;
-        const float *wr = w ? w + (size_t)(r % H) * D : NULL;
-        for (int i = 0; i < D; i++) {
-            float v = xr[i] * rs;
-            yr[i] = wr ? v * wr[i] : v;
-        }
-    }
+    for (int r = 0; r < R; r++)
+        forward_row(out + (size_t)r * D, x + (size_t)r * D, w ? w + (size_t)(r % H) * D : NULL, D, eps, &rstd[r]);
 }
 
 static void rms_backward(float *dx, float *dw, const float *dout, const float *x, const float *w, const float *rstd,
                          int R, int H, int D, bool accumulate) {
     /* dx: rows are independent */
 #pragma omp parallel for schedule(static) if ((size_t)R * D >= TLM_PAR_MIN_NORM)
-    for (int r = 0; r < R; r++) {
-        const float *xr = x + (size_t)r * D;
-        const float *gr = dout + (size_t)r * D;
-        const float *wr = w ? w + (size_t)(r % H) * D : NULL;
-        float *dxr = dx + (size_t)r * D;
-        float rs = rstd[r];
-        double dot = 0.0; /* sum_j (dy_j w_j) x_j */
-        for (int i = 0; i < D; i++) {
-            float g = wr ? gr[i] * wr[i] : gr[i];
-            dot += (double)g * xr[i];
-        }
-        float k = (float)(dot / D) * rs * rs * rs;
-        for (int i = 0; i < D; i++) {
-            float g = wr ? gr[i] * wr[i] : gr[i];
-            float v = rs * g - k * xr[i];
-            dxr[i] = accumulate ? dxr[i] + v : v;
-        }
-    }
+    for (int r = 0; r < R; r++)
+        backward_row(dx + (size_t)r * D, dout + (size_t)r * D, x + (size_t)r * D, w ? w + (size_t)(r % H) * D : NULL,
+                     rstd[r], D, accumulate);
     if (!dw || !w) return;
     /* dw: a reduction over rows. Each task owns a block of up to 16
      * consecutive weight entries of one head and walks the rows in order, so
      * the sum does not depend on the thread count (a split over rows would
      * race or need a reduction) and each row access stays within a cache
      * line or two. */
-    enum { BLK = 16 };
-    int nblk = (D + BLK - 1) / BLK;
+    int nblk = (D + DW_BLOCK - 1) / DW_BLOCK;
 #pragma omp parallel for schedule(static) if ((size_t)R * D >= TLM_PAR_MIN_NORM)
     for (int b = 0; b < H * nblk; b++) {
-        int h = b / nblk, i0 = (b % nblk) * BLK;
-        int n = D - i0 < BLK ? D - i0 : BLK;
-        double acc[BLK] = {0};
-        for (int r = h; r < R; r += H) {
-            const float *gr = dout + (size_t)r * D + i0;
-            const float *xr = x + (size_t)r * D + i0;
-            double rs = rstd[r];
-            for (int i = 0; i < n; i++) acc[i] += (double)gr[i] * xr[i] * rs;
-        }
-        for (int i = 0; i < n; i++) dw[(size_t)h * D + i0 + i] += (float)acc[i];
+        int h = b / nblk, i0 = (b % nblk) * DW_BLOCK;
+        dw_block(dw, dout, x, rstd, R, H, D, h, i0, D - i0 < DW_BLOCK ? D - i0 : DW_BLOCK);
     }
 }
 

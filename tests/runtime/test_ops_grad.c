@@ -106,15 +106,17 @@ static double rms_loss(void *p) {
     return dot_d(c->out, c->R, n);
 }
 
-static void test_rmsnorm(void) {
-    int N = 3, C = 7;
-    rms_ctx c = {N, 0, C, rnd(21, -1, 1), rnd(7, 0.5f, 1.5f), falloc(21), falloc(3), rnd(21, -1, 1)};
+/* C: under one vector (7), whole vectors and a tail (21: the weight's
+ * blocks of 16 and 5), a block of 8 and 5 (13) */
+static void test_rmsnorm(int N, int C) {
+    int n = N * C;
+    rms_ctx c = {N, 0, C, rnd(n, -1, 1), rnd(C, 0.5f, 1.5f), falloc(n), falloc(N), rnd(n, -1, 1)};
     rms_loss(&c);
-    float *dx = filled(21, PRE_ACC), *dw = filled(7, PRE_ACC);
+    float *dx = filled(n, PRE_ACC), *dw = filled(C, PRE_ACC);
     tlm_rmsnorm_backward(dx, dw, c.R, c.x, c.w, c.rstd, N, C);
-    unaccumulate(dx, 21), unaccumulate(dw, 7);
-    fd_check("rmsnorm", "x", rms_loss, &c, c.x, 21, dx);
-    fd_check("rmsnorm", "w", rms_loss, &c, c.w, 7, dw);
+    unaccumulate(dx, n), unaccumulate(dw, C);
+    fd_check("rmsnorm", "x", rms_loss, &c, c.x, n, dx);
+    fd_check("rmsnorm", "w", rms_loss, &c, c.w, C, dw);
     free(c.x), free(c.w), free(c.out), free(c.rstd), free(c.R), free(dx), free(dw);
 }
 
@@ -212,8 +214,9 @@ static double rope_loss(void *p) {
     return dot_d(c->out, c->R, (size_t)c->B * c->T * c->stride);
 }
 
-static void test_rope(int stride_mult) {
-    int B = 2, T = 5, H = 2, D = 6, stride = stride_mult * H * D;
+/* D: pairs under one vector (6), a vector of pairs and a tail (22) */
+static void test_rope(int stride_mult, int D) {
+    int B = 2, T = 5, H = 2, stride = stride_mult * H * D;
     size_t n = (size_t)B * T * stride;
     rope_ctx c = {B, T, H, D, stride, rnd(n, -1, 1), falloc(n), falloc(T * D / 2), falloc(T * D / 2), rnd(n, -1, 1)};
     tlm_rope_init(c.cs, c.sn, T, D, 10000.0);
@@ -562,12 +565,16 @@ int main(void) {
     tlm_rng_seed(&g_rng, 1234);
     printf("finite-difference checks (bound %.0e):\n", TOL);
     test_embedding();
-    test_rmsnorm();
+    test_rmsnorm(3, 7);
+    test_rmsnorm(3, 21);
+    test_rmsnorm(2, 13);
     test_rmsnorm_heads();
     test_l2norm();
     test_linear();
-    test_rope(1);
-    test_rope(3);
+    test_rope(1, 6);
+    test_rope(1, 22);
+    test_rope(3, 6);
+    test_rope(3, 22);
     test_attention(false, 2, 5, 2, 4);
     test_attention(true, 2, 5, 2, 4);
     /* odd sizes across the blocks (64 query and key rows; channels in
