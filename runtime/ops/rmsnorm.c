@@ -14,7 +14,6 @@
 
 #include "vec8.h"
 
-typedef float v4f __attribute__((vector_size(16)));
 typedef double v4d __attribute__((vector_size(32)));
 
 /* *v = the n < 8 floats at p, zeros after them. (Vectors go by pointer
@@ -29,11 +28,13 @@ V8_ALWAYS_INLINE void load_head(v8f *v, const float *p, int n) {
 #define LO_F64(v) __builtin_convertvector(__builtin_shufflevector((v), (v), 0, 1, 2, 3), v4d)
 #define HI_F64(v) __builtin_convertvector(__builtin_shufflevector((v), (v), 4, 5, 6, 7), v4d)
 
-/* sum_i g_i x_i in double, g_i = a_i w_i (float) or a_i when w is NULL:
- * element i goes to partial sum i mod 8, and the eight are added
- * pairwise. A fixed order (the row's own, whatever the thread or CPU:
- * both clones do the same double operations, none fused) that a vector
- * unit can run; a single running sum could not be vectorised. */
+/* sum_i g_i x_i in double, g_i = a_i w_i (float) or a_i when w is NULL.
+ * Double, so that rstd matches a float64 reference to float precision for
+ * any D. Element i goes to partial sum p_(i mod 8), and the total is
+ * ((p0 + p4) + (p1 + p5)) + ((p2 + p6) + (p3 + p7)): a fixed order (the
+ * row's own, whatever the thread or CPU: both clones do the same double
+ * operations, none fused) that a vector unit can run, where a single
+ * running sum could not be vectorised. */
 V8_ALWAYS_INLINE double row_dot(const float *a, const float *w, const float *x, int D) {
     v4d s0 = {0}, s1 = {0};
     for (int i = 0; i < D; i += 8) {
@@ -127,8 +128,7 @@ V8_CLONES static void dw_block(float *dw, const float *dy, const float *x, const
         const float *g = dy + (size_t)r * D + i0, *xr = x + (size_t)r * D + i0;
         const double rs = rstd[r];
         const v4d rv = {rs, rs, rs, rs};
-        for (int q = 0; q < DW_BLOCK; q += 8) {
-            if (q >= n) break;
+        for (int q = 0; q < n; q += 8) {
             const int m = n - q < 8 ? n - q : 8;
             v8f gv, xv;
             if (m == 8) V8_LOAD(gv, g + q), V8_LOAD(xv, xr + q);

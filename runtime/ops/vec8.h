@@ -1,6 +1,7 @@
-/* Eight floats as one vector, for the hot loops of attention.c: the type,
- * loads and stores, the clones that compile a kernel for AVX2 + FMA next to
- * the baseline, and a row's max and e^x on eight lanes.
+/* Eight floats as one vector, for the hot loops of attention.c, rmsnorm.c
+ * and rope.c: the type, loads and stores, the clones that compile a kernel
+ * for AVX2 + FMA next to the baseline, and a row's max and e^x on eight
+ * lanes.
  *
  * The vector is GCC's and Clang's vector extension: two SSE registers on
  * x86-64's baseline, one AVX register in an x86-64-v3 clone. Vectors never
@@ -24,8 +25,10 @@ typedef uint32_t v8u __attribute__((vector_size(32)));
 
 /* A kernel marked V8_CLONES is compiled twice on x86-64, for the baseline
  * and for x86-64-v3 (AVX2, FMA), and the loader picks one for the CPU (an
- * ifunc). Its results then depend on the CPU (a fused multiply-add rounds
- * once), never on the thread count. Helpers inlined into it take its
+ * ifunc). Its results never depend on the thread count, and depend on the
+ * CPU only where its file lets the compiler fuse a multiply and an add (a
+ * fused multiply-add rounds once): attention.c does (-ffp-contract=fast),
+ * rmsnorm.c and rope.c do not (-ffp-contract=off; runtime/CMakeLists.txt). Helpers inlined into it take its
  * target. */
 #if defined(__x86_64__) && defined(__has_attribute)
 #if __has_attribute(target_clones)

@@ -120,8 +120,10 @@ static void test_rmsnorm(int N, int C) {
     free(c.x), free(c.w), free(c.out), free(c.rstd), free(c.R), free(dx), free(dw);
 }
 
-static void test_rmsnorm_heads(void) {
-    int N = 2, H = 3, D = 4, n = N * H * D;
+/* D: under one vector (4), a vector and a tail (13), whole vectors (64,
+ * a model's head) */
+static void test_rmsnorm_heads(int N, int H, int D) {
+    int n = N * H * D;
     rms_ctx c = {N, H, D, rnd(n, -1, 1), rnd(H * D, 0.5f, 1.5f), falloc(n), falloc(N * H), rnd(n, -1, 1)};
     rms_loss(&c);
     float *dx = filled(n, PRE_WRITE), *dw = filled(H * D, PRE_ACC);
@@ -568,7 +570,9 @@ int main(void) {
     test_rmsnorm(3, 7);
     test_rmsnorm(3, 21);
     test_rmsnorm(2, 13);
-    test_rmsnorm_heads();
+    test_rmsnorm_heads(2, 3, 4);
+    test_rmsnorm_heads(2, 3, 13);
+    test_rmsnorm_heads(2, 2, 64);
     test_l2norm();
     test_linear();
     test_rope(1, 6);
