@@ -14,6 +14,8 @@
 
 #include <math.h>
 
+#include "../ops/vec8.h"
+
 tlm_adamw_step tlm_adamw_step_at(const tlm_adamw *opt, float lr, long t, bool decay) {
     double b1 = opt->beta1, b2 = opt->beta2;
     return (tlm_adamw_step){
@@ -28,13 +30,17 @@ tlm_adamw_step tlm_adamw_step_at(const tlm_adamw *opt, float lr, long t, bool de
     };
 }
 
-void tlm_adamw_update(const tlm_adamw *opt, float *p, const float *g, float *m, float *v, size_t n, float lr, long t,
-                      bool decay) {
-    const tlm_adamw_step k = tlm_adamw_step_at(opt, lr, t, decay);
-    const float shrink = k.shrink, fb1 = k.beta1, fb2 = k.beta2, one_b1 = k.one_minus_beta1, one_b2 = k.one_minus_beta2,
-                step_size = k.step_size, bc2_sqrt = k.bc2_sqrt, eps = k.eps;
-#pragma omp parallel for schedule(static) if (n >= TLM_PAR_MIN_ELEMENTS)
-    for (size_t i = 0; i < n; i++) {
+/* Elements [i0, i1): the per-element arithmetic above, in float. The
+ * x86-64-v3 clone runs it eight elements a step (gcc vectorises the loop,
+ * sqrt and division included: this file is built with -fno-math-errno);
+ * each element is the same correctly rounded operations in the same order,
+ * none fused (-ffp-contract=off), so both clones give the same bits. */
+V8_CLONES static void adamw_range(const tlm_adamw_step *k, float *p, const float *g, float *m, float *v, size_t i0,
+                                  size_t i1) {
+    const float shrink = k->shrink, fb1 = k->beta1, fb2 = k->beta2, one_b1 = k->one_minus_beta1,
+                one_b2 = k->one_minus_beta2, step_size = k->step_size, bc2_sqrt = k->bc2_sqrt, eps = k->eps;
+#pragma omp simd
+    for (size_t i = i0; i < i1; i++) {
         float gi = g[i];
         float mi = m[i] * fb1 + one_b1 * gi;
         float vi = v[i] * fb2 + one_b2 * gi * gi;
@@ -42,6 +48,18 @@ void tlm_adamw_update(const tlm_adamw *opt, float *p, const float *g, float *m, 
         v[i] = vi;
         float denom = sqrtf(vi) / bc2_sqrt + eps;
         p[i] = p[i] * shrink - step_size * (mi / denom);
+    }
+}
+
+void tlm_adamw_update(const tlm_adamw *opt, float *p, const float *g, float *m, float *v, size_t n, float lr, long t,
+                      bool decay) {
+    const tlm_adamw_step k = tlm_adamw_step_at(opt, lr, t, decay);
+    enum { CHUNK = 4096 };
+    const size_t chunks = (n + CHUNK - 1) / CHUNK;
+#pragma omp parallel for schedule(static) if (n >= TLM_PAR_MIN_ELEMENTS)
+    for (size_t c = 0; c < chunks; c++) {
+        const size_t i0 = c * CHUNK, i1 = i0 + CHUNK < n ? i0 + CHUNK : n;
+        adamw_range(&k, p, g, m, v, i0, i1);
     }
 }
 
