@@ -16,10 +16,14 @@
 
 typedef double v4d __attribute__((vector_size(32)));
 
-/* *v = the n < 8 floats at p, zeros after them. (Vectors go by pointer
+/* *v = the n <= 8 floats at p, zeros after them. (Vectors go by pointer
  * and macro: a function taking or returning one by value changes its ABI
  * with AVX, which gcc flags, in the baseline clone.) */
-V8_ALWAYS_INLINE void load_head(v8f *v, const float *p, int n) {
+V8_ALWAYS_INLINE void load_upto8(v8f *v, const float *p, int n) {
+    if (n == 8) {
+        V8_LOAD(*v, p);
+        return;
+    }
     memset(v, 0, sizeof *v);
     memcpy(v, p, sizeof(float) * (size_t)n);
 }
@@ -40,20 +44,11 @@ V8_ALWAYS_INLINE double row_dot(const float *a, const float *w, const float *x, 
     for (int i = 0; i < D; i += 8) {
         const int n = D - i < 8 ? D - i : 8;
         v8f g, xv;
-        if (n == 8) {
-            V8_LOAD(g, a + i), V8_LOAD(xv, x + i);
-            if (w) {
-                v8f wv;
-                V8_LOAD(wv, w + i);
-                g *= wv;
-            }
-        } else {
-            load_head(&g, a + i, n), load_head(&xv, x + i, n);
-            if (w) {
-                v8f wv;
-                load_head(&wv, w + i, n);
-                g *= wv;
-            }
+        load_upto8(&g, a + i, n), load_upto8(&xv, x + i, n);
+        if (w) {
+            v8f wv;
+            load_upto8(&wv, w + i, n);
+            g *= wv;
         }
         s0 += LO_F64(g) * LO_F64(xv);
         s1 += HI_F64(g) * HI_F64(xv);
@@ -131,8 +126,7 @@ V8_CLONES static void dw_block(float *dw, const float *dy, const float *x, const
         for (int q = 0; q < n; q += 8) {
             const int m = n - q < 8 ? n - q : 8;
             v8f gv, xv;
-            if (m == 8) V8_LOAD(gv, g + q), V8_LOAD(xv, xr + q);
-            else load_head(&gv, g + q, m), load_head(&xv, xr + q, m);
+            load_upto8(&gv, g + q, m), load_upto8(&xv, xr + q, m);
             acc[q / 4] += LO_F64(gv) * LO_F64(xv) * rv;
             acc[q / 4 + 1] += HI_F64(gv) * HI_F64(xv) * rv;
         }

@@ -9,7 +9,6 @@
 #include "tlm_rt/ops.h"
 
 #include <math.h>
-#include <string.h>
 
 #include "vec8.h"
 
