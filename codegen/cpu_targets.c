@@ -28,6 +28,14 @@ static const struct {
     {"znver3", 8},          {"znver4", 16},         {"znver5", 16},
 };
 
+/* The CPUs of cpu_target.split_256, by LLVM's name for them. */
+static bool splits_256(const char *cpu) {
+    static const char *const names[] = {"znver1", "bdver1", "bdver2", "bdver3", "bdver4", "btver2"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(cpu, names[i]) == 0) return true;
+    return false;
+}
+
 static char *dup_message(const char *s) { return LLVMCreateMessage(s); /* disposable with LLVMDisposeMessage */ }
 
 /* Whether the comma-separated feature list holds exactly `feature`. */
@@ -70,6 +78,7 @@ bool cpu_target_resolve(const char *name, cpu_target *t, char **err) {
         t->vl = vl_from_features(t->features);
     /* Non-x86 hosts (e.g. NEON) get 4-wide vectors. */
         if (strncmp(t->triple, "x86_64", 6) != 0) t->vl = 4;
+        t->split_256 = splits_256(t->cpu);
         return true;
     }
     if (strncmp(t->triple, "x86_64", 6) != 0) {
@@ -82,6 +91,7 @@ bool cpu_target_resolve(const char *name, cpu_target *t, char **err) {
             t->cpu = dup_message(name);
             t->features = dup_message("");
             t->vl = known_cpus[i].vl;
+            t->split_256 = splits_256(name);
             if (!t->cpu || !t->features) {
                 cpu_target_dispose(t);
                 return codegen_fail(err, "codegen: out of memory");

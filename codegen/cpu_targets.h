@@ -9,6 +9,11 @@ typedef struct {
     char *cpu;
     char *features; /* "" for a named CPU: LLVM derives them from the name */
     int vl;         /* floats per vector register we generate for */
+  /* The CPU runs 256-bit operations as two 128-bit halves (AMD Zen 1,
+   * Bulldozer, Jaguar): a shuffle across the halves (vperm2f128) costs it 8
+   * micro-ops where one within each half costs 2, so the packing
+   * transposes keep to the halves there (gemm_emit.c). */
+    bool split_256;
 } cpu_target;
 
 /* name NULL or "native": the host CPU and its exact features. Otherwise an

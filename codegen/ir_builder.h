@@ -13,6 +13,7 @@ typedef struct {
     LLVMTypeRef f32, i1, i32, i64, ptr, void_t;
     int vl;                /* floats per vector register for this target */
     int x86;               /* x86 target: vec_math may use its rcp intrinsics */
+    int split_256;         /* cpu_target.split_256: shuffles within 128-bit halves */
     LLVMTypeRef vf32;      /* <vl x float> */
     LLVMTypeRef vi32;      /* <vl x i32> */
     LLVMTypeRef vmask;     /* <vl x i1> */

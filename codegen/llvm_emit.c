@@ -45,6 +45,18 @@ static bool blocking_for(int vl, gemm_blocking *bk, char **err) {
     return true;
 }
 
+/* TLM_CODEGEN_SPLIT_256=0|1 overrides cpu_target.split_256, so that
+ * bench/mlp_bench --versus can time both packing transposes on any AVX2
+ * CPU; checked like user input. */
+static bool split_256_for(cpu_target *t, char **err) {
+    const char *env = getenv("TLM_CODEGEN_SPLIT_256");
+    if (!env || !*env) return true;
+    if (strcmp(env, "0") != 0 && strcmp(env, "1") != 0)
+        return codegen_fail(err, "codegen: bad TLM_CODEGEN_SPLIT_256 '%s' (0 or 1)", env);
+    t->split_256 = env[0] == '1';
+    return true;
+}
+
 static bool same_spec(const tlm_kernel_spec *a, const tlm_kernel_spec *b) {
     return a->kind == b->kind && a->d_model == b->d_model && a->width == b->width;
 }
@@ -54,6 +66,7 @@ static void build_module(LLVMContextRef ctx, LLVMModuleRef mod, const cpu_target
     ir g;
     ir_init(&g, ctx, mod, t->vl);
     g.x86 = strncmp(t->triple, "x86_64", 6) == 0;
+    g.split_256 = t->split_256;
   /* Explicit <16 x float> code must not be split into 256-bit halves by
    * CPUs tuned to prefer 256-bit vectors: declare the width we mean. */
     char width[16];
@@ -108,7 +121,7 @@ bool tlm_codegen_cpu_object(const tlm_kernel_spec *specs, int n, const tlm_codeg
     cpu_target t;
     if (!cpu_target_resolve(opt->cpu, &t, err)) return false;
     gemm_blocking bk;
-    if (!blocking_for(t.vl, &bk, err)) {
+    if (!blocking_for(t.vl, &bk, err) || !split_256_for(&t, err)) {
         cpu_target_dispose(&t);
         return false;
     }
@@ -151,9 +164,10 @@ bool tlm_codegen_cpu_object(const tlm_kernel_spec *specs, int n, const tlm_codeg
     double t3 = now_s();
     if (getenv("TLM_CODEGEN_VERBOSE"))
         fprintf(stderr,
-                "codegen: %d specs for %s (%d-wide, tile %dx%d, kc %d): build %.3fs, "
+                "codegen: %d specs for %s (%d-wide%s, tile %dx%d, kc %d): build %.3fs, "
                 "opt %.3fs, object %.3fs\n",
-                n, t.cpu, t.vl, bk.mr, bk.nv * t.vl, bk.kc, t1 - t0, t2 - t1, t3 - t2);
+                n, t.cpu, t.vl, t.split_256 ? ", split 256-bit" : "", bk.mr, bk.nv * t.vl, bk.kc, t1 - t0, t2 - t1,
+                t3 - t2);
 
     LLVMDisposeTargetData(layout);
     LLVMDisposeModule(mod);

@@ -1,12 +1,16 @@
 /* Target selection: named CPUs produce working objects (generic x86-64
  * always; x86-64-v3 / v4 when this machine can run them), O0 code is as
  * correct as O3, duplicate specs are emitted once, and bad input (unknown
- * CPU, bad spec, bad opt level) is a clean error, not a crash. */
+ * CPU, bad spec, bad opt level) is a clean error, not a crash. The packing
+ * transposes for CPUs that split 256-bit operations (Zen 1) are checked on
+ * any AVX2 machine through TLM_CODEGEN_SPLIT_256, with the default tile
+ * and with tiles of 5 and 10 rows (a part quad; two row groups). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "cpu_targets.h"
 #include "mlp_check.h"
 
 static int fails;
@@ -38,6 +42,30 @@ static void check_target(const char *cpu, int opt_level, uint64_t *rng) {
     kernel_lib_close(&lib);
 }
 
+/* Which CPUs count as splitting 256-bit operations. */
+static void check_split_256(const char *cpu, bool want) {
+    cpu_target t;
+    char *err = NULL;
+    bool ok = cpu_target_resolve(cpu, &t, &err);
+    int good = ok && t.split_256 == want;
+    printf("%s cpu %s: split_256 %d (want %d)%s%s\n", good ? "ok  " : "FAIL", cpu, ok ? t.split_256 : -1, want,
+           err ? ": " : "", err ? err : "");
+    fails += !good;
+    free(err);
+    if (ok) cpu_target_dispose(&t);
+}
+
+/* x86-64-v3 kernels with the split-256 transposes forced on or off, under
+ * a blocking ("mr,nv,kc,mc", NULL for the default). */
+static void check_split_path(const char *split, const char *blocking, uint64_t *rng) {
+    setenv("TLM_CODEGEN_SPLIT_256", split, 1);
+    if (blocking) setenv("TLM_CODEGEN_BLOCKING", blocking, 1);
+    printf("TLM_CODEGEN_SPLIT_256=%s TLM_CODEGEN_BLOCKING=%s:\n", split, blocking ? blocking : "(default)");
+    check_target("x86-64-v3", 3, rng);
+    unsetenv("TLM_CODEGEN_SPLIT_256");
+    unsetenv("TLM_CODEGEN_BLOCKING");
+}
+
 /* Must fail with a message naming the problem, and leave no object. */
 static void expect_error(const char *what, const tlm_kernel_spec *s, int n, const tlm_codegen_options *opt,
                          const char *needle) {
@@ -58,8 +86,19 @@ int main(void) {
     uint64_t rng = test_seed();
     check_target("x86-64", 3, &rng);
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) check_target("x86-64-v3", 3, &rng);
-    else printf("skip x86-64-v3: this CPU lacks AVX2/FMA\n");
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+        check_target("x86-64-v3", 3, &rng);
+        check_split_path("1", NULL, &rng);
+        check_split_path("0", NULL, &rng);
+        check_split_path("1", "5,2,64,40", &rng);
+        check_split_path("1", "10,1,64,40", &rng);
+    } else {
+        printf("skip x86-64-v3: this CPU lacks AVX2/FMA\n");
+    }
+    check_split_256("znver1", true);
+    check_split_256("znver2", false);
+    check_split_256("x86-64-v3", false);
+    check_split_256("haswell", false);
     if (__builtin_cpu_supports("avx512f")) check_target("x86-64-v4", 3, &rng);
     else printf("skip x86-64-v4: this CPU lacks AVX-512\n");
     check_target(NULL, 0, &rng);
@@ -70,6 +109,9 @@ int main(void) {
     expect_error("width 0", &bad_spec, 1, NULL, "width");
     tlm_kernel_spec bad_kind = {(tlm_mlp)7, 72, 40};
     expect_error("unknown kind", &bad_kind, 1, NULL, "kind");
+    setenv("TLM_CODEGEN_SPLIT_256", "yes", 1);
+    expect_error("TLM_CODEGEN_SPLIT_256=yes", specs, 1, NULL, "TLM_CODEGEN_SPLIT_256");
+    unsetenv("TLM_CODEGEN_SPLIT_256");
     tlm_codegen_options bad_level = {NULL, 9};
     expect_error("opt_level 9", specs, 1, &bad_level, "opt_level");
     printf("%s\n", fails ? "FAIL" : "PASS");
