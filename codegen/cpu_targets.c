@@ -26,6 +26,8 @@ static const struct {
     {"rocketlake", 16},     {"sapphirerapids", 16}, {"emeraldrapids", 16},
     {"graniterapids", 16},  {"znver1", 8},          {"znver2", 8},
     {"znver3", 8},          {"znver4", 16},         {"znver5", 16},
+    {"bdver1", 8},          {"bdver2", 8},          {"bdver3", 8},
+    {"bdver4", 8},          {"btver2", 8},
 };
 
 /* The CPUs of cpu_target.split_256, by LLVM's name for them. */

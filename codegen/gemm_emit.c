@@ -4,7 +4,7 @@
 
 #include "vec_math.h"
 
-#define MAX_MR 16
+#define MAX_MR GEMM_MAX_MR
 #define MAX_NV 4
 #define MAX_VL 16
 
@@ -179,25 +179,26 @@ static LLVMValueRef emit_pack_rows(ir *g, int nr, int kind, const char *name, LL
     return fn;
 }
 
-/* The transpose of up to MAX_MR rows of 8 floats (row i = lanes k..k+7
- * of tile row i), stored as 8 slots of `rows` floats, `stride` apart from
- * dst: slot j holds lane j of every row. For
- * AVX CPUs that split 256-bit operations (ir.split_256): each quad of rows
- * is transposed within the 128-bit halves (two rounds of unpacks and
- * shuffles, 2 micro-ops each there) and its halves stored as four floats
- * each, where transpose() ends with lane-crossing vperm2f128s, 8 micro-ops
- * each. On the Zen 1 measured (mlp_bench --versus, one thread) fwd gained
- * 2.5% and bwd_data 1-2.5%: packing's transposes were a third of
- * pack_a_rows's time. Stores go in increasing addresses, slot by slot, so
- * a last quad's lanes past `rows` spill into the next slot before that
- * slot's own stores overwrite them (the packed A panel has room past its
- * last slot). */
 static LLVMValueRef shuffle(ir *g, LLVMValueRef a, LLVMValueRef b, const int *idx, int n) {
     LLVMValueRef m[8];
     for (int i = 0; i < n; i++) m[i] = LLVMConstInt(g->i32, (unsigned)idx[i], 0);
     return LLVMBuildShuffleVector(g->b, a, b, LLVMConstVector(m, (unsigned)n), "");
 }
 
+/* The transpose of up to MAX_MR rows of 8 floats (row i = lanes k..k+7
+ * of tile row i), stored as 8 slots of `rows` floats, `stride` apart from
+ * dst: slot j holds lane j of every row. For AVX CPUs that split 256-bit
+ * operations (ir.split_256): each quad of rows is transposed within the
+ * 128-bit halves (two rounds of unpacks and shuffles, 2 micro-ops each
+ * there) and its halves stored as four floats each, where transpose() ends
+ * with lane-crossing vperm2f128s, 8 micro-ops each. The stores are
+ * volatile so that LLVM keeps them four floats wide: it merges a slot's
+ * adjacent halves (pack_b_nk's, or any whole quads') back into one
+ * 8-float store assembled with vperm2f128. On the Zen 1 measured
+ * (mlp_bench --versus, one thread) fwd gained 1-3%, bwd_data 1-2.5%. Stores
+ * go in increasing addresses, slot by slot, so a last quad's lanes past
+ * `rows` spill into the next slot before that slot's own stores overwrite
+ * them (the packed A panel has room past its last slot). */
 static void store_transposed_halves(ir *g, const LLVMValueRef *rows_in, int rows, LLVMValueRef dst, long long stride) {
     static const int lo[] = {0, 8, 1, 9, 4, 12, 5, 13}, hi[] = {2, 10, 3, 11, 6, 14, 7, 15};
     static const int pairs_lo[] = {0, 1, 8, 9, 4, 5, 12, 13}, pairs_hi[] = {2, 3, 10, 11, 6, 7, 14, 15};
@@ -218,7 +219,9 @@ static void store_transposed_halves(ir *g, const LLVMValueRef *rows_in, int rows
         for (int q = 0; q < quads; q++) {
             LLVMValueRef v = shuffle(g, s[q][j % 4], s[q][j % 4], half[j / 4], 4);
             LLVMValueRef addr = ir_gep(g, dst, ir_i64(g, (long long)j * stride + 4 * q));
-            LLVMSetAlignment(LLVMBuildStore(g->b, v, addr), 4);
+            LLVMValueRef st = LLVMBuildStore(g->b, v, addr);
+            LLVMSetAlignment(st, 4);
+            LLVMSetVolatile(st, 1);
         }
 }
 
@@ -294,7 +297,8 @@ static int row_groups(ir *g, const gemm_blocking *bk) { return (bk->mr + g->vl -
 
 /* rows[i], lanes k..k+vl-1 of tile row i, stored as vl slots of MR floats
  * at dst_k: transposed vl x vl in registers, each output vector stored
- * whole, in increasing addresses. Lanes past a slot's MR floats spill into
+ * whole, in increasing addresses (on split_256 CPUs in halves instead:
+ * store_transposed_halves). Lanes past a slot's MR floats spill into
  * the next slot, which the next store overwrites, or past the last slot,
  * into the panel's spare room. */
 static void store_transposed(ir *g, const gemm_blocking *bk, const LLVMValueRef *rows, LLVMValueRef dst_k) {

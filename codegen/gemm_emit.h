@@ -24,6 +24,9 @@
 #include "ir_builder.h"
 
 /* Register tile and cache blocking for one vector width. */
+/* The most rows of C a tile may hold (TLM_CODEGEN_BLOCKING's mr). */
+enum { GEMM_MAX_MR = 16 };
+
 typedef struct {
     int mr; /* rows of C held in registers */
     int nv; /* vectors across the tile: NR = nv * vl columns */

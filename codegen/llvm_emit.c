@@ -3,7 +3,8 @@
  * Environment knobs, for development only:
  *   TLM_CODEGEN_VERBOSE=1         time the phases on stderr
  *   TLM_CODEGEN_DUMP_IR=file.ll   the module after optimisation
- *   TLM_CODEGEN_BLOCKING=...      see blocking_for */
+ *   TLM_CODEGEN_BLOCKING=...      see blocking_for
+ *   TLM_CODEGEN_SPLIT_256=0|1     see split_256_for */
 #include <llvm-c/Analysis.h>
 #include <llvm-c/Core.h>
 #include <llvm-c/Target.h>
@@ -34,8 +35,8 @@ static bool blocking_for(int vl, gemm_blocking *bk, char **err) {
     const char *env = getenv("TLM_CODEGEN_BLOCKING");
     if (!env || !*env) return true;
     gemm_blocking o;
-    if (sscanf(env, "%d,%d,%d,%d", &o.mr, &o.nv, &o.kc, &o.mc) != 4 || o.mr < 1 || o.mr > 16 || o.nv < 1 || o.nv > 4 ||
-        o.kc < vl || o.kc % vl || o.mc < o.mr || o.mc % o.mr ||
+    if (sscanf(env, "%d,%d,%d,%d", &o.mr, &o.nv, &o.kc, &o.mc) != 4 || o.mr < 1 || o.mr > GEMM_MAX_MR || o.nv < 1 ||
+        o.nv > 4 || o.kc < vl || o.kc % vl || o.mc < o.mr || o.mc % o.mr ||
         gemm_scratch_bytes(vl, &o) > TLM_CODEGEN_MAX_STACK_BYTES)
         return codegen_fail(err,
                             "codegen: bad TLM_CODEGEN_BLOCKING '%s' (mr<=16, nv<=4, kc a "
@@ -45,15 +46,24 @@ static bool blocking_for(int vl, gemm_blocking *bk, char **err) {
     return true;
 }
 
-/* TLM_CODEGEN_SPLIT_256=0|1 overrides cpu_target.split_256, so that
- * bench/mlp_bench --versus can time both packing transposes on any AVX2
- * CPU; checked like user input. */
+/* Whether the kernels use the split-256 packing transposes: only 8-wide
+ * code has them. TLM_CODEGEN_SPLIT_256=0|1 overrides cpu_target.split_256,
+ * so that bench/mlp_bench --versus can time both on any AVX2 CPU; checked
+ * like user input, and 1 on a target that is not 8 floats wide is an error
+ * rather than a comparison of two identical builds. */
 static bool split_256_for(cpu_target *t, char **err) {
     const char *env = getenv("TLM_CODEGEN_SPLIT_256");
-    if (!env || !*env) return true;
-    if (strcmp(env, "0") != 0 && strcmp(env, "1") != 0)
-        return codegen_fail(err, "codegen: bad TLM_CODEGEN_SPLIT_256 '%s' (0 or 1)", env);
-    t->split_256 = env[0] == '1';
+    if (env && *env) {
+        if (strcmp(env, "0") != 0 && strcmp(env, "1") != 0)
+            return codegen_fail(err, "codegen: bad TLM_CODEGEN_SPLIT_256 '%s' (0 or 1)", env);
+        if (env[0] == '1' && t->vl != 8)
+            return codegen_fail(err,
+                                "codegen: TLM_CODEGEN_SPLIT_256=1 needs 8-wide kernels, and %s's are %d wide "
+                                "(name an AVX2 CPU, e.g. x86-64-v3)",
+                                t->cpu, t->vl);
+        t->split_256 = env[0] == '1';
+    }
+    t->split_256 = t->split_256 && t->vl == 8;
     return true;
 }
 
