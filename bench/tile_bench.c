@@ -1,0 +1,145 @@
+/* tile_bench: how close a register tile of the generated MLP kernels'
+ * shape can come to the core's multiply-add peak, with nothing else
+ * around it: an intrinsics copy of the tile's k loop (AVX2: 6 rows x 16
+ * columns, per k step 2 vector loads of B, 6 broadcasts of A, 12 fused
+ * multiply-adds; AVX-512: 12 x 32, 2 loads, 12 broadcasts, 24) over
+ * packed panels of depth 256, next to the peak (runtime/model/cpu_peak.c)
+ * measured in the same run. One thread. Not a test.
+ *
+ *   tile_bench [--reps N] [--panels P]
+ *
+ * --panels P walks P packed A panels in turn (1: all in L1; 64, the
+ * default, 384 KiB of A as the kernels' MC x KC block, from L2). If the
+ * tile reaches the peak here but the kernels' entries do not, what is
+ * missing is the work around the tile (packing, the activation, C's loads
+ * and stores): docs/performance.md, "where the gap is". */
+#include <immintrin.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cpu_peak.h"
+
+enum { KC = 256 };
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* c (8 floats) = the sum of the tile's accumulators, so that none is dead.
+ * The accumulators are named variables, one per register as in the
+ * generated tile (gcc keeps an array of them in memory). */
+#define ROWS6(X) X(0) X(1) X(2) X(3) X(4) X(5)
+#define ROWS12(X) ROWS6(X) X(6) X(7) X(8) X(9) X(10) X(11)
+
+__attribute__((target("avx2,fma"), noinline)) static void tile_avx2(const float *a, const float *b, float *c) {
+#define DECLARE(i) __m256 c##i##0 = _mm256_setzero_ps(), c##i##1 = c##i##0;
+    ROWS6(DECLARE)
+#undef DECLARE
+    for (int k = 0; k < KC; k++) {
+        const __m256 b0 = _mm256_load_ps(b + 16 * k), b1 = _mm256_load_ps(b + 16 * k + 8);
+#define TERM(i)                                                \
+    {                                                          \
+        const __m256 x = _mm256_broadcast_ss(a + 6 * k + (i)); \
+        c##i##0 = _mm256_fmadd_ps(x, b0, c##i##0);             \
+        c##i##1 = _mm256_fmadd_ps(x, b1, c##i##1);             \
+    }
+        ROWS6(TERM)
+#undef TERM
+    }
+    __m256 s = _mm256_setzero_ps();
+#define SUM(i) s = _mm256_add_ps(s, _mm256_add_ps(c##i##0, c##i##1));
+    ROWS6(SUM)
+#undef SUM
+    _mm256_storeu_ps(c, s);
+}
+
+__attribute__((target("avx512f"), noinline)) static void tile_avx512(const float *a, const float *b, float *c) {
+#define DECLARE(i) __m512 c##i##0 = _mm512_setzero_ps(), c##i##1 = c##i##0;
+    ROWS12(DECLARE)
+#undef DECLARE
+    for (int k = 0; k < KC; k++) {
+        const __m512 b0 = _mm512_load_ps(b + 32 * k), b1 = _mm512_load_ps(b + 32 * k + 16);
+#define TERM(i)                                           \
+    {                                                     \
+        const __m512 x = _mm512_set1_ps(a[12 * k + (i)]); \
+        c##i##0 = _mm512_fmadd_ps(x, b0, c##i##0);        \
+        c##i##1 = _mm512_fmadd_ps(x, b1, c##i##1);        \
+    }
+        ROWS12(TERM)
+#undef TERM
+    }
+    __m512 s = _mm512_setzero_ps();
+#define SUM(i) s = _mm512_add_ps(s, _mm512_add_ps(c##i##0, c##i##1));
+    ROWS12(SUM)
+#undef SUM
+    float out[16];
+    _mm512_storeu_ps(out, s);
+    memcpy(c, out, 8 * sizeof(float));
+}
+
+/* GFLOP/s of the tile (mr rows x nr columns), best of reps runs. */
+static double run(int lanes, int panels, int reps, float *sink) {
+    const int mr = lanes == 16 ? 12 : 6, nr = 2 * lanes;
+    float *a = aligned_alloc(64, sizeof(float) * (size_t)mr * KC * (size_t)panels);
+    float *b = aligned_alloc(64, sizeof(float) * (size_t)nr * KC);
+    if (!a || !b) {
+        fprintf(stderr, "tile_bench: out of memory\n");
+        exit(1);
+    }
+    for (size_t i = 0; i < (size_t)mr * KC * (size_t)panels; i++) a[i] = 1e-3f * (float)(i % 7);
+    for (size_t i = 0; i < (size_t)nr * KC; i++) b[i] = 1e-3f * (float)(i % 5);
+    const long calls = 20000;
+    double best = 1e30;
+    float c[8];
+    for (int r = 0; r < reps + 1; r++) { /* the first warms up */
+        double t0 = now_s();
+        for (long i = 0; i < calls; i++) {
+            const float *ap = a + (size_t)mr * KC * (size_t)(i % panels);
+            if (lanes == 16) tile_avx512(ap, b, c);
+            else tile_avx2(ap, b, c);
+        }
+        double t = now_s() - t0;
+        if (r > 0 && t < best) best = t;
+        *sink += c[0];
+    }
+    free(a);
+    free(b);
+    return 2.0 * mr * nr * KC * (double)calls / best * 1e-9;
+}
+
+int main(int argc, char **argv) {
+    int reps = 5, panels = 64;
+    for (int i = 1; i < argc; i++) {
+        if (i + 1 < argc && !strcmp(argv[i], "--reps")) reps = atoi(argv[++i]);
+        else if (i + 1 < argc && !strcmp(argv[i], "--panels")) panels = atoi(argv[++i]);
+        else {
+            fprintf(stderr, "usage: tile_bench [--reps N] [--panels P]\n");
+            return 2;
+        }
+    }
+    if (reps < 1 || panels < 1) {
+        fprintf(stderr, "tile_bench: --reps and --panels take positive counts\n");
+        return 2;
+    }
+    float sink = 0;
+    for (int lanes = 8; lanes <= 16; lanes *= 2) {
+        __builtin_cpu_init();
+        if (lanes == 8 && !(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))) continue;
+        if (lanes == 16 && !__builtin_cpu_supports("avx512f")) continue;
+        const int mr = lanes == 16 ? 12 : 6;
+        double peak = tlm_cpu_fma_peak_gflops(lanes, 1, CLOCK_MONOTONIC, reps);
+        double tile = run(lanes, panels, reps, &sink);
+        double peak2 = tlm_cpu_fma_peak_gflops(lanes, 1, CLOCK_MONOTONIC, reps);
+        if (peak2 > peak) peak = peak2;
+        printf("%d-float vectors: %d x %d tile, depth %d, %d A panel%s: %.1f GFLOP/s; multiply-add peak %.1f "
+               "(best of before and after); tile / peak %.3f\n",
+               lanes, mr, 2 * lanes, KC, panels, panels > 1 ? "s" : "", tile, peak, tile / peak);
+    }
+    volatile float keep = sink;
+    (void)keep;
+    return 0;
+}
