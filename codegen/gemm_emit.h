@@ -23,10 +23,10 @@
 #include "codegen.h"
 #include "ir_builder.h"
 
-/* Register tile and cache blocking for one vector width. */
 /* The most rows of C a tile may hold (TLM_CODEGEN_BLOCKING's mr). */
 enum { GEMM_MAX_MR = 16 };
 
+/* Register tile and cache blocking for one vector width. */
 typedef struct {
     int mr; /* rows of C held in registers */
     int nv; /* vectors across the tile: NR = nv * vl columns */

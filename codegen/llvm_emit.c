@@ -39,9 +39,9 @@ static bool blocking_for(int vl, gemm_blocking *bk, char **err) {
         o.nv > 4 || o.kc < vl || o.kc % vl || o.mc < o.mr || o.mc % o.mr ||
         gemm_scratch_bytes(vl, &o) > TLM_CODEGEN_MAX_STACK_BYTES)
         return codegen_fail(err,
-                            "codegen: bad TLM_CODEGEN_BLOCKING '%s' (mr<=16, nv<=4, kc a "
+                            "codegen: bad TLM_CODEGEN_BLOCKING '%s' (mr<=%d, nv<=4, kc a "
                             "multiple of %d, mc a multiple of mr, scratch <= %d bytes)",
-                            env, vl, TLM_CODEGEN_MAX_STACK_BYTES);
+                            env, GEMM_MAX_MR, vl, TLM_CODEGEN_MAX_STACK_BYTES);
     *bk = o;
     return true;
 }
@@ -59,7 +59,7 @@ static bool split_256_for(cpu_target *t, char **err) {
         if (env[0] == '1' && t->vl != 8)
             return codegen_fail(err,
                                 "codegen: TLM_CODEGEN_SPLIT_256=1 needs 8-wide kernels, and %s's are %d wide "
-                                "(name an AVX2 CPU, e.g. x86-64-v3)",
+                                "(on x86-64, name an AVX2 CPU, e.g. x86-64-v3)",
                                 t->cpu, t->vl);
         t->split_256 = env[0] == '1';
     }

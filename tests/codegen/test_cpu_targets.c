@@ -62,14 +62,23 @@ static void check_split_256(const char *cpu, bool want) {
     if (ok) cpu_target_dispose(&t);
 }
 
-/* Occurrences of `needle` in the file at `path` (-1: unreadable). */
-static int count_in_file(const char *path, const char *needle) {
+/* Occurrences of `needle` in the IR file at `path` inside the definitions
+ * of functions whose name starts with `fn` ("" for the whole file); -1 if
+ * the file cannot be read. A definition runs from its "define" line to the
+ * closing brace at the start of a line. */
+static int count_in_ir(const char *path, const char *fn, const char *needle) {
     FILE *f = fopen(path, "r");
     if (!f) return -1;
-    int n = 0;
+    char head[128];
+    snprintf(head, sizeof head, "@%s", fn);
+    int n = 0, inside = !*fn;
     char line[4096];
-    while (fgets(line, sizeof line, f))
-        for (const char *p = line; (p = strstr(p, needle)) != NULL; p += strlen(needle)) n++;
+    while (fgets(line, sizeof line, f)) {
+        if (*fn && !strncmp(line, "define ", 7)) inside = strstr(line, head) != NULL;
+        else if (*fn && line[0] == '}') inside = 0;
+        if (inside)
+            for (const char *p = line; (p = strstr(p, needle)) != NULL; p += strlen(needle)) n++;
+    }
     fclose(f);
     return n;
 }
@@ -77,11 +86,14 @@ static int count_in_file(const char *path, const char *needle) {
 /* x86-64-v3 kernels with the split-256 transposes forced on or off, under
  * a blocking ("mr,nv,kc,mc", NULL for the default), on tiny's kind of
  * shapes and on odd ones. The optimised IR must hold the halves' stores
- * (volatile 4-float stores: nothing else in 8-wide kernels is either)
- * exactly when the transposes are on, so a setting that stopped reaching
- * the code generator fails here even where both paths are correct. */
+ * (volatile 4-float stores: nothing else in codegen is volatile) in both
+ * transposing packers when the transposes are on and nowhere when off, so
+ * a setting that stopped reaching either packer fails here even where both
+ * paths are correct. */
 static void check_split_path(const char *split, const char *blocking, uint64_t *rng) {
-    char ir_path[] = "/tmp/tlm_split_ir_XXXXXX";
+    const char *tmp = getenv("TMPDIR");
+    char ir_path[4096];
+    snprintf(ir_path, sizeof ir_path, "%s/tlm_split_ir_XXXXXX", tmp && *tmp ? tmp : "/tmp");
     int fd = mkstemp(ir_path);
     if (fd < 0) {
         printf("FAIL mkstemp for the IR dump\n");
@@ -94,10 +106,17 @@ static void check_split_path(const char *split, const char *blocking, uint64_t *
     setenv("TLM_CODEGEN_DUMP_IR", ir_path, 1);
     printf("TLM_CODEGEN_SPLIT_256=%s TLM_CODEGEN_BLOCKING=%s:\n", split, blocking ? blocking : "(default)");
     check_target("x86-64-v3", 3, rng);
-    int halves = count_in_file(ir_path, "store volatile <4 x float>");
-    int good = split[0] == '1' ? halves > 0 : halves == 0;
-    printf("%s the IR holds %d stores of halves (split %s)\n", good ? "ok  " : "FAIL", halves, split);
-    fails += !good;
+  /* on: in both packing routines that transpose (A's rows, with and
+   * without the activation, and B's NK panels); off: nowhere */
+    static const char *const packers[] = {"tlm_pack_a_rows", "tlm_pack_b_nk"};
+    const char *halves = "store volatile <4 x float>";
+    for (int i = 0; i < (split[0] == '1' ? 2 : 1); i++) {
+        int n = count_in_ir(ir_path, split[0] == '1' ? packers[i] : "", halves);
+        int good = split[0] == '1' ? n > 0 : n == 0;
+        printf("%s %s: %d stores of halves (split %s)\n", good ? "ok  " : "FAIL",
+               split[0] == '1' ? packers[i] : "the module", n, split);
+        fails += !good;
+    }
     unsetenv("TLM_CODEGEN_DUMP_IR");
     check_specs("x86-64-v3", 3, odd_specs, 2, rng);
     unsetenv("TLM_CODEGEN_SPLIT_256");
