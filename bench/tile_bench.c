@@ -31,60 +31,43 @@ static double now_s(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* c (8 floats) = the sum of the tile's accumulators, so that none is dead.
- * The accumulators are named variables, one per register as in the
- * generated tile (gcc keeps an array of them in memory). */
-#define ROWS6(X) X(0) X(1) X(2) X(3) X(4) X(5)
-#define ROWS12(X) ROWS6(X) X(6) X(7) X(8) X(9) X(10) X(11)
-
-__attribute__((target("avx2,fma"), noinline)) static void tile_avx2(const float *a, const float *b, float *c) {
-#define DECLARE(i) __m256 c##i##0 = _mm256_setzero_ps(), c##i##1 = c##i##0;
-    ROWS6(DECLARE)
-#undef DECLARE
-    for (int k = 0; k < KC; k++) {
-        const __m256 b0 = _mm256_load_ps(b + 16 * k), b1 = _mm256_load_ps(b + 16 * k + 8);
-#define TERM(i)                                                \
-    {                                                          \
-        const __m256 x = _mm256_broadcast_ss(a + 6 * k + (i)); \
-        c##i##0 = _mm256_fmadd_ps(x, b0, c##i##0);             \
-        c##i##1 = _mm256_fmadd_ps(x, b1, c##i##1);             \
+/* tile_avx2 and tile_avx512: c (8 floats) = the sum of the tile's
+ * accumulators, so that none is dead. The accumulators are named
+ * variables, one per register as in the generated tile (gcc keeps an array
+ * of them in memory): ROWS(X, ...) expands X once per row. */
+#define ROWS6(X, ...) \
+    X(0, __VA_ARGS__) X(1, __VA_ARGS__) X(2, __VA_ARGS__) X(3, __VA_ARGS__) X(4, __VA_ARGS__) X(5, __VA_ARGS__)
+#define ROWS12(X, ...)    \
+    ROWS6(X, __VA_ARGS__) \
+    X(6, __VA_ARGS__) X(7, __VA_ARGS__) X(8, __VA_ARGS__) X(9, __VA_ARGS__) X(10, __VA_ARGS__) X(11, __VA_ARGS__)
+#define DECLARE(i, vec, zero) vec c##i##0 = zero(), c##i##1 = c##i##0;
+#define TERM(i, vec, set1, fma, mr)            \
+    {                                          \
+        const vec x = set1(a[(mr) * k + (i)]); \
+        c##i##0 = fma(x, b0, c##i##0);         \
+        c##i##1 = fma(x, b1, c##i##1);         \
     }
-        ROWS6(TERM)
-#undef TERM
+#define SUM(i, add) s = add(s, add(c##i##0, c##i##1));
+#define TILE_FN(name, isa, vec, lanes, ROWS, mr, zero, load, set1, fma, add, storeu)                    \
+    __attribute__((target(isa), noinline)) static void name(const float *a, const float *b, float *c) { \
+        ROWS(DECLARE, vec, zero)                                                                        \
+        for (int k = 0; k < KC; k++) {                                                                  \
+            const vec b0 = load(b + 2 * (lanes) * k), b1 = load(b + 2 * (lanes) * k + (lanes));         \
+            ROWS(TERM, vec, set1, fma, mr)                                                              \
+        }                                                                                               \
+        vec s = zero();                                                                                 \
+        ROWS(SUM, add)                                                                                  \
+        float out[lanes];                                                                               \
+        storeu(out, s);                                                                                 \
+        memcpy(c, out, 8 * sizeof(float));                                                              \
     }
-    __m256 s = _mm256_setzero_ps();
-#define SUM(i) s = _mm256_add_ps(s, _mm256_add_ps(c##i##0, c##i##1));
-    ROWS6(SUM)
-#undef SUM
-    _mm256_storeu_ps(c, s);
-}
 
+TILE_FN(tile_avx2, "avx2,fma", __m256, 8, ROWS6, 6, _mm256_setzero_ps, _mm256_load_ps, _mm256_set1_ps, _mm256_fmadd_ps,
+        _mm256_add_ps, _mm256_storeu_ps)
 /* avx512vl too: with avx512f alone clang 19 left 9 of the 24 accumulators
  * in memory (it did not use zmm16-31). */
-__attribute__((target("avx512f,avx512vl"), noinline)) static void tile_avx512(const float *a, const float *b,
-                                                                              float *c) {
-#define DECLARE(i) __m512 c##i##0 = _mm512_setzero_ps(), c##i##1 = c##i##0;
-    ROWS12(DECLARE)
-#undef DECLARE
-    for (int k = 0; k < KC; k++) {
-        const __m512 b0 = _mm512_load_ps(b + 32 * k), b1 = _mm512_load_ps(b + 32 * k + 16);
-#define TERM(i)                                           \
-    {                                                     \
-        const __m512 x = _mm512_set1_ps(a[12 * k + (i)]); \
-        c##i##0 = _mm512_fmadd_ps(x, b0, c##i##0);        \
-        c##i##1 = _mm512_fmadd_ps(x, b1, c##i##1);        \
-    }
-        ROWS12(TERM)
-#undef TERM
-    }
-    __m512 s = _mm512_setzero_ps();
-#define SUM(i) s = _mm512_add_ps(s, _mm512_add_ps(c##i##0, c##i##1));
-    ROWS12(SUM)
-#undef SUM
-    float out[16];
-    _mm512_storeu_ps(out, s);
-    memcpy(c, out, 8 * sizeof(float));
-}
+TILE_FN(tile_avx512, "avx512f,avx512vl", __m512, 16, ROWS12, 12, _mm512_setzero_ps, _mm512_load_ps, _mm512_set1_ps,
+        _mm512_fmadd_ps, _mm512_add_ps, _mm512_storeu_ps)
 
 /* GFLOP/s of the tile (mr rows x nr columns), best of reps runs. */
 static double run(int lanes, int panels, int reps, float *sink) {

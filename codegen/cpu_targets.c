@@ -8,34 +8,36 @@
 #include "codegen_error.h"
 
 /* x86-64 CPUs by widest float vector we use: 16 = AVX-512, 8 = AVX/AVX2,
- * 4 = SSE. A subset of LLVM 19's list (llc -mcpu=help): the baselines and
- * the server/desktop parts people actually name. */
+ * 4 = SSE; split: cpu_target.split_256. A subset of LLVM 19's list (llc
+ * -mcpu=help): the baselines and the server/desktop parts people actually
+ * name, and the AVX parts that split 256-bit operations (also looked up for
+ * the host, by LLVM's name for it). */
 static const struct {
     const char *name;
     int vl;
+    bool split;
 } known_cpus[] = {
-    {"x86-64", 4},          {"x86-64-v2", 4},       {"x86-64-v3", 8},
-    {"x86-64-v4", 16},      {"core2", 4},           {"nehalem", 4},
-    {"westmere", 4},        {"sandybridge", 8},     {"ivybridge", 8},
-    {"haswell", 8},         {"broadwell", 8},       {"skylake", 8},
-    {"alderlake", 8},       {"raptorlake", 8},      {"meteorlake", 8},
-    {"arrowlake", 8},       {"lunarlake", 8},       {"gracemont", 8},
-    {"sierraforest", 8},    {"skylake-avx512", 16}, {"skx", 16},
-    {"cascadelake", 16},    {"cooperlake", 16},     {"cannonlake", 16},
-    {"icelake-client", 16}, {"icelake-server", 16}, {"tigerlake", 16},
-    {"rocketlake", 16},     {"sapphirerapids", 16}, {"emeraldrapids", 16},
-    {"graniterapids", 16},  {"znver1", 8},          {"znver2", 8},
-    {"znver3", 8},          {"znver4", 16},         {"znver5", 16},
-    {"bdver1", 8},          {"bdver2", 8},          {"bdver3", 8},
-    {"bdver4", 8},          {"btver2", 8},
+    {"x86-64", 4, false},          {"x86-64-v2", 4, false},       {"x86-64-v3", 8, false},
+    {"x86-64-v4", 16, false},      {"core2", 4, false},           {"nehalem", 4, false},
+    {"westmere", 4, false},        {"sandybridge", 8, false},     {"ivybridge", 8, false},
+    {"haswell", 8, false},         {"broadwell", 8, false},       {"skylake", 8, false},
+    {"alderlake", 8, false},       {"raptorlake", 8, false},      {"meteorlake", 8, false},
+    {"arrowlake", 8, false},       {"lunarlake", 8, false},       {"gracemont", 8, false},
+    {"sierraforest", 8, false},    {"skylake-avx512", 16, false}, {"skx", 16, false},
+    {"cascadelake", 16, false},    {"cooperlake", 16, false},     {"cannonlake", 16, false},
+    {"icelake-client", 16, false}, {"icelake-server", 16, false}, {"tigerlake", 16, false},
+    {"rocketlake", 16, false},     {"sapphirerapids", 16, false}, {"emeraldrapids", 16, false},
+    {"graniterapids", 16, false},  {"znver1", 8, true},           {"znver2", 8, false},
+    {"znver3", 8, false},          {"znver4", 16, false},         {"znver5", 16, false},
+    {"bdver1", 8, true},           {"bdver2", 8, true},           {"bdver3", 8, true},
+    {"bdver4", 8, true},           {"btver2", 8, true},
 };
 
-/* The CPUs of cpu_target.split_256, by LLVM's name for them. */
-static bool splits_256(const char *cpu) {
-    static const char *const names[] = {"znver1", "bdver1", "bdver2", "bdver3", "bdver4", "btver2"};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (strcmp(cpu, names[i]) == 0) return true;
-    return false;
+/* The table's row for `name`, or -1. */
+static int known_cpu(const char *name) {
+    for (size_t i = 0; i < sizeof known_cpus / sizeof known_cpus[0]; i++)
+        if (strcmp(name, known_cpus[i].name) == 0) return (int)i;
+    return -1;
 }
 
 static char *dup_message(const char *s) { return LLVMCreateMessage(s); /* disposable with LLVMDisposeMessage */ }
@@ -80,7 +82,8 @@ bool cpu_target_resolve(const char *name, cpu_target *t, char **err) {
         t->vl = vl_from_features(t->features);
     /* Non-x86 hosts (e.g. NEON) get 4-wide vectors. */
         if (strncmp(t->triple, "x86_64", 6) != 0) t->vl = 4;
-        t->split_256 = splits_256(t->cpu);
+        int row = known_cpu(t->cpu);
+        t->split_256 = row >= 0 && known_cpus[row].split;
         return true;
     }
     if (strncmp(t->triple, "x86_64", 6) != 0) {
@@ -88,18 +91,18 @@ bool cpu_target_resolve(const char *name, cpu_target *t, char **err) {
         cpu_target_dispose(t);
         return false;
     }
-    for (size_t i = 0; i < sizeof known_cpus / sizeof known_cpus[0]; i++)
-        if (strcmp(name, known_cpus[i].name) == 0) {
-            t->cpu = dup_message(name);
-            t->features = dup_message("");
-            t->vl = known_cpus[i].vl;
-            t->split_256 = splits_256(name);
-            if (!t->cpu || !t->features) {
-                cpu_target_dispose(t);
-                return codegen_fail(err, "codegen: out of memory");
-            }
-            return true;
+    int row = known_cpu(name);
+    if (row >= 0) {
+        t->cpu = dup_message(name);
+        t->features = dup_message("");
+        t->vl = known_cpus[row].vl;
+        t->split_256 = known_cpus[row].split;
+        if (!t->cpu || !t->features) {
+            cpu_target_dispose(t);
+            return codegen_fail(err, "codegen: out of memory");
         }
+        return true;
+    }
     codegen_fail(err,
                  "codegen: unknown CPU '%s' (%s); use NULL/\"native\" for the host, or e.g. "
                  "x86-64, x86-64-v2, x86-64-v3, x86-64-v4, haswell, skylake-avx512, znver4",

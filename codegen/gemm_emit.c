@@ -84,20 +84,16 @@ static LLVMValueRef activation_at(ir *g, tlm_mlp kind, LLVMValueRef gate, LLVMVa
  * shuffles: rows 2i and 2i+1 of a round interleave the low and high halves
  * of rows i and i + vl/2 of the previous round. */
 static void transpose(ir *g, LLVMValueRef *rows) {
-    int n = g->vl;
-    LLVMValueRef lo_idx[MAX_VL], hi_idx[MAX_VL];
+    int n = g->vl, lo[MAX_VL], hi[MAX_VL];
     for (int t = 0; t < n; t++) {
-        int src = (t % 2 ? n : 0) + t / 2;
-        lo_idx[t] = LLVMConstInt(g->i32, (unsigned)src, 0);
-        hi_idx[t] = LLVMConstInt(g->i32, (unsigned)(src + n / 2), 0);
+        lo[t] = (t % 2 ? n : 0) + t / 2;
+        hi[t] = lo[t] + n / 2;
     }
-    LLVMValueRef lo = LLVMConstVector(lo_idx, (unsigned)n);
-    LLVMValueRef hi = LLVMConstVector(hi_idx, (unsigned)n);
     for (int width = 1; width < n; width *= 2) {
         LLVMValueRef out[MAX_VL];
         for (int i = 0; i < n / 2; i++) {
-            out[2 * i] = LLVMBuildShuffleVector(g->b, rows[i], rows[i + n / 2], lo, "");
-            out[2 * i + 1] = LLVMBuildShuffleVector(g->b, rows[i], rows[i + n / 2], hi, "");
+            out[2 * i] = ir_shuffle(g, rows[i], rows[i + n / 2], lo, n);
+            out[2 * i + 1] = ir_shuffle(g, rows[i], rows[i + n / 2], hi, n);
         }
         for (int i = 0; i < n; i++) rows[i] = out[i];
     }
@@ -179,12 +175,6 @@ static LLVMValueRef emit_pack_rows(ir *g, int nr, int kind, const char *name, LL
     return fn;
 }
 
-static LLVMValueRef shuffle(ir *g, LLVMValueRef a, LLVMValueRef b, const int *idx, int n) {
-    LLVMValueRef m[8];
-    for (int i = 0; i < n; i++) m[i] = LLVMConstInt(g->i32, (unsigned)idx[i], 0);
-    return LLVMBuildShuffleVector(g->b, a, b, LLVMConstVector(m, (unsigned)n), "");
-}
-
 /* The transpose of up to MAX_MR rows of 8 floats (row i = lanes k..k+7
  * of tile row i), stored as 8 slots of `rows` floats, `stride` apart from
  * dst: slot j holds lane j of every row. For AVX CPUs that split 256-bit
@@ -210,14 +200,14 @@ static void store_transposed_halves(ir *g, const LLVMValueRef *rows_in, int rows
         for (int i = 0; i < 4; i++) r[i] = 4 * q + i < rows ? rows_in[4 * q + i] : ir_vf32(g, 0);
       /* t: pairs of rows interleaved; s[q][j]: lane j of the quad's four
        * rows in the low half, lane j + 4 in the high one */
-        LLVMValueRef t0 = shuffle(g, r[0], r[1], lo, 8), t1 = shuffle(g, r[0], r[1], hi, 8);
-        LLVMValueRef t2 = shuffle(g, r[2], r[3], lo, 8), t3 = shuffle(g, r[2], r[3], hi, 8);
-        s[q][0] = shuffle(g, t0, t2, pairs_lo, 8), s[q][1] = shuffle(g, t0, t2, pairs_hi, 8);
-        s[q][2] = shuffle(g, t1, t3, pairs_lo, 8), s[q][3] = shuffle(g, t1, t3, pairs_hi, 8);
+        LLVMValueRef t0 = ir_shuffle(g, r[0], r[1], lo, 8), t1 = ir_shuffle(g, r[0], r[1], hi, 8);
+        LLVMValueRef t2 = ir_shuffle(g, r[2], r[3], lo, 8), t3 = ir_shuffle(g, r[2], r[3], hi, 8);
+        s[q][0] = ir_shuffle(g, t0, t2, pairs_lo, 8), s[q][1] = ir_shuffle(g, t0, t2, pairs_hi, 8);
+        s[q][2] = ir_shuffle(g, t1, t3, pairs_lo, 8), s[q][3] = ir_shuffle(g, t1, t3, pairs_hi, 8);
     }
     for (int j = 0; j < 8; j++)
         for (int q = 0; q < quads; q++) {
-            LLVMValueRef v = shuffle(g, s[q][j % 4], s[q][j % 4], half[j / 4], 4);
+            LLVMValueRef v = ir_shuffle(g, s[q][j % 4], s[q][j % 4], half[j / 4], 4);
             LLVMValueRef addr = ir_gep(g, dst, ir_i64(g, (long long)j * stride + 4 * q));
             LLVMValueRef st = LLVMBuildStore(g->b, v, addr);
             LLVMSetAlignment(st, 4);
@@ -252,7 +242,7 @@ static LLVMValueRef emit_pack_b_nk(ir *g, const gemm_blocking *bk, LLVMTypeRef t
         LLVMValueRef valid = ir_lt(g, ir_add(g, n0, ir_i64(g, t)), nrn);
         rows[t] = LLVMBuildSelect(g->b, valid, rows[t], ir_vf32(g, 0), "");
     }
-    if (vl == 8 && g->split_256) {
+    if (g->split_256) {
         store_transposed_halves(g, rows, 8, ir_gep(g, dst, ir_add(g, ir_mul(g, kk, ir_i64(g, nr)), n0)), nr);
     } else {
         transpose(g, rows);
@@ -302,11 +292,11 @@ static int row_groups(ir *g, const gemm_blocking *bk) { return (bk->mr + g->vl -
  * the next slot, which the next store overwrites, or past the last slot,
  * into the panel's spare room. */
 static void store_transposed(ir *g, const gemm_blocking *bk, const LLVMValueRef *rows, LLVMValueRef dst_k) {
-    int vl = g->vl, mr = bk->mr, groups = row_groups(g, bk);
-    if (vl == 8 && g->split_256) {
-        store_transposed_halves(g, rows, mr, dst_k, mr);
+    if (g->split_256) {
+        store_transposed_halves(g, rows, bk->mr, dst_k, bk->mr);
         return;
     }
+    int vl = g->vl, mr = bk->mr, groups = row_groups(g, bk);
     LLVMValueRef t[MAX_MR][MAX_VL];
     for (int gi = 0; gi < groups; gi++) {
         for (int i = 0; i < vl; i++) t[gi][i] = gi * vl + i < mr ? rows[gi * vl + i] : ir_vf32(g, 0);

@@ -195,6 +195,12 @@ LLVMValueRef ir_splat(ir *g, LLVMValueRef scalar) {
     return LLVMBuildShuffleVector(g->b, one, LLVMGetPoison(vt), zeros, "");
 }
 
+LLVMValueRef ir_shuffle(ir *g, LLVMValueRef a, LLVMValueRef b, const int *idx, int n) {
+    LLVMValueRef m[16];
+    for (int i = 0; i < n; i++) m[i] = LLVMConstInt(g->i32, (unsigned)idx[i], 0);
+    return LLVMBuildShuffleVector(g->b, a, b, LLVMConstVector(m, (unsigned)n), "");
+}
+
 LLVMValueRef ir_broadcast_load(ir *g, LLVMValueRef addr) { return ir_splat(g, ir_load_f(g, addr)); }
 
 LLVMValueRef ir_fma(ir *g, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c) {

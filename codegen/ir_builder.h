@@ -13,7 +13,7 @@ typedef struct {
     LLVMTypeRef f32, i1, i32, i64, ptr, void_t;
     int vl;                /* floats per vector register for this target */
     int x86;               /* x86 target: vec_math may use its rcp intrinsics */
-    int split_256;         /* cpu_target.split_256: shuffles within 128-bit halves */
+    int split_256;         /* cpu_target.split_256, set only for 8-wide code: transposes within 128-bit halves */
     LLVMTypeRef vf32;      /* <vl x float> */
     LLVMTypeRef vi32;      /* <vl x i32> */
     LLVMTypeRef vmask;     /* <vl x i1> */
@@ -88,6 +88,8 @@ void ir_prefetch(ir *g, LLVMValueRef addr, int write);
 LLVMValueRef ir_lane_mask(ir *g, LLVMValueRef count, LLVMValueRef first_lane);
 
 LLVMValueRef ir_splat(ir *g, LLVMValueRef scalar);
+/* Lanes idx[0..n) of the concatenation a, b (n <= 16). */
+LLVMValueRef ir_shuffle(ir *g, LLVMValueRef a, LLVMValueRef b, const int *idx, int n);
 LLVMValueRef ir_broadcast_load(ir *g, LLVMValueRef addr);
 
 /* Float arithmetic, scalar or vector. fma lowers to a fused multiply-add
