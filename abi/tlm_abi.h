@@ -31,8 +31,10 @@
 #define TLM_ABI_MAGIC 0x314D4C54u          /* "TLM1" */
 /* 3: attention saves lse, not probs; 4: the model's tokenizer; 5: each
  * kernel's CPU implementation (tlm_abi_kernel.cpu_impl), and the CUDA
- * source's bf16 activation entries (_act_bf16, _act_grad_bf16) */
-#define TLM_ABI_VERSION 5u
+ * source's bf16 activation entries (_act_bf16, _act_grad_bf16); 6: the
+ * training record's min_lr may be -1 (a tenth of lr, resolved by the
+ * reader after its flags) */
+#define TLM_ABI_VERSION 6u
 
 #define TLM_SYM_MAGIC "tlm_abi_magic"
 #define TLM_SYM_VERSION "tlm_abi_version"
@@ -160,6 +162,8 @@ typedef struct tlm_abi_train {
     int64_t batch, context, steps, warmup, accumulate, eval_every, eval_batches, ckpt_every, log_every;
     uint64_t seed;
     uint32_t optimizer, lr_schedule;
+  /* min_lr -1: the model leaves it to its default, a tenth of lr as the
+   * reader's flags leave lr (tlm_train_resolve_defaults) */
     double lr, beta1, beta2, eps, weight_decay, momentum, min_lr, grad_clip;
 } tlm_abi_train;
 

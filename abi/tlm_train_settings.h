@@ -43,9 +43,10 @@
  *                (a choice from tlm_enums.h, stored as its enum value)
  *   lo, hi       the range, written as literals so that help texts can quote
  *                them (stringified); every bound is exact as a double
- *   default      what tlmc stores when the model does not say; two are resolved
- *                by the checker: context (0 here: the model's context) and
- *                min_lr (-1 here: a tenth of the model's lr)
+ *   default      what tlmc stores when the model does not say; two are derived:
+ *                context (0 here: the model's context, resolved by the
+ *                checker) and min_lr (-1 here: a tenth of lr, resolved by
+ *                tlm-run after its flags, so model.so holds the -1)
  *   default_text the default as people read it (help texts)
  *   trajectory   changing it changes the numbers a run produces, so --resume
  *                refuses a value other than the checkpoint's
@@ -197,9 +198,17 @@ void tlm_train_set(tlm_abi_train *t, const tlm_train_setting *s, double v);
 bool tlm_train_in_range(const tlm_train_setting *s, double v);
 
 /* Every field at its default, context at model_context; min_lr stays -1
- * until tlm_train_resolve_defaults makes it a tenth of lr. */
+ * until tlm_train_resolve_defaults makes it a tenth of lr. model.so keeps
+ * the -1 of a model that does not set min_lr (tlmc resolves a copy for its
+ * own checks and reports): tlm-run resolves it after its flags, so that
+ * --lr moves the default min_lr with it (ABI version 6). Only -1 is
+ * resolved: another negative value is damage, for the range checks. */
 void tlm_train_defaults(tlm_abi_train *t, int64_t model_context);
 void tlm_train_resolve_defaults(tlm_abi_train *t);
+
+/* Whether the schedule would end above its peak: min_lr > lr under a
+ * schedule that decays to min_lr. Both tlmc and tlm-run refuse it. */
+bool tlm_train_decay_rises(const tlm_abi_train *t);
 
 /* A value as text: integers in full, reals in the fewest digits that read
  * back as the same double, choices by name. Returns buf. */

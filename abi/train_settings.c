@@ -125,7 +125,11 @@ void tlm_train_defaults(tlm_abi_train *t, int64_t model_context) {
 }
 
 void tlm_train_resolve_defaults(tlm_abi_train *t) {
-    if (t->min_lr < 0) t->min_lr = t->lr / 10;
+    if (t->min_lr == -1) t->min_lr = t->lr / 10; /* other negatives: damage, for the range checks */
+}
+
+bool tlm_train_decay_rises(const tlm_abi_train *t) {
+    return tlm_train_applies(tlm_train_find("min_lr"), t) && t->min_lr > t->lr;
 }
 
 const char *tlm_train_format(char *buf, size_t n, const tlm_train_setting *s, const tlm_abi_train *t) {

@@ -96,6 +96,11 @@ tlm_mlp_impl tlm_cpu_mlp_choice(const tlm_kernel_spec *s, int forced, const char
 bool tlm_codegen_cpu_object(const tlm_kernel_spec *specs, int n, const tlm_codegen_options *opt, const char *obj_path,
                             char **err);
 
+/* Whether tlm_codegen_cpu_object can target the CPU named (a tlmc --cpu);
+ * on false *err as above. A build without LLVM accepts any name: it writes
+ * no object, and says so when asked to. */
+bool tlm_codegen_cpu_known(const char *name, char **err);
+
 /* malloc'd CUDA C++ source (no host code) with the same three entries per
  * spec (and act, act_grad above) as extern "C" __global__ functions named by tlm_kernel_symbol and
  * taking the CPU argument lists (int64_t as long long). Launch every entry

@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "codegen.h"
 #include "codegen_error.h"
 
 /* x86-64 CPUs by widest float vector we use: 16 = AVX-512, 8 = AVX/AVX2,
@@ -104,11 +105,18 @@ bool cpu_target_resolve(const char *name, cpu_target *t, char **err) {
         return true;
     }
     codegen_fail(err,
-                 "codegen: unknown CPU '%s' (%s); use NULL/\"native\" for the host, or e.g. "
+                 "codegen: unknown CPU '%s' (%s); use \"native\" for the host, or e.g. "
                  "x86-64, x86-64-v2, x86-64-v3, x86-64-v4, haswell, skylake-avx512, znver4",
                  name, "not in tlm's x86-64 CPU table");
     cpu_target_dispose(t);
     return false;
+}
+
+bool tlm_codegen_cpu_known(const char *name, char **err) {
+    cpu_target t;
+    if (!cpu_target_resolve(name, &t, err)) return false;
+    cpu_target_dispose(&t);
+    return true;
 }
 
 void cpu_target_dispose(cpu_target *t) {

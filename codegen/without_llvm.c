@@ -16,6 +16,11 @@ bool tlm_codegen_cpu_object(const tlm_kernel_spec *specs, int n, const tlm_codeg
     return codegen_fail(err, "%s", without_llvm);
 }
 
+bool tlm_codegen_cpu_known(const char *name, char **err) {
+    (void)name, (void)err;
+    return true;
+}
+
 bool tlm_codegen_descriptor_object(const uint8_t *blob, size_t blob_size, const tlm_kernel_spec *specs, int nkernels,
                                    const char *cuda_source, const tlm_codegen_options *opt, const char *obj_path,
                                    char **err) {

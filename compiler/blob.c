@@ -43,9 +43,11 @@ uint8_t *blob_write(const ir_model *ir, size_t *size) {
     for (int64_t l = 0; l < m->layers; l++)
         layers[l] = (tlm_abi_layer){m->widths[l], m->raw_widths[l], (uint32_t)ir->layer_kernel[l], 0};
     tlm_abi_plan plans[TLM_PLAN_COUNT] = {[TLM_PLAN_TRAIN] = ir->train.head, [TLM_PLAN_INFER] = ir->infer.head};
+    tlm_abi_train train = m->train;
+    if (m->min_lr_default) train.min_lr = -1; /* a tenth of lr as tlm-run's flags leave it */
     tlm_so_tables tables = {
         .config = &config,
-        .train = &m->train,
+        .train = &train,
         .layers = layers,
         .params = ir->params,
         .kernels = ir->kernels,

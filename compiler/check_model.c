@@ -550,12 +550,23 @@ static bool read_train(scope *s, const item **chain, int nchain, checked_model *
         const setting *level[MAX_SETTINGS] = {0};
         ok &= apply_train_block(s, s->p->study_train, &m->train, level);
     }
+    m->min_lr_default = m->train.min_lr < 0;
     tlm_train_resolve_defaults(&m->train);
     if (ok && m->train.batch % m->train.accumulate != 0) {
         diag_error(D(s), s->model->name_loc,
                    "the training batch (%lld) must be a multiple of "
                    "accumulate (%lld): each step adds up equal micro-batches",
                    (long long)m->train.batch, (long long)m->train.accumulate);
+        ok = false;
+    }
+    if (ok && tlm_train_decay_rises(&m->train)) {
+        char lr[64], min_lr[64];
+        diag_error(D(s), s->model->name_loc,
+                   "the training min_lr (%s) is above its lr (%s): the %s schedule would raise the rate to "
+                   "min_lr instead of decaying to it",
+                   tlm_train_format(min_lr, sizeof min_lr, tlm_train_find("min_lr"), &m->train),
+                   tlm_train_format(lr, sizeof lr, tlm_train_find("lr"), &m->train),
+                   tlm_enum_name(&tlm_lr_enum, m->train.lr_schedule));
         ok = false;
     }
     if (ok && m->train.context > m->context) {

@@ -41,6 +41,7 @@ typedef struct checked_model {
     /* The training defaults as model.so stores them: every field set, the
      * table's derived defaults (context, min_lr) resolved. */
     tlm_abi_train train;
+    bool min_lr_default; /* the model leaves min_lr to its default: model.so stores -1 (tlm_train_defaults) */
 } checked_model;
 
 #endif

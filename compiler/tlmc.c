@@ -12,6 +12,7 @@
 #include "blob.h"
 #include "build_so.h"
 #include "check_model.h"
+#include "codegen.h"
 #include "ir.h"
 #include "parser.h"
 #include "program.h"
@@ -240,6 +241,14 @@ static int parse_args(int argc, char **argv, options *o) {
     if (o->variant && !o->study) return usage_error("--variant needs --study NAME");
     if (o->variant && o->plan) return usage_error("--plan lists every variant; leave out --variant");
     if ((o->study || o->plan) && o->model) return usage_error("--model cannot be combined with --study or --plan");
+    char *err = NULL;
+    if (o->cpu && !tlm_codegen_cpu_known(o->cpu, &err)) {
+        const char *why = err ? err : "out of memory";
+        if (!strncmp(why, "codegen: ", 9)) why += 9;
+        int rc = usage_error("--cpu: %s", why);
+        free(err);
+        return rc;
+    }
     return 0;
 }
 

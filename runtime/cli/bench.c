@@ -23,6 +23,7 @@
 #include "profile.h"
 #include "tlm_rt/ops.h"
 #include "tlm_rt/rng.h"
+#include "tlm_train_settings.h"
 #include "trainer.h"
 
 static void usage(FILE *out) {
@@ -176,6 +177,7 @@ int cmd_bench(int argc, char **argv) {
     tlm_so so;
     if ((rc = open_model("bench", model_path, b.threads, &so))) return rc;
     tlm_abi_train s = *so.train;
+    tlm_train_resolve_defaults(&s);
     if (b.batch) s.batch = b.batch;
     if (b.context) s.context = b.context;
     if (s.batch < 1) s.batch = 1;

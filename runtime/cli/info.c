@@ -117,7 +117,9 @@ int cmd_info(int argc, char **argv) {
     }
     printf("%s: ABI version %u\n", path, so.header->version);
     tlm_so_print_config(stdout, &so.tables);
-    tlm_train_print(stdout, "train defaults", so.train);
+    tlm_abi_train defaults = *so.train;
+    tlm_train_resolve_defaults(&defaults);
+    tlm_train_print(stdout, "train defaults", &defaults);
 
     putchar('\n');
     tlm_so_print_layers(stdout, &so.tables);

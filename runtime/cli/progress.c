@@ -59,6 +59,13 @@ static bool kept_records(const char *path, int64_t keep_upto, tlm_strbuf *kept, 
     return true;
 }
 
+/* Whether st is the file open on fd: /dev/stdout with the output redirected
+ * to a file resolves to that file, which a rename would replace. */
+static bool same_file(const struct stat *st, int fd) {
+    struct stat o;
+    return fstat(fd, &o) == 0 && o.st_dev == st->st_dev && o.st_ino == st->st_ino;
+}
+
 bool progress_open_log(progress *p, const char *path, bool resume, int64_t keep_upto, tlm_err *err) {
     /* The file to replace: the log, or what a symbolic link to it names. */
     struct stat st;
@@ -69,6 +76,11 @@ bool progress_open_log(progress *p, const char *path, bool resume, int64_t keep_
                         "--log %s is %s, not a regular file (the log is written to a temporary file and renamed "
                         "into place)",
                         path, tlm_file_kind(st.st_mode));
+    if (exists && (same_file(&st, STDOUT_FILENO) || same_file(&st, STDERR_FILENO)))
+        return tlm_fail(err,
+                        "--log %s is the file standard %s goes to: the log is written to a temporary file and renamed "
+                        "into place, which would replace that file; give the log a path of its own",
+                        path, same_file(&st, STDOUT_FILENO) ? "output" : "error");
     if (!exists || !realpath(path, target)) snprintf(target, sizeof target, "%s", path);
     snprintf(p->log_path, sizeof p->log_path, "%s", path);
 

@@ -160,12 +160,18 @@ static int write_failed(run *r, const char *what, const tlm_err *err) {
 /* One run at a time per checkpoint folder: two would overwrite each
  * other's checkpoints, and a start removes temporary files that only a
  * crashed run can have left. The lock goes with the process. */
-static int lock_folder(run *r) {
-    r->lock_fd = open(r->ckpt_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (r->lock_fd >= 0 && flock(r->lock_fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK)
+static int take_folder_lock(const run *r, int *fd) {
+    *fd = open(r->ckpt_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (*fd >= 0 && flock(*fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK)
         return cli_error("train",
                          "%s is in use by another tlm-run train (one run at a time trains a checkpoint folder)",
                          r->ckpt_dir);
+    return 0;
+}
+
+static int lock_folder(run *r) {
+    int rc = take_folder_lock(r, &r->lock_fd);
+    if (rc) return rc;
     tlm_err err = {""};
     int removed = tlm_remove_stale_temps(r->ckpt_file, &err);
     if (removed < 0) return cli_error("train", "%s", err.msg);
@@ -256,13 +262,16 @@ static int check_resume_step(const run *r, int64_t step) {
  * it loads data or allocates the model; with --resume, the checkpoint's step
  * (from its metadata) checked as a run checks it. */
 static int dry_run(run *r, tlm_st_file *ckpt) {
+    /* the folder's lock as a run's rank 0 would take it, let go at once */
+    int fd = -1, rc = r->dist.rank == 0 ? take_folder_lock(r, &fd) : 0;
+    if (fd >= 0) close(fd);
+    if (rc) return rc;
     if (ckpt) {
         const char *meta = tlm_st_meta_get(ckpt, "step");
         char *end;
         long long step = meta ? strtoll(meta, &end, 10) : -1;
         if (!meta || *end || step < 0) return cli_error("train", "%s: no valid step in the metadata", r->ckpt_file);
-        int rc = check_resume_step(r, step);
-        if (rc) return rc;
+        if ((rc = check_resume_step(r, step))) return rc;
         printf("resume_step %lld\n", step);
     }
     train_print_settings(stdout, &r->o);

@@ -107,8 +107,9 @@ static void usage(FILE *out) {
           "checkpoints:\n"
           "  --ckpt DIR           where checkpoint.safetensors goes (default: checkpoints/MODEL)\n"
           "  --resume             continue the run in DIR exactly where it stopped; flags\n"
-          "                       default to the checkpoint's, and only --steps, --eval-every,\n"
-          "                       --eval-batches, --ckpt-every and --log-every may change\n"
+          "                       default to the checkpoint's; of the settings that shape\n"
+          "                       the trajectory only --steps may change (--threads,\n"
+          "                       --device, --log, --val and the cadences may too)\n"
           "  --overwrite          start afresh even though DIR holds a checkpoint\n"
           "  --stop-at N          stop after step N as an interruption would (the schedule\n"
           "                       still spans --steps); Ctrl-C does the same at the next step\n"
@@ -248,6 +249,7 @@ void train_apply(train_options *o, const tlm_abi_train *defaults, bool decay, co
     o->s = *defaults;
     for (int i = 0; i < TLM_TRAIN_NSETTINGS; i++)
         if (o->given[i]) tlm_train_set(&o->s, &tlm_train_settings[i], tlm_train_get(&o->flags, &tlm_train_settings[i]));
+    tlm_train_resolve_defaults(&o->s); /* min_lr: a tenth of lr as the flags left it */
     o->decay_embeddings = o->given_decay || decay;
     if (!o->given_data) o->data = data;
     if (!o->given_val) o->val = val;
@@ -269,6 +271,17 @@ int train_check(const train_options *o, const tlm_so *so) {
     if (s->batch % s->accumulate != 0)
         return cli_usage_error("train", "--batch %" PRId64 " is not divisible by --accumulate %" PRId64, s->batch,
                                s->accumulate);
+    /* A resumed run's settings are the checkpoint's, which the trajectory
+     * check holds it to, whatever this check would say of them. */
+    if (!o->resume && tlm_train_decay_rises(s)) {
+        char lr[64], min_lr[64];
+        return cli_usage_error("train",
+                               "min_lr %s is above lr %s: the %s schedule would raise the rate to min_lr instead of "
+                               "decaying to it (give --min-lr below --lr)",
+                               tlm_train_format(min_lr, sizeof min_lr, tlm_train_find("min_lr"), s),
+                               tlm_train_format(lr, sizeof lr, tlm_train_find("lr"), s),
+                               tlm_enum_name(&tlm_lr_enum, s->lr_schedule));
+    }
     if (s->context > so->config->context)
         return cli_usage_error("train", "--context %" PRId64 " is longer than the model's context (%" PRId64 ")",
                                s->context, so->config->context);
@@ -285,7 +298,7 @@ bool train_same_trajectory(const train_options *o, const tlm_abi_train *ckpt, bo
         char now[64], then[64];
         tlm_fail(err,
                  "%s is %s, the checkpoint's is %s: a resumed run keeps the settings that shape its "
-                 "trajectory (only --steps may change)",
+                 "trajectory (of those, only --steps may change)",
                  row->flag, tlm_train_format(now, sizeof now, row, &o->s),
                  tlm_train_format(then, sizeof then, row, ckpt));
         return false;

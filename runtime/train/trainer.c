@@ -27,6 +27,10 @@ bool tlm_trainer_create(tlm_trainer *t, tlm_model *model, const tlm_abi_train *s
         tlm_fail(err, "the model was not created for training");
         return false;
     }
+    if (!(s->min_lr >= 0)) { /* model.so's -1 unresolved: a reader forgot tlm_train_resolve_defaults */
+        tlm_fail(err, "min_lr %g is not a learning rate", s->min_lr);
+        return false;
+    }
     if (s->context < 1 || s->context > model->T) {
         tlm_fail(err, "training context %lld does not fit the model's arena (%lld tokens)", (long long)s->context,
                  (long long)model->T);

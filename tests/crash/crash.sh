@@ -55,6 +55,16 @@ disk_full)
   mkfifo fifo
   expect 1 "fifo is a FIFO" "--log on a FIFO is refused, not waited on" -- \
     timeout 30 "$run" train crash.so "${flags[@]}" --ckpt fifo.ck --log fifo
+  # /dev/stdout redirected to a file is that file: renaming the log over it
+  # would replace what the output had written there.
+  echo "kept" > out.txt
+  expect 1 "/dev/stdout is the file standard output goes to" "--log /dev/stdout into a file is refused" -- \
+    bash -c "exec '$run' train crash.so ${flags[*]} --ckpt out.ck --log /dev/stdout >> out.txt"
+  check "the file standard output went to keeps its line" -- test "$(head -1 out.txt)" = kept
+  echo "kept" > err.txt
+  check "--log /dev/stderr into a file: exit 1, the message there, the file kept" -- \
+    bash -c "'$run' train crash.so ${flags[*]} --ckpt err.ck --log /dev/stderr 2>> err.txt; test \$? = 1 &&
+             test \"\$(head -1 err.txt)\" = kept && grep -q '/dev/stderr is the file standard error goes to' err.txt"
 
   # ulimit -f counts 1024-byte blocks. The model, copied to memory on
   # loading, must fit (its size depends on the host's vector width: 48 to
@@ -153,6 +163,8 @@ leftovers)
   wait_for 30 test -e busy/checkpoint.safetensors
   expect 1 "busy is in use by another tlm-run train" "a second run on a folder in use is refused" -- \
     timeout 20 "$run" train crash.so --ckpt busy --resume
+  expect 1 "busy is in use by another tlm-run train" "so is a dry run of one" -- \
+    timeout 20 "$run" train crash.so --ckpt busy --overwrite --dry-run
   kill -TERM $pid
   wait $pid
   k=$(same step busy/checkpoint.safetensors)

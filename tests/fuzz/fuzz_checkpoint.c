@@ -22,6 +22,7 @@
 #include "abi_checksum.h"
 #include "checkpoint.h"
 #include "model.h"
+#include "tlm_train_settings.h"
 #include "trainer.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -74,6 +75,7 @@ static void setup(void) {
     if (!tlm_model_create(&model, &so, 1, so.config->context, true, 0, &err)) die("tlm_model_create", &err);
     tlm_model_init_params(&model, 1);
     tlm_abi_train s = *so.train;
+    tlm_train_resolve_defaults(&s);
     s.batch = s.accumulate = 1;
     s.context = so.config->context;
     s.optimizer = TLM_OPT_ADAMW;

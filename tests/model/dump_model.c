@@ -44,6 +44,7 @@
 #include "model_util.h"
 #include "tlm_rt/ops.h"
 #include "tlm_rt/safetensors.h"
+#include "tlm_train_settings.h"
 #include "trainer.h"
 
 /* ---- a growing string, for the JSON metadata ---------------------------- */
@@ -253,6 +254,7 @@ int main(int argc, char **argv) {
             return 2;
         }
     }
+    tlm_train_resolve_defaults(&s); /* min_lr: a tenth of lr as the flags left it, as tlm-run does */
     if (o.settings_only) {
         sbuf model = {0}, params = {0}, train = {0}, check = {0};
         metadata(&so, &s, &o, s.context, &model, &params, &train, &check);

@@ -18,6 +18,7 @@
 #include "gpu_model.h"
 #include "graph_cache.h"
 #include "model_util.h"
+#include "tlm_train_settings.h"
 #include "trainer.h"
 
 enum { B = 2, ACCUMULATE = 2, STEPS = 6 };
@@ -68,6 +69,7 @@ static void run_model(const char *path, tlm_device *dev, tlm_precision precision
     tlm_rng rng;
     tlm_rng_seed(&rng, 11);
     tlm_abi_train s = *so.train;
+    tlm_train_resolve_defaults(&s);
     s.batch = ACCUMULATE * B, s.accumulate = ACCUMULATE, s.context = T, s.steps = 10, s.warmup = 1, s.grad_clip = 1.0;
     tlm_trainer tp, tg;
     bool made = tlm_trainer_create(&tp, &plain, &s, false, &err) && tlm_trainer_create(&tg, &graphed, &s, false, &err);

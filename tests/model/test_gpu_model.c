@@ -29,6 +29,7 @@
 #include "gemm_reference.h"
 #include "gpu_model.h"
 #include "model_util.h"
+#include "tlm_train_settings.h"
 #include "trainer.h"
 
 static const double REL = 1e-5;
@@ -474,6 +475,7 @@ static void run_model(const char *path, tlm_device *dev) {
 
     /* a few optimizer steps from the same start */
     tlm_abi_train s = *so.train;
+    tlm_train_resolve_defaults(&s);
     s.batch = B, s.accumulate = 1, s.context = T, s.steps = 10, s.warmup = 1, s.grad_clip = 1.0;
     s.eps = 1e-3;
     tlm_trainer tc, tg;

@@ -380,6 +380,18 @@ bad_flags)
   expect 2 "not a finite number" "train --lr nan" -- "$run" train "$s" --lr nan
   expect 2 "not a finite number" "train --lr inf" -- "$run" train "$s" --lr inf
   expect 2 "\-\-min-lr must be >= 0" "train --min-lr -1" -- "$run" train "$s" --min-lr -1
+  # min_lr's default is a tenth of lr as the flags leave it; a model's own
+  # min_lr stays; a decay that would end above its peak is refused.
+  expect 0 "^min_lr 1e-05$" "train --lr 1e-4: the default min_lr follows, a tenth of it" -- \
+    "$run" train "$s" --dry-run --lr 1e-4
+  expect 0 "^min_lr 0.005$" "train --lr 0.01: small_sgd's own min_lr stays" -- \
+    "$run" train "$models/small_sgd.so" --dry-run --lr 0.01
+  expect 2 "min_lr 0.005 is above lr 0.001: the linear schedule would raise the rate" \
+    "train --lr 0.001 below small_sgd's min_lr" -- "$run" train "$models/small_sgd.so" --dry-run --lr 0.001
+  expect 2 "min_lr 0.0002 is above lr 0.0001: the cosine schedule" "train --lr 1e-4 --min-lr 2e-4" -- \
+    "$run" train "$s" --dry-run --lr 1e-4 --min-lr 2e-4
+  expect 0 "^lr_schedule constant$" "a constant schedule ignores min_lr" -- \
+    "$run" train "$s" --dry-run --lr 1e-4 --min-lr 2e-4 --lr-schedule constant
   expect 2 "\-\-batch must be between 1 and" "train --batch 0" -- "$run" train "$s" --batch 0
   expect 2 "\-\-batch must be between 1 and 1048576" "train --batch 10^12" -- "$run" train "$s" --batch 1000000000000
   expect 2 "not an integer" "train --seed 2^64" -- "$run" train "$s" --seed 18446744073709551616
