@@ -4,7 +4,14 @@
  * [B,H,T,T] saved and read back), forward + backward, in one run on the
  * same inputs, with the largest difference between their outputs.
  *
- *   attention_bench [--batch B] [--heads H] [--head-dim D] [--reps N] [T ...]
+ *   attention_bench [--batch B] [--heads H] [--head-dim D] [--reps N]
+ *                   [--profile fwd|bwd] [T ...]
+ *
+ * --profile times the new implementation alone (the forward, or the
+ * backward after one forward), for `perf record`: the replaced one would
+ * swamp the profile. GFLOP/s count the causal half, two products forward
+ * and four backward (the recomputed scores not counted), as tlm-run's
+ * profile does.
  *
  * Defaults are examples/tiny.tlm's sizes (batch 8, 4 heads of 64) at
  * contexts 256 and 2048, packed qkv as the executor passes it. Threads:
@@ -163,21 +170,51 @@ static void bench(int B, int T, int H, int D, int reps) {
     free(qkv), free(dqkv), free(dqkv_old), free(y), free(y_old), free(dy), free(lse), free(att);
 }
 
+static void profile(int B, int T, int H, int D, int reps, int backward) {
+    const int A = H * D, stride = 3 * A;
+    const size_t N = (size_t)B * T;
+    float *qkv = alloc_floats(N * stride), *dqkv = alloc_floats(N * stride);
+    float *y = alloc_floats(N * A), *dy = alloc_floats(N * A), *lse = alloc_floats(N * H);
+    unsigned seed = 1234;
+    for (size_t i = 0; i < N * stride; i++) qkv[i] = 2.0f * ((float)rand_r(&seed) / (float)RAND_MAX - 0.5f);
+    for (size_t i = 0; i < N * A; i++) dy[i] = (float)rand_r(&seed) / (float)RAND_MAX - 0.5f;
+    const float *q = qkv, *k = qkv + A, *v = qkv + 2 * A;
+    tlm_attention_forward(y, lse, q, k, v, B, T, H, D, stride);
+    double best = 1e30;
+    for (int r = 0; r < reps; r++) {
+        double t0 = now_s();
+        if (backward) tlm_attention_backward(dqkv, dqkv + A, dqkv + 2 * A, dy, y, lse, q, k, v, B, T, H, D, stride);
+        else tlm_attention_forward(y, lse, q, k, v, B, T, H, D, stride);
+        best = fmin(best, now_s() - t0);
+    }
+    const double flops = (backward ? 4.0 : 2.0) * 2.0 * (double)B * H * ((double)T * (T + 1) / 2) * D;
+    printf("B=%d T=%d H=%d D=%d threads=%d (best of %d): new %s %.2f ms, %.1f GFLOP/s\n", B, T, H, D,
+           omp_get_max_threads(), reps, backward ? "bwd" : "fwd", 1e3 * best, flops / best / 1e9);
+    free(qkv), free(dqkv), free(y), free(dy), free(lse);
+}
+
 int main(int argc, char **argv) {
-    int B = 8, H = 4, D = 64, reps = 0, nT = 0, Ts[16];
+    int B = 8, H = 4, D = 64, reps = 0, nT = 0, Ts[16], only = -1;
     for (int i = 1; i < argc; i++) {
         if (i + 1 < argc && !strcmp(argv[i], "--batch")) B = atoi(argv[++i]);
         else if (i + 1 < argc && !strcmp(argv[i], "--heads")) H = atoi(argv[++i]);
         else if (i + 1 < argc && !strcmp(argv[i], "--head-dim")) D = atoi(argv[++i]);
         else if (i + 1 < argc && !strcmp(argv[i], "--reps")) reps = atoi(argv[++i]);
+        else if (i + 1 < argc && !strcmp(argv[i], "--profile") && !strcmp(argv[i + 1], "fwd")) only = 0, i++;
+        else if (i + 1 < argc && !strcmp(argv[i], "--profile") && !strcmp(argv[i + 1], "bwd")) only = 1, i++;
         else if (argv[i][0] != '-' && nT < 16) Ts[nT++] = atoi(argv[i]);
         else {
-            fprintf(stderr, "usage: attention_bench [--batch B] [--heads H] [--head-dim D] [--reps N] [T ...]\n");
+            fprintf(stderr, "usage: attention_bench [--batch B] [--heads H] [--head-dim D] [--reps N] "
+                            "[--profile fwd|bwd] [T ...]\n");
             return 2;
         }
     }
     if (nT == 0) Ts[nT++] = 256, Ts[nT++] = 2048;
     if (B < 1 || H < 1 || D < 1) return 2;
-    for (int i = 0; i < nT; i++) bench(B, Ts[i], H, D, reps > 0 ? reps : Ts[i] >= 1024 ? 2 : 10);
+    for (int i = 0; i < nT; i++) {
+        int n = reps > 0 ? reps : Ts[i] >= 1024 ? 2 : 10;
+        if (only >= 0) profile(B, Ts[i], H, D, n, only);
+        else bench(B, Ts[i], H, D, n);
+    }
     return 0;
 }

@@ -8,11 +8,13 @@
 # before the last gradients were final (from --profile). Not a test: the
 # numbers depend on what else runs.
 #
-# usage: bench/dist_bench.sh [BUILD_DIR] [STEPS]   (default ./build, 30 steps)
+# usage: bench/dist_bench.sh [BUILD_DIR] [STEPS]   (default ./build, 30 steps; at least 6)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build}
 steps=${2:-30}
+# measure() times the steps after the first 5 (the warm-up): at least 6
+[[ $steps =~ ^[0-9]+$ ]] && [ "$steps" -ge 6 ] || { echo "dist_bench: STEPS must be a whole number of at least 6" >&2; exit 2; }
 py=${TLM_PYTHON:-/usr/bin/python3}
 tlmc=$build/compiler/tlmc run=$build/runtime/tlm-run
 for f in "$tlmc" "$run"; do

@@ -361,7 +361,19 @@ int main(int argc, char **argv) {
     int widths[64] = {1040, 960, 800, 576, 416, 336, 688}, n_widths = 7;
     const char *cpu = NULL;
     tlm_mlp kind = TLM_MLP_SWIGLU;
-    for (int i = 1; i + 1 < argc; i += 2) {
+    static const char usage[] =
+        "usage: mlp_bench [--reps N] [--kind swiglu|gelu] [--rows R] [--d D] [--widths W1,W2,...]\n"
+        "                 [--threads T] [--skip-codegen 1] [--cpu NAME] [--profile fwd|bwd_data|bwd_weight]\n"
+        "                 [--clock wall|thread] [--versus 'VAR=VALUE;...']\n";
+    for (int i = 1; i < argc; i += 2) {
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            fputs(usage, stdout);
+            return 0;
+        }
+        if (i + 1 >= argc) {
+            fprintf(stderr, "mlp_bench: %s needs a value\n%s", argv[i], usage);
+            return 2;
+        }
         if (!strcmp(argv[i], "--reps")) reps = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--rows")) rows = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--d")) D = atoi(argv[i + 1]);
@@ -383,6 +395,9 @@ int main(int argc, char **argv) {
             n_widths = 0;
             for (char *p = argv[i + 1]; *p && n_widths < 64; p += *p == ',')
                 widths[n_widths++] = (int)strtol(p, &p, 10);
+        } else {
+            fprintf(stderr, "mlp_bench: unknown option %s\n%s", argv[i], usage);
+            return 2;
         }
     }
     if (versus_env && only_threads > 1) {

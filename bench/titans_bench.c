@@ -131,16 +131,24 @@ static void run(const shape *s, int reps, int threads) {
 
 int main(int argc, char **argv) {
     int reps = 3, threads = 1, b440 = 1;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--reps")) reps = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--threads")) threads = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--b440")) b440 = atoi(argv[i + 1]);
+    static const char usage[] = "usage: titans_bench [--reps N] [--threads T] [--b440 B] (each at least 1)\n";
+    for (int i = 1; i < argc; i += 2) {
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            fputs(usage, stdout);
+            return 0;
+        }
+        if (i + 1 < argc && !strcmp(argv[i], "--reps")) reps = atoi(argv[i + 1]);
+        else if (i + 1 < argc && !strcmp(argv[i], "--threads")) threads = atoi(argv[i + 1]);
+        else if (i + 1 < argc && !strcmp(argv[i], "--b440")) b440 = atoi(argv[i + 1]);
         else {
-            fprintf(stderr, "usage: titans_bench [--reps N] [--threads T] [--b440 B]\n");
+            fputs(usage, stderr);
             return 2;
         }
     }
-    if (reps < 1 || threads < 1 || b440 < 1) return 2;
+    if (reps < 1 || threads < 1 || b440 < 1) {
+        fputs(usage, stderr);
+        return 2;
+    }
     tlm_set_num_threads(threads);
     cpu_line();
     const shape shapes[] = {{8, 256, 4, 64, 16, "tiny_titans"},

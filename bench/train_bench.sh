@@ -6,13 +6,14 @@
 # float32. Not a test.
 #
 # usage: bench/train_bench.sh [BUILD_DIR] [--model FILE.tlm] [--avx2] [train_bench.py options]
-#   BUILD_DIR defaults to ./build; it must have been built (tlmc and
+#   BUILD_DIR (a first argument not starting with --) defaults to the
+#   repository's build/; it must have been built (tlmc and
 #   tests/model/dump_model). Options, e.g. --threads 1,2 --steps 5 --repeat 2
 #   (bench/large.tlm: add --seq 512).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-build=${1:-$root/build}
-[ $# -gt 0 ] && shift
+build=$root/build
+if [ $# -gt 0 ] && [ "${1#--}" = "$1" ]; then build=$1; shift; fi
 model=$root/examples/tiny.tlm
 if [ "${1:-}" = --model ]; then model=$2; shift 2; fi
 # --avx2: the AVX2-only machine's code paths on an AVX-512 one, for both:

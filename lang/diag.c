@@ -123,10 +123,13 @@ static void vreport(diag_engine *d, diag_level level, tlm_loc loc, const char *f
             d->last_dropped = true;
             return;
         }
+        if (d->stopped) { /* past the cap: neither shown nor counted, so the summary counts what was shown */
+            d->last_dropped = true;
+            return;
+        }
         if (level == DIAG_ERROR) d->errors++;
         else d->warnings++;
-        d->last_dropped = d->stopped || !d->out;
-        if (d->stopped) return;
+        d->last_dropped = !d->out;
         if (level == DIAG_ERROR && d->max_errors && d->errors > d->max_errors) {
             d->stopped = true;
             d->last_dropped = true;

@@ -25,7 +25,7 @@ while [ $# -gt 0 ]; do
     --seed) seed=$2; shift 2 ;;
     --build) build=$2; shift 2 ;;
     --work) work=$2; shift 2 ;;
-    -h | --help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "crash_campaign.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
