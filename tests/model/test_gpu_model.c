@@ -479,6 +479,11 @@ static void run_model(const char *path, tlm_device *dev) {
     s.batch = B, s.accumulate = 1, s.context = T, s.steps = 10, s.warmup = 1, s.grad_clip = 1.0;
     s.eps = 1e-3;
     tlm_trainer tc, tg;
+    /* model.so's -1 for a default min_lr, left unresolved, is refused */
+    tlm_abi_train unresolved = s;
+    unresolved.min_lr = -1;
+    CHECK(!tlm_trainer_create(&tc, &cpu, &unresolved, false, &err) && strstr(err.msg, "min_lr -1"),
+          "%s: the trainer took an unresolved min_lr", model);
     bool made = tlm_trainer_create(&tc, &cpu, &s, false, &err) && tlm_trainer_create(&tg, &gpu, &s, false, &err);
     CHECK(made, "%s: %s", model, err.msg);
     if (made) {
