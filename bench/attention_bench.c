@@ -135,15 +135,20 @@ static float max_rel_diff(const float *a, const float *b, size_t n) {
     return scale > 0.0f ? diff / scale : diff;
 }
 
+/* The same inputs for every run: qkv in [-1, 1), dy in [-0.5, 0.5). */
+static void random_inputs(float *qkv, size_t n_qkv, float *dy, size_t n_dy) {
+    unsigned seed = 1234;
+    for (size_t i = 0; i < n_qkv; i++) qkv[i] = 2.0f * ((float)rand_r(&seed) / (float)RAND_MAX - 0.5f);
+    for (size_t i = 0; i < n_dy; i++) dy[i] = (float)rand_r(&seed) / (float)RAND_MAX - 0.5f;
+}
+
 static void bench(int B, int T, int H, int D, int reps) {
     const int A = H * D, stride = 3 * A;
     const size_t N = (size_t)B * T, tt = (size_t)B * H * T * T;
     float *qkv = alloc_floats(N * stride), *dqkv = alloc_floats(N * stride), *dqkv_old = alloc_floats(N * stride);
     float *y = alloc_floats(N * A), *y_old = alloc_floats(N * A), *dy = alloc_floats(N * A);
     float *lse = alloc_floats(N * H), *att = alloc_floats(tt);
-    unsigned seed = 1234;
-    for (size_t i = 0; i < N * stride; i++) qkv[i] = 2.0f * ((float)rand_r(&seed) / (float)RAND_MAX - 0.5f);
-    for (size_t i = 0; i < N * A; i++) dy[i] = (float)rand_r(&seed) / (float)RAND_MAX - 0.5f;
+    random_inputs(qkv, N * stride, dy, N * A);
     const float *q = qkv, *k = qkv + A, *v = qkv + 2 * A;
     double t_old_f = 1e30, t_old_b = 1e30, t_new_f = 1e30, t_new_b = 1e30;
     for (int r = 0; r < reps; r++) {
@@ -175,9 +180,7 @@ static void profile(int B, int T, int H, int D, int reps, int backward) {
     const size_t N = (size_t)B * T;
     float *qkv = alloc_floats(N * stride), *dqkv = alloc_floats(N * stride);
     float *y = alloc_floats(N * A), *dy = alloc_floats(N * A), *lse = alloc_floats(N * H);
-    unsigned seed = 1234;
-    for (size_t i = 0; i < N * stride; i++) qkv[i] = 2.0f * ((float)rand_r(&seed) / (float)RAND_MAX - 0.5f);
-    for (size_t i = 0; i < N * A; i++) dy[i] = (float)rand_r(&seed) / (float)RAND_MAX - 0.5f;
+    random_inputs(qkv, N * stride, dy, N * A);
     const float *q = qkv, *k = qkv + A, *v = qkv + 2 * A;
     tlm_attention_forward(y, lse, q, k, v, B, T, H, D, stride);
     double best = 1e30;

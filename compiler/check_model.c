@@ -550,7 +550,7 @@ static bool read_train(scope *s, const item **chain, int nchain, checked_model *
         const setting *level[MAX_SETTINGS] = {0};
         ok &= apply_train_block(s, s->p->study_train, &m->train, level);
     }
-    m->min_lr_default = m->train.min_lr < 0;
+    m->min_lr_default = m->train.min_lr == -1; /* what tlm_train_resolve_defaults resolves */
     tlm_train_resolve_defaults(&m->train);
     if (ok && m->train.batch % m->train.accumulate != 0) {
         diag_error(D(s), s->model->name_loc,

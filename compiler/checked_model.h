@@ -38,10 +38,13 @@ typedef struct checked_model {
     double *raw_widths;            /* d_ff evaluated per layer, before rounding */
     int64_t *widths;               /* the widths the model is built with */
 
-    /* The training defaults as model.so stores them: every field set, the
-     * table's derived defaults (context, min_lr) resolved. */
+    /* The training defaults: every field set, the table's derived defaults
+     * (context, min_lr) resolved, as tlmc's checks and reports read them.
+     * model.so stores them so, except a min_lr the model leaves to its
+     * default (min_lr_default), which it stores as -1 for tlm-run to resolve
+     * after its flags (tlm_train_defaults). */
     tlm_abi_train train;
-    bool min_lr_default; /* the model leaves min_lr to its default: model.so stores -1 (tlm_train_defaults) */
+    bool min_lr_default;
 } checked_model;
 
 #endif

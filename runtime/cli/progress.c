@@ -76,11 +76,15 @@ bool progress_open_log(progress *p, const char *path, bool resume, int64_t keep_
                         "--log %s is %s, not a regular file (the log is written to a temporary file and renamed "
                         "into place)",
                         path, tlm_file_kind(st.st_mode));
-    if (exists && (same_file(&st, STDOUT_FILENO) || same_file(&st, STDERR_FILENO)))
+    const char *stream = !exists                         ? NULL
+                         : same_file(&st, STDOUT_FILENO) ? "output"
+                         : same_file(&st, STDERR_FILENO) ? "error"
+                                                         : NULL;
+    if (stream)
         return tlm_fail(err,
                         "--log %s is the file standard %s goes to: the log is written to a temporary file and renamed "
                         "into place, which would replace that file; give the log a path of its own",
-                        path, same_file(&st, STDOUT_FILENO) ? "output" : "error");
+                        path, stream);
     if (!exists || !realpath(path, target)) snprintf(target, sizeof target, "%s", path);
     snprintf(p->log_path, sizeof p->log_path, "%s", path);
 
