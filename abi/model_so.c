@@ -226,6 +226,7 @@ static bool check_settings(const blob_view *v, tlm_err *err) {
     const tlm_abi_config *m = v->config;
     if (!string_ok(v, m->name)) return tlm_fail(err, "model descriptor: bad model name");
     if (!string_ok(v, m->tokenizer)) return tlm_fail(err, "model descriptor: bad tokenizer path");
+    if (!string_ok(v, m->cpu_needs)) return tlm_fail(err, "model descriptor: bad CPU extension list");
     if (m->mixer >= TLM_MIXER_COUNT || m->mlp >= TLM_MLP_COUNT || m->gate >= TLM_GATE_COUNT || m->tie_embeddings > 1 ||
         m->ncms > sizeof m->cms / sizeof m->cms[0])
         return tlm_fail(err, "model descriptor: a model setting (mixer, mlp, gate, tie_embeddings or CMS "
@@ -709,6 +710,7 @@ bool tlm_blob_read(const uint8_t *blob, size_t size, tlm_so_tables *t, tlm_err *
         .nops = h->nops,
         .model_name = v.strings + v.config->name,
         .tokenizer_path = v.config->tokenizer ? v.strings + v.config->tokenizer : NULL,
+        .cpu_needs = v.config->cpu_needs ? v.strings + v.config->cpu_needs : NULL,
         .param_names = names,
         .kernel_symbols = names + h->nparams,
         .buffer_names = names + h->nparams + h->nkernels,
@@ -787,6 +789,46 @@ bool tlm_so_open(const char *path, tlm_so *m, tlm_err *err) {
         }
     }
     return true;
+}
+
+/* Whether the CPU has the extension `name` (a cpu_needs entry); false for
+ * a name this build cannot test. */
+static bool cpu_has(const char *name, size_t n) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+#define CPU_HAS(feature) \
+    if (n == sizeof feature - 1 && !strncmp(name, feature, n)) return __builtin_cpu_supports(feature);
+    CPU_HAS("sse3") CPU_HAS("ssse3") CPU_HAS("sse4.1") CPU_HAS("sse4.2") CPU_HAS("popcnt");
+    CPU_HAS("avx") CPU_HAS("avx2") CPU_HAS("fma") CPU_HAS("f16c") CPU_HAS("bmi") CPU_HAS("bmi2");
+    CPU_HAS("lzcnt") CPU_HAS("movbe") CPU_HAS("fma4") CPU_HAS("xop") CPU_HAS("avx512f");
+    CPU_HAS("avx512bw") CPU_HAS("avx512cd") CPU_HAS("avx512dq") CPU_HAS("avx512vl");
+#undef CPU_HAS
+#endif
+    (void)name, (void)n;
+    return false;
+}
+
+bool tlm_so_cpu_ok(const tlm_so *m, tlm_err *err) {
+    const char *needs = m->cpu_needs;
+    if (!needs || !*needs) return true;
+#if defined(__x86_64__)
+    char lacks[256] = "";
+    size_t used = 0;
+    for (const char *p = needs; *p;) {
+        size_t n = strcspn(p, ",");
+        if (!cpu_has(p, n) && used < sizeof lacks)
+            used += (size_t)snprintf(lacks + used, sizeof lacks - used, "%s%.*s", used ? ", " : "", (int)n, p);
+        p += n + (p[n] == ',');
+    }
+    if (!used) return true;
+    return tlm_fail(err,
+                    "%s: its CPU kernels use %s, which this CPU lacks (they would stop on an illegal "
+                    "instruction); compile the model on this machine (or with tlmc --cpu x86-64-v3 for any AVX2 "
+                    "CPU): its checkpoints stay usable",
+                    m->model_name, lacks);
+#else
+    return true; /* tlm_so_open already refused a model.so for another machine */
+#endif
 }
 
 void tlm_so_close(tlm_so *m) {

@@ -41,6 +41,7 @@
     const int64_t *plan_offsets[TLM_PLAN_COUNT];         \
     const char *model_name;                              \
     const char *tokenizer_path; /* NULL: none */         \
+    const char *cpu_needs; /* NULL: not recorded */      \
     const char *const *param_names;                      \
     const char *const *kernel_symbols;                   \
     const char *const *kernel_impl_whys;                 \
@@ -105,6 +106,12 @@ void tlm_so_trailer(const uint8_t *image, uint64_t size, uint8_t trailer[TLM_SO_
  * refused before anything in it is loaded. */
 bool tlm_so_open(const char *path, tlm_so *m, tlm_err *err);
 void tlm_so_close(tlm_so *m);
+
+/* Whether this CPU has every x86 extension the model's CPU kernels may use
+ * (the descriptor's cpu_needs; a model.so that records none passes).
+ * false with "the kernels were compiled for ...; this CPU lacks ..." in
+ * err: a kernel run anyway would die of SIGILL. */
+bool tlm_so_cpu_ok(const tlm_so *m, tlm_err *err);
 
 /* A string of the descriptor (validated: always NUL-terminated). */
 const char *tlm_so_str(const tlm_so *m, uint32_t offset);

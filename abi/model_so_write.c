@@ -102,6 +102,7 @@ uint8_t *tlm_blob_write(const tlm_so_tables *t, size_t *size) {
     tlm_abi_config config = *t->config;
     config.name = str(&w, t->model_name);
     config.tokenizer = t->tokenizer_path ? str(&w, t->tokenizer_path) : 0;
+    config.cpu_needs = t->cpu_needs ? str(&w, t->cpu_needs) : 0;
     h.model_off = put(&w, &config, sizeof config);
     h.train_off = put(&w, t->train, sizeof *t->train);
     h.layers_off = put(&w, t->layers, (size_t)t->nlayers * sizeof *t->layers);

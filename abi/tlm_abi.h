@@ -149,7 +149,9 @@ typedef struct tlm_abi_config {
     uint32_t name;            /* string offset */
     uint32_t mixer, mlp, gate, tie_embeddings, ncms;  /* gate: 0 elementwise, 1 head-wise */
     uint32_t tokenizer;       /* string: the tokenizer file's absolute path (`tokenizer = "..."`); 0: none */
-    uint32_t reserved;
+    uint32_t cpu_needs;       /* string: the x86 extensions the CPU kernels may use, comma-separated
+                                 (tlm_codegen_cpu_needs; "" none beyond x86-64); 0: not recorded
+                                 (a model.so of tlmc before this field: nothing is checked) */
     int64_t vocab, context, d_model, layers, heads, head_dim, quantum, chunk;
     int64_t budget_width;     /* 0: no budget */
     int64_t cms[8];

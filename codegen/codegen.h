@@ -101,6 +101,15 @@ bool tlm_codegen_cpu_object(const tlm_kernel_spec *specs, int n, const tlm_codeg
  * no object, and says so when asked to. */
 bool tlm_codegen_cpu_known(const char *name, char **err);
 
+/* The x86 instruction-set extensions the kernels generated for the CPU
+ * named may use, comma-separated ("avx,avx2,fma,..."; "" for x86-64's
+ * baseline), for model.so to record and tlm-run to check before it runs
+ * them (a kernel built for AVX-512 dies of SIGILL on an AVX2 CPU). Free
+ * with tlm_codegen_free; NULL with *err as above. A build without LLVM
+ * gives "". */
+char *tlm_codegen_cpu_needs(const char *name, char **err);
+void tlm_codegen_free(char *s);
+
 /* malloc'd CUDA C++ source (no host code) with the same three entries per
  * spec (and act, act_grad above) as extern "C" __global__ functions named by tlm_kernel_symbol and
  * taking the CPU argument lists (int64_t as long long). Launch every entry

@@ -3,35 +3,78 @@
 #include <llvm-c/Core.h>
 #include <llvm-c/TargetMachine.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "codegen.h"
 #include "codegen_error.h"
 
+/* The instruction-set extensions code for a CPU may use, by x86-64 level
+ * (what tlm-run checks before it runs the kernels: tlm_so_cpu_missing). */
+#define V2 "sse3,ssse3,sse4.1,sse4.2,popcnt"
+#define V3 V2 ",avx,avx2,fma,f16c,bmi,bmi2,lzcnt,movbe"
+#define V4 V3 ",avx512f,avx512bw,avx512cd,avx512dq,avx512vl"
+
 /* x86-64 CPUs by widest float vector we use: 16 = AVX-512, 8 = AVX/AVX2,
- * 4 = SSE; split: cpu_target.split_256. A subset of LLVM 19's list (llc
- * -mcpu=help): the baselines and the server/desktop parts people actually
- * name, and the AVX parts that split 256-bit operations (also looked up for
- * the host, by LLVM's name for it). */
+ * 4 = SSE; split: cpu_target.split_256; needs: the extensions above that
+ * LLVM may use for it. A subset of LLVM 19's list (llc -mcpu=help): the
+ * baselines and the server/desktop parts people actually name, and the AVX
+ * parts that split 256-bit operations (also looked up for the host, by
+ * LLVM's name for it). */
 static const struct {
     const char *name;
     int vl;
     bool split;
+    const char *needs;
 } known_cpus[] = {
-    {"x86-64", 4, false},          {"x86-64-v2", 4, false},       {"x86-64-v3", 8, false},
-    {"x86-64-v4", 16, false},      {"core2", 4, false},           {"nehalem", 4, false},
-    {"westmere", 4, false},        {"sandybridge", 8, false},     {"ivybridge", 8, false},
-    {"haswell", 8, false},         {"broadwell", 8, false},       {"skylake", 8, false},
-    {"alderlake", 8, false},       {"raptorlake", 8, false},      {"meteorlake", 8, false},
-    {"arrowlake", 8, false},       {"lunarlake", 8, false},       {"gracemont", 8, false},
-    {"sierraforest", 8, false},    {"skylake-avx512", 16, false}, {"skx", 16, false},
-    {"cascadelake", 16, false},    {"cooperlake", 16, false},     {"cannonlake", 16, false},
-    {"icelake-client", 16, false}, {"icelake-server", 16, false}, {"tigerlake", 16, false},
-    {"rocketlake", 16, false},     {"sapphirerapids", 16, false}, {"emeraldrapids", 16, false},
-    {"graniterapids", 16, false},  {"znver1", 8, true},           {"znver2", 8, false},
-    {"znver3", 8, false},          {"znver4", 16, false},         {"znver5", 16, false},
-    {"bdver1", 8, true},           {"bdver2", 8, true},           {"bdver3", 8, true},
-    {"bdver4", 8, true},           {"btver2", 8, true},
+    {"x86-64", 4, false, ""},
+    {"x86-64-v2", 4, false, V2},
+    {"x86-64-v3", 8, false, V3},
+    {"x86-64-v4", 16, false, V4},
+    {"core2", 4, false, "sse3,ssse3"},
+    {"nehalem", 4, false, V2},
+    {"westmere", 4, false, V2},
+    {"sandybridge", 8, false, V2 ",avx"},
+    {"ivybridge", 8, false, V2 ",avx,f16c"},
+    {"haswell", 8, false, V3},
+    {"broadwell", 8, false, V3},
+    {"skylake", 8, false, V3},
+    {"alderlake", 8, false, V3},
+    {"raptorlake", 8, false, V3},
+    {"meteorlake", 8, false, V3},
+    {"arrowlake", 8, false, V3},
+    {"lunarlake", 8, false, V3},
+    {"gracemont", 8, false, V3},
+    {"sierraforest", 8, false, V3},
+    {"skylake-avx512", 16, false, V4},
+    {"skx", 16, false, V4},
+    {"cascadelake", 16, false, V4},
+    {"cooperlake", 16, false, V4},
+    {"cannonlake", 16, false, V4},
+    {"icelake-client", 16, false, V4},
+    {"icelake-server", 16, false, V4},
+    {"tigerlake", 16, false, V4},
+    {"rocketlake", 16, false, V4},
+    {"sapphirerapids", 16, false, V4},
+    {"emeraldrapids", 16, false, V4},
+    {"graniterapids", 16, false, V4},
+    {"znver1", 8, true, V3},
+    {"znver2", 8, false, V3},
+    {"znver3", 8, false, V3},
+    {"znver4", 16, false, V4},
+    {"znver5", 16, false, V4},
+    {"bdver1", 8, true, V2 ",avx,fma4,xop,lzcnt"},
+    {"bdver2", 8, true, V2 ",avx,fma4,xop,lzcnt,fma,f16c,bmi"},
+    {"bdver3", 8, true, V2 ",avx,fma4,xop,lzcnt,fma,f16c,bmi"},
+    {"bdver4", 8, true, V2 ",avx,fma4,xop,lzcnt,fma,f16c,bmi,avx2,bmi2,movbe"},
+    {"btver2", 8, true, V2 ",avx,f16c,bmi,lzcnt,movbe"},
+};
+
+/* Every extension a needs list may name: the host's features are filtered
+ * to these (tlm-run knows how to test each). */
+static const char *const checked_features[] = {
+    "sse3", "ssse3", "sse4.1", "sse4.2", "popcnt", "avx",     "avx2",     "fma",      "f16c",     "bmi",
+    "bmi2", "lzcnt", "movbe",  "fma4",   "xop",    "avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl",
 };
 
 /* The table's row for `name`, or -1. */
@@ -110,6 +153,32 @@ bool cpu_target_resolve(const char *name, cpu_target *t, char **err) {
                  name, "not in tlm's x86-64 CPU table");
     cpu_target_dispose(t);
     return false;
+}
+
+char *tlm_codegen_cpu_needs(const char *name, char **err) {
+    cpu_target t;
+    if (!cpu_target_resolve(name, &t, err)) return NULL;
+    char buf[512] = "";
+    size_t n = 0;
+    int row = known_cpu(t.cpu);
+    if (name && strcmp(name, "native") != 0 && row >= 0) {
+        snprintf(buf, sizeof buf, "%s", known_cpus[row].needs);
+    } else { /* the host: its own features, as LLVM reports them ("+avx2,-avx512f,...") */
+        for (size_t i = 0; i < sizeof checked_features / sizeof checked_features[0]; i++) {
+            char plus[32];
+            snprintf(plus, sizeof plus, "+%s", checked_features[i]);
+            if (has_feature(t.features, plus))
+                n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%s", n ? "," : "", checked_features[i]);
+        }
+    }
+    cpu_target_dispose(&t);
+    char *out = dup_message(buf);
+    if (!out) codegen_fail(err, "codegen: out of memory");
+    return out;
+}
+
+void tlm_codegen_free(char *s) {
+    if (s) LLVMDisposeMessage(s);
 }
 
 bool tlm_codegen_cpu_known(const char *name, char **err) {

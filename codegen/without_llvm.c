@@ -3,6 +3,8 @@
  * (kernel names, spec checks, the CUDA source) needs no LLVM and is built
  * as usual, so tlmc still checks, reports and prints IR; writing model.so
  * fails here, with a message that says why. */
+#include <stdlib.h>
+
 #include "codegen.h"
 #include "codegen_error.h"
 #include "descriptor.h"
@@ -20,6 +22,16 @@ bool tlm_codegen_cpu_known(const char *name, char **err) {
     (void)name, (void)err;
     return true;
 }
+
+char *tlm_codegen_cpu_needs(const char *name, char **err) {
+    (void)name, (void)err;
+    char *none = malloc(1);
+    if (none) *none = '\0';
+    else codegen_fail(err, "codegen: out of memory");
+    return none;
+}
+
+void tlm_codegen_free(char *s) { free(s); }
 
 bool tlm_codegen_descriptor_object(const uint8_t *blob, size_t blob_size, const tlm_kernel_spec *specs, int nkernels,
                                    const char *cuda_source, const tlm_codegen_options *opt, const char *obj_path,

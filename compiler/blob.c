@@ -36,7 +36,7 @@ static tlm_abi_config config_record(const ir_model *ir) {
     return am;
 }
 
-uint8_t *blob_write(const ir_model *ir, size_t *size) {
+uint8_t *blob_write(const ir_model *ir, const char *cpu_needs, size_t *size) {
     const checked_model *m = ir->m;
     tlm_abi_config config = config_record(ir);
     tlm_abi_layer *layers = tlm_xcalloc((size_t)m->layers + 1, sizeof *layers);
@@ -62,6 +62,7 @@ uint8_t *blob_write(const ir_model *ir, size_t *size) {
         .plan_offsets = {[TLM_PLAN_TRAIN] = ir->train.offsets, [TLM_PLAN_INFER] = ir->infer.offsets},
         .model_name = m->name,
         .tokenizer_path = m->tokenizer,
+        .cpu_needs = cpu_needs,
         .param_names = ir->param_names,
         .kernel_symbols = (const char *const *)ir->kernel_symbols,
         .kernel_impl_whys = ir->kernel_impl_whys,
@@ -81,7 +82,7 @@ bool emit_ir(FILE *out, const checked_model *m, int cpu_mlp) {
         return false;
     }
     size_t size;
-    uint8_t *blob = blob_write(&ir, &size);
+    uint8_t *blob = blob_write(&ir, NULL, &size);
     ir_free(&ir);
     /* Printed from the blob through the runtime's own reader, so the text
      * shows what tlm-run will execute, validated as tlm-run validates it. */

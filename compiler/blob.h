@@ -9,8 +9,10 @@
 #include <stdio.h>
 #include "ir.h"
 
-/* malloc'd blob; *size gets its length. */
-uint8_t *blob_write(const ir_model *ir, size_t *size);
+/* malloc'd blob; *size gets its length. cpu_needs: the x86 extensions the
+ * CPU kernels may use (tlm_codegen_cpu_needs), recorded for tlm-run to
+ * check; NULL records none (--emit-ir, which writes no kernels). */
+uint8_t *blob_write(const ir_model *ir, const char *cpu_needs, size_t *size);
 
 /* tlmc --emit-ir: lowers m and prints the descriptor's tables, read back
  * from the blob as tlm-run reads them. Returns false after printing a

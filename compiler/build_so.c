@@ -11,6 +11,7 @@
 #include "descriptor.h"
 #include "ir.h"
 #include "link_so.h"
+#include "remove_on_signal.h"
 #include "xalloc.h"
 
 static double now(void) {
@@ -52,6 +53,10 @@ bool build_shared_object(const checked_model *m, const char *out_path, const bui
     char kernels_o[64], descriptor_o[64];
     snprintf(kernels_o, sizeof kernels_o, "%s/kernels.o", dir);
     snprintf(descriptor_o, sizeof descriptor_o, "%s/descriptor.o", dir);
+    /* an interrupt removes the folder's files, then the folder */
+    tlm_remove_on_signal(dir);
+    tlm_remove_on_signal(kernels_o);
+    tlm_remove_on_signal(descriptor_o);
     tlm_kernel_spec *specs = tlm_xcalloc((size_t)ir.nkernels + 1, sizeof *specs);
     for (int k = 0; k < ir.nkernels; k++)
         specs[k] = (tlm_kernel_spec){(tlm_mlp)ir.kernels[k].mlp, (int)ir.kernels[k].d_model, (int)ir.kernels[k].width};
@@ -68,8 +73,11 @@ bool build_shared_object(const checked_model *m, const char *out_path, const bui
     if (ok) {
         stage(o, "CUDA source", &t);
         size_t size;
-        blob = blob_write(&ir, &size);
-        ok = tlm_codegen_descriptor_object(blob, size, specs, ir.nkernels, cuda, &copt, descriptor_o, &err);
+        char *needs = tlm_codegen_cpu_needs(o->cpu, &err);
+        ok = needs != NULL;
+        if (ok) blob = blob_write(&ir, needs, &size);
+        tlm_codegen_free(needs);
+        if (ok) ok = tlm_codegen_descriptor_object(blob, size, specs, ir.nkernels, cuda, &copt, descriptor_o, &err);
     }
     if (ok) {
         stage(o, "descriptor", &t);
@@ -85,6 +93,9 @@ bool build_shared_object(const checked_model *m, const char *out_path, const bui
     unlink(kernels_o);
     unlink(descriptor_o);
     rmdir(dir);
+    tlm_keep_on_signal(descriptor_o);
+    tlm_keep_on_signal(kernels_o);
+    tlm_keep_on_signal(dir);
     free(err);
     free(cuda);
     free(blob);

@@ -1,6 +1,7 @@
 #include "link_so.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "atomic_file.h"
 #include "codegen_error.h"
 #include "model_so.h"
 #include "xalloc.h"
@@ -73,8 +75,14 @@ bool link_shared_object(const char *const *objects, int n, const char *out_path,
         codegen_fail(err, "no linker found (tried ld.lld-19, ld.lld, ld); install lld-19 or binutils");
         return false;
     }
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%d", out_path, (int)getpid());
+    /* the linker writes the temporary; the trailer is appended to it, then
+     * it is renamed into place (atomic_file.h) */
+    tlm_atomic_file out;
+    tlm_err why = {""};
+    if (!tlm_atomic_open(&out, out_path, &why)) return codegen_fail(err, "%s", why.msg);
+    close(out.fd);
+    out.fd = -1;
+    const char *tmp = out.tmp;
     const char **argv = tlm_xcalloc((size_t)n + 10, sizeof *argv);
     int k = 0;
     argv[k++] = ld;
@@ -88,23 +96,31 @@ bool link_shared_object(const char *const *objects, int n, const char *out_path,
     pid_t pid;
     int rc = posix_spawnp(&pid, ld, NULL, NULL, (char *const *)argv, environ);
     free(argv);
-    if (rc != 0) { return codegen_fail(err, "cannot run %s: %s", ld, strerror(rc)); }
+    if (rc != 0) {
+        tlm_atomic_abort(&out);
+        return codegen_fail(err, "cannot run %s: %s", ld, strerror(rc));
+    }
     int status;
     while (waitpid(pid, &status, 0) < 0) {
-        if (errno != EINTR) { return codegen_fail(err, "waiting for %s: %s", ld, strerror(errno)); }
+        if (errno != EINTR) {
+            int e = errno;
+            tlm_atomic_abort(&out);
+            return codegen_fail(err, "waiting for %s: %s", ld, strerror(e));
+        }
     }
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        unlink(tmp);
+        tlm_atomic_abort(&out);
         return codegen_fail(err, "%s failed (status %d)", ld, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
     }
     if (!append_trailer(tmp, out_path, err)) {
-        unlink(tmp);
+        tlm_atomic_abort(&out);
         return false;
     }
-    if (rename(tmp, out_path) != 0) {
-        codegen_fail(err, "cannot write %s: %s", out_path, strerror(errno));
-        unlink(tmp);
-        return false;
+    /* a descriptor again, for the commit's fsync */
+    if ((out.fd = open(tmp, O_RDONLY | O_CLOEXEC)) < 0 || !tlm_atomic_commit(&out, &why)) {
+        if (out.fd < 0) snprintf(why.msg, sizeof why.msg, "%s: %s", out_path, strerror(errno));
+        tlm_atomic_abort(&out);
+        return codegen_fail(err, "%s", why.msg);
     }
     return true;
 }

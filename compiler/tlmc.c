@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "atomic_file.h"
 #include "blob.h"
 #include "build_so.h"
 #include "check_model.h"
@@ -314,6 +315,18 @@ static void print_settings(void) {
     for (const setting_spec *x = study_settings; x->name; x++) printf("  %-16s %s\n", x->name, x->help);
 }
 
+/* Whether out (of the flag) is one of the sources read, which writing it
+ * would destroy: said on stderr. */
+static bool output_is_source(const source_table *t, const char *flag, const char *out) {
+    for (int f = 0; f < t->count; f++)
+        if (tlm_same_file(out, t->files[f]->path)) {
+            fprintf(stderr, "tlmc: %s %s is also the source %s: writing it would destroy it; name another output\n",
+                    flag, out, t->files[f]->name);
+            return true;
+        }
+    return false;
+}
+
 /* -D name=value: value is parsed as an expression of its own. */
 static int apply_defines(program *p, tlm_session *s, const options *o) {
     for (int i = 0; i < o->ndefines; i++) {
@@ -481,6 +494,9 @@ int main(int argc, char **argv) {
                 if (!emit_ir(stdout, &checked[i], o.cpu_mlp)) rc = EXIT_USER;
             }
         }
+        if (!rc && ((o.output && output_is_source(&s.sources, "-o", o.output)) ||
+                    (o.plot && output_is_source(&s.sources, "--plot", o.plot))))
+            rc = EXIT_USER;
         if (!rc && o.output) {
             if (nmodels == 0) {
                 fprintf(stderr, "tlmc: %s defines no models\n", o.input);

@@ -3,10 +3,14 @@
 #include "xalloc.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 void source_table_free(source_table *t) {
     for (int i = 0; i < t->count; i++) {
@@ -36,58 +40,82 @@ int source_add(source_table *t, const char *name, const char *path, char *text, 
     return t->count++;
 }
 
+/* Reads the whole of fd into *out (NUL-terminated), *len bytes; false with
+ * *why. The descriptor is non-blocking (see source_load): where a pipe's
+ * writer has not written yet, poll waits for it. */
+static bool read_all(int fd, size_t first, char **out, size_t *len, const char **why) {
+    size_t cap = first > 0 ? first + 1 : 4096, n = 0;
+    char *buf = tlm_xmalloc(cap);
+    for (;;) {
+        if (n + 1 >= cap) {
+            if (cap > TLM_MAX_SOURCE_BYTES) {
+                *why = "file too large (the limit is 64 MiB)";
+                free(buf);
+                return false;
+            }
+            buf = tlm_xrealloc(buf, cap * 2);
+            cap *= 2;
+        }
+        ssize_t r = read(fd, buf + n, cap - 1 - n);
+        if (r > 0) {
+            n += (size_t)r;
+            continue;
+        }
+        if (r == 0) break;
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN) {
+            struct pollfd p = {.fd = fd, .events = POLLIN};
+            if (poll(&p, 1, -1) >= 0 || errno == EINTR) continue;
+        }
+        *why = strerror(errno);
+        free(buf);
+        return false;
+    }
+    if (n > TLM_MAX_SOURCE_BYTES) {
+        *why = "file too large (the limit is 64 MiB)";
+        free(buf);
+        return false;
+    }
+    buf[n] = '\0';
+    *out = buf;
+    *len = n;
+    return true;
+}
+
 int source_load(source_table *t, const char *name, const char *path, const char **why) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
+    /* Non-blocking, so that a FIFO nobody writes to reads as empty instead
+     * of waiting forever; a pipe with a writer (process substitution,
+     * <(...)) is read to its end. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
         *why = strerror(errno);
         return -1;
     }
     struct stat st;
-    if (fstat(fileno(f), &st) != 0) {
+    if (fstat(fd, &st) != 0) {
         *why = strerror(errno);
-        fclose(f);
+        close(fd);
         return -1;
     }
     if (S_ISDIR(st.st_mode)) {
         *why = "is a directory";
-        fclose(f);
+        close(fd);
         return -1;
     }
     /* Read in chunks rather than trusting st_size: pipes and /proc files
      * report 0, and a file may change while we read it. The first buffer is
      * no bigger than the limit, so a huge file is "too large", not an
      * allocation failure. */
-    size_t first = st.st_size > TLM_MAX_SOURCE_BYTES ? TLM_MAX_SOURCE_BYTES : (size_t)st.st_size;
-    size_t cap = first > 0 ? first + 1 : 4096, len = 0;
-    char *buf = tlm_xmalloc(cap);
-    for (;;) {
-        if (len + 1 >= cap) {
-            if (cap > TLM_MAX_SOURCE_BYTES) {
-                *why = "file too large (the limit is 64 MiB)";
-                free(buf);
-                fclose(f);
-                return -1;
-            }
-            buf = tlm_xrealloc(buf, cap * 2);
-            cap *= 2;
-        }
-        size_t n = fread(buf + len, 1, cap - 1 - len, f);
-        len += n;
-        if (n == 0) break;
-    }
-    if (ferror(f)) {
-        *why = strerror(errno);
-        free(buf);
-        fclose(f);
-        return -1;
-    }
-    fclose(f);
-    if (len > TLM_MAX_SOURCE_BYTES) {
-        *why = "file too large (the limit is 64 MiB)";
+    size_t first = st.st_size > TLM_MAX_SOURCE_BYTES ? TLM_MAX_SOURCE_BYTES : (size_t)st.st_size, len;
+    char *buf;
+    bool ok = read_all(fd, first, &buf, &len, why);
+    close(fd);
+    if (!ok) return -1;
+    if (len == 0 && S_ISFIFO(st.st_mode)) {
+        *why = "is a FIFO (named pipe) that gave no text: nothing was writing to it";
         free(buf);
         return -1;
     }
-    buf[len] = '\0';
     return source_add(t, name, path, buf, len);
 }
 

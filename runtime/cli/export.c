@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "args.h"
+#include "atomic_file.h"
 #include "commands.h"
 #include "gguf.h"
 #include "llama_map.h"
@@ -49,6 +50,7 @@ static int export_to(const tlm_so *so, const char *ckpt, const char *out, enum t
     if (!tlm_model_create(&m, so, 1, 1, false, 0, &err)) return cli_error("export", "%s", err.msg);
     char tokenizer[65];
     int rc = load_checkpoint("export", so, ckpt, &m, path, sizeof path, &step, tokenizer);
+    if (!rc && !tlm_output_not_input(out, path, "the checkpoint", &err)) rc = cli_error("export", "%s", err.msg);
     /* the GGUF carries the byte vocabulary: a model trained on subword
      * tokens would need its tokenizer written instead (not done yet) */
     if (!rc && strcmp(tokenizer, "bytes") != 0)
@@ -91,7 +93,10 @@ int cmd_export(int argc, char **argv) {
     else if (!strcmp(type_name, "f16")) type = TLM_GGML_F16;
     else if (!strcmp(type_name, "q8_0")) type = TLM_GGML_Q8_0;
     else return cli_usage_error("export", "--type %s: expected f32, f16 or q8_0", type_name);
+    if (!model_path) return cli_usage_error("export", "no MODEL.so given");
     if (!out) return cli_usage_error("export", "no output file given (-o FILE.gguf)");
+    tlm_err err = {""};
+    if (!tlm_output_not_input(out, model_path, "the model", &err)) return cli_error("export", "%s", err.msg);
     tlm_so so;
     int rc = open_model("export", model_path, 0, &so);
     if (rc) return rc;

@@ -124,6 +124,12 @@ int cmd_info(int argc, char **argv) {
     putchar('\n');
     tlm_so_print_layers(stdout, &so.tables);
     putchar('\n');
+    if (so.cpu_needs) { /* a model.so of an older tlmc records none */
+        tlm_err why = {""};
+        bool runs = tlm_so_cpu_ok(&so, &why);
+        printf("the CPU kernels use: %s%s\n", *so.cpu_needs ? so.cpu_needs : "x86-64's baseline (SSE2)",
+               runs ? "" : " (not all on this CPU: train, eval, sample, probe and bench refuse them here)");
+    }
     tlm_so_print_kernels(stdout, &so.tables);
     putchar('\n');
     for (int p = 0; p < TLM_PLAN_COUNT; p++) tlm_so_print_plan(stdout, &so.tables, p, false);

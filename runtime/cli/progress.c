@@ -89,33 +89,37 @@ bool progress_open_log(progress *p, const char *path, bool resume, int64_t keep_
     snprintf(p->log_path, sizeof p->log_path, "%s", path);
 
     tlm_strbuf kept = {0};
-    char tmp[PATH_MAX + 32];
-    FILE *f = NULL;
-    int fd = -1;
+    tlm_atomic_file out = {.fd = -1};
     if (resume && exists && !kept_records(path, keep_upto, &kept, err)) goto fail;
     if (tlm_remove_stale_temps(target, err) < 0) goto fail; /* a start killed before its rename */
-    if ((fd = tlm_temp_create(target, tmp, sizeof tmp, err)) < 0) {
-        tlm_fail(err, "--log %s: cannot write the log: %s", path, strerror(errno));
+    tlm_err why = {""};
+    if (!tlm_atomic_open(&out, target, &why)) {
+        tlm_fail(err, "--log %s: cannot write the log: %s", path, why.msg);
         goto fail;
     }
-    mode_t mask = umask(0);
-    umask(mask);
-    if (fchmod(fd, exists ? st.st_mode & 07777 : 0666 & ~mask) != 0 || !(f = fdopen(fd, "w"))) goto io_fail;
-    fd = -1;
-    if ((kept.len && fwrite(kept.buf, 1, kept.len, f) != kept.len) || fflush(f) != 0 || fsync(fileno(f)) != 0)
-        goto io_fail;
+    size_t done = 0;
+    while (done < kept.len) {
+        ssize_t w = write(out.fd, kept.buf + done, kept.len - done);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) {
+            tlm_fail(err, "--log %s: cannot write the log: %s", path, strerror(w < 0 ? errno : ENOSPC));
+            goto fail;
+        }
+        done += (size_t)w;
+    }
     tlm_test_kill_at("log_rewrite");
-    if (rename(tmp, target) != 0) goto io_fail;
-    tlm_sync_dir_of(target);
+    if (!tlm_atomic_publish(&out, &why)) {
+        tlm_fail(err, "--log %s: cannot write the log: %s", path, why.msg);
+        goto fail;
+    }
     tlm_sb_free(&kept);
-    p->log = f; /* the renamed file, appended to from here */
+    if (!(p->log = fdopen(out.fd, "a"))) { /* the renamed file, appended to from here */
+        close(out.fd);
+        return tlm_fail(err, "--log %s: out of memory", path);
+    }
     return true;
-io_fail:
-    tlm_fail(err, "--log %s: cannot write the log: %s", path, strerror(errno));
-    unlink(tmp);
 fail:
-    if (f) fclose(f);
-    if (fd >= 0) close(fd);
+    tlm_atomic_abort(&out);
     tlm_sb_free(&kept);
     return false;
 }

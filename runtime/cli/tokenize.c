@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "args.h"
-#include "checkpoint.h"
+#include "atomic_file.h"
 #include "commands.h"
 #include "regular_file.h"
 #include "shard.h"
@@ -220,6 +220,10 @@ static int add_documents(const tlm_tokenizer *t, shard_out *o, const doc_list *l
             tlm_err err = {""};
             batch_doc *doc = &docs[n];
             doc->path = l->path[next++];
+            if (!tlm_output_not_input(o->path, doc->path, "a document to tokenize", &err)) {
+                rc = cli_error("tokenize", "%s", err.msg);
+                break;
+            }
             doc->text = tlm_read_regular(doc->path, MAX_DOCUMENT, "a document", &doc->n, &err);
             if (!doc->text) rc = cli_error("tokenize", "%s", err.msg);
             else bytes += doc->n, n++;
@@ -234,17 +238,14 @@ static int add_documents(const tlm_tokenizer *t, shard_out *o, const doc_list *l
 static int write_shard(const tlm_tokenizer *t, const char *const *data, int ndata, int threads, int32_t eot,
                        const char *path) {
     tlm_err err = {""};
-    char tmp[4200];
     shard_out *o = calloc(1, sizeof *o);
     if (!o) return cli_error("tokenize", "out of memory");
-    o->fd = tlm_temp_create(path, tmp, sizeof tmp, &err);
-    if (o->fd < 0) {
+    tlm_atomic_file f;
+    if (!tlm_atomic_open(&f, path, &err)) {
         free(o);
         return cli_error("tokenize", "%s", err.msg);
     }
-    mode_t mask = umask(0);
-    umask(mask);
-    (void)fchmod(o->fd, 0666 & ~mask);
+    o->fd = f.fd;
     o->path = path;
     o->width = tlm_tok_vocab_size(t) <= 65536 ? 2 : 4;
     memset(o->buf, 0, TLM_SHARD_HEADER_SIZE); /* the header goes in at the end */
@@ -266,15 +267,12 @@ static int write_shard(const tlm_tokenizer *t, const char *const *data, int ndat
     tlm_shard_header(&s, header);
     if (!rc && !o->failed && pwrite(o->fd, header, sizeof header, 0) != (ssize_t)sizeof header)
         o->failed = true, o->error = errno;
-    if (!rc && !o->failed && fsync(o->fd) != 0) o->failed = true, o->error = errno;
-    if (close(o->fd) != 0 && !rc && !o->failed) o->failed = true, o->error = errno;
     if (!rc && o->failed) rc = cli_error("tokenize", "%s: cannot write: %s", path, strerror(o->error));
-    if (!rc && rename(tmp, path) != 0)
-        rc = cli_error("tokenize", "%s: cannot rename into place: %s", path, strerror(errno));
-    if (rc) unlink(tmp);
-    else {
-        tlm_sync_dir_of(path);
-        fprintf(stderr, "tlm-run tokenize: %s: %" PRIu64 " tokens of %u bytes\n", path, o->count, o->width);
+    if (rc) tlm_atomic_abort(&f);
+    else if (!tlm_atomic_commit(&f, &err)) rc = cli_error("tokenize", "%s", err.msg);
+    if (!rc) {
+        fprintf(stderr, "tlm-run tokenize: %s: %" PRIu64 " token%s, %u bytes each\n", path, o->count,
+                o->count == 1 ? "" : "s", o->width);
     }
     free(o);
     return rc;
@@ -337,6 +335,7 @@ int cmd_tokenize(int argc, char **argv) {
     int ndata = 0;
     if (!data) return cli_error("tokenize", "out of memory");
     cli_args a = {.cmd = "tokenize", .argc = argc, .argv = argv};
+    tlm_err err = {""};
     int opt, rc = 0;
     while (!rc && (opt = cli_getopt(&a, "ho:", long_options)) != -1) {
         switch (opt) {
@@ -363,11 +362,11 @@ int cmd_tokenize(int argc, char **argv) {
     } else if (!rc) {
         if (!tok_path) rc = cli_usage_error("tokenize", "--tokenizer PATH is required");
         else if (!out) rc = cli_usage_error("tokenize", "-o CORPUS.bin is required");
+        else if (!tlm_output_not_input(out, tok_path, "the tokenizer", &err)) rc = cli_error("tokenize", "%s", err.msg);
         else if (!ndata) rc = cli_usage_error("tokenize", "no DATA given");
         else if (eot_text && no_eot) rc = cli_usage_error("tokenize", "--eot and --no-eot exclude each other");
     }
     tlm_tokenizer *t = NULL;
-    tlm_err err = {""};
     if (!rc && tok_path && !(t = tlm_tok_load(tok_path, &err))) rc = cli_error("tokenize", "%s", err.msg);
     if (!rc && (info || dump)) rc = read_shard(info ? info : dump, t, dump != NULL);
     else if (!rc) {

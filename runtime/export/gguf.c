@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "checkpoint.h"
+#include "atomic_file.h"
 
 /* ---- the key/value buffer ---- */
 
@@ -159,22 +159,20 @@ bool tlm_gguf_write(const tlm_gguf *g, const char *path, tlm_err *err) {
         free(h.kv);
         return tlm_fail(err, "%s: out of memory", path);
     }
-    char tmp[4200];
-    int fd = tlm_temp_create(path, tmp, sizeof tmp, err);
-    if (fd < 0) {
+    tlm_atomic_file f;
+    if (!tlm_atomic_open(&f, path, err)) {
         free(h.kv);
         return false;
     }
-    bool ok = write_padded(fd, h.kv, h.kv_len);
-    for (size_t i = 0; ok && i < g->ntensors; i++) ok = write_padded(fd, g->tensors[i].data, g->tensors[i].nbytes);
+    bool ok = write_padded(f.fd, h.kv, h.kv_len);
+    for (size_t i = 0; ok && i < g->ntensors; i++) ok = write_padded(f.fd, g->tensors[i].data, g->tensors[i].nbytes);
+    int e = errno;
     free(h.kv);
-    if (!ok) tlm_fail(err, "%s: write failed: %s", tmp, strerror(errno));
-    else if (fsync(fd) != 0) ok = tlm_fail(err, "%s: fsync failed: %s", tmp, strerror(errno));
-    if (close(fd) != 0 && ok) ok = tlm_fail(err, "%s: close failed: %s", tmp, strerror(errno));
-    if (ok && rename(tmp, path) != 0) ok = tlm_fail(err, "%s: cannot rename into place: %s", path, strerror(errno));
-    if (!ok) unlink(tmp);
-    else tlm_sync_dir_of(path);
-    return ok;
+    if (!ok) {
+        tlm_atomic_abort(&f);
+        return tlm_fail(err, "%s: cannot write: %s", path, strerror(e));
+    }
+    return tlm_atomic_commit(&f, err);
 }
 
 void tlm_gguf_free(tlm_gguf *g) {

@@ -111,6 +111,10 @@ bool tlm_model_create_on(tlm_model *m, const tlm_so *so, tlm_device *dev, tlm_pr
     const tlm_blob_header *h = so->header;
     const tlm_abi_config *am = so->config;
     if (B < 1 || T < 1) return tlm_fail(err, "batch and sequence length must be positive");
+    /* on the CPU, the generated kernels must be able to run here */
+    bool generated = false;
+    for (uint32_t k = 0; k < h->nkernels; k++) generated = generated || so->kernels[k].cpu_impl != TLM_MLP_IMPL_BLAS;
+    if (!dev && generated && !tlm_so_cpu_ok(so, err)) return false;
     if (T > am->context)
         return tlm_fail(err, "sequence length %lld is longer than the model's context %lld", (long long)T,
                         (long long)am->context);

@@ -1,6 +1,6 @@
 /* The study's files: read whole, the folders made on the way, and the
  * last line of a log. They are written with tlm_write_file_atomic
- * (checkpoint.h): a kill at any moment leaves the old file or the new one,
+ * (atomic_file.h): a kill at any moment leaves the old file or the new one,
  * never half of one. */
 #ifndef TLM_STUDY_FILES_H
 #define TLM_STUDY_FILES_H
@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "checkpoint.h" /* tlm_write_file_atomic */
+#include "atomic_file.h"
 #include "tlm_rt/error.h"
 
 /* The whole regular file, NUL-terminated (malloc'd), *n its length; NULL

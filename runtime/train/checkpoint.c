@@ -114,62 +114,6 @@ static void split_path(const char *path, char *dir, size_t n, const char **base)
     *base = slash ? slash + 1 : path;
 }
 
-bool tlm_sync_dir_of(const char *path) {
-    char dir[4096];
-    const char *base;
-    split_path(path, dir, sizeof dir, &base);
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) return false;
-    bool ok = fsync(fd) == 0;
-    close(fd);
-    return ok;
-}
-
-int tlm_temp_create(const char *path, char *tmp, size_t n, tlm_err *err) {
-    if ((size_t)snprintf(tmp, n, "%s" TMP_INFIX "XXXXXX", path) >= n) {
-        tlm_fail(err, "%s: the path is too long", path);
-        return -1;
-    }
-    int fd = mkostemp(tmp, O_CLOEXEC);
-    if (fd < 0) {
-        int e = errno;
-        tlm_fail(err, "%s: cannot create a temporary file: %s", path, strerror(e));
-        errno = e;
-    }
-    return fd;
-}
-
-/* (checkpoint.h) */
-bool tlm_write_file_atomic(const char *path, const void *bytes, size_t n, tlm_err *err) {
-    char tmp[4200];
-    int fd = tlm_temp_create(path, tmp, sizeof tmp, err);
-    if (fd < 0) return false;
-    mode_t mask = umask(0); /* mkstemp's 0600 -> what a plain create would give */
-    umask(mask);
-    (void)fchmod(fd, 0666 & ~mask);
-    size_t done = 0;
-    while (done < n) {
-        ssize_t w = write(fd, (const char *)bytes + done, n - done);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) break;
-        done += (size_t)w;
-    }
-    bool ok = done == n && fsync(fd) == 0;
-    int e = errno;
-    if (close(fd) != 0 && ok) ok = false, e = errno;
-    if (!ok) {
-        unlink(tmp);
-        return tlm_fail(err, "%s: cannot write: %s", path, strerror(e));
-    }
-    if (rename(tmp, path) != 0) {
-        e = errno;
-        unlink(tmp);
-        return tlm_fail(err, "%s: cannot rename into place: %s", path, strerror(e));
-    }
-    tlm_sync_dir_of(path);
-    return true;
-}
-
 /* "XXXXXX" of mkstemp: letters and digits. */
 static bool random_part(const char *s) {
     for (int i = 0; i < TMP_RANDOM; i++)
@@ -225,9 +169,8 @@ int tlm_remove_stale_temps(const char *path, tlm_err *err) {
  * and the rename.) */
 static bool write_atomic(const char *path, const tlm_st_tensor *ts, int n, const tlm_st_meta *meta, int nmeta,
                          tlm_err *err) {
-    char tmp[4200];
-    int fd = tlm_temp_create(path, tmp, sizeof tmp, err);
-    if (fd < 0) return false;
+    tlm_atomic_file f;
+    if (!tlm_atomic_open(&f, path, err)) return false;
     if (tlm_test_hook("ckpt_write")) {
         long long bytes = 0;
         for (int i = 0; i < n; i++) {
@@ -238,21 +181,12 @@ static bool write_atomic(const char *path, const tlm_st_tensor *ts, int n, const
         tlm_test_kill_past(bytes / 2);
     }
     tlm_err e = {""};
-    bool ok = false;
-    int wrote = tlm_st_write_fd(fd, tmp, ts, n, meta, nmeta, &e);
-    if (close(fd) != 0 && wrote == 0) {
-        tlm_fail(&e, "%s: close failed: %s", tmp, strerror(errno));
-        wrote = -1;
+    if (tlm_st_write_fd(f.fd, f.tmp, ts, n, meta, nmeta, &e) != 0) {
+        tlm_atomic_abort(&f);
+        return tlm_fail(err, "%s", e.msg);
     }
-    if (wrote != 0) tlm_fail(err, "%s", e.msg);
-    else {
-        tlm_test_kill_at("ckpt_rename");
-        if (rename(tmp, path) != 0) tlm_fail(err, "%s: cannot rename into place: %s", path, strerror(errno));
-        else ok = true;
-    }
-    if (!ok) unlink(tmp);
-    else tlm_sync_dir_of(path); /* make the rename itself durable */
-    return ok;
+    tlm_test_kill_at("ckpt_rename");
+    return tlm_atomic_commit(&f, err);
 }
 
 bool tlm_ckpt_save(const char *path, const tlm_trainer *t, const tlm_run_state *st, const tlm_st_meta *extra,

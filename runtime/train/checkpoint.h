@@ -26,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "atomic_file.h" /* tlm_write_file_atomic, tlm_sync_dir_of: callers of this header use them */
 #include "model_so.h"
 #include "tlm_rt/rng.h"
 #include "tlm_rt/safetensors.h"
@@ -59,16 +60,6 @@ uint64_t tlm_param_fingerprint(const tlm_so *so);
  * leaves path as it was. */
 bool tlm_ckpt_save(const char *path, const tlm_trainer *t, const tlm_run_state *st, const tlm_st_meta *extra,
                    int nextra, tlm_err *err);
-
-/* Atomic writes of a file path (the checkpoint, the training log): a
- * temporary path.tmp.XXXXXX in path's folder (mkstemp; a descriptor, or -1
- * with a reason and errno kept), and fsync of that folder after the rename. */
-int tlm_temp_create(const char *path, char *tmp, size_t n, tlm_err *err);
-bool tlm_sync_dir_of(const char *path);
-/* bytes[0..n) as the file path, written so: a temporary in its folder
- * (with the permissions a plain create would give), fsynced, renamed over
- * path, the folder fsynced. false with a reason, the temporary removed. */
-bool tlm_write_file_atomic(const char *path, const void *bytes, size_t n, tlm_err *err);
 
 /* Removes what a crash (kill -9, power loss) during an atomic write of path
  * left behind: the regular files of path's folder named path.tmp.XXXXXX or

@@ -35,6 +35,25 @@ expect 0 "" "compile the uniform twin" -- "$tlmc" "$tiny" --model tiny_uniform -
 expect 0 "1 specialisations" "uniform model has one kernel" -- "$run" info "$tmp/uniform.so"
 expect 0 "" "generic x86-64 code" -- "$tlmc" --cpu x86-64 "$tiny" -o "$tmp/generic.so"
 expect 0 "model tiny" "info on the generic build" -- "$run" info "$tmp/generic.so"
+expect 0 "the CPU kernels use: x86-64's baseline" "info says what the generic kernels need" -- "$run" info "$tmp/generic.so"
+expect 0 "done: 1 step" "the generic build trains here" -- \
+  "$run" train "$tmp/generic.so" --steps 1 --batch 1 --threads 1 --eval-every 0 --ckpt "$tmp/generic.ck"
+# Kernels for an extension this CPU lacks are refused before they run (they
+# would die of SIGILL): Bulldozer's XOP, which no other x86 CPU has.
+expect 0 "" "kernels for AMD Bulldozer (XOP)" -- "$tlmc" --cpu bdver1 "$tiny" -o "$tmp/bdver1.so"
+expect 0 "the CPU kernels use: .*xop" "info lists XOP" -- "$run" info "$tmp/bdver1.so"
+if grep -qw xop /proc/cpuinfo; then
+  echo "ok: (this CPU has XOP: the refusal is not exercised here)"
+else
+  lacks="its CPU kernels use .*xop.*, which this CPU lacks"
+  expect 1 "$lacks" "train refuses kernels for a CPU with XOP" -- \
+    "$run" train "$tmp/bdver1.so" --steps 1 --batch 1 --threads 1 --ckpt "$tmp/bdver1.ck"
+  check "  before writing a checkpoint" -- test ! -e "$tmp/bdver1.ck/checkpoint.safetensors"
+  expect 1 "$lacks" "so does eval (on the generic build's checkpoint)" -- \
+    "$run" eval "$tmp/bdver1.so" --ckpt "$tmp/generic.ck" --threads 1
+  expect 1 "$lacks" "and bench" -- "$run" bench "$tmp/bdver1.so" --steps 1 --threads 1
+  expect 0 "not all on this CPU" "info says so" -- "$run" info "$tmp/bdver1.so"
+fi
 expect 2 "unknown CPU .pentium-9000." "unknown --cpu: a usage error, before any work" -- "$tlmc" --cpu pentium-9000 "$tiny" -o "$tmp/x.so"
 check "no model.so written for it" -- test ! -e "$tmp/x.so"
 

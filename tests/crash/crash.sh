@@ -16,6 +16,11 @@
 #              once; resuming after each gives the uninterrupted run
 #   leftovers  a start removes the stale temporaries of its checkpoint and
 #              log and nothing else; a folder in use by a run is refused
+#   outputs    every command's output file (tlmc -o, tokenize -o, export -o):
+#              a FIFO, a folder or a link to nothing is refused; one of the
+#              command's inputs is refused and stays as it was; a link to a
+#              file has that file replaced and stays a link; SIGINT in the
+#              middle of a write leaves no temporary
 set -u
 case_=$1 tlmc=$2 run=$3 root=$4 work=$5
 here=$(cd "$(dirname "$0")" && pwd)
@@ -170,6 +175,58 @@ leftovers)
   k=$(same step busy/checkpoint.safetensors)
   expect 0 "stopped at step $((k + 1))" "the folder is free once the run stopped" -- \
     timeout 60 "$run" train crash.so --ckpt busy --resume --stop-at $((k + 1))
+  ;;
+
+outputs)
+  "$run" tokenizer train --vocab 300 train.txt -o tok.json > /dev/null || exit 1
+  "$run" train crash.so --data train.txt --val val.txt --threads 1 --steps 1 --eval-every 0 --ckpt ck > /dev/null || exit 1
+  cp "$here/crash.tlm" src.tlm
+  mkfifo fifo
+  mkdir folder
+  ln -s missing.bin dangling
+  for target in fifo folder dangling; do
+    expect 1 "$target is" "tlmc -o $target is refused" -- timeout 60 "$tlmc" src.tlm -o $target
+    expect 1 "$target is" "tokenize -o $target is refused" -- \
+      timeout 30 "$run" tokenize --tokenizer tok.json val.txt -o $target
+    expect 1 "$target is" "export -o $target is refused" -- timeout 30 "$run" export crash.so --ckpt ck -o $target
+  done
+  check "the FIFO, the folder and the link are as they were" -- \
+    test -p fifo -a -d folder -a -L dangling -a ! -e missing.bin
+  cp src.tlm src.keep
+  cp val.txt val.keep
+  cp tok.json tok.keep
+  cp ck/checkpoint.safetensors ck.keep
+  cp crash.so so.keep
+  expect 1 "is also the source" "tlmc -o its own source is refused" -- "$tlmc" src.tlm -o src.tlm
+  expect 1 "is also a document" "tokenize -o its own input is refused" -- \
+    "$run" tokenize --tokenizer tok.json val.txt -o val.txt
+  expect 1 "is also the tokenizer" "tokenize -o its tokenizer is refused" -- \
+    "$run" tokenize --tokenizer tok.json val.txt -o tok.json
+  expect 1 "is also the model" "export -o the model is refused" -- "$run" export crash.so --ckpt ck -o crash.so
+  expect 1 "is also the checkpoint" "export -o the checkpoint is refused" -- \
+    "$run" export crash.so --ckpt ck -o ck/checkpoint.safetensors
+  check "the inputs are as they were: the source" -- cmp -s src.tlm src.keep
+  check "  (the text, the tokenizer)" -- sh -c 'cmp -s val.txt val.keep && cmp -s tok.json tok.keep'
+  check "  (the model, the checkpoint)" -- sh -c 'cmp -s crash.so so.keep && cmp -s ck/checkpoint.safetensors ck.keep'
+
+  # A link to a file: the file is replaced, the link stays.
+  echo old > real.bin
+  ln -s real.bin link.bin
+  expect 0 "" "tokenize -o a link to a file" -- "$run" tokenize --tokenizer tok.json val.txt -o link.bin
+  check "the link stays a link and its file holds the shard" -- \
+    sh -c 'test -L link.bin && "$1" tokenize --info real.bin' sh "$run"
+
+  # SIGINT while a shard is written: no temporary is left, the old file stays.
+  for _ in 1 2 3 4 5 6 7 8; do cat "$root"/data/austen/*.txt; done > big.txt
+  echo old > shard.bin
+  for delay in 0.2 0.4; do
+    timeout --preserve-status -s INT $delay "$run" tokenize --tokenizer tok.json --threads 1 big.txt -o shard.bin > /dev/null 2>&1
+    st=$?
+    check "interrupted after ${delay}s (exit $st, 130 when SIGINT ended it): no temporary left" -- \
+      sh -c 'test "$(ls -a | grep -c "\.tmp\.")" = 0'
+    if [ $st = 130 ]; then check "  and the old file stays" -- grep -qx old shard.bin
+    elif [ $delay = 0.2 ]; then echo "FAIL: the shard was written in under 0.2 s: make big.txt bigger"; fail=1; fi
+  done
   ;;
 
 *) echo "unknown case $case_"; exit 2 ;;

@@ -85,10 +85,10 @@ refusals)
     check "the same message as eval's" -- diff <(sed 's/^tlm-run eval:/tlm-run export:/' "$tmp/eval.err") "$tmp/err"
   done
   ck=(--ckpt "$models/ck_taper")
-  expect 1 "cannot create a temporary file" "a folder that does not exist" -- \
+  expect 1 "the folder .* does not exist" "a folder that does not exist" -- \
     "$run" export "$s" "${ck[@]}" -o "$tmp/no/such/dir/x.gguf"
   mkdir -p "$tmp/adir"
-  expect 1 "cannot rename into place" "a folder in the target's place" -- "$run" export "$s" "${ck[@]}" -o "$tmp/adir"
+  expect 1 "adir is a folder: name the file to write" "a folder in the target's place" -- "$run" export "$s" "${ck[@]}" -o "$tmp/adir"
   check "no temporary left behind" -- bash -c "[ -z \"\$(ls '$tmp' | grep '\\.tmp\\.')\" ]"
   echo keep > "$tmp/keep.gguf"
   expect 1 "Titans" "a refused export leaves the target as it was" -- "$run" export "$models/titans.so" -o "$tmp/keep.gguf"

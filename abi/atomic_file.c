@@ -1,0 +1,167 @@
+#include "atomic_file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "regular_file.h"
+#include "remove_on_signal.h"
+
+#define TMP_SUFFIX ".tmp.XXXXXX"
+
+static void folder_of(const char *path, char *dir, size_t n) {
+    const char *slash = strrchr(path, '/');
+    if (!slash) snprintf(dir, n, ".");
+    else if (slash == path) snprintf(dir, n, "/");
+    else snprintf(dir, n, "%.*s", (int)(slash - path), path);
+}
+
+bool tlm_sync_dir_of(const char *path) {
+    char dir[4096];
+    folder_of(path, dir, sizeof dir);
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return false;
+    bool ok = fsync(fd) == 0;
+    close(fd);
+    return ok;
+}
+
+/* f->target: path, or the file a symbolic link at path names; refused when
+ * it exists and is not a regular file. *mode: the mode to give the new file
+ * (the old one's, or a plain create's). */
+static bool pick_target(tlm_atomic_file *f, const char *path, mode_t *mode, tlm_err *err) {
+    if (!*path) return tlm_fail(err, "an empty output path");
+    struct stat st;
+    if (lstat(path, &st) != 0) {
+        if (errno != ENOENT) return tlm_fail(err, "%s: %s", path, strerror(errno));
+        if ((size_t)snprintf(f->target, sizeof f->target, "%s", path) >= sizeof f->target)
+            return tlm_fail(err, "%s: the path is too long", path);
+        mode_t mask = umask(0);
+        umask(mask);
+        *mode = 0666 & ~mask;
+        return true;
+    }
+    const char *named = path; /* what the messages below name */
+    if (S_ISLNK(st.st_mode)) {
+        if (!realpath(path, f->target) || stat(f->target, &st) != 0)
+            return tlm_fail(err, "%s is a symbolic link to a file that does not exist; name the file itself", path);
+        named = f->target;
+    } else if ((size_t)snprintf(f->target, sizeof f->target, "%s", path) >= sizeof f->target) {
+        return tlm_fail(err, "%s: the path is too long", path);
+    }
+    if (S_ISDIR(st.st_mode)) return tlm_fail(err, "%s is a folder: name the file to write", named);
+    if (!S_ISREG(st.st_mode))
+        return tlm_fail(err,
+                        "%s is %s, not a regular file: an output is written beside its target and renamed over it, "
+                        "which would replace it",
+                        named, tlm_file_kind(st.st_mode));
+    *mode = st.st_mode & 07777;
+    return true;
+}
+
+bool tlm_atomic_open(tlm_atomic_file *f, const char *path, tlm_err *err) {
+    memset(f, 0, sizeof *f);
+    f->fd = -1;
+    mode_t mode = 0;
+    if (!pick_target(f, path, &mode, err)) return false;
+    /* PATH.tmp.XXXXXX; where that name is longer than a name may be, a
+     * shorter one in the same folder (the rename must stay within it) */
+    const char *base = strrchr(f->target, '/');
+    base = base ? base + 1 : f->target;
+    if (strlen(base) + strlen(TMP_SUFFIX) <= NAME_MAX) snprintf(f->tmp, sizeof f->tmp, "%s" TMP_SUFFIX, f->target);
+    else {
+        char dir[4096];
+        folder_of(f->target, dir, sizeof dir);
+        snprintf(f->tmp, sizeof f->tmp, "%s/.tlm" TMP_SUFFIX, dir);
+    }
+    f->fd = mkostemp(f->tmp, O_CLOEXEC);
+    if (f->fd < 0) {
+        int e = errno;
+        f->tmp[0] = '\0'; /* nothing to remove */
+        char dir[4096];
+        folder_of(f->target, dir, sizeof dir);
+        struct stat st;
+        if (e == ENOENT || e == ENOTDIR) {
+            if (stat(dir, &st) != 0) return tlm_fail(err, "%s: the folder %s does not exist", path, dir);
+            if (!S_ISDIR(st.st_mode)) return tlm_fail(err, "%s: %s is not a folder", path, dir);
+        }
+        return tlm_fail(err, "%s: cannot create a temporary file in %s: %s", path, dir, strerror(e));
+    }
+    tlm_remove_on_signal(f->tmp);
+    if (fchmod(f->fd, mode) != 0) {
+        int e = errno;
+        tlm_atomic_abort(f);
+        return tlm_fail(err, "%s: cannot set the mode of its temporary file: %s", path, strerror(e));
+    }
+    return true;
+}
+
+void tlm_atomic_abort(tlm_atomic_file *f) {
+    if (f->fd >= 0) close(f->fd);
+    f->fd = -1;
+    if (f->tmp[0]) {
+        unlink(f->tmp);
+        tlm_keep_on_signal(f->tmp);
+        f->tmp[0] = '\0';
+    }
+}
+
+/* fsync, rename, fsync the folder; the descriptor closed first unless the
+ * caller keeps it */
+static bool finish(tlm_atomic_file *f, bool keep_open, tlm_err *err) {
+    int e = 0;
+    if (fsync(f->fd) != 0) e = errno;
+    if (!keep_open) {
+        if (close(f->fd) != 0 && !e) e = errno;
+        f->fd = -1;
+    }
+    if (e) {
+        tlm_atomic_abort(f);
+        return tlm_fail(err, "%s: cannot write: %s", f->target, strerror(e));
+    }
+    if (rename(f->tmp, f->target) != 0) {
+        e = errno;
+        tlm_atomic_abort(f);
+        return tlm_fail(err, "%s: cannot rename into place: %s", f->target, strerror(e));
+    }
+    tlm_keep_on_signal(f->tmp);
+    f->tmp[0] = '\0';
+    tlm_sync_dir_of(f->target);
+    return true;
+}
+
+bool tlm_atomic_commit(tlm_atomic_file *f, tlm_err *err) { return finish(f, false, err); }
+
+bool tlm_atomic_publish(tlm_atomic_file *f, tlm_err *err) { return finish(f, true, err); }
+
+bool tlm_write_file_atomic(const char *path, const void *bytes, size_t n, tlm_err *err) {
+    tlm_atomic_file f;
+    if (!tlm_atomic_open(&f, path, err)) return false;
+    size_t done = 0;
+    while (done < n) {
+        ssize_t w = write(f.fd, (const char *)bytes + done, n - done);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) {
+            int e = w < 0 ? errno : ENOSPC;
+            tlm_atomic_abort(&f);
+            return tlm_fail(err, "%s: cannot write: %s", path, strerror(e));
+        }
+        done += (size_t)w;
+    }
+    return tlm_atomic_commit(&f, err);
+}
+
+bool tlm_same_file(const char *a, const char *b) {
+    struct stat sa, sb;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+bool tlm_output_not_input(const char *out, const char *in, const char *what, tlm_err *err) {
+    if (!in || !tlm_same_file(out, in)) return true;
+    return tlm_fail(err, "%s is also %s (%s): writing it would destroy it; name another output", out, what, in);
+}

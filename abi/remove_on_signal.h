@@ -1,0 +1,26 @@
+/* Paths that an interrupt removes: a command's temporaries (an output being
+ * written beside its target, tlmc's object files), so that SIGINT, SIGTERM
+ * or SIGHUP leaves nothing behind. (SIGKILL cannot be caught: what it leaves
+ * is named PATH.tmp.XXXXXX, which train's tlm_remove_stale_temps knows.)
+ *
+ * The handler is installed only for the signals whose disposition is still
+ * the default when the first path is added: a command with handlers of its
+ * own (train, study) stops on its own terms, finishes or removes its own
+ * writes, and keeps them. The handler removes the paths, newest first (a
+ * folder after the files in it; unlink, then rmdir), restores the default
+ * disposition and raises the signal again, so the exit status still says
+ * which signal ended the process. */
+#ifndef TLM_REMOVE_ON_SIGNAL_H
+#define TLM_REMOVE_ON_SIGNAL_H
+
+#include <stdbool.h>
+
+/* Removes path if one of those signals ends the process. False when the
+ * table is full (16 paths) or the path is too long: the path is then not
+ * removed on an interrupt, and the caller goes on. */
+bool tlm_remove_on_signal(const char *path);
+
+/* Forgets path (it was renamed into place, or removed). */
+void tlm_keep_on_signal(const char *path);
+
+#endif
