@@ -725,6 +725,16 @@ void tlm_so_tables_free(tlm_so_tables *t) {
     memset(t, 0, sizeof *t);
 }
 
+bool tlm_so_check_file(const char *path, tlm_err *err) {
+    uint64_t image_size = 0;
+    size_t size = 0;
+    uint8_t *bytes = tlm_read_regular(path, TLM_SO_MAX_BYTES, "a compiled model", &size, err);
+    if (!bytes) return false;
+    bool ok = check_trailer(path, bytes, size, &image_size, err) && check_elf(path, bytes, image_size, err);
+    free(bytes);
+    return ok;
+}
+
 bool tlm_so_open(const char *path, tlm_so *m, tlm_err *err) {
     memset(m, 0, sizeof *m);
     uint64_t image_size = 0;

@@ -101,6 +101,13 @@ enum { TLM_SO_TRAILER_SIZE = 48 };
 /* The trailer for an image of `size` bytes (tlmc appends it). */
 void tlm_so_trailer(const uint8_t *image, uint64_t size, uint8_t trailer[TLM_SO_TRAILER_SIZE]);
 
+/* Whether the model.so at path is whole: what tlm_so_open checks before it
+ * loads anything (the trailer against the bytes, the ELF headers against
+ * the length), without loading it. false with tlm_so_open's reason: for a
+ * caller that keeps compiled models and must tell a damaged one from one
+ * it can reuse (the study runner). */
+bool tlm_so_check_file(const char *path, tlm_err *err);
+
 /* Opens and validates a model.so. Returns false with a one-line reason in
  * err: a file without a trailer, or whose trailer does not match it, is
  * refused before anything in it is loaded. */

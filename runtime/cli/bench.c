@@ -159,8 +159,8 @@ static void report(const bench *b, const tlm_so *so, tlm_device *dev, const cpu_
     }
     printf("bench %s: %s%s%s, batch %" PRId64 " x %" PRId64 " tokens\n", tlm_so_str(so, so->config->name), where,
            dev ? ", " : "", dev ? tlm_precision_name(b->precision) : "", b->batch, b->context);
-    printf("%" PRId64 " steps in %.3f s: %.3f steps/s, %.0f tokens/s, %.2f GFLOP/s", b->steps, seconds,
-           (double)b->steps / seconds, tokens / seconds, flops / 1e9);
+    printf("%" PRId64 " step%s in %.3f s: %.3f steps/s, %.0f tokens/s, %.2f GFLOP/s", b->steps,
+           b->steps == 1 ? "" : "s", seconds, (double)b->steps / seconds, tokens / seconds, flops / 1e9);
     if (peak > 0) printf(", MFU %.1f%%", 100 * flops / peak);
     if (peak > 0 && !dev)
         printf(" (of %d thread%s x %.0f GFLOP/s, this CPU's multiply-add peak on %d-float vectors, measured)",

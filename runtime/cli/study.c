@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "args.h"
@@ -37,7 +38,9 @@ static void usage(FILE *out) {
           "  --eval-tokens N    evaluate at most N tokens of each text (default: the study's,\n"
           "                     else 65536)\n"
           "  --force            DIR holds another run of the study (other steps, seeds or\n"
-          "                     plan): discard its runs and start over\n"
+          "                     plan), a plan.json that cannot be read, or files but no\n"
+          "                     plan.json: discard its runs and results and start over\n"
+          "                     (other files are kept)\n"
           "  --plan-file FILE   read the plan from FILE instead of asking tlmc (tests)\n"
           "\n"
           "tlmc is $TLMC, else the one beside tlm-run (or in its build tree), else on PATH.\n"
@@ -56,32 +59,62 @@ static void on_signal(int sig) {
     stop_signal = sig;
 }
 
+/* The line and the exit status of a study stopped by a signal, wherever it
+ * stopped (planning, compiling, training). */
+static int stopped(void) {
+    fprintf(stderr, "tlm-run study: stopped (%s); the runs kept their checkpoints: run the same command to continue\n",
+            stop_signal == SIGTERM ? "SIGTERM" : "SIGINT");
+    return stop_signal == SIGTERM ? 143 : 130;
+}
+
+/* Runs tlmc to its end, or until a signal stops the study: tlmc then gets
+ * the signal too (it runs in a process group of its own, so a Ctrl-C at
+ * the terminal reaches only us). Its exit status, or -1 with a reason. */
+static int run_tlmc(char *const argv[], const char *out, const char *errs, tlm_err *err) {
+    pid_t pid = study_spawn(argv, out, false, errs, err);
+    if (pid < 0) return -1;
+    bool signalled = false;
+    int status;
+    for (;;) {
+        if (stop_signal && !signalled) kill(pid, stop_signal), signalled = true;
+        if (waitpid(pid, &status, 0) >= 0) return study_exit_status(status);
+        if (errno != EINTR) return tlm_fail(err, "waiting for %s: %s", argv[0], strerror(errno)), -1;
+    }
+}
+
 /* Runs `tlmc FILE --plan [--study NAME]` and returns its output (malloc'd),
- * or NULL after printing why (tlmc's diagnostics as they came). */
+ * or NULL after printing why (tlmc's diagnostics as they came; nothing
+ * when a signal stopped it: the caller says so). Its two temporary files,
+ * in $TMPDIR or /tmp, are removed either way. */
 static char *plan_from_tlmc(const char *tlmc, const char *file, const char *study, size_t *n) {
-    char out[] = "/tmp/tlm-study-plan.XXXXXX", errs[] = "/tmp/tlm-study-plan-err.XXXXXX";
+    const char *dir = getenv("TMPDIR");
+    if (!dir || !*dir) dir = "/tmp";
+    char out[4200], errs[4200];
+    snprintf(out, sizeof out, "%s/tlm-study-plan.XXXXXX", dir);
+    snprintf(errs, sizeof errs, "%s/tlm-study-plan-err.XXXXXX", dir);
     int fo = mkstemp(out), fe = fo >= 0 ? mkstemp(errs) : -1;
     if (fo < 0 || fe < 0) {
-        cli_error("study", "cannot create a temporary file: %s", strerror(errno));
+        cli_error("study", "cannot create a temporary file in %s: %s", dir, strerror(errno));
         if (fo >= 0) close(fo), unlink(out);
         return NULL;
     }
     close(fo), close(fe);
     char *argv[] = {(char *)tlmc, (char *)file, "--plan", study ? "--study" : NULL, (char *)study, NULL};
     tlm_err err = {""};
-    int rc = study_run_child(argv, out, false, errs, &err);
+    int rc = run_tlmc(argv, out, errs, &err);
     char *text = NULL;
-    if (rc == 0) text = study_read_file(out, n, &err);
-    if (rc != 0) {
+    if (stop_signal) {
+        /* stopped: the caller says so, and what tlmc made of it is moot */
+    } else if (rc < 0) cli_error("study", "%s", err.msg);
+    else if (rc > 0) {
         /* tlmc's diagnostics say what is wrong with the file, as they are;
          * a line of ours only when it said nothing */
         size_t m = 0;
-        char *diag = rc > 0 ? study_read_file(errs, &m, &err) : NULL;
+        char *diag = study_read_file(errs, &m, &err);
         if (m) fputs(diag, stderr);
-        else if (rc < 0) cli_error("study", "%s", err.msg);
         else cli_error("study", "%s could not plan %s (exit %d)", tlmc, file, rc);
         free(diag);
-    } else if (!text) cli_error("study", "%s", err.msg);
+    } else if (!(text = study_read_file(out, n, &err))) cli_error("study", "%s", err.msg);
     unlink(out), unlink(errs);
     return text;
 }
@@ -99,6 +132,29 @@ static void take_seeds(study_plan *p, int k) {
     }
 }
 
+/* A flag's value that names a path (or the study): an empty one would
+ * name the current folder or, joined with "/", the root ("--out ''" put
+ * the study into /), so it is a usage error. */
+static bool non_empty(cli_args *a, const char **out) {
+    if (!a->val[0]) {
+        cli_usage_error("study", "%s is empty: it needs a value", a->flag);
+        return false;
+    }
+    *out = a->val;
+    return true;
+}
+
+/* The folder without its trailing slashes ("A/" gives "A/results.md", not
+ * "A//results.md"); "/" stays "/". false when it does not fit. */
+static bool folder_name(const char *path, char *out, size_t n) {
+    size_t len = strlen(path);
+    while (len > 1 && path[len - 1] == '/') len--;
+    if (len >= n) return false;
+    memcpy(out, path, len);
+    out[len] = '\0';
+    return true;
+}
+
 enum { OPT_STUDY = 256, OPT_STEPS, OPT_SEEDS, OPT_JOBS, OPT_THREADS, OPT_OUT, OPT_EVAL_TOKENS, OPT_FORCE, OPT_PLAN };
 static const struct option long_options[] = {
     {"help", no_argument, NULL, 'h'},
@@ -114,34 +170,102 @@ static const struct option long_options[] = {
     {NULL, 0, NULL, 0},
 };
 
+/* What the command line asks for. */
+typedef struct study_flags {
+    const char *file, *study, *out, *plan_file; /* out: without trailing slashes, or NULL */
+    int64_t steps, seeds, jobs, threads, eval_tokens;
+    bool force;
+} study_flags;
+
+/* The plan, the overrides and the run, with the signal handlers in place. */
+static int run_study(const study_flags *f, const char *tlmc, const char *self) {
+    size_t n;
+    tlm_err err = {""};
+    char *text = f->plan_file ? study_read_file(f->plan_file, &n, &err) : plan_from_tlmc(tlmc, f->file, f->study, &n);
+    if (stop_signal) {
+        free(text);
+        return stopped();
+    }
+    if (!text) return f->plan_file ? cli_error("study", "%s", err.msg) : 1;
+    study_plan plan;
+    bool ok = study_plan_parse(text, n, f->study, &plan, &err);
+    free(text);
+    if (!ok) return cli_error("study", "%s: %s", f->plan_file ? f->plan_file : f->file, err.msg);
+    if (f->file && f->plan_file) {
+        free(plan.file);
+        plan.file = strdup(f->file);
+    }
+
+    if (f->steps) plan.steps = f->steps;
+    if (f->seeds) take_seeds(&plan, (int)f->seeds);
+    if (f->eval_tokens) plan.eval_tokens = f->eval_tokens;
+    else if (!plan.eval_tokens) plan.eval_tokens = DEFAULT_EVAL_TOKENS;
+    char persuasion[4200];
+    if (!plan.val && !plan.data) { /* train's default validation text, named so eval and probe use it too */
+        snprintf(persuasion, sizeof persuasion, "%s/austen/persuasion.txt", corpus_dir());
+        plan.val = strdup(persuasion);
+    }
+    char folder[4200];
+    const char *out = f->out;
+    if (!out) {
+        int k = snprintf(folder, sizeof folder, "studies/%s", plan.name);
+        if (f->steps) k += snprintf(folder + k, sizeof folder - (size_t)k, "-steps%" PRId64, f->steps);
+        if (f->seeds) snprintf(folder + k, sizeof folder - (size_t)k, "-seeds%" PRId64, f->seeds);
+        out = folder;
+    }
+    int64_t threads = f->threads ? f->threads : cli_cores();
+    study_options o = {.tlmc = tlmc,
+                       .tlm_run = self,
+                       .out = out,
+                       .jobs = (int)f->jobs,
+                       .threads = threads / f->jobs > 0 ? (int)(threads / f->jobs) : 1,
+                       .force = f->force,
+                       .progress = stdout,
+                       .stop = &stop_signal};
+    study_outcome outcome = study_execute(&plan, &o, &err);
+    study_plan_free(&plan);
+    switch (outcome) {
+    case STUDY_DONE: return 0;
+    case STUDY_STOPPED: return stopped();
+    case STUDY_REFUSED:
+    case STUDY_FAILED: break;
+    }
+    return cli_error("study", "%s", err.msg);
+}
+
 int cmd_study(int argc, char **argv) {
-    const char *file = NULL, *study = NULL, *out = NULL, *plan_file = NULL;
-    int64_t steps = 0, seeds = 0, jobs = 1, threads = 0, eval_tokens = 0;
-    bool force = false;
+    study_flags f = {.jobs = 1};
+    char folder[4200];
     cli_args a = {.cmd = "study", .argc = argc, .argv = argv};
     int opt;
     while ((opt = cli_getopt(&a, "h", long_options)) != -1) {
         bool ok = true;
         switch (opt) {
         case 'h': usage(stdout); return 0;
-        case OPT_STUDY: study = a.val; break;
-        case OPT_STEPS: ok = cli_int(&a, 1, (int64_t)1 << 40, &steps); break;
-        case OPT_SEEDS: ok = cli_int(&a, 1, STUDY_MAX_SEEDS, &seeds); break;
-        case OPT_JOBS: ok = cli_int(&a, 1, 256, &jobs); break;
-        case OPT_THREADS: ok = cli_int(&a, 1, 4096, &threads); break;
-        case OPT_OUT: out = a.val; break;
-        case OPT_EVAL_TOKENS: ok = cli_int(&a, 1, (int64_t)1 << 40, &eval_tokens); break;
-        case OPT_FORCE: force = true; break;
-        case OPT_PLAN: plan_file = a.val; break;
+        case OPT_STUDY: ok = non_empty(&a, &f.study); break;
+        case OPT_STEPS: ok = cli_int(&a, 1, (int64_t)1 << 40, &f.steps); break;
+        case OPT_SEEDS: ok = cli_int(&a, 1, STUDY_MAX_SEEDS, &f.seeds); break;
+        case OPT_JOBS: ok = cli_int(&a, 1, 256, &f.jobs); break;
+        case OPT_THREADS: ok = cli_int(&a, 1, 4096, &f.threads); break;
+        case OPT_OUT:
+            if (!(ok = non_empty(&a, &f.out))) break;
+            if (!folder_name(f.out, folder, sizeof folder))
+                return cli_usage_error("study", "--out: the path is too long");
+            f.out = folder;
+            break;
+        case OPT_EVAL_TOKENS: ok = cli_int(&a, 1, (int64_t)1 << 40, &f.eval_tokens); break;
+        case OPT_FORCE: f.force = true; break;
+        case OPT_PLAN: ok = non_empty(&a, &f.plan_file); break;
         case 1:
-            if (file) return cli_usage_error("study", "one FILE.tlm only (got `%s` and `%s`)", file, a.val);
-            file = a.val;
+            if (f.file) return cli_usage_error("study", "one FILE.tlm only (got `%s` and `%s`)", f.file, a.val);
+            if (!a.val[0]) return cli_usage_error("study", "FILE.tlm is empty: it needs a path");
+            f.file = a.val;
             break;
         default: return 2; /* reported by cli_getopt */
         }
         if (!ok) return 2;
     }
-    if (!file && !plan_file) return cli_usage_error("study", "no FILE.tlm given");
+    if (!f.file && !f.plan_file) return cli_usage_error("study", "no FILE.tlm given");
 
     char self[4096], tlmc[4200];
     ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -150,61 +274,14 @@ int cmd_study(int argc, char **argv) {
     tlm_err err = {""};
     if (!study_find_tlmc(self, tlmc, sizeof tlmc, &err)) return cli_error("study", "%s", err.msg);
 
-    size_t n;
-    char *text = plan_file ? study_read_file(plan_file, &n, &err) : plan_from_tlmc(tlmc, file, study, &n);
-    if (!text) return plan_file ? cli_error("study", "%s", err.msg) : 1;
-    study_plan plan;
-    bool ok = study_plan_parse(text, n, study, &plan, &err);
-    free(text);
-    if (!ok) return cli_error("study", "%s: %s", plan_file ? plan_file : file, err.msg);
-    if (file && plan_file) {
-        free(plan.file);
-        plan.file = strdup(file);
-    }
-
-    if (steps) plan.steps = steps;
-    if (seeds) take_seeds(&plan, (int)seeds);
-    if (eval_tokens) plan.eval_tokens = eval_tokens;
-    else if (!plan.eval_tokens) plan.eval_tokens = DEFAULT_EVAL_TOKENS;
-    char persuasion[4200];
-    if (!plan.val && !plan.data) { /* train's default validation text, named so eval and probe use it too */
-        snprintf(persuasion, sizeof persuasion, "%s/austen/persuasion.txt", corpus_dir());
-        plan.val = strdup(persuasion);
-    }
-    char folder[4200];
-    if (!out) {
-        int k = snprintf(folder, sizeof folder, "studies/%s", plan.name);
-        if (steps) k += snprintf(folder + k, sizeof folder - (size_t)k, "-steps%" PRId64, steps);
-        if (seeds) snprintf(folder + k, sizeof folder - (size_t)k, "-seeds%" PRId64, seeds);
-        out = folder;
-    }
-    if (!threads) threads = cli_cores();
-    study_options o = {.tlmc = tlmc,
-                       .tlm_run = self,
-                       .out = out,
-                       .jobs = (int)jobs,
-                       .threads = threads / jobs > 0 ? (int)(threads / jobs) : 1,
-                       .force = force,
-                       .progress = stdout,
-                       .stop = &stop_signal};
+    /* From here a signal stops the study wherever it is, the planning
+     * included (its temporary files are removed), with one line. */
     struct sigaction sa = {.sa_handler = on_signal}, old_int, old_term;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
-    study_outcome outcome = study_execute(&plan, &o, &err);
+    int rc = run_study(&f, tlmc, self);
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
-    study_plan_free(&plan);
-    switch (outcome) {
-    case STUDY_DONE: return 0;
-    case STUDY_STOPPED:
-        fprintf(stderr,
-                "tlm-run study: stopped (%s); the runs kept their checkpoints: run the same command to "
-                "continue\n",
-                stop_signal == SIGTERM ? "SIGTERM" : "SIGINT");
-        return stop_signal == SIGTERM ? 143 : 130;
-    case STUDY_REFUSED:
-    case STUDY_FAILED: break;
-    }
-    return cli_error("study", "%s", err.msg);
+    return rc;
 }

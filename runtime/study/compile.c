@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "files.h"
+#include "model_so.h"
 #include "sha256.h"
 #include "spawn.h"
 
@@ -32,14 +33,22 @@ static bool recipe_hash(const study_plan *plan, const study_variant *v, const ch
     return true;
 }
 
-static bool up_to_date(const char *so, const char *hash_path, const char *hex) {
+/* The model's recipe is unchanged (its hash file holds hex) and the model
+ * itself is whole: a .so damaged after it was written (cut short, a bit
+ * flipped) would keep its hash and fail every run, so it is compiled again,
+ * saying why in one progress line. */
+static bool up_to_date(const study_variant *v, const char *so, const char *hash_path, const char *hex,
+                       study_progress *pr) {
     size_t n;
-    tlm_err e;
+    tlm_err e = {""};
     if (!study_exists(so)) return false;
     char *text = study_read_file(hash_path, &n, &e);
     bool same = text && n >= 64 && !strncmp(text, hex, 64);
     free(text);
-    return same;
+    if (!same) return false;
+    if (tlm_so_check_file(so, &e)) return true;
+    study_progress_event(pr, "compiling %s again: %s", v->name, e.msg);
+    return false;
 }
 
 static bool compile_one(const study_plan *plan, const study_variant *v, const char *tlmc, const char *dir,
@@ -50,7 +59,7 @@ static bool compile_one(const study_plan *plan, const study_variant *v, const ch
     snprintf(hash_path, sizeof hash_path, "%s.hash", so);
     snprintf(log, sizeof log, "%s/%s.log", dir, v->name);
     if (!recipe_hash(plan, v, version, hex, err)) return false;
-    if (up_to_date(so, hash_path, hex)) return true;
+    if (up_to_date(v, so, hash_path, hex, pr)) return true;
     remove(hash_path);
     /* tlmc FILE (--study NAME --variant V | the plan's compile arguments) -o TMP */
     char *argv[80];

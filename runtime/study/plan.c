@@ -1,6 +1,7 @@
 /* Reading a study's plan JSON (plan.h) and writing it back canonically. */
 #include "plan.h"
 
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,13 +38,39 @@ static bool get_string(const tlm_json *o, const char *key, bool nullable, const 
     return true;
 }
 
+/* What a JSON value that is not a number is, for a message about a field
+ * of the wrong type. */
+static const char *json_kind(const tlm_json *v) {
+    switch (v->type) {
+    case TLM_JSON_NULL: return "null";
+    case TLM_JSON_BOOL: return "a boolean";
+    case TLM_JSON_STRING: return "a string";
+    case TLM_JSON_ARRAY: return "an array";
+    case TLM_JSON_OBJECT: return "an object";
+    case TLM_JSON_NUMBER: break;
+    }
+    return "a number";
+}
+
+/* An integer field in [lo, hi]; the message says whether it is missing,
+ * not an integer or out of range ("steps": 0 and "steps": "3" are not
+ * missing). */
 static bool get_int(const tlm_json *o, const char *key, bool optional, int64_t lo, int64_t hi, const char *where,
                     int64_t *out, tlm_err *err) {
     const tlm_json *v = tlm_json_get(o, key);
     if (!v && optional) return true;
-    if (!v || v->type != TLM_JSON_NUMBER || !v->is_int || v->integer < lo || v->integer > hi)
+    if (!v)
         return tlm_fail(err, "the plan's %s has no %s (an integer from %lld to %lld)", where, key, (long long)lo,
                         (long long)hi);
+    if (v->type != TLM_JSON_NUMBER)
+        return tlm_fail(err, "the plan's %s: %s is %s, not an integer (from %lld to %lld)", where, key, json_kind(v),
+                        (long long)lo, (long long)hi);
+    if (!v->is_int) /* 2.5, 1e3, or past int64 */
+        return tlm_fail(err, "the plan's %s: %s is not an integer (from %lld to %lld)", where, key, (long long)lo,
+                        (long long)hi);
+    if (v->integer < lo || v->integer > hi)
+        return tlm_fail(err, "the plan's %s: %s is %lld, out of range (from %lld to %lld)", where, key,
+                        (long long)v->integer, (long long)lo, (long long)hi);
     *out = v->integer;
     return true;
 }
@@ -277,4 +304,113 @@ char *study_plan_json(const study_plan *p) {
         return NULL;
     }
     return sb.buf;
+}
+
+/* ---- what differs between two plans ---- */
+
+static bool same_string(const char *a, const char *b) { return a == b || (a && b && !strcmp(a, b)); }
+
+static bool same_strings(char **a, int na, char **b, int nb) {
+    if (na != nb) return false;
+    for (int i = 0; i < na; i++)
+        if (strcmp(a[i], b[i])) return false;
+    return true;
+}
+
+/* The seeds as "1, 2, 3", cut short with "..." past n bytes. */
+static const char *seed_list(const study_plan *p, char *out, size_t n) {
+    size_t k = 0;
+    out[0] = '\0';
+    for (int i = 0; i < p->nseeds && k < n; i++) {
+        int w = snprintf(out + k, n - k, "%s%" PRId64, i ? ", " : "", p->seeds[i]);
+        if (w < 0 || (size_t)w >= n - k) {
+            snprintf(out + (n > 4 ? n - 4 : 0), n > 4 ? 4 : n, "...");
+            break;
+        }
+        k += (size_t)w;
+    }
+    return out;
+}
+
+/* A training setting that 0 leaves to the model. */
+static const char *setting(int64_t v, char *out, size_t n) {
+    if (!v) return "the model's default";
+    snprintf(out, n, "%" PRId64, v);
+    return out;
+}
+
+/* A variant as plan.json holds it, malloc'd (NULL when out of memory). */
+static char *variant_json(const study_variant *v) {
+    tlm_strbuf sb = {0};
+    study_json_variant(&sb, v);
+    tlm_sb_puts(&sb, ", \"compile\": ");
+    study_json_strings(&sb, v->compile, v->ncompile);
+    if (sb.oom) {
+        tlm_sb_free(&sb);
+        return NULL;
+    }
+    return sb.buf;
+}
+
+static void variants_difference(const study_plan *was, const study_plan *now, char *what, size_t n) {
+    for (int i = 0; i < was->nvariants; i++)
+        if (!study_plan_variant(now, was->variants[i].name)) {
+            snprintf(what, n, "its variant `%.100s` is not in this plan", was->variants[i].name);
+            return;
+        }
+    for (int i = 0; i < now->nvariants; i++) {
+        const study_variant *v = study_plan_variant(was, now->variants[i].name);
+        if (!v) {
+            snprintf(what, n, "this plan's variant `%.100s` is not in it", now->variants[i].name);
+            return;
+        }
+        char *a = variant_json(v), *b = variant_json(&now->variants[i]);
+        bool same = a && b && !strcmp(a, b);
+        free(a), free(b);
+        if (!same) {
+            snprintf(what, n, "its variant `%.100s` differs (model, defines, widths, params or compile arguments)",
+                     v->name);
+            return;
+        }
+    }
+    for (int i = 0; i < now->nvariants && i < was->nvariants; i++)
+        if (strcmp(was->variants[i].name, now->variants[i].name)) {
+            snprintf(what, n, "its variants are in another order");
+            return;
+        }
+}
+
+void study_plan_difference(const study_plan *was, const study_plan *now, char *what, size_t n) {
+    char a[120], b[120];
+    snprintf(what, n, "its plan differs (the .tlm file or the plan changed)");
+    if (!same_string(was->name, now->name)) snprintf(what, n, "it holds the study `%.100s`", was->name);
+    else if (was->steps != now->steps)
+        snprintf(what, n, "it was made for %" PRId64 " steps, not %" PRId64, was->steps, now->steps);
+    else if (was->nseeds != now->nseeds)
+        snprintf(what, n, "it was made for %d seeds, not %d", was->nseeds, now->nseeds);
+    else if (memcmp(was->seeds, now->seeds, sizeof(int64_t) * (size_t)now->nseeds))
+        snprintf(what, n, "it was made for seeds %s, not %s", seed_list(was, a, sizeof a), seed_list(now, b, sizeof b));
+    else if (was->eval_tokens != now->eval_tokens)
+        snprintf(what, n, "it was made for %" PRId64 " eval tokens, not %" PRId64, was->eval_tokens, now->eval_tokens);
+    else if (was->batch != now->batch)
+        snprintf(what, n, "it was made for batch %s, not %s", setting(was->batch, a, sizeof a),
+                 setting(now->batch, b, sizeof b));
+    else if (was->context != now->context)
+        snprintf(what, n, "it was made for context %s, not %s", setting(was->context, a, sizeof a),
+                 setting(now->context, b, sizeof b));
+    else if (!same_string(was->data, now->data))
+        snprintf(what, n, "it was trained on %.150s, not %.150s", was->data ? was->data : "the bundled corpora",
+                 now->data ? now->data : "the bundled corpora");
+    else if (!same_string(was->val, now->val))
+        snprintf(what, n, "its validation text is %.150s, not %.150s", was->val ? was->val : "none",
+                 now->val ? now->val : "none");
+    else if (!same_strings(was->eval, was->neval, now->eval, now->neval)) snprintf(what, n, "its eval texts differ");
+    else if (!same_strings(was->choices, was->nchoices, now->choices, now->nchoices))
+        snprintf(what, n, "its multiple-choice sets differ");
+    else if (!same_strings(was->cloze, was->ncloze, now->cloze, now->ncloze))
+        snprintf(what, n, "its cloze sets differ");
+    else if (!same_string(was->file, now->file)) snprintf(what, n, "it was made from %.150s", was->file);
+    else if (!same_string(was->baseline, now->baseline))
+        snprintf(what, n, "its baseline is `%.100s`, not `%.100s`", was->baseline, now->baseline);
+    else variants_difference(was, now, what, n);
 }

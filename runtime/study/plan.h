@@ -58,6 +58,13 @@ void study_plan_free(study_plan *plan);
 /* The variant named name, or NULL. */
 const study_variant *study_plan_variant(const study_plan *plan, const char *name);
 
+/* The first difference between the plan a folder was made for (was) and
+ * this one (now), as a phrase for "OUT holds another run of this study:
+ * WHAT" (the study, steps, seeds, eval tokens, batch, context, data,
+ * validation text, eval texts and sets, file, baseline, then the
+ * variants); a phrase that names no field when none differs. */
+void study_plan_difference(const study_plan *was, const study_plan *now, char *what, size_t n);
+
 /* The plan as canonical JSON (fields in a fixed order), malloc'd: what
  * OUT/plan.json holds and the study's identity hashes. NULL when out of
  * memory. */

@@ -147,13 +147,20 @@ static void put_comparisons(tlm_strbuf *sb, const study_summary *s) {
     tlm_sb_printf(sb,
                   "\n## Against the baseline `%s`\n\n"
                   "Per seed, variant minus baseline trained with the same seed; the mean difference over the "
-                  "%d seeds and its 95%% Student t interval. \"Resolves\" is the interval's half-width: the "
+                  "%d seed%s and its 95%% Student t interval. \"Resolves\" is the interval's half-width: the "
                   "smallest difference these seeds can tell from noise. A verdict is \"better\" or \"worse\" "
                   "only when the interval excludes 0.\n\n",
-                  p->baseline, p->nseeds);
+                  p->baseline, p->nseeds, p->nseeds == 1 ? "" : "s");
     if (p->nseeds < 2)
         tlm_sb_puts(sb, "With one seed there is no interval: the differences below are single measurements, "
                         "with no way to tell them from noise. Run more seeds (--seeds 3).\n\n");
+    bool no_spread = false;
+    for (int v = 0; v < p->nvariants; v++)
+        for (int m = 0; v != s->baseline && m < s->nmetrics; m++) no_spread |= s->variants[v].diff[m].no_spread;
+    if (no_spread)
+        tlm_sb_puts(sb, "\"No spread\": every seed gave the same difference, so the interval has no width and "
+                        "the seeds say nothing of the noise; there is no verdict. Run more seeds, or a larger "
+                        "evaluation.\n\n");
     tlm_sb_puts(sb,
                 "| variant | metric | difference | 95% interval | resolves | verdict |\n|---|---|--:|---|--:|---|\n");
     for (int v = 0; v < p->nvariants; v++) {

@@ -2,6 +2,7 @@
  * and each run's stages (runner.h). */
 #include "runner.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
 #include <inttypes.h>
@@ -27,50 +28,84 @@ static int remove_entry(const char *path, const struct stat *st, int flag, struc
     return remove(path);
 }
 
-/* OUT/plan.json is the plan OUT was made for: another one is refused
- * (force: the old runs and results are removed, the models kept: their
- * hashes tell whether they still fit). */
-static bool check_plan(const study_plan *plan, const char *json, const study_options *o, bool *refused, tlm_err *err) {
+/* Removes what a run of another plan left (force): the runs and the
+ * results; the models stay, their hashes tell whether they still fit. */
+static bool discard_runs(const study_options *o, tlm_err *err) {
+    const char *gone[] = {"runs", "results.json", "results.md"};
     char path[4200];
+    for (size_t i = 0; i < sizeof gone / sizeof *gone; i++) {
+        snprintf(path, sizeof path, "%s/%s", o->out, gone[i]);
+        if (study_exists(path) && nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0)
+            return tlm_fail(err, "%s: cannot remove it: %s", path, strerror(errno));
+    }
+    return true;
+}
+
+/* Whether the folder out holds anything but what a first start could have
+ * left before its plan.json was in place (a temporary plan.json.*), and
+ * its first such entry: a folder of files the study did not make is not
+ * taken over without force. false with err set when it cannot be read. */
+static bool foreign_files(const char *out, char *example, size_t n, tlm_err *err) {
+    DIR *d = opendir(out);
+    if (!d) {
+        tlm_fail(err, "%s: cannot read the folder: %s", out, strerror(errno));
+        return false;
+    }
+    bool found = false;
+    for (struct dirent *e; !found && (e = readdir(d));)
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && strncmp(e->d_name, "plan.json.", 10)) {
+            snprintf(example, n, "%s", e->d_name);
+            found = true;
+        }
+    closedir(d);
+    return found;
+}
+
+/* OUT/plan.json is the plan OUT was made for: another one, an unreadable
+ * one, or none in a folder that holds files is refused (force: the old runs
+ * and results are removed, the models kept: their hashes tell whether they
+ * still fit; other files are left alone). */
+static bool check_plan(const study_plan *plan, const char *json, const study_options *o, bool *refused, tlm_err *err) {
+    char path[4200], what[400] = "";
+    if (!study_make_dirs(o->out, err)) return false; /* nothing in it yet when it is new */
     snprintf(path, sizeof path, "%s/plan.json", o->out);
     size_t n;
     tlm_err e = {""};
     char *old = study_read_file(path, &n, &e);
     if (!old && errno != ENOENT) return tlm_fail(err, "%s", e.msg);
-    if (old && strcmp(old, json) != 0) {
-        if (!o->force) {
-            study_plan prev;
-            char what[300] = "its plan differs (the .tlm file or the plan changed)";
-            if (study_plan_parse(old, n, NULL, &prev, &e)) {
-                if (prev.steps != plan->steps)
-                    snprintf(what, sizeof what, "it was made for %" PRId64 " steps, not %" PRId64, prev.steps,
-                             plan->steps);
-                else if (prev.nseeds != plan->nseeds ||
-                         memcmp(prev.seeds, plan->seeds, sizeof(int64_t) * (size_t)plan->nseeds))
-                    snprintf(what, sizeof what, "it was made for %d seeds, not %d (or other seeds)", prev.nseeds,
-                             plan->nseeds);
-                else if (strcmp(prev.name, plan->name))
-                    snprintf(what, sizeof what, "it holds the study `%.100s`", prev.name);
-                study_plan_free(&prev);
-            }
-            free(old);
+    if (!old) {
+        char example[256];
+        e.msg[0] = '\0';
+        if (foreign_files(o->out, example, sizeof example, &e) && !o->force) {
             *refused = true;
+            return tlm_fail(err,
+                            "%s is not empty (%.100s) and holds no study (no plan.json); use another --out, or "
+                            "--force to put the study in it (removing its runs/, results.json and results.md)",
+                            o->out, example);
+        }
+        if (e.msg[0]) return tlm_fail(err, "%s", e.msg);
+        if (o->force && !discard_runs(o, err)) return false;
+    } else if (strcmp(old, json) != 0) {
+        study_plan prev;
+        if (study_plan_parse(old, n, NULL, &prev, &e)) {
+            study_plan_difference(&prev, plan, what, sizeof what);
+            study_plan_free(&prev);
+        }
+        free(old);
+        if (!o->force) {
+            *refused = true;
+            if (!what[0])
+                return tlm_fail(err,
+                                "%s cannot be read as a study's plan (%s); use another --out, or --force to "
+                                "discard the folder's runs and start over",
+                                path, e.msg);
             return tlm_fail(err,
                             "%s holds another run of this study: %s; use another --out, or --force to discard "
                             "its runs and start over",
                             o->out, what);
         }
-        const char *gone[] = {"runs", "results.json", "results.md"};
-        for (size_t i = 0; i < sizeof gone / sizeof *gone; i++) {
-            snprintf(path, sizeof path, "%s/%s", o->out, gone[i]);
-            if (study_exists(path) && nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0) {
-                free(old);
-                return tlm_fail(err, "%s: cannot remove it: %s", path, strerror(errno));
-            }
-        }
-        snprintf(path, sizeof path, "%s/plan.json", o->out);
-    }
-    free(old);
+        if (!discard_runs(o, err)) return false;
+    } else free(old);
     return tlm_write_file_atomic(path, json, strlen(json), err);
 }
 
@@ -314,12 +349,14 @@ static bool run_pool(run *runs, int nruns, const study_plan *p, const study_opti
 study_outcome study_execute(const study_plan *plan, const study_options *o, tlm_err *err) {
     char models[4200], path[4300];
     snprintf(models, sizeof models, "%s/models", o->out);
-    if (!study_make_dirs(models, err)) return STUDY_FAILED;
     char *json = study_plan_json(plan);
     if (!json) return tlm_fail(err, "out of memory"), STUDY_FAILED;
+    /* the folder is looked at before anything is made in it: a folder of
+     * other files is refused untouched */
     bool refused = false, ok = check_plan(plan, json, o, &refused, err);
     free(json);
     if (!ok) return refused ? STUDY_REFUSED : STUDY_FAILED;
+    if (!study_make_dirs(models, err)) return STUDY_FAILED;
     if (!getenv("OMP_WAIT_POLICY")) setenv("OMP_WAIT_POLICY", "PASSIVE", 1); /* docs/runtime.md, shared cores */
 
     int nruns = plan->nvariants * plan->nseeds;

@@ -9,8 +9,10 @@
  * reused; one with a checkpoint continues with `train --resume`; one
  * without starts afresh with `--overwrite`; its evaluation is redone when
  * the result is missing. OUT/plan.json holds the plan the folder was made
- * for: another plan (other --steps or --seeds, a changed study) is refused
- * unless force, which discards the old runs. */
+ * for: another plan (other --steps or --seeds, a changed study), a
+ * plan.json that cannot be read, and a folder that holds files but no
+ * plan.json are refused unless force, which discards the old runs and
+ * results (OUT/runs, results.json, results.md) and keeps the other files. */
 #ifndef TLM_STUDY_RUNNER_H
 #define TLM_STUDY_RUNNER_H
 
@@ -26,7 +28,7 @@ typedef struct study_options {
     const char *out;     /* the study's folder */
     int jobs;            /* runs at a time */
     int threads;         /* CPU threads per run */
-    bool force;          /* discard runs of another plan */
+    bool force;          /* discard runs of another plan, or take over a folder of other files */
     FILE *progress;      /* where the progress line goes */
     volatile sig_atomic_t *stop; /* set by a signal handler: stop the children and return */
 } study_options;

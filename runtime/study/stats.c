@@ -82,12 +82,19 @@ double study_t_quantile(double p, double dof) {
 study_paired study_paired_diff(const double *variant, const double *baseline, int n, double level) {
     study_paired r = {.n = n, .mean = NAN, .sd = NAN, .half_width = NAN, .low = NAN, .high = NAN};
     if (n <= 0) return r;
-    double sum = 0, ss = 0;
+    double sum = 0, ss = 0, scale = 0;
     for (int i = 0; i < n; i++) sum += variant[i] - baseline[i];
     r.mean = sum / n;
     if (n < 2) return r;
-    for (int i = 0; i < n; i++) ss += (variant[i] - baseline[i] - r.mean) * (variant[i] - baseline[i] - r.mean);
+    for (int i = 0; i < n; i++) {
+        ss += (variant[i] - baseline[i] - r.mean) * (variant[i] - baseline[i] - r.mean);
+        scale = fmax(scale, fmax(fabs(variant[i]), fabs(baseline[i])));
+    }
     r.sd = sqrt(ss / (n - 1));
+    /* Differences equal in decimal (an accuracy over a small set, a value
+     * repeated) subtract to doubles an ulp or so apart: "no spread" is s_d
+     * within rounding of the values, not only s_d = 0. */
+    r.no_spread = r.sd <= STUDY_NO_SPREAD * scale; /* a NaN (a diverged run) is not "no spread" */
     r.has_interval = true;
     r.half_width = study_t_quantile(1 - (1 - level) / 2, n - 1) * r.sd / sqrt(n);
     r.low = r.mean - r.half_width;
@@ -97,6 +104,7 @@ study_paired study_paired_diff(const double *variant, const double *baseline, in
 
 const char *study_verdict(const study_paired *d, bool lower_is_better) {
     if (!d->has_interval) return "no interval (1 seed)";
+    if (d->no_spread) return "no spread (equal differences)";
     if (!(d->low > 0) && !(d->high < 0)) return "within noise";
     bool lower = d->high < 0;
     return lower == lower_is_better ? "better" : "worse";

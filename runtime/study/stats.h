@@ -6,7 +6,10 @@
  * - d)^2 / (n - 1)), half-width h = t(0.975, n - 1) * s / sqrt(n), interval
  * [d - h, d + h]. The t quantile is computed here, from the regularized
  * incomplete beta function (no table): tests/study checks it against
- * mpmath. One seed has no interval (n - 1 = 0 degrees of freedom). */
+ * mpmath. One seed has no interval (n - 1 = 0 degrees of freedom). Nor
+ * does a verdict rest on s = 0: when every seed gives the same difference
+ * (to rounding), the interval has no width because the seeds show no
+ * noise, not because there is none. */
 #ifndef TLM_STUDY_STATS_H
 #define TLM_STUDY_STATS_H
 
@@ -24,11 +27,17 @@ double study_beta_inc(double a, double b, double x);
 double study_t_cdf(double t, double dof);
 double study_t_quantile(double p, double dof);
 
+/* The differences' sd below which they count as equal, relative to the
+ * largest |value| compared: a few thousand ulps, far below any spread that
+ * seeds give. */
+#define STUDY_NO_SPREAD 1e-12
+
 /* A paired comparison of n differences at a two-sided confidence level. */
 typedef struct study_paired {
     int n;
     double mean, sd;          /* of the differences (sd NaN for n < 2) */
     bool has_interval;        /* n >= 2 */
+    bool no_spread;           /* n >= 2 and sd <= STUDY_NO_SPREAD * the largest |value|: no verdict */
     double half_width;        /* t * sd / sqrt(n): the smallest difference the seeds resolve */
     double low, high;         /* mean -/+ half_width */
 } study_paired;
@@ -37,7 +46,8 @@ study_paired study_paired_diff(const double *variant, const double *baseline, in
 
 /* "better" / "worse" when the interval excludes 0 in that direction (for a
  * metric where lower is better, or higher), "within noise" when it holds 0,
- * "no interval (1 seed)" with a single seed. */
+ * "no interval (1 seed)" with a single seed, "no spread (equal
+ * differences)" when every seed gave the same difference. */
 const char *study_verdict(const study_paired *d, bool lower_is_better);
 
 #endif

@@ -69,6 +69,11 @@ def sd(x):
     return mpmath.sqrt(sum((mpmath.mpf(v) - m) ** 2 for v in x) / (len(x) - 1))
 
 
+# docs/studies.md: the differences' sd at most 1e-12 of the largest |value|
+# is "no spread" (equal differences, to rounding): no verdict
+NO_SPREAD = 1e-12
+
+
 def paired(var, base):
     d = [mpmath.mpf(a) - mpmath.mpf(b) for a, b in zip(var, base)]
     m = mean(d)
@@ -78,9 +83,17 @@ def paired(var, base):
     return m, m - h, m + h, h
 
 
-def verdict(low, high, lower_better):
+def spread(var, base):
+    """False when every paired difference is the same, to rounding."""
+    d = [mpmath.mpf(a) - mpmath.mpf(b) for a, b in zip(var, base)]
+    return len(d) < 2 or sd(d) > NO_SPREAD * max(abs(v) for v in list(var) + list(base))
+
+
+def verdict(low, high, lower_better, has_spread=True):
     if low is None:
         return "no interval (1 seed)"
+    if not has_spread:
+        return "no spread (equal differences)"
     if low <= 0 <= high:
         return "within noise"
     return "better" if (high < 0) == lower_better else "worse"
@@ -114,10 +127,17 @@ def check_stats(path):
             close(f"low {k}", got[f"low {k}"], low, rel=1e-9, abs_=1e-11)
             close(f"high {k}", got[f"high {k}"], high, rel=1e-9, abs_=1e-11)
             close(f"half {k}", got[f"half {k}"], h, rel=1e-9)
-        want = verdict(low, high, True)
+        want = verdict(low, high, True, spread(var[:k], base[:k]))
         if got[f"verdict {k}"] != want:
             bad.append(f"verdict {k}: {got[f'verdict {k}']!r}, reference {want!r}")
         n += 1
+    # equal differences on both seeds: no verdict, whichever side of 0
+    for key, var2, base2, lower in (("accuracy", [0.5, 0.25], [0.75, 0.5], False),
+                                    ("loss", [2.3323, 1.3258], [2.3456, 1.3391], True)):
+        m, low, high, h = paired(var2, base2)
+        want = verdict(low, high, lower, spread(var2, base2))
+        if want != "no spread (equal differences)" or got[f"verdict equal {key}"] != want:
+            bad.append(f"verdict equal {key}: {got[f'verdict equal {key}']!r}, reference {want!r}")
     if n < 150:
         bad.append(f"only {n} numbers compared")
     return n
@@ -247,7 +267,7 @@ def check_aggregate(dirname):
             close(f"{v} {k} low", d["low"], low, rel=1e-8, abs_=1e-11)
             close(f"{v} {k} high", d["high"], high, rel=1e-8, abs_=1e-11)
             close(f"{v} {k} half width", d["half_width"], h, rel=1e-8, abs_=1e-12)
-            want = verdict(low, high, lower[k])
+            want = verdict(low, high, lower[k], spread(vals, base))
             verdicts[v, k] = d["verdict"]
             if d["verdict"] != want:
                 bad.append(f"{v} {k} verdict {d['verdict']!r}, reference {want!r}")

@@ -7,7 +7,12 @@
 #   aggregate  fixture runs (train log, eval --json and probe --json lines) read
 #              into result.json, then results.json, results.md and the plots,
 #              checked against statistics recomputed in Python
-#   bad_input  bad flags (exit 2) and bad plans (exit 1), one line each
+#   bad_input  bad flags (exit 2) and bad plans (exit 1), one line each; the
+#              folder's rules (another plan, an unreadable plan.json, a folder
+#              of other files, --force past each), a damaged model compiled
+#              again, Ctrl-C while tlmc plans
+#   wording    what the study's review found beyond the study: bench's step
+#              count, probe's help columns, dist_bench.sh --help
 #   e2e        a two-variant, two-seed study of tests/study/models.tlm run end to
 #              end, then run again killed (SIGKILL, runner and children) after
 #              its first run and resumed: the same results.json as the
@@ -81,6 +86,14 @@ aggregate)
   check "result.json holds the numbers of the lines" -- "$py" "$here/check.py" collected "$tmp"
   expect 0 "early .*better" "results, plots and verdicts from the fixture runs" -- "$tool" finish "$tmp/plan.json" "$tmp"
   check "results.json's statistics, results.md, the SVG plots" -- "$py" "$here/check.py" aggregate "$tmp"
+  # the same runs as a one-seed study: "1 seed", not "1 seeds"
+  mkdir -p "$tmp/one"
+  cp -r "$tmp/runs" "$tmp/one/"
+  "$py" -c 'import json, sys; p = json.load(open(sys.argv[1])); p["studies"][0]["seeds"] = [1]; json.dump(p, open(sys.argv[2], "w"))' \
+    "$tmp/plan.json" "$tmp/one/plan.json"
+  expect 0 "no interval (1 seed)" "a one-seed study's results" -- "$tool" finish "$tmp/one/plan.json" "$tmp/one"
+  check "results.md: over the 1 seed" -- grep -q "over the 1 seed and" "$tmp/one/results.md"
+  check "results.md: no '1 seeds'" -- bash -c "! grep -q '\b1 seeds' '$tmp/one/results.md'"
   # a torn or foreign result is refused, naming the file
   echo '{"variant": "late", "seed": 3' > "$tmp/runs/late/seed3/result.json"
   expect 1 "late/seed3/result.json" "a torn result.json" -- "$tool" finish "$tmp/plan.json" "$tmp"
@@ -98,6 +111,11 @@ bad_input)
   expect 2 "unrecognized\|unknown" "an unknown flag" -- "$run" study x.tlm --bogus
   expect 2 "--jobs" "--jobs 0" -- "$run" study x.tlm --jobs 0
   expect 2 "--seeds" "--seeds 0" -- "$run" study x.tlm --seeds 0
+  # an empty path is not the current folder, nor (joined with "/") the root
+  expect 2 "--out is empty" "--out ''" -- "$run" study --plan-file "$tmp/plan.json" --out ""
+  expect 2 "--plan-file is empty" "--plan-file ''" -- "$run" study --plan-file ""
+  expect 2 "--study is empty" "--study ''" -- "$run" study x.tlm --study ""
+  expect 2 "FILE.tlm is empty" "an empty FILE.tlm" -- "$run" study ""
   expect 1 "missing.json" "a missing plan file" -- "$run" study --plan-file "$tmp/missing.json"
   echo '{"studies": [' > "$tmp/torn.json"
   expect 1 "not JSON" "a plan that is not JSON" -- "$run" study --plan-file "$tmp/torn.json"
@@ -111,6 +129,11 @@ bad_input)
   expect 1 "repeats seed 1" "a repeated seed" -- "$run" study --plan-file "$tmp/p4.json"
   sed 's/"widths": \[96, 96\], //' "$tmp/plan.json" > "$tmp/p5.json"
   expect 1 "has no widths" "a variant without widths" -- "$run" study --plan-file "$tmp/p5.json"
+  # a field that is there but wrong is not said to be missing
+  sed 's/"steps": 4/"steps": 0/' "$tmp/plan.json" > "$tmp/p8.json"
+  expect 1 "train: steps is 0, out of range (from 1 to" "\"steps\": 0" -- "$run" study --plan-file "$tmp/p8.json"
+  sed 's/"steps": 4/"steps": "3"/' "$tmp/plan.json" > "$tmp/p9.json"
+  expect 1 "train: steps is a string, not an integer" "\"steps\": \"3\"" -- "$run" study --plan-file "$tmp/p9.json"
   "$py" - "$tmp/plan.json" "$tmp/two.json" <<'PY'
 import json, sys
 p = json.load(open(sys.argv[1])); s = dict(p["studies"][0]); s["name"] = "second"
@@ -125,8 +148,9 @@ PY
   # a run that fails stops the study, naming the run, the stage and its output
   printf 'too short' > "$tmp/short.txt"
   sed "s|\"data\": null|\"data\": \"$tmp/short.txt\"|" "$tmp/plan.json" > "$tmp/p7.json"
-  expect 1 "uniform seed 1: training failed (exit 1): .*short.txt.*(see .*train.out)" "a run that fails" -- \
-    "$run" study --plan-file "$tmp/p7.json" --out "$tmp/p7" --threads 1
+  # (--out with a trailing slash: the paths it prints have one slash)
+  expect 1 "uniform seed 1: training failed (exit 1): .*short.txt.*(see $tmp/p7/runs/uniform/seed1/train.out)" \
+    "a run that fails" -- "$run" study --plan-file "$tmp/p7.json" --out "$tmp/p7/" --threads 1
   check "no results after a failure" -- test ! -e "$tmp/p7/results.json"
   # the folder belongs to its plan: other steps are refused, --force starts over
   expect 1 "made for 4 steps, not 7; use another --out, or --force" "another plan on the folder" -- \
@@ -137,6 +161,62 @@ PY
   check "--force: the folder's plan is the new one" -- grep -q '"steps": 7' "$tmp/p7/plan.json"
   # train.out is appended to by every start: one line, the new run's, once the old runs were removed
   check "--force: the old runs are gone" -- test "$(wc -l < "$tmp/p7/runs/uniform/seed1/train.out")" = 1
+  # the refusal names what differs, past steps and seeds
+  expect 1 "made for 1024 eval tokens, not 128; use another --out, or --force" "other --eval-tokens on the folder" -- \
+    "$run" study --plan-file "$tmp/p7.json" --out "$tmp/p7" --steps 7 --eval-tokens 128
+  # A model damaged after it was compiled (a flipped byte, a cut file) has
+  # its recipe's hash still: it is compiled again, saying so.
+  printf '\xff' | dd of="$tmp/p7/models/uniform.so" bs=1 seek=4000 conv=notrunc status=none
+  truncate -s -100 "$tmp/p7/models/tapered.so"
+  expect 1 "compiling uniform again: .*uniform.so is damaged" "a damaged model is compiled again" -- \
+    "$run" study --plan-file "$tmp/p7.json" --out "$tmp/p7" --steps 7 --threads 1
+  check "a cut model is compiled again" -- grep -q "compiling tapered again: .*tapered.so" "$tmp/out"
+  check "the run failed for its data, not for the model" -- grep -q "short.txt" "$tmp/err"
+  for v in uniform tapered; do
+    check "models/$v.so is whole again" -- "$run" info "$tmp/p7/models/$v.so"
+  done
+  # (a one-variant plan below: one model to compile, not two)
+  "$py" -c 'import json, sys; p = json.load(open(sys.argv[1])); s = p["studies"][0]; s["variants"] = s["variants"][:1]; json.dump(p, open(sys.argv[2], "w"))' \
+    "$tmp/p7.json" "$tmp/p10.json"
+  # a plan.json that is not a plan: refused, saying so; --force starts over
+  mkdir -p "$tmp/g/runs/x"
+  echo 'not a plan' > "$tmp/g/plan.json"
+  expect 1 "g/plan.json cannot be read as a study's plan (.*not JSON.*); use another --out, or --force" \
+    "a garbage plan.json" -- "$run" study --plan-file "$tmp/p10.json" --out "$tmp/g"
+  check "the refusal touched nothing" -- \
+    test -d "$tmp/g/runs/x" -a ! -e "$tmp/g/models" -a "$(cat "$tmp/g/plan.json")" = "not a plan"
+  expect 1 "training failed" "--force past a garbage plan.json" -- \
+    "$run" study --plan-file "$tmp/p10.json" --out "$tmp/g" --force --threads 1
+  check "--force: the folder's plan is the study's" -- grep -q '"steps": 4' "$tmp/g/plan.json"
+  check "--force: the old runs are gone" -- test ! -e "$tmp/g/runs/x"
+  # a folder of other files, without plan.json, is not taken over unasked;
+  # --force puts the study in it, removing only runs/ and the results
+  mkdir -p "$tmp/f/runs/x"
+  echo notes > "$tmp/f/notes.txt"
+  echo old > "$tmp/f/results.md"
+  expect 1 "f is not empty (.*) and holds no study (no plan.json); use another --out, or --force" \
+    "a folder of other files" -- "$run" study --plan-file "$tmp/p10.json" --out "$tmp/f"
+  check "the refusal touched nothing" -- \
+    test -d "$tmp/f/runs/x" -a ! -e "$tmp/f/plan.json" -a ! -e "$tmp/f/models" -a "$(cat "$tmp/f/results.md")" = old
+  expect 1 "training failed" "--force into a folder of other files" -- \
+    "$run" study --plan-file "$tmp/p10.json" --out "$tmp/f" --force --threads 1
+  check "--force: its other files kept" -- grep -q notes "$tmp/f/notes.txt"
+  check "--force: its runs/ and results removed" -- test ! -e "$tmp/f/runs/x" -a ! -e "$tmp/f/results.md"
+  check "--force: the study's plan in place" -- test -s "$tmp/f/plan.json"
+  # Ctrl-C while tlmc plans (a tlmc that takes its time): tlmc is stopped,
+  # the planning's temporary files removed, and the study's stopped line
+  mkdir -p "$tmp/tmpdir"
+  printf '#!/bin/sh\necho $$ > "%s"\nexec sleep 30\n' "$tmp/planning" > "$tmp/slow_tlmc"
+  chmod +x "$tmp/slow_tlmc"
+  TMPDIR=$tmp/tmpdir TLMC=$tmp/slow_tlmc "$run" study "$tmp/x.tlm" --out "$tmp/s" > "$tmp/s.out" 2> "$tmp/s.err" &
+  pid=$!
+  for _ in $(seq 1 500); do [ -s "$tmp/planning" ] && break; sleep 0.01; done
+  kill -INT "$pid"
+  status=0; wait "$pid" || status=$?
+  check "Ctrl-C while planning: exit 130" -- test "$status" = 130
+  check "Ctrl-C while planning: the stopped line" -- grep -q "stopped (SIGINT)" "$tmp/s.err"
+  check "Ctrl-C while planning: no temporary file left" -- test -z "$(ls -A "$tmp/tmpdir")"
+  check "Ctrl-C while planning: tlmc stopped" -- bash -c "! kill -0 $(cat "$tmp/planning") 2>/dev/null"
   TLMC=/nonexistent/tlmc expect 1 "TLMC=/nonexistent/tlmc" "TLMC naming nothing" -- \
     "$run" study --plan-file "$tmp/plan.json"
   ;;
@@ -223,6 +303,18 @@ e2e)
   check "Ctrl-C: the run stopped with a checkpoint" -- grep -q "interrupted at step" "$tmp/C/runs/uniform/seed1/train.out"
   expect 0 "study fixture: 4 runs" "the same command after Ctrl-C" -- "$run" study "${flags[@]}" --out "$tmp/C"
   same_results "$tmp/C"
+  ;;
+
+wording)
+  # tlm-run bench: "1 step", not "1 steps"
+  TLM_STDLIB=$root/stdlib "$tlmc" "$here/models.tlm" --model tiny_uniform -o "$tmp/m.so" > /dev/null
+  expect 0 "^1 step in" "bench --steps 1: one step" -- \
+    "$run" bench "$tmp/m.so" --steps 1 --warmup 0 --profile 0 --threads 1
+  # tlm-run probe --help: every option's text starts in one column
+  check "probe --help: the options' texts in one column" -- bash -c \
+    "'$run' probe --help | grep '^  --' | sed 's/^\(  --[^ ]*\( [A-Z|.]*\)\{0,1\} *\).*/\1/' | awk '{ print length }' | sort -u | wc -l | grep -qx 1"
+  expect 0 "usage: bench/dist_bench.sh" "dist_bench.sh --help: its usage" -- "$root/bench/dist_bench.sh" --help
+  expect 2 "unknown option" "dist_bench.sh with an unknown option" -- "$root/bench/dist_bench.sh" --bogus
   ;;
 
 *) echo "unknown case $case_"; exit 2 ;;

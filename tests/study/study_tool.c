@@ -49,6 +49,16 @@ static int stats(void) {
         snprintf(key, sizeof key, "diff %d", k), put(key, d.mean, &n);
         printf(",\n \"verdict %d\": \"%s\"", k, study_verdict(&d, true));
     }
+    /* the same difference on both seeds: s_d = 0, a verdict would rest on
+     * an interval of no width. An accuracy over four items (exactly equal
+     * differences), and losses whose differences are equal in decimal but
+     * an ulp apart as doubles. */
+    static const double acc_base[] = {0.75, 0.5}, acc_var[] = {0.5, 0.25};
+    static const double loss_base[] = {2.3456, 1.3391}, loss_var[] = {2.3323, 1.3258};
+    study_paired acc = study_paired_diff(acc_var, acc_base, 2, 0.95);
+    study_paired loss = study_paired_diff(loss_var, loss_base, 2, 0.95);
+    printf(",\n \"verdict equal accuracy\": \"%s\"", study_verdict(&acc, false));
+    printf(",\n \"verdict equal loss\": \"%s\"", study_verdict(&loss, true));
     printf("}\n");
     return 0;
 }
