@@ -97,25 +97,28 @@ static int do_encode(tlm_tokenizer *t, const uint8_t *text, size_t n, const tlm_
     return 0;
 }
 
+static bool is_space(uint8_t c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
+
 static int do_decode(tlm_tokenizer *t, const uint8_t *text, size_t n) {
     tlm_tok_ids ids = {0};
     tlm_err err = {""};
     int rc = 0;
     for (size_t i = 0; i < n && !rc;) {
-        uint8_t c = text[i];
-        if (c == ' ' || c == '\n' || c == '\t' || c == '\r') {
+        if (is_space(text[i])) {
             i++;
             continue;
         }
         int64_t v = 0;
         size_t start = i;
         while (i < n && text[i] >= '0' && text[i] <= '9' && v <= INT32_MAX) v = v * 10 + (text[i++] - '0');
-        bool sep = i == n || text[i] == ' ' || text[i] == '\n' || text[i] == '\t' || text[i] == '\r';
-        if (i == start || !sep || v > INT32_MAX) {
+        if (i == start || (i < n && !is_space(text[i])) || v > INT32_MAX) {
+            size_t end = start; /* the word, up to the next white space */
+            while (end < n && !is_space(text[end])) end++;
+            size_t shown = end - start < 40 ? end - start : 40;
             rc = cli_error("tokenizer",
-                           "decode: the input holds `%.*s`, not a token id (ids are decimal integers "
+                           "decode: the input holds `%.*s%s`, not a token id (ids are decimal integers "
                            "separated by white space)",
-                           (int)(n - start < 20 ? n - start : 20), (const char *)text + start);
+                           (int)shown, (const char *)text + start, shown < end - start ? "..." : "");
             break;
         }
         if (ids.n == ids.cap) {
@@ -174,11 +177,18 @@ static int do_train(const char *const *data, int ndata, int64_t vocab, const cha
         clock_gettime(CLOCK_MONOTONIC, &t1);
         uint64_t bytes;
         size_t words;
-        int32_t merges;
-        tlm_bpe_stats(b, &bytes, &words, &merges);
+        int32_t merges, tokens;
+        tlm_bpe_stats(b, &bytes, &words, &merges, &tokens);
+        char shortfall[160] = "";
+        if (tokens < vocab)
+            snprintf(shortfall, sizeof shortfall,
+                     " (stopped short of --vocab %" PRId64 ": no pair of tokens was left to merge, every pre-token is "
+                     "one token)",
+                     vocab);
         fprintf(stderr,
-                "tlm-run tokenizer train: %s: %d merges from %" PRIu64 " bytes (%zu distinct pre-tokens) in %.2f s\n",
-                out_path, (int)merges, bytes, words,
+                "tlm-run tokenizer train: %s: %d tokens%s, %d merges from %" PRIu64
+                " bytes (%zu distinct pre-tokens) in %.2f s\n",
+                out_path, (int)tokens, shortfall, (int)merges, bytes, words,
                 (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9);
     }
     tlm_sb_free(&json);
@@ -197,80 +207,91 @@ static const struct option long_options[] = {
     {NULL, 0, NULL, 0},
 };
 
-static int check_usage(const char *action, const char *tok_path, int nfiles, const tlm_tok_options *o) {
-    if (!action) return cli_usage_error("tokenizer", "say encode, decode, info or train");
-    bool encode = !strcmp(action, "encode"), decode = !strcmp(action, "decode"), info = !strcmp(action, "info");
-    if (!encode && !decode && !info)
-        return cli_usage_error("tokenizer", "unknown action `%s` (encode, decode, info or train)", action);
-    if (!tok_path) return cli_usage_error("tokenizer", "--tokenizer PATH is required");
-    if (info && nfiles) return cli_usage_error("tokenizer", "info takes no input file");
-    if (!encode && (o->special || o->bos)) return cli_usage_error("tokenizer", "--special and --bos apply to encode");
+/* What the command line gave (the flags as given, checked once the action
+ * is known). */
+typedef struct cmdline {
+    const char *action, *tok_path, *vocab, *out_path;
+    tlm_tok_options o;
+    int nfiles;
+} cmdline;
+
+/* Each flag belongs to some actions: one given to another is a usage error
+ * naming the action it belongs to, before its value is looked at (so
+ * `encode --vocab 5` does not complain about the 5). */
+static int check_usage(const cmdline *c) {
+    if (!c->action) return cli_usage_error("tokenizer", "say encode, decode, info or train");
+    const char *act = c->action;
+    bool encode = !strcmp(act, "encode"), decode = !strcmp(act, "decode"), info = !strcmp(act, "info"),
+         train = !strcmp(act, "train");
+    if (!encode && !decode && !info && !train)
+        return cli_usage_error("tokenizer", "unknown action `%s` (encode, decode, info or train)", act);
+    if (!train && c->vocab) return cli_usage_error("tokenizer", "--vocab applies to train only, not %s", act);
+    if (!train && c->out_path) return cli_usage_error("tokenizer", "-o applies to train only, not %s", act);
+    if (!encode && c->o.special) return cli_usage_error("tokenizer", "--special applies to encode only, not %s", act);
+    if (!encode && c->o.bos) return cli_usage_error("tokenizer", "--bos applies to encode only, not %s", act);
+    if (train && c->tok_path)
+        return cli_usage_error("tokenizer", "--tokenizer applies to encode, decode and info, not train");
+    if (train) {
+        if (!c->vocab) return cli_usage_error("tokenizer", "train needs --vocab N");
+        if (!c->out_path) return cli_usage_error("tokenizer", "train needs -o TOKENIZER.json");
+        if (!c->nfiles) return cli_usage_error("tokenizer", "train needs DATA (files or folders)");
+        return 0;
+    }
+    if (!c->tok_path) return cli_usage_error("tokenizer", "--tokenizer PATH is required");
+    if (info && c->nfiles) return cli_usage_error("tokenizer", "info takes no input file");
     return 0;
 }
 
+/* encode, decode or info (check_usage has passed). */
+static int run_tokenizer(const cmdline *c, const char *const *files) {
+    int rc = 0;
+    tlm_err err = {""};
+    tlm_tokenizer *t = tlm_tok_load(c->tok_path, &err);
+    if (!t) rc = cli_error("tokenizer", "%s", err.msg);
+    else if (!strcmp(c->action, "info")) print_info(t);
+    else
+        for (int i = 0; i < (c->nfiles ? c->nfiles : 1) && !rc; i++) {
+            size_t n = 0;
+            uint8_t *text = read_input(c->nfiles ? files[i] : NULL, &n, &err);
+            if (!text) rc = cli_error("tokenizer", "%s", err.msg);
+            else rc = !strcmp(c->action, "encode") ? do_encode(t, text, n, &c->o) : do_decode(t, text, n);
+            free(text);
+        }
+    tlm_tok_free(t);
+    if (!rc && (fflush(stdout) != 0 || ferror(stdout))) rc = cli_error("tokenizer", "cannot write the output");
+    return rc;
+}
+
 int cmd_tokenizer(int argc, char **argv) {
-    const char *action = NULL, *tok_path = NULL;
     const char **files = calloc((size_t)argc + 1, sizeof *files);
-    int nfiles = 0;
     if (!files) return cli_error("tokenizer", "out of memory");
-    tlm_tok_options o = {0};
+    cmdline c = {0};
     cli_args a = {.cmd = "tokenizer", .argc = argc, .argv = argv};
     int opt;
-    int64_t vocab = 0;
-    const char *out_path = NULL;
     while ((opt = cli_getopt(&a, "ho:", long_options)) != -1) {
         switch (opt) {
-        case OPT_VOCAB:
-            if (!cli_int(&a, 257, 1 << 24, &vocab)) {
-                free(files);
-                return 2;
-            }
-            break;
-        case 'o': out_path = a.val; break;
+        case OPT_VOCAB: c.vocab = a.val; break;
+        case 'o': c.out_path = a.val; break;
         case 'h':
             free(files);
             usage(stdout);
             return 0;
-        case OPT_TOKENIZER: tok_path = a.val; break;
-        case OPT_SPECIAL: o.special = true; break;
-        case OPT_BOS: o.bos = true; break;
+        case OPT_TOKENIZER: c.tok_path = a.val; break;
+        case OPT_SPECIAL: c.o.special = true; break;
+        case OPT_BOS: c.o.bos = true; break;
         case 1:
-            if (!action) action = a.val;
-            else files[nfiles++] = a.val;
+            if (!c.action) c.action = a.val;
+            else files[c.nfiles++] = a.val;
             break;
         default: free(files); return 2; /* reported by cli_getopt */
         }
     }
-    int rc = 0;
-    if (action && !strcmp(action, "train")) {
-        if (tok_path || o.special || o.bos) rc = cli_usage_error("tokenizer", "train takes --vocab, -o and DATA only");
-        else if (!vocab) rc = cli_usage_error("tokenizer", "train needs --vocab N");
-        else if (!out_path) rc = cli_usage_error("tokenizer", "train needs -o TOKENIZER.json");
-        else if (!nfiles) rc = cli_usage_error("tokenizer", "train needs DATA (files or folders)");
-        else rc = do_train(files, nfiles, vocab, out_path);
-        free(files);
-        return rc;
-    }
-    if (vocab || out_path) rc = cli_usage_error("tokenizer", "--vocab and -o apply to train");
-    else rc = check_usage(action, tok_path, nfiles, &o);
-    if (rc) {
-        free(files);
-        return rc;
-    }
-    tlm_err err = {""};
-    tlm_tokenizer *t = tlm_tok_load(tok_path, &err);
-    if (!t) rc = cli_error("tokenizer", "%s", err.msg);
-    else if (!strcmp(action, "info")) print_info(t);
-    else
-        for (int i = 0; i < (nfiles ? nfiles : 1) && !rc; i++) {
-            size_t n = 0;
-            uint8_t *text = read_input(nfiles ? files[i] : NULL, &n, &err);
-            if (!text) rc = cli_error("tokenizer", "%s", err.msg);
-            else rc = !strcmp(action, "encode") ? do_encode(t, text, n, &o) : do_decode(t, text, n);
-            free(text);
-        }
-    tlm_tok_free(t);
+    int rc = check_usage(&c);
+    if (!rc && !strcmp(c.action, "train")) {
+        int64_t vocab;
+        a.val = c.vocab, a.flag = "--vocab";
+        rc = cli_int(&a, 257, 1 << 24, &vocab) ? do_train(files, c.nfiles, vocab, c.out_path) : 2;
+    } else if (!rc) rc = run_tokenizer(&c, files);
     free(files);
-    if (!rc && (fflush(stdout) != 0 || ferror(stdout))) rc = cli_error("tokenizer", "cannot write the output");
     return rc;
 }

@@ -1,7 +1,8 @@
 /* GPT-2's files: encoder.json maps each token, written in byte-level
  * characters (bytelevel.c), to its id; vocab.bpe lists the merges in rank
- * order, one "left right" per line after a "#version" line. The token
- * "<|endoftext|>", when present, is special. */
+ * order, one "left right" per line after a "#version" line; every token
+ * but the bytes and the special one must be some merge's result (so a cut
+ * file is refused). The token "<|endoftext|>", when present, is special. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,8 +37,7 @@ static int32_t lookup_bytelevel(const tlm_tokenizer *t, const char *s, size_t n)
  * extra is non-NULL, the entries it adds (used by tokenizer.json for its
  * added tokens, written as plain text); shared with load_hf.c. */
 tlm_tokenizer *tok_vocab_from_json(const tlm_json *vocab, const char *name, tlm_err *err) {
-    if (!vocab || vocab->type != TLM_JSON_OBJECT)
-        return tlm_fail(err, "%s: the vocabulary is not a JSON object", name), NULL;
+    if (!vocab || vocab->type != TLM_JSON_OBJECT) return tlm_fail(err, "%s is not a JSON object", name), NULL;
     if (vocab->len == 0 || vocab->len > INT32_MAX / 2)
         return tlm_fail(err, "%s: the vocabulary has %zu tokens", name, vocab->len), NULL;
     tlm_tokenizer *t = tok_new((int32_t)vocab->len, err);
@@ -58,13 +58,14 @@ tlm_tokenizer *tok_vocab_from_json(const tlm_json *vocab, const char *name, tlm_
 }
 
 /* One merge "left right" (byte-level tokens) of s[0..n). */
-bool tok_merge_from_text(tlm_tokenizer *t, const char *s, size_t n, size_t line, const char *name, tlm_err *err) {
+bool tok_merge_from_text(tlm_tokenizer *t, const char *s, size_t n, const char *unit, size_t at, const char *name,
+                         tlm_err *err) {
     const char *sp = memchr(s, ' ', n);
     if (!sp || sp == s || sp + 1 == s + n || memchr(sp + 1, ' ', (size_t)(s + n - sp - 1)))
-        return tlm_fail(err, "%s: merge %zu is not two tokens separated by one space", name, line);
+        return tlm_fail(err, "%s: %s %zu is not two tokens separated by one space", name, unit, at);
     int32_t l = lookup_bytelevel(t, s, (size_t)(sp - s)), r = lookup_bytelevel(t, sp + 1, (size_t)(s + n - sp - 1));
-    if (l < 0 || r < 0) return tlm_fail(err, "%s: merge %zu names a token that is not in the vocabulary", name, line);
-    return tok_add_merge(t, l, r, name, err);
+    if (l < 0 || r < 0) return tlm_fail(err, "%s: %s %zu names a token that is not in the vocabulary", name, unit, at);
+    return tok_add_merge(t, l, r, name, unit, at, err);
 }
 
 tlm_tokenizer *tlm_tok_parse_gpt2(const char *encoder_json, size_t encoder_len, const char *vocab_bpe, size_t vocab_len,
@@ -86,14 +87,14 @@ tlm_tokenizer *tlm_tok_parse_gpt2(const char *encoder_json, size_t encoder_len, 
         line++;
         if (n && s[n - 1] == '\r') n--;
         bool header = line == 1 && n >= 8 && !memcmp(s, "#version", 8);
-        if (!header && n && !tok_merge_from_text(t, s, n, line, what, err)) goto fail;
+        if (!header && n && !tok_merge_from_text(t, s, n, "line", line, what, err)) goto fail;
         i = end + 1;
     }
     static const char eot[] = "<|endoftext|>";
     int32_t id = tok_lookup(t, (const uint8_t *)eot, sizeof eot - 1);
     if (id >= 0 && !tok_add_special(t, id, err)) goto fail;
     t->pattern = TOK_PAT_GPT2;
-    if (!tok_finish(t, what, err)) goto fail;
+    if (!tok_check_merges(t, what, err) || !tok_finish(t, err)) goto fail;
     return t;
 fail:
     tlm_tok_free(t);

@@ -1,12 +1,14 @@
 /* A Hugging Face tokenizer.json whose model is byte-level BPE: model.type
  * "BPE" with model.vocab (byte-level token -> id) and model.merges ("left
- * right" strings or [left, right] pairs); no normalizer; the pre-tokenizer
- * either ByteLevel with use_regex (GPT-2's pattern) or a Sequence of a
- * Split on GPT-2's or Llama 3's pattern (behavior Isolated) and a ByteLevel
- * without use_regex; model.ignore_merges as written. added_tokens must be
- * special; they are the special tokens (their content is plain text; an id
- * past the model's vocabulary extends it). Anything else is refused by
- * name, since it would not encode as its file means. */
+ * right" strings or [left, right] pairs; they must make every token but
+ * the bytes and the added ones, so an empty or cut list is refused); no
+ * normalizer; the pre-tokenizer either ByteLevel with use_regex (GPT-2's
+ * pattern) or a Sequence of a Split on GPT-2's or Llama 3's pattern
+ * (behavior Isolated) and a ByteLevel without use_regex;
+ * model.ignore_merges as written. added_tokens must be special; they are
+ * the special tokens (their content is plain text; an id past the model's
+ * vocabulary extends it). Anything else is refused by name, since it would
+ * not encode as its file means. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,11 +53,11 @@ static int pattern_of(const tlm_json *pre) {
 }
 
 static bool read_merges(tlm_tokenizer *t, const tlm_json *merges, const char *name, tlm_err *err) {
-    if (!merges || merges->type != TLM_JSON_ARRAY) return tlm_fail(err, "%s: model.merges is not an array", name);
+    if (!merges || merges->type != TLM_JSON_ARRAY) return tlm_fail(err, "%s is not an array", name);
     for (size_t i = 0; i < merges->len; i++) {
         const tlm_json *m = &merges->items[i];
         if (m->type == TLM_JSON_STRING) {
-            if (!tok_merge_from_text(t, m->str, m->len, i + 1, name, err)) return false;
+            if (!tok_merge_from_text(t, m->str, m->len, "merge", i + 1, name, err)) return false;
             continue;
         }
         if (m->type != TLM_JSON_ARRAY || m->len != 2 || m->items[0].type != TLM_JSON_STRING ||
@@ -67,7 +69,7 @@ static bool read_merges(tlm_tokenizer *t, const tlm_json *merges, const char *na
         memcpy(both, m->items[0].str, a);
         both[a] = ' ';
         memcpy(both + a + 1, m->items[1].str, b);
-        bool ok = tok_merge_from_text(t, both, a + b + 1, i + 1, name, err);
+        bool ok = tok_merge_from_text(t, both, a + b + 1, "merge", i + 1, name, err);
         free(both);
         if (!ok) return false;
     }
@@ -164,11 +166,11 @@ tlm_tokenizer *tlm_tok_parse_hf(const char *text, size_t len, const char *name, 
     if (!(t = tok_vocab_from_json(tlm_json_get(model, "vocab"), what, err))) goto fail;
     if (!read_added(&t, tlm_json_get(j, "added_tokens"), name, err) || !tok_index(t, name, err)) goto fail;
     snprintf(what, sizeof what, "%s: model.merges", name);
-    if (!read_merges(t, tlm_json_get(model, "merges"), what, err)) goto fail;
+    if (!read_merges(t, tlm_json_get(model, "merges"), what, err) || !tok_check_merges(t, what, err)) goto fail;
     const tlm_json *im = tlm_json_get(model, "ignore_merges");
     t->ignore_merges = im && im->type == TLM_JSON_BOOL && im->boolean;
     t->pattern = pattern;
-    if (!tok_finish(t, name, err)) goto fail;
+    if (!tok_finish(t, err)) goto fail;
     tlm_json_free(j);
     return t;
 fail:

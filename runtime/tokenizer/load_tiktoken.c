@@ -83,9 +83,15 @@ tlm_tokenizer *tlm_tok_parse_tiktoken(const char *text, size_t len, const char *
         size_t end = nl ? (size_t)(nl - s) : len, k = end;
         if (k > i && s[k - 1] == '\r') k--;
         const uint8_t *sp = memchr(s + i, ' ', k - i);
-        if (!sp) {
-            if (k == i && end == len) break; /* nothing after the last newline */
-            tlm_fail(err, "%s: line %d is not \"BASE64 RANK\"", name, (int)n + 1);
+        if (!sp && k == i && end == len) break; /* nothing after the last newline */
+        const char *bad = NULL;
+        if (k == i) bad = "is empty";
+        else if (!sp) bad = "has no space";
+        else if (memchr(sp + 1, ' ', (size_t)(s + k - sp - 1))) bad = "has more than one space";
+        else if (sp + 1 == s + k) bad = "has no rank after the space";
+        if (bad) {
+            tlm_fail(err, "%s: line %d %s (expected \"BASE64 RANK\": the token in base64, one space, its rank)", name,
+                     (int)n + 1, bad);
             goto fail;
         }
         long m = b64_decode(s + i, (size_t)(sp - (s + i)), buf);
@@ -95,14 +101,14 @@ tlm_tokenizer *tlm_tok_parse_tiktoken(const char *text, size_t len, const char *
         }
         int64_t rank = 0;
         const uint8_t *p = sp + 1;
-        if (p == s + k) rank = -1;
-        for (; p < s + k && rank >= 0; p++) {
-            if (*p < '0' || *p > '9' || rank > INT32_MAX) rank = -1;
-            else rank = rank * 10 + (*p - '0');
-        }
-        if (rank != n) {
-            tlm_fail(err, "%s: line %d: the rank is not %d (ranks must run 0, 1, 2, ... in order)", name, (int)n + 1,
-                     (int)n);
+        for (; p < s + k && *p >= '0' && *p <= '9'; p++) rank = rank > INT32_MAX ? rank : rank * 10 + (*p - '0');
+        if (p < s + k || rank != n) {
+            char shown[48];
+            tok_escape(sp + 1, (size_t)(s + k - sp - 1), shown, sizeof shown);
+            if (p < s + k) tlm_fail(err, "%s: line %d: the rank `%s` is not a decimal number", name, (int)n + 1, shown);
+            else
+                tlm_fail(err, "%s: line %d: the rank is %s, not %d (ranks must run 0, 1, 2, ... in order)", name,
+                         (int)n + 1, shown, (int)n);
             goto fail;
         }
         tlm_err e = {""};
@@ -121,7 +127,7 @@ tlm_tokenizer *tlm_tok_parse_tiktoken(const char *text, size_t len, const char *
     if (!tok_index(t, name, err) || !tok_merges_from_ranks(t, n, name, err)) goto fail;
     t->pattern = TOK_PAT_LLAMA3;
     t->ignore_merges = true;
-    if (!tok_finish(t, name, err)) goto fail;
+    if (!tok_finish(t, err)) goto fail;
     free(buf);
     return t;
 fail:

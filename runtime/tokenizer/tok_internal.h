@@ -62,27 +62,42 @@ int32_t tok_lookup(const tlm_tokenizer *t, const uint8_t *bytes, size_t n);
 /* After every id is set: builds the map, checks there are no duplicates
  * and that every byte has its token. */
 bool tok_index(tlm_tokenizer *t, const char *name, tlm_err *err);
-/* Appends a merge (the ids must be indexed); the result left+right must be
- * in the vocabulary. */
-bool tok_add_merge(tlm_tokenizer *t, int32_t left, int32_t right, const char *name, tlm_err *err);
+/* Appends a merge (the ids must be indexed) and enters it in the merge
+ * map: the result left+right must be in the vocabulary and the pair not
+ * merged already. Messages place it as "UNIT AT" ("line 12" of vocab.bpe,
+ * "merge 12" of model.merges), or by its rank when unit is NULL. */
+bool tok_add_merge(tlm_tokenizer *t, int32_t left, int32_t right, const char *name, const char *unit, size_t at,
+                   tlm_err *err);
+/* After the merges and the special tokens: every token of more than one
+ * byte that is not special must be some merge's result, else the merges
+ * were cut short (a truncated vocab.bpe, an empty model.merges) and the
+ * tokens no merge makes could never be produced. For the readers of a
+ * merges list; the merges derived from tiktoken's ranks need no check. */
+bool tok_check_merges(const tlm_tokenizer *t, const char *name, tlm_err *err);
 /* Marks id special. */
 bool tok_add_special(tlm_tokenizer *t, int32_t id, tlm_err *err);
 /* Derives the merges from the ranks (ids) as Hugging Face's tiktoken
  * converter does: see tokenizer.h. */
 bool tok_merges_from_ranks(tlm_tokenizer *t, int32_t n_ranks, const char *name, tlm_err *err);
-/* Builds the merge map and the special-token tables, computes the hash. */
-bool tok_finish(tlm_tokenizer *t, const char *name, tlm_err *err);
+/* Builds the special-token tables, computes the hash. */
+bool tok_finish(tlm_tokenizer *t, tlm_err *err);
 
 /* (left, right)'s merge rank and result (*result), or -1. */
 int32_t tok_merge_rank(const tlm_tokenizer *t, int32_t left, int32_t right, int32_t *result);
+
+/* b[0..n) for a message, into out (cap bytes, at least 8): printable ASCII
+ * as it is, other bytes (and \ and `) as \xNN, cut short with "...". */
+void tok_escape(const uint8_t *b, size_t n, char *out, size_t cap);
 
 /* ---- shared by the readers (load_gpt2.c) ---- */
 
 /* A tokenizer whose vocabulary is the JSON object vocab (byte-level token
  * -> id; ids 0..len-1), not yet indexed. */
 tlm_tokenizer *tok_vocab_from_json(const tlm_json *vocab, const char *name, tlm_err *err);
-/* Appends the merge "left right" (byte-level tokens) of s[0..n). */
-bool tok_merge_from_text(tlm_tokenizer *t, const char *s, size_t n, size_t line, const char *name, tlm_err *err);
+/* Appends the merge "left right" (byte-level tokens) of s[0..n), placed
+ * as "UNIT AT" in messages (tok_add_merge). */
+bool tok_merge_from_text(tlm_tokenizer *t, const char *s, size_t n, const char *unit, size_t at, const char *name,
+                         tlm_err *err);
 
 /* ---- GPT-2's byte-level characters (bytelevel.c) ---- */
 

@@ -33,9 +33,12 @@
  * read from two formats has the same hash.
  *
  * Readers fail on malformed input with a one-line message in a tlm_err
- * (errmsg.h) and never abort. tlm_tok_encode keeps a cache of pre-tokens
- * in the tokenizer, so it is not safe for concurrent calls; threads encode
- * through encoders of their own (tlm_tok_encoder_new). Decoding is safe. */
+ * (errmsg.h) and never abort; a merges list (GPT-2's, tokenizer.json's)
+ * that leaves some token of more than one byte, not special, made by no
+ * merge counts as malformed (cut short), as does a repeated merge.
+ * tlm_tok_encode keeps a cache of pre-tokens in the tokenizer, so it is not
+ * safe for concurrent calls; threads encode through encoders of their own
+ * (tlm_tok_encoder_new). Decoding is safe. */
 #ifndef TLM_TOKENIZER_H
 #define TLM_TOKENIZER_H
 

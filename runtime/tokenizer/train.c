@@ -416,6 +416,7 @@ bool tlm_bpe_train(tlm_bpe_trainer *b, int32_t vocab, void (*progress)(void *ctx
     return true;
 }
 
-void tlm_bpe_stats(const tlm_bpe_trainer *b, uint64_t *bytes, size_t *words, int32_t *merges) {
+void tlm_bpe_stats(const tlm_bpe_trainer *b, uint64_t *bytes, size_t *words, int32_t *merges, int32_t *tokens) {
     *bytes = b->bytes, *words = b->nwords, *merges = b->nmerges;
+    *tokens = b->ntok + 1; /* <|endoftext|>, added by write_json */
 }

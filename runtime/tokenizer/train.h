@@ -34,12 +34,16 @@ void tlm_bpe_free(tlm_bpe_trainer *b);
 bool tlm_bpe_add_text(tlm_bpe_trainer *b, const uint8_t *text, size_t n, tlm_err *err);
 
 /* Learns merges until the vocabulary has vocab tokens (>= 257, with
- * <|endoftext|>) and appends the tokenizer.json to out. progress, when not
- * NULL, is called now and then with the tokens so far. */
+ * <|endoftext|>), or fewer when no pair is left to merge (every pre-token
+ * is one token: tlm_bpe_stats tells), and appends the tokenizer.json to
+ * out. progress, when not NULL, is called now and then with the tokens so
+ * far. */
 bool tlm_bpe_train(tlm_bpe_trainer *b, int32_t vocab, void (*progress)(void *ctx, int32_t tokens, int32_t vocab),
                    void *ctx, tlm_strbuf *out, tlm_err *err);
 
-/* What was counted: bytes of text, distinct pre-tokens, merges learned. */
-void tlm_bpe_stats(const tlm_bpe_trainer *b, uint64_t *bytes, size_t *words, int32_t *merges);
+/* What was counted: bytes of text, distinct pre-tokens, merges learned,
+ * and the tokens written (<|endoftext|> included; below the vocab asked
+ * when no pair was left). */
+void tlm_bpe_stats(const tlm_bpe_trainer *b, uint64_t *bytes, size_t *words, int32_t *merges, int32_t *tokens);
 
 #endif

@@ -97,7 +97,72 @@ bool tok_index(tlm_tokenizer *t, const char *name, tlm_err *err) {
     return true;
 }
 
-bool tok_add_merge(tlm_tokenizer *t, int32_t left, int32_t right, const char *name, tlm_err *err) {
+void tok_escape(const uint8_t *b, size_t n, char *out, size_t cap) {
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        bool plain = b[i] >= 0x20 && b[i] < 0x7f && b[i] != '\\' && b[i] != '`';
+        /* this byte, the NUL, and "..." when more bytes follow */
+        if (k + (plain ? 1 : 4) + 1 + (i + 1 < n ? 3 : 0) > cap) {
+            memcpy(out + k, "...", 3);
+            k += 3;
+            break;
+        }
+        if (plain) out[k++] = (char)b[i];
+        else k += (size_t)snprintf(out + k, cap - k, "\\x%02X", b[i]);
+    }
+    out[k] = 0;
+}
+
+/* Makes room in the merge map for n merges (at most half full, so probes
+ * stay short), rehashing what it holds. */
+static bool merge_map_reserve(tlm_tokenizer *t, size_t n) {
+    if (t->mkey && 2 * n + 1 <= t->mmask + 1) return true;
+    size_t cap = pow2_at_least(2 * n + 1);
+    uint64_t *key = calloc(cap, sizeof *key);
+    int32_t *rank = malloc(cap * sizeof *rank), *result = malloc(cap * sizeof *result);
+    if (!key || !rank || !result) {
+        free(key), free(rank), free(result);
+        return false;
+    }
+    for (size_t i = 0; t->mkey && i <= t->mmask; i++) {
+        if (!t->mkey[i]) continue;
+        size_t j = tok_hash_u64(t->mkey[i]) & (cap - 1);
+        while (key[j]) j = (j + 1) & (cap - 1);
+        key[j] = t->mkey[i], rank[j] = t->mrank[i], result[j] = t->mresult[i];
+    }
+    free(t->mkey), free(t->mrank), free(t->mresult);
+    t->mkey = key, t->mrank = rank, t->mresult = result;
+    t->mmask = cap - 1;
+    return true;
+}
+
+/* Refuses the merge (left, right): "NAME: WHERE (`left` + `right`) WHY". */
+static bool merge_fail(const tlm_tokenizer *t, int32_t left, int32_t right, const char *name, const char *unit,
+                       size_t at, const char *why, tlm_err *err) {
+    char where[64], l[48], r[48];
+    if (unit) snprintf(where, sizeof where, "%s %zu", unit, at);
+    else snprintf(where, sizeof where, "merge %d", (int)t->n_merges + 1);
+    tok_escape(t->pool + t->off[left], t->len[left], l, sizeof l);
+    tok_escape(t->pool + t->off[right], t->len[right], r, sizeof r);
+    return tlm_fail(err, "%s: %s (`%s` + `%s`) %s", name, where, l, r, why);
+}
+
+bool tok_add_merge(tlm_tokenizer *t, int32_t left, int32_t right, const char *name, const char *unit, size_t at,
+                   tlm_err *err) {
+    if (t->n_merges == INT32_MAX) return tlm_fail(err, "%s: too many merges", name);
+    size_t nl = t->len[left], n = nl + t->len[right];
+    uint8_t buf[256], *both = n <= sizeof buf ? buf : malloc(n);
+    if (!both) return tlm_fail(err, "out of memory");
+    memcpy(both, t->pool + t->off[left], nl);
+    memcpy(both + nl, t->pool + t->off[right], t->len[right]);
+    int32_t res = tok_lookup(t, both, n);
+    if (both != buf) free(both);
+    if (res < 0) return merge_fail(t, left, right, name, unit, at, "makes a token that is not in the vocabulary", err);
+    /* Only the first rank of a repeated pair could ever apply: a repeat
+     * means a damaged or hand-edited file. */
+    int32_t earlier;
+    if (t->mkey && tok_merge_rank(t, left, right, &earlier) >= 0)
+        return merge_fail(t, left, right, name, unit, at, "repeats an earlier merge", err);
     if ((t->n_merges & (t->n_merges - 1)) == 0) { /* 0, 1, 2, 4, ...: grow */
         size_t c = t->n_merges ? (size_t)t->n_merges * 2 : 1024;
         if (c < 1024) c = 1024;
@@ -107,11 +172,38 @@ bool tok_add_merge(tlm_tokenizer *t, int32_t left, int32_t right, const char *na
         if (r) t->merge_right = r;
         if (!l || !r) return tlm_fail(err, "out of memory");
     }
-    if (t->n_merges == INT32_MAX) return tlm_fail(err, "%s: too many merges", name);
+    if (!merge_map_reserve(t, (size_t)t->n_merges + 1)) return tlm_fail(err, "out of memory");
+    uint64_t key = ((uint64_t)(uint32_t)left << 32 | (uint32_t)right) + 1;
+    size_t i = tok_hash_u64(key) & t->mmask;
+    while (t->mkey[i]) i = (i + 1) & t->mmask;
+    t->mkey[i] = key, t->mrank[i] = t->n_merges, t->mresult[i] = res;
     t->merge_left[t->n_merges] = left;
     t->merge_right[t->n_merges] = right;
     t->n_merges++;
     return true;
+}
+
+bool tok_check_merges(const tlm_tokenizer *t, const char *name, tlm_err *err) {
+    /* made[id]: some merge's result is id. One pass over the merge map:
+     * linear, not a search of the merges for each token. */
+    uint8_t *made = calloc((size_t)t->n_vocab, 1);
+    if (!made) return tlm_fail(err, "out of memory");
+    for (size_t i = 0; t->mkey && i <= t->mmask; i++)
+        if (t->mkey[i]) made[t->mresult[i]] = 1;
+    for (int32_t i = 0; i < t->n_special; i++) made[t->special[i]] = 2; /* needs no merge */
+    int32_t first = -1, need = 0;
+    for (int32_t id = 0; id < t->n_vocab; id++) {
+        if (t->len[id] == 1 || made[id] == 2) continue;
+        need++;
+        if (!made[id] && first < 0) first = id;
+    }
+    free(made);
+    if (first < 0) return true;
+    char text[64];
+    tok_escape(t->pool + t->off[first], t->len[first], text, sizeof text);
+    return tlm_fail(
+        err, "%s: no merge makes token %d (`%s`): the merges look cut short (%d merges for %d tokens that need one)",
+        name, (int)first, text, (int)t->n_merges, (int)need);
 }
 
 bool tok_add_special(tlm_tokenizer *t, int32_t id, tlm_err *err) {
@@ -158,7 +250,7 @@ bool tok_merges_from_ranks(tlm_tokenizer *t, int32_t n_ranks, const char *name, 
             if (l >= 0 && l < n_ranks && r >= 0 && r < n_ranks) local[k++] = (split){l, r};
         }
         qsort(local, k, sizeof *local, cmp_split);
-        for (size_t i = 0; i < k && ok; i++) ok = tok_add_merge(t, local[i].left, local[i].right, name, err);
+        for (size_t i = 0; i < k && ok; i++) ok = tok_add_merge(t, local[i].left, local[i].right, name, NULL, 0, err);
     }
     free(local);
     return ok;
@@ -205,41 +297,8 @@ static void compute_hash(tlm_tokenizer *t) {
     tlm_sha256_final(&h, t->hash);
 }
 
-bool tok_finish(tlm_tokenizer *t, const char *name, tlm_err *err) {
-    size_t cap = pow2_at_least((size_t)t->n_merges * 2 + 1);
-    t->mkey = calloc(cap, sizeof *t->mkey);
-    t->mrank = malloc(cap * sizeof *t->mrank);
-    t->mresult = malloc(cap * sizeof *t->mresult);
-    if (!t->mkey || !t->mrank || !t->mresult) return tlm_fail(err, "out of memory");
-    t->mmask = cap - 1;
-    uint8_t *both = NULL;
-    size_t both_cap = 0;
-    for (int32_t r = 0; r < t->n_merges; r++) {
-        int32_t a = t->merge_left[r], b = t->merge_right[r];
-        size_t n = (size_t)t->len[a] + t->len[b];
-        if (n > both_cap) {
-            uint8_t *p = realloc(both, n);
-            if (!p) {
-                free(both);
-                return tlm_fail(err, "out of memory");
-            }
-            both = p, both_cap = n;
-        }
-        memcpy(both, t->pool + t->off[a], t->len[a]);
-        memcpy(both + t->len[a], t->pool + t->off[b], t->len[b]);
-        int32_t res = tok_lookup(t, both, n);
-        if (res < 0) {
-            free(both);
-            return tlm_fail(err, "%s: merge %d (tokens %d and %d) makes a token that is not in the vocabulary", name,
-                            (int)r + 1, (int)a, (int)b);
-        }
-        uint64_t key = ((uint64_t)(uint32_t)a << 32 | (uint32_t)b) + 1;
-        size_t i = tok_hash_u64(key) & t->mmask;
-        while (t->mkey[i] && t->mkey[i] != key) i = (i + 1) & t->mmask;
-        if (t->mkey[i]) continue; /* a repeated merge: the first rank counts */
-        t->mkey[i] = key, t->mrank[i] = r, t->mresult[i] = res;
-    }
-    free(both);
+bool tok_finish(tlm_tokenizer *t, tlm_err *err) {
+    if (!merge_map_reserve(t, 0)) return tlm_fail(err, "out of memory"); /* tok_merge_rank needs a map */
     memset(t->special_first, 0, sizeof t->special_first);
     for (int32_t i = 0; i < t->n_special; i++) {
         uint8_t c = t->pool[t->off[t->special[i]]];

@@ -47,6 +47,7 @@ static void init(void) {
                                         "'s",
                                         "\xC3\xA9",
                                         "\xF0\x9F",
+                                        "\x99\x82", /* the next token's right part: a merge must make it */
                                         "\xF0\x9F\x99\x82"};
     tlm_strbuf sb = {0};
     int rank = 0;
@@ -68,7 +69,7 @@ static void init(void) {
     /* the same vocabulary and merges as a tokenizer.json with GPT-2's pattern */
     tlm_strbuf js = {0}, tmp = {0};
     tlm_sb_puts(&js, "{\"normalizer\":null,\"pre_tokenizer\":{\"type\":\"ByteLevel\",\"use_regex\":true},"
-                     "\"added_tokens\":[{\"id\":273,\"content\":\"<|endoftext|>\",\"special\":true}],"
+                     "\"added_tokens\":[{\"id\":274,\"content\":\"<|endoftext|>\",\"special\":true}],"
                      "\"model\":{\"type\":\"BPE\",\"vocab\":{");
     for (int32_t id = 0; id < 256 + (int32_t)(sizeof extra / sizeof *extra); id++) {
         tmp.len = 0;

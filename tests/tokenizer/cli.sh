@@ -44,6 +44,29 @@ expect 1 "missing input" "$tlm" tokenizer encode --tokenizer "$gpt2" "$work/none
 expect 1 "decode of text" "$tlm" tokenizer decode --tokenizer "$gpt2" "$work/bad.ids"
 expect 1 "decode of an id past the vocabulary" "$tlm" tokenizer decode --tokenizer "$gpt2" "$work/big.ids"
 expect 1 "--bos without a BOS token" "$tlm" tokenizer encode --bos --tokenizer "$gpt2" "$work/hello.txt"
+# decode quotes the word that is not an id, nothing after it
+printf '65 66 abc 67\n' >"$work/word.ids"
+expect 1 "decode of a word" "$tlm" tokenizer decode --tokenizer "$gpt2" "$work/word.ids"
+grep -q 'holds `abc`, not a token id' "$work/err" || fail "decode of a word: $(cat "$work/err")"
+printf '65 -5\n66\n' >"$work/neg.ids"
+expect 1 "decode of a negative id" "$tlm" tokenizer decode --tokenizer "$gpt2" "$work/neg.ids"
+grep -q 'holds `-5`, not a token id' "$work/err" || fail "decode of a negative id: $(cat "$work/err")"
+# a flag of another action is a usage error naming the action, whatever its value
+expect 2 "--vocab on encode" "$tlm" tokenizer encode --vocab 5 --tokenizer "$gpt2" "$work/hello.txt"
+grep -q -- '--vocab applies to train only, not encode' "$work/err" || fail "--vocab on encode: $(cat "$work/err")"
+expect 2 "-o on info" "$tlm" tokenizer info -o "$work/x" --tokenizer "$gpt2"
+grep -q -- '-o applies to train only, not info' "$work/err" || fail "-o on info: $(cat "$work/err")"
+expect 2 "--special on train" "$tlm" tokenizer train --special --vocab 300 "$work/hello.txt" -o "$work/t.json"
+grep -q -- '--special applies to encode only, not train' "$work/err" || fail "--special on train: $(cat "$work/err")"
+# GPT-2's vocab.bpe empty or cut in half: the merges cannot make the vocabulary
+mkdir -p "$work/cut"
+cp "$gpt2/encoder.json" "$work/cut/encoder.json"
+: >"$work/cut/vocab.bpe"
+expect 1 "an empty vocab.bpe" "$tlm" tokenizer info --tokenizer "$work/cut"
+grep -q 'no merge makes token 256 .*cut short' "$work/err" || fail "an empty vocab.bpe: $(cat "$work/err")"
+head -n "$(($(wc -l <"$gpt2/vocab.bpe") / 2))" "$gpt2/vocab.bpe" >"$work/cut/vocab.bpe"
+expect 1 "a vocab.bpe cut in half" "$tlm" tokenizer info --tokenizer "$work/cut"
+grep -q 'cut short' "$work/err" || fail "a vocab.bpe cut in half: $(cat "$work/err")"
 expect 0 "help" "$tlm" tokenizer --help
 expect 0 "encode a file" "$tlm" tokenizer encode --tokenizer "$gpt2" "$work/hello.txt"
 [ "$(cat "$work/out")" = "15496 11 995 13 198" ] || fail "encode hello: $(cat "$work/out")"
@@ -68,6 +91,11 @@ expect 2 "train --tokenizer" "$tlm" tokenizer train --tokenizer "$gpt2" --vocab 
 expect 1 "train on a missing file" "$tlm" tokenizer train --vocab 300 "$work/nonexistent.txt" -o "$work/t.json"
 expect 1 "train into a missing folder" "$tlm" tokenizer train --vocab 300 "$work/kjv.txt" -o "$work/no/such/t.json"
 expect 0 "train" "$tlm" tokenizer train --vocab 400 "$work/kjv.txt" -o "$work/t.json"
+grep -q ': 400 tokens, ' "$work/err" && ! grep -q 'stopped short' "$work/err" || fail "train's summary: $(cat "$work/err")"
+# a text too small for the vocabulary asked: the summary says where and why it stopped
+expect 0 "train short of --vocab" "$tlm" tokenizer train --vocab 1000 "$work/hello.txt" -o "$work/short.json"
+grep -q ': 266 tokens (stopped short of --vocab 1000: no pair of tokens was left' "$work/err" ||
+  fail "train short of --vocab: $(cat "$work/err")"
 ls "$work" | grep -q '\.tmp\.' && fail "train left a temporary file"
 "$tlm" tokenizer encode --tokenizer "$work/t.json" "$work/kjv.txt" | "$tlm" tokenizer decode --tokenizer "$work/t.json" >"$work/kjv.back2" ||
   fail "encode | decode with the trained tokenizer"

@@ -7,7 +7,10 @@
  *     quadratic merge loop could not finish in the test's time);
  *   - a small hand-made vocabulary: merge order, leftmost-first ties, the
  *     special-token options, decode's range check;
- *   - malformed files of each format: a one-line error, never a crash.
+ *   - malformed files of each format: a one-line error, never a crash;
+ *   - merges cut short (an empty or truncated vocab.bpe, an empty
+ *     model.merges) or repeated are refused, and the messages place the
+ *     fault (vocab.bpe's line, the rank file's line and what is wrong).
  * Usage: test_tokenizer REFDIR (what extract_vocab.mjs wrote). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -193,6 +196,109 @@ static void expect_refused(tlm_tokenizer *t, const tlm_err *err, const char *wha
     tlm_tok_free(t);
 }
 
+/* expect_refused, with a message holding each of want[] (NULL-ended) and
+ * not holding avoid (when not NULL). */
+static void expect_message(tlm_tokenizer *t, const tlm_err *err, const char *what, const char *const *want,
+                           const char *avoid) {
+    bool loaded = t != NULL;
+    expect_refused(t, err, what);
+    for (size_t i = 0; !loaded && want[i]; i++)
+        CHECK(strstr(err->msg, want[i]), "%s: the message lacks \"%s\": \"%s\"", what, want[i], err->msg);
+    CHECK(loaded || !avoid || !strstr(err->msg, avoid), "%s: the message holds \"%s\": \"%s\"", what, avoid, err->msg);
+}
+
+/* GPT-2's encoder.json with the 256 bytes (id = byte), then extra. */
+static char *small_encoder(const char *extra) {
+    size_t cap = 1 << 14, n = 1;
+    char *s = malloc(cap), c[4];
+    s[0] = '{';
+    for (int b = 0; b < 256; b++) {
+        byte_char(b, c);
+        n += (size_t)snprintf(s + n, cap - n, "%s\"%s%s\":%d", b ? "," : "", b == '"' || b == '\\' ? "\\" : "", c, b);
+    }
+    snprintf(s + n, cap - n, "%s}", extra);
+    return s;
+}
+
+/* Merges cut short or repeated, and the messages of each format: where the
+ * fault is (a line of vocab.bpe, a merge of model.merges, a line of a rank
+ * file) and what it is. */
+static void merges_checked(void) {
+    /* 256 ab, 257 abc, 258 <|endoftext|> */
+    char *enc = small_encoder(",\"ab\":256,\"abc\":257,\"<|endoftext|>\":258");
+    static const struct {
+        const char *what, *bpe, *want[4];
+    } gpt2[] = {
+        {"an empty vocab.bpe", "", {"token 256 (`ab`)", "cut short", NULL}},
+        {"a vocab.bpe of its header only", "#version: 0.2\n", {"token 256 (`ab`)", "cut short", NULL}},
+        {"a vocab.bpe cut short", "#version: 0.2\na b\n", {"token 257 (`abc`)", "cut short", NULL}},
+        {"a repeated merge", "#version: 0.2\na b\na b\nab c\n", {"line 3 (`a` + `b`) repeats an earlier merge", NULL}},
+        {"a merge not two tokens", "#version: 0.2\na b\nabc\n", {"line 3 is not two tokens", NULL}},
+        {"a merge of unknown tokens", "#version: 0.2\n\na b\nab zz\n", {"line 4 names a token", NULL}},
+        {"a merge with no result", "#version: 0.2\na b\nb c\n", {"line 3 (`b` + `c`) makes a token", NULL}},
+    };
+    for (size_t i = 0; i < sizeof gpt2 / sizeof *gpt2; i++) {
+        tlm_err err = {""};
+        tlm_tokenizer *t = tlm_tok_parse_gpt2(enc, strlen(enc), gpt2[i].bpe, strlen(gpt2[i].bpe), "gpt2", &err);
+        expect_message(t, &err, gpt2[i].what, gpt2[i].want, "merge 3");
+    }
+    /* the whole file loads (the special token needs no merge) */
+    static const char whole[] = "#version: 0.2\na b\nab c\n";
+    tlm_err err = {""};
+    tlm_tokenizer *t = tlm_tok_parse_gpt2(enc, strlen(enc), whole, strlen(whole), "gpt2", &err);
+    CHECK(t && tlm_tok_merge_count(t) == 2, "the whole vocab.bpe: %s", t ? "not 2 merges" : err.msg);
+    tlm_tok_free(t);
+    free(enc);
+
+    static const struct {
+        const char *what, *merges, *want[3];
+    } hf[] = {
+        {"no merges", "", {"model.merges: no merge makes token 256 (`ab`)", "cut short", NULL}},
+        {"merges cut short", "\"a b\"", {"token 257 (`abc`)", "cut short", NULL}},
+        {"a repeated merge",
+         "\"a b\",[\"a\",\"b\"],\"ab c\"",
+         {"model.merges: merge 2 (`a` + `b`) repeats an earlier merge", NULL}},
+    };
+    for (size_t i = 0; i < sizeof hf / sizeof *hf; i++) {
+        char *json = small_json(",\"ab\":256,\"abc\":257", hf[i].merges, "", gpt2_pre);
+        err.msg[0] = 0;
+        expect_message(tlm_tok_parse_hf(json, strlen(json), "tok.json", &err), &err, hf[i].what, hf[i].want, NULL);
+        free(json);
+    }
+    /* the token in the message: bytes outside printable ASCII escaped */
+    static const char *const escaped[] = {"token 256 (`\\x0A\\x0A`)", NULL};
+    char *json = small_json(",\"\\u010a\\u010a\":256", "", "", gpt2_pre);
+    err.msg[0] = 0;
+    expect_message(tlm_tok_parse_hf(json, strlen(json), "tok.json", &err), &err, "a newline pair", escaped, NULL);
+    free(json);
+    json = small_json("", "", "", gpt2_pre);
+    char *merges = strstr(json, "\"merges\":[]");
+    memcpy(merges, "\"merges\":5 ", 11);
+    err.msg[0] = 0;
+    t = tlm_tok_parse_hf(json, strlen(json), "tok.json", &err);
+    CHECK(!t && !strcmp(err.msg, "tok.json: model.merges is not an array"), "merges not an array: %s", err.msg);
+    tlm_tok_free(t);
+    free(json);
+
+    static const struct {
+        const char *what, *text, *want[3];
+    } tiktoken[] = {
+        {"two spaces", "QQ== 0\nQg==  1\n", {"line 2 has more than one space", "BASE64 RANK", NULL}},
+        {"a third field", "QQ== 0\nQg== 1 extra\n", {"line 2 has more than one space", NULL}},
+        {"no space", "QQ== 0\nQg==\t1\n", {"line 2 has no space", NULL}},
+        {"an empty line", "QQ== 0\n\nQg== 1\n", {"line 2 is empty", NULL}},
+        {"no rank", "QQ== 0\nQg== \n", {"line 2 has no rank", NULL}},
+        {"a rank not a number", "QQ== 0\nQg== -1\n", {"line 2: the rank `-1` is not a decimal number", NULL}},
+        {"a rank out of order", "QQ== 0\nQg== 2\n", {"line 2: the rank is 2, not 1", NULL}},
+    };
+    for (size_t i = 0; i < sizeof tiktoken / sizeof *tiktoken; i++) {
+        err.msg[0] = 0;
+        expect_message(tlm_tok_parse_tiktoken(tiktoken[i].text, strlen(tiktoken[i].text), "rank file", &err), &err,
+                       tiktoken[i].what, tiktoken[i].want,
+                       i + 1 < sizeof tiktoken / sizeof *tiktoken ? "the rank is" : NULL);
+    }
+}
+
 static void malformed(void) {
     static const struct {
         const char *what, *enc, *bpe;
@@ -265,6 +371,7 @@ int main(int argc, char **argv) {
     }
     small_vocabulary();
     malformed();
+    merges_checked();
     identity(argv[1]);
     if (failures) {
         printf("%d failure(s)\n", failures);
