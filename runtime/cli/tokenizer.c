@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "args.h"
-#include "checkpoint.h"
+#include "atomic_file.h"
 #include "commands.h"
 #include "regular_file.h"
 #include "tlm_rt/data.h"
@@ -161,6 +161,9 @@ static int do_train(const char *const *data, int ndata, int64_t vocab, const cha
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     int rc = 0;
+    for (int i = 0; i < ndata && !rc; i++)
+        if (!tlm_output_not_input(out_path, data[i], "a text to train on", &err))
+            rc = cli_error("tokenizer", "%s", err.msg);
     for (int i = 0; i < ndata && !rc; i++) {
         tlm_dataset ds = {0};
         if (tlm_data_load(&ds, data[i], &err) != 0) rc = cli_error("tokenizer", "%s", err.msg);

@@ -16,7 +16,8 @@
 #              once; resuming after each gives the uninterrupted run
 #   leftovers  a start removes the stale temporaries of its checkpoint and
 #              log and nothing else; a folder in use by a run is refused
-#   outputs    every command's output file (tlmc -o, tokenize -o, export -o):
+#   outputs    every command's output file (tlmc -o, tokenize -o, tokenizer
+#              train -o, export -o):
 #              a FIFO, a folder or a link to nothing is refused; one of the
 #              command's inputs is refused and stays as it was; a link to a
 #              file has that file replaced and stays a link; SIGINT in the
@@ -202,6 +203,8 @@ outputs)
     "$run" tokenize --tokenizer tok.json val.txt -o val.txt
   expect 1 "is also the tokenizer" "tokenize -o its tokenizer is refused" -- \
     "$run" tokenize --tokenizer tok.json val.txt -o tok.json
+  expect 1 "is also a text to train on" "tokenizer train -o its own text is refused" -- \
+    "$run" tokenizer train --vocab 260 val.txt -o val.txt
   expect 1 "is also the model" "export -o the model is refused" -- "$run" export crash.so --ckpt ck -o crash.so
   expect 1 "is also the checkpoint" "export -o the checkpoint is refused" -- \
     "$run" export crash.so --ckpt ck -o ck/checkpoint.safetensors
