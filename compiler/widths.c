@@ -7,7 +7,10 @@
 #include "numfmt.h"
 #include "xalloc.h"
 
-enum { MAX_WIDTH = 1 << 24 };
+/* The generated kernels' limit (codegen/kernel_symbol.c: the CUDA source's
+ * int arithmetic on d_model x width), checked here so that --check and -o
+ * agree. */
+enum { MAX_WIDTH = 1 << 16 };
 
 static int64_t gcd(int64_t a, int64_t b) {
     while (b) {
