@@ -1,5 +1,7 @@
 #include "report.h"
 
+#include "atomic_file.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -200,9 +202,12 @@ void report_json_model(FILE *out, const checked_model *m, int index) {
 
 /* A plain SVG line chart: width (relative to the baseline or the mean) on
  * the y axis, layer on the x axis, one line per model. */
-bool report_svg(const char *path, const checked_model *const *models, int n) {
-    FILE *f = fopen(path, "w");
-    if (!f) return false;
+bool report_svg(const char *path, const checked_model *const *models, int n, tlm_err *err) {
+    /* drawn in memory, then written whole (atomic_file.h) */
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f) return tlm_fail(err, "%s: out of memory", path);
     const double W = 640, H = 400, left = 60, right = 150, top = 30, bottom = 50;
     double ymax = 0;
     int64_t lmax = 1;
@@ -251,5 +256,7 @@ bool report_svg(const char *path, const checked_model *const *models, int n) {
                 m->name);
     }
     fprintf(f, "</svg>\n");
-    return fclose(f) == 0;
+    bool ok = fclose(f) == 0 ? tlm_write_file_atomic(path, text, len, err) : tlm_fail(err, "%s: out of memory", path);
+    free(text);
+    return ok;
 }

@@ -6,6 +6,7 @@
 
 #include <stdio.h>
 #include "checked_model.h"
+#include "errmsg.h"
 
 void report_summary(FILE *out, const checked_model *m);
 void report_text(FILE *out, const checked_model *m);
@@ -14,7 +15,7 @@ void report_json_begin(FILE *out);
 void report_json_model(FILE *out, const checked_model *m, int index);
 void report_json_end(FILE *out);
 /* Several models in one plot; returns false if the file cannot be written. */
-bool report_svg(const char *path, const checked_model *const *models, int n);
+bool report_svg(const char *path, const checked_model *const *models, int n, tlm_err *err);
 
 /* The sorted distinct widths; returns how many. */
 int distinct_widths(const checked_model *m, int64_t *out);

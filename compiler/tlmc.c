@@ -512,8 +512,9 @@ int main(int argc, char **argv) {
         if (!rc && o.plot) {
             const checked_model *list[4096];
             for (int i = 0; i < nmodels; i++) list[i] = &checked[i];
-            if (!report_svg(o.plot, list, nmodels)) {
-                fprintf(stderr, "tlmc: cannot write %s\n", o.plot);
+            tlm_err why = {""};
+            if (!report_svg(o.plot, list, nmodels, &why)) {
+                fprintf(stderr, "tlmc: --plot %s\n", why.msg);
                 rc = EXIT_USER;
             }
         }
