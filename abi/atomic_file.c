@@ -1,5 +1,6 @@
 #include "atomic_file.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -12,7 +13,11 @@
 #include "regular_file.h"
 #include "remove_on_signal.h"
 
-#define TMP_SUFFIX ".tmp.XXXXXX"
+/* A temporary is TARGET.tmp.XXXXXX (mkstemp's six letters or digits):
+ * tlm_remove_stale_temps recognises what a kill left of one by that name. */
+#define TMP_INFIX ".tmp."
+#define TMP_RANDOM 6
+#define TMP_SUFFIX TMP_INFIX "XXXXXX"
 
 static void folder_of(const char *path, char *dir, size_t n) {
     const char *slash = strrchr(path, '/');
@@ -139,19 +144,27 @@ bool tlm_atomic_commit(tlm_atomic_file *f, tlm_err *err) { return finish(f, fals
 
 bool tlm_atomic_publish(tlm_atomic_file *f, tlm_err *err) { return finish(f, true, err); }
 
+bool tlm_write_all(int fd, const void *bytes, size_t n) {
+    const char *p = bytes;
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) {
+            if (w == 0) errno = ENOSPC;
+            return false;
+        }
+        p += w, n -= (size_t)w;
+    }
+    return true;
+}
+
 bool tlm_write_file_atomic(const char *path, const void *bytes, size_t n, tlm_err *err) {
     tlm_atomic_file f;
     if (!tlm_atomic_open(&f, path, err)) return false;
-    size_t done = 0;
-    while (done < n) {
-        ssize_t w = write(f.fd, (const char *)bytes + done, n - done);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) {
-            int e = w < 0 ? errno : ENOSPC;
-            tlm_atomic_abort(&f);
-            return tlm_fail(err, "%s: cannot write: %s", path, strerror(e));
-        }
-        done += (size_t)w;
+    if (!tlm_write_all(f.fd, bytes, n)) {
+        int e = errno;
+        tlm_atomic_abort(&f);
+        return tlm_fail(err, "%s: cannot write: %s", path, strerror(e));
     }
     return tlm_atomic_commit(&f, err);
 }
@@ -164,4 +177,53 @@ bool tlm_same_file(const char *a, const char *b) {
 bool tlm_output_not_input(const char *out, const char *in, const char *what, tlm_err *err) {
     if (!in || !tlm_same_file(out, in)) return true;
     return tlm_fail(err, "%s is also %s (%s): writing it would destroy it; name another output", out, what, in);
+}
+
+/* "XXXXXX" of mkstemp: letters and digits. */
+static bool random_part(const char *s) {
+    for (int i = 0; i < TMP_RANDOM; i++)
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= '0' && s[i] <= '9')))
+            return false;
+    return true;
+}
+
+/* BASE.tmp.XXXXXX, or BASE.tmp.XXXXXX.tmp.YYYYYY (what an earlier tlm-run,
+ * whose checkpoint went through tlm_st_write's own temporary inside its
+ * own, could leave). */
+static bool stale_name(const char *name, const char *base) {
+    size_t b = strlen(base), k = strlen(TMP_INFIX);
+    if (strncmp(name, base, b) != 0 || strncmp(name + b, TMP_INFIX, k) != 0) return false;
+    const char *p = name + b + k;
+    if (!random_part(p)) return false;
+    p += TMP_RANDOM;
+    if (!*p) return true;
+    return strncmp(p, TMP_INFIX, k) == 0 && random_part(p + k) && !p[k + TMP_RANDOM];
+}
+
+int tlm_remove_stale_temps(const char *path, tlm_err *err) {
+    char dir[4096];
+    folder_of(path, dir, sizeof dir);
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    DIR *d = opendir(dir);
+    if (!d) {
+        if (errno == ENOENT) return 0;
+        tlm_fail(err, "%s: cannot list the folder: %s", dir, strerror(errno));
+        return -1;
+    }
+    int removed = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        struct stat st;
+        if (!stale_name(e->d_name, base)) continue;
+        if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
+        if (unlinkat(dirfd(d), e->d_name, 0) != 0) {
+            tlm_fail(err, "%s/%s: cannot remove this stale temporary file: %s", dir, e->d_name, strerror(errno));
+            removed = -1;
+            break;
+        }
+        removed++;
+    }
+    closedir(d);
+    return removed;
 }

@@ -8,7 +8,7 @@
  * fsynced: a reader sees the old file or the new one, never part of one. A
  * failure removes the temporary and leaves the target as it was; so does an
  * interrupt (remove_on_signal.h), and what a SIGKILL leaves is named so
- * that train's tlm_remove_stale_temps knows it.
+ * that tlm_remove_stale_temps (below) knows it.
  *
  * The target is refused up front when it is a directory, a device, a FIFO
  * or a socket (a rename would replace the node itself: `-o /dev/null` once
@@ -46,6 +46,10 @@ void tlm_atomic_abort(tlm_atomic_file *f);
 /* bytes[0..n) as the file path, by the three calls above. */
 bool tlm_write_file_atomic(const char *path, const void *bytes, size_t n, tlm_err *err);
 
+/* Writes all n bytes to fd, again after a short write or EINTR; false
+ * with errno set (ENOSPC where write() wrote nothing and said no error). */
+bool tlm_write_all(int fd, const void *bytes, size_t n);
+
 /* Whether a and b both exist and are one file (device and inode: also
  * through links and different spellings of a path). */
 bool tlm_same_file(const char *a, const char *b);
@@ -54,6 +58,13 @@ bool tlm_same_file(const char *a, const char *b);
  * would destroy: false with "OUT is also WHAT ..." when tlm_same_file(out,
  * in); true when in is NULL. */
 bool tlm_output_not_input(const char *out, const char *in, const char *what, tlm_err *err);
+
+/* Removes what a crash (kill -9, power loss) during an atomic write of path
+ * left behind: the regular files of path's folder named path.tmp.XXXXXX or
+ * path.tmp.XXXXXX.tmp.YYYYYY (XXXXXX: six letters or digits), nothing else.
+ * Only safe while no other process writes path (tlm-run train locks the
+ * checkpoint folder). The number removed, or -1 with a reason. */
+int tlm_remove_stale_temps(const char *path, tlm_err *err);
 
 /* fsync of path's folder (after a rename, to make it durable). */
 bool tlm_sync_dir_of(const char *path);

@@ -725,25 +725,31 @@ void tlm_so_tables_free(tlm_so_tables *t) {
     memset(t, 0, sizeof *t);
 }
 
-bool tlm_so_check_file(const char *path, tlm_err *err) {
-    uint64_t image_size = 0;
+/* The file's bytes once its trailer and ELF headers check out (malloc'd,
+ * *image_size: the ELF image's length), or NULL with the reason. */
+static uint8_t *read_checked(const char *path, uint64_t *image_size, tlm_err *err) {
     size_t size = 0;
     uint8_t *bytes = tlm_read_regular(path, TLM_SO_MAX_BYTES, "a compiled model", &size, err);
-    if (!bytes) return false;
-    bool ok = check_trailer(path, bytes, size, &image_size, err) && check_elf(path, bytes, image_size, err);
+    if (bytes && !(check_trailer(path, bytes, size, image_size, err) && check_elf(path, bytes, *image_size, err))) {
+        free(bytes);
+        bytes = NULL;
+    }
+    return bytes;
+}
+
+bool tlm_so_check_file(const char *path, tlm_err *err) {
+    uint64_t image_size = 0;
+    uint8_t *bytes = read_checked(path, &image_size, err);
     free(bytes);
-    return ok;
+    return bytes != NULL;
 }
 
 bool tlm_so_open(const char *path, tlm_so *m, tlm_err *err) {
     memset(m, 0, sizeof *m);
     uint64_t image_size = 0;
-    size_t size = 0;
-    uint8_t *bytes = tlm_read_regular(path, TLM_SO_MAX_BYTES, "a compiled model", &size, err);
+    uint8_t *bytes = read_checked(path, &image_size, err);
     if (!bytes) return false;
-    void *h = NULL;
-    if (check_trailer(path, bytes, size, &image_size, err) && check_elf(path, bytes, image_size, err))
-        h = load_image(path, bytes, image_size, err);
+    void *h = load_image(path, bytes, image_size, err);
     free(bytes);
     if (!h) return false;
     m->handle = h;

@@ -1,7 +1,7 @@
 /* Paths that an interrupt removes: a command's temporaries (an output being
  * written beside its target, tlmc's object files), so that SIGINT, SIGTERM
  * or SIGHUP leaves nothing behind. (SIGKILL cannot be caught: what it leaves
- * is named PATH.tmp.XXXXXX, which train's tlm_remove_stale_temps knows.)
+ * is named PATH.tmp.XXXXXX, which tlm_remove_stale_temps (atomic_file.h) knows.)
  *
  * The handler is installed only for the signals whose disposition is still
  * the default when the first path is added: a command with handlers of its

@@ -97,15 +97,9 @@ bool progress_open_log(progress *p, const char *path, bool resume, int64_t keep_
         tlm_fail(err, "--log %s: cannot write the log: %s", path, why.msg);
         goto fail;
     }
-    size_t done = 0;
-    while (done < kept.len) {
-        ssize_t w = write(out.fd, kept.buf + done, kept.len - done);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) {
-            tlm_fail(err, "--log %s: cannot write the log: %s", path, strerror(w < 0 ? errno : ENOSPC));
-            goto fail;
-        }
-        done += (size_t)w;
+    if (!tlm_write_all(out.fd, kept.buf, kept.len)) {
+        tlm_fail(err, "--log %s: cannot write the log: %s", path, strerror(errno));
+        goto fail;
     }
     tlm_test_kill_at("log_rewrite");
     if (!tlm_atomic_publish(&out, &why)) {

@@ -137,20 +137,9 @@ uint64_t tlm_gguf_file_size(const tlm_gguf *g) {
     return n;
 }
 
-static bool write_all(int fd, const void *p, size_t n) {
-    const uint8_t *b = p;
-    while (n) {
-        ssize_t w = write(fd, b, n);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) return false;
-        b += w, n -= (size_t)w;
-    }
-    return true;
-}
-
 static bool write_padded(int fd, const void *p, size_t n) {
     static const uint8_t zeros[TLM_GGUF_ALIGN];
-    return write_all(fd, p, n) && write_all(fd, zeros, (size_t)(pad(n) - n));
+    return tlm_write_all(fd, p, n) && tlm_write_all(fd, zeros, (size_t)(pad(n) - n));
 }
 
 bool tlm_gguf_write(const tlm_gguf *g, const char *path, tlm_err *err) {

@@ -1,6 +1,5 @@
 #include "checkpoint.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -101,66 +100,7 @@ static char *model_config(const tlm_so *so) {
     return sb.buf;
 }
 
-/* ---- atomic writes and what a crash leaves of them ---- */
-
-#define TMP_INFIX ".tmp."
-#define TMP_RANDOM 6 /* mkstemp's XXXXXX */
-
-static void split_path(const char *path, char *dir, size_t n, const char **base) {
-    const char *slash = strrchr(path, '/');
-    if (!slash) snprintf(dir, n, ".");
-    else if (slash == path) snprintf(dir, n, "/");
-    else snprintf(dir, n, "%.*s", (int)(slash - path), path);
-    *base = slash ? slash + 1 : path;
-}
-
-/* "XXXXXX" of mkstemp: letters and digits. */
-static bool random_part(const char *s) {
-    for (int i = 0; i < TMP_RANDOM; i++)
-        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= '0' && s[i] <= '9')))
-            return false;
-    return true;
-}
-
-/* BASE.tmp.XXXXXX, or BASE.tmp.XXXXXX.tmp.YYYYYY (what an earlier tlm-run,
- * whose checkpoint went through tlm_st_write's own temporary inside its
- * own, could leave). */
-static bool stale_name(const char *name, const char *base) {
-    size_t b = strlen(base), k = strlen(TMP_INFIX);
-    if (strncmp(name, base, b) != 0 || strncmp(name + b, TMP_INFIX, k) != 0) return false;
-    const char *p = name + b + k;
-    if (!random_part(p)) return false;
-    p += TMP_RANDOM;
-    if (!*p) return true;
-    return strncmp(p, TMP_INFIX, k) == 0 && random_part(p + k) && !p[k + TMP_RANDOM];
-}
-
-int tlm_remove_stale_temps(const char *path, tlm_err *err) {
-    char dir[4096];
-    const char *base;
-    split_path(path, dir, sizeof dir, &base);
-    DIR *d = opendir(dir);
-    if (!d) {
-        if (errno == ENOENT) return 0;
-        tlm_fail(err, "%s: cannot list the folder: %s", dir, strerror(errno));
-        return -1;
-    }
-    int removed = 0;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        struct stat st;
-        if (!stale_name(e->d_name, base)) continue;
-        if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
-        if (unlinkat(dirfd(d), e->d_name, 0) != 0) {
-            tlm_fail(err, "%s/%s: cannot remove this stale temporary file: %s", dir, e->d_name, strerror(errno));
-            removed = -1;
-            break;
-        }
-        removed++;
-    }
-    closedir(d);
-    return removed;
-}
+/* ---- the checkpoint written atomically (atomic_file.h) ---- */
 
 /* The checkpoint is written and fsynced to PATH.tmp.XXXXXX, then renamed
  * over PATH: the old checkpoint stays whole until the new one is, and a

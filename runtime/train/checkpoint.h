@@ -61,13 +61,6 @@ uint64_t tlm_param_fingerprint(const tlm_so *so);
 bool tlm_ckpt_save(const char *path, const tlm_trainer *t, const tlm_run_state *st, const tlm_st_meta *extra,
                    int nextra, tlm_err *err);
 
-/* Removes what a crash (kill -9, power loss) during an atomic write of path
- * left behind: the regular files of path's folder named path.tmp.XXXXXX or
- * path.tmp.XXXXXX.tmp.YYYYYY (XXXXXX: six letters or digits), nothing else.
- * Only safe while no other process writes path (tlm-run train locks the
- * checkpoint folder). The number removed, or -1 with a reason. */
-int tlm_remove_stale_temps(const char *path, tlm_err *err);
-
 /* Opens a checkpoint and checks it belongs to this model: the format, the
  * checksum, the model's name, the ABI version, and every parameter's name
  * and shape. NULL with a one-line reason otherwise. */
