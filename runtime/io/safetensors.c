@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "atomic_file.h"
 #include "le64.h"
 #include "regular_file.h"
 #include "tlm_rt/json.h"
@@ -50,20 +51,6 @@ static bool byte_size(const int64_t *shape, int ndim, size_t elem, uint64_t *out
 
 static int cmp_name_ptr(const void *a, const void *b) {
     return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-static int write_all(int fd, const void *buf, size_t n) {
-    const uint8_t *p = buf;
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            return -1;
-        }
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
 }
 
 /* Builds the padded JSON header; returns -1 with a message on bad input. */
@@ -164,11 +151,11 @@ int tlm_st_write_fd(int fd, const char *name, const tlm_st_tensor *ts, int n, co
     }
     uint8_t len8[8];
     tlm_put_le64(len8, hdr.len);
-    bool ok = write_all(fd, len8, 8) == 0 && write_all(fd, hdr.buf, hdr.len) == 0;
+    bool ok = tlm_write_all(fd, len8, 8) && tlm_write_all(fd, hdr.buf, hdr.len);
     for (int i = 0; ok && i < n; i++) {
         uint64_t nb = 0;
         byte_size(ts[i].shape, ts[i].ndim, tlm_dtype_size(ts[i].dtype), &nb);
-        if (nb) ok = write_all(fd, ts[i].data, (size_t)nb) == 0;
+        if (nb) ok = tlm_write_all(fd, ts[i].data, (size_t)nb);
     }
     tlm_sb_free(&hdr);
     if (!ok || fsync(fd) != 0) {
@@ -179,59 +166,13 @@ int tlm_st_write_fd(int fd, const char *name, const tlm_st_tensor *ts, int n, co
 }
 
 int tlm_st_write(const char *path, const tlm_st_tensor *ts, int n, const tlm_st_meta *meta, int nmeta, tlm_err *err) {
-    /* the temporary lives next to the target so rename() stays within one
-     * file system and is atomic */
-    const char *slash = strrchr(path, '/');
-    size_t dirlen = slash ? (size_t)(slash - path) : 0;
-    size_t tlen = strlen(path) + 16;
-    char *tmp = malloc(tlen);
-    char *dir = malloc(dirlen + 2);
-    if (!tmp || !dir) {
-        tlm_fail(err, "out of memory");
-        free(tmp);
-        free(dir);
+    tlm_atomic_file f;
+    if (!tlm_atomic_open(&f, path, err)) return -1;
+    if (tlm_st_write_fd(f.fd, f.tmp, ts, n, meta, nmeta, err) != 0) {
+        tlm_atomic_abort(&f);
         return -1;
     }
-    snprintf(tmp, tlen, "%s.tmp.XXXXXX", path);
-    if (slash) {
-        memcpy(dir, path, dirlen ? dirlen : 1); /* "/x" -> "/" */
-        dir[dirlen ? dirlen : 1] = '\0';
-    } else {
-        strcpy(dir, ".");
-    }
-
-    int rc = -1;
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        tlm_fail(err, "%s: cannot create a temporary file: %s", path, strerror(errno));
-        goto out;
-    }
-    if (tlm_st_write_fd(fd, tmp, ts, n, meta, nmeta, err) != 0) {
-        close(fd);
-        unlink(tmp);
-        goto out;
-    }
-    if (close(fd) != 0) {
-        tlm_fail(err, "%s: close failed: %s", tmp, strerror(errno));
-        unlink(tmp);
-        goto out;
-    }
-    if (rename(tmp, path) != 0) {
-        tlm_fail(err, "%s: cannot rename into place: %s", path, strerror(errno));
-        unlink(tmp);
-        goto out;
-    }
-    /* make the rename itself durable */
-    int dfd = open(dir, O_RDONLY | O_DIRECTORY);
-    if (dfd >= 0) {
-        fsync(dfd);
-        close(dfd);
-    }
-    rc = 0;
-out:
-    free(tmp);
-    free(dir);
-    return rc;
+    return tlm_atomic_commit(&f, err) ? 0 : -1;
 }
 
 /* ======================================================================

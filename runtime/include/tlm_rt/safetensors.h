@@ -56,7 +56,8 @@ typedef struct tlm_st_meta {
     const char *key, *value;
 } tlm_st_meta;
 
-/* Writes tensors[0..n) (in that order) and the metadata to path, atomically.
+/* Writes tensors[0..n) (in that order) and the metadata to path, atomically
+ * (atomic_file.h).
  * Names must be distinct, non-empty and not "__metadata__". */
 int tlm_st_write(const char *path, const tlm_st_tensor *tensors, int n, const tlm_st_meta *meta, int nmeta,
                  tlm_err *err);
