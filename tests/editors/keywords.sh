@@ -18,7 +18,7 @@ if ! "$tlmc" --print-keywords >"$list"; then
   exit 1
 fi
 # Every class of the contract must be there, or its names go unchecked.
-for class in keyword setting train_setting mixer mlp value function builtin constant variable schedule; do
+for class in keyword setting train_setting study_setting mixer mlp value function builtin constant variable schedule; do
   if ! grep -q "^$class " "$list"; then
     echo "keywords: $tlmc --print-keywords prints no $class names" >&2
     exit 1

@@ -6,6 +6,7 @@
 const fs = require('fs');
 const path = require('path');
 const { ext, loadGrammar } = require('./textmate');
+const { expand } = require('./snippet');
 
 const failures = [];
 const check = (ok, msg) => { if (!ok) failures.push(msg); };
@@ -77,20 +78,6 @@ function configuration() {
   for (const w of ['d_model', '1_000', '3e-4', '2.5e+3', 'hope_attention']) {
     check((`x ${w} ;`.match(word) || []).includes(w), `wordPattern does not take \`${w}\` as one word`);
   }
-}
-
-// Placeholders become their defaults, choices their first option, and a
-// tabstop repeated elsewhere ($2) the default of its placeholder.
-function expand(body) {
-  const defaults = {};
-  let text = [].concat(body).join('\n');
-  for (let prev = ''; prev !== text;) {
-    prev = text;
-    text = text
-      .replace(/\$\{(\d+):((?:[^${}]|\$\d+)*)\}/g, (_, n, d) => (defaults[n] = d))
-      .replace(/\$\{(\d+)\|([^,|]*)[^|]*\|\}/g, (_, n, d) => (defaults[n] = d));
-  }
-  return text.replace(/\$(\d+)/g, (_, n) => defaults[n] || '');
 }
 
 async function snippets(grammar) {
