@@ -152,8 +152,9 @@ train block, `d_ff' in a model body, neither inside a call's parentheses."
        . font-lock-builtin-face)
       (,(funcall names (append tlm-constants tlm-values tlm-mixers tlm-mlps))
        . font-lock-constant-face)
-      ;; 1_000 3e-4 1.5 .5 2.5e+3, not the 2 of layer2.
-      ("\\(?:^\\|[^[:alnum:]_.]\\)\\(\\(?:[0-9][0-9_]*\\(?:\\.[0-9][0-9_]*\\)?\\|\\.[0-9][0-9_]*\\)\\(?:[eE][-+]?[0-9][0-9_]*\\)?\\)\\_>"
+      ;; 1_000 3e-4 1.5 .5 2.5e+3, not the 2 of layer2, nor 1__0 or 1_ (an _
+      ;; stands only between digits).
+      ("\\(?:^\\|[^[:alnum:]_.]\\)\\(\\(?:[0-9]+\\(?:_[0-9]+\\)*\\(?:\\.[0-9]+\\(?:_[0-9]+\\)*\\)?\\|\\.[0-9]+\\(?:_[0-9]+\\)*\\)\\(?:[eE][-+]?[0-9]+\\(?:_[0-9]+\\)*\\)?\\)\\_>"
        1 'tlm-number-face)
       (tlm--match-escape 0 'tlm-escape-face prepend)))
   "Highlighting for `tlm-mode'.")

@@ -58,12 +58,13 @@ syn keyword tlmFunction uniform adamw sgd constant
 syn keyword tlmBuiltin  abs ceil clamp cos exp floor log max mean min pow round sigmoid sin sqrt tanh
 syn keyword tlmSchedule linear cosine sigmoid thirds openelm valley normalize
 
-" Numbers: 1_000, 3e-4, 1.5, .5, 2.5e+3. Floats are defined after integers so
+" Numbers: 1_000, 3e-4, 1.5, .5, 2.5e+3 (an _ only between digits, as tlmc
+" has it: 1__0 and 1_ are not numbers). Floats are defined after integers so
 " that `1.5` is one float, not an integer and a stray `.5`.
-syn match   tlmNumber /\<\d[0-9_]*\>/
-syn match   tlmFloat  /\<\d[0-9_]*\.\d[0-9_]*\%([eE][-+]\=\d[0-9_]*\)\=\>/
-syn match   tlmFloat  /\<\d[0-9_]*[eE][-+]\=\d[0-9_]*\>/
-syn match   tlmFloat  /\%(\w\|\.\)\@<!\.\d[0-9_]*\%([eE][-+]\=\d[0-9_]*\)\=\>/
+syn match   tlmNumber /\%(\w\|\.\)\@<!\d\+\%(_\d\+\)*\>/
+syn match   tlmFloat  /\<\d\+\%(_\d\+\)*\.\d\+\%(_\d\+\)*\%([eE][-+]\=\d\+\%(_\d\+\)*\)\=\>/
+syn match   tlmFloat  /\<\d\+\%(_\d\+\)*[eE][-+]\=\d\+\%(_\d\+\)*\>/
+syn match   tlmFloat  /\%(\w\|\.\)\@<!\.\d\+\%(_\d\+\)*\%([eE][-+]\=\d\+\%(_\d\+\)*\)\=\>/
 
 syn match   tlmOperator /[-+*%?:!<>=]\|&&\|||\|\//
 
