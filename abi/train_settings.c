@@ -3,6 +3,7 @@
  * formatting, and the train { } listing of tlm-run info. */
 #include "tlm_train_settings.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -124,8 +125,27 @@ void tlm_train_defaults(tlm_abi_train *t, int64_t model_context) {
     t->context = model_context;
 }
 
+/* A tenth of lr as a decimal: lr's shortest digits with the exponent one
+ * lower, read back. lr / 10 in binary is 0.00030000000000000003 for lr
+ * 0.003, which info and --dry-run would print as such. The decimal tenth is
+ * within a double's ulp of it; the trainer's schedule holds min_lr as a
+ * float, and the two round to the same float unless a float midpoint falls
+ * between them (none did for 200,000 random lr of up to 8 digits), so the
+ * runs' numbers stay those of lr / 10. */
+static double decimal_tenth(double lr) {
+    char buf[64];
+    for (int digits = 1; digits <= 17; digits++) {
+        snprintf(buf, sizeof buf, "%.*e", digits - 1, lr);
+        if (strtod(buf, NULL) == lr) break;
+    }
+    char *e = strchr(buf, 'e');
+    if (!e) return lr / 10; /* not finite: the range checks refuse lr */
+    snprintf(e, sizeof buf - (size_t)(e - buf), "e%d", atoi(e + 1) - 1);
+    return strtod(buf, NULL);
+}
+
 void tlm_train_resolve_defaults(tlm_abi_train *t) {
-    if (t->min_lr == -1) t->min_lr = t->lr / 10; /* other negatives: damage, for the range checks */
+    if (t->min_lr == -1) t->min_lr = decimal_tenth(t->lr); /* other negatives: damage, for the range checks */
 }
 
 bool tlm_train_decay_rises(const tlm_abi_train *t) {

@@ -384,6 +384,9 @@ bad_flags)
   # min_lr stays; a decay that would end above its peak is refused.
   expect 0 "^min_lr 1e-05$" "train --lr 1e-4: the default min_lr follows, a tenth of it" -- \
     "$run" train "$s" --dry-run --lr 1e-4
+  # ... as a decimal: 0.003 / 10 in binary would print as 0.00030000000000000003
+  expect 0 "^min_lr 0.0003$" "train --lr 0.003: the default min_lr prints as 0.0003" -- \
+    "$run" train "$s" --dry-run --lr 0.003
   expect 0 "^min_lr 0.005$" "train --lr 0.01: small_sgd's own min_lr stays" -- \
     "$run" train "$models/small_sgd.so" --dry-run --lr 0.01
   expect 2 "min_lr 0.005 is above lr 0.001: the linear schedule would raise the rate" \
