@@ -45,6 +45,7 @@
 #include "device_flag.h"
 #include "dist.h"
 #include "load.h"
+#include "numfmt.h"
 #include "corpus.h"
 #include "evaluate.h"
 #include "flops.h"
@@ -508,7 +509,7 @@ static void banner(const run *r) {
     else printf("; no validation (give --val)\n");
     if (r->train_info.shards) printf("tokenizer %s, end-of-text id %d\n", r->train_info.tokenizer, r->train_info.eot);
     if (r->o.resume) printf("resuming at step %" PRId64 " of %" PRId64 ",", r->state.step, s->steps);
-    else printf("training %" PRId64 " steps,", s->steps);
+    else printf("training %" PRId64 " step%s,", s->steps, s->steps == 1 ? "" : "s");
     printf(" %" PRId64 " x %" PRId64 " tokens a step", s->batch, r->T);
     if (r->dist.ranks > 1)
         printf(" on %d ranks, %" PRId64 " micro-batch%s of %" PRId64 " each", r->dist.ranks,
@@ -704,8 +705,10 @@ static int train_loop(run *r) {
     print_profile(r);
     char took[16];
     progress_duration(took, sizeof took, elapsed(r));
-    printf("done: %" PRId64 " steps, %.2fM tokens in %s; checkpoint %s\n", r->state.step,
-           (double)r->state.tokens_seen / 1e6, took, r->ckpt_file);
+    /* Tokens in full, as eval counts them: a short run's "0.00M" said nothing. */
+    char tokens[32];
+    printf("done: %" PRId64 " step%s, %s tokens in %s; checkpoint %s\n", r->state.step, r->state.step == 1 ? "" : "s",
+           fmt_int(tokens, sizeof tokens, r->state.tokens_seen, 0), took, r->ckpt_file);
     return 0;
 }
 

@@ -78,7 +78,7 @@ void tlm_profile_print(const tlm_profile *p, FILE *out) {
     if (p->steps < 1) return;
     int order[TLM_OP_COUNT], n = by_time(p, order);
     const double steps = (double)p->steps, total = p->step_seconds > 0 ? p->step_seconds : ops_seconds(p);
-    fprintf(out, "profile: %lld steps, %.1f ms a step\n", p->steps, 1e3 * total / steps);
+    fprintf(out, "profile: %lld step%s, %.1f ms a step\n", p->steps, p->steps == 1 ? "" : "s", 1e3 * total / steps);
     fprintf(out, "  %-24s %8s %10s %7s %9s\n", "op", "calls", "ms/step", "share", "GFLOP/s");
     for (int i = 0; i < n; i++) {
         int k = order[i];

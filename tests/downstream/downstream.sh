@@ -59,7 +59,7 @@ model)
   expect 0 "done: 40 steps" "train small_titans, 40 steps" -- \
     "$run" train "$models/small_titans.so" --steps 40 --eval-every 40 --eval-batches 2 --ckpt "$models/titans.ckpt" \
     --threads 1 --overwrite
-  expect 0 "done: 1 steps" "train ascii (128 tokens), 1 step" -- \
+  expect 0 "done: 1 step," "train ascii (128 tokens), 1 step" -- \
     "$run" train "$models/ascii.so" --steps 1 --eval-batches 1 --ckpt "$models/ascii.ckpt" --threads 1 --overwrite \
     --data "$root/data/kjv/kjv.txt"
   ;;

@@ -790,6 +790,11 @@ progress)
   check "validations at 0, 10, 20 on lines of their own" -- \
     test "$(grep -c '^step *[0-9]*/20  val loss .* ppl .* bits/byte' "$tmp/plain")" = 3
   check "no carriage returns or escapes" -- bash -c "! grep -q $'[\r\033]' '$tmp/plain'"
+  # One step: "1 step", and the tokens counted in full (a step of 8 x 32),
+  # not as 0.00M.
+  expect 0 "^done: 1 step, 256 tokens in " "a 1-step run's last line" -- \
+    "$run" train "$s" "${quick[@]}" --steps 1 --ckpt "$tmp/one"
+  check "... and its first: training 1 step," -- grep -q '^training 1 step, 8 x 32 tokens a step' "$tmp/out"
   # util-linux's script fakes a terminal (without it the case fails)
   script -qec "'$run' train '$s' ${quick[*]} --steps 20 --log-every 5 --eval-every 10 --ckpt '$tmp/b'" /dev/null \
     > "$tmp/tty" 2>&1
@@ -880,7 +885,7 @@ assert nb > 1.5 * n   # a BPE token covers several bytes: bits/byte well below l
     "$run" train "$tmp/bpetok.so" "${bpe[@]}" --steps 10 --data "$tmp/shards" --val "$tmp/val.bin" --ckpt "$tmp/t1"
   expect 0 "^It was" "sample through the model's tokenizer, no --tokenizer" -- \
     "$run" sample "$tmp/bpetok.so" --ckpt "$tmp/t1" --prompt "It was" --length 10 --threads 1
-  expect 0 "done: 1 steps" "train on text (bytes) with the same model" -- \
+  expect 0 "done: 1 step," "train on text (bytes) with the same model" -- \
     "$run" train "$tmp/bpe.so" "${bpe[@]}" --steps 1 --data "$austen/persuasion.txt" --ckpt "$tmp/text"
   check "a checkpoint trained on text records the tokenizer \"bytes\"" -- \
     test "$(ckpt meta "$tmp/text/checkpoint.safetensors" tokenizer)" = bytes
