@@ -503,6 +503,23 @@ bad_checkpoint)
     "$run" train "$s" --ckpt "$tmp/resume" --resume --steps 400
   expect 1 "not a tlm checkpoint" "a safetensors file of something else" -- \
     "$run" eval "$s" --ckpt "$tmp/bad/foreign.safetensors"
+  # --ckpt naming a file that is not a checkpoint (the model itself, a
+  # text, a foreign safetensors file): train refuses to write over it, even
+  # with --overwrite, and leaves it as it was.
+  cp "$s" "$tmp/model_copy.so"
+  printf 'notes\n' > "$tmp/notes.txt"
+  for f in "$tmp/model_copy.so" "$tmp/notes.txt" "$tmp/bad/foreign.safetensors"; do
+    cp "$f" "$tmp/before"
+    for flag in "" --overwrite; do
+      # shellcheck disable=SC2086
+      expect 1 "is a file that holds no checkpoint" "train --ckpt $(basename "$f") $flag" -- \
+        "$run" train "$s" "${quick[@]}" --steps 1 --ckpt "$f" $flag
+    done
+    check "... $(basename "$f") is untouched" -- cmp "$f" "$tmp/before"
+  done
+  cp "$good" "$tmp/named.safetensors"
+  expect 0 "done: 1 step," "train --ckpt FILE --overwrite over a checkpoint still starts afresh" -- \
+    "$run" train "$s" "${quick[@]}" --steps 1 --ckpt "$tmp/named.safetensors" --overwrite
   ;;
 
 nan)
