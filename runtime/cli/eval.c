@@ -52,8 +52,8 @@ static void usage(FILE *out) {
           "                     model's train batch)\n"
           "  --context T        tokens per window (default: the model's train context)\n"
           "  --max-tokens N     evaluate at most N tokens of each text, in whole windows\n"
-          "  --device DEV        cpu (default), cuda or cuda:N\n"
-          "  --precision P       bf16 (the GPU's default) or fp32\n"
+          "  --device DEV       cpu (default), cuda or cuda:N\n"
+          "  --precision P      bf16 (the GPU's default) or fp32\n"
           "  --threads N        CPU threads (default: all cores)\n"
           "\n"
           "Exit status: 0 ok, 1 error (model, checkpoint, data), 2 bad usage.\n",
