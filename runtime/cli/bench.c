@@ -28,6 +28,7 @@
 
 static void usage(FILE *out) {
     fputs("usage: tlm-run bench MODEL.so [options]\n"
+          "\n"
           "Trains the model on random tokens and reports steps/s, tokens/s, GFLOP/s\n"
           "and MFU (against a known GPU's peak, or the CPU's measured multiply-add\n"
           "peak), then where a step's time goes. Writes nothing.\n"
@@ -39,7 +40,9 @@ static void usage(FILE *out) {
           "  --threads N         CPU threads (default: all cores)\n"
           "  --device DEV        cpu (default), cuda or cuda:N\n"
           "  --precision P       bf16 (the GPU's default) or fp32\n"
-          "  --json              one JSON object on stdout instead of the tables\n",
+          "  --json              one JSON object on stdout instead of the tables\n"
+          "\n"
+          "Exit status: 0 ok, 1 error (model, device), 2 bad usage.\n",
           out);
 }
 

@@ -23,7 +23,9 @@ static void usage(FILE *out) {
           "  --params    list every parameter tensor\n"
           "  --buffers   list every activation buffer, and where each plan puts it\n"
           "  --device D  the GPU (cuda, cuda:N): its driver and compute capability, the\n"
-          "              kernels a run compiles for it and whether they are cached\n",
+          "              kernels a run compiles for it and whether they are cached\n"
+          "\n"
+          "Exit status: 0 ok, 1 error (model, device), 2 bad usage.\n",
           out);
 }
 
