@@ -20,6 +20,7 @@ echo
 echo "== tlmc --report examples/tiny.tlm: the tapered MLP widths"
 "$tlmc" --report examples/tiny.tlm
 "$tlmc" examples/tiny.tlm -o "$out/tiny.so"
+echo "(compiled the file's first model, tiny, into $out/tiny.so)"
 
 echo
 echo "== tlm-run train: $steps steps on data/austen (5 novels), validating on Persuasion"
@@ -37,3 +38,6 @@ echo
 echo "== tlm-run sample"
 "$run" sample "$out/tiny.so" --ckpt "$out/checkpoint" --prompt "It is a truth universally acknowledged" \
   --length 300 --temperature 0.8 --seed 1
+
+echo
+echo "== done: $out holds the model (tiny.so), its checkpoint (checkpoint/checkpoint.safetensors) and the training log (train.jsonl)"
