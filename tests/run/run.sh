@@ -91,6 +91,9 @@ gpu_no_driver)
       "$run" $cmd "$models/small.so" --device cuda --ckpt "$tmp/none"
   done
   expect 1 "$nodriver" "info --device cuda" -- "$run" info "$models/small.so" --device cuda
+  # the device is opened before the report: the one line and nothing else
+  # (it printed the whole model report on stdout first)
+  check "info --device cuda without a driver prints nothing on stdout" -- test ! -s "$tmp/out"
   expect 1 "$nodriver" "--device cuda:1" -- "$run" train "$models/small.so" --device cuda:1 --ckpt "$tmp/none"
   for bad in tpu cuda: cuda:x gpu; do
     expect 2 "unknown device \`$bad\`\|--device $bad" "--device $bad" -- "$run" train "$models/small.so" --device $bad
