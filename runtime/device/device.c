@@ -30,6 +30,7 @@ typedef struct device_core {
     allocation *allocs; /* sorted by address, so a range check is a binary search */
     size_t nallocs, cap;
     tlm_module *modules; /* loaded, unloaded at close if still there */
+    char cache_warning[1200]; /* the last "kernel cache unusable" line printed */
 } device_core;
 
 static device_core *core_of(const tlm_device *d) { return (device_core *)d; }
@@ -239,6 +240,19 @@ static bool compile_timed(tlm_device *d, const char *what, const char *source, u
     return ok;
 }
 
+/* The cache folder cannot be used: one warning line. A run loads several
+ * modules (the runtime's, the tensor cores', the model's), each of which
+ * finds the same folder unusable; the same line again says nothing new, so
+ * it is printed once per device (docs/gpu.md, "The kernel cache"). */
+static void warn_cache_unusable(tlm_device *d, const char *dir, const char *why) {
+    device_core *c = core_of(d);
+    char line[sizeof c->cache_warning];
+    snprintf(line, sizeof line, "tlm: warning: kernel cache %s unusable (%s); compiling in memory\n", dir, why);
+    if (!strcmp(line, c->cache_warning)) return;
+    snprintf(c->cache_warning, sizeof c->cache_warning, "%s", line);
+    fputs(line, stderr);
+}
+
 /* The binary for source: from the cache when it has a sound entry, else
  * compiled (and stored when the cache is usable). */
 static bool module_binary(tlm_device *d, const char *what, const char *source, uint8_t **bin, size_t *size,
@@ -253,8 +267,7 @@ static bool module_binary(tlm_device *d, const char *what, const char *source, u
         r->cache_path[0] = '\0';
     }
     if (!usable) {
-        fprintf(stderr, "tlm: warning: kernel cache %s unusable (%s); compiling in memory\n", dir[0] ? dir : "folder",
-                why.msg);
+        warn_cache_unusable(d, dir[0] ? dir : "folder", why.msg);
         return compile_timed(d, what, source, bin, size, r, err);
     }
     if (tlm_kernel_cache_get(r->cache_path, bin, size)) {
@@ -263,7 +276,7 @@ static bool module_binary(tlm_device *d, const char *what, const char *source, u
     }
     if (!compile_timed(d, what, source, bin, size, r, err)) return false;
     if (tlm_kernel_cache_put(r->cache_path, *bin, *size, &why)) r->cache_written = true;
-    else fprintf(stderr, "tlm: warning: kernel cache %s unusable (%s); compiling in memory\n", dir, why.msg);
+    else warn_cache_unusable(d, dir, why.msg);
     return true;
 }
 
