@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The project's GPU check, run on a machine with an NVIDIA GPU from the
 # bundle scripts/gpu_prepare.sh made on the CPU machine (nothing is built
-# here). It runs, on the GPU (no test switch), the most telling first:
+# here). A preflight first (tlm-run info --device cuda: the driver and NVRTC
+# open, or the script stops with exit 1). It runs, on the GPU (no test
+# switch), the most telling first:
 #   1. the tensor cores' primitives (gpu.mma's program: mma.sync and
 #      ldmatrix's fragment layouts against float64 products) and the
 #      tensor-core attention against the scalar kernels (gpu.attention_tc's);
@@ -26,8 +28,8 @@
 #   5. data parallelism's GPU path: a 1-rank `mpirun -np 1 tlm-run train`
 #      job, whose gradient chain runs over NCCL (runtime/dist/nccl_chain.c),
 #      against the same run without mpirun, bit for bit (the bundle's
-#      Open MPI where the machine has none; SKIPPED, not a pass, where
-#      neither is there);
+#      Open MPI, else the machine's; SKIPPED, not a pass, where neither is
+#      there);
 #   6. train --profile of the 440M presets, Transformer and Titans: the
 #      attention, memory and MLP kernels' shares of the step;
 #   7. the 440M model in PyTorch (bench/gpu_peer.py: fp32 with TF32 off, as
@@ -63,6 +65,30 @@ export TLM_DATA=$root/data
 export XDG_CACHE_HOME=$work/cache
 bin=$bundle/bin models=$bundle/models
 fail=0
+
+# Preflight, in a second and compiling nothing: info --device cuda opens the
+# driver and NVRTC, as every step after it must. tlm-run looks for NVRTC and
+# cuBLASLt in the CPU machine's toolkit folder (baked in at build time), then
+# on the loader's path; where this machine keeps them elsewhere (lib64, the
+# targets folder, PyTorch's nvidia/cuNN/lib), that folder is added. Without
+# a device no check can pass: stop here rather than spend the device's time
+# on steps that all fail the same way.
+if ! "$bin/tlm-run" info "$models/tiny.so" --device cuda > "$work/preflight.out" 2>&1; then
+  nvrtc=$(grep -a -o 'libnvrtc\.so\.[0-9][0-9]*' "$bin/tlm-run" | head -1)
+  nvcc_dir=$(dirname "$(command -v nvcc || echo /none/nvcc)")
+  pip_dir=$(LD_LIBRARY_PATH=$machine_ld "${TLM_PYTHON:-python3}" -c \
+    'import nvidia, os; print(os.path.join(list(nvidia.__path__)[0], "cu'"${nvrtc##*.}"'", "lib"))' 2>/dev/null)
+  for d in "$nvcc_dir/../lib64" /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib $pip_dir; do
+    if [ -n "$nvrtc" ] && [ -e "$d/$nvrtc" ]; then
+      echo "gpu_check: $nvrtc from $d"; export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$d; break
+    fi
+  done
+  if ! "$bin/tlm-run" info "$models/tiny.so" --device cuda > "$work/preflight.out" 2>&1; then
+    echo "gpu_check: FAILED: tlm-run cannot open the device, so no check can run:"; head -3 "$work/preflight.out"
+    rm -rf "$work"; exit 1
+  fi
+fi
+sed -n '/^device /,/^kernels for/p' "$work/preflight.out" | sed 's/^/gpu_check: /'
 rows=()
 # Each row is also printed as it is made, so that a run cut short by the
 # device's time limit still shows what it did; the table follows at the end.
@@ -143,9 +169,11 @@ fi
 
 # Data parallelism over NCCL: one rank under mpirun runs the chain (NCCL's
 # communicator of one, its broadcast) and must give the plain run's bits.
-# The machine's own mpirun, else the bundle's Open MPI; NCCL from the CUDA
-# toolkit or from PyTorch's pip package (nvidia-nccl).
-command -v mpirun >/dev/null || { [ -f "$work/mpi/env.sh" ] && . "$work/mpi/env.sh"; }
+# The bundle's Open MPI, else the machine's mpirun: tlm-run loads the
+# bundle's libmpi (LD_LIBRARY_PATH above), which another launcher (an
+# MPICH, another Open MPI) may not start; NCCL from the CUDA toolkit or from
+# PyTorch's pip package (nvidia-nccl).
+if [ -f "$work/mpi/env.sh" ]; then . "$work/mpi/env.sh"; fi
 if ! ldconfig -p 2>/dev/null | grep -q 'libnccl\.so\.2 '; then
   nccl_dir=$("${TLM_PYTHON:-python3}" -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib"))' 2>/dev/null) &&
     export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$nccl_dir
