@@ -110,15 +110,22 @@ bool tlm_codegen_cpu_known(const char *name, char **err);
 char *tlm_codegen_cpu_needs(const char *name, char **err);
 void tlm_codegen_free(char *s);
 
-/* malloc'd CUDA C++ source (no host code) with the same three entries per
- * spec (and act, act_grad above) as extern "C" __global__ functions named by tlm_kernel_symbol and
- * taking the CPU argument lists (int64_t as long long). Launch every entry
- * with blockDim = (TLM_CUDA_BLOCK_THREADS, 1, 1), no dynamic shared memory,
- * and any gridDim.x >= 1: blocks stride over the output tiles, so
- * tlm_cuda_grid_size() blocks is merely the natural choice. Calls on one
- * stream in the CPU order (fwd, then bwd_data, then bwd_weight) are all the
- * synchronisation needed. Returns NULL on a bad spec or out of memory. */
+/* malloc'd CUDA C++ source (no host code), what model.so carries and the
+ * GPU executor compiles: per distinct spec the elementwise entries act and
+ * act_grad, with bf16 twins NAME_bf16, as extern "C" __global__ functions
+ * named by tlm_kernel_symbol. Returns NULL on a bad spec or out of memory. */
 char *tlm_codegen_cuda_source(const tlm_kernel_spec *specs, int n);
+
+/* The same for the CPU kernels' three fused entries per spec (fwd,
+ * bwd_data, bwd_weight), taking the CPU argument lists (int64_t as long
+ * long): their CUDA twins, which the tests compile and check but no run
+ * launches (cuda_source.c says why they are kept out of model.so). Launch
+ * every entry with blockDim = (TLM_CUDA_BLOCK_THREADS, 1, 1), no dynamic
+ * shared memory, and any gridDim.x >= 1: blocks stride over the output
+ * tiles, so tlm_cuda_grid_size() blocks is merely the natural choice.
+ * Calls on one stream in the CPU order (fwd, then bwd_data, then
+ * bwd_weight) are all the synchronisation needed. */
+char *tlm_codegen_cuda_tile_source(const tlm_kernel_spec *specs, int n);
 
 #define TLM_CUDA_BLOCK_THREADS 256
 

@@ -83,8 +83,15 @@ bool cli_int(cli_args *a, int64_t lo, int64_t hi, int64_t *out) {
     errno = 0;
     char *end;
     long long v = strtoll(a->val, &end, 10);
-    if (end == a->val || *end != '\0' || errno == ERANGE) {
+    if (end == a->val || *end != '\0') {
         cli_usage_error(a->cmd, "%s: `%s` is not an integer", a->flag, a->val);
+        return false;
+    }
+    if (errno == ERANGE) { /* an integer, past int64_t's range and so past hi or below lo */
+        if (hi == INT64_MAX) cli_usage_error(a->cmd, "%s: `%s` is out of range", a->flag, a->val);
+        else
+            cli_usage_error(a->cmd, "%s must be between %lld and %lld (got %s)", a->flag, (long long)lo, (long long)hi,
+                            a->val);
         return false;
     }
     if (v < lo || v > hi) {

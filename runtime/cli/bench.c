@@ -1,7 +1,8 @@
 /* tlm-run bench MODEL.so: how fast the model trains here, without data
  * files. Random tokens (a fixed seed), the model's training settings with
  * --batch and --context laid over them, freshly initialised parameters;
- * --warmup untimed steps (allocations, first-touch, kernel compilation),
+ * --warmup untimed steps (allocations, first-touch, cuBLASLt's choices; a GPU
+ * compiles its kernels before them, when the model loads),
  * then --steps timed ones: steps/s, tokens/s, the model's training GFLOP/s
  * (flops.h's count) and MFU: on a GPU against the peak table's figure, on
  * the CPU against its multiply-add peak measured here (cpu_peak.h: all the

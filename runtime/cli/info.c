@@ -78,8 +78,13 @@ static void print_device(const char *name, tlm_device *dev, const tlm_so *so) {
     if (tlm_gpu_attention_on_tensor_cores(so, i, TLM_PRECISION_BF16, why, sizeof why))
         print_module(dev, tc->name, tc->source);
     if (so->header->nkernels) print_module(dev, "model MLP (per width)", so->cuda_source);
-    for (uint32_t k = 0; k < so->header->nkernels; k++)
-        printf("      %s, and its _bwd_data, _bwd_weight, _act, _act_grad\n", tlm_so_str(so, so->kernels[k].symbol));
+    /* the model's symbols name the CPU's fwd entry; the GPU loads the
+     * same stem's elementwise kernels (gpu_model.c) */
+    for (uint32_t k = 0; k < so->header->nkernels; k++) {
+        const char *fwd = tlm_so_str(so, so->kernels[k].symbol);
+        size_t stem = strlen(fwd) > 4 ? strlen(fwd) - 4 : 0;
+        printf("      %.*s_act, and its _act_grad (each with a _bf16 twin)\n", (int)stem, fwd);
+    }
     tlm_device_close(dev);
 }
 
@@ -110,7 +115,7 @@ int cmd_info(int argc, char **argv) {
     tlm_so so;
     tlm_err err = {""};
     if (!tlm_so_open(path, &so, &err)) {
-        fprintf(stderr, "tlm-run: %s\n", err.msg);
+        fprintf(stderr, "tlm-run info: %s\n", err.msg);
         return 1;
     }
     /* The device first, so that a machine without a driver (or a bad
@@ -123,6 +128,13 @@ int cmd_info(int argc, char **argv) {
             tlm_so_close(&so);
             return rc;
         }
+    }
+    /* a setting train would refuse would make the report's kernels a guess */
+    if (dev && !tlm_gpu_attention_setting_ok(&err)) {
+        fprintf(stderr, "tlm-run info: %s\n", err.msg);
+        tlm_device_close(dev);
+        tlm_so_close(&so);
+        return 1;
     }
     printf("%s: ABI version %u\n", path, so.header->version);
     tlm_so_print_config(stdout, &so.tables);

@@ -75,7 +75,7 @@ int main(void) {
         printf("FAIL: %s\n", err);
         return 1;
     }
-    char *src = tlm_codegen_cuda_source(specs, n_specs);
+    char *src = tlm_codegen_cuda_tile_source(specs, n_specs);
     char cpp[400], so[400], cmd[1400];
     snprintf(cpp, sizeof cpp, "%s/emu.cpp", lib.dir);
     snprintf(so, sizeof so, "%s/emu.so", lib.dir);

@@ -160,7 +160,7 @@ int main(void) {
         {1, 0, 1, 0, 0}, {5, 0, 5, 0, 0}, {37, 0, 37, 0, 0}, {37, 3, 30, 7, -5}, {300, 7, 290, 1, -1},
     };
     int n_specs = (int)(sizeof specs / sizeof specs[0]);
-    char *src = tlm_codegen_cuda_source(specs, n_specs);
+    char *src = tlm_codegen_cuda_tile_source(specs, n_specs);
     char *cubin = src ? compile_cubin(src, prop.major, prop.minor) : NULL;
     free(src);
     if (!cubin) return 1;

@@ -40,6 +40,8 @@ int main(int argc, char **argv) {
     expect_peak("NVIDIA H200", 989);
     expect_peak("NVIDIA H100 80GB HBM3", 989);
     expect_peak("NVIDIA H100 PCIe", 756);
+    expect_peak("NVIDIA H800 PCIe", 756);
+    expect_peak("NVIDIA H800", 989);
     expect_peak("NVIDIA A100-SXM4-80GB", 312);
     expect_peak("NVIDIA L40S", 362);
     expect_peak("NVIDIA L40", 181);

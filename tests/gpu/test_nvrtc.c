@@ -93,12 +93,15 @@ int main(void) {
         {TLM_MLP_SWIGLU, 64, 96},
         {TLM_MLP_GELU, 128, 200},
     };
-    char *mlp = tlm_codegen_cuda_source(specs, (int)(sizeof specs / sizeof specs[0]));
-    check(mlp != NULL, "tlm_codegen_cuda_source");
-    if (mlp) {
-        for (int a = 0; a < NARCHS; a++) compile_to_cubin("the MLP kernels", mlp, archs[a]);
-        free(mlp);
+    const int nspecs = (int)(sizeof specs / sizeof specs[0]);
+    char *mlp = tlm_codegen_cuda_source(specs, nspecs), *tiles = tlm_codegen_cuda_tile_source(specs, nspecs);
+    check(mlp != NULL && tiles != NULL, "tlm_codegen_cuda_source and _tile_source");
+    for (int a = 0; a < NARCHS; a++) {
+        if (mlp) compile_to_cubin("the MLP kernels", mlp, archs[a]);
+        if (tiles) compile_to_cubin("the fused tile kernels", tiles, archs[a]);
     }
+    free(mlp);
+    free(tiles);
 
     /* An error comes back as NVRTC's message, naming what is wrong. */
     uint8_t *cubin = (uint8_t *)"untouched";

@@ -138,7 +138,7 @@ gpu_emulated)
     "$run" train "$models/small.so" "${flags[@]}" "${gpu[@]}" --ckpt "$tmp/small.g" --overwrite
   expect 0 "runtime .* kernels, cached" "info --device cuda: the runtime's kernels are cached" -- \
     "$run" info "$models/small.so" --device cuda
-  expect 0 "model MLP (per width) .* 14 kernels, cached" "info --device cuda: the model's kernels are cached" -- \
+  expect 0 "model MLP (per width) .* 8 kernels, cached" "info --device cuda: the model's kernels are cached" -- \
     "$run" info "$models/small.so" --device cuda
   # which attention kernels and whether CUDA graphs run, and why not
   # (docs/gpu.md "Using it"): head size 16 here, 64 in examples/tiny
@@ -155,6 +155,10 @@ gpu_emulated)
   expect 0 "attention: scalar (TLM_GPU_ATTENTION=scalar); CUDA graphs: off (TLM_CUDA_GRAPHS=0)$" \
     "info --device cuda: the two switches" -- \
     env TLM_GPU_ATTENTION=scalar TLM_CUDA_GRAPHS=0 "$run" info "$tmp/tiny.so" --device cuda
+  expect 1 "^tlm-run info: TLM_GPU_ATTENTION=bogus: expected auto or scalar$" \
+    "info --device cuda refuses the attention switch train refuses" -- \
+    env TLM_GPU_ATTENTION=bogus "$run" info "$tmp/tiny.so" --device cuda
+  check "info --device cuda with a bad switch prints no report" -- bash -c "[ ! -s '$tmp/out' ]"
   expect 0 "^attention: scalar (fp32); CUDA graphs: off (--profile)$" "train's banner: fp32 and --profile" -- \
     "$run" train "$models/small.so" "${gpu[@]}" --steps 1 --context 16 --batch 2 --eval-every 0 --profile \
     --ckpt "$tmp/banner" --overwrite
@@ -400,7 +404,9 @@ bad_flags)
     "$run" train "$s" --dry-run --lr 1e-4 --min-lr 2e-4 --lr-schedule constant
   expect 2 "\-\-batch must be between 1 and" "train --batch 0" -- "$run" train "$s" --batch 0
   expect 2 "\-\-batch must be between 1 and 1048576" "train --batch 10^12" -- "$run" train "$s" --batch 1000000000000
-  expect 2 "not an integer" "train --seed 2^64" -- "$run" train "$s" --seed 18446744073709551616
+  expect 2 "\-\-seed: \`18446744073709551616\` is out of range" "train --seed 2^64" -- "$run" train "$s" --seed 18446744073709551616
+  expect 2 "\-\-batch: \`99999999999999999999\` is out of range" "train --batch 10^20" -- \
+    "$run" train "$s" --batch 99999999999999999999
   expect 2 "\-\-batch 6 is not divisible by --accumulate 4" "train --batch 6 --accumulate 4" -- \
     "$run" train "$s" --batch 6 --accumulate 4
   expect 2 "\-\-accumulate 3" "train --accumulate 3 (the model's batch 16)" -- "$run" train "$s" --accumulate 3
