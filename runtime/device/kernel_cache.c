@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "atomic_file.h"
 #include "le64.h"
 #include "regular_file.h"
 
@@ -116,55 +117,20 @@ bool tlm_kernel_cache_get(const char *path, uint8_t **payload, size_t *size) {
     return true;
 }
 
-static bool write_all(int fd, const uint8_t *p, size_t n) {
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) {
-            if (w == 0) errno = ENOSPC;
-            return false;
-        }
-        p += w;
-        n -= (size_t)w;
-    }
-    return true;
-}
-
+/* Written like every other output (atomic_file.h): a reader, another run
+ * of the same model, sees the old entry or the new one, never part of
+ * one. */
 bool tlm_kernel_cache_put(const char *path, const uint8_t *payload, size_t size, tlm_err *err) {
-    char tmp[4096];
-    int n = snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", path);
-    if (n < 0 || (size_t)n >= sizeof tmp) return tlm_fail(err, "%s: the path is too long", path);
-    int fd = mkstemp(tmp);
-    if (fd < 0) return tlm_fail(err, "cannot create a temporary file next to %s: %s", path, strerror(errno));
     uint8_t header[TLM_KERNEL_CACHE_HEADER];
     memcpy(header, TLM_KERNEL_CACHE_MAGIC, 8);
     tlm_put_le64(header + 8, size);
     tlm_sha256(payload, size, header + 16);
-    bool ok = write_all(fd, header, sizeof header) && write_all(fd, payload, size) && fsync(fd) == 0;
-    int e = errno;
-    if (close(fd) != 0 && ok) {
-        ok = false;
-        e = errno;
-    }
-    if (ok && rename(tmp, path) != 0) {
-        ok = false;
-        e = errno;
-    }
-    if (!ok) {
-        unlink(tmp);
+    tlm_atomic_file f;
+    if (!tlm_atomic_open(&f, path, err)) return false;
+    if (!tlm_write_all(f.fd, header, sizeof header) || !tlm_write_all(f.fd, payload, size)) {
+        int e = errno;
+        tlm_atomic_abort(&f);
         return tlm_fail(err, "cannot write %s: %s", path, strerror(e));
     }
-    /* Make the rename itself durable. */
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (slash) {
-        *(slash == dir ? slash + 1 : slash) = '\0';
-        int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd >= 0) {
-            (void)fsync(dfd);
-            close(dfd);
-        }
-    }
-    return true;
+    return tlm_atomic_commit(&f, err);
 }
