@@ -17,7 +17,7 @@ export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
 mkdir -p "$out"
 
 echo
-echo "== tlmc --report examples/tiny.tlm: the tapered MLP widths"
+echo "== tlmc --report examples/tiny.tlm: the tapered model's MLP widths, then its uniform baseline (tiny_uniform)"
 "$tlmc" --report examples/tiny.tlm
 "$tlmc" examples/tiny.tlm -o "$out/tiny.so"
 echo "(compiled the file's first model, tiny, into $out/tiny.so)"
