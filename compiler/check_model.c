@@ -161,22 +161,25 @@ static bool check_range(scope *s, const setting_spec *x, tlm_loc loc, double v) 
     if (!low && v <= x->hi) return true;
     /* Bounds in the fewest digits that are exact (0.9999999, not %g's 1). A
      * value below a bound of 1e15 or more is told only the lower bound. */
-    char lo[32], hi[32];
+    /* The value too: 1e31, not %.17g's 9.9999999999999996e+30. */
+    char lo[32], hi[32], val[32];
     fmt_real(lo, sizeof lo, x->lo);
     fmt_real(hi, sizeof hi, x->hi);
+    fmt_real(val, sizeof val, v);
     if (x->type == ST_INT)
-        diag_error(D(s), loc, "%s must be between %.0f and %.0f, not %.17g", x->name, x->lo, x->hi, v);
+        diag_error(D(s), loc, "%s must be between %.0f and %.0f, not %s", x->name, x->lo, x->hi, val);
     else if (low && x->hi >= 1e15)
-        diag_error(D(s), loc, "%s must be %s %s, not %.17g", x->name, x->lo_open ? "greater than" : "at least", lo, v);
+        diag_error(D(s), loc, "%s must be %s %s, not %s", x->name, x->lo_open ? "greater than" : "at least", lo, val);
     else
-        diag_error(D(s), loc, "%s must be %s %s and at most %s, not %.17g", x->name,
-                   x->lo_open ? "greater than" : "at least", lo, hi, v);
+        diag_error(D(s), loc, "%s must be %s %s and at most %s, not %s", x->name,
+                   x->lo_open ? "greater than" : "at least", lo, hi, val);
     return false;
 }
 
 static bool check_whole(scope *s, const setting_spec *x, tlm_loc loc, double v) {
     if (v == floor(v)) return true;
-    diag_error(D(s), loc, "%s must be a whole number, not %.17g", x->name, v);
+    char val[32];
+    diag_error(D(s), loc, "%s must be a whole number, not %s", x->name, fmt_real(val, sizeof val, v));
     return false;
 }
 
@@ -273,6 +276,23 @@ static int choice_setting(scope *s, const char *name, int fallback, const char *
 
 /* ---- collecting the settings along the inheritance chain ---- */
 
+/* The longest chain of parents a model may have (see collect_settings). */
+enum { TLM_MAX_INHERITANCE = 4096 };
+
+/* "a -> b -> a" for the cycle chain[0..n] -> chain[0], cut short when long. */
+static void cycle_path(char *buf, size_t len, const item *const *chain, int n) {
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int k = 0; k <= n + 1; k++) {
+        const char *name = k <= n ? chain[k]->name : chain[0]->name;
+        if (used + (k ? 4 : 0) + strlen(name) + sizeof " -> ..." > len) {       /* always room for the "..." */
+            snprintf(buf + used, len - used, " -> ...");
+            return;
+        }
+        used += (size_t)snprintf(buf + used, len - used, "%s%s", k ? " -> " : "", name);
+    }
+}
+
 /* *chain_ok: the inheritance chain itself is sound (else nothing else can be
  * checked); returns false if any setting was rejected. */
 static bool collect_settings(scope *s, const item *model, const item **chain, int *nchain, bool *chain_ok) {
@@ -281,13 +301,31 @@ static bool collect_settings(scope *s, const item *model, const item **chain, in
     int n = 0;
     int limit = (int)p->models.count + 1;
     for (const item *m = model; m; n++) {
-        if (n >= limit) {
-            diag_error(D(s), model->parent_loc, "model `%s` inherits from itself", model->name);
+        const item *parent = m->parent ? symtab_get(&p->models, m->parent) : NULL;
+        /* Every model walks its whole chain, so the chain's length is
+         * bounded: 20,000 models each inheriting from the one before took
+         * tlmc 20 s. Whether the walk has entered a cycle is found here
+         * rather than on every step. */
+        if (n > TLM_MAX_INHERITANCE && n < limit) {
+            const item *x = m;          /* a chain that ends within `limit` steps has no cycle */
+            for (int k = 0; k < limit && x; k++) x = x->parent ? symtab_get(&p->models, x->parent) : NULL;
+            if (!x) {
+                diag_error(D(s), model->parent_loc, "model `%s` inherits through more than %d models", model->name,
+                           TLM_MAX_INHERITANCE);
+                return false;
+            }
+            n = limit;
+        }
+        /* A model in a cycle meets itself below; one that only inherits
+         * from a cycle (whose members each get their own error) comes here,
+         * or meets an ancestor that is its own parent. */
+        if (n >= limit || (m != model && parent == m)) {
+            diag_error(D(s), model->parent_loc,
+                       "model `%s` cannot be checked: the models it inherits from form a cycle", model->name);
             return false;
         }
         chain[n] = m;
         if (!m->parent) break;
-        const item *parent = symtab_get(&p->models, m->parent);
         if (!parent) {
             diag_error(D(s), m->parent_loc, "unknown model `%s`", m->parent);
             suggester sg;
@@ -297,8 +335,10 @@ static bool collect_settings(scope *s, const item *model, const item **chain, in
             if (best) diag_hint(D(s), "did you mean `%s`?", best);
             return false;
         }
-        if (parent == model || parent == m) {
-            diag_error(D(s), m->parent_loc, "model `%s` inherits from itself", m->name);
+        if (parent == model) {
+            char path[256];
+            cycle_path(path, sizeof path, chain, n);
+            diag_error(D(s), model->parent_loc, "model `%s` inherits from itself: %s", model->name, path);
             return false;
         }
         m = parent;

@@ -136,7 +136,14 @@ static bool eval_name(evaluator *ev, const expr *e, const frame *f, double *out)
     }
     case REF_UNKNOWN: break;
     }
-    diag_error(d, e->loc, "unknown name `%s`", n);
+    /* The resolver has named these where they are written; a param's value
+     * or a -D value reaches here only when used as a number. */
+    if (symtab_get(&ev->prog->schedules, n)) diag_error(d, e->loc, "expected a number, found the schedule `%s`", n);
+    else if (symtab_get(&ev->prog->models, n)) diag_error(d, e->loc, "expected a number, found the model `%s`", n);
+    else if (name_index(tlm_mixer_enum.names, n) >= 0 || name_index(tlm_mlp_enum.names, n) >= 0 ||
+             name_index(symbol_values, n) >= 0)
+        diag_error(d, e->loc, "expected a number, found `%s`", n);
+    else diag_error(d, e->loc, "unknown name `%s`", n);
     return false;
 }
 
@@ -241,11 +248,32 @@ static bool eval_schedule(evaluator *ev, const item *sched, const expr *e, const
 }
 
 static bool eval_call(evaluator *ev, const expr *e, const frame *f, double *out) {
+    diag_engine *d = &ev->prog->s->diag;
     const char *name = call_target(ev->prog, e->text);
     item *sched = symtab_get(&ev->prog->schedules, name);
-    if (!sched || is_builtin_call_to(name, e->nargs)) return eval_builtin(ev, e, name, f, out);
+    int min, max;
+    bool builtin = builtin_arity(name, &min, &max);
+    if (builtin && (!sched || is_builtin_call_to(name, e->nargs))) {
+        /* The resolver checks the calls it sees; a -D value (-D r=mean())
+         * or a param's value it leaves alone is checked here, so that no
+         * builtin reads an argument that is not there. */
+        if (e->nargs < min || e->nargs > max) {
+            diag_error(d, e->loc, "`%s` takes %s%d argument%s, but %d %s given", e->text, min == max ? "" : "at least ",
+                       min, min == 1 ? "" : "s", e->nargs, e->nargs == 1 ? "was" : "were");
+            return false;
+        }
+        for (const arg *a = e->args; a; a = a->next) {
+            if (a->name) {
+                diag_error(d, a->name_loc, "builtin `%s` takes no named arguments", e->text);
+                return false;
+            }
+        }
+        return eval_builtin(ev, e, name, f, out);
+    }
     if (sched) return eval_schedule(ev, sched, e, f, out);
-    diag_error(&ev->prog->s->diag, e->loc, "unknown function `%s`", e->text);
+    /* param opt = adamw(lr = 1e-3); used as a number, or a -D value. */
+    if (name_index(value_functions, e->text) >= 0) diag_error(d, e->loc, "expected a number, found `%s(...)`", e->text);
+    else diag_error(d, e->loc, "unknown function `%s`", e->text);
     return false;
 }
 

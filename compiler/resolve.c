@@ -69,12 +69,22 @@ static void check_schedule_call(resolver *r, const expr *e, const item *sched) {
     int n = sched->nparams, positional = 0, required = 0;
     bool given[TLM_MAX_SCHED_PARAMS] = {false};
     for (const sched_param *p = sched->params; p; p = p->next) required += p->fallback == NULL;
+    bool named = false;
     for (arg *a = e->args; a; a = a->next) {
         if (!a->name) {
+            /* After a named argument a positional one has no clear place
+             * (it would fill the first parameter, perhaps the one just
+             * named), so it is refused, as in Python. */
+            if (named) {
+                diag_error(d, a->value->loc, "a positional argument cannot follow a named one");
+                diag_hint(d, "give the positional arguments first, or name this one too");
+                return;
+            }
             if (positional < n) given[positional] = true;
             positional++;
             continue;
         }
+        named = true;
         int k = sched_param_index(sched, a->name);
         if (k < 0) {
             diag_error(d, a->name_loc, "schedule `%s` has no parameter `%s`", sched->name, a->name);
@@ -326,6 +336,14 @@ void resolve_program(program *p) {
                 check(&r, it->value);
             }
         }
+    }
+    /* -D values are checked like a param's value: unchecked, `-D r=mean()`
+     * reached the evaluator with an argument missing and crashed it. */
+    for (size_t i = 0; i < p->param_overrides.cap; i++) {
+        const expr *value = p->param_overrides.keys[i] ? p->param_overrides.values[i] : NULL;
+        if (!value || is_symbolic(p, value)) continue;
+        resolver r = {p, NULL, true};
+        check(&r, value);
     }
     find_cycles(p, IT_SCHEDULE);
     find_cycles(p, IT_PARAM);

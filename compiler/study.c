@@ -23,9 +23,13 @@ typedef struct reader {
 
 static diag_engine *D(reader *r) { return &r->p->s->diag; }
 
-/* A name that stands for a param reads as the param's value (with -D). */
-static const expr *param_value(const program *p, const expr *e) {
+/* A name that stands for a param reads as the param's value (with -D).
+ * keep_models: where a model is expected (base, variants, baseline), a
+ * model's own name stays the model even if a param has that name too, since
+ * models and params have namespaces of their own. */
+static const expr *follow_params(const program *p, const expr *e, bool keep_models) {
     for (int hops = 0; e && e->kind == EX_NAME && hops < 64; hops++) {
+        if (keep_models && symtab_get(&p->models, e->text)) break;
         const item *param = symtab_get(&p->params, e->text);
         if (!param) break;
         const expr *override = symtab_get(&p->param_overrides, e->text);
@@ -33,6 +37,9 @@ static const expr *param_value(const program *p, const expr *e) {
     }
     return e;
 }
+
+static const expr *param_value(const program *p, const expr *e) { return follow_params(p, e, false); }
+static const expr *model_value(const program *p, const expr *e) { return follow_params(p, e, true); }
 
 static __attribute__((format(printf, 3, 4))) void fail(reader *r, tlm_loc loc, const char *fmt, ...) {
     char msg[1024];
@@ -122,7 +129,9 @@ static void read_seeds(reader *r, const expr *e0) {
         double k = number_of(r, e0, &ok);
         if (!ok) return;
         if (!whole_in(k, 1, TLM_MAX_STUDY_SEEDS)) {
-            fail(r, e0->loc, "seeds is a count from 1 to %d or a list of seeds, not %.17g", TLM_MAX_STUDY_SEEDS, k);
+            char val[32];
+            fail(r, e0->loc, "seeds is a count from 1 to %d or a list of seeds, not %s", TLM_MAX_STUDY_SEEDS,
+                 fmt_real(val, sizeof val, k));
             return;
         }
         st->nseeds = (int)k;
@@ -140,7 +149,8 @@ static void read_seeds(reader *r, const expr *e0) {
         double v = number_of(r, a->value, &ok);
         if (!ok) return;
         if (!whole_in(v, 0, max_seed)) {
-            fail(r, a->value->loc, "a seed is a whole number from 0 to 2^53 - 1, not %.17g", v);
+            char val[32];
+            fail(r, a->value->loc, "a seed is a whole number from 0 to 2^53 - 1, not %s", fmt_real(val, sizeof val, v));
             return;
         }
         for (int i = 0; i < st->nseeds; i++)
@@ -155,7 +165,7 @@ static void read_seeds(reader *r, const expr *e0) {
 /* ---- the variants ---- */
 
 static const item *model_named(reader *r, const expr *e0, const char *key) {
-    const expr *e = param_value(r->p, e0);
+    const expr *e = model_value(r->p, e0);
     if (e->kind != EX_NAME) {
         fail(r, e0->loc, "%s names a model of the file", key);
         return NULL;
@@ -226,6 +236,12 @@ static bool read_axis(reader *r, const setting *x, axis *out) {
 
 static void add_variant(reader *r, const char *name, const item *model, tlm_loc at) {
     study *st = r->st;
+    if (strlen(name) > TLM_MAX_VARIANT_NAME) {
+        fail(r, at, "variant `%.40s...`: a variant's name is at most %d characters (it names the variant's folder)",
+             name, TLM_MAX_VARIANT_NAME);
+        diag_hint(D(r), "shorter param names or values shorten a grid point's name");
+        return;
+    }
     for (int i = 0; i < st->nvariants; i++)
         if (strcmp(st->variants[i].name, name) == 0) {
             fail(r, at, "variant `%s` is listed twice", name);
@@ -311,7 +327,7 @@ static void read_baseline(reader *r, const expr *e0) {
         if (st->nvariants) diag_hint(D(r), "e.g. `baseline = %s;`", st->variants[0].name);
         return;
     }
-    const expr *e = param_value(r->p, e0);
+    const expr *e = model_value(r->p, e0);
     const char *name = e->kind == EX_NAME || e->kind == EX_STRING ? e->text : NULL;
     if (!name) {
         fail(r, e0->loc, "baseline is a variant: a model's name or a grid point in quotes");
@@ -339,6 +355,9 @@ bool study_expand(program *p, const item *decl, study *st) {
     st->name = decl->name;
     st->baseline = -1;
     reader r = {p, st, program_file_dir(p, decl->file), true};
+    if (strlen(decl->name) > TLM_MAX_VARIANT_NAME)      /* the study's folder: the same bound */
+        fail(&r, decl->name_loc, "a study's name is at most %d characters (it names the study's folder)",
+             TLM_MAX_VARIANT_NAME);
     const setting *given[16] = {0};
     enum { N_KEYS = sizeof given / sizeof *given };
     for (const setting *x = decl->settings; x; x = x->next) {

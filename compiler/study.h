@@ -15,7 +15,9 @@
 #include "checked_model.h"
 #include "program.h"
 
-enum { TLM_MAX_STUDY_AXES = 16, TLM_MAX_STUDY_VARIANTS = 4096, TLM_MAX_STUDY_SEEDS = 1000 };
+/* TLM_MAX_VARIANT_NAME: tlm-run study refuses a longer variant name (its
+ * folder name; runtime/study/plan.c), so tlmc refuses it first. */
+enum { TLM_MAX_STUDY_AXES = 16, TLM_MAX_STUDY_VARIANTS = 4096, TLM_MAX_STUDY_SEEDS = 1000, TLM_MAX_VARIANT_NAME = 100 };
 
 typedef struct study_variant {
     const char *name;            /* "uniform" or "shape=cosine,ratio=1.5": a folder name */

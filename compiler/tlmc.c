@@ -1,6 +1,7 @@
 /* tlmc: the tlm compiler driver. Reads a .tlm file and its modules, checks
  * every model, and reports; later stages (IR, code generation) hang off the
  * same checked models. Exit status: 0 ok, 1 errors in the input, 2 usage. */
+#include <ctype.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -331,8 +332,13 @@ static bool output_is_source(const source_table *t, const char *flag, const char
 static int apply_defines(program *p, tlm_session *s, const options *o) {
     for (int i = 0; i < o->ndefines; i++) {
         const char *d = o->defines[i], *eq = strchr(d, '=');
-        if (!eq || eq == d) return usage_error("-D takes NAME=VALUE, not `%s`", d);
-        const char *name = intern(&s->names, d, (size_t)(eq - d));
+        /* -D "ratio = 1.75" means ratio too: the value is an expression,
+         * where spaces are free, so the name may have them around it. */
+        const char *n0 = d, *n1 = eq ? eq : d;
+        while (n0 < n1 && isspace((unsigned char)*n0)) n0++;
+        while (n1 > n0 && isspace((unsigned char)n1[-1])) n1--;
+        if (!eq || n0 == n1) return usage_error("-D takes NAME=VALUE, not `%s`", d);
+        const char *name = intern(&s->names, n0, (size_t)(n1 - n0));
         if (!symtab_get(&p->params, name)) {
             fprintf(stderr, "tlmc: -D %s: %s declares no `param %s`\n", name, o->input, name);
             suggester sg;
@@ -368,7 +374,7 @@ static int select_studies(program *p, const options *o, study *out, int *n) {
     }
     if (o->model) return 0;
     for (item *it = program_main_items(p); it; it = it->next)
-        if (it->kind == IT_STUDY && it->name && *n < 256) out[(*n)++].decl = it;
+        if (it->kind == IT_STUDY && it->name) out[(*n)++].decl = it;
     return 0;
 }
 
@@ -411,8 +417,15 @@ int main(int argc, char **argv) {
     rc = apply_defines(&p, &s, &o);
     if (!rc) resolve_program(&p);
 
-    /* The models to check: one by name, or all in the main file. */
-    const item *models[4096];
+    /* The models to check: one by name, or all in the main file (however
+     * many: a fixed array once left every model past the 4096th unchecked,
+     * and the studies past the 256th). */
+    size_t main_models = 0, main_studies = 0;
+    for (item *it = program_main_items(&p); it; it = it->next) {
+        main_models += it->kind == IT_MODEL;
+        main_studies += it->kind == IT_STUDY;
+    }
+    const item **models = tlm_xmalloc((main_models + 1) * sizeof *models);
     int nmodels = 0;
     if (!rc && o.model) {
         item *m = symtab_get(&p.models, intern_cstr(&s.names, o.model));
@@ -424,7 +437,7 @@ int main(int argc, char **argv) {
         }
     } else if (!rc && !o.plan && !o.variant) {
         for (item *it = program_main_items(&p); it; it = it->next)
-            if (it->kind == IT_MODEL && it->name && nmodels < 4096) models[nmodels++] = it;
+            if (it->kind == IT_MODEL && it->name) models[nmodels++] = it;
     }
     checked_model *checked = tlm_xcalloc((size_t)nmodels + 1, sizeof *checked);
     /* After syntax or name errors the models are still looked at, for the
@@ -434,7 +447,7 @@ int main(int argc, char **argv) {
 
     /* The studies: expanded and every variant checked, or with --variant
      * just that one, which then stands in for the models. */
-    study studies[256];
+    study *studies = tlm_xcalloc(main_studies + 1, sizeof *studies);
     int nstudies = 0;
     if (!rc) rc = select_studies(&p, &o, studies, &nstudies);
     bool models_ok = !rc && s.diag.errors == 0;
@@ -510,18 +523,21 @@ int main(int argc, char **argv) {
             }
         }
         if (!rc && o.plot) {
-            const checked_model *list[4096];
+            const checked_model **list = tlm_xmalloc((size_t)nmodels * sizeof *list);
             for (int i = 0; i < nmodels; i++) list[i] = &checked[i];
             tlm_err why = {""};
             if (!report_svg(o.plot, list, nmodels, &why)) {
                 fprintf(stderr, "tlmc: --plot %s\n", why.msg);
                 rc = EXIT_USER;
             }
+            free(list);
         }
     }
     if (!rc && s.diag.errors) rc = EXIT_USER;
     diag_summary(&s.diag);
     free(checked);
+    free(models);
+    free(studies);
     program_free(&p);
     session_free(&s);
     return rc;

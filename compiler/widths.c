@@ -149,12 +149,24 @@ bool fit_widths(tlm_session *s, checked_model *m, tlm_loc dff_loc, tlm_loc budge
     } else {
         round_widths(m, m->widths);
     }
+    int64_t q = m->quantum;
     for (int64_t l = 0; l < m->layers; l++) {
+        /* Rounding to the nearest quantum keeps a width of at least q/2; the
+         * budget floors first, so only q is sure to survive it. */
         if (m->widths[l] <= 0) {
             diag_error(&s->diag, dff_loc, "layer %lld's width %.6g rounds to 0 with quantum %lld", (long long)l,
-                       m->raw_widths[l], (long long)m->quantum);
-            diag_hint(&s->diag, "use a smaller quantum, or a schedule that stays above %lld",
-                      (long long)m->quantum / 2);
+                       m->raw_widths[l], (long long)q);
+            diag_hint(&s->diag, "use a smaller quantum, or a schedule that stays at or above %g",
+                      m->has_budget ? (double)q : (double)q / 2);
+            return false;
+        }
+        /* The exact widths were within the limit, but rounding (or a quantum
+         * the budget hands out) can carry one past it, where -o would fail. */
+        if (m->widths[l] > MAX_WIDTH) {
+            diag_error(&s->diag, dff_loc, "layer %lld's width %.6g rounds to %lld with quantum %lld; the limit is %d",
+                       (long long)l, m->raw_widths[l], (long long)m->widths[l], (long long)q, MAX_WIDTH);
+            diag_hint(&s->diag, "the widest width quantum %lld allows is %lld", (long long)q,
+                      (long long)(MAX_WIDTH / q * q));
             return false;
         }
     }

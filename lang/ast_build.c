@@ -10,11 +10,16 @@ static expr *node(tlm_session *s, expr_kind kind, tlm_loc loc) {
     return e;
 }
 
-/* Deeper trees are refused here, once, and replaced by an error node. */
+/* Deeper trees are refused here and replaced by an error node. The error
+ * node keeps the depth just past the limit, so the nodes built on top of it
+ * are replaced silently: a 100,000-term sum is one error, not one per
+ * thousand terms. */
 static expr *bounded(tlm_session *s, expr *e) {
     if (e->depth <= TLM_MAX_EXPR_DEPTH) return e;
-    diag_error(&s->diag, e->loc, "expression nested too deeply (the limit is %d levels)", TLM_MAX_EXPR_DEPTH);
+    if (e->depth == TLM_MAX_EXPR_DEPTH + 1)
+        diag_error(&s->diag, e->loc, "expression nested too deeply (the limit is %d levels)", TLM_MAX_EXPR_DEPTH);
     expr *err = node(s, EX_ERROR, e->loc);
+    err->depth = TLM_MAX_EXPR_DEPTH + 2;
     return err;
 }
 

@@ -111,7 +111,7 @@ static const char *string_value(lexer *lx, const unsigned char *b) {
             diag_hint(d, "strings end with `\"` on the line where they start");
             break;
         }
-        if (n + 5 > cap) {
+        if (n + 5 > cap) {      /* room for a UTF-8 sequence (4 bytes) and the NUL */
             cap *= 2;
             out = tlm_xrealloc(out, cap);
         }
@@ -123,7 +123,13 @@ static const char *string_value(lexer *lx, const unsigned char *b) {
             case 'r': v = '\r'; break;
             case '\\': v = '\\'; break;
             case '"': v = '"'; break;
-            case '0': v = '\0'; break;
+            }
+            /* A string is a path or a variant's name, and neither can hold a
+             * NUL: it would cut the string short without a word. */
+            if (p[1] == '0') {
+                diag_error(d, span(lx, p, p + 2), "a string cannot hold a NUL byte (`\\0`)");
+                p += 2;
+                continue;
             }
             if (v >= 0) {
                 out[n++] = (char)v;
@@ -131,16 +137,35 @@ static const char *string_value(lexer *lx, const unsigned char *b) {
                 continue;
             }
             if (p[1] == '\n' || (p[1] == 0 && p + 1 >= lx->end)) { p++; continue; }
-            unsigned e = p[1];
-            diag_error(d, span(lx, p, p + 2), "unknown escape sequence `\\%c`",
-                       e >= 0x20 && e < 0x7F ? (char)e : '?');
-            diag_hint(d, "the escapes are \\n \\t \\r \\\\ \\\" \\0");
-            p += 2;
+            /* Past the whole character escaped, so that `\\é` is one error,
+             * not a second one for the rest of its UTF-8 sequence. */
+            int32_t ecp;
+            size_t ek = utf8_unit((const char *)p + 1, (const char *)lx->end, &ecp);
+            bool shown = ecp >= 0x20 && ecp != 0x7F;
+            diag_error(d, span(lx, p, p + 1 + ek), "unknown escape sequence `\\%.*s`", shown ? (int)ek : 1,
+                       shown ? (const char *)p + 1 : "?");
+            diag_hint(d, "the escapes are \\n \\t \\r \\\\ \\\"");
+            p += 1 + ek;
             continue;
         }
         if (c == 0) {
             diag_error(d, span(lx, p, p + 1), "NUL byte inside a string");
             p++;
+            continue;
+        }
+        if (c >= 0x80) {
+            /* Strings reach --plan's JSON, which must be UTF-8: a stray
+             * byte is refused here rather than written there. */
+            int32_t cp;
+            size_t k = utf8_unit((const char *)p, (const char *)lx->end, &cp);
+            if (cp < 0) {
+                diag_error(d, span(lx, p, p + 1), "byte 0x%02X in a string is not valid UTF-8", c);
+                p++;
+                continue;
+            }
+            memcpy(out + n, p, k);
+            n += k;
+            p += k;
             continue;
         }
         out[n++] = (char)c;

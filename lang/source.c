@@ -44,7 +44,10 @@ int source_add(source_table *t, const char *name, const char *path, char *text, 
  * *why. The descriptor is non-blocking (see source_load): where a pipe's
  * writer has not written yet, poll waits for it. */
 static bool read_all(int fd, size_t first, char **out, size_t *len, const char **why) {
-    size_t cap = first > 0 ? first + 1 : 4096, n = 0;
+    /* first + 2: room for the file, its NUL and one byte more, so that the
+     * read that finds the end needs no larger buffer (a file of exactly the
+     * limit would otherwise be refused before its end was seen). */
+    size_t cap = first > 0 ? first + 2 : 4096, n = 0;
     char *buf = tlm_xmalloc(cap);
     for (;;) {
         if (n + 1 >= cap) {

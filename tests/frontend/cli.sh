@@ -42,6 +42,16 @@ status 0 "-D ratio=1.75" -- "$tlmc" --report -D ratio=1.75 --model tiny "$tiny"
 has "$tmp/out" "      0     1200  1.744" "-D changes the widths"
 status 0 "-D with an expression" -- "$tlmc" --report -Dratio=7/4 --model tiny "$tiny"
 has "$tmp/out" "      0     1200  1.744" "-D expression"
+status 0 "-D with spaces around the name" -- "$tlmc" --report -D ' ratio = 7/4' --model tiny "$tiny"
+has "$tmp/out" "      0     1200  1.744" "-D ' ratio = 7/4'"
+status 2 "-D with only spaces for a name" -- "$tlmc" -D ' =1' "$tiny"; has "$tmp/err" "NAME=VALUE" "-D ' =1'"
+# A -D value is checked like a param's value (-D 'ratio=mean()' once crashed
+# tlmc: the evaluator read an argument that was not there).
+status 1 "-D ratio=mean()" -- "$tlmc" -D 'ratio=mean()' "$tiny"; has "$tmp/err" "takes 1 argument" "-D mean()"
+status 1 "-D ratio=pow(2)" -- "$tlmc" -D 'ratio=pow(2)' "$tiny"; has "$tmp/err" "takes 2 arguments" "-D pow(2)"
+status 1 "-D ratio=nope(1)" -- "$tlmc" -D 'ratio=nope(1)' "$tiny"; has "$tmp/err" "unknown function .nope." "-D nope(1)"
+status 1 "-D ratio=adamw(lr = 1)" -- "$tlmc" -D 'ratio=adamw(lr = 1)' "$tiny"
+has "$tmp/err" "expected a number, found .adamw" "-D adamw(...)"
 
 status 0 "--report=json" -- "$tlmc" --report=json "$tiny"
 if ! $py -c 'import json,sys; d=json.load(open(sys.argv[1])); m=d["models"][0]; assert m["name"]=="tiny"; assert sum(x["d_ff"] for x in m["layers_table"])==6*688; assert m["totals"]["params"]==m["baseline"]["params"]' "$tmp/out"; then

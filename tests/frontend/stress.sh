@@ -44,6 +44,21 @@ params = 'param p0 = 1;\n' + ''.join('param p%d = p%d + 1;\n' % (i, i - 1) for i
 w('param_chain.tlm', params + 'model m {\n' + body.replace('d_ff = 128', 'd_ff = 128 + 0 * p19999') + '}\n')
 w('nested_mean.tlm', 'model m {\n' + body.replace('layers = 4', 'layers = 4096').replace('d_ff = 128', 'd_ff = 128 + 0 * mean(mean(mean(l)))') + '}\n')
 w('many_errors.tlm', 'model m { x = ; }\n' * 5000)
+# Every model and study of the file is checked, however many (a fixed array
+# once left those past the 4096th model and the 256th study unchecked).
+many = ''.join('model m%d {\n%s}\n' % (i, body) for i in range(5000))
+w('many_models.tlm', many + 'model last : nowhere { }\n')
+w('many_studies.tlm', 'model m {\n' + body + '}\n' +
+  ''.join('study s%d { variants = [m]; baseline = m; seeds = 1; }\n' % i for i in range(300)) +
+  'study last { variants = [m]; baseline = m; seeds = 0; }\n')
+# A chain of parents is at most 4096 long: each model walks its own, so
+# 20,000 chained models took 20 s once all were checked.
+w('long_chain.tlm', 'model m0 {\n' + body + '}\n' + ''.join('model m%d : m%d { }\n' % (i, i - 1) for i in range(1, 20000)))
+# The size limit: a file of exactly 64 MiB is read, one byte more is not.
+model = ('model m {\n' + body + '}\n').encode()
+pad = 64 * 1024 * 1024 - len(model) - 5
+w('size_limit.tlm', model + b'/*' + b' ' * pad + b'*/\n')
+w('size_over.tlm', model + b'/*' + b' ' * (pad + 1) + b'*/\n')
 w('huge_layers.tlm', 'model m {\n' + body.replace('layers = 4', 'layers = 1e300') + '}\n')
 PY
 
@@ -51,6 +66,7 @@ expect parens           1 "nested too deeply" "$tmp/parens.tlm"
 expect brackets         1 "nested too deeply" "$tmp/brackets.tlm"
 expect unary            1 "nested too deeply" "$tmp/unary.tlm"
 expect long_sum         1 "nested too deeply" "$tmp/long_sum.tlm"
+expect long_sum_once    1 "^1 error\.$"       "$tmp/long_sum.tlm"
 expect huge_number      1 "out of range"      "$tmp/huge_number.tlm"
 expect long_name        0 ""                  "$tmp/long_name.tlm"
 expect junk_binary      1 "error"             "$tmp/junk.bin"
@@ -62,6 +78,11 @@ expect param_chain      1 "nested too deeply" "$tmp/param_chain.tlm"
 expect nested_mean      1 "too long"          "$tmp/nested_mean.tlm"
 expect many_errors      1 "too many errors"   "$tmp/many_errors.tlm"
 expect huge_layers      1 "between 1 and"     "$tmp/huge_layers.tlm"
+expect many_models      1 "unknown model"     "$tmp/many_models.tlm"
+expect long_chain       1 "more than 4096"    "$tmp/long_chain.tlm"
+expect many_studies     1 "study last"        "$tmp/many_studies.tlm"
+expect size_limit       0 ""                  "$tmp/size_limit.tlm"
+expect size_over        1 "file too large"    "$tmp/size_over.tlm"
 expect missing_file     1 "cannot read"       "$tmp/does-not-exist.tlm"
 expect directory        1 "is a directory"    "$tmp"
 exit $fail
