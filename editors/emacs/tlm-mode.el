@@ -116,9 +116,9 @@ train block, `d_ff' in a model body, neither inside a call's parentheses."
     (and found t)))
 
 (defun tlm--match-escape (limit)
-  "Find the next escape (\\n \\t \\r \\\\ \\\" \\0) inside a string before LIMIT."
+  "Find the next escape (\\n \\t \\r \\\\ \\\") inside a string before LIMIT."
   (let (found)
-    (while (and (not found) (re-search-forward "\\\\[ntr0\\\\\"]" limit t))
+    (while (and (not found) (re-search-forward "\\\\[ntr\\\\\"]" limit t))
       (setq found (save-match-data
                     (save-excursion (nth 3 (syntax-ppss (match-beginning 0)))))))
     (and found t)))

@@ -69,9 +69,9 @@ syn match   tlmFloat  /\%(\w\|\.\)\@<!\.\d\+\%(_\d\+\)*\%([eE][-+]\=\d\+\%(_\d\+
 syn match   tlmOperator /[-+*%?:!<>=]\|&&\|||\|\//
 
 " Strings stay on one line; comments come last so that `//` beats `/`.
-" The escapes are \n \t \r \\ \" \0; tlmc rejects any other.
+" The escapes are \n \t \r \\ \"; tlmc rejects any other (\0 too).
 syn match   tlmEscapeError /\\./ contained
-syn match   tlmEscape   /\\[ntr0\\"]/ contained
+syn match   tlmEscape   /\\[ntr\\"]/ contained
 syn region  tlmString   start=/"/ skip=/\\\\\|\\"/ end=/"/ end=/$/ oneline contains=tlmEscape,tlmEscapeError,@Spell
 syn keyword tlmTodo     contained TODO FIXME XXX NOTE
 syn region  tlmComment      start=+//+ end=+$+ contains=tlmTodo,@Spell
