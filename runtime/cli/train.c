@@ -53,7 +53,6 @@
 #include "profile.h"
 #include "progress.h"
 #include "rank_output.h"
-#include "regular_file.h"
 #include "tlm_rt/ops.h"
 #include "train_options.h"
 #include "trainer.h"
@@ -140,30 +139,6 @@ static int mkdir_p(const char *path) {
 }
 
 static bool file_exists(const char *path) { return access(path, F_OK) == 0; }
-
-/* Whether path's safetensors header names the checkpoint format. Only the
- * header is read: a file given by mistake may be large. */
-static bool holds_checkpoint(const char *path) {
-    tlm_err err = {""};
-    int fd = tlm_open_regular(path, &err);
-    if (fd < 0) return false;
-    uint8_t len8[8];
-    uint64_t len = 0;
-    char *header = NULL;
-    bool found = false;
-    if (read(fd, len8, sizeof len8) == (ssize_t)sizeof len8) {
-        for (int i = 7; i >= 0; i--) len = len << 8 | len8[i];
-        if (len >= 2 && len <= (64u << 20) && (header = malloc(len)) && read(fd, header, len) == (ssize_t)len &&
-            header[0] == '{') {
-            const char *want = "\"" TLM_CKPT_FORMAT "\"";
-            size_t k = strlen(want);
-            for (size_t i = 0; !found && i + k <= len; i++) found = memcmp(header + i, want, k) == 0;
-        }
-    }
-    free(header);
-    close(fd);
-    return found;
-}
 
 static double elapsed(const run *r) { return r->elapsed_base + progress_now() - r->started; }
 
@@ -407,7 +382,7 @@ static int setup(run *r) {
          * (the model.so, a text) is never written over, not even with
          * --overwrite, which starts afresh over a checkpoint only. */
         if (o->ckpt && strcmp(o->ckpt, r->ckpt_file) == 0 && file_exists(r->ckpt_file) &&
-            !holds_checkpoint(r->ckpt_file)) {
+            !tlm_ckpt_file_is_checkpoint(r->ckpt_file)) {
             rc = cli_error("train",
                            "--ckpt %s is a file that holds no checkpoint: train writes its checkpoint over a "
                            "file only when it holds one (give --ckpt a folder, or a new file name)",

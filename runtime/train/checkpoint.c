@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include "errmsg.h"
+#include "regular_file.h"
+#include "le64.h"
 #include "test_hook.h"
 #include "tlm_rt/json.h"
 
@@ -98,6 +100,25 @@ static char *model_config(const tlm_so *so) {
         return NULL;
     }
     return sb.buf;
+}
+
+bool tlm_ckpt_file_is_checkpoint(const char *path) {
+    tlm_err err = {""};
+    int fd = tlm_open_regular(path, &err);
+    if (fd < 0) return false;
+    uint8_t len8[8];
+    char *header = NULL;
+    bool found = false;
+    if (read(fd, len8, sizeof len8) == (ssize_t)sizeof len8) {
+        uint64_t len = tlm_get_le64(len8);
+        const char *want = "\"" TLM_CKPT_FORMAT "\"";
+        if (len >= 2 && len <= (64u << 20) && (header = malloc(len)) && read(fd, header, len) == (ssize_t)len &&
+            header[0] == '{')
+            found = memmem(header, len, want, strlen(want)) != NULL;
+    }
+    free(header);
+    close(fd);
+    return found;
 }
 
 /* ---- the checkpoint written atomically (atomic_file.h) ---- */

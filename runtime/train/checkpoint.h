@@ -43,6 +43,11 @@ typedef struct tlm_run_state {
     double elapsed;         /* wall seconds of training so far, across resumes */
 } tlm_run_state;
 
+/* Whether path is a regular file whose safetensors header names the
+ * checkpoint format. Reads the header only: a file named by mistake (a
+ * model.so, a corpus) may be large. */
+bool tlm_ckpt_file_is_checkpoint(const char *path);
+
 /* FNV-1a 64, continuing from h (start with TLM_FNV_OFFSET). */
 #define TLM_FNV_OFFSET 0xcbf29ce484222325ull
 uint64_t tlm_fnv1a(uint64_t h, const void *data, size_t n);
