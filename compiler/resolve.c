@@ -15,6 +15,31 @@ typedef struct resolver {
     bool layer_ok;
 } resolver;
 
+/* Whether the standard library's schedules define `name`: asked only when
+ * a call names no schedule of this program, to point at the commonest
+ * cause, a missing `use std.schedules;`. The module is loaded on its own,
+ * quietly (its own session: its names are not this program's). */
+static bool std_schedule_named(const program *p, const char *name) {
+    if (!p->stdlib_dir) return false;
+    tlm_session s;
+    session_init(&s, NULL);
+    program std;
+    static const char text[] = "use std.schedules;";
+    program_load_text(&std, &s, "<std>", text, sizeof text - 1, p->stdlib_dir);
+    bool found = false;
+    for (size_t i = 0; i < std.schedules.cap && !s.diag.errors; i++)
+        if (std.schedules.keys[i] && strcmp(std.schedules.keys[i], name) == 0) found = true;
+    program_free(&std);
+    session_free(&s);
+    return found;
+}
+
+static bool hint_std_schedule(resolver *r, const char *name) {
+    if (!std_schedule_named(r->p, name)) return false;
+    diag_hint(&r->p->s->diag, "`%s` is a schedule of std.schedules: add `use std.schedules;` to the file", name);
+    return true;
+}
+
 static void check(resolver *r, const expr *e);
 
 static void suggest_name(resolver *r, const char *name) {
@@ -61,7 +86,7 @@ static void check_name(resolver *r, const expr *e) {
         return;
     }
     diag_error(d, e->loc, "unknown name `%s`", e->text);
-    suggest_name(r, e->text);
+    if (!hint_std_schedule(r, e->text)) suggest_name(r, e->text);
 }
 
 static void check_schedule_call(resolver *r, const expr *e, const item *sched) {
@@ -144,16 +169,22 @@ static void check_call(resolver *r, const expr *e) {
     if (name_index(value_functions, e->text) >= 0) {
         diag_error(d, e->loc, "expected a number, found `%s(...)`", e->text);
         if (strcmp(e->text, "uniform") == 0) diag_hint(d, "uniform(W) is written as `budget = uniform(W);`");
+        else hint_std_schedule(r, e->text);
         return;
     }
     if (symtab_get(&r->p->params, e->text)) {      /* param shape = cosine; shape(1.5, 0.5) */
         if (name == e->text)
             diag_error(d, e->loc, "param `%s` is called, but it does not hold a schedule's name", e->text);
         else diag_error(d, e->loc, "param `%s` is called, but it holds `%s`, which is not a schedule", e->text, name);
-        diag_hint(d, "a param that is called holds a schedule's name, like `param %s = cosine;`", e->text);
+        /* `param s = cosine;` without the module: the name is the user's
+         * intent, and the unknown name is reported (with the hint) where
+         * the param is set */
+        if (name == e->text || !std_schedule_named(r->p, name))
+            diag_hint(d, "a param that is called holds a schedule's name, like `param %s = cosine;`", e->text);
         return;
     }
     diag_error(d, e->loc, "unknown function `%s`", e->text);
+    if (hint_std_schedule(r, e->text)) return;
     suggester s;
     suggest_begin(&s, e->text);
     suggest_list(&s, builtin_names);
