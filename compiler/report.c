@@ -49,8 +49,9 @@ void report_summary(FILE *out, const checked_model *m) {
     int64_t *d = tlm_xmalloc((size_t)m->layers * sizeof *d);
     int nd = distinct_widths(m, d);
     char p[32];
-    fprintf(out, "%s: %lld layers, d_ff %lld..%lld (%d distinct), %s params", m->name, (long long)m->layers,
-            (long long)d[nd - 1], (long long)d[0], nd, fmt_int(p, sizeof p, c.total_params, 0));
+    fprintf(out, "%s: %lld layer%s, d_ff %lld..%lld (%d distinct), %s params", m->name, (long long)m->layers,
+            m->layers == 1 ? "" : "s", (long long)d[nd - 1], (long long)d[0], nd,
+            fmt_int(p, sizeof p, c.total_params, 0));
     if (m->has_budget) fprintf(out, ", budget uniform(%lld) met exactly", (long long)m->budget_width);
     fputc('\n', out);
     free(d);
@@ -67,11 +68,12 @@ static void cost_row(FILE *out, const char *what, int64_t got, int64_t base, boo
 void report_text(FILE *out, const checked_model *m) {
     char a[32], b[32];
     fprintf(out,
-            "model %s: %s (%s, %s), %lld layers, d_model %lld, %lld heads of %lld, vocab %lld, "
+            "model %s: %s (%s, %s), %lld layer%s, d_model %lld, %lld head%s of %lld, vocab %lld, "
             "context %lld, quantum %lld%s\n",
             m->name, tlm_enum_title(&tlm_mixer_enum, m->mixer), tlm_enum_name(&tlm_mixer_enum, m->mixer),
-            tlm_enum_name(&tlm_mlp_enum, m->mlp), (long long)m->layers, (long long)m->d_model, (long long)m->heads,
-            (long long)m->head_dim, (long long)m->vocab, (long long)m->context, (long long)m->quantum,
+            tlm_enum_name(&tlm_mlp_enum, m->mlp), (long long)m->layers, m->layers == 1 ? "" : "s",
+            (long long)m->d_model, (long long)m->heads, m->heads == 1 ? "" : "s", (long long)m->head_dim,
+            (long long)m->vocab, (long long)m->context, (long long)m->quantum,
             m->tie_embeddings ? ", tied embeddings" : "");
     if (m->tokenizer) {
         const char *slash = strrchr(m->tokenizer, '/');

@@ -512,8 +512,9 @@ static void banner(const run *r) {
     const tlm_abi_config *m = r->so.config;
     int64_t params = 0;
     for (uint32_t i = 0; i < r->so.header->nparams; i++) params += r->so.params[i].count;
-    printf("model %s: %.2fM parameters, %" PRId64 " layers, d_model %" PRId64 ", context %" PRId64 "\n",
-           tlm_so_str(&r->so, m->name), (double)params / 1e6, m->layers, m->d_model, m->context);
+    printf("model %s: %.2fM parameters, %" PRId64 " layer%s, d_model %" PRId64 ", context %" PRId64 "\n",
+           tlm_so_str(&r->so, m->name), (double)params / 1e6, m->layers, m->layers == 1 ? "" : "s", m->d_model,
+           m->context);
     const char *unit = r->train_info.shards ? "M tokens" : " MB";
     printf("data: %s, %.2f%s", r->train_name, (double)r->train.n / 1e6, unit);
     if (r->have_val) printf("; validation: %s, %.2f%s\n", r->val_name, (double)r->val.n / 1e6, unit);
