@@ -144,12 +144,22 @@ done
 # turn in the same session (fewer steps for the two comparisons: the
 # figures are the last logged step's, well past the graphs' capture at the
 # second step)
+# The speed and profile runs' checkpoints (5.3 GB each at 440M: the
+# weights and AdamW's two moments in fp32) are never read: they go to a RAM
+# disk where it has room for two (the atomic replace keeps the old one until
+# the new one is whole), else beside the rest in $work, on the disk.
+throwaway=$work
+shm_kb=$(df -Pk /dev/shm 2>/dev/null | awk 'NR == 2 { print $4 }')
+if [ "${shm_kb:-0}" -gt $((12 * 1024 * 1024)) ] && shm=$(mktemp -d /dev/shm/tlm-gpu-check.XXXXXX); then
+  throwaway=$shm
+  trap 'rm -rf "$shm"' EXIT
+fi
 # speed NAME MODEL STEPS SWITCH [FLAGS...]: a timed run with SWITCH (an
 # environment setting) and its figures and kernels in the table
 speed() {
   local name=$1 model=$2 steps=$3 switch=$4; shift 4
   run "$name" -- env "$switch" "$bin/tlm-run" train "$models/$model.so" --device cuda "${speed_args[@]}" "$@" \
-    --steps "$steps" --log-every $((steps / 2)) --eval-every 0 --eval-batches 1 --ckpt "$work/speed" --overwrite
+    --steps "$steps" --log-every $((steps / 2)) --eval-every 0 --eval-batches 1 --ckpt "$throwaway/speed" --overwrite
   detail "$(step_figures "$work/$name.out")"
   detail "$(kernels_used "$work/$name.out")"
 }
@@ -210,7 +220,7 @@ pargs=(--context 2048 --batch 8) profiled=(transformer_440m:attention titans_440
 for p in "${profiled[@]}"; do
   pm=${p%%:*} mixer=${p#*:}
   run "profile $pm" -- "$bin/tlm-run" train "$models/$pm.so" --device cuda --steps 3 "${pargs[@]}" --eval-every 0 \
-    --eval-batches 1 --profile --ckpt "$work/profile" --overwrite
+    --eval-batches 1 --profile --ckpt "$throwaway/profile" --overwrite
   if line=$(shares "$work/profile $pm.out" "$mixer" mlp); then detail "$line"
   else row "shares of $pm's step" FAIL "no $mixer or mlp row in the profile: $line"; fail=1; fi
 done
