@@ -20,6 +20,7 @@
 #include "cpu_peak.h"
 #include "device_flag.h"
 #include "flops.h"
+#include "gpu_model.h"
 #include "load.h"
 #include "profile.h"
 #include "tlm_rt/ops.h"
@@ -137,13 +138,22 @@ static cpu_peak measure_cpu_peak(void) {
     return c;
 }
 
-static void report(const bench *b, const tlm_so *so, tlm_device *dev, const cpu_peak *cpu, double seconds,
-                   tlm_profile *p) {
+/* A GPU's report adds what train's banner and progress line say of the
+ * run: the attention kernels and CUDA graphs, where the kernels came from,
+ * and the device memory held after the timed steps. */
+typedef struct {
+    const tlm_model *m;
+    uint64_t bytes;
+} device_use;
+
+static void report(const bench *b, const tlm_so *so, tlm_device *dev, const device_use *use, const cpu_peak *cpu,
+                   double seconds, tlm_profile *p) {
     const double tokens = (double)(b->batch * b->context) * (double)b->steps;
     const double flops = tlm_train_flops_per_token(so, b->context) * tokens / seconds;
     const double peak = dev ? tlm_device_get_info(dev)->peak_bf16_tflops * 1e12 : cpu->flops;
-    char where[300];
+    char where[300], kernels[400] = "";
     device_flag_describe(dev, where, sizeof where);
+    if (dev) device_kernels_describe(so, dev, b->precision, tlm_gpu_graphs_off_reason(use->m), kernels, sizeof kernels);
     if (b->json) {
         printf("{\"model\": \"%s\", \"device\": \"%s\", \"precision\": \"%s\", \"batch\": %" PRId64
                ", \"context\": %" PRId64 ", \"steps\": %" PRId64 ", \"seconds\": %.6g, \"steps_per_s\": %.6g, "
@@ -154,6 +164,7 @@ static void report(const bench *b, const tlm_so *so, tlm_device *dev, const cpu_
             printf("%.6g, \"peak_gflops\": %.6g, \"peak\": \"%s\"", flops / peak, peak / 1e9,
                    dev ? "table" : "measured");
         else printf("null");
+        if (dev) printf(", \"device_memory\": %" PRIu64 ", \"attention_graphs\": \"%s\"", use->bytes, kernels);
         if (p) {
             printf(", \"profile\": ");
             tlm_profile_write_json(p, stdout);
@@ -163,12 +174,17 @@ static void report(const bench *b, const tlm_so *so, tlm_device *dev, const cpu_
     }
     printf("bench %s: %s%s%s, batch %" PRId64 " x %" PRId64 " tokens\n", tlm_so_str(so, so->config->name), where,
            dev ? ", " : "", dev ? tlm_precision_name(b->precision) : "", b->batch, b->context);
+    if (dev) {
+        printf("%s\n", kernels);
+        device_compile_report(use->m, stdout);
+    }
     printf("%" PRId64 " step%s in %.3f s: %.3f steps/s, %.0f tokens/s, %.2f GFLOP/s", b->steps,
            b->steps == 1 ? "" : "s", seconds, (double)b->steps / seconds, tokens / seconds, flops / 1e9);
     if (peak > 0) printf(", MFU %.1f%%", 100 * flops / peak);
     if (peak > 0 && !dev)
         printf(" (of %d thread%s x %.0f GFLOP/s, this CPU's multiply-add peak on %d-float vectors, measured)",
                cpu->threads, cpu->threads > 1 ? "s" : "", peak / 1e9 / cpu->threads, cpu->lanes);
+    if (dev) printf(", mem %.2f GiB", (double)use->bytes / 1073741824.0);
     printf("\n");
     if (p) tlm_profile_print(p, stdout);
 }
@@ -226,6 +242,7 @@ int cmd_bench(int argc, char **argv) {
         if (!run_steps(&t, &rng, x, y, b.steps, tokens, s.context, &err)) rc = cli_error("bench", "%s", err.msg);
         seconds = tlm_profile_clock() - t0;
     }
+    device_use use = {&m, dev ? tlm_device_memory_in_use(dev) : 0};
     if (!rc && b.profile_steps > 0) {
         if (!(profile = calloc(1, sizeof *profile))) rc = cli_error("bench", "out of memory");
         m.profile = profile;
@@ -235,7 +252,7 @@ int cmd_bench(int argc, char **argv) {
         if (profile) profile->step_seconds = tlm_profile_clock() - t0, profile->steps = b.profile_steps;
         m.profile = NULL;
     }
-    if (!rc) report(&b, &so, dev, &cpu, seconds, profile);
+    if (!rc) report(&b, &so, dev, &use, &cpu, seconds, profile);
     free(profile);
     if (made) tlm_trainer_destroy(&t);
     tlm_model_destroy(&m);

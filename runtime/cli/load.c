@@ -81,3 +81,18 @@ void device_kernels_describe(const tlm_so *so, const tlm_device *dev, tlm_precis
              tc || none ? "" : " (", tc || none ? "" : why, tc || none ? "" : ")", graphs_off ? "off (" : "on",
              graphs_off ? graphs_off : "", graphs_off ? ")" : "");
 }
+
+void device_compile_report(const tlm_model *m, FILE *out) {
+    const tlm_gpu *gpu = &m->gpu->gpu;
+    const tlm_module_report *mlp = &m->gpu->mlp_report;
+    double secs = m->gpu->mlp ? mlp->compile_seconds : 0;
+    bool all_cached = !m->gpu->mlp || mlp->cache_hit, written = m->gpu->mlp && mlp->cache_written;
+    for (int id = 0; id < TLM_GPU_MODULE_COUNT; id++) {
+        if (!gpu->modules[id]) continue;
+        secs += gpu->reports[id].compile_seconds;
+        all_cached = all_cached && gpu->reports[id].cache_hit;
+        written = written || gpu->reports[id].cache_written;
+    }
+    if (all_cached) fprintf(out, "kernels: from the cache (nothing compiled)\n");
+    else fprintf(out, "kernels: compiled in %.1f s%s\n", secs, written ? ", cached for the next run" : "");
+}

@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "device.h"
 #include "model.h"
@@ -43,5 +44,9 @@ void device_flag_describe(const tlm_device *dev, char *buf, size_t len);
  * (--profile)"). graphs_off: tlm_gpu_graphs_off_reason's, NULL when on. */
 void device_kernels_describe(const tlm_so *so, const tlm_device *dev, tlm_precision p, const char *graphs_off,
                              char *buf, size_t len);
+/* The line after it: where a GPU model's kernels came from, compiled (in
+ * how long) or all from the cache, as a second run of the same model
+ * finds them (docs/gpu.md "The kernel cache"). */
+void device_compile_report(const tlm_model *m, FILE *out);
 
 #endif

@@ -490,23 +490,6 @@ out:
     return rc;
 }
 
-/* Where the kernels came from: a second run of the same model compiles
- * nothing. */
-static void print_kernel_report(const tlm_model *m) {
-    const tlm_gpu *gpu = &m->gpu->gpu;
-    const tlm_module_report *mlp = &m->gpu->mlp_report;
-    double secs = m->gpu->mlp ? mlp->compile_seconds : 0;
-    bool all_cached = !m->gpu->mlp || mlp->cache_hit, written = m->gpu->mlp && mlp->cache_written;
-    for (int id = 0; id < TLM_GPU_MODULE_COUNT; id++) {
-        if (!gpu->modules[id]) continue;
-        secs += gpu->reports[id].compile_seconds;
-        all_cached = all_cached && gpu->reports[id].cache_hit;
-        written = written || gpu->reports[id].cache_written;
-    }
-    if (all_cached) printf("kernels: from the cache (nothing compiled)\n");
-    else printf("kernels: compiled in %.1f s%s\n", secs, written ? ", cached for the next run" : "");
-}
-
 static void banner(const run *r) {
     const tlm_abi_train *s = &r->o.s;
     const tlm_abi_config *m = r->so.config;
@@ -536,7 +519,7 @@ static void banner(const run *r) {
         device_kernels_describe(&r->so, r->dev, r->o.precision, tlm_gpu_graphs_off_reason(&r->model), kernels,
                                 sizeof kernels);
         printf("%s\n", kernels);
-        print_kernel_report(&r->model);
+        device_compile_report(&r->model, stdout);
     }
     printf("checkpoints: %s\n", r->ckpt_file);
     fflush(stdout);

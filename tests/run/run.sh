@@ -799,6 +799,17 @@ assert 0 < r['mfu'] <= 1 and abs(r['gflops'] / r['peak_gflops'] - r['mfu']) < 1e
   expect 0 "cuda:0 .*, fp32, batch 2 x 8 tokens" "bench on the emulated device" -- \
     env TLM_TEST_DEVICE=emulated XDG_CACHE_HOME="$work/gpu-cache" "$run" bench "$models/small_gated.so" \
     --threads 1 --batch 2 --context 8 --steps 1 --warmup 1 --profile 1 --device cuda --precision fp32
+  check "bench on a GPU: train's attention and graphs line" -- \
+    grep -q '^attention: scalar (fp32); CUDA graphs: on$' "$tmp/out"
+  check "... where the kernels came from" -- grep -qE '^kernels: (compiled in [0-9.]+ s|from the cache)' "$tmp/out"
+  check "... and the device memory held" -- grep -qE '^1 step in .*, mem [0-9.]+ GiB$' "$tmp/out"
+  expect 0 '"device_memory"' "bench --json on the emulated device" -- \
+    env TLM_TEST_DEVICE=emulated XDG_CACHE_HOME="$work/gpu-cache" "$run" bench "$models/small_gated.so" \
+    --threads 1 --batch 2 --context 8 --steps 1 --warmup 0 --profile 0 --device cuda --precision fp32 --json
+  check "bench --json on a GPU: memory in bytes, the attention and graphs line" -- python3 -c "
+import json, sys
+r = json.loads(open(sys.argv[1]).read())
+assert r['device_memory'] > 0 and r['attention_graphs'].startswith('attention: scalar (fp32)'), r" "$tmp/out"
   expect 2 "--steps" "bench --steps 0" -- "$run" bench "$s" --steps 0
   expect 2 "longer than the model's context" "bench --context too long" -- "$run" bench "$s" --context 100000
   expect 2 "needs --device cuda" "bench --precision bf16 on the CPU" -- "$run" bench "$s" --precision bf16
