@@ -47,13 +47,14 @@ static int count_kernels(const char *source) {
 }
 
 static void print_module(tlm_device *dev, const char *what, const char *source) {
-    char path[512];
-    bool cached = tlm_device_module_cached(dev, source, path, sizeof path);
-    printf("  %-22s %3d kernels, %s%s%s\n", what, count_kernels(source),
-           cached    ? "cached"
-           : path[0] ? "not cached: the first run compiles them"
-                     : "no usable cache: compiled in memory",
-           path[0] ? "\n      " : "", path);
+    char path[512], why[200] = "", state[300];
+    int cached = tlm_device_module_cached(dev, source, path, sizeof path, why, sizeof why);
+    if (cached > 0) snprintf(state, sizeof state, "cached");
+    else if (cached < 0)
+        snprintf(state, sizeof state, "cache entry damaged (%s): the next run compiles them again", why);
+    else if (path[0]) snprintf(state, sizeof state, "not cached: the first run compiles them");
+    else snprintf(state, sizeof state, "no usable cache: compiled in memory");
+    printf("  %-22s %3d kernels, %s%s%s\n", what, count_kernels(source), state, path[0] ? "\n      " : "", path);
 }
 
 /* --device: the GPU (opened by the caller) and what a run would compile for

@@ -280,18 +280,14 @@ static bool module_binary(tlm_device *d, const char *what, const char *source, u
     return true;
 }
 
-bool tlm_device_module_cached(tlm_device *d, const char *source, char *path, size_t len) {
+int tlm_device_module_cached(tlm_device *d, const char *source, char *path, size_t len, char *why, size_t whylen) {
     uint8_t key[TLM_SHA256_SIZE];
     tlm_kernel_cache_key(source, d->backend->compile_options(d), d->backend->compiler_id(d), d->info.arch, key);
     char dir[512];
-    tlm_err why = {{0}};
+    tlm_err unusable = {{0}};
     if (len) path[0] = '\0';
-    if (!tlm_kernel_cache_dir(dir, sizeof dir, &why) || !tlm_kernel_cache_path(dir, key, path, len)) return false;
-    uint8_t *bin = NULL;
-    size_t size = 0;
-    bool hit = tlm_kernel_cache_get(path, &bin, &size);
-    free(bin);
-    return hit;
+    if (!tlm_kernel_cache_dir(dir, sizeof dir, &unusable) || !tlm_kernel_cache_path(dir, key, path, len)) return 0;
+    return tlm_kernel_cache_probe(path, why, whylen);
 }
 
 tlm_module *tlm_device_module_load(tlm_device *d, const char *what, const char *source, tlm_module_report *report,

@@ -92,9 +92,11 @@ tlm_module *tlm_device_module_load(tlm_device *d, const char *what, const char *
                                    tlm_err *err);
 void tlm_device_module_unload(tlm_device *d, tlm_module *m);
 /* Whether the cache holds a sound compiled module of source for this
- * device (what tlm_device_module_load would take without compiling); path
- * gets the entry's file ("" when the cache is unusable). Compiles nothing. */
-bool tlm_device_module_cached(tlm_device *d, const char *source, char *path, size_t len);
+ * device (what tlm_device_module_load would take without compiling): 1
+ * yes, 0 no entry, -1 a damaged one (the reason in why; left for the next
+ * load to replace). path gets the entry's file ("" when the cache is
+ * unusable). Compiles nothing, changes nothing. */
+int tlm_device_module_cached(tlm_device *d, const char *source, char *path, size_t len, char *why, size_t whylen);
 /* The kernel called name (the handle lives as long as the module); NULL
  * with err when the module has none. Cached: a second lookup is cheap. */
 tlm_kernel *tlm_device_kernel(tlm_device *d, tlm_module *m, const char *name, tlm_err *err);

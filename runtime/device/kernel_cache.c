@@ -94,6 +94,30 @@ static const char *entry_problem(const uint8_t *bytes, size_t size) {
     return NULL;
 }
 
+/* The whole entry at path (malloc'd, n bytes) when it is sound; NULL with
+ * *problem set when it is damaged or unreadable, or unset when absent. */
+static uint8_t *read_entry(const char *path, size_t *n, tlm_err *err, const char **problem) {
+    *problem = NULL;
+    *n = 0;
+    struct stat st;
+    if (lstat(path, &st) != 0) return NULL; /* not cached yet */
+    uint8_t *bytes = tlm_read_regular(path, MAX_ENTRY_BYTES, "a kernel cache entry", n, err);
+    *problem = bytes ? entry_problem(bytes, *n) : err->msg;
+    if (!*problem) return bytes;
+    free(bytes);
+    return NULL;
+}
+
+int tlm_kernel_cache_probe(const char *path, char *why, size_t len) {
+    tlm_err err = {{0}};
+    size_t n;
+    const char *problem;
+    uint8_t *bytes = read_entry(path, &n, &err, &problem);
+    free(bytes);
+    if (problem && len) snprintf(why, len, "%s", problem);
+    return bytes ? 1 : problem ? -1 : 0;
+}
+
 bool tlm_kernel_cache_get(const char *path, uint8_t **payload, size_t *size) {
     *payload = NULL;
     *size = 0;
@@ -101,16 +125,16 @@ bool tlm_kernel_cache_get(const char *path, uint8_t **payload, size_t *size) {
     if (lstat(path, &st) != 0) return false; /* not cached yet */
     tlm_err err = {{0}};
     size_t n = 0;
-    uint8_t *bytes = tlm_read_regular(path, MAX_ENTRY_BYTES, "a kernel cache entry", &n, &err);
-    const char *problem = bytes ? entry_problem(bytes, n) : err.msg;
+    const char *problem;
+    uint8_t *bytes = read_entry(path, &n, &err, &problem);
     if (problem) {
         /* Only a regular file is ours to remove. */
         bool removed = S_ISREG(st.st_mode) && unlink(path) == 0;
         fprintf(stderr, "tlm: note: kernel cache entry %s is unusable (%s); %s\n", path, problem,
                 removed ? "removed, compiling again" : "compiling again");
-        free(bytes);
         return false;
     }
+    if (!bytes) return false; /* removed since the lstat */
     *size = n - TLM_KERNEL_CACHE_HEADER;
     memmove(bytes, bytes + TLM_KERNEL_CACHE_HEADER, *size);
     *payload = bytes;

@@ -49,6 +49,11 @@ bool tlm_kernel_cache_path(const char *dir, const uint8_t key[TLM_SHA256_SIZE], 
  * stderr). */
 bool tlm_kernel_cache_get(const char *path, uint8_t **payload, size_t *size);
 
+/* What tlm_kernel_cache_get would find at path, changing nothing: 1 a
+ * sound entry, 0 none, -1 a damaged or unreadable one (the reason in why).
+ * For `tlm-run info`, which reports; the run that compiles repairs. */
+int tlm_kernel_cache_probe(const char *path, char *why, size_t len);
+
 /* Stores payload under path atomically; false with the reason in err. */
 bool tlm_kernel_cache_put(const char *path, const uint8_t *payload, size_t size, tlm_err *err);
 

@@ -140,6 +140,19 @@ gpu_emulated)
     "$run" info "$models/small.so" --device cuda
   expect 0 "model MLP (per width) .* 8 kernels, cached" "info --device cuda: the model's kernels are cached" -- \
     "$run" info "$models/small.so" --device cuda
+  # A damaged entry: info reports it and changes nothing (it only looks);
+  # the next run that loads the module says so, replaces it and goes on.
+  mlp_entry=$(grep -A1 '^  model MLP' "$tmp/out" | tail -1 | tr -d ' ')
+  truncate -s 20 "$mlp_entry"
+  expect 0 "model MLP (per width) .* 8 kernels, cache entry damaged (shorter than its header): the next run compiles" \
+    "info --device cuda: a damaged entry" -- "$run" info "$models/small.so" --device cuda
+  check "info leaves the damaged entry as it was" -- test "$(stat -c %s "$mlp_entry")" = 20
+  check "info prints no repair note" -- bash -c "! grep -q 'removed' '$tmp/err'"
+  expect 0 "is unusable (shorter than its header); removed, compiling again" "train: the damaged entry replaced" -- \
+    "$run" train "$models/small.so" "${gpu[@]}" --steps 1 --context 16 --batch 2 --eval-every 0 \
+    --ckpt "$tmp/damaged" --overwrite
+  expect 0 "model MLP (per width) .* 8 kernels, cached" "info --device cuda: cached again" -- \
+    "$run" info "$models/small.so" --device cuda
   # which attention kernels and whether CUDA graphs run, and why not
   # (docs/gpu.md "Using it"): head size 16 here, 64 in examples/tiny
   expect 0 "in bf16 (the default): attention: scalar (head size 16; tensor cores: 64 or 128); CUDA graphs: on$" \
