@@ -69,6 +69,19 @@ bool is_builtin_call_to(const char *name, int nargs) {
 
 bool is_builtin_call(const expr *call) { return is_builtin_call_to(call->text, call->nargs); }
 
+bool builtin_call_checked(diag_engine *d, const expr *call, int min, int max) {
+    for (const arg *a = call->args; a; a = a->next) {
+        if (a->name) {
+            diag_error(d, a->name_loc, "builtin `%s` takes no named arguments", call->text);
+            return false;
+        }
+    }
+    if (call->nargs >= min && call->nargs <= max) return true;
+    diag_error(d, call->loc, "`%s` takes %s%d argument%s, but %d %s given", call->text, min == max ? "" : "at least ",
+               min, min == 1 ? "" : "s", call->nargs, call->nargs == 1 ? "was" : "were");
+    return false;
+}
+
 const char *call_target(const program *p, const char *name) {
     int min, max;
     for (int hops = 0; hops < 64; hops++) {       /* a chain of params naming params; cycles stop here */
@@ -257,18 +270,7 @@ static bool eval_call(evaluator *ev, const expr *e, const frame *f, double *out)
         /* The resolver checks the calls it sees; a -D value (-D r=mean())
          * or a param's value it leaves alone is checked here, so that no
          * builtin reads an argument that is not there. */
-        if (e->nargs < min || e->nargs > max) {
-            diag_error(d, e->loc, "`%s` takes %s%d argument%s, but %d %s given", e->text, min == max ? "" : "at least ",
-                       min, min == 1 ? "" : "s", e->nargs, e->nargs == 1 ? "was" : "were");
-            return false;
-        }
-        for (const arg *a = e->args; a; a = a->next) {
-            if (a->name) {
-                diag_error(d, a->name_loc, "builtin `%s` takes no named arguments", e->text);
-                return false;
-            }
-        }
-        return eval_builtin(ev, e, name, f, out);
+        return builtin_call_checked(d, e, min, max) && eval_builtin(ev, e, name, f, out);
     }
     if (sched) return eval_schedule(ev, sched, e, f, out);
     /* param opt = adamw(lr = 1e-3); used as a number, or a -D value. */

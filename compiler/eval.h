@@ -47,6 +47,10 @@ bool builtin_arity(const char *name, int *min, int *max);
  * builtin (sigmoid(x)), else to the schedule (sigmoid(a, b, k)). */
 bool is_builtin_call(const expr *call);
 bool is_builtin_call_to(const char *name, int nargs);
+/* Whether a call of a builtin with arity min..max has no named arguments
+ * and a count in range; else false after one error. The resolver asks for
+ * the calls it sees, the evaluator for those it does not (a -D value). */
+bool builtin_call_checked(diag_engine *d, const expr *call, int min, int max);
 /* The function a call names: its own name, or, when the name is a param that
  * holds a schedule's (or builtin's) name, that name, so `param shape =
  * cosine;` makes `shape(1.5, 0.5)` call cosine, and `-D shape=linear` or a

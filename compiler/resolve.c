@@ -146,20 +146,7 @@ static void check_call(resolver *r, const expr *e) {
     const char *name = call_target(r->p, e->text);
     item *sched = symtab_get(&r->p->schedules, name);
     if (builtin_arity(name, &min, &max) && (!sched || is_builtin_call_to(name, e->nargs))) {
-        for (arg *a = e->args; a; a = a->next) {
-            if (a->name) {
-                diag_error(d, a->name_loc, "builtin `%s` takes no named arguments", e->text);
-                return;
-            }
-        }
-        if (e->nargs < min || e->nargs > max) {
-            if (min == max)
-                diag_error(d, e->loc, "`%s` takes %d argument%s, but %d %s given", e->text, min, min == 1 ? "" : "s",
-                           e->nargs, e->nargs == 1 ? "was" : "were");
-            else
-                diag_error(d, e->loc, "`%s` takes at least %d arguments, but %d %s given", e->text, min, e->nargs,
-                           e->nargs == 1 ? "was" : "were");
-        }
+        builtin_call_checked(d, e, min, max);
         return;
     }
     if (sched) {
