@@ -245,13 +245,22 @@ static bool check_settings(const blob_view *v, tlm_err *err) {
     return true;
 }
 
+/* The length of a kernel symbol's stem (less "_fwd"), or -1 when it does
+ * not end so. */
+static int kernel_stem_length(const char *symbol) {
+    static const char suffix[] = "_" TLM_ENTRY_FWD;
+    size_t n = strlen(symbol), fwd = strlen(suffix);
+    if (n <= fwd || n > 200 || strcmp(symbol + n - fwd, suffix) != 0) return -1;
+    return (int)(n - fwd);
+}
+
 static bool check_layers_kernels(const blob_view *v, tlm_err *err) {
     const tlm_blob_header *h = v->h;
     for (uint32_t i = 0; i < h->nkernels; i++) {
         const tlm_abi_kernel *k = &v->kernels[i];
-        if (!string_ok(v, k->symbol) || k->mlp >= TLM_MLP_COUNT || k->mlp != v->config->mlp ||
-            k->d_model != v->config->d_model || k->width < 1 || k->cpu_impl >= TLM_MLP_IMPL_COUNT ||
-            !string_ok(v, k->cpu_impl_why))
+        if (!string_ok(v, k->symbol) || kernel_stem_length(v->strings + k->symbol) < 0 || k->mlp >= TLM_MLP_COUNT ||
+            k->mlp != v->config->mlp || k->d_model != v->config->d_model || k->width < 1 ||
+            k->cpu_impl >= TLM_MLP_IMPL_COUNT || !string_ok(v, k->cpu_impl_why))
             return tlm_fail(err, "model descriptor: kernel %u is invalid", i);
     }
     for (uint32_t l = 0; l < h->nlayers; l++) {
@@ -854,5 +863,11 @@ void tlm_so_close(tlm_so *m) {
 }
 
 const char *tlm_so_str(const tlm_so *m, uint32_t offset) { return m->strings + offset; }
+
+const char *tlm_so_kernel_stem(const tlm_so *m, uint32_t k, int *len) {
+    const char *symbol = tlm_so_str(m, m->kernels[k].symbol);
+    *len = kernel_stem_length(symbol);
+    return symbol;
+}
 
 const int64_t *tlm_so_plan_offsets(const tlm_so *m, int plan) { return m->plan_offsets[plan]; }

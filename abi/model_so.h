@@ -122,6 +122,11 @@ bool tlm_so_cpu_ok(const tlm_so *m, tlm_err *err);
 
 /* A string of the descriptor (validated: always NUL-terminated). */
 const char *tlm_so_str(const tlm_so *m, uint32_t offset);
+/* Kernel k's symbol names the CPU's fwd entry, STEM "_fwd" (checked when
+ * the descriptor is read); the GPU's elementwise kernels are the same
+ * STEM's "_act" and "_act_grad". Returns the symbol, *len the stem's
+ * length. */
+const char *tlm_so_kernel_stem(const tlm_so *m, uint32_t k, int *len);
 /* The per-buffer offsets of plan i. */
 const int64_t *tlm_so_plan_offsets(const tlm_so *m, int plan);
 

@@ -45,6 +45,20 @@
 
 /* ---- generated MLP kernels (semantics: codegen/codegen.h) ---- */
 
+/* The three CPU entry points, in the order the runtime calls them; a
+ * spec's symbols are STEM "_" ENTRY (codegen/kernel_symbol.c), and the
+ * blob's kernel table names the fwd one. */
+#define TLM_ENTRY_FWD "fwd"
+#define TLM_ENTRY_BWD_DATA "bwd_data"
+#define TLM_ENTRY_BWD_WEIGHT "bwd_weight"
+/* The CUDA source's two more entries per spec, for the GPU's GEMM path
+ * (the GEMMs go to cuBLASLt, these do what it cannot):
+ *   act(rows, pre_gate, pre_up, h):  h = act(pre_gate, pre_up), [rows, W]
+ *   act_grad(rows, pre_gate, pre_up, dh, d_pre_gate, d_pre_up)
+ * elementwise over rows × W, any grid (blocks stride), 256 threads. */
+#define TLM_ENTRY_ACT "act"
+#define TLM_ENTRY_ACT_GRAD "act_grad"
+
 typedef void (*tlm_mlp_fwd_fn)(int64_t r0, int64_t r1, const float *x, const float *w_gate, const float *w_up,
                                const float *w_down, float *pre_gate, float *pre_up, float *out);
 typedef void (*tlm_mlp_bwd_data_fn)(int64_t r0, int64_t r1, const float *x, const float *w_gate, const float *w_up,

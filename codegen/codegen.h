@@ -72,20 +72,9 @@ tlm_mlp_impl tlm_cpu_mlp_choice(const tlm_kernel_spec *s, int forced, const char
  * OMP_STACKSIZE says otherwise. */
 #define TLM_CODEGEN_MAX_STACK_BYTES (512 * 1024)
 
-/* The three entry points, in the order the runtime calls them. */
-#define TLM_ENTRY_FWD "fwd"
-#define TLM_ENTRY_BWD_DATA "bwd_data"
-#define TLM_ENTRY_BWD_WEIGHT "bwd_weight"
-/* The CUDA source's two more entries per spec, for the GPU's GEMM path
- * (the GEMMs go to cuBLASLt, these do what it cannot):
- *   act(rows, pre_gate, pre_up, h):  h = act(pre_gate, pre_up), [rows, W]
- *   act_grad(rows, pre_gate, pre_up, dh, d_pre_gate, d_pre_up)
- * elementwise over rows × W, any grid (blocks stride), 256 threads. */
-#define TLM_ENTRY_ACT "act"
-#define TLM_ENTRY_ACT_GRAD "act_grad"
-
-/* The entry points' C types (tlm_mlp_fwd_fn, tlm_mlp_bwd_data_fn,
- * tlm_mlp_bwd_weight_fn) are part of the model.so ABI. */
+/* The entry points' names (TLM_ENTRY_*) and C types (tlm_mlp_fwd_fn,
+ * tlm_mlp_bwd_data_fn, tlm_mlp_bwd_weight_fn) are part of the model.so
+ * ABI. */
 #include "tlm_abi.h"
 
 /* Writes a relocatable PIC object holding fwd, bwd_data and bwd_weight for

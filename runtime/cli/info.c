@@ -79,12 +79,10 @@ static void print_device(const char *name, tlm_device *dev, const tlm_so *so) {
     if (tlm_gpu_attention_on_tensor_cores(so, i, TLM_PRECISION_BF16, why, sizeof why))
         print_module(dev, tc->name, tc->source);
     if (so->header->nkernels) print_module(dev, "model MLP (per width)", so->cuda_source);
-    /* the model's symbols name the CPU's fwd entry; the GPU loads the
-     * same stem's elementwise kernels (gpu_model.c) */
     for (uint32_t k = 0; k < so->header->nkernels; k++) {
-        const char *fwd = tlm_so_str(so, so->kernels[k].symbol);
-        size_t stem = strlen(fwd) > 4 ? strlen(fwd) - 4 : 0;
-        printf("      %.*s_act, and its _act_grad (each with a _bf16 twin)\n", (int)stem, fwd);
+        int stem;
+        const char *symbol = tlm_so_kernel_stem(so, k, &stem);
+        printf("      %.*s_act, and its _act_grad (each with a _bf16 twin)\n", stem, symbol);
     }
     tlm_device_close(dev);
 }

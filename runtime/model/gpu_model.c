@@ -41,19 +41,17 @@ static bool load_mlp_kernels(tlm_model *m, bool bf16, tlm_err *err) {
         const char *suffix;
         tlm_kernel **kernels;
         bool bf16_only;
-    } entries[] = {{"_act", g->act, false},
-                   {"_act_grad", g->act_grad, false},
-                   {"_act_bf16", g->act_bf16, true},
-                   {"_act_grad_bf16", g->act_grad_bf16, true}};
+    } entries[] = {{"_" TLM_ENTRY_ACT, g->act, false},
+                   {"_" TLM_ENTRY_ACT_GRAD, g->act_grad, false},
+                   {"_" TLM_ENTRY_ACT "_bf16", g->act_bf16, true},
+                   {"_" TLM_ENTRY_ACT_GRAD "_bf16", g->act_grad_bf16, true}};
     for (uint32_t i = 0; i < n; i++) {
-        const char *fwd = tlm_so_str(so, so->kernels[i].symbol);
-        size_t len = strlen(fwd);
-        if (len < 4 || len > 200 || strcmp(fwd + len - 4, "_fwd") != 0)
-            return tlm_fail(err, "the model's kernel symbol %.60s does not end in _fwd", fwd);
+        int stem;
+        const char *symbol = tlm_so_kernel_stem(so, i, &stem);
         for (size_t e = 0; e < sizeof entries / sizeof entries[0]; e++) {
             if (entries[e].bf16_only && !bf16) continue;
             char name[256];
-            snprintf(name, sizeof name, "%.*s%s", (int)(len - 4), fwd, entries[e].suffix);
+            snprintf(name, sizeof name, "%.*s%s", stem, symbol, entries[e].suffix);
             if (!(entries[e].kernels[i] = tlm_device_kernel(g->gpu.dev, g->mlp, name, err))) return false;
         }
     }

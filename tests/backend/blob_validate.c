@@ -280,6 +280,12 @@ static bool kernel_mlp(blob *b) {
     b->kernels[0].mlp = TLM_MLP_COUNT;
     return true;
 }
+/* a symbol that is not a fwd entry's: the GPU derives its kernels' names
+ * from the stem before "_fwd" */
+static bool kernel_symbol_not_fwd(blob *b) {
+    b->kernels[0].symbol = b->params[0].name;
+    return true;
+}
 static bool kernel_width(blob *b) {
     b->kernels[0].width += 8;
     return true;
@@ -463,6 +469,7 @@ static damage cases[] = {
     {"parameter inside the block", "outside the parameter block", param_past_block, 0},
     {"parameter name inside the strings", "parameter 0 is invalid", param_name_past_strings, 0},
     {"kernel MLP kind known", "kernel 0 is invalid", kernel_mlp, 0},
+    {"kernel symbol names a fwd entry", "kernel 0 is invalid", kernel_symbol_not_fwd, 0},
     {"kernel width matches its layers", "layer 0 is invalid", kernel_width, 0},
     {"layer kernel in range", "layer 0 is invalid", layer_kernel, 0},
     {"mixer known", "out of range", config_mixer, 0},
