@@ -707,6 +707,69 @@ static int train_loop(run *r) {
     return 0;
 }
 
+/* Several ranks train one model only if they run one job: mpirun's
+ * per-rank commands (`-np 1 ... : -np 1 ...`), or files that differ
+ * between machines, could give a rank another model, other settings, other
+ * data or another checkpoint, and its gradients would be summed into the
+ * others' without a word; a rank told to stop at another step, or to
+ * profile when the others do not, would wait forever in a collective the
+ * others never reach. Each rank's fingerprints are compared with rank 0's
+ * before the first step (a collective every rank reaches once every rank
+ * has set up, one that will not train included: --help); rank 0 names
+ * the first rank that differs, and every rank stops with exit 1. */
+enum { SAME_TRAINS, SAME_MODEL, SAME_SETTINGS, SAME_DATA, SAME_STATE, SAME_COUNT };
+
+static int check_ranks_run_one_job(run *r, bool trains) { /* trains: not after --help */
+    uint64_t mine[SAME_COUNT] = {0};
+    mine[SAME_TRAINS] = !trains ? 0 : r->o.dry_run ? 1 : 2;
+    if (trains) {
+        /* The resolved settings (not the paths: two ranks may name the
+         * same data differently), and the flags that decide where the
+         * ranks meet: how they compute, when they stop, --profile. */
+        uint64_t h = TLM_FNV_OFFSET;
+        for (int i = 0; i < TLM_TRAIN_NSETTINGS; i++) {
+            char value[64];
+            tlm_train_format(value, sizeof value, &tlm_train_settings[i], &r->o.s);
+            h = tlm_fnv1a(h, value, strlen(value) + 1);
+        }
+        const char *precision = tlm_precision_name(r->o.precision);
+        const train_options *o = &r->o;
+        const bool on_device = r->dev != NULL;
+        h = tlm_fnv1a(h, precision, strlen(precision) + 1);
+        h = tlm_fnv1a(h, &on_device, sizeof on_device);
+        h = tlm_fnv1a(h, &o->decay_embeddings, sizeof o->decay_embeddings);
+        h = tlm_fnv1a(h, &o->resume, sizeof o->resume);
+        h = tlm_fnv1a(h, &o->profile, sizeof o->profile);
+        mine[SAME_SETTINGS] = tlm_fnv1a(h, &o->stop_at, sizeof o->stop_at);
+        const tlm_blob_header *blob = r->so.header;
+        h = tlm_fnv1a(TLM_FNV_OFFSET, &blob->size, sizeof blob->size);
+        mine[SAME_MODEL] = tlm_fnv1a(h, &blob->checksum, sizeof blob->checksum);
+        mine[SAME_DATA] = tlm_fnv1a(TLM_FNV_OFFSET, r->data_fingerprint, strlen(r->data_fingerprint));
+        /* The starting state: a fresh start's follows from the settings; a
+         * checkpoint's step, sampler and elapsed time tell one run's
+         * checkpoint from another's (or a stale copy of it). */
+        h = tlm_fnv1a(TLM_FNV_OFFSET, &r->state.step, sizeof r->state.step);
+        h = tlm_fnv1a(h, &r->state.tokens_seen, sizeof r->state.tokens_seen);
+        h = tlm_fnv1a(h, &r->state.data_rng, sizeof r->state.data_rng);
+        mine[SAME_STATE] = tlm_fnv1a(h, &r->state.elapsed, sizeof r->state.elapsed);
+    }
+
+    int item = 0, rank = tlm_dist_first_mismatch(&r->dist, mine, SAME_COUNT, &item);
+    if (rank < 0) return 0;
+    if (r->dist.rank > 0) return 1; /* rank 0 tells */
+    static const char *const what[SAME_COUNT] = {
+        [SAME_TRAINS] = "was given different flags from rank 0's (--help or --dry-run on one of them): give "
+                        "every rank the same flags",
+        [SAME_MODEL] = "loaded a different model.so from rank 0's: every rank must train the same model",
+        [SAME_SETTINGS] = "has different training settings from rank 0's: give every rank the same flags",
+        [SAME_DATA] = "read different training data from rank 0's: every rank must read the same data (one "
+                      "machine, or a shared file system)",
+        [SAME_STATE] = "resumed a different checkpoint from rank 0's: every rank must read the same one (one "
+                       "machine, or a shared file system)",
+    };
+    return cli_error("train", "rank %d of %d %s", rank, r->dist.ranks, what[item]);
+}
+
 int cmd_train(int argc, char **argv) {
     run *r = calloc(1, sizeof *r);
     if (!r) return cli_error("train", "out of memory");
@@ -727,6 +790,7 @@ int cmd_train(int argc, char **argv) {
     char held[512];
     rank_output_release(held, sizeof held);
     rc = tlm_dist_agree_status(&r->dist, rc, held);
+    if (rc == 0) rc = check_ranks_run_one_job(r, go);
     if (go && rc == 0 && !r->o.dry_run) {
         if (r->dist.rank == 0) banner(r);
         stop_signal = 0;

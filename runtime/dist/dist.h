@@ -16,6 +16,7 @@
 #define TLM_DIST_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "errmsg.h"
 #include "trainer.h"
@@ -58,6 +59,13 @@ int tlm_dist_max(tlm_dist *d, int value);
 /* all[ranks × n] on rank 0 = every rank's n values, in rank order (a
  * collective: every rank calls it at the same point). */
 void tlm_dist_gather(tlm_dist *d, const double *mine, int n, double *all);
+
+/* Compares n values (n at most TLM_DIST_COMPARE_MAX; each rank calls it
+ * at the same point) with rank 0's: the first rank whose values differ,
+ * and in *item the first of them that does, or -1 when every rank's equal
+ * rank 0's. Every rank gets the same answer. */
+#define TLM_DIST_COMPARE_MAX 16
+int tlm_dist_first_mismatch(tlm_dist *d, const uint64_t *mine, int n, int *item);
 
 /* Every rank's status and first message line, to rank 0, which picks the
  * job's: its own failure, else the first failed rank's message with the

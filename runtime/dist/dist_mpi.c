@@ -3,6 +3,7 @@
  * job on a failed transfer, and mpirun ends it when a rank dies. */
 #include "dist.h"
 
+#include <limits.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,6 +70,21 @@ void tlm_dist_gather(tlm_dist *d, const double *mine, int n, double *all) {
     if (d->ranks < 2) {
         if (all) memcpy(all, mine, (size_t)n * sizeof *all);
     } else MPI_Gather(mine, n, MPI_DOUBLE, all, n, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+}
+
+int tlm_dist_first_mismatch(tlm_dist *d, const uint64_t *mine, int n, int *item) {
+    if (d->ranks < 2) return -1;
+    uint64_t root[TLM_DIST_COMPARE_MAX];
+    memcpy(root, mine, (size_t)n * sizeof *root);
+    MPI_Bcast(root, n, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+    /* rank × n + item of this rank's first difference; the smallest wins */
+    int differs = INT_MAX, first;
+    for (int i = 0; i < n && differs == INT_MAX; i++)
+        if (mine[i] != root[i]) differs = d->rank * n + i;
+    MPI_Allreduce(&differs, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (first == INT_MAX) return -1;
+    *item = first % n;
+    return first / n;
 }
 
 #define MESSAGE_BYTES 512

@@ -87,6 +87,45 @@ batch)
   once "lr must be"
   ;;
 
+mismatch)
+  # Ranks started with different commands (mpirun's `-np 1 A : -np 1 B`)
+  # run one job or none: rank 0 names the first rank that differs, every
+  # rank exits 1 before the first step. A different --stop-at or --help on
+  # one rank would leave the others waiting in a collective: `timeout`
+  # turns such a hang into a failure here.
+  pair() { # pair PATTERN DESCRIPTION -- RANK0_ARGS... -- RANK1_ARGS...
+    local pattern=$1 what=$2; shift 3
+    local a0=() a1=(); while [ "$1" != -- ]; do a0+=("$1"); shift; done; shift; a1=("$@")
+    expect 1 "$pattern" "$what" -- timeout 30 "$mpirun" --oversubscribe --allow-run-as-root --bind-to none \
+      -np 1 "$run" train "${a0[@]}" --threads 1 : -np 1 "$run" train "${a1[@]}" --threads 1
+    once "rank 1 of 2"
+  }
+  tiny=("$models/tiny.so" --ckpt m --overwrite --steps 2)
+  data=$root/data/austen
+  pair "rank 1 of 2 has different training settings from rank 0's" "another --lr on rank 1" -- \
+    "${tiny[@]}" -- "${tiny[@]}" --lr 0.01
+  pair "rank 1 of 2 has different training settings" "another --stop-at on rank 1 (a hang before)" -- \
+    "${tiny[@]}" --steps 4 --stop-at 2 -- "${tiny[@]}" --steps 4 --stop-at 3
+  pair "rank 1 of 2 was given different flags from rank 0's (--help or --dry-run" "--help on rank 1 alone (a hang before)" -- \
+    "${tiny[@]}" -- "${tiny[@]}" --help
+  pair "rank 1 of 2 read different training data from rank 0's" "other data on rank 1" -- \
+    "${tiny[@]}" --data "$data/emma.txt" -- "${tiny[@]}" --data "$data/persuasion.txt"
+  pair "rank 1 of 2 loaded a different model.so from rank 0's" "another model on rank 1" -- \
+    "${tiny[@]}" -- "$models/wide.so" --ckpt m --overwrite --steps 2
+  expect 0 "stopped at step 1" "one process stops at step 1" -- train tiny --ckpt old --accumulate 2 --stop-at 1
+  cp -r old new
+  expect 0 "stopped at step 2" "... and goes on to step 2 in a copy" -- \
+    "$run" train "$models/tiny.so" --threads 1 --ckpt new --resume --stop-at 2
+  pair "rank 1 of 2 resumed a different checkpoint from rank 0's" "rank 1 resumes a stale copy" -- \
+    "$models/tiny.so" --ckpt new --resume --stop-at 3 -- "$models/tiny.so" --ckpt old --resume --stop-at 3
+  check "the checkpoint rank 0 resumed is untouched" -- test "$(same step new/checkpoint.safetensors)" = 2
+  # the same data named two ways is the same data
+  expect 0 "done: 2 steps" "one folder named two ways on two ranks" -- \
+    "$mpirun" --oversubscribe --allow-run-as-root --bind-to none \
+    -np 1 "$run" train "${tiny[@]}" --threads 1 --data "$data" : \
+    -np 1 "$run" train "${tiny[@]}" --threads 1 --data "$data/../austen/"
+  ;;
+
 resume)
   # Uninterrupted: one process, micro-batches of 6.
   expect 0 "done: 20 steps" "one process, 20 steps" -- train tiny_hope --ckpt full --accumulate 2 --log full.jsonl
