@@ -481,6 +481,11 @@ static int setup(run *r) {
     if (root && (rc = lock_folder(r))) goto out;
 
     progress_init(&r->out, o->s.steps);
+    /* Open MPI's mpirun gives its ranks a pseudo-terminal for stdout even
+     * when its own output goes to a file or a pipe: under a launcher a
+     * terminal says nothing of where the lines end up, so rank 0 prints
+     * the plain lines, never the live one's carriage returns. */
+    if (r->dist.mpi) r->out.tty = false;
     if (r->have_val)
         r->out.tokens_per_byte = r->val_info.text_bytes ? (double)r->val.n / (double)r->val_info.text_bytes : 0;
     if (root && o->log && *o->log && !progress_open_log(&r->out, o->log, o->resume, r->state.step, &err))

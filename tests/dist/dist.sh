@@ -45,6 +45,9 @@ equal() {
     check "$m: $np rank(s): the checkpoint's tensors bit-identical to one process's" -- \
       same ckpt one/checkpoint.safetensors "p$np/checkpoint.safetensors"
     check "$m: $np rank(s): the same losses and gradient norms logged" -- same log one.jsonl "p$np.jsonl"
+    # mpirun gives the ranks a terminal even when its output goes to a file
+    check "$m: $np rank(s): plain lines in a file, no live line" -- \
+      sh -c "grep -q 'grad norm' '$tmp/out' && ! grep -q \"\$(printf '\\r')\" '$tmp/out'"
   done
   if [ "$m" = tiny ]; then
     expect 0 "done: 20 steps" "one process, 2 micro-batches of 6" -- train tiny --ckpt one6 --accumulate 2
