@@ -336,13 +336,22 @@ static int start_state(run *r, tlm_st_file *ckpt) {
  * resumes with any P that divides its count, and the trajectory check
  * compares what shapes the trajectory: the micro-batch size. A resume
  * without --accumulate shares the checkpoint's count among the ranks. */
-static int share_accumulate(run *r) {
+static int share_accumulate(run *r, const tlm_abi_train *checkpoint) {
     train_options *o = &r->o;
     int P = r->dist.ranks;
     if (P == 1) return 0;
     bool given = false;
     for (int i = 0; i < TLM_TRAIN_NSETTINGS; i++)
         if (strcmp(tlm_train_settings[i].key, "accumulate") == 0) given = o->given[i];
+    /* Told here, in the flag's own terms: the trajectory check would
+     * compare P × a, a count the user never typed. */
+    if (o->resume && given && o->s.accumulate >= 1 && o->s.accumulate * P != checkpoint->accumulate)
+        return cli_error("train",
+                         "--accumulate %" PRId64 " on %d ranks runs %" PRId64 " micro-batches a step, the "
+                         "checkpoint's steps run %" PRId64
+                         ": a resumed run keeps the settings that shape its trajectory "
+                         "(leave out --accumulate to share the checkpoint's micro-batches among the ranks)",
+                         o->s.accumulate, P, o->s.accumulate * P, checkpoint->accumulate);
     if (o->resume && !given) {
         if (o->s.accumulate % P == 0) return 0;
         return cli_usage_error("train",
@@ -407,7 +416,7 @@ static int setup(run *r) {
                                                            : 1;
     tlm_set_num_threads(threads);
     if (o->s.context <= 0) o->s.context = r->so.config->context;
-    if ((rc = share_accumulate(r)) || (rc = train_check(o, &r->so))) goto out;
+    if ((rc = share_accumulate(r, &defaults)) || (rc = train_check(o, &r->so))) goto out;
     if (o->resume && !train_same_trajectory(o, &defaults, decay, &err)) {
         rc = cli_error("train", "%s", err.msg);
         goto out;

@@ -154,8 +154,12 @@ resume)
   expect 2 "2 micro-batches, which 3 ranks cannot share" "3 ranks cannot share 2 micro-batches" -- \
     mpi 3 "$run" train "$models/tiny_hope.so" --threads 1 --ckpt d --resume
   once "cannot share"
-  expect 1 "accumulate is 3, the checkpoint's is 2" "3 ranks x 1 micro-batch: another micro-batch size, refused" -- \
+  expect 1 "--accumulate 1 on 3 ranks runs 3 micro-batches a step, the checkpoint's steps run 2" \
+    "3 ranks x 1 micro-batch: another micro-batch size, refused in the flag's terms" -- \
     mpi 3 "$run" train "$models/tiny_hope.so" --threads 1 --ckpt d --resume --accumulate 1
+  once "micro-batches a step"
+  expect 0 "resuming at step 10" "2 ranks x --accumulate 1: the checkpoint's 2 micro-batches, accepted" -- \
+    mpi 2 "$run" train "$models/tiny_hope.so" --threads 1 --ckpt d --resume --accumulate 1 --stop-at 11
   ;;
 
 killed)
