@@ -459,13 +459,8 @@ static int setup(run *r) {
     int64_t beside = tlm_trainer_state_bytes(&r->so, &o->s) + 2 * o->s.batch * r->T * (int64_t)sizeof *r->x;
     if (r->dist.mpi) beside += tlm_trainer_chain_bytes(&r->so, &o->s, r->dist.rank, r->dist.ranks);
     if ((rc = device_flag_open("train", o->device, &r->dev))) goto out;
-    if (r->dev && !tlm_dist_use_device(&r->dist, r->dev, &err)) {
-        rc = cli_error("train", "%s", err.msg);
-        goto out;
-    }
     if (!tlm_model_create_on(&r->model, &r->so, r->dev, r->o.precision, r->micro, r->T, true, beside, &err) ||
-        !tlm_trainer_create(&r->trainer, &r->model, &o->s, o->decay_embeddings, &err) ||
-        (r->dist.mpi && !tlm_trainer_join(&r->trainer, &r->dist.chain, &err))) {
+        !tlm_trainer_create(&r->trainer, &r->model, &o->s, o->decay_embeddings, &err)) {
         rc = cli_error("train", "%s", err.msg);
         goto out;
     }
@@ -784,6 +779,27 @@ static int check_ranks_run_one_job(run *r, bool trains) { /* trains: not after -
     return cli_error("train", "rank %d of %d %s", rank, r->dist.ranks, what[item]);
 }
 
+/* The ranks' gradient chain. On a GPU it opens NCCL, whose set-up is
+ * collective (each rank waits in it for all the others): so it comes after
+ * every rank has set up and been found to run the same job, and a rank that
+ * fails here is told of once, as in set-up, rather than leaving the others
+ * waiting in a collective it never reaches. */
+static int join_chain(run *r) {
+    rank_output_quiet(r->dist.rank);
+    tlm_err err = {""};
+    int rc = 0;
+    bool stopped = false; /* by another rank's failure, which that rank tells */
+    if ((r->dev && !tlm_dist_use_device(&r->dist, r->dev, &err)) ||
+        !tlm_trainer_join(&r->trainer, &r->dist.chain, &err)) {
+        if (err.msg[0]) rc = cli_error("train", "%s", err.msg);
+        else stopped = true;
+    }
+    char held[512];
+    rank_output_release(held, sizeof held);
+    rc = tlm_dist_agree_status(&r->dist, rc, held);
+    return rc ? rc : stopped;
+}
+
 int cmd_train(int argc, char **argv) {
     run *r = calloc(1, sizeof *r);
     if (!r) return cli_error("train", "out of memory");
@@ -805,6 +821,7 @@ int cmd_train(int argc, char **argv) {
     rank_output_release(held, sizeof held);
     rc = tlm_dist_agree_status(&r->dist, rc, held);
     if (rc == 0) rc = check_ranks_run_one_job(r, go);
+    if (go && rc == 0 && r->dist.mpi) rc = join_chain(r);
     if (go && rc == 0 && !r->o.dry_run) {
         if (r->dist.rank == 0) banner(r);
         stop_signal = 0;

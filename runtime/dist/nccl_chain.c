@@ -126,7 +126,7 @@ static bool nccl_device_finish(void *ctx, tlm_err *err) {
 
 bool tlm_nccl_chain_open(tlm_grad_chain *chain, tlm_dist *d, tlm_err *err) {
     void *lib = open_nccl(err);
-    if (!lib) return false;
+    bool loaded = lib != NULL;
     struct {
         const char *name;
         void **fn;
@@ -139,8 +139,16 @@ bool tlm_nccl_chain_open(tlm_grad_chain *chain, tlm_dist *d, tlm_err *err) {
         {"ncclBroadcast", (void **)&api.Broadcast},
         {"ncclGetErrorString", (void **)&api.GetErrorString},
     };
-    for (size_t i = 0; i < sizeof syms / sizeof *syms; i++)
-        if (!(*syms[i].fn = dlsym(lib, syms[i].name))) return tlm_fail(err, "libnccl.so.2 has no %s", syms[i].name);
+    for (size_t i = 0; i < sizeof syms / sizeof *syms && loaded; i++)
+        if (!(*syms[i].fn = dlsym(lib, syms[i].name))) loaded = tlm_fail(err, "libnccl.so.2 has no %s", syms[i].name);
+    /* Every rank has NCCL before rank 0's id goes out: one that has not
+     * (no libnccl on its machine) would leave the others waiting in the
+     * broadcast. Those that have it stop with no message of their own
+     * (err ""): the job's is the failed rank's (tlm_dist_agree_status). */
+    if (tlm_dist_max(d, !loaded)) {
+        if (loaded) err->msg[0] = '\0';
+        return false;
+    }
     /* Rank 0's id (or its failure) to every rank, which all wait for it. */
     struct {
         int status;

@@ -16,7 +16,9 @@
 #include "dist.h"
 
 /* Loads NCCL, makes the job's communicator and sets chain's device
- * calls; false with a message. */
+ * calls; false with a message, or with none (err "") on a rank that stops
+ * because another could not load NCCL. Collective: every rank calls it,
+ * after all have set up. */
 bool tlm_nccl_chain_open(tlm_grad_chain *chain, tlm_dist *d, tlm_err *err);
 void tlm_nccl_chain_close(void);
 
