@@ -7,9 +7,11 @@
 #include <ftw.h>
 #include <inttypes.h>
 #include <math.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -39,6 +41,26 @@ static bool discard_runs(const study_options *o, tlm_err *err) {
             return tlm_fail(err, "%s: cannot remove it: %s", path, strerror(errno));
     }
     return true;
+}
+
+/* One study at a time per folder: two runners would train the same runs
+ * (one of them failing on train's checkpoint lock, with the other's last
+ * line for a reason), compile the same models at once, and a --force
+ * would discard the runs the other is training. The lock is on the folder
+ * itself, so a folder of other files gains nothing; it goes with the
+ * process (a runner killed with SIGKILL holds it no more). Returns the
+ * descriptor that holds it, -1 with err set. */
+static int lock_folder(const char *out, tlm_err *err) {
+    if (!study_make_dirs(out, err)) return -1;
+    int fd = open(out, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return tlm_fail(err, "%s: cannot open the folder: %s", out, strerror(errno)), -1;
+    if (flock(fd, LOCK_EX | LOCK_NB) == 0) return fd;
+    int why = errno;
+    close(fd);
+    if (why == EWOULDBLOCK)
+        tlm_fail(err, "%s is in use by another tlm-run study (one study at a time runs in a folder)", out);
+    else tlm_fail(err, "%s: cannot lock the folder: %s", out, strerror(why));
+    return -1;
 }
 
 /* Whether the folder out holds anything but what a first start could have
@@ -346,7 +368,7 @@ static bool run_pool(run *runs, int nruns, const study_plan *p, const study_opti
     return !failed;
 }
 
-study_outcome study_execute(const study_plan *plan, const study_options *o, tlm_err *err) {
+static study_outcome execute_locked(const study_plan *plan, const study_options *o, tlm_err *err) {
     char models[4200], path[4300];
     snprintf(models, sizeof models, "%s/models", o->out);
     char *json = study_plan_json(plan);
@@ -397,4 +419,12 @@ study_outcome study_execute(const study_plan *plan, const study_options *o, tlm_
     if (!ok) return STUDY_FAILED;
     snprintf(path, sizeof path, "%s", o->out);
     return study_finish(plan, path, true, o->progress, err) ? STUDY_DONE : STUDY_FAILED;
+}
+
+study_outcome study_execute(const study_plan *plan, const study_options *o, tlm_err *err) {
+    int lock = lock_folder(o->out, err);
+    if (lock < 0) return STUDY_FAILED;
+    study_outcome outcome = execute_locked(plan, o, err);
+    close(lock);
+    return outcome;
 }

@@ -12,7 +12,8 @@
  * for: another plan (other --steps or --seeds, a changed study), a
  * plan.json that cannot be read, and a folder that holds files but no
  * plan.json are refused unless force, which discards the old runs and
- * results (OUT/runs, results.json, results.md) and keeps the other files. */
+ * results (OUT/runs, results.json, results.md) and keeps the other files.
+ * One study at a time runs in a folder (a lock on OUT): another is refused. */
 #ifndef TLM_STUDY_RUNNER_H
 #define TLM_STUDY_RUNNER_H
 

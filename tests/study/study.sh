@@ -175,6 +175,17 @@ PY
   for v in uniform tapered; do
     check "models/$v.so is whole again" -- "$run" info "$tmp/p7/models/$v.so"
   done
+  # One study at a time in a folder: while another runner holds it (here
+  # this shell, with flock(1) on the folder, as a runner locks it), a second
+  # is refused, even with --force, which would otherwise discard the runs
+  # the first one is training.
+  exec {held}< "$tmp/p7"
+  flock -n "$held"
+  expect 1 "p7 is in use by another tlm-run study (one study at a time runs in a folder)" \
+    "a folder another study is running in" -- "$run" study --plan-file "$tmp/p7.json" --out "$tmp/p7" --steps 9 --force
+  exec {held}<&-
+  check "the refused --force discarded nothing" -- test -e "$tmp/p7/runs/uniform/seed1/train.out"
+  check "the refused --force kept the folder's plan" -- grep -q '"steps": 7' "$tmp/p7/plan.json"
   # (a one-variant plan below: one model to compile, not two)
   "$py" -c 'import json, sys; p = json.load(open(sys.argv[1])); s = p["studies"][0]; s["variants"] = s["variants"][:1]; json.dump(p, open(sys.argv[2], "w"))' \
     "$tmp/p7.json" "$tmp/p10.json"
