@@ -197,13 +197,18 @@ static void train_args(args *a, const study_plan *p, const study_options *o, con
                        bool resume) {
     add(a, o->tlm_run), add(a, "train"), add(a, r->model), add(a, "--ckpt"), add(a, r->dir);
     if (p->steps) add(a, "--steps"), add(a, num(a, p->steps));
+    /* the log named each time: a checkpoint records the path it was given,
+     * which names another folder once the study's folder is moved or
+     * copied (or the command is run from elsewhere), and a resume would
+     * rewrite that folder's log */
+    add(a, "--log"), add(a, log);
     if (resume) {
         /* everything else comes from the checkpoint, the threads included: a
          * resumed run repeats an uninterrupted one bit for bit */
         add(a, "--resume");
         return;
     }
-    add(a, "--overwrite"), add(a, "--seed"), add(a, num(a, r->seed)), add(a, "--log"), add(a, log);
+    add(a, "--overwrite"), add(a, "--seed"), add(a, num(a, r->seed));
     add(a, "--threads"), add(a, num(a, o->threads));
     if (p->batch) add(a, "--batch"), add(a, num(a, p->batch));
     if (p->context) add(a, "--context"), add(a, num(a, p->context));

@@ -312,8 +312,15 @@ e2e)
   check "Ctrl-C: says how to continue" -- grep -q "run the same command to continue" "$tmp/C1.err"
   check "Ctrl-C: no child left running" -- bash -c "! pgrep -P $pid"
   check "Ctrl-C: the run stopped with a checkpoint" -- grep -q "interrupted at step" "$tmp/C/runs/uniform/seed1/train.out"
-  expect 0 "study fixture: 4 runs" "the same command after Ctrl-C" -- "$run" study "${flags[@]}" --out "$tmp/C"
-  same_results "$tmp/C"
+  # The folder moved before it is continued: the checkpoint recorded its
+  # log's old path, and the resume must write the log of the moved folder
+  # (not fail on the old path, or rewrite another folder's log).
+  mv "$tmp/C" "$tmp/C moved"
+  expect 0 "study fixture: 4 runs" "the same command after Ctrl-C, the folder moved" -- \
+    "$run" study "${flags[@]}" --out "$tmp/C moved"
+  check "the moved folder's log has the resumed steps" -- grep -q '"step":200' "$tmp/C moved/runs/uniform/seed1/log.jsonl"
+  check "nothing written at the old path" -- test ! -e "$tmp/C"
+  same_results "$tmp/C moved"
   ;;
 
 wording)
