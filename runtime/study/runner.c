@@ -21,6 +21,7 @@
 #include "finish.h"
 #include "progress.h"
 #include "run_result.h"
+#include "sha256.h"
 #include "spawn.h"
 
 /* ---- the folder and its plan ---- */
@@ -140,6 +141,7 @@ typedef struct run {
     const study_variant *variant;
     int64_t seed;
     char dir[4200], model[4400];
+    const char *model_digest; /* the SHA-256 of model (hex): what its training is recorded against */
     enum stage stage;
     pid_t pid;
     double started;
@@ -173,6 +175,69 @@ static bool result_valid(const study_plan *p, const run *r) {
     for (int k = 0; k < STUDY_NKINDS; k++) ok = ok && res.nscores[k] == want[k];
     study_run_free(&res);
     return ok;
+}
+
+/* ---- which model a run was trained with ---- */
+
+/* A run's model.sha256 holds the SHA-256 of the model.so its training
+ * started from. A model compiled again from a changed recipe (another
+ * learning rate in the .tlm file, another tlmc) is another model: the
+ * run's checkpoint and result are of the old one, and reusing them would
+ * report the old recipe's numbers as the new one's (a resume would even go
+ * on with the old settings, which come from the checkpoint). tlmc's output
+ * does not change with comments, so an edit that changes nothing keeps
+ * the runs. */
+static bool file_digest(const char *path, char hex[65], tlm_err *err) {
+    size_t n;
+    char *bytes = study_read_file(path, &n, err);
+    if (!bytes) return false;
+    uint8_t digest[TLM_SHA256_SIZE];
+    tlm_sha256(bytes, n, digest);
+    free(bytes);
+    for (int i = 0; i < TLM_SHA256_SIZE; i++) snprintf(hex + 2 * i, 3, "%02x", digest[i]);
+    return true;
+}
+
+static bool record_model(const run *r, tlm_err *err) {
+    char path[4300], line[80];
+    path_in(path, sizeof path, r, "model.sha256");
+    int len = snprintf(line, sizeof line, "%s\n", r->model_digest);
+    return tlm_write_file_atomic(path, line, (size_t)len, err);
+}
+
+/* Whether the run holds a training of another model than r->model: its
+ * record names another. A run without a record (nothing trained yet, or a
+ * folder made before runs kept one) is taken as it is. */
+static bool trained_with_another_model(const run *r) {
+    char path[4300];
+    path_in(path, sizeof path, r, "model.sha256");
+    size_t n;
+    tlm_err e;
+    char *text = study_read_file(path, &n, &e);
+    if (!text) return false;
+    bool other = n < 64 || strncmp(text, r->model_digest, 64) != 0;
+    free(text);
+    return other;
+}
+
+/* Runs trained with another model than their variant's now: refused,
+ * naming the first, or with force removed, to be trained again. */
+static bool discard_stale_runs(run *runs, int nruns, const study_options *o, bool *refused, tlm_err *err) {
+    for (int i = 0; i < nruns; i++) {
+        run *r = &runs[i];
+        if (!trained_with_another_model(r)) continue;
+        if (!o->force) {
+            *refused = true;
+            return tlm_fail(err,
+                            "%s holds runs of variant %s trained with another model (its recipe changed since: the "
+                            ".tlm file or tlmc); use another --out, or --force to discard those runs and train them "
+                            "again",
+                            o->out, r->variant->name);
+        }
+        if (nftw(r->dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0)
+            return tlm_fail(err, "%s: cannot remove it: %s", r->dir, strerror(errno));
+    }
+    return true;
 }
 
 /* The arguments of the run's current stage; strings live in buf. */
@@ -237,13 +302,16 @@ static bool start_stage(run *r, const study_plan *p, const study_options *o, tlm
     int want[STUDY_NKINDS];
     if (r->stage == STAGE_EVAL && want_of(p, want) == 0) r->stage = STAGE_PROBE;
     switch (r->stage) {
-    case STAGE_TRAIN:
+    case STAGE_TRAIN: {
         path_in(log, sizeof log, r, "log.jsonl");
         path_in(ckpt, sizeof ckpt, r, "checkpoint.safetensors");
-        train_args(&a, p, o, r, log, study_exists(ckpt));
+        bool resume = study_exists(ckpt);
+        if (!resume && !record_model(r, err)) return false;
+        train_args(&a, p, o, r, log, resume);
         path_in(out, sizeof out, r, "train.out");
         r->pid = study_spawn(a.argv, out, true, NULL, err);
         break;
+    }
     case STAGE_EVAL:
     case STAGE_PROBE: {
         bool eval = r->stage == STAGE_EVAL;
@@ -398,20 +466,40 @@ static study_outcome execute_locked(const study_plan *plan, const study_options 
         return STUDY_STOPPED;
     }
     run *runs = calloc((size_t)nruns, sizeof *runs);
-    if (!runs) return tlm_fail(err, "out of memory"), STUDY_FAILED;
+    char(*digests)[65] = calloc((size_t)plan->nvariants, sizeof *digests);
+    if (!runs || !digests) {
+        free(runs), free(digests);
+        return tlm_fail(err, "out of memory"), STUDY_FAILED;
+    }
+    for (int v = 0; v < plan->nvariants; v++) {
+        snprintf(path, sizeof path, "%s/%s.so", models, plan->variants[v].name);
+        if (!file_digest(path, digests[v], err)) {
+            free(runs), free(digests);
+            return STUDY_FAILED;
+        }
+        for (int s = 0; s < plan->nseeds; s++) {
+            run *r = &runs[v * plan->nseeds + s];
+            r->variant = &plan->variants[v], r->seed = plan->seeds[s], r->model_digest = digests[v];
+            snprintf(r->dir, sizeof r->dir, "%s/runs/%s/seed%" PRId64, o->out, r->variant->name, r->seed);
+            snprintf(r->model, sizeof r->model, "%s", path);
+        }
+    }
+    refused = false;
+    if (!discard_stale_runs(runs, nruns, o, &refused, err)) {
+        study_progress_end(&pr);
+        free(runs), free(digests);
+        return refused ? STUDY_REFUSED : STUDY_FAILED;
+    }
     int reused = 0;
     for (int v = 0; v < plan->nvariants; v++)
         for (int s = 0; s < plan->nseeds; s++) {
             run *r = &runs[v * plan->nseeds + s];
-            r->variant = &plan->variants[v], r->seed = plan->seeds[s];
-            snprintf(r->dir, sizeof r->dir, "%s/runs/%s/seed%" PRId64, o->out, r->variant->name, r->seed);
-            snprintf(r->model, sizeof r->model, "%s/%s.so", models, r->variant->name);
             if (result_valid(plan, r)) {
                 r->stage = STAGE_DONE;
                 study_progress_run_reused(&pr);
                 reused++;
             } else if (!study_make_dirs(r->dir, err)) {
-                free(runs);
+                free(runs), free(digests);
                 return STUDY_FAILED;
             }
         }
@@ -419,7 +507,7 @@ static study_outcome execute_locked(const study_plan *plan, const study_options 
     bool stopped = false;
     ok = run_pool(runs, nruns, plan, o, &pr, &stopped, err);
     study_progress_end(&pr);
-    free(runs);
+    free(runs), free(digests);
     if (stopped) return STUDY_STOPPED;
     if (!ok) return STUDY_FAILED;
     snprintf(path, sizeof path, "%s", o->out);

@@ -13,7 +13,10 @@
  * plan.json that cannot be read, and a folder that holds files but no
  * plan.json are refused unless force, which discards the old runs and
  * results (OUT/runs, results.json, results.md) and keeps the other files.
- * One study at a time runs in a folder (a lock on OUT): another is refused. */
+ * One study at a time runs in a folder (a lock on OUT): another is refused.
+ * A run records the SHA-256 of the model it trained from (model.sha256):
+ * runs of a model compiled since from a changed recipe are refused, or
+ * with force trained again. */
 #ifndef TLM_STUDY_RUNNER_H
 #define TLM_STUDY_RUNNER_H
 

@@ -189,6 +189,24 @@ PY
   # (a one-variant plan below: one model to compile, not two)
   "$py" -c 'import json, sys; p = json.load(open(sys.argv[1])); s = p["studies"][0]; s["variants"] = s["variants"][:1]; json.dump(p, open(sys.argv[2], "w"))' \
     "$tmp/p7.json" "$tmp/p10.json"
+  # A variant compiled again from a changed recipe (the .tlm file edited:
+  # another learning rate, the plan the same) is another model: its runs
+  # are refused, not reused as the new recipe's; --force trains them again.
+  # A comment changes no model, and keeps them.
+  cp "$here/models.tlm" "$tmp/edited.tlm"
+  "$py" -c 'import json, sys; p = json.load(open(sys.argv[1])); p["file"] = sys.argv[3]; s = p["studies"][0]; s["variants"] = s["variants"][:1]; s["seeds"] = [1]; s["eval"] = []; json.dump(p, open(sys.argv[2], "w"))' \
+    "$tmp/plan.json" "$tmp/p11.json" "$tmp/edited.tlm"
+  r=(study --plan-file "$tmp/p11.json" --out "$tmp/r" --threads 1)
+  expect 0 "study fixture: 1 runs\?" "a one-run study" -- "$run" "${r[@]}"
+  echo "// a comment changes no model" >> "$tmp/edited.tlm"
+  expect 0 "1 of 1 runs\? already done" "a comment added: the run reused" -- "$run" "${r[@]}"
+  sed -i 's/lr = 3e-3/lr = 1e-3/' "$tmp/edited.tlm"
+  expect 1 "r holds runs of variant uniform trained with another model (.*); use another --out, or --force" \
+    "another learning rate: the old run refused" -- "$run" "${r[@]}"
+  check "the refusal kept the run" -- test -s "$tmp/r/runs/uniform/seed1/result.json"
+  expect 0 "uniform seed 1: training" "--force: the run trained again" -- "$run" "${r[@]}" --force
+  check "the run's model is the new one" -- bash -c \
+    "[ \"\$(cut -c1-64 '$tmp/r/runs/uniform/seed1/model.sha256')\" = \"\$(sha256sum < '$tmp/r/models/uniform.so' | cut -c1-64)\" ]"
   # a plan.json that is not a plan: refused, saying so; --force starts over
   mkdir -p "$tmp/g/runs/x"
   echo 'not a plan' > "$tmp/g/plan.json"
