@@ -94,7 +94,8 @@ bool study_finish(const study_plan *p, const char *dir, bool png, FILE *out, tlm
     }
     if (ok && png) write_pngs(dir, plots, nplots, out);
     if (ok && out) {
-        fprintf(out, "study %s: %d runs; results in %s/results.md and results.json\n", p->name, nruns, dir);
+        fprintf(out, "study %s: %d run%s; results in %s/results.md and results.json\n", p->name, nruns,
+                nruns == 1 ? "" : "s", dir);
         print_verdicts(&s, out);
     }
     free(json), free(md);

@@ -197,7 +197,7 @@ PY
   "$py" -c 'import json, sys; p = json.load(open(sys.argv[1])); p["file"] = sys.argv[3]; s = p["studies"][0]; s["variants"] = s["variants"][:1]; s["seeds"] = [1]; s["eval"] = []; json.dump(p, open(sys.argv[2], "w"))' \
     "$tmp/plan.json" "$tmp/p11.json" "$tmp/edited.tlm"
   r=(study --plan-file "$tmp/p11.json" --out "$tmp/r" --threads 1)
-  expect 0 "study fixture: 1 runs\?" "a one-run study" -- "$run" "${r[@]}"
+  expect 0 "study fixture: 1 run;" "a one-run study: 1 run, not 1 runs" -- "$run" "${r[@]}"
   echo "// a comment changes no model" >> "$tmp/edited.tlm"
   expect 0 "1 of 1 runs\? already done" "a comment added: the run reused" -- "$run" "${r[@]}"
   sed -i 's/lr = 3e-3/lr = 1e-3/' "$tmp/edited.tlm"
