@@ -95,6 +95,10 @@ refusals)
   check "the old file intact" -- grep -qx keep "$tmp/keep.gguf"
   expect 2 "expected f32, f16 or q8_0" "--type q4_0" -- "$run" export "$s" "${ck[@]}" -o "$tmp/x.gguf" --type q4_0
   expect 2 "no output file" "no -o" -- "$run" export "$s" "${ck[@]}"
+  # an empty path is a usage error, not the root ("" joined with "/")
+  expect 2 "MODEL.so is empty" "an empty MODEL.so" -- "$run" export "" "${ck[@]}" -o "$tmp/x.gguf"
+  expect 2 "-o is empty" "-o ''" -- "$run" export "$s" "${ck[@]}" -o ""
+  expect 2 "--ckpt is empty" "--ckpt ''" -- "$run" export "$s" --ckpt "" -o "$tmp/x.gguf"
   ;;
 
 *)
