@@ -74,7 +74,21 @@ bool cli_model_path(cli_args *a, const char **model) {
         cli_usage_error(a->cmd, "more than one model given (`%s`)", a->val);
         return false;
     }
+    if (!a->val[0]) {
+        cli_usage_error(a->cmd, "MODEL.so is empty: it needs a path");
+        return false;
+    }
     *model = a->val;
+    return true;
+}
+
+bool cli_path(cli_args *a, const char **path) {
+    if (!a->val) return false;
+    if (!a->val[0]) {
+        cli_usage_error(a->cmd, "%s is empty: it needs a path", a->flag);
+        return false;
+    }
+    *path = a->val;
     return true;
 }
 

@@ -36,6 +36,11 @@ int cli_getopt(cli_args *a, const char *short_options, const struct option *long
  * MODEL.so: false after a one-line message when *model is already set. */
 bool cli_model_path(cli_args *a, const char **model);
 
+/* The value as a file or folder path: false after a one-line message when
+ * it is empty, a slip rather than a name (--ckpt "" would otherwise be
+ * joined into /checkpoint.safetensors, at the file system's root). */
+bool cli_path(cli_args *a, const char **path);
+
 /* The value as an integer in [lo, hi] / a finite real >= lo (> lo when
  * lo_open); false after a one-line message. */
 bool cli_int(cli_args *a, int64_t lo, int64_t hi, int64_t *out);

@@ -170,20 +170,20 @@ int cmd_eval(int argc, char **argv) {
         bool ok = true;
         switch (opt) {
         case 'h': usage(stdout); return 0;
-        case OPT_CKPT: ckpt = a.val; break;
+        case OPT_CKPT: ok = cli_path(&a, &ckpt); break;
         case OPT_DATA:
             if (ndata == MAX_DATA) return cli_usage_error("eval", "at most %d --data", MAX_DATA);
-            data[ndata++] = a.val;
+            ok = cli_path(&a, &data[ndata++]);
             break;
         case OPT_CHOICES:
             if (nchoices == MAX_SETS) return cli_usage_error("eval", "at most %d --choices", MAX_SETS);
-            choices[nchoices++] = a.val;
+            ok = cli_path(&a, &choices[nchoices++]);
             break;
         case OPT_CLOZE:
             if (ncloze == MAX_SETS) return cli_usage_error("eval", "at most %d --cloze", MAX_SETS);
-            cloze[ncloze++] = a.val;
+            ok = cli_path(&a, &cloze[ncloze++]);
             break;
-        case OPT_TOKENIZER: tokenizer = a.val; break;
+        case OPT_TOKENIZER: ok = cli_path(&a, &tokenizer); break;
         case OPT_JSON: json = true; break;
         case OPT_ITEMS: items = true; break;
         case OPT_BATCH: ok = cli_int(&a, 1, 1 << 20, &batch); break;

@@ -79,8 +79,12 @@ int cmd_export(int argc, char **argv) {
     while ((opt = cli_getopt(&a, "ho:", long_options)) != -1) {
         switch (opt) {
         case 'h': usage(stdout); return 0;
-        case OPT_CKPT: ckpt = a.val; break;
-        case 'o': out = a.val; break;
+        case OPT_CKPT:
+            if (!cli_path(&a, &ckpt)) return 2;
+            break;
+        case 'o':
+            if (!cli_path(&a, &out)) return 2;
+            break;
         case OPT_TYPE: type_name = a.val; break;
         case 1:
             if (!cli_model_path(&a, &model_path)) return 2;
@@ -95,11 +99,6 @@ int cmd_export(int argc, char **argv) {
     else return cli_usage_error("export", "--type %s: expected f32, f16 or q8_0", type_name);
     if (!model_path) return cli_usage_error("export", "no MODEL.so given");
     if (!out) return cli_usage_error("export", "no output file given (-o FILE.gguf)");
-    /* an empty path is a slip, not a name: --ckpt "" would read
-     * /checkpoint.safetensors (the folder "" joined with "/") */
-    if (!model_path[0]) return cli_usage_error("export", "MODEL.so is empty: it needs a path");
-    if (!out[0]) return cli_usage_error("export", "-o is empty: it needs a path");
-    if (ckpt && !ckpt[0]) return cli_usage_error("export", "--ckpt is empty: it needs a path");
     tlm_err err = {""};
     if (!tlm_output_not_input(out, model_path, "the model", &err)) return cli_error("export", "%s", err.msg);
     tlm_so so;

@@ -90,8 +90,8 @@ int cmd_probe(int argc, char **argv) {
         bool ok = true;
         switch (opt) {
         case 'h': usage(stdout); return 0;
-        case OPT_CKPT: ckpt = a.val; break;
-        case OPT_DATA: data = a.val; break;
+        case OPT_CKPT: ok = cli_path(&a, &ckpt); break;
+        case OPT_DATA: ok = cli_path(&a, &data); break;
         case OPT_BATCH: ok = cli_int(&a, 1, 1 << 16, &batch); break;
         case OPT_CONTEXT: ok = cli_int(&a, 1, INT32_MAX, &context); break;
         case OPT_WINDOWS: ok = cli_int(&a, 1, 1 << 20, &windows); break;

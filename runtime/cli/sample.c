@@ -127,7 +127,7 @@ int cmd_sample(int argc, char **argv) {
         bool ok = true;
         switch (opt) {
         case 'h': usage(stdout); return 0;
-        case OPT_CKPT: ckpt = a.val; break;
+        case OPT_CKPT: ok = cli_path(&a, &ckpt); break;
         case OPT_PROMPT: prompt = a.val; break;
         case OPT_LENGTH: ok = cli_int(&a, 0, INT32_MAX, &length); break;
         case OPT_TEMPERATURE: ok = cli_real(&a, 0, false, &temperature); break;
@@ -140,7 +140,7 @@ int cmd_sample(int argc, char **argv) {
             break;
         case OPT_PRECISION: precision_value = a.val; break;
         case OPT_NO_CACHE: no_cache = true; break;
-        case OPT_TOKENIZER: tok_path = a.val; break;
+        case OPT_TOKENIZER: ok = cli_path(&a, &tok_path); break;
         case 1:
             if (!cli_model_path(&a, &model_path)) return 2;
             break;

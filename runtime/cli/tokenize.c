@@ -343,12 +343,20 @@ int cmd_tokenize(int argc, char **argv) {
             usage(stdout);
             free(data);
             return 0;
-        case OPT_TOKENIZER: tok_path = a.val; break;
+        case OPT_TOKENIZER:
+            if (!cli_path(&a, &tok_path)) rc = 2;
+            break;
         case OPT_EOT: eot_text = a.val; break;
         case OPT_NO_EOT: no_eot = true; break;
-        case 'o': out = a.val; break;
-        case OPT_INFO: info = a.val; break;
-        case OPT_DUMP: dump = a.val; break;
+        case 'o':
+            if (!cli_path(&a, &out)) rc = 2;
+            break;
+        case OPT_INFO:
+            if (!cli_path(&a, &info)) rc = 2;
+            break;
+        case OPT_DUMP:
+            if (!cli_path(&a, &dump)) rc = 2;
+            break;
         case OPT_THREADS:
             if (!cli_int(&a, 1, 64, &threads)) rc = 2;
             break;

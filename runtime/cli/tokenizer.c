@@ -274,12 +274,22 @@ int cmd_tokenizer(int argc, char **argv) {
     while ((opt = cli_getopt(&a, "ho:", long_options)) != -1) {
         switch (opt) {
         case OPT_VOCAB: c.vocab = a.val; break;
-        case 'o': c.out_path = a.val; break;
+        case 'o':
+            if (!cli_path(&a, &c.out_path)) {
+                free(files);
+                return 2;
+            }
+            break;
         case 'h':
             free(files);
             usage(stdout);
             return 0;
-        case OPT_TOKENIZER: c.tok_path = a.val; break;
+        case OPT_TOKENIZER:
+            if (!cli_path(&a, &c.tok_path)) {
+                free(files);
+                return 2;
+            }
+            break;
         case OPT_SPECIAL: c.o.special = true; break;
         case OPT_BOS: c.o.bos = true; break;
         case 1:

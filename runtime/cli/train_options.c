@@ -204,18 +204,20 @@ int train_parse(train_options *o, int argc, char **argv) {
         case OPT_DRY_RUN: o->dry_run = true; break;
         case OPT_PROFILE: o->profile = true; break;
         case OPT_DATA:
-            o->data = a.val;
+            if (!cli_path(&a, &o->data)) return 2;
             o->given_data = true;
             break;
         case OPT_VAL:
-            o->val = a.val;
+            if (!cli_path(&a, &o->val)) return 2;
             o->given_val = true;
             break;
-        case OPT_LOG:
+        case OPT_LOG: /* "" is no log: how a resume stops the checkpoint's */
             o->log = a.val;
             o->given_log = true;
             break;
-        case OPT_CKPT: o->ckpt = a.val; break;
+        case OPT_CKPT:
+            if (!cli_path(&a, &o->ckpt)) return 2;
+            break;
         case OPT_DEVICE:
             o->device = a.val;
             if (device_flag_check("train", a.val)) return 2;

@@ -97,7 +97,7 @@ refusals)
   expect 2 "no output file" "no -o" -- "$run" export "$s" "${ck[@]}"
   # an empty path is a usage error, not the root ("" joined with "/")
   expect 2 "MODEL.so is empty" "an empty MODEL.so" -- "$run" export "" "${ck[@]}" -o "$tmp/x.gguf"
-  expect 2 "-o is empty" "-o ''" -- "$run" export "$s" "${ck[@]}" -o ""
+  expect 2 "--output is empty" "-o ''" -- "$run" export "$s" "${ck[@]}" -o ""
   expect 2 "--ckpt is empty" "--ckpt ''" -- "$run" export "$s" --ckpt "" -o "$tmp/x.gguf"
   ;;
 

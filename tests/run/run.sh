@@ -390,7 +390,19 @@ bad_flags)
     expect 2 "more than one model" "$cmd with two models" -- "$run" $cmd "$s" "$s"
     expect 1 "cannot open" "$cmd on a missing model file" -- "$run" $cmd "$tmp/nope.so"
     expect 2 "\-\-threads must be between 1" "$cmd --threads 0" -- "$run" $cmd "$s" --threads 0
+    # an empty path is a slip: --ckpt "" was joined into /checkpoint.safetensors
+    expect 2 "^tlm-run $cmd: MODEL.so is empty: it needs a path" "$cmd ''" -- "$run" $cmd ""
+    expect 2 "^tlm-run $cmd: \-\-ckpt is empty: it needs a path" "$cmd --ckpt ''" -- "$run" $cmd "$s" --ckpt ""
   done
+  check "nothing was written at /checkpoint.safetensors" -- test ! -e /checkpoint.safetensors
+  expect 2 "\-\-data is empty" "train --data ''" -- "$run" train "$s" --data ""
+  expect 2 "\-\-val is empty" "train --val ''" -- "$run" train "$s" --val ""
+  expect 2 "\-\-data is empty" "probe --data ''" -- "$run" probe "$s" --data ""
+  expect 2 "\-\-choices is empty" "eval --choices ''" -- "$run" eval "$s" --choices ""
+  expect 2 "\-\-tokenizer is empty" "sample --tokenizer ''" -- "$run" sample "$s" --tokenizer ""
+  expect 2 "\-\-output is empty" "tokenize -o ''" -- "$run" tokenize --tokenizer "$tmp/t.json" -o "" "$s"
+  expect 0 "^log (none)$" "train --log '': no log (how a resume stops the checkpoint's)" -- \
+    "$run" train "$s" --dry-run --log ""
   expect 2 "\-\-steps must be between 0 and" "train --steps -1" -- "$run" train "$s" --steps -1
   expect 2 "not an integer" "train --steps abc" -- "$run" train "$s" --steps abc
   expect 2 "not an integer" "train --steps 10x" -- "$run" train "$s" --steps 10x
