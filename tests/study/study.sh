@@ -207,6 +207,11 @@ PY
   expect 0 "uniform seed 1: training" "--force: the run trained again" -- "$run" "${r[@]}" --force
   check "the run's model is the new one" -- bash -c \
     "[ \"\$(cut -c1-64 '$tmp/r/runs/uniform/seed1/model.sha256')\" = \"\$(sha256sum < '$tmp/r/models/uniform.so' | cut -c1-64)\" ]"
+  # a run's folder removed (what docs/studies.md advises for a run whose
+  # checkpoint is damaged): the same command trains that run afresh
+  rm -rf "$tmp/r/runs/uniform/seed1"
+  expect 0 "uniform seed 1: training" "a removed run's folder: the run trained afresh" -- "$run" "${r[@]}"
+  check "... to a result" -- test -s "$tmp/r/runs/uniform/seed1/result.json"
   # a plan.json that is not a plan: refused, saying so; --force starts over
   mkdir -p "$tmp/g/runs/x"
   echo 'not a plan' > "$tmp/g/plan.json"
