@@ -278,6 +278,10 @@ static int dry_run(run *r, tlm_st_file *ckpt) {
     train_print_settings(stdout, &r->o);
     printf("checkpoint %s\n", r->ckpt_file);
     printf("threads %d\n", tlm_get_num_threads());
+    /* accumulate above is the step's micro-batches over all the ranks */
+    if (r->dist.ranks > 1)
+        printf("ranks %d (%" PRId64 " micro-batch%s a rank)\n", r->dist.ranks, r->o.s.accumulate / r->dist.ranks,
+               r->o.s.accumulate / r->dist.ranks == 1 ? "" : "es");
     return 0;
 }
 
@@ -821,7 +825,7 @@ int cmd_train(int argc, char **argv) {
     rank_output_release(held, sizeof held);
     rc = tlm_dist_agree_status(&r->dist, rc, held);
     if (rc == 0) rc = check_ranks_run_one_job(r, go);
-    if (go && rc == 0 && r->dist.mpi) rc = join_chain(r);
+    if (go && rc == 0 && !r->o.dry_run && r->dist.mpi) rc = join_chain(r); /* a dry run made no trainer */
     if (go && rc == 0 && !r->o.dry_run) {
         if (r->dist.rank == 0) banner(r);
         stop_signal = 0;

@@ -88,6 +88,12 @@ batch)
     -np 1 "$run" train "$models/tiny.so" --threads 1 --overwrite --ckpt c : \
     -np 1 "$run" train "$models/tiny.so" --threads 1 --overwrite --ckpt c --lr -1
   once "lr must be"
+  # A dry run on every rank: the settings, and how the ranks share the
+  # step's micro-batches (it once crashed joining a chain it never made)
+  expect 0 "^ranks 2 (2 micro-batches a rank)$" "a dry run on 2 ranks" -- \
+    timeout 60 "$mpirun" --oversubscribe --allow-run-as-root --bind-to none -np 2 \
+    "$run" train "$models/tiny.so" --threads 1 --ckpt d --batch 8 --accumulate 2 --dry-run
+  check "... accumulate is the step's micro-batches over the ranks" -- grep -q '^accumulate 4$' "$tmp/out"
   ;;
 
 mismatch)
