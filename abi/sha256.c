@@ -1,5 +1,7 @@
 #include "sha256.h"
 
+#include <stdio.h>
+
 #include <string.h>
 
 /* The first 32 bits of the fractional parts of the cube roots of the first
@@ -79,4 +81,8 @@ void tlm_sha256(const void *data, size_t n, uint8_t digest[TLM_SHA256_SIZE]) {
     tlm_sha256_init(&s);
     tlm_sha256_update(&s, data, n);
     tlm_sha256_final(&s, digest);
+}
+
+void tlm_sha256_hex(const uint8_t digest[TLM_SHA256_SIZE], char hex[2 * TLM_SHA256_SIZE + 1]) {
+    for (int i = 0; i < TLM_SHA256_SIZE; i++) snprintf(hex + 2 * i, 3, "%02x", digest[i]);
 }

@@ -23,4 +23,8 @@ void tlm_sha256_final(tlm_sha256_ctx *s, uint8_t digest[TLM_SHA256_SIZE]);
 /* The digest of n bytes in one call. */
 void tlm_sha256(const void *data, size_t n, uint8_t digest[TLM_SHA256_SIZE]);
 
+/* The digest as 64 lowercase hex digits and a NUL: how files and cache
+ * names record it. */
+void tlm_sha256_hex(const uint8_t digest[TLM_SHA256_SIZE], char hex[2 * TLM_SHA256_SIZE + 1]);
+
 #endif

@@ -279,9 +279,9 @@ static int dry_run(run *r, tlm_st_file *ckpt) {
     printf("checkpoint %s\n", r->ckpt_file);
     printf("threads %d\n", tlm_get_num_threads());
     /* accumulate above is the step's micro-batches over all the ranks */
+    const int64_t per_rank = r->o.s.accumulate / r->dist.ranks;
     if (r->dist.ranks > 1)
-        printf("ranks %d (%" PRId64 " micro-batch%s a rank)\n", r->dist.ranks, r->o.s.accumulate / r->dist.ranks,
-               r->o.s.accumulate / r->dist.ranks == 1 ? "" : "es");
+        printf("ranks %d (%" PRId64 " micro-batch%s a rank)\n", r->dist.ranks, per_rank, per_rank == 1 ? "" : "es");
     return 0;
 }
 

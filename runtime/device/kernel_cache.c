@@ -76,7 +76,7 @@ bool tlm_kernel_cache_dir(char *dir, size_t size, tlm_err *why) {
 
 bool tlm_kernel_cache_path(const char *dir, const uint8_t key[TLM_SHA256_SIZE], char *path, size_t size) {
     char hex[2 * TLM_SHA256_SIZE + 1];
-    for (int i = 0; i < TLM_SHA256_SIZE; i++) snprintf(hex + 2 * i, 3, "%02x", key[i]);
+    tlm_sha256_hex(key, hex);
     int n = snprintf(path, size, "%s/%s.bin", dir, hex);
     return n >= 0 && (size_t)n < size;
 }
@@ -121,20 +121,19 @@ int tlm_kernel_cache_probe(const char *path, char *why, size_t len) {
 bool tlm_kernel_cache_get(const char *path, uint8_t **payload, size_t *size) {
     *payload = NULL;
     *size = 0;
-    struct stat st;
-    if (lstat(path, &st) != 0) return false; /* not cached yet */
     tlm_err err = {{0}};
     size_t n = 0;
     const char *problem;
     uint8_t *bytes = read_entry(path, &n, &err, &problem);
     if (problem) {
         /* Only a regular file is ours to remove. */
-        bool removed = S_ISREG(st.st_mode) && unlink(path) == 0;
+        struct stat st;
+        bool removed = lstat(path, &st) == 0 && S_ISREG(st.st_mode) && unlink(path) == 0;
         fprintf(stderr, "tlm: note: kernel cache entry %s is unusable (%s); %s\n", path, problem,
                 removed ? "removed, compiling again" : "compiling again");
         return false;
     }
-    if (!bytes) return false; /* removed since the lstat */
+    if (!bytes) return false; /* not cached yet */
     *size = n - TLM_KERNEL_CACHE_HEADER;
     memmove(bytes, bytes + TLM_KERNEL_CACHE_HEADER, *size);
     *payload = bytes;

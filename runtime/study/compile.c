@@ -28,7 +28,7 @@ static bool recipe_hash(const study_plan *plan, const study_variant *v, const ch
     tlm_sha256_update(&ctx, version, strlen(version) + 1);
     uint8_t digest[TLM_SHA256_SIZE];
     tlm_sha256_final(&ctx, digest);
-    for (int i = 0; i < TLM_SHA256_SIZE; i++) snprintf(hex + 2 * i, 3, "%02x", digest[i]);
+    tlm_sha256_hex(digest, hex);
     free(source), free(json);
     return true;
 }

@@ -156,13 +156,20 @@ static int want_of(const study_plan *p, int want[STUDY_NKINDS]) {
     return want[STUDY_TEXT] + want[STUDY_CHOICES] + want[STUDY_CLOZE];
 }
 
+/* The file `name` of the run's folder (malloc'd, *n bytes), or NULL when
+ * it cannot be read: a file a run has not written yet. */
+static char *read_in_run(const run *r, const char *name, size_t *n) {
+    char path[4300];
+    path_in(path, sizeof path, r, name);
+    tlm_err e;
+    return study_read_file(path, n, &e);
+}
+
 /* A result.json that belongs to this run of this plan. */
 static bool result_valid(const study_plan *p, const run *r) {
-    char path[4300];
-    path_in(path, sizeof path, r, "result.json");
     size_t n;
     tlm_err e;
-    char *text = study_read_file(path, &n, &e);
+    char *text = read_in_run(r, "result.json", &n);
     if (!text) return false;
     study_run res;
     bool ok = study_run_parse(&res, text, n, &e);
@@ -194,7 +201,7 @@ static bool file_digest(const char *path, char hex[65], tlm_err *err) {
     uint8_t digest[TLM_SHA256_SIZE];
     tlm_sha256(bytes, n, digest);
     free(bytes);
-    for (int i = 0; i < TLM_SHA256_SIZE; i++) snprintf(hex + 2 * i, 3, "%02x", digest[i]);
+    tlm_sha256_hex(digest, hex);
     return true;
 }
 
@@ -209,11 +216,8 @@ static bool record_model(const run *r, tlm_err *err) {
  * record names another. A run without a record (nothing trained yet, or a
  * folder made before runs kept one) is taken as it is. */
 static bool trained_with_another_model(const run *r) {
-    char path[4300];
-    path_in(path, sizeof path, r, "model.sha256");
     size_t n;
-    tlm_err e;
-    char *text = study_read_file(path, &n, &e);
+    char *text = read_in_run(r, "model.sha256", &n);
     if (!text) return false;
     bool other = n < 64 || strncmp(text, r->model_digest, 64) != 0;
     free(text);

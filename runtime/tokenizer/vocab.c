@@ -341,9 +341,7 @@ int32_t tlm_tok_eot(const tlm_tokenizer *t) {
     return special ? id : -1;
 }
 
-void tlm_tok_hash_hex(const uint8_t hash[32], char hex[65]) {
-    for (int i = 0; i < 32; i++) snprintf(hex + 2 * i, 3, "%02x", hash[i]);
-}
+void tlm_tok_hash_hex(const uint8_t hash[32], char hex[65]) { tlm_sha256_hex(hash, hex); }
 
 int32_t tlm_tok_find(const tlm_tokenizer *t, const char *text, size_t n, bool *special) {
     int32_t id = tok_lookup(t, (const uint8_t *)text, n);
