@@ -12,7 +12,10 @@ For each thread count, alternately (so both see the same machine load):
            torch.set_num_threads(N) (OpenBLAS with N threads too), one
            torch thread with N OpenBLAS threads, and, where Debian's
            OpenMP-threaded OpenBLAS is installed, N torch threads over it;
-           the best one is the peer.
+           the best one is the peer. Where torch's own kernels default
+           to AVX2 on a CPU with AVX-512 (Debian's torch 1.13 does on some
+           Intel Xeons), each setting also runs with
+           ATEN_CPU_CAPABILITY=avx512 and the better counts.
            OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are unset for PyTorch's
            command only (reported when the machine sets them), and the
            OpenBLAS kernel it ran (openblas_get_corename) is printed.
@@ -46,8 +49,10 @@ OPENMP_BLAS_DIR = "/usr/lib/x86_64-linux-gnu/openblas-openmp"
 OPENMP_BLAS = os.path.exists(os.path.join(OPENMP_BLAS_DIR, "libblas.so.3"))
 
 
-def env_for(threads, blas_threads=None, peer=False, blas_dir=None):
+def env_for(threads, blas_threads=None, peer=False, blas_dir=None, aten=None):
     env = dict(os.environ)
+    if aten:
+        env["ATEN_CPU_CAPABILITY"] = aten
     if blas_dir:
         env["LD_LIBRARY_PATH"] = blas_dir + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
     for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -87,9 +92,9 @@ def run_tlm(exe, so, threads, steps, batch, seq):
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
-def run_torch(settings, threads, blas_threads, steps, blas_dir=None):
+def run_torch(settings, threads, blas_threads, steps, blas_dir=None, aten=None):
     cmd = [sys.executable, os.path.abspath(__file__), "--torch-worker", json.dumps(settings), str(threads), str(steps)]
-    r = subprocess.run(cmd, capture_output=True, text=True, env=env_for(threads, blas_threads, True, blas_dir))
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env_for(threads, blas_threads, True, blas_dir, aten))
     if r.returncode != 0:
         sys.exit(f"pytorch worker failed:\n{r.stderr}")
     return json.loads(r.stdout.strip().splitlines()[-1])
@@ -132,6 +137,14 @@ def torch_worker(settings, threads, steps):
                       "blas_threads": os.environ.get("OPENBLAS_NUM_THREADS"), "aten": aten_capability(torch)}))
 
 
+def aten_default():
+    """PyTorch's own choice of kernels on this CPU, asked of a fresh process."""
+    r = subprocess.run([sys.executable, "-c", "import torch; print(torch.__config__.show())"],
+                       capture_output=True, text=True, env=env_for(1, peer=True))
+    line = next((x for x in r.stdout.splitlines() if "CPU capability usage" in x), "")
+    return line.split(":")[-1].strip() or "?"
+
+
 def aten_capability(torch):
     """The vector code path PyTorch's own kernels run (AVX2, AVX512, ...)."""
     for line in torch.__config__.show().splitlines():
@@ -158,6 +171,16 @@ def main():
     a = ap.parse_args()
     global AVX2
     AVX2 = a.avx2
+    with open("/proc/cpuinfo") as f:
+        flags = next((line.split(":")[1].split() for line in f if line.startswith("flags")), [])
+    # Debian's torch 1.13 may pick its AVX2 kernels on a CPU that has
+    # AVX-512 (its cpuinfo does not know every model): then the peer also
+    # runs with ATEN_CPU_CAPABILITY=avx512, and each column is its better.
+    atens = [None]
+    default_aten = aten_default() if not AVX2 else "AVX2"
+    if (not AVX2 and default_aten != "AVX512"
+            and all(x in flags for x in ("avx512f", "avx512bw", "avx512vl", "avx512dq"))):
+        atens.append("avx512")
     rows = []
     for threads in (int(t) for t in a.threads.split(",")):
         # PyTorch's settings for N threads: N torch threads; 1 torch thread
@@ -174,20 +197,19 @@ def main():
             if best_tlm is None or r["tokens_per_s"] > best_tlm["tokens_per_s"]:
                 best_tlm = r
             for peer in peers:
-                p = run_torch(settings, peer[0], peer[1], a.steps, peer[2])
-                if peer not in best_torch or p["tokens_per_s"] > best_torch[peer]["tokens_per_s"]:
-                    best_torch[peer] = p
+                for aten in atens:
+                    p = run_torch(settings, peer[0], peer[1], a.steps, peer[2], aten)
+                    if peer not in best_torch or p["tokens_per_s"] > best_torch[peer]["tokens_per_s"]:
+                        best_torch[peer] = p
         rows.append((threads, best_tlm, best_torch))
         m = settings["model"]
     first = next(iter(rows[0][2].values()))
     set_env = [k for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE") if k in os.environ]
-    with open("/proc/cpuinfo") as f:
-        flags = next((line.split(":")[1].split() for line in f if line.startswith("flags")), [])
     simd = [x for x in ("avx2", "fma", "avx512f", "avx512bw", "avx512_bf16") if x in flags]
     print(f"model {m['name']}: d_model {m['d_model']}, {m['layers']} layers, widths {m['widths']}, "
           f"{m['heads']} x {m['head_dim']} heads, vocab {m['vocab']}, {m['mlp']}")
     print(f"training step: batch {a.batch} x {a.seq} tokens, AdamW, clip, float32; {a.steps} timed steps "
-          f"after one warm-up, best of {a.repeat}; torch {first['torch']} ({first['aten']} kernels), "
+          f"after one warm-up, best of {a.repeat}; torch {first['torch']} ({default_aten} kernels by default), "
           f"OpenBLAS kernel {first['blas']}; "
           f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', '(unset)')}; load average "
           f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; cpu flags: {' '.join(simd)}")
@@ -196,6 +218,10 @@ def main():
     if AVX2:
         print("AVX2 code paths forced for both: tlm's kernels for x86-64-v3, OPENBLAS_CORETYPE=Haswell, "
               "PyTorch's ATEN_CPU_CAPABILITY=avx2")
+    if len(atens) > 1:
+        won = sorted({p["aten"] for _, _, best in rows for p in best.values()})
+        print(f"PyTorch also ran with ATEN_CPU_CAPABILITY=avx512 (its default here is {default_aten}); "
+              f"each torch column is the better of the two, which ran {' and '.join(won)} kernels")
     print()
     print(f"tlm's OpenBLAS: {tlm_blas_build(a.dump_model)}; PyTorch's OpenMP-BLAS column: "
           f"{OPENMP_BLAS_DIR if OPENMP_BLAS else '(not installed: libopenblas0-openmp)'}")

@@ -15,12 +15,22 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build
 if [ $# -gt 0 ] && [ "${1#--}" = "$1" ]; then build=$1; shift; fi
 model=$root/examples/tiny.tlm
-if [ "${1:-}" = --model ]; then model=$2; shift 2; fi
+# --model may come anywhere among the options; the rest go to train_bench.py.
 # --avx2: the AVX2-only machine's code paths on an AVX-512 one, for both:
 # tlm's kernels for x86-64-v3, OpenBLAS's Haswell kernels, PyTorch's AVX2
 # kernels (ATEN_CPU_CAPABILITY); train_bench.py sets the variables.
 cpu=()
-for a in "$@"; do [ "$a" = --avx2 ] && cpu=(--cpu x86-64-v3); done
+rest=()
+while [ $# -gt 0 ]; do
+  case $1 in
+    --model)
+      [ $# -ge 2 ] || { echo "train_bench: --model needs a FILE.tlm" >&2; exit 2; }
+      model=$2; shift 2; continue ;;
+    --avx2) cpu=(--cpu x86-64-v3) ;;
+  esac
+  rest+=("$1"); shift
+done
+set -- "${rest[@]}"
 py=${TLM_PYTHON:-/usr/bin/python3}
 tlmc=$build/compiler/tlmc
 dump=$build/tests/model/dump_model
