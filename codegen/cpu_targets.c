@@ -16,7 +16,9 @@
 #define V4 V3 ",avx512f,avx512bw,avx512cd,avx512dq,avx512vl"
 
 /* x86-64 CPUs by widest float vector we use: 16 = AVX-512, 8 = AVX/AVX2,
- * 4 = SSE; split: cpu_target.split_256; needs: the extensions above that
+ * 4 = SSE; split: cpu_target.split_256; wide: cpu_target.wide_tile (Intel's
+ * AVX-512 parts; AMD's Zen 4 and 5 and the generic x86-64-v4 keep the tile
+ * measured on a Zen 4); needs: the extensions above that
  * LLVM may use for it. A subset of LLVM 19's list (llc -mcpu=help): the
  * baselines and the server/desktop parts people actually name, and the AVX
  * parts that split 256-bit operations (also looked up for the host, by
@@ -26,48 +28,49 @@ static const struct {
     int vl;
     bool split;
     const char *needs;
+    bool wide;
 } known_cpus[] = {
-    {"x86-64", 4, false, ""},
-    {"x86-64-v2", 4, false, V2},
-    {"x86-64-v3", 8, false, V3},
-    {"x86-64-v4", 16, false, V4},
-    {"core2", 4, false, "sse3,ssse3"},
-    {"nehalem", 4, false, V2},
-    {"westmere", 4, false, V2},
-    {"sandybridge", 8, false, V2 ",avx"},
-    {"ivybridge", 8, false, V2 ",avx,f16c"},
-    {"haswell", 8, false, V3},
-    {"broadwell", 8, false, V3},
-    {"skylake", 8, false, V3},
-    {"alderlake", 8, false, V3},
-    {"raptorlake", 8, false, V3},
-    {"meteorlake", 8, false, V3},
-    {"arrowlake", 8, false, V3},
-    {"lunarlake", 8, false, V3},
-    {"gracemont", 8, false, V3},
-    {"sierraforest", 8, false, V3},
-    {"skylake-avx512", 16, false, V4},
-    {"skx", 16, false, V4},
-    {"cascadelake", 16, false, V4},
-    {"cooperlake", 16, false, V4},
-    {"cannonlake", 16, false, V4},
-    {"icelake-client", 16, false, V4},
-    {"icelake-server", 16, false, V4},
-    {"tigerlake", 16, false, V4},
-    {"rocketlake", 16, false, V4},
-    {"sapphirerapids", 16, false, V4},
-    {"emeraldrapids", 16, false, V4},
-    {"graniterapids", 16, false, V4},
-    {"znver1", 8, true, V3},
-    {"znver2", 8, false, V3},
-    {"znver3", 8, false, V3},
-    {"znver4", 16, false, V4},
-    {"znver5", 16, false, V4},
-    {"bdver1", 8, true, V2 ",avx,fma4,xop,lzcnt"},
-    {"bdver2", 8, true, V2 ",avx,fma4,xop,lzcnt,fma,f16c,bmi"},
-    {"bdver3", 8, true, V2 ",avx,fma4,xop,lzcnt,fma,f16c,bmi"},
-    {"bdver4", 8, true, V2 ",avx,fma4,xop,lzcnt,fma,f16c,bmi,avx2,bmi2,movbe"},
-    {"btver2", 8, true, V2 ",avx,f16c,bmi,lzcnt,movbe"},
+    {"x86-64", 4, false, "", false},
+    {"x86-64-v2", 4, false, V2, false},
+    {"x86-64-v3", 8, false, V3, false},
+    {"x86-64-v4", 16, false, V4, false},
+    {"core2", 4, false, "sse3,ssse3", false},
+    {"nehalem", 4, false, V2, false},
+    {"westmere", 4, false, V2, false},
+    {"sandybridge", 8, false, V2 ",avx", false},
+    {"ivybridge", 8, false, V2 ",avx,f16c", false},
+    {"haswell", 8, false, V3, false},
+    {"broadwell", 8, false, V3, false},
+    {"skylake", 8, false, V3, false},
+    {"alderlake", 8, false, V3, false},
+    {"raptorlake", 8, false, V3, false},
+    {"meteorlake", 8, false, V3, false},
+    {"arrowlake", 8, false, V3, false},
+    {"lunarlake", 8, false, V3, false},
+    {"gracemont", 8, false, V3, false},
+    {"sierraforest", 8, false, V3, false},
+    {"skylake-avx512", 16, false, V4, true},
+    {"skx", 16, false, V4, true},
+    {"cascadelake", 16, false, V4, true},
+    {"cooperlake", 16, false, V4, true},
+    {"cannonlake", 16, false, V4, true},
+    {"icelake-client", 16, false, V4, true},
+    {"icelake-server", 16, false, V4, true},
+    {"tigerlake", 16, false, V4, true},
+    {"rocketlake", 16, false, V4, true},
+    {"sapphirerapids", 16, false, V4, true},
+    {"emeraldrapids", 16, false, V4, true},
+    {"graniterapids", 16, false, V4, true},
+    {"znver1", 8, true, V3, false},
+    {"znver2", 8, false, V3, false},
+    {"znver3", 8, false, V3, false},
+    {"znver4", 16, false, V4, false},
+    {"znver5", 16, false, V4, false},
+    {"bdver1", 8, true, V2 ",avx,fma4,xop,lzcnt", false},
+    {"bdver2", 8, true, V2 ",avx,fma4,xop,lzcnt,fma,f16c,bmi", false},
+    {"bdver3", 8, true, V2 ",avx,fma4,xop,lzcnt,fma,f16c,bmi", false},
+    {"bdver4", 8, true, V2 ",avx,fma4,xop,lzcnt,fma,f16c,bmi,avx2,bmi2,movbe", false},
+    {"btver2", 8, true, V2 ",avx,f16c,bmi,lzcnt,movbe", false},
 };
 
 /* Every extension a needs list may name: the host's features are filtered
@@ -128,6 +131,7 @@ bool cpu_target_resolve(const char *name, cpu_target *t, char **err) {
         if (strncmp(t->triple, "x86_64", 6) != 0) t->vl = 4;
         int row = known_cpu(t->cpu);
         t->split_256 = row >= 0 && known_cpus[row].split;
+        t->wide_tile = row >= 0 && known_cpus[row].wide;
         return true;
     }
     if (strncmp(t->triple, "x86_64", 6) != 0) {
@@ -141,6 +145,7 @@ bool cpu_target_resolve(const char *name, cpu_target *t, char **err) {
         t->features = dup_message("");
         t->vl = known_cpus[row].vl;
         t->split_256 = known_cpus[row].split;
+        t->wide_tile = known_cpus[row].wide;
         if (!t->cpu || !t->features) {
             cpu_target_dispose(t);
             return codegen_fail(err, "codegen: out of memory");

@@ -14,6 +14,9 @@ typedef struct {
    * micro-ops where one within each half costs 2, so the packing
    * transposes keep to the halves there (gemm_emit.c). */
     bool split_256;
+  /* AVX-512 kernels use the wide register tile, 6 rows by 4 vectors
+   * (gemm_default_blocking): Intel's AVX-512 cores. */
+    bool wide_tile;
 } cpu_target;
 
 /* name NULL or "native": the host CPU and its exact features. Otherwise an

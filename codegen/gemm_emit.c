@@ -8,7 +8,7 @@
 #define MAX_NV 4
 #define MAX_VL 16
 
-gemm_blocking gemm_default_blocking(int vl) {
+gemm_blocking gemm_default_blocking(int vl, bool wide_tile) {
     gemm_blocking bk;
   /* AVX-512 has 32 vector registers: a 12 x 32 tile keeps 24 accumulators,
    * two B vectors and a broadcast live. With 16 registers (AVX2, SSE) the
@@ -17,6 +17,20 @@ gemm_blocking gemm_default_blocking(int vl) {
     bk.nv = 2;
   /* A KC x NR panel of B is 32 KiB at KC=256, NR=32: it stays in L1. */
     bk.kc = 256;
+  /* The wide tile, 6 x 4 vectors (6 x 64), also keeps 24 accumulators but
+   * loads 10 vectors or broadcasts a step instead of 14, and at KC=128 its
+   * B panel is 32 KiB as well. On an Intel Xeon with two 512-bit FMA units
+   * (docs/performance.md) it ran bwd_data 7-18% and bwd_weight 8-9% faster
+   * at d_model 1024 (fwd -4% to +7%), and tiny's training step 3-7% faster
+   * at one thread; the 12 x 32 tile was measured on a Zen 4, so AMD and the
+   * generic x86-64-v4 keep it.
+   * The tile and KC never change which products are summed in which order:
+   * results are bit for bit the same (tests/codegen/test_cpu_blocking.c). */
+    if (vl >= 16 && wide_tile) {
+        bk.mr = 6;
+        bk.nv = 4;
+        bk.kc = 128;
+    }
   /* A packed MC x KC block of A, 384 KiB, in L2 on the CPUs measured (1 MiB
    * on Zen 4; OpenBLAS's Haswell blocking, 768 x 384, is larger still).
    * Each packed B panel serves MC rows: with 120 rows, repacking B took

@@ -34,7 +34,8 @@ typedef struct {
     int mc; /* rows of C per block, i.e. of a packed A block */
 } gemm_blocking;
 
-gemm_blocking gemm_default_blocking(int vl);
+/* The blocking for vl-float vectors; wide_tile: cpu_target.wide_tile. */
+gemm_blocking gemm_default_blocking(int vl, bool wide_tile);
 
 typedef enum {
     GEMM_A_PLAIN,      /* A(m,k) = a[m*a_sm + k*a_sk]; a_sm or a_sk is 1 */

@@ -30,8 +30,9 @@ static double now_s(void) {
 
 /* TLM_CODEGEN_BLOCKING="mr,nv,kc,mc" overrides the blocking; it
  * exists for tuning with bench/mlp_bench and is checked like user input. */
-static bool blocking_for(int vl, gemm_blocking *bk, char **err) {
-    *bk = gemm_default_blocking(vl);
+static bool blocking_for(const cpu_target *t, gemm_blocking *bk, char **err) {
+    int vl = t->vl;
+    *bk = gemm_default_blocking(vl, t->wide_tile);
     const char *env = getenv("TLM_CODEGEN_BLOCKING");
     if (!env || !*env) return true;
     gemm_blocking o;
@@ -131,7 +132,7 @@ bool tlm_codegen_cpu_object(const tlm_kernel_spec *specs, int n, const tlm_codeg
     cpu_target t;
     if (!cpu_target_resolve(opt->cpu, &t, err)) return false;
     gemm_blocking bk;
-    if (!blocking_for(t.vl, &bk, err) || !split_256_for(&t, err)) {
+    if (!blocking_for(&t, &bk, err) || !split_256_for(&t, err)) {
         cpu_target_dispose(&t);
         return false;
     }

@@ -1,9 +1,11 @@
 #include "mlp_check.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "mlp_reference.h"
 
@@ -44,6 +46,18 @@ static uint64_t next_u64(uint64_t *s) {
 
 double test_uniform(uint64_t *rng, double lo, double hi) {
     return lo + (hi - lo) * (double)(next_u64(rng) >> 11) * 0x1.0p-53;
+}
+
+bool test_temp_file(char *path, size_t n, const char *stem) {
+    const char *tmp = getenv("TMPDIR");
+    snprintf(path, n, "%s/%s_XXXXXX", tmp && *tmp ? tmp : "/tmp", stem);
+    int fd = mkstemp(path);
+    if (fd < 0) {
+        printf("FAIL mkstemp for %s: %s\n", path, strerror(errno));
+        return false;
+    }
+    close(fd);
+    return true;
 }
 
 /* A quiet NaN with a payload no arithmetic produces. */

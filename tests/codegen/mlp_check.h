@@ -17,6 +17,8 @@
 #ifndef TLM_MLP_CHECK_H
 #define TLM_MLP_CHECK_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "kernel_loader.h"
@@ -31,6 +33,10 @@ typedef struct {
 
 uint64_t test_seed(void); /* TLM_TEST_SEED, by default 1; printed */
 double test_uniform(uint64_t *rng, double lo, double hi);
+/* A new empty file named `stem` plus a unique suffix in $TMPDIR (else
+ * /tmp), its name in path[n]; false, with a FAIL line, if none could be
+ * made. The caller unlinks it. */
+bool test_temp_file(char *path, size_t n, const char *stem);
 
 /* Returns the number of failed comparisons (0 = pass); prints a line each. */
 int mlp_check_spec(kernel_lib *lib, const tlm_kernel_spec *s, const mlp_case *c, uint64_t *rng);

@@ -5,7 +5,9 @@
  * transposes for CPUs that split 256-bit operations (Zen 1) are checked on
  * any AVX2 machine through TLM_CODEGEN_SPLIT_256, with the default tile
  * and with tiles of 5 and 10 rows (a part quad; two row groups), on odd
- * shapes too, and the IR must show which path was built. */
+ * shapes too, and the IR must show which path was built. So must the
+ * wide AVX-512 tile of Intel's CPUs (6 x 4 vectors), checked for the CPUs
+ * that get it and those that do not, and run where AVX-512 is. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,14 +51,17 @@ static void check_specs(const char *cpu, int opt_level, const tlm_kernel_spec *s
 
 static void check_target(const char *cpu, int opt_level, uint64_t *rng) { check_specs(cpu, opt_level, specs, 3, rng); }
 
-/* Which CPUs count as splitting 256-bit operations. */
-static void check_split_256(const char *cpu, bool want) {
+/* A CPU's two per-target settings: whether it splits 256-bit operations
+ * (split_256) and whether its AVX-512 kernels use the wide tile
+ * (wide_tile, gemm_default_blocking). */
+static void check_flag(const char *flag, const char *cpu, bool want) {
     cpu_target t;
     char *err = NULL;
     bool ok = cpu_target_resolve(cpu, &t, &err);
-    int good = ok && t.split_256 == want;
-    printf("%s cpu %s: split_256 %d (want %d)%s%s\n", good ? "ok  " : "FAIL", cpu, ok ? t.split_256 : -1, want,
-           err ? ": " : "", err ? err : "");
+    int got = !ok ? -1 : strcmp(flag, "split_256") == 0 ? t.split_256 : t.wide_tile;
+    int good = got == want;
+    printf("%s cpu %s: %s %d (want %d)%s%s\n", good ? "ok  " : "FAIL", cpu, flag, got, want, err ? ": " : "",
+           err ? err : "");
     fails += !good;
     free(err);
     if (ok) cpu_target_dispose(&t);
@@ -99,16 +104,11 @@ static void expect_halves(const char *path, const char *fn, bool some, const cha
  * a setting that stopped reaching either packer fails here even where both
  * paths are correct. */
 static void check_split_path(const char *split, const char *blocking, uint64_t *rng) {
-    const char *tmp = getenv("TMPDIR");
     char ir_path[4096];
-    snprintf(ir_path, sizeof ir_path, "%s/tlm_split_ir_XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    int fd = mkstemp(ir_path);
-    if (fd < 0) {
-        printf("FAIL mkstemp for the IR dump\n");
+    if (!test_temp_file(ir_path, sizeof ir_path, "tlm_split_ir")) {
         fails++;
         return;
     }
-    close(fd);
     setenv("TLM_CODEGEN_SPLIT_256", split, 1);
     if (blocking) setenv("TLM_CODEGEN_BLOCKING", blocking, 1);
     setenv("TLM_CODEGEN_DUMP_IR", ir_path, 1);
@@ -127,6 +127,37 @@ static void check_split_path(const char *split, const char *blocking, uint64_t *
     unsetenv("TLM_CODEGEN_SPLIT_256");
     unsetenv("TLM_CODEGEN_BLOCKING");
     unlink(ir_path);
+}
+
+/* The tile function of `cpu`'s kernels, in its optimised IR, loads a
+ * fourth 16-float vector of B a step (192 bytes into the step's row of
+ * the panel) exactly when the CPU gets the wide tile: the setting reaches
+ * the emitter. Code for any x86-64 CPU can be generated here; only
+ * running it needs that CPU. */
+static void check_tile_ir(const char *cpu, bool wide) {
+    char ir_path[4096], obj_path[4096];
+    if (!test_temp_file(ir_path, sizeof ir_path, "tlm_tile_ir")) {
+        fails++;
+        return;
+    }
+    if (!test_temp_file(obj_path, sizeof obj_path, "tlm_tile_obj")) {
+        unlink(ir_path);
+        fails++;
+        return;
+    }
+    setenv("TLM_CODEGEN_DUMP_IR", ir_path, 1);
+    tlm_codegen_options opt = {cpu, 3};
+    char *err = NULL;
+    bool ok = tlm_codegen_cpu_object(specs, 1, &opt, obj_path, &err);
+    unsetenv("TLM_CODEGEN_DUMP_IR");
+    int n = ok ? count_in_ir(ir_path, "tlm_tile", "i64 192") : -1;
+    int good = ok && (wide ? n > 0 : n == 0);
+    printf("%s cpu %s: %d loads of a fourth B vector in tlm_tile (wide tile %d)%s%s\n", good ? "ok  " : "FAIL", cpu, n,
+           wide, err ? ": " : "", err ? err : "");
+    fails += !good;
+    free(err);
+    unlink(ir_path);
+    unlink(obj_path);
 }
 
 /* Must fail with a message naming the problem, and leave no object. */
@@ -163,13 +194,30 @@ int main(void) {
     } else {
         printf("skip x86-64-v3: this CPU lacks AVX2/FMA\n");
     }
-    check_split_256("znver1", true);
-    check_split_256("znver2", false);
-    check_split_256("x86-64-v3", false);
-    check_split_256("haswell", false);
-    check_split_256("bdver2", true);
-    if (__builtin_cpu_supports("avx512f")) check_target("x86-64-v4", 3, &rng);
-    else printf("skip x86-64-v4: this CPU lacks AVX-512\n");
+    check_flag("split_256", "znver1", true);
+    check_flag("split_256", "znver2", false);
+    check_flag("split_256", "x86-64-v3", false);
+    check_flag("split_256", "haswell", false);
+    check_flag("split_256", "bdver2", true);
+    check_flag("wide_tile", "sapphirerapids", true);
+    check_flag("wide_tile", "skylake-avx512", true);
+    check_flag("wide_tile", "icelake-server", true);
+    check_flag("wide_tile", "znver4", false);
+    check_flag("wide_tile", "x86-64-v4", false);
+    check_flag("wide_tile", "haswell", false);
+    check_tile_ir("sapphirerapids", true);
+    check_tile_ir("znver4", false);
+    check_tile_ir("x86-64-v4", false);
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+        __builtin_cpu_supports("avx512vl")) {
+        check_target("x86-64-v4", 3, &rng);
+      /* the wide tile on the same shapes, odd ones, and partial row tiles
+       * of every size (rows 37 and 5 against 6-row tiles) */
+        check_target("sapphirerapids", 3, &rng);
+        check_specs("sapphirerapids", 3, odd_specs, 2, &rng);
+    } else {
+        printf("skip running x86-64-v4 and sapphirerapids kernels: this CPU lacks AVX-512\n");
+    }
     check_target(NULL, 0, &rng);
 
     tlm_codegen_options bad_cpu = {"not-a-cpu", 3};

@@ -5,8 +5,8 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
+#include "mlp_buffers.h"
 #include "mlp_check.h"
 
 enum { ROWS = 101, PARTS = 3, REPEATS = 4 };
@@ -15,57 +15,22 @@ static const int row_cuts[PARTS + 1] = {0, 37, 38, ROWS};
 typedef struct {
     kernel_lib *lib;
     const tlm_kernel_spec *s;
-    int entry; /* 0 fwd, 1 bwd_data, 2 bwd_weight */
+    int entry; /* MLP_ENTRY_* */
     int64_t lo, hi;
-    float **buf; /* x, wg, wu, wd, pg, pu, out, dout, dpg, dpu, dx, dwg, dwu, dwd */
+    float **buf; /* MLP_N_BUFS of them */
 } job;
 
-enum { X, WG, WU, WD, PG, PU, OUT, DOUT, DPG, DPU, DX, DWG, DWU, DWD, N_BUFS };
-
-static void run(const job *j) {
-    float **b = j->buf;
-    if (j->entry == 0) {
-        tlm_mlp_fwd_fn f = (tlm_mlp_fwd_fn)kernel_lib_sym(j->lib, j->s, TLM_ENTRY_FWD);
-        f(j->lo, j->hi, b[X], b[WG], b[WU], b[WD], b[PG], b[PU], b[OUT]);
-    } else if (j->entry == 1) {
-        tlm_mlp_bwd_data_fn f = (tlm_mlp_bwd_data_fn)kernel_lib_sym(j->lib, j->s, TLM_ENTRY_BWD_DATA);
-        f(j->lo, j->hi, b[X], b[WG], b[WU], b[WD], b[PG], b[PU], b[DOUT], b[DPG], b[DPU], b[DX]);
-    } else {
-        tlm_mlp_bwd_weight_fn f = (tlm_mlp_bwd_weight_fn)kernel_lib_sym(j->lib, j->s, TLM_ENTRY_BWD_WEIGHT);
-        f(ROWS, j->lo, j->hi, b[X], b[PG], b[PU], b[DOUT], b[DPG], b[DPU], b[DWG], b[DWU], b[DWD]);
-    }
-}
+static void run(const job *j) { mlp_run_entry(j->lib, j->s, j->entry, ROWS, j->lo, j->hi, j->buf); }
 
 static void *run_thread(void *p) {
     run(p);
     return NULL;
 }
 
-static size_t buf_len(const tlm_kernel_spec *s, int i) {
-    size_t D = (size_t)s->d_model, W = (size_t)s->width;
-    switch (i) {
-    case X:
-    case OUT:
-    case DOUT:
-    case DX: return ROWS * D;
-    case PG:
-    case PU:
-    case DPG:
-    case DPU: return ROWS * W;
-    default: return W * D;
-    }
-}
-
 static int check(kernel_lib *lib, const tlm_kernel_spec *s, uint64_t *rng) {
-    float *one[N_BUFS], *many[N_BUFS];
-    for (int i = 0; i < N_BUFS; i++) {
-        size_t n = buf_len(s, i);
-        one[i] = malloc(n * sizeof(float));
-        many[i] = malloc(n * sizeof(float));
-        for (size_t k = 0; k < n; k++) one[i][k] = (float)test_uniform(rng, -1, 1);
-        memcpy(many[i], one[i], n * sizeof(float));
-    }
-    int W = s->width, fails = 0;
+    float *one[MLP_N_BUFS], *many[MLP_N_BUFS];
+    mlp_bufs_twins(s, ROWS, rng, one, many);
+    int W = s->width;
     int j_cuts[PARTS + 1] = {0, 17, W - 50, W};
     for (int entry = 0; entry < 3; entry++) {
         job whole = {lib, s, entry, 0, entry == 2 ? W : ROWS, one};
@@ -79,16 +44,9 @@ static int check(kernel_lib *lib, const tlm_kernel_spec *s, uint64_t *rng) {
         }
         for (int p = 0; p < PARTS; p++) pthread_join(t[p], NULL);
     }
-    for (int i = 0; i < N_BUFS; i++) {
-        if (memcmp(one[i], many[i], buf_len(s, i) * sizeof(float)) != 0) {
-            printf("FAIL %s D=%d W=%d: buffer %d differs between one call and %d threads\n",
-                   s->kind == TLM_MLP_SWIGLU ? "swiglu" : "gelu", s->d_model, W, i, PARTS);
-            fails++;
-        }
-        free(one[i]);
-        free(many[i]);
-    }
-    return fails;
+    char how[64];
+    snprintf(how, sizeof how, "between one call and %d threads", PARTS);
+    return mlp_bufs_diff_free(s, ROWS, one, many, how);
 }
 
 int main(void) {
