@@ -12,7 +12,8 @@
  * broadcasts GEMM_MR scalars of a, 12 fused multiply-adds for 8 loads
  * (a rank-1 row kernel does one load per multiply-add). Then 8 columns,
  * then the last n % 8 in one narrow tile. Every element's sum runs over k in ascending order
- * (a product and an add per term, or one fused), whatever the tile. */
+ * (a product and an add per term, or one fused), whatever the tile. On
+ * AVX-512 CPUs the full tiles are 16-float vectors (below). */
 #ifndef TLM_BLOCK_GEMM_H
 #define TLM_BLOCK_GEMM_H
 
@@ -93,23 +94,137 @@ V8_ALWAYS_INLINE void gemm_rows_of(float *c, size_t ldc, const int mr, int n, co
     if (j < n) gemm_tile(c + j, ldc, mr, n - j, a, ars, aks, b + j, ldb, k0, k1, fresh, scale);
 }
 
-/* Any 1 <= mr <= GEMM_MR rows, each count its own unrolled tile. */
+/* rows_of(c, ldc, MR, ...) with MR the constant equal to mr, 1 <= mr <=
+ * GEMM_MR: each row count its own unrolled tile. */
+#define GEMM_BY_ROWS(rows_of, c, ldc, mr, ...)           \
+    do {                                                 \
+        switch (mr) {                                    \
+        case 6: rows_of(c, ldc, 6, __VA_ARGS__); break;  \
+        case 5: rows_of(c, ldc, 5, __VA_ARGS__); break;  \
+        case 4: rows_of(c, ldc, 4, __VA_ARGS__); break;  \
+        case 3: rows_of(c, ldc, 3, __VA_ARGS__); break;  \
+        case 2: rows_of(c, ldc, 2, __VA_ARGS__); break;  \
+        default: rows_of(c, ldc, 1, __VA_ARGS__); break; \
+        }                                                \
+    } while (0)
+
+/* Any 1 <= mr <= GEMM_MR rows. */
 V8_ALWAYS_INLINE void gemm_rows_any(float *c, size_t ldc, int mr, int n, const float *a, size_t ars, size_t aks,
                                     const float *b, size_t ldb, int k0, int k1, bool fresh, float scale) {
-    switch (mr) {
-    case 6: gemm_rows_of(c, ldc, 6, n, a, ars, aks, b, ldb, k0, k1, fresh, scale); break;
-    case 5: gemm_rows_of(c, ldc, 5, n, a, ars, aks, b, ldb, k0, k1, fresh, scale); break;
-    case 4: gemm_rows_of(c, ldc, 4, n, a, ars, aks, b, ldb, k0, k1, fresh, scale); break;
-    case 3: gemm_rows_of(c, ldc, 3, n, a, ars, aks, b, ldb, k0, k1, fresh, scale); break;
-    case 2: gemm_rows_of(c, ldc, 2, n, a, ars, aks, b, ldb, k0, k1, fresh, scale); break;
-    default: gemm_rows_of(c, ldc, 1, n, a, ars, aks, b, ldb, k0, k1, fresh, scale); break;
-    }
+    GEMM_BY_ROWS(gemm_rows_of, c, ldc, mr, n, a, ars, aks, b, ldb, k0, k1, fresh, scale);
 }
 
-/* The kernel (the contract at the top), compiled for the CPU. */
-V8_CLONES static void gemm_rows(float *c, size_t ldc, int mr, int n, const float *a, size_t ars, size_t aks,
-                                const float *b, size_t ldb, int k0, int k1, bool fresh, float scale) {
+/* ---- AVX-512: the same tiles, sixteen floats a vector ----
+ *
+ * Where the CPU has AVX-512 (F, BW, DQ, VL: x86-64-v4), full tiles are
+ * GEMM_MR rows x 32 or 16 columns of 16-float vectors, twice the columns
+ * per multiply-add of the 8-float tiles; the last n % 16 columns take the
+ * 8-float tiles above. An element's value is the same either way: its lane
+ * runs the same fused multiply-adds over k in the same order, so attention
+ * gives the same bits on AVX2 and AVX-512 CPUs (test_attention_kernels
+ * compares the two paths). */
+#if defined(__x86_64__) && defined(__has_attribute)
+#if __has_attribute(target)
+#define GEMM_HAVE_V16 1
+#endif
+#endif
+
+#ifdef GEMM_HAVE_V16
+typedef float v16f __attribute__((vector_size(64)));
+
+#define GEMM_V16 __attribute__((target("arch=x86-64-v4")))
+
+/* One tile of mr rows x ncols (16 or 32: one or two vectors) columns. */
+static inline __attribute__((always_inline)) GEMM_V16 void gemm_tile16(float *c, size_t ldc, const int mr,
+                                                                       const int ncols, const float *a, size_t ars,
+                                                                       size_t aks, const float *b, size_t ldb, int k0,
+                                                                       int k1, bool fresh, float scale) {
+    const int nv = ncols / 16;
+    v16f c00 = {0}, c01 = {0}, c10 = {0}, c11 = {0}, c20 = {0}, c21 = {0};
+    v16f c30 = {0}, c31 = {0}, c40 = {0}, c41 = {0}, c50 = {0}, c51 = {0};
+#define GEMM16_ROW(i, load_or_store)                          \
+    if (mr > i) {                                             \
+        load_or_store(c##i##0, c + i * ldc);                  \
+        if (nv > 1) load_or_store(c##i##1, c + i * ldc + 16); \
+    }
+#define GEMM16_LOAD(v, p) memcpy(&(v), (p), sizeof(v))
+#define GEMM16_STORE(v, p) memcpy((p), &(v), sizeof(v))
+    if (!fresh) {
+        GEMM16_ROW(0, GEMM16_LOAD) GEMM16_ROW(1, GEMM16_LOAD) GEMM16_ROW(2, GEMM16_LOAD);
+        GEMM16_ROW(3, GEMM16_LOAD) GEMM16_ROW(4, GEMM16_LOAD) GEMM16_ROW(5, GEMM16_LOAD);
+    }
+    for (int k = k0; k < k1; k++) {
+        const float *bk = b + (size_t)k * ldb, *ak = a + (size_t)k * aks;
+        v16f b0, b1 = {0};
+        GEMM16_LOAD(b0, bk);
+        if (nv > 1) GEMM16_LOAD(b1, bk + 16);
+#define GEMM16_TERM(i)                                                                   \
+    if (mr > i) {                                                                        \
+        const float xa = ak[i * ars];                                                    \
+        const v16f x = {xa, xa, xa, xa, xa, xa, xa, xa, xa, xa, xa, xa, xa, xa, xa, xa}; \
+        c##i##0 += x * b0;                                                               \
+        if (nv > 1) c##i##1 += x * b1;                                                   \
+    }
+        GEMM16_TERM(0) GEMM16_TERM(1) GEMM16_TERM(2) GEMM16_TERM(3) GEMM16_TERM(4) GEMM16_TERM(5)
+#undef GEMM16_TERM
+    }
+    if (scale != 1.0f) {
+        const v16f s = {scale, scale, scale, scale, scale, scale, scale, scale,
+                        scale, scale, scale, scale, scale, scale, scale, scale};
+        c00 *= s, c01 *= s, c10 *= s, c11 *= s, c20 *= s, c21 *= s;
+        c30 *= s, c31 *= s, c40 *= s, c41 *= s, c50 *= s, c51 *= s;
+    }
+    GEMM16_ROW(0, GEMM16_STORE) GEMM16_ROW(1, GEMM16_STORE) GEMM16_ROW(2, GEMM16_STORE);
+    GEMM16_ROW(3, GEMM16_STORE) GEMM16_ROW(4, GEMM16_STORE) GEMM16_ROW(5, GEMM16_STORE);
+#undef GEMM16_STORE
+#undef GEMM16_LOAD
+#undef GEMM16_ROW
+}
+
+/* All n columns of mr rows: 32- and 16-column tiles, then the 8-float
+ * tiles for the last n % 16. */
+static inline __attribute__((always_inline)) GEMM_V16 void gemm16_rows_of(float *c, size_t ldc, const int mr, int n,
+                                                                          const float *a, size_t ars, size_t aks,
+                                                                          const float *b, size_t ldb, int k0, int k1,
+                                                                          bool fresh, float scale) {
+    int j = 0;
+    for (; j + 32 <= n; j += 32) gemm_tile16(c + j, ldc, mr, 32, a, ars, aks, b + j, ldb, k0, k1, fresh, scale);
+    if (j + 16 <= n) gemm_tile16(c + j, ldc, mr, 16, a, ars, aks, b + j, ldb, k0, k1, fresh, scale), j += 16;
+    if (j + 8 <= n) gemm_tile(c + j, ldc, mr, 8, a, ars, aks, b + j, ldb, k0, k1, fresh, scale), j += 8;
+    if (j < n) gemm_tile(c + j, ldc, mr, n - j, a, ars, aks, b + j, ldb, k0, k1, fresh, scale);
+}
+
+/* The kernel for AVX-512 CPUs. */
+GEMM_V16 static void gemm_rows_v16(float *c, size_t ldc, int mr, int n, const float *a, size_t ars, size_t aks,
+                                   const float *b, size_t ldb, int k0, int k1, bool fresh, float scale) {
+    GEMM_BY_ROWS(gemm16_rows_of, c, ldc, mr, n, a, ars, aks, b, ldb, k0, k1, fresh, scale);
+}
+
+/* Whether this CPU runs gemm_rows_v16: x86-64-v4's AVX-512 subsets. A few
+ * loads of what libgcc read at start-up, against a block product's
+ * thousands of multiply-adds. */
+static inline bool gemm_cpu_has_v16(void) {
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+}
+#endif
+
+/* The 8-float kernel, compiled for the CPU (AVX2 + FMA, or the baseline). */
+V8_CLONES static void gemm_rows_v8(float *c, size_t ldc, int mr, int n, const float *a, size_t ars, size_t aks,
+                                   const float *b, size_t ldb, int k0, int k1, bool fresh, float scale) {
     gemm_rows_any(c, ldc, mr, n, a, ars, aks, b, ldb, k0, k1, fresh, scale);
+}
+
+/* The kernel (the contract at the top): the widest the CPU has. */
+static inline void gemm_rows(float *c, size_t ldc, int mr, int n, const float *a, size_t ars, size_t aks,
+                             const float *b, size_t ldb, int k0, int k1, bool fresh, float scale) {
+#ifdef GEMM_HAVE_V16
+    if (gemm_cpu_has_v16()) {
+        gemm_rows_v16(c, ldc, mr, n, a, ars, aks, b, ldb, k0, k1, fresh, scale);
+        return;
+    }
+#endif
+    gemm_rows_v8(c, ldc, mr, n, a, ars, aks, b, ldb, k0, k1, fresh, scale);
 }
 
 #endif
