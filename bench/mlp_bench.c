@@ -425,6 +425,15 @@ int main(int argc, char **argv) {
            "%.3f s\n",
            kind == TLM_MLP_SWIGLU ? "SwiGLU" : "GELU", D, rows, reps, cpu ? cpu : "the host CPU", N_WIDTHS,
            lib.codegen_seconds);
+    char *tile = tlm_codegen_cpu_tile(cpu, &err);
+    if (!tile) {
+        fprintf(stderr, "codegen failed: %s\n", err);
+        free(err);
+        kernel_lib_close(&lib);
+        return 1;
+    }
+    printf("kernels' blocking: %s\n", tile);
+    tlm_codegen_free(tile);
     if (versus_env) return versus(&lib, specs, N_WIDTHS, rows, reps, versus_env, &opt);
     if (profile >= 0) return profile_entry(&lib, specs, N_WIDTHS, rows, only_threads ? only_threads : 1, profile, reps);
     printf("%s\n", openblas_get_config());

@@ -97,6 +97,13 @@ bool tlm_codegen_cpu_known(const char *name, char **err);
  * with tlm_codegen_free; NULL with *err as above. A build without LLVM
  * gives "". */
 char *tlm_codegen_cpu_needs(const char *name, char **err);
+
+/* How the kernels for the CPU named are blocked, for benchmarks to print
+ * beside their figures: "NAME: V-float vectors, MR x NR register tile, KC
+ * K, MC M" (TLM_CODEGEN_BLOCKING honoured and named). Free with
+ * tlm_codegen_free; NULL with *err as above. A build without LLVM says it
+ * has no code generator. */
+char *tlm_codegen_cpu_tile(const char *name, char **err);
 void tlm_codegen_free(char *s);
 
 /* malloc'd CUDA C++ source (no host code), what model.so carries and the

@@ -68,6 +68,25 @@ static bool split_256_for(cpu_target *t, char **err) {
     return true;
 }
 
+char *tlm_codegen_cpu_tile(const char *name, char **err) {
+    if (err) *err = NULL;
+    cpu_target t;
+    if (!cpu_target_resolve(name, &t, err)) return NULL;
+    gemm_blocking bk;
+    bool ok = blocking_for(&t, &bk, err);
+    char buf[192];
+    if (ok) {
+        const char *env = getenv("TLM_CODEGEN_BLOCKING");
+        snprintf(buf, sizeof buf, "%s: %d-float vectors, %d x %d register tile, KC %d, MC %d%s", t.cpu, t.vl, bk.mr,
+                 bk.nv * t.vl, bk.kc, bk.mc, env && *env ? " (set by TLM_CODEGEN_BLOCKING)" : "");
+    }
+    cpu_target_dispose(&t);
+    if (!ok) return NULL;
+    char *out = LLVMCreateMessage(buf); /* disposable with tlm_codegen_free */
+    if (!out) codegen_fail(err, "codegen: out of memory");
+    return out;
+}
+
 static bool same_spec(const tlm_kernel_spec *a, const tlm_kernel_spec *b) {
     return a->kind == b->kind && a->d_model == b->d_model && a->width == b->width;
 }

@@ -160,6 +160,18 @@ static void check_tile_ir(const char *cpu, bool wide) {
     unlink(obj_path);
 }
 
+/* tlm_codegen_cpu_tile's line for `cpu` holds `want`. */
+static void check_tile_text(const char *cpu, const char *want) {
+    char *err = NULL;
+    char *line = tlm_codegen_cpu_tile(cpu, &err);
+    int good = line && strstr(line, want);
+    printf("%s cpu %s: \"%s\" (want \"%s\")%s%s\n", good ? "ok  " : "FAIL", cpu, line ? line : "(none)", want,
+           err ? ": " : "", err ? err : "");
+    fails += !good;
+    tlm_codegen_free(line);
+    free(err);
+}
+
 /* Must fail with a message naming the problem, and leave no object. */
 static void expect_error(const char *what, const tlm_kernel_spec *s, int n, const tlm_codegen_options *opt,
                          const char *needle) {
@@ -205,6 +217,13 @@ int main(void) {
     check_flag("wide_tile", "znver4", false);
     check_flag("wide_tile", "x86-64-v4", false);
     check_flag("wide_tile", "haswell", false);
+    check_tile_text("sapphirerapids", "16-float vectors, 6 x 64 register tile, KC 128, MC 384");
+    check_tile_text("znver4", "16-float vectors, 12 x 32 register tile, KC 256, MC 384");
+    check_tile_text("x86-64-v3", "8-float vectors, 6 x 16 register tile, KC 256");
+    check_tile_text("x86-64", "4-float vectors, 6 x 8 register tile");
+    setenv("TLM_CODEGEN_BLOCKING", "5,3,64,40", 1);
+    check_tile_text("znver4", "5 x 48 register tile, KC 64, MC 40 (set by TLM_CODEGEN_BLOCKING)");
+    unsetenv("TLM_CODEGEN_BLOCKING");
     check_tile_ir("sapphirerapids", true);
     check_tile_ir("znver4", false);
     check_tile_ir("x86-64-v4", false);
@@ -220,6 +239,13 @@ int main(void) {
     }
     check_target(NULL, 0, &rng);
 
+    char *tile_err = NULL;
+    char *no_tile = tlm_codegen_cpu_tile("not-a-cpu", &tile_err);
+    int tile_good = !no_tile && tile_err && strstr(tile_err, "not-a-cpu");
+    printf("%s tile of an unknown CPU -> %s\n", tile_good ? "ok  " : "FAIL", tile_err ? tile_err : "(no error)");
+    fails += !tile_good;
+    tlm_codegen_free(no_tile);
+    free(tile_err);
     tlm_codegen_options bad_cpu = {"not-a-cpu", 3};
     expect_error("unknown CPU", specs, 1, &bad_cpu, "not-a-cpu");
     tlm_kernel_spec bad_spec = {TLM_MLP_GELU, 72, 0};
