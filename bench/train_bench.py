@@ -153,6 +153,26 @@ def aten_capability(torch):
     return "?"
 
 
+def positive(text):
+    """argparse type: a whole number of at least 1 (0 steps or repeats, or
+    a 0 batch, would fail later in a worker, with a traceback)."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, not {text!r}")
+    return n
+
+
+def thread_list(text):
+    """argparse type: --threads 1,2 as [1, 2], each at least 1."""
+    try:
+        return [positive(t) for t in text.split(",")]
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"expected thread counts of at least 1 such as 1,2, not {text!r}")
+
+
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == "--torch-worker":
         torch_worker(json.loads(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]))
@@ -160,11 +180,11 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("dump_model")
     ap.add_argument("model_so")
-    ap.add_argument("--threads", default="1,2")
-    ap.add_argument("--steps", type=int, default=5)
-    ap.add_argument("--repeat", type=int, default=2)
-    ap.add_argument("--batch", type=int, default=8)
-    ap.add_argument("--seq", type=int, default=256)
+    ap.add_argument("--threads", type=thread_list, default=[1, 2])
+    ap.add_argument("--steps", type=positive, default=5)
+    ap.add_argument("--repeat", type=positive, default=2)
+    ap.add_argument("--batch", type=positive, default=8)
+    ap.add_argument("--seq", type=positive, default=256)
     ap.add_argument("--avx2", action="store_true",
                     help="the AVX2 code paths on any x86-64 CPU: OpenBLAS's Haswell kernels for both, PyTorch's "
                          "ATEN_CPU_CAPABILITY=avx2 (train_bench.sh compiles the model with tlmc --cpu x86-64-v3)")
@@ -182,7 +202,7 @@ def main():
             and all(x in flags for x in ("avx512f", "avx512bw", "avx512vl", "avx512dq"))):
         atens.append("avx512")
     rows = []
-    for threads in (int(t) for t in a.threads.split(",")):
+    for threads in a.threads:
         # PyTorch's settings for N threads: N torch threads; 1 torch thread
         # with N OpenBLAS threads (the same as the first when N is 1).
         # and, where Debian's OpenMP OpenBLAS is installed, N torch threads
