@@ -11,8 +11,21 @@
 # a full 256-byte window for every byte).
 #   bench/sample_bench.sh [BUILD] [LENGTH] [THREADS] [LONG]
 set -euo pipefail
+case ${1:-} in
+  -h | --help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;
+  -*) echo "sample_bench: unknown option $1 (see --help)" >&2; exit 2 ;;
+esac
+[ $# -le 4 ] || { echo "sample_bench: at most 4 arguments: [BUILD] [LENGTH] [THREADS] [LONG]" >&2; exit 2; }
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build} length=${2:-255} threads=${3:-1} long=${4:-1024}
+# per_byte() divides by LENGTH - 1: a length of 1 would print 0.00 ms after bc's error
+for n in "$length" "$long"; do
+  [[ $n =~ ^[0-9]+$ ]] && [ "$n" -ge 2 ] || { echo "sample_bench: LENGTH and LONG must be whole numbers of at least 2" >&2; exit 2; }
+done
+[[ $threads =~ ^[0-9]+$ ]] && [ "$threads" -ge 1 ] || { echo "sample_bench: THREADS must be a whole number of at least 1" >&2; exit 2; }
+for f in "$build/compiler/tlmc" "$build/runtime/tlm-run"; do
+  [ -x "$f" ] || { echo "sample_bench: $f is missing; build first (cmake --build $build)" >&2; exit 1; }
+done
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 "$build/compiler/tlmc" "$root/examples/tiny.tlm" -o "$work/tiny.so" >/dev/null
