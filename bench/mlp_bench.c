@@ -42,6 +42,7 @@
  * OpenBLAS threads itself (openblas_set_num_threads). */
 #include <cblas.h>
 #include <dlfcn.h>
+#include <errno.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,6 +69,10 @@ static double now_s(void) {
 
 static float *random_buf(size_t n, unsigned *seed, float scale) {
     float *p = malloc(sizeof(float) * n);
+    if (!p) { /* a large --rows, --d or width: say so rather than crash */
+        fprintf(stderr, "mlp_bench: out of memory (%zu floats)\n", n);
+        exit(1);
+    }
     for (size_t i = 0; i < n; i++) p[i] = scale * ((float)rand_r(seed) / (float)RAND_MAX - 0.5f);
     return p;
 }
@@ -354,6 +359,21 @@ static int time_codegen_24(tlm_mlp kind) {
     return 0;
 }
 
+/* The value of a numeric option, a whole number in [lo, hi]; false after
+ * saying so. atoi took "abc" for 0 (0 reps printed 0 GFLOP/s; --rows -5
+ * crashed in malloc). */
+static bool int_arg(const char *flag, const char *text, long lo, long hi, int *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    if (end == text || *end || errno || v < lo || v > hi) {
+        fprintf(stderr, "mlp_bench: %s takes a whole number from %ld to %ld, not '%s'\n", flag, lo, hi, text);
+        return false;
+    }
+    *out = (int)v;
+    return true;
+}
+
 int main(int argc, char **argv) {
     int reps = 5, rows = 8 * 256, D = 256, only_threads = 0, skip_codegen = 0, profile = -1;
     const char *versus_env = NULL;
@@ -374,31 +394,57 @@ int main(int argc, char **argv) {
             fprintf(stderr, "mlp_bench: %s needs a value\n%s", argv[i], usage);
             return 2;
         }
-        if (!strcmp(argv[i], "--reps")) reps = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--rows")) rows = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--d")) D = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--threads")) only_threads = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--cpu")) cpu = argv[i + 1];
-        else if (!strcmp(argv[i], "--clock"))
-            bench_clock = strcmp(argv[i + 1], "thread") ? CLOCK_MONOTONIC : CLOCK_THREAD_CPUTIME_ID;
-        else if (!strcmp(argv[i], "--skip-codegen")) skip_codegen = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--versus")) versus_env = argv[i + 1];
+        const char *v = argv[i + 1];
+        bool ok = true;
+        if (!strcmp(argv[i], "--reps")) ok = int_arg(argv[i], v, 1, 1000000, &reps);
+        else if (!strcmp(argv[i], "--rows")) ok = int_arg(argv[i], v, 1, 1 << 20, &rows);
+        else if (!strcmp(argv[i], "--d")) ok = int_arg(argv[i], v, 1, 65536, &D);
+        else if (!strcmp(argv[i], "--threads")) ok = int_arg(argv[i], v, 1, 4096, &only_threads);
+        else if (!strcmp(argv[i], "--cpu")) cpu = v;
+        else if (!strcmp(argv[i], "--clock")) {
+            if (!strcmp(v, "thread")) bench_clock = CLOCK_THREAD_CPUTIME_ID;
+            else if (!strcmp(v, "wall")) bench_clock = CLOCK_MONOTONIC;
+            else ok = false, fprintf(stderr, "mlp_bench: --clock takes wall or thread, not '%s'\n", v);
+        } else if (!strcmp(argv[i], "--skip-codegen")) ok = int_arg(argv[i], v, 0, 1, &skip_codegen);
+        else if (!strcmp(argv[i], "--versus")) versus_env = v;
         else if (!strcmp(argv[i], "--profile")) {
             for (int e = 0; e < N_ENTRIES; e++)
-                if (!strcmp(argv[i + 1], entry_names[e])) profile = e;
+                if (!strcmp(v, entry_names[e])) profile = e;
             if (profile < 0) {
                 fprintf(stderr, "mlp_bench: --profile takes fwd, bwd_data or bwd_weight\n");
                 return 2;
             }
-        } else if (!strcmp(argv[i], "--kind")) kind = strcmp(argv[i + 1], "gelu") ? TLM_MLP_SWIGLU : TLM_MLP_GELU;
-        else if (!strcmp(argv[i], "--widths")) {
+        } else if (!strcmp(argv[i], "--kind")) {
+            if (!strcmp(v, "swiglu")) kind = TLM_MLP_SWIGLU;
+            else if (!strcmp(v, "gelu")) kind = TLM_MLP_GELU;
+            else ok = false, fprintf(stderr, "mlp_bench: --kind takes swiglu or gelu, not '%s'\n", v);
+        } else if (!strcmp(argv[i], "--widths")) {
+            /* W1,W2,...: each a width codegen takes ("336x" or "336,,416"
+             * once became a list padded with widths of 0) */
             n_widths = 0;
-            for (char *p = argv[i + 1]; *p && n_widths < 64; p += *p == ',')
-                widths[n_widths++] = (int)strtol(p, &p, 10);
+            for (const char *p = v;; p++) {
+                char *end;
+                errno = 0;
+                long w = strtol(p, &end, 10);
+                if (end == p || errno || w < 1 || w > 65536 || n_widths == 64 || (*end && *end != ',')) {
+                    fprintf(stderr, "mlp_bench: --widths takes up to 64 widths W1,W2,..., each 1 to 65536, not '%s'\n",
+                            v);
+                    return 2;
+                }
+                widths[n_widths++] = (int)w;
+                if (!*end) break;
+                p = end;
+            }
         } else {
             fprintf(stderr, "mlp_bench: unknown option %s\n%s", argv[i], usage);
             return 2;
         }
+        if (!ok) return 2;
+    }
+    /* the tables run 1 and 2 threads; --threads picks one of them */
+    if (only_threads > 2 && profile < 0) {
+        fprintf(stderr, "mlp_bench: --threads takes 1 or 2 (any count with --profile)\n");
+        return 2;
     }
     if (versus_env && only_threads > 1) {
         fprintf(stderr, "mlp_bench: --versus runs one thread\n");
@@ -434,7 +480,11 @@ int main(int argc, char **argv) {
     }
     printf("kernels' blocking: %s\n", tile);
     tlm_codegen_free(tile);
-    if (versus_env) return versus(&lib, specs, N_WIDTHS, rows, reps, versus_env, &opt);
+    if (versus_env) { /* closed here too: a bad --versus once left the kernels' folder in /tmp */
+        int rc = versus(&lib, specs, N_WIDTHS, rows, reps, versus_env, &opt);
+        kernel_lib_close(&lib);
+        return rc;
+    }
     if (profile >= 0) return profile_entry(&lib, specs, N_WIDTHS, rows, only_threads ? only_threads : 1, profile, reps);
     printf("%s\n", openblas_get_config());
     printf("GFLOP/s (GEMM flops only); ratio = ours / OpenBLAS speed\n");
