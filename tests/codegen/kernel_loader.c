@@ -53,14 +53,18 @@ bool kernel_lib_build(kernel_lib *lib, const tlm_kernel_spec *specs, int n, cons
     snprintf(obj, sizeof obj, "%s/kernels.o", lib->dir);
     snprintf(so, sizeof so, "%s/kernels.so", lib->dir);
     double t0 = now_s();
-    if (!tlm_codegen_cpu_object(specs, n, opt, obj, err)) return false;
+    bool ok = tlm_codegen_cpu_object(specs, n, opt, obj, err);
     lib->codegen_seconds = now_s() - t0;
     snprintf(cmd, sizeof cmd, "'%s' -shared -o '%s' '%s'", TLM_TEST_CC, so, obj);
-    if (system(cmd) != 0) {
+    if (ok && system(cmd) != 0) {
         *err = message("linking the kernel object failed", cmd);
-        return false;
+        ok = false;
     }
-    return kernel_lib_open(lib, so, err);
+    ok = ok && kernel_lib_open(lib, so, err);
+    /* not every caller closes a library that failed to build: its folder
+     * (mlp_bench --cpu foo left one in /tmp each run) goes here */
+    if (!ok) kernel_lib_close(lib);
+    return ok;
 }
 
 void *kernel_lib_sym(kernel_lib *lib, const tlm_kernel_spec *s, const char *entry) {
