@@ -16,6 +16,7 @@
  * Defaults are examples/tiny.tlm's sizes (batch 8, 4 heads of 64) at
  * contexts 256 and 2048, packed qkv as the executor passes it. Threads:
  * OMP_NUM_THREADS (OpenMP's default otherwise). */
+#include <errno.h>
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -196,24 +197,38 @@ static void profile(int B, int T, int H, int D, int reps, int backward) {
     free(qkv), free(dqkv), free(y), free(dy), free(lse);
 }
 
+/* A whole number in [1, hi], or 0 after saying so: atoi took "abc" for 0,
+ * and a context of 0 ran and printed a table of nothing. */
+static int count_arg(const char *what, const char *text, long hi) {
+    char *end;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    if (end == text || *end || errno || v < 1 || v > hi) {
+        fprintf(stderr, "attention_bench: %s takes a whole number from 1 to %ld, not '%s'\n", what, hi, text);
+        return 0;
+    }
+    return (int)v;
+}
+
 int main(int argc, char **argv) {
     int B = 8, H = 4, D = 64, reps = 0, nT = 0, Ts[16], only = -1;
     for (int i = 1; i < argc; i++) {
-        if (i + 1 < argc && !strcmp(argv[i], "--batch")) B = atoi(argv[++i]);
-        else if (i + 1 < argc && !strcmp(argv[i], "--heads")) H = atoi(argv[++i]);
-        else if (i + 1 < argc && !strcmp(argv[i], "--head-dim")) D = atoi(argv[++i]);
-        else if (i + 1 < argc && !strcmp(argv[i], "--reps")) reps = atoi(argv[++i]);
+        int ok = 1;
+        if (i + 1 < argc && !strcmp(argv[i], "--batch")) ok = B = count_arg(argv[i], argv[i + 1], 65536), i++;
+        else if (i + 1 < argc && !strcmp(argv[i], "--heads")) ok = H = count_arg(argv[i], argv[i + 1], 4096), i++;
+        else if (i + 1 < argc && !strcmp(argv[i], "--head-dim")) ok = D = count_arg(argv[i], argv[i + 1], 4096), i++;
+        else if (i + 1 < argc && !strcmp(argv[i], "--reps")) ok = reps = count_arg(argv[i], argv[i + 1], 1000000), i++;
         else if (i + 1 < argc && !strcmp(argv[i], "--profile") && !strcmp(argv[i + 1], "fwd")) only = 0, i++;
         else if (i + 1 < argc && !strcmp(argv[i], "--profile") && !strcmp(argv[i + 1], "bwd")) only = 1, i++;
-        else if (argv[i][0] != '-' && nT < 16) Ts[nT++] = atoi(argv[i]);
+        else if (argv[i][0] != '-' && nT < 16) ok = Ts[nT++] = count_arg("a context T", argv[i], 1 << 20);
         else {
             fprintf(stderr, "usage: attention_bench [--batch B] [--heads H] [--head-dim D] [--reps N] "
                             "[--profile fwd|bwd] [T ...]\n");
             return 2;
         }
+        if (!ok) return 2;
     }
     if (nT == 0) Ts[nT++] = 256, Ts[nT++] = 2048;
-    if (B < 1 || H < 1 || D < 1) return 2;
     for (int i = 0; i < nT; i++) {
         int n = reps > 0 ? reps : Ts[i] >= 1024 ? 2 : 10;
         if (only >= 0) profile(B, Ts[i], H, D, n, only);
