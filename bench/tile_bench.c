@@ -15,6 +15,7 @@
  * tile reaches the peak here but the kernels' entries do not, what is
  * missing is the work around the tile (packing, the activation, C's loads
  * and stores): docs/performance.md, "where the gap is". */
+#include <errno.h>
 #include <immintrin.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -99,18 +100,30 @@ static double run(int lanes, int panels, int reps, float *sink) {
     return 2.0 * mr * nr * KC * (double)calls / best * 1e-9;
 }
 
+/* The value of --reps or --panels, or -1 when it is not a whole number up
+ * to `hi` (atoi took "abc" for 0, which for --panels quietly meant the
+ * default; 10,000 12-row panels are 123 MB, past any L3). */
+static int count_arg(const char *text, long hi) {
+    char *end;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    return end == text || *end || errno || v < 0 || v > hi ? -1 : (int)v;
+}
+
 int main(int argc, char **argv) {
     int reps = 5, panels = 0; /* 0: 384 / MR */
     for (int i = 1; i < argc; i++) {
-        if (i + 1 < argc && !strcmp(argv[i], "--reps")) reps = atoi(argv[++i]);
-        else if (i + 1 < argc && !strcmp(argv[i], "--panels")) panels = atoi(argv[++i]);
+        if (i + 1 < argc && !strcmp(argv[i], "--reps")) reps = count_arg(argv[++i], 1000000);
+        else if (i + 1 < argc && !strcmp(argv[i], "--panels")) panels = count_arg(argv[++i], 10000);
         else {
             fprintf(stderr, "usage: tile_bench [--reps N] [--panels P]\n");
             return 2;
         }
     }
     if (reps < 1 || panels < 0) {
-        fprintf(stderr, "tile_bench: --reps takes a positive count and --panels a count (0: the default)\n");
+        fprintf(
+            stderr,
+            "tile_bench: --reps takes a count from 1 and --panels one from 0 (the default), at most 1000000 and 10000\n");
         return 2;
     }
     float sink = 0;

@@ -12,6 +12,7 @@
  * ratio is the one measured here); also titans_760m's heads (12 of 128,
  * chunk 64, B as for 440m). Each time is the best of `reps` runs.
  * Threads (default 1) split the (b, h) pairs in both forms. */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -129,17 +130,26 @@ static void run(const shape *s, int reps, int threads) {
     free(saved), free(scratch), free(saved0), free(scratch0);
 }
 
+/* A whole number in [1, hi], or 0: atoi took "3x" for 3 and "abc" for 0. */
+static int count_arg(const char *text, long hi) {
+    char *end;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    return end == text || *end || errno || v < 1 || v > hi ? 0 : (int)v;
+}
+
 int main(int argc, char **argv) {
     int reps = 3, threads = 1, b440 = 1;
-    static const char usage[] = "usage: titans_bench [--reps N] [--threads T] [--b440 B] (each at least 1)\n";
+    static const char usage[] = "usage: titans_bench [--reps N] [--threads T] [--b440 B] (each a whole number, at "
+                                "least 1; T at most 4096, B at most 256)\n";
     for (int i = 1; i < argc; i += 2) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             fputs(usage, stdout);
             return 0;
         }
-        if (i + 1 < argc && !strcmp(argv[i], "--reps")) reps = atoi(argv[i + 1]);
-        else if (i + 1 < argc && !strcmp(argv[i], "--threads")) threads = atoi(argv[i + 1]);
-        else if (i + 1 < argc && !strcmp(argv[i], "--b440")) b440 = atoi(argv[i + 1]);
+        if (i + 1 < argc && !strcmp(argv[i], "--reps")) reps = count_arg(argv[i + 1], 1000000);
+        else if (i + 1 < argc && !strcmp(argv[i], "--threads")) threads = count_arg(argv[i + 1], 4096);
+        else if (i + 1 < argc && !strcmp(argv[i], "--b440")) b440 = count_arg(argv[i + 1], 256);
         else {
             fputs(usage, stderr);
             return 2;
