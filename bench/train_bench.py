@@ -173,11 +173,19 @@ def thread_list(text):
         raise argparse.ArgumentTypeError(f"expected thread counts of at least 1 such as 1,2, not {text!r}")
 
 
+class Parser(argparse.ArgumentParser):
+    """A usage error in one line, as tlm's tools give it (argparse prints
+    its usage block first)."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: {message} (see --help)\n")
+
+
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == "--torch-worker":
         torch_worker(json.loads(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]))
         return
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("dump_model")
     ap.add_argument("model_so")
     ap.add_argument("--threads", type=thread_list, default=[1, 2])
