@@ -29,7 +29,10 @@ the same parameters and compares:
                     allowance of that step alone) and AdamW's moments after
                     the last step, none of them moved by the drift of the
                     trajectory; the free-running losses, norms and moments
-                    are then printed as that drift. Otherwise (--final-only)
+                    are then printed as that drift, and the free-running
+                    weights' allowance also covers the gradients' drift
+                    (the float64 gradient at tlm's parameters against the
+                    free-running replay's). Otherwise (--final-only)
                     the free-running losses and norms <= 1e-5 and the
                     moments are checked as before.
 
@@ -316,13 +319,16 @@ class Replay:
         return st[key] if key in st else torch.zeros_like(self.params[name])
 
 
-def update_allowance(replay, replay32, s, names, delta_floor=None):
+def update_allowance(replay, replay32, s, names, delta_floor=None, drift=None):
     """The sensitivity of this step's update to a gradient error (see
     PARAM_TOL), per weight of the parameters updated at step s, with the
     gradient the update used (a slow CMS level's: the sum over its
     period). delta_floor (a dict, updated): a running maximum of delta per
     tensor, for the teacher-forced check, whose moments hold the errors of
-    the earlier steps' gradients too."""
+    the earlier steps' gradients too. drift (a dict, per tensor): a larger
+    gradient error to allow, for the free-running check: how far the
+    gradient at tlm's own parameters is from the free-running replay's
+    (see check_training)."""
     tr = replay.tr
     b1, b2, eps = tr["beta1"], tr["beta2"], tr["eps"]
     out = {}
@@ -333,6 +339,8 @@ def update_allowance(replay, replay32, s, names, delta_floor=None):
         delta = NOISE_FACTOR * max((g32 - g).abs().max().item(), 1e-6 * g.abs().max().item())
         if delta_floor is not None:
             delta = delta_floor[n] = max(delta_floor.get(n, 0.0), delta)
+        if drift is not None and n in drift:
+            delta = max(delta, drift[n])
         t = float(replay.state(n, "step"))
         denom = (replay.state(n, "exp_avg_sq") / (1 - b2 ** t)).sqrt() + eps
         rho = (replay.state(n, "exp_avg") / (1 - b1 ** t)).abs() / denom
@@ -376,17 +384,30 @@ def check_training(rep, c, d, tr, table, names):
         loss32, norm32 = f32.step(s)
         losses.append((loss, loss32))
         norms.append((norm, norm32))
-        for n, a in update_allowance(ref, f32, s, names).items():
-            allow[n] += a
         key = f"step{s + 1}."
-        if key + names[0] in d:
-            check_params(rep, s + 1, d, key, names, ref, f32, start, allow)
-            check_periods(rep, s + 1, d, names, ref)
+        drift = None
         if forced:
             before = "param." if s == 0 else f"step{s}."
             tf.load(d, before)
             tf32.load(d, before)
             tf_scalars.append(tf.step(s) + tf32.step(s))
+            # Once a weight within rounding of a zero gradient has stepped
+            # the other way (above), tlm's later gradients differ from the
+            # free-running replay's by more than rounding: by as much as
+            # the float64 gradients at tlm's parameters and at the replay's
+            # do. That difference is the gradient error the free-running
+            # comparison must allow this step (the one-step check below
+            # stays as strict): a sanitizer build on an Intel Xeon, whose
+            # rounding differed in the last bits, once drifted past the
+            # float32 replay's allowance on one weight of odd_sizes.
+            drift = {n: (tf.used[n] - ref.used[n]).abs().max().item() for n in names
+                     if n in tf.used and n in ref.used}
+        for n, a in update_allowance(ref, f32, s, names, drift=drift).items():
+            allow[n] += a
+        if key + names[0] in d:
+            check_params(rep, s + 1, d, key, names, ref, f32, start, allow)
+            check_periods(rep, s + 1, d, names, ref)
+        if forced:
             prev = {n: torch.as_tensor(d[before + n], dtype=torch.float64) for n in names}
             one = {n: torch.zeros_like(prev[n]) for n in names}
             one.update(update_allowance(tf, tf32, s, names, tf_delta))
