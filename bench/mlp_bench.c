@@ -390,8 +390,16 @@ int main(int argc, char **argv) {
             fputs(usage, stdout);
             return 0;
         }
+        /* every option takes a value: an option is known when the usage
+         * names it as "[--name " */
+        char known[64];
+        snprintf(known, sizeof known, "[%s ", argv[i]);
+        if (strncmp(argv[i], "--", 2) != 0 || !strstr(usage, known)) {
+            fprintf(stderr, "mlp_bench: unknown option %s (mlp_bench --help lists the options)\n", argv[i]);
+            return 2;
+        }
         if (i + 1 >= argc) {
-            fprintf(stderr, "mlp_bench: %s needs a value\n%s", argv[i], usage);
+            fprintf(stderr, "mlp_bench: %s needs a value (mlp_bench --help lists the options)\n", argv[i]);
             return 2;
         }
         const char *v = argv[i + 1];
@@ -436,7 +444,7 @@ int main(int argc, char **argv) {
                 p = end;
             }
         } else {
-            fprintf(stderr, "mlp_bench: unknown option %s\n%s", argv[i], usage);
+            fprintf(stderr, "mlp_bench: unknown option %s (mlp_bench --help lists the options)\n", argv[i]);
             return 2;
         }
         if (!ok) return 2;

@@ -235,7 +235,7 @@ def main():
     set_env = [k for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE") if k in os.environ]
     simd = [x for x in ("avx2", "fma", "avx512f", "avx512bw", "avx512_bf16") if x in flags]
     print(f"model {m['name']}: d_model {m['d_model']}, {m['layers']} layers, widths {m['widths']}, "
-          f"{m['heads']} x {m['head_dim']} heads, vocab {m['vocab']}, {m['mlp']}")
+          f"{m['heads']} x {m['head_dim']} heads, vocab {m['vocab']}, {m['mlp']}, mixer {m.get('mixer', 'attention')}")
     print(f"training step: batch {a.batch} x {a.seq} tokens, AdamW, clip, float32; {a.steps} timed steps "
           f"after one warm-up, best of {a.repeat}; torch {first['torch']} ({default_aten} kernels by default), "
           f"OpenBLAS kernel {first['blas']}; "

@@ -47,6 +47,8 @@ if [ -x "$bin/mlp_bench" ]; then
     # shellcheck disable=SC2086
     expect 2 "mlp_bench: --" "mlp_bench $a" -- "$bin/mlp_bench" $a
   done
+  expect 2 "mlp_bench: unknown option --foo (" "mlp_bench --foo" -- "$bin/mlp_bench" --foo
+  expect 2 "mlp_bench: --reps needs a value (" "mlp_bench --reps" -- "$bin/mlp_bench" --reps
 fi
 if [ -x "$bin/attention_bench" ]; then
   for a in "0" "abc" "17x" "--batch 0" "--heads x" "--head-dim -1" "--reps 0" "--profile xyz"; do
