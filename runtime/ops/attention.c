@@ -22,8 +22,9 @@
  *   dv_u  = sum_t P_tu dy_t
  *
  * Every block product is one register-blocked kernel (block_gemm.h:
- * GEMM_MR rows x 16 columns of the output in registers, the reduction
- * index in ascending order for every element). The scores S = Q K^T and
+ * GEMM_MR rows x 16 columns of the output in registers, 32 on AVX-512
+ * CPUs, the reduction index in ascending order for every element, the
+ * same bits whatever the tile). The scores S = Q K^T and
  * dP = dY V^T run it over a transposed key block (rows of ATT_BK floats,
  * transposed eight by eight in registers); P V, dS K, P^T dY and dS^T Q
  * over rows of D. Near the diagonal it skips the tiles the causal mask

@@ -116,17 +116,50 @@ V8_ALWAYS_INLINE void gemm_rows_any(float *c, size_t ldc, int mr, int n, const f
 
 /* ---- AVX-512: the same tiles, sixteen floats a vector ----
  *
- * Where the CPU has AVX-512 (F, BW, DQ, VL: x86-64-v4), full tiles are
- * GEMM_MR rows x 32 or 16 columns of 16-float vectors, twice the columns
- * per multiply-add of the 8-float tiles; the last n % 16 columns take the
- * 8-float tiles above. An element's value is the same either way: its lane
- * runs the same fused multiply-adds over k in the same order, so attention
- * gives the same bits on AVX2 and AVX-512 CPUs (test_attention_kernels
- * compares the two paths). */
+ * Where the CPU has AVX-512 (x86-64-v4), full tiles are GEMM_MR rows x 32
+ * or 16 columns of 16-float vectors, twice the columns per multiply-add of
+ * the 8-float tiles; the last n % 16 columns take the 8-float tiles above.
+ * An element's value is the same either way: its lane runs the same fused
+ * multiply-adds over k in the same order, so attention gives the same bits
+ * on AVX2 and AVX-512 CPUs (test_attention_kernels compares the two paths).
+ * Two conditions keep that true. The kernel is picked by hand
+ * (gemm_cpu_level), the AVX2 one too, not by target_clones' resolver:
+ * clang 14's picks the baseline clone, unfused, on Intel CPUs. And the
+ * 16-float tiles exist in optimised builds only: clang -O0 fuses their
+ * multiply-adds but not the 8-float tiles'. */
 #if defined(__x86_64__) && defined(__has_attribute)
 #if __has_attribute(target)
+#define GEMM_X86_LEVELS 1
+#ifdef __OPTIMIZE__
 #define GEMM_HAVE_V16 1
 #endif
+#endif
+#endif
+
+#ifdef GEMM_X86_LEVELS
+/* The x86-64 level this CPU has, 0 (below v3), 3 or 4: every extension
+ * the kernel of that level is compiled for. A few loads of what the C
+ * runtime read at start-up, against a block product's thousands of
+ * multiply-adds. */
+static inline int gemm_cpu_level(void) {
+#if defined(__clang__) && __clang_major__ < 16 /* no "x86-64-vN" names there */
+    bool v3 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("bmi") &&
+              __builtin_cpu_supports("bmi2");
+    bool v4 = v3 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+              __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
+              __builtin_cpu_supports("avx512cd");
+#else
+    bool v3 = __builtin_cpu_supports("x86-64-v3"), v4 = __builtin_cpu_supports("x86-64-v4");
+#endif
+    return v4 ? 4 : v3 ? 3 : 0;
+}
+
+/* The 8-float kernel for AVX2 + FMA. */
+__attribute__((target("arch=x86-64-v3"))) static void gemm_rows_v3(float *c, size_t ldc, int mr, int n, const float *a,
+                                                                   size_t ars, size_t aks, const float *b, size_t ldb,
+                                                                   int k0, int k1, bool fresh, float scale) {
+    gemm_rows_any(c, ldc, mr, n, a, ars, aks, b, ldb, k0, k1, fresh, scale);
+}
 #endif
 
 #ifdef GEMM_HAVE_V16
@@ -200,31 +233,32 @@ GEMM_V16 static void gemm_rows_v16(float *c, size_t ldc, int mr, int n, const fl
     GEMM_BY_ROWS(gemm16_rows_of, c, ldc, mr, n, a, ars, aks, b, ldb, k0, k1, fresh, scale);
 }
 
-/* Whether this CPU runs gemm_rows_v16: x86-64-v4's AVX-512 subsets. A few
- * loads of what libgcc read at start-up, against a block product's
- * thousands of multiply-adds. */
-static inline bool gemm_cpu_has_v16(void) {
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
-}
 #endif
 
-/* The 8-float kernel, compiled for the CPU (AVX2 + FMA, or the baseline). */
-V8_CLONES static void gemm_rows_v8(float *c, size_t ldc, int mr, int n, const float *a, size_t ars, size_t aks,
-                                   const float *b, size_t ldb, int k0, int k1, bool fresh, float scale) {
+/* The 8-float kernel for the baseline (unfused: two SSE registers a
+ * vector on x86-64). */
+static void gemm_rows_base(float *c, size_t ldc, int mr, int n, const float *a, size_t ars, size_t aks, const float *b,
+                           size_t ldb, int k0, int k1, bool fresh, float scale) {
     gemm_rows_any(c, ldc, mr, n, a, ars, aks, b, ldb, k0, k1, fresh, scale);
 }
 
 /* The kernel (the contract at the top): the widest the CPU has. */
 static inline void gemm_rows(float *c, size_t ldc, int mr, int n, const float *a, size_t ars, size_t aks,
                              const float *b, size_t ldb, int k0, int k1, bool fresh, float scale) {
+#ifdef GEMM_X86_LEVELS
+    int level = gemm_cpu_level();
 #ifdef GEMM_HAVE_V16
-    if (gemm_cpu_has_v16()) {
+    if (level >= 4) {
         gemm_rows_v16(c, ldc, mr, n, a, ars, aks, b, ldb, k0, k1, fresh, scale);
         return;
     }
 #endif
-    gemm_rows_v8(c, ldc, mr, n, a, ars, aks, b, ldb, k0, k1, fresh, scale);
+    if (level >= 3) {
+        gemm_rows_v3(c, ldc, mr, n, a, ars, aks, b, ldb, k0, k1, fresh, scale);
+        return;
+    }
+#endif
+    gemm_rows_base(c, ldc, mr, n, a, ars, aks, b, ldb, k0, k1, fresh, scale);
 }
 
 #endif
