@@ -325,10 +325,10 @@ def update_allowance(replay, replay32, s, names, delta_floor=None, drift=None):
     gradient the update used (a slow CMS level's: the sum over its
     period). delta_floor (a dict, updated): a running maximum of delta per
     tensor, for the teacher-forced check, whose moments hold the errors of
-    the earlier steps' gradients too. drift (a dict, per tensor): a larger
-    gradient error to allow, for the free-running check: how far the
-    gradient at tlm's own parameters is from the free-running replay's
-    (see check_training)."""
+    the earlier steps' gradients too. drift (a dict of tensors): a larger
+    gradient error to allow, weight by weight, for the free-running check:
+    how far the gradient at tlm's own parameters is from the free-running
+    replay's (see check_training)."""
     tr = replay.tr
     b1, b2, eps = tr["beta1"], tr["beta2"], tr["eps"]
     out = {}
@@ -340,7 +340,7 @@ def update_allowance(replay, replay32, s, names, delta_floor=None, drift=None):
         if delta_floor is not None:
             delta = delta_floor[n] = max(delta_floor.get(n, 0.0), delta)
         if drift is not None and n in drift:
-            delta = max(delta, drift[n])
+            delta = torch.clamp(drift[n], min=delta)  # weight by weight
         t = float(replay.state(n, "step"))
         denom = (replay.state(n, "exp_avg_sq") / (1 - b2 ** t)).sqrt() + eps
         rho = (replay.state(n, "exp_avg") / (1 - b1 ** t)).abs() / denom
@@ -400,8 +400,7 @@ def check_training(rep, c, d, tr, table, names):
             # stays as strict): a sanitizer build on an Intel Xeon, whose
             # rounding differed in the last bits, once drifted past the
             # float32 replay's allowance on one weight of odd_sizes.
-            drift = {n: (tf.used[n] - ref.used[n]).abs().max().item() for n in names
-                     if n in tf.used and n in ref.used}
+            drift = {n: (tf.used[n] - ref.used[n]).abs() for n in names if n in tf.used and n in ref.used}
         for n, a in update_allowance(ref, f32, s, names, drift=drift).items():
             allow[n] += a
         if key + names[0] in d:
