@@ -61,6 +61,7 @@ static const struct {
     {"sapphirerapids", 16, false, V4, true},
     {"emeraldrapids", 16, false, V4, true},
     {"graniterapids", 16, false, V4, true},
+    {"graniterapids-d", 16, false, V4, true},
     {"znver1", 8, true, V3, false},
     {"znver2", 8, false, V3, false},
     {"znver3", 8, false, V3, false},

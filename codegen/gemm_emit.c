@@ -23,7 +23,9 @@ gemm_blocking gemm_default_blocking(int vl, bool wide_tile) {
    * (docs/performance.md) it ran bwd_data 7-18% and bwd_weight 8-9% faster
    * at d_model 1024 (fwd -4% to +7%), and tiny's training step 3-7% faster
    * at one thread; the 12 x 32 tile was measured on a Zen 4, so AMD and the
-   * generic x86-64-v4 keep it.
+   * generic x86-64-v4 keep it. Intel's other AVX-512 parts follow the one
+   * Xeon measured, unmeasured themselves: the client ones (Ice Lake, Tiger
+   * Lake, Rocket Lake) have one 512-bit FMA unit, not two.
    * The tile and KC never change which products are summed in which order:
    * results are bit for bit the same (tests/codegen/test_cpu_blocking.c). */
     if (vl >= 16 && wide_tile) {
