@@ -408,8 +408,16 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--rows")) ok = int_arg(argv[i], v, 1, 1 << 20, &rows);
         else if (!strcmp(argv[i], "--d")) ok = int_arg(argv[i], v, 1, 65536, &D);
         else if (!strcmp(argv[i], "--threads")) ok = int_arg(argv[i], v, 1, 4096, &only_threads);
-        else if (!strcmp(argv[i], "--cpu")) cpu = v;
-        else if (!strcmp(argv[i], "--clock")) {
+        else if (!strcmp(argv[i], "--cpu")) {
+            /* a usage error, as for tlmc --cpu, before any kernels are built */
+            char *cpu_err = NULL;
+            if (!tlm_codegen_cpu_known(v, &cpu_err)) {
+                fprintf(stderr, "mlp_bench: --cpu: %s\n", cpu_err ? cpu_err : "unknown CPU");
+                free(cpu_err);
+                return 2;
+            }
+            cpu = v;
+        } else if (!strcmp(argv[i], "--clock")) {
             if (!strcmp(v, "thread")) bench_clock = CLOCK_THREAD_CPUTIME_ID;
             else if (!strcmp(v, "wall")) bench_clock = CLOCK_MONOTONIC;
             else ok = false, fprintf(stderr, "mlp_bench: --clock takes wall or thread, not '%s'\n", v);

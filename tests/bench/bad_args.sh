@@ -49,6 +49,7 @@ if [ -x "$bin/mlp_bench" ]; then
   done
   expect 2 "mlp_bench: unknown option --foo (" "mlp_bench --foo" -- "$bin/mlp_bench" --foo
   expect 2 "mlp_bench: --reps needs a value (" "mlp_bench --reps" -- "$bin/mlp_bench" --reps
+  expect 2 "unknown CPU 'not-a-cpu'" "mlp_bench --cpu not-a-cpu" -- "$bin/mlp_bench" --cpu not-a-cpu
 fi
 if [ -x "$bin/attention_bench" ]; then
   for a in "0" "abc" "17x" "--batch 0" "--heads x" "--head-dim -1" "--reps 0" "--profile xyz"; do
