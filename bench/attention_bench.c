@@ -16,7 +16,6 @@
  * Defaults are examples/tiny.tlm's sizes (batch 8, 4 heads of 64) at
  * contexts 256 and 2048, packed qkv as the executor passes it. Threads:
  * OMP_NUM_THREADS (OpenMP's default otherwise). */
-#include <errno.h>
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -24,6 +23,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_args.h"
 #include "tlm_rt/ops.h"
 
 /* ---- the replaced implementation: probabilities kept ---- */
@@ -200,14 +200,10 @@ static void profile(int B, int T, int H, int D, int reps, int backward) {
 /* A whole number in [1, hi], or 0 after saying so: atoi took "abc" for 0,
  * and a context of 0 ran and printed a table of nothing. */
 static int count_arg(const char *what, const char *text, long hi) {
-    char *end;
-    errno = 0;
-    long v = strtol(text, &end, 10);
-    if (end == text || *end || errno || v < 1 || v > hi) {
-        fprintf(stderr, "attention_bench: %s takes a whole number from 1 to %ld, not '%s'\n", what, hi, text);
-        return 0;
-    }
-    return (int)v;
+    int v;
+    if (bench_whole(text, 1, hi, &v)) return v;
+    fprintf(stderr, "attention_bench: %s takes a whole number from 1 to %ld, not '%s'\n", what, hi, text);
+    return 0;
 }
 
 int main(int argc, char **argv) {

@@ -42,13 +42,13 @@
  * OpenBLAS threads itself (openblas_set_num_threads). */
 #include <cblas.h>
 #include <dlfcn.h>
-#include <errno.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "bench_args.h"
 #include "codegen.h"
 #include "cpu_targets.h"
 #include "cpu_peak.h"
@@ -363,15 +363,9 @@ static int time_codegen_24(tlm_mlp kind) {
  * saying so. atoi took "abc" for 0 (0 reps printed 0 GFLOP/s; --rows -5
  * crashed in malloc). */
 static bool int_arg(const char *flag, const char *text, long lo, long hi, int *out) {
-    char *end;
-    errno = 0;
-    long v = strtol(text, &end, 10);
-    if (end == text || *end || errno || v < lo || v > hi) {
-        fprintf(stderr, "mlp_bench: %s takes a whole number from %ld to %ld, not '%s'\n", flag, lo, hi, text);
-        return false;
-    }
-    *out = (int)v;
-    return true;
+    if (bench_whole(text, lo, hi, out)) return true;
+    fprintf(stderr, "mlp_bench: %s takes a whole number from %ld to %ld, not '%s'\n", flag, lo, hi, text);
+    return false;
 }
 
 int main(int argc, char **argv) {

@@ -15,13 +15,13 @@
  * tile reaches the peak here but the kernels' entries do not, what is
  * missing is the work around the tile (packing, the activation, C's loads
  * and stores): docs/performance.md, "where the gap is". */
-#include <errno.h>
 #include <immintrin.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "bench_args.h"
 #include "cpu_peak.h"
 
 enum { KC = 256 };
@@ -104,10 +104,8 @@ static double run(int lanes, int panels, int reps, float *sink) {
  * to `hi` (atoi took "abc" for 0, which for --panels quietly meant the
  * default; 10,000 12-row panels are 123 MB, past any L3). */
 static int count_arg(const char *text, long hi) {
-    char *end;
-    errno = 0;
-    long v = strtol(text, &end, 10);
-    return end == text || *end || errno || v < 0 || v > hi ? -1 : (int)v;
+    int v;
+    return bench_whole(text, 0, hi, &v) ? v : -1;
 }
 
 int main(int argc, char **argv) {

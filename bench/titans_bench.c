@@ -12,13 +12,13 @@
  * ratio is the one measured here); also titans_760m's heads (12 of 128,
  * chunk 64, B as for 440m). Each time is the best of `reps` runs.
  * Threads (default 1) split the (b, h) pairs in both forms. */
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "bench_args.h"
 #include "titans_tokenwise.h"
 #include "tlm_rt/ops.h"
 
@@ -132,10 +132,8 @@ static void run(const shape *s, int reps, int threads) {
 
 /* A whole number in [1, hi], or 0: atoi took "3x" for 3 and "abc" for 0. */
 static int count_arg(const char *text, long hi) {
-    char *end;
-    errno = 0;
-    long v = strtol(text, &end, 10);
-    return end == text || *end || errno || v < 1 || v > hi ? 0 : (int)v;
+    int v;
+    return bench_whole(text, 1, hi, &v) ? v : 0;
 }
 
 int main(int argc, char **argv) {

@@ -29,11 +29,13 @@ static double now_s(void) {
 }
 
 /* TLM_CODEGEN_BLOCKING="mr,nv,kc,mc" overrides the blocking; it
- * exists for tuning with bench/mlp_bench and is checked like user input. */
-static bool blocking_for(const cpu_target *t, gemm_blocking *bk, char **err) {
+ * exists for tuning with bench/mlp_bench and is checked like user input.
+ * *overridden (may be NULL): whether it did. */
+static bool blocking_for(const cpu_target *t, gemm_blocking *bk, bool *overridden, char **err) {
     int vl = t->vl;
     *bk = gemm_default_blocking(vl, t->wide_tile);
     const char *env = getenv("TLM_CODEGEN_BLOCKING");
+    if (overridden) *overridden = env && *env;
     if (!env || !*env) return true;
     gemm_blocking o;
     if (sscanf(env, "%d,%d,%d,%d", &o.mr, &o.nv, &o.kc, &o.mc) != 4 || o.mr < 1 || o.mr > GEMM_MAX_MR || o.nv < 1 ||
@@ -73,13 +75,12 @@ char *tlm_codegen_cpu_tile(const char *name, char **err) {
     cpu_target t;
     if (!cpu_target_resolve(name, &t, err)) return NULL;
     gemm_blocking bk;
-    bool ok = blocking_for(&t, &bk, err);
+    bool overridden;
+    bool ok = blocking_for(&t, &bk, &overridden, err);
     char buf[192];
-    if (ok) {
-        const char *env = getenv("TLM_CODEGEN_BLOCKING");
+    if (ok)
         snprintf(buf, sizeof buf, "%s: %d-float vectors, %d x %d register tile, KC %d, MC %d%s", t.cpu, t.vl, bk.mr,
-                 bk.nv * t.vl, bk.kc, bk.mc, env && *env ? " (set by TLM_CODEGEN_BLOCKING)" : "");
-    }
+                 bk.nv * t.vl, bk.kc, bk.mc, overridden ? " (set by TLM_CODEGEN_BLOCKING)" : "");
     cpu_target_dispose(&t);
     if (!ok) return NULL;
     char *out = LLVMCreateMessage(buf); /* disposable with tlm_codegen_free */
@@ -151,7 +152,7 @@ bool tlm_codegen_cpu_object(const tlm_kernel_spec *specs, int n, const tlm_codeg
     cpu_target t;
     if (!cpu_target_resolve(opt->cpu, &t, err)) return false;
     gemm_blocking bk;
-    if (!blocking_for(&t, &bk, err) || !split_256_for(&t, err)) {
+    if (!blocking_for(&t, &bk, NULL, err) || !split_256_for(&t, err)) {
         cpu_target_dispose(&t);
         return false;
     }

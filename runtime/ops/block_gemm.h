@@ -25,64 +25,14 @@
 
 enum { GEMM_MR = 6 };
 
-/* One tile: mr rows (a constant after inlining) x ncols columns, 16 or 8
- * (constants after inlining: two vectors or one) or 1..7 (one vector whose
- * lanes past ncols are zeros going in and are dropped coming out). The
- * narrow tile is the same vector arithmetic as the full ones on purpose: a
- * scalar loop for the last columns would be free to differ from it (at -O3
- * gcc vectorizes `s += a * b` over k as vector products and in-order
- * adds, unfused, where the tile fuses them), and the attention tests ask
- * every tile shape for the same bits. */
-V8_ALWAYS_INLINE void gemm_tile(float *c, size_t ldc, const int mr, const int ncols, const float *a, size_t ars,
-                                size_t aks, const float *b, size_t ldb, int k0, int k1, bool fresh, float scale) {
-    const int nv = ncols > 8 ? 2 : 1;
-    const size_t narrow_bytes = sizeof(float) * (size_t)(ncols < 8 ? ncols : 8);
-    v8f c00 = {0}, c01 = {0}, c10 = {0}, c11 = {0}, c20 = {0}, c21 = {0};
-    v8f c30 = {0}, c31 = {0}, c40 = {0}, c41 = {0}, c50 = {0}, c51 = {0};
-#define GEMM_ROW(i, load_or_store)                           \
-    if (mr > i) {                                            \
-        load_or_store(c##i##0, c + i * ldc);                 \
-        if (nv > 1) load_or_store(c##i##1, c + i * ldc + 8); \
-    }
-#define GEMM_LOAD(v, p)                                 \
-    do {                                                \
-        if (ncols < 8) memcpy(&(v), (p), narrow_bytes); \
-        else V8_LOAD(v, p);                             \
-    } while (0)
-    if (!fresh) {
-        GEMM_ROW(0, GEMM_LOAD) GEMM_ROW(1, GEMM_LOAD) GEMM_ROW(2, GEMM_LOAD);
-        GEMM_ROW(3, GEMM_LOAD) GEMM_ROW(4, GEMM_LOAD) GEMM_ROW(5, GEMM_LOAD);
-    }
-    for (int k = k0; k < k1; k++) {
-        const float *bk = b + (size_t)k * ldb, *ak = a + (size_t)k * aks;
-        v8f b0 = {0}, b1 = {0};
-        GEMM_LOAD(b0, bk);
-        if (nv > 1) V8_LOAD(b1, bk + 8);
-#define GEMM_TERM(i)                         \
-    if (mr > i) {                            \
-        const v8f x = V8_SPLAT(ak[i * ars]); \
-        c##i##0 += x * b0;                   \
-        if (nv > 1) c##i##1 += x * b1;       \
-    }
-        GEMM_TERM(0) GEMM_TERM(1) GEMM_TERM(2) GEMM_TERM(3) GEMM_TERM(4) GEMM_TERM(5)
-#undef GEMM_TERM
-    }
-    if (scale != 1.0f) {
-        const v8f s = V8_SPLAT(scale);
-        c00 *= s, c01 *= s, c10 *= s, c11 *= s, c20 *= s, c21 *= s;
-        c30 *= s, c31 *= s, c40 *= s, c41 *= s, c50 *= s, c51 *= s;
-    }
-#define GEMM_STORE(v, p)                                \
-    do {                                                \
-        if (ncols < 8) memcpy((p), &(v), narrow_bytes); \
-        else V8_STORE(p, v);                            \
-    } while (0)
-    GEMM_ROW(0, GEMM_STORE) GEMM_ROW(1, GEMM_STORE) GEMM_ROW(2, GEMM_STORE);
-    GEMM_ROW(3, GEMM_STORE) GEMM_ROW(4, GEMM_STORE) GEMM_ROW(5, GEMM_STORE);
-#undef GEMM_STORE
-#undef GEMM_LOAD
-#undef GEMM_ROW
-}
+/* The 8-float tile (block_gemm_tile.h): gemm_tile(c, ldc, mr, ncols,
+ * ...) for ncols 16, 8 or 1..7. */
+#define TILE_NAME gemm_tile
+#define TILE_VEC v8f
+#define TILE_W 8
+#define TILE_SPLAT(x) V8_SPLAT(x)
+#define TILE_ATTRS V8_ALWAYS_INLINE
+#include "block_gemm_tile.h"
 
 /* All n columns of mr rows: 16-column tiles, an 8-column one, then one
  * narrow tile for the last n % 8 columns. */
@@ -167,52 +117,13 @@ typedef float v16f __attribute__((vector_size(64)));
 
 #define GEMM_V16 __attribute__((target("arch=x86-64-v4")))
 
-/* One tile of mr rows x ncols (16 or 32: one or two vectors) columns. */
-static inline __attribute__((always_inline)) GEMM_V16 void gemm_tile16(float *c, size_t ldc, const int mr,
-                                                                       const int ncols, const float *a, size_t ars,
-                                                                       size_t aks, const float *b, size_t ldb, int k0,
-                                                                       int k1, bool fresh, float scale) {
-    const int nv = ncols / 16;
-    v16f c00 = {0}, c01 = {0}, c10 = {0}, c11 = {0}, c20 = {0}, c21 = {0};
-    v16f c30 = {0}, c31 = {0}, c40 = {0}, c41 = {0}, c50 = {0}, c51 = {0};
-#define GEMM16_ROW(i, load_or_store)                          \
-    if (mr > i) {                                             \
-        load_or_store(c##i##0, c + i * ldc);                  \
-        if (nv > 1) load_or_store(c##i##1, c + i * ldc + 16); \
-    }
-#define GEMM16_LOAD(v, p) memcpy(&(v), (p), sizeof(v))
-#define GEMM16_STORE(v, p) memcpy((p), &(v), sizeof(v))
-    if (!fresh) {
-        GEMM16_ROW(0, GEMM16_LOAD) GEMM16_ROW(1, GEMM16_LOAD) GEMM16_ROW(2, GEMM16_LOAD);
-        GEMM16_ROW(3, GEMM16_LOAD) GEMM16_ROW(4, GEMM16_LOAD) GEMM16_ROW(5, GEMM16_LOAD);
-    }
-    for (int k = k0; k < k1; k++) {
-        const float *bk = b + (size_t)k * ldb, *ak = a + (size_t)k * aks;
-        v16f b0, b1 = {0};
-        GEMM16_LOAD(b0, bk);
-        if (nv > 1) GEMM16_LOAD(b1, bk + 16);
-#define GEMM16_TERM(i)                                                                   \
-    if (mr > i) {                                                                        \
-        const float xa = ak[i * ars];                                                    \
-        const v16f x = {xa, xa, xa, xa, xa, xa, xa, xa, xa, xa, xa, xa, xa, xa, xa, xa}; \
-        c##i##0 += x * b0;                                                               \
-        if (nv > 1) c##i##1 += x * b1;                                                   \
-    }
-        GEMM16_TERM(0) GEMM16_TERM(1) GEMM16_TERM(2) GEMM16_TERM(3) GEMM16_TERM(4) GEMM16_TERM(5)
-#undef GEMM16_TERM
-    }
-    if (scale != 1.0f) {
-        const v16f s = {scale, scale, scale, scale, scale, scale, scale, scale,
-                        scale, scale, scale, scale, scale, scale, scale, scale};
-        c00 *= s, c01 *= s, c10 *= s, c11 *= s, c20 *= s, c21 *= s;
-        c30 *= s, c31 *= s, c40 *= s, c41 *= s, c50 *= s, c51 *= s;
-    }
-    GEMM16_ROW(0, GEMM16_STORE) GEMM16_ROW(1, GEMM16_STORE) GEMM16_ROW(2, GEMM16_STORE);
-    GEMM16_ROW(3, GEMM16_STORE) GEMM16_ROW(4, GEMM16_STORE) GEMM16_ROW(5, GEMM16_STORE);
-#undef GEMM16_STORE
-#undef GEMM16_LOAD
-#undef GEMM16_ROW
-}
+/* The 16-float tile (block_gemm_tile.h), for ncols 32 or 16 only. */
+#define TILE_NAME gemm_tile16
+#define TILE_VEC v16f
+#define TILE_W 16
+#define TILE_SPLAT(x) ((v16f){(x), (x), (x), (x), (x), (x), (x), (x), (x), (x), (x), (x), (x), (x), (x), (x)})
+#define TILE_ATTRS static inline __attribute__((always_inline)) GEMM_V16
+#include "block_gemm_tile.h"
 
 /* All n columns of mr rows: 32- and 16-column tiles, then the 8-float
  * tiles for the last n % 16. */

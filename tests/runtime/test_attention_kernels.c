@@ -145,35 +145,70 @@ static void gemm_by_tiles(gemm_fn *gemm, float *c, size_t ldc, int M, int N, con
 
 static float frand(unsigned *seed) { return 2.0f * ((float)rand_r(seed) / (float)RAND_MAX) - 1.0f; }
 
-static void test_gemm(gemm_fn *gemm, int M, int N, int K, int k0, bool a_transposed, bool fresh, float scale) {
-    const size_t lda = a_transposed ? (size_t)M + 3 : (size_t)K + 5; /* padded rows */
-    const size_t ars = a_transposed ? 1 : lda, aks = a_transposed ? lda : 1;
-    const size_t ldb = (size_t)N + 7, ldc = (size_t)N + 2;
-    float *a = malloc(sizeof(float) * lda * (size_t)(a_transposed ? K : M));
-    float *b = malloc(sizeof(float) * ldb * (size_t)K);
-    float *c0 = malloc(sizeof(float) * ldc * (size_t)M), *c_tiled = malloc(sizeof(float) * ldc * (size_t)M);
-    float *c_rows = malloc(sizeof(float) * ldc * (size_t)M), *c_cols = malloc(sizeof(float) * ldc * (size_t)M);
-    unsigned seed = (unsigned)(M * 131 + N * 17 + K);
-    for (size_t i = 0; i < lda * (size_t)(a_transposed ? K : M); i++) a[i] = frand(&seed);
-    for (size_t i = 0; i < ldb * (size_t)K; i++) b[i] = frand(&seed);
-    for (size_t i = 0; i < ldc * (size_t)M; i++) c0[i] = frand(&seed);
-    memcpy(c_tiled, c0, sizeof(float) * ldc * (size_t)M);
-    memcpy(c_rows, c0, sizeof(float) * ldc * (size_t)M);
-    memcpy(c_cols, c0, sizeof(float) * ldc * (size_t)M);
-    gemm_by_tiles(gemm, c_tiled, ldc, M, N, a, ars, aks, b, ldb, k0, K, fresh, scale, GEMM_MR);
-    gemm_by_tiles(gemm, c_rows, ldc, M, N, a, ars, aks, b, ldb, k0, K, fresh, scale, 1);
-    for (int j = 0; j < N; j++) /* each column alone: the one-element path */
-        gemm_by_tiles(gemm, c_cols + j, ldc, M, 1, a, ars, aks, b + j, ldb, k0, K, fresh, scale, GEMM_MR);
+/* One case: C (M x N) = scale * (C0 + A B) over k in [k0, K), A
+ * row-major or transposed, C fresh or accumulating. */
+typedef struct {
+    int M, N, K, k0;
+    bool a_transposed, fresh;
+    float scale;
+} gemm_case;
+
+/* A case's operands, random in [-1, 1], every row padded: a (lda), b
+ * (ldb) and the starting C, c0 (ldc, nc floats). */
+typedef struct {
+    size_t lda, ars, aks, ldb, ldc, nc;
+    float *a, *b, *c0;
+} gemm_inputs;
+
+static gemm_inputs inputs_of(const gemm_case *t, unsigned seed) {
+    gemm_inputs in;
+    in.lda = t->a_transposed ? (size_t)t->M + 3 : (size_t)t->K + 5;
+    in.ars = t->a_transposed ? 1 : in.lda, in.aks = t->a_transposed ? in.lda : 1;
+    in.ldb = (size_t)t->N + 7, in.ldc = (size_t)t->N + 2, in.nc = in.ldc * (size_t)t->M;
+    const size_t na = in.lda * (size_t)(t->a_transposed ? t->K : t->M), nb = in.ldb * (size_t)t->K;
+    in.a = malloc(sizeof(float) * na), in.b = malloc(sizeof(float) * nb), in.c0 = malloc(sizeof(float) * in.nc);
+    for (size_t i = 0; i < na; i++) in.a[i] = frand(&seed);
+    for (size_t i = 0; i < nb; i++) in.b[i] = frand(&seed);
+    for (size_t i = 0; i < in.nc; i++) in.c0[i] = frand(&seed);
+    return in;
+}
+
+static void inputs_free(gemm_inputs *in) { free(in->a), free(in->b), free(in->c0); }
+
+/* A copy of the starting C, for a kernel to work on. */
+static float *c_from(const gemm_inputs *in) {
+    float *c = malloc(sizeof(float) * in->nc);
+    memcpy(c, in->c0, sizeof(float) * in->nc);
+    return c;
+}
+
+/* The case by `gemm`, mr_max rows a tile, into c (the columns from j0 at
+ * N columns of b and c). */
+static void run_case(gemm_fn *gemm, const gemm_case *t, const gemm_inputs *in, float *c, int N, int j0, int mr_max) {
+    gemm_by_tiles(gemm, c + j0, in->ldc, t->M, N, in->a, in->ars, in->aks, in->b + j0, in->ldb, t->k0, t->K, t->fresh,
+                  t->scale, mr_max);
+}
+
+static void test_gemm(gemm_fn *gemm, const gemm_case *t) {
+    const int M = t->M, N = t->N, K = t->K, k0 = t->k0;
+    gemm_inputs in = inputs_of(t, (unsigned)(M * 131 + N * 17 + K));
+    const size_t ars = in.ars, aks = in.aks, ldb = in.ldb, ldc = in.ldc;
+    const float *a = in.a, *b = in.b, *c0 = in.c0;
+    float *c_tiled = c_from(&in), *c_rows = c_from(&in), *c_cols = c_from(&in);
+    run_case(gemm, t, &in, c_tiled, N, 0, GEMM_MR);
+    run_case(gemm, t, &in, c_rows, N, 0, 1);
+    for (int j = 0; j < N; j++)
+        run_case(gemm, t, &in, c_cols, 1, j, GEMM_MR); /* each column alone: the one-element path */
     double worst = 0.0;
     int differ = 0;
     for (int r = 0; r < M; r++) {
         for (int j = 0; j < N; j++) {
-            double want = fresh ? 0.0 : c0[(size_t)r * ldc + j], mag = fabs(want);
+            double want = t->fresh ? 0.0 : c0[(size_t)r * ldc + j], mag = fabs(want);
             for (int k = k0; k < K; k++) {
-                double t = (double)a[r * ars + k * aks] * b[(size_t)k * ldb + j];
-                want += t, mag += fabs(t);
+                double p = (double)a[r * ars + k * aks] * b[(size_t)k * ldb + j];
+                want += p, mag += fabs(p);
             }
-            want *= scale, mag *= fabs(scale);
+            want *= t->scale, mag *= fabs(t->scale);
             double err = fabs(c_tiled[(size_t)r * ldc + j] - want) / (mag > 0 ? mag : 1.0);
             if (err > worst) worst = err;
             differ += memcmp(&c_tiled[(size_t)r * ldc + j], &c_rows[(size_t)r * ldc + j], sizeof(float)) != 0;
@@ -186,34 +221,55 @@ static void test_gemm(gemm_fn *gemm, int M, int N, int K, int k0, bool a_transpo
     }
     const char *which = gemm == gemm_baseline ? "baseline" : "as run";
     CHECK(worst <= 1e-5, "gemm %s %dx%dx%d (k from %d, a %s, %s, scale %g): rel err %.2e", which, M, N, K, k0,
-          a_transposed ? "transposed" : "row-major", fresh ? "fresh" : "accumulating", scale, worst);
+          t->a_transposed ? "transposed" : "row-major", t->fresh ? "fresh" : "accumulating", t->scale, worst);
     CHECK(differ == 0, "gemm %s %dx%dx%d: %d elements differ between %d-row tiles and single rows or columns", which, M,
           N, K, differ, GEMM_MR);
-    free(a), free(b), free(c0), free(c_tiled), free(c_rows), free(c_cols);
+    free(c_tiled), free(c_rows), free(c_cols);
+    inputs_free(&in);
+}
+
+/* The kernel as run and the baseline build's, each against the double
+ * triple loop and across tile shapes. */
+static void test_as_run_and_baseline(const gemm_case *t) {
+    test_gemm(gemm_rows, t);
+    test_gemm(gemm_baseline, t);
 }
 
 #ifdef GEMM_HAVE_V16
-/* The AVX-512 tiles against the x86-64-v3 clone's: every element the same
- * bits, on the same odd sizes; returns 1 when checked. */
-static int test_v16_same_bits(int M, int N, int K, int k0, bool a_transposed, bool fresh, float scale) {
-    const size_t lda = a_transposed ? (size_t)M + 3 : (size_t)K + 5;
-    const size_t ars = a_transposed ? 1 : lda, aks = a_transposed ? lda : 1;
-    const size_t ldb = (size_t)N + 7, ldc = (size_t)N + 2;
-    const size_t na = lda * (size_t)(a_transposed ? K : M), nb = ldb * (size_t)K, nc = ldc * (size_t)M;
-    float *a = malloc(sizeof(float) * na), *b = malloc(sizeof(float) * nb);
-    float *c16 = malloc(sizeof(float) * nc), *c8 = malloc(sizeof(float) * nc);
-    unsigned seed = (unsigned)(M * 7 + N * 13 + K * 3);
-    for (size_t i = 0; i < na; i++) a[i] = frand(&seed);
-    for (size_t i = 0; i < nb; i++) b[i] = frand(&seed);
-    for (size_t i = 0; i < nc; i++) c16[i] = c8[i] = frand(&seed);
-    gemm_by_tiles(gemm_rows_v16, c16, ldc, M, N, a, ars, aks, b, ldb, k0, K, fresh, scale, GEMM_MR);
-    gemm_by_tiles(gemm_rows_v3, c8, ldc, M, N, a, ars, aks, b, ldb, k0, K, fresh, scale, GEMM_MR);
-    CHECK(memcmp(c16, c8, sizeof(float) * nc) == 0, "gemm %dx%dx%d (k from %d): AVX-512 and AVX2 tiles differ", M, N, K,
-          k0);
-    free(a), free(b), free(c16), free(c8);
-    return 1;
+/* The AVX-512 tiles against the AVX2 kernel's: every element the same
+ * bits. */
+static void test_v16_same_bits(const gemm_case *t) {
+    gemm_inputs in = inputs_of(t, (unsigned)(t->M * 7 + t->N * 13 + t->K * 3));
+    float *c16 = c_from(&in), *c8 = c_from(&in);
+    run_case(gemm_rows_v16, t, &in, c16, t->N, 0, GEMM_MR);
+    run_case(gemm_rows_v3, t, &in, c8, t->N, 0, GEMM_MR);
+    CHECK(memcmp(c16, c8, sizeof(float) * in.nc) == 0, "gemm %dx%dx%d (k from %d): AVX-512 and AVX2 tiles differ", t->M,
+          t->N, t->K, t->k0);
+    free(c16), free(c8);
+    inputs_free(&in);
 }
 #endif
+
+/* fn on every case of rows 1, 5 and 37, the columns given, depths 1, 3,
+ * 64 and 70, and four variants (0: C fresh; 1: k from K / 3; 2: a
+ * transposed; 3: both, scaled by 1/8; all but 0 accumulate into C);
+ * returns how many cases. */
+static int each_case(const int *cols, size_t ncols, void (*fn)(const gemm_case *)) {
+    const int rows[] = {1, 5, 37}, ks[] = {1, 3, 64, 70};
+    int cases = 0;
+    for (size_t ri = 0; ri < sizeof rows / sizeof *rows; ri++)
+        for (size_t ci = 0; ci < ncols; ci++)
+            for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ki++)
+                for (int variant = 0; variant < 4; variant++, cases++) {
+                    const int K = ks[ki];
+                    gemm_case t = {.M = rows[ri], .N = cols[ci], .K = K};
+                    t.k0 = (variant & 1) && K > 2 ? K / 3 : 0;
+                    t.a_transposed = variant & 2, t.fresh = variant == 0;
+                    t.scale = variant == 3 ? 0.125f : 1.0f;
+                    fn(&t);
+                }
+    return cases;
+}
 
 int main(void) {
     int64_t run = exp_max_ulps(exp_as_run, "as run"), base = exp_max_ulps(exp_baseline, "baseline");
@@ -223,35 +279,18 @@ int main(void) {
     test_exp_edges(exp_baseline, "baseline");
     test_max_row();
 
-    const int rows[] = {1, 5, 37}, cols[] = {1, 7, 8, 15, 16, 17, 33, 64, 75}, ks[] = {1, 3, 64, 70};
-    int cases = 0;
-    for (size_t ri = 0; ri < sizeof rows / sizeof *rows; ri++)
-        for (size_t ci = 0; ci < sizeof cols / sizeof *cols; ci++)
-            for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ki++)
-                for (int variant = 0; variant < 4; variant++) {
-                    const int K = ks[ki], k0 = (variant & 1) && K > 2 ? K / 3 : 0;
-                    for (int baseline = 0; baseline < 2; baseline++, cases++)
-                        test_gemm(baseline ? gemm_baseline : gemm_rows, rows[ri], cols[ci], K, k0, variant & 2,
-                                  variant == 0, variant == 3 ? 0.125f : 1.0f);
-                }
+    const int cols[] = {1, 7, 8, 15, 16, 17, 33, 64, 75};
+    int cases = 2 * each_case(cols, sizeof cols / sizeof *cols, test_as_run_and_baseline);
     printf(
         "  gemm_rows: %d cases (as run and baseline) against a double triple loop, bit-identical by tile, by row and by column\n",
         cases);
     int wide = 0;
 #ifdef GEMM_HAVE_V16
     const int cols16[] = {1, 15, 16, 17, 31, 32, 33, 48, 64, 75, 97};
-    if (gemm_cpu_level() >= 4)
-        for (size_t ri = 0; ri < sizeof rows / sizeof *rows; ri++)
-            for (size_t ci = 0; ci < sizeof cols16 / sizeof *cols16; ci++)
-                for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ki++)
-                    for (int variant = 0; variant < 4; variant++) {
-                        const int K = ks[ki], k0 = (variant & 1) && K > 2 ? K / 3 : 0;
-                        wide += test_v16_same_bits(rows[ri], cols16[ci], K, k0, variant & 2, variant == 0,
-                                                   variant == 3 ? 0.125f : 1.0f);
-                    }
+    if (gemm_cpu_level() >= 4) wide = each_case(cols16, sizeof cols16 / sizeof *cols16, test_v16_same_bits);
 #endif
     if (wide) printf("  gemm_rows: %d cases, AVX-512 tiles bit-identical to the AVX2 kernel's\n", wide);
-    else printf("  gemm_rows: this CPU has no AVX-512: its tiles not run here\n");
+    else printf("  gemm_rows: no AVX-512 tiles run here (a CPU without AVX-512, or an unoptimised build)\n");
     if (failures) {
         fprintf(stderr, "test_attention_kernels: %d checks failed\n", failures);
         return 1;
