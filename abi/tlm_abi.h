@@ -61,8 +61,10 @@
 
 typedef void (*tlm_mlp_fwd_fn)(int64_t r0, int64_t r1, const float *x, const float *w_gate, const float *w_up,
                                const float *w_down, float *pre_gate, float *pre_up, float *out);
+/* bwd_data leaves h = act(pre_gate, pre_up) in pre_up, which bwd_weight
+ * reads (codegen/codegen.h). */
 typedef void (*tlm_mlp_bwd_data_fn)(int64_t r0, int64_t r1, const float *x, const float *w_gate, const float *w_up,
-                                    const float *w_down, const float *pre_gate, const float *pre_up, const float *dout,
+                                    const float *w_down, const float *pre_gate, float *pre_up, const float *dout,
                                     float *d_pre_gate, float *d_pre_up, float *dx);
 typedef void (*tlm_mlp_bwd_weight_fn)(int64_t rows, int64_t j0, int64_t j1, const float *x, const float *pre_gate,
                                       const float *pre_up, const float *dout, const float *d_pre_gate,

@@ -38,7 +38,7 @@
     X(RMSNORM_BACKWARD, rmsnorm_backward, (dy, x, rstd), (dx), (weight),                                    \
       "dx (= or += per the flag) from dy; dweight +=")                                                       \
     X(MLP_BACKWARD, mlp_backward, (dout, x, pre_gate, pre_up), (d_pre_gate, d_pre_up, dx),                  \
-      (w_gate, w_up, w_down), "dx = MLP'(x)^T dout (written); dweights +=")                                  \
+      (w_gate, w_up, w_down), "dx = MLP'(x)^T dout (written); dweights +=; pre_up may be left as h")         \
     X(OUT_PROJ_BACKWARD, out_proj_backward, (dout, y), (dy), (wo), "dy = dout wo; dwo += dout^T y")         \
     X(ATTENTION_BACKWARD, attention_backward, (dy, qkv, lse, y), (dqkv), (), "dqkv from dy, P from lse")    \
     X(ROPE_BACKWARD, rope_backward, (), (dqkv), (), "rotate back dq and dk of dqkv in place")               \

@@ -77,10 +77,20 @@ static float *random_buf(size_t n, unsigned *seed, float scale) {
     return p;
 }
 
+static float *copy_buf(const float *src, size_t n) {
+    float *p = malloc(sizeof(float) * n);
+    if (!p) {
+        fprintf(stderr, "mlp_bench: out of memory (%zu floats)\n", n);
+        exit(1);
+    }
+    return memcpy(p, src, sizeof(float) * n);
+}
+
 typedef struct {
     tlm_kernel_spec spec;
     int rows;
     float *x, *wg, *wu, *wd, *pg, *pu, *out, *dout, *dpg, *dpu, *dx, *dwg, *dwu, *dwd, *h;
+    float *pu0; /* pre_up as fwd left it: bwd_data overwrites pre_up with h */
     float *dx_act; /* the activation pass's d_pre_up (dh stays in dpu for the next repetition) */
     tlm_mlp_fwd_fn fwd;
     tlm_mlp_bwd_data_fn bwd_data;
@@ -95,6 +105,18 @@ static const char *entry_names[N_ENTRIES] = {"fwd", "bwd_data", "bwd_weight"};
 static void split(int64_t n, int part, int parts, int64_t *lo, int64_t *hi) {
     *lo = (n * part / parts) / 16 * 16;
     *hi = part + 1 == parts ? n : (n * (part + 1) / parts) / 16 * 16;
+}
+
+/* Hands an entry what a training step would, untimed: bwd_data overwrites
+ * pre_up with h (codegen/codegen.h), so each of its calls starts from the
+ * pre-activations again (repeated, h of h of ... would sink into
+ * subnormals, which are slow), and bwd_weight finds an h there. Every
+ * implementation timed gets the same copy before its call, so each finds
+ * the same data in cache. */
+static void ready(layer *L, int entry) {
+    size_t bytes = sizeof(float) * (size_t)L->rows * (size_t)L->spec.width;
+    if (entry == BWD_DATA) memcpy(L->pu, L->pu0, bytes);
+    else if (entry == BWD_WEIGHT) memcpy(L->pu, L->h, bytes);
 }
 
 static void run_ours(layer *L, int entry) {
@@ -169,10 +191,14 @@ static void run_twin(layer *L, int entry) {
     }
 }
 
-static double best_of(layer *L, int entry, int reps, void (*run)(layer *, int)) {
+/* The best of reps timed calls; an entry's calls (fwd, bwd_data,
+ * bwd_weight: with_ready) each after ready(). */
+static double best_of(layer *L, int entry, int reps, void (*run)(layer *, int), bool with_ready) {
+    if (with_ready) ready(L, entry);
     run(L, entry); /* warm up caches, page in buffers, start threads */
     double best = 1e30;
     for (int i = 0; i < reps; i++) {
+        if (with_ready) ready(L, entry);
         double t0 = now_s();
         run(L, entry);
         double t = now_s() - t0;
@@ -192,6 +218,7 @@ static void layer_init(layer *L, tlm_kernel_spec spec, int rows, kernel_lib *lib
     L->wd = random_buf(D * W, seed, 0.1f);
     L->pg = random_buf(R * W, seed, 1.0f);
     L->pu = random_buf(R * W, seed, 1.0f);
+    L->pu0 = copy_buf(L->pu, R * W);
     L->h = random_buf(R * W, seed, 1.0f);
     L->dx_act = random_buf(R * W, seed, 1.0f);
     L->out = random_buf(R * D, seed, 1.0f);
@@ -208,8 +235,8 @@ static void layer_init(layer *L, tlm_kernel_spec spec, int rows, kernel_lib *lib
 }
 
 static void layer_free(layer *L) {
-    float *bufs[] = {L->x,   L->wg,  L->wu, L->wd,  L->pg,  L->pu,  L->out, L->dout,
-                     L->dpg, L->dpu, L->dx, L->dwg, L->dwu, L->dwd, L->h,   L->dx_act};
+    float *bufs[] = {L->x,   L->wg, L->wu,  L->wd,  L->pg,  L->pu, L->out,    L->dout, L->dpg,
+                     L->dpu, L->dx, L->dwg, L->dwu, L->dwd, L->h,  L->dx_act, L->pu0};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
 }
 
@@ -224,10 +251,16 @@ static int profile_entry(kernel_lib *lib, const tlm_kernel_spec *specs, int n, i
         layer L;
         layer_init(&L, specs[w], rows, lib, &seed);
         L.threads = threads;
+        ready(&L, entry);
         run_ours(&L, entry);
-        double t0 = now_s();
-        for (int i = 0; i < 20 * reps; i++) run_ours(&L, entry);
-        double per_call = (now_s() - t0) / (20.0 * reps);
+        double total = 0;
+        for (int i = 0; i < 20 * reps; i++) {
+            ready(&L, entry);
+            double t0 = now_s();
+            run_ours(&L, entry);
+            total += now_s() - t0;
+        }
+        double per_call = total / (20.0 * reps);
         double flops =
             2.0 * (specs[w].kind == TLM_MLP_SWIGLU ? 3 : 2) * rows * (double)specs[w].d_model * specs[w].width;
         printf("%s, width %d, %d thread%s: %.3f ms per call, %.0f GFLOP/s\n", entry_names[entry], specs[w].width,
@@ -279,16 +312,15 @@ static int versus(kernel_lib *lib, const tlm_kernel_spec *specs, int n, int rows
         for (int e = 0; e < N_ENTRIES; e++) {
             double best[3] = {1e30, 1e30, 1e30};
             for (int r = -1; r < reps; r++) { /* r = -1 warms up */
-                double t[4];
-                t[0] = now_s();
-                run_ours(&A, e);
-                t[1] = now_s();
-                run_ours(&B, e);
-                t[2] = now_s();
-                run_blas(&A, e);
-                t[3] = now_s();
-                for (int i = 0; i < 3 && r >= 0; i++)
-                    if (t[i + 1] - t[i] < best[i]) best[i] = t[i + 1] - t[i];
+                layer *who[3] = {&A, &B, &A};
+                for (int i = 0; i < 3; i++) {
+                    ready(who[i], e);
+                    double t0 = now_s();
+                    if (i < 2) run_ours(who[i], e);
+                    else run_blas(&A, e);
+                    double t = now_s() - t0;
+                    if (r >= 0 && t < best[i]) best[i] = t;
+                }
             }
             for (int i = 0; i < 3; i++) sum[i][e] += best[i];
             printf(" | %10s %6.2f %6.2f %5.3f %5.3f %5.3f", "", best[0] * 1e3, best[1] * 1e3, best[0] / best[1],
@@ -519,15 +551,16 @@ int main(int argc, char **argv) {
             double t_ours = 0, t_blas = 0;
             printf("%5d", widths[w]);
             for (int e = 0; e < N_ENTRIES; e++) {
-                double to = best_of(&L, e, reps, run_ours), tb = best_of(&L, e, reps, run_blas);
+                double to = best_of(&L, e, reps, run_ours, true), tb = best_of(&L, e, reps, run_blas, true);
                 t_ours += to;
                 t_blas += tb;
                 if (!on_blas) entry_ours[e] += to, entry_blas[e] += tb;
                 printf(" | %10s %5.0f %5.0f %5.2f", "", flops / to * 1e-9, flops / tb * 1e-9, tb / to);
             }
-            double t_act = best_of(&L, ACT_FWD, reps, run_activation) + best_of(&L, ACT_BWD, reps, run_activation);
+            double t_act =
+                best_of(&L, ACT_FWD, reps, run_activation, false) + best_of(&L, ACT_BWD, reps, run_activation, false);
             double t_twin = 0;
-            for (int e = 0; e < N_ENTRIES; e++) t_twin += best_of(&L, e, reps, run_twin);
+            for (int e = 0; e < N_ENTRIES; e++) t_twin += best_of(&L, e, reps, run_twin, true);
             printf(" | %5s %5.0f %5.0f %5.2f | %5.2f | %4.2f%s\n", "", 3 * flops / t_ours * 1e-9,
                    3 * flops / t_blas * 1e-9, t_blas / t_ours, (t_blas + t_act) / t_ours, t_twin / t_ours,
                    on_blas ? "  blas (tlmc's rule)" : "");

@@ -24,13 +24,17 @@
  *          d_pre_gate, d_pre_up, dx)
  *   for rows in [r0, r1): dh = dout Wd; SwiGLU: d_pre_gate = dh*u*silu'(g),
  *   d_pre_up = dh*silu(g); GELU: d_pre_up = dh*gelu'(u). dx = d_pre_gate Wg +
- *   d_pre_up Wu is WRITTEN (not accumulated). x is unused (kept so that the
- *   three entries share one argument vocabulary).
+ *   d_pre_up Wu is WRITTEN (not accumulated). pre_up is OVERWRITTEN with
+ *   h = act(pre_gate, pre_up), the bits fwd computed, for bwd_weight (the
+ *   activation's exponential is then taken once, shared with its
+ *   gradient); pre_gate is kept. x is unused (kept so that the three entries
+ *   share one argument vocabulary).
  * bwd_weight(rows, j0, j1, x, pre_gate, pre_up, dout, d_pre_gate, d_pre_up,
  *            dw_gate, dw_up, dw_down)
- *   for width indices j in [j0, j1), summing over rows [0, rows):
+ *   after bwd_data over rows [0, rows), so that pre_up holds h: for width
+ *   indices j in [j0, j1), summing over rows [0, rows):
  *   dw_gate[j,:] += d_pre_gate[:,j]^T x, dw_up[j,:] += d_pre_up[:,j]^T x,
- *   dw_down[:,j] += dout^T h[:,j] (h recomputed). ACCUMULATES.
+ *   dw_down[:,j] += dout^T h[:,j]. ACCUMULATES. pre_gate is not read.
  *
  * Disjoint row ranges (fwd, bwd_data) and disjoint width ranges (bwd_weight)
  * never write the same memory, so threads may split work that way. Kernels

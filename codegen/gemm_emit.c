@@ -84,18 +84,6 @@ static void load_group(ir *g, LLVMValueRef *addrs, int n, LLVMValueRef full, LLV
     for (int i = 0; i < n; i++) out[i] = LLVMBuildLoad2(g->b, g->vf32, vars[i], "");
 }
 
-/* The activation of the (gate, up) vectors at offset `off`; the gate is not
- * read for GELU, whose gate pointers may be NULL. */
-static LLVMValueRef activation_at(ir *g, tlm_mlp kind, LLVMValueRef gate, LLVMValueRef up, LLVMValueRef off,
-                                  LLVMValueRef full, LLVMValueRef mask) {
-    LLVMValueRef addrs[2] = {ir_gep(g, up, off), NULL}, masks[2] = {mask, mask};
-    LLVMValueRef v[2] = {NULL, NULL};
-    int n = 1;
-    if (kind == TLM_MLP_SWIGLU) addrs[n++] = ir_gep(g, gate, off);
-    load_group(g, addrs, n, full, masks, v);
-    return vm_activation(g, kind, v[1], v[0]);
-}
-
 /* In-register transpose of vl x vl floats by log2(vl) rounds of perfect
  * shuffles: rows 2i and 2i+1 of a round interleave the low and high halves
  * of rows i and i + vl/2 of the previous round. */
@@ -138,27 +126,24 @@ static void prefetch_run(ir *g, LLVMValueRef base, LLVMValueRef off, int len, in
     ir_prefetch(g, ir_gep(g, base, ir_add(g, off, ir_i64(g, len - 1))), write);
 }
 
-/* One vector of a packed row: lanes [c, c+vl) of the run at `from`, or the
- * activation of (gate, src) there with kind >= 0. */
-static LLVMValueRef pack_vector(ir *g, int kind, LLVMValueRef src, LLVMValueRef gate, LLVMValueRef from, LLVMValueRef c,
-                                LLVMValueRef cols, LLVMValueRef full) {
+/* One vector of a packed row: lanes [c, c+vl) of the run at `from`. */
+static LLVMValueRef pack_vector(ir *g, LLVMValueRef src, LLVMValueRef from, LLVMValueRef c, LLVMValueRef cols,
+                                LLVMValueRef full) {
     LLVMValueRef mask = ir_lane_mask(g, cols, c), off = ir_add(g, from, c), val;
-    if (kind >= 0) return activation_at(g, (tlm_mlp)kind, gate, src, off, full, mask);
     LLVMValueRef addr = ir_gep(g, src, off);
     load_group(g, &addr, 1, full, &mask, &val);
     return val;
 }
 
-/* pack_rows(src, gate, src_ld, rows, cols, dst): copies `rows` runs of
- * `cols` <= NR contiguous floats (src_ld apart) to dst (NR apart),
- * zero-filling each run up to NR. With kind >= 0 it stores the activation
- * of (gate, src) instead. A whole panel (cols == NR, all but a matrix's
+/* pack_rows(src, src_ld, rows, cols, dst): copies `rows` runs of `cols` <=
+ * NR contiguous floats (src_ld apart) to dst (NR apart), zero-filling each
+ * run up to NR. A whole panel (cols == NR, all but a matrix's
  * last) takes straight-line code with no masks: the general loop spent more
  * on its mask and branch per vector than on the copy. */
-static LLVMValueRef emit_pack_rows(ir *g, int nr, int kind, const char *name, LLVMTypeRef type) {
-    LLVMValueRef fn = ir_begin_function(g, name, type, 1);
-    LLVMValueRef src = param(g, 0), gate = param(g, 1), src_ld = param(g, 2);
-    LLVMValueRef rows = param(g, 3), cols = param(g, 4), dst = param(g, 5);
+static LLVMValueRef emit_pack_rows(ir *g, int nr, LLVMTypeRef type) {
+    LLVMValueRef fn = ir_begin_function(g, "tlm_pack_rows", type, 1);
+    LLVMValueRef src = param(g, 0), src_ld = param(g, 1);
+    LLVMValueRef rows = param(g, 2), cols = param(g, 3), dst = param(g, 4);
     LLVMValueRef whole = ir_eq(g, cols, ir_i64(g, nr)), yes = LLVMConstInt(g->i1, 1, 0);
     ir_if s;
     ir_if_begin(g, &s, whole);
@@ -172,16 +157,15 @@ static LLVMValueRef emit_pack_rows(ir *g, int nr, int kind, const char *name, LL
         LLVMValueRef ahead_row = ir_min(g, ir_add(g, r, ir_i64(g, PACK_ROWS_AHEAD)), ir_sub(g, rows, ir_i64(g, 1)));
         LLVMValueRef ahead = ir_mul(g, ahead_row, src_ld);
         prefetch_run(g, src, ahead, nr, 0);
-        if (kind == TLM_MLP_SWIGLU) prefetch_run(g, gate, ahead, nr, 0);
         if (path == 0) {
             for (int c = 0; c < nr; c += g->vl) {
-                LLVMValueRef val = pack_vector(g, kind, src, gate, from, ir_i64(g, c), cols, yes);
+                LLVMValueRef val = pack_vector(g, src, from, ir_i64(g, c), cols, yes);
                 ir_store_v(g, val, ir_gep(g, dst, ir_add(g, to, ir_i64(g, c))));
             }
         } else {
             LLVMValueRef c = ir_loop_begin(g, &lc, ir_i64(g, 0), ir_i64(g, nr), ir_i64(g, g->vl), "col");
             LLVMValueRef full = LLVMBuildICmp(g->b, LLVMIntSLE, ir_add(g, c, ir_i64(g, g->vl)), cols, "");
-            ir_store_v(g, pack_vector(g, kind, src, gate, from, c, cols, full), ir_gep(g, dst, ir_add(g, to, c)));
+            ir_store_v(g, pack_vector(g, src, from, c, cols, full), ir_gep(g, dst, ir_add(g, to, c)));
             ir_loop_end(g, &lc);
         }
         ir_loop_end(g, &lr);
@@ -447,7 +431,11 @@ static void store_c(tile *t, int masked) {
 }
 
 /* After the tile is stored, rows [0, mrn) of C hold dh: turn them into the
- * activation gradients in place (d_up into C, d_gate alongside). A loop over
+ * activation gradients in place (d_up into C, d_gate alongside), and leave
+ * h = act(pre_gate, pre_up) over pre_up for bwd_weight's dW_down: the
+ * activation is then taken once a backward, its exponential shared with
+ * the gradient's, where bwd_weight took it again from two arrays (read
+ * from memory) while packing. A loop over
  * the rows, reading dh back from L1, rather than straight-line code on the
  * accumulators: that would need more than the 32 registers and spill. Only
  * valid rows: a repeated row would read back d_up instead of dh. */
@@ -462,10 +450,11 @@ static void emit_grad_rows(tile *t, LLVMValueRef ldc, LLVMValueRef mrn, int mask
         LLVMValueRef vals[3];
         int n = t->kind == TLM_MLP_SWIGLU ? 3 : 2;
         for (int k = 0; k < n; k++) vals[k] = masked ? ir_load_v_masked(g, ptrs[k], mask) : ir_load_v(g, ptrs[k]);
-        LLVMValueRef d_gate, d_up;
-        vm_activation_grad(g, t->kind, n == 3 ? vals[2] : NULL, vals[1], vals[0], &d_gate, &d_up);
+        LLVMValueRef d_gate, d_up, h;
+        vm_activation_grad(g, t->kind, n == 3 ? vals[2] : NULL, vals[1], vals[0], &d_gate, &d_up, &h);
         if (d_gate) store_v(g, d_gate, ir_gep(g, t->d_gate, off), masked, mask);
         store_v(g, d_up, ptrs[0], masked, mask);
+        store_v(g, h, ptrs[1], masked, mask);
     }
     ir_loop_end(g, &l);
 }
@@ -622,29 +611,27 @@ static LLVMValueRef emit_tile(ir *g, const gemm_blocking *bk, int epi, LLVMTypeR
 void gemm_emit_helpers(ir *g, const gemm_blocking *bk, unsigned kinds, gemm_helpers *h) {
     LLVMTypeRef p = g->ptr, i = g->i64, b1 = g->i1;
     LLVMTypeRef tile_params[] = {p, p, p, i, i, i, i, b1, b1, p, p, p};
-    LLVMTypeRef rows_params[] = {p, p, i, i, i, p};
+    LLVMTypeRef rows_params[] = {p, i, i, i, p};
     LLVMTypeRef a_params[] = {p, p, i, i, i, p};
     LLVMTypeRef nk_params[] = {p, i, i, i, p};
     h->tile_type = LLVMFunctionType(g->void_t, tile_params, 12, 0);
-    h->pack_rows_type = LLVMFunctionType(g->void_t, rows_params, 6, 0);
+    h->pack_rows_type = LLVMFunctionType(g->void_t, rows_params, 5, 0);
     h->pack_a_type = LLVMFunctionType(g->void_t, a_params, 6, 0);
     h->pack_b_nk_type = LLVMFunctionType(g->void_t, nk_params, 5, 0);
     LLVMTypeRef prefetch_params[] = {p, i, i, i, i};
     h->prefetch_rows_type = LLVMFunctionType(g->void_t, prefetch_params, 5, 0);
 
     h->tile[EPI_NONE] = emit_tile(g, bk, EPI_NONE, h->tile_type);
-    h->pack_rows[0] = emit_pack_rows(g, bk->nv * g->vl, -1, "tlm_pack_rows", h->pack_rows_type);
+    h->pack_rows = emit_pack_rows(g, bk->nv * g->vl, h->pack_rows_type);
     h->pack_a[0] = emit_pack_a_rows(g, bk, -1, "tlm_pack_a_rows", h->pack_a_type);
     h->pack_a_cols = emit_pack_a_cols(g, bk, h->pack_a_type);
     h->pack_b_nk = emit_pack_b_nk(g, bk, h->pack_b_nk_type);
     h->prefetch_rows = emit_prefetch_rows(g, h->prefetch_rows_type);
-    static const char *act_names[] = {"tlm_pack_rows_swiglu", "tlm_pack_rows_gelu"};
     static const char *act_a_names[] = {"tlm_pack_a_rows_swiglu", "tlm_pack_a_rows_gelu"};
     for (int kind = 0; kind < 2; kind++) {
-        h->tile[1 + kind] = h->pack_rows[1 + kind] = h->pack_a[1 + kind] = NULL;
+        h->tile[1 + kind] = h->pack_a[1 + kind] = NULL;
         if (!(kinds & (1u << kind))) continue;
         h->tile[1 + kind] = emit_tile(g, bk, kind == TLM_MLP_SWIGLU ? EPI_SWIGLU_GRAD : EPI_GELU_GRAD, h->tile_type);
-        h->pack_rows[1 + kind] = emit_pack_rows(g, bk->nv * g->vl, kind, act_names[kind], h->pack_rows_type);
         h->pack_a[1 + kind] = emit_pack_a_rows(g, bk, kind, act_a_names[kind], h->pack_a_type);
     }
 }
@@ -657,12 +644,6 @@ static LLVMValueRef call(ir *g, LLVMTypeRef type, LLVMValueRef fn, LLVMValueRef 
 
 static LLVMValueRef or_null(ir *g, LLVMValueRef p) { return p ? p : LLVMConstNull(g->ptr); }
 
-static void call_pack_rows(ir *g, const gemm_helpers *h, int which, LLVMValueRef src, LLVMValueRef gate,
-                           long long src_ld, LLVMValueRef rows, LLVMValueRef cols, LLVMValueRef dst) {
-    LLVMValueRef args[] = {src, or_null(g, gate), ir_i64(g, src_ld), rows, cols, dst};
-    call(g, h->pack_rows_type, h->pack_rows[which], args, 6);
-}
-
 /* ceil(n / d) for d > 0 (n may be <= 0: empty ranges). */
 static LLVMValueRef ceil_div(ir *g, LLVMValueRef n, LLVMValueRef d) {
     return LLVMBuildSDiv(g->b, ir_sub(g, ir_add(g, n, d), ir_i64(g, 1)), d, "");
@@ -674,7 +655,7 @@ static LLVMValueRef ceil_div(ir *g, LLVMValueRef n, LLVMValueRef d) {
  * packing is a phase with no arithmetic to hide its misses behind (at
  * d_model 1024 pack_b_nk and pack_rows took 5-7% of fwd and bwd_data). */
 typedef struct {
-    LLVMValueRef b, gate, origin, ldb, rows, cols, per_tile, any;
+    LLVMValueRef b, origin, ldb, rows, cols, per_tile, any;
 } next_panel;
 
 static next_panel next_panel_of(ir *g, const gemm_desc *d, LLVMValueRef kb, LLVMValueRef kcn, LLVMValueRef nb,
@@ -690,7 +671,6 @@ static next_panel next_panel_of(ir *g, const gemm_desc *d, LLVMValueRef kb, LLVM
     p.per_tile = ceil_div(g, p.rows, tiles);
     p.any = ir_lt(g, next, d->n1);
     p.b = d->b;
-    p.gate = d->b_kind == GEMM_B_ACTIVATION_KN && d->kind == TLM_MLP_SWIGLU ? d->b_gate : NULL;
     return p;
 }
 
@@ -702,10 +682,6 @@ static void next_panel_slice(ir *g, const gemm_helpers *h, const next_panel *p, 
     ir_if_begin(g, &s, LLVMBuildAnd(g->b, p->any, ir_lt(g, r0, r1), ""));
     LLVMValueRef args[] = {ir_gep(g, p->b, p->origin), p->ldb, r0, r1, p->cols};
     call(g, h->prefetch_rows_type, h->prefetch_rows, args, 5);
-    if (p->gate) {
-        args[0] = ir_gep(g, p->gate, p->origin);
-        call(g, h->prefetch_rows_type, h->prefetch_rows, args, 5);
-    }
     ir_if_end(g, &s);
 }
 
@@ -759,10 +735,8 @@ void gemm_emit(ir *g, const gemm_blocking *bk, const gemm_helpers *h, const gemm
         LLVMValueRef args[] = {ir_gep(g, d->b, ir_add(g, ir_mul(g, nb, ldb), kb)), ldb, kcn, nrn, s->b_pack};
         call(g, h->pack_b_nk_type, h->pack_b_nk, args, 5);
     } else {
-        LLVMValueRef off = ir_add(g, ir_mul(g, kb, ldb), nb);
-        int which = d->b_kind == GEMM_B_ACTIVATION_KN ? 1 + (int)d->kind : 0;
-        LLVMValueRef gate = which && d->kind == TLM_MLP_SWIGLU ? ir_gep(g, d->b_gate, off) : NULL;
-        call_pack_rows(g, h, which, ir_gep(g, d->b, off), gate, d->ldb, kcn, nrn, s->b_pack);
+        LLVMValueRef args[] = {ir_gep(g, d->b, ir_add(g, ir_mul(g, kb, ldb), nb)), ldb, kcn, nrn, s->b_pack};
+        call(g, h->pack_rows_type, h->pack_rows, args, 5);
     }
 
     next_panel next = next_panel_of(g, d, kb, kcn, nb, ceil_div(g, mcn, ir_i64(g, bk->mr)), nr);

@@ -43,9 +43,8 @@ typedef enum {
 } gemm_a_kind;
 
 typedef enum {
-    GEMM_B_KN,            /* B(k,n) = b[k*ldb + n] */
-    GEMM_B_NK,            /* B(k,n) = b[n*ldb + k]: an nn.Linear weight used as W^T */
-    GEMM_B_ACTIVATION_KN, /* B(k,n) = act(b_gate[k*ldb+n], b[k*ldb+n]) */
+    GEMM_B_KN, /* B(k,n) = b[k*ldb + n] */
+    GEMM_B_NK, /* B(k,n) = b[n*ldb + k]: an nn.Linear weight used as W^T */
 } gemm_b_kind;
 
 typedef enum {
@@ -54,21 +53,22 @@ typedef enum {
 } gemm_c_kind;
 
 typedef struct {
-    tlm_mlp kind; /* which activation the _ACTIVATION variants apply */
+    tlm_mlp kind; /* which activation GEMM_A_ACTIVATION and the epilogue apply */
   /* C rows [m0, m1), columns [n0, n1), depth k: i64 values. */
     LLVMValueRef m0, m1, n0, n1, k;
     gemm_a_kind a_kind;
     LLVMValueRef a, a_gate;
     long long a_sm, a_sk;
     gemm_b_kind b_kind;
-    LLVMValueRef b, b_gate;
+    LLVMValueRef b;
     long long ldb;
     gemm_c_kind c_kind;
     LLVMValueRef c;
     long long ldc;
   /* Optional epilogue after the last k block: C holds dh; the activation
    * gradient is taken against pre_gate/pre_up (same layout as C) and written
-   * to d_gate (SwiGLU only) and to C itself as d_up. */
+   * to d_gate (SwiGLU only) and to C itself as d_up, and h = act(pre_gate,
+   * pre_up) over pre_up. */
     int grad_epilogue;
     LLVMValueRef pre_gate, pre_up, d_gate;
 } gemm_desc;
@@ -76,7 +76,7 @@ typedef struct {
 /* The shared internal functions; see gemm_emit_helpers. */
 typedef struct {
     LLVMValueRef tile[3];      /* by epilogue: none, SwiGLU grad, GELU grad */
-    LLVMValueRef pack_rows[3]; /* plain copy, SwiGLU, GELU activation */
+    LLVMValueRef pack_rows;    /* B with n contiguous: a plain copy */
     LLVMValueRef pack_a[3];    /* A with k contiguous: plain, SwiGLU, GELU activation */
     LLVMValueRef pack_a_cols;  /* A with m contiguous */
     LLVMValueRef pack_b_nk;

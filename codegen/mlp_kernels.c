@@ -100,7 +100,8 @@ static void emit_fwd(mlp *m) {
 }
 
 /* dh = dout Wd (held in d_pre_up until its epilogue turns it into the
- * activation gradients), then dx = d_pre_gate Wg + d_pre_up Wu. */
+ * activation gradients, and pre_up into h), then dx = d_pre_gate Wg +
+ * d_pre_up Wu. */
 static void emit_bwd_data(mlp *m) {
     static const char *names[] = {"r0",       "r1",     "x",    "w_gate",     "w_up",     "w_down",
                                   "pre_gate", "pre_up", "dout", "d_pre_gate", "d_pre_up", "dx"};
@@ -163,9 +164,9 @@ static void emit_bwd_data(mlp *m) {
     LLVMBuildRetVoid(g->b);
 }
 
-/* dWg[j,:] += d_pre_gate[:,j]^T x, dWu likewise, dWd[:,j] += dout^T h[:,j],
- * for j in [j0, j1): each call owns whole rows of dWg/dWu and whole columns
- * of dWd. */
+/* dWg[j,:] += d_pre_gate[:,j]^T x, dWu likewise, dWd[:,j] += dout^T h[:,j]
+ * with h in pre_up (bwd_data's), for j in [j0, j1): each call owns whole
+ * rows of dWg/dWu and whole columns of dWd. */
 static void emit_bwd_weight(mlp *m) {
     static const char *names[] = {"rows", "j0",         "j1",       "x",       "pre_gate", "pre_up",
                                   "dout", "d_pre_gate", "d_pre_up", "dw_gate", "dw_up",    "dw_down"};
@@ -174,7 +175,8 @@ static void emit_bwd_weight(mlp *m) {
     long long D = m->s->d_model, W = m->s->width;
     gemm_scratch scratch = gemm_alloc_scratch(g, m->bk);
     LLVMValueRef rows = param(m, 0), j0 = param(m, 1), j1 = param(m, 2);
-    LLVMValueRef x = param(m, 3), pg = param(m, 4), pu = param(m, 5), dout = param(m, 6);
+  /* pre_gate (param 4) is not read: pre_up holds h, left by bwd_data */
+    LLVMValueRef x = param(m, 3), h = param(m, 5), dout = param(m, 6);
     LLVMValueRef dpg = param(m, 7), dpu = param(m, 8);
     LLVMValueRef dwg = param(m, 9), dwu = param(m, 10), dwd = param(m, 11);
 
@@ -211,9 +213,8 @@ static void emit_bwd_weight(mlp *m) {
                          .a = dout,
                          .a_sm = 1,
                          .a_sk = D,
-                         .b_kind = GEMM_B_ACTIVATION_KN,
-                         .b = pu,
-                         .b_gate = pg,
+                         .b_kind = GEMM_B_KN,
+                         .b = h,
                          .ldb = W,
                          .c_kind = GEMM_C_ACCUMULATE,
                          .c = dwd,

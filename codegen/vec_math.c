@@ -66,15 +66,22 @@ static LLVMValueRef gelu_tanh_term(ir *g, LLVMValueRef u, LLVMValueRef *u2) {
     return vm_tanh(g, ir_fmul(g, ir_fmul(g, u, ir_vf32(g, GELU_K0)), poly));
 }
 
-LLVMValueRef vm_activation(ir *g, tlm_mlp kind, LLVMValueRef gate, LLVMValueRef up) {
-    if (kind == TLM_MLP_SWIGLU) return ir_fmul(g, ir_fmul(g, gate, vm_sigmoid(g, gate)), up);
-    LLVMValueRef u2;
-    LLVMValueRef t = gelu_tanh_term(g, up, &u2);
+/* h from the parts its gradient computes as well, one expression for
+ * both: bwd_data's epilogue leaves this h for bwd_weight, which must read
+ * the bits the forward's packing computed. */
+static LLVMValueRef swiglu_h(ir *g, LLVMValueRef silu, LLVMValueRef up) { return ir_fmul(g, silu, up); }
+static LLVMValueRef gelu_h(ir *g, LLVMValueRef up, LLVMValueRef t) {
     return ir_fmul(g, ir_fmul(g, up, ir_vf32(g, 0.5)), ir_fadd(g, t, ir_vf32(g, 1.0)));
 }
 
+LLVMValueRef vm_activation(ir *g, tlm_mlp kind, LLVMValueRef gate, LLVMValueRef up) {
+    if (kind == TLM_MLP_SWIGLU) return swiglu_h(g, ir_fmul(g, gate, vm_sigmoid(g, gate)), up);
+    LLVMValueRef u2;
+    return gelu_h(g, up, gelu_tanh_term(g, up, &u2));
+}
+
 void vm_activation_grad(ir *g, tlm_mlp kind, LLVMValueRef gate, LLVMValueRef up, LLVMValueRef dh, LLVMValueRef *d_gate,
-                        LLVMValueRef *d_up) {
+                        LLVMValueRef *d_up, LLVMValueRef *h) {
     LLVMValueRef one = ir_vf32(g, 1.0);
     if (kind == TLM_MLP_SWIGLU) {
     /* silu'(g) = s (1 + g (1 - s)) with s = sigmoid(g). */
@@ -83,6 +90,7 @@ void vm_activation_grad(ir *g, tlm_mlp kind, LLVMValueRef gate, LLVMValueRef up,
         LLVMValueRef dsilu = ir_fmul(g, s, ir_fma(g, gate, ir_fsub(g, one, s), one));
         *d_gate = ir_fmul(g, ir_fmul(g, dh, up), dsilu);
         *d_up = ir_fmul(g, dh, silu);
+        *h = swiglu_h(g, silu, up);
         return;
     }
   /* gelu'(u) = 0.5 (1 + t) + 0.5 u (1 - t^2) k0 (1 + 3 k1 u^2). */
@@ -95,4 +103,5 @@ void vm_activation_grad(ir *g, tlm_mlp kind, LLVMValueRef gate, LLVMValueRef up,
         ir_fma(g, ir_fmul(g, ir_fmul(g, half, up), sech2), dinner, ir_fmul(g, half, ir_fadd(g, one, t)));
     *d_gate = NULL;
     *d_up = ir_fmul(g, dh, grad);
+    *h = gelu_h(g, up, t);
 }

@@ -204,13 +204,17 @@ static void op_mlp(step *s, const tlm_abi_op *op) {
     const tlm_kernel_fns *kernel = &s->m->so->kernel_fns[op->kernel];
     SPLIT(s->N, r0, r1, kernel->fwd(r0, r1, x, w_gate, w_up, w_down, pre_gate, pre_up, out));
 }
-/* dx [N, D] written from dout; the weights' gradients accumulate */
+/* dx [N, D] written from dout; the weights' gradients accumulate. The
+ * generated kernels leave h in pre_up (bwd_data's rows, read by all of
+ * bwd_weight's columns: SPLIT's barrier between them): nothing reads the
+ * pre-activations after their backward. */
 static void op_mlp_backward(step *s, const tlm_abi_op *op) {
     OPERANDS(mlp_backward);
     const tlm_kernel_fns *kernel = &s->m->so->kernel_fns[op->kernel];
     const tlm_abi_kernel *k = &s->m->so->kernels[op->kernel];
     const int64_t W = k->width;
-    const float *dout = IN(dout), *x = IN(x), *pre_gate = IN(pre_gate), *pre_up = IN(pre_up);
+    const float *dout = IN(dout), *x = IN(x), *pre_gate = IN(pre_gate);
+    float *pre_up = IN(pre_up);
     const float *w_gate = PARAM(w_gate), *w_up = PARAM(w_up), *w_down = PARAM(w_down);
     float *d_pre_gate = OUT(d_pre_gate), *d_pre_up = OUT(d_pre_up), *dx = OUT(dx);
     float *dw_gate = GRAD(w_gate), *dw_up = GRAD(w_up), *dw_down = GRAD(w_down);

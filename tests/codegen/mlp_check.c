@@ -256,6 +256,24 @@ static void free_bwd_inputs(bwd_inputs *b) {
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
 }
 
+/* bwd_data leaves h = act(pre_gate, pre_up) in pre_up's rows [r0, r1) for
+ * bwd_weight, and the other rows as they were (before). */
+static int check_h_left(const tlm_kernel_spec *s, const mlp_case *mc, const float *pu, const float *before,
+                        const double *pgd, const double *pud) {
+    compare c = {"pre_up=h", 0, 0, 0, 0, 0, 0};
+    for (int r = 0; r < mc->rows; r++)
+        for (int k = 0; k < s->width; k++) {
+            size_t i = (size_t)r * s->width + k;
+            if (r < mc->r0 || r >= mc->r1) {
+                cmp_untouched(&c, &pu[i], &before[i]);
+                continue;
+            }
+            double h = ref_activation(s->kind, pgd ? pgd[i] : 0.0, pud[i]);
+            cmp_value(&c, pu[i], 0.0, h, fabs(h));
+        }
+    return report(s, mc, "bwd_data", &c);
+}
+
 static int check_bwd_data(kernel_lib *lib, const tlm_kernel_spec *s, const mlp_case *mc, uint64_t *rng) {
     tlm_mlp_bwd_data_fn bwd = (tlm_mlp_bwd_data_fn)kernel_lib_sym(lib, s, TLM_ENTRY_BWD_DATA);
     if (!bwd) return 1;
@@ -267,6 +285,7 @@ static int check_bwd_data(kernel_lib *lib, const tlm_kernel_spec *s, const mlp_c
     float *dx = poisoned_f((size_t)N * D);
     float *dpg0 = swiglu ? copy_f(dpg, (size_t)N * W) : NULL;
     float *dpu0 = copy_f(dpu, (size_t)N * W), *dx0 = copy_f(dx, (size_t)N * D);
+    float *pg0 = swiglu ? copy_f(in.pg, (size_t)N * W) : NULL, *pu0 = copy_f(in.pu, (size_t)N * W);
 
     bwd(mc->r0, mc->r1, in.x, in.wg, in.wu, in.wd, in.pg, in.pu, in.dout, dpg, dpu, dx);
 
@@ -292,7 +311,13 @@ static int check_bwd_data(kernel_lib *lib, const tlm_kernel_spec *s, const mlp_c
     if (swiglu) fails += check_rows(s, mc, "bwd_data", "d_pre_gate", dpg, dpg0, rdpg, sdpg, W);
     fails += check_rows(s, mc, "bwd_data", "d_pre_up", dpu, dpu0, rdpu, sdpu, W);
     fails += check_rows(s, mc, "bwd_data", "dx", dx, dx0, rdx, sdx, D);
-    void *bufs[] = {dpg, dpu, dx, dpg0, dpu0, dx0, rdpg, rdpu, rdx, sdh, sdpg, sdpu, sdx};
+    fails += check_h_left(s, mc, in.pu, pu0, in.pgd, in.pud);
+    if (swiglu) {
+        compare kept = {"pre_gate(kept)", 0, 0, 0, 0, 0, 0};
+        for (size_t i = 0; i < (size_t)N * W; i++) cmp_untouched(&kept, &in.pg[i], &pg0[i]);
+        fails += report(s, mc, "bwd_data", &kept);
+    }
+    void *bufs[] = {dpg, dpu, dx, dpg0, dpu0, dx0, rdpg, rdpu, rdx, sdh, sdpg, sdpu, sdx, pg0, pu0};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     free_bwd_inputs(&in);
     return fails;
@@ -333,15 +358,17 @@ static int check_bwd_weight(kernel_lib *lib, const tlm_kernel_spec *s, const mlp
     float *dwu = random_f(rng, (size_t)W * D, 1.0), *dwd = random_f(rng, (size_t)D * W, 1.0);
     float *dwg0 = swiglu ? copy_f(dwg, (size_t)W * D) : NULL;
     float *dwu0 = copy_f(dwu, (size_t)W * D), *dwd0 = copy_f(dwd, (size_t)D * W);
+  /* What bwd_data leaves: h in pre_up; pre_gate, not read, poisoned. */
+    double *h = activations(s->kind, in.pgd, in.pud, (size_t)N * W);
+    float *hf = to_f(h, (size_t)N * W), *pg_unread = swiglu ? poisoned_f((size_t)N * W) : NULL;
 
-    bwd(N, j0, j1, in.x, in.pg, in.pu, in.dout, dpg, dpu, dwg, dwu, dwd);
+    bwd(N, j0, j1, in.x, pg_unread, hf, in.dout, dpg, dpu, dwg, dwu, dwd);
 
     double *rg = alloc_d((size_t)W * D), *ru = alloc_d((size_t)W * D);
     double *rd = alloc_d((size_t)D * W);
     ref_bwd_weight(s->kind, D, W, N, in.xd, in.pgd, in.pud, in.doutd, dpg_in, dpu_in, rg, ru, rd);
     double *sg = alloc_d((size_t)W * D), *su = alloc_d((size_t)W * D);
     double *sd = alloc_d((size_t)D * W);
-    double *h = activations(s->kind, in.pgd, in.pud, (size_t)N * W);
     if (swiglu) abs_matmul(W, D, N, dpg_in, 1, W, in.xd, D, 1, sg, 0);
     abs_matmul(W, D, N, dpu_in, 1, W, in.xd, D, 1, su, 0);
     abs_matmul(D, W, N, in.doutd, 1, D, h, W, 1, sd, 0);
@@ -349,8 +376,8 @@ static int check_bwd_weight(kernel_lib *lib, const tlm_kernel_spec *s, const mlp
     if (swiglu) fails += check_dw(s, mc, "dw_gate(+=)", dwg, dwg0, rg, sg, W, D, 1, j0, j1);
     fails += check_dw(s, mc, "dw_up(+=)", dwu, dwu0, ru, su, W, D, 1, j0, j1);
     fails += check_dw(s, mc, "dw_down(+=)", dwd, dwd0, rd, sd, D, W, 0, j0, j1);
-    void *bufs[] = {dpgd, dpud, dxd,  dpg, dpu, dpg_in, dpu_in, dwg, dwu, dwd,
-                    dwg0, dwu0, dwd0, rg,  ru,  rd,     sg,     su,  sd,  h};
+    void *bufs[] = {dpgd, dpud, dxd, dpg, dpu, dpg_in, dpu_in, dwg, dwu, dwd, dwg0,
+                    dwu0, dwd0, rg,  ru,  rd,  sg,     su,     sd,  h,   hf,  pg_unread};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     free_bwd_inputs(&in);
     return fails;

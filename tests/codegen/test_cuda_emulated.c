@@ -21,7 +21,7 @@ static const char *fwd_params = "long long r0, long long r1, const float *x, con
 static const char *fwd_args = "r0, r1, x, w_gate, w_up, w_down, pre_gate, pre_up, out";
 static const char *bwd_data_params =
     "long long r0, long long r1, const float *x, const float *w_gate, const float *w_up, "
-    "const float *w_down, const float *pre_gate, const float *pre_up, const float *dout, "
+    "const float *w_down, const float *pre_gate, float *pre_up, const float *dout, "
     "float *d_pre_gate, float *d_pre_up, float *dx";
 static const char *bwd_data_args = "r0, r1, x, w_gate, w_up, w_down, pre_gate, pre_up, dout, d_pre_gate, d_pre_up, dx";
 static const char *bwd_weight_params =

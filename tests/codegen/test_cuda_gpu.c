@@ -75,7 +75,7 @@ static void gpu_fwd(int64_t r0, int64_t r1, const float *x, const float *w_gate,
 }
 
 static void gpu_bwd_data(int64_t r0, int64_t r1, const float *x, const float *w_gate, const float *w_up,
-                         const float *w_down, const float *pre_gate, const float *pre_up, const float *dout,
+                         const float *w_down, const float *pre_gate, float *pre_up, const float *dout,
                          float *d_pre_gate, float *d_pre_up, float *dx) {
     size_t N = (size_t)cur_rows, D = (size_t)cur_spec->d_model, W = (size_t)cur_spec->width;
     float *gx = to_device(x, N * D), *gwg = to_device(w_gate, W * D);
@@ -86,8 +86,9 @@ static void gpu_bwd_data(int64_t r0, int64_t r1, const float *x, const float *w_
     long long a0 = r0, a1 = r1;
     void *args[] = {&a0, &a1, &gx, &gwg, &gwu, &gwd, &gpg, &gpu, &gdout, &gdpg, &gdpu, &gdx};
     launch(TLM_ENTRY_BWD_DATA, r1 - r0, args);
-    float *inputs[] = {gx, gwg, gwu, gwd, gpg, gpu, gdout};
-    for (int i = 0; i < 7; i++) from_device(NULL, inputs[i], 0);
+    float *inputs[] = {gx, gwg, gwu, gwd, gpg, gdout};
+    for (int i = 0; i < 6; i++) from_device(NULL, inputs[i], 0);
+    from_device(pre_up, gpu, N * W); /* h, for bwd_weight */
     from_device(d_pre_gate, gdpg, N * W);
     from_device(d_pre_up, gdpu, N * W);
     from_device(dx, gdx, N * D);
