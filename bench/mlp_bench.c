@@ -107,16 +107,20 @@ static void split(int64_t n, int part, int parts, int64_t *lo, int64_t *hi) {
     *hi = part + 1 == parts ? n : (n * (part + 1) / parts) / 16 * 16;
 }
 
-/* Hands an entry what a training step would, untimed: bwd_data overwrites
- * pre_up with h (codegen/codegen.h), so each of its calls starts from the
- * pre-activations again (repeated, h of h of ... would sink into
- * subnormals, which are slow), and bwd_weight finds an h there. Every
- * implementation timed gets the same copy before its call, so each finds
- * the same data in cache. */
-static void ready(layer *L, int entry) {
+/* Hand a call what a training step would, untimed. The generated bwd_data
+ * overwrites pre_up with h (codegen/codegen.h), so each call starts from
+ * the pre-activations again (repeated, h of h of ... would sink into
+ * subnormals, which are slow), and the generated bwd_weight finds an h
+ * there; the twin, OpenBLAS and the activation passes find the
+ * pre-activations. Every call timed gets one such copy first, so each
+ * finds the same share of pre_up in cache. */
+static void ready_generated(layer *L, int entry) {
     size_t bytes = sizeof(float) * (size_t)L->rows * (size_t)L->spec.width;
-    if (entry == BWD_DATA) memcpy(L->pu, L->pu0, bytes);
-    else if (entry == BWD_WEIGHT) memcpy(L->pu, L->h, bytes);
+    memcpy(L->pu, entry == BWD_WEIGHT ? L->h : L->pu0, bytes);
+}
+static void ready_other(layer *L, int entry) {
+    (void)entry;
+    memcpy(L->pu, L->pu0, sizeof(float) * (size_t)L->rows * (size_t)L->spec.width);
 }
 
 static void run_ours(layer *L, int entry) {
@@ -191,14 +195,13 @@ static void run_twin(layer *L, int entry) {
     }
 }
 
-/* The best of reps timed calls; an entry's calls (fwd, bwd_data,
- * bwd_weight: with_ready) each after ready(). */
-static double best_of(layer *L, int entry, int reps, void (*run)(layer *, int), bool with_ready) {
-    if (with_ready) ready(L, entry);
+/* The best of reps timed calls, each after ready(). */
+static double best_of(layer *L, int entry, int reps, void (*run)(layer *, int), void (*ready)(layer *, int)) {
+    ready(L, entry);
     run(L, entry); /* warm up caches, page in buffers, start threads */
     double best = 1e30;
     for (int i = 0; i < reps; i++) {
-        if (with_ready) ready(L, entry);
+        ready(L, entry);
         double t0 = now_s();
         run(L, entry);
         double t = now_s() - t0;
@@ -251,11 +254,11 @@ static int profile_entry(kernel_lib *lib, const tlm_kernel_spec *specs, int n, i
         layer L;
         layer_init(&L, specs[w], rows, lib, &seed);
         L.threads = threads;
-        ready(&L, entry);
+        ready_generated(&L, entry);
         run_ours(&L, entry);
         double total = 0;
         for (int i = 0; i < 20 * reps; i++) {
-            ready(&L, entry);
+            ready_generated(&L, entry);
             double t0 = now_s();
             run_ours(&L, entry);
             total += now_s() - t0;
@@ -314,7 +317,8 @@ static int versus(kernel_lib *lib, const tlm_kernel_spec *specs, int n, int rows
             for (int r = -1; r < reps; r++) { /* r = -1 warms up */
                 layer *who[3] = {&A, &B, &A};
                 for (int i = 0; i < 3; i++) {
-                    ready(who[i], e);
+                    if (i < 2) ready_generated(who[i], e);
+                    else ready_other(&A, e);
                     double t0 = now_s();
                     if (i < 2) run_ours(who[i], e);
                     else run_blas(&A, e);
@@ -551,16 +555,17 @@ int main(int argc, char **argv) {
             double t_ours = 0, t_blas = 0;
             printf("%5d", widths[w]);
             for (int e = 0; e < N_ENTRIES; e++) {
-                double to = best_of(&L, e, reps, run_ours, true), tb = best_of(&L, e, reps, run_blas, true);
+                double to = best_of(&L, e, reps, run_ours, ready_generated),
+                       tb = best_of(&L, e, reps, run_blas, ready_other);
                 t_ours += to;
                 t_blas += tb;
                 if (!on_blas) entry_ours[e] += to, entry_blas[e] += tb;
                 printf(" | %10s %5.0f %5.0f %5.2f", "", flops / to * 1e-9, flops / tb * 1e-9, tb / to);
             }
-            double t_act =
-                best_of(&L, ACT_FWD, reps, run_activation, false) + best_of(&L, ACT_BWD, reps, run_activation, false);
+            double t_act = best_of(&L, ACT_FWD, reps, run_activation, ready_other) +
+                           best_of(&L, ACT_BWD, reps, run_activation, ready_other);
             double t_twin = 0;
-            for (int e = 0; e < N_ENTRIES; e++) t_twin += best_of(&L, e, reps, run_twin, true);
+            for (int e = 0; e < N_ENTRIES; e++) t_twin += best_of(&L, e, reps, run_twin, ready_other);
             printf(" | %5s %5.0f %5.0f %5.2f | %5.2f | %4.2f%s\n", "", 3 * flops / t_ours * 1e-9,
                    3 * flops / t_blas * 1e-9, t_blas / t_ours, (t_blas + t_act) / t_ours, t_twin / t_ours,
                    on_blas ? "  blas (tlmc's rule)" : "");

@@ -36,9 +36,9 @@ gemm_blocking gemm_default_blocking(int vl, bool wide_tile) {
   /* A packed MC x KC block of A, 384 KiB, in L2 on the CPUs measured (1 MiB
    * on Zen 4; OpenBLAS's Haswell blocking, 768 x 384, is larger still).
    * Each packed B panel serves MC rows: with 120 rows, repacking B took
-   * 3-8% of bwd_weight's time at one thread (bench/mlp_bench, both paths),
-   * and bwd_weight's h, recomputed while packing, was computed once per
-   * block of d_model rows. */
+   * 3-8% of bwd_weight's time at one thread (bench/mlp_bench, both paths;
+   * then bwd_weight also recomputed h while packing, once per block of
+   * d_model rows). */
     bk.mc = bk.mr * (384 / bk.mr);
     return bk;
 }

@@ -386,3 +386,34 @@ static int check_bwd_weight(kernel_lib *lib, const tlm_kernel_spec *s, const mlp
 int mlp_check_spec(kernel_lib *lib, const tlm_kernel_spec *s, const mlp_case *c, uint64_t *rng) {
     return check_fwd(lib, s, c, rng) + check_bwd_data(lib, s, c, rng) + check_bwd_weight(lib, s, c, rng);
 }
+
+/* With d_model == width, w_down = I and out = 0, fwd's out is h bit for
+ * bit: each element sums h_j * 1 and products with 0, which add nothing.
+ * bwd_data must leave those bits over pre_up (a zero's sign aside), the
+ * bits bwd_weight then reads: the activation it hands over is the
+ * forward's, not one within rounding of it. */
+int mlp_check_h_bits(kernel_lib *lib, const tlm_kernel_spec *s, int rows, uint64_t *rng) {
+    tlm_mlp_fwd_fn fwd = (tlm_mlp_fwd_fn)kernel_lib_sym(lib, s, TLM_ENTRY_FWD);
+    tlm_mlp_bwd_data_fn bwd = (tlm_mlp_bwd_data_fn)kernel_lib_sym(lib, s, TLM_ENTRY_BWD_DATA);
+    if (!fwd || !bwd || s->d_model != s->width) {
+        printf("FAIL h bits: needs the kernels of a spec with d_model == width\n");
+        return 1;
+    }
+    int D = s->d_model, swiglu = s->kind == TLM_MLP_SWIGLU;
+    size_t nd = (size_t)rows * D, dd = (size_t)D * D;
+    float *x = random_f(rng, nd, 1.0), *dout = random_f(rng, nd, 1.0);
+    float *wg = swiglu ? random_f(rng, dd, 2.0 * sqrt(3.0 / D)) : NULL, *wu = random_f(rng, dd, 2.0 * sqrt(3.0 / D));
+    float *eye = calloc(dd, sizeof(float)), *out = calloc(nd, sizeof(float));
+    for (int i = 0; i < D; i++) eye[(size_t)i * D + i] = 1.0f;
+    float *pg = swiglu ? poisoned_f(nd) : NULL, *pu = poisoned_f(nd);
+    float *dpg = swiglu ? poisoned_f(nd) : NULL, *dpu = poisoned_f(nd), *dx = poisoned_f(nd);
+    fwd(0, rows, x, wg, wu, eye, pg, pu, out);
+    bwd(0, rows, x, wg, wu, eye, pg, pu, dout, dpg, dpu, dx);
+    long differ = 0;
+    for (size_t i = 0; i < nd; i++) differ += !(pu[i] == out[i]); /* NaN differs too */
+    printf("%s %-6s D=W=%-4d rows=%-3d bwd_data   pre_up=h    %ld of %zu differ from fwd's h\n",
+           differ ? "FAIL" : "ok  ", swiglu ? "swiglu" : "gelu", D, rows, differ, nd);
+    void *bufs[] = {x, dout, wg, wu, eye, out, pg, pu, dpg, dpu, dx};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
+    return differ != 0;
+}

@@ -41,4 +41,8 @@ bool test_temp_file(char *path, size_t n, const char *stem);
 /* Returns the number of failed comparisons (0 = pass); prints a line each. */
 int mlp_check_spec(kernel_lib *lib, const tlm_kernel_spec *s, const mlp_case *c, uint64_t *rng);
 
+/* bwd_data leaves the bits of fwd's h over pre_up: a spec with d_model ==
+ * width (w_down = I makes fwd's out h itself). 0 = pass. */
+int mlp_check_h_bits(kernel_lib *lib, const tlm_kernel_spec *s, int rows, uint64_t *rng);
+
 #endif

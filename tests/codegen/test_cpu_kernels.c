@@ -22,6 +22,10 @@ int main(void) {
       /* degenerate sizes: a single element, sub-vector widths */
         {TLM_MLP_SWIGLU, 1, 1},
         {TLM_MLP_GELU, 17, 3},
+      /* d_model == width, for mlp_check_h_bits too (tails at every vector
+       * width and tile) */
+        {TLM_MLP_SWIGLU, 200, 200},
+        {TLM_MLP_GELU, 200, 200},
     };
     const mlp_case cases[] = {
         {1, 0, 1, 0, 0},      {5, 0, 5, 0, 0},
@@ -43,6 +47,10 @@ int main(void) {
     for (int i = 0; i < n_specs; i++)
         for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
             fails += mlp_check_spec(&lib, &specs[i], &cases[c], &rng);
+    const int h_rows[] = {1, 37};
+    for (int i = 0; i < n_specs; i++)
+        for (int r = 0; r < 2 && specs[i].d_model == specs[i].width; r++)
+            fails += mlp_check_h_bits(&lib, &specs[i], h_rows[r], &rng);
     kernel_lib_close(&lib);
     printf("%s: %d failed comparisons\n", fails ? "FAIL" : "PASS", fails);
     return fails != 0;

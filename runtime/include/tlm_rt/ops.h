@@ -174,7 +174,10 @@ void tlm_gelu_backward(float *dx, const float *dout, const float *x, size_t n);
  * Plain C/BLAS twins of the kernels the code generator emits per width
  * (codegen/codegen.h): the same three entries, the same argument order and
  * semantics, with the sizes C = d_model and F = width passed first instead
- * of being compiled in. Used by tests and as a fallback. Like the generated
+ * of being compiled in, but for one thing: the generated bwd_data leaves h
+ * over pre_up and the generated bwd_weight reads it there, where these
+ * keep pre_up and recompute h. So a layer's backward runs all twins or all
+ * generated kernels, never one of each. Used by tests and as a fallback. Like the generated
  * kernels they allocate nothing (h = act(...) is recomputed in small tiles
  * on the stack) and every buffer is the whole tensor:
  *   x, out, dout, dx [N,C];  pre_gate, pre_up, d_pre_gate, d_pre_up [N,F];
