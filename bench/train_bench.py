@@ -186,6 +186,9 @@ def main():
         torch_worker(json.loads(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]))
         return
     ap = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    # --check-args OPTIONS: train_bench.sh asks, before it compiles the
+    # model, whether the options it will pass are good (exit 2 if not)
+    checking = len(sys.argv) > 1 and sys.argv[1] == "--check-args"
     ap.add_argument("dump_model")
     ap.add_argument("model_so")
     ap.add_argument("--threads", type=thread_list, default=[1, 2])
@@ -196,7 +199,9 @@ def main():
     ap.add_argument("--avx2", action="store_true",
                     help="the AVX2 code paths on any x86-64 CPU: OpenBLAS's Haswell kernels for both, PyTorch's "
                          "ATEN_CPU_CAPABILITY=avx2 (train_bench.sh compiles the model with tlmc --cpu x86-64-v3)")
-    a = ap.parse_args()
+    a = ap.parse_args(["dump_model", "model.so"] + sys.argv[2:] if checking else None)
+    if checking:
+        return
     global AVX2
     AVX2 = a.avx2
     with open("/proc/cpuinfo") as f:

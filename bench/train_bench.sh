@@ -37,6 +37,10 @@ dump=$build/tests/model/dump_model
 for f in "$tlmc" "$dump"; do
   [ -x "$f" ] || { echo "train_bench: $f is missing; build first (cmake --build $build)" >&2; exit 1; }
 done
+for a in "$@"; do # the options' help, with no model to compile first
+  case $a in -h|--help) exec "$py" "$root/bench/train_bench.py" "$dump" model.so --help ;; esac
+done
+"$py" "$root/bench/train_bench.py" --check-args "$@" || exit # a bad option: before the model compiles
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 TLM_STDLIB=$root/stdlib "$tlmc" "${cpu[@]}" "$model" -o "$tmp/model.so"

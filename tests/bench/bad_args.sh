@@ -32,6 +32,13 @@ expect 2 "at most" "dist_bench, 3 arguments" -- "$b/dist_bench.sh" "$build" 6 ex
 expect 2 "needs a FILE" "train_bench --model without a file" -- "$b/train_bench.sh" "$build" --model
 expect 1 "missing" "train_bench without a build" -- "$b/train_bench.sh" "$tmp/none"
 expect 2 "unrecognized arguments" "train_bench.py --foo" -- "${TLM_PYTHON:-/usr/bin/python3}" "$b/train_bench.py" dump model.so --foo
+# train_bench.sh refuses a bad option before it compiles the model (a
+# model that does not exist: compiled first, tlmc's exit 1 would come first)
+for a in "--steps 0" "--foo"; do
+  # shellcheck disable=SC2086
+  expect 2 "train_bench.py: " "train_bench.sh $a" -- "$b/train_bench.sh" "$build" --model "$tmp/none.tlm" $a
+done
+expect 0 "" "train_bench.sh --help" -- "$b/train_bench.sh" "$build" --help
 
 # train_bench.py checks its counts before it runs anything.
 py=${TLM_PYTHON:-/usr/bin/python3}
