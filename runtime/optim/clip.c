@@ -4,7 +4,8 @@
  * identity, so skipping it gives the same numbers.
  *
  * The squared norm is summed in double over a fixed number of chunks, each
- * chunk in order, then the chunk sums in order: the same bits for any
+ * chunk as eight running sums (element i of the chunk into sum i % 8) added
+ * in a fixed order, then the chunk sums in order: the same bits for any
  * thread count. */
 #include "tlm_rt/optim.h"
 #include "tlm_rt/ops.h"
@@ -13,6 +14,19 @@
 
 enum { NCHUNK = 64 };
 
+/* The squares of g[lo, hi) in double. One running sum waited on every add,
+ * about four cycles an element: 1.3% of tiny's training step at one
+ * thread, for a pass that reads memory at a fraction of that. Eight
+ * independent sums keep the adders busy (and vectorise). */
+static double sum_squares(const float *g, size_t lo, size_t hi) {
+    double acc[8] = {0};
+    size_t i = lo;
+    for (; i + 8 <= hi; i += 8)
+        for (int j = 0; j < 8; j++) acc[j] += (double)g[i + j] * g[i + j];
+    for (int j = 0; i < hi; i++, j++) acc[j] += (double)g[i] * g[i];
+    return ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
+}
+
 double tlm_grad_norm(const float *g, size_t n) {
     double part[NCHUNK];
     size_t step = (n + NCHUNK - 1) / NCHUNK;
@@ -20,9 +34,7 @@ double tlm_grad_norm(const float *g, size_t n) {
     for (int c = 0; c < NCHUNK; c++) {
         size_t lo = (size_t)c * step, hi = lo + step;
         if (hi > n) hi = n;
-        double s = 0.0;
-        for (size_t i = lo; i < hi; i++) s += (double)g[i] * g[i];
-        part[c] = s;
+        part[c] = lo < hi ? sum_squares(g, lo, hi) : 0.0;
     }
     double total = 0.0;
     for (int c = 0; c < NCHUNK; c++) total += part[c];

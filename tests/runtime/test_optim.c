@@ -57,6 +57,14 @@ static void test_clip(void) {
     omp_set_num_threads(threads);
     CHECK(a == b && a == n1, "norm depends on the thread count");
 #endif
+    /* short and odd lengths: chunks shorter than the eight running sums,
+     * empty chunks, tails of every length */
+    for (size_t n = 1; n <= 1100; n += n < 80 ? 1 : 97) {
+        long double sq = 0;
+        for (size_t i = 0; i < n; i++) sq += (long double)x[i] * x[i];
+        double got = tlm_grad_norm(x, n), want = (double)sqrtl(sq);
+        CHECK(fabs(got - want) <= 1e-14 * want, "norm of %zu: %.17g, want %.17g", n, got, want);
+    }
     free(x);
 }
 
