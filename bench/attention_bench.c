@@ -201,9 +201,7 @@ static void profile(int B, int T, int H, int D, int reps, int backward) {
  * and a context of 0 ran and printed a table of nothing. */
 static int count_arg(const char *what, const char *text, long hi) {
     int v;
-    if (bench_whole(text, 1, hi, &v)) return v;
-    fprintf(stderr, "attention_bench: %s takes a whole number from 1 to %ld, not '%s'\n", what, hi, text);
-    return 0;
+    return bench_int_arg("attention_bench", what, text, 1, hi, &v) ? v : 0;
 }
 
 int main(int argc, char **argv) {

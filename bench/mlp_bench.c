@@ -67,24 +67,22 @@ static double now_s(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static float *random_buf(size_t n, unsigned *seed, float scale) {
+static float *floats(size_t n) {
     float *p = malloc(sizeof(float) * n);
     if (!p) { /* a large --rows, --d or width: say so rather than crash */
         fprintf(stderr, "mlp_bench: out of memory (%zu floats)\n", n);
         exit(1);
     }
+    return p;
+}
+
+static float *random_buf(size_t n, unsigned *seed, float scale) {
+    float *p = floats(n);
     for (size_t i = 0; i < n; i++) p[i] = scale * ((float)rand_r(seed) / (float)RAND_MAX - 0.5f);
     return p;
 }
 
-static float *copy_buf(const float *src, size_t n) {
-    float *p = malloc(sizeof(float) * n);
-    if (!p) {
-        fprintf(stderr, "mlp_bench: out of memory (%zu floats)\n", n);
-        exit(1);
-    }
-    return memcpy(p, src, sizeof(float) * n);
-}
+static float *copy_buf(const float *src, size_t n) { return memcpy(floats(n), src, sizeof(float) * n); }
 
 typedef struct {
     tlm_kernel_spec spec;
@@ -114,13 +112,13 @@ static void split(int64_t n, int part, int parts, int64_t *lo, int64_t *hi) {
  * there; the twin, OpenBLAS and the activation passes find the
  * pre-activations. Every call timed gets one such copy first, so each
  * finds the same share of pre_up in cache. */
-static void ready_generated(layer *L, int entry) {
-    size_t bytes = sizeof(float) * (size_t)L->rows * (size_t)L->spec.width;
-    memcpy(L->pu, entry == BWD_WEIGHT ? L->h : L->pu0, bytes);
+static void set_pre_up(layer *L, const float *from) {
+    memcpy(L->pu, from, sizeof(float) * (size_t)L->rows * (size_t)L->spec.width);
 }
+static void ready_generated(layer *L, int entry) { set_pre_up(L, entry == BWD_WEIGHT ? L->h : L->pu0); }
 static void ready_other(layer *L, int entry) {
     (void)entry;
-    memcpy(L->pu, L->pu0, sizeof(float) * (size_t)L->rows * (size_t)L->spec.width);
+    set_pre_up(L, L->pu0);
 }
 
 static void run_ours(layer *L, int entry) {
@@ -402,15 +400,6 @@ static int time_codegen_24(tlm_mlp kind) {
     return 0;
 }
 
-/* The value of a numeric option, a whole number in [lo, hi]; false after
- * saying so. atoi took "abc" for 0 (0 reps printed 0 GFLOP/s; --rows -5
- * crashed in malloc). */
-static bool int_arg(const char *flag, const char *text, long lo, long hi, int *out) {
-    if (bench_whole(text, lo, hi, out)) return true;
-    fprintf(stderr, "mlp_bench: %s takes a whole number from %ld to %ld, not '%s'\n", flag, lo, hi, text);
-    return false;
-}
-
 int main(int argc, char **argv) {
     int reps = 5, rows = 8 * 256, D = 256, only_threads = 0, skip_codegen = 0, profile = -1;
     const char *versus_env = NULL;
@@ -441,10 +430,10 @@ int main(int argc, char **argv) {
         }
         const char *v = argv[i + 1];
         bool ok = true;
-        if (!strcmp(argv[i], "--reps")) ok = int_arg(argv[i], v, 1, 1000000, &reps);
-        else if (!strcmp(argv[i], "--rows")) ok = int_arg(argv[i], v, 1, 1 << 20, &rows);
-        else if (!strcmp(argv[i], "--d")) ok = int_arg(argv[i], v, 1, 65536, &D);
-        else if (!strcmp(argv[i], "--threads")) ok = int_arg(argv[i], v, 1, 4096, &only_threads);
+        if (!strcmp(argv[i], "--reps")) ok = bench_int_arg("mlp_bench", argv[i], v, 1, 1000000, &reps);
+        else if (!strcmp(argv[i], "--rows")) ok = bench_int_arg("mlp_bench", argv[i], v, 1, 1 << 20, &rows);
+        else if (!strcmp(argv[i], "--d")) ok = bench_int_arg("mlp_bench", argv[i], v, 1, 65536, &D);
+        else if (!strcmp(argv[i], "--threads")) ok = bench_int_arg("mlp_bench", argv[i], v, 1, 4096, &only_threads);
         else if (!strcmp(argv[i], "--cpu")) {
             /* a usage error, as for tlmc --cpu, before any kernels are built */
             char *cpu_err = NULL;
@@ -458,7 +447,7 @@ int main(int argc, char **argv) {
             if (!strcmp(v, "thread")) bench_clock = CLOCK_THREAD_CPUTIME_ID;
             else if (!strcmp(v, "wall")) bench_clock = CLOCK_MONOTONIC;
             else ok = false, fprintf(stderr, "mlp_bench: --clock takes wall or thread, not '%s'\n", v);
-        } else if (!strcmp(argv[i], "--skip-codegen")) ok = int_arg(argv[i], v, 0, 1, &skip_codegen);
+        } else if (!strcmp(argv[i], "--skip-codegen")) ok = bench_int_arg("mlp_bench", argv[i], v, 0, 1, &skip_codegen);
         else if (!strcmp(argv[i], "--versus")) versus_env = v;
         else if (!strcmp(argv[i], "--profile")) {
             for (int e = 0; e < N_ENTRIES; e++)

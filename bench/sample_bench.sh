@@ -52,20 +52,23 @@ best_seconds() { # flags...: "least greatest" of 3 runs; $work/out holds the tex
   done
   echo "$best $worst"
 }
-# per_byte LENGTH flags...: "seconds-a-byte noisy", noisy 1 when the time
-# LENGTH bytes add is within the runs' spread (LENGTH too short to time on
-# this machine now). LENGTH bytes are timed last: $work/out holds them.
+# per_byte LENGTH "ONE" flags...: "seconds-a-byte noisy" from LENGTH bytes
+# and ONE, best_seconds of 1 byte with the same flags (the start-up cost,
+# the same for every LENGTH: timed once per flag set); noisy 1 when the
+# time LENGTH bytes add is within the runs' spread (LENGTH too short to
+# time on this machine now). $work/out holds the LENGTH bytes.
 per_byte() {
-  local n=$1 one many; shift
-  read -r -a one <<< "$(best_seconds --length 1 "$@")"
+  local n=$1 one many; read -r -a one <<< "$2"; shift 2
   read -r -a many <<< "$(best_seconds --length "$n" "$@")"
   echo "(${many[0]} - ${one[0]}) / ($n - 1)" | bc -l | tr '\n' ' '
   echo "${many[0]} - ${one[0]} <= (${one[1]} - ${one[0]}) + (${many[1]} - ${many[0]})" | bc -l
 }
+one_cached=$(best_seconds --length 1)
+one_recomputed=$(best_seconds --length 1 --no-cache)
 for n in "$length" "$long"; do
-  read -r cached noisy_c <<< "$(per_byte "$n")"
+  read -r cached noisy_c <<< "$(per_byte "$n" "$one_cached")"
   cp "$work/out" "$work/cached"
-  read -r recomputed noisy_r <<< "$(per_byte "$n" --no-cache)"
+  read -r recomputed noisy_r <<< "$(per_byte "$n" "$one_recomputed" --no-cache)"
   same="the same greedy text"
   cmp -s "$work/cached" "$work/out" || same="other text (expected beyond the context: another window)"
   printf 'sample, %d bytes (context 256): KV cache %.2f ms a byte, recomputing the window %.2f ms a byte: %.1fx; %s\n' \

@@ -134,8 +134,7 @@ static inline __attribute__((always_inline)) GEMM_V16 void gemm16_rows_of(float 
     int j = 0;
     for (; j + 32 <= n; j += 32) gemm_tile16(c + j, ldc, mr, 32, a, ars, aks, b + j, ldb, k0, k1, fresh, scale);
     if (j + 16 <= n) gemm_tile16(c + j, ldc, mr, 16, a, ars, aks, b + j, ldb, k0, k1, fresh, scale), j += 16;
-    if (j + 8 <= n) gemm_tile(c + j, ldc, mr, 8, a, ars, aks, b + j, ldb, k0, k1, fresh, scale), j += 8;
-    if (j < n) gemm_tile(c + j, ldc, mr, n - j, a, ars, aks, b + j, ldb, k0, k1, fresh, scale);
+    if (j < n) gemm_rows_of(c + j, ldc, mr, n - j, a, ars, aks, b + j, ldb, k0, k1, fresh, scale); /* < 16 left */
 }
 
 /* The kernel for AVX-512 CPUs. */

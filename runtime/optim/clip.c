@@ -34,7 +34,7 @@ double tlm_grad_norm(const float *g, size_t n) {
     for (int c = 0; c < NCHUNK; c++) {
         size_t lo = (size_t)c * step, hi = lo + step;
         if (hi > n) hi = n;
-        part[c] = lo < hi ? sum_squares(g, lo, hi) : 0.0;
+        part[c] = sum_squares(g, lo, hi); /* 0 for an empty chunk (lo >= hi) */
     }
     double total = 0.0;
     for (int c = 0; c < NCHUNK; c++) total += part[c];

@@ -7,12 +7,10 @@
 #
 #   bad_args.sh SOURCE_ROOT BUILD_DIR WORK_DIR
 set -u
-root=$1 build=$2 work=$3
-tmp=$work
-rm -rf "$tmp" && mkdir -p "$tmp" || exit 1
+root=$1 build=$2
 . "$root/tests/expect.sh"
-fail=0
-b=$root/bench bin=$build/bench
+start_case "$3"
+b=$root/bench bin=$build/bench py=${TLM_PYTHON:-/usr/bin/python3}
 
 # The shell scripts: an option where a folder goes, bad counts, a missing build.
 for s in sample_bench arch_compare compile_time tokenizer_bench dist_bench; do
@@ -31,7 +29,7 @@ expect 2 "at least 6" "dist_bench STEPS 5" -- "$b/dist_bench.sh" "$build" 5
 expect 2 "at most" "dist_bench, 3 arguments" -- "$b/dist_bench.sh" "$build" 6 extra
 expect 2 "needs a FILE" "train_bench --model without a file" -- "$b/train_bench.sh" "$build" --model
 expect 1 "missing" "train_bench without a build" -- "$b/train_bench.sh" "$tmp/none"
-expect 2 "unrecognized arguments" "train_bench.py --foo" -- "${TLM_PYTHON:-/usr/bin/python3}" "$b/train_bench.py" dump model.so --foo
+expect 2 "unrecognized arguments" "train_bench.py --foo" -- "$py" "$b/train_bench.py" dump model.so --foo
 # train_bench.sh refuses a bad option before it compiles the model (a
 # model that does not exist: compiled first, tlmc's exit 1 would come first)
 for a in "--steps 0" "--foo"; do
@@ -41,7 +39,6 @@ done
 expect 0 "" "train_bench.sh --help" -- "$b/train_bench.sh" "$build" --help
 
 # train_bench.py checks its counts before it runs anything.
-py=${TLM_PYTHON:-/usr/bin/python3}
 for a in "--threads abc" "--threads 1,0" "--steps 0" "--repeat 0" "--batch -1" "--seq x"; do
   # shellcheck disable=SC2086
   expect 2 "argument --" "train_bench.py $a" -- "$py" "$b/train_bench.py" dump model.so $a

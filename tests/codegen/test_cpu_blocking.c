@@ -40,7 +40,6 @@ static bool build(kernel_lib *lib, const tlm_kernel_spec *specs, int n, const ch
     if (!ok) {
         printf("FAIL building kernels with blocking %s: %s\n", blocking ? blocking : "(default)", err);
         free(err);
-        kernel_lib_close(lib);
     }
     return ok;
 }

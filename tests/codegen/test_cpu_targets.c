@@ -36,7 +36,6 @@ static void check_specs(const char *cpu, int opt_level, const tlm_kernel_spec *s
     if (!kernel_lib_build(&lib, sp, n, &opt, &err)) {
         printf("FAIL cpu %s O%d: %s\n", cpu ? cpu : "(host)", opt_level, err);
         free(err);
-        kernel_lib_close(&lib);
         fails++;
         return;
     }

@@ -126,12 +126,8 @@ static void test_max_row(void) {
 typedef void gemm_fn(float *c, size_t ldc, int mr, int n, const float *a, size_t ars, size_t aks, const float *b,
                      size_t ldb, int k0, int k1, bool fresh, float scale);
 
-/* gemm_rows as attention.c runs it is the widest kernel the CPU has (AVX-512, AVX2 + FMA or the baseline); this one is the
- * baseline build's kernel (no FMA, twice the registers per vector). */
-static void gemm_baseline(float *c, size_t ldc, int mr, int n, const float *a, size_t ars, size_t aks, const float *b,
-                          size_t ldb, int k0, int k1, bool fresh, float scale) {
-    gemm_rows_any(c, ldc, mr, n, a, ars, aks, b, ldb, k0, k1, fresh, scale);
-}
+/* gemm_rows as attention.c runs it is the widest kernel the CPU has (AVX-512, AVX2 + FMA or the baseline);
+ * gemm_rows_base is the baseline build's kernel (no FMA, twice the registers per vector). */
 
 /* C (M x N, ldc) = scale * (C0 + A B) over k in [k0, k1), M rows a tile of
  * mr_max at a time as attention.c calls it. */
@@ -219,7 +215,7 @@ static void test_gemm(gemm_fn *gemm, const gemm_case *t) {
             CHECK(c_tiled[(size_t)r * ldc + j] == c0[(size_t)r * ldc + j], "gemm %dx%dx%d wrote past column %d", M, N,
                   K, N);
     }
-    const char *which = gemm == gemm_baseline ? "baseline" : "as run";
+    const char *which = gemm == gemm_rows_base ? "baseline" : "as run";
     CHECK(worst <= 1e-5, "gemm %s %dx%dx%d (k from %d, a %s, %s, scale %g): rel err %.2e", which, M, N, K, k0,
           t->a_transposed ? "transposed" : "row-major", t->fresh ? "fresh" : "accumulating", t->scale, worst);
     CHECK(differ == 0, "gemm %s %dx%dx%d: %d elements differ between %d-row tiles and single rows or columns", which, M,
@@ -232,7 +228,7 @@ static void test_gemm(gemm_fn *gemm, const gemm_case *t) {
  * triple loop and across tile shapes. */
 static void test_as_run_and_baseline(const gemm_case *t) {
     test_gemm(gemm_rows, t);
-    test_gemm(gemm_baseline, t);
+    test_gemm(gemm_rows_base, t);
 }
 
 #ifdef GEMM_HAVE_V16
