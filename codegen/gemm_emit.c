@@ -583,15 +583,19 @@ static LLVMValueRef emit_tile(ir *g, const gemm_blocking *bk, int epi, LLVMTypeR
 
   /* The k loop in MR stretches, each starting with one row's prefetches:
    * all of them at once, up to 96 lines on AVX-512, overran the core's
-   * miss buffers and stalled it; spread out, each arrives in time. */
-    ir_loop lc;
-    LLVMValueRef mr_v = ir_i64(g, mr);
-    LLVMValueRef i = ir_loop_begin(g, &lc, ir_i64(g, 0), mr_v, ir_i64(g, 1), "stretch");
-    prefetch_next_row(&t, i, ldc, last, epi != EPI_NONE);
-    LLVMValueRef k0 = LLVMBuildSDiv(g->b, ir_mul(g, kcn, i), mr_v, "");
-    LLVMValueRef k1 = LLVMBuildSDiv(g->b, ir_mul(g, kcn, ir_add(g, i, ir_i64(g, 1))), mr_v, "");
-    emit_k_steps(&t, a, bp, k0, k1);
-    ir_loop_end(g, &lc);
+   * miss buffers and stalled it; spread out, each arrives in time. The
+   * stretches are straight-line code, each with its own k loop: as one loop
+   * over the rows (each trip's k bounds a division of kcn by MR), the Xeon
+   * of docs/performance.md spent 8% of the tile at the stretches' starts,
+   * and all three entries ran 6-7% slower on its AVX2 path, 1% on AVX-512
+   * (mlp_bench --versus). The k steps and their order are the same. */
+    LLVMValueRef k0 = ir_i64(g, 0);
+    for (int r = 0; r < mr; r++) {
+        LLVMValueRef k1 = r + 1 == mr ? kcn : LLVMBuildSDiv(g->b, ir_mul(g, kcn, ir_i64(g, r + 1)), ir_i64(g, mr), "");
+        prefetch_next_row(&t, ir_i64(g, r), ldc, last, epi != EPI_NONE);
+        emit_k_steps(&t, a, bp, k0, k1);
+        k0 = k1;
+    }
 
     store_tile(&t, full, store_c);
     if (epi != EPI_NONE) {
