@@ -71,7 +71,8 @@ static int min_int(int a, int b) { return a < b ? a : b; }
 /* bt[d][c] = b[c*bstride + d] for d < dc, c < kn: eight key rows by eight
  * channels at a time through registers (three rounds of shuffles), the
  * edges one float at a time. */
-V8_CLONES static void transpose_keys(float bt[ATT_DC][ATT_BK], const float *b, size_t bstride, int kn, int dc) {
+V8_KERNEL(transpose_keys, (float bt[ATT_DC][ATT_BK], const float *b, size_t bstride, int kn, int dc),
+          (bt, b, bstride, kn, dc)) {
     int c0 = 0;
     for (; c0 + 8 <= kn; c0 += 8) {
         const float *bc = b + (size_t)c0 * bstride;
@@ -173,8 +174,9 @@ static void keys_times_rows(float *dst, size_t dstride, const float p[ATT_BQ][AT
  * running max m and sum l move on, and the row's output y_r (at y +
  * r*ystride, D floats) is rescaled by e^(m_old - m_new) for the product
  * with the block's values that follows. */
-V8_CLONES static void softmax_step(float s[ATT_BQ][ATT_BK], float *m, float *l, float *y, size_t ystride, int rn,
-                                   int ahead, int kn, int D) {
+V8_KERNEL(softmax_step,
+          (float s[ATT_BQ][ATT_BK], float *m, float *l, float *y, size_t ystride, int rn, int ahead, int kn, int D),
+          (s, m, l, y, ystride, rn, ahead, kn, D)) {
     for (int r = 0; r < rn; r++) {
         const int n = visible(r + ahead, 0, kn);
         float *p = s[r];
@@ -201,8 +203,10 @@ V8_CLONES static void softmax_step(float s[ATT_BQ][ATT_BK], float *m, float *l, 
  * holds the scores and becomes P = e^(s - lse_r); ds holds dP = dy . v and
  * becomes dS = P (dP - D_r) / sqrt(D) (scale); both 0 past the keys a row
  * sees. */
-V8_CLONES static void probs_and_score_grads(float p[ATT_BQ][ATT_BK], float ds[ATT_BQ][ATT_BK], const float *lse,
-                                            const float *rowdot, int rn, int ahead, int kn, float scale) {
+V8_KERNEL(probs_and_score_grads,
+          (float p[ATT_BQ][ATT_BK], float ds[ATT_BQ][ATT_BK], const float *lse, const float *rowdot, int rn, int ahead,
+           int kn, float scale),
+          (p, ds, lse, rowdot, rn, ahead, kn, scale)) {
     for (int r = 0; r < rn; r++) {
         const int n = visible(r + ahead, 0, kn);
         float *pr = p[r], *dsr = ds[r];

@@ -73,41 +73,17 @@ V8_ALWAYS_INLINE void gemm_rows_any(float *c, size_t ldc, int mr, int n, const f
  * multiply-adds over k in the same order, so attention gives the same bits
  * on AVX2 and AVX-512 CPUs (test_attention_kernels compares the two paths).
  * Two conditions keep that true. The kernel is picked by hand
- * (gemm_cpu_level), the AVX2 one too, not by target_clones' resolver:
- * clang 14's picks the baseline clone, unfused, on Intel CPUs. And the
+ * (vec8.h's v8_cpu_level), the AVX2 one too, as vec8.h's kernels are. And the
  * 16-float tiles exist in optimised builds only: clang -O0 fuses their
  * multiply-adds but not the 8-float tiles'. */
-#if defined(__x86_64__) && defined(__has_attribute)
-#if __has_attribute(target)
-#define GEMM_X86_LEVELS 1
-#ifdef __OPTIMIZE__
+#if defined(V8_X86_LEVELS) && defined(__OPTIMIZE__)
 #define GEMM_HAVE_V16 1
 #endif
-#endif
-#endif
 
-#ifdef GEMM_X86_LEVELS
-/* The x86-64 level this CPU has, 0 (below v3), 3 or 4: every extension
- * the kernel of that level is compiled for. A few loads of what the C
- * runtime read at start-up, against a block product's thousands of
- * multiply-adds. */
-static inline int gemm_cpu_level(void) {
-#if defined(__clang__) && __clang_major__ < 16 /* no "x86-64-vN" names there */
-    bool v3 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("bmi") &&
-              __builtin_cpu_supports("bmi2");
-    bool v4 = v3 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-              __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
-              __builtin_cpu_supports("avx512cd");
-#else
-    bool v3 = __builtin_cpu_supports("x86-64-v3"), v4 = __builtin_cpu_supports("x86-64-v4");
-#endif
-    return v4 ? 4 : v3 ? 3 : 0;
-}
-
+#ifdef V8_X86_LEVELS
 /* The 8-float kernel for AVX2 + FMA. */
-__attribute__((target("arch=x86-64-v3"))) static void gemm_rows_v3(float *c, size_t ldc, int mr, int n, const float *a,
-                                                                   size_t ars, size_t aks, const float *b, size_t ldb,
-                                                                   int k0, int k1, bool fresh, float scale) {
+V8_TARGET_V3 static void gemm_rows_v3(float *c, size_t ldc, int mr, int n, const float *a, size_t ars, size_t aks,
+                                      const float *b, size_t ldb, int k0, int k1, bool fresh, float scale) {
     gemm_rows_any(c, ldc, mr, n, a, ars, aks, b, ldb, k0, k1, fresh, scale);
 }
 #endif
@@ -155,8 +131,8 @@ static void gemm_rows_base(float *c, size_t ldc, int mr, int n, const float *a, 
 /* The kernel (the contract at the top): the widest the CPU has. */
 static inline void gemm_rows(float *c, size_t ldc, int mr, int n, const float *a, size_t ars, size_t aks,
                              const float *b, size_t ldb, int k0, int k1, bool fresh, float scale) {
-#ifdef GEMM_X86_LEVELS
-    int level = gemm_cpu_level();
+#ifdef V8_X86_LEVELS
+    int level = v8_cpu_level();
 #ifdef GEMM_HAVE_V16
     if (level >= 4) {
         gemm_rows_v16(c, ldc, mr, n, a, ars, aks, b, ldb, k0, k1, fresh, scale);

@@ -58,7 +58,8 @@ V8_ALWAYS_INLINE double row_dot(const float *a, const float *w, const float *x, 
 }
 
 /* y = x r w (w NULL: x r), D floats */
-V8_CLONES static void forward_row(float *y, const float *x, const float *w, int D, float eps, float *rstd) {
+V8_KERNEL(forward_row, (float *y, const float *x, const float *w, int D, float eps, float *rstd),
+          (y, x, w, D, eps, rstd)) {
     const double ss = row_dot(x, NULL, x, D);
     const float rs = (float)(1.0 / sqrt(ss / D + eps));
     *rstd = rs;
@@ -82,8 +83,8 @@ V8_CLONES static void forward_row(float *y, const float *x, const float *w, int 
 }
 
 /* dx (= or +=) r g - r^3 x (g . x) / D, g = dy w (w NULL: dy) */
-V8_CLONES static void backward_row(float *dx, const float *dy, const float *x, const float *w, float rs, int D,
-                                   bool accumulate) {
+V8_KERNEL(backward_row, (float *dx, const float *dy, const float *x, const float *w, float rs, int D, bool accumulate),
+          (dx, dy, x, w, rs, D, accumulate)) {
     const double dot = row_dot(dy, w, x, D);
     const float k = (float)(dot / D) * rs * rs * rs;
     const v8f r = V8_SPLAT(rs), kv = V8_SPLAT(k);
@@ -117,8 +118,9 @@ enum { DW_BLOCK = 64 };
  * DW_BLOCK entries from i0 of head h, each sum in double in row order:
  * (dy x) r per row, as a scalar loop would, four entries a vector (the
  * accumulators live in L1, not registers: 16 vectors of doubles). */
-V8_CLONES static void dw_block(float *dw, const float *dy, const float *x, const float *rstd, int R, int H, int D,
-                               int h, int i0, int n) {
+V8_KERNEL(dw_block,
+          (float *dw, const float *dy, const float *x, const float *rstd, int R, int H, int D, int h, int i0, int n),
+          (dw, dy, x, rstd, R, H, D, h, i0, n)) {
     v4d acc[DW_BLOCK / 4] = {{0}};
     for (int r = h; r < R; r += H) {
         const float *g = dy + (size_t)r * D + i0, *xr = x + (size_t)r * D + i0;

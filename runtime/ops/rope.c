@@ -30,7 +30,8 @@ void tlm_rope_init(float *cos_t, float *sin_t, int T, int D, double base) {
  * time. Each element is the same two products and a sum as the scalar
  * tail's (none fused), so the bits do not depend on the clone. out may
  * equal x: a step reads its pairs before writing them. */
-V8_CLONES static void rotate_head(float *out, const float *x, const float *c, const float *s, int half, float sign) {
+V8_KERNEL(rotate_head, (float *out, const float *x, const float *c, const float *s, int half, float sign),
+          (out, x, c, s, half, sign)) {
     const v8f sg = V8_SPLAT(sign);
     int i = 0;
     for (; i + 8 <= half; i += 8) {

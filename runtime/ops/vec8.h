@@ -23,20 +23,63 @@ typedef uint32_t v8u __attribute__((vector_size(32)));
 #define V8_SPLAT(x) ((v8f){(x), (x), (x), (x), (x), (x), (x), (x)})
 #define V8_ALWAYS_INLINE static inline __attribute__((always_inline))
 
-/* A kernel marked V8_CLONES is compiled twice on x86-64, for the baseline
- * and for x86-64-v3 (AVX2, FMA), and the loader picks one for the CPU (an
- * ifunc). Its results never depend on the thread count, and depend on the
- * CPU only where its file lets the compiler fuse a multiply and an add (a
- * fused multiply-add rounds once): attention.c does (-ffp-contract=fast),
- * rmsnorm.c and rope.c do not (-ffp-contract=off; runtime/CMakeLists.txt). Helpers inlined into it take its
- * target. */
+/* A kernel defined with V8_KERNEL is compiled twice on x86-64, for the
+ * baseline and for x86-64-v3 (AVX2, FMA), and each call runs the one the
+ * CPU has (v8_cpu_level). Its results never depend on the thread count,
+ * and depend on the CPU only where its file lets the compiler fuse a
+ * multiply and an add (a fused multiply-add rounds once): attention.c does
+ * (-ffp-contract=fast), rmsnorm.c, rope.c and adamw.c do not
+ * (-ffp-contract=off; runtime/CMakeLists.txt). Helpers inlined into it
+ * take its target.
+ *
+ * The pick is by hand, not by target_clones' resolver: clang 14's never
+ * picks an "arch=x86-64-v3" clone (on an AVX-512 Xeon its kernel ran the
+ * baseline, unfused), and Debian 12's clang is 14.
+ * tests/runtime/test_vec8_dispatch.c checks the pick.
+ *
+ *   V8_KERNEL(name, (float *out, int n), (out, n)) { ...body... }
+ *
+ * defines `static void name(float *out, int n)`; the body becomes the
+ * always-inlined name_body, and name_v3 and name_base are its two builds. */
 #if defined(__x86_64__) && defined(__has_attribute)
-#if __has_attribute(target_clones)
-#define V8_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#if __has_attribute(target)
+#define V8_X86_LEVELS 1
 #endif
 #endif
-#ifndef V8_CLONES
-#define V8_CLONES
+
+#ifdef V8_X86_LEVELS
+#define V8_TARGET_V3 __attribute__((target("arch=x86-64-v3")))
+
+/* The x86-64 level this CPU has, 0 (below v3), 3 or 4: every extension a
+ * kernel of that level is compiled for. A few loads of what the C runtime
+ * read at start-up, against a kernel's thousands of operations. */
+static inline int v8_cpu_level(void) {
+#if defined(__clang__) && __clang_major__ < 16 /* no "x86-64-vN" names there */
+    int v3 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("bmi") &&
+             __builtin_cpu_supports("bmi2");
+    int v4 = v3 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
+             __builtin_cpu_supports("avx512cd");
+#else
+    int v3 = __builtin_cpu_supports("x86-64-v3"), v4 = __builtin_cpu_supports("x86-64-v4");
+#endif
+    return v4 ? 4 : v3 ? 3 : 0;
+}
+
+#define V8_KERNEL(name, params, args)                               \
+    V8_ALWAYS_INLINE void name##_body params;                       \
+    V8_TARGET_V3 static void name##_v3 params { name##_body args; } \
+    static void name##_base params { name##_body args; }            \
+    static void name params {                                       \
+        if (v8_cpu_level() >= 3) name##_v3 args;                    \
+        else name##_base args;                                      \
+    }                                                               \
+    V8_ALWAYS_INLINE void name##_body params
+#else
+#define V8_KERNEL(name, params, args)             \
+    V8_ALWAYS_INLINE void name##_body params;     \
+    static void name params { name##_body args; } \
+    V8_ALWAYS_INLINE void name##_body params
 #endif
 
 /* out[i] = e^(in[i] - sub) for i < 8 (out may be in). Within 2 ulp of a

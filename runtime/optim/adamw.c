@@ -35,8 +35,8 @@ tlm_adamw_step tlm_adamw_step_at(const tlm_adamw *opt, float lr, long t, bool de
  * sqrt and division included: this file is built with -fno-math-errno);
  * each element is the same correctly rounded operations in the same order,
  * none fused (-ffp-contract=off), so both clones give the same bits. */
-V8_CLONES static void adamw_range(const tlm_adamw_step *k, float *p, const float *g, float *m, float *v, size_t i0,
-                                  size_t i1) {
+V8_KERNEL(adamw_range, (const tlm_adamw_step *k, float *p, const float *g, float *m, float *v, size_t i0, size_t i1),
+          (k, p, g, m, v, i0, i1)) {
     const float shrink = k->shrink, fb1 = k->beta1, fb2 = k->beta2, one_b1 = k->one_minus_beta1,
                 one_b2 = k->one_minus_beta2, step_size = k->step_size, bc2_sqrt = k->bc2_sqrt, eps = k->eps;
 #pragma omp simd

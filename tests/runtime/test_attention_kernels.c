@@ -36,7 +36,7 @@ static int failures = 0;
 
 /* out[i] = e^(in[i] - sub) for i < n (n a multiple of 8), as attention.c's
  * kernels run it (the CPU's clone) and as the baseline build does. */
-V8_CLONES static void exp_as_run(float *out, const float *in, int n, float sub) {
+V8_KERNEL(exp_as_run, (float *out, const float *in, int n, float sub), (out, in, n, sub)) {
     for (int i = 0; i < n; i += 8) v8_exp(out + i, in + i, sub);
 }
 static void exp_baseline(float *out, const float *in, int n, float sub) {
@@ -104,7 +104,14 @@ static void test_exp_edges(void (*fn)(float *, const float *, int, float), const
 
 /* v8_max_row against a plain loop: every length to 40 (tails), the max in
  * every position, all values below init. */
-V8_CLONES static float max_as_run(const float *p, int n, float init) { return v8_max_row(p, n, init); }
+V8_KERNEL(max_into, (float *max, const float *p, int n, float init), (max, p, n, init)) {
+    *max = v8_max_row(p, n, init);
+}
+static float max_as_run(const float *p, int n, float init) {
+    float max;
+    max_into(&max, p, n, init);
+    return max;
+}
 
 static void test_max_row(void) {
     float p[40];
@@ -283,7 +290,7 @@ int main(void) {
     int wide = 0;
 #ifdef GEMM_HAVE_V16
     const int cols16[] = {1, 15, 16, 17, 31, 32, 33, 48, 64, 75, 97};
-    if (gemm_cpu_level() >= 4) wide = each_case(cols16, sizeof cols16 / sizeof *cols16, test_v16_same_bits);
+    if (v8_cpu_level() >= 4) wide = each_case(cols16, sizeof cols16 / sizeof *cols16, test_v16_same_bits);
 #endif
     if (wide) printf("  gemm_rows: %d cases, AVX-512 tiles bit-identical to the AVX2 kernel's\n", wide);
     else printf("  gemm_rows: no AVX-512 tiles run here (a CPU without AVX-512, or an unoptimised build)\n");
