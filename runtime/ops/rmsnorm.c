@@ -83,8 +83,8 @@ V8_KERNEL(forward_row, (float *y, const float *x, const float *w, int D, float e
 }
 
 /* dx (= or +=) r g - r^3 x (g . x) / D, g = dy w (w NULL: dy) */
-V8_KERNEL(backward_row, (float *dx, const float *dy, const float *x, const float *w, float rs, int D, bool accumulate),
-          (dx, dy, x, w, rs, D, accumulate)) {
+V8_ALWAYS_INLINE void backward_row(float *dx, const float *dy, const float *x, const float *w, float rs, int D,
+                                   bool accumulate) {
     const double dot = row_dot(dy, w, x, D);
     const float k = (float)(dot / D) * rs * rs * rs;
     const v8f r = V8_SPLAT(rs), kv = V8_SPLAT(k);
@@ -112,29 +112,64 @@ V8_KERNEL(backward_row, (float *dx, const float *dy, const float *x, const float
     }
 }
 
-enum { DW_BLOCK = 64 };
+/* dw's entries go in blocks of 64 consecutive entries of one head, each
+ * summed in double over its rows in row order; a sweep over the rows holds
+ * the sums of up to DW_GROUP blocks (16 KiB), more blocks take more sweeps. */
+enum { DW_BLOCK = 64, DW_GROUP = 32 };
 
-/* dw[i] += sum over rows r = h, h + H, ... of dy_ri x_ri r_r for the n <=
- * DW_BLOCK entries from i0 of head h, each sum in double in row order:
- * (dy x) r per row, as a scalar loop would, four entries a vector (the
- * accumulators live in L1, not registers: 16 vectors of doubles). */
-V8_KERNEL(dw_block,
-          (float *dw, const float *dy, const float *x, const float *rstd, int R, int H, int D, int h, int i0, int n),
-          (dw, dy, x, rstd, R, H, D, h, i0, n)) {
-    v4d acc[DW_BLOCK / 4] = {{0}};
-    for (int r = h; r < R; r += H) {
-        const float *g = dy + (size_t)r * D + i0, *xr = x + (size_t)r * D + i0;
-        const double rs = rstd[r];
-        const v4d rv = {rs, rs, rs, rs};
-        for (int q = 0; q < n; q += 8) {
-            const int m = n - q < 8 ? n - q : 8;
-            v8f gv, xv;
-            load_upto8(&gv, g + q, m), load_upto8(&xv, xr + q, m);
-            acc[q / 4] += LO_F64(gv) * LO_F64(xv) * rv;
-            acc[q / 4 + 1] += HI_F64(gv) * HI_F64(xv) * rv;
-        }
+/* acc += (dy_i x_i) r for the n <= DW_BLOCK entries of one row at g and
+ * x, four entries a vector, as a scalar loop would (the accumulators live
+ * in L1, not registers: 16 vectors of doubles a block). */
+V8_ALWAYS_INLINE void dw_row(double acc[DW_BLOCK], const float *g, const float *x, double rs, int n) {
+    const v4d rv = {rs, rs, rs, rs};
+    for (int q = 0; q < n; q += 8) {
+        const int m = n - q < 8 ? n - q : 8;
+        v8f gv, xv;
+        v4d lo, hi;
+        load_upto8(&gv, g + q, m), load_upto8(&xv, x + q, m);
+        memcpy(&lo, acc + q, sizeof lo), memcpy(&hi, acc + q + 4, sizeof hi);
+        lo += LO_F64(gv) * LO_F64(xv) * rv;
+        hi += HI_F64(gv) * HI_F64(xv) * rv;
+        memcpy(acc + q, &lo, sizeof lo), memcpy(acc + q + 4, &hi, sizeof hi);
     }
-    for (int i = 0; i < n; i++) dw[(size_t)h * D + i0 + i] += (float)acc[i / 4][i % 4];
+}
+
+/* One part of the backward: dx for rows [r0, r1), and dw's blocks [b0, b1)
+ * (block b: head b / nblk, entries from (b % nblk) * DW_BLOCK) over all R
+ * rows, in one sweep: the rows of dy and x that dx reads are still in L1
+ * when their dw terms are added, where a second pass for dw read both
+ * arrays again from memory. The rows of head h are h, h + H, ...; each dw
+ * entry sums them in row order, so its bits depend neither on the parts
+ * nor on the thread count. */
+V8_KERNEL(backward_part,
+          (float *dx, float *dw, const float *dy, const float *x, const float *w, const float *rstd, int R, int H,
+           int D, bool accumulate, int r0, int r1, int b0, int b1),
+          (dx, dw, dy, x, w, rstd, R, H, D, accumulate, r0, r1, b0, b1)) {
+    const int nblk = (D + DW_BLOCK - 1) / DW_BLOCK;
+    double acc[DW_GROUP][DW_BLOCK];
+    int g0 = b0;
+    do { /* once with no blocks: dx alone */
+        const int g1 = b1 - g0 < DW_GROUP ? b1 : g0 + DW_GROUP;
+        memset(acc, 0, sizeof acc[0] * (size_t)(g1 - g0));
+        const bool dx_now = g0 == b0;
+        const int from = g1 > g0 ? 0 : r0, to = g1 > g0 ? R : r1;
+        for (int r = from; r < to; r++) {
+            const float *dyr = dy + (size_t)r * D, *xr = x + (size_t)r * D;
+            const int h = r % H;
+            if (dx_now && r >= r0 && r < r1)
+                backward_row(dx + (size_t)r * D, dyr, xr, w ? w + (size_t)h * D : NULL, rstd[r], D, accumulate);
+            for (int b = g0; b < g1; b++) {
+                if (b / nblk != h) continue;
+                const int i0 = (b % nblk) * DW_BLOCK;
+                dw_row(acc[b - g0], dyr + i0, xr + i0, rstd[r], D - i0 < DW_BLOCK ? D - i0 : DW_BLOCK);
+            }
+        }
+        for (int b = g0; b < g1; b++) {
+            const int i0 = (b % nblk) * DW_BLOCK, n = D - i0 < DW_BLOCK ? D - i0 : DW_BLOCK;
+            for (int i = 0; i < n; i++) dw[(size_t)(b / nblk) * D + i0 + i] += (float)acc[b - g0][i];
+        }
+        g0 = g1;
+    } while (g0 < b1);
 }
 
 /* rows R of length D; the weight of element i of row r is
@@ -145,26 +180,16 @@ static void rms_forward(float *out, float *rstd, const float *x, const float *w,
         forward_row(out + (size_t)r * D, x + (size_t)r * D, w ? w + (size_t)(r % H) * D : NULL, D, eps, &rstd[r]);
 }
 
+/* One part a thread: part p takes the p-th share of the rows for dx and of
+ * dw's blocks, and sweeps every row for its blocks (backward_part). */
 static void rms_backward(float *dx, float *dw, const float *dout, const float *x, const float *w, const float *rstd,
                          int R, int H, int D, bool accumulate) {
-    /* dx: rows are independent */
-#pragma omp parallel for schedule(static) if ((size_t)R * D >= TLM_PAR_MIN_NORM)
-    for (int r = 0; r < R; r++)
-        backward_row(dx + (size_t)r * D, dout + (size_t)r * D, x + (size_t)r * D, w ? w + (size_t)(r % H) * D : NULL,
-                     rstd[r], D, accumulate);
-    if (!dw || !w) return;
-    /* dw: a reduction over rows. Each task owns a block of up to 64
-     * consecutive weight entries of one head and walks the rows in order, so
-     * the sum does not depend on the thread count (a split over rows would
-     * race or need a reduction). 64 entries are four cache lines of each
-     * row: with 16 (one line a row, rows 1 KiB apart) the backward ran 1.2
-     * times as long at tiny's sizes, one thread, the same sums. */
-    int nblk = (D + DW_BLOCK - 1) / DW_BLOCK;
-#pragma omp parallel for schedule(static) if ((size_t)R * D >= TLM_PAR_MIN_NORM)
-    for (int b = 0; b < H * nblk; b++) {
-        int h = b / nblk, i0 = (b % nblk) * DW_BLOCK;
-        dw_block(dw, dout, x, rstd, R, H, D, h, i0, D - i0 < DW_BLOCK ? D - i0 : DW_BLOCK);
-    }
+    const int blocks = dw && w ? H * ((D + DW_BLOCK - 1) / DW_BLOCK) : 0;
+    const int parts = (size_t)R * D >= TLM_PAR_MIN_NORM ? tlm_get_num_threads() : 1;
+#pragma omp parallel for schedule(static) num_threads(parts)
+    for (int p = 0; p < parts; p++)
+        backward_part(dx, dw, dout, x, w, rstd, R, H, D, accumulate, (int)((int64_t)R * p / parts),
+                      (int)((int64_t)R * (p + 1) / parts), blocks * p / parts, blocks * (p + 1) / parts);
 }
 
 void tlm_rmsnorm_forward(float *out, float *rstd, const float *x, const float *w, int N, int C, float eps) {
