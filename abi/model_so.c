@@ -15,6 +15,7 @@
 
 #include "abi_checksum.h"
 #include "arena_plan.h"
+#include "cpu_has.h"
 #include "errmsg.h"
 #include "le64.h"
 #include "regular_file.h"
@@ -817,24 +818,6 @@ bool tlm_so_open(const char *path, tlm_so *m, tlm_err *err) {
 }
 
 #if defined(__x86_64__)
-#if defined(__clang__) && __clang_major__ < 16
-#include <cpuid.h>
-/* clang before 16 knows no "f16c", "lzcnt" or "movbe" in
- * __builtin_cpu_supports: their CPUID bits (leaf 1 ECX 29 and 22, leaf
- * 0x80000001 ECX 5). */
-static bool cpuid_bit(unsigned leaf, int bit) {
-    unsigned a, b, c, d;
-    return __get_cpuid(leaf, &a, &b, &c, &d) && (c >> bit & 1);
-}
-#define CPU_HAS_F16C cpuid_bit(1, 29)
-#define CPU_HAS_MOVBE cpuid_bit(1, 22)
-#define CPU_HAS_LZCNT cpuid_bit(0x80000001u, 5)
-#else
-#define CPU_HAS_F16C __builtin_cpu_supports("f16c")
-#define CPU_HAS_MOVBE __builtin_cpu_supports("movbe")
-#define CPU_HAS_LZCNT __builtin_cpu_supports("lzcnt")
-#endif
-
 /* Whether the CPU has the extension `name` (a cpu_needs entry); false for
  * a name this build cannot test. */
 static bool cpu_has(const char *name, size_t n) {
@@ -843,8 +826,9 @@ static bool cpu_has(const char *name, size_t n) {
     if (n == sizeof feature - 1 && !strncmp(name, feature, n)) return test;
 #define CPU_HAS(feature) CPU_IS(feature, __builtin_cpu_supports(feature))
     CPU_HAS("sse3") CPU_HAS("ssse3") CPU_HAS("sse4.1") CPU_HAS("sse4.2") CPU_HAS("popcnt");
-    CPU_HAS("avx") CPU_HAS("avx2") CPU_HAS("fma") CPU_IS("f16c", CPU_HAS_F16C) CPU_HAS("bmi") CPU_HAS("bmi2");
-    CPU_IS("lzcnt", CPU_HAS_LZCNT) CPU_IS("movbe", CPU_HAS_MOVBE) CPU_HAS("fma4") CPU_HAS("xop") CPU_HAS("avx512f");
+    CPU_HAS("avx") CPU_HAS("avx2") CPU_HAS("fma") CPU_IS("f16c", TLM_CPU_HAS_F16C) CPU_HAS("bmi") CPU_HAS("bmi2");
+    CPU_IS("lzcnt", TLM_CPU_HAS_LZCNT)
+    CPU_IS("movbe", TLM_CPU_HAS_MOVBE) CPU_HAS("fma4") CPU_HAS("xop") CPU_HAS("avx512f");
     CPU_HAS("avx512bw") CPU_HAS("avx512cd") CPU_HAS("avx512dq") CPU_HAS("avx512vl");
 #undef CPU_HAS
 #undef CPU_IS

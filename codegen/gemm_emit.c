@@ -587,8 +587,9 @@ static LLVMValueRef emit_tile(ir *g, const gemm_blocking *bk, int epi, LLVMTypeR
    * stretches are straight-line code, each with its own k loop: as one loop
    * over the rows (each trip's k bounds a division of kcn by MR), the Xeon
    * of docs/performance.md spent 8% of the tile at the stretches' starts,
-   * and all three entries ran 6-7% slower on its AVX2 path, 1% on AVX-512
-   * (mlp_bench --versus). The k steps and their order are the same. */
+   * and the three entries together ran 4.5-7% slower on its AVX2 path, 1%
+   * on AVX-512 (mlp_bench --versus). The k steps and their order are the
+   * same. */
     LLVMValueRef k0 = ir_i64(g, 0);
     for (int r = 0; r < mr; r++) {
         LLVMValueRef k1 = r + 1 == mr ? kcn : LLVMBuildSDiv(g->b, ir_mul(g, kcn, ir_i64(g, r + 1)), ir_i64(g, mr), "");

@@ -1,10 +1,10 @@
-/* Eight floats as one vector, for the hot loops of attention.c, rmsnorm.c
- * and rope.c: the type, loads and stores, the clones that compile a kernel
- * for AVX2 + FMA next to the baseline, and a row's max and e^x on eight
- * lanes.
+/* Eight floats as one vector, for the hot loops of attention.c, rmsnorm.c,
+ * rope.c and adamw.c: the type, loads and stores, V8_KERNEL (a kernel
+ * built for AVX2 + FMA next to the baseline, and the pick between them),
+ * and a row's max and e^x on eight lanes.
  *
  * The vector is GCC's and Clang's vector extension: two SSE registers on
- * x86-64's baseline, one AVX register in an x86-64-v3 clone. Vectors never
+ * x86-64's baseline, one AVX register in an x86-64-v3 build. Vectors never
  * cross a call (the psABI of 32-byte vectors depends on the target): the
  * helpers here take pointers and are always inlined, and loads and stores
  * are memcpys, so a kernel keeps its vectors in registers. */
@@ -48,6 +48,8 @@ typedef uint32_t v8u __attribute__((vector_size(32)));
 #endif
 
 #ifdef V8_X86_LEVELS
+#include "../../abi/cpu_has.h"
+
 #define V8_TARGET_V3 __attribute__((target("arch=x86-64-v3")))
 
 /* The x86-64 level this CPU has, 0 (below v3), 3 or 4: every extension a
@@ -56,7 +58,7 @@ typedef uint32_t v8u __attribute__((vector_size(32)));
 static inline int v8_cpu_level(void) {
 #if defined(__clang__) && __clang_major__ < 16 /* no "x86-64-vN" names there */
     int v3 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("bmi") &&
-             __builtin_cpu_supports("bmi2");
+             __builtin_cpu_supports("bmi2") && TLM_CPU_HAS_F16C && TLM_CPU_HAS_MOVBE && TLM_CPU_HAS_LZCNT;
     int v4 = v3 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
              __builtin_cpu_supports("avx512cd");

@@ -9,7 +9,9 @@
  * on odd sizes: 1 and 37 rows; a model norm of 2,100 entries (33 blocks
  * of dw: two sweeps, the last block 52 wide) and of 7; per-head norms of
  * 3 x 45 and of 40 heads x 64 (40 blocks, two sweeps, each row's head
- * among them). */
+ * among them); and, threaded, a second part that sweeps twice (4,200
+ * entries: 66 blocks), more parts than rows (2 rows of 8,200) and than
+ * blocks (300 rows of 64). */
 #include "test_util.h"
 #ifdef _OPENMP
 #include <omp.h>
@@ -89,7 +91,8 @@ static void test_case(const norm_case *c, tlm_rng *rng) {
 int main(void) {
     tlm_rng rng;
     tlm_rng_seed(&rng, 17);
-    const norm_case cases[] = {{37, 0, 2100}, {1, 0, 2100}, {37, 0, 7}, {37, 3, 45}, {37, 40, 64}, {1, 40, 64}};
+    const norm_case cases[] = {{37, 0, 2100}, {1, 0, 2100},  {37, 0, 7},   {37, 3, 45}, {37, 40, 64},
+                               {1, 40, 64},   {37, 0, 4200}, {2, 0, 8200}, {300, 0, 64}};
     int threads = tlm_get_num_threads();
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) test_case(&cases[i], &rng);
     tlm_set_num_threads(threads);

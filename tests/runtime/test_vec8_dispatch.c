@@ -16,6 +16,7 @@
 
 #include "../../runtime/ops/vec8.h"
 
+#ifdef V8_X86_LEVELS
 V8_KERNEL(multiply_add, (float *out, const float *a, const float *b, const float *c), (out, a, b, c)) {
     *out = *a * *b + *c;
 }
@@ -56,6 +57,7 @@ static int level_from_flags(void) {
         if (!cpu_has(v4[i])) return 3;
     return 4;
 }
+#endif
 
 int main(void) {
 #ifdef V8_X86_LEVELS
