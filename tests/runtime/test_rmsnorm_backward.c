@@ -13,9 +13,6 @@
  * entries: 66 blocks), more parts than rows (2 rows of 8,200) and than
  * blocks (300 rows of 64). */
 #include "test_util.h"
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 typedef struct {
     int N, H, D; /* H = 0: the model norm, rows of D */
@@ -96,15 +93,7 @@ int main(void) {
     int threads = tlm_get_num_threads();
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) test_case(&cases[i], &rng);
     tlm_set_num_threads(threads);
-#ifdef _OPENMP
-    int team = 0;
-    omp_set_num_threads(3);
-#pragma omp parallel
-#pragma omp master
-    team = omp_get_num_threads();
-    omp_set_num_threads(threads);
-    CHECK(team == 3, "OpenMP gave %d threads where 3 were asked for: the thread checks ran on fewer", team);
-#endif
+    check_team_of(3);
     printf("  %zu cases: dw bit for bit with row-order double sums, dx within 1e-5 of float64, same bits at 1-3 "
            "threads\n",
            sizeof cases / sizeof *cases);

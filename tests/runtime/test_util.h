@@ -9,6 +9,9 @@
 #include <string.h>
 
 #include "tlm_rt/rt.h"
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 static int g_failures = 0;
 
@@ -29,6 +32,24 @@ static inline int test_finish(const char *name) {
     }
     printf("%s: all checks passed\n", name);
     return 0;
+}
+
+/* Fails the test where OpenMP gives a team of fewer than n threads
+ * (OMP_THREAD_LIMIT, OMP_DYNAMIC): its checks at n threads ran on fewer.
+ * Leaves the thread count as it was. */
+static inline void check_team_of(int n) {
+#ifdef _OPENMP
+    int was = omp_get_max_threads(), team = 0;
+    omp_set_num_threads(n);
+#pragma omp parallel
+#pragma omp master
+    team = omp_get_num_threads();
+    omp_set_num_threads(was);
+    CHECK(team == n, "OpenMP gave %d threads where %d were asked for: the checks at %d threads ran on fewer", team, n,
+          n);
+#else
+    (void)n;
+#endif
 }
 
 static inline float *falloc(size_t n) {
