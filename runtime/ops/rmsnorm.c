@@ -160,9 +160,10 @@ V8_KERNEL(backward_part,
             const int h = r % H;
             if (dx_now && r >= r0 && r < r1)
                 backward_row(dx + (size_t)r * D, dyr, xr, w ? w + (size_t)h * D : NULL, rstd[r], D, accumulate);
-            for (int b = g0; b < g1; b++) {
-                if (b / nblk != h) continue;
-                const int i0 = (b % nblk) * DW_BLOCK;
+            /* head h's blocks are [h nblk, (h + 1) nblk) */
+            const int bh0 = h * nblk > g0 ? h * nblk : g0, bh1 = (h + 1) * nblk < g1 ? (h + 1) * nblk : g1;
+            for (int b = bh0; b < bh1; b++) {
+                const int i0 = (b - h * nblk) * DW_BLOCK;
                 dw_row(acc[b - g0], dyr + i0, xr + i0, rstd[r], D - i0 < DW_BLOCK ? D - i0 : DW_BLOCK);
             }
         }
