@@ -246,10 +246,11 @@ int cmd_bench(int argc, char **argv) {
     if (!rc && b.profile_steps > 0) {
         if (!(profile = calloc(1, sizeof *profile))) rc = cli_error("bench", "out of memory");
         m.profile = profile;
-        double t0 = tlm_profile_clock();
+        if (profile) profile->threads = dev ? 0 : m.threads;
+        tlm_profile_mark t0 = tlm_profile_now();
         if (!rc && !run_steps(&t, &rng, x, y, b.profile_steps, tokens, s.context, &err))
             rc = cli_error("bench", "%s", err.msg);
-        if (profile) profile->step_seconds = tlm_profile_clock() - t0, profile->steps = b.profile_steps;
+        if (profile) tlm_profile_steps(profile, b.profile_steps, t0);
         m.profile = NULL;
     }
     if (!rc) report(&b, &so, dev, &use, &cpu, seconds, profile);

@@ -5,11 +5,18 @@
 #include <time.h>
 
 #include "op_context.h"
+#include "tlm_rt/ops.h"
 
-double tlm_profile_clock(void) {
+static double seconds_on(clockid_t clock) {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    if (clock_gettime(clock, &ts) != 0) return 0;
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+double tlm_profile_clock(void) { return seconds_on(CLOCK_MONOTONIC); }
+
+tlm_profile_mark tlm_profile_now(void) {
+    return (tlm_profile_mark){seconds_on(CLOCK_MONOTONIC), seconds_on(CLOCK_PROCESS_CPUTIME_ID)};
 }
 
 /* Rows of the matrix made of up to three adjacent parameters (op linear). */
@@ -48,10 +55,19 @@ double tlm_profile_op_flops(const tlm_model *m, const tlm_abi_op *op) {
     }
 }
 
-void tlm_profile_op(tlm_profile *p, const tlm_model *m, const tlm_abi_op *op, double t0) {
-    p->seconds[op->kind] += tlm_profile_clock() - t0;
+void tlm_profile_op(tlm_profile *p, const tlm_model *m, const tlm_abi_op *op, tlm_profile_mark t0) {
+    const tlm_profile_mark t1 = tlm_profile_now();
+    p->seconds[op->kind] += t1.wall - t0.wall;
+    p->cpu_seconds[op->kind] += t1.cpu - t0.cpu;
     p->flops[op->kind] += tlm_profile_op_flops(m, op);
     p->calls[op->kind]++;
+}
+
+void tlm_profile_steps(tlm_profile *p, long long steps, tlm_profile_mark t0) {
+    const tlm_profile_mark t1 = tlm_profile_now();
+    p->step_seconds += t1.wall - t0.wall;
+    p->step_cpu_seconds += t1.cpu - t0.cpu;
+    p->steps += steps;
 }
 
 /* The op kinds that ran, by time, longest first. */
@@ -74,22 +90,52 @@ static double ops_seconds(const tlm_profile *p) {
     return s;
 }
 
+static double ops_cpu_seconds(const tlm_profile *p) {
+    double s = 0;
+    for (int k = 0; k < TLM_OP_COUNT; k++) s += p->cpu_seconds[k];
+    return s;
+}
+
+/* The share of threads x `wall` the process spent on a CPU, at most 1:
+ * OpenBLAS's own pool (a build without OpenMP) spins beside OpenMP's. */
+static double busy_share(const tlm_profile *p, double cpu, double wall) {
+    double capacity = (double)p->threads * wall;
+    if (capacity <= 0) return 0;
+    double b = cpu / capacity;
+    return b < 0 ? 0 : b > 1 ? 1 : b;
+}
+
 void tlm_profile_print(const tlm_profile *p, FILE *out) {
     if (p->steps < 1) return;
     int order[TLM_OP_COUNT], n = by_time(p, order);
     const double steps = (double)p->steps, total = p->step_seconds > 0 ? p->step_seconds : ops_seconds(p);
+    const double total_cpu = p->step_seconds > 0 ? p->step_cpu_seconds : ops_cpu_seconds(p);
+    const bool cpu = p->threads > 0;
     fprintf(out, "profile: %lld step%s, %.1f ms a step\n", p->steps, p->steps == 1 ? "" : "s", 1e3 * total / steps);
-    fprintf(out, "  %-24s %8s %10s %7s %9s\n", "op", "calls", "ms/step", "share", "GFLOP/s");
+    fprintf(out, "  %-24s %8s %10s %7s %9s%s\n", "op", "calls", "ms/step", "share", "GFLOP/s", cpu ? "     busy" : "");
     for (int i = 0; i < n; i++) {
         int k = order[i];
         char rate[16] = "";
         if (p->flops[k] > 0 && p->seconds[k] > 0)
             snprintf(rate, sizeof rate, "%.1f", p->flops[k] / p->seconds[k] / 1e9);
-        fprintf(out, "  %-24s %8lld %10.2f %6.1f%% %9s\n", tlm_op_name((uint32_t)k), p->calls[k],
+        fprintf(out, "  %-24s %8lld %10.2f %6.1f%% %9s", tlm_op_name((uint32_t)k), p->calls[k],
                 1e3 * p->seconds[k] / steps, 100 * p->seconds[k] / total, rate);
+        if (cpu) fprintf(out, " %7.1f%%", 100 * busy_share(p, p->cpu_seconds[k], p->seconds[k]));
+        fputc('\n', out);
     }
     double rest = total - ops_seconds(p);
-    fprintf(out, "  %-24s %8s %10.2f %6.1f%%\n", "outside the ops", "", 1e3 * rest / steps, 100 * rest / total);
+    fprintf(out, "  %-24s %8s %10.2f %6.1f%%", "outside the ops", "", 1e3 * rest / steps, 100 * rest / total);
+    if (cpu) fprintf(out, " %9s %7.1f%%", "", 100 * busy_share(p, total_cpu - ops_cpu_seconds(p), rest));
+    fputc('\n', out);
+    if (cpu) {
+        const double busy = busy_share(p, total_cpu, total);
+        fprintf(out, "  %d thread%s: busy %.1f%% of the step, idle or waiting %.1f%% (%.2f thread-ms a step)\n",
+                p->threads, p->threads == 1 ? "" : "s", 100 * busy, 100 * (1 - busy),
+                1e3 * (1 - busy) * p->threads * total / steps);
+        if (p->threads > 1 && !tlm_threads_wait_passively())
+            fprintf(out, "  (OpenMP's waiting threads spin and count as busy; OMP_WAIT_POLICY=passive counts them "
+                         "as idle)\n");
+    }
     if (p->ranks < 2) return;
     /* Every rank's split when rank 0 gathered them, else its own. */
     const double own[3] = {total, p->comm_seconds, p->wait_seconds};
@@ -109,8 +155,15 @@ void tlm_profile_print(const tlm_profile *p, FILE *out) {
 bool tlm_profile_write_json(const tlm_profile *p, FILE *out) {
     int order[TLM_OP_COUNT], n = by_time(p, order);
     const double total = p->step_seconds > 0 ? p->step_seconds : ops_seconds(p);
+    const bool cpu = p->threads > 0;
     fprintf(out, "{\"steps\": %lld, \"step_seconds\": %.9g, \"outside_ops_seconds\": %.9g, ", p->steps, total,
             total - ops_seconds(p));
+    if (cpu) {
+        const double total_cpu = p->step_seconds > 0 ? p->step_cpu_seconds : ops_cpu_seconds(p);
+        fprintf(out, "\"threads\": %d, \"cpu_seconds\": %.9g, \"busy\": %.6f, \"waits_spin\": %s, ", p->threads,
+                total_cpu, busy_share(p, total_cpu, total),
+                p->threads > 1 && !tlm_threads_wait_passively() ? "true" : "false");
+    }
     if (p->ranks > 1) {
         fprintf(out, "\"ranks\": %d, \"comm_seconds\": %.9g, \"wait_seconds\": %.9g, ", p->ranks, p->comm_seconds,
                 p->wait_seconds);
@@ -129,8 +182,12 @@ bool tlm_profile_write_json(const tlm_profile *p, FILE *out) {
         fprintf(out,
                 "%s{\"op\": \"%s\", \"calls\": %lld, \"seconds\": %.9g, \"share\": %.6f, \"gflops\": ", i ? ", " : "",
                 tlm_op_name((uint32_t)k), p->calls[k], p->seconds[k], total > 0 ? p->seconds[k] / total : 0);
-        if (p->flops[k] > 0 && p->seconds[k] > 0) fprintf(out, "%.4g}", p->flops[k] / p->seconds[k] / 1e9);
-        else fprintf(out, "null}");
+        if (p->flops[k] > 0 && p->seconds[k] > 0) fprintf(out, "%.4g", p->flops[k] / p->seconds[k] / 1e9);
+        else fprintf(out, "null");
+        if (cpu)
+            fprintf(out, ", \"cpu_seconds\": %.9g, \"busy\": %.6f", p->cpu_seconds[k],
+                    busy_share(p, p->cpu_seconds[k], p->seconds[k]));
+        fputc('}', out);
     }
     fprintf(out, "]}");
     return !ferror(out);

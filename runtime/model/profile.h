@@ -12,6 +12,14 @@
  * attention (QK^T and PV over the causal half: 2·2·B·H·hd·T(T+1)/2
  * forward, 2× backward).
  *
+ * On the CPU each op's time also has its busy share: the process's CPU
+ * time during the op (every thread's, OpenBLAS's included) over the
+ * threads x the op's wall time. The rest of threads x wall is the threads'
+ * idle or waiting time: a serial stretch, a thread done before the others,
+ * one not scheduled. OpenMP's waiting threads spin by default and then
+ * count as busy; with OMP_WAIT_POLICY=passive they sleep and count as
+ * idle, and the table says which.
+ *
  * Under several ranks the table ends with the step split three ways:
  * compute (the ops and the rest of the step on this rank), communication
  * (sending and broadcasting gradient buckets) and wait (blocked until
@@ -30,6 +38,11 @@ typedef struct tlm_profile {
     long long calls[TLM_OP_COUNT];
     double step_seconds;      /* the profiled steps' wall time */
     long long steps;
+    /* The CPU executor's threads (0 on a device: no busy shares), and the
+     * process's CPU seconds in each op kind and in the profiled steps. */
+    int threads;
+    double cpu_seconds[TLM_OP_COUNT];
+    double step_cpu_seconds;
     /* Data-parallel runs (runtime/dist): of the steps' time outside the
      * ops, the seconds spent moving gradients between ranks and waiting on
      * other ranks; ranks 0 for a single process. */
@@ -44,8 +57,15 @@ typedef struct tlm_profile {
 
 /* Seconds on a monotonic clock. */
 double tlm_profile_clock(void);
+/* A moment on both clocks: wall, and the process's CPU time. */
+typedef struct tlm_profile_mark {
+    double wall, cpu;
+} tlm_profile_mark;
+tlm_profile_mark tlm_profile_now(void);
 /* Adds op's time since t0 (and its FLOPs at m's last sizes). */
-void tlm_profile_op(tlm_profile *p, const tlm_model *m, const tlm_abi_op *op, double t0);
+void tlm_profile_op(tlm_profile *p, const tlm_model *m, const tlm_abi_op *op, tlm_profile_mark t0);
+/* Adds `steps` profiled steps that began at t0. */
+void tlm_profile_steps(tlm_profile *p, long long steps, tlm_profile_mark t0);
 /* The FLOPs of op at m's last sizes (0 for the ops not shaped like GEMMs). */
 double tlm_profile_op_flops(const tlm_model *m, const tlm_abi_op *op);
 

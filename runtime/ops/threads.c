@@ -3,6 +3,8 @@
 #include "tlm_rt/ops.h"
 
 #include <cblas.h>
+#include <stdlib.h>
+#include <strings.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -28,5 +30,14 @@ int tlm_thread_index(void) {
     return omp_get_thread_num();
 #else
     return 0;
+#endif
+}
+
+bool tlm_threads_wait_passively(void) {
+#ifdef _OPENMP
+    const char *policy = getenv("OMP_WAIT_POLICY");
+    return policy && !strcasecmp(policy, "passive");
+#else
+    return true; /* no pool: nothing waits */
 #endif
 }

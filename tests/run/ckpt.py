@@ -99,7 +99,17 @@ def profile(path, steps, *ops):
     ops_s = sum(o["seconds"] for o in rec["ops"])
     if not (0 < total <= 1 + 1e-6) or abs(ops_s + rec["outside_ops_seconds"] - rec["step_seconds"]) > 1e-6 * rec["step_seconds"] + 1e-9:
         fail(f"shares add up to {total}, ops {ops_s} s + outside {rec['outside_ops_seconds']} s vs {rec['step_seconds']} s")
-    print(f"ok: {len(rec['ops'])} op kinds timed over {rec['steps']} steps, {100 * total:.1f}% of the step in ops")
+    threads = rec.get("threads")
+    if threads is not None:  # a CPU run's busy shares (model/profile.h)
+        if not (threads >= 1 and 0 <= rec["busy"] <= 1 and rec["cpu_seconds"] >= 0 and rec["waits_spin"] in (True, False)):
+            fail(f"the run's busy share: {threads} threads, busy {rec['busy']}, {rec['cpu_seconds']} s of CPU time")
+        for o in rec["ops"]:
+            if not (0 <= o["busy"] <= 1 and o["cpu_seconds"] >= 0):
+                fail(f"op {o['op']}: busy {o['busy']}, {o['cpu_seconds']} s of CPU time")
+    elif any("busy" in o for o in rec["ops"]):
+        fail("busy shares per op without the run's threads")
+    where = f", {threads} thread(s) busy {100 * rec['busy']:.1f}%" if threads is not None else ""
+    print(f"ok: {len(rec['ops'])} op kinds timed over {rec['steps']} steps, {100 * total:.1f}% of the step in ops{where}")
 
 
 def layout(path, opt):

@@ -783,10 +783,16 @@ profile)
   expect 0 "profile: 3 steps" "3 steps with --profile" -- \
     "$run" train "$s" "${quick[@]}" --steps 3 --ckpt "$tmp/prof" --log "$tmp/prof.jsonl" --profile
   sed 's/^/    /' "$tmp/out" | grep -A40 '^    profile:'
-  check "the table: ops by time, GFLOP/s, the time outside the ops" -- \
-    grep -qE '^  mlp_backward +6 +[0-9.]+ +[0-9.]+% +[0-9.]+$' "$tmp/out"
-  check "the table ends with the time outside the ops" -- grep -q '^  outside the ops ' "$tmp/out"
+  check "the table: ops by time, GFLOP/s, busy share" -- \
+    grep -qE '^  mlp_backward +6 +[0-9.]+ +[0-9.]+% +[0-9.]+ +[0-9.]+%$' "$tmp/out"
+  check "the table then has the time outside the ops" -- grep -q '^  outside the ops ' "$tmp/out"
+  check "... and the threads' busy and idle shares" -- \
+    grep -qE '^  1 thread: busy [0-9.]+% of the step, idle or waiting [0-9.]+% \([0-9.]+ thread-ms a step\)$' "$tmp/out"
   check "the log's profile record" -- ckpt profile "$tmp/prof.jsonl" 3 mlp mlp_backward attention attention_backward qkv head loss
+  check "... with the threads and their busy shares" -- python3 -c "
+import json, sys
+r = json.loads(open(sys.argv[1]).read().splitlines()[-1])['profile']
+assert r['threads'] == 1 and r['waits_spin'] is False and all('busy' in o for o in r['ops']), r" "$tmp/prof.jsonl"
   check "profiling changes nothing in the run" -- \
     ckpt same "$tmp/plain/checkpoint.safetensors" "$tmp/prof/checkpoint.safetensors"
   expect 0 "profile: 2 steps" "--profile on the emulated device" -- \
@@ -794,6 +800,10 @@ profile)
     --threads 1 --context 16 --batch 2 --steps 2 --device cuda --precision fp32 --ckpt "$tmp/dev" \
     --log "$tmp/dev.jsonl" --profile
   check "the device's profile record" -- ckpt profile "$tmp/dev.jsonl" 2 titans titans_backward linear linear_dw
+  check "... without busy shares (the host waits on the device)" -- python3 -c "
+import json, sys
+r = json.loads(open(sys.argv[1]).read().splitlines()[-1])['profile']
+assert 'threads' not in r and not any('busy' in o for o in r['ops']), r" "$tmp/dev.jsonl"
   ;;
 
 bench)
