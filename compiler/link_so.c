@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,7 +111,13 @@ bool link_shared_object(const char *const *objects, int n, const char *out_path,
     }
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         tlm_atomic_abort(&out);
-        return codegen_fail(err, "%s failed (status %d)", ld, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+        if (!WIFSIGNALED(status)) return codegen_fail(err, "%s failed (exit status %d)", ld, WEXITSTATUS(status));
+        /* lld writes its output through a memory map: a disk that fills
+         * under it ends it with SIGBUS, and its crash report says nothing
+         * of the disk */
+        int sig = WTERMSIG(status);
+        return codegen_fail(err, "%s was killed by signal %d (%s)%s", ld, sig, strsignal(sig),
+                            sig == SIGBUS ? ": is the disk of the output full?" : "");
     }
     if (!append_trailer(tmp, out_path, err)) {
         tlm_atomic_abort(&out);

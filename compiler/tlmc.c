@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "atomic_file.h"
+#include "stdout_status.h"
 #include "blob.h"
 #include "build_so.h"
 #include "check_model.h"
@@ -176,10 +177,12 @@ static int parse_args(int argc, char **argv, options *o) {
     int opt;
     while ((opt = getopt_long(argc, argv, short_options, long_options, NULL)) != -1) {
         switch (opt) {
-        case 'h': usage(stdout); exit(0);
+        case 'h': usage(stdout); exit(tlm_stdout_status("tlmc", 0));
         /* The model ABI too: a model.so from another ABI must be recompiled
          * (tlm-run study keys its compiled variants on this line). */
-        case OPT_VERSION: printf("tlmc %s (model ABI %u)\n", TLM_VERSION, TLM_ABI_VERSION); exit(0);
+        case OPT_VERSION:
+            printf("tlmc %s (model ABI %u)\n", TLM_VERSION, TLM_ABI_VERSION);
+            exit(tlm_stdout_status("tlmc", 0));
         case OPT_CHECK: o->act = ACT_CHECK; break;
         case OPT_EMIT_IR: o->emit_ir = true; break;
         case OPT_TIME: o->timing = true; break;
@@ -391,7 +394,7 @@ static const char *stdlib_dir(const options *o) {
     return env && *env ? env : TLM_STDLIB_DIR;
 }
 
-int main(int argc, char **argv) {
+static int run(int argc, char **argv) {
     options o;
     int rc = parse_args(argc, argv, &o);
     if (rc) return rc;
@@ -542,3 +545,5 @@ int main(int argc, char **argv) {
     session_free(&s);
     return rc;
 }
+
+int main(int argc, char **argv) { return tlm_stdout_status("tlmc", run(argc, argv)); }

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "stdout_status.h"
 
 #ifndef TLM_VERSION
 #define TLM_VERSION "0.0.0"
@@ -34,7 +35,7 @@ static void usage(FILE *out) {
           out);
 }
 
-int main(int argc, char **argv) {
+static int run(int argc, char **argv) {
     if (argc < 2) {
         usage(stderr);
         return 2;
@@ -52,4 +53,10 @@ int main(int argc, char **argv) {
     fprintf(stderr, "tlm-run: unknown command `%s`\n", argv[1]);
     usage(stderr);
     return 2;
+}
+
+int main(int argc, char **argv) {
+    char prog[64] = "tlm-run";
+    if (argc >= 2 && strlen(argv[1]) < 32 && argv[1][0] != '-') snprintf(prog, sizeof prog, "tlm-run %s", argv[1]);
+    return tlm_stdout_status(prog, run(argc, argv));
 }

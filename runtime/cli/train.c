@@ -14,7 +14,8 @@
  * limit) stops the run with exit 1, leaving the last checkpoint whole (a
  * failed log write writes no checkpoint, so the log never falls behind it).
  * The first SIGINT or SIGTERM stops at the next step boundary with a
- * checkpoint (exit 130 / 143); a second one exits at once (the checkpoint
+ * checkpoint (exit 130 / 143), and so does a closed standard output
+ * (SIGPIPE, exit 141); a second SIGINT or SIGTERM exits at once (the checkpoint
  * is written to a temporary file and renamed, so nothing is torn). A crash
  * (kill -9, power loss) leaves at most temporary files, which the next
  * start removes. One run at a time trains a checkpoint folder (flock).
@@ -53,6 +54,7 @@
 #include "profile.h"
 #include "progress.h"
 #include "rank_output.h"
+#include "regular_file.h"
 #include "tlm_rt/ops.h"
 #include "train_options.h"
 #include "trainer.h"
@@ -116,7 +118,19 @@ static void on_signal(int sig) {
     else (void)!write(STDERR_FILENO, first, sizeof first - 1);
 }
 
-static void handle_signals(void (*handler)(int)) {
+/* Standard output's reader went away (`| head`, a tee that died): stop
+ * at the next step boundary with a checkpoint, as for SIGINT, rather than
+ * die and lose the steps since the last one. Later writes to the pipe
+ * fail (EPIPE) and raise it again: those change nothing. */
+static void on_pipe(int sig) {
+    static const char told[] = "tlm-run train: standard output was closed: stopping after this step, with a "
+                               "checkpoint\n";
+    if (stop_signal) return;
+    stop_signal = sig;
+    if (!quiet_signals) (void)!write(STDERR_FILENO, told, sizeof told - 1);
+}
+
+static void handle_signals(void (*handler)(int), void (*pipe_handler)(int)) {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = handler;
@@ -124,6 +138,8 @@ static void handle_signals(void (*handler)(int)) {
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    sa.sa_handler = pipe_handler;
+    sigaction(SIGPIPE, &sa, NULL);
 }
 
 static int mkdir_p(const char *path) {
@@ -394,6 +410,16 @@ static int setup(run *r) {
         /* --ckpt may name the checkpoint file itself; a file that is not one
          * (the model.so, a text) is never written over, not even with
          * --overwrite, which starts afresh over a checkpoint only. */
+        /* A folder or FIFO by the checkpoint's name would only be found
+         * when the first checkpoint is written, the steps before it lost. */
+        struct stat st;
+        if (stat(r->ckpt_file, &st) == 0 && !S_ISREG(st.st_mode)) {
+            rc = cli_error("train",
+                           "%s is %s: train writes its checkpoint under that name (move it away, or give --ckpt "
+                           "another folder)",
+                           r->ckpt_file, tlm_file_kind(st.st_mode));
+            goto out;
+        }
         if (o->ckpt && strcmp(o->ckpt, r->ckpt_file) == 0 && file_exists(r->ckpt_file) &&
             !tlm_ckpt_file_is_checkpoint(r->ckpt_file)) {
             rc = cli_error("train",
@@ -699,6 +725,7 @@ static int train_loop(run *r) {
                    sig ? "interrupted" : "stopped", step, s->steps,
                    sig == SIGINT    ? " (SIGINT)"
                    : sig == SIGTERM ? " (SIGTERM)"
+                   : sig == SIGPIPE ? " (SIGPIPE: standard output was closed)"
                                     : "",
                    r->ckpt_file);
             return sig ? 128 + sig : 0;
@@ -831,9 +858,10 @@ int cmd_train(int argc, char **argv) {
         stdout_tty = r->out.tty;
         quiet_signals = r->dist.rank > 0;
         several_ranks = r->dist.ranks > 1;
-        handle_signals(on_signal);
+        handle_signals(on_signal, on_pipe);
         rc = train_loop(r);
-        handle_signals(SIG_DFL);
+        /* its reader gone, stdout's last writes fail and say so (main) */
+        handle_signals(SIG_DFL, stop_signal == SIGPIPE ? SIG_IGN : SIG_DFL);
         /* A failure only this rank saw: the others wait on it at the next
          * collective, so the job ends here. */
         if (rc != 0 && !r->agreed && r->dist.ranks > 1) tlm_dist_abort(&r->dist, rc);

@@ -12,13 +12,45 @@
 #include <sys/stat.h>
 
 #include "regular_file.h"
+#include "tlm_rt/memory_limit.h"
 
-/* Appends the whole file to *buf (grown with realloc). */
-static int append_file(uint8_t **buf, size_t *len, size_t *cap, const char *path, tlm_err *err) {
+/* Appends the whole file to *buf (grown with realloc). The file's size is
+ * checked against what the process may still take first: text is read into
+ * memory whole, and a file larger than that was read until the OOM killer
+ * ended the process. The buffer grows to the size at once, not by
+ * doubling, which at the end held up to twice the text. */
+static int append_file(uint8_t **buf, size_t *len, size_t *cap, const char *path, const tlm_memory_budget *budget,
+                       tlm_err *err) {
     FILE *f = tlm_fopen_regular(path, err);
     if (!f) return -1;
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && st.st_size > 0) {
+        int64_t need = (int64_t)*len + (int64_t)st.st_size;
+        if (need > budget->bytes) {
+            char size[32], room[32];
+            tlm_fmt_bytes(size, sizeof size, need);
+            tlm_fmt_bytes(room, sizeof room, budget->bytes);
+            fclose(f);
+            tlm_fail(err,
+                     "%s: the text (%s) does not fit in memory (%s available, %s): text is read whole; "
+                     "pre-tokenize it into shards (tlm-run tokenize, from documents of up to 4 GiB), which are read "
+                     "from disk",
+                     path, size, room, budget->source);
+            return -1;
+        }
+        if (*cap < (size_t)need + 1) {
+            uint8_t *nb = realloc(*buf, (size_t)need + 1);
+            if (!nb) {
+                fclose(f);
+                tlm_fail(err, "%s: out of memory reading the file", path);
+                return -1;
+            }
+            *buf = nb;
+            *cap = (size_t)need + 1;
+        }
+    }
     for (;;) {
-        if (*cap - *len < 65536) {
+        if (*cap - *len < 65536) { /* a file that grows, or reports no size */
             size_t ncap = *cap ? *cap * 2 : 1 << 20;
             uint8_t *nb = realloc(*buf, ncap);
             if (!nb) {
@@ -46,8 +78,10 @@ static int append_file(uint8_t **buf, size_t *len, size_t *cap, const char *path
 static int load_list(tlm_dataset *ds, const char *const *paths, int npaths, const char *what, tlm_err *err) {
     uint8_t *buf = NULL;
     size_t len = 0, cap = 0;
+    tlm_memory_budget budget;
+    if (!tlm_memory_budget_read(&budget, err)) return -1;
     for (int i = 0; i < npaths; i++) {
-        if (append_file(&buf, &len, &cap, paths[i], err) != 0) {
+        if (append_file(&buf, &len, &cap, paths[i], &budget, err) != 0) {
             free(buf);
             return -1;
         }

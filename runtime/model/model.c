@@ -11,7 +11,7 @@
 #include "errmsg.h"
 #include "gemm_reference.h"
 #include "gpu_model.h"
-#include "memory_limit.h"
+#include "tlm_rt/memory_limit.h"
 #include "numfmt.h"
 #include "tlm_rt/ops.h"
 #include "tlm_rt/rng.h"

@@ -806,6 +806,49 @@ r = json.loads(open(sys.argv[1]).read().splitlines()[-1])['profile']
 assert 'threads' not in r and not any('busy' in o for o in r['ops']), r" "$tmp/dev.jsonl"
   ;;
 
+outputs)
+  # Output that cannot be written is said (exit 1), not lost with exit 0; a
+  # closed standard output stops train with a checkpoint; a folder or FIFO
+  # where the checkpoint goes is refused before training; text larger than
+  # the memory left is refused unread; a linker killed by a signal is named.
+  s=$models/small.so
+  expect 1 "^tlm-run info: cannot write to standard output: No space left on device$" "info > /dev/full" -- \
+    bash -c '"$0" info "$1" > /dev/full' "$run" "$s"
+  expect 1 "^tlm-run bench: cannot write to standard output: No space left on device$" "bench --json > /dev/full" -- \
+    bash -c '"$0" bench "$1" --threads 1 --batch 1 --context 8 --steps 1 --warmup 0 --profile 0 --json > /dev/full' \
+    "$run" "$s"
+  expect 1 "^tlmc: cannot write to standard output: No space left on device$" "tlmc --report=json > /dev/full" -- \
+    bash -c '"$0" "$1" --model small --report=json > /dev/full' "$tlmc" "$here/models.tlm"
+  bash -c '"$0" train "$1" --threads 1 --batch 1 --context 8 --steps 100000 --log-every 1 --eval-every 0 \
+    --ckpt "$2" 2> "$3" | head -1 > /dev/null; echo "${PIPESTATUS[0]}" > "$4"' \
+    "$run" "$s" "$tmp/piped" "$tmp/piped.err" "$tmp/piped.status"
+  sed 's/^/    /' "$tmp/piped.err"
+  check "train | head -1: exit 141 (SIGPIPE's)" -- test "$(cat "$tmp/piped.status")" = 141
+  check "... saying why on stderr" -- \
+    grep -q '^tlm-run train: standard output was closed: stopping after this step, with a checkpoint$' "$tmp/piped.err"
+  check "... with a checkpoint of the steps it trained" -- \
+    test "$(ckpt meta "$tmp/piped/checkpoint.safetensors" step)" -ge 1
+  mkdir -p "$tmp/dir/checkpoint.safetensors"
+  expect 1 "checkpoint.safetensors is a directory: train writes its checkpoint under that name" \
+    "a folder by the checkpoint's name: refused before training" -- \
+    "$run" train "$s" "${quick[@]}" --steps 2 --ckpt "$tmp/dir" --overwrite
+  expect 1 "checkpoint.safetensors is a directory" "... by --dry-run too" -- \
+    "$run" train "$s" "${quick[@]}" --steps 2 --ckpt "$tmp/dir" --overwrite --dry-run
+  mkdir "$tmp/fifo" && mkfifo "$tmp/fifo/checkpoint.safetensors"
+  expect 1 "checkpoint.safetensors is a FIFO" "a FIFO by the checkpoint's name: refused" -- \
+    timeout 60 "$run" train "$s" "${quick[@]}" --steps 2 --ckpt "$tmp/fifo"
+  head -c 3000000 /dev/zero | tr '\0' 'a' > "$tmp/big.txt"
+  expect 1 "big.txt: the text (2.9 MiB) does not fit in memory (2.0 MiB available, TLM_MEMORY_LIMIT)" \
+    "text larger than the memory left: refused unread" -- \
+    env TLM_MEMORY_LIMIT=2M "$run" train "$s" "${quick[@]}" --steps 1 --data "$tmp/big.txt" --ckpt "$tmp/big"
+  printf '#!/bin/sh\nkill -BUS $$\n' > "$tmp/ld_bus"
+  chmod +x "$tmp/ld_bus"
+  expect 1 "ld_bus was killed by signal 7 (Bus error): is the disk of the output full?" \
+    "tlmc: a linker killed by SIGBUS is named" -- \
+    env TLM_LD="$tmp/ld_bus" "$tlmc" "$here/models.tlm" --model small -o "$tmp/bus.so"
+  check "... and leaves no file" -- bash -c "! ls '$tmp' | grep -q '^bus\.so'"
+  ;;
+
 bench)
   # tlm-run bench: random tokens, no data files, nothing written
   s=$models/small.so

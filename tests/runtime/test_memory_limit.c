@@ -1,4 +1,4 @@
-/* The memory budget's parsers (runtime/model/memory_limit.h) on fixture
+/* The memory budget's parsers (runtime/io/memory_limit.h) on fixture
  * texts of /proc/meminfo, /proc/self/status, /proc/self/cgroup and the
  * cgroup v1 and v2 files, and the budget read with TLM_MEMORY_LIMIT set. */
 #include <stdint.h>
@@ -6,7 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "memory_limit.h"
+#include "tlm_rt/memory_limit.h"
 #include "test_util.h"
 
 static const char *meminfo = "MemTotal:       24683548 kB\n"

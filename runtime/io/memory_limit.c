@@ -1,6 +1,6 @@
 /* See memory_limit.h: the least of the limits that apply to this process,
  * read from /proc, /sys/fs/cgroup and getrlimit. */
-#include "memory_limit.h"
+#include "tlm_rt/memory_limit.h"
 
 #include <ctype.h>
 #include <stdio.h>

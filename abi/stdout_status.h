@@ -1,0 +1,14 @@
+/* The last word on a program's standard output. A write to stdout can fail
+ * (a full disk, /dev/full, a reader that went away), and stdio keeps the
+ * failure to itself until the stream is flushed: a report redirected to a
+ * full disk was lost while the program said it succeeded (exit 0). Both
+ * programs' main ends here. */
+#ifndef TLM_STDOUT_STATUS_H
+#define TLM_STDOUT_STATUS_H
+
+/* Flushes stdout. rc as it was when everything reached it; else a line on
+ * stderr ("PROG: cannot write to standard output: REASON") and rc, or 1
+ * where rc was 0. */
+int tlm_stdout_status(const char *prog, int rc);
+
+#endif
