@@ -397,7 +397,7 @@ double tlm_model_forward(tlm_model *m, const int32_t *tokens, const int32_t *tar
     for (int i = 0; i < m->nforward; i++) {
         const tlm_abi_op *op = &m->so->ops[i];
         if (op->kind == TLM_OP_LOSS && !targets) continue;
-        tlm_profile_mark t0 = m->profile ? tlm_profile_now() : (tlm_profile_mark){0, 0};
+        tlm_profile_mark t0 = m->profile ? tlm_profile_now(m->profile) : (tlm_profile_mark){0, 0};
         op_functions[op->kind](&s, op);
         if (m->profile) tlm_profile_op(m->profile, m, op, t0);
     }
@@ -460,7 +460,7 @@ void tlm_model_backward(tlm_model *m, float dloss) {
     tlm_final_walk walk;
     tlm_final_walk_begin(&walk, m);
     for (int i = m->nforward; i < m->nops; i++) {
-        tlm_profile_mark t0 = m->profile ? tlm_profile_now() : (tlm_profile_mark){0, 0};
+        tlm_profile_mark t0 = m->profile ? tlm_profile_now(m->profile) : (tlm_profile_mark){0, 0};
         op_functions[m->so->ops[i].kind](&s, &m->so->ops[i]);
         if (m->profile) tlm_profile_op(m->profile, m, &m->so->ops[i], t0);
         tlm_final_walk_after_op(&walk, m, i);

@@ -1,6 +1,7 @@
 #include "profile.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -15,8 +16,27 @@ static double seconds_on(clockid_t clock) {
 
 double tlm_profile_clock(void) { return seconds_on(CLOCK_MONOTONIC); }
 
-tlm_profile_mark tlm_profile_now(void) {
-    return (tlm_profile_mark){seconds_on(CLOCK_MONOTONIC), seconds_on(CLOCK_PROCESS_CPUTIME_ID)};
+void tlm_profile_watch_threads(tlm_profile *p, int threads) {
+    p->threads = threads;
+    int want = threads < TLM_PROFILE_MAX_CLOCKS ? threads : TLM_PROFILE_MAX_CLOCKS;
+    bool met[TLM_PROFILE_MAX_CLOCKS] = {false};
+    clockid_t ids[TLM_PROFILE_MAX_CLOCKS];
+    /* The pool keeps its threads from one region to the next of the same
+     * size, and OpenBLAS's OpenMP build runs its GEMMs on them too. */
+#pragma omp parallel num_threads(want)
+    {
+        int i = tlm_thread_index();
+        if (i < want && pthread_getcpuclockid(pthread_self(), &ids[i]) == 0) met[i] = true;
+    }
+    p->nclocks = 0;
+    for (int i = 0; i < want; i++)
+        if (met[i]) p->clocks[p->nclocks++] = ids[i];
+}
+
+tlm_profile_mark tlm_profile_now(const tlm_profile *p) {
+    double cpu = 0;
+    for (int i = 0; i < p->nclocks; i++) cpu += seconds_on(p->clocks[i]);
+    return (tlm_profile_mark){seconds_on(CLOCK_MONOTONIC), cpu};
 }
 
 /* Rows of the matrix made of up to three adjacent parameters (op linear). */
@@ -56,7 +76,7 @@ double tlm_profile_op_flops(const tlm_model *m, const tlm_abi_op *op) {
 }
 
 void tlm_profile_op(tlm_profile *p, const tlm_model *m, const tlm_abi_op *op, tlm_profile_mark t0) {
-    const tlm_profile_mark t1 = tlm_profile_now();
+    const tlm_profile_mark t1 = tlm_profile_now(p);
     p->seconds[op->kind] += t1.wall - t0.wall;
     p->cpu_seconds[op->kind] += t1.cpu - t0.cpu;
     p->flops[op->kind] += tlm_profile_op_flops(m, op);
@@ -64,7 +84,7 @@ void tlm_profile_op(tlm_profile *p, const tlm_model *m, const tlm_abi_op *op, tl
 }
 
 void tlm_profile_steps(tlm_profile *p, long long steps, tlm_profile_mark t0) {
-    const tlm_profile_mark t1 = tlm_profile_now();
+    const tlm_profile_mark t1 = tlm_profile_now(p);
     p->step_seconds += t1.wall - t0.wall;
     p->step_cpu_seconds += t1.cpu - t0.cpu;
     p->steps += steps;
@@ -96,8 +116,7 @@ static double ops_cpu_seconds(const tlm_profile *p) {
     return s;
 }
 
-/* The share of threads x `wall` the process spent on a CPU, at most 1:
- * OpenBLAS's own pool (a build without OpenMP) spins beside OpenMP's. */
+/* The share of threads x `wall` the threads spent on a CPU (at most 1). */
 static double busy_share(const tlm_profile *p, double cpu, double wall) {
     double capacity = (double)p->threads * wall;
     if (capacity <= 0) return 0;

@@ -12,9 +12,11 @@
  * attention (QK^T and PV over the causal half: 2·2·B·H·hd·T(T+1)/2
  * forward, 2× backward).
  *
- * On the CPU each op's time also has its busy share: the process's CPU
- * time during the op (every thread's, OpenBLAS's included) over the
- * threads x the op's wall time. The rest of threads x wall is the threads'
+ * On the CPU each op's time also has its busy share: the CPU time of the
+ * OpenMP threads (OpenBLAS's GEMMs run on them too) during the op over the
+ * threads x the op's wall time. Each thread's own clock is read: the
+ * process's clock adds up the other threads' time only at scheduler ticks,
+ * so ops shorter than a tick were credited with their neighbours' work. The rest of threads x wall is the threads'
  * idle or waiting time: a serial stretch, a thread done before the others,
  * one not scheduled. OpenMP's waiting threads spin by default and then
  * count as busy; with OMP_WAIT_POLICY=passive they sleep and count as
@@ -28,9 +30,14 @@
 #define TLM_PROFILE_H
 
 #include <stdio.h>
+#include <time.h>
 
 #include "model.h"
 #include "tlm_ops.h"
+
+/* The threads whose CPU time is read; more are counted in the capacity
+ * (threads x wall) but not read, so their busy shares would read low. */
+enum { TLM_PROFILE_MAX_CLOCKS = 1024 };
 
 typedef struct tlm_profile {
     double seconds[TLM_OP_COUNT];
@@ -38,9 +45,11 @@ typedef struct tlm_profile {
     long long calls[TLM_OP_COUNT];
     double step_seconds;      /* the profiled steps' wall time */
     long long steps;
-    /* The CPU executor's threads (0 on a device: no busy shares), and the
-     * process's CPU seconds in each op kind and in the profiled steps. */
-    int threads;
+    /* The CPU executor's threads (0 on a device: no busy shares), their
+     * CPU clocks (tlm_profile_watch_threads), and their CPU seconds in each
+     * op kind and in the profiled steps. */
+    int threads, nclocks;
+    clockid_t clocks[TLM_PROFILE_MAX_CLOCKS];
     double cpu_seconds[TLM_OP_COUNT];
     double step_cpu_seconds;
     /* Data-parallel runs (runtime/dist): of the steps' time outside the
@@ -57,11 +66,15 @@ typedef struct tlm_profile {
 
 /* Seconds on a monotonic clock. */
 double tlm_profile_clock(void);
-/* A moment on both clocks: wall, and the process's CPU time. */
+/* Busy shares for a CPU run on `threads` OpenMP threads: runs a parallel
+ * region of that many, each thread noting its CPU clock. */
+void tlm_profile_watch_threads(tlm_profile *p, int threads);
+/* A moment on both clocks: wall, and the watched threads' CPU time (0
+ * when none are). */
 typedef struct tlm_profile_mark {
     double wall, cpu;
 } tlm_profile_mark;
-tlm_profile_mark tlm_profile_now(void);
+tlm_profile_mark tlm_profile_now(const tlm_profile *p);
 /* Adds op's time since t0 (and its FLOPs at m's last sizes). */
 void tlm_profile_op(tlm_profile *p, const tlm_model *m, const tlm_abi_op *op, tlm_profile_mark t0);
 /* Adds `steps` profiled steps that began at t0. */

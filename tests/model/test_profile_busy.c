@@ -1,5 +1,6 @@
 /* The profile's busy shares (runtime/model/profile.h): every thread's CPU
- * time counts, a serial stretch leaves the other threads idle, and the
+ * time counts, in ops shorter than a scheduler tick too, a serial stretch
+ * leaves the other threads idle, and the
  * table and JSON say so, with the note on spinning waits exactly when
  * OpenMP's threads spin.
  *
@@ -16,7 +17,9 @@
 #include "test_util.h"
 #include "tlm_rt/ops.h"
 
-static const double BURN = 0.040; /* seconds of CPU time per thread */
+static const double BURN = 0.040;       /* the serial op: seconds of CPU time */
+static const double SHORT_BURN = 0.0005; /* each parallel op, per thread */
+enum { PARALLEL_REPS = 20 };
 
 static double thread_cpu(void) {
     struct timespec ts;
@@ -32,6 +35,27 @@ static void burn(double seconds) {
     while (thread_cpu() - t0 < seconds)
         for (int i = 0; i < 10000; i++) x = x * 1.0000001 + 1e-9;
     sink = x;
+}
+
+/* Spins for n steps and makes no system call, as a kernel does: reading a
+ * clock in the loop would update the thread's CPU time for the process's
+ * clock, which otherwise sees a running thread's time only at ticks. */
+static void spin(long n) {
+    double x = 1;
+    for (long i = 0; i < n; i++) x = x * 1.0000001 + 1e-9;
+    sink = x;
+}
+
+/* The least CPU time of five runs of spin(n): a floor. */
+static double spin_time(long n) {
+    double least = 1e9;
+    for (int r = 0; r < 5; r++) {
+        double t0 = thread_cpu();
+        spin(n);
+        double t = thread_cpu() - t0;
+        if (t < least) least = t;
+    }
+    return least;
 }
 
 /* The profile printed, as one string (malloc'd). */
@@ -61,43 +85,78 @@ static double busy_of(const char *table, const char *op) {
     return atof(num);
 }
 
-int main(void) {
-    CHECK(tlm_threads_wait_passively(), "OMP_WAIT_POLICY is not passive: run as ctest does");
+/* A model whose config the FLOP count reads; the two op kinds used
+ * (embed, rope) have no FLOPs. */
+static tlm_abi_config config = {.d_model = 8, .heads = 1, .head_dim = 8, .vocab = 16};
+static tlm_so so;
+static tlm_model m;
+static const tlm_abi_op serial = {.kind = TLM_OP_EMBED}, parallel = {.kind = TLM_OP_ROPE};
+static tlm_profile p; /* 4 KiB of clocks: not on the stack */
+
+/* Parallel ops shorter than a scheduler tick (1 to 10 ms), each thread
+ * spinning without a system call, as a kernel does: every op must count
+ * every thread's time. The process's clock (CLOCK_PROCESS_CPUTIME_ID)
+ * adds a running thread's time only at ticks and when it is switched out,
+ * which a sleeping wait does (OMP_WAIT_POLICY=passive) but a spinning one
+ * does not: under OpenMP's default it credited one op with the next ops'
+ * work (the --spinning run checks that). Returns their CPU seconds
+ * (and each one's floor, in *each). */
+static double parallel_ops(int threads, double *each) {
+    const long steps = (long)(1e6 * SHORT_BURN / spin_time(1000000)) + 1;
+    *each = spin_time(steps);
+    for (int rep = 0; rep < PARALLEL_REPS; rep++) {
+        tlm_profile_mark t0 = tlm_profile_now(&p);
+#pragma omp parallel num_threads(threads)
+        spin(steps);
+        tlm_profile_op(&p, &m, &parallel, t0);
+        double got = p.cpu_seconds[TLM_OP_ROPE];
+        CHECK(got >= (rep + 1) * threads * *each * 0.9,
+              "parallel op %d: %.5f s of CPU time in all, wanted every thread's (%d x %d x %.5f)", rep, got, rep + 1,
+              threads, *each);
+    }
+    return p.cpu_seconds[TLM_OP_ROPE];
+}
+
+/* Under OMP_WAIT_POLICY=active: the short parallel ops, and the note. */
+static int spinning(int threads) {
+    CHECK(!tlm_threads_wait_passively(), "OMP_WAIT_POLICY is passive: run with active, as ctest does");
+    tlm_profile_watch_threads(&p, threads);
+    tlm_profile_mark step = tlm_profile_now(&p);
+    double each;
+    parallel_ops(threads, &each);
+    tlm_profile_steps(&p, 1, step);
+    char *table = printed(&p, false);
+    printf("%s", table);
+    CHECK((strstr(table, "OMP_WAIT_POLICY=passive counts them as idle") != NULL) == (threads > 1),
+          "the spinning note %s at %d threads", threads > 1 ? "missing" : "shown", threads);
+    free(table);
+    return test_finish("test_profile_busy --spinning");
+}
+
+int main(int argc, char **argv) {
     tlm_set_num_threads(2);
     const int threads = tlm_get_num_threads();
     if (threads < 2) printf("built without OpenMP: only the one-thread accounting is checked\n");
     else check_team_of(2);
-
-    /* A model whose config the FLOP count reads; the two op kinds used
-     * (embed, rope) have no FLOPs. */
-    tlm_abi_config config = {.d_model = 8, .heads = 1, .head_dim = 8, .vocab = 16};
-    tlm_so so = {0};
     so.config = &config;
-    tlm_model m = {0};
     m.so = &so, m.run_B = 1, m.run_T = 1;
-    tlm_abi_op serial = {.kind = TLM_OP_EMBED}, parallel = {.kind = TLM_OP_ROPE};
+    if (argc > 1 && !strcmp(argv[1], "--spinning")) return spinning(threads);
+    CHECK(tlm_threads_wait_passively(), "OMP_WAIT_POLICY is not passive: run as ctest does");
 
-    tlm_profile p = {0};
-    p.threads = threads;
-    tlm_profile_mark step = tlm_profile_now();
-#pragma omp parallel num_threads(threads)
-    burn(0.001); /* the team exists before it is timed */
-
-    tlm_profile_mark t0 = tlm_profile_now();
+    tlm_profile_watch_threads(&p, threads);
+    tlm_profile_mark step = tlm_profile_now(&p);
+    tlm_profile_mark t0 = tlm_profile_now(&p);
     burn(BURN);
     tlm_profile_op(&p, &m, &serial, t0);
-
-    t0 = tlm_profile_now();
-#pragma omp parallel num_threads(threads)
-    burn(BURN);
-    tlm_profile_op(&p, &m, &parallel, t0);
+    double short_cpu;
+    const double par_cpu = parallel_ops(threads, &short_cpu);
     tlm_profile_steps(&p, 1, step);
 
-    const double s_cpu = p.cpu_seconds[TLM_OP_EMBED], par_cpu = p.cpu_seconds[TLM_OP_ROPE];
+    const double s_cpu = p.cpu_seconds[TLM_OP_EMBED];
     CHECK(s_cpu >= BURN && s_cpu < BURN + 0.5 * BURN, "serial op: %.4f s of CPU time, wanted one thread's %.3f", s_cpu,
           BURN);
-    CHECK(par_cpu >= threads * BURN * 0.999, "parallel op: %.4f s of CPU time, wanted every thread's (%d x %.3f)",
-          par_cpu, threads, BURN);
+    CHECK(par_cpu < PARALLEL_REPS * threads * short_cpu * 3,
+          "parallel ops: %.4f s of CPU time, far more than %d x %d x %.5f", par_cpu, PARALLEL_REPS, threads, short_cpu);
     CHECK(p.step_cpu_seconds >= s_cpu + par_cpu, "the step's CPU time %.4f s is less than its ops' %.4f s",
           p.step_cpu_seconds, s_cpu + par_cpu);
 
@@ -119,7 +178,7 @@ int main(void) {
     snprintf(want, sizeof want, "\"threads\": %d, \"cpu_seconds\": ", threads);
     CHECK(strstr(json, want) != NULL, "JSON without the threads and CPU seconds: %s", json);
     CHECK(strstr(json, "\"waits_spin\": false") != NULL, "JSON: waits_spin not false: %s", json);
-    CHECK(strstr(json, "{\"op\": \"rope\", \"calls\": 1, ") != NULL &&
+    CHECK(strstr(json, "{\"op\": \"rope\", \"calls\": 20, ") != NULL &&
               strstr(json, "null, \"cpu_seconds\": ") != NULL && strstr(json, ", \"busy\": ") != NULL,
           "JSON ops without their CPU seconds and busy share: %s", json);
     free(json);
