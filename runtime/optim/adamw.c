@@ -15,6 +15,7 @@
 #include <math.h>
 
 #include "../ops/vec8.h"
+#include "span_chunks.h"
 
 tlm_adamw_step tlm_adamw_step_at(const tlm_adamw *opt, float lr, long t, bool decay) {
     double b1 = opt->beta1, b2 = opt->beta2;
@@ -65,8 +66,23 @@ void tlm_adamw_update(const tlm_adamw *opt, float *p, const float *g, float *m, 
 
 void tlm_adamw_update_spans(const tlm_adamw *opt, float *p, const float *g, float *m, float *v,
                             const tlm_param_span *spans, int nspans, float lr, long t) {
-    for (int s = 0; s < nspans; s++) {
-        size_t o = spans[s].offset;
-        tlm_adamw_update(opt, p + o, g + o, m + o, v + o, spans[s].count, lr, t, spans[s].decay);
+    size_t elements;
+    size_t *first = span_chunks(spans, nspans, &elements);
+    if (!first) { /* no memory for the chunk table: a region a span */
+        for (int s = 0; s < nspans; s++) {
+            size_t o = spans[s].offset;
+            tlm_adamw_update(opt, p + o, g + o, m + o, v + o, spans[s].count, lr, t, spans[s].decay);
+        }
+        return;
     }
+    const tlm_adamw_step k[2] = {tlm_adamw_step_at(opt, lr, t, false), tlm_adamw_step_at(opt, lr, t, true)};
+    const size_t chunks = first[nspans];
+#pragma omp parallel for schedule(static) if (elements >= TLM_PAR_MIN_ELEMENTS)
+    for (size_t c = 0; c < chunks; c++) {
+        const int s = span_of_chunk(first, nspans, c);
+        const size_t o = spans[s].offset, i0 = (c - first[s]) * SPAN_CHUNK;
+        const size_t i1 = i0 + SPAN_CHUNK < spans[s].count ? i0 + SPAN_CHUNK : spans[s].count;
+        adamw_range(&k[spans[s].decay], p + o, g + o, m + o, v + o, i0, i1);
+    }
+    free(first);
 }

@@ -141,6 +141,57 @@ static void test_sgd(void) {
     CHECK(pp[0] == 0.5f, "plain SGD without a buffer");
 }
 
+/* The optimizers over many spans in one parallel loop (runtime/optim/
+ * span_chunks.h) against each span updated on its own, bit for bit, at 1,
+ * 2 and 3 threads: spans empty, of one element, one short of a chunk, one
+ * past it, many chunks, with and without decay, at offsets that are not
+ * multiples of a chunk. A chunk given to the wrong span, or cut at the
+ * wrong element, changes elements. */
+static void test_spans_bits(void) {
+    static const size_t counts[] = {3, 0, 4095, 4097, 70001, 1, 8192, 33000, 5};
+    enum { NS = sizeof counts / sizeof *counts };
+    tlm_param_span spans[NS];
+    size_t n = 0;
+    for (int s = 0; s < NS; s++) {
+        spans[s] = (tlm_param_span){n, counts[s], s % 2 == 0};
+        n += counts[s];
+    }
+    tlm_rng r;
+    tlm_rng_seed(&r, 5);
+    float *init = malloc(4 * n * sizeof *init), *got = malloc(4 * n * sizeof *got),
+          *want = malloc(4 * n * sizeof *want);
+    tlm_rng_fill_normal(&r, init, 4 * n, 0.0f, 1.0f);
+    for (size_t i = 3 * n; i < 4 * n; i++) init[i] *= init[i]; /* v >= 0 */
+    const tlm_adamw adamw = {0.9f, 0.95f, 1e-8f, 0.1f};
+    const tlm_sgd sgd = {0.9f, 0.1f, 0.01f, true};
+    for (int which = 0; which < 2; which++) {
+        memcpy(want, init, 4 * n * sizeof *init);
+        for (long t = 1; t <= 2; t++)
+            for (int s = 0; s < NS; s++) {
+                size_t o = spans[s].offset;
+                float *p = want + o, *g = want + n + o, *m = want + 2 * n + o, *v = want + 3 * n + o;
+                if (which == 0) tlm_adamw_update(&adamw, p, g, m, v, spans[s].count, 1e-3f, t, spans[s].decay);
+                else tlm_sgd_update(&sgd, p, g, m, spans[s].count, 1e-2f, t, spans[s].decay);
+            }
+        for (int threads = 1; threads <= 3; threads++) {
+            tlm_set_num_threads(threads);
+            check_team_of(threads);
+            memcpy(got, init, 4 * n * sizeof *init);
+            for (long t = 1; t <= 2; t++) {
+                if (which == 0)
+                    tlm_adamw_update_spans(&adamw, got, got + n, got + 2 * n, got + 3 * n, spans, NS, 1e-3f, t);
+                else tlm_sgd_update_spans(&sgd, got, got + n, got + 2 * n, spans, NS, 1e-2f, t);
+            }
+            size_t diff = 0;
+            for (size_t i = 0; i < 4 * n; i++) diff += memcmp(&got[i], &want[i], sizeof(float)) != 0;
+            CHECK(diff == 0, "%s over %d spans at %d threads: %zu of %zu floats differ from a span at a time",
+                  which == 0 ? "adamw" : "sgd", NS, threads, diff, 4 * n);
+        }
+    }
+    tlm_set_num_threads(1);
+    free(init), free(got), free(want);
+}
+
 int main(void) {
     test_schedule();
     test_clip();
@@ -148,5 +199,6 @@ int main(void) {
     test_adamw_bits(9 * 4096 + 13);
     test_adamw_bits(1);
     test_sgd();
+    test_spans_bits();
     return test_finish("test_optim");
 }
