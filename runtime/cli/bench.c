@@ -247,7 +247,7 @@ int cmd_bench(int argc, char **argv) {
         if (!(profile = calloc(1, sizeof *profile))) rc = cli_error("bench", "out of memory");
         m.profile = profile;
         if (profile && !dev) tlm_profile_watch_threads(profile, m.threads);
-        tlm_profile_mark t0 = profile ? tlm_profile_now(profile) : (tlm_profile_mark){0, 0};
+        tlm_profile_mark t0 = profile ? tlm_profile_now(profile) : (tlm_profile_mark){0};
         if (!rc && !run_steps(&t, &rng, x, y, b.profile_steps, tokens, s.context, &err))
             rc = cli_error("bench", "%s", err.msg);
         if (profile) tlm_profile_steps(profile, b.profile_steps, t0);

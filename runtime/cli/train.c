@@ -636,7 +636,7 @@ static int train_loop(run *r) {
     r->dist.buckets = r->dist.early_buckets = 0;
     while (r->state.step < s->steps) {
         double t0 = progress_now();
-        tlm_profile_mark profile_t0 = r->model.profile ? tlm_profile_now(r->model.profile) : (tlm_profile_mark){0, 0};
+        tlm_profile_mark profile_t0 = r->model.profile ? tlm_profile_now(r->model.profile) : (tlm_profile_mark){0};
         tlm_err e;
         if (tlm_data_sample_batch(&r->train, &r->state.data_rng, (int)s->batch, (int)r->T, r->x, r->y, &e) != 0) {
             progress_close(&r->out, NULL);

@@ -41,13 +41,16 @@ static float *grd(const step *s, int32_t p) {
 /* Generated kernels take row (or width) ranges; split them into one chunk
  * per thread, of at least 32 rows (or widths): below that a parallel region
  * costs more than it saves. Chunks are disjoint, so the results do not
- * depend on the split. (Unformatted: the pragma keeps a line of its own.) */
+ * depend on the split. Fewer chunks than threads still take the whole
+ * team, some threads idle: a smaller team of two or more makes libgomp end
+ * the threads past its size and start new ones for the next full team.
+ * (Unformatted: the pragma keeps a line of its own.) */
 /* clang-format off */
 #define SPLIT(count, lo, hi, body)                                                                                   \
     do {                                                                                                             \
-        int64_t count_ = (count), chunks_ = s->m->threads < 1 ? 1 : s->m->threads;                                   \
+        int64_t count_ = (count), team_ = s->m->threads < 1 ? 1 : s->m->threads, chunks_ = team_;                    \
         if (chunks_ > count_ / 32) chunks_ = count_ / 32 > 0 ? count_ / 32 : 1;                                      \
-        _Pragma("omp parallel for schedule(static) num_threads(chunks_)")                                            \
+        _Pragma("omp parallel for schedule(static) num_threads(team_) if (chunks_ > 1)")                             \
         for (int64_t c_ = 0; c_ < chunks_; c_++) {                                                                   \
             int64_t lo = count_ * c_ / chunks_, hi = count_ * (c_ + 1) / chunks_;                                    \
             body;                                                                                                    \
@@ -397,7 +400,7 @@ double tlm_model_forward(tlm_model *m, const int32_t *tokens, const int32_t *tar
     for (int i = 0; i < m->nforward; i++) {
         const tlm_abi_op *op = &m->so->ops[i];
         if (op->kind == TLM_OP_LOSS && !targets) continue;
-        tlm_profile_mark t0 = m->profile ? tlm_profile_now(m->profile) : (tlm_profile_mark){0, 0};
+        tlm_profile_mark t0 = m->profile ? tlm_profile_now(m->profile) : (tlm_profile_mark){0};
         op_functions[op->kind](&s, op);
         if (m->profile) tlm_profile_op(m->profile, m, op, t0);
     }
@@ -460,7 +463,7 @@ void tlm_model_backward(tlm_model *m, float dloss) {
     tlm_final_walk walk;
     tlm_final_walk_begin(&walk, m);
     for (int i = m->nforward; i < m->nops; i++) {
-        tlm_profile_mark t0 = m->profile ? tlm_profile_now(m->profile) : (tlm_profile_mark){0, 0};
+        tlm_profile_mark t0 = m->profile ? tlm_profile_now(m->profile) : (tlm_profile_mark){0};
         op_functions[m->so->ops[i].kind](&s, &m->so->ops[i]);
         if (m->profile) tlm_profile_op(m->profile, m, &m->so->ops[i], t0);
         tlm_final_walk_after_op(&walk, m, i);

@@ -546,7 +546,7 @@ static bool run_ops(step *s, int from, int to, bool skip_loss) {
     for (int i = from; i < to; i++) {
         const tlm_abi_op *op = &s->m->so->ops[i];
         if (skip_loss && op->kind == TLM_OP_LOSS) continue;
-        tlm_profile_mark t0 = s->m->profile ? tlm_profile_now(s->m->profile) : (tlm_profile_mark){0, 0};
+        tlm_profile_mark t0 = s->m->profile ? tlm_profile_now(s->m->profile) : (tlm_profile_mark){0};
         /* profiled: the op's own time, so wait for it to finish */
         bool ok = op_functions[op->kind](s, op) && (!s->m->profile || tlm_device_sync(DEV, ERR));
         if (ok && s->m->profile) tlm_profile_op(s->m->profile, s->m, op, t0);

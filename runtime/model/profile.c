@@ -16,13 +16,15 @@ static double seconds_on(clockid_t clock) {
 
 double tlm_profile_clock(void) { return seconds_on(CLOCK_MONOTONIC); }
 
-void tlm_profile_watch_threads(tlm_profile *p, int threads) {
-    p->threads = threads;
-    int want = threads < TLM_PROFILE_MAX_CLOCKS ? threads : TLM_PROFILE_MAX_CLOCKS;
+/* Notes the clock of each thread of a full team. The pool keeps its threads
+ * from one region to the next of the same size, and OpenBLAS's OpenMP
+ * build runs its GEMMs on them too; but libgomp ends the threads past a
+ * smaller team's size (of two or more) and starts new ones for the next
+ * full team, whose clocks are then noted again (tlm_profile_now). */
+static void note_clocks(tlm_profile *p) {
+    int want = p->threads < TLM_PROFILE_MAX_CLOCKS ? p->threads : TLM_PROFILE_MAX_CLOCKS;
     bool met[TLM_PROFILE_MAX_CLOCKS] = {false};
     clockid_t ids[TLM_PROFILE_MAX_CLOCKS];
-    /* The pool keeps its threads from one region to the next of the same
-     * size, and OpenBLAS's OpenMP build runs its GEMMs on them too. */
 #pragma omp parallel num_threads(want)
     {
         int i = tlm_thread_index();
@@ -31,12 +33,41 @@ void tlm_profile_watch_threads(tlm_profile *p, int threads) {
     p->nclocks = 0;
     for (int i = 0; i < want; i++)
         if (met[i]) p->clocks[p->nclocks++] = ids[i];
+    p->clocks_noted++;
 }
 
-tlm_profile_mark tlm_profile_now(const tlm_profile *p) {
-    double cpu = 0;
-    for (int i = 0; i < p->nclocks; i++) cpu += seconds_on(p->clocks[i]);
-    return (tlm_profile_mark){seconds_on(CLOCK_MONOTONIC), cpu};
+void tlm_profile_watch_threads(tlm_profile *p, int threads) {
+    p->threads = threads;
+    note_clocks(p);
+}
+
+tlm_profile_mark tlm_profile_now(tlm_profile *p) {
+    tlm_profile_mark t = {seconds_on(CLOCK_MONOTONIC), 0, 0, 0};
+    if (!p->nclocks) return t;
+    t.process = seconds_on(CLOCK_PROCESS_CPUTIME_ID);
+    bool all = true;
+    for (int i = 0; i < p->nclocks && all; i++) {
+        struct timespec ts;
+        all = clock_gettime(p->clocks[i], &ts) == 0;
+        if (all) t.cpu += (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    }
+    /* A thread noted is gone: note the pool again. This mark's own sum is
+     * not comparable with the last, so the interval ending here takes the
+     * process's clock instead (generation 0: none). */
+    if (!all) {
+        note_clocks(p);
+        return t;
+    }
+    t.clocks = p->clocks_noted;
+    return t;
+}
+
+/* CPU seconds from t0 to t1: the threads' clocks where both marks read the
+ * same threads, else the process's clock (exact once the threads sleep;
+ * with spinning waits it adds a running thread's time at ticks only). */
+static double cpu_between(tlm_profile_mark t0, tlm_profile_mark t1) {
+    if (t0.clocks && t0.clocks == t1.clocks && t1.cpu >= t0.cpu) return t1.cpu - t0.cpu;
+    return t1.process - t0.process;
 }
 
 /* Rows of the matrix made of up to three adjacent parameters (op linear). */
@@ -78,7 +109,7 @@ double tlm_profile_op_flops(const tlm_model *m, const tlm_abi_op *op) {
 void tlm_profile_op(tlm_profile *p, const tlm_model *m, const tlm_abi_op *op, tlm_profile_mark t0) {
     const tlm_profile_mark t1 = tlm_profile_now(p);
     p->seconds[op->kind] += t1.wall - t0.wall;
-    p->cpu_seconds[op->kind] += t1.cpu - t0.cpu;
+    p->cpu_seconds[op->kind] += cpu_between(t0, t1);
     p->flops[op->kind] += tlm_profile_op_flops(m, op);
     p->calls[op->kind]++;
 }
@@ -86,7 +117,7 @@ void tlm_profile_op(tlm_profile *p, const tlm_model *m, const tlm_abi_op *op, tl
 void tlm_profile_steps(tlm_profile *p, long long steps, tlm_profile_mark t0) {
     const tlm_profile_mark t1 = tlm_profile_now(p);
     p->step_seconds += t1.wall - t0.wall;
-    p->step_cpu_seconds += t1.cpu - t0.cpu;
+    p->step_cpu_seconds += cpu_between(t0, t1);
     p->steps += steps;
 }
 
@@ -152,8 +183,8 @@ void tlm_profile_print(const tlm_profile *p, FILE *out) {
                 p->threads, p->threads == 1 ? "" : "s", 100 * busy, 100 * (1 - busy),
                 1e3 * (1 - busy) * p->threads * total / steps);
         if (p->threads > 1 && !tlm_threads_wait_passively())
-            fprintf(out, "  (OpenMP's waiting threads spin and count as busy; OMP_WAIT_POLICY=passive counts them "
-                         "as idle)\n");
+            fprintf(out, "  (OpenMP's waiting threads spin a while and count as busy; OMP_WAIT_POLICY=passive counts "
+                         "them as idle)\n");
     }
     if (p->ranks < 2) return;
     /* Every rank's split when rank 0 gathered them, else its own. */

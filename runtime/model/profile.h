@@ -13,10 +13,13 @@
  * forward, 2× backward).
  *
  * On the CPU each op's time also has its busy share: the CPU time of the
- * OpenMP threads (OpenBLAS's GEMMs run on them too) during the op over the
- * threads x the op's wall time. Each thread's own clock is read: the
- * process's clock adds up the other threads' time only at scheduler ticks,
- * so ops shorter than a tick were credited with their neighbours' work. The rest of threads x wall is the threads'
+ * OpenMP threads (OpenBLAS's GEMMs run on them too, in its OpenMP build)
+ * during the op over the threads x the op's wall time. Each thread's own
+ * clock is read: the process's clock adds up the other threads' time only
+ * at scheduler ticks, so ops shorter than a tick were credited with their
+ * neighbours' work. Where libgomp has replaced a thread since the last mark
+ * (it ends the threads past a smaller team's size), that interval takes
+ * the process's clock and the threads are noted again. The rest of threads x wall is the threads'
  * idle or waiting time: a serial stretch, a thread done before the others,
  * one not scheduled. OpenMP's waiting threads spin by default and then
  * count as busy; with OMP_WAIT_POLICY=passive they sleep and count as
@@ -50,6 +53,7 @@ typedef struct tlm_profile {
      * op kind and in the profiled steps. */
     int threads, nclocks;
     clockid_t clocks[TLM_PROFILE_MAX_CLOCKS];
+    unsigned clocks_noted; /* how many times the clocks were noted */
     double cpu_seconds[TLM_OP_COUNT];
     double step_cpu_seconds;
     /* Data-parallel runs (runtime/dist): of the steps' time outside the
@@ -69,12 +73,15 @@ double tlm_profile_clock(void);
 /* Busy shares for a CPU run on `threads` OpenMP threads: runs a parallel
  * region of that many, each thread noting its CPU clock. */
 void tlm_profile_watch_threads(tlm_profile *p, int threads);
-/* A moment on both clocks: wall, and the watched threads' CPU time (0
- * when none are). */
+/* A moment: wall time, the watched threads' CPU time summed (cpu) and
+ * which noting of their clocks it read (clocks: 0 when it could not read
+ * them all), and the process's CPU time, which two marks of different
+ * notings are compared by. */
 typedef struct tlm_profile_mark {
-    double wall, cpu;
+    double wall, cpu, process;
+    unsigned clocks;
 } tlm_profile_mark;
-tlm_profile_mark tlm_profile_now(const tlm_profile *p);
+tlm_profile_mark tlm_profile_now(tlm_profile *p);
 /* Adds op's time since t0 (and its FLOPs at m's last sizes). */
 void tlm_profile_op(tlm_profile *p, const tlm_model *m, const tlm_abi_op *op, tlm_profile_mark t0);
 /* Adds `steps` profiled steps that began at t0. */

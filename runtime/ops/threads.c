@@ -4,6 +4,7 @@
 
 #include <cblas.h>
 #include <stdlib.h>
+#include <string.h>
 #include <strings.h>
 #ifdef _OPENMP
 #include <omp.h>
@@ -35,8 +36,9 @@ int tlm_thread_index(void) {
 
 bool tlm_threads_wait_passively(void) {
 #ifdef _OPENMP
-    const char *policy = getenv("OMP_WAIT_POLICY");
-    return policy && !strcasecmp(policy, "passive");
+    const char *policy = getenv("OMP_WAIT_POLICY"), *spins = getenv("GOMP_SPINCOUNT"), *block = getenv("KMP_BLOCKTIME");
+    return (policy && !strcasecmp(policy, "passive")) || (spins && !strcmp(spins, "0")) ||
+           (block && !strcmp(block, "0"));
 #else
     return true; /* no pool: nothing waits */
 #endif

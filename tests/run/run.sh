@@ -795,6 +795,17 @@ r = json.loads(open(sys.argv[1]).read().splitlines()[-1])['profile']
 assert r['threads'] == 1 and r['waits_spin'] is False and all('busy' in o for o in r['ops']), r" "$tmp/prof.jsonl"
   check "profiling changes nothing in the run" -- \
     ckpt same "$tmp/plain/checkpoint.safetensors" "$tmp/prof/checkpoint.safetensors"
+  # three threads: libgomp replaces threads after smaller teams (OpenBLAS's
+  # small GEMMs), whose clocks the profile must note again
+  expect 0 "profile: 3 steps" "--profile at 3 threads" -- env OMP_WAIT_POLICY=passive \
+    "$run" train "$s" --threads 3 --context 32 --batch 8 --eval-batches 2 --steps 3 --ckpt "$tmp/prof3" \
+    --log "$tmp/prof3.jsonl" --profile
+  check "... every op's CPU time and busy share in range" -- python3 -c "
+import json, sys
+r = json.loads(open(sys.argv[1]).read().splitlines()[-1])['profile']
+assert r['threads'] == 3 and 0 <= r['busy'] <= 1, r
+bad = [o for o in r['ops'] if not (o['cpu_seconds'] >= 0 and 0 <= o['busy'] <= 1)]
+assert not bad, bad" "$tmp/prof3.jsonl"
   expect 0 "profile: 2 steps" "--profile on the emulated device" -- \
     env TLM_TEST_DEVICE=emulated XDG_CACHE_HOME="$work/gpu-cache" "$run" train "$models/small_titans.so" \
     --threads 1 --context 16 --batch 2 --steps 2 --device cuda --precision fp32 --ckpt "$tmp/dev" \

@@ -45,8 +45,9 @@ void tlm_set_num_threads(int n);
 int tlm_get_num_threads(void);
 /* The calling thread's index in its OpenMP team (0 outside one). */
 int tlm_thread_index(void);
-/* Whether OpenMP's idle threads sleep (OMP_WAIT_POLICY=passive) rather
- * than spin, OpenMP's default, which keeps them on a CPU as if at work. */
+/* Whether OpenMP's idle threads sleep at once (OMP_WAIT_POLICY=passive,
+ * GOMP_SPINCOUNT=0, KMP_BLOCKTIME=0) rather than spin a while first,
+ * OpenMP's default, which keeps them on a CPU as if at work. */
 bool tlm_threads_wait_passively(void);
 
 /* The least work from which an op splits its loop over threads (below it
