@@ -17,8 +17,9 @@
 /* Appends the whole file to *buf (grown with realloc). The file's size is
  * checked against what the process may still take first: text is read into
  * memory whole, and a file larger than that was read until the OOM killer
- * ended the process. The buffer grows to the size at once, not by
- * doubling, which at the end held up to twice the text. */
+ * ended the process. The buffer grows to the size at once, and past it
+ * only for a file that goes on (doubling from the start, or once the
+ * buffer was full, held up to twice the text). */
 static int append_file(uint8_t **buf, size_t *len, size_t *cap, const char *path, const tlm_memory_budget *budget,
                        tlm_err *err) {
     FILE *f = tlm_fopen_regular(path, err);
@@ -27,15 +28,20 @@ static int append_file(uint8_t **buf, size_t *len, size_t *cap, const char *path
     if (fstat(fileno(f), &st) == 0 && st.st_size > 0) {
         int64_t need = (int64_t)*len + (int64_t)st.st_size;
         if (need > budget->bytes) {
-            char size[32], room[32];
-            tlm_fmt_bytes(size, sizeof size, need);
+            char size[32], before[80] = "", room[32];
+            tlm_fmt_bytes(size, sizeof size, (int64_t)st.st_size);
+            if (*len) {
+                char so_far[32];
+                tlm_fmt_bytes(so_far, sizeof so_far, (int64_t)*len);
+                snprintf(before, sizeof before, ", after %s from the files before it", so_far);
+            }
             tlm_fmt_bytes(room, sizeof room, budget->bytes);
             fclose(f);
             tlm_fail(err,
-                     "%s: the text (%s) does not fit in memory (%s available, %s): text is read whole; "
+                     "%s: the text (%s%s) does not fit in memory (%s available, %s): text is read whole; "
                      "pre-tokenize it into shards (tlm-run tokenize, from documents of up to 4 GiB), which are read "
                      "from disk",
-                     path, size, room, budget->source);
+                     path, size, before, room, budget->source);
             return -1;
         }
         if (*cap < (size_t)need + 1) {
@@ -50,7 +56,9 @@ static int append_file(uint8_t **buf, size_t *len, size_t *cap, const char *path
         }
     }
     for (;;) {
-        if (*cap - *len < 65536) { /* a file that grows, or reports no size */
+        if (*len == *cap) { /* full: only a file that grew, or that reports no size, goes on */
+            int c = fgetc(f);
+            if (c == EOF) break;
             size_t ncap = *cap ? *cap * 2 : 1 << 20;
             uint8_t *nb = realloc(*buf, ncap);
             if (!nb) {
@@ -60,6 +68,7 @@ static int append_file(uint8_t **buf, size_t *len, size_t *cap, const char *path
             }
             *buf = nb;
             *cap = ncap;
+            (*buf)[(*len)++] = (uint8_t)c;
         }
         size_t got = fread(*buf + *len, 1, *cap - *len, f);
         *len += got;
