@@ -27,6 +27,13 @@ void progress_init(progress *p, int64_t total) {
     p->tokens_per_byte = 1;
 }
 
+/* Flushes stdout; the first write that fails keeps its errno for the
+ * caller (p->stdout_errno), which decides what a lost stdout means. */
+static void flush_stdout(progress *p) {
+    errno = 0;
+    if (fflush(stdout) != 0 && !p->stdout_errno) p->stdout_errno = errno ? errno : EIO;
+}
+
 /* The step of one JSON line, or -1 when it is not a complete record (the
  * tail of a run that was killed mid-write). */
 static int64_t record_step(const char *line, size_t len) {
@@ -177,14 +184,14 @@ bool progress_update(progress *p, const progress_step *s, bool logged, bool keep
         if (keep || logged || s->step == p->total || now - p->last_draw >= 0.1) {
             printf("\r\033[Kstep %*lld/%lld  loss %.4f  lr %.2e  %s tok/s%s  ETA %s%s", w, (long long)s->step,
                    (long long)p->total, s->loss, s->lr, tps, dev, eta, keep ? "\n" : "");
-            fflush(stdout);
+            flush_stdout(p);
             p->live = !keep;
             p->last_draw = now;
         }
     } else if (logged) {
         printf("step %*lld/%lld  loss %.4f  lr %.2e  grad norm %.3f  %s tok/s%s  elapsed %s  ETA %s\n", w,
                (long long)s->step, (long long)p->total, s->loss, s->lr, s->grad_norm, tps, dev, el, eta);
-        fflush(stdout);
+        flush_stdout(p);
     }
     if (!logged || !p->log) return true;
     tlm_strbuf rec = {0};
@@ -210,7 +217,7 @@ bool progress_validation(progress *p, int64_t step, double loss, tlm_err *err) {
         printf("step %*lld/%lld  val loss %.4f  ppl %.2f  bits/byte %.3f\n", w, (long long)step, (long long)p->total,
                loss, ppl, bpb);
     else printf("step %*lld/%lld  val loss %.4f  ppl %.2f\n", w, (long long)step, (long long)p->total, loss, ppl);
-    fflush(stdout);
+    flush_stdout(p);
     if (!p->log) return true;
     tlm_strbuf rec = {0};
     tlm_sb_printf(&rec, "{\"step\":%lld", (long long)step);

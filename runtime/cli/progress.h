@@ -20,6 +20,7 @@ typedef struct progress {
     bool live;           /* the live line is on screen */
     double last_draw;    /* when it was last drawn (seconds) */
     FILE *log;           /* JSON lines, or NULL */
+    int stdout_errno;    /* why the first write to stdout failed; 0: none did */
     char log_path[4096]; /* for messages */
     int64_t total;       /* steps of the run */
     double tokens_per_byte; /* the validation data's (1 for text); 0: unknown, no bits/byte */

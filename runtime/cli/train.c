@@ -14,8 +14,9 @@
  * limit) stops the run with exit 1, leaving the last checkpoint whole (a
  * failed log write writes no checkpoint, so the log never falls behind it).
  * The first SIGINT or SIGTERM stops at the next step boundary with a
- * checkpoint (exit 130 / 143), and so does a closed standard output
- * (SIGPIPE, exit 141); a second SIGINT or SIGTERM exits at once (the checkpoint
+ * checkpoint (exit 130 / 143), and so does standard output that cannot be
+ * written (a closed pipe: exit 141, as SIGPIPE's; else 1); a second SIGINT
+ * or SIGTERM exits at once (the checkpoint
  * is written to a temporary file and renamed, so nothing is torn). A crash
  * (kill -9, power loss) leaves at most temporary files, which the next
  * start removes. One run at a time trains a checkpoint folder (flock).
@@ -106,6 +107,7 @@ static void on_signal(int sig) {
                                     "again to stop at once)\n";
     static const char again[] = "tlm-run train: stopped at once; the last checkpoint is intact (--resume "
                                 "continues from it)\n";
+    int saved_errno = errno; /* the interrupted code's */
     if (stdout_tty) (void)!write(STDERR_FILENO, "\n", 1);
     if (stop_signal && quiet_signals) _exit(128 + sig);
     if (stop_signal) {
@@ -113,33 +115,44 @@ static void on_signal(int sig) {
         _exit(128 + sig);
     }
     stop_signal = sig;
-    if (quiet_signals) return;
-    if (several_ranks) (void)!write(STDERR_FILENO, first_all, sizeof first_all - 1);
-    else (void)!write(STDERR_FILENO, first, sizeof first - 1);
+    if (!quiet_signals) {
+        if (several_ranks) (void)!write(STDERR_FILENO, first_all, sizeof first_all - 1);
+        else (void)!write(STDERR_FILENO, first, sizeof first - 1);
+    }
+    errno = saved_errno;
 }
 
-/* Standard output's reader went away (`| head`, a tee that died): stop
- * at the next step boundary with a checkpoint, as for SIGINT, rather than
- * die and lose the steps since the last one. Later writes to the pipe
- * fail (EPIPE) and raise it again: those change nothing. */
-static void on_pipe(int sig) {
-    static const char told[] = "tlm-run train: standard output was closed: stopping after this step, with a "
-                               "checkpoint\n";
-    if (stop_signal) return;
-    stop_signal = sig;
-    if (!quiet_signals) (void)!write(STDERR_FILENO, told, sizeof told - 1);
+/* Standard output that cannot be written (its reader gone: `| head`, a
+ * tee that died; or a full disk) stops the run at the next step boundary
+ * with a checkpoint, as SIGINT does, rather than let SIGPIPE end the
+ * process and lose the steps since the last one. SIGPIPE is ignored while
+ * the loop runs, so a write to the pipe fails with EPIPE instead, and the
+ * flush after each step's progress finds it. Rank 0 alone writes stdout.
+ * Not a signal: a SIGINT or SIGTERM after it is still a first one. */
+static int stdout_lost; /* the failed write's errno; 0: none */
+
+static void check_stdout(const progress *out) {
+    if (stdout_lost || !out->stdout_errno) return;
+    stdout_lost = out->stdout_errno;
+    fprintf(stderr,
+            "tlm-run train: cannot write to standard output (%s): stopping after this step, with a checkpoint\n",
+            strerror(stdout_lost));
 }
 
-static void handle_signals(void (*handler)(int), void (*pipe_handler)(int)) {
+/* The stop this step asks for: a signal's number, SIGPIPE for a lost
+ * stdout, 0. */
+static int stop_asked(void) { return stop_signal ? stop_signal : stdout_lost ? SIGPIPE : 0; }
+
+static void handle_signals(void (*handler)(int)) {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = handler;
     sa.sa_flags = SA_RESTART;
-    sigemptyset(&sa.sa_mask);
+    sigemptyset(&sa.sa_mask); /* one handler at a time: the second signal sees the first's flag */
+    sigaddset(&sa.sa_mask, SIGINT);
+    sigaddset(&sa.sa_mask, SIGTERM);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
-    sa.sa_handler = pipe_handler;
-    sigaction(SIGPIPE, &sa, NULL);
 }
 
 static int mkdir_p(const char *path) {
@@ -671,10 +684,10 @@ static int train_loop(run *r) {
          * flag is read once: one that comes during the agreement (a rank
          * blocked in it) waits for the next step's, or this rank alone
          * would stop. */
-        int step_signal = stop_signal;
+        int step_signal = stop_asked();
         if (r->dist.ranks > 1) {
             step_signal = tlm_dist_max(&r->dist, step_signal);
-            if (step_signal && !stop_signal) stop_signal = step_signal;
+            if (step_signal && !stop_signal && step_signal != SIGPIPE) stop_signal = step_signal;
         }
         double dt = progress_now() - t0;
         if (r->model.profile) tlm_profile_steps(r->model.profile, 1, profile_t0);
@@ -686,7 +699,7 @@ static int train_loop(run *r) {
 
         int64_t step = r->state.step;
         bool last = step == s->steps;
-        if (r->dist.ranks < 2) step_signal = stop_signal; /* alone: as late as it can */
+        if (r->dist.ranks < 2) step_signal = stop_asked(); /* alone: as late as it can */
         bool stop = last || step == r->o.stop_at || step_signal;
         bool logged = last || step == 1 || (s->log_every > 0 && step % s->log_every == 0);
         progress_step ps = {
@@ -708,6 +721,7 @@ static int train_loop(run *r) {
         }
         bool validating = r->have_val && (last || (s->eval_every > 0 && step % s->eval_every == 0));
         if (!progress_update(&r->out, &ps, logged, validating, &err)) return write_failed(r, "", &err);
+        if (r->dist.rank == 0) check_stdout(&r->out);
         if (logged) {
             logged_tokens = 0;
             logged_time = train_time;
@@ -725,9 +739,11 @@ static int train_loop(run *r) {
                    sig ? "interrupted" : "stopped", step, s->steps,
                    sig == SIGINT    ? " (SIGINT)"
                    : sig == SIGTERM ? " (SIGTERM)"
-                   : sig == SIGPIPE ? " (SIGPIPE: standard output was closed)"
+                   : sig == SIGPIPE ? " (standard output could not be written)"
                                     : "",
                    r->ckpt_file);
+            /* a closed pipe: SIGPIPE's status, as if it had ended the process */
+            if (sig == SIGPIPE) return stdout_lost && stdout_lost != EPIPE ? 1 : 128 + SIGPIPE;
             return sig ? 128 + sig : 0;
         }
     }
@@ -858,10 +874,13 @@ int cmd_train(int argc, char **argv) {
         stdout_tty = r->out.tty;
         quiet_signals = r->dist.rank > 0;
         several_ranks = r->dist.ranks > 1;
-        handle_signals(on_signal, on_pipe);
+        stdout_lost = 0;
+        handle_signals(on_signal);
+        struct sigaction ignore = {.sa_handler = SIG_IGN}, pipe_was;
+        sigaction(SIGPIPE, &ignore, &pipe_was);
         rc = train_loop(r);
-        /* its reader gone, stdout's last writes fail and say so (main) */
-        handle_signals(SIG_DFL, stop_signal == SIGPIPE ? SIG_IGN : SIG_DFL);
+        sigaction(SIGPIPE, &pipe_was, NULL); /* as MPI or the caller left it */
+        handle_signals(SIG_DFL);
         /* A failure only this rank saw: the others wait on it at the next
          * collective, so the job ends here. */
         if (rc != 0 && !r->agreed && r->dist.ranks > 1) tlm_dist_abort(&r->dist, rc);

@@ -835,10 +835,18 @@ outputs)
     "$run" "$s" "$tmp/piped" "$tmp/piped.err" "$tmp/piped.status"
   sed 's/^/    /' "$tmp/piped.err"
   check "train | head -1: exit 141 (SIGPIPE's)" -- test "$(cat "$tmp/piped.status")" = 141
-  check "... saying why on stderr" -- \
-    grep -q '^tlm-run train: standard output was closed: stopping after this step, with a checkpoint$' "$tmp/piped.err"
+  check "... saying why on stderr" -- grep -q \
+    '^tlm-run train: cannot write to standard output (Broken pipe): stopping after this step, with a checkpoint$' \
+    "$tmp/piped.err"
   check "... with a checkpoint of the steps it trained" -- \
     test "$(ckpt meta "$tmp/piped/checkpoint.safetensors" step)" -ge 1
+  bash -c '"$0" train "$1" --threads 1 --batch 1 --context 8 --steps 100000 --log-every 1 --eval-every 0 \
+    --ckpt "$2" > /dev/full 2> "$3"; echo $? > "$4"' "$run" "$s" "$tmp/full" "$tmp/full.err" "$tmp/full.status"
+  check "train > /dev/full: stops with exit 1" -- test "$(cat "$tmp/full.status")" = 1
+  check "... saying why" -- grep -q \
+    '^tlm-run train: cannot write to standard output (No space left on device): stopping after this step' \
+    "$tmp/full.err"
+  check "... with a checkpoint" -- test "$(ckpt meta "$tmp/full/checkpoint.safetensors" step)" -ge 1
   mkdir -p "$tmp/dir/checkpoint.safetensors"
   expect 1 "checkpoint.safetensors is a directory: train writes its checkpoint under that name" \
     "a folder by the checkpoint's name: refused before training" -- \
@@ -852,7 +860,7 @@ outputs)
   expect 1 "big.txt: the text (2.9 MiB) does not fit in memory (2.0 MiB available, TLM_MEMORY_LIMIT)" \
     "text larger than the memory left: refused unread" -- \
     env TLM_MEMORY_LIMIT=2M "$run" train "$s" "${quick[@]}" --steps 1 --data "$tmp/big.txt" --ckpt "$tmp/big"
-  printf '#!/bin/sh\nkill -BUS $$\n' > "$tmp/ld_bus"
+  printf '#!/bin/sh\nulimit -c 0\nkill -BUS $$\n' > "$tmp/ld_bus"
   chmod +x "$tmp/ld_bus"
   expect 1 "ld_bus was killed by signal 7 (Bus error): is the disk of the output full?" \
     "tlmc: a linker killed by SIGBUS is named" -- \
