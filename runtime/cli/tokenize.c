@@ -19,6 +19,7 @@
 #include "commands.h"
 #include "regular_file.h"
 #include "shard.h"
+#include "tlm_rt/memory_limit.h"
 #include "tokenizer.h"
 
 #define MAX_DOCUMENT ((uint64_t)1 << 32)
@@ -211,6 +212,9 @@ static int add_batch(const tlm_tokenizer *t, shard_out *o, batch_doc *docs, size
 
 /* Every document of l, a batch of about BATCH_BYTES at a time. */
 static int add_documents(const tlm_tokenizer *t, shard_out *o, const doc_list *l, int threads, int32_t eot) {
+    tlm_memory_budget budget;
+    tlm_err berr = {""};
+    if (!tlm_memory_budget_read(&budget, &berr)) return cli_error("tokenize", "%s", berr.msg);
     batch_doc *docs = calloc(l->n ? l->n : 1, sizeof *docs);
     if (!docs) return cli_error("tokenize", "out of memory");
     int rc = 0;
@@ -222,6 +226,18 @@ static int add_documents(const tlm_tokenizer *t, shard_out *o, const doc_list *l
             doc->path = l->path[next++];
             if (!tlm_output_not_input(o->path, doc->path, "a document to tokenize", &err)) {
                 rc = cli_error("tokenize", "%s", err.msg);
+                break;
+            }
+            /* A document is read whole: one larger than the memory left
+             * (with the batch's) was read until the OOM killer ended the
+             * process. */
+            struct stat st;
+            if (stat(doc->path, &st) == 0 && (int64_t)(bytes + (size_t)st.st_size) > budget.bytes) {
+                char size[32], room[32];
+                tlm_fmt_bytes(size, sizeof size, (int64_t)st.st_size);
+                tlm_fmt_bytes(room, sizeof room, budget.bytes);
+                rc = cli_error("tokenize", "%s: the document (%s) does not fit in memory (%s available, %s): split it",
+                               doc->path, size, room, budget.source);
                 break;
             }
             doc->text = tlm_read_regular(doc->path, MAX_DOCUMENT, "a document", &doc->n, &err);

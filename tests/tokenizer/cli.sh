@@ -112,6 +112,13 @@ expect 2 "tokenize --eot and --no-eot" "$tlm" tokenize --tokenizer "$gpt2" --eot
 expect 1 "tokenize --eot not a token" "$tlm" tokenize --tokenizer "$gpt2" --eot "not one token" "$work/doc1.txt" -o "$work/s.bin"
 expect 0 "tokenize" "$tlm" tokenize --tokenizer "$gpt2" "$work/doc1.txt" "$work/doc2.txt" -o "$work/s.bin"
 expect 0 "tokenize a folder" "$tlm" tokenize --tokenizer "$gpt2" "$work/docs" -o "$work/s2.bin"
+head -c 3000000 /dev/zero | tr '\0' 'a' >"$work/big_doc.txt"
+rm -f "$work/big.bin"
+expect 1 "tokenize a document larger than the memory left" \
+  env TLM_MEMORY_LIMIT=2M "$tlm" tokenize --tokenizer "$gpt2" "$work/big_doc.txt" -o "$work/big.bin"
+grep -q 'big_doc.txt: the document (2.9 MiB) does not fit in memory (2.0 MiB available, TLM_MEMORY_LIMIT)' "$work/err" ||
+  fail "tokenize over the memory budget: $(cat "$work/err")"
+[ -e "$work/big.bin" ] && fail "tokenize over the memory budget left $work/big.bin"
 cmp -s "$work/s.bin" "$work/s2.bin" || fail "a folder's shard differs from its files' shard"
 ls "$work" | grep -q '\.tmp\.' && fail "tokenize left a temporary file"
 expect 0 "tokenize --info" "$tlm" tokenize --info "$work/s.bin" --tokenizer "$gpt2"
