@@ -39,8 +39,8 @@ static int append_file(uint8_t **buf, size_t *len, size_t *cap, const char *path
             fclose(f);
             tlm_fail(err,
                      "%s: the text (%s%s) does not fit in memory (%s available, %s): text is read whole; "
-                     "pre-tokenize it into shards (tlm-run tokenize, from documents of up to 4 GiB), which are read "
-                     "from disk",
+                     "split it into files that fit and pre-tokenize them into shards (tlm-run tokenize), which are "
+                     "read from disk",
                      path, size, before, room, budget->source);
             return -1;
         }
