@@ -19,11 +19,12 @@
  * at scheduler ticks, so ops shorter than a tick were credited with their
  * neighbours' work. Where libgomp has replaced a thread since the last mark
  * (it ends the threads past a smaller team's size), that interval takes
- * the process's clock and the threads are noted again. The rest of threads x wall is the threads'
- * idle or waiting time: a serial stretch, a thread done before the others,
- * one not scheduled. OpenMP's waiting threads spin by default and then
- * count as busy; with OMP_WAIT_POLICY=passive they sleep and count as
- * idle, and the table says which.
+ * the process's clock and the threads are noted again. The rest of
+ * threads x wall is the threads' idle or waiting time: a serial stretch, a
+ * thread done before the others, one not scheduled. OpenMP's waiting
+ * threads spin a while by default and then count as busy; with
+ * OMP_WAIT_POLICY=passive they sleep and count as idle, and the table says
+ * which.
  *
  * Under several ranks the table ends with the step split three ways:
  * compute (the ops and the rest of the step on this rank), communication
