@@ -420,9 +420,6 @@ static int setup(run *r) {
         if (rc) goto out;
         train_apply(o, &defaults, decay, o->owned[0], o->owned[1], o->owned[2]);
     } else {
-        /* --ckpt may name the checkpoint file itself; a file that is not one
-         * (the model.so, a text) is never written over, not even with
-         * --overwrite, which starts afresh over a checkpoint only. */
         /* A folder or FIFO by the checkpoint's name would only be found
          * when the first checkpoint is written, the steps before it lost. */
         struct stat st;
@@ -433,6 +430,9 @@ static int setup(run *r) {
                            r->ckpt_file, tlm_file_kind(st.st_mode));
             goto out;
         }
+        /* --ckpt may name the checkpoint file itself; a file that is not one
+         * (the model.so, a text) is never written over, not even with
+         * --overwrite, which starts afresh over a checkpoint only. */
         if (o->ckpt && strcmp(o->ckpt, r->ckpt_file) == 0 && file_exists(r->ckpt_file) &&
             !tlm_ckpt_file_is_checkpoint(r->ckpt_file)) {
             rc = cli_error("train",

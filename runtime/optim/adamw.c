@@ -52,37 +52,26 @@ V8_KERNEL(adamw_range, (const tlm_adamw_step *k, float *p, const float *g, float
     }
 }
 
-void tlm_adamw_update(const tlm_adamw *opt, float *p, const float *g, float *m, float *v, size_t n, float lr, long t,
-                      bool decay) {
-    const tlm_adamw_step k = tlm_adamw_step_at(opt, lr, t, decay);
-    enum { CHUNK = 4096 };
-    const size_t chunks = (n + CHUNK - 1) / CHUNK;
-#pragma omp parallel for schedule(static) if (n >= TLM_PAR_MIN_ELEMENTS)
-    for (size_t c = 0; c < chunks; c++) {
-        const size_t i0 = c * CHUNK, i1 = i0 + CHUNK < n ? i0 + CHUNK : n;
-        adamw_range(&k, p, g, m, v, i0, i1);
-    }
+typedef struct {
+    tlm_adamw_step k[2]; /* without decay, with it */
+    float *p, *m, *v;
+    const float *g;
+} adamw_walk;
+
+static void adamw_chunk(void *ctx, const tlm_param_span *span, size_t i0, size_t i1) {
+    const adamw_walk *w = ctx;
+    const size_t o = span->offset;
+    adamw_range(&w->k[span->decay], w->p + o, w->g + o, w->m + o, w->v + o, i0, i1);
 }
 
 void tlm_adamw_update_spans(const tlm_adamw *opt, float *p, const float *g, float *m, float *v,
                             const tlm_param_span *spans, int nspans, float lr, long t) {
-    size_t elements;
-    size_t *first = span_chunks(spans, nspans, &elements);
-    if (!first) { /* no memory for the chunk table: a region a span */
-        for (int s = 0; s < nspans; s++) {
-            size_t o = spans[s].offset;
-            tlm_adamw_update(opt, p + o, g + o, m + o, v + o, spans[s].count, lr, t, spans[s].decay);
-        }
-        return;
-    }
-    const tlm_adamw_step k[2] = {tlm_adamw_step_at(opt, lr, t, false), tlm_adamw_step_at(opt, lr, t, true)};
-    const size_t chunks = first[nspans];
-#pragma omp parallel for schedule(static) if (elements >= TLM_PAR_MIN_ELEMENTS)
-    for (size_t c = 0; c < chunks; c++) {
-        const int s = span_of_chunk(first, nspans, c);
-        const size_t o = spans[s].offset, i0 = (c - first[s]) * SPAN_CHUNK;
-        const size_t i1 = i0 + SPAN_CHUNK < spans[s].count ? i0 + SPAN_CHUNK : spans[s].count;
-        adamw_range(&k[spans[s].decay], p + o, g + o, m + o, v + o, i0, i1);
-    }
-    free(first);
+    adamw_walk w = {{tlm_adamw_step_at(opt, lr, t, false), tlm_adamw_step_at(opt, lr, t, true)}, p, m, v, g};
+    span_chunks_for(spans, nspans, adamw_chunk, &w);
+}
+
+void tlm_adamw_update(const tlm_adamw *opt, float *p, const float *g, float *m, float *v, size_t n, float lr, long t,
+                      bool decay) {
+    const tlm_param_span span = {0, n, decay};
+    tlm_adamw_update_spans(opt, p, g, m, v, &span, 1, lr, t);
 }

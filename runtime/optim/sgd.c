@@ -27,30 +27,28 @@ static void sgd_range(const tlm_sgd *opt, float *p, const float *g, float *buf, 
     }
 }
 
-void tlm_sgd_update(const tlm_sgd *opt, float *p, const float *g, float *buf, size_t n, float lr, long t, bool decay) {
-    tlm_param_span span = {0, n, decay};
-    tlm_sgd_update_spans(opt, p, g, buf, &span, 1, lr, t);
+typedef struct {
+    const tlm_sgd *opt;
+    float *p, *buf;
+    const float *g;
+    float lr;
+    long t;
+} sgd_walk;
+
+static void sgd_chunk(void *ctx, const tlm_param_span *span, size_t i0, size_t i1) {
+    const sgd_walk *w = ctx;
+    const size_t o = span->offset;
+    sgd_range(w->opt, w->p + o, w->g + o, w->buf ? w->buf + o : NULL, i0, i1, w->lr, w->t,
+              span->decay ? w->opt->weight_decay : 0.0f);
 }
 
 void tlm_sgd_update_spans(const tlm_sgd *opt, float *p, const float *g, float *buf, const tlm_param_span *spans,
                           int nspans, float lr, long t) {
-    size_t elements;
-    size_t *first = span_chunks(spans, nspans, &elements);
-    if (!first) { /* no memory for the chunk table: in order, on this thread */
-        for (int s = 0; s < nspans; s++) {
-            size_t o = spans[s].offset;
-            sgd_range(opt, p + o, g + o, buf ? buf + o : NULL, 0, spans[s].count, lr, t,
-                      spans[s].decay ? opt->weight_decay : 0.0f);
-        }
-        return;
-    }
-    const size_t chunks = first[nspans];
-#pragma omp parallel for schedule(static) if (elements >= TLM_PAR_MIN_ELEMENTS)
-    for (size_t c = 0; c < chunks; c++) {
-        const int s = span_of_chunk(first, nspans, c);
-        const size_t o = spans[s].offset, i0 = (c - first[s]) * SPAN_CHUNK;
-        const size_t i1 = i0 + SPAN_CHUNK < spans[s].count ? i0 + SPAN_CHUNK : spans[s].count;
-        sgd_range(opt, p + o, g + o, buf ? buf + o : NULL, i0, i1, lr, t, spans[s].decay ? opt->weight_decay : 0.0f);
-    }
-    free(first);
+    sgd_walk w = {opt, p, buf, g, lr, t};
+    span_chunks_for(spans, nspans, sgd_chunk, &w);
+}
+
+void tlm_sgd_update(const tlm_sgd *opt, float *p, const float *g, float *buf, size_t n, float lr, long t, bool decay) {
+    const tlm_param_span span = {0, n, decay};
+    tlm_sgd_update_spans(opt, p, g, buf, &span, 1, lr, t);
 }

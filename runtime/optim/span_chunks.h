@@ -8,38 +8,34 @@
 #ifndef TLM_SPAN_CHUNKS_H
 #define TLM_SPAN_CHUNKS_H
 
-#include <stdlib.h>
-
+#include "tlm_rt/ops.h"
 #include "tlm_rt/optim.h"
 
 enum { SPAN_CHUNK = 4096 };
 
-/* first[s]: the number of span s's first chunk; first[nspans] the total.
- * malloc'd (NULL without memory), *elements the spans' elements. */
-static inline size_t *span_chunks(const tlm_param_span *spans, int nspans, size_t *elements) {
-    size_t *first = malloc(((size_t)nspans + 1) * sizeof *first);
-    if (!first) return NULL;
-    size_t c = 0, e = 0;
-    for (int s = 0; s < nspans; s++) {
-        first[s] = c;
-        c += (spans[s].count + SPAN_CHUNK - 1) / SPAN_CHUNK;
-        e += spans[s].count;
-    }
-    first[nspans] = c;
-    *elements = e;
-    return first;
-}
+static inline size_t span_chunk_count(const tlm_param_span *s) { return (s->count + SPAN_CHUNK - 1) / SPAN_CHUNK; }
 
-/* The span whose chunks hold chunk c (first as span_chunks made it; empty
- * spans own no chunk). */
-static inline int span_of_chunk(const size_t *first, int nspans, size_t c) {
-    int lo = 0, hi = nspans - 1;
-    while (lo < hi) { /* the last span whose first chunk is <= c */
-        int mid = (lo + hi + 1) / 2;
-        if (first[mid] <= c) lo = mid;
-        else hi = mid - 1;
+/* Elements [i0, i1) of one span (indices within it). */
+typedef void span_range_fn(void *ctx, const tlm_param_span *span, size_t i0, size_t i1);
+
+/* range() on every chunk of every span, the chunks split over the threads.
+ * A static schedule hands each thread its chunks in increasing order, so
+ * its cursor (the span holding chunk c, and that span's first chunk) only
+ * moves forward. */
+static inline void span_chunks_for(const tlm_param_span *spans, int nspans, span_range_fn *range, void *ctx) {
+    size_t chunks = 0, elements = 0;
+    for (int s = 0; s < nspans; s++) chunks += span_chunk_count(&spans[s]), elements += spans[s].count;
+#pragma omp parallel if (elements >= TLM_PAR_MIN_ELEMENTS)
+    {
+        int s = 0;
+        size_t first = 0;
+#pragma omp for schedule(static)
+        for (size_t c = 0; c < chunks; c++) {
+            while (c >= first + span_chunk_count(&spans[s])) first += span_chunk_count(&spans[s++]);
+            const size_t i0 = (c - first) * SPAN_CHUNK, end = i0 + SPAN_CHUNK;
+            range(ctx, &spans[s], i0, end < spans[s].count ? end : spans[s].count);
+        }
     }
-    return lo;
 }
 
 #endif
