@@ -2,7 +2,8 @@
  * clang before 16 knows no "f16c", "lzcnt" or "movbe". There they are read
  * from CPUID (leaf 1 ECX bits 29 and 22, leaf 0x80000001 ECX bit 5); the
  * AVX state that f16c needs is what the "avx" test checks. Used by
- * model_so.c (a model.so's cpu_needs) and vec8.h (the x86-64-v3 level). */
+ * model_so.c (a model.so's cpu_needs) and runtime/ops/cpu_level.c (the
+ * runtime kernels' x86-64 level). */
 #ifndef TLM_CPU_HAS_H
 #define TLM_CPU_HAS_H
 

@@ -63,6 +63,8 @@ def env_for(threads, blas_threads=None, peer=False, blas_dir=None, aten=None):
             env.pop(k, None)
     if AVX2:
         env["OPENBLAS_CORETYPE"] = "Haswell"
+        if not peer:  # tlm-run's own kernels (attention, norms, RoPE, AdamW)
+            env["TLM_CPU_CAPABILITY"] = "x86-64-v3"
         if peer:
             env["ATEN_CPU_CAPABILITY"] = "avx2"
             env["DNNL_MAX_CPU_ISA"] = "AVX2"  # oneDNN's own dispatch (torch 1.13 bundles oneDNN 2.6)
@@ -249,7 +251,8 @@ def main():
     if set_env and not AVX2:
         print(f"unset for PyTorch's command only: {', '.join(set_env)}")
     if AVX2:
-        print("AVX2 code paths forced for both: tlm's kernels for x86-64-v3, OPENBLAS_CORETYPE=Haswell, "
+        print("AVX2 code paths forced for both: tlm's kernels for x86-64-v3 (the model's by tlmc --cpu, the "
+              "runtime's by TLM_CPU_CAPABILITY), OPENBLAS_CORETYPE=Haswell, "
               "PyTorch's ATEN_CPU_CAPABILITY=avx2")
     if len(atens) > 1:
         won = sorted({p["aten"] for _, _, best in rows for p in best.values()})

@@ -18,6 +18,7 @@
 #include "args.h"
 #include "commands.h"
 #include "cpu_peak.h"
+#include "tlm_rt/cpu_level.h"
 #include "device_flag.h"
 #include "flops.h"
 #include "gpu_model.h"
@@ -165,6 +166,9 @@ static void report(const bench *b, const tlm_so *so, tlm_device *dev, const devi
                    dev ? "table" : "measured");
         else printf("null");
         if (dev) printf(", \"device_memory\": %" PRIu64 ", \"attention_graphs\": \"%s\"", use->bytes, kernels);
+#if defined(__x86_64__)
+        else printf(", \"cpu_level\": \"%s\"", tlm_cpu_level_name(tlm_cpu_level()));
+#endif
         if (p) {
             printf(", \"profile\": ");
             tlm_profile_write_json(p, stdout);
@@ -178,6 +182,13 @@ static void report(const bench *b, const tlm_so *so, tlm_device *dev, const devi
         printf("%s\n", kernels);
         device_compile_report(use->m, stdout);
     }
+#if defined(__x86_64__)
+    else if (tlm_cpu_level() != tlm_cpu_level_of_cpu()) {
+        char level[128];
+        tlm_cpu_level_describe(level, sizeof level);
+        printf("the runtime's CPU kernels run at %s\n", level);
+    }
+#endif
     printf("%" PRId64 " step%s in %.3f s: %.3f steps/s, %.0f tokens/s, %.2f GFLOP/s", b->steps,
            b->steps == 1 ? "" : "s", seconds, (double)b->steps / seconds, tokens / seconds, flops / 1e9);
     if (peak > 0) printf(", MFU %.1f%%", 100 * flops / peak);

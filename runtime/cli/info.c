@@ -13,6 +13,7 @@
 #include "gpu_model.h"
 #include "graph_cache.h"
 #include "model_so.h"
+#include "tlm_rt/cpu_level.h"
 #include "tlm_train_settings.h"
 
 static void usage(FILE *out) {
@@ -150,6 +151,11 @@ int cmd_info(int argc, char **argv) {
         printf("the CPU kernels use: %s%s\n", *so.cpu_needs ? so.cpu_needs : "x86-64's baseline (SSE2)",
                runs ? "" : " (not all on this CPU: train, eval, sample, probe and bench refuse them here)");
     }
+#if defined(__x86_64__)
+    char level[128];
+    tlm_cpu_level_describe(level, sizeof level);
+    printf("the runtime's CPU kernels (attention, norms, RoPE, AdamW) run at: %s\n", level);
+#endif
     tlm_so_print_kernels(stdout, &so.tables);
     putchar('\n');
     for (int p = 0; p < TLM_PLAN_COUNT; p++) tlm_so_print_plan(stdout, &so.tables, p, false);

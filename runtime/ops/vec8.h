@@ -48,31 +48,14 @@ typedef uint32_t v8u __attribute__((vector_size(32)));
 #endif
 
 #ifdef V8_X86_LEVELS
-#include "../../abi/cpu_has.h"
+#include "tlm_rt/cpu_level.h"
 
 #define V8_TARGET_V3 __attribute__((target("arch=x86-64-v3")))
 
-/* The x86-64 level this CPU has, 0 (below v3), 3 or 4: every extension a
- * kernel of that level is compiled for. Asked once: under clang < 16 the
- * answer takes CPUID instructions (cpu_has.h), which a virtual machine
- * traps, and every kernel call asks. */
-static inline int v8_cpu_level(void) {
-    static int known = -1; /* per file; threads may race to store the same value */
-    int level = __atomic_load_n(&known, __ATOMIC_RELAXED);
-    if (level >= 0) return level;
-#if defined(__clang__) && __clang_major__ < 16 /* no "x86-64-vN" names there */
-    int v3 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("bmi") &&
-             __builtin_cpu_supports("bmi2") && TLM_CPU_HAS_F16C && TLM_CPU_HAS_MOVBE && TLM_CPU_HAS_LZCNT;
-    int v4 = v3 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-             __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
-             __builtin_cpu_supports("avx512cd");
-#else
-    int v3 = __builtin_cpu_supports("x86-64-v3"), v4 = __builtin_cpu_supports("x86-64-v4");
-#endif
-    level = v4 ? 4 : v3 ? 3 : 0;
-    __atomic_store_n(&known, level, __ATOMIC_RELAXED);
-    return level;
-}
+/* The x86-64 level the kernels run at, 0 (below v3), 3 or 4: every
+ * extension a kernel of that level is compiled for. The CPU's, or lower
+ * under TLM_CPU_CAPABILITY (tlm_rt/cpu_level.h). */
+static inline int v8_cpu_level(void) { return tlm_cpu_level(); }
 
 #define V8_KERNEL(name, params, args)                               \
     V8_ALWAYS_INLINE void name##_body params;                       \

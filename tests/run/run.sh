@@ -907,6 +907,21 @@ assert 0 < r['mfu'] <= 1 and abs(r['gflops'] / r['peak_gflops'] - r['mfu']) < 1e
 import json, sys
 r = json.loads(open(sys.argv[1]).read())
 assert r['device_memory'] > 0 and r['attention_graphs'].startswith('attention: scalar (fp32)'), r" "$tmp/out"
+  # TLM_CPU_CAPABILITY lowers the level of the runtime's own kernels
+  # (tlm_rt/cpu_level.h): named in bench's output and info, checked
+  expect 0 '"cpu_level": "x86-64"' "bench --json under TLM_CPU_CAPABILITY=x86-64" -- env TLM_CPU_CAPABILITY=x86-64 \
+    "$run" bench "$s" --threads 1 --batch 2 --context 16 --steps 1 --json
+  expect 0 "^the runtime's CPU kernels (attention, norms, RoPE, AdamW) run at: x86-64-v3" \
+    "info under TLM_CPU_CAPABILITY=x86-64-v3" -- env TLM_CPU_CAPABILITY=x86-64-v3 "$run" info "$s"
+  expect 1 "^tlm-run bench: TLM_CPU_CAPABILITY=avx2: expected x86-64, x86-64-v3 or x86-64-v4$" \
+    "bench refuses a TLM_CPU_CAPABILITY that names no level" -- env TLM_CPU_CAPABILITY=avx2 "$run" bench "$s"
+  # attention's AVX-512 and AVX2 kernels give the same bits (block_gemm.h):
+  # three training steps either way, the same weights
+  expect 0 "done: 3 steps" "3 steps" -- "$run" train "$s" "${quick[@]}" --steps 3 --ckpt "$tmp/native"
+  expect 0 "done: 3 steps" "3 steps at x86-64-v3" -- env TLM_CPU_CAPABILITY=x86-64-v3 \
+    "$run" train "$s" "${quick[@]}" --steps 3 --ckpt "$tmp/v3"
+  check "TLM_CPU_CAPABILITY=x86-64-v3 trains to the same bits" -- \
+    ckpt same "$tmp/native/checkpoint.safetensors" "$tmp/v3/checkpoint.safetensors"
   expect 2 "--steps" "bench --steps 0" -- "$run" bench "$s" --steps 0
   expect 2 "longer than the model's context" "bench --context too long" -- "$run" bench "$s" --context 100000
   expect 2 "needs --device cuda" "bench --precision bf16 on the CPU" -- "$run" bench "$s" --precision bf16

@@ -3,7 +3,8 @@
  * built it. Checked two ways:
  *  - v8_cpu_level against the CPU's flags as Linux lists them in
  *    /proc/cpuinfo (not the compiler's __builtin_cpu_supports, which is
- *    what v8_cpu_level itself asks);
+ *    what v8_cpu_level itself asks), lowered by TLM_CPU_CAPABILITY where
+ *    it is set (ctest runs this test under each of its three values too);
  *  - what a kernel computes: built with -ffp-contract=fast (as attention.c
  *    is), a * b + c is one fused multiply-add in the v3 build and a rounded
  *    product then a sum in the baseline, and the operands below tell the
@@ -57,14 +58,31 @@ static int level_from_flags(void) {
         if (!cpu_has(v4[i])) return 3;
     return 4;
 }
+
+/* The level TLM_CPU_CAPABILITY caps the kernels at, 4 when unset. */
+static int capability_cap(void) {
+    const char *v = getenv("TLM_CPU_CAPABILITY");
+    if (!v || !*v || !strcmp(v, "x86-64-v4")) return 4;
+    if (!strcmp(v, "x86-64-v3")) return 3;
+    if (!strcmp(v, "x86-64")) return 0;
+    fprintf(stderr, "test_vec8_dispatch: TLM_CPU_CAPABILITY=%s is not a level\n", v);
+    exit(1);
+}
 #endif
 
 int main(void) {
 #ifdef V8_X86_LEVELS
     int failures = 0;
-    int level = v8_cpu_level(), want_level = level_from_flags();
+    int cpu_level = level_from_flags(), cap = capability_cap();
+    int level = v8_cpu_level(), want_level = cpu_level < cap ? cpu_level : cap;
+    if (tlm_cpu_level_of_cpu() != cpu_level) {
+        fprintf(stderr, "tlm_cpu_level_of_cpu() = %d, but /proc/cpuinfo's flags make level %d\n",
+                tlm_cpu_level_of_cpu(), cpu_level);
+        failures++;
+    }
     if (level != want_level) {
-        fprintf(stderr, "v8_cpu_level() = %d, but /proc/cpuinfo's flags make level %d\n", level, want_level);
+        fprintf(stderr, "v8_cpu_level() = %d, but /proc/cpuinfo's flags make level %d and TLM_CPU_CAPABILITY %s\n",
+                level, cpu_level, getenv("TLM_CPU_CAPABILITY") ? getenv("TLM_CPU_CAPABILITY") : "(unset)");
         failures++;
     }
     /* a = b = 1 + 2^-12: a b = 1 + 2^-11 + 2^-24, which rounds to 1 + 2^-11
@@ -92,7 +110,8 @@ int main(void) {
     (void)run, (void)v3, (void)base, (void)fused, (void)unfused;
 #endif
     if (failures) return 1;
-    printf("test_vec8_dispatch: level %d, the %s build runs\n", level, level >= 3 ? "x86-64-v3" : "baseline");
+    printf("test_vec8_dispatch: level %d (the CPU's %d), the %s build runs\n", level, cpu_level,
+           level >= 3 ? "x86-64-v3" : "baseline");
 #else
     printf("test_vec8_dispatch: not x86-64: one build of each kernel, nothing to pick\n");
 #endif
