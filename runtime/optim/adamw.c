@@ -36,13 +36,14 @@ tlm_adamw_step tlm_adamw_step_at(const tlm_adamw *opt, float lr, long t, bool de
  * sqrt and division included: this file is built with -fno-math-errno);
  * each element is the same correctly rounded operations in the same order,
  * none fused (-ffp-contract=off), so both clones give the same bits. */
-V8_KERNEL(adamw_range, (const tlm_adamw_step *k, float *p, const float *g, float *m, float *v, size_t i0, size_t i1),
-          (k, p, g, m, v, i0, i1)) {
+V8_KERNEL(adamw_range,
+          (const tlm_adamw_step *k, float *p, const float *g, float gs, float *m, float *v, size_t i0, size_t i1),
+          (k, p, g, gs, m, v, i0, i1)) {
     const float shrink = k->shrink, fb1 = k->beta1, fb2 = k->beta2, one_b1 = k->one_minus_beta1,
                 one_b2 = k->one_minus_beta2, step_size = k->step_size, bc2_sqrt = k->bc2_sqrt, eps = k->eps;
 #pragma omp simd
     for (size_t i = i0; i < i1; i++) {
-        float gi = g[i];
+        float gi = g[i] * gs; /* x 1 is exact: no clipping changes nothing */
         float mi = m[i] * fb1 + one_b1 * gi;
         float vi = v[i] * fb2 + one_b2 * gi * gi;
         m[i] = mi;
@@ -56,22 +57,24 @@ typedef struct {
     tlm_adamw_step k[2]; /* without decay, with it */
     float *p, *m, *v;
     const float *g;
+    float grad_scale;
 } adamw_walk;
 
 static void adamw_chunk(void *ctx, const tlm_param_span *span, size_t i0, size_t i1) {
     const adamw_walk *w = ctx;
     const size_t o = span->offset;
-    adamw_range(&w->k[span->decay], w->p + o, w->g + o, w->m + o, w->v + o, i0, i1);
+    adamw_range(&w->k[span->decay], w->p + o, w->g + o, w->grad_scale, w->m + o, w->v + o, i0, i1);
 }
 
-void tlm_adamw_update_spans(const tlm_adamw *opt, float *p, const float *g, float *m, float *v,
+void tlm_adamw_update_spans(const tlm_adamw *opt, float *p, const float *g, float grad_scale, float *m, float *v,
                             const tlm_param_span *spans, int nspans, float lr, long t) {
-    adamw_walk w = {{tlm_adamw_step_at(opt, lr, t, false), tlm_adamw_step_at(opt, lr, t, true)}, p, m, v, g};
+    adamw_walk w = {
+        {tlm_adamw_step_at(opt, lr, t, false), tlm_adamw_step_at(opt, lr, t, true)}, p, m, v, g, grad_scale};
     span_chunks_for(spans, nspans, adamw_chunk, &w);
 }
 
 void tlm_adamw_update(const tlm_adamw *opt, float *p, const float *g, float *m, float *v, size_t n, float lr, long t,
                       bool decay) {
     const tlm_param_span span = {0, n, decay};
-    tlm_adamw_update_spans(opt, p, g, m, v, &span, 1, lr, t);
+    tlm_adamw_update_spans(opt, p, g, 1.0f, m, v, &span, 1, lr, t);
 }

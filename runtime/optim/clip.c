@@ -41,14 +41,18 @@ double tlm_grad_norm(const float *g, size_t n) {
     return sqrt(total);
 }
 
+float tlm_clip_scale(double norm, float max_norm) {
+    if (max_norm <= 0.0f) return 1.0f;
+    float coef = (float)(max_norm / (norm + 1e-6));
+    return coef < 1.0f ? coef : 1.0f;
+}
+
 double tlm_clip_grad_norm(float *g, size_t n, float max_norm) {
     double norm = tlm_grad_norm(g, n);
-    if (max_norm > 0.0f) {
-        float coef = (float)(max_norm / (norm + 1e-6));
-        if (coef < 1.0f) {
+    float coef = tlm_clip_scale(norm, max_norm);
+    if (coef < 1.0f) {
 #pragma omp parallel for schedule(static) if (n >= TLM_PAR_MIN_ELEMENTS)
-            for (size_t i = 0; i < n; i++) g[i] *= coef;
-        }
+        for (size_t i = 0; i < n; i++) g[i] *= coef;
     }
     return norm;
 }

@@ -238,17 +238,28 @@ static bool device_slow(tlm_trainer *t, tlm_dptr grads, float lr, tlm_err *err) 
     return true;
 }
 
-static void update(tlm_trainer *t, const float *grads, const tlm_param_span *spans, int nspans, float lr, long step) {
+/* The update with the gradients times grad_scale (the clipping's). */
+static void update(tlm_trainer *t, const float *grads, float grad_scale, const tlm_param_span *spans, int nspans,
+                   float lr, long step) {
     tlm_model *model = t->model;
     if (t->settings.optimizer == TLM_OPT_ADAMW)
-        tlm_adamw_update_spans(&t->adamw, model->params, grads, t->m, t->v, spans, nspans, lr, step);
-    else tlm_sgd_update_spans(&t->sgd, model->params, grads, t->m, spans, nspans, lr, step);
+        tlm_adamw_update_spans(&t->adamw, model->params, grads, grad_scale, t->m, t->v, spans, nspans, lr, step);
+    else tlm_sgd_update_spans(&t->sgd, model->params, grads, grad_scale, t->m, spans, nspans, lr, step);
 }
 
 /* sum += g, element by element: the one addition every rank and a single
  * process make, so their sums round alike. */
 static void add_into(float *restrict sum, const float *restrict g, size_t n) {
     for (size_t i = 0; i < n; i++) sum[i] += g[i];
+}
+
+/* sum += g scale, the product rounded first (two statements: not fused),
+ * as when the clipping scaled g in place. */
+static void add_scaled_into(float *restrict sum, const float *restrict g, float scale, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        const float gi = g[i] * scale;
+        sum[i] += gi;
+    }
 }
 
 /* The chain's additions: on the device's comm stream, in the chain's
@@ -498,23 +509,26 @@ tlm_step_result tlm_trainer_step(tlm_trainer *t, const int32_t *tokens, const in
     size_t n = (size_t)model->param_floats;
     r.lr = tlm_lr_at(&t->schedule, t->step);
     if (!isfinite(r.loss)) return r; /* every rank saw the same losses, so every rank stops here */
-    r.grad_norm =
-        t->settings.grad_clip > 0 ? tlm_clip_grad_norm(g, n, (float)t->settings.grad_clip) : tlm_grad_norm(g, n);
+    /* The clipping's scale goes to the update, which multiplies each
+     * gradient as it reads it: the same products as scaling g in place
+     * first, without that pass's read and write of every gradient. */
+    r.grad_norm = tlm_grad_norm(g, n);
+    const float scale = tlm_clip_scale(r.grad_norm, (float)t->settings.grad_clip);
     r.finite = isfinite(r.loss) && isfinite(r.grad_norm);
     if (!r.finite) return r;           /* the parameters keep their last good values */
     tlm_test_kill_at("step");          /* test-only: a crash between backward and update */
     t->step++;
-    update(t, g, t->spans, t->nspans, r.lr, t->step);
+    update(t, g, scale, t->spans, t->nspans, r.lr, t->step);
     /* A slow parameter collects its gradients and is updated once every
      * `period` steps with their sum; its optimizer counts its own updates. */
     for (int i = 0; i < t->nslow; i++) {
         const tlm_abi_param *p = &model->so->params[t->slow[i]];
         float *sum = t->grad_sum + p->offset;
-        add_into(sum, g + p->offset, (size_t)p->count);
+        add_scaled_into(sum, g + p->offset, scale, (size_t)p->count);
         if (t->step % p->period != 0) continue;
         bool decay = p->decay || (t->decay_embeddings && p->role == TLM_P_EMBED);
         tlm_param_span span = {(size_t)p->offset, (size_t)p->count, decay};
-        update(t, t->grad_sum, &span, 1, r.lr, t->step / p->period);
+        update(t, t->grad_sum, 1.0f, &span, 1, r.lr, t->step / p->period);
         memset(sum, 0, (size_t)p->count * sizeof *sum);
     }
     return r;

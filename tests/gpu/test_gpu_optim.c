@@ -211,8 +211,8 @@ static void check_spans(int steps) {
                  "adamw spans", &err);
         launched(tlm_gpu_sgd_update_spans(&gpu, &sgd, d_q, d_g, d_buf, SPANS, NSPANS, 0.1f, t, &err), "sgd spans",
                  &err);
-        tlm_adamw_update_spans(&adamw, p, g, m, v, SPANS, NSPANS, 2e-3f, t);
-        tlm_sgd_update_spans(&sgd, q, g, buf, SPANS, NSPANS, 0.1f, t);
+        tlm_adamw_update_spans(&adamw, p, g, 1.0f, m, v, SPANS, NSPANS, 2e-3f, t);
+        tlm_sgd_update_spans(&sgd, q, g, 1.0f, buf, SPANS, NSPANS, 0.1f, t);
         compare("adamw spans", "p", "70001 in 6 spans", d_p, p, n, false);
         compare("adamw spans", "m", "70001 in 6 spans", d_m, m, n, false);
         compare("adamw spans", "v", "70001 in 6 spans", d_v, v, n, false);

@@ -33,8 +33,8 @@ static void run(bool adam, const tlm_lr_schedule *sched, float max_norm, const f
         norms[s] = (float)tlm_clip_grad_norm(g, NP, max_norm);
         float lr = tlm_lr_at(sched, s);
         lrs[s] = lr;
-        if (adam) tlm_adamw_update_spans(&aw, p, g, m, v, spans, 3, lr, s + 1);
-        else tlm_sgd_update_spans(&sgd, p, g, m, spans, 3, lr, s + 1);
+        if (adam) tlm_adamw_update_spans(&aw, p, g, 1.0f, m, v, spans, 3, lr, s + 1);
+        else tlm_sgd_update_spans(&sgd, p, g, 1.0f, m, spans, 3, lr, s + 1);
         memcpy(after + s * NP, p, sizeof p);
     }
 }

@@ -116,7 +116,7 @@ int main(void) {
         double loss = tiny_forward(&m, ids, tgt);
         tiny_backward(&m, ids, tgt);
         tlm_clip_grad_norm(m.g, m.nfloats, 1.0f);
-        tlm_adamw_update_spans(&opt, m.p, m.g, mom, vel, spans, ns, tlm_lr_at(&sched, step), step + 1);
+        tlm_adamw_update_spans(&opt, m.p, m.g, 1.0f, mom, vel, spans, ns, tlm_lr_at(&sched, step), step + 1);
         if (step == 0) first = loss;
         last = loss;
     }

@@ -84,7 +84,7 @@ static void test_adamw(void) {
     float q[4] = {1, 1, 1, 1}, zg[4] = {0}, zm[4] = {0}, zv[4] = {0};
     tlm_adamw dec = {0.9f, 0.999f, 1e-8f, 0.5f};
     tlm_param_span spans[2] = {{0, 2, true}, {2, 2, false}};
-    tlm_adamw_update_spans(&dec, q, zg, zm, zv, spans, 2, 0.1f, 1);
+    tlm_adamw_update_spans(&dec, q, zg, 1.0f, zm, zv, spans, 2, 0.1f, 1);
     CHECK(q[0] == 0.95f && q[1] == 0.95f && q[2] == 1.0f && q[3] == 1.0f, "decay mask: %g %g %g %g", q[0], q[1], q[2],
           q[3]);
 }
@@ -179,8 +179,8 @@ static void test_spans_bits(void) {
             memcpy(got, init, 4 * n * sizeof *init);
             for (long t = 1; t <= 2; t++) {
                 if (which == 0)
-                    tlm_adamw_update_spans(&adamw, got, got + n, got + 2 * n, got + 3 * n, spans, NS, 1e-3f, t);
-                else tlm_sgd_update_spans(&sgd, got, got + n, got + 2 * n, spans, NS, 1e-2f, t);
+                    tlm_adamw_update_spans(&adamw, got, got + n, 1.0f, got + 2 * n, got + 3 * n, spans, NS, 1e-3f, t);
+                else tlm_sgd_update_spans(&sgd, got, got + n, 1.0f, got + 2 * n, spans, NS, 1e-2f, t);
             }
             size_t diff = 0;
             for (size_t i = 0; i < 4 * n; i++) diff += memcmp(&got[i], &want[i], sizeof(float)) != 0;
@@ -192,9 +192,55 @@ static void test_spans_bits(void) {
     free(init), free(got), free(want);
 }
 
+/* The clipping folded into the update (the trainer's way): the update with
+ * grad_scale = tlm_clip_scale's coefficient gives the bits of scaling the
+ * gradients in place first (tlm_clip_grad_norm) and updating with 1, at
+ * 1 to 3 threads; grad_scale 1 is the unscaled update. */
+static void test_scaled_update_bits(void) {
+    const size_t n = 3 * 4096 + 77;
+    const tlm_param_span spans[2] = {{0, 4096 + 5, true}, {4096 + 5, n - 4096 - 5, false}};
+    tlm_rng r;
+    tlm_rng_seed(&r, 11);
+    float *init = malloc(4 * n * sizeof *init), *got = malloc(4 * n * sizeof *got),
+          *want = malloc(4 * n * sizeof *want);
+    tlm_rng_fill_normal(&r, init, 4 * n, 0.0f, 1.0f);
+    for (size_t i = 3 * n; i < 4 * n; i++) init[i] *= init[i];
+    const float max_norm = 1.0f;
+    const double norm = tlm_grad_norm(init + n, n);
+    const float scale = tlm_clip_scale(norm, max_norm);
+    CHECK(scale < 1.0f && scale == (float)(max_norm / (norm + 1e-6)), "clip scale %g for norm %g", scale, norm);
+    CHECK(tlm_clip_scale(0.5, 1.0f) == 1.0f && tlm_clip_scale(50.0, 0.0f) == 1.0f, "clip scale 1 when not clipping");
+    const tlm_adamw adamw = {0.9f, 0.95f, 1e-8f, 0.1f};
+    const tlm_sgd sgd = {0.9f, 0.0f, 0.01f, false};
+    for (int which = 0; which < 2; which++) {
+        memcpy(want, init, 4 * n * sizeof *init);
+        CHECK(tlm_clip_grad_norm(want + n, n, max_norm) == norm, "the same norm");
+        if (which == 0)
+            tlm_adamw_update_spans(&adamw, want, want + n, 1.0f, want + 2 * n, want + 3 * n, spans, 2, 1e-3f, 1);
+        else tlm_sgd_update_spans(&sgd, want, want + n, 1.0f, want + 2 * n, spans, 2, 1e-2f, 2);
+        for (int threads = 1; threads <= 3; threads++) {
+            tlm_set_num_threads(threads);
+            memcpy(got, init, 4 * n * sizeof *init);
+            if (which == 0)
+                tlm_adamw_update_spans(&adamw, got, got + n, scale, got + 2 * n, got + 3 * n, spans, 2, 1e-3f, 1);
+            else tlm_sgd_update_spans(&sgd, got, got + n, scale, got + 2 * n, spans, 2, 1e-2f, 2);
+            size_t diff = 0;
+            for (size_t i = 0; i < n; i++) /* the parameters and moments; got's g stays unscaled */
+                diff += memcmp(&got[i], &want[i], sizeof(float)) != 0 ||
+                        memcmp(&got[2 * n + i], &want[2 * n + i], sizeof(float)) != 0 ||
+                        (which == 0 && memcmp(&got[3 * n + i], &want[3 * n + i], sizeof(float)) != 0);
+            CHECK(diff == 0, "%s with grad_scale at %d threads: %zu of %zu elements differ from clipping in place",
+                  which == 0 ? "adamw" : "sgd", threads, diff, n);
+        }
+    }
+    tlm_set_num_threads(1);
+    free(init), free(got), free(want);
+}
+
 int main(void) {
     test_schedule();
     test_clip();
+    test_scaled_update_bits();
     test_adamw();
     test_adamw_bits(9 * 4096 + 13);
     test_adamw_bits(1);

@@ -45,8 +45,10 @@ tlm_adamw_step tlm_adamw_step_at(const tlm_adamw *opt, float lr, long t, bool de
 
 void tlm_adamw_update(const tlm_adamw *opt, float *p, const float *g, float *m, float *v, size_t n, float lr, long t,
                       bool decay);
-/* The same over spans of one block: p, g, m, v all indexed by offset. */
-void tlm_adamw_update_spans(const tlm_adamw *opt, float *p, const float *g, float *m, float *v,
+/* The same over spans of one block: p, g, m, v all indexed by offset, with
+ * the gradient g times grad_scale (tlm_clip_scale's: clipping folded into
+ * the update, one pass over the gradients fewer; 1 leaves g as it is). */
+void tlm_adamw_update_spans(const tlm_adamw *opt, float *p, const float *g, float grad_scale, float *m, float *v,
                             const tlm_param_span *spans, int nspans, float lr, long t);
 
 /* ---- sgd.c: torch.optim.SGD --------------------------------------------
@@ -61,14 +63,19 @@ typedef struct tlm_sgd {
 } tlm_sgd;
 
 void tlm_sgd_update(const tlm_sgd *opt, float *p, const float *g, float *buf, size_t n, float lr, long t, bool decay);
-void tlm_sgd_update_spans(const tlm_sgd *opt, float *p, const float *g, float *buf, const tlm_param_span *spans,
-                          int nspans, float lr, long t);
+/* The same over spans, g times grad_scale (as tlm_adamw_update_spans). */
+void tlm_sgd_update_spans(const tlm_sgd *opt, float *p, const float *g, float grad_scale, float *buf,
+                          const tlm_param_span *spans, int nspans, float lr, long t);
 
 /* ---- clip.c: torch.nn.utils.clip_grad_norm_ ----------------------------
  * Global L2 norm of g[0..n) (summed in double, in a fixed chunk order).
- * When max_norm > 0 the gradient is scaled by
- * min(1, max_norm / (norm + 1e-6)). Returns the norm before clipping. */
+ * When max_norm > 0 the gradient is scaled by tlm_clip_scale(norm,
+ * max_norm), min(1, max_norm / (norm + 1e-6)) rounded to float (1 when
+ * max_norm <= 0). tlm_clip_grad_norm scales g in place and returns the
+ * norm before clipping; the trainer instead hands the scale to the update
+ * (a multiply by it there rounds exactly as the in-place one did). */
 double tlm_grad_norm(const float *g, size_t n);
+float tlm_clip_scale(double norm, float max_norm);
 double tlm_clip_grad_norm(float *g, size_t n, float max_norm);
 
 /* ---- schedule.c: learning rate at a step -------------------------------
