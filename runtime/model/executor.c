@@ -107,22 +107,23 @@ static void op_qkv_backward(step *s, const tlm_abi_op *op) {
     tlm_linear_backward(OUT(dx), GRAD(wq), IN(dqkv), IN(x), PARAM(wq), s->N, s->D, 3 * s->A, false);
 }
 
-/* ---- rotary embeddings on q and k, in place inside the packed qkv ---- */
+/* ---- rotary embeddings on q and k, in place inside the packed qkv ----
+ * A token's row is [q | k | v], A = H head_dim floats each, so q's and k's
+ * heads are 2H consecutive heads turned by the same angles: one call, one
+ * parallel region (two left the threads asleep between them: RoPE was 75%
+ * busy at two threads with passive waits). */
 
 static void op_rope(step *s, const tlm_abi_op *op) {
     OPERANDS(rope);
-    float *q = OUT(qkv), *k = q + s->A;
+    float *qk = OUT(qkv);
     const int64_t from = tlm_kv_rope_offset(s->m, &s->sizes);
     const float *cos_t = s->m->rope_cos + from, *sin_t = s->m->rope_sin + from;
-    tlm_rope_forward(q, q, cos_t, sin_t, s->B, s->T, s->H, s->hd, 3 * s->A);
-    tlm_rope_forward(k, k, cos_t, sin_t, s->B, s->T, s->H, s->hd, 3 * s->A);
+    tlm_rope_forward(qk, qk, cos_t, sin_t, s->B, s->T, 2 * s->H, s->hd, 3 * s->A);
 }
 static void op_rope_backward(step *s, const tlm_abi_op *op) {
     OPERANDS(rope_backward);
-    float *dq = OUT(dqkv), *dk = dq + s->A;
-    const float *cos_t = s->m->rope_cos, *sin_t = s->m->rope_sin;
-    tlm_rope_backward(dq, dq, cos_t, sin_t, s->B, s->T, s->H, s->hd, 3 * s->A);
-    tlm_rope_backward(dk, dk, cos_t, sin_t, s->B, s->T, s->H, s->hd, 3 * s->A);
+    float *dqk = OUT(dqkv);
+    tlm_rope_backward(dqk, dqk, s->m->rope_cos, s->m->rope_sin, s->B, s->T, 2 * s->H, s->hd, 3 * s->A);
 }
 
 /* ---- causal softmax attention over the packed qkv ---- */
