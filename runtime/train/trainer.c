@@ -203,7 +203,9 @@ bool tlm_trainer_to_device(tlm_trainer *t, tlm_err *err) { return move_state(t, 
 static tlm_dptr floats_at(tlm_dptr p, int64_t n) { return p + (tlm_dptr)n * sizeof(float); }
 
 /* The device's half of a step: the gradient norm, clipping, the update and
- * the slow parameters, as the host's below. A failure is the model's. */
+ * the slow parameters, as the host's below, except that the device scales
+ * the gradients in place (tlm_gpu_clip_grad_norm) where the host hands the
+ * scale to the update: the same products. A failure is the model's. */
 static bool device_norm(tlm_trainer *t, tlm_dptr grads, double *norm, tlm_err *err) {
     tlm_gpu_model *g = t->model->gpu;
     size_t n = (size_t)t->model->param_floats;

@@ -111,6 +111,8 @@ bad_input)
   expect 2 "unrecognized\|unknown" "an unknown flag" -- "$run" study x.tlm --bogus
   expect 2 "--jobs" "--jobs 0" -- "$run" study x.tlm --jobs 0
   expect 2 "--seeds" "--seeds 0" -- "$run" study x.tlm --seeds 0
+  expect 1 "^tlm-run study: TLM_CPU_CAPABILITY=v3: expected x86-64, x86-64-v3 or x86-64-v4$" \
+    "a TLM_CPU_CAPABILITY naming no level, before any run" -- env TLM_CPU_CAPABILITY=v3 "$run" study x.tlm
   # an empty path is not the current folder, nor (joined with "/") the root
   expect 2 "--out is empty" "--out ''" -- "$run" study --plan-file "$tmp/plan.json" --out ""
   expect 2 "--plan-file is empty" "--plan-file ''" -- "$run" study --plan-file ""
