@@ -114,10 +114,6 @@ int cmd_info(int argc, char **argv) {
     }
     tlm_so so;
     tlm_err err = {""};
-    if (!tlm_cpu_capability_ok(&err)) {
-        fprintf(stderr, "tlm-run info: %s\n", err.msg);
-        return 1;
-    }
     if (!tlm_so_open(path, &so, &err)) {
         fprintf(stderr, "tlm-run info: %s\n", err.msg);
         return 1;

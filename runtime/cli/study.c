@@ -19,7 +19,6 @@
 #include "plan.h"
 #include "runner.h"
 #include "spawn.h"
-#include "tlm_rt/cpu_level.h"
 
 enum { DEFAULT_EVAL_TOKENS = 65536 };
 
@@ -274,8 +273,6 @@ int cmd_study(int argc, char **argv) {
     self[len] = '\0';
     tlm_err err = {""};
     if (!study_find_tlmc(self, tlmc, sizeof tlmc, &err)) return cli_error("study", "%s", err.msg);
-    /* the runs inherit it: refused here, not by each run after the first trained */
-    if (!tlm_cpu_capability_ok(&err)) return cli_error("study", "%s", err.msg);
 
     /* From here a signal stops the study wherever it is, the planning
      * included (its temporary files are removed), with one line. */

@@ -2,28 +2,34 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "args.h"
 #include "commands.h"
 #include "stdout_status.h"
+#include "tlm_rt/cpu_level.h"
 
 #ifndef TLM_VERSION
 #define TLM_VERSION "0.0.0"
 #endif
 
+/* model: the command opens a model.so, so TLM_CPU_CAPABILITY (the level of
+ * the runtime's kernels, tlm_rt/cpu_level.h) is checked before it runs:
+ * study's runs inherit it, and a bad value is refused before the first. */
 static const struct command {
     const char *name;
     int (*run)(int, char **);
+    bool model;
     const char *help;
 } commands[] = {
-    {"info", cmd_info, "settings, layer table, kernels, parameters and memory plans of a model"},
-    {"train", cmd_train, "train a model on text; checkpoints, validation, exact resume"},
-    {"eval", cmd_eval, "loss, perplexity and bits per byte of a checkpoint on texts"},
-    {"probe", cmd_probe, "rho per layer: how much each MLP's output aligns with the residual stream"},
-    {"sample", cmd_sample, "generate text from a checkpoint"},
-    {"bench", cmd_bench, "steps/s, tokens/s, GFLOP/s and the op profile on random tokens"},
-    {"tokenizer", cmd_tokenizer, "encode text to subword token ids and back (GPT-2, Llama 3, tokenizer.json)"},
-    {"tokenize", cmd_tokenize, "pre-tokenize text into a shard of token ids"},
-    {"export", cmd_export, "write a checkpoint as a GGUF file for llama.cpp (deci/llama, f32, f16, q8_0)"},
-    {"study", cmd_study, "run a study of a .tlm file: variants x seeds, statistics, results and plots"},
+    {"info", cmd_info, true, "settings, layer table, kernels, parameters and memory plans of a model"},
+    {"train", cmd_train, true, "train a model on text; checkpoints, validation, exact resume"},
+    {"eval", cmd_eval, true, "loss, perplexity and bits per byte of a checkpoint on texts"},
+    {"probe", cmd_probe, true, "rho per layer: how much each MLP's output aligns with the residual stream"},
+    {"sample", cmd_sample, true, "generate text from a checkpoint"},
+    {"bench", cmd_bench, true, "steps/s, tokens/s, GFLOP/s and the op profile on random tokens"},
+    {"tokenizer", cmd_tokenizer, false, "encode text to subword token ids and back (GPT-2, Llama 3, tokenizer.json)"},
+    {"tokenize", cmd_tokenize, false, "pre-tokenize text into a shard of token ids"},
+    {"export", cmd_export, true, "write a checkpoint as a GGUF file for llama.cpp (deci/llama, f32, f16, q8_0)"},
+    {"study", cmd_study, true, "run a study of a .tlm file: variants x seeds, statistics, results and plots"},
 };
 
 static void usage(FILE *out) {
@@ -48,8 +54,12 @@ static int run(int argc, char **argv) {
         printf("tlm-run %s\n", TLM_VERSION);
         return 0;
     }
-    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
-        if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++) {
+        if (strcmp(argv[1], commands[i].name)) continue;
+        tlm_err err = {""};
+        if (commands[i].model && !tlm_cpu_capability_ok(&err)) return cli_error(commands[i].name, "%s", err.msg);
+        return commands[i].run(argc - 1, argv + 1);
+    }
     fprintf(stderr, "tlm-run: unknown command `%s`\n", argv[1]);
     usage(stderr);
     return 2;

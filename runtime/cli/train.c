@@ -56,7 +56,6 @@
 #include "progress.h"
 #include "rank_output.h"
 #include "regular_file.h"
-#include "tlm_rt/cpu_level.h"
 #include "tlm_rt/ops.h"
 #include "train_options.h"
 #include "trainer.h"
@@ -405,7 +404,6 @@ static int share_accumulate(run *r, const tlm_abi_train *checkpoint) {
 static int setup(run *r) {
     tlm_err err = {""};
     train_options *o = &r->o;
-    if (!tlm_cpu_capability_ok(&err)) return cli_error("train", "%s", err.msg);
     if (!tlm_so_open(o->model, &r->so, &err)) return cli_error("train", "%s", err.msg);
     const char *name = tlm_so_str(&r->so, r->so.config->name);
     checkpoint_dir(r->ckpt_dir, sizeof r->ckpt_dir, o->ckpt, name);

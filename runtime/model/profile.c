@@ -8,10 +8,16 @@
 #include "op_context.h"
 #include "tlm_rt/ops.h"
 
-static double seconds_on(clockid_t clock) {
+static bool read_seconds(clockid_t clock, double *seconds) {
     struct timespec ts;
-    if (clock_gettime(clock, &ts) != 0) return 0;
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    if (clock_gettime(clock, &ts) != 0) return false;
+    *seconds = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    return true;
+}
+
+static double seconds_on(clockid_t clock) {
+    double s;
+    return read_seconds(clock, &s) ? s : 0;
 }
 
 double tlm_profile_clock(void) { return seconds_on(CLOCK_MONOTONIC); }
@@ -47,9 +53,9 @@ tlm_profile_mark tlm_profile_now(tlm_profile *p) {
     t.process = seconds_on(CLOCK_PROCESS_CPUTIME_ID);
     bool all = true;
     for (int i = 0; i < p->nclocks && all; i++) {
-        struct timespec ts;
-        all = clock_gettime(p->clocks[i], &ts) == 0;
-        if (all) t.cpu += (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+        double s;
+        all = read_seconds(p->clocks[i], &s);
+        if (all) t.cpu += s;
     }
     /* A thread noted is gone: note the pool again. This mark's own sum is
      * not comparable with the last, so the interval ending here takes the
@@ -147,6 +153,16 @@ static double ops_cpu_seconds(const tlm_profile *p) {
     return s;
 }
 
+/* The profiled steps' wall and CPU seconds (the ops' alone where the steps
+ * were not timed). */
+static double total_seconds(const tlm_profile *p) { return p->step_seconds > 0 ? p->step_seconds : ops_seconds(p); }
+static double total_cpu_seconds(const tlm_profile *p) {
+    return p->step_seconds > 0 ? p->step_cpu_seconds : ops_cpu_seconds(p);
+}
+
+/* Whether waiting threads spin, and so count as busy. */
+static bool waits_spin(const tlm_profile *p) { return p->threads > 1 && !tlm_threads_wait_passively(); }
+
 /* The share of threads x `wall` the threads spent on a CPU (at most 1). */
 static double busy_share(const tlm_profile *p, double cpu, double wall) {
     double capacity = (double)p->threads * wall;
@@ -158,8 +174,7 @@ static double busy_share(const tlm_profile *p, double cpu, double wall) {
 void tlm_profile_print(const tlm_profile *p, FILE *out) {
     if (p->steps < 1) return;
     int order[TLM_OP_COUNT], n = by_time(p, order);
-    const double steps = (double)p->steps, total = p->step_seconds > 0 ? p->step_seconds : ops_seconds(p);
-    const double total_cpu = p->step_seconds > 0 ? p->step_cpu_seconds : ops_cpu_seconds(p);
+    const double steps = (double)p->steps, total = total_seconds(p), total_cpu = total_cpu_seconds(p);
     const bool cpu = p->threads > 0;
     fprintf(out, "profile: %lld step%s, %.1f ms a step\n", p->steps, p->steps == 1 ? "" : "s", 1e3 * total / steps);
     fprintf(out, "  %-24s %8s %10s %7s %9s%s\n", "op", "calls", "ms/step", "share", "GFLOP/s", cpu ? "     busy" : "");
@@ -182,7 +197,7 @@ void tlm_profile_print(const tlm_profile *p, FILE *out) {
         fprintf(out, "  %d thread%s: busy %.1f%% of the step, idle or waiting %.1f%% (%.2f thread-ms a step)\n",
                 p->threads, p->threads == 1 ? "" : "s", 100 * busy, 100 * (1 - busy),
                 1e3 * (1 - busy) * p->threads * total / steps);
-        if (p->threads > 1 && !tlm_threads_wait_passively())
+        if (waits_spin(p))
             fprintf(out, "  (OpenMP's waiting threads spin a while and count as busy; OMP_WAIT_POLICY=passive counts "
                          "them as idle)\n");
     }
@@ -204,15 +219,14 @@ void tlm_profile_print(const tlm_profile *p, FILE *out) {
 
 bool tlm_profile_write_json(const tlm_profile *p, FILE *out) {
     int order[TLM_OP_COUNT], n = by_time(p, order);
-    const double total = p->step_seconds > 0 ? p->step_seconds : ops_seconds(p);
+    const double total = total_seconds(p);
     const bool cpu = p->threads > 0;
     fprintf(out, "{\"steps\": %lld, \"step_seconds\": %.9g, \"outside_ops_seconds\": %.9g, ", p->steps, total,
             total - ops_seconds(p));
     if (cpu) {
-        const double total_cpu = p->step_seconds > 0 ? p->step_cpu_seconds : ops_cpu_seconds(p);
+        const double total_cpu = total_cpu_seconds(p);
         fprintf(out, "\"threads\": %d, \"cpu_seconds\": %.9g, \"busy\": %.6f, \"waits_spin\": %s, ", p->threads,
-                total_cpu, busy_share(p, total_cpu, total),
-                p->threads > 1 && !tlm_threads_wait_passively() ? "true" : "false");
+                total_cpu, busy_share(p, total_cpu, total), waits_spin(p) ? "true" : "false");
     }
     if (p->ranks > 1) {
         fprintf(out, "\"ranks\": %d, \"comm_seconds\": %.9g, \"wait_seconds\": %.9g, ", p->ranks, p->comm_seconds,

@@ -249,19 +249,12 @@ static void update(tlm_trainer *t, const float *grads, float grad_scale, const t
     else tlm_sgd_update_spans(&t->sgd, model->params, grads, grad_scale, t->m, spans, nspans, lr, step);
 }
 
-/* sum += g, element by element: the one addition every rank and a single
- * process make, so their sums round alike. */
-static void add_into(float *restrict sum, const float *restrict g, size_t n) {
-    for (size_t i = 0; i < n; i++) sum[i] += g[i];
-}
-
-/* sum += g scale, the product rounded first (two statements: not fused),
- * as when the clipping scaled g in place. */
-static void add_scaled_into(float *restrict sum, const float *restrict g, float scale, size_t n) {
-    for (size_t i = 0; i < n; i++) {
-        const float gi = g[i] * scale;
-        sum[i] += gi;
-    }
+/* sum += g scale, element by element: the one addition every rank and a
+ * single process make, so their sums round alike. The product is rounded
+ * first (not fused: this file is built with -ffp-contract=off), as when the
+ * clipping scaled g in place; times 1 is exact. */
+static void add_into(float *restrict sum, const float *restrict g, float scale, size_t n) {
+    for (size_t i = 0; i < n; i++) sum[i] += g[i] * scale;
 }
 
 /* The chain's additions: on the device's comm stream, in the chain's
@@ -440,7 +433,7 @@ static float *host_micro_batches(tlm_trainer *t, const int32_t *tokens, const in
         if (chained || g == model->grads) continue;
         if (rank > 0) memcpy(t->keep[i], model->grads, n * sizeof(float));
         else if (i == 0) memcpy(g, model->grads, n * sizeof(float));
-        else add_into(g, model->grads, n);
+        else add_into(g, model->grads, 1.0f, n);
     }
     if (!chain) return g;
     /* A loss that was not finite ended this rank's micro-batches early:
@@ -526,7 +519,7 @@ tlm_step_result tlm_trainer_step(tlm_trainer *t, const int32_t *tokens, const in
     for (int i = 0; i < t->nslow; i++) {
         const tlm_abi_param *p = &model->so->params[t->slow[i]];
         float *sum = t->grad_sum + p->offset;
-        add_scaled_into(sum, g + p->offset, scale, (size_t)p->count);
+        add_into(sum, g + p->offset, scale, (size_t)p->count);
         if (t->step % p->period != 0) continue;
         bool decay = p->decay || (t->decay_embeddings && p->role == TLM_P_EMBED);
         tlm_param_span span = {(size_t)p->offset, (size_t)p->count, decay};
