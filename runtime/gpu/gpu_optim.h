@@ -20,14 +20,16 @@
  * scalars are formed on the host as tlm_adamw_update forms them. */
 bool tlm_gpu_adamw_update(tlm_gpu *g, const tlm_adamw *opt, tlm_dptr p, tlm_dptr grad, tlm_dptr m, tlm_dptr v, size_t n,
                           float lr, long t, bool decay, tlm_err *err);
-/* The same over spans of one block (all four arrays indexed by offset). */
-bool tlm_gpu_adamw_update_spans(tlm_gpu *g, const tlm_adamw *opt, tlm_dptr p, tlm_dptr grad, tlm_dptr m, tlm_dptr v,
-                                const tlm_param_span *spans, int nspans, float lr, long t, tlm_err *err);
+/* The same over spans of one block (all four arrays indexed by offset),
+ * each gradient read times grad_scale (the clipping's: tlm_clip_scale). */
+bool tlm_gpu_adamw_update_spans(tlm_gpu *g, const tlm_adamw *opt, tlm_dptr p, tlm_dptr grad, float grad_scale,
+                                tlm_dptr m, tlm_dptr v, const tlm_param_span *spans, int nspans, float lr, long t,
+                                tlm_err *err);
 
 /* torch.optim.SGD; buf may be 0 when opt->momentum is 0. */
 bool tlm_gpu_sgd_update(tlm_gpu *g, const tlm_sgd *opt, tlm_dptr p, tlm_dptr grad, tlm_dptr buf, size_t n, float lr,
                         long t, bool decay, tlm_err *err);
-bool tlm_gpu_sgd_update_spans(tlm_gpu *g, const tlm_sgd *opt, tlm_dptr p, tlm_dptr grad, tlm_dptr buf,
+bool tlm_gpu_sgd_update_spans(tlm_gpu *g, const tlm_sgd *opt, tlm_dptr p, tlm_dptr grad, float grad_scale, tlm_dptr buf,
                               const tlm_param_span *spans, int nspans, float lr, long t, tlm_err *err);
 
 /* The global L2 norm of grad[0..n), or -1 with err when the device fails.
@@ -37,13 +39,9 @@ bool tlm_gpu_sgd_update_spans(tlm_gpu *g, const tlm_sgd *opt, tlm_dptr p, tlm_dp
  * not equal tlm_grad_norm's bits (the order differs); it agrees to about
  * 1e-12 relative. */
 double tlm_gpu_grad_norm(tlm_gpu *g, tlm_dptr grad, size_t n, tlm_err *err);
-/* tlm_clip_grad_norm: the norm (before clipping), and when max_norm > 0 the
- * gradient scaled by max_norm / (norm + 1e-6) if that is below 1. */
-double tlm_gpu_clip_grad_norm(tlm_gpu *g, tlm_dptr grad, size_t n, float max_norm, tlm_err *err);
-
-/* x[0..n) *= s. */
-bool tlm_gpu_scale(tlm_gpu *g, tlm_dptr x, size_t n, float s, tlm_err *err);
-/* sum[0..n) += x[0..n) (a slow parameter's gradient sum). */
-bool tlm_gpu_add(tlm_gpu *g, tlm_dptr sum, tlm_dptr x, size_t n, tlm_err *err);
+/* sum[0..n) += x[0..n) scale, each product rounded first (times 1 is
+ * exact): the micro-batches' and the chain's sums (scale 1), a slow
+ * parameter's gradient sum (the clipping's scale). */
+bool tlm_gpu_add(tlm_gpu *g, tlm_dptr sum, tlm_dptr x, float scale, size_t n, tlm_err *err);
 
 #endif

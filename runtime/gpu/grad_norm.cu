@@ -1,6 +1,8 @@
 // The gradient as a whole on the device: its global L2 norm (as
-// runtime/optim/clip.c), scaling it (gradient clipping) and adding it into
-// a running sum (the slow parameters' gradient sums, runtime/train/trainer.c).
+// runtime/optim/clip.c), and adding it, times the clipping's scale, into a
+// running sum (the micro-batches', the chain's and the slow parameters'
+// gradient sums, runtime/train/trainer.c). The clipping itself is the
+// update's: it reads each gradient times the scale (adamw.cu, sgd.cu).
 
 // Threads per block of tlm_grad_norm_partials: the C wrapper launches it with
 // exactly this many, and the summation order below is written in terms of it.
@@ -46,14 +48,10 @@ extern "C" __global__ void tlm_grad_norm_partials(float *partials, const float *
   }
 }
 
-// x *= s (clipping: s = max_norm / (norm + 1e-6) when that is below 1).
-extern "C" __global__ void tlm_grad_scale(float *x, long long n, float s) {
+// sum += x s, element by element, the product rounded first (times 1 is
+// exact): the trainer's add_into.
+extern "C" __global__ void tlm_grad_add(float *sum, const float *x, long long n, float s) {
   long long stride = (long long)gridDim.x * blockDim.x;
-  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) x[i] *= s;
-}
-
-// sum += x, element by element.
-extern "C" __global__ void tlm_grad_add(float *sum, const float *x, long long n) {
-  long long stride = (long long)gridDim.x * blockDim.x;
-  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) sum[i] += x[i];
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
+    sum[i] += __fmul_rn(x[i], s);
 }

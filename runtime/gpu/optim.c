@@ -17,19 +17,36 @@ static tlm_dptr offset_of(tlm_dptr base, size_t elements) {
     return base ? base + (tlm_dptr)elements * sizeof(float) : 0;
 }
 
-bool tlm_gpu_adamw_update(tlm_gpu *g, const tlm_adamw *opt, tlm_dptr p, tlm_dptr grad, tlm_dptr m, tlm_dptr v, size_t n,
-                          float lr, long t, bool decay, tlm_err *err) {
+/* One launch over n elements, each gradient read times grad_scale. */
+static bool adamw_launch(tlm_gpu *g, const tlm_adamw *opt, tlm_dptr p, tlm_dptr grad, float grad_scale, tlm_dptr m,
+                         tlm_dptr v, size_t n, float lr, long t, bool decay, tlm_err *err) {
     if (n == 0) return true;
     tlm_adamw_step k = tlm_adamw_step_at(opt, lr, t, decay); /* the CPU update's own scalars */
     long long count = (long long)n;
-    void *args[] = {
-        &p,           &grad,       &m,     &v,       &count, &k.beta1, &k.beta2, &k.one_minus_beta1, &k.one_minus_beta2,
-        &k.step_size, &k.bc2_sqrt, &k.eps, &k.shrink};
+    void *args[] = {&p,
+                    &grad,
+                    &grad_scale,
+                    &m,
+                    &v,
+                    &count,
+                    &k.beta1,
+                    &k.beta2,
+                    &k.one_minus_beta1,
+                    &k.one_minus_beta2,
+                    &k.step_size,
+                    &k.bc2_sqrt,
+                    &k.eps,
+                    &k.shrink};
     return tlm_gpu_launch(g, "tlm_adamw_update", tlm_gpu_blocks(count, BLOCK), BLOCK, args, err);
 }
 
-bool tlm_gpu_sgd_update(tlm_gpu *g, const tlm_sgd *opt, tlm_dptr p, tlm_dptr grad, tlm_dptr buf, size_t n, float lr,
-                        long t, bool decay, tlm_err *err) {
+bool tlm_gpu_adamw_update(tlm_gpu *g, const tlm_adamw *opt, tlm_dptr p, tlm_dptr grad, tlm_dptr m, tlm_dptr v, size_t n,
+                          float lr, long t, bool decay, tlm_err *err) {
+    return adamw_launch(g, opt, p, grad, 1.0f, m, v, n, lr, t, decay, err);
+}
+
+static bool sgd_launch(tlm_gpu *g, const tlm_sgd *opt, tlm_dptr p, tlm_dptr grad, float grad_scale, tlm_dptr buf,
+                       size_t n, float lr, long t, bool decay, tlm_err *err) {
     if (n == 0) return true;
     /* As tlm_sgd_update (runtime/optim/sgd.c) forms them. */
     float wd = decay ? opt->weight_decay : 0.0f;
@@ -37,8 +54,13 @@ bool tlm_gpu_sgd_update(tlm_gpu *g, const tlm_sgd *opt, tlm_dptr p, tlm_dptr gra
     float damp = (float)(1.0 - (double)opt->dampening);
     int first = t <= 1, nesterov = opt->nesterov;
     long long count = (long long)n;
-    void *args[] = {&p, &grad, &buf, &count, &lr, &wd, &mu, &damp, &first, &nesterov};
+    void *args[] = {&p, &grad, &grad_scale, &buf, &count, &lr, &wd, &mu, &damp, &first, &nesterov};
     return tlm_gpu_launch(g, "tlm_sgd_update", tlm_gpu_blocks(count, BLOCK), BLOCK, args, err);
+}
+
+bool tlm_gpu_sgd_update(tlm_gpu *g, const tlm_sgd *opt, tlm_dptr p, tlm_dptr grad, tlm_dptr buf, size_t n, float lr,
+                        long t, bool decay, tlm_err *err) {
+    return sgd_launch(g, opt, p, grad, 1.0f, buf, n, lr, t, decay, err);
 }
 
 /* The next run of spans that one launch can update: back to back in the
@@ -51,27 +73,28 @@ static int next_run(const tlm_param_span *spans, int nspans, int i, tlm_param_sp
     return i;
 }
 
-bool tlm_gpu_adamw_update_spans(tlm_gpu *g, const tlm_adamw *opt, tlm_dptr p, tlm_dptr grad, tlm_dptr m, tlm_dptr v,
-                                const tlm_param_span *spans, int nspans, float lr, long t, tlm_err *err) {
+bool tlm_gpu_adamw_update_spans(tlm_gpu *g, const tlm_adamw *opt, tlm_dptr p, tlm_dptr grad, float grad_scale,
+                                tlm_dptr m, tlm_dptr v, const tlm_param_span *spans, int nspans, float lr, long t,
+                                tlm_err *err) {
     tlm_param_span run;
     for (int i = 0; i < nspans;) {
         i = next_run(spans, nspans, i, &run);
         size_t o = run.offset;
-        if (!tlm_gpu_adamw_update(g, opt, offset_of(p, o), offset_of(grad, o), offset_of(m, o), offset_of(v, o),
-                                  run.count, lr, t, run.decay, err))
+        if (!adamw_launch(g, opt, offset_of(p, o), offset_of(grad, o), grad_scale, offset_of(m, o), offset_of(v, o),
+                          run.count, lr, t, run.decay, err))
             return false;
     }
     return true;
 }
 
-bool tlm_gpu_sgd_update_spans(tlm_gpu *g, const tlm_sgd *opt, tlm_dptr p, tlm_dptr grad, tlm_dptr buf,
+bool tlm_gpu_sgd_update_spans(tlm_gpu *g, const tlm_sgd *opt, tlm_dptr p, tlm_dptr grad, float grad_scale, tlm_dptr buf,
                               const tlm_param_span *spans, int nspans, float lr, long t, tlm_err *err) {
     tlm_param_span run;
     for (int i = 0; i < nspans;) {
         i = next_run(spans, nspans, i, &run);
         size_t o = run.offset;
-        if (!tlm_gpu_sgd_update(g, opt, offset_of(p, o), offset_of(grad, o), offset_of(buf, o), run.count, lr, t,
-                                run.decay, err))
+        if (!sgd_launch(g, opt, offset_of(p, o), offset_of(grad, o), grad_scale, offset_of(buf, o), run.count, lr, t,
+                        run.decay, err))
             return false;
     }
     return true;
@@ -100,27 +123,9 @@ double tlm_gpu_grad_norm(tlm_gpu *g, tlm_dptr grad, size_t n, tlm_err *err) {
     return sqrt(total);
 }
 
-double tlm_gpu_clip_grad_norm(tlm_gpu *g, tlm_dptr grad, size_t n, float max_norm, tlm_err *err) {
-    double norm = tlm_gpu_grad_norm(g, grad, n, err);
-    if (norm < 0.0) return norm;
-    if (max_norm > 0.0f) {
-        /* As tlm_clip_grad_norm (runtime/optim/clip.c). */
-        float coef = (float)(max_norm / (norm + 1e-6));
-        if (coef < 1.0f && !tlm_gpu_scale(g, grad, n, coef, err)) return -1.0;
-    }
-    return norm;
-}
-
-bool tlm_gpu_scale(tlm_gpu *g, tlm_dptr x, size_t n, float s, tlm_err *err) {
+bool tlm_gpu_add(tlm_gpu *g, tlm_dptr sum, tlm_dptr x, float scale, size_t n, tlm_err *err) {
     if (n == 0) return true;
     long long count = (long long)n;
-    void *args[] = {&x, &count, &s};
-    return tlm_gpu_launch(g, "tlm_grad_scale", tlm_gpu_blocks(count, BLOCK), BLOCK, args, err);
-}
-
-bool tlm_gpu_add(tlm_gpu *g, tlm_dptr sum, tlm_dptr x, size_t n, tlm_err *err) {
-    if (n == 0) return true;
-    long long count = (long long)n;
-    void *args[] = {&sum, &x, &count};
+    void *args[] = {&sum, &x, &count, &scale};
     return tlm_gpu_launch(g, "tlm_grad_add", tlm_gpu_blocks(count, BLOCK), BLOCK, args, err);
 }

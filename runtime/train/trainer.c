@@ -202,38 +202,35 @@ bool tlm_trainer_to_device(tlm_trainer *t, tlm_err *err) { return move_state(t, 
 
 static tlm_dptr floats_at(tlm_dptr p, int64_t n) { return p + (tlm_dptr)n * sizeof(float); }
 
-/* The device's half of a step: the gradient norm, clipping, the update and
- * the slow parameters, as the host's below, except that the device scales
- * the gradients in place (tlm_gpu_clip_grad_norm) where the host hands the
- * scale to the update: the same products. A failure is the model's. */
+/* The device's half of a step: the gradient norm, the update (the
+ * clipping's scale handed to it, as the host's below) and the slow
+ * parameters. A failure is the model's. */
 static bool device_norm(tlm_trainer *t, tlm_dptr grads, double *norm, tlm_err *err) {
     tlm_gpu_model *g = t->model->gpu;
-    size_t n = (size_t)t->model->param_floats;
-    float max_norm = (float)t->settings.grad_clip;
-    *norm = max_norm > 0 ? tlm_gpu_clip_grad_norm(&g->gpu, grads, n, max_norm, err)
-                         : tlm_gpu_grad_norm(&g->gpu, grads, n, err);
+    *norm = tlm_gpu_grad_norm(&g->gpu, grads, (size_t)t->model->param_floats, err);
     return !(*norm < 0); /* -1: a device failure; NaN is the step's to report */
 }
 
-static bool device_update(tlm_trainer *t, tlm_dptr grads, const tlm_param_span *spans, int nspans, float lr, long step,
-                          tlm_err *err) {
+static bool device_update(tlm_trainer *t, tlm_dptr grads, float grad_scale, const tlm_param_span *spans, int nspans,
+                          float lr, long step, tlm_err *err) {
     tlm_gpu_model *g = t->model->gpu;
     if (t->settings.optimizer == TLM_OPT_ADAMW)
-        return tlm_gpu_adamw_update_spans(&g->gpu, &t->adamw, g->params, grads, t->dev_m, t->dev_v, spans, nspans, lr,
-                                          step, err);
-    return tlm_gpu_sgd_update_spans(&g->gpu, &t->sgd, g->params, grads, t->dev_m, spans, nspans, lr, step, err);
+        return tlm_gpu_adamw_update_spans(&g->gpu, &t->adamw, g->params, grads, grad_scale, t->dev_m, t->dev_v, spans,
+                                          nspans, lr, step, err);
+    return tlm_gpu_sgd_update_spans(&g->gpu, &t->sgd, g->params, grads, grad_scale, t->dev_m, spans, nspans, lr, step,
+                                    err);
 }
 
-static bool device_slow(tlm_trainer *t, tlm_dptr grads, float lr, tlm_err *err) {
+static bool device_slow(tlm_trainer *t, tlm_dptr grads, float grad_scale, float lr, tlm_err *err) {
     tlm_gpu_model *g = t->model->gpu;
     for (int i = 0; i < t->nslow; i++) {
         const tlm_abi_param *p = &t->model->so->params[t->slow[i]];
         tlm_dptr sum = floats_at(t->dev_grad_sum, p->offset);
-        if (!tlm_gpu_add(&g->gpu, sum, floats_at(grads, p->offset), (size_t)p->count, err)) return false;
+        if (!tlm_gpu_add(&g->gpu, sum, floats_at(grads, p->offset), grad_scale, (size_t)p->count, err)) return false;
         if (t->step % p->period != 0) continue;
         bool decay = p->decay || (t->decay_embeddings && p->role == TLM_P_EMBED);
         tlm_param_span span = {(size_t)p->offset, (size_t)p->count, decay};
-        if (!device_update(t, t->dev_grad_sum, &span, 1, lr, t->step / p->period, err) ||
+        if (!device_update(t, t->dev_grad_sum, 1.0f, &span, 1, lr, t->step / p->period, err) ||
             !tlm_device_zero(g->gpu.dev, sum, (size_t)p->count * sizeof(float), err))
             return false;
     }
@@ -263,7 +260,7 @@ static bool device_add(void *actx, tlm_dptr sum, tlm_dptr g, size_t n, tlm_err *
     tlm_trainer *t = actx;
     tlm_device *dev = t->model->gpu->gpu.dev;
     tlm_stream before = tlm_device_launch_stream(dev, TLM_STREAM_COMM);
-    bool ok = tlm_gpu_add(&t->model->gpu->gpu, sum, g, n, err);
+    bool ok = tlm_gpu_add(&t->model->gpu->gpu, sum, g, 1.0f, n, err);
     tlm_device_launch_stream(dev, before);
     return ok;
 }
@@ -356,7 +353,7 @@ static tlm_dptr device_micro_batches(tlm_trainer *t, const int32_t *tokens, cons
         if (chained || sum == g->grads) continue;
         bool ok = rank > 0 ? tlm_device_copy(g->gpu.dev, t->dev_keep[i], g->grads, bytes, &e)
                   : i == 0 ? tlm_device_copy(g->gpu.dev, sum, g->grads, bytes, &e)
-                           : tlm_gpu_add(&g->gpu, sum, g->grads, n, &e);
+                           : tlm_gpu_add(&g->gpu, sum, g->grads, 1.0f, n, &e);
         if (!ok) {
             tlm_gpu_model_fail(model, &e);
             break;
@@ -473,10 +470,11 @@ static tlm_step_result device_step_in_order(tlm_trainer *t, const int32_t *token
     if (!device_norm(t, g, &r.grad_norm, &e)) tlm_gpu_model_fail(model, &e);
     r.finite = isfinite(r.grad_norm) && !tlm_model_device_error(model);
     if (!r.finite) return r;
+    const float scale = tlm_clip_scale(r.grad_norm, (float)t->settings.grad_clip);
     tlm_test_kill_at("step");
     t->step++;
     tlm_gpu_model_params_changed(model);
-    if (!device_update(t, g, t->spans, t->nspans, r.lr, t->step, &e) || !device_slow(t, g, r.lr, &e)) {
+    if (!device_update(t, g, scale, t->spans, t->nspans, r.lr, t->step, &e) || !device_slow(t, g, scale, r.lr, &e)) {
         tlm_gpu_model_fail(model, &e);
         r.finite = false;
     }

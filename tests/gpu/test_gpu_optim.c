@@ -2,7 +2,8 @@
  * (gpu_optim.h) against their CPU functions (tlm_rt/optim.h), on the device
  * "cuda" opens (the emulated one under TLM_TEST_DEVICE=emulated, or a GPU):
  * random data of odd sizes (1, 1000, 70001), several steps, decay on and
- * off, the span versions over a block with a gap no span covers.
+ * off, the span versions over a block with a gap no span covers, with the
+ * gradients read as they are and times a clipping's scale.
  *
  * Tolerances. Updated tensors, per element: |gpu - cpu| <= 1e-5
  * max(|cpu|, floor), floor = 1e-2 times the tensor's largest |cpu|: a
@@ -11,8 +12,8 @@
  * differently by a float ulp of that scale, 1e-7 of it; the floor allows
  * that and nothing larger. The norm: 1e-6 relative to tlm_grad_norm (the
  * chunks differ, both sum in double: about 1e-15 in fact), the same bits on
- * two runs and for any grid. Scaling and adding are single float operations:
- * compared bit for bit. The worst error of each op is printed. */
+ * two runs and for any grid. The scaled addition is two rounded float
+ * operations: compared bit for bit. The worst error of each op is printed. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -195,8 +196,10 @@ static const tlm_param_span SPANS[] = {
 };
 enum { BLOCK_FLOATS = 70001, NSPANS = sizeof SPANS / sizeof SPANS[0] };
 
-static void check_spans(int steps) {
+static void check_spans(int steps, float grad_scale) {
     const size_t n = BLOCK_FLOATS;
+    char config[64]; /* grad_scale below 1: a clipping's, which the update applies */
+    snprintf(config, sizeof config, "70001 in 6 spans, gradients x %g", grad_scale);
     const tlm_adamw adamw = {0.9f, 0.999f, 1e-8f, 0.05f};
     const tlm_sgd sgd = {0.8f, 0.0f, 0.02f, true};
     float *p = random_floats(n, -1.0f, 1.0f), *q = copy_floats(p, n);
@@ -207,24 +210,25 @@ static void check_spans(int steps) {
         float *g = random_floats(n, -0.5f, 0.5f);
         upload(d_g, g, n);
         tlm_err err;
-        launched(tlm_gpu_adamw_update_spans(&gpu, &adamw, d_p, d_g, d_m, d_v, SPANS, NSPANS, 2e-3f, t, &err),
-                 "adamw spans", &err);
-        launched(tlm_gpu_sgd_update_spans(&gpu, &sgd, d_q, d_g, d_buf, SPANS, NSPANS, 0.1f, t, &err), "sgd spans",
-                 &err);
-        tlm_adamw_update_spans(&adamw, p, g, 1.0f, m, v, SPANS, NSPANS, 2e-3f, t);
-        tlm_sgd_update_spans(&sgd, q, g, 1.0f, buf, SPANS, NSPANS, 0.1f, t);
-        compare("adamw spans", "p", "70001 in 6 spans", d_p, p, n, false);
-        compare("adamw spans", "m", "70001 in 6 spans", d_m, m, n, false);
-        compare("adamw spans", "v", "70001 in 6 spans", d_v, v, n, false);
-        compare("sgd spans", "p", "70001 in 6 spans", d_q, q, n, false);
-        compare("sgd spans", "buf", "70001 in 6 spans", d_buf, buf, n, false);
+        launched(
+            tlm_gpu_adamw_update_spans(&gpu, &adamw, d_p, d_g, grad_scale, d_m, d_v, SPANS, NSPANS, 2e-3f, t, &err),
+            "adamw spans", &err);
+        launched(tlm_gpu_sgd_update_spans(&gpu, &sgd, d_q, d_g, grad_scale, d_buf, SPANS, NSPANS, 0.1f, t, &err),
+                 "sgd spans", &err);
+        tlm_adamw_update_spans(&adamw, p, g, grad_scale, m, v, SPANS, NSPANS, 2e-3f, t);
+        tlm_sgd_update_spans(&sgd, q, g, grad_scale, buf, SPANS, NSPANS, 0.1f, t);
+        compare("adamw spans", "p", config, d_p, p, n, false);
+        compare("adamw spans", "m", config, d_m, m, n, false);
+        compare("adamw spans", "v", config, d_v, v, n, false);
+        compare("sgd spans", "p", config, d_q, q, n, false);
+        compare("sgd spans", "buf", config, d_buf, buf, n, false);
         free(g);
     }
     release(d_p), release(d_q), release(d_m), release(d_v), release(d_buf), release(d_g);
     free(p), free(q), free(m), free(v), free(buf);
 }
 
-/* ---- the norm, clipping, scale and add ---------------------------------- */
+/* ---- the norm and the scaled addition ----------------------------------- */
 
 static double norm_on_device(tlm_dptr g, size_t n) {
     tlm_err err;
@@ -285,35 +289,20 @@ static void check_norm_grid_independent(size_t n) {
     free(g);
 }
 
-static void check_clip(size_t n, float max_norm) {
-    char config[64];
-    snprintf(config, sizeof config, "n %zu, max_norm %g", n, max_norm);
-    float *g = random_floats(n, -1.0f, 1.0f);
-    tlm_dptr d_g = to_device(g, n);
-    tlm_err err;
-    double got = tlm_gpu_clip_grad_norm(&gpu, d_g, n, max_norm, &err);
-    if (got < 0.0) die("clip_grad_norm", &err);
-    double want = tlm_clip_grad_norm(g, n, max_norm);
-    check_norm_value(config, got, want);
-    /* The coefficient comes from each side's norm, which may differ in the
-     * last bits: compared with the tolerance, not bit for bit. */
-    compare("clip_grad_norm", "g", config, d_g, g, n, false);
-    release(d_g);
-    free(g);
-}
-
-static void check_scale_add(size_t n) {
-    char config[32];
-    snprintf(config, sizeof config, "n %zu", n);
+/* sum += x scale, the product rounded first (two statements: not fused,
+ * whatever the compiler contracts): bit for bit. */
+static void check_add(size_t n, float scale) {
+    char config[48];
+    snprintf(config, sizeof config, "n %zu, scale %g", n, scale);
     float *x = random_floats(n, -2.0f, 2.0f), *sum = random_floats(n, -1.0f, 1.0f);
     tlm_dptr d_x = to_device(x, n), d_sum = to_device(sum, n);
     tlm_err err;
-    launched(tlm_gpu_add(&gpu, d_sum, d_x, n, &err), "add", &err);
-    for (size_t i = 0; i < n; i++) sum[i] += x[i];
+    launched(tlm_gpu_add(&gpu, d_sum, d_x, scale, n, &err), "add", &err);
+    for (size_t i = 0; i < n; i++) {
+        float product = x[i] * scale;
+        sum[i] += product;
+    }
     compare("add", "sum", config, d_sum, sum, n, true);
-    launched(tlm_gpu_scale(&gpu, d_x, n, 0.3f, &err), "scale", &err);
-    for (size_t i = 0; i < n; i++) x[i] *= 0.3f;
-    compare("scale", "x", config, d_x, x, n, true);
     release(d_x), release(d_sum);
     free(x), free(sum);
 }
@@ -337,11 +326,11 @@ int main(void) {
         check_sgd(n, &heavy, s != 1, 3);
         check_sgd(n, &nesterov, true, 3);
         check_norm(n, 1.0f);
-        check_clip(n, 0.5f);  /* clips */
-        check_clip(n, 1e6f);  /* leaves the gradient as it is */
-        check_scale_add(n);
+        check_add(n, 1.0f);
+        check_add(n, 0.3f);
     }
-    check_spans(3);
+    check_spans(3, 1.0f);
+    check_spans(3, 0.37f);
     /* Squares past float's range (1e40): the partial sums keep double's. */
     check_norm(1000, 1e20f);
     check_norm(70001, 1e-20f);
