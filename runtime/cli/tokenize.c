@@ -1,7 +1,6 @@
 /* tlm-run tokenize: pre-tokenized shards (runtime/tokenizer/shard.h,
  * docs/data.md). Writes one shard from text files, each file a document
  * followed by the end-of-text token; describes, checks and dumps a shard. */
-#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -19,6 +18,7 @@
 #include "commands.h"
 #include "regular_file.h"
 #include "shard.h"
+#include "tlm_rt/data.h"
 #include "tlm_rt/memory_limit.h"
 #include "tokenizer.h"
 
@@ -79,8 +79,6 @@ static void put_tokens(shard_out *o, const int32_t *ids, size_t n) {
     o->count += n;
 }
 
-static int cmp_names(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
 /* ---- the documents: files, or a folder's *.txt files in name order ---- */
 
 typedef struct doc_list {
@@ -103,24 +101,19 @@ static void doc_list_free(doc_list *l) {
     free(l->path);
 }
 
+/* path itself, or a folder's texts (tlm_data_texts: training's rule) */
 static int list_data(doc_list *l, const char *path) {
     struct stat st;
     if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
         return doc_add(l, path) ? 0 : cli_error("tokenize", "out of memory");
-    DIR *d = opendir(path);
-    if (!d) return cli_error("tokenize", "%s: cannot list the folder: %s", path, strerror(errno));
-    size_t first = l->n;
+    tlm_err err = {""};
+    char **names;
+    int n;
+    if (tlm_data_texts(path, &names, &n, &err) != 0) return cli_error("tokenize", "%s", err.msg);
     int rc = 0;
-    for (struct dirent *e; !rc && (e = readdir(d));) {
-        size_t len = strlen(e->d_name);
-        if (len < 5 || strcmp(e->d_name + len - 4, ".txt")) continue;
-        char file[4200];
-        snprintf(file, sizeof file, "%s/%s", path, e->d_name);
-        if (!doc_add(l, file)) rc = cli_error("tokenize", "out of memory");
-    }
-    closedir(d);
-    if (!rc && l->n == first) rc = cli_error("tokenize", "%s: the folder has no .txt files", path);
-    if (!rc) qsort(l->path + first, l->n - first, sizeof *l->path, cmp_names);
+    for (int i = 0; i < n && !rc; i++)
+        if (!doc_add(l, names[i])) rc = cli_error("tokenize", "out of memory");
+    tlm_data_texts_free(names, n);
     return rc;
 }
 

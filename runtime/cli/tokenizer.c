@@ -154,6 +154,21 @@ static void show_progress(void *ctx, int32_t tokens, int32_t vocab) {
     fflush(stderr);
 }
 
+/* The output must not be one of the texts a DATA path names (a folder's
+ * too): the rename would put the tokenizer in its place. */
+static int output_not_text(const char *out_path, const char *path) {
+    tlm_err err = {""};
+    char **names;
+    int n;
+    if (tlm_data_texts(path, &names, &n, &err) != 0) return cli_error("tokenizer", "%s", err.msg);
+    int rc = 0;
+    for (int i = 0; i < n && !rc; i++)
+        if (!tlm_output_not_input(out_path, names[i], "a text to train on", &err))
+            rc = cli_error("tokenizer", "%s", err.msg);
+    tlm_data_texts_free(names, n);
+    return rc;
+}
+
 static int do_train(const char *const *data, int ndata, int64_t vocab, const char *out_path) {
     tlm_err err = {""};
     tlm_bpe_trainer *b = tlm_bpe_new(&err);
@@ -161,9 +176,7 @@ static int do_train(const char *const *data, int ndata, int64_t vocab, const cha
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     int rc = 0;
-    for (int i = 0; i < ndata && !rc; i++)
-        if (!tlm_output_not_input(out_path, data[i], "a text to train on", &err))
-            rc = cli_error("tokenizer", "%s", err.msg);
+    for (int i = 0; i < ndata && !rc; i++) rc = output_not_text(out_path, data[i]);
     for (int i = 0; i < ndata && !rc; i++) {
         tlm_dataset ds = {0};
         if (tlm_data_load(&ds, data[i], &err) != 0) rc = cli_error("tokenizer", "%s", err.msg);

@@ -122,22 +122,34 @@ static bool ends_with_txt(const char *name) {
     return n > 4 && strcmp(name + n - 4, ".txt") == 0;
 }
 
-int tlm_data_load(tlm_dataset *ds, const char *path, tlm_err *err) {
-    *ds = (tlm_dataset){0};
+void tlm_data_texts_free(char **names, int n) {
+    for (int i = 0; i < n; i++) free(names[i]);
+    free(names);
+}
+
+int tlm_data_texts(const char *path, char ***names_out, int *n_out, tlm_err *err) {
+    *names_out = NULL, *n_out = 0;
     struct stat st;
     if (stat(path, &st) != 0) {
         tlm_fail(err, "%s: %s", path, strerror(errno));
         return -1;
     }
-    if (!S_ISDIR(st.st_mode)) return tlm_data_load_files(ds, &path, 1, err);
-
+    char **names = NULL;
+    int n = 0, cap = 0;
+    if (!S_ISDIR(st.st_mode)) {
+        if (!(names = malloc(sizeof *names)) || !(names[0] = strdup(path))) {
+            free(names);
+            tlm_fail(err, "%s: out of memory", path);
+            return -1;
+        }
+        *names_out = names, *n_out = 1;
+        return 0;
+    }
     DIR *dir = opendir(path);
     if (!dir) {
         tlm_fail(err, "%s: cannot open directory: %s", path, strerror(errno));
         return -1;
     }
-    char **names = NULL;
-    int n = 0, cap = 0, rc = -1;
     struct dirent *e;
     while ((e = readdir(dir)) != NULL) {
         if (e->d_name[0] == '.' || !ends_with_txt(e->d_name)) continue;
@@ -152,21 +164,31 @@ int tlm_data_load(tlm_dataset *ds, const char *path, tlm_err *err) {
         snprintf(names[n], len, "%s/%s", path, e->d_name);
         n++;
     }
+    closedir(dir);
     if (n == 0) {
         tlm_fail(err, "%s: no .txt files in this directory", path);
-        goto done;
+        free(names);
+        return -1;
     }
     /* readdir order is arbitrary: sort so the data (and so training) is the
      * same on every machine */
     qsort(names, (size_t)n, sizeof *names, cmp_str);
-    rc = load_list(ds, (const char *const *)names, n, path, err);
-    goto done;
+    *names_out = names, *n_out = n;
+    return 0;
 oom:
-    tlm_fail(err, "%s: out of memory listing the directory", path);
-done:
     closedir(dir);
-    for (int i = 0; i < n; i++) free(names[i]);
-    free(names);
+    tlm_data_texts_free(names, n);
+    tlm_fail(err, "%s: out of memory listing the directory", path);
+    return -1;
+}
+
+int tlm_data_load(tlm_dataset *ds, const char *path, tlm_err *err) {
+    *ds = (tlm_dataset){0};
+    char **names;
+    int n;
+    if (tlm_data_texts(path, &names, &n, err) != 0) return -1;
+    int rc = load_list(ds, (const char *const *)names, n, path, err);
+    tlm_data_texts_free(names, n);
     return rc;
 }
 

@@ -205,6 +205,14 @@ outputs)
     "$run" tokenize --tokenizer tok.json val.txt -o tok.json
   expect 1 "is also a text to train on" "tokenizer train -o its own text is refused" -- \
     "$run" tokenizer train --vocab 260 val.txt -o val.txt
+  # a text of a DATA folder, reached by a name that is not the folder's
+  mkdir texts
+  cp val.txt texts/b.txt
+  expect 1 "is also a text to train on" "tokenizer train -o a text of its DATA folder is refused" -- \
+    "$run" tokenizer train --vocab 260 texts -o ./texts/../texts/b.txt
+  expect 1 "is also a document" "tokenize -o a text of its DATA folder is refused" -- \
+    "$run" tokenize --tokenizer tok.json texts -o texts/b.txt
+  check "  the folder's text is as it was" -- cmp -s texts/b.txt val.keep
   expect 1 "is also the model" "export -o the model is refused" -- "$run" export crash.so --ckpt ck -o crash.so
   expect 1 "is also the checkpoint" "export -o the checkpoint is refused" -- \
     "$run" export crash.so --ckpt ck -o ck/checkpoint.safetensors

@@ -36,8 +36,15 @@ typedef struct tlm_dataset {
     int nseg;
 } tlm_dataset;
 
-/* path: a regular file, or a directory whose *.txt files (not recursive,
- * names sorted bytewise) are concatenated. Fails on an empty result. */
+/* The files a data path names: the path itself, or a directory's *.txt
+ * files (not recursive, no dot files, names sorted bytewise), in *names
+ * (free with tlm_data_texts_free) and *n. -1 + message when the path does
+ * not exist, the directory cannot be listed or has no .txt file. The one
+ * rule for what a folder of text means: training, tokenize and tokenizer
+ * train all read these. */
+int tlm_data_texts(const char *path, char ***names, int *n, tlm_err *err);
+void tlm_data_texts_free(char **names, int n);
+/* path's texts (tlm_data_texts) concatenated. Fails on an empty result. */
 int tlm_data_load(tlm_dataset *ds, const char *path, tlm_err *err);
 /* The given files, in the given order. */
 int tlm_data_load_files(tlm_dataset *ds, const char *const *paths, int npaths, tlm_err *err);
