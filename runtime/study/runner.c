@@ -286,12 +286,18 @@ static void train_args(args *a, const study_plan *p, const study_options *o, con
 }
 
 /* tlm-run COMMAND MODEL --ckpt DIR --json --threads N, then what only the
- * command takes: eval the texts, sets and token limit, probe the text. */
+ * command takes: eval the texts, sets and token limit, probe the text (the
+ * validation text, else the training data: probe's own default, byte text,
+ * is no text for a model trained on shards). */
 static void evaluation_args(args *a, const char *command, const study_plan *p, const study_options *o, const run *r) {
     add(a, o->tlm_run), add(a, command), add(a, r->model), add(a, "--ckpt"), add(a, r->dir), add(a, "--json");
     add(a, "--threads"), add(a, num(a, o->threads));
+    if (strcmp(command, "eval")) {
+        const char *text = p->val ? p->val : p->data;
+        if (text) add(a, "--data"), add(a, text);
+        return;
+    }
     if (p->val) add(a, "--data"), add(a, p->val);
-    if (strcmp(command, "eval")) return;
     if (p->eval_tokens) add(a, "--max-tokens"), add(a, num(a, p->eval_tokens));
     for (int i = 0; i < p->neval; i++) add(a, "--data"), add(a, p->eval[i]);
     for (int i = 0; i < p->nchoices; i++) add(a, "--choices"), add(a, p->choices[i]);

@@ -346,6 +346,20 @@ e2e)
   check "the moved folder's log has the resumed steps" -- grep -q '"step":200' "$tmp/C moved/runs/uniform/seed1/log.jsonl"
   check "nothing written at the old path" -- test ! -e "$tmp/C"
   same_results "$tmp/C moved"
+
+  # Trained on token shards, with no validation text: probe reads the
+  # training data (its own default, Persuasion as bytes, is no text for a
+  # model trained on a tokenizer's ids, and every run failed there).
+  sed 's/vocab   = 256;/vocab   = 300;/' "$here/models.tlm" > "$tmp/shards.tlm"
+  "$run" tokenizer train --vocab 300 "$root/data/austen/emma.txt" -o "$tmp/tok.json" 2> /dev/null
+  "$run" tokenize --tokenizer "$tmp/tok.json" "$root/data/austen/emma.txt" -o "$tmp/emma.bin" 2> /dev/null
+  "$py" -c 'import json, sys; p = json.load(open(sys.argv[1])); p["file"] = sys.argv[3]; s = p["studies"][0]; s["seeds"] = [1]; s["eval"] = []; s["choices"] = []; s["cloze"] = []; s["data"] = sys.argv[4]; s["train"] = {"steps": 5}; json.dump(p, open(sys.argv[2], "w"))' \
+    "$tmp/plan.json" "$tmp/shards.json" "$tmp/shards.tlm" "$tmp/emma.bin"
+  expect 0 "study fixture: 2 runs" "a study on shards without val" -- \
+    "$run" study --plan-file "$tmp/shards.json" --out "$tmp/S" --jobs 1 --threads 1
+  check "  probe ran on the shards: rho for both layers" -- \
+    grep -q '"rho": *\[[-0-9.e]*, *[-0-9.e]*\]' "$tmp/S/runs/tapered/seed1/probe.json"
+  check "  no val metrics (there is no validation)" -- bash -c "! grep -q val_loss '$tmp/S/results.json'"
   ;;
 
 wording)
