@@ -149,7 +149,7 @@ int cmd_info(int argc, char **argv) {
         tlm_err why = {""};
         bool runs = tlm_so_cpu_ok(&so, &why);
         printf("the CPU kernels use: %s%s\n", *so.cpu_needs ? so.cpu_needs : "x86-64's baseline (SSE2)",
-               runs ? "" : " (not all on this CPU: train, eval, sample, probe and bench refuse them here)");
+               runs ? "" : " (not all on this CPU: train, eval, sample, probe, bench and export refuse them here)");
     }
 #if defined(__x86_64__)
     char level[128];

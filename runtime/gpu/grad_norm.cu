@@ -52,6 +52,5 @@ extern "C" __global__ void tlm_grad_norm_partials(float *partials, const float *
 // exact): the trainer's add_into.
 extern "C" __global__ void tlm_grad_add(float *sum, const float *x, long long n, float s) {
   long long stride = (long long)gridDim.x * blockDim.x;
-  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
-    sum[i] += __fmul_rn(x[i], s);
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) sum[i] += __fmul_rn(x[i], s);
 }
