@@ -148,25 +148,26 @@ static bool op_qkv_backward(step *s, const tlm_abi_op *op) {
     return linear_backward(s, OUT(dx), GRAD(wq), o->in_dqkv, o->in_x, PARAM(wq), s->D, 3 * s->A, false);
 }
 
-/* ---- rotary embeddings, in place inside the packed qkv ---- */
+/* ---- rotary embeddings on q and k, in place inside the packed qkv ----
+ * q's and k's heads are 2H consecutive heads of a token's [q | k | v] row,
+ * turned by the same angles: one launch (executor.c's way), where two
+ * launched a grid each. */
 
 static bool op_rope(step *s, const tlm_abi_op *op) {
     OPERANDS(rope);
     const bool bf16 = in_bf16(s, o->out_qkv);
-    tlm_dptr q = OUT(qkv), k = at_elems(q, s->A, bf16);
+    const tlm_dptr qk = OUT(qkv);
     const int64_t from = tlm_kv_rope_offset(s->m, &s->sizes);
     const tlm_dptr c = at(s->g->rope_cos, from), sn = at(s->g->rope_sin, from);
     bool (*rope)(tlm_gpu *, tlm_dptr, tlm_dptr, tlm_dptr, tlm_dptr, int, int, int, int, int, tlm_err *) =
         bf16 ? tlm_gpu_rope_forward_bf16 : tlm_gpu_rope_forward;
-    return rope(s->gpu, q, q, c, sn, s->B, s->T, s->H, s->hd, 3 * s->A, ERR) &&
-           rope(s->gpu, k, k, c, sn, s->B, s->T, s->H, s->hd, 3 * s->A, ERR);
+    return rope(s->gpu, qk, qk, c, sn, s->B, s->T, 2 * s->H, s->hd, 3 * s->A, ERR);
 }
 static bool op_rope_backward(step *s, const tlm_abi_op *op) {
     OPERANDS(rope_backward);
-    tlm_dptr dq = OUT(dqkv), dk = at(dq, s->A);
-    const tlm_dptr c = s->g->rope_cos, sn = s->g->rope_sin;
-    return tlm_gpu_rope_backward(s->gpu, dq, dq, c, sn, s->B, s->T, s->H, s->hd, 3 * s->A, ERR) &&
-           tlm_gpu_rope_backward(s->gpu, dk, dk, c, sn, s->B, s->T, s->H, s->hd, 3 * s->A, ERR);
+    const tlm_dptr dqk = OUT(dqkv);
+    return tlm_gpu_rope_backward(s->gpu, dqk, dqk, s->g->rope_cos, s->g->rope_sin, s->B, s->T, 2 * s->H, s->hd,
+                                 3 * s->A, ERR);
 }
 
 /* ---- causal softmax attention over the packed qkv ---- */
