@@ -39,14 +39,17 @@ extern const char tlm_cuda_emu_header[]; /* runtime/device/cuda_emu.h, embedded 
 
 /* The flags every module is compiled with; the header's hash is appended in
  * the options string so a changed emulator never reuses a cached module.
+ * No contraction: __fmul_rn and __fadd_rn are plain operators here, which a
+ * host compiler that fuses by default (aarch64's) would merge into what
+ * follows, where a GPU rounds each (x86-64 without -mfma fuses nothing).
  * Hidden visibility (the launch entry points are exported by name) keeps
  * each module's symbols its own: a __shared__ array in a kernel template is
  * a function-local static, which g++ otherwise binds STB_GNU_UNIQUE, one
  * copy for the whole process, so a second module loaded (another model's,
  * or the same source compiled again) ran its blocks on the first module's
  * shared memory. */
-#define EMU_FLAGS "-std=c++17", "-O1", "-fPIC", "-shared", "-fvisibility=hidden", "-w"
-#define EMU_FLAGS_TEXT "-std=c++17 -O1 -fPIC -shared -fvisibility=hidden -w -include cuda_emu.h"
+#define EMU_FLAGS "-std=c++17", "-O1", "-ffp-contract=off", "-fPIC", "-shared", "-fvisibility=hidden", "-w"
+#define EMU_FLAGS_TEXT "-std=c++17 -O1 -ffp-contract=off -fPIC -shared -fvisibility=hidden -w -include cuda_emu.h"
 
 /* A compiled module is at most this large (the runtime's is well under a MiB). */
 #define MAX_MODULE_BYTES ((uint64_t)1 << 30)

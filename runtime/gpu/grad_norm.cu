@@ -1,8 +1,9 @@
 // The gradient as a whole on the device: its global L2 norm (as
-// runtime/optim/clip.c), and adding it, times the clipping's scale, into a
-// running sum (the micro-batches', the chain's and the slow parameters'
-// gradient sums, runtime/train/trainer.c). The clipping itself is the
-// update's: it reads each gradient times the scale (adamw.cu, sgd.cu).
+// runtime/optim/clip.c), and adding it times a scale into a running sum
+// (runtime/train/trainer.c: the micro-batches' and the chain's sums times
+// 1, the slow parameters' times the clipping's coefficient). The clipping
+// itself is the update's: it reads each gradient times the coefficient
+// (adamw.cu, sgd.cu).
 
 // Threads per block of tlm_grad_norm_partials: the C wrapper launches it with
 // exactly this many, and the summation order below is written in terms of it.

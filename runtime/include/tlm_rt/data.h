@@ -39,9 +39,10 @@ typedef struct tlm_dataset {
 /* The files a data path names: the path itself, or a directory's *.txt
  * files (not recursive, no dot files, names sorted bytewise), in *names
  * (free with tlm_data_texts_free) and *n. -1 + message when the path does
- * not exist, the directory cannot be listed or has no .txt file. The one
- * rule for what a folder of text means: training, tokenize and tokenizer
- * train all read these. */
+ * not exist, the directory cannot be listed or has no .txt file. What a
+ * folder of text means: training, tokenize and tokenizer train read these
+ * (the shard loader, runtime/cli/corpus.c, takes a folder with such a file
+ * for text by the same rule). */
 int tlm_data_texts(const char *path, char ***names, int *n, tlm_err *err);
 void tlm_data_texts_free(char **names, int n);
 /* path's texts (tlm_data_texts) concatenated. Fails on an empty result. */
