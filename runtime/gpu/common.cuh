@@ -2,7 +2,7 @@
 // concatenated after it into one source, compiled by NVRTC for the device,
 // or by the host C++ compiler against cuda_emu.h for the emulated device).
 //
-// Rules every kernel follows (docs/gpu.md, "Writing a kernel"):
+// Rules every kernel follows (docs/gpu.md, "Kernels"):
 //   - extern "C" __global__ void tlm_<name>(...): scalar parameters are int,
 //     long long or float; pointers are float*, const float*, const int*, or
 //     unsigned short* (const or not) for bf16 bits (convert.cu and the

@@ -396,15 +396,16 @@ static void check_rope(int B, int T, int H, int D, bool packed) {
     float *x = random_floats(n, -1, 1), *cpu = copy_floats(x, n);
     tlm_dptr d_cos = to_device(cos_t, nt * sizeof(float)), d_sin = to_device(sin_t, nt * sizeof(float));
     tlm_dptr d_x = to_device(x, n * sizeof(float)), d_out = packed ? d_x : device_zeros(n * sizeof(float));
-    size_t k_at = (size_t)H * D * sizeof(float);
     tlm_err err;
 
-    if (packed) { /* as the executor: q and k of the packed qkv, in place; v untouched */
+    if (packed) {
+        /* as the executor: q and k of the packed qkv in place, one launch
+         * over their 2H heads (v untouched); the reference turns q and k
+         * apart */
         tlm_rope_forward(cpu, cpu, cos_t, sin_t, B, T, H, D, stride);
         tlm_rope_forward(cpu + (size_t)H * D, cpu + (size_t)H * D, cos_t, sin_t, B, T, H, D, stride);
-        launched(tlm_gpu_rope_forward(&gpu, d_x, d_x, d_cos, d_sin, B, T, H, D, stride, &err), "rope_forward", &err);
-        launched(tlm_gpu_rope_forward(&gpu, d_x + k_at, d_x + k_at, d_cos, d_sin, B, T, H, D, stride, &err),
-                 "rope_forward", &err);
+        launched(tlm_gpu_rope_forward(&gpu, d_x, d_x, d_cos, d_sin, B, T, 2 * H, D, stride, &err), "rope_forward",
+                 &err);
     } else {
         tlm_rope_forward(cpu, x, cos_t, sin_t, B, T, H, D, stride);
         launched(tlm_gpu_rope_forward(&gpu, d_out, d_x, d_cos, d_sin, B, T, H, D, stride, &err), "rope_forward", &err);
@@ -417,9 +418,7 @@ static void check_rope(int B, int T, int H, int D, bool packed) {
     if (packed) {
         tlm_rope_backward(cpu, cpu, cos_t, sin_t, B, T, H, D, stride);
         tlm_rope_backward(cpu + (size_t)H * D, cpu + (size_t)H * D, cos_t, sin_t, B, T, H, D, stride);
-        launched(tlm_gpu_rope_backward(&gpu, d_dout, d_dout, d_cos, d_sin, B, T, H, D, stride, &err), "rope_backward",
-                 &err);
-        launched(tlm_gpu_rope_backward(&gpu, d_dout + k_at, d_dout + k_at, d_cos, d_sin, B, T, H, D, stride, &err),
+        launched(tlm_gpu_rope_backward(&gpu, d_dout, d_dout, d_cos, d_sin, B, T, 2 * H, D, stride, &err),
                  "rope_backward", &err);
     } else {
         tlm_rope_backward(cpu, dout, cos_t, sin_t, B, T, H, D, stride);
@@ -450,14 +449,14 @@ static void check_rope_bf16(int B, int T, int H, int D) {
     tlm_dptr d_cos = to_device(cos_t, nt * sizeof(float)), d_sin = to_device(sin_t, nt * sizeof(float));
     tlm_dptr d_x = to_device(x, n * sizeof(float)), d_x16 = to_device(x16, n * 2);
     tlm_err err;
-    for (int part = 0; part < 2; part++) { /* q, then k */
+    for (int part = 0; part < 2; part++) { /* the fp32 reference: q, then k */
         size_t at = (size_t)part * H * D;
         launched(tlm_gpu_rope_forward(&gpu, d_x + at * 4, d_x + at * 4, d_cos, d_sin, B, T, H, D, stride, &err),
                  "rope_forward", &err);
-        launched(
-            tlm_gpu_rope_forward_bf16(&gpu, d_x16 + at * 2, d_x16 + at * 2, d_cos, d_sin, B, T, H, D, stride, &err),
-            "rope_forward_bf16", &err);
     }
+    /* bf16 as the executor: q's and k's 2H heads in one launch */
+    launched(tlm_gpu_rope_forward_bf16(&gpu, d_x16, d_x16, d_cos, d_sin, B, T, 2 * H, D, stride, &err),
+             "rope_forward_bf16", &err);
     compare_rounded("rope_forward_bf16", "q k v", config, d_x16, d_x, n);
     release(d_cos), release(d_sin), release(d_x), release(d_x16);
     free(cos_t), free(sin_t), free(x), free(x16);

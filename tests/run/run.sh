@@ -90,6 +90,7 @@ gpu_no_driver)
     expect 1 "$nodriver" "$cmd --device cuda without a driver" -- \
       "$run" $cmd "$models/small.so" --device cuda --ckpt "$tmp/none"
   done
+  expect 1 "$nodriver" "bench --device cuda without a driver" -- "$run" bench "$models/small.so" --device cuda
   expect 1 "$nodriver" "info --device cuda" -- "$run" info "$models/small.so" --device cuda
   # the device is opened before the report: the one line and nothing else
   # (it printed the whole model report on stdout first)
