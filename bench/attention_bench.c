@@ -206,8 +206,14 @@ static int count_arg(const char *what, const char *text, long hi) {
 
 int main(int argc, char **argv) {
     int B = 8, H = 4, D = 64, reps = 0, nT = 0, Ts[16], only = -1;
+    static const char usage[] =
+        "usage: attention_bench [--batch B] [--heads H] [--head-dim D] [--reps N] [--profile fwd|bwd] [T ...]\n";
     for (int i = 1; i < argc; i++) {
         int ok = 1;
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            fputs(usage, stdout);
+            return 0;
+        }
         if (i + 1 < argc && !strcmp(argv[i], "--batch")) ok = B = count_arg(argv[i], argv[i + 1], 65536), i++;
         else if (i + 1 < argc && !strcmp(argv[i], "--heads")) ok = H = count_arg(argv[i], argv[i + 1], 4096), i++;
         else if (i + 1 < argc && !strcmp(argv[i], "--head-dim")) ok = D = count_arg(argv[i], argv[i + 1], 4096), i++;
@@ -216,8 +222,7 @@ int main(int argc, char **argv) {
         else if (i + 1 < argc && !strcmp(argv[i], "--profile") && !strcmp(argv[i + 1], "bwd")) only = 1, i++;
         else if (argv[i][0] != '-' && nT < 16) ok = Ts[nT++] = count_arg("a context T", argv[i], 1 << 20);
         else {
-            fprintf(stderr, "usage: attention_bench [--batch B] [--heads H] [--head-dim D] [--reps N] "
-                            "[--profile fwd|bwd] [T ...]\n");
+            fputs(usage, stderr);
             return 2;
         }
         if (!ok) return 2;

@@ -110,11 +110,16 @@ static int count_arg(const char *text, long hi) {
 
 int main(int argc, char **argv) {
     int reps = 5, panels = 0; /* 0: 384 / MR */
+    static const char usage[] = "usage: tile_bench [--reps N] [--panels P]\n";
     for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            fputs(usage, stdout);
+            return 0;
+        }
         if (i + 1 < argc && !strcmp(argv[i], "--reps")) reps = count_arg(argv[++i], 1000000);
         else if (i + 1 < argc && !strcmp(argv[i], "--panels")) panels = count_arg(argv[++i], 10000);
         else {
-            fprintf(stderr, "usage: tile_bench [--reps N] [--panels P]\n");
+            fputs(usage, stderr);
             return 2;
         }
     }

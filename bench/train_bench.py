@@ -8,7 +8,7 @@ For each thread count, alternately (so both see the same machine load):
   pytorch  the same model rebuilt from the settings dump_model prints
            (tests/reference/tapered_llama.py: same widths, heads, norms,
            RoPE, tied or not), float32, AdamW with the same param groups,
-           clip_grad_norm_, at its two settings for N threads:
+           clip_grad_norm_, at its settings for N threads (two, or three):
            torch.set_num_threads(N) (OpenBLAS with N threads too), one
            torch thread with N OpenBLAS threads, and, where Debian's
            OpenMP-threaded OpenBLAS is installed, N torch threads over it;

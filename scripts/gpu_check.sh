@@ -44,6 +44,11 @@
 # switches) on the tiny model, 6 on tiny and tiny_titans, and PyTorch's peer on the tiny model
 # on the CPU (how CI checks this script: a few seconds a step).
 set -uo pipefail
+case ${1:-} in
+  -h | --help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;
+  -*) echo "gpu_check: unknown option $1 (see --help)" >&2; exit 2 ;;
+esac
+[ $# -le 1 ] || { echo "gpu_check: one argument at most: [BUNDLE]" >&2; exit 2; }
 root=$(cd "$(dirname "$0")/.." && pwd)
 emulated=0
 [ "${TLM_TEST_DEVICE:-}" = emulated ] && emulated=1

@@ -44,7 +44,14 @@ for a in "--threads abc" "--threads 1,0" "--steps 0" "--repeat 0" "--batch -1" "
   expect 2 "argument --" "train_bench.py $a" -- "$py" "$b/train_bench.py" dump model.so $a
 done
 
-# The C benchmarks: values atoi took for 0 or a number, widths padded with 0s.
+# The C benchmarks: values atoi took for 0 or a number, widths padded with 0s;
+# --help is their usage on stdout, exit 0.
+for c in mlp_bench attention_bench tile_bench titans_bench; do
+  if [ -x "$bin/$c" ]; then
+    expect 0 "usage: $c" "$c --help" -- "$bin/$c" --help
+    check "  on stdout" -- bash -c "'$bin/$c' --help 2> /dev/null | grep -q 'usage: $c'"
+  fi
+done
 if [ -x "$bin/mlp_bench" ]; then
   for a in "--reps 0" "--reps abc" "--rows -5" "--d 0" "--threads 3" "--kind foo" "--clock foo" \
     "--widths 336x" "--widths 336,,416" "--widths 0" "--skip-codegen 7"; do

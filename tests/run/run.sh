@@ -761,6 +761,8 @@ gpu_check)
     expect 0 "model $m:" "the bundle holds $m.so for gpu_check.sh's GPU steps" -- "$run" info "$tmp/bundle/models/$m.so"
   done
   check "the bundle holds transformer_440m.json for PyTorch's peer" -- test -s "$tmp/bundle/models/transformer_440m.json"
+  expect 0 "^The project's GPU check" "gpu_check.sh --help: its header" -- "$root/scripts/gpu_check.sh" --help
+  expect 2 "unknown option" "gpu_check.sh -x" -- "$root/scripts/gpu_check.sh" -x
   env -u TLM_TEST_DEVICE "$root/scripts/gpu_check.sh" "$tmp/bundle" > "$tmp/gpu" 2>&1; rc=$?
   sed 's/^/    /' "$tmp/gpu"
   if ldconfig -p | grep -q 'libcuda\.so\.1 '; then
