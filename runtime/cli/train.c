@@ -29,6 +29,7 @@
  * rank), so they all stop at the same step; a failure only one rank sees
  * (a failed write on rank 0) ends the job with MPI_Abort after its
  * message. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -42,6 +43,7 @@
 #include <unistd.h>
 
 #include "args.h"
+#include "atomic_file.h"
 #include "checkpoint.h"
 #include "commands.h"
 #include "device_flag.h"
@@ -56,6 +58,7 @@
 #include "progress.h"
 #include "rank_output.h"
 #include "regular_file.h"
+#include "tlm_rt/data.h"
 #include "tlm_rt/ops.h"
 #include "train_options.h"
 #include "trainer.h"
@@ -197,6 +200,44 @@ static int take_folder_lock(const run *r, int *fd) {
                          "%s is in use by another tlm-run train (one run at a time trains a checkpoint folder)",
                          r->ckpt_dir);
     return 0;
+}
+
+/* Whether log is one of the files data names (a file; a folder's texts,
+ * or its *.bin shards when it has no text): false with err. */
+static bool log_not_data(const char *log, const char *data, tlm_err *err) {
+    if (!tlm_output_not_input(log, data, "the data", err)) return false;
+    char **names;
+    int n;
+    tlm_err ignored;
+    struct stat st;
+    if (stat(data, &st) != 0 || !S_ISDIR(st.st_mode)) return true;
+    bool ok = true;
+    if (tlm_data_texts(data, &names, &n, &ignored) == 0) {
+        for (int i = 0; i < n && ok; i++) ok = tlm_output_not_input(log, names[i], "a text of the data", err);
+        tlm_data_texts_free(names, n);
+        return ok;
+    }
+    DIR *dir = opendir(data);
+    if (!dir) return true; /* the loader has said why already */
+    for (struct dirent *e; ok && (e = readdir(dir)) != NULL;) {
+        size_t len = strlen(e->d_name);
+        if (len < 5 || strcmp(e->d_name + len - 4, ".bin") != 0) continue;
+        char path[4400];
+        snprintf(path, sizeof path, "%s/%s", data, e->d_name);
+        ok = tlm_output_not_input(log, path, "a shard of the data", err);
+    }
+    closedir(dir);
+    return ok;
+}
+
+/* The log is written at once (a fresh run's replaces what is there): it
+ * must not be one of the run's inputs, the model, its checkpoint or the
+ * (validation) data, as no command's output may be. */
+static bool log_not_input(const run *r, const char *log, tlm_err *err) {
+    const train_options *o = &r->o;
+    return tlm_output_not_input(log, o->model, "the model", err) &&
+           tlm_output_not_input(log, r->ckpt_file, "the checkpoint", err) &&
+           (!o->data || log_not_data(log, o->data, err)) && (!o->val || log_not_data(log, o->val, err));
 }
 
 static int lock_folder(run *r) {
@@ -536,7 +577,8 @@ static int setup(run *r) {
     if (r->dist.mpi) r->out.tty = false;
     if (r->have_val)
         r->out.tokens_per_byte = r->val_info.text_bytes ? (double)r->val.n / (double)r->val_info.text_bytes : 0;
-    if (root && o->log && *o->log && !progress_open_log(&r->out, o->log, o->resume, r->state.step, &err))
+    if (root && o->log && *o->log &&
+        (!log_not_input(r, o->log, &err) || !progress_open_log(&r->out, o->log, o->resume, r->state.step, &err)))
         rc = cli_error("train", "%s", err.msg);
 out:
     tlm_st_close(ckpt);

@@ -179,6 +179,17 @@ static bool read_setting_flag(cli_args *a, const tlm_train_setting *row, train_o
     return true;
 }
 
+/* A path the checkpoint's settings record (JSON, UTF-8) and a resume reads
+ * back as it was: one that is not UTF-8 would make the checkpoint
+ * unreadable, or come back as another path. */
+static bool recordable(cli_args *a) {
+    if (tlm_json_valid_utf8(a->val, strlen(a->val))) return true;
+    cli_usage_error(a->cmd,
+                    "%s %s: the path is not UTF-8, which the checkpoint's settings (JSON) cannot hold; rename it",
+                    a->flag, a->val);
+    return false;
+}
+
 int train_parse(train_options *o, int argc, char **argv) {
     memset(o, 0, sizeof *o);
     struct option options[TLM_TRAIN_NSETTINGS + NOTHER + 1];
@@ -204,14 +215,15 @@ int train_parse(train_options *o, int argc, char **argv) {
         case OPT_DRY_RUN: o->dry_run = true; break;
         case OPT_PROFILE: o->profile = true; break;
         case OPT_DATA:
-            if (!cli_path(&a, &o->data)) return 2;
+            if (!cli_path(&a, &o->data) || !recordable(&a)) return 2;
             o->given_data = true;
             break;
         case OPT_VAL:
-            if (!cli_path(&a, &o->val)) return 2;
+            if (!cli_path(&a, &o->val) || !recordable(&a)) return 2;
             o->given_val = true;
             break;
         case OPT_LOG: /* "" is no log: how a resume stops the checkpoint's */
+            if (!recordable(&a)) return 2;
             o->log = a.val;
             o->given_log = true;
             break;

@@ -449,10 +449,25 @@ void tlm_sb_free(tlm_strbuf *sb) {
     *sb = (tlm_strbuf){0};
 }
 
+bool tlm_json_valid_utf8(const char *s, size_t n) {
+    for (size_t i = 0; i < n;) {
+        size_t k = utf8_seq((const unsigned char *)s + i, n - i);
+        if (k == 0) return false;
+        i += k;
+    }
+    return true;
+}
+
 void tlm_json_write_string(tlm_strbuf *sb, const char *s, size_t n) {
     tlm_sb_append(sb, "\"", 1);
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
+        if (c >= 0x80) { /* a whole UTF-8 sequence, or U+FFFD for a byte that starts none */
+            size_t k = utf8_seq((const unsigned char *)s + i, n - i);
+            if (k == 0) tlm_sb_append(sb, "\\ufffd", 6);
+            else tlm_sb_append(sb, s + i, k), i += k - 1;
+            continue;
+        }
         switch (c) {
         case '"': tlm_sb_append(sb, "\\\"", 2); break;
         case '\\': tlm_sb_append(sb, "\\\\", 2); break;

@@ -213,6 +213,19 @@ outputs)
   expect 1 "is also a document" "tokenize -o a text of its DATA folder is refused" -- \
     "$run" tokenize --tokenizer tok.json texts -o texts/b.txt
   check "  the folder's text is as it was" -- cmp -s texts/b.txt val.keep
+  # train --log: its first write replaced the file it names
+  cp train.txt train.keep
+  tr=(train crash.so --threads 1 --steps 2 --eval-every 0)
+  expect 1 "is also the data" "train --log the data is refused" -- "$run" "${tr[@]}" --data train.txt --ckpt ckl --log train.txt
+  expect 1 "is also the data" "train --log the validation text is refused" -- \
+    "$run" "${tr[@]}" --data train.txt --val val.txt --ckpt ckl --log val.txt
+  expect 1 "is also a text of the data" "train --log a text of the DATA folder is refused" -- \
+    "$run" "${tr[@]}" --data texts --ckpt ckl --log texts/b.txt
+  expect 1 "is also the model" "train --log the model is refused" -- "$run" "${tr[@]}" --data train.txt --ckpt ckl --log crash.so
+  expect 1 "is also the checkpoint" "train --log the checkpoint is refused" -- \
+    "$run" "${tr[@]}" --data train.txt --ckpt ck --resume --steps 3 --log ck/checkpoint.safetensors
+  check "  the inputs are as they were (data, text, model, checkpoint)" -- sh -c 'cmp -s train.txt train.keep &&
+    cmp -s val.txt val.keep && cmp -s texts/b.txt val.keep && cmp -s crash.so so.keep && cmp -s ck/checkpoint.safetensors ck.keep'
   expect 1 "is also the model" "export -o the model is refused" -- "$run" export crash.so --ckpt ck -o crash.so
   expect 1 "is also the checkpoint" "export -o the checkpoint is refused" -- \
     "$run" export crash.so --ckpt ck -o ck/checkpoint.safetensors

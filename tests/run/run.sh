@@ -404,6 +404,17 @@ bad_flags)
   expect 2 "\-\-output is empty" "tokenize -o ''" -- "$run" tokenize --tokenizer "$tmp/t.json" -o "" "$s"
   expect 0 "^log (none)$" "train --log '': no log (how a resume stops the checkpoint's)" -- \
     "$run" train "$s" --dry-run --log ""
+  # a path that is not UTF-8: the checkpoint's settings (JSON) could not
+  # hold it (the checkpoint was written, and nothing could read it)
+  latin1=$(printf 'caf\351.txt')
+  cp "$root/data/austen/persuasion.txt" "$tmp/$latin1"
+  for flag in --data --val --log; do
+    # (patterns that do not cross the byte: grep's . matches no invalid one)
+    expect 2 "the path is not UTF-8" "train $flag with a Latin-1 name" -- \
+      "$run" train "$s" --steps 1 --ckpt "$tmp/latin1" $flag "$tmp/$latin1"
+    check "  the message names $flag" -- grep -q -- "^tlm-run train: $flag $tmp/caf" "$tmp/err"
+  done
+  check "  nothing written" -- test ! -e "$tmp/latin1"
   expect 2 "\-\-steps must be between 0 and" "train --steps -1" -- "$run" train "$s" --steps -1
   expect 2 "not an integer" "train --steps abc" -- "$run" train "$s" --steps abc
   expect 2 "not an integer" "train --steps 10x" -- "$run" train "$s" --steps 10x

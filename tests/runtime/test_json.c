@@ -107,6 +107,22 @@ static void test_writer(void) {
     CHECK(strstr(sb.buf, "\\u0007") && strstr(sb.buf, "\\u0000") && strstr(sb.buf, "\\\""), "escapes: %s", sb.buf);
     tlm_json_free(j);
     tlm_sb_free(&sb);
+
+    /* bytes that start no UTF-8 sequence (a Latin-1 path, a cut sequence, a
+     * surrogate, an overlong form) are written as U+FFFD: the document reads
+     * back, and the valid sequences around them stay as they were */
+    const char bad[] = "caf\xe9 \xc3\xa9 \xed\xa0\x80 \xc0\xaf \xe2\x82";
+    CHECK(!tlm_json_valid_utf8(bad, sizeof bad - 1), "invalid UTF-8 seen");
+    CHECK(tlm_json_valid_utf8(raw, sizeof raw - 1), "valid UTF-8 passes");
+    tlm_json_write_string(&sb, bad, sizeof bad - 1);
+    CHECK(!sb.oom, "oom");
+    j = tlm_json_parse(sb.buf, sb.len, &err);
+    static const char want[] = "caf\xef\xbf\xbd \xc3\xa9 \xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd "
+                               "\xef\xbf\xbd\xef\xbf\xbd \xef\xbf\xbd\xef\xbf\xbd";
+    CHECK(j && j->len == sizeof want - 1 && memcmp(j->str, want, j->len) == 0, "invalid UTF-8 written as U+FFFD: %s",
+          sb.buf);
+    tlm_json_free(j);
+    tlm_sb_free(&sb);
 }
 
 static void test_mutations(void) {

@@ -65,5 +65,10 @@ void tlm_sb_printf(tlm_strbuf *sb, const char *fmt, ...);
 void tlm_sb_free(tlm_strbuf *sb);
 /* Writes s[0..n) as a quoted JSON string, escaping ", \ and controls. */
 void tlm_json_write_string(tlm_strbuf *sb, const char *s, size_t n);
+/* Whether s[0..n) is UTF-8 as JSON strings must be (what the reader
+ * accepts). tlm_json_write_string writes a byte that starts no UTF-8
+ * sequence as \ufffd, so its output always reads back; a string that must
+ * come back as it was (a path) is checked with this first. */
+bool tlm_json_valid_utf8(const char *s, size_t n);
 
 #endif
