@@ -230,7 +230,17 @@ static int cmp_split(const void *a, const void *b) {
 
 bool tok_merges_from_ranks(tlm_tokenizer *t, int32_t n_ranks, const char *name, tlm_err *err) {
     split *local = NULL;
-    size_t cap = 0;
+    size_t cap = 0, longest = 0;
+    /* The lengths some token has: a split is looked up only where both
+     * sides could be tokens. Every split point's lookup hashes its bytes, so
+     * a token of n bytes cost n^2 (a rank file with one line of a megabyte
+     * took minutes to load); real vocabularies have tokens of every short
+     * length, and the filter changes nothing for them. */
+    for (int32_t id = 0; id < n_ranks; id++)
+        if (t->len[id] > longest) longest = t->len[id];
+    bool *has_len = calloc(longest + 1, sizeof *has_len);
+    if (!has_len) return tlm_fail(err, "out of memory");
+    for (int32_t id = 0; id < n_ranks; id++) has_len[t->len[id]] = true;
     bool ok = true;
     for (int32_t id = 0; id < n_ranks && ok; id++) {
         const uint8_t *b = t->pool + t->off[id];
@@ -246,6 +256,7 @@ bool tok_merges_from_ranks(tlm_tokenizer *t, int32_t n_ranks, const char *name, 
             local = p;
         }
         for (size_t i = 1; i < n; i++) {
+            if (!has_len[i] || !has_len[n - i]) continue;
             int32_t l = tok_lookup(t, b, i), r = tok_lookup(t, b + i, n - i);
             if (l >= 0 && l < n_ranks && r >= 0 && r < n_ranks) local[k++] = (split){l, r};
         }
@@ -253,6 +264,7 @@ bool tok_merges_from_ranks(tlm_tokenizer *t, int32_t n_ranks, const char *name, 
         for (size_t i = 0; i < k && ok; i++) ok = tok_add_merge(t, local[i].left, local[i].right, name, NULL, 0, err);
     }
     free(local);
+    free(has_len);
     return ok;
 }
 

@@ -40,6 +40,15 @@ expect 1 "missing tokenizer" "$tlm" tokenizer info --tokenizer "$work/nonexisten
 expect 1 "folder without encoder.json" "$tlm" tokenizer info --tokenizer "$work/emptydir"
 expect 1 "bad rank file" "$tlm" tokenizer info --tokenizer "$work/bad.model"
 expect 1 "truncated tokenizer.json" "$tlm" tokenizer info --tokenizer "$work/bad.json"
+# A rank file whose last token is a megabyte of one letter: every split of
+# it was looked up (hashing both sides), n^2 bytes, minutes to load.
+i=0
+while [ $i -lt 256 ]; do
+  printf "%s %d\n" "$(printf "\\$(printf %03o $i)" | base64)" $i
+  i=$((i + 1))
+done >"$work/long.model"
+printf "%s 256\n" "$(head -c 1000000 /dev/zero | tr '\0' a | base64 -w0)" >>"$work/long.model"
+expect 0 "a rank file with a 1 MB token loads in seconds" timeout 20 "$tlm" tokenizer info --tokenizer "$work/long.model"
 expect 1 "missing input" "$tlm" tokenizer encode --tokenizer "$gpt2" "$work/nonexistent.txt"
 expect 1 "decode of text" "$tlm" tokenizer decode --tokenizer "$gpt2" "$work/bad.ids"
 expect 1 "decode of an id past the vocabulary" "$tlm" tokenizer decode --tokenizer "$gpt2" "$work/big.ids"
