@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "regular_file.h"
@@ -69,6 +71,36 @@ static bool pick_target(tlm_atomic_file *f, const char *path, mode_t *mode, tlm_
     return true;
 }
 
+/* Creates tmp, a name ending in TMP_RANDOM X's, with those drawn at random
+ * (mkostemp's letters and digits), registered for removal on an interrupt
+ * before the file exists: created first, as mkostemp does, a SIGINT between
+ * the creation and the registration left the temporary behind. -1 with
+ * errno when it cannot be created. */
+static int create_registered(char *tmp) {
+    static const char digits[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    static unsigned counter;
+    char *x = tmp + strlen(tmp) - TMP_RANDOM;
+    for (int attempt = 0; attempt < 100; attempt++) {
+        unsigned char r[TMP_RANDOM];
+        if (getrandom(r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r) { /* no entropy yet: time, pid, count */
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            unsigned long long v = (unsigned long long)ts.tv_nsec * 2654435761u ^ (unsigned long long)getpid() << 20 ^
+                                   (unsigned long long)ts.tv_sec ^ (unsigned long long)++counter * 40503u;
+            for (int i = 0; i < TMP_RANDOM; i++, v /= 62) r[i] = (unsigned char)(v % 62);
+        }
+        for (int i = 0; i < TMP_RANDOM; i++) x[i] = digits[r[i] % 62];
+        bool registered = tlm_remove_on_signal(tmp);
+        int fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (fd >= 0) return fd;
+        int e = errno;
+        if (registered) tlm_keep_on_signal(tmp);
+        errno = e;
+        if (e != EEXIST) return -1;
+    }
+    return -1; /* errno EEXIST: a hundred names taken */
+}
+
 bool tlm_atomic_open(tlm_atomic_file *f, const char *path, tlm_err *err) {
     memset(f, 0, sizeof *f);
     f->fd = -1;
@@ -84,7 +116,7 @@ bool tlm_atomic_open(tlm_atomic_file *f, const char *path, tlm_err *err) {
         folder_of(f->target, dir, sizeof dir);
         snprintf(f->tmp, sizeof f->tmp, "%s/.tlm" TMP_SUFFIX, dir);
     }
-    f->fd = mkostemp(f->tmp, O_CLOEXEC);
+    f->fd = create_registered(f->tmp);
     if (f->fd < 0) {
         int e = errno;
         f->tmp[0] = '\0'; /* nothing to remove */
@@ -97,7 +129,6 @@ bool tlm_atomic_open(tlm_atomic_file *f, const char *path, tlm_err *err) {
         }
         return tlm_fail(err, "%s: cannot create a temporary file in %s: %s", path, dir, strerror(e));
     }
-    tlm_remove_on_signal(f->tmp);
     if (fchmod(f->fd, mode) != 0) {
         int e = errno;
         tlm_atomic_abort(f);
