@@ -243,6 +243,10 @@ static int parse_args(int argc, char **argv, options *o) {
         o->input = argv[optind];
     }
     if (!o->input && !o->print_keywords && !o->help_settings) return usage_error("no input file");
+    /* an empty path is a slip, a usage error as tlm-run's are */
+    if (o->input && !*o->input) return usage_error("the input file is empty: it needs a path");
+    if (o->output && !*o->output) return usage_error("-o is empty: it needs a path");
+    if (o->plot && !*o->plot) return usage_error("--plot is empty: it needs a path");
     if (o->variant && !o->study) return usage_error("--variant needs --study NAME");
     if (o->variant && o->plan) return usage_error("--plan lists every variant; leave out --variant");
     if ((o->study || o->plan) && o->model) return usage_error("--model cannot be combined with --study or --plan");
