@@ -50,6 +50,9 @@ done >"$work/long.model"
 printf "%s 256\n" "$(head -c 1000000 /dev/zero | tr '\0' a | base64 -w0)" >>"$work/long.model"
 expect 0 "a rank file with a 1 MB token loads in seconds" timeout 20 "$tlm" tokenizer info --tokenizer "$work/long.model"
 expect 1 "missing input" "$tlm" tokenizer encode --tokenizer "$gpt2" "$work/nonexistent.txt"
+# a full disk on standard output: one line (it said so twice), exit 1
+expect 1 "encode > /dev/full" sh -c '"$0" tokenizer encode --tokenizer "$1" "$2" > /dev/full' "$tlm" "$gpt2" "$work/hello.txt"
+grep -q 'No space left on device' "$work/err" || fail "encode > /dev/full: not the reason: $(cat "$work/err")"
 expect 1 "decode of text" "$tlm" tokenizer decode --tokenizer "$gpt2" "$work/bad.ids"
 expect 1 "decode of an id past the vocabulary" "$tlm" tokenizer decode --tokenizer "$gpt2" "$work/big.ids"
 expect 1 "--bos without a BOS token" "$tlm" tokenizer encode --bos --tokenizer "$gpt2" "$work/hello.txt"
@@ -138,6 +141,7 @@ grep -q "^bytes     $(cat "$work/doc1.txt" "$work/doc2.txt" | wc -c)\$" "$work/o
 printf 'First document.\n<|endoftext|>Second one, \xc3\xa9t\xc3\xa9.<|endoftext|>' | cmp -s - "$work/s.back" ||
   fail "the shard does not decode to the documents and their end-of-text tokens"
 "$tlm" tokenize --dump "$work/s.bin" >"$work/s.ids"
+expect 1 "tokenize --dump > /dev/full" sh -c '"$0" tokenize --dump "$1" > /dev/full' "$tlm" "$work/s.bin"
 { "$tlm" tokenizer encode --tokenizer "$gpt2" "$work/doc1.txt" | tr '\n' ' '; printf '50256 '
   "$tlm" tokenizer encode --tokenizer "$gpt2" "$work/doc2.txt" | tr '\n' ' '; printf '50256\n'; } >"$work/s.want"
 cmp -s "$work/s.ids" "$work/s.want" || fail "the shard's ids are not the documents' ids: $(cat "$work/s.ids")"
