@@ -1,14 +1,17 @@
 #include "load.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "args.h"
 #include "checkpoint.h"
 #include "corpus.h"
 #include "gpu_model.h"
+#include "regular_file.h"
 #include "text_tokens.h"
 #include "tlm_rt/ops.h"
 
@@ -24,9 +27,17 @@ int load_checkpoint(const char *cmd, const tlm_so *so, const char *ckpt, tlm_mod
                     int64_t *step, char tokenizer[65]) {
     const char *name = tlm_so_str(so, so->config->name);
     checkpoint_path(path, pathlen, ckpt, name);
-    if (access(path, F_OK) != 0)
+    if (access(path, F_OK) != 0) {
+        /* "train first" only where there is nothing: a --ckpt that is a
+         * FIFO or a device, or a folder that cannot be read, says so */
+        int e = errno;
+        struct stat st;
+        if (ckpt && stat(ckpt, &st) == 0 && !S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
+            return cli_error(cmd, "--ckpt %s is %s, not a checkpoint or its folder", ckpt, tlm_file_kind(st.st_mode));
+        if (e != ENOENT && e != ENOTDIR) return cli_error(cmd, "%s: %s", path, strerror(e));
         return cli_error(cmd, "no checkpoint at %s (train first: tlm-run train MODEL.so%s%s)", path,
                          ckpt ? " --ckpt " : "", ckpt ? ckpt : "");
+    }
     tlm_err err = {""};
     tlm_st_file *f = tlm_ckpt_open(path, so, &err);
     if (!f) return cli_error(cmd, "%s", err.msg);

@@ -520,6 +520,11 @@ bad_checkpoint)
   good=$trained/checkpoint.safetensors
   expect 1 "no checkpoint at" "eval without a checkpoint" -- "$run" eval "$s" --ckpt "$tmp/none"
   expect 1 "no checkpoint at" "sample without a checkpoint" -- "$run" sample "$s" --ckpt "$tmp/none"
+  # a --ckpt that is neither a file nor a folder: said, not "train first"
+  mkfifo "$tmp/ckfifo"
+  expect 1 "\-\-ckpt $tmp/ckfifo is a FIFO (named pipe), not a checkpoint or its folder" "sample --ckpt a FIFO" -- \
+    timeout 20 "$run" sample "$s" --ckpt "$tmp/ckfifo"
+  expect 1 "\-\-ckpt /dev/null is a character device" "eval --ckpt /dev/null" -- "$run" eval "$s" --ckpt /dev/null
   mkdir -p "$tmp/dir/checkpoint.safetensors"
   expect 1 "not a regular file" "a folder in the checkpoint's place" -- "$run" eval "$s" --ckpt "$tmp/dir"
   expect 1 "a checkpoint of model .small., not .other." "another model's checkpoint" -- \
