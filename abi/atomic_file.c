@@ -9,7 +9,6 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "regular_file.h"
@@ -78,17 +77,10 @@ static bool pick_target(tlm_atomic_file *f, const char *path, mode_t *mode, tlm_
  * errno when it cannot be created. */
 static int create_registered(char *tmp) {
     static const char digits[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-    static unsigned counter;
     char *x = tmp + strlen(tmp) - TMP_RANDOM;
     for (int attempt = 0; attempt < 100; attempt++) {
-        unsigned char r[TMP_RANDOM];
-        if (getrandom(r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r) { /* no entropy yet: time, pid, count */
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            unsigned long long v = (unsigned long long)ts.tv_nsec * 2654435761u ^ (unsigned long long)getpid() << 20 ^
-                                   (unsigned long long)ts.tv_sec ^ (unsigned long long)++counter * 40503u;
-            for (int i = 0; i < TMP_RANDOM; i++, v /= 62) r[i] = (unsigned char)(v % 62);
-        }
+        unsigned char r[TMP_RANDOM]; /* getrandom waits only until the pool first has entropy, at boot */
+        if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r) return -1;
         for (int i = 0; i < TMP_RANDOM; i++) x[i] = digits[r[i] % 62];
         bool registered = tlm_remove_on_signal(tmp);
         int fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
