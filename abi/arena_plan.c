@@ -17,14 +17,11 @@ int64_t tlm_buffer_bytes(const tlm_abi_buffer *b, int64_t B, int64_t T) {
     return (bytes + TLM_ARENA_ALIGN - 1) / TLM_ARENA_ALIGN * TLM_ARENA_ALIGN;
 }
 
+/* A placed buffer: its bytes [begin, end) and its lifetime [first, last]. */
 typedef struct placed {
     int64_t begin, end;
+    int first, last;
 } placed;
-
-static int by_begin(const void *a, const void *b) {
-    const placed *x = a, *y = b;
-    return (x->begin > y->begin) - (x->begin < y->begin);
-}
 
 typedef struct item {
     int index;
@@ -74,22 +71,31 @@ int64_t tlm_plan_arena(const tlm_abi_buffer *buffers, int nbuffers, const tlm_ab
     }
     qsort(order, (size_t)n, sizeof *order, by_size);
     /* First fit: the lowest offset where the buffer overlaps no placed
-     * buffer that is alive at the same time. */
+     * buffer that is alive at the same time. The placed buffers are kept
+     * sorted by offset, so each new one scans them once, in order, and
+     * stops at the first gap that holds it: no sort per buffer, which made
+     * a 4,096-layer model take a minute to plan. */
+    int nplaced = 0;
     for (int k = 0; k < n; k++) {
-        int i = order[k].index, nbusy = 0;
-        for (int j = 0; j < k; j++) {
-            int o = order[j].index;
-            if (first[o] <= last[i] && first[i] <= last[o])
-                busy[nbusy++] = (placed){offsets[o], offsets[o] + order[j].bytes};
-        }
-        qsort(busy, (size_t)nbusy, sizeof *busy, by_begin);
-        int64_t at = 0;
-        for (int j = 0; j < nbusy; j++) {
-            if (busy[j].begin >= at + order[k].bytes) break;
-            if (busy[j].end > at) at = busy[j].end;
+        int i = order[k].index;
+        int64_t bytes = order[k].bytes, at = 0;
+        for (int j = 0; j < nplaced; j++) {
+            const placed *p = &busy[j];
+            if (p->first > last[i] || first[i] > p->last) continue;
+            if (p->begin >= at + bytes) break;
+            if (p->end > at) at = p->end;
         }
         offsets[i] = at;
-        if (at + order[k].bytes > arena) arena = at + order[k].bytes;
+        if (at + bytes > arena) arena = at + bytes;
+        int lo = 0, hi = nplaced;   /* after every buffer that begins at or below `at` */
+        while (lo < hi) {
+            int mid = lo + (hi - lo) / 2;
+            if (busy[mid].begin <= at) lo = mid + 1;
+            else hi = mid;
+        }
+        memmove(&busy[lo + 1], &busy[lo], (size_t)(nplaced - lo) * sizeof *busy);
+        busy[lo] = (placed){at, at + bytes, first[i], last[i]};
+        nplaced++;
     }
     if (first_out) memcpy(first_out, first, (size_t)nbuffers * sizeof *first);
     if (last_out) memcpy(last_out, last, (size_t)nbuffers * sizeof *last);

@@ -59,6 +59,10 @@ model = ('model m {\n' + body + '}\n').encode()
 pad = 64 * 1024 * 1024 - len(model) - 5
 w('size_limit.tlm', model + b'/*' + b' ' * pad + b'*/\n')
 w('size_over.tlm', model + b'/*' + b' ' * (pad + 1) + b'*/\n')
+# The deepest model tlmc takes: its memory plans (two, of ~50,000 buffers)
+# are made in seconds; a first fit that sorted the placed buffers for each
+# new one took over a minute.
+w('deepest.tlm', 'model m {\n' + body.replace('layers = 4', 'layers = 4096').replace('d_model = 64', 'd_model = 16').replace('heads = 4', 'heads = 2').replace('d_ff = 128', 'd_ff = 32') + '}\n')
 w('huge_layers.tlm', 'model m {\n' + body.replace('layers = 4', 'layers = 1e300') + '}\n')
 PY
 
@@ -85,4 +89,11 @@ expect size_limit       0 ""                  "$tmp/size_limit.tlm"
 expect size_over        1 "file too large"    "$tmp/size_over.tlm"
 expect missing_file     1 "cannot read"       "$tmp/does-not-exist.tlm"
 expect directory        1 "is a directory"    "$tmp"
+start=$(date +%s.%N)
+timeout 40 "$tlmc" --emit-ir "$tmp/deepest.tlm" > "$tmp/deepest.ir"; status=$?
+printf '%-28s exit %3d  %6.2fs  %s\n' deepest_plan "$status" "$(echo "$(date +%s.%N) - $start" | bc)" \
+  "$(grep -c '' "$tmp/deepest.ir") lines of IR"
+if [ "$status" != 0 ] || ! grep -q '^plan ' "$tmp/deepest.ir"; then
+  echo "  FAIL: wanted the IR with its memory plans within 40 s"; fail=1
+fi
 exit $fail
