@@ -101,7 +101,7 @@ static void usage(FILE *out) {
 /* One line on stderr, exit status 2. Control characters in the message
  * (from an argument) become '?', so the message stays on its line. */
 __attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ...) {
-    char msg[1024];
+    char msg[8192]; /* a path of PATH_MAX bytes and the words around it */
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);

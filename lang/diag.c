@@ -112,7 +112,7 @@ static bool seen_before(diag_engine *d, diag_level level, tlm_loc loc, const cha
 }
 
 static void vreport(diag_engine *d, diag_level level, tlm_loc loc, const char *fmt, va_list ap) {
-    char msg[2048];
+    char msg[8192]; /* a path of PATH_MAX bytes and the words around it */
     int used = level != DIAG_NOTE && d->context ? snprintf(msg, sizeof msg, "%s", d->context) : 0;
     if (used < 0 || (size_t)used >= sizeof msg) used = 0;
     vsnprintf(msg + used, sizeof msg - (size_t)used, fmt, ap);

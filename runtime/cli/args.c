@@ -9,6 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "errmsg.h"
+
 /* The option whose val is opt, as the user spells it: "--batch", "-h". */
 static void spell(char *buf, size_t n, int opt, int longindex, const struct option *long_options) {
     if (longindex < 0)
@@ -136,8 +138,8 @@ bool cli_real(cli_args *a, double lo, bool lo_open, double *out) {
 }
 
 static void vsay(const char *cmd, const char *fmt, va_list ap, const char *tail) {
-    char msg[1024];
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    char msg[TLM_ERR_MSG_BYTES + 512]; /* an err.msg and the words around it */
+    tlm_vformat_fit(msg, sizeof msg, fmt, ap);
     for (char *p = msg; *p; p++)
         if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = '?';
     fprintf(stderr, "tlm-run %s: %s%s\n", cmd, msg, tail);

@@ -307,7 +307,7 @@ static void backward_case(const shape *s, const float *x, tlm_dptr X16, tlm_dptr
                 tlm_gpu_launch_shared(&g_gpu, kernel, 1, 128, tlm_gpu_attention_tc_shared(TLM_ATTENTION_TC_BWD_DKV, D),
                                       dkv_args, &trap) &&
                 tlm_device_sync(g_dev, &trap);
-            char what[600];
+            char what[TLM_ERR_MSG_BYTES + 256];
             snprintf(what, sizeof what, "%s on a block of 128 threads traps: %s", kernel, ran ? "(it ran)" : trap.msg);
             check(!ran && strstr(trap.msg, "__trap") != NULL, what);
             /* and the dq kernel given 16 bytes less dynamic shared memory
@@ -399,7 +399,7 @@ static int kernels_of_module(tlm_gpu_module_id id) {
 static void module_checks(void) {
     int counts[TLM_GPU_MODULE_COUNT];
     for (int id = 0; id < TLM_GPU_MODULE_COUNT; id++) counts[id] = kernels_of_module((tlm_gpu_module_id)id);
-    char line[700];
+    char line[TLM_ERR_MSG_BYTES + 256];
     snprintf(line, sizeof line, "each module's kernels follow the rule: %d in the runtime's, %d in the tensor cores'",
              counts[TLM_GPU_MODULE_RUNTIME], counts[TLM_GPU_MODULE_ATTENTION_TC]);
     check(g_failures == 0 && counts[TLM_GPU_MODULE_RUNTIME] > 0, line);
@@ -432,7 +432,7 @@ static void refused(int D, int stride, tlm_dptr q, const char *want, const char 
     tlm_dptr buf = nans(1 << 16);
     tlm_err err = {{0}};
     bool ok = tlm_gpu_attention_tc_forward(&g_gpu, buf, buf, q ? q : buf, buf, buf, 1, 3, 1, D, stride, &err);
-    char line[700];
+    char line[TLM_ERR_MSG_BYTES + 256];
     snprintf(line, sizeof line, "%s is refused: %s", what, ok ? "(it ran)" : err.msg);
     check(!ok && strstr(err.msg, want) && !strchr(err.msg, '\n'), line);
     tlm_device_free(g_dev, buf);

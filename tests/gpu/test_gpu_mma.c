@@ -218,7 +218,7 @@ static void test_dynamic_shared(void) {
             uint32_t out[129] = {0};
             if (ran) get(out, OUT, sizeof out);
             int bad = ran ? ldmatrix_wrong(out, m, trans) : 128;
-            char what[800];
+            char what[TLM_ERR_MSG_BYTES + 256];
             snprintf(what, sizeof what,
                      "cp.async, then ldmatrix%s, in %u bytes of dynamic shared memory: %d of 128 registers wrong, "
                      "size seen %u%s%s",
@@ -295,7 +295,7 @@ static void expect_failure(const char *kernel, void **args, const char *const *w
     bool ok = launch(kernel, 1, 64, args, &err);
     bool has = !ok;
     for (int i = 0; i < nwant && has; i++) has = strstr(err.msg, want[i]) != NULL;
-    char what[600];
+    char what[TLM_ERR_MSG_BYTES + 256];
     snprintf(what, sizeof what, "%s fails: %s", kernel, ok ? "(it ran)" : err.msg);
     check(has, what);
 }
@@ -313,7 +313,7 @@ static void test_errors(void) {
     {
         tlm_err err = {{0}};
         bool ok = launch_shared("mma_test_cp_async_past_dynamic", 1, 64, 4096, one, &err);
-        char what[600];
+        char what[TLM_ERR_MSG_BYTES + 256];
         snprintf(what, sizeof what, "mma_test_cp_async_past_dynamic fails: %s", ok ? "(it ran)" : err.msg);
         check(!ok && strstr(err.msg, "cp.async") && strstr(err.msg, "outside shared memory"), what);
     }
@@ -373,7 +373,7 @@ static void test_nvrtc(const char *tests_source, const char *attention_source) {
         tlm_err err = {{0}};
         bool ok = tlm_nvrtc_compile(tests_source, archs[a], &cubin, &size, &err);
         ok = ok && size > 4 && memcmp(cubin, "\177ELF", 4) == 0;
-        char what[600];
+        char what[TLM_ERR_MSG_BYTES + 256];
         snprintf(what, sizeof what, "NVRTC: mma_kernels.cu with mma.cuh to a CUBIN for %s%s%s", archs[a],
                  ok ? "" : ": ", ok ? "" : err.msg);
         check(ok, what);

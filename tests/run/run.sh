@@ -415,6 +415,17 @@ bad_flags)
     check "  the message names $flag" -- grep -q -- "^tlm-run train: $flag $tmp/caf" "$tmp/err"
   done
   check "  nothing written" -- test ! -e "$tmp/latin1"
+  # a path near PATH_MAX: the message keeps its reason (a 512-byte message
+  # once cut it off behind the path); a longer one loses its middle
+  deep=$tmp/$(printf 'd%.0s' $(seq 200))
+  for i in $(seq 18); do deep=$deep/$(printf 'd%.0s' $(seq 200)); done
+  mkdir -p "$deep"
+  expect 1 "$deep/missing.txt: No such file or directory$" "train --data, a path of ${#deep} bytes" -- \
+    "$run" train "$s" --steps 1 --ckpt "$tmp/deep" --data "$deep/missing.txt"
+  long=$deep$(printf '/.%.0s' $(seq 600))/missing.txt
+  expect 1 "^tlm-run train: .* \.\.\. .*/missing.txt: File name too long$" "train --data, a path of ${#long} bytes" -- \
+    "$run" train "$s" --steps 1 --ckpt "$tmp/deep" --data "$long"
+  check "  nothing written" -- test ! -e "$tmp/deep"
   expect 2 "\-\-steps must be between 0 and" "train --steps -1" -- "$run" train "$s" --steps -1
   expect 2 "not an integer" "train --steps abc" -- "$run" train "$s" --steps abc
   expect 2 "not an integer" "train --steps 10x" -- "$run" train "$s" --steps 10x
