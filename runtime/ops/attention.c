@@ -14,7 +14,7 @@
  * max grows), then y_t /= l_t and lse_t = m_t + log l_t.
  *
  * Backward, with dy_t given, recomputing P block by block from lse:
- *   D_t   = dy_t . y_t                  (= sum_u P_tu dP_tu)
+ *   D_t   = dy_t . y_t                  (= sum_u P_tu dP_tu; summed as dP is)
  *   dP_tu = dy_t . v_u
  *   dS_tu = P_tu (dP_tu - D_t)
  *   dq_t  = sum_u dS_tu k_u / sqrt(D)
@@ -49,7 +49,6 @@
 
 #include "block_gemm.h"
 #include "vec8.h"
-#include "vec_inline.h"
 
 enum {
     ATT_BQ = 64, /* query rows per block */
@@ -292,7 +291,13 @@ void tlm_attention_backward(float *dq, float *dk, float *dv, const float *dy, co
                 const int rn = T - i0 < ATT_BQ ? T - i0 : ATT_BQ;
                 for (int r = 0; r < rn; r++) {
                     size_t yo = (size_t)(i0 + r) * C;
-                    rowdot[r] = dot(dyb + yo, yb + yo, D);
+                    /* D_t by the block kernel, the multiply-adds of dP_tu
+                     * in their order: where a row sees one key (its first
+                     * token), P is 1, y_t is v_t, and dS = dP - D_t is
+                     * exactly 0, as softmax's gradient is; a dot product
+                     * summed in another order left a rounding residue there
+                     * that AdamW turned into real steps of q and k. */
+                    gemm_rows(&rowdot[r], 1, 1, 1, dyb + yo, 0, 1, yb + yo, 1, 0, D, true, 1.0f);
                     rowlse[r] = lse[((size_t)b * T + i0 + r) * H + h];
                 }
                 for (int j0 = 0; j0 < i0 + rn; j0 += ATT_BK) {
