@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "checkpoint_config.h"
 #include "errmsg.h"
 #include "regular_file.h"
 #include "le64.h"
@@ -75,32 +76,6 @@ static bool hash_meta(uint64_t *h, const tlm_st_meta *const *meta, int n) {
 }
 
 /* ---- writing ---- */
-
-/* The architecture as JSON, so that a PyTorch user can build the module the
- * state dict belongs to (as a Hugging Face config.json would). */
-static char *model_config(const tlm_so *so) {
-    const tlm_abi_config *m = so->config;
-    tlm_strbuf sb = {0};
-    tlm_sb_printf(&sb,
-                  "{\"vocab\":%" PRId64 ",\"context\":%" PRId64 ",\"d_model\":%" PRId64 ",\"layers\":%" PRId64
-                  ",\"heads\":%" PRId64 ",\"head_dim\":%" PRId64 ",\"mixer\":\"%s\",\"mlp\":\"%s\","
-                  "\"tie_embeddings\":%s,\"norm_eps\":%.17g,\"rope_base\":%.17g,\"widths\":[",
-                  m->vocab, m->context, m->d_model, m->layers, m->heads, m->head_dim,
-                  tlm_enum_name(&tlm_mixer_enum, m->mixer), tlm_enum_name(&tlm_mlp_enum, m->mlp),
-                  m->tie_embeddings ? "true" : "false", m->norm_eps, m->rope_base);
-    for (uint32_t l = 0; l < so->header->nlayers; l++)
-        tlm_sb_printf(&sb, "%s%" PRId64, l ? "," : "", so->layers[l].width);
-    /* the mixers' own settings, spelled as tests/reference/tapered_llama.py reads them */
-    tlm_sb_printf(&sb, "],\"gate\":\"%s\",\"chunk\":%" PRId64 ",\"inner_lr\":%.17g,\"cms\":[",
-                  tlm_enum_name(&tlm_gate_enum, m->gate), m->chunk, m->inner_lr);
-    for (uint32_t i = 0; i < m->ncms && i < 8; i++) tlm_sb_printf(&sb, "%s%" PRId64, i ? "," : "", m->cms[i]);
-    tlm_sb_puts(&sb, "]}");
-    if (sb.oom) {
-        tlm_sb_free(&sb);
-        return NULL;
-    }
-    return sb.buf;
-}
 
 bool tlm_ckpt_file_is_checkpoint(const char *path) {
     tlm_err err = {""};
@@ -223,7 +198,7 @@ bool tlm_ckpt_save(const char *path, const tlm_trainer *t, const tlm_run_state *
     ts[k++] = (tlm_st_tensor){.name = "train.tokens_seen", .dtype = TLM_I64, .ndim = 1, .shape = {1}, .data = &tokens};
     ts[k++] = (tlm_st_tensor){.name = "train.data_rng", .dtype = TLM_I64, .ndim = 1, .shape = {4}, .data = rng};
 
-    config = model_config(so);
+    config = tlm_ckpt_config_json(so);
     if (!config) {
         tlm_fail(err, "out of memory writing the checkpoint");
         goto out;
@@ -359,7 +334,7 @@ tlm_st_file *tlm_ckpt_open(const char *path, const tlm_so *so, tlm_err *err) {
     else if (!abi || strcmp(abi, want_abi) != 0)
         tlm_fail(err, "%s: written with ABI version %s, the model has version %s", path, abi ? abi : "?", want_abi);
     else if (!fp || strcmp(fp, want_fp) != 0 || !params_match(f, so)) describe_difference(f, so, path, err);
-    else ok = true;
+    else ok = tlm_ckpt_config_matches(tlm_st_meta_get(f, "config"), so, path, err);
     if (!ok) {
         tlm_st_close(f);
         return NULL;

@@ -44,6 +44,8 @@ compile)
   done
   expect 0 "" "tlmc -D width=160 (same names, other shapes)" -- \
     "$tlmc" -D width=160 "$here/models.tlm" -o "$models/small160.so"
+  expect 0 "" "tlmc -D nheads=8 (same names and shapes, another architecture)" -- \
+    "$tlmc" -D nheads=8 "$here/models.tlm" -o "$models/small_h8.so"
   ;;
 
 train_learns)
@@ -544,6 +546,16 @@ bad_checkpoint)
     "the same model name with other shapes" -- "$run" eval "$models/small160.so" --ckpt "$trained"
   expect 1 "a checkpoint of model .small., not .small_sgd." "resume another model's checkpoint" -- \
     "$run" train "$models/small_sgd.so" --ckpt "$trained" --resume --steps 400
+  # The same names and shapes, another architecture: the checkpoint's
+  # config tells them apart (the shapes alone let 8 heads run 4 heads' weights)
+  h8="trained as a .small. with heads 4; this model.so has heads 8"
+  expect 1 "$h8" "eval, 8 heads on 4 heads' checkpoint" -- "$run" eval "$models/small_h8.so" --ckpt "$trained"
+  expect 1 "$h8" "sample, the same" -- "$run" sample "$models/small_h8.so" --ckpt "$trained" --length 1
+  expect 1 "$h8" "export, the same" -- "$run" export "$models/small_h8.so" --ckpt "$trained" -o "$tmp/h8.gguf"
+  check "  nothing exported" -- test ! -e "$tmp/h8.gguf"
+  cp -r "$trained" "$tmp/h8resume"
+  expect 1 "$h8" "resume, the same" -- "$run" train "$models/small_h8.so" --ckpt "$tmp/h8resume" --resume --steps 400
+  check "  the checkpoint unchanged" -- cmp -s "$good" "$tmp/h8resume/checkpoint.safetensors"
   # Every damaged copy: exit 1 with one line, from eval, sample and resume.
   ckpt corrupt "$good" "$tmp/bad" > "$tmp/list"
   n=0 bad=0
