@@ -9,6 +9,7 @@
 
 #include "codegen_error.h"
 #include "cpu_targets.h"
+#include "object_file.h"
 #include "tlm_abi.h"
 
 static LLVMValueRef constant_global(LLVMModuleRef mod, const char *name, LLVMValueRef init, unsigned align) {
@@ -78,9 +79,7 @@ bool tlm_codegen_descriptor_object(const uint8_t *blob, size_t blob_size, const 
                                                           LLVMRelocPIC, LLVMCodeModelDefault);
         LLVMTargetDataRef layout = LLVMCreateTargetDataLayout(tm);
         LLVMSetModuleDataLayout(mod, layout);
-        if (LLVMTargetMachineEmitToFile(tm, mod, (char *)obj_path, LLVMObjectFile, &msg))
-            codegen_fail(err, "cannot write %s: %s", obj_path, msg);
-        else ok = true;
+        ok = codegen_write_object(tm, mod, obj_path, err);
         LLVMDisposeTargetData(layout);
         LLVMDisposeTargetMachine(tm);
     }

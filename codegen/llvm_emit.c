@@ -21,6 +21,7 @@
 #include "gemm_emit.h"
 #include "ir_builder.h"
 #include "mlp_kernels.h"
+#include "object_file.h"
 
 static double now_s(void) {
     struct timespec ts;
@@ -188,10 +189,7 @@ bool tlm_codegen_cpu_object(const tlm_kernel_spec *specs, int n, const tlm_codeg
     double t2 = now_s();
     const char *dump = getenv("TLM_CODEGEN_DUMP_IR");
     if (ok && dump) LLVMPrintModuleToFile(mod, dump, NULL);
-    if (ok && LLVMTargetMachineEmitToFile(tm, mod, obj_path, LLVMObjectFile, &msg)) {
-        ok = codegen_fail(err, "codegen: writing %s failed: %s", obj_path, msg);
-        LLVMDisposeMessage(msg);
-    }
+    if (ok) ok = codegen_write_object(tm, mod, obj_path, err);
     double t3 = now_s();
     if (getenv("TLM_CODEGEN_VERBOSE"))
         fprintf(stderr,

@@ -3,6 +3,7 @@
  * same checked models. Exit status: 0 ok, 1 errors in the input, 2 usage. */
 #include <ctype.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -550,4 +551,10 @@ static int run(int argc, char **argv) {
     return rc;
 }
 
-int main(int argc, char **argv) { return tlm_stdout_status("tlmc", run(argc, argv)); }
+int main(int argc, char **argv) {
+    /* A file-size limit (ulimit -f) makes write() fail with EFBIG, an error
+     * that removes the temporaries, instead of killing tlmc with SIGXFSZ
+     * (the linker it runs inherits this). */
+    signal(SIGXFSZ, SIG_IGN);
+    return tlm_stdout_status("tlmc", run(argc, argv));
+}

@@ -1,4 +1,5 @@
 /* tlm-run: the runtime's command line. */
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -66,6 +67,10 @@ static int run(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
+    /* A file-size limit (ulimit -f) makes write() fail with EFBIG, reported
+     * like a full disk (the temporary removed, the old file kept), instead
+     * of killing the process with SIGXFSZ mid-write. */
+    signal(SIGXFSZ, SIG_IGN);
     char prog[64] = "tlm-run";
     if (argc >= 2 && strlen(argv[1]) < 32 && argv[1][0] != '-') snprintf(prog, sizeof prog, "tlm-run %s", argv[1]);
     return tlm_stdout_status(prog, run(argc, argv));

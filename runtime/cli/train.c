@@ -900,9 +900,6 @@ int cmd_train(int argc, char **argv) {
     int rc = train_parse(&r->o, argc, argv);
     bool go = rc < 0; /* not after --help or a usage error */
     r->lock_fd = -1;
-    /* A file-size limit (ulimit -f) makes write() fail with EFBIG, reported
-     * like a full disk, instead of killing the process with SIGXFSZ. */
-    signal(SIGXFSZ, SIG_IGN);
     if (go) rc = setup(r);
     /* Every rank started, or the job stops here, its failure told once. */
     char held[512];

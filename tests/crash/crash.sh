@@ -10,7 +10,9 @@
 #              (seed TLM_CRASH_SEED, default 20261; TLM_CRASH_KILLS, default 5)
 #   disk_full  --log on a device or FIFO is refused; a log or checkpoint
 #              write past a file-size limit (ulimit -f, write() fails with
-#              EFBIG) stops with exit 1 and the last checkpoint intact
+#              EFBIG) stops with exit 1 and the last checkpoint intact;
+#              export, tokenize and tlmc -o past one: exit 1, the old
+#              file kept, no temporary
 #   signals    SIGINT and SIGTERM stop at a step boundary with a checkpoint
 #              and the log flushed (exit 130, 143); a second SIGINT stops at
 #              once; resuming after each gives the uninterrupted run
@@ -93,6 +95,26 @@ disk_full)
     "$run" train crash.so "${flags[@]}" --ckpt straight --log straight.jsonl
   check "full disk + resume == uninterrupted: tensors" -- same ckpt ck/checkpoint.safetensors straight/checkpoint.safetensors
   check "full disk + resume == uninterrupted: log" -- same log ck.jsonl straight.jsonl
+
+  # The other writers past a file-size limit: an error (EFBIG), the old
+  # file kept and no temporary left, not a death by SIGXFSZ mid-write
+  # (the model, 48 to 74 KiB, must load and its f32 GGUF, 166 KiB, must
+  # not fit; a shard of 64 KiB of text is ~100 KiB; the model's kernels
+  # object is more than 8 KiB on any host).
+  echo old > big.gguf
+  expect 1 "big.gguf: cannot write: File too large" "export past ulimit -f 120: exit 1" -- \
+    bash -c "ulimit -f 120; exec '$run' export crash.so --ckpt straight -o big.gguf"
+  check "  the old file kept, no temporary" -- bash -c "test \"\$(cat big.gguf)\" = old && test -z \"\$(ls big.gguf.tmp.* 2>/dev/null)\""
+  expect 0 "" "a tokenizer for the next case" -- "$run" tokenizer train --vocab 300 train.txt -o tok.json
+  echo old > shard.bin
+  expect 1 "shard.bin.*File too large" "tokenize past ulimit -f 16: exit 1" -- \
+    bash -c "ulimit -f 16; exec '$run' tokenize --tokenizer tok.json train.txt -o shard.bin"
+  check "  the old file kept, no temporary" -- bash -c "test \"\$(cat shard.bin)\" = old && test -z \"\$(ls shard.bin.tmp.* 2>/dev/null)\""
+  cp crash.so old.so
+  expect 1 "^tlmc: crash: cannot write /tmp/tlmc-[A-Za-z0-9]*/kernels.o: File too large$" "tlmc past ulimit -f 8: exit 1" -- \
+    bash -c "ulimit -f 8; exec '$tlmc' '$here/crash.tlm' -o crash.so"
+  check "  the old model.so kept, tlmc's temporary folder removed" -- bash -c \
+    "cmp -s old.so crash.so && d=\$(grep -o '/tmp/tlmc-[A-Za-z0-9]*' '$tmp/err') && test -n \"\$d\" && test ! -e \"\$d\""
   ;;
 
 signals)
