@@ -4,12 +4,20 @@
 #include <stdio.h>
 #include <string.h>
 
-int tlm_stdout_status(const char *prog, int rc) {
+static int first_failure; /* errno of the first failed flush, 0 if none */
+
+bool tlm_stdout_flush(void) {
     errno = 0;
-    if (fflush(stdout) == 0 && !ferror(stdout)) return rc;
-    /* errno is the flush's; a failure stdio met earlier left only the
-     * stream's error flag */
-    int e = errno;
+    if (fflush(stdout) == 0 && !ferror(stdout)) return true;
+    /* errno is the flush's; a failure stdio met earlier (a write past its
+     * buffer) left only the stream's error flag */
+    if (!first_failure) first_failure = errno;
+    return false;
+}
+
+int tlm_stdout_status(const char *prog, int rc) {
+    if (tlm_stdout_flush()) return rc;
+    int e = first_failure;
     fprintf(stderr, "%s: cannot write to standard output: %s\n", prog, e ? strerror(e) : "an earlier write failed");
     return rc ? rc : 1;
 }

@@ -6,6 +6,13 @@
 #ifndef TLM_STDOUT_STATUS_H
 #define TLM_STDOUT_STATUS_H
 
+#include <stdbool.h>
+
+/* Flushes stdout: false once a write has failed, whose reason (errno) the
+ * first failure records for tlm_stdout_status. A command that writes as it
+ * goes (sample) stops at the first false. */
+bool tlm_stdout_flush(void);
+
 /* Flushes stdout. rc as it was when everything reached it; else a line on
  * stderr ("PROG: cannot write to standard output: REASON") and rc, or 1
  * where rc was 0. */

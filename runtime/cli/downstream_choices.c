@@ -3,6 +3,7 @@
  * highest (accuracy) and when the label's per byte of the choice is the
  * highest (accuracy_norm: per byte rather than per token, so that models
  * with different tokenizers compare). The first of equal scores wins. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,17 +110,24 @@ bool choices_evaluate(const downstream_ctx *c, const char *path, choices_result 
     if (ok && out) {
         int64_t right = 0, right_norm = 0;
         double chance = 0;
+        bool finite = true;
         for (int64_t i = 0; i < nitems; i++) {
             const choice_item *it = &items[i];
-            for (int64_t k = 0; k < it->count; k++) scores[k] = pool.score[it->first + k].loglik;
+            for (int64_t k = 0; k < it->count; k++) {
+                scores[k] = pool.score[it->first + k].loglik;
+                finite &= isfinite(scores[k]) != 0;
+            }
             right += argmax(scores, it->count) == it->label;
             for (int64_t k = 0; k < it->count; k++) scores[k] /= (double)bytes[it->first + k];
             right_norm += argmax(scores, it->count) == it->label;
             chance += 1.0 / (double)it->count;
             if (c->items) print_item(c->items, path, it, &pool, bytes);
         }
-        *out = (choices_result){nitems, (double)right / (double)nitems, (double)right_norm / (double)nitems,
-                                chance / (double)nitems};
+        /* A diverged model's log-likelihoods are NaN, which compare false
+         * with everything: its verdicts would be the first choice's, not
+         * the model's. Its accuracy is not a number, as its loss is not. */
+        *out = (choices_result){nitems, finite ? (double)right / (double)nitems : NAN,
+                                finite ? (double)right_norm / (double)nitems : NAN, chance / (double)nitems};
     }
     free(scores);
     free(items);

@@ -4,6 +4,7 @@
  * target: each of its tokens is the argmax given the context and the
  * target's tokens before it. Whitespace at the end of a passage is not
  * part of the target. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,7 +79,8 @@ bool cloze_evaluate(const downstream_ctx *c, const char *path, cloze_result *out
                 tlm_sb_free(&sb);
             }
         }
-        *out = (cloze_result){pool.n, (double)right / (double)pool.n, loglik / (double)pool.n};
+        /* a diverged model's greedy verdicts mean nothing (NaN logits) */
+        *out = (cloze_result){pool.n, isfinite(loglik) ? (double)right / (double)pool.n : NAN, loglik / (double)pool.n};
     }
     free(lines);
     tlm_tok_ids_free(&context);

@@ -133,12 +133,15 @@ int cmd_probe(int argc, char **argv) {
     int rc = 0;
     int64_t L = am->layers, D = am->d_model;
     double *sum = calloc((size_t)L, sizeof *sum);
-    int32_t *in = malloc((size_t)(batch * context) * sizeof *in),
-            *tgt = malloc((size_t)(batch * context) * sizeof *tgt);
-    if (!sum || !in || !tgt) rc = cli_error("probe", "out of memory");
-    else if (context > am->context)
+    /* the context checked before it sizes anything: a huge one is a usage
+     * error, not "out of memory" */
+    bool too_long = context > am->context;
+    int32_t *in = too_long ? NULL : malloc((size_t)(batch * context) * sizeof *in),
+            *tgt = too_long ? NULL : malloc((size_t)(batch * context) * sizeof *tgt);
+    if (too_long)
         rc = cli_usage_error("probe", "--context %" PRId64 " is longer than the model's context (%" PRId64 ")", context,
                              am->context);
+    else if (!sum || !in || !tgt) rc = cli_error("probe", "out of memory");
     /* The training layout keeps every layer's residual stream to the end
      * of the forward pass; the inference one reuses it. */
     else if (!tlm_model_create_on(&m, &so, dev, precision, batch, context, true, 0, &err))

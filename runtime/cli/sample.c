@@ -4,6 +4,7 @@
  * forward against a KV cache (or, with --no-cache, the whole window, which
  * slides) and draws from the last position's distribution. */
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include "corpus.h"
 #include "device_flag.h"
 #include "load.h"
+#include "stdout_status.h"
 #include "tlm_rt/ops.h"
 #include "tlm_rt/sample.h"
 
@@ -98,6 +100,12 @@ static int prompt_window(tlm_tokenizer *tok, const char *prompt, size_t plen, in
                            (int)window[i], nprint);
     tlm_tok_ids_free(&ids);
     return rc;
+}
+
+static bool finite_row(const float *x, int n) {
+    for (int i = 0; i < n; i++)
+        if (!isfinite(x[i])) return false;
+    return true;
 }
 
 /* Prints token id (a byte, or its bytes under tok); returns the last byte
@@ -198,13 +206,19 @@ int cmd_sample(int argc, char **argv) {
         int last = plen ? (unsigned char)prompt[plen - 1] : '\n';
         bool ok = cached ? tlm_model_prefill(&m, window, n) : (tlm_model_forward(&m, window, NULL, 1, n), true);
         int64_t row = n - 1; /* the logits' row of the window's last token */
+        bool diverged = false;
         for (int64_t i = 0; ok && i < length; i++) {
             const float *all = tlm_model_logits(&m);
             if (!all) break;
+            /* a diverged checkpoint's logits are NaN: what tlm_sample drew
+             * from them would be noise, printed as if the model wrote it */
+            if ((diverged = !finite_row(all + row * V, nprint))) break;
             int next = tlm_sample(all + row * V, nprint, (float)temperature, (int)top_k, &rng, scratch);
             int wrote = print_token(tok, next);
             if (wrote >= 0) last = wrote;
-            fflush(stdout);
+            /* standard output gone (a full disk, /dev/full): stop here, not
+             * after --length tokens; tlm-run's end says why (exit 1) */
+            if (!tlm_stdout_flush()) break;
             if (i + 1 == length) break;
             if (cached && n < T) {
                 window[n] = next;
@@ -219,10 +233,13 @@ int cmd_sample(int argc, char **argv) {
             else tlm_model_forward(&m, window, NULL, 1, n);
             row = n - 1;
         }
+        if (last != '\n' && !ferror(stdout)) putchar('\n');
+        fflush(stdout);
         if (!ok || tlm_model_device_error(&m))
             rc = cli_error("sample", "%s",
                            tlm_model_device_error(&m) ? tlm_model_device_error(&m) : "the KV cache refused the window");
-        if (last != '\n') putchar('\n');
+        else if (diverged)
+            rc = cli_error("sample", "the model's logits are not finite: %s holds a diverged model (NaN or Inf)", path);
     }
     tlm_tok_free(tok);
     free(window);

@@ -44,8 +44,10 @@ compile)
   done
   expect 0 "" "tlmc -D width=160 (same names, other shapes)" -- \
     "$tlmc" -D width=160 "$here/models.tlm" -o "$models/small160.so"
-  expect 0 "" "tlmc -D nheads=8 (same names and shapes, another architecture)" -- \
-    "$tlmc" -D nheads=8 "$here/models.tlm" -o "$models/small_h8.so"
+  sed 's/^    heads   = 4;/    heads   = 8;/' "$here/models.tlm" > "$models/h8.tlm"
+  check "small with 8 heads: its source" -- grep -q '^    heads   = 8;' "$models/h8.tlm"
+  expect 0 "" "tlmc small with 8 heads (same names and shapes, another architecture)" -- \
+    "$tlmc" "$models/h8.tlm" --model small -o "$models/small_h8.so"
   ;;
 
 train_learns)
@@ -670,6 +672,9 @@ probe)
   if [ $rc = 0 ]; then echo "ok: PyTorch gives the same rho"; sed 's/^/    /' "$tmp/torch"
   else no_reference $rc "$tmp/torch" "rho against PyTorch's"; fi
   expect 1 "no checkpoint" "probe without a checkpoint" -- "$run" probe "$s" --ckpt "$tmp/none"
+  # checked before it sizes the batch: a usage error, not "out of memory"
+  expect 2 "\-\-context 2147483647 is longer than the model's context (64)" "probe --context 2^31 - 1" -- \
+    "$run" probe "$s" --ckpt "$trained" --data "$p" --context 2147483647
   expect 2 "unknown option" "probe with a bad flag" -- "$run" probe "$s" --frobnicate
   ;;
 
@@ -717,6 +722,25 @@ sample)
   sed 's/^/    /' "$tmp/out"
   check "greedy sampling reproduces the sentence" -- \
     cmp "$tmp/out" <(printf '%s%s%s\n' "$fox" "$fox" "$fox" | head -c 135; echo)
+  # Standard output gone: sample stops at the first failed write, with the
+  # reason, instead of generating its --length to nowhere
+  expect 1 "^tlm-run sample: cannot write to standard output: No space left on device$" \
+    "sample --length 2147483647 > /dev/full: exit 1 at once" -- \
+    timeout 20 bash -c "exec '$run' sample '$s' --ckpt '$trained' --length 2147483647 > /dev/full"
+  # A diverged checkpoint (one step at lr 1e30: weights ~1e30, logits NaN):
+  # sample refuses it, and eval's downstream accuracies are not numbers
+  # (NaN log-likelihoods made the first choice win every item)
+  expect 0 "done: 1 step" "a diverged checkpoint" -- \
+    "$run" train "$s" "${quick[@]}" --steps 1 --lr 1e30 --warmup 0 --ckpt "$tmp/diverged"
+  expect 1 "the model's logits are not finite: .*diverged/checkpoint.safetensors holds a diverged model" \
+    "sample it: exit 1" -- "$run" sample "$s" --ckpt "$tmp/diverged" --prompt abc --length 10 --temperature 0
+  check "  the prompt, no drawn bytes" -- cmp "$tmp/out" <(printf 'abc\n')
+  printf '%s\n' '{"context": "It is a truth universally", "choices": [" acknowledged", " known", " a"], "label": 1}' \
+    '{"context": "Anne", "choices": [" Elliot", " was"], "label": 1}' > "$tmp/choices.jsonl"
+  printf '%s\n' '{"text": "It is a truth universally acknowledged"}' > "$tmp/cloze.jsonl"
+  expect 0 '"accuracy":null,"accuracy_norm":null' "eval --choices on it: accuracy null" -- \
+    "$run" eval "$s" --ckpt "$tmp/diverged" --choices "$tmp/choices.jsonl" --cloze "$tmp/cloze.jsonl" --json
+  check "  cloze's accuracy and log-likelihood null too" -- grep -q '"kind":"cloze".*"accuracy":null,"target_loglik":null' "$tmp/out"
   ;;
 
 sizes)
