@@ -403,7 +403,10 @@ __device__ void attention_tc_bwd_dq(float* dq, const unsigned short* dy16, const
                                for (int i = 0; i < 4; i++) {
                                  const int key = j0 + part * W + 8 * n + 2 * t + i % 2, row = r0 + g + 8 * (i / 2);
                                  float ds = 0.0f;
-                                 if (key <= row && row < T) {
+                                 // row 0 sees only its own key: P is 1 and its
+                                 // dS exactly 0, which D_t (summed from fp32 dy)
+                                 // less dP (a bf16 product) would not give
+                                 if (key <= row && row < T && row > 0) {
                                    const float p = expf(s[n][i] * scale - rlse[i / 2]);
                                    ds = p * (dp[n][i] - rdot[i / 2]) * scale;
                                  }
@@ -490,7 +493,10 @@ __device__ void attention_tc_bwd_dkv(float* dk, float* dv, const unsigned short*
             };
             // P from S^T, dS from P and dP^T: one expression each, whichever warp computes them
             auto prob = [&](float s, int n, int i) { return expf(s * scale - tile_lse[column(n, i)]); };
-            auto dscore = [&](float p, float dp, int n, int i) { return p * (dp - tile_dot[column(n, i)]) * scale; };
+            // a sequence's first query sees one key: its dS is exactly 0 (as in the dq kernel)
+            auto dscore = [&](float p, float dp, int n, int i) {
+              return i0 + column(n, i) == 0 ? 0.0f : p * (dp - tile_dot[column(n, i)]) * scale;
+            };
             if constexpr (roles) {
               // The dV role computes S^T and P and hands P to its dK partner
               // (the warp 4 on, the same keys and fragment layout) through

@@ -270,6 +270,22 @@ static void backward_case(const shape *s, const float *x, tlm_dptr X16, tlm_dptr
                    (double)got[first], (double)want[first], bound[first]);
         check(bad == 0, what);
     }
+    /* A sequence's first query sees only its own key: P is 1 and softmax
+     * gives it no gradient, so its row of dq is exactly 0 in both kernels
+     * (the tensor cores' D_t, from fp32 dy, less their dP, a bf16 product,
+     * left a residue that AdamW turns into steps of q and k) */
+    size_t nonzero[2] = {0, 0};
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++)
+            for (int i = 0; i < D; i++) {
+                nonzero[0] += got[at(s, s->qo, b, 0, h) + (size_t)i] != 0.0f;
+                nonzero[1] += want[at(s, s->qo, b, 0, h) + (size_t)i] != 0.0f;
+            }
+    char zero[300];
+    snprintf(zero, sizeof zero,
+             "%s backward: dq of every sequence's first token exactly 0 (tensor cores: %zu, scalar: %zu not)", label,
+             nonzero[0], nonzero[1]);
+    check(nonzero[0] == 0 && nonzero[1] == 0, zero);
     if (grids) {
         tlm_dptr q = X16 + s->qo * 2, k = X16 + s->ko * 2, v = X16 + s->vo * 2;
         int Bv = B, Tv = T, Hv = H, stride = s->stride;
