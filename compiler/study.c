@@ -12,6 +12,7 @@
 #include "numfmt.h"
 #include "resolve.h"
 #include "suggest.h"
+#include "utf8.h"
 #include "vocabulary.h"
 
 typedef struct reader {
@@ -79,6 +80,20 @@ static const char *read_path(reader *r, const char *key, const expr *e0) {
     if (!real) {
         fail(r, e0->loc, "%s `%s` does not exist (paths are relative to the .tlm file)", key, e->text);
         return NULL;
+    }
+    /* The plan is JSON (tlm-run study reads it back), and a JSON string
+     * holds only UTF-8: a path with other bytes could not be given back as
+     * it is. */
+    for (const char *c = real, *end = real + strlen(real); c < end;) {
+        int32_t cp;
+        c += utf8_unit(c, end, &cp);
+        if (cp < 0) {
+            fail(r, e0->loc,
+                 "%s `%s` is not UTF-8 (its folder's name?), which the study plan (JSON) cannot hold; rename it", key,
+                 e->text);
+            free(real);
+            return NULL;
+        }
     }
     const char *kept = arena_strndup(&r->p->s->arena, real, strlen(real));
     free(real);

@@ -67,7 +67,7 @@ static bool read_items(const downstream_ctx *c, const char *path, request_pool *
         j = NULL;
     }
     if (ok && got < 0) ok = false;
-    if (ok && *nitems == 0) ok = tlm_fail(err, "%s: no items (an empty file)", path);
+    if (ok && *nitems == 0) ok = tlm_fail(err, "%s: no items (no JSON line in it)", path);
     tlm_tok_ids_free(&context);
     tlm_tok_ids_free(&choice);
     jsonl_close(&f);

@@ -59,7 +59,7 @@ bool cloze_evaluate(const downstream_ctx *c, const char *path, cloze_result *out
         j = NULL;
     }
     if (ok && got < 0) ok = false;
-    if (ok && pool.n == 0) ok = tlm_fail(err, "%s: no items (an empty file)", path);
+    if (ok && pool.n == 0) ok = tlm_fail(err, "%s: no items (no JSON line in it)", path);
     if (ok && out) ok = request_pool_score(&pool, c, err);
     if (ok && out) {
         int64_t right = 0;

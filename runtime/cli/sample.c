@@ -200,14 +200,15 @@ int cmd_sample(int argc, char **argv) {
     bool cached = !rc && !no_cache && tlm_model_cache_open(&m, &err);
     if (!rc) {
         fwrite(prompt, 1, plen, stdout);
-        fflush(stdout);
+        bool written = tlm_stdout_flush();
         tlm_rng rng;
         tlm_rng_seed(&rng, (uint64_t)seed);
         int last = plen ? (unsigned char)prompt[plen - 1] : '\n';
-        bool ok = cached ? tlm_model_prefill(&m, window, n) : (tlm_model_forward(&m, window, NULL, 1, n), true);
+        bool ok =
+            !written || (cached ? tlm_model_prefill(&m, window, n) : (tlm_model_forward(&m, window, NULL, 1, n), true));
         int64_t row = n - 1; /* the logits' row of the window's last token */
         bool diverged = false;
-        for (int64_t i = 0; ok && i < length; i++) {
+        for (int64_t i = 0; written && ok && i < length; i++) {
             const float *all = tlm_model_logits(&m);
             if (!all) break;
             /* a diverged checkpoint's logits are NaN: what tlm_sample drew
@@ -239,7 +240,8 @@ int cmd_sample(int argc, char **argv) {
             rc = cli_error("sample", "%s",
                            tlm_model_device_error(&m) ? tlm_model_device_error(&m) : "the KV cache refused the window");
         else if (diverged)
-            rc = cli_error("sample", "the model's logits are not finite: %s holds a diverged model (NaN or Inf)", path);
+            rc =
+                cli_error("sample", "the model's logits are not finite (NaN or Inf): did the run of %s diverge?", path);
     }
     tlm_tok_free(tok);
     free(window);

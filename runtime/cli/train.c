@@ -882,7 +882,7 @@ static int join_chain(run *r) {
         if (err.msg[0]) rc = cli_error("train", "%s", err.msg);
         else stopped = true;
     }
-    char held[512];
+    char held[TLM_DIST_MESSAGE_BYTES];
     rank_output_release(held, sizeof held);
     rc = tlm_dist_agree_status(&r->dist, rc, held);
     return rc ? rc : stopped;
@@ -902,7 +902,7 @@ int cmd_train(int argc, char **argv) {
     r->lock_fd = -1;
     if (go) rc = setup(r);
     /* Every rank started, or the job stops here, its failure told once. */
-    char held[512];
+    char held[TLM_DIST_MESSAGE_BYTES];
     rank_output_release(held, sizeof held);
     rc = tlm_dist_agree_status(&r->dist, rc, held);
     if (rc == 0) rc = check_ranks_run_one_job(r, go);

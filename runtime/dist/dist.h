@@ -70,7 +70,10 @@ int tlm_dist_first_mismatch(tlm_dist *d, const uint64_t *mine, int n, int *item)
 /* Every rank's status and first message line, to rank 0, which picks the
  * job's: its own failure, else the first failed rank's message with the
  * rank named ("rank 2: ..."), printed once. Returns the status every rank
- * exits with (0 when none failed). */
+ * exits with (0 when none failed). A message line is at most
+ * TLM_DIST_MESSAGE_BYTES with its NUL: a command's error line, which holds
+ * an err.msg and the words around it. */
+enum { TLM_DIST_MESSAGE_BYTES = TLM_ERR_MSG_BYTES + 1024 };
 int tlm_dist_agree_status(tlm_dist *d, int status, const char *message);
 
 /* Stops every rank of the job at once (a failure only this rank saw, after

@@ -87,7 +87,7 @@ int tlm_dist_first_mismatch(tlm_dist *d, const uint64_t *mine, int n, int *item)
     return first / n;
 }
 
-#define MESSAGE_BYTES 512
+#define MESSAGE_BYTES TLM_DIST_MESSAGE_BYTES
 
 int tlm_dist_agree_status(tlm_dist *d, int status, const char *message) {
     if (d->ranks < 2) return status;

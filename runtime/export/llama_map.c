@@ -77,6 +77,15 @@ static void append(char *list, size_t n, const char *name) {
     snprintf(list + used, n - used, "%s%s", used ? ", " : "", name);
 }
 
+/* The type parameter p is stored as when `type` is asked for: norms stay
+ * F32, and a q8_0 matrix whose rows (its columns) are not whole blocks of
+ * 32 stays F16. */
+static enum tlm_ggml_type stored_type(const tlm_abi_param *p, enum tlm_ggml_type type) {
+    int64_t cols = p->ndim == 2 ? p->shape[1] : p->shape[0];
+    if (p->ndim == 1) return TLM_GGML_F32;
+    return type == TLM_GGML_Q8_0 && cols % TLM_Q8_0_BLOCK ? TLM_GGML_F16 : type;
+}
+
 static bool add_param(const tlm_so *so, const tlm_abi_param *p, const float *params, enum tlm_ggml_type type,
                       tlm_gguf *g, char *kept, size_t kept_len) {
     char name[96];
@@ -89,11 +98,8 @@ static bool add_param(const tlm_so *so, const tlm_abi_param *p, const float *par
         permute_rope(permuted, w, so->config->heads, so->config->head_dim, cols);
         w = permuted;
     }
-    enum tlm_ggml_type t = p->ndim == 1 ? TLM_GGML_F32 : type;
-    if (t == TLM_GGML_Q8_0 && cols % TLM_Q8_0_BLOCK) {
-        t = TLM_GGML_F16;
-        append(kept, kept_len, name);
-    }
+    enum tlm_ggml_type t = stored_type(p, type);
+    if (type == TLM_GGML_Q8_0 && p->ndim == 2 && t == TLM_GGML_F16) append(kept, kept_len, name);
     size_t nbytes = tlm_ggml_nbytes(t, (size_t)p->count);
     uint8_t *data = malloc(nbytes ? nbytes : 1);
     if (data) tlm_ggml_encode(t, w, (size_t)p->count, data);
@@ -114,8 +120,11 @@ bool tlm_export_llama(const tlm_so *so, const float *params, enum tlm_ggml_type 
 #define KEY(suffix) (snprintf(key, sizeof key, "%s." suffix, arch), key)
     tlm_gguf_set_str(g, "general.architecture", arch);
     tlm_gguf_set_str(g, "general.name", tlm_so_str(so, c->name));
-    tlm_gguf_set_u32(g, "general.file_type", type == TLM_GGML_F32 ? 0 : type == TLM_GGML_F16 ? 1 : 7);
-    if (type == TLM_GGML_Q8_0) tlm_gguf_set_u32(g, "general.quantization_version", 2);
+    /* q8_0 asked for, and no matrix has whole blocks: the file is F16 */
+    bool any_q8 = false;
+    for (uint32_t i = 0; i < so->nparams; i++) any_q8 |= stored_type(&so->params[i], type) == TLM_GGML_Q8_0;
+    tlm_gguf_set_u32(g, "general.file_type", type == TLM_GGML_F32 ? 0 : any_q8 ? 7 : 1);
+    if (any_q8) tlm_gguf_set_u32(g, "general.quantization_version", 2);
     tlm_gguf_set_u32(g, "general.alignment", TLM_GGUF_ALIGN);
     tlm_gguf_set_u32(g, KEY("vocab_size"), (uint32_t)c->vocab);
     tlm_gguf_set_u32(g, KEY("context_length"), (uint32_t)c->context);

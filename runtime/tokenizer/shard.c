@@ -26,8 +26,11 @@ void tlm_shard_header(const tlm_shard *s, uint8_t *out) {
 }
 
 bool tlm_shard_parse(const uint8_t *data, size_t size, const char *name, tlm_shard *out, tlm_err *err) {
-    if (size < TLM_SHARD_V1_HEADER_SIZE || memcmp(data, TLM_SHARD_MAGIC, 8))
+    if (size < 8 || memcmp(data, TLM_SHARD_MAGIC, 8))
         return tlm_fail(err, "%s: not a token shard (no TLMSHARD header)", name);
+    if (size < TLM_SHARD_V1_HEADER_SIZE)
+        return tlm_fail(err, "%s: truncated: the header is cut short (%zu bytes; a header has at least %d)", name, size,
+                        TLM_SHARD_V1_HEADER_SIZE);
     tlm_shard s = {.version = get32(data + 8), .width = get32(data + 12), .count = get64(data + 16)};
     memcpy(s.tokenizer, data + 24, 32);
     s.vocab = get32(data + 56);

@@ -238,7 +238,7 @@ bad_input)
   bad choice_type '{"context": "a", "choices": [" b", 7], "label": 0}\n' 'choice_type.jsonl:1: choice 1 is not a string'
   bad empty_context '{"context": "", "choices": [" b"], "label": 0}\n' 'empty_context.jsonl:1: choice 0 has no context'
   bad empty '' 'empty.jsonl: no items'
-  bad blank '\n  \n\t\n' 'blank.jsonl: no items'
+  bad blank '\n  \n\t\n' 'blank.jsonl: no items (no JSON line in it)'
   bad utf8 '{"context": "a", "choices": [" b"], "label": 0}\n{"context": "\xff", "choices": [" b"], "label": 0}\n' 'utf8.jsonl:2: JSON: invalid UTF-8'
   bad cloze_one_word '{"text": "word"}\n' 'cloze_one_word.jsonl:1: "text" needs a word before its last word' --cloze
   bad cloze_blank '{"text": "   "}\n' 'cloze_blank.jsonl:1: "text" needs a word' --cloze

@@ -29,6 +29,19 @@ expect_usage "--variant needs --study" --variant uniform "$dir/plan.tlm"
 out=$("$tlmc" --plan "$repo/examples/tiny.tlm" 2>&1); rc=$?
 [ $rc = 1 ] && [[ $out == *"defines no studies"* ]] || fail "--plan without studies: exit $rc, $out"
 
+# A path that is not UTF-8 (here its folder's name, Latin-1): the plan is
+# JSON and could not hold it, so the study is refused (tlm-run study said
+# "the plan is not JSON" once, blaming the plan)
+latin1=$(mktemp -d)/$(printf 'caf\351')
+mkdir -p "$latin1"
+head -c 4096 "$repo/data/austen/emma.txt" > "$latin1/e.txt"
+sed 's#"\.\./\.\./\.\./data/[a-z]*/[a-z]*\.txt"#"e.txt"#g' "$dir/plan.tlm" > "$latin1/plan.tlm"
+grep -q '"e.txt"' "$latin1/plan.tlm" || fail "the Latin-1 copy of plan.tlm names no e.txt"
+out=$("$tlmc" --plan "$latin1/plan.tlm" 2>&1); rc=$?
+[ $rc = 1 ] && [[ $out == *"data \`e.txt\` is not UTF-8"*"the study plan (JSON) cannot hold"* ]] ||
+  fail "a study in a Latin-1 folder: exit $rc, $out"
+rm -rf "$(dirname "$latin1")"
+
 [ -n "$run" ] || { echo "ok (plan only: no tlm-run or no code generator in this build)"; exit 0; }
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 "$tlmc" "$dir/plan.tlm" --study small --variant shape=linear,ratio=1.5 -o "$tmp/v.so" || fail "--variant -o exited $?"

@@ -732,7 +732,7 @@ sample)
   # (NaN log-likelihoods made the first choice win every item)
   expect 0 "done: 1 step" "a diverged checkpoint" -- \
     "$run" train "$s" "${quick[@]}" --steps 1 --lr 1e30 --warmup 0 --ckpt "$tmp/diverged"
-  expect 1 "the model's logits are not finite: .*diverged/checkpoint.safetensors holds a diverged model" \
+  expect 1 "the model's logits are not finite (NaN or Inf): did the run of .*diverged/checkpoint.safetensors diverge?" \
     "sample it: exit 1" -- "$run" sample "$s" --ckpt "$tmp/diverged" --prompt abc --length 10 --temperature 0
   check "  the prompt, no drawn bytes" -- cmp "$tmp/out" <(printf 'abc\n')
   printf '%s\n' '{"context": "It is a truth universally", "choices": [" acknowledged", " known", " a"], "label": 1}' \
@@ -1145,6 +1145,9 @@ assert nb > 1.5 * n   # a BPE token covers several bytes: bits/byte well below l
   expect 1 "shard version 3" "a wrong version" -- "$run" train "$tmp/bpe.so" "${bpe[@]}" --data "$tmp/version.bin" --ckpt "$tmp/x"
   head -c 100000 "$s" > "$tmp/trunc.bin"
   expect 1 "truncated" "a truncated body" -- "$run" eval "$tmp/bpe.so" --ckpt "$tmp/c" --data "$tmp/trunc.bin"
+  head -c 20 "$s" > "$tmp/header.bin"
+  expect 1 "header.bin: truncated: the header is cut short (20 bytes; a header has at least 64)" "a truncated header" -- \
+    "$run" eval "$tmp/bpe.so" --ckpt "$tmp/c" --data "$tmp/header.bin"
   expect 1 "has only 256 tokens" "ids past the model's vocabulary" -- \
     "$run" train "$models/small.so" "${quick[@]}" --data "$s" --ckpt "$tmp/x"
   { head -c 72 "$s"; printf '\377\377'; tail -c +75 "$s"; } > "$tmp/badid.bin"
