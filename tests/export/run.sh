@@ -62,6 +62,15 @@ reader)
   done
   check "the reader rejects a q8_0 file read as f16" -- \
     bash -c "! '$py' '$here/check_gguf.py' '$models/taper-q8_0.gguf' '$ck' f16 deci"
+  # q8_0 asked for where no matrix has rows of whole 32-blocks: all f16, and
+  # general.file_type 1 (f16) without a quantization_version
+  expect 0 "" "tlmc --model narrow (d_model 48, width 80)" -- "$tlmc" "$here/models.tlm" --model narrow -o "$tmp/narrow.so"
+  expect 0 "done: 2 steps" "train narrow, 2 steps" -- \
+    "$run" train "$tmp/narrow.so" --ckpt "$tmp/ck_narrow" --steps 2 --batch 2 --threads 1
+  expect 0 "q8_0" "export narrow --type q8_0" -- \
+    "$run" export "$tmp/narrow.so" --ckpt "$tmp/ck_narrow" -o "$tmp/narrow.gguf" --type q8_0
+  check "narrow-q8_0.gguf: every matrix f16, file type f16" -- \
+    "$py" "$here/check_gguf.py" "$tmp/narrow.gguf" "$tmp/ck_narrow/checkpoint.safetensors" q8_0 llama
   ;;
 
 parity_taper | parity_uniform)
