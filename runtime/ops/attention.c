@@ -14,9 +14,9 @@
  * max grows), then y_t /= l_t and lse_t = m_t + log l_t.
  *
  * Backward, with dy_t given, recomputing P block by block from lse:
- *   D_t   = dy_t . y_t                  (= sum_u P_tu dP_tu; summed as dP is)
+ *   D_t   = dy_t . y_t                  (= sum_u P_tu dP_tu)
  *   dP_tu = dy_t . v_u
- *   dS_tu = P_tu (dP_tu - D_t)
+ *   dS_tu = P_tu (dP_tu - D_t)        (0 for t = 0: one key, P = 1)
  *   dq_t  = sum_u dS_tu k_u / sqrt(D)
  *   dk_u  = sum_t dS_tu q_t / sqrt(D)
  *   dv_u  = sum_t P_tu dy_t
@@ -49,6 +49,7 @@
 
 #include "block_gemm.h"
 #include "vec8.h"
+#include "vec_inline.h"
 
 enum {
     ATT_BQ = 64, /* query rows per block */
@@ -291,13 +292,7 @@ void tlm_attention_backward(float *dq, float *dk, float *dv, const float *dy, co
                 const int rn = T - i0 < ATT_BQ ? T - i0 : ATT_BQ;
                 for (int r = 0; r < rn; r++) {
                     size_t yo = (size_t)(i0 + r) * C;
-                    /* D_t by the block kernel, the multiply-adds of dP_tu
-                     * in their order: where a row sees one key (its first
-                     * token), P is 1, y_t is v_t, and dS = dP - D_t is
-                     * exactly 0, as softmax's gradient is; a dot product
-                     * summed in another order left a rounding residue there
-                     * that AdamW turned into real steps of q and k. */
-                    gemm_rows(&rowdot[r], 1, 1, 1, dyb + yo, 0, 1, yb + yo, 1, 0, D, true, 1.0f);
+                    rowdot[r] = dot(dyb + yo, yb + yo, D);
                     rowlse[r] = lse[((size_t)b * T + i0 + r) * H + h];
                 }
                 for (int j0 = 0; j0 < i0 + rn; j0 += ATT_BK) {
@@ -307,6 +302,12 @@ void tlm_attention_backward(float *dq, float *dk, float *dv, const float *dy, co
                     block_products(ds, dyb + (size_t)i0 * C, C, rn, vb + (size_t)j0 * stride, stride, kn, i0 - j0, D,
                                    1.0f);
                     probs_and_score_grads(p, ds, rowlse, rowdot, rn, i0 - j0, kn, scale);
+                    /* A sequence's first query sees one key: P is 1 and its
+                     * dS exactly 0, as softmax's gradient is. D_t and dP
+                     * are summed in different orders, which left a rounding
+                     * residue there that AdamW turned into real steps of q
+                     * and k (the GPU's kernels do the same). */
+                    if (i0 == 0 && j0 == 0) ds[0][0] = 0.0f;
                     /* dv_u += P_tu dy_t, dk_u += dS_tu q_t over this block's t in order */
                     keys_times_rows(dvb + (size_t)j0 * stride, (size_t)stride, p, rn, dyb + (size_t)i0 * C, (size_t)C,
                                     kn, i0 - j0, D, i0 == j0);
