@@ -29,7 +29,6 @@
  * rank), so they all stop at the same step; a failure only one rank sees
  * (a failed write on rank 0) ends the job with MPI_Abort after its
  * message. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -203,30 +202,21 @@ static int take_folder_lock(const run *r, int *fd) {
 }
 
 /* Whether log is one of the files data names (a file; a folder's texts,
- * or its *.bin shards when it has no text): false with err. */
+ * or its shards when it has no text: corpus_folder_files, what training
+ * reads): false with err. */
 static bool log_not_data(const char *log, const char *data, tlm_err *err) {
     if (!tlm_output_not_input(log, data, "the data", err)) return false;
-    char **names;
-    int n;
-    tlm_err ignored;
     struct stat st;
     if (stat(data, &st) != 0 || !S_ISDIR(st.st_mode)) return true;
+    char **names;
+    int n;
+    bool shards;
+    tlm_err ignored;
+    if (corpus_folder_files(data, &names, &n, &shards, &ignored) != 0) return true; /* the loader said why */
     bool ok = true;
-    if (tlm_data_texts(data, &names, &n, &ignored) == 0) {
-        for (int i = 0; i < n && ok; i++) ok = tlm_output_not_input(log, names[i], "a text of the data", err);
-        tlm_data_texts_free(names, n);
-        return ok;
-    }
-    DIR *dir = opendir(data);
-    if (!dir) return true; /* the loader has said why already */
-    for (struct dirent *e; ok && (e = readdir(dir)) != NULL;) {
-        size_t len = strlen(e->d_name);
-        if (len < 5 || strcmp(e->d_name + len - 4, ".bin") != 0) continue;
-        char path[4400];
-        snprintf(path, sizeof path, "%s/%s", data, e->d_name);
-        ok = tlm_output_not_input(log, path, "a shard of the data", err);
-    }
-    closedir(dir);
+    for (int i = 0; i < n && ok; i++)
+        ok = tlm_output_not_input(log, names[i], shards ? "a shard of the data" : "a text of the data", err);
+    tlm_data_texts_free(names, n);
     return ok;
 }
 

@@ -117,9 +117,9 @@ int tlm_data_load_files(tlm_dataset *ds, const char *const *paths, int npaths, t
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-static bool ends_with_txt(const char *name) {
+bool tlm_data_is_text_name(const char *name) {
     size_t n = strlen(name);
-    return n > 4 && strcmp(name + n - 4, ".txt") == 0;
+    return name[0] != '.' && n > 4 && strcmp(name + n - 4, ".txt") == 0;
 }
 
 void tlm_data_texts_free(char **names, int n) {
@@ -152,7 +152,7 @@ int tlm_data_texts(const char *path, char ***names_out, int *n_out, tlm_err *err
     }
     struct dirent *e;
     while ((e = readdir(dir)) != NULL) {
-        if (e->d_name[0] == '.' || !ends_with_txt(e->d_name)) continue;
+        if (!tlm_data_is_text_name(e->d_name)) continue;
         if (n == cap) {
             cap = cap ? cap * 2 : 16;
             char **nn = realloc(names, (size_t)cap * sizeof *names);

@@ -232,6 +232,9 @@ outputs)
   cp val.txt texts/b.txt
   expect 1 "is also a text to train on" "tokenizer train -o a text of its DATA folder is refused" -- \
     "$run" tokenizer train --vocab 260 texts -o ./texts/../texts/b.txt
+  expect 1 "would become a text of texts" "tokenizer train -o a new .txt in its DATA folder is refused" -- \
+    "$run" tokenizer train --vocab 260 texts -o texts/new.txt
+  check "  nothing written there" -- test ! -e texts/new.txt
   expect 1 "is also a document" "tokenize -o a text of its DATA folder is refused" -- \
     "$run" tokenize --tokenizer tok.json texts -o texts/b.txt
   check "  the folder's text is as it was" -- cmp -s texts/b.txt val.keep

@@ -485,8 +485,8 @@ bad_data)
   printf 'caf\xc3\xa9 %.0s' $(seq 40) > "$tmp/utf8.txt"
   expect 1 "No such file" "train --data missing" -- "$run" "${t[@]}" --data "$tmp/missing.txt" --ckpt "$tmp/c"
   expect 1 "empty" "train --data an empty file" -- "$run" "${t[@]}" --data "$tmp/empty.txt" --ckpt "$tmp/c"
-  expect 1 "no .txt files" "train --data an empty folder" -- "$run" "${t[@]}" --data "$tmp/emptydir" --ckpt "$tmp/c"
-  expect 1 "no .txt files" "train --data a folder without .txt" -- "$run" "${t[@]}" --data "$tmp/notxt" --ckpt "$tmp/c"
+  expect 1 "no .txt files or .bin token shards in this directory" "train --data an empty folder" -- "$run" "${t[@]}" --data "$tmp/emptydir" --ckpt "$tmp/c"
+  expect 1 "no .txt files or .bin token shards in this directory" "train --data a folder without .txt" -- "$run" "${t[@]}" --data "$tmp/notxt" --ckpt "$tmp/c"
   expect 1 "too short.*a window needs 33" "train --data shorter than a window" -- \
     "$run" "${t[@]}" --data "$tmp/short.txt" --ckpt "$tmp/c"
   expect 1 "Not a directory" "train --data under a file" -- "$run" "${t[@]}" --data "$tmp/short.txt/x" --ckpt "$tmp/c"

@@ -44,6 +44,9 @@ typedef struct tlm_dataset {
  * (the shard loader, runtime/cli/corpus.c, takes a folder with such a file
  * for text by the same rule). */
 int tlm_data_texts(const char *path, char ***names, int *n, tlm_err *err);
+/* Whether a file of this name (no folder) in a data folder is one of its
+ * texts: *.txt, not a dot file. */
+bool tlm_data_is_text_name(const char *name);
 void tlm_data_texts_free(char **names, int n);
 /* path's texts (tlm_data_texts) concatenated. Fails on an empty result. */
 int tlm_data_load(tlm_dataset *ds, const char *path, tlm_err *err);
