@@ -90,12 +90,23 @@ bool link_shared_object(const char *const *objects, int n, const char *out_path,
     argv[k++] = "-shared";
     argv[k++] = "-z";
     argv[k++] = "noexecstack";
+    /* lld writes through its own temporary, named from the output's path
+     * with every '%' in it made random: a '%' in a folder's name sent it to
+     * a folder that does not exist. It runs in the output's folder and is
+     * given the file's name alone (the objects' paths are absolute). */
+    const char *slash = strrchr(tmp, '/');
+    char *dir = slash ? strndup(tmp, (size_t)(slash - tmp) + 1) : NULL;
     argv[k++] = "-o";
-    argv[k++] = tmp;
+    argv[k++] = slash ? slash + 1 : tmp;
     for (int i = 0; i < n; i++) argv[k++] = objects[i];
     argv[k] = NULL;
     pid_t pid;
-    int rc = posix_spawnp(&pid, ld, NULL, NULL, (char *const *)argv, environ);
+    posix_spawn_file_actions_t in_dir;
+    int rc = posix_spawn_file_actions_init(&in_dir);
+    if (!rc && dir) rc = posix_spawn_file_actions_addchdir_np(&in_dir, dir);
+    if (!rc) rc = posix_spawnp(&pid, ld, &in_dir, NULL, (char *const *)argv, environ);
+    posix_spawn_file_actions_destroy(&in_dir);
+    free(dir);
     free(argv);
     if (rc != 0) {
         tlm_atomic_abort(&out);

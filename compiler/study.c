@@ -75,6 +75,10 @@ static const char *read_path(reader *r, const char *key, const expr *e0) {
         fail(r, e0->loc, "%s is a path in quotes, like \"../../data/kjv/kjv.txt\"", key);
         return NULL;
     }
+    if (!e->text[0]) { /* "" would name the .tlm file's folder */
+        fail(r, e0->loc, "%s is empty: it needs a path", key);
+        return NULL;
+    }
     const char *joined = e->text[0] == '/' ? e->text : arena_printf(&r->p->s->arena, "%s/%s", r->dir, e->text);
     char *real = realpath(joined, NULL);
     if (!real) {
@@ -434,6 +438,13 @@ bool study_check_variant(program *p, const study *st, study_variant *v) {
     d->context = arena_printf(&p->s->arena, "study %s: variant %s: ", st->name, v->name);
     int before = d->errors;
     bool ok = check_model(p, v->model, &v->checked, false) && d->errors == before;
+    /* tlm-run study trains every run for the study's steps: 0 trains
+     * nothing, and it refuses such a plan */
+    for (const setting *x = st->decl->train ? st->decl->train->settings : NULL; ok && x; x = x->next)
+        if (!strcmp(x->name, "steps") && v->checked.train.steps == 0) {
+            diag_error(d, x->name_loc, "steps = 0 trains nothing; a study's runs need at least 1");
+            ok = false;
+        }
     d->context = NULL;
     p->study_train = NULL;
     for (int j = 0; j < naxes; j++) symtab_set(&p->param_overrides, st->axes[j]->name, (void *)saved[j]);

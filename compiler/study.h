@@ -14,10 +14,17 @@
 
 #include "checked_model.h"
 #include "program.h"
+#include "study_limits.h"
 
-/* TLM_MAX_VARIANT_NAME: tlm-run study refuses a longer variant name (its
+/* The variants and seeds: tlm-run study's limits (study_limits.h).
+ * TLM_MAX_VARIANT_NAME: tlm-run study refuses a longer variant name (its
  * folder name; runtime/study/plan.c), so tlmc refuses it first. */
-enum { TLM_MAX_STUDY_AXES = 16, TLM_MAX_STUDY_VARIANTS = 4096, TLM_MAX_STUDY_SEEDS = 1000, TLM_MAX_VARIANT_NAME = 100 };
+enum {
+    TLM_MAX_STUDY_AXES = 16,
+    TLM_MAX_STUDY_VARIANTS = TLM_STUDY_MAX_VARIANTS,
+    TLM_MAX_STUDY_SEEDS = TLM_STUDY_MAX_SEEDS,
+    TLM_MAX_VARIANT_NAME = 100
+};
 
 typedef struct study_variant {
     const char *name;            /* "uniform" or "shape=cosine,ratio=1.5": a folder name */

@@ -380,8 +380,19 @@ int cmd_tokenize(int argc, char **argv) {
         if (!tok_path) rc = cli_usage_error("tokenize", "--tokenizer PATH is required");
         else if (!out) rc = cli_usage_error("tokenize", "-o CORPUS.bin is required");
         else if (!tlm_output_not_input(out, tok_path, "the tokenizer", &err)) rc = cli_error("tokenize", "%s", err.msg);
+        else if (tlm_path_in_folder(out, tok_path)) /* a GPT-2 folder's encoder.json, vocab.bpe */
+            rc = cli_error("tokenize", "-o %s is inside the tokenizer's folder %s: write the shard elsewhere", out,
+                           tok_path);
         else if (!ndata) rc = cli_usage_error("tokenize", "no DATA given");
-        else if (eot_text && no_eot) rc = cli_usage_error("tokenize", "--eot and --no-eot exclude each other");
+        /* a new text of a DATA folder (an existing one is refused as a
+         * document below) */
+        for (int i = 0; !rc && i < ndata; i++)
+            if (access(out, F_OK) != 0 && tlm_data_would_read(data[i], out))
+                rc = cli_error("tokenize",
+                               "-o %s would become a text of %s (a folder's *.txt files are its texts): give it "
+                               "another name",
+                               out, data[i]);
+            else if (eot_text && no_eot) rc = cli_usage_error("tokenize", "--eot and --no-eot exclude each other");
     }
     tlm_tokenizer *t = NULL;
     if (!rc && tok_path && !(t = tlm_tok_load(tok_path, &err))) rc = cli_error("tokenize", "%s", err.msg);

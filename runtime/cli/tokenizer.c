@@ -154,18 +154,6 @@ static void show_progress(void *ctx, int32_t tokens, int32_t vocab) {
     fflush(stderr);
 }
 
-/* Whether out_path would be a new text of folder path: a *.txt file
- * written into it, which the next training on the folder would read. */
-static bool joins_folder(const char *out_path, const char *path) {
-    struct stat folder, parent;
-    const char *slash = strrchr(out_path, '/');
-    char dir[4200];
-    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - out_path) + 1 : 1, slash ? out_path : ".");
-    return stat(path, &folder) == 0 && S_ISDIR(folder.st_mode) && stat(dir, &parent) == 0 &&
-           folder.st_dev == parent.st_dev && folder.st_ino == parent.st_ino &&
-           tlm_data_is_text_name(slash ? slash + 1 : out_path);
-}
-
 /* The output must not be one of the texts a DATA path names (a folder's
  * too): the rename would put the tokenizer in its place; nor a new text of
  * a DATA folder. */
@@ -179,7 +167,7 @@ static int output_not_text(const char *out_path, const char *path) {
         if (!tlm_output_not_input(out_path, names[i], "a text to train on", &err))
             rc = cli_error("tokenizer", "%s", err.msg);
     tlm_data_texts_free(names, n);
-    if (!rc && joins_folder(out_path, path))
+    if (!rc && tlm_data_would_read(path, out_path))
         rc = cli_error("tokenizer",
                        "-o %s would become a text of %s (a folder's *.txt files are its texts): give it another name",
                        out_path, path);

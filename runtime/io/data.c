@@ -122,6 +122,20 @@ bool tlm_data_is_text_name(const char *name) {
     return name[0] != '.' && n > 4 && strcmp(name + n - 4, ".txt") == 0;
 }
 
+bool tlm_path_in_folder(const char *path, const char *folder) {
+    struct stat f, parent;
+    const char *slash = strrchr(path, '/');
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) + 1 : 1, slash ? path : ".");
+    return stat(folder, &f) == 0 && S_ISDIR(f.st_mode) && stat(dir, &parent) == 0 && f.st_dev == parent.st_dev &&
+           f.st_ino == parent.st_ino;
+}
+
+bool tlm_data_would_read(const char *folder, const char *path) {
+    const char *slash = strrchr(path, '/');
+    return tlm_path_in_folder(path, folder) && tlm_data_is_text_name(slash ? slash + 1 : path);
+}
+
 void tlm_data_texts_free(char **names, int n) {
     for (int i = 0; i < n; i++) free(names[i]);
     free(names);

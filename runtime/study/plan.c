@@ -152,7 +152,8 @@ static bool parse_study(const tlm_json *s, const char *file, study_plan *p, tlm_
     if (!get_string(s, "baseline", false, where, &p->baseline, err)) return false;
     const tlm_json *seeds = tlm_json_get(s, "seeds");
     if (!seeds || seeds->type != TLM_JSON_ARRAY || !seeds->len || seeds->len > STUDY_MAX_SEEDS)
-        return tlm_fail(err, "the plan's study has no seeds (an array of 1 to %d integers)", STUDY_MAX_SEEDS);
+        return tlm_fail(err, "the plan's study needs seeds: an array of 1 to %d integers (tlmc --plan writes it)",
+                        STUDY_MAX_SEEDS);
     for (size_t i = 0; i < seeds->len; i++) {
         const tlm_json *x = &seeds->items[i];
         if (x->type != TLM_JSON_NUMBER || !x->is_int || x->integer < 0 || x->integer > ((int64_t)1 << 53) - 1)
@@ -178,7 +179,8 @@ static bool parse_study(const tlm_json *s, const char *file, study_plan *p, tlm_
         return false;
     const tlm_json *vs = tlm_json_get(s, "variants");
     if (!vs || vs->type != TLM_JSON_ARRAY || !vs->len || vs->len > STUDY_MAX_VARIANTS)
-        return tlm_fail(err, "the plan's study has no variants (an array of 1 to %d)", STUDY_MAX_VARIANTS);
+        return tlm_fail(err, "the plan's study needs variants: an array of 1 to %d (tlmc --plan writes it)",
+                        STUDY_MAX_VARIANTS);
     if (!(p->variants = calloc(vs->len, sizeof *p->variants))) return tlm_fail(err, "out of memory");
     for (size_t i = 0; i < vs->len; i++) {
         if (!parse_variant(&vs->items[i], &p->variants[p->nvariants++], (int)i, err)) return false;

@@ -14,9 +14,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "study_limits.h"
 #include "tlm_rt/error.h"
 
-enum { STUDY_MAX_SEEDS = 64, STUDY_MAX_VARIANTS = 256, STUDY_MAX_TEXTS = 15 };
+enum { STUDY_MAX_SEEDS = TLM_STUDY_MAX_SEEDS, STUDY_MAX_VARIANTS = TLM_STUDY_MAX_VARIANTS, STUDY_MAX_TEXTS = 15 };
 
 typedef struct study_define {
     char *name, *value;

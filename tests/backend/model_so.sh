@@ -31,6 +31,11 @@ for table in "layers (" "kernels (" "params ("; do
     && echo "ok: info and --emit-ir print the same $table...)" \
     || { echo "FAIL: info and --emit-ir print $table...) differently"; fail=1; }
 done
+# a '%' in the output's folder (lld's temporary is named from the path with
+# each '%' made random: it once went to a folder that does not exist)
+mkdir -p "$tmp/100%s"
+expect 0 "" "compile into a folder named 100%s" -- "$tlmc" "$tiny" --model tiny_uniform -o "$tmp/100%s/u%d.so"
+check "  the model is there" -- test -s "$tmp/100%s/u%d.so"
 expect 0 "" "compile the uniform twin" -- "$tlmc" "$tiny" --model tiny_uniform -o "$tmp/uniform.so"
 expect 0 "1 specialisations" "uniform model has one kernel" -- "$run" info "$tmp/uniform.so"
 expect 0 "" "generic x86-64 code" -- "$tlmc" --cpu x86-64 "$tiny" -o "$tmp/generic.so"

@@ -235,6 +235,14 @@ outputs)
   expect 1 "would become a text of texts" "tokenizer train -o a new .txt in its DATA folder is refused" -- \
     "$run" tokenizer train --vocab 260 texts -o texts/new.txt
   check "  nothing written there" -- test ! -e texts/new.txt
+  expect 1 "would become a text of texts" "tokenize -o a new .txt in its DATA folder is refused" -- \
+    "$run" tokenize --tokenizer tok.json texts -o texts/new.txt
+  check "  nothing written there" -- test ! -e texts/new.txt
+  # a tokenizer that is a folder (GPT-2's encoder.json and vocab.bpe)
+  mkdir -p gpt2dir && cp tok.json gpt2dir/tokenizer.json
+  expect 1 "inside the tokenizer's folder gpt2dir" "tokenize -o a file of its tokenizer's folder is refused" -- \
+    "$run" tokenize --tokenizer gpt2dir val.txt -o gpt2dir/tokenizer.json
+  check "  the tokenizer is as it was" -- cmp -s tok.json gpt2dir/tokenizer.json
   expect 1 "is also a document" "tokenize -o a text of its DATA folder is refused" -- \
     "$run" tokenize --tokenizer tok.json texts -o texts/b.txt
   check "  the folder's text is as it was" -- cmp -s texts/b.txt val.keep

@@ -47,6 +47,11 @@ int tlm_data_texts(const char *path, char ***names, int *n, tlm_err *err);
 /* Whether a file of this name (no folder) in a data folder is one of its
  * texts: *.txt, not a dot file. */
 bool tlm_data_is_text_name(const char *name);
+/* Whether path names a file directly in folder (however either is
+ * spelled), and whether a file written there would be one of the folder's
+ * texts, which the next training on it reads. */
+bool tlm_path_in_folder(const char *path, const char *folder);
+bool tlm_data_would_read(const char *folder, const char *path);
 void tlm_data_texts_free(char **names, int n);
 /* path's texts (tlm_data_texts) concatenated. Fails on an empty result. */
 int tlm_data_load(tlm_dataset *ds, const char *path, tlm_err *err);
