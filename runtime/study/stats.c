@@ -103,6 +103,10 @@ study_paired study_paired_diff(const double *variant, const double *baseline, in
 }
 
 const char *study_verdict(const study_paired *d, bool lower_is_better) {
+    /* a run's value that is not finite (a diverged run: its perplexity
+     * overflowed, its loss is NaN) leaves no difference to judge; its
+     * interval of NaN was "within noise" */
+    if (!isfinite(d->mean)) return "not finite (a run diverged?)";
     if (!d->has_interval) return "no interval (1 seed)";
     if (d->no_spread) return "no spread (equal differences)";
     if (!(d->low > 0) && !(d->high < 0)) return "within noise";

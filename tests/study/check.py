@@ -90,6 +90,8 @@ def spread(var, base):
 
 
 def verdict(low, high, lower_better, has_spread=True):
+    if low is not None and not (mpmath.isfinite(low) and mpmath.isfinite(high)):
+        return "not finite (a run diverged?)"
     if low is None:
         return "no interval (1 seed)"
     if not has_spread:
@@ -138,6 +140,10 @@ def check_stats(path):
         want = verdict(low, high, lower, spread(var2, base2))
         if want != "no spread (equal differences)" or got[f"verdict equal {key}"] != want:
             bad.append(f"verdict equal {key}: {got[f'verdict equal {key}']!r}, reference {want!r}")
+    # a diverged run (an infinite perplexity, a NaN loss): no verdict
+    for key in ("inf", "nan"):
+        if got[f"verdict diverged {key}"] != "not finite (a run diverged?)":
+            bad.append(f"verdict diverged {key}: {got[f'verdict diverged {key}']!r}")
     if n < 150:
         bad.append(f"only {n} numbers compared")
     return n

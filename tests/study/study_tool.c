@@ -7,6 +7,7 @@
  *   study_tool finish PLAN.json DIR     results.json, results.md and the plots from
  *                                       DIR/runs/VARIANT/seedS/result.json (no PNG)
  * Exit 0, or 1 with the library's message. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,6 +60,13 @@ static int stats(void) {
     study_paired loss = study_paired_diff(loss_var, loss_base, 2, 0.95);
     printf(",\n \"verdict equal accuracy\": \"%s\"", study_verdict(&acc, false));
     printf(",\n \"verdict equal loss\": \"%s\"", study_verdict(&loss, true));
+    /* a diverged run: its perplexity overflowed to infinity, or its loss
+     * is NaN (a metric the study could not score) */
+    static const double diverged_inf[] = {2.3301, INFINITY}, diverged_nan[] = {NAN, 2.3342};
+    study_paired inf = study_paired_diff(diverged_inf, base, 2, 0.95);
+    study_paired nan_ = study_paired_diff(diverged_nan, base, 2, 0.95);
+    printf(",\n \"verdict diverged inf\": \"%s\"", study_verdict(&inf, true));
+    printf(",\n \"verdict diverged nan\": \"%s\"", study_verdict(&nan_, true));
     printf("}\n");
     return 0;
 }
