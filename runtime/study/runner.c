@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "compile.h"
+#include "data_stamp.h"
 #include "files.h"
 #include "finish.h"
 #include "progress.h"
@@ -142,6 +143,7 @@ typedef struct run {
     int64_t seed;
     char dir[4200], model[4400];
     const char *model_digest; /* the SHA-256 of model (hex): what its training is recorded against */
+    const char *data_stamp;   /* the study's data (data_stamp.h): what it is trained and scored on */
     enum stage stage;
     pid_t pid;
     double started;
@@ -205,38 +207,45 @@ static bool file_digest(const char *path, char hex[65], tlm_err *err) {
     return true;
 }
 
+/* The record's line: the model's digest, then the data's stamp. */
 static bool record_model(const run *r, tlm_err *err) {
-    char path[4300], line[80];
+    char path[4300], line[160];
     path_in(path, sizeof path, r, "model.sha256");
-    int len = snprintf(line, sizeof line, "%s\n", r->model_digest);
+    int len = snprintf(line, sizeof line, "%s %s\n", r->model_digest, r->data_stamp);
     return tlm_write_file_atomic(path, line, (size_t)len, err);
 }
 
-/* Whether the run holds a training of another model than r->model: its
- * record names another. A run without a record (nothing trained yet, or a
- * folder made before runs kept one) is taken as it is. */
-static bool trained_with_another_model(const run *r) {
+/* Why the run holds a training of something else than r's model on the
+ * study's data: its record names another model, or another data stamp;
+ * NULL when it is r's. A run without a record (nothing trained yet, or a
+ * folder made before runs kept one) is taken as it is, and so is a record
+ * without a stamp (made before runs kept one). */
+static const char *trained_on_another(const run *r) {
     size_t n;
     char *text = read_in_run(r, "model.sha256", &n);
-    if (!text) return false;
-    bool other = n < 64 || strncmp(text, r->model_digest, 64) != 0;
+    if (!text) return NULL;
+    const char *why = NULL;
+    if (n < 64 || strncmp(text, r->model_digest, 64) != 0)
+        why = "another model (its recipe changed since: the .tlm file or tlmc)";
+    else if (n >= 129 && text[64] == ' ' && strncmp(text + 65, r->data_stamp, 64) != 0)
+        why = "other data (a data, validation or evaluation file changed since)";
     free(text);
-    return other;
+    return why;
 }
 
-/* Runs trained with another model than their variant's now: refused,
+/* Runs trained on another model or data than their variant's now: refused,
  * naming the first, or with force removed, to be trained again. */
 static bool discard_stale_runs(run *runs, int nruns, const study_options *o, bool *refused, tlm_err *err) {
     for (int i = 0; i < nruns; i++) {
         run *r = &runs[i];
-        if (!trained_with_another_model(r)) continue;
+        const char *why = trained_on_another(r);
+        if (!why) continue;
         if (!o->force) {
             *refused = true;
             return tlm_fail(err,
-                            "%s holds runs of variant %s trained with another model (its recipe changed since: the "
-                            ".tlm file or tlmc); use another --out, or --force to discard those runs and train them "
-                            "again",
-                            o->out, r->variant->name);
+                            "%s holds runs of variant %s trained on %s; use another --out, or --force to discard "
+                            "those runs and train them again",
+                            o->out, r->variant->name, why);
         }
         if (nftw(r->dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0)
             return tlm_fail(err, "%s: cannot remove it: %s", r->dir, strerror(errno));
@@ -481,6 +490,8 @@ static study_outcome execute_locked(const study_plan *plan, const study_options 
         free(runs), free(digests);
         return tlm_fail(err, "out of memory"), STUDY_FAILED;
     }
+    char data_stamp[65];
+    study_data_stamp(plan, data_stamp);
     for (int v = 0; v < plan->nvariants; v++) {
         snprintf(path, sizeof path, "%s/%s.so", models, plan->variants[v].name);
         if (!file_digest(path, digests[v], err)) {
@@ -490,6 +501,7 @@ static study_outcome execute_locked(const study_plan *plan, const study_options 
         for (int s = 0; s < plan->nseeds; s++) {
             run *r = &runs[v * plan->nseeds + s];
             r->variant = &plan->variants[v], r->seed = plan->seeds[s], r->model_digest = digests[v];
+            r->data_stamp = data_stamp;
             snprintf(r->dir, sizeof r->dir, "%s/runs/%s/seed%" PRId64, o->out, r->variant->name, r->seed);
             snprintf(r->model, sizeof r->model, "%s", path);
         }

@@ -203,7 +203,7 @@ PY
   echo "// a comment changes no model" >> "$tmp/edited.tlm"
   expect 0 "1 of 1 runs\? already done" "a comment added: the run reused" -- "$run" "${r[@]}"
   sed -i 's/lr = 3e-3/lr = 1e-3/' "$tmp/edited.tlm"
-  expect 1 "r holds runs of variant uniform trained with another model (.*); use another --out, or --force" \
+  expect 1 "r holds runs of variant uniform trained on another model (.*); use another --out, or --force" \
     "another learning rate: the old run refused" -- "$run" "${r[@]}"
   check "the refusal kept the run" -- test -s "$tmp/r/runs/uniform/seed1/result.json"
   expect 0 "uniform seed 1: training" "--force: the run trained again" -- "$run" "${r[@]}" --force
@@ -214,6 +214,17 @@ PY
   rm -rf "$tmp/r/runs/uniform/seed1"
   expect 0 "uniform seed 1: training" "a removed run's folder: the run trained afresh" -- "$run" "${r[@]}"
   check "... to a result" -- test -s "$tmp/r/runs/uniform/seed1/result.json"
+  # A validation text replaced since a run was scored on it: the run is
+  # refused (its numbers are of the old text), not mixed with new ones
+  head -c 20000 "$root/data/austen/persuasion.txt" > "$tmp/val.txt"
+  "$py" -c 'import json, sys; p = json.load(open(sys.argv[1])); p["studies"][0]["val"] = sys.argv[3]; json.dump(p, open(sys.argv[2], "w"))' \
+    "$tmp/p11.json" "$tmp/p12.json" "$tmp/val.txt"
+  dv=(study --plan-file "$tmp/p12.json" --out "$tmp/dv" --threads 1)
+  expect 0 "study fixture: 1 run;" "a study validated on a copy of Persuasion" -- "$run" "${dv[@]}"
+  expect 0 "1 of 1 runs\? already done" "the same data: the run reused" -- "$run" "${dv[@]}"
+  head -c 20000 "$root/data/kjv/kjv.txt" > "$tmp/val.txt"
+  expect 1 "dv holds runs of variant uniform trained on other data (a data, validation or evaluation file changed since); use another --out, or --force" \
+    "the validation text replaced: the old run refused" -- "$run" "${dv[@]}"
   # a plan.json that is not a plan: refused, saying so; --force starts over
   mkdir -p "$tmp/g/runs/x"
   echo 'not a plan' > "$tmp/g/plan.json"
