@@ -115,6 +115,30 @@ static void put_mean_sd(tlm_strbuf *sb, const double *x, int n, int digits) {
     else tlm_sb_printf(sb, "%.*f ± %.*f", digits, m, digits, sd);
 }
 
+/* A table cell's text: a '|' (a file's name may hold one) would end the
+ * cell. */
+static void md_cell(tlm_strbuf *sb, const char *text) {
+    for (const char *c = text; *c; c++) {
+        if (*c == '|') tlm_sb_puts(sb, "\\|");
+        else tlm_sb_append(sb, c, 1);
+    }
+}
+
+/* text as a code span: fenced by one more backtick than its longest run of
+ * them, with spaces inside when it holds one (CommonMark's rule), so a
+ * path with a backtick stays one span. */
+static void md_code(tlm_strbuf *sb, const char *text) {
+    int longest = 0, run = 0;
+    for (const char *c = text; *c; c++) {
+        run = *c == '`' ? run + 1 : 0;
+        if (run > longest) longest = run;
+    }
+    char fence[16];
+    int n = longest + 1 < (int)sizeof fence ? longest + 1 : (int)sizeof fence - 1;
+    memset(fence, '`', (size_t)n), fence[n] = '\0';
+    tlm_sb_printf(sb, longest ? "%s %s %s" : "%s%s%s", fence, text, fence);
+}
+
 static int digits_of(const study_metric *m) { return m->kind == STUDY_TEXT && m->value == 1 ? 3 : 4; }
 
 static void put_table(tlm_strbuf *sb, const study_summary *s) {
@@ -122,7 +146,11 @@ static void put_table(tlm_strbuf *sb, const study_summary *s) {
     int ns = p->nseeds;
     char a[40], b[40];
     tlm_sb_puts(sb, "| variant | params | FLOPs/token |");
-    for (int m = 0; m < s->nmetrics; m++) tlm_sb_printf(sb, " %s |", s->metrics[m].label);
+    for (int m = 0; m < s->nmetrics; m++) {
+        tlm_sb_puts(sb, " ");
+        md_cell(sb, s->metrics[m].label);
+        tlm_sb_puts(sb, " |");
+    }
     tlm_sb_puts(sb, " tokens/s |\n|---|--:|--:|");
     for (int m = 0; m < s->nmetrics; m++) tlm_sb_puts(sb, "--:|");
     tlm_sb_puts(sb, "--:|\n");
@@ -168,7 +196,9 @@ static void put_comparisons(tlm_strbuf *sb, const study_summary *s) {
         for (int m = 0; m < s->nmetrics; m++) {
             const study_paired *d = &s->variants[v].diff[m];
             int dg = digits_of(&s->metrics[m]);
-            tlm_sb_printf(sb, "| %s | %s | %+.*f | ", s->variants[v].variant->name, s->metrics[m].label, dg, d->mean);
+            tlm_sb_printf(sb, "| %s | ", s->variants[v].variant->name);
+            md_cell(sb, s->metrics[m].label);
+            tlm_sb_printf(sb, " | %+.*f | ", dg, d->mean);
             if (d->has_interval)
                 tlm_sb_printf(sb, "[%+.*f, %+.*f] | ±%.*f |", dg, d->low, dg, d->high, dg, d->half_width);
             else tlm_sb_puts(sb, "none (1 seed) | – |");
@@ -180,15 +210,23 @@ static void put_comparisons(tlm_strbuf *sb, const study_summary *s) {
 char *study_report_markdown(const study_summary *s, const char *const *plots, int nplots) {
     const study_plan *p = s->plan;
     tlm_strbuf sb = {0};
-    tlm_sb_printf(&sb, "# Study `%s`\n\n`%s`: %d variants, baseline `%s`; %d seed%s (", p->name, p->file, p->nvariants,
-                  p->baseline, p->nseeds, p->nseeds == 1 ? "" : "s");
+    tlm_sb_printf(&sb, "# Study `%s`\n\n", p->name);
+    md_code(&sb, p->file);
+    tlm_sb_printf(&sb, ": %d variants, baseline `%s`; %d seed%s (", p->nvariants, p->baseline, p->nseeds,
+                  p->nseeds == 1 ? "" : "s");
     for (int i = 0; i < p->nseeds; i++) tlm_sb_printf(&sb, "%s%lld", i ? ", " : "", (long long)p->seeds[i]);
-    tlm_sb_printf(&sb, "), %lld steps each.\n\n", (long long)p->steps);
-    if (p->val) tlm_sb_printf(&sb, "Validation (in distribution): `%s`.\n", p->val);
-    for (int i = 0; i < p->neval; i++) tlm_sb_printf(&sb, "Out of distribution: `%s`.\n", p->eval[i]);
-    for (int i = 0; i < p->nchoices; i++)
-        tlm_sb_printf(&sb, "Multiple choice: `%s` (chance %.4f).\n", p->choices[i], s->chance[i]);
-    for (int i = 0; i < p->ncloze; i++) tlm_sb_printf(&sb, "Cloze: `%s`.\n", p->cloze[i]);
+    /* 0: no steps in the study's train block, each model's own */
+    if (p->steps) tlm_sb_printf(&sb, "), %lld steps each.\n\n", (long long)p->steps);
+    else tlm_sb_puts(&sb, "), each variant for its model's own steps.\n\n");
+    if (p->val) tlm_sb_puts(&sb, "Validation (in distribution): "), md_code(&sb, p->val), tlm_sb_puts(&sb, ".\n");
+    for (int i = 0; i < p->neval; i++)
+        tlm_sb_puts(&sb, "Out of distribution: "), md_code(&sb, p->eval[i]), tlm_sb_puts(&sb, ".\n");
+    for (int i = 0; i < p->nchoices; i++) {
+        tlm_sb_puts(&sb, "Multiple choice: ");
+        md_code(&sb, p->choices[i]);
+        tlm_sb_printf(&sb, " (chance %.4f).\n", s->chance[i]);
+    }
+    for (int i = 0; i < p->ncloze; i++) tlm_sb_puts(&sb, "Cloze: "), md_code(&sb, p->cloze[i]), tlm_sb_puts(&sb, ".\n");
     tlm_sb_puts(&sb, "\nMean ± standard deviation over seeds. Params and FLOPs per token come from the compiler's "
                      "budget check (equal by construction across the variants of a budget).\n\n");
     put_table(&sb, s);

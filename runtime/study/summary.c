@@ -16,6 +16,18 @@ static void add_metric(study_summary *s, const char *key, const char *label, con
     study_metric *m = &s->metrics[s->nmetrics++];
     snprintf(m->key, sizeof m->key, "%s", key);
     snprintf(m->label, sizeof m->label, "%s", label);
+    /* two sets of one file name (in two folders) would give two columns of
+     * one label: the second is "... (2)" */
+    int same = 0;
+    size_t n = strlen(label);
+    for (int i = 0; i < s->nmetrics - 1; i++) {
+        const char *other = s->metrics[i].label;
+        same += !strncmp(other, label, n) && (other[n] == '\0' || !strncmp(other + n, " (", 2));
+    }
+    if (same) {
+        size_t len = strlen(m->label);
+        snprintf(m->label + len, sizeof m->label - len, " (%d)", same + 1);
+    }
     m->data = data, m->kind = kind, m->index = index, m->value = value, m->lower_is_better = lower;
 }
 

@@ -94,6 +94,20 @@ aggregate)
   expect 0 "no interval (1 seed)" "a one-seed study's results" -- "$tool" finish "$tmp/one/plan.json" "$tmp/one"
   check "results.md: over the 1 seed" -- grep -q "over the 1 seed and" "$tmp/one/results.md"
   check "results.md: no '1 seeds'" -- bash -c "! grep -q '\b1 seeds' '$tmp/one/results.md'"
+  # a study without steps of its own (each model's): said so, not "0 steps"
+  mkdir -p "$tmp/own"
+  cp -r "$tmp/runs" "$tmp/own/"
+  "$py" -c 'import json, sys, glob; p = json.load(open(sys.argv[1])); p["studies"][0]["train"].pop("steps"); p["studies"][0]["val"] = "/abs/per`sua|sion.txt"; p["studies"][0]["eval"] = ["/abs/k|jv.txt"]; json.dump(p, open(sys.argv[2], "w"))
+for f in glob.glob(sys.argv[3] + "/runs/*/*/result.json"):
+    r = json.load(open(f)); r["steps"] = 0; json.dump(r, open(f, "w"))' "$tmp/plan.json" "$tmp/own/plan.json" "$tmp/own"
+  expect 0 "" "a study with the models' own steps" -- "$tool" finish "$tmp/own/plan.json" "$tmp/own"
+  check "results.md: each variant for its model's own steps" -- \
+    grep -q "each variant for its model's own steps" "$tmp/own/results.md"
+  # ... and paths with a backtick and a '|': one code span, cells escaped
+  check "results.md: a path with a backtick, one code span" -- \
+    grep -qF 'Validation (in distribution): `` /abs/per`sua|sion.txt ``.' "$tmp/own/results.md"
+  check "results.md: a label with a '|', escaped in the table" -- grep -qF '| ppl k\|jv.txt |' "$tmp/own/results.md"
+  check "results.md: no unescaped '|' of the label" -- bash -c "! grep -qF ' k|jv.txt |' '$tmp/own/results.md'"
   # a torn or foreign result is refused, naming the file
   echo '{"variant": "late", "seed": 3' > "$tmp/runs/late/seed3/result.json"
   expect 1 "late/seed3/result.json" "a torn result.json" -- "$tool" finish "$tmp/plan.json" "$tmp"
