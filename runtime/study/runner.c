@@ -219,8 +219,15 @@ static bool record_model(const run *r, tlm_err *err) {
  * study's data: its record names another model, or another data stamp;
  * NULL when it is r's. A run without a record (nothing trained yet, or a
  * folder made before runs kept one) is taken as it is, and so is a record
- * without a stamp (made before runs kept one). */
+ * without a stamp (made before runs kept one), and a run with neither a
+ * checkpoint nor a result (its training failed first): it trains again. */
 static const char *trained_on_another(const run *r) {
+    /* a run whose training left nothing (it failed before its first
+     * checkpoint: a diverged run) holds nothing of the old recipe to keep */
+    char ckpt[4300], result[4300];
+    path_in(ckpt, sizeof ckpt, r, "checkpoint.safetensors");
+    path_in(result, sizeof result, r, "result.json");
+    if (!study_exists(ckpt) && !study_exists(result)) return NULL;
     size_t n;
     char *text = read_in_run(r, "model.sha256", &n);
     if (!text) return NULL;

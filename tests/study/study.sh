@@ -228,6 +228,14 @@ PY
   rm -rf "$tmp/r/runs/uniform/seed1"
   expect 0 "uniform seed 1: training" "a removed run's folder: the run trained afresh" -- "$run" "${r[@]}"
   check "... to a result" -- test -s "$tmp/r/runs/uniform/seed1/result.json"
+  # a run whose training failed before its first checkpoint (a diverged
+  # recipe, fixed since): nothing of the old recipe to keep, so the same
+  # command trains it again instead of asking for --force
+  d=$tmp/r/runs/uniform/seed1
+  rm -f "$d/result.json" "$d/checkpoint.safetensors" "$d/log.jsonl"
+  printf '%064d\n' 0 > "$d/model.sha256"
+  expect 0 "uniform seed 1: training" "a run that failed before a checkpoint, another recipe's: trained again" -- \
+    "$run" "${r[@]}"
   # A validation text replaced since a run was scored on it: the run is
   # refused (its numbers are of the old text), not mixed with new ones
   head -c 20000 "$root/data/austen/persuasion.txt" > "$tmp/val.txt"
