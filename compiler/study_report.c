@@ -88,10 +88,15 @@ static void json_train(FILE *out, const study *st) {
     fputc('}', out);
 }
 
-void study_plan_begin(FILE *out, const char *file) {
+void study_plan_begin(FILE *out, const char *file, const char *const *sources, int nsources) {
     fputs("{\"file\": ", out);
     json_string(out, file);
-    fputs(", \"studies\": [", out);
+    fputs(", \"sources\": [", out);
+    for (int i = 0; i < nsources; i++) {
+        if (i) fputs(", ", out);
+        json_string(out, sources[i]);
+    }
+    fputs("], \"studies\": [", out);
 }
 
 void study_plan_end(FILE *out) { fputs("]}\n", out); }

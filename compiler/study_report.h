@@ -11,7 +11,10 @@
 
 void study_report_text(FILE *out, const study *st);
 /* file: the .tlm file's absolute path. Call begin, each study, then end. */
-void study_plan_begin(FILE *out, const char *file);
+/* sources: every file the program was read from (the .tlm file and the
+ * modules it uses, absolute): what the runner hashes to tell that a
+ * variant's recipe changed. */
+void study_plan_begin(FILE *out, const char *file, const char *const *sources, int nsources);
 void study_plan_json(FILE *out, const study *st, int index);
 void study_plan_end(FILE *out);
 

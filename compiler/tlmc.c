@@ -480,7 +480,10 @@ static int run(int argc, char **argv) {
             rc = EXIT_USER;
         } else {
             char *real = realpath(o.input, NULL);
-            study_plan_begin(stdout, real ? real : o.input);
+            const char **sources = tlm_xcalloc((size_t)p.nfiles + 1, sizeof *sources);
+            for (int i = 0; i < p.nfiles; i++) sources[i] = p.files[i].realpath;
+            study_plan_begin(stdout, real ? real : o.input, sources, p.nfiles);
+            free(sources);
             free(real);
             for (int i = 0; i < nstudies; i++) study_plan_json(stdout, &studies[i], i);
             study_plan_end(stdout);

@@ -26,6 +26,16 @@ static bool recipe_hash(const study_plan *plan, const study_variant *v, const ch
     tlm_sha256_update(&ctx, json, strlen(json) + 1);
     tlm_sha256_update(&ctx, v->name, strlen(v->name) + 1);
     tlm_sha256_update(&ctx, version, strlen(version) + 1);
+    /* the modules it uses: an edit there changes the model as much */
+    for (int i = 0; i < plan->nsources; i++) {
+        tlm_err e = {""};
+        size_t m;
+        char *text = study_read_file(plan->sources[i], &m, &e);
+        tlm_sha256_update(&ctx, plan->sources[i], strlen(plan->sources[i]) + 1);
+        if (text) tlm_sha256_update(&ctx, text, m);
+        else tlm_sha256_update(&ctx, "missing", 8); /* tlmc says why */
+        free(text);
+    }
     uint8_t digest[TLM_SHA256_SIZE];
     tlm_sha256_final(&ctx, digest);
     tlm_sha256_hex(digest, hex);

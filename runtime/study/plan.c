@@ -231,7 +231,8 @@ bool study_plan_parse(const char *json, size_t len, const char *want, study_plan
         tlm_fail(err, "the plan's study is not an object");
         goto done;
     }
-    ok = parse_study(chosen, file && file->type == TLM_JSON_STRING ? file->str : NULL, plan, err);
+    ok = parse_study(chosen, file && file->type == TLM_JSON_STRING ? file->str : NULL, plan, err) &&
+         get_strings(root, "sources", 4096, "file", &plan->sources, &plan->nsources, err);
 done:
     tlm_json_free(root);
     if (!ok) study_plan_free(plan);
@@ -253,6 +254,7 @@ void study_plan_free(study_plan *p) {
     }
     free(p->variants);
     free(p->file), free(p->name), free(p->baseline), free(p->data), free(p->val);
+    free_strings(p->sources, p->nsources);
     free_strings(p->eval, p->neval), free_strings(p->choices, p->nchoices), free_strings(p->cloze, p->ncloze);
     memset(p, 0, sizeof *p);
 }

@@ -37,6 +37,8 @@ typedef struct study_variant {
 
 typedef struct study_plan {
     char *file;     /* the .tlm file, absolute */
+    char **sources; /* every file tlmc read for it (the modules it uses too), absolute */
+    int nsources;
     char *name;     /* the study */
     char *baseline; /* a variant's name */
     int64_t seeds[STUDY_MAX_SEEDS];

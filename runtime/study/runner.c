@@ -233,7 +233,7 @@ static const char *trained_on_another(const run *r) {
     if (!text) return NULL;
     const char *why = NULL;
     if (n < 64 || strncmp(text, r->model_digest, 64) != 0)
-        why = "another model (its recipe changed since: the .tlm file or tlmc)";
+        why = "another model (its recipe changed since: the .tlm file, a module it uses, or tlmc)";
     else if (n >= 129 && text[64] == ' ' && strncmp(text + 65, r->data_stamp, 64) != 0)
         why = "other data (a data, validation or evaluation file changed since)";
     free(text);

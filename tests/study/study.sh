@@ -247,6 +247,20 @@ PY
   head -c 20000 "$root/data/kjv/kjv.txt" > "$tmp/val.txt"
   expect 1 "dv holds runs of variant uniform trained on other data (a data, validation or evaluation file changed since); use another --out, or --force" \
     "the validation text replaced: the old run refused" -- "$run" "${dv[@]}"
+  # A module the study's file uses, edited (another learning rate): its
+  # variants are compiled again and the old runs refused (the plan's
+  # "sources" are part of each recipe's hash; only the file was once)
+  mkdir -p "$tmp/mt/lib"
+  printf '%s\n' 'model a {' '    vocab = 256; context = 16; d_model = 16; layers = 1; heads = 2; d_ff = 32;' \
+    '    train { batch = 2; optimizer = adamw(lr = 3e-3); eval_every = 0; }' '}' 'model b : a { d_ff = 16; }' \
+    > "$tmp/mt/lib/base.tlm"
+  printf '%s\n' 'use lib.base;' "study st { variants = [a, b]; baseline = b; seeds = 1; val = \"$tmp/val.txt\"; train { steps = 2; } }" \
+    > "$tmp/mt/t.tlm"
+  mt=(study "$tmp/mt/t.tlm" --out "$tmp/mt/out" --threads 1 --eval-tokens 300)
+  expect 0 "study st: 2 runs;" "a study whose models are in a module" -- "$run" "${mt[@]}"
+  sed -i 's/lr = 3e-3/lr = 1e-3/' "$tmp/mt/lib/base.tlm"
+  expect 1 "holds runs of variant a trained on another model (.*a module it uses.*)" \
+    "the module's learning rate edited: the old runs refused" -- "$run" "${mt[@]}"
   # a plan.json that is not a plan: refused, saying so; --force starts over
   mkdir -p "$tmp/g/runs/x"
   echo 'not a plan' > "$tmp/g/plan.json"
