@@ -250,6 +250,9 @@ static int parse_args(int argc, char **argv, options *o) {
     if (o->plot && !*o->plot) return usage_error("--plot is empty: it needs a path");
     if (o->variant && !o->study) return usage_error("--variant needs --study NAME");
     if (o->variant && o->plan) return usage_error("--plan lists every variant; leave out --variant");
+    /* without a variant, -o compiled the file's first model, the study ignored */
+    if (o->study && o->output && !o->variant)
+        return usage_error("-o with --study needs --variant VARIANT (the variant to compile)");
     if ((o->study || o->plan) && o->model) return usage_error("--model cannot be combined with --study or --plan");
     char *err = NULL;
     if (o->cpu && !tlm_codegen_cpu_known(o->cpu, &err)) {

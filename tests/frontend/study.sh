@@ -26,6 +26,7 @@ expect_usage "no study \`nope\`" --plan --study nope "$dir/plan.tlm"
 expect_usage "has no variant \`ratio=2\`; its variants are: shape=linear,ratio=1.5, shape=cosine,ratio=1.5, uniform" \
   --study small --variant ratio=2 "$dir/plan.tlm"
 expect_usage "--variant needs --study" --variant uniform "$dir/plan.tlm"
+expect_usage "-o with --study needs --variant" --study small -o "$(mktemp -u)" "$dir/plan.tlm"
 out=$("$tlmc" --plan "$repo/examples/tiny.tlm" 2>&1); rc=$?
 [ $rc = 1 ] && [[ $out == *"defines no studies"* ]] || fail "--plan without studies: exit $rc, $out"
 
