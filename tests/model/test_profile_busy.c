@@ -110,7 +110,7 @@ static double parallel_ops(int threads, double *each) {
         spin(steps);
         tlm_profile_op(&p, &m, &parallel, t0);
         double got = p.cpu_seconds[TLM_OP_ROPE];
-        CHECK(got >= (rep + 1) * threads * *each * 0.9,
+        CHECK(got >= (rep + 1) * threads * *each * 0.8, /* 0.8: as replaced_threads */
               "parallel op %d: %.5f s of CPU time in all, wanted every thread's (%d x %d x %.5f)", rep, got, rep + 1,
               threads, *each);
     }
@@ -138,7 +138,9 @@ static void replaced_threads(void) {
         tlm_profile_op(&q, &m, &parallel, t0);
         double got = q.cpu_seconds[TLM_OP_ROPE] - before;
         before = q.cpu_seconds[TLM_OP_ROPE];
-        CHECK(got >= 4 * each * 0.9 && got < 4 * each * 3,
+        /* 0.8: a loaded CI machine measured 0.88 of the floor once; three
+         * threads' time (the clock of the one replaced lost) is 0.75 */
+        CHECK(got >= 4 * each * 0.8 && got < 4 * each * 3,
               "4 threads after a team of 3, op %d: %.5f s of CPU time, wanted every thread's (4 x %.5f)", rep, got,
               each);
     }
