@@ -11,7 +11,10 @@ enum { SLOTS = 16, PATH_BYTES = 4200 };
  * it is 1, so the handler never sees a half-copied path. */
 static char paths[SLOTS][PATH_BYTES];
 static volatile sig_atomic_t in_use[SLOTS];
-static const int signals[] = {SIGINT, SIGTERM, SIGHUP};
+/* Every signal whose default ends the process and that a user or a pipe
+ * sends (SIGPIPE: a reader gone; SIGALRM: `timeout -s ALRM`): INT, TERM
+ * and HUP alone left a shard's temporary behind on the others. */
+static const int signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGALRM, SIGUSR1, SIGUSR2};
 
 static void remove_all(int sig) {
     int saved = errno;

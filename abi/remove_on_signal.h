@@ -1,6 +1,7 @@
 /* Paths that an interrupt removes: a command's temporaries (an output being
- * written beside its target, tlmc's object files), so that SIGINT, SIGTERM
- * or SIGHUP leaves nothing behind. (SIGKILL cannot be caught: what it leaves
+ * written beside its target, tlmc's object files), so that SIGINT, SIGTERM,
+ * SIGHUP, SIGQUIT, SIGPIPE, SIGALRM, SIGUSR1 or SIGUSR2 leaves nothing
+ * behind. (SIGKILL cannot be caught: what it leaves
  * is named PATH.tmp.XXXXXX, which tlm_remove_stale_temps (atomic_file.h) knows.)
  *
  * The handler is installed only for the signals whose disposition is still

@@ -284,6 +284,14 @@ outputs)
     if [ $st = 130 ]; then check "  and the old file stays" -- grep -qx old shard.bin
     elif [ $delay = 0.2 ]; then echo "FAIL: the shard was written in under 0.2 s: make big.txt bigger"; fail=1; fi
   done
+  # the other signals that end a process (a reader gone, a timer, a user's):
+  # they left the temporary once, as only INT, TERM and HUP removed it
+  for sig in PIPE ALRM USR1 QUIT; do
+    timeout --preserve-status -s $sig 0.2 "$run" tokenize --tokenizer tok.json --threads 1 big.txt -o shard.bin > /dev/null 2>&1
+    st=$?
+    check "SIG$sig after 0.2s (exit $st, $((128 + $(kill -l $sig))) when it ended it): no temporary left" -- \
+      sh -c 'test "$(ls -a | grep -c "\.tmp\.")" = 0'
+  done
   ;;
 
 *) echo "unknown case $case_"; exit 2 ;;
