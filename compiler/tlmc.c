@@ -17,6 +17,7 @@
 #include "build_so.h"
 #include "check_model.h"
 #include "codegen.h"
+#include "errmsg.h"
 #include "ir.h"
 #include "parser.h"
 #include "program.h"
@@ -102,10 +103,10 @@ static void usage(FILE *out) {
 /* One line on stderr, exit status 2. Control characters in the message
  * (from an argument) become '?', so the message stays on its line. */
 __attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ...) {
-    char msg[8192]; /* a path of PATH_MAX bytes and the words around it */
+    char msg[TLM_ERR_MSG_BYTES]; /* a path of PATH_MAX bytes and the words around it */
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    tlm_vformat_fit(msg, sizeof msg, fmt, ap);
     va_end(ap);
     for (char *c = msg; *c; c++)
         if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';

@@ -1,6 +1,5 @@
 #include "corpus.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -161,55 +160,12 @@ static bool load_shard(tlm_dataset *ds, const char *path, int64_t vocab, shard_s
     return true;
 }
 
-static int cmp_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
-int corpus_folder_files(const char *path, char ***names_out, int *n_out, bool *shards, tlm_err *err) {
-    DIR *dir = opendir(path);
-    if (!dir) return tlm_fail(err, "%s: cannot open directory: %s", path, strerror(errno)), -1;
-    char **names = NULL;
-    int n = 0, cap = 0, rc = 0;
-    bool text = false;
-    for (struct dirent *e; (e = readdir(dir)) != NULL;) {
-        if (e->d_name[0] == '.') continue;
-        if (ends_with(e->d_name, ".txt")) text = true;
-        if (text || !ends_with(e->d_name, ".bin")) continue;
-        if (n == cap) {
-            cap = cap ? cap * 2 : 16;
-            char **nn = realloc(names, (size_t)cap * sizeof *names);
-            if (!nn) {
-                rc = -1;
-                break;
-            }
-            names = nn;
-        }
-        size_t len = strlen(path) + 1 + strlen(e->d_name) + 1;
-        if (!(names[n] = malloc(len))) {
-            rc = -1;
-            break;
-        }
-        snprintf(names[n++], len, "%s/%s", path, e->d_name);
-    }
-    closedir(dir);
-    if (rc || text) tlm_data_texts_free(names, n);
-    if (rc) return tlm_fail(err, "%s: out of memory listing the folder", path), -1;
-    *shards = !text;
-    if (text) return tlm_data_texts(path, names_out, n_out, err);
-    if (n == 0) {
-        free(names);
-        return tlm_fail(err, "%s: no .txt files or .bin token shards in this directory", path), -1;
-    }
-    qsort(names, (size_t)n, sizeof *names, cmp_name);
-    *names_out = names;
-    *n_out = n;
-    return 0;
-}
-
 /* A folder's shards. 1: it has .txt files (text), 0: loaded, -1: error. */
 static int load_shard_folder(tlm_dataset *ds, const char *path, int64_t vocab, shard_set *set, tlm_err *err) {
     char **names;
     int n;
     bool shards;
-    if (corpus_folder_files(path, &names, &n, &shards, err) != 0) return -1;
+    if (tlm_data_folder_files(path, &names, &n, &shards, err) != 0) return -1;
     int rc = shards ? 0 : 1;
     for (int i = 0; i < n && shards && !rc; i++)
         if (!load_shard(ds, names[i], vocab, set, err)) rc = -1;

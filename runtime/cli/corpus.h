@@ -41,13 +41,6 @@ const char *corpus_dir(void);
 bool corpus_load(tlm_dataset *ds, const char *path, enum corpus_role role, int64_t T, int64_t vocab, char *name,
                  size_t namelen, corpus_info *info, tlm_err *err);
 
-/* The files a data folder names, as corpus_load reads them: its texts
- * (tlm_data_texts) when it has a .txt file, else its *.bin shards (no dot
- * files, names sorted bytewise), with *shards saying which; in *names (free
- * with tlm_data_texts_free) and *n. -1 + message when the folder cannot be
- * listed or names nothing. */
-int corpus_folder_files(const char *path, char ***names, int *n, bool *shards, tlm_err *err);
-
 /* Whether data of info may go into a checkpoint trained on tokens of
  * ckpt_tokenizer (load_checkpoint's): false with a message naming both. */
 bool corpus_same_tokenizer(const corpus_info *info, const char *name, const char *ckpt_tokenizer, const char *ckpt_path,

@@ -384,15 +384,9 @@ int cmd_tokenize(int argc, char **argv) {
             rc = cli_error("tokenize", "-o %s is inside the tokenizer's folder %s: write the shard elsewhere", out,
                            tok_path);
         else if (!ndata) rc = cli_usage_error("tokenize", "no DATA given");
-        /* a new text of a DATA folder (an existing one is refused as a
-         * document below) */
+        else if (eot_text && no_eot) rc = cli_usage_error("tokenize", "--eot and --no-eot exclude each other");
         for (int i = 0; !rc && i < ndata; i++)
-            if (access(out, F_OK) != 0 && tlm_data_would_read(data[i], out))
-                rc = cli_error("tokenize",
-                               "-o %s would become a text of %s (a folder's *.txt files are its texts): give it "
-                               "another name",
-                               out, data[i]);
-            else if (eot_text && no_eot) rc = cli_usage_error("tokenize", "--eot and --no-eot exclude each other");
+            if (!tlm_data_not_new_text(out, data[i], &err)) rc = cli_error("tokenize", "%s", err.msg);
     }
     tlm_tokenizer *t = NULL;
     if (!rc && tok_path && !(t = tlm_tok_load(tok_path, &err))) rc = cli_error("tokenize", "%s", err.msg);

@@ -202,7 +202,7 @@ static int take_folder_lock(const run *r, int *fd) {
 }
 
 /* Whether log is one of the files data names (a file; a folder's texts,
- * or its shards when it has no text: corpus_folder_files, what training
+ * or its shards when it has no text: tlm_data_folder_files, what training
  * reads): false with err. */
 static bool log_not_data(const char *log, const char *data, tlm_err *err) {
     if (!tlm_output_not_input(log, data, "the data", err)) return false;
@@ -212,7 +212,7 @@ static bool log_not_data(const char *log, const char *data, tlm_err *err) {
     int n;
     bool shards;
     tlm_err ignored;
-    if (corpus_folder_files(data, &names, &n, &shards, &ignored) != 0) return true; /* the loader said why */
+    if (tlm_data_folder_files(data, &names, &n, &shards, &ignored) != 0) return true; /* the loader said why */
     bool ok = true;
     for (int i = 0; i < n && ok; i++)
         ok = tlm_output_not_input(log, names[i], shards ? "a shard of the data" : "a text of the data", err);

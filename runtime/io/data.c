@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "regular_file.h"
 #include "tlm_rt/memory_limit.h"
@@ -131,9 +132,17 @@ bool tlm_path_in_folder(const char *path, const char *folder) {
            f.st_ino == parent.st_ino;
 }
 
-bool tlm_data_would_read(const char *folder, const char *path) {
-    const char *slash = strrchr(path, '/');
-    return tlm_path_in_folder(path, folder) && tlm_data_is_text_name(slash ? slash + 1 : path);
+bool tlm_data_not_new_text(const char *out, const char *folder, tlm_err *err) {
+    const char *slash = strrchr(out, '/');
+    if (access(out, F_OK) == 0 || !tlm_path_in_folder(out, folder) || !tlm_data_is_text_name(slash ? slash + 1 : out))
+        return true;
+    return tlm_fail(err, "-o %s would become a text of %s (a folder's *.txt files are its texts): give it another name",
+                    out, folder);
+}
+
+static bool is_shard_name(const char *name) {
+    size_t n = strlen(name);
+    return n > 4 && strcmp(name + n - 4, ".bin") == 0;
 }
 
 void tlm_data_texts_free(char **names, int n) {
@@ -194,6 +203,47 @@ oom:
     tlm_data_texts_free(names, n);
     tlm_fail(err, "%s: out of memory listing the directory", path);
     return -1;
+}
+
+int tlm_data_folder_files(const char *path, char ***names_out, int *n_out, bool *shards, tlm_err *err) {
+    DIR *dir = opendir(path);
+    if (!dir) return tlm_fail(err, "%s: cannot open directory: %s", path, strerror(errno)), -1;
+    char **names = NULL;
+    int n = 0, cap = 0, rc = 0;
+    bool text = false;
+    for (struct dirent *e; (e = readdir(dir)) != NULL;) {
+        if (e->d_name[0] == '.') continue;
+        if (tlm_data_is_text_name(e->d_name)) text = true;
+        if (text || !is_shard_name(e->d_name)) continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 16;
+            char **nn = realloc(names, (size_t)cap * sizeof *names);
+            if (!nn) {
+                rc = -1;
+                break;
+            }
+            names = nn;
+        }
+        size_t len = strlen(path) + 1 + strlen(e->d_name) + 1;
+        if (!(names[n] = malloc(len))) {
+            rc = -1;
+            break;
+        }
+        snprintf(names[n++], len, "%s/%s", path, e->d_name);
+    }
+    closedir(dir);
+    if (rc || text) tlm_data_texts_free(names, n);
+    if (rc) return tlm_fail(err, "%s: out of memory listing the folder", path), -1;
+    *shards = !text;
+    if (text) return tlm_data_texts(path, names_out, n_out, err);
+    if (n == 0) {
+        free(names);
+        return tlm_fail(err, "%s: no .txt files or .bin token shards in this directory", path), -1;
+    }
+    qsort(names, (size_t)n, sizeof *names, cmp_str);
+    *names_out = names;
+    *n_out = n;
+    return 0;
 }
 
 int tlm_data_load(tlm_dataset *ds, const char *path, tlm_err *err) {

@@ -10,37 +10,37 @@
 #include "sha256.h"
 #include "spawn.h"
 
-static bool recipe_hash(const study_plan *plan, const study_variant *v, const char *version, char hex[65],
-                        tlm_err *err) {
-    size_t n;
-    char *source = study_read_file(plan->file, &n, err);
-    if (!source) return false;
+/* What every variant's recipe shares, hashed once for the study: the
+ * files tlmc read (the .tlm file and the modules it uses, each by path and
+ * bytes; a plan without that list: the .tlm file), the plan, and tlmc's
+ * version. */
+static bool recipe_base(const study_plan *plan, const char *version, tlm_sha256_ctx *ctx, tlm_err *err) {
     char *json = study_plan_json(plan);
-    if (!json) {
-        free(source);
-        return tlm_fail(err, "out of memory");
-    }
-    tlm_sha256_ctx ctx;
-    tlm_sha256_init(&ctx);
-    tlm_sha256_update(&ctx, source, n + 1); /* with its NUL: the parts cannot run into each other */
-    tlm_sha256_update(&ctx, json, strlen(json) + 1);
-    tlm_sha256_update(&ctx, v->name, strlen(v->name) + 1);
-    tlm_sha256_update(&ctx, version, strlen(version) + 1);
-    /* the modules it uses: an edit there changes the model as much */
-    for (int i = 0; i < plan->nsources; i++) {
+    if (!json) return tlm_fail(err, "out of memory");
+    tlm_sha256_init(ctx);
+    const char *const *files = plan->nsources ? (const char *const *)plan->sources : (const char *const *)&plan->file;
+    for (int i = 0; i < (plan->nsources ? plan->nsources : 1); i++) {
         tlm_err e = {""};
-        size_t m;
-        char *text = study_read_file(plan->sources[i], &m, &e);
-        tlm_sha256_update(&ctx, plan->sources[i], strlen(plan->sources[i]) + 1);
-        if (text) tlm_sha256_update(&ctx, text, m);
-        else tlm_sha256_update(&ctx, "missing", 8); /* tlmc says why */
+        size_t n;
+        char *text = study_read_file(files[i], &n, &e);
+        tlm_sha256_update(ctx, files[i], strlen(files[i]) + 1); /* with its NUL: the parts cannot run into each other */
+        if (text) tlm_sha256_update(ctx, text, n);
+        else tlm_sha256_update(ctx, "missing", 8); /* tlmc says why */
         free(text);
     }
+    tlm_sha256_update(ctx, json, strlen(json) + 1);
+    tlm_sha256_update(ctx, version, strlen(version) + 1);
+    free(json);
+    return true;
+}
+
+/* A variant's recipe: the study's, and its name. */
+static void recipe_hash(const tlm_sha256_ctx *base, const study_variant *v, char hex[65]) {
+    tlm_sha256_ctx ctx = *base;
+    tlm_sha256_update(&ctx, v->name, strlen(v->name) + 1);
     uint8_t digest[TLM_SHA256_SIZE];
     tlm_sha256_final(&ctx, digest);
     tlm_sha256_hex(digest, hex);
-    free(source), free(json);
-    return true;
 }
 
 /* The model's recipe is unchanged (its hash file holds hex) and the model
@@ -62,13 +62,13 @@ static bool up_to_date(const study_variant *v, const char *so, const char *hash_
 }
 
 static bool compile_one(const study_plan *plan, const study_variant *v, const char *tlmc, const char *dir,
-                        const char *version, study_progress *pr, tlm_err *err) {
+                        const tlm_sha256_ctx *base, study_progress *pr, tlm_err *err) {
     char so[4200], tmp[4200], hash_path[4300], log[4300], hex[65];
     snprintf(so, sizeof so, "%s/%s.so", dir, v->name);
     snprintf(tmp, sizeof tmp, "%s/%s.tmp.so", dir, v->name);
     snprintf(hash_path, sizeof hash_path, "%s.hash", so);
     snprintf(log, sizeof log, "%s/%s.log", dir, v->name);
-    if (!recipe_hash(plan, v, version, hex, err)) return false;
+    recipe_hash(base, v, hex);
     if (up_to_date(v, so, hash_path, hex, pr)) return true;
     remove(hash_path);
     /* tlmc FILE (--study NAME --variant V | the plan's compile arguments) -o TMP */
@@ -113,10 +113,11 @@ bool study_compile(const study_plan *plan, const char *tlmc, const char *dir, st
     size_t n;
     char *version = study_read_file(vpath, &n, err);
     if (!version) return false;
-    bool ok = true;
+    tlm_sha256_ctx base;
+    bool ok = recipe_base(plan, version, &base, err);
     for (int i = 0; ok && i < plan->nvariants; i++) {
         if (*stop) break;
-        ok = compile_one(plan, &plan->variants[i], tlmc, dir, version, pr, err);
+        ok = compile_one(plan, &plan->variants[i], tlmc, dir, &base, pr, err);
     }
     free(version);
     return ok;

@@ -1,6 +1,5 @@
 #include "data_stamp.h"
 
-#include <dirent.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "sha256.h"
+#include "tlm_rt/data.h"
 
 static void stamp_stat(tlm_sha256_ctx *h, const char *name, const struct stat *st) {
     char line[96];
@@ -17,10 +17,8 @@ static void stamp_stat(tlm_sha256_ctx *h, const char *name, const struct stat *s
     tlm_sha256_update(h, line, (size_t)n);
 }
 
-static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
-/* A file, or a folder's files (not dot files, sorted: readdir's order is
- * arbitrary), as the loaders read them. */
+/* A file, or the files of a folder that training reads
+ * (tlm_data_folder_files): its texts, else its shards. */
 static void stamp_path(tlm_sha256_ctx *h, const char *path) {
     struct stat st;
     tlm_sha256_update(h, path, strlen(path) + 1);
@@ -32,29 +30,14 @@ static void stamp_path(tlm_sha256_ctx *h, const char *path) {
         stamp_stat(h, "", &st);
         return;
     }
-    DIR *dir = opendir(path);
-    if (!dir) return;
-    char **names = NULL;
-    size_t n = 0, cap = 0;
-    for (struct dirent *e; (e = readdir(dir)) != NULL;) {
-        if (e->d_name[0] == '.') continue;
-        if (n == cap) {
-            char **more = realloc(names, (cap = cap ? 2 * cap : 64) * sizeof *names);
-            if (!more) break;
-            names = more;
-        }
-        if (!(names[n] = strdup(e->d_name))) break;
-        n++;
-    }
-    closedir(dir);
-    qsort(names, n, sizeof *names, by_name);
-    for (size_t i = 0; i < n; i++) {
-        char file[4400];
-        snprintf(file, sizeof file, "%s/%s", path, names[i]);
-        if (stat(file, &st) == 0 && S_ISREG(st.st_mode)) stamp_stat(h, names[i], &st);
-        free(names[i]);
-    }
-    free(names);
+    char **names;
+    int n;
+    bool shards;
+    tlm_err ignored; /* a folder that names nothing: training says why */
+    if (tlm_data_folder_files(path, &names, &n, &shards, &ignored) != 0) return;
+    for (int i = 0; i < n; i++)
+        if (stat(names[i], &st) == 0) stamp_stat(h, names[i], &st);
+    tlm_data_texts_free(names, n);
 }
 
 void study_data_stamp(const study_plan *plan, char hex[65]) {

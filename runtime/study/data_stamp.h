@@ -1,6 +1,7 @@
 /* What a study's runs were trained and scored on, as a stamp: the study's
  * data, validation and evaluation files (the plan's paths), each by name,
- * size and modification time (a folder by those of its files). A run
+ * size and modification time (a folder by those of the files training
+ * reads from it). A run
  * records the stamp it was trained with; a file replaced or edited since
  * gives another stamp, and the run's numbers would be of the old data
  * mixed with the new (runner.c refuses them, as it refuses a changed

@@ -44,14 +44,22 @@ typedef struct tlm_dataset {
  * (the shard loader, runtime/cli/corpus.c, takes a folder with such a file
  * for text by the same rule). */
 int tlm_data_texts(const char *path, char ***names, int *n, tlm_err *err);
+/* The files a data folder names, as training reads them: its texts
+ * (tlm_data_texts) when it has a .txt file, else its *.bin token shards
+ * (no dot files, names sorted bytewise), with *shards saying which; in
+ * *names (free with tlm_data_texts_free) and *n. -1 + message when the
+ * folder cannot be listed or names nothing. */
+int tlm_data_folder_files(const char *path, char ***names, int *n, bool *shards, tlm_err *err);
 /* Whether a file of this name (no folder) in a data folder is one of its
  * texts: *.txt, not a dot file. */
 bool tlm_data_is_text_name(const char *name);
 /* Whether path names a file directly in folder (however either is
- * spelled), and whether a file written there would be one of the folder's
- * texts, which the next training on it reads. */
+ * spelled). */
 bool tlm_path_in_folder(const char *path, const char *folder);
-bool tlm_data_would_read(const char *folder, const char *path);
+/* Whether a command may write out: false with a message when out is a new
+ * file that would become one of folder's texts, which the next training on
+ * the folder reads (an existing text is refused as an input). */
+bool tlm_data_not_new_text(const char *out, const char *folder, tlm_err *err);
 void tlm_data_texts_free(char **names, int n);
 /* path's texts (tlm_data_texts) concatenated. Fails on an empty result. */
 int tlm_data_load(tlm_dataset *ds, const char *path, tlm_err *err);
