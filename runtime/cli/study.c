@@ -49,37 +49,21 @@ static void usage(FILE *out) {
           out);
 }
 
-static volatile sig_atomic_t stop_signal;
+static study_stop stop;
 
 static void on_signal(int sig) {
-    static const char msg[] = "tlm-run study: stopping the runs at a checkpoint\n";
-    if (!stop_signal && write(STDERR_FILENO, msg, sizeof msg - 1) < 0) {
-        /* nothing to do: the message is a courtesy */
-    }
-    stop_signal = sig;
+    static const char msg[] = "tlm-run study: stopping the runs at a checkpoint (signal again to stop them at once)\n";
+    if (!stop.count && write(STDERR_FILENO, msg, sizeof msg - 1) < 0) { /* nothing to do: the message is a courtesy */ }
+    stop.sig = sig;
+    stop.count++;
 }
 
 /* The line and the exit status of a study stopped by a signal, wherever it
  * stopped (planning, compiling, training). */
 static int stopped(void) {
     fprintf(stderr, "tlm-run study: stopped (%s); the runs kept their checkpoints: run the same command to continue\n",
-            stop_signal == SIGTERM ? "SIGTERM" : "SIGINT");
-    return stop_signal == SIGTERM ? 143 : 130;
-}
-
-/* Runs tlmc to its end, or until a signal stops the study: tlmc then gets
- * the signal too (it runs in a process group of its own, so a Ctrl-C at
- * the terminal reaches only us). Its exit status, or -1 with a reason. */
-static int run_tlmc(char *const argv[], const char *out, const char *errs, tlm_err *err) {
-    pid_t pid = study_spawn(argv, out, false, errs, err);
-    if (pid < 0) return -1;
-    bool signalled = false;
-    int status;
-    for (;;) {
-        if (stop_signal && !signalled) kill(pid, stop_signal), signalled = true;
-        if (waitpid(pid, &status, 0) >= 0) return study_exit_status(status);
-        if (errno != EINTR) return tlm_fail(err, "waiting for %s: %s", argv[0], strerror(errno)), -1;
-    }
+            stop.sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    return stop.sig == SIGTERM ? 143 : 130;
 }
 
 /* Runs `tlmc FILE --plan [--study NAME]` and returns its output (malloc'd),
@@ -101,9 +85,9 @@ static char *plan_from_tlmc(const char *tlmc, const char *file, const char *stud
     close(fo), close(fe);
     char *argv[] = {(char *)tlmc, (char *)file, "--plan", study ? "--study" : NULL, (char *)study, NULL};
     tlm_err err = {""};
-    int rc = run_tlmc(argv, out, errs, &err);
+    int rc = study_run_child(argv, out, false, errs, &stop, &err);
     char *text = NULL;
-    if (stop_signal) {
+    if (stop.count) {
         /* stopped: the caller says so, and what tlmc made of it is moot */
     } else if (rc < 0) cli_error("study", "%s", err.msg);
     else if (rc > 0) {
@@ -182,7 +166,7 @@ static int run_study(const study_flags *f, const char *tlmc, const char *self) {
     size_t n;
     tlm_err err = {""};
     char *text = f->plan_file ? study_read_file(f->plan_file, &n, &err) : plan_from_tlmc(tlmc, f->file, f->study, &n);
-    if (stop_signal) {
+    if (stop.count) {
         free(text);
         return stopped();
     }
@@ -221,7 +205,7 @@ static int run_study(const study_flags *f, const char *tlmc, const char *self) {
                        .threads = threads / f->jobs > 0 ? (int)(threads / f->jobs) : 1,
                        .force = f->force,
                        .progress = stdout,
-                       .stop = &stop_signal};
+                       .stop = &stop};
     study_outcome outcome = study_execute(&plan, &o, &err);
     study_plan_free(&plan);
     switch (outcome) {

@@ -62,7 +62,7 @@ static bool up_to_date(const study_variant *v, const char *so, const char *hash_
 }
 
 static bool compile_one(const study_plan *plan, const study_variant *v, const char *tlmc, const char *dir,
-                        const tlm_sha256_ctx *base, study_progress *pr, tlm_err *err) {
+                        const tlm_sha256_ctx *base, study_progress *pr, const study_stop *stop, tlm_err *err) {
     char so[4200], tmp[4200], hash_path[4300], log[4300], hex[65];
     snprintf(so, sizeof so, "%s/%s.so", dir, v->name);
     snprintf(tmp, sizeof tmp, "%s/%s.tmp.so", dir, v->name);
@@ -84,8 +84,12 @@ static bool compile_one(const study_plan *plan, const study_variant *v, const ch
     }
     argv[argc++] = "-o", argv[argc++] = tmp, argv[argc] = NULL;
     double t0 = study_now();
-    int rc = study_run_child(argv, log, false, NULL, err);
+    int rc = study_run_child(argv, log, false, NULL, stop, err);
     if (rc < 0) return false;
+    if (stop->count) { /* stopped: whatever tlmc made of the signal is moot */
+        remove(tmp);
+        return false;
+    }
     if (rc != 0) {
         char last[300];
         study_last_line(log, last, sizeof last);
@@ -103,11 +107,12 @@ static bool compile_one(const study_plan *plan, const study_variant *v, const ch
 }
 
 bool study_compile(const study_plan *plan, const char *tlmc, const char *dir, study_progress *pr,
-                   volatile sig_atomic_t *stop, tlm_err *err) {
+                   const study_stop *stop, tlm_err *err) {
     char vpath[4300];
     snprintf(vpath, sizeof vpath, "%s/tlmc.version", dir);
     char *argv[] = {(char *)tlmc, "--version", NULL};
-    int rc = study_run_child(argv, vpath, false, NULL, err);
+    int rc = study_run_child(argv, vpath, false, NULL, stop, err);
+    if (stop->count) return false;
     if (rc < 0) return false;
     if (rc != 0) return tlm_fail(err, "%s --version failed (exit %d)", tlmc, rc);
     size_t n;
@@ -116,8 +121,8 @@ bool study_compile(const study_plan *plan, const char *tlmc, const char *dir, st
     tlm_sha256_ctx base;
     bool ok = recipe_base(plan, version, &base, err);
     for (int i = 0; ok && i < plan->nvariants; i++) {
-        if (*stop) break;
-        ok = compile_one(plan, &plan->variants[i], tlmc, dir, &base, pr, err);
+        if (stop->count) break;
+        ok = compile_one(plan, &plan->variants[i], tlmc, dir, &base, pr, stop, err);
     }
     free(version);
     return ok;

@@ -8,15 +8,16 @@
 #ifndef TLM_STUDY_COMPILE_H
 #define TLM_STUDY_COMPILE_H
 
-#include <signal.h>
 #include <stdbool.h>
 
 #include "plan.h"
 #include "progress.h"
+#include "spawn.h"
 
 /* false with a message (tlmc's last line and its log's path) when a
- * compile fails or *stop is set. */
+ * compile fails; false when a signal stopped the study (stop->count), tlmc
+ * stopped by it too (spawn.h). */
 bool study_compile(const study_plan *plan, const char *tlmc, const char *dir, study_progress *pr,
-                   volatile sig_atomic_t *stop, tlm_err *err);
+                   const study_stop *stop, tlm_err *err);
 
 #endif

@@ -48,7 +48,7 @@ static void write_pngs(const char *dir, const char *const *plots, int n, FILE *o
         char *rsvg_argv[] = {tool, "-o", tmp, svg, NULL};
         char *convert_argv[] = {tool, svg, target, NULL};
         tlm_err e = {""};
-        int rc = study_run_child(rsvg ? rsvg_argv : convert_argv, NULL, false, NULL, &e);
+        int rc = study_run_child(rsvg ? rsvg_argv : convert_argv, NULL, false, NULL, NULL, &e);
         if (rc == 0 && rename(tmp, png) == 0) continue;
         remove(tmp);
         if (out) fprintf(out, "%s could not convert %s to PNG (exit %d): plots as SVG only\n", tool, svg, rc);

@@ -395,11 +395,14 @@ static void pause_briefly(void) {
 
 static bool run_pool(run *runs, int nruns, const study_plan *p, const study_options *o, study_progress *pr,
                      bool *stopped, tlm_err *err) {
-    int next = 0;
+    int next = 0, passed = 0;
     bool failed = false, signalled = false;
     for (;;) {
-        if (*o->stop && !signalled) {
-            signal_all(runs, nruns, o->stop[0] == SIGTERM ? SIGTERM : SIGINT);
+        int now = o->stop->count;
+        if (now > passed) { /* each signal passed on as it comes: spawn.h */
+            for (int i = 0; i < nruns; i++)
+                if (runs[i].pid > 0) study_pass_signals(runs[i].pid, o->stop, passed, now);
+            passed = now;
             signalled = true;
             *stopped = true;
         }
@@ -485,9 +488,9 @@ static study_outcome execute_locked(const study_plan *plan, const study_options 
     study_progress_init(&pr, o->progress, plan->name, nruns, o->jobs);
     if (!study_compile(plan, o->tlmc, models, &pr, o->stop, err)) {
         study_progress_end(&pr);
-        return *o->stop ? STUDY_STOPPED : STUDY_FAILED;
+        return o->stop->count ? STUDY_STOPPED : STUDY_FAILED;
     }
-    if (*o->stop) {
+    if (o->stop->count) {
         study_progress_end(&pr);
         return STUDY_STOPPED;
     }

@@ -25,6 +25,7 @@
 #include <stdio.h>
 
 #include "plan.h"
+#include "spawn.h"
 
 typedef struct study_options {
     const char *tlmc;    /* the compiler */
@@ -34,14 +35,14 @@ typedef struct study_options {
     int threads;         /* CPU threads per run */
     bool force;          /* discard runs of another plan, or take over a folder of other files */
     FILE *progress;      /* where the progress line goes */
-    volatile sig_atomic_t *stop; /* set by a signal handler: stop the children and return */
+    const study_stop *stop; /* set by a signal handler: stop the children (spawn.h) and return */
 } study_options;
 
 typedef enum study_outcome { STUDY_DONE, STUDY_FAILED, STUDY_REFUSED, STUDY_STOPPED } study_outcome;
 
 /* Runs the study to its end. STUDY_FAILED (a child failed, a file could
  * not be written) and STUDY_REFUSED (the folder holds another plan) come
- * with a message in err; STUDY_STOPPED when *stop was set (the children
+ * with a message in err; STUDY_STOPPED when a signal came (stop->count) (the children
  * were stopped, each training with a checkpoint). */
 study_outcome study_execute(const study_plan *plan, const study_options *o, tlm_err *err);
 

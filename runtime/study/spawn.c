@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 /* In the child, before exec: only async-signal-safe calls. */
@@ -25,7 +26,10 @@ pid_t study_spawn(char *const argv[], const char *out_path, bool append, const c
         tlm_fail(err, "cannot start %s: %s", argv[0], strerror(errno));
         return -1;
     }
-    if (pid > 0) return pid;
+    if (pid > 0) {
+        setpgid(pid, pid); /* both sides: a signal passed on at once finds the group */
+        return pid;
+    }
     setpgid(0, 0);
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != parent) _exit(127); /* the runner died before prctl */
@@ -53,11 +57,29 @@ int study_exit_status(int status) {
     return 1;
 }
 
-int study_run_child(char *const argv[], const char *out_path, bool append, const char *err_path, tlm_err *err) {
+void study_pass_signals(pid_t pid, const study_stop *stop, int from, int to) {
+    for (int k = from + 1; k <= to; k++) {
+        int sig = k >= 3 ? SIGKILL : stop->sig;
+        /* the group, wrapper and program alike; the child itself if it
+         * has not made its group yet (it is about to, from our fork) */
+        if (kill(-pid, sig) != 0) kill(pid, sig);
+    }
+}
+
+int study_run_child(char *const argv[], const char *out_path, bool append, const char *err_path, const study_stop *stop,
+                    tlm_err *err) {
     pid_t pid = study_spawn(argv, out_path, append, err_path, err);
     if (pid < 0) return -1;
-    int status;
-    while (waitpid(pid, &status, 0) < 0)
-        if (errno != EINTR) return tlm_fail(err, "waiting for %s: %s", argv[0], strerror(errno)), -1;
-    return study_exit_status(status);
+    int passed = 0, status;
+    for (;;) {
+        int now = stop ? stop->count : 0;
+        if (now > passed) study_pass_signals(pid, stop, passed, now), passed = now;
+        pid_t done = waitpid(pid, &status, WNOHANG);
+        if (done == pid) return study_exit_status(status);
+        if (done < 0 && errno != EINTR) return tlm_fail(err, "waiting for %s: %s", argv[0], strerror(errno)), -1;
+        /* polled, not blocked on: a signal between the look at stop and a
+         * blocking wait would not be passed on until the child ended */
+        struct timespec t = {0, 20 * 1000 * 1000};
+        nanosleep(&t, NULL);
+    }
 }

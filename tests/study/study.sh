@@ -10,7 +10,7 @@
 #   bad_input  bad flags (exit 2) and bad plans (exit 1), one line each; the
 #              folder's rules (another plan, an unreadable plan.json, a folder
 #              of other files, --force past each), a damaged model compiled
-#              again, Ctrl-C while tlmc plans
+#              again, Ctrl-C while tlmc plans and while a variant compiles
 #   wording    what the study's review found beyond the study: bench's step
 #              count, probe's help columns, dist_bench.sh --help
 #   e2e        a two-variant, two-seed study of tests/study/models.tlm run end to
@@ -300,6 +300,40 @@ PY
   check "Ctrl-C while planning: the stopped line" -- grep -q "stopped (SIGINT)" "$tmp/s.err"
   check "Ctrl-C while planning: no temporary file left" -- test -z "$(ls -A "$tmp/tmpdir")"
   check "Ctrl-C while planning: tlmc stopped" -- bash -c "! kill -0 $(cat "$tmp/planning") 2>/dev/null"
+  # Ctrl-C while a variant compiles, with a tlmc wrapper that takes its
+  # time in a child of its own: the signal reaches the wrapper's whole
+  # process group, so the study stops at once, not after the compile
+  # (it waited 30 s, the wrapper's sleep); and one that ignores SIGINT and
+  # SIGTERM: the third signal kills it (the study waited for it forever)
+  plan "$tmp/pstop.json" 5
+  for kind in slow stubborn; do
+    rm -f "$tmp/compiling"
+    trap_line=""
+    [ "$kind" = stubborn ] && trap_line="trap '' INT TERM"
+    printf '#!/bin/sh\n%s\nfor a; do [ "$a" = -o ] && { echo $$ > "%s"; sleep 30; }; done\nexec "%s" "$@"\n' \
+      "$trap_line" "$tmp/compiling" "$tlmc" > "$tmp/${kind}_tlmc"
+    chmod +x "$tmp/${kind}_tlmc"
+    TLMC=$tmp/${kind}_tlmc "$run" study --plan-file "$tmp/pstop.json" --out "$tmp/stop_$kind" --threads 1 \
+      > "$tmp/stop_$kind.out" 2> "$tmp/stop_$kind.err" &
+    pid=$!
+    for _ in $(seq 1 1500); do [ -s "$tmp/compiling" ] && break; sleep 0.02; done
+    start=$(date +%s)
+    signals=1
+    [ "$kind" = stubborn ] && signals=3
+    for _ in $(seq 1 "$signals"); do kill -INT "$pid"; sleep 0.3; done
+    status=0; wait "$pid" || status=$?
+    took=$(($(date +%s) - start))
+    check "Ctrl-C x$signals while a $kind tlmc compiles: exit 130" -- test "$status" = 130
+    check "Ctrl-C x$signals while a $kind tlmc compiles: stopped within 10 s (took $took s)" -- test "$took" -lt 10
+    check "Ctrl-C x$signals while a $kind tlmc compiles: the stopped line, no failure" -- \
+      bash -c "grep -q 'stopped (SIGINT)' '$tmp/stop_$kind.err' && ! grep -q failed '$tmp/stop_$kind.err'"
+    # (a process killed a moment ago may still be a zombie for its reaper)
+    for _ in $(seq 1 100); do pgrep -g "$(cat "$tmp/compiling")" > /dev/null || break; sleep 0.05; done
+    check "Ctrl-C x$signals while a $kind tlmc compiles: its process group gone" -- \
+      bash -c "! pgrep -g $(cat "$tmp/compiling") >/dev/null"
+    check "Ctrl-C x$signals while a $kind tlmc compiles: no model left" -- \
+      bash -c "test -z \"\$(ls -A '$tmp/stop_$kind/models' | grep '\.so')\""
+  done
   TLMC=/nonexistent/tlmc expect 1 "TLMC=/nonexistent/tlmc" "TLMC naming nothing" -- \
     "$run" study --plan-file "$tmp/plan.json"
   ;;
