@@ -110,6 +110,11 @@ char *tlm_codegen_cpu_needs(const char *name, char **err);
 char *tlm_codegen_cpu_tile(const char *name, char **err);
 void tlm_codegen_free(char *s);
 
+/* The code generator's version into buf ("LLVM 19.1.7"; a build without
+ * LLVM: "no code generator"), for tlmc --version: the same tlmc linked to
+ * another LLVM writes other kernels. */
+void tlm_codegen_version(char *buf, size_t n);
+
 /* malloc'd CUDA C++ source (no host code), what model.so carries and the
  * GPU executor compiles: per distinct spec the elementwise entries act and
  * act_grad, with bf16 twins NAME_bf16, as extern "C" __global__ functions

@@ -3,6 +3,7 @@
  * (kernel names, spec checks, the CUDA source) needs no LLVM and is built
  * as usual, so tlmc still checks, reports and prints IR; writing model.so
  * fails here, with a message that says why. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,6 +19,8 @@ bool tlm_codegen_cpu_object(const tlm_kernel_spec *specs, int n, const tlm_codeg
     (void)specs, (void)n, (void)opt, (void)obj_path;
     return codegen_fail(err, "%s", without_llvm);
 }
+
+void tlm_codegen_version(char *buf, size_t n) { snprintf(buf, n, "no code generator"); }
 
 bool tlm_codegen_cpu_known(const char *name, char **err) {
     (void)name, (void)err;

@@ -23,6 +23,7 @@
 #include "program.h"
 #include "report.h"
 #include "resolve.h"
+#include "sha256.h"
 #include "study.h"
 #include "study_report.h"
 #include "suggest.h"
@@ -63,6 +64,33 @@ typedef struct options {
     int cpu_mlp;                   /* -1: tlmc's rule per width, else tlm_mlp_impl */
     int opt_level;
 } options;
+
+/* `tlmc --version`: the release and the model ABI, and what tells one
+ * build from another, which a study's recipe hash reads (a tlmc rebuilt
+ * with another code generator must not pass for the old one): the first
+ * 12 hex digits of this executable's SHA-256, and the LLVM it writes its
+ * kernels with. */
+static void print_version(void) {
+    char build[2 * TLM_SHA256_SIZE + 1] = "unknown";
+    FILE *self = fopen("/proc/self/exe", "rb");
+    if (self) {
+        tlm_sha256_ctx ctx;
+        tlm_sha256_init(&ctx);
+        char buf[1 << 16];
+        size_t n;
+        while ((n = fread(buf, 1, sizeof buf, self)) > 0) tlm_sha256_update(&ctx, buf, n);
+        if (!ferror(self)) {
+            uint8_t digest[TLM_SHA256_SIZE];
+            tlm_sha256_final(&ctx, digest);
+            tlm_sha256_hex(digest, build);
+            build[12] = '\0';
+        }
+        fclose(self);
+    }
+    char generator[64];
+    tlm_codegen_version(generator, sizeof generator);
+    printf("tlmc %s (model ABI %u, build %s, %s)\n", TLM_VERSION, TLM_ABI_VERSION, build, generator);
+}
 
 static void usage(FILE *out) {
     fputs("usage: tlmc [options] FILE.tlm\n"
@@ -182,9 +210,7 @@ static int parse_args(int argc, char **argv, options *o) {
         case 'h': usage(stdout); exit(tlm_stdout_status("tlmc", 0));
         /* The model ABI too: a model.so from another ABI must be recompiled
          * (tlm-run study keys its compiled variants on this line). */
-        case OPT_VERSION:
-            printf("tlmc %s (model ABI %u)\n", TLM_VERSION, TLM_ABI_VERSION);
-            exit(tlm_stdout_status("tlmc", 0));
+        case OPT_VERSION: print_version(); exit(tlm_stdout_status("tlmc", 0));
         case OPT_CHECK: o->act = ACT_CHECK; break;
         case OPT_EMIT_IR: o->emit_ir = true; break;
         case OPT_TIME: o->timing = true; break;

@@ -53,7 +53,10 @@ static study_stop stop;
 
 static void on_signal(int sig) {
     static const char msg[] = "tlm-run study: stopping the runs at a checkpoint (signal again to stop them at once)\n";
-    if (!stop.count && write(STDERR_FILENO, msg, sizeof msg - 1) < 0) { /* nothing to do: the message is a courtesy */ }
+    if (!stop.count) {
+        ssize_t written = write(STDERR_FILENO, msg, sizeof msg - 1);
+        (void)written; /* the message is a courtesy: nothing to do if it failed */
+    }
     stop.sig = sig;
     stop.count++;
 }

@@ -22,6 +22,18 @@ has() {      # has FILE PATTERN DESCRIPTION
 tiny=$root/examples/tiny.tlm
 status 0 "--help" -- "$tlmc" --help;                     has "$tmp/out" "usage: tlmc" "--help"
 status 0 "--version" -- "$tlmc" --version;               has "$tmp/out" "^tlmc [0-9]" "--version"
+# the build (this executable's SHA-256) and the code generator, so that a
+# rebuilt tlmc is told apart from the old one (a study's recipe reads it):
+# a copy with one byte more is another build, a plain copy the same
+has "$tmp/out" "^tlmc [0-9][^ ]* (model ABI [0-9]*, build [0-9a-f]\{12\}, \(LLVM [0-9.]*\|no code generator\))$" "--version's build"
+cp "$tmp/out" "$tmp/version"
+cp "$tlmc" "$tmp/copy_tlmc" && "$tmp/copy_tlmc" --version > "$tmp/copy_version"
+cp "$tlmc" "$tmp/rebuilt_tlmc" && printf '\0' >> "$tmp/rebuilt_tlmc" && "$tmp/rebuilt_tlmc" --version > "$tmp/rebuilt_version"
+if cmp -s "$tmp/version" "$tmp/copy_version" && ! cmp -s "$tmp/version" "$tmp/rebuilt_version" && grep -q build "$tmp/rebuilt_version"; then
+  echo "ok: --version: a copy the same build, another executable another"
+else
+  echo "FAIL: --version: a copy and another executable: $(cat "$tmp/version" "$tmp/copy_version" "$tmp/rebuilt_version")"; fail=1
+fi
 status 0 "--help-settings" -- "$tlmc" --help-settings;   has "$tmp/out" "d_ff" "--help-settings"
 status 2 "no input" -- "$tlmc";                          has "$tmp/err" "no input file" "no input"
 status 2 "unknown option" -- "$tlmc" --frobnicate "$tiny"; has "$tmp/err" "unknown option" "unknown option"

@@ -216,6 +216,12 @@ PY
   expect 0 "study fixture: 1 run;" "a one-run study: 1 run, not 1 runs" -- "$run" "${r[@]}"
   echo "// a comment changes no model" >> "$tmp/edited.tlm"
   expect 0 "1 of 1 runs\? already done" "a comment added: the run reused" -- "$run" "${r[@]}"
+  # A rebuilt tlmc (here a copy with a byte more: another build in its
+  # --version) compiles the model again, which an unchanged version number
+  # hid; the same kernels make the same model, and the run is reused.
+  cp "$tlmc" "$tmp/rebuilt_tlmc" && printf '\0' >> "$tmp/rebuilt_tlmc"
+  TLMC=$tmp/rebuilt_tlmc expect 0 "1 of 1 runs\? already done" "a rebuilt tlmc: the run reused" -- "$run" "${r[@]}"
+  check "a rebuilt tlmc: the model compiled again" -- grep -q "compiled uniform" "$tmp/out"
   sed -i 's/lr = 3e-3/lr = 1e-3/' "$tmp/edited.tlm"
   expect 1 "r holds runs of variant uniform trained on another model (.*); use another --out, or --force" \
     "another learning rate: the old run refused" -- "$run" "${r[@]}"
