@@ -14,9 +14,9 @@
  * max grows), then y_t /= l_t and lse_t = m_t + log l_t.
  *
  * Backward, with dy_t given, recomputing P block by block from lse:
- *   D_t   = dy_t . y_t                  (= sum_u P_tu dP_tu)
+ *   D_t   = dy_t . y_t                  (= sum_u P_tu dP_tu; summed as dP is)
  *   dP_tu = dy_t . v_u
- *   dS_tu = P_tu (dP_tu - D_t)        (0 for t = 0: one key, P = 1)
+ *   dS_tu = P_tu (dP_tu - D_t)        (exactly 0 where P is one key's: row_dots)
  *   dq_t  = sum_u dS_tu k_u / sqrt(D)
  *   dk_u  = sum_t dS_tu q_t / sqrt(D)
  *   dv_u  = sum_t P_tu dy_t
@@ -34,7 +34,8 @@
  * are written by their first block product, never cleared first (dq at
  * key block 0, dk and dv at the diagonal block). No T x T matrix exists: the
  * scratch is a few ATT_BQ x ATT_BK blocks and a transposed key chunk on
- * each thread's stack (48 KiB).
+ * each thread's stack (64 KiB at most: the backward's two blocks and
+ * row_dots' two transposed chunks).
  *
  * Work is split over (b, h, query block) in the forward (the last query
  * blocks, the longest tasks, handed out first) and (b, h) pairs in the
@@ -49,7 +50,6 @@
 
 #include "block_gemm.h"
 #include "vec8.h"
-#include "vec_inline.h"
 
 enum {
     ATT_BQ = 64, /* query rows per block */
@@ -218,6 +218,38 @@ V8_KERNEL(probs_and_score_grads,
     }
 }
 
+/* out[r] += at[d][r] bt[d][r] for d < dc in order, r < rn: a vector of
+ * rows at a time, each row's terms in channel order (row_dots). */
+V8_KERNEL(row_dots_chunk, (float *out, float at[ATT_DC][ATT_BK], float bt[ATT_DC][ATT_BK], int rn, int dc),
+          (out, at, bt, rn, dc)) {
+    for (int d = 0; d < dc; d++)
+#pragma omp simd
+        for (int r = 0; r < rn; r++) out[r] += at[d][r] * bt[d][r];
+}
+
+/* out[r] = a_r . b_r (a_r = a + r*stride, D floats; the same for b) for r
+ * < rn <= ATT_BQ, each summed as the block kernel sums an element of dP =
+ * dY V^T: from 0, the channels in ascending order, a multiply-add each
+ * (fused where the kernel's are, in the AVX2 clone; apart in the baseline
+ * one, as the baseline tile's). So D_t = dy_t . y_t is exactly dP_tu
+ * wherever y_t is exactly v_u: a row whose softmax is one key, P = 1 there
+ * and 0 elsewhere (a sequence's first token; saturated scores), gets dS
+ * exactly 0, as softmax's gradient is. Summed in another order (a vector
+ * dot product), D_t and dP_tu differed in their last bits, and that
+ * residue times huge saturated keys made dq and dk 1e8 where PyTorch's are
+ * 0. The rows are transposed as the keys are, so that a vector holds
+ * eight rows and each row's chain runs down the channels. */
+static void row_dots(float *out, const float *a, const float *b, size_t stride, int rn, int D) {
+    float at[ATT_DC][ATT_BK], bt[ATT_DC][ATT_BK];
+    for (int r = 0; r < rn; r++) out[r] = 0.0f;
+    for (int d0 = 0; d0 < D; d0 += ATT_DC) {
+        const int dc = min_int(D - d0, ATT_DC);
+        transpose_keys(at, a + d0, stride, rn, dc);
+        transpose_keys(bt, b + d0, stride, rn, dc);
+        row_dots_chunk(out, at, bt, rn, dc);
+    }
+}
+
 /* Query block qi of batch b, head h: its rows of y, and their lse. */
 static void forward_task(float *y, float *lse, const float *q, const float *k, const float *v, int T, int H, int D,
                          int stride, int b, int h, int qi) {
@@ -290,11 +322,8 @@ void tlm_attention_backward(float *dq, float *dk, float *dv, const float *dy, co
             float p[ATT_BQ][ATT_BK], ds[ATT_BQ][ATT_BK], rowdot[ATT_BQ], rowlse[ATT_BQ];
             for (int i0 = 0; i0 < T; i0 += ATT_BQ) {
                 const int rn = T - i0 < ATT_BQ ? T - i0 : ATT_BQ;
-                for (int r = 0; r < rn; r++) {
-                    size_t yo = (size_t)(i0 + r) * C;
-                    rowdot[r] = dot(dyb + yo, yb + yo, D);
-                    rowlse[r] = lse[((size_t)b * T + i0 + r) * H + h];
-                }
+                row_dots(rowdot, dyb + (size_t)i0 * C, yb + (size_t)i0 * C, (size_t)C, rn, D);
+                for (int r = 0; r < rn; r++) rowlse[r] = lse[((size_t)b * T + i0 + r) * H + h];
                 for (int j0 = 0; j0 < i0 + rn; j0 += ATT_BK) {
                     const int kn = i0 + rn - j0 < ATT_BK ? i0 + rn - j0 : ATT_BK;
                     block_products(p, qb + (size_t)i0 * stride, stride, rn, kb + (size_t)j0 * stride, stride, kn,
@@ -302,12 +331,6 @@ void tlm_attention_backward(float *dq, float *dk, float *dv, const float *dy, co
                     block_products(ds, dyb + (size_t)i0 * C, C, rn, vb + (size_t)j0 * stride, stride, kn, i0 - j0, D,
                                    1.0f);
                     probs_and_score_grads(p, ds, rowlse, rowdot, rn, i0 - j0, kn, scale);
-                    /* A sequence's first query sees one key: P is 1 and its
-                     * dS exactly 0, as softmax's gradient is. D_t and dP
-                     * are summed in different orders, which left a rounding
-                     * residue there that AdamW turned into real steps of q
-                     * and k (the GPU's kernels do the same). */
-                    if (i0 == 0 && j0 == 0) ds[0][0] = 0.0f;
                     /* dv_u += P_tu dy_t, dk_u += dS_tu q_t over this block's t in order */
                     keys_times_rows(dvb + (size_t)j0 * stride, (size_t)stride, p, rn, dyb + (size_t)i0 * C, (size_t)C,
                                     kn, i0 - j0, D, i0 == j0);
