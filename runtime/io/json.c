@@ -282,7 +282,72 @@ oom:
     return false;
 }
 
+/* The keys of the object being parsed, so that a key given twice is
+ * refused: which of the two counts is every reader's own guess (Python's
+ * json takes the last, this reader's lookup would take the first), so a
+ * tokenizer.json with two "model"s meant different things to different
+ * tools. Open addressing over the keys' indices + 1 (0: empty). */
+typedef struct key_set {
+    uint32_t *slots;
+    size_t cap; /* a power of two, or 0 */
+} key_set;
+
+static uint64_t key_hash(const char *s, size_t n) {
+    uint64_t h = 1469598103934665603u; /* FNV-1a */
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211u;
+    return h;
+}
+
+static void key_set_put(key_set *set, const tlm_json *obj, size_t i) {
+    size_t h = (size_t)key_hash(obj->keys[i], obj->key_lens[i]) & (set->cap - 1);
+    while (set->slots[h]) h = (h + 1) & (set->cap - 1);
+    set->slots[h] = (uint32_t)(i + 1);
+}
+
+/* Adds obj's key i (keys 0 to i - 1 are in), failing on a duplicate. */
+static bool key_set_add(parser *ps, key_set *set, const tlm_json *obj, size_t i) {
+    if (i + 1 > UINT32_MAX - 1) {
+        fail(ps, "too many keys in an object");
+        return false;
+    }
+    if ((i + 1) * 2 > set->cap) { /* at most half full */
+        size_t cap = set->cap ? set->cap * 2 : 16;
+        uint32_t *slots = calloc(cap, sizeof *slots);
+        if (!slots) {
+            fail(ps, "out of memory");
+            return false;
+        }
+        free(set->slots);
+        set->slots = slots, set->cap = cap;
+        for (size_t k = 0; k < i; k++) key_set_put(set, obj, k);
+    }
+    const char *key = obj->keys[i];
+    size_t n = obj->key_lens[i];
+    for (size_t h = (size_t)key_hash(key, n) & (set->cap - 1); set->slots[h]; h = (h + 1) & (set->cap - 1)) {
+        size_t k = set->slots[h] - 1;
+        if (obj->key_lens[k] != n || memcmp(obj->keys[k], key, n) != 0) continue;
+        char what[96];
+        int shown = n > 40 ? 40 : (int)n, printable = 1;
+        for (int c = 0; c < shown; c++) printable &= key[c] >= 0x20 && key[c] < 0x7f;
+        if (printable) snprintf(what, sizeof what, "duplicate key \"%.*s%s\"", shown, key, n > 40 ? "..." : "");
+        else snprintf(what, sizeof what, "duplicate key");
+        fail(ps, what);
+        return false;
+    }
+    key_set_put(set, obj, i);
+    return true;
+}
+
+static bool parse_items(parser *ps, tlm_json *out, int depth, bool object, key_set *keys);
+
 static bool parse_container(parser *ps, tlm_json *out, int depth, bool object) {
+    key_set keys = {NULL, 0};
+    bool ok = parse_items(ps, out, depth, object, &keys);
+    free(keys.slots);
+    return ok;
+}
+
+static bool parse_items(parser *ps, tlm_json *out, int depth, bool object, key_set *keys) {
     if (depth >= TLM_JSON_MAX_DEPTH) {
         fail(ps, "nesting too deep");
         return false;
@@ -309,8 +374,13 @@ static bool parse_container(parser *ps, tlm_json *out, int depth, bool object) {
                 fail(ps, "object key (a string) expected");
                 return false;
             }
+            const char *key_at = ps->p;
             out->keys[i] = parse_string(ps, &out->key_lens[i]);
             if (!out->keys[i]) return false;
+            const char *after = ps->p;
+            ps->p = key_at; /* a duplicate is reported where it starts */
+            if (!key_set_add(ps, keys, out, i)) return false;
+            ps->p = after;
             skip_ws(ps);
             if (ps->p >= ps->end || *ps->p != ':') {
                 fail(ps, "':' expected after object key");

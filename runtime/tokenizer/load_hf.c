@@ -168,6 +168,11 @@ tlm_tokenizer *tlm_tok_parse_hf(const char *text, size_t len, const char *name, 
     snprintf(what, sizeof what, "%s: model.merges", name);
     if (!read_merges(t, tlm_json_get(model, "merges"), what, err) || !tok_check_merges(t, what, err)) goto fail;
     const tlm_json *im = tlm_json_get(model, "ignore_merges");
+    if (im && im->type != TLM_JSON_BOOL && im->type != TLM_JSON_NULL) {
+        /* "yes" read as false would encode other ids than the file means */
+        tlm_fail(err, "%s: model.ignore_merges is neither true nor false", name);
+        goto fail;
+    }
     t->ignore_merges = im && im->type == TLM_JSON_BOOL && im->boolean;
     t->pattern = pattern;
     if (!tok_finish(t, err)) goto fail;

@@ -1,6 +1,8 @@
 /* The small JSON reader/writer: accepted and rejected documents, exact
  * integers, escapes and UTF-8, depth limit, writer round trip, and random
  * mutations (no crash; every failure has a message). */
+#include <time.h>
+
 #include "test_util.h"
 
 static tlm_json *parse(const char *s) {
@@ -152,8 +154,48 @@ static void test_mutations(void) {
     free(b);
 }
 
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* A key given twice in one object is refused wherever it is; keys that
+ * only look alike (a prefix, an embedded NUL, another object's) are not;
+ * and a large object (a tokenizer's vocabulary) is checked in linear time. */
+static void test_duplicate_keys(void) {
+    reject("{\"model\": {}, \"model\": {}}", "duplicate key \"model\" at byte 14");
+    reject("{\"a\": {\"x\": 1, \"y\": 2, \"x\": 3}}", "duplicate key \"x\"");
+    reject("[{\"a\": 1}, {\"b\": 1, \"b\": 1}]", "duplicate key \"b\"");
+    reject("{\"\\u00e9\": 1, \"\xc3\xa9\": 2}", "duplicate key at");          /* one key, two spellings */
+    reject("{\"\\u0000\": 1, \"\\u0000\": 2}", "duplicate key at");            /* not printable: unnamed */
+    tlm_json *j = parse("{\"a\": 1, \"ab\": 2, \"a\\u0000\": 3, \"b\": {\"a\": 4}, \"\": 5}");
+    CHECK(j && j->len == 5 && tlm_json_get(j, "ab")->integer == 2, "keys that only look alike");
+    tlm_json_free(j);
+
+    /* 200,000 distinct keys, then the same with the first repeated last */
+    enum { N = 200000 };
+    size_t cap = (size_t)N * 24 + 64, len = 0;
+    char *doc = malloc(cap);
+    CHECK(doc != NULL, "out of memory");
+    if (!doc) return;
+    doc[len++] = '{';
+    for (int i = 0; i < N; i++) len += (size_t)snprintf(doc + len, cap - len, "%s\"k%d\": %d", i ? ", " : "", i, i);
+    len += (size_t)snprintf(doc + len, cap - len, "}");
+    double t0 = now();
+    j = parse(doc);
+    double took = now() - t0;
+    CHECK(j && j->len == N && tlm_json_get(j, "k199999")->integer == 199999, "200,000 keys");
+    CHECK(took < 2.0, "200,000 keys parsed in %.2f s (quadratic?)", took);
+    tlm_json_free(j);
+    snprintf(doc + len - 1, cap - len + 1, ", \"k0\": 0}");
+    reject(doc, "duplicate key \"k0\"");
+    free(doc);
+}
+
 int main(void) {
     test_values();
+    test_duplicate_keys();
     test_writer();
     test_mutations();
     return test_finish("test_json");

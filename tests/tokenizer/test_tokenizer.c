@@ -351,6 +351,28 @@ static void malformed(void) {
         expect_refused(tlm_tok_parse_hf(json, strlen(json), "tokenizer.json", &err), &err, hf[i].what);
         free(json);
     }
+    /* what the model says of itself, and the file's keys, taken as written:
+     * an ignore_merges that is not a boolean, a second "model" (readers
+     * disagree on which counts) */
+    static const struct {
+        const char *what, *model_key, *top_key, *want;
+    } strict[] = {
+        {"ignore_merges a string", ",\"ignore_merges\":\"yes\"", "", "model.ignore_merges is neither true nor false"},
+        {"ignore_merges a number", ",\"ignore_merges\":1", "", "model.ignore_merges is neither true nor false"},
+        {"two models", "", ",\"model\":{\"type\":\"BPE\"}", "duplicate key \"model\""},
+        {"a vocabulary with a token twice", "", "", "duplicate key \"a\""},
+    };
+    for (size_t i = 0; i < sizeof strict / sizeof *strict; i++) {
+        char *base = small_json(i == 3 ? ",\"a\":300" : "", "", "", gpt2_pre), json[1 << 17];
+        const char *model = strstr(base, "\"type\":\"BPE\"") + strlen("\"type\":\"BPE\"");
+        snprintf(json, sizeof json, "%.*s%s%.*s%s}", (int)(model - base), base, strict[i].model_key,
+                 (int)(strlen(model) - 1), model, strict[i].top_key);
+        tlm_err err = {""};
+        tlm_tokenizer *t = tlm_tok_parse_hf(json, strlen(json), "tokenizer.json", &err);
+        expect_refused(t, &err, strict[i].what);
+        CHECK(strstr(err.msg, strict[i].want), "%s: message '%s' lacks '%s'", strict[i].what, err.msg, strict[i].want);
+        free(base);
+    }
     static const char *const not_bpe[] = {
         "{}",
         "[]",
