@@ -195,6 +195,11 @@ void svg_error_bar(svg_chart *c, int series, const char *name, double x, double 
                       X, Y0, X, Y1, X - 8, Y0, X + 8, Y0, X - 8, Y1, X + 8, Y1);
     }
     if (isfinite(y)) tlm_sb_printf(sb, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\"/>\n", px(c, x), py(c, y));
+    else /* a diverged run's mean: said where its marker would be, not left out unseen */
+        tlm_sb_printf(sb,
+                      "<text class=\"not-finite\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\" stroke=\"none\">"
+                      "not finite</text>\n",
+                      px(c, x), TOP + 16);
     tlm_sb_puts(sb, "</g>\n");
 }
 

@@ -32,6 +32,8 @@ void svg_begin(svg_chart *c, const char *title, const char *xlabel, const char *
                double ymin, double ymax, const char *const *categories, int ncategories);
 void svg_band(svg_chart *c, int series, const double *x, const double *lo, const double *hi, int n);
 void svg_line(svg_chart *c, int series, const char *name, const double *x, const double *y, int n, bool markers);
+/* A marker at (x, y) and a bar from lo to hi; a y that is not finite (a
+ * diverged run's) is the words "not finite" at the top of the plot. */
 void svg_error_bar(svg_chart *c, int series, const char *name, double x, double y, double lo, double hi);
 /* A note under the title (e.g. "band: min-max over 3 seeds"). */
 void svg_note(svg_chart *c, const char *text);

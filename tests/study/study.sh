@@ -108,6 +108,21 @@ for f in glob.glob(sys.argv[3] + "/runs/*/*/result.json"):
     grep -qF 'Validation (in distribution): `` /abs/per`sua|sion.txt ``.' "$tmp/own/results.md"
   check "results.md: a label with a '|', escaped in the table" -- grep -qF '| ppl k\|jv.txt |' "$tmp/own/results.md"
   check "results.md: no unescaped '|' of the label" -- bash -c "! grep -qF ' k|jv.txt |' '$tmp/own/results.md'"
+  # a diverged run (its validation perplexity null, as eval writes an
+  # infinite one): its variant's mean is not finite, and ppl.svg says so
+  # where its marker would be (it was left out without a word)
+  mkdir -p "$tmp/diverged"
+  cp -r "$tmp/runs" "$tmp/diverged/" && cp "$tmp/plan.json" "$tmp/diverged/"
+  "$py" -c 'import json, sys; f = sys.argv[1]; r = json.load(open(f)); r["scores"][0]["ppl"] = None; json.dump(r, open(f, "w"))' \
+    "$tmp/diverged/runs/late/seed1/result.json"
+  expect 0 "" "a study with a diverged run" -- "$tool" finish "$tmp/diverged/plan.json" "$tmp/diverged"
+  check "ppl.svg: the diverged variant marked not finite" -- "$py" -c '
+import sys, xml.etree.ElementTree as ET
+ns = "{http://www.w3.org/2000/svg}"
+root = ET.parse(sys.argv[1]).getroot()
+marked = {g.get("data-name") for g in root.iter(ns + "g") if g.get("class") == "series"
+          for t in g.iter(ns + "text") if t.get("class") == "not-finite" and t.text == "not finite"}
+sys.exit(0 if marked == {"late"} else f"marked: {marked}")' "$tmp/diverged/ppl.svg"
   # a torn or foreign result is refused, naming the file
   echo '{"variant": "late", "seed": 3' > "$tmp/runs/late/seed3/result.json"
   expect 1 "late/seed3/result.json" "a torn result.json" -- "$tool" finish "$tmp/plan.json" "$tmp"
