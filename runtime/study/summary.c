@@ -21,8 +21,15 @@ static void add_metric(study_summary *s, const char *key, const char *label, con
     int same = 0;
     size_t n = strlen(label);
     for (int i = 0; i < s->nmetrics - 1; i++) {
-        const char *other = s->metrics[i].label;
-        same += !strncmp(other, label, n) && (other[n] == '\0' || !strncmp(other + n, " (", 2));
+        /* the label itself, or it and " (K)": not a longer name that
+         * happens to go on with " (" ("ppl a (old).txt" is not "ppl a") */
+        const char *other = s->metrics[i].label, *k = other + n + 2;
+        if (strncmp(other, label, n)) continue;
+        if (other[n] == '\0') same++;
+        else if (!strncmp(other + n, " (", 2) && *k >= '0' && *k <= '9') {
+            while (*k >= '0' && *k <= '9') k++;
+            same += !strcmp(k, ")");
+        }
     }
     if (same) {
         size_t len = strlen(m->label);

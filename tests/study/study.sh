@@ -108,6 +108,23 @@ for f in glob.glob(sys.argv[3] + "/runs/*/*/result.json"):
     grep -qF 'Validation (in distribution): `` /abs/per`sua|sion.txt ``.' "$tmp/own/results.md"
   check "results.md: a label with a '|', escaped in the table" -- grep -qF '| ppl k\|jv.txt |' "$tmp/own/results.md"
   check "results.md: no unescaped '|' of the label" -- bash -c "! grep -qF ' k|jv.txt |' '$tmp/own/results.md'"
+  # two eval texts of one file name, in two folders, after one whose name
+  # goes on with " (": "ppl kjv.txt" and "ppl kjv.txt (2)" (the first was
+  # taken for an earlier "kjv.txt", and they became (2) and (3))
+  mkdir -p "$tmp/same"
+  cp -r "$tmp/runs" "$tmp/same/"
+  "$py" -c 'import json, sys, glob
+p = json.load(open(sys.argv[1])); evals = ["/abs/kjv.txt (old).txt", "/abs/kjv.txt", "/other/kjv.txt"]
+p["studies"][0]["eval"] = evals; json.dump(p, open(sys.argv[2], "w"))
+for f in glob.glob(sys.argv[3] + "/runs/*/*/result.json"):
+    r = json.load(open(f)); texts = [x for x in r["scores"] if x["kind"] == "text"]; rest = [x for x in r["scores"] if x["kind"] != "text"]
+    r["scores"] = texts[:1] + [dict(texts[1], data=e) for e in evals] + rest; json.dump(r, open(f, "w"))' \
+    "$tmp/plan.json" "$tmp/same/plan.json" "$tmp/same"
+  expect 0 "" "a study with two eval texts of one name" -- "$tool" finish "$tmp/same/plan.json" "$tmp/same"
+  check "results.md: the second kjv.txt is 'ppl kjv.txt (2)'" -- grep -qF '| ppl kjv.txt (2) |' "$tmp/same/results.md"
+  check "results.md: the first is 'ppl kjv.txt'" -- grep -qF '| ppl kjv.txt |' "$tmp/same/results.md"
+  check "results.md: 'kjv.txt (old).txt' keeps its own name" -- grep -qF '| ppl kjv.txt (old).txt |' "$tmp/same/results.md"
+  check "results.md: no third kjv.txt" -- bash -c "! grep -qF 'kjv.txt (3)' '$tmp/same/results.md'"
   # a diverged run (its validation perplexity null, as eval writes an
   # infinite one): its variant's mean is not finite, and ppl.svg says so
   # where its marker would be (it was left out without a word)
