@@ -91,7 +91,7 @@ static bool compile_one(const study_plan *plan, const study_variant *v, const ch
         return false;
     }
     if (rc != 0) {
-        char last[300];
+        char last[1024];
         study_last_line(log, last, sizeof last);
         remove(tmp);
         return tlm_fail(err, "compiling variant %s failed (tlmc exit %d): %s (see %s)", v->name, rc, last, log);

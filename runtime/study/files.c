@@ -2,6 +2,7 @@
 #include "files.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +59,13 @@ bool study_exists(const char *path) {
     return lstat(path, &st) == 0;
 }
 
+static void fit(char *out, size_t n, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    tlm_vformat_fit(out, n, fmt, ap);
+    va_end(ap);
+}
+
 void study_last_line(const char *path, char *out, size_t n) {
     size_t len = 0;
     tlm_err e;
@@ -67,8 +75,10 @@ void study_last_line(const char *path, char *out, size_t n) {
     while (len && (text[len - 1] == '\n' || text[len - 1] == '\r' || text[len - 1] == ' ')) len--;
     size_t start = len;
     while (start && text[start - 1] != '\n') start--;
-    if (len > start) snprintf(out, n, "%.*s", (int)(len - start), text + start);
-    for (char *p = out; *p; p++)
-        if ((unsigned char)*p < ' ') *p = ' ';
+    for (size_t i = start; i < len; i++)
+        if ((unsigned char)text[i] < ' ') text[i] = ' ';
+    /* a line too long keeps its start and its end (the reason), and whole
+     * UTF-8 characters */
+    if (len > start) fit(out, n, "%.*s", (int)(len - start), text + start);
     free(text);
 }

@@ -375,7 +375,7 @@ static bool write_result(const run *r, const study_plan *p, tlm_err *err) {
 /* The stage's failure as one line: the program's last words and where to look. */
 static void stage_failed(const run *r, int status, tlm_err *err) {
     static const char *const outputs[] = {"train.out", "eval.err", "probe.err"};
-    char path[4300], last[300];
+    char path[4300], last[1024];
     path_in(path, sizeof path, r, outputs[r->stage]);
     study_last_line(path, last, sizeof last);
     tlm_fail(err, "%s seed %" PRId64 ": %s failed (exit %d): %s (see %s)", r->variant->name, r->seed,

@@ -140,6 +140,15 @@ root = ET.parse(sys.argv[1]).getroot()
 marked = {g.get("data-name") for g in root.iter(ns + "g") if g.get("class") == "series"
           for t in g.iter(ns + "text") if t.get("class") == "not-finite" and t.text == "not finite"}
 sys.exit(0 if marked == {"late"} else f"marked: {marked}")' "$tmp/diverged/ppl.svg"
+  # a failed stage's last line, quoted in the study's message: a long one
+  # keeps its start and its reason at the end, in whole UTF-8 characters
+  # (300 bytes of it were kept, cut anywhere)
+  "$py" -c 'import sys; open(sys.argv[1], "w").write("step 1\ntlm-run train: " + "\u00e9" * 1500 + "\tthe reason\n\n")' "$tmp/long.out"
+  check "a long last line: its start, its reason, whole characters, under 1 KiB" -- bash -c "
+    '$tool' last-line '$tmp/long.out' > '$tmp/long.line' && '$py' -c '
+import sys
+b = open(sys.argv[1], \"rb\").read().rstrip(b\"\\n\"); t = b.decode(\"utf-8\")
+sys.exit(0 if t.startswith(\"tlm-run train: \") and t.endswith(\" the reason\") and \" ... \" in t and len(b) < 1024 else repr(t[-40:]))' '$tmp/long.line'"
   # a torn or foreign result is refused, naming the file
   echo '{"variant": "late", "seed": 3' > "$tmp/runs/late/seed3/result.json"
   expect 1 "late/seed3/result.json" "a torn result.json" -- "$tool" finish "$tmp/plan.json" "$tmp"

@@ -6,6 +6,7 @@
  *                                       read as the runner reads them: result.json on stdout
  *   study_tool finish PLAN.json DIR     results.json, results.md and the plots from
  *                                       DIR/runs/VARIANT/seedS/result.json (no PNG)
+ *   study_tool last-line FILE           FILE's last line as a failed stage quotes it
  * Exit 0, or 1 with the library's message. */
 #include <math.h>
 #include <stdio.h>
@@ -109,7 +110,13 @@ int main(int argc, char **argv) {
     if (argc == 2 && !strcmp(argv[1], "stats")) return stats();
     if (argc == 10 && !strcmp(argv[1], "collect")) return collect(argv + 3);
     if (argc == 4 && !strcmp(argv[1], "finish")) return finish(argv[2], argv[3]);
+    if (argc == 3 && !strcmp(argv[1], "last-line")) {
+        char last[1024];
+        study_last_line(argv[2], last, sizeof last);
+        printf("%s\n", last);
+        return 0;
+    }
     fprintf(stderr, "usage: study_tool stats | collect DIR VARIANT SEED STEPS HAS_VAL NTEXT NCHOICES NCLOZE | "
-                    "finish PLAN.json DIR\n");
+                    "finish PLAN.json DIR | last-line FILE\n");
     return 2;
 }
