@@ -578,8 +578,8 @@ static bool read_train(scope *s, const item **chain, int nchain, checked_model *
     const setting *seen[MAX_SETTINGS] = {0};
     for (int f = 0; f < s->p->nfiles; f++) {
         if (s->p->files[f].file != s->model->file) continue;
-        for (item *it = s->p->files[f].items; it; it = it->next)
-            if (it->kind == IT_TRAIN) ok &= apply_train_block(s, it, &m->train, seen);
+        for (int i = 0; i < s->p->files[f].ntrains; i++)
+            ok &= apply_train_block(s, s->p->files[f].trains[i], &m->train, seen);
     }
     for (int k = nchain - 1; k >= 0; k--) {
         if (!chain[k]->train) continue;
@@ -777,7 +777,10 @@ bool check_model(program *p, const item *model, checked_model *m, bool names_onl
     m->parent = model->parent;
     m->loc = model->name_loc;
 
-    int nmodels = (int)p->models.count + 2;
+    /* collect_settings stops a chain past TLM_MAX_INHERITANCE models: a
+     * table the size of every model, cleared per model, cost a file of
+     * 60,000 models 28 GB of memset */
+    int nmodels = (int)(p->models.count < TLM_MAX_INHERITANCE ? p->models.count : TLM_MAX_INHERITANCE) + 2;
     const item **chain = tlm_xcalloc((size_t)nmodels, sizeof *chain);
     int nchain = 0;
     bool chain_ok = true;

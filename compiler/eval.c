@@ -48,9 +48,14 @@ bool builtin_arity(const char *name, int *min, int *max) {
         const char *name;
         int min, max;
     } table[] = {
-        {"abs", 1, 1},     {"ceil", 1, 1},   {"clamp", 3, 3}, {"cos", 1, 1},    {"exp", 1, 1}, {"floor", 1, 1},
-        {"log", 1, 1},     {"max", 2, 1000}, {"mean", 1, 1},  {"min", 2, 1000}, {"pow", 2, 2}, {"round", 1, 1},
-        {"sigmoid", 1, 1}, {"sin", 1, 1},    {"sqrt", 1, 1},  {"tanh", 1, 1},
+        {"abs", 1, 1},     {"ceil", 1, 1},
+        {"clamp", 3, 3},   {"cos", 1, 1},
+        {"exp", 1, 1},     {"floor", 1, 1},
+        {"log", 1, 1},     {"max", 2, TLM_BUILTIN_ANY_ARGS},
+        {"mean", 1, 1},    {"min", 2, TLM_BUILTIN_ANY_ARGS},
+        {"pow", 2, 2},     {"round", 1, 1},
+        {"sigmoid", 1, 1}, {"sin", 1, 1},
+        {"sqrt", 1, 1},    {"tanh", 1, 1},
     };
     for (size_t i = 0; i < sizeof table / sizeof *table; i++) {
         if (strcmp(table[i].name, name) == 0) {

@@ -41,8 +41,10 @@ typedef enum { REF_SCHED_PARAM, REF_LAYER_VAR, REF_PI, REF_PARAM, REF_SETTING, R
 ref_kind classify_name(const program *p, const item *sched, const char *name);
 /* The index of a schedule parameter, or -1. */
 int sched_param_index(const item *sched, const char *name);
-/* Arity of a builtin: min and max argument counts; false if not a builtin. */
+/* Arity of a builtin: min and max argument counts; false if not a builtin.
+ * A max of TLM_BUILTIN_ANY_ARGS means any number (min, max). */
 bool builtin_arity(const char *name, int *min, int *max);
+enum { TLM_BUILTIN_ANY_ARGS = 1000 };
 /* A call goes to the builtin of that name when its argument count fits the
  * builtin (sigmoid(x)), else to the schedule (sigmoid(a, b, k)). */
 bool is_builtin_call(const expr *call);

@@ -16,6 +16,8 @@ typedef struct loaded_file {
     int file;                /* source index */
     bool loading;            /* on the stack of `use`s being followed */
     item *items;
+    const item **trains;     /* its top-level train blocks, in order (the session's arena) */
+    int ntrains;
 } loaded_file;
 
 /* Reads the tokenizer at path for the `tokenizer` setting: its vocabulary

@@ -146,7 +146,8 @@ static void check_call(resolver *r, const expr *e) {
     const char *name = call_target(r->p, e->text);
     item *sched = symtab_get(&r->p->schedules, name);
     if (builtin_arity(name, &min, &max) && (!sched || is_builtin_call_to(name, e->nargs))) {
-        builtin_call_checked(d, e, min, max);
+        /* sigmoid(a, b) is std.schedules' sigmoid when it is used: say so */
+        if (!builtin_call_checked(d, e, min, max) && !sched) hint_std_schedule(r, name);
         return;
     }
     if (sched) {

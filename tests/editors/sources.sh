@@ -25,7 +25,7 @@ if ! "$tlmc" --print-keywords >"$dir/printed"; then
 fi
 lexer=$root/lang/lexer.re eval=$root/compiler/eval.c
 sed -n 's/^[[:space:]]*"\([A-Za-z_][A-Za-z0-9_]*\)"[[:space:]]*{[[:space:]]*t = [A-Z_]*;.*/\1/p' "$lexer" >"$dir/keyword"
-grep -o '{"[A-Za-z_][A-Za-z0-9_]*", *[0-9]*, *[0-9]*}' "$eval" | sed 's/{"\([^"]*\)".*/\1/' >"$dir/builtin"
+grep -o '{"[A-Za-z_][A-Za-z0-9_]*", *[0-9]*, *[0-9A-Z_]*}' "$eval" | sed 's/{"\([^"]*\)".*/\1/' >"$dir/builtin"
 grep 'return REF_LAYER_VAR;' "$eval" | grep -o 'strcmp([a-z]*, "[^"]*")' | sed 's/.*"\(.*\)")/\1/' >"$dir/variable"
 grep 'return REF_PI;' "$eval" | grep -o 'strcmp([a-z]*, "[^"]*")' | sed 's/.*"\(.*\)")/\1/' >"$dir/constant"
 
