@@ -192,9 +192,31 @@ bool tlm_write_file_atomic(const char *path, const void *bytes, size_t n, tlm_er
     return tlm_atomic_commit(&f, err);
 }
 
+/* Where path would be created: its folder's real path and its last name
+ * (false when the folder cannot be resolved, or the name is none). */
+static bool future_path(const char *path, char out[PATH_MAX + NAME_MAX + 2]) {
+    const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+    if (!*base || !strcmp(base, ".") || !strcmp(base, "..") || strlen(base) > NAME_MAX) return false;
+    char dir[PATH_MAX];
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else if (slash == path) snprintf(dir, sizeof dir, "/");
+    else if ((size_t)(slash - path) >= sizeof dir) return false;
+    else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    char real[PATH_MAX];
+    if (!realpath(dir, real)) return false;
+    snprintf(out, PATH_MAX + NAME_MAX + 2, "%s/%s", strcmp(real, "/") ? real : "", base);
+    return true;
+}
+
 bool tlm_same_file(const char *a, const char *b) {
     struct stat sa, sb;
-    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    bool has_a = stat(a, &sa) == 0, has_b = stat(b, &sb) == 0;
+    if (has_a && has_b) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    if (has_a || has_b) return false;
+    /* neither exists yet: one file if they name one place (a log named as
+     * the checkpoint that the run is about to write first) */
+    char pa[PATH_MAX + NAME_MAX + 2], pb[PATH_MAX + NAME_MAX + 2];
+    return future_path(a, pa) && future_path(b, pb) && !strcmp(pa, pb);
 }
 
 bool tlm_output_not_input(const char *out, const char *in, const char *what, tlm_err *err) {

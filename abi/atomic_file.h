@@ -50,8 +50,10 @@ bool tlm_write_file_atomic(const char *path, const void *bytes, size_t n, tlm_er
  * with errno set (ENOSPC where write() wrote nothing and said no error). */
 bool tlm_write_all(int fd, const void *bytes, size_t n);
 
-/* Whether a and b both exist and are one file (device and inode: also
- * through links and different spellings of a path). */
+/* Whether a and b are one file: both exist and share device and inode
+ * (also through links and different spellings of a path), or neither
+ * exists yet and both name one place (their folders' real paths and their
+ * names). */
 bool tlm_same_file(const char *a, const char *b);
 
 /* Refuses an output that is one of the command's inputs, which the rename

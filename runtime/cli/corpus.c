@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,6 +112,32 @@ static bool scan_ids(int fd, const tlm_shard *s, const char *path, int64_t vocab
     return ok;
 }
 
+/* A shard is read through its mapping: cut short (truncated, or replaced
+ * in place by `cp`) while a command reads it, the pages past its new end
+ * raise SIGBUS, which killed the process ("Bus error", exit 135). Said in
+ * one line instead, exit 1; a training's last checkpoint is intact (one
+ * being written is a temporary, removed at the next start). Only
+ * async-signal-safe calls. Nothing else here is mapped from a file that
+ * can change: model.so is loaded from a sealed copy. */
+static void shard_cut_short(int sig) {
+    (void)sig;
+    static const char msg[] = "tlm-run: a token shard it was reading was cut short or replaced (SIGBUS); "
+                              "stopping (a training's last checkpoint is intact)\n";
+    ssize_t written = write(STDERR_FILENO, msg, sizeof msg - 1);
+    (void)written;
+    _exit(1);
+}
+
+static void watch_mapped_shards(void) {
+    static bool done = false;
+    if (done) return;
+    done = true;
+    struct sigaction sa = {0};
+    sa.sa_handler = shard_cut_short;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGBUS, &sa, NULL);
+}
+
 /* Checks one shard and adds it to ds, mapped. */
 static bool load_shard(tlm_dataset *ds, const char *path, int64_t vocab, shard_set *set, tlm_err *err) {
     int fd = tlm_open_regular(path, err);
@@ -138,6 +165,7 @@ static bool load_shard(tlm_dataset *ds, const char *path, int64_t vocab, shard_s
     if (ok) (void)posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
     void *map = NULL;
     if (ok && s.count > 0) {
+        watch_mapped_shards();
         map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
         if (map == MAP_FAILED) {
             map = NULL;
@@ -194,6 +222,16 @@ static int load_shards(tlm_dataset *ds, const char *path, int64_t vocab, corpus_
     return 0;
 }
 
+int corpus_default_files(enum corpus_role role, char paths[][4096]) {
+    _Static_assert(NTRAIN <= CORPUS_MAX_DEFAULT, "room for the bundled training texts");
+    if (role == CORPUS_VALID) {
+        snprintf(paths[0], 4096, "%s/austen/persuasion.txt", corpus_dir());
+        return 1;
+    }
+    for (int i = 0; i < NTRAIN; i++) snprintf(paths[i], 4096, "%s/austen/%s", corpus_dir(), train_files[i]);
+    return NTRAIN;
+}
+
 bool corpus_load(tlm_dataset *ds, const char *path, enum corpus_role role, int64_t T, int64_t vocab, char *name,
                  size_t namelen, corpus_info *info, tlm_err *err) {
     tlm_err e = {""};
@@ -210,20 +248,14 @@ bool corpus_load(tlm_dataset *ds, const char *path, enum corpus_role role, int64
         rc = tlm_data_load(ds, path, &e);
         if (rc == 0 && ds->nfiles > 1) snprintf(name, namelen, "%s (%d files)", path, ds->nfiles);
         else snprintf(name, namelen, "%s", path);
-    } else if (role == CORPUS_TRAIN) {
-        char paths[NTRAIN][4096];
-        const char *list[NTRAIN];
-        for (int i = 0; i < NTRAIN; i++) {
-            snprintf(paths[i], sizeof paths[i], "%s/austen/%s", corpus_dir(), train_files[i]);
-            list[i] = paths[i];
-        }
-        rc = tlm_data_load_files(ds, list, NTRAIN, &e);
-        snprintf(name, namelen, "%s/austen (%d novels)", corpus_dir(), NTRAIN);
     } else {
-        char file[4096];
-        snprintf(file, sizeof file, "%s/austen/persuasion.txt", corpus_dir());
-        rc = tlm_data_load(ds, file, &e);
-        snprintf(name, namelen, "%s", file);
+        char paths[CORPUS_MAX_DEFAULT][4096];
+        const char *list[CORPUS_MAX_DEFAULT];
+        int n = corpus_default_files(role, paths);
+        for (int i = 0; i < n; i++) list[i] = paths[i];
+        rc = n == 1 ? tlm_data_load(ds, list[0], &e) : tlm_data_load_files(ds, list, n, &e);
+        if (n == 1) snprintf(name, namelen, "%s", list[0]);
+        else snprintf(name, namelen, "%s/austen (%d novels)", corpus_dir(), n);
     }
     if (rc != 0) {
         tlm_fail(err, "%s", e.msg);
@@ -285,23 +317,29 @@ static bool is_file(const char *p) {
     return stat(p, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-void checkpoint_dir(char *out, size_t n, const char *ckpt, const char *model) {
-    if (!ckpt) snprintf(out, n, "checkpoints/%s", model);
+bool checkpoint_dir(char *out, size_t n, const char *ckpt, const char *model) {
+    int len;
+    if (!ckpt) len = snprintf(out, n, "checkpoints/%s", model);
     else if (is_file(ckpt)) {
         const char *slash = strrchr(ckpt, '/');
-        if (!slash) snprintf(out, n, ".");
-        else snprintf(out, n, "%.*s", (int)(slash - ckpt) > 0 ? (int)(slash - ckpt) : 1, ckpt);
-    } else snprintf(out, n, "%s", ckpt);
+        if (!slash) len = snprintf(out, n, ".");
+        else len = snprintf(out, n, "%.*s", (int)(slash - ckpt) > 0 ? (int)(slash - ckpt) : 1, ckpt);
+    } else len = snprintf(out, n, "%s", ckpt);
+    return len >= 0 && (size_t)len < n;
 }
 
-void checkpoint_path(char *out, size_t n, const char *ckpt, const char *model) {
+bool checkpoint_path(char *out, size_t n, const char *ckpt, const char *model) {
     if (ckpt && is_file(ckpt)) {
-        snprintf(out, n, "%s", ckpt);
-        return;
+        int len = snprintf(out, n, "%s", ckpt);
+        return len >= 0 && (size_t)len < n;
     }
     char dir[4096];
-    checkpoint_dir(dir, sizeof dir, ckpt, model);
+    if (!checkpoint_dir(dir, sizeof dir, ckpt, model)) {
+        snprintf(out, n, "%s", dir);
+        return false;
+    }
     size_t len = strlen(dir);
     while (len > 1 && dir[len - 1] == '/') dir[--len] = '\0';
-    snprintf(out, n, "%s/%s", dir, TLM_CKPT_FILE);
+    int k = snprintf(out, n, "%s/%s", dir, TLM_CKPT_FILE);
+    return k >= 0 && (size_t)k < n;
 }

@@ -26,6 +26,11 @@ typedef struct corpus_info {
 /* The bundled data folder: $TLM_DATA when set, else the compiled-in one. */
 const char *corpus_dir(void);
 
+/* The bundled texts the role reads when corpus_load gets no path: their
+ * paths into paths[i], their count (at most CORPUS_MAX_DEFAULT). */
+enum { CORPUS_MAX_DEFAULT = 8 };
+int corpus_default_files(enum corpus_role role, char paths[][4096]);
+
 /* Loads path, or the bundled text for the role when path is NULL or
  * empty, and checks that it holds a window of T + 1 tokens and only ids the
  * model's vocabulary has. path is
@@ -59,9 +64,12 @@ const char *corpus_tokenizer_path(const char *flag, const tlm_so *so, const char
 
 /* The checkpoint file of a --ckpt argument: DIR/checkpoint.safetensors, or
  * the argument itself when it names a file (or ends in .safetensors);
- * checkpoints/<model>/checkpoint.safetensors when NULL. */
-void checkpoint_path(char *out, size_t n, const char *ckpt, const char *model);
+ * checkpoints/<model>/checkpoint.safetensors when NULL. false when it
+ * does not fit in out[n] (then cut short: another path, never to be used;
+ * CKPT_PATH_TOO_LONG says so). */
+bool checkpoint_path(char *out, size_t n, const char *ckpt, const char *model);
 /* The folder part of the same (created by train). */
-void checkpoint_dir(char *out, size_t n, const char *ckpt, const char *model);
+bool checkpoint_dir(char *out, size_t n, const char *ckpt, const char *model);
+#define CKPT_PATH_TOO_LONG "the checkpoint's path is longer than a path may be here (PATH_MAX, 4096 bytes)"
 
 #endif

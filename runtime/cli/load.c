@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <limits.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -26,7 +27,8 @@ int open_model(const char *cmd, const char *path, int64_t threads, tlm_so *so) {
 int load_checkpoint(const char *cmd, const tlm_so *so, const char *ckpt, tlm_model *m, char *path, size_t pathlen,
                     int64_t *step, char tokenizer[65]) {
     const char *name = tlm_so_str(so, so->config->name);
-    checkpoint_path(path, pathlen, ckpt, name);
+    if (!checkpoint_path(path, pathlen, ckpt, name) || strlen(path) >= PATH_MAX)
+        return cli_error(cmd, "--ckpt %.200s...: %s", ckpt ? ckpt : "", CKPT_PATH_TOO_LONG);
     if (access(path, F_OK) != 0) {
         /* "train first" only where there is nothing: a --ckpt that is a
          * FIFO or a device, or a folder that cannot be read, says so */

@@ -36,6 +36,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <limits.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -91,6 +92,7 @@ typedef struct run {
     progress out;
     double elapsed_base, started;  /* elapsed of earlier sessions; this one's start */
     int lock_fd;                   /* the checkpoint folder, locked; -1: none */
+    struct stat resumed;           /* the checkpoint --resume read, as it was then */
     tlm_dist dist;                 /* this process among the job's ranks */
     bool agreed;                   /* the run stopped where every rank stopped */
 } run;
@@ -225,9 +227,49 @@ static bool log_not_data(const char *log, const char *data, tlm_err *err) {
  * (validation) data, as no command's output may be. */
 static bool log_not_input(const run *r, const char *log, tlm_err *err) {
     const train_options *o = &r->o;
-    return tlm_output_not_input(log, o->model, "the model", err) &&
-           tlm_output_not_input(log, r->ckpt_file, "the checkpoint", err) &&
-           (!o->data || log_not_data(log, o->data, err)) && (!o->val || log_not_data(log, o->val, err));
+    if (!tlm_output_not_input(log, o->model, "the model", err) ||
+        !tlm_output_not_input(log, r->ckpt_file, "the checkpoint", err) ||
+        (o->data && *o->data && !log_not_data(log, o->data, err)) ||
+        (o->val && *o->val && !log_not_data(log, o->val, err)))
+        return false;
+    /* without --data (or --val), the bundled novels: as much the run's
+     * input as a file named by a flag (`--log data/austen/emma.txt`
+     * replaced the novel) */
+    char paths[CORPUS_MAX_DEFAULT][4096];
+    for (int role = CORPUS_TRAIN; role <= CORPUS_VALID; role++) {
+        if (role == CORPUS_TRAIN ? o->data && *o->data : !r->have_val || (o->val && *o->val)) continue;
+        int n = corpus_default_files((enum corpus_role)role, paths);
+        for (int i = 0; i < n; i++)
+            if (!tlm_output_not_input(
+                    log, paths[i], role == CORPUS_TRAIN ? "the bundled training data" : "the bundled validation text",
+                    err))
+                return false;
+    }
+    return true;
+}
+
+/* The checkpoint was looked at long before the folder's lock was taken
+ * (the data loaded, the model made between): another run started with
+ * this one may have written it meanwhile, which a fresh run would then
+ * replace (both exited 0, the first's checkpoint lost) and a resume would
+ * continue from a state that is no longer the folder's. Looked at again,
+ * under the lock. */
+static int checkpoint_still_as_seen(const run *r) {
+    struct stat st;
+    bool exists = stat(r->ckpt_file, &st) == 0;
+    if (!r->o.resume && exists && !r->o.overwrite)
+        return cli_error("train",
+                         "%s already holds a checkpoint, written by another run while this one started: pass "
+                         "--resume to continue it, or --overwrite to start afresh",
+                         r->ckpt_file);
+    if (r->o.resume && (!exists || st.st_dev != r->resumed.st_dev || st.st_ino != r->resumed.st_ino ||
+                        st.st_size != r->resumed.st_size || st.st_mtim.tv_sec != r->resumed.st_mtim.tv_sec ||
+                        st.st_mtim.tv_nsec != r->resumed.st_mtim.tv_nsec))
+        return cli_error("train",
+                         "%s changed while this run started (another run wrote it): run the command again to "
+                         "resume from it",
+                         r->ckpt_file);
+    return 0;
 }
 
 static int lock_folder(run *r) {
@@ -437,8 +479,13 @@ static int setup(run *r) {
     train_options *o = &r->o;
     if (!tlm_so_open(o->model, &r->so, &err)) return cli_error("train", "%s", err.msg);
     const char *name = tlm_so_str(&r->so, r->so.config->name);
-    checkpoint_dir(r->ckpt_dir, sizeof r->ckpt_dir, o->ckpt, name);
-    checkpoint_path(r->ckpt_file, sizeof r->ckpt_file, o->ckpt, name);
+    /* the checkpoint and its temporaries (PATH.tmp.XXXXXX.tmp.YYYYYY at
+     * most) must be paths the system takes: found only when the first
+     * checkpoint was written, every step before it was lost */
+    if (!checkpoint_dir(r->ckpt_dir, sizeof r->ckpt_dir, o->ckpt, name) ||
+        !checkpoint_path(r->ckpt_file, sizeof r->ckpt_file, o->ckpt, name) ||
+        strlen(r->ckpt_file) + 2 * strlen(".tmp.XXXXXX") >= PATH_MAX)
+        return cli_error("train", "--ckpt %.200s...: %s", o->ckpt ? o->ckpt : "", CKPT_PATH_TOO_LONG);
     r->ckpt_step = -1;
 
     /* The defaults: the model's, or the checkpoint's when resuming. */
@@ -449,6 +496,7 @@ static int setup(run *r) {
     if (o->resume) {
         rc = open_resume(r, &ckpt, &defaults, &decay);
         if (rc) goto out;
+        if (stat(r->ckpt_file, &r->resumed) != 0) memset(&r->resumed, 0, sizeof r->resumed);
         train_apply(o, &defaults, decay, o->owned[0], o->owned[1], o->owned[2]);
     } else {
         /* A folder or FIFO by the checkpoint's name would only be found
@@ -558,6 +606,7 @@ static int setup(run *r) {
         goto out;
     }
     if (root && (rc = lock_folder(r))) goto out;
+    if (root && (rc = checkpoint_still_as_seen(r))) goto out;
 
     progress_init(&r->out, o->s.steps);
     /* Open MPI's mpirun gives its ranks a pseudo-terminal for stdout even

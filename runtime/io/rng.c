@@ -85,4 +85,8 @@ void tlm_rng_fill_uniform(tlm_rng *r, float *out, size_t n, float lo, float hi) 
  * implementation-defined) */
 void tlm_rng_save(const tlm_rng *r, int64_t out[4]) { memcpy(out, r->s, sizeof r->s); }
 
-void tlm_rng_load(tlm_rng *r, const int64_t in[4]) { memcpy(r->s, in, sizeof r->s); }
+bool tlm_rng_load(tlm_rng *r, const int64_t in[4]) {
+    if (!(in[0] | in[1] | in[2] | in[3])) return false;
+    memcpy(r->s, in, sizeof r->s);
+    return true;
+}

@@ -393,7 +393,8 @@ bool tlm_ckpt_load_trainer(const tlm_st_file *f, tlm_trainer *t, tlm_run_state *
     if (step < 0 || tokens < 0) return tlm_fail(err, "checkpoint: negative step or token count");
     st->step = step;
     st->tokens_seen = tokens;
-    tlm_rng_load(&st->data_rng, rng);
+    if (!tlm_rng_load(&st->data_rng, rng))
+        return tlm_fail(err, "checkpoint: train.data_rng is all zeros, a state no run has (the file is damaged)");
     const char *elapsed = tlm_st_meta_get(f, "elapsed");
     st->elapsed = elapsed ? strtod(elapsed, NULL) : 0;
     t->step = (long)step;

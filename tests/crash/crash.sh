@@ -23,7 +23,9 @@
 #              a FIFO, a folder or a link to nothing is refused; one of the
 #              command's inputs is refused and stays as it was; a link to a
 #              file has that file replaced and stays a link; SIGINT in the
-#              middle of a write leaves no temporary
+#              middle of a write leaves no temporary; train --log
+#              naming a bundled novel or the checkpoint not yet written,
+#              a --ckpt too long for a path, a shard cut short mid-run
 set -u
 case_=$1 tlmc=$2 run=$3 root=$4 work=$5
 here=$(cd "$(dirname "$0")" && pwd)
@@ -292,6 +294,40 @@ outputs)
     check "SIG$sig after 0.2s (exit $st, $((128 + $(kill -l $sig))) when it ended it): no temporary left" -- \
       sh -c 'test "$(ls -a | grep -c "\.tmp\.")" = 0'
   done
+  # train --log naming an input that no flag names: the bundled novels
+  # (TLM_DATA here: copies), training and validation, were replaced by the
+  # log; and the checkpoint the run is about to write, before it exists
+  mkdir -p bundled/austen
+  for f in "$root"/data/austen/*.txt; do head -c 20000 "$f" > "bundled/austen/$(basename "$f")"; done
+  cp bundled/austen/emma.txt emma.before
+  for novel in emma persuasion; do
+    TLM_DATA=$PWD/bundled expect 1 "bundled/austen/$novel.txt is also the bundled" \
+      "train --log a bundled novel ($novel) is refused" -- \
+      "$run" train crash.so --threads 1 --steps 1 --eval-batches 1 --ckpt bundled.ck --log bundled/austen/$novel.txt
+  done
+  check "the bundled novel unchanged" -- cmp -s emma.before bundled/austen/emma.txt
+  expect 1 "fresh.ck/checkpoint.safetensors is also the checkpoint" \
+    "train --log the checkpoint not yet written is refused" -- \
+    "$run" train crash.so "${data[@]}" --steps 2 --ckpt fresh.ck --log fresh.ck/checkpoint.safetensors
+  # a --ckpt whose checkpoint (and its temporaries) would be longer than a
+  # path may be: refused before training, not after it (every step lost)
+  deep=deep; for _ in $(seq 20); do deep=$deep/$(printf 'd%.0s' $(seq 199)); done
+  mkdir -p "$deep"
+  expect 1 "the checkpoint's path is longer than a path may be here" "a --ckpt too long for a path: refused first" -- \
+    "$run" train crash.so "${data[@]}" --steps 50 --ckpt "$deep/$(printf 'x%.0s' $(seq 70))"
+  check "... before a step ran" -- bash -c "! grep -q 'step ' '$tmp/out'"
+  # a token shard cut short while training reads it (through its mapping):
+  # SIGBUS killed the run ("Bus error", exit 135); now one line, exit 1
+  sed 's/vocab   = 256;/vocab   = 300;/' "$here/crash.tlm" > v300.tlm && "$tlmc" v300.tlm -o v300.so || exit 1
+  "$run" tokenize --tokenizer tok.json train.txt -o cut.bin > /dev/null || exit 1
+  "$run" train v300.so --data cut.bin --threads 1 --steps 1000000 --ckpt-every 0 --eval-every 0 --log-every 1 \
+    --ckpt cut.ck --log cut.jsonl > /dev/null 2> cut.err &
+  pid=$!
+  wait_for 60 lines cut.jsonl 3
+  : > cut.bin
+  status=0; wait $pid || status=$?
+  check "a shard cut short mid-training: exit 1 (got $status)" -- test "$status" = 1
+  check "... and one line saying so" -- grep -q "a token shard it was reading was cut short or replaced" cut.err
   ;;
 
 *) echo "unknown case $case_"; exit 2 ;;

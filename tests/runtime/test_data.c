@@ -153,7 +153,7 @@ static void test_sampling(const char *austen) {
     tlm_rng_save(&r1, saved);
     tlm_data_sample_batch(&ds, &r1, B, T, in1, tg1, &err);
     tlm_rng back;
-    tlm_rng_load(&back, saved);
+    CHECK(tlm_rng_load(&back, saved), "a saved state refused");
     tlm_data_sample_batch(&ds, &back, B, T, in2, tg2, &err);
     CHECK(memcmp(in1, in2, sizeof in1) == 0, "restored generator gives another batch");
     printf("  50 batches of %dx%d: deterministic for a seed, resumable\n", B, T);

@@ -18,10 +18,15 @@ static void test_rng(void) {
     int64_t st[4];
     tlm_rng_save(&r, st);
     tlm_rng c;
-    tlm_rng_load(&c, st);
+    CHECK(tlm_rng_load(&c, st), "a saved state refused");
     bool same = true;
     for (int i = 0; i < 1000; i++) same &= tlm_rng_next(&r) == tlm_rng_next(&c);
     CHECK(same, "restored state diverges");
+    /* the all-zero state (a damaged checkpoint's) is refused, c untouched:
+     * xoshiro stays at zero there, and a bounded draw retried forever */
+    const int64_t zeros[4] = {0, 0, 0, 0};
+    tlm_rng before = c;
+    CHECK(!tlm_rng_load(&c, zeros) && !memcmp(&before, &c, sizeof c), "the all-zero state loaded");
 
     /* distributions */
     enum { N = 200000 };

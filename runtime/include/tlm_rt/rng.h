@@ -5,6 +5,7 @@
 #ifndef TLM_RT_RNG_H
 #define TLM_RT_RNG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -26,8 +27,11 @@ void tlm_rng_fill_normal(tlm_rng *r, float *out, size_t n, float mean, float std
 /* out[i] uniform in [lo, hi) */
 void tlm_rng_fill_uniform(tlm_rng *r, float *out, size_t n, float lo, float hi);
 
-/* state <-> int64 words, for checkpoints (bit-for-bit) */
+/* state <-> int64 words, for checkpoints (bit-for-bit). load refuses
+ * (false, r untouched) the all-zero state, which xoshiro never leaves and
+ * no seed gives: a damaged checkpoint's, on which every bounded draw
+ * (tlm_rng_below) would retry forever. */
 void tlm_rng_save(const tlm_rng *r, int64_t out[4]);
-void tlm_rng_load(tlm_rng *r, const int64_t in[4]);
+bool tlm_rng_load(tlm_rng *r, const int64_t in[4]);
 
 #endif
