@@ -30,9 +30,9 @@
 // is the main difference from the fp32 kernel (gpu.attention_tc's bound).
 //
 // Backward, three kernels without atomics as attention.cu's, recomputing
-// P = exp(S - lse) tile by tile, with D_t = dy_t . y_t (fp32 dy, bf16 y) and
-// dS = P (dP - D) / sqrt(D), dP = dY V^T; dy is rounded to bf16 for the
-// products:
+// P = exp(S - lse) tile by tile, with D_t = dy_t . y_t (dy rounded to bf16,
+// as the products take it; bf16 y) and dS = P (dP - D) / sqrt(D), dP = dY
+// V^T; dy is rounded to bf16 for the products:
 //   prep: a warp per (b, t, h) row: dy rounded to bf16 (dy16) and D_t
 //       (dot), once per row, into the caller's scratch (FlashAttention-2's
 //       preprocessing): the other two read them, and stage dy16 by cp.async
@@ -210,12 +210,16 @@ __device__ __forceinline__ void attention_tc_store(float* out, long long rs, con
 }
 
 // D_t = dy_t . y_t over the warp (every lane gets the same bits): the
-// lanes' strided partial sums, then the butterfly. Both backward kernels
-// use it, so they see the same D_t.
+// lanes' strided partial sums, then the butterfly. dy is taken rounded to
+// bf16, as dP = dY V^T takes it: sum_u P_tu dP_tu is then dy16 . y_t, the
+// identity dS relies on, and a row whose softmax is one key (y_t = v_u)
+// gets D_t = dP_tu up to fp32 rounding. From the fp32 dy, they differed by
+// dy's rounding, 2^-9 of |dy||v|, which saturated scores' huge keys turn
+// into large dq and dk where the gradient is 0.
 template <int D>
-__device__ __forceinline__ float attention_tc_rowdot(const float* dy, const unsigned short* y) {
+__device__ __forceinline__ float attention_tc_rowdot(const unsigned short* dy16, const unsigned short* y) {
   float s = 0.0f;
-  for (int d = threadIdx.x % 32; d < D; d += 32) s += dy[d] * tlm::load(y + d);
+  for (int d = threadIdx.x % 32; d < D; d += 32) s += tlm::load(dy16 + d) * tlm::load(y + d);
   return tlm::warp_sum(s);
 }
 
@@ -348,7 +352,7 @@ __device__ void attention_tc_bwd_prep(unsigned short* dy16, float* dot, const fl
   for (long long r = (long long)blockIdx.x * warps + threadIdx.x / 32; r < rows; r += (long long)gridDim.x * warps) {
     const long long o = r * D;
     for (int d = lane; d < D; d += 32) dy16[o + d] = tlm::to_bf16(dy[o + d]);
-    const float d_t = attention_tc_rowdot<D>(dy + o, y + o);
+    const float d_t = attention_tc_rowdot<D>(dy16 + o, y + o);  // each lane reads only what it wrote
     const long long bt = r / H;
     if (lane == 0) dot[attention_tc_dot_at((int)(bt / T), (int)(r % H), (int)(bt % T), T, H)] = d_t;
   }
@@ -404,8 +408,8 @@ __device__ void attention_tc_bwd_dq(float* dq, const unsigned short* dy16, const
                                  const int key = j0 + part * W + 8 * n + 2 * t + i % 2, row = r0 + g + 8 * (i / 2);
                                  float ds = 0.0f;
                                  // row 0 sees only its own key: P is 1 and its
-                                 // dS exactly 0, which D_t (summed from fp32 dy)
-                                 // less dP (a bf16 product) would not give
+                                 // dS exactly 0, which D_t less dP (summed in
+                                 // another order) would give only up to rounding
                                  if (key <= row && row < T && row > 0) {
                                    const float p = expf(s[n][i] * scale - rlse[i / 2]);
                                    ds = p * (dp[n][i] - rdot[i / 2]) * scale;

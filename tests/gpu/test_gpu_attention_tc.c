@@ -393,6 +393,67 @@ static void run_case(int B, int T, int H, int D, bool packed) {
     free(x), free(x16), free(yref), free(lseref), free(lse16), free(y16);
 }
 
+/* Saturated softmax: each query a power of two times one earlier key (its
+ * score hundreds above the others'), so P is one-hot and dq, dk are 0 in
+ * exact arithmetic. The scalar kernel sums D_t and dP in one loop: exactly
+ * 0. The tensor cores' D_t and dP differ in their order of summation only
+ * (both from dy rounded to bf16): within fp32 rounding, 1e-5 of the scale
+ * below. With D_t from the fp32 dy they differed by dy's bf16 rounding, and
+ * huge keys made that a large dq and dk (as on the CPU before 2c2b7e4). */
+static void saturated_case(int D) {
+    const int B = 1, T = 70, H = 2;
+    shape s = make_shape(B, T, H, D, true);
+    size_t ny = (size_t)B * T * H * D, nlse = (size_t)B * T * H;
+    float *x = xalloc(s.n * sizeof(float)), *dy = xalloc(ny * 4);
+    uint16_t *x16 = xalloc(s.n * sizeof(uint16_t));
+    tlm_rng_fill_uniform(&g_rng, x, s.n, -1.0f, 1.0f);
+    tlm_rng_fill_uniform(&g_rng, dy, ny, -1.0f, 1.0f);
+    for (size_t i = 0; i < s.n; i++) x[i] = tlm_bf16_to_f32(tlm_f32_to_bf16(x[i]));
+    for (int t = 0; t < T; t++)
+        for (int h = 0; h < H; h++) { /* q_t = 256 k_m: exact in bf16 */
+            int m = (int)(tlm_rng_uniform(&g_rng) * (t + 1));
+            m = m > t ? t : m;
+            for (int d = 0; d < D; d++) x[at(&s, s.qo, 0, t, h) + d] = 256.0f * x[at(&s, s.ko, 0, m, h) + d];
+        }
+    double kmax = 0;
+    for (size_t i = 0; i < s.n; i++) {
+        x16[i] = tlm_f32_to_bf16(x[i]);
+        if (i >= s.ko && i < s.vo) kmax = fmax(kmax, fabs(x[i]));
+    }
+    tlm_dptr X16 = put(x16, s.n * 2), Y16 = nans(ny * 2), LSE16 = nans(nlse * 4), DY = put(dy, ny * 4);
+    tlm_dptr REF = nans(s.n * 4), TC = nans(s.n * 4), SCR = nans(tlm_gpu_attention_tc_scratch_bytes(B, T, H, D));
+    tlm_err err = {{0}};
+    tlm_dptr q = X16 + s.qo * 2, k = X16 + s.ko * 2, v = X16 + s.vo * 2;
+    if (!tlm_gpu_attention_tc_forward(&g_gpu, Y16, LSE16, q, k, v, B, T, H, D, s.stride, &err) ||
+        !tlm_gpu_attention_backward_bf16(&g_gpu, REF + s.qo * 4, REF + s.ko * 4, REF + s.vo * 4, DY, Y16, LSE16, q, k,
+                                         v, B, T, H, D, s.stride, &err) ||
+        !tlm_gpu_attention_tc_backward(&g_gpu, TC + s.qo * 4, TC + s.ko * 4, TC + s.vo * 4, DY, Y16, LSE16, q, k, v, B,
+                                       T, H, D, s.stride, SCR, &err))
+        die("the saturated case", &err);
+    float *want = xalloc(s.n * 4), *got = xalloc(s.n * 4);
+    get(want, REF, s.n * 4), get(got, TC, s.n * 4);
+    double worst[2] = {0, 0}; /* scalar, tensor cores: max |dq|, |dk| */
+    for (int t = 0; t < T; t++)
+        for (int h = 0; h < H; h++)
+            for (int d = 0; d < D; d++) {
+                size_t iq = at(&s, s.qo, 0, t, h) + d, ik = at(&s, s.ko, 0, t, h) + d;
+                worst[0] = fmax(worst[0], fmax(fabs(want[iq]), fabs(want[ik])));
+                worst[1] = fmax(worst[1], fmax(fabs(got[iq]), fabs(got[ik])));
+            }
+    /* |dy||v| per row at most D (both within 1), times the keys' and the
+     * queries' size and the scale */
+    const double scale = 1.0 / sqrt((double)D), unit = D * 256.0 * kmax * scale;
+    char what[300];
+    snprintf(what, sizeof what,
+             "saturated softmax, head size %d: dq, dk exactly 0 from the scalar kernel (max %.3g), within 1e-5 of %.3g "
+             "from the tensor cores (max %.3g)",
+             D, worst[0], unit, worst[1]);
+    check(worst[0] == 0 && worst[1] <= 1e-5 * unit, what);
+    tlm_dptr bufs[] = {X16, Y16, LSE16, DY, REF, TC, SCR};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) tlm_device_free(g_dev, bufs[i]);
+    free(x), free(dy), free(x16), free(want), free(got);
+}
+
 /* The kernels declared in source (tlm_gpu_next_kernel): each in module
  * `id` by tlm_gpu_kernel_module's rule. The count back. */
 static int kernels_of_module(tlm_gpu_module_id id) {
@@ -471,6 +532,8 @@ int main(void) {
             if (T == 130) run_case(1, T, 2, D, n++ % 2 == 0);
             else run_case(2, T, 3, D, n++ % 2 == 0);
         }
+    saturated_case(64);
+    saturated_case(128);
     printf("gpu.attention_tc: worst y error %.3g of its bound (%.3g of A_td = sum P |v|; u = %.3g), worst lse "
            "error %.3g of its bound\n",
            g_worst_y, g_worst_y_over_a, ldexp(1.0, -8), g_worst_lse);
