@@ -502,6 +502,14 @@ static int setup(run *r) {
         /* A folder or FIFO by the checkpoint's name would only be found
          * when the first checkpoint is written, the steps before it lost. */
         struct stat st;
+        /* so would a --ckpt that is itself a FIFO or a device (not a
+         * folder to write in): found when the folder was made, after the
+         * data was loaded, and --dry-run passed it */
+        if (o->ckpt && stat(o->ckpt, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+            rc = cli_error("train", "--ckpt %s is %s, not a folder or a checkpoint file", o->ckpt,
+                           tlm_file_kind(st.st_mode));
+            goto out;
+        }
         if (stat(r->ckpt_file, &st) == 0 && !S_ISREG(st.st_mode)) {
             rc = cli_error("train",
                            "%s is %s: train writes its checkpoint under that name (move it away, or give --ckpt "

@@ -309,6 +309,12 @@ outputs)
   expect 1 "fresh.ck/checkpoint.safetensors is also the checkpoint" \
     "train --log the checkpoint not yet written is refused" -- \
     "$run" train crash.so "${data[@]}" --steps 2 --ckpt fresh.ck --log fresh.ck/checkpoint.safetensors
+  # a --ckpt that is a FIFO: refused at once, --dry-run too (it failed
+  # after the data was loaded, "cannot list the folder")
+  for dry in "" --dry-run; do
+    expect 1 "--ckpt fifo is a FIFO (named pipe), not a folder or a checkpoint file" "train --ckpt on a FIFO $dry" -- \
+      timeout 30 "$run" train crash.so "${data[@]}" --steps 2 --ckpt fifo $dry
+  done
   # a --ckpt whose checkpoint (and its temporaries) would be longer than a
   # path may be: refused before training, not after it (every step lost)
   deep=deep; for _ in $(seq 20); do deep=$deep/$(printf 'd%.0s' $(seq 199)); done
