@@ -15,6 +15,7 @@
 #include "commands.h"
 #include "corpus.h"
 #include "files.h"
+#include "launcher.h"
 #include "locate.h"
 #include "plan.h"
 #include "runner.h"
@@ -260,6 +261,11 @@ int cmd_study(int argc, char **argv) {
     self[len] = '\0';
     tlm_err err = {""};
     if (!study_find_tlmc(self, tlmc, sizeof tlmc, &err)) return cli_error("study", "%s", err.msg);
+
+    /* A study started by mpirun or srun is one process, not one of their
+     * ranks, and neither are the trainings it starts: they would each
+     * take the launcher's variables for theirs (docs/studies.md). */
+    tlm_launcher_forget();
 
     /* From here a signal stops the study wherever it is, the planning
      * included (its temporary files are removed), with one line. */

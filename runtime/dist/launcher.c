@@ -2,11 +2,16 @@
 
 #include <stdlib.h>
 
+/* The first that is set wins: Open MPI sets PMIX_RANK too, Slurm's srun
+ * sets SLURM_STEP_NUM_TASKS beside its MPI's own. */
+static const char *const sizes[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE", "SLURM_STEP_NUM_TASKS"};
+
+void tlm_launcher_forget(void) {
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) unsetenv(sizes[i]);
+    unsetenv("PMIX_RANK");
+}
+
 int tlm_launcher_size(const char **name) {
-    /* The first that is set wins: Open MPI sets PMIX_RANK too, Slurm's
-     * srun sets SLURM_STEP_NUM_TASKS beside its MPI's own. */
-    static const char *const sizes[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE",
-                                        "SLURM_STEP_NUM_TASKS"};
     for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
         const char *v = getenv(sizes[i]);
         if (!v || !*v) continue;

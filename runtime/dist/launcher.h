@@ -12,4 +12,11 @@
  * none started this process. name: the variable read (for messages). */
 int tlm_launcher_size(const char **name);
 
+/* Unsets the variables tlm_launcher_size reads, for a process that is not
+ * one of the launcher's ranks though it was started by one, and starts
+ * programs of its own (tlm-run study under mpirun or srun: each training
+ * it started took itself for the launcher's rank, and the second failed
+ * in MPI_Init). */
+void tlm_launcher_forget(void);
+
 #endif

@@ -5,6 +5,9 @@
 #
 #   dist.sh CASE TLMC TLM_RUN SOURCE_ROOT WORK_DIR MPIRUN
 #
+# (study: tlm-run study under mpirun, one process whose trainings are not
+# the launcher's ranks.)
+#
 # Every rank runs one thread, like the single process it is compared with
 # (the same thread count gives the same bits). `mpirun --oversubscribe`
 # lets three ranks share two cores; `--bind-to none` keeps them from being
@@ -296,6 +299,24 @@ emulated_overlap)
   once "the loss is NaN"
   ;;
 
+study)
+  # tlm-run study under mpirun: one process, whose trainings are plain
+  # processes (each took mpirun's variables for its own: the second
+  # failed in MPI_Init, and the study with it)
+  cat > study.tlm <<'TLM'
+model a { vocab = 256; context = 16; d_model = 16; layers = 1; heads = 2; d_ff = 32; }
+model b : a { d_ff = 48; }
+study s {
+    variants = [a, b];
+    baseline = b;
+    seeds = 1;
+    train { steps = 4; batch = 2; context = 16; eval_every = 2; eval_batches = 1; ckpt_every = 2; log_every = 2; }
+}
+TLM
+  TLMC=$tlmc expect 0 "study s: 2 runs" "a study under mpirun -np 1: both runs train" -- \
+    mpi 1 "$run" study study.tlm --out st --threads 1 --jobs 2 --eval-tokens 1000
+  check "... both runs' results" -- test -s st/runs/a/seed1/result.json -a -s st/runs/b/seed1/result.json
+  ;;
 bundled_mpi)
   # scripts/bundle_mpi.sh's Open MPI (how gpu_check.sh gets an mpirun on a
   # GPU machine without one), with the system's hidden: 2 ranks give one
