@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,28 +115,55 @@ static bool scan_ids(int fd, const tlm_shard *s, const char *path, int64_t vocab
 
 /* A shard is read through its mapping: cut short (truncated, or replaced
  * in place by `cp`) while a command reads it, the pages past its new end
- * raise SIGBUS, which killed the process ("Bus error", exit 135). Said in
- * one line instead, exit 1; a training's last checkpoint is intact (one
- * being written is a temporary, removed at the next start). Only
- * async-signal-safe calls. Nothing else here is mapped from a file that
- * can change: model.so is loaded from a sealed copy. */
-static void shard_cut_short(int sig) {
-    (void)sig;
-    static const char msg[] = "tlm-run: a token shard it was reading was cut short or replaced (SIGBUS); "
-                              "stopping (a training's last checkpoint is intact)\n";
-    ssize_t written = write(STDERR_FILENO, msg, sizeof msg - 1);
-    (void)written;
-    _exit(1);
+ * raise SIGBUS, which killed the process ("Bus error", exit 135). A fault
+ * inside a shard's mapping is said in one line instead, exit 1 (a
+ * training's last checkpoint is intact; one being written is a temporary,
+ * removed at the next start); any other SIGBUS gets its default action
+ * back and recurs as before. Only async-signal-safe calls; the table of
+ * mappings grows only while the data loads, before any window is read. */
+typedef struct mapped_range {
+    uintptr_t lo, hi;
+} mapped_range;
+static mapped_range *mapped;
+static volatile size_t nmapped;
+
+static void shard_cut_short(int sig, siginfo_t *info, void *context) {
+    (void)context;
+    uintptr_t at = (uintptr_t)info->si_addr;
+    for (size_t i = 0; i < nmapped; i++) {
+        if (at < mapped[i].lo || at >= mapped[i].hi) continue;
+        static const char msg[] = "tlm-run: a token shard it was reading was cut short or replaced (SIGBUS); "
+                                  "stopping (a training's last checkpoint is intact)\n";
+        ssize_t written = write(STDERR_FILENO, msg, sizeof msg - 1);
+        (void)written;
+        _exit(1);
+    }
+    /* not ours (another mapping's fault, or kill -BUS): ends the process
+     * as it would have, once the handler returns */
+    signal(sig, SIG_DFL);
+    raise(sig);
 }
 
-static void watch_mapped_shards(void) {
-    static bool done = false;
-    if (done) return;
-    done = true;
-    struct sigaction sa = {0};
-    sa.sa_handler = shard_cut_short;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGBUS, &sa, NULL);
+/* Watches [map, map + size) for SIGBUS; false when out of memory (the
+ * shard is then read unwatched, as before). */
+static bool watch_mapped_shard(const void *map, size_t size) {
+    static size_t cap;
+    if (nmapped == cap) {
+        size_t ncap = cap ? 2 * cap : 16;
+        mapped_range *grown = realloc(mapped, ncap * sizeof *grown);
+        if (!grown) return false;
+        mapped = grown, cap = ncap;
+    }
+    mapped[nmapped] = (mapped_range){(uintptr_t)map, (uintptr_t)map + size};
+    nmapped = nmapped + 1;
+    if (nmapped == 1) {
+        struct sigaction sa = {0};
+        sa.sa_sigaction = shard_cut_short;
+        sa.sa_flags = SA_SIGINFO;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGBUS, &sa, NULL);
+    }
+    return true;
 }
 
 /* Checks one shard and adds it to ds, mapped. */
@@ -165,12 +193,14 @@ static bool load_shard(tlm_dataset *ds, const char *path, int64_t vocab, shard_s
     if (ok) (void)posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
     void *map = NULL;
     if (ok && s.count > 0) {
-        watch_mapped_shards();
         map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
         if (map == MAP_FAILED) {
             map = NULL;
             ok = tlm_fail(err, "%s: cannot map the shard: %s", path, strerror(errno));
-        } else (void)madvise(map, size, MADV_RANDOM); /* windows are drawn at random: no read-ahead */
+        } else {
+            (void)madvise(map, size, MADV_RANDOM); /* windows are drawn at random: no read-ahead */
+            (void)watch_mapped_shard(map, size);
+        }
     }
     close(fd);
     if (ok && map &&

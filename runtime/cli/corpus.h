@@ -70,6 +70,8 @@ const char *corpus_tokenizer_path(const char *flag, const tlm_so *so, const char
 bool checkpoint_path(char *out, size_t n, const char *ckpt, const char *model);
 /* The folder part of the same (created by train). */
 bool checkpoint_dir(char *out, size_t n, const char *ckpt, const char *model);
-#define CKPT_PATH_TOO_LONG "the checkpoint's path is longer than a path may be here (PATH_MAX, 4096 bytes)"
+#define CKPT_PATH_TOO_LONG                                                                                     \
+    "the checkpoint's path, or its name, is longer than a path (4096 bytes) or a name (255) may be here, its " \
+    "temporaries' included"
 
 #endif

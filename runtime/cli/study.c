@@ -188,10 +188,10 @@ static int run_study(const study_flags *f, const char *tlmc, const char *self) {
     if (f->seeds) take_seeds(&plan, (int)f->seeds);
     if (f->eval_tokens) plan.eval_tokens = f->eval_tokens;
     else if (!plan.eval_tokens) plan.eval_tokens = DEFAULT_EVAL_TOKENS;
-    char persuasion[4200];
+    char bundled[CORPUS_MAX_DEFAULT][4096];
     if (!plan.val && !plan.data) { /* train's default validation text, named so eval and probe use it too */
-        snprintf(persuasion, sizeof persuasion, "%s/austen/persuasion.txt", corpus_dir());
-        plan.val = strdup(persuasion);
+        corpus_default_files(CORPUS_VALID, bundled);
+        plan.val = strdup(bundled[0]);
     }
     char folder[4200];
     const char *out = f->out;
@@ -270,7 +270,9 @@ int cmd_study(int argc, char **argv) {
     /* From here a signal stops the study wherever it is, the planning
      * included (its temporary files are removed), with one line. */
     struct sigaction sa = {.sa_handler = on_signal}, old_int, old_term;
-    sigemptyset(&sa.sa_mask);
+    sigemptyset(&sa.sa_mask); /* one at a time: each counted */
+    sigaddset(&sa.sa_mask, SIGINT);
+    sigaddset(&sa.sa_mask, SIGTERM);
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
     int rc = run_study(&f, tlmc, self);

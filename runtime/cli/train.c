@@ -484,7 +484,9 @@ static int setup(run *r) {
      * checkpoint was written, every step before it was lost */
     if (!checkpoint_dir(r->ckpt_dir, sizeof r->ckpt_dir, o->ckpt, name) ||
         !checkpoint_path(r->ckpt_file, sizeof r->ckpt_file, o->ckpt, name) ||
-        strlen(r->ckpt_file) + 2 * strlen(".tmp.XXXXXX") >= PATH_MAX)
+        strlen(r->ckpt_file) + 2 * strlen(".tmp.XXXXXX") >= PATH_MAX ||
+        strlen(strrchr(r->ckpt_file, '/') ? strrchr(r->ckpt_file, '/') + 1 : r->ckpt_file) + 2 * strlen(".tmp.XXXXXX") >
+            NAME_MAX)
         return cli_error("train", "--ckpt %.200s...: %s", o->ckpt ? o->ckpt : "", CKPT_PATH_TOO_LONG);
     r->ckpt_step = -1;
 
@@ -494,9 +496,11 @@ static int setup(run *r) {
     bool decay = false;
     int rc = 0;
     if (o->resume) {
+        /* as it is before it is read: one renamed over it while it is read
+         * is then found changed under the lock, never missed */
+        if (stat(r->ckpt_file, &r->resumed) != 0) memset(&r->resumed, 0, sizeof r->resumed);
         rc = open_resume(r, &ckpt, &defaults, &decay);
         if (rc) goto out;
-        if (stat(r->ckpt_file, &r->resumed) != 0) memset(&r->resumed, 0, sizeof r->resumed);
         train_apply(o, &defaults, decay, o->owned[0], o->owned[1], o->owned[2]);
     } else {
         /* A folder or FIFO by the checkpoint's name would only be found

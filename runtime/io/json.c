@@ -282,72 +282,77 @@ oom:
     return false;
 }
 
-/* The keys of the object being parsed, so that a key given twice is
- * refused: which of the two counts is every reader's own guess (Python's
- * json takes the last, this reader's lookup would take the first), so a
- * tokenizer.json with two "model"s meant different things to different
- * tools. Open addressing over the keys' indices + 1 (0: empty). */
-typedef struct key_set {
-    uint32_t *slots;
-    size_t cap; /* a power of two, or 0 */
-} key_set;
+/* A key given twice in one object is refused: which of the two counts is
+ * every reader's own guess (Python's json takes the last, this reader's
+ * lookup would take the first), so a tokenizer.json with two "model"s
+ * meant different things to different tools. Checked when the object
+ * closes: pairwise for a few keys, else by sorting them (n log n
+ * comparisons at worst, where a hash table's buckets can be filled on
+ * purpose: keys built to collide made a 2.7 MB object take 78 s). The
+ * error is at the first key that repeats one before it. */
+typedef struct key_starts {
+    size_t *at; /* each key's offset in the text */
+    size_t cap;
+} key_starts;
 
-static uint64_t key_hash(const char *s, size_t n) {
-    uint64_t h = 1469598103934665603u; /* FNV-1a */
-    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211u;
-    return h;
+static bool same_key(const tlm_json *obj, size_t a, size_t b) {
+    return obj->key_lens[a] == obj->key_lens[b] && !memcmp(obj->keys[a], obj->keys[b], obj->key_lens[a]);
 }
 
-static void key_set_put(key_set *set, const tlm_json *obj, size_t i) {
-    size_t h = (size_t)key_hash(obj->keys[i], obj->key_lens[i]) & (set->cap - 1);
-    while (set->slots[h]) h = (h + 1) & (set->cap - 1);
-    set->slots[h] = (uint32_t)(i + 1);
+/* By length, bytes, then place: equal keys side by side, in order. */
+static int key_order(const void *pa, const void *pb, void *objp) {
+    const tlm_json *obj = objp;
+    size_t a = *(const size_t *)pa, b = *(const size_t *)pb;
+    if (obj->key_lens[a] != obj->key_lens[b]) return obj->key_lens[a] < obj->key_lens[b] ? -1 : 1;
+    int c = memcmp(obj->keys[a], obj->keys[b], obj->key_lens[a]);
+    return c ? c : a < b ? -1 : a > b;
 }
 
-/* Adds obj's key i (keys 0 to i - 1 are in), failing on a duplicate. */
-static bool key_set_add(parser *ps, key_set *set, const tlm_json *obj, size_t i) {
-    if (i + 1 > UINT32_MAX - 1) {
-        fail(ps, "too many keys in an object");
-        return false;
-    }
-    if ((i + 1) * 2 > set->cap) { /* at most half full */
-        size_t cap = set->cap ? set->cap * 2 : 16;
-        uint32_t *slots = calloc(cap, sizeof *slots);
-        if (!slots) {
+static bool no_duplicate_keys(parser *ps, const tlm_json *obj, const size_t *key_at) {
+    size_t n = obj->len, repeat = SIZE_MAX;
+    if (n < 2) return true;
+    if (n <= 16) {
+        for (size_t j = 1; j < n && repeat == SIZE_MAX; j++)
+            for (size_t i = 0; i < j; i++)
+                if (same_key(obj, i, j)) {
+                    repeat = j;
+                    break;
+                }
+    } else {
+        size_t *order = malloc(n * sizeof *order);
+        if (!order) {
             fail(ps, "out of memory");
             return false;
         }
-        free(set->slots);
-        set->slots = slots, set->cap = cap;
-        for (size_t k = 0; k < i; k++) key_set_put(set, obj, k);
+        for (size_t i = 0; i < n; i++) order[i] = i;
+        qsort_r(order, n, sizeof *order, key_order, (void *)obj);
+        for (size_t i = 1; i < n; i++)
+            if (order[i] < repeat && same_key(obj, order[i - 1], order[i])) repeat = order[i];
+        free(order);
     }
-    const char *key = obj->keys[i];
-    size_t n = obj->key_lens[i];
-    for (size_t h = (size_t)key_hash(key, n) & (set->cap - 1); set->slots[h]; h = (h + 1) & (set->cap - 1)) {
-        size_t k = set->slots[h] - 1;
-        if (obj->key_lens[k] != n || memcmp(obj->keys[k], key, n) != 0) continue;
-        char what[96];
-        int shown = n > 40 ? 40 : (int)n, printable = 1;
-        for (int c = 0; c < shown; c++) printable &= key[c] >= 0x20 && key[c] < 0x7f;
-        if (printable) snprintf(what, sizeof what, "duplicate key \"%.*s%s\"", shown, key, n > 40 ? "..." : "");
-        else snprintf(what, sizeof what, "duplicate key");
-        fail(ps, what);
-        return false;
-    }
-    key_set_put(set, obj, i);
-    return true;
+    if (repeat == SIZE_MAX) return true;
+    const char *key = obj->keys[repeat];
+    size_t len = obj->key_lens[repeat];
+    char what[96];
+    int shown = len > 40 ? 40 : (int)len, printable = 1;
+    for (int c = 0; c < shown; c++) printable &= key[c] >= 0x20 && key[c] < 0x7f;
+    if (printable) snprintf(what, sizeof what, "duplicate key \"%.*s%s\"", shown, key, len > 40 ? "..." : "");
+    else snprintf(what, sizeof what, "duplicate key");
+    ps->p = ps->start + key_at[repeat];
+    fail(ps, what);
+    return false;
 }
 
-static bool parse_items(parser *ps, tlm_json *out, int depth, bool object, key_set *keys);
+static bool parse_items(parser *ps, tlm_json *out, int depth, bool object, key_starts *keys);
 
 static bool parse_container(parser *ps, tlm_json *out, int depth, bool object) {
-    key_set keys = {NULL, 0};
+    key_starts keys = {NULL, 0};
     bool ok = parse_items(ps, out, depth, object, &keys);
-    free(keys.slots);
+    free(keys.at);
     return ok;
 }
 
-static bool parse_items(parser *ps, tlm_json *out, int depth, bool object, key_set *keys) {
+static bool parse_items(parser *ps, tlm_json *out, int depth, bool object, key_starts *keys) {
     if (depth >= TLM_JSON_MAX_DEPTH) {
         fail(ps, "nesting too deep");
         return false;
@@ -374,13 +379,18 @@ static bool parse_items(parser *ps, tlm_json *out, int depth, bool object, key_s
                 fail(ps, "object key (a string) expected");
                 return false;
             }
-            const char *key_at = ps->p;
+            if (i >= keys->cap) {
+                size_t cap = keys->cap ? 2 * keys->cap : 8;
+                size_t *at = realloc(keys->at, cap * sizeof *at);
+                if (!at) {
+                    fail(ps, "out of memory");
+                    return false;
+                }
+                keys->at = at, keys->cap = cap;
+            }
+            keys->at[i] = (size_t)(ps->p - ps->start); /* a duplicate is reported where it starts */
             out->keys[i] = parse_string(ps, &out->key_lens[i]);
             if (!out->keys[i]) return false;
-            const char *after = ps->p;
-            ps->p = key_at; /* a duplicate is reported where it starts */
-            if (!key_set_add(ps, keys, out, i)) return false;
-            ps->p = after;
             skip_ws(ps);
             if (ps->p >= ps->end || *ps->p != ':') {
                 fail(ps, "':' expected after object key");
@@ -397,7 +407,7 @@ static bool parse_items(parser *ps, tlm_json *out, int depth, bool object, key_s
         }
         if (ps->p < ps->end && *ps->p == close) {
             ps->p++;
-            return true;
+            return !object || no_duplicate_keys(ps, out, keys->at);
         }
         fail(ps, object ? "',' or '}' expected" : "',' or ']' expected");
         return false;

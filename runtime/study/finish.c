@@ -31,8 +31,10 @@ static bool read_runs(const study_plan *p, const char *dir, study_run *runs, tlm
     return true;
 }
 
-/* Each SVG as a PNG beside it, through a temporary renamed into place. */
-static void write_pngs(const char *dir, const char *const *plots, int n, FILE *out) {
+/* Each SVG as a PNG beside it, through a temporary renamed into place;
+ * a signal the runner records (stop) is passed on to the converter and
+ * ends the conversions. */
+static void write_pngs(const char *dir, const char *const *plots, int n, const study_stop *stop, FILE *out) {
     char tool[4200];
     bool rsvg = study_which("rsvg-convert", tool, sizeof tool);
     if (!rsvg && !study_which("convert", tool, sizeof tool)) {
@@ -48,7 +50,11 @@ static void write_pngs(const char *dir, const char *const *plots, int n, FILE *o
         char *rsvg_argv[] = {tool, "-o", tmp, svg, NULL};
         char *convert_argv[] = {tool, svg, target, NULL};
         tlm_err e = {""};
-        int rc = study_run_child(rsvg ? rsvg_argv : convert_argv, NULL, false, NULL, NULL, &e);
+        int rc = study_run_child(rsvg ? rsvg_argv : convert_argv, NULL, false, NULL, stop, &e);
+        if (stop && stop->count) { /* the runner says it stopped */
+            remove(tmp);
+            return;
+        }
         if (rc == 0 && rename(tmp, png) == 0) continue;
         remove(tmp);
         if (out) fprintf(out, "%s could not convert %s to PNG (exit %d): plots as SVG only\n", tool, svg, rc);
@@ -69,7 +75,7 @@ static void print_verdicts(const study_summary *s, FILE *out) {
     }
 }
 
-bool study_finish(const study_plan *p, const char *dir, bool png, FILE *out, tlm_err *err) {
+bool study_finish(const study_plan *p, const char *dir, bool png, const study_stop *stop, FILE *out, tlm_err *err) {
     int nruns = p->nvariants * p->nseeds;
     study_run *runs = calloc((size_t)nruns, sizeof *runs);
     if (!runs) return tlm_fail(err, "out of memory");
@@ -92,8 +98,8 @@ bool study_finish(const study_plan *p, const char *dir, bool png, FILE *out, tlm
         snprintf(path, sizeof path, "%s/results.md", dir);
         ok = tlm_write_file_atomic(path, md, strlen(md), err);
     }
-    if (ok && png) write_pngs(dir, plots, nplots, out);
-    if (ok && out) {
+    if (ok && png) write_pngs(dir, plots, nplots, stop, out);
+    if (ok && out && !(stop && stop->count)) {
         fprintf(out, "study %s: %d run%s; results in %s/results.md and results.json\n", p->name, nruns,
                 nruns == 1 ? "" : "s", dir);
         print_verdicts(&s, out);

@@ -385,7 +385,7 @@ static void stage_failed(const run *r, int status, tlm_err *err) {
 /* Sends sig to every running child. */
 static void signal_all(run *runs, int n, int sig) {
     for (int i = 0; i < n; i++)
-        if (runs[i].pid > 0) kill(runs[i].pid, sig);
+        if (runs[i].pid > 0) kill(-runs[i].pid, sig); /* its process group, as spawn.h passes signals on */
 }
 
 static void pause_briefly(void) {
@@ -543,7 +543,8 @@ static study_outcome execute_locked(const study_plan *plan, const study_options 
     if (stopped) return STUDY_STOPPED;
     if (!ok) return STUDY_FAILED;
     snprintf(path, sizeof path, "%s", o->out);
-    return study_finish(plan, path, true, o->progress, err) ? STUDY_DONE : STUDY_FAILED;
+    if (!study_finish(plan, path, true, o->stop, o->progress, err)) return STUDY_FAILED;
+    return o->stop->count ? STUDY_STOPPED : STUDY_DONE;
 }
 
 study_outcome study_execute(const study_plan *plan, const study_options *o, tlm_err *err) {

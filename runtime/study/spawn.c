@@ -21,13 +21,26 @@ static void redirect(int target, const char *path, int flags) {
 
 pid_t study_spawn(char *const argv[], const char *out_path, bool append, const char *err_path, tlm_err *err) {
     pid_t parent = getpid();
+    /* SIGINT and SIGTERM blocked across the fork: until the child has put
+     * back their default actions, one passed on to it would run the
+     * runner's handler there (recorded in the child's copy, then lost at
+     * exec: the program ran to its end). Blocked, it waits in the child
+     * for the defaults, and ends it; in the runner, for the mask's return. */
+    sigset_t stops, old;
+    sigemptyset(&stops);
+    sigaddset(&stops, SIGINT);
+    sigaddset(&stops, SIGTERM);
+    sigprocmask(SIG_BLOCK, &stops, &old);
     pid_t pid = fork();
     if (pid < 0) {
-        tlm_fail(err, "cannot start %s: %s", argv[0], strerror(errno));
+        int e = errno;
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        tlm_fail(err, "cannot start %s: %s", argv[0], strerror(e));
         return -1;
     }
     if (pid > 0) {
         setpgid(pid, pid); /* both sides: a signal passed on at once finds the group */
+        sigprocmask(SIG_SETMASK, &old, NULL);
         return pid;
     }
     setpgid(0, 0);
@@ -37,7 +50,7 @@ pid_t study_spawn(char *const argv[], const char *out_path, bool append, const c
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
-    sigset_t none;
+    sigset_t none; /* now a pending SIGINT or SIGTERM ends the child */
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
     redirect(STDIN_FILENO, NULL, O_RDONLY);

@@ -29,8 +29,8 @@ typedef struct study_stop {
 } study_stop;
 
 /* Passes signals number from + 1 to `to` (counted as stop->count counts
- * them) on to pid's process group: the first two as they came, the third
- * and later as SIGKILL. */
+ * them) on to pid's process group: the first two as the signal the runner
+ * received last (SIGINT or SIGTERM), the third and later as SIGKILL. */
 void study_pass_signals(pid_t pid, const study_stop *stop, int from, int to);
 
 /* Runs argv to its end (as study_spawn) and returns its exit status (a

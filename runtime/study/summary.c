@@ -23,10 +23,12 @@ static void add_metric(study_summary *s, const char *key, const char *label, con
     for (int i = 0; i < s->nmetrics - 1; i++) {
         /* the label itself, or it and " (K)": not a longer name that
          * happens to go on with " (" ("ppl a (old).txt" is not "ppl a") */
-        const char *other = s->metrics[i].label, *k = other + n + 2;
+        const char *other = s->metrics[i].label;
         if (strncmp(other, label, n)) continue;
         if (other[n] == '\0') same++;
-        else if (!strncmp(other + n, " (", 2) && *k >= '0' && *k <= '9') {
+        else if (!strncmp(other + n, " (", 2)) {
+            const char *k = other + n + 2;
+            if (*k < '0' || *k > '9') continue;
             while (*k >= '0' && *k <= '9') k++;
             same += !strcmp(k, ")");
         }

@@ -319,9 +319,11 @@ outputs)
   # path may be: refused before training, not after it (every step lost)
   deep=deep; for _ in $(seq 20); do deep=$deep/$(printf 'd%.0s' $(seq 199)); done
   mkdir -p "$deep"
-  expect 1 "the checkpoint's path is longer than a path may be here" "a --ckpt too long for a path: refused first" -- \
+  expect 1 "the checkpoint's path, or its name, is longer than" "a --ckpt too long for a path: refused first" -- \
     "$run" train crash.so "${data[@]}" --steps 50 --ckpt "$deep/$(printf 'x%.0s' $(seq 70))"
   check "... before a step ran" -- bash -c "! grep -q 'step ' '$tmp/out'"
+  expect 1 "the checkpoint's path, or its name, is longer than" "a --ckpt whose name leaves no room for its temporary" -- \
+    "$run" train crash.so "${data[@]}" --steps 50 --ckpt "$(printf 'n%.0s' $(seq 230)).safetensors"
   # a token shard cut short while training reads it (through its mapping):
   # SIGBUS killed the run ("Bus error", exit 135); now one line, exit 1
   sed 's/vocab   = 256;/vocab   = 300;/' "$here/crash.tlm" > v300.tlm && "$tlmc" v300.tlm -o v300.so || exit 1

@@ -263,6 +263,30 @@ PY
   cp "$tlmc" "$tmp/rebuilt_tlmc" && printf '\0' >> "$tmp/rebuilt_tlmc"
   TLMC=$tmp/rebuilt_tlmc expect 0 "1 of 1 runs\? already done" "a rebuilt tlmc: the run reused" -- "$run" "${r[@]}"
   check "a rebuilt tlmc: the model compiled again" -- grep -q "compiled uniform" "$tmp/out"
+  # Ctrl-C while the plots become PNGs, with a converter that ignores
+  # SIGINT and SIGTERM: the third signal kills it and the study stops (it
+  # waited for the converter, then finished with exit 0)
+  mkdir -p "$tmp/fakebin"
+  printf '#!/bin/sh\ntrap "" INT TERM\necho $$ > "%s"\nsleep 20\n' "$tmp/converting" > "$tmp/fakebin/rsvg-convert"
+  chmod +x "$tmp/fakebin/rsvg-convert"
+  rm -f "$tmp/converting"
+  PATH=$tmp/fakebin:$PATH "$run" "${r[@]}" > "$tmp/png.out" 2> "$tmp/png.err" &
+  pid=$!
+  for _ in $(seq 1 1500); do [ -s "$tmp/converting" ] && break; sleep 0.02; done
+  start=$(date +%s)
+  for _ in 1 2 3; do kill -INT "$pid"; sleep 0.3; done
+  status=0; wait "$pid" || status=$?
+  took=$(($(date +%s) - start))
+  check "Ctrl-C x3 while a stubborn converter runs: exit 130 within 10 s (exit $status, $took s)" -- \
+    test "$status" = 130 -a "$took" -lt 10
+  check "... the stopped line" -- grep -q "stopped (SIGINT)" "$tmp/png.err"
+  # a Ctrl-C passed on the moment a child is forked ends it (the child ran
+  # the runner's handler until it put back the defaults, and the signal was
+  # lost: the program ran to its end); racy before, so tried five times
+  for i in 1 2 3 4 5; do
+    check "a Ctrl-C at a child's start ends it ($i): $("$tool" stop-at-start)" -- \
+      bash -c "'$tool' stop-at-start | grep -q '^0\.[0-9]* s, exit 130'"
+  done
   sed -i 's/lr = 3e-3/lr = 1e-3/' "$tmp/edited.tlm"
   expect 1 "r holds runs of variant uniform trained on another model (.*); use another --out, or --force" \
     "another learning rate: the old run refused" -- "$run" "${r[@]}"

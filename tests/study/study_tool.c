@@ -7,16 +7,22 @@
  *   study_tool finish PLAN.json DIR     results.json, results.md and the plots from
  *                                       DIR/runs/VARIANT/seedS/result.json (no PNG)
  *   study_tool last-line FILE           FILE's last line as a failed stage quotes it
+ *   study_tool stop-at-start            with the runner's SIGINT handler in place and a
+ *                                       Ctrl-C already recorded, runs `sleep 5` as a
+ *                                       stage runs its program: the seconds it took
  * Exit 0, or 1 with the library's message. */
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "files.h"
 #include "finish.h"
 #include "plan.h"
 #include "run_result.h"
+#include "spawn.h"
 #include "stats.h"
 
 static void put(const char *key, double v, int *n) { printf("%s\"%s\": %.17g", (*n)++ ? ",\n " : "{", key, v); }
@@ -100,16 +106,39 @@ static int finish(const char *plan_path, const char *dir) {
         return 1;
     }
     free(text);
-    bool ok = study_finish(&plan, dir, false, stdout, &err);
+    bool ok = study_finish(&plan, dir, false, NULL, stdout, &err);
     study_plan_free(&plan);
     if (!ok) fprintf(stderr, "study_tool: %s\n", err.msg);
     return ok ? 0 : 1;
+}
+
+static study_stop recorded;
+static void record(int sig) { recorded.sig = sig, recorded.count++; }
+
+/* A Ctrl-C passed on the moment a child is forked must end it: between
+ * fork and its default actions, the child ran the runner's handler (the
+ * signal recorded in its own copy, then lost at exec) and the program ran
+ * to its end. */
+static int stop_at_start(void) {
+    struct sigaction sa = {.sa_handler = record};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    recorded.sig = SIGINT, recorded.count = 1;
+    char *argv[] = {"sleep", "5", NULL};
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    tlm_err err = {""};
+    int rc = study_run_child(argv, NULL, false, NULL, &recorded, &err);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    printf("%.2f s, exit %d\n", (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec), rc);
+    return 0;
 }
 
 int main(int argc, char **argv) {
     if (argc == 2 && !strcmp(argv[1], "stats")) return stats();
     if (argc == 10 && !strcmp(argv[1], "collect")) return collect(argv + 3);
     if (argc == 4 && !strcmp(argv[1], "finish")) return finish(argv[2], argv[3]);
+    if (argc == 2 && !strcmp(argv[1], "stop-at-start")) return stop_at_start();
     if (argc == 3 && !strcmp(argv[1], "last-line")) {
         char last[1024];
         study_last_line(argv[2], last, sizeof last);
@@ -117,6 +146,6 @@ int main(int argc, char **argv) {
         return 0;
     }
     fprintf(stderr, "usage: study_tool stats | collect DIR VARIANT SEED STEPS HAS_VAL NTEXT NCHOICES NCLOZE | "
-                    "finish PLAN.json DIR | last-line FILE\n");
+                    "finish PLAN.json DIR | last-line FILE | stop-at-start\n");
     return 2;
 }
