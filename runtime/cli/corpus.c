@@ -130,7 +130,8 @@ static volatile size_t nmapped;
 static void shard_cut_short(int sig, siginfo_t *info, void *context) {
     (void)context;
     uintptr_t at = (uintptr_t)info->si_addr;
-    for (size_t i = 0; i < nmapped; i++) {
+    /* a fault's address only: sent by kill (si_code <= 0), si_addr is not one */
+    for (size_t i = 0; i < nmapped && info->si_code > 0; i++) {
         if (at < mapped[i].lo || at >= mapped[i].hi) continue;
         static const char msg[] = "tlm-run: a token shard it was reading was cut short or replaced (SIGBUS); "
                                   "stopping (a training's last checkpoint is intact)\n";

@@ -265,6 +265,13 @@ int cmd_study(int argc, char **argv) {
     /* A study started by mpirun or srun is one process, not one of their
      * ranks, and neither are the trainings it starts: they would each
      * take the launcher's variables for theirs (docs/studies.md). */
+    const char *launcher;
+    int ranks = tlm_launcher_size(&launcher);
+    if (ranks > 1)
+        return cli_usage_error("study",
+                               "started as one of %d processes (%s): a study is one process, whose runs it starts "
+                               "itself (--jobs runs them side by side); start it alone, or with -np 1",
+                               ranks, launcher);
     tlm_launcher_forget();
 
     /* From here a signal stops the study wherever it is, the planning

@@ -479,14 +479,15 @@ static int setup(run *r) {
     train_options *o = &r->o;
     if (!tlm_so_open(o->model, &r->so, &err)) return cli_error("train", "%s", err.msg);
     const char *name = tlm_so_str(&r->so, r->so.config->name);
-    /* the checkpoint and its temporaries (PATH.tmp.XXXXXX.tmp.YYYYYY at
-     * most) must be paths the system takes: found only when the first
-     * checkpoint was written, every step before it was lost */
+    /* the checkpoint and its temporary (PATH.tmp.XXXXXX, which a start
+     * after a crash knows to remove) must be paths the system takes:
+     * found only when the first checkpoint was written, every step
+     * before it was lost */
+    const size_t tmp_suffix = strlen(".tmp.XXXXXX");
     if (!checkpoint_dir(r->ckpt_dir, sizeof r->ckpt_dir, o->ckpt, name) ||
         !checkpoint_path(r->ckpt_file, sizeof r->ckpt_file, o->ckpt, name) ||
-        strlen(r->ckpt_file) + 2 * strlen(".tmp.XXXXXX") >= PATH_MAX ||
-        strlen(strrchr(r->ckpt_file, '/') ? strrchr(r->ckpt_file, '/') + 1 : r->ckpt_file) + 2 * strlen(".tmp.XXXXXX") >
-            NAME_MAX)
+        strlen(r->ckpt_file) + tmp_suffix >= PATH_MAX ||
+        strlen(strrchr(r->ckpt_file, '/') ? strrchr(r->ckpt_file, '/') + 1 : r->ckpt_file) + tmp_suffix > NAME_MAX)
         return cli_error("train", "--ckpt %.200s...: %s", o->ckpt ? o->ckpt : "", CKPT_PATH_TOO_LONG);
     r->ckpt_step = -1;
 

@@ -322,8 +322,12 @@ outputs)
   expect 1 "the checkpoint's path, or its name, is longer than" "a --ckpt too long for a path: refused first" -- \
     "$run" train crash.so "${data[@]}" --steps 50 --ckpt "$deep/$(printf 'x%.0s' $(seq 70))"
   check "... before a step ran" -- bash -c "! grep -q 'step ' '$tmp/out'"
+  # a name of 245 bytes leaves no room for NAME.tmp.XXXXXX (255 at most);
+  # one of 244 does, and trains
   expect 1 "the checkpoint's path, or its name, is longer than" "a --ckpt whose name leaves no room for its temporary" -- \
-    "$run" train crash.so "${data[@]}" --steps 50 --ckpt "$(printf 'n%.0s' $(seq 230)).safetensors"
+    "$run" train crash.so "${data[@]}" --steps 50 --ckpt "$(printf 'n%.0s' $(seq 233)).safetensors"
+  expect 0 "" "a --ckpt name of 244 bytes trains" -- \
+    "$run" train crash.so "${data[@]}" --steps 2 --ckpt "$(printf 'n%.0s' $(seq 232)).safetensors"
   # a token shard cut short while training reads it (through its mapping):
   # SIGBUS killed the run ("Bus error", exit 135); now one line, exit 1
   sed 's/vocab   = 256;/vocab   = 300;/' "$here/crash.tlm" > v300.tlm && "$tlmc" v300.tlm -o v300.so || exit 1
@@ -336,6 +340,16 @@ outputs)
   status=0; wait $pid || status=$?
   check "a shard cut short mid-training: exit 1 (got $status)" -- test "$status" = 1
   check "... and one line saying so" -- grep -q "a token shard it was reading was cut short or replaced" cut.err
+  # any other SIGBUS (here kill -BUS) ends the process as it would have
+  "$run" tokenize --tokenizer tok.json train.txt -o bus.bin > /dev/null || exit 1
+  "$run" train v300.so --data bus.bin --threads 1 --steps 1000000 --ckpt-every 0 --eval-every 0 --log-every 1 \
+    --ckpt bus.ck --log bus.jsonl > /dev/null 2> bus.err &
+  pid=$!
+  wait_for 60 lines bus.jsonl 3
+  kill -BUS $pid
+  status=0; wait $pid || status=$?
+  check "kill -BUS mid-training: the signal's status, 135 (got $status), no shard blamed" -- \
+    bash -c "test $status = 135 && ! grep -q 'token shard' bus.err"
   ;;
 
 *) echo "unknown case $case_"; exit 2 ;;

@@ -316,6 +316,11 @@ TLM
   TLMC=$tlmc expect 0 "study s: 2 runs" "a study under mpirun -np 1: both runs train" -- \
     mpi 1 "$run" study study.tlm --out st --threads 1 --jobs 2 --eval-tokens 1000
   check "... both runs' results" -- test -s st/runs/a/seed1/result.json -a -s st/runs/b/seed1/result.json
+  # as two processes: two studies in one folder, one refused by its lock
+  # and mpirun ending the other; refused before anything starts
+  TLMC=$tlmc expect 2 "a study is one process" "a study under mpirun -np 2 is refused" -- \
+    mpi 2 "$run" study study.tlm --out st2 --threads 1
+  check "... and nothing made" -- test ! -e st2
   ;;
 bundled_mpi)
   # scripts/bundle_mpi.sh's Open MPI (how gpu_check.sh gets an mpirun on a

@@ -169,6 +169,15 @@ static void test_duplicate_keys(void) {
     reject("[{\"a\": 1}, {\"b\": 1, \"b\": 1}]", "duplicate key \"b\"");
     reject("{\"\\u00e9\": 1, \"\xc3\xa9\": 2}", "duplicate key at");          /* one key, two spellings */
     reject("{\"\\u0000\": 1, \"\\u0000\": 2}", "duplicate key at");            /* not printable: unnamed */
+    /* past 16 keys the keys are sorted: the repeat reported is still the
+     * first place in the text that repeats an earlier key, though another
+     * key sorts before it; and at 16 keys, pairwise, the same */
+    reject("{\"k01\":0,\"k02\":0,\"k03\":0,\"k04\":0,\"k05\":0,\"k06\":0,\"k07\":0,\"k08\":0,\"zzz\":0,\"k09\":0,"
+           "\"k10\":0,\"k11\":0,\"zzz\":1,\"k12\":0,\"k13\":0,\"k01\":1,\"k14\":0}",
+           "duplicate key \"zzz\" at byte 97");
+    reject("{\"k01\":0,\"k02\":0,\"k03\":0,\"k04\":0,\"k05\":0,\"k06\":0,\"k07\":0,\"k08\":0,\"zzz\":0,\"k09\":0,"
+           "\"k10\":0,\"k11\":0,\"zzz\":1,\"k12\":0,\"k01\":1,\"k13\":0}",
+           "duplicate key \"zzz\" at byte 97");
     tlm_json *j = parse("{\"a\": 1, \"ab\": 2, \"a\\u0000\": 3, \"b\": {\"a\": 4}, \"\": 5}");
     CHECK(j && j->len == 5 && tlm_json_get(j, "ab")->integer == 2, "keys that only look alike");
     tlm_json_free(j);

@@ -7,11 +7,13 @@
  *   study_tool finish PLAN.json DIR     results.json, results.md and the plots from
  *                                       DIR/runs/VARIANT/seedS/result.json (no PNG)
  *   study_tool last-line FILE           FILE's last line as a failed stage quotes it
- *   study_tool stop-at-start            with the runner's SIGINT handler in place and a
- *                                       Ctrl-C already recorded, runs `sleep 5` as a
- *                                       stage runs its program: the seconds it took
+ *   study_tool stop-at-start            with the runner's SIGINT handler in place, runs
+ *                                       `sleep 5` as a stage runs its program, SIGINT
+ *                                       reaching the child as it is forked: the seconds
+ *                                       it took
  * Exit 0, or 1 with the library's message. */
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,16 +116,19 @@ static int finish(const char *plan_path, const char *dir) {
 
 static study_stop recorded;
 static void record(int sig) { recorded.sig = sig, recorded.count++; }
+static void interrupt_child(void) { raise(SIGINT); }
 
-/* A Ctrl-C passed on the moment a child is forked must end it: between
- * fork and its default actions, the child ran the runner's handler (the
- * signal recorded in its own copy, then lost at exec) and the program ran
- * to its end. */
+/* A Ctrl-C that reaches a child the moment it is forked must end it:
+ * between fork and its default actions, the child ran the runner's handler
+ * (the signal recorded in its own copy, then lost at exec) and the program
+ * ran to its end. The child here gets SIGINT in its first instant (an
+ * atfork handler), so the window is hit every time, not by chance. */
 static int stop_at_start(void) {
     struct sigaction sa = {.sa_handler = record};
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
-    recorded.sig = SIGINT, recorded.count = 1;
+    pthread_atfork(NULL, NULL, interrupt_child);
+    recorded.sig = 0, recorded.count = 0; /* the child's own SIGINT only: none passed on after */
     char *argv[] = {"sleep", "5", NULL};
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);

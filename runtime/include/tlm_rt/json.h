@@ -6,8 +6,9 @@
  * strings; \u escapes (surrogate pairs included) become UTF-8 and a lone
  * surrogate is an error; nesting deeper than TLM_JSON_MAX_DEPTH is an error
  * (so hostile input cannot exhaust the stack). A key given twice in one
- * object is an error ("duplicate key \"model\"" at the second): readers
- * disagree on which counts. */
+ * object is an error ("duplicate key \"model\"" at its second place, found
+ * when the object closes: an inner object's first): readers disagree on
+ * which counts. */
 #ifndef TLM_RT_JSON_H
 #define TLM_RT_JSON_H
 
