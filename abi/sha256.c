@@ -1,7 +1,7 @@
 #include "sha256.h"
 
+#include <errno.h>
 #include <stdio.h>
-
 #include <string.h>
 
 /* The first 32 bits of the fractional parts of the cube roots of the first
@@ -85,4 +85,19 @@ void tlm_sha256(const void *data, size_t n, uint8_t digest[TLM_SHA256_SIZE]) {
 
 void tlm_sha256_hex(const uint8_t digest[TLM_SHA256_SIZE], char hex[2 * TLM_SHA256_SIZE + 1]) {
     for (int i = 0; i < TLM_SHA256_SIZE; i++) snprintf(hex + 2 * i, 3, "%02x", digest[i]);
+}
+
+bool tlm_sha256_file(const char *path, uint8_t digest[TLM_SHA256_SIZE]) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return false;
+    tlm_sha256_ctx s;
+    tlm_sha256_init(&s);
+    char buf[1 << 16];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0) tlm_sha256_update(&s, buf, n);
+    int failed = ferror(f), e = errno;
+    fclose(f);
+    if (failed) return errno = e, false;
+    tlm_sha256_final(&s, digest);
+    return true;
 }

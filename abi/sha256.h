@@ -4,6 +4,7 @@
 #ifndef TLM_SHA256_H
 #define TLM_SHA256_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -22,6 +23,10 @@ void tlm_sha256_final(tlm_sha256_ctx *s, uint8_t digest[TLM_SHA256_SIZE]);
 
 /* The digest of n bytes in one call. */
 void tlm_sha256(const void *data, size_t n, uint8_t digest[TLM_SHA256_SIZE]);
+
+/* The digest of the file at path, read in pieces; false with errno set
+ * when it cannot be opened or read. */
+bool tlm_sha256_file(const char *path, uint8_t digest[TLM_SHA256_SIZE]);
 
 /* The digest as 64 lowercase hex digits and a NUL: how files and cache
  * names record it. */

@@ -72,20 +72,10 @@ typedef struct options {
  * kernels with. */
 static void print_version(void) {
     char build[2 * TLM_SHA256_SIZE + 1] = "unknown";
-    FILE *self = fopen("/proc/self/exe", "rb");
-    if (self) {
-        tlm_sha256_ctx ctx;
-        tlm_sha256_init(&ctx);
-        char buf[1 << 16];
-        size_t n;
-        while ((n = fread(buf, 1, sizeof buf, self)) > 0) tlm_sha256_update(&ctx, buf, n);
-        if (!ferror(self)) {
-            uint8_t digest[TLM_SHA256_SIZE];
-            tlm_sha256_final(&ctx, digest);
-            tlm_sha256_hex(digest, build);
-            build[12] = '\0';
-        }
-        fclose(self);
+    uint8_t digest[TLM_SHA256_SIZE];
+    if (tlm_sha256_file("/proc/self/exe", digest)) {
+        tlm_sha256_hex(digest, build);
+        build[12] = '\0';
     }
     char generator[64];
     tlm_codegen_version(generator, sizeof generator);

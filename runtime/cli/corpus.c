@@ -263,6 +263,27 @@ int corpus_default_files(enum corpus_role role, char paths[][4096]) {
     return NTRAIN;
 }
 
+int corpus_files(const char *path, enum corpus_role role, char ***names, int *n, corpus_source *source, tlm_err *err) {
+    struct stat st;
+    if (path && *path && stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        bool shards;
+        if (tlm_data_folder_files(path, names, n, &shards, err) != 0) return -1;
+        *source = shards ? CORPUS_FOLDER_SHARDS : CORPUS_FOLDER_TEXTS;
+        return 0;
+    }
+    char bundled[CORPUS_MAX_DEFAULT][4096];
+    int count = path && *path ? 1 : corpus_default_files(role, bundled);
+    *source = path && *path ? CORPUS_FILE : CORPUS_BUNDLED;
+    *names = calloc((size_t)count, sizeof **names), *n = 0;
+    for (int i = 0; *names && i < count; i++) {
+        if (!((*names)[i] = strdup(*source == CORPUS_FILE ? path : bundled[i]))) break;
+        (*n)++;
+    }
+    if (*n == count) return 0;
+    tlm_data_texts_free(*names, *n);
+    return tlm_fail(err, "out of memory"), -1;
+}
+
 bool corpus_load(tlm_dataset *ds, const char *path, enum corpus_role role, int64_t T, int64_t vocab, char *name,
                  size_t namelen, corpus_info *info, tlm_err *err) {
     tlm_err e = {""};
@@ -284,7 +305,7 @@ bool corpus_load(tlm_dataset *ds, const char *path, enum corpus_role role, int64
         const char *list[CORPUS_MAX_DEFAULT];
         int n = corpus_default_files(role, paths);
         for (int i = 0; i < n; i++) list[i] = paths[i];
-        rc = n == 1 ? tlm_data_load(ds, list[0], &e) : tlm_data_load_files(ds, list, n, &e);
+        rc = tlm_data_load_files(ds, list, n, &e);
         if (n == 1) snprintf(name, namelen, "%s", list[0]);
         else snprintf(name, namelen, "%s/austen (%d novels)", corpus_dir(), n);
     }

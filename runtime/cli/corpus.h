@@ -31,6 +31,14 @@ const char *corpus_dir(void);
 enum { CORPUS_MAX_DEFAULT = 8 };
 int corpus_default_files(enum corpus_role role, char paths[][4096]);
 
+/* The files corpus_load reads for path and role, which no output may
+ * replace: path itself when it is a file, a folder's texts or else its
+ * shards (tlm_data_folder_files), the bundled texts when path is NULL or
+ * empty; *source says which. In *names (free with tlm_data_texts_free)
+ * and *n; -1 + message when a folder names nothing. */
+typedef enum corpus_source { CORPUS_FILE, CORPUS_FOLDER_TEXTS, CORPUS_FOLDER_SHARDS, CORPUS_BUNDLED } corpus_source;
+int corpus_files(const char *path, enum corpus_role role, char ***names, int *n, corpus_source *source, tlm_err *err);
+
 /* Loads path, or the bundled text for the role when path is NULL or
  * empty, and checks that it holds a window of T + 1 tokens and only ids the
  * model's vocabulary has. path is

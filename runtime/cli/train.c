@@ -203,21 +203,24 @@ static int take_folder_lock(const run *r, int *fd) {
     return 0;
 }
 
-/* Whether log is one of the files data names (a file; a folder's texts,
- * or its shards when it has no text: tlm_data_folder_files, what training
- * reads): false with err. */
-static bool log_not_data(const char *log, const char *data, tlm_err *err) {
-    if (!tlm_output_not_input(log, data, "the data", err)) return false;
-    struct stat st;
-    if (stat(data, &st) != 0 || !S_ISDIR(st.st_mode)) return true;
+/* Whether log is one of the files a corpus argument reads (corpus_files:
+ * a file, a folder's texts or shards, the bundled novels when no flag
+ * names one), or the argument itself: false with err. */
+static bool log_not_corpus(const char *log, const char *path, enum corpus_role role, tlm_err *err) {
+    if (path && *path && !tlm_output_not_input(log, path, "the data", err)) return false;
     char **names;
     int n;
-    bool shards;
+    corpus_source source;
     tlm_err ignored;
-    if (tlm_data_folder_files(data, &names, &n, &shards, &ignored) != 0) return true; /* the loader said why */
+    if (corpus_files(path, role, &names, &n, &source, &ignored) != 0) return true; /* the loader said why */
+    static const char *const what[] = {[CORPUS_FILE] = "the data",
+                                       [CORPUS_FOLDER_TEXTS] = "a text of the data",
+                                       [CORPUS_FOLDER_SHARDS] = "a shard of the data"};
+    const char *label = source != CORPUS_BUNDLED ? what[source]
+                        : role == CORPUS_TRAIN   ? "the bundled training data"
+                                                 : "the bundled validation text";
     bool ok = true;
-    for (int i = 0; i < n && ok; i++)
-        ok = tlm_output_not_input(log, names[i], shards ? "a shard of the data" : "a text of the data", err);
+    for (int i = 0; i < n && ok; i++) ok = tlm_output_not_input(log, names[i], label, err);
     tlm_data_texts_free(names, n);
     return ok;
 }
@@ -227,25 +230,10 @@ static bool log_not_data(const char *log, const char *data, tlm_err *err) {
  * (validation) data, as no command's output may be. */
 static bool log_not_input(const run *r, const char *log, tlm_err *err) {
     const train_options *o = &r->o;
-    if (!tlm_output_not_input(log, o->model, "the model", err) ||
-        !tlm_output_not_input(log, r->ckpt_file, "the checkpoint", err) ||
-        (o->data && *o->data && !log_not_data(log, o->data, err)) ||
-        (o->val && *o->val && !log_not_data(log, o->val, err)))
-        return false;
-    /* without --data (or --val), the bundled novels: as much the run's
-     * input as a file named by a flag (`--log data/austen/emma.txt`
-     * replaced the novel) */
-    char paths[CORPUS_MAX_DEFAULT][4096];
-    for (int role = CORPUS_TRAIN; role <= CORPUS_VALID; role++) {
-        if (role == CORPUS_TRAIN ? o->data && *o->data : !r->have_val || (o->val && *o->val)) continue;
-        int n = corpus_default_files((enum corpus_role)role, paths);
-        for (int i = 0; i < n; i++)
-            if (!tlm_output_not_input(
-                    log, paths[i], role == CORPUS_TRAIN ? "the bundled training data" : "the bundled validation text",
-                    err))
-                return false;
-    }
-    return true;
+    return tlm_output_not_input(log, o->model, "the model", err) &&
+           tlm_output_not_input(log, r->ckpt_file, "the checkpoint", err) &&
+           log_not_corpus(log, o->data, CORPUS_TRAIN, err) &&
+           (!r->have_val || log_not_corpus(log, o->val, CORPUS_VALID, err));
 }
 
 /* The checkpoint was looked at long before the folder's lock was taken

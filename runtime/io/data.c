@@ -142,12 +142,43 @@ bool tlm_data_not_new_text(const char *out, const char *folder, tlm_err *err) {
 
 static bool is_shard_name(const char *name) {
     size_t n = strlen(name);
-    return n > 4 && strcmp(name + n - 4, ".bin") == 0;
+    return name[0] != '.' && n > 4 && strcmp(name + n - 4, ".bin") == 0;
 }
 
 void tlm_data_texts_free(char **names, int n) {
     for (int i = 0; i < n; i++) free(names[i]);
     free(names);
+}
+
+/* The files of folder path whose names keep() takes, as "path/name",
+ * sorted bytewise (readdir's order is arbitrary: sorted, the data, and so
+ * training, is the same on every machine); possibly none. -1 + message
+ * when the folder cannot be listed. */
+static int list_folder(const char *path, bool (*keep)(const char *name), char ***names_out, int *n_out, tlm_err *err) {
+    DIR *dir = opendir(path);
+    if (!dir) return tlm_fail(err, "%s: cannot open directory: %s", path, strerror(errno)), -1;
+    char **names = NULL;
+    int n = 0, cap = 0;
+    for (struct dirent *e; (e = readdir(dir)) != NULL;) {
+        if (!keep(e->d_name)) continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 16;
+            char **nn = realloc(names, (size_t)cap * sizeof *names);
+            if (!nn) goto oom;
+            names = nn;
+        }
+        size_t len = strlen(path) + 1 + strlen(e->d_name) + 1;
+        if (!(names[n] = malloc(len))) goto oom;
+        snprintf(names[n++], len, "%s/%s", path, e->d_name);
+    }
+    closedir(dir);
+    if (n) qsort(names, (size_t)n, sizeof *names, cmp_str);
+    *names_out = names, *n_out = n;
+    return 0;
+oom:
+    closedir(dir);
+    tlm_data_texts_free(names, n);
+    return tlm_fail(err, "%s: out of memory listing the directory", path), -1;
 }
 
 int tlm_data_texts(const char *path, char ***names_out, int *n_out, tlm_err *err) {
@@ -157,10 +188,9 @@ int tlm_data_texts(const char *path, char ***names_out, int *n_out, tlm_err *err
         tlm_fail(err, "%s: %s", path, strerror(errno));
         return -1;
     }
-    char **names = NULL;
-    int n = 0, cap = 0;
     if (!S_ISDIR(st.st_mode)) {
-        if (!(names = malloc(sizeof *names)) || !(names[0] = strdup(path))) {
+        char **names = malloc(sizeof *names);
+        if (!names || !(names[0] = strdup(path))) {
             free(names);
             tlm_fail(err, "%s: out of memory", path);
             return -1;
@@ -168,82 +198,21 @@ int tlm_data_texts(const char *path, char ***names_out, int *n_out, tlm_err *err
         *names_out = names, *n_out = 1;
         return 0;
     }
-    DIR *dir = opendir(path);
-    if (!dir) {
-        tlm_fail(err, "%s: cannot open directory: %s", path, strerror(errno));
-        return -1;
-    }
-    struct dirent *e;
-    while ((e = readdir(dir)) != NULL) {
-        if (!tlm_data_is_text_name(e->d_name)) continue;
-        if (n == cap) {
-            cap = cap ? cap * 2 : 16;
-            char **nn = realloc(names, (size_t)cap * sizeof *names);
-            if (!nn) goto oom;
-            names = nn;
-        }
-        size_t len = strlen(path) + 1 + strlen(e->d_name) + 1;
-        if (!(names[n] = malloc(len))) goto oom;
-        snprintf(names[n], len, "%s/%s", path, e->d_name);
-        n++;
-    }
-    closedir(dir);
-    if (n == 0) {
-        tlm_fail(err, "%s: no .txt files in this directory", path);
-        free(names);
-        return -1;
-    }
-    /* readdir order is arbitrary: sort so the data (and so training) is the
-     * same on every machine */
-    qsort(names, (size_t)n, sizeof *names, cmp_str);
-    *names_out = names, *n_out = n;
-    return 0;
-oom:
-    closedir(dir);
-    tlm_data_texts_free(names, n);
-    tlm_fail(err, "%s: out of memory listing the directory", path);
-    return -1;
+    if (list_folder(path, tlm_data_is_text_name, names_out, n_out, err) != 0) return -1;
+    if (*n_out) return 0;
+    free(*names_out), *names_out = NULL;
+    return tlm_fail(err, "%s: no .txt files in this directory", path), -1;
 }
 
 int tlm_data_folder_files(const char *path, char ***names_out, int *n_out, bool *shards, tlm_err *err) {
-    DIR *dir = opendir(path);
-    if (!dir) return tlm_fail(err, "%s: cannot open directory: %s", path, strerror(errno)), -1;
-    char **names = NULL;
-    int n = 0, cap = 0, rc = 0;
-    bool text = false;
-    for (struct dirent *e; (e = readdir(dir)) != NULL;) {
-        if (e->d_name[0] == '.') continue;
-        if (tlm_data_is_text_name(e->d_name)) text = true;
-        if (text || !is_shard_name(e->d_name)) continue;
-        if (n == cap) {
-            cap = cap ? cap * 2 : 16;
-            char **nn = realloc(names, (size_t)cap * sizeof *names);
-            if (!nn) {
-                rc = -1;
-                break;
-            }
-            names = nn;
-        }
-        size_t len = strlen(path) + 1 + strlen(e->d_name) + 1;
-        if (!(names[n] = malloc(len))) {
-            rc = -1;
-            break;
-        }
-        snprintf(names[n++], len, "%s/%s", path, e->d_name);
-    }
-    closedir(dir);
-    if (rc || text) tlm_data_texts_free(names, n);
-    if (rc) return tlm_fail(err, "%s: out of memory listing the folder", path), -1;
-    *shards = !text;
-    if (text) return tlm_data_texts(path, names_out, n_out, err);
-    if (n == 0) {
-        free(names);
-        return tlm_fail(err, "%s: no .txt files or .bin token shards in this directory", path), -1;
-    }
-    qsort(names, (size_t)n, sizeof *names, cmp_str);
-    *names_out = names;
-    *n_out = n;
-    return 0;
+    if (list_folder(path, tlm_data_is_text_name, names_out, n_out, err) != 0) return -1;
+    *shards = *n_out == 0;
+    if (!*shards) return 0;
+    free(*names_out);
+    if (list_folder(path, is_shard_name, names_out, n_out, err) != 0) return -1;
+    if (*n_out) return 0;
+    free(*names_out), *names_out = NULL;
+    return tlm_fail(err, "%s: no .txt files or .bin token shards in this directory", path), -1;
 }
 
 int tlm_data_load(tlm_dataset *ds, const char *path, tlm_err *err) {

@@ -260,8 +260,9 @@ bad:
 
 static bool parse_value(parser *ps, tlm_json *out, int depth);
 
-/* Makes room for one more item (and key) in an array or object. */
-static bool grow(parser *ps, tlm_json *j, size_t *cap) {
+/* Makes room for one more item (and key, and the key's offset in the
+ * text: key_at, the parser's own) in an array or object. */
+static bool grow(parser *ps, tlm_json *j, size_t *cap, size_t **key_at) {
     if (j->len < *cap) return true;
     size_t nc = *cap ? *cap * 2 : 4;
     tlm_json *ni = realloc(j->items, nc * sizeof *ni);
@@ -274,6 +275,9 @@ static bool grow(parser *ps, tlm_json *j, size_t *cap) {
         size_t *nl = realloc(j->key_lens, nc * sizeof *nl);
         if (!nl) goto oom;
         j->key_lens = nl;
+        size_t *na = realloc(*key_at, nc * sizeof *na);
+        if (!na) goto oom;
+        *key_at = na;
     }
     *cap = nc;
     return true;
@@ -290,11 +294,6 @@ oom:
  * comparisons at worst, where a hash table's buckets can be filled on
  * purpose: keys built to collide made a 2.7 MB object take 78 s). The
  * error is at the first key that repeats one before it. */
-typedef struct key_starts {
-    size_t *at; /* each key's offset in the text */
-    size_t cap;
-} key_starts;
-
 static bool same_key(const tlm_json *obj, size_t a, size_t b) {
     return obj->key_lens[a] == obj->key_lens[b] && !memcmp(obj->keys[a], obj->keys[b], obj->key_lens[a]);
 }
@@ -343,16 +342,17 @@ static bool no_duplicate_keys(parser *ps, const tlm_json *obj, const size_t *key
     return false;
 }
 
-static bool parse_items(parser *ps, tlm_json *out, int depth, bool object, key_starts *keys);
+static bool parse_items(parser *ps, tlm_json *out, int depth, bool object, size_t **key_at);
 
+/* key_at: each key's offset in the text, for a duplicate's message */
 static bool parse_container(parser *ps, tlm_json *out, int depth, bool object) {
-    key_starts keys = {NULL, 0};
-    bool ok = parse_items(ps, out, depth, object, &keys);
-    free(keys.at);
+    size_t *key_at = NULL;
+    bool ok = parse_items(ps, out, depth, object, &key_at);
+    free(key_at);
     return ok;
 }
 
-static bool parse_items(parser *ps, tlm_json *out, int depth, bool object, key_starts *keys) {
+static bool parse_items(parser *ps, tlm_json *out, int depth, bool object, size_t **key_at) {
     if (depth >= TLM_JSON_MAX_DEPTH) {
         fail(ps, "nesting too deep");
         return false;
@@ -368,7 +368,7 @@ static bool parse_items(parser *ps, tlm_json *out, int depth, bool object, key_s
     size_t cap = 0;
     for (;;) {
         skip_ws(ps);
-        if (!grow(ps, out, &cap)) return false;
+        if (!grow(ps, out, &cap, key_at)) return false;
         /* the slot counts as an item from here on, so a failure below
          * leaves a tree that tlm_json_free can release */
         size_t i = out->len++;
@@ -379,16 +379,7 @@ static bool parse_items(parser *ps, tlm_json *out, int depth, bool object, key_s
                 fail(ps, "object key (a string) expected");
                 return false;
             }
-            if (i >= keys->cap) {
-                size_t cap = keys->cap ? 2 * keys->cap : 8;
-                size_t *at = realloc(keys->at, cap * sizeof *at);
-                if (!at) {
-                    fail(ps, "out of memory");
-                    return false;
-                }
-                keys->at = at, keys->cap = cap;
-            }
-            keys->at[i] = (size_t)(ps->p - ps->start); /* a duplicate is reported where it starts */
+            (*key_at)[i] = (size_t)(ps->p - ps->start); /* a duplicate is reported where it starts */
             out->keys[i] = parse_string(ps, &out->key_lens[i]);
             if (!out->keys[i]) return false;
             skip_ws(ps);
@@ -407,7 +398,7 @@ static bool parse_items(parser *ps, tlm_json *out, int depth, bool object, key_s
         }
         if (ps->p < ps->end && *ps->p == close) {
             ps->p++;
-            return !object || no_duplicate_keys(ps, out, keys->at);
+            return !object || no_duplicate_keys(ps, out, *key_at);
         }
         fail(ps, object ? "',' or '}' expected" : "',' or ']' expected");
         return false;

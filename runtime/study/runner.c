@@ -197,12 +197,8 @@ static bool result_valid(const study_plan *p, const run *r) {
  * does not change with comments, so an edit that changes nothing keeps
  * the runs. */
 static bool file_digest(const char *path, char hex[65], tlm_err *err) {
-    size_t n;
-    char *bytes = study_read_file(path, &n, err);
-    if (!bytes) return false;
     uint8_t digest[TLM_SHA256_SIZE];
-    tlm_sha256(bytes, n, digest);
-    free(bytes);
+    if (!tlm_sha256_file(path, digest)) return tlm_fail(err, "%s: %s", path, strerror(errno));
     tlm_sha256_hex(digest, hex);
     return true;
 }
@@ -396,17 +392,16 @@ static void pause_briefly(void) {
 static bool run_pool(run *runs, int nruns, const study_plan *p, const study_options *o, study_progress *pr,
                      bool *stopped, tlm_err *err) {
     int next = 0, passed = 0;
-    bool failed = false, signalled = false;
+    bool failed = false; /* passed > 0: a signal came */
     for (;;) {
         int now = o->stop->count;
         if (now > passed) { /* each signal passed on as it comes: spawn.h */
             for (int i = 0; i < nruns; i++)
                 if (runs[i].pid > 0) study_pass_signals(runs[i].pid, o->stop, passed, now);
             passed = now;
-            signalled = true;
             *stopped = true;
         }
-        while (!failed && !signalled && pr->running < o->jobs && next < nruns) {
+        while (!failed && !passed && pr->running < o->jobs && next < nruns) {
             run *r = &runs[next++];
             if (r->stage == STAGE_DONE) continue;
             r->started = study_now();
@@ -438,7 +433,7 @@ static bool run_pool(run *runs, int nruns, const study_plan *p, const study_opti
         if (!r) continue; /* a converter or tlmc reaped late: not ours here */
         r->pid = 0;
         int rc = study_exit_status(status);
-        if (signalled || failed) {
+        if (passed || failed) {
             study_progress_run_ended(pr, r->started, false);
             continue;
         }

@@ -19,24 +19,10 @@ static void add_metric(study_summary *s, const char *key, const char *label, con
     /* two sets of one file name (in two folders) would give two columns of
      * one label: the second is "... (2)" */
     int same = 0;
-    size_t n = strlen(label);
-    for (int i = 0; i < s->nmetrics - 1; i++) {
-        /* the label itself, or it and " (K)": not a longer name that
-         * happens to go on with " (" ("ppl a (old).txt" is not "ppl a") */
-        const char *other = s->metrics[i].label;
-        if (strncmp(other, label, n)) continue;
-        if (other[n] == '\0') same++;
-        else if (!strncmp(other + n, " (", 2)) {
-            const char *k = other + n + 2;
-            if (*k < '0' || *k > '9') continue;
-            while (*k >= '0' && *k <= '9') k++;
-            same += !strcmp(k, ")");
-        }
-    }
-    if (same) {
-        size_t len = strlen(m->label);
-        snprintf(m->label + len, sizeof m->label - len, " (%d)", same + 1);
-    }
+    m->given_len = strlen(m->label);
+    for (int i = 0; i < s->nmetrics - 1; i++) /* labels as given, before their " (K)" */
+        same += s->metrics[i].given_len == m->given_len && !strncmp(s->metrics[i].label, m->label, m->given_len);
+    if (same) snprintf(m->label + m->given_len, sizeof m->label - m->given_len, " (%d)", same + 1);
     m->data = data, m->kind = kind, m->index = index, m->value = value, m->lower_is_better = lower;
 }
 

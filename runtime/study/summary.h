@@ -13,6 +13,7 @@
 typedef struct study_metric {
     char key[48];   /* results.json's name: val_loss, eval1_ppl, choices2_accuracy_norm, ... */
     char label[160]; /* results.md's: "val loss", "ppl kjv.txt", ... */
+    size_t given_len; /* the label's length before a " (2)" that tells a second set of one name */
     const char *data; /* the file it was measured on (the plan's) */
     enum study_kind kind;
     int index, value; /* run->scores[kind][index].v[value] */
