@@ -7,8 +7,9 @@
  *             [--cpu NAME] [--profile fwd|bwd_data|bwd_weight] [--clock wall|thread]
  *             [--versus 'VAR=VALUE;...']
  *
- * On CPUs OpenBLAS 0.3.21 does not know (e.g. Zen 5) it falls back to its
- * Haswell (AVX2) kernels; OPENBLAS_CORETYPE=SkylakeX gives its AVX-512 ones.
+ * OpenBLAS runs the kernel set it picks for the CPU, or the one
+ * OPENBLAS_CORETYPE names (the header says which; some machines set it for
+ * every process: `env -u OPENBLAS_CORETYPE` gives OpenBLAS's own pick).
  * TLM_CODEGEN_BLOCKING="mr,nv,kc,mc" tries other blockings.
  *
  * --versus 'VAR=VALUE;...' compares two builds of the kernels, A with the
@@ -528,7 +529,9 @@ int main(int argc, char **argv) {
         return rc;
     }
     if (profile >= 0) return profile_entry(&lib, specs, N_WIDTHS, rows, only_threads ? only_threads : 1, profile, reps);
-    printf("%s\n", openblas_get_config());
+    char blas[160];
+    tlm_blas_kernels_describe(blas, sizeof blas);
+    printf("%s; %s\n", openblas_get_config(), blas);
     printf("GFLOP/s (GEMM flops only); ratio = ours / OpenBLAS speed\n");
     double peak = core_peak(cpu, reps);
     int gemms = kind == TLM_MLP_SWIGLU ? 3 : 2;

@@ -169,6 +169,7 @@ static void report(const bench *b, const tlm_so *so, tlm_device *dev, const devi
 #if defined(__x86_64__)
         else printf(", \"cpu_level\": \"%s\"", tlm_cpu_level_name(tlm_cpu_level()));
 #endif
+        if (!dev) printf(", \"blas_kernels\": \"%s\"", tlm_blas_kernels());
         if (p) {
             printf(", \"profile\": ");
             tlm_profile_write_json(p, stdout);
@@ -189,6 +190,11 @@ static void report(const bench *b, const tlm_so *so, tlm_device *dev, const devi
         printf("the runtime's CPU kernels run at %s\n", level);
     }
 #endif
+    if (!dev) {
+        char blas[160];
+        tlm_blas_kernels_describe(blas, sizeof blas);
+        printf("the linear maps' GEMMs run %s\n", blas);
+    }
     printf("%" PRId64 " step%s in %.3f s: %.3f steps/s, %.0f tokens/s, %.2f GFLOP/s", b->steps,
            b->steps == 1 ? "" : "s", seconds, (double)b->steps / seconds, tokens / seconds, flops / 1e9);
     if (peak > 0) printf(", MFU %.1f%%", 100 * flops / peak);

@@ -14,6 +14,7 @@
 #include "graph_cache.h"
 #include "model_so.h"
 #include "tlm_rt/cpu_level.h"
+#include "tlm_rt/ops.h"
 #include "tlm_train_settings.h"
 
 static void usage(FILE *out) {
@@ -156,6 +157,9 @@ int cmd_info(int argc, char **argv) {
     tlm_cpu_level_describe(level, sizeof level);
     printf("the runtime's CPU kernels (attention, norms, RoPE, AdamW) run at: %s\n", level);
 #endif
+    char blas[160];
+    tlm_blas_kernels_describe(blas, sizeof blas);
+    printf("the linear maps' GEMMs run: %s\n", blas);
     tlm_so_print_kernels(stdout, &so.tables);
     putchar('\n');
     for (int p = 0; p < TLM_PLAN_COUNT; p++) tlm_so_print_plan(stdout, &so.tables, p, false);

@@ -979,6 +979,14 @@ assert r['device_memory'] > 0 and r['attention_graphs'].startswith('attention: s
     "$run" bench "$s" --threads 1 --batch 2 --context 16 --steps 1 --json
   expect 0 "^the runtime's CPU kernels (attention, norms, RoPE, AdamW) run at: x86-64-v3" \
     "info under TLM_CPU_CAPABILITY=x86-64-v3" -- env TLM_CPU_CAPABILITY=x86-64-v3 "$run" info "$s"
+  # which OpenBLAS kernels the linear maps run, and the variable that chose
+  # them (some machines set it for every process)
+  expect 0 "^the linear maps' GEMMs run: OpenBLAS's Prescott kernels (OPENBLAS_CORETYPE=Prescott)$" \
+    "info names OpenBLAS's kernels and OPENBLAS_CORETYPE" -- env OPENBLAS_CORETYPE=Prescott "$run" info "$s"
+  expect 0 "^the linear maps' GEMMs run: OpenBLAS's [A-Za-z0-9]* kernels$" "... or OpenBLAS's own pick" -- \
+    env -u OPENBLAS_CORETYPE "$run" info "$s"
+  expect 0 '"blas_kernels": "Prescott"' "bench --json names OpenBLAS's kernels" -- env OPENBLAS_CORETYPE=Prescott \
+    "$run" bench "$s" --threads 1 --batch 2 --context 16 --steps 1 --json
   for cmd in bench info train eval sample probe; do
     ckpt_flag=(--ckpt "$tmp/refused")
     case $cmd in bench|info) ckpt_flag=() ;; esac

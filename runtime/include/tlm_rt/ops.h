@@ -50,6 +50,13 @@ int tlm_thread_index(void);
  * OpenMP's default, which keeps them on a CPU as if at work. */
 bool tlm_threads_wait_passively(void);
 
+/* ---- blas_kernels.c ----------------------------------------------------- */
+
+/* The OpenBLAS kernel set the GEMMs run ("Haswell", "SkylakeX", ...). */
+const char *tlm_blas_kernels(void);
+/* The same, and OPENBLAS_CORETYPE where it named the set, in a line. */
+void tlm_blas_kernels_describe(char *buf, size_t n);
+
 /* The least work from which an op splits its loop over threads (below it
  * a parallel region costs more than it saves); the results do not depend
  * on it. Attention, titans and its gates split at any size. */
