@@ -514,7 +514,7 @@ int main(int argc, char **argv) {
            "%.3f s\n",
            kind == TLM_MLP_SWIGLU ? "SwiGLU" : "GELU", D, rows, reps, cpu ? cpu : "the host CPU", N_WIDTHS,
            lib.codegen_seconds);
-    char *tile = tlm_codegen_cpu_tile(cpu, &err);
+    char *tile = tlm_codegen_cpu_tile(cpu, D, &err);
     if (!tile) {
         fprintf(stderr, "codegen failed: %s\n", err);
         free(err);

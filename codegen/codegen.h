@@ -102,12 +102,12 @@ bool tlm_codegen_cpu_known(const char *name, char **err);
  * gives "". */
 char *tlm_codegen_cpu_needs(const char *name, char **err);
 
-/* How the kernels for the CPU named are blocked, for benchmarks to print
- * beside their figures: "NAME: V-float vectors, MR x NR register tile, KC
- * K, MC M" (TLM_CODEGEN_BLOCKING honoured and named). Free with
- * tlm_codegen_free; NULL with *err as above. A build without LLVM says it
- * has no code generator. */
-char *tlm_codegen_cpu_tile(const char *name, char **err);
+/* How the kernels for the CPU named and a model of this d_model are
+ * blocked, for benchmarks to print beside their figures: "NAME: V-float
+ * vectors, MR x NR register tile, KC K, MC M" (TLM_CODEGEN_BLOCKING
+ * honoured and named). Free with tlm_codegen_free; NULL with *err as above.
+ * A build without LLVM says it has no code generator. */
+char *tlm_codegen_cpu_tile(const char *name, int d_model, char **err);
 void tlm_codegen_free(char *s);
 
 /* The code generator's version into buf ("LLVM 19.1.7"; a build without

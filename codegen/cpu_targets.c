@@ -16,9 +16,9 @@
 #define V4 V3 ",avx512f,avx512bw,avx512cd,avx512dq,avx512vl"
 
 /* x86-64 CPUs by widest float vector we use: 16 = AVX-512, 8 = AVX/AVX2,
- * 4 = SSE; split: cpu_target.split_256; wide: cpu_target.wide_tile (Intel's
- * AVX-512 parts; AMD's Zen 4 and 5 and the generic x86-64-v4 keep the tile
- * measured on a Zen 4); needs: the extensions above that
+ * 4 = SSE; split: cpu_target.split_256; wide: cpu_target.wide_tile_from
+ * (Intel's AVX-512 parts at every d_model, Zen 5 from d_model 768; Zen 4 and
+ * the generic x86-64-v4 never); needs: the extensions above that
  * LLVM may use for it. A subset of LLVM 19's list (llc -mcpu=help): the
  * baselines and the server/desktop parts people actually name, and the AVX
  * parts that split 256-bit operations (also looked up for the host, by
@@ -28,50 +28,50 @@ static const struct {
     int vl;
     bool split;
     const char *needs;
-    bool wide;
+    int wide;
 } known_cpus[] = {
-    {"x86-64", 4, false, "", false},
-    {"x86-64-v2", 4, false, V2, false},
-    {"x86-64-v3", 8, false, V3, false},
-    {"x86-64-v4", 16, false, V4, false},
-    {"core2", 4, false, "sse3,ssse3", false},
-    {"nehalem", 4, false, V2, false},
-    {"westmere", 4, false, V2, false},
-    {"sandybridge", 8, false, V2 ",avx", false},
-    {"ivybridge", 8, false, V2 ",avx,f16c", false},
-    {"haswell", 8, false, V3, false},
-    {"broadwell", 8, false, V3, false},
-    {"skylake", 8, false, V3, false},
-    {"alderlake", 8, false, V3, false},
-    {"raptorlake", 8, false, V3, false},
-    {"meteorlake", 8, false, V3, false},
-    {"arrowlake", 8, false, V3, false},
-    {"lunarlake", 8, false, V3, false},
-    {"gracemont", 8, false, V3, false},
-    {"sierraforest", 8, false, V3, false},
-    {"skylake-avx512", 16, false, V4, true},
-    {"skx", 16, false, V4, true},
-    {"cascadelake", 16, false, V4, true},
-    {"cooperlake", 16, false, V4, true},
-    {"cannonlake", 16, false, V4, true},
-    {"icelake-client", 16, false, V4, true},
-    {"icelake-server", 16, false, V4, true},
-    {"tigerlake", 16, false, V4, true},
-    {"rocketlake", 16, false, V4, true},
-    {"sapphirerapids", 16, false, V4, true},
-    {"emeraldrapids", 16, false, V4, true},
-    {"graniterapids", 16, false, V4, true},
-    {"graniterapids-d", 16, false, V4, true},
-    {"znver1", 8, true, V3, false},
-    {"znver2", 8, false, V3, false},
-    {"znver3", 8, false, V3, false},
-    {"znver4", 16, false, V4, false},
-    {"znver5", 16, false, V4, false},
-    {"bdver1", 8, true, V2 ",avx,fma4,xop,lzcnt", false},
-    {"bdver2", 8, true, V2 ",avx,fma4,xop,lzcnt,fma,f16c,bmi", false},
-    {"bdver3", 8, true, V2 ",avx,fma4,xop,lzcnt,fma,f16c,bmi", false},
-    {"bdver4", 8, true, V2 ",avx,fma4,xop,lzcnt,fma,f16c,bmi,avx2,bmi2,movbe", false},
-    {"btver2", 8, true, V2 ",avx,f16c,bmi,lzcnt,movbe", false},
+    {"x86-64", 4, false, "", 0},
+    {"x86-64-v2", 4, false, V2, 0},
+    {"x86-64-v3", 8, false, V3, 0},
+    {"x86-64-v4", 16, false, V4, 0},
+    {"core2", 4, false, "sse3,ssse3", 0},
+    {"nehalem", 4, false, V2, 0},
+    {"westmere", 4, false, V2, 0},
+    {"sandybridge", 8, false, V2 ",avx", 0},
+    {"ivybridge", 8, false, V2 ",avx,f16c", 0},
+    {"haswell", 8, false, V3, 0},
+    {"broadwell", 8, false, V3, 0},
+    {"skylake", 8, false, V3, 0},
+    {"alderlake", 8, false, V3, 0},
+    {"raptorlake", 8, false, V3, 0},
+    {"meteorlake", 8, false, V3, 0},
+    {"arrowlake", 8, false, V3, 0},
+    {"lunarlake", 8, false, V3, 0},
+    {"gracemont", 8, false, V3, 0},
+    {"sierraforest", 8, false, V3, 0},
+    {"skylake-avx512", 16, false, V4, 1},
+    {"skx", 16, false, V4, 1},
+    {"cascadelake", 16, false, V4, 1},
+    {"cooperlake", 16, false, V4, 1},
+    {"cannonlake", 16, false, V4, 1},
+    {"icelake-client", 16, false, V4, 1},
+    {"icelake-server", 16, false, V4, 1},
+    {"tigerlake", 16, false, V4, 1},
+    {"rocketlake", 16, false, V4, 1},
+    {"sapphirerapids", 16, false, V4, 1},
+    {"emeraldrapids", 16, false, V4, 1},
+    {"graniterapids", 16, false, V4, 1},
+    {"graniterapids-d", 16, false, V4, 1},
+    {"znver1", 8, true, V3, 0},
+    {"znver2", 8, false, V3, 0},
+    {"znver3", 8, false, V3, 0},
+    {"znver4", 16, false, V4, 0},
+    {"znver5", 16, false, V4, 768},
+    {"bdver1", 8, true, V2 ",avx,fma4,xop,lzcnt", 0},
+    {"bdver2", 8, true, V2 ",avx,fma4,xop,lzcnt,fma,f16c,bmi", 0},
+    {"bdver3", 8, true, V2 ",avx,fma4,xop,lzcnt,fma,f16c,bmi", 0},
+    {"bdver4", 8, true, V2 ",avx,fma4,xop,lzcnt,fma,f16c,bmi,avx2,bmi2,movbe", 0},
+    {"btver2", 8, true, V2 ",avx,f16c,bmi,lzcnt,movbe", 0},
 };
 
 /* Every extension a needs list may name: the host's features are filtered
@@ -132,7 +132,7 @@ bool cpu_target_resolve(const char *name, cpu_target *t, char **err) {
         if (strncmp(t->triple, "x86_64", 6) != 0) t->vl = 4;
         int row = known_cpu(t->cpu);
         t->split_256 = row >= 0 && known_cpus[row].split;
-        t->wide_tile = row >= 0 && known_cpus[row].wide;
+        t->wide_tile_from = row >= 0 ? known_cpus[row].wide : 0;
         return true;
     }
     if (strncmp(t->triple, "x86_64", 6) != 0) {
@@ -146,7 +146,7 @@ bool cpu_target_resolve(const char *name, cpu_target *t, char **err) {
         t->features = dup_message("");
         t->vl = known_cpus[row].vl;
         t->split_256 = known_cpus[row].split;
-        t->wide_tile = known_cpus[row].wide;
+        t->wide_tile_from = known_cpus[row].wide;
         if (!t->cpu || !t->features) {
             cpu_target_dispose(t);
             return codegen_fail(err, "codegen: out of memory");

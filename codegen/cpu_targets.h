@@ -15,8 +15,9 @@ typedef struct {
    * transposes keep to the halves there (gemm_emit.c). */
     bool split_256;
   /* AVX-512 kernels use the wide register tile, 6 rows by 4 vectors
-   * (gemm_default_blocking): Intel's AVX-512 cores. */
-    bool wide_tile;
+   * (gemm_default_blocking), for a model of this d_model or more; 0: never.
+   * Intel's AVX-512 cores at any d_model (1), AMD's Zen 5 from 768. */
+    int wide_tile_from;
 } cpu_target;
 
 /* name NULL or "native": the host CPU and its exact features. Otherwise an

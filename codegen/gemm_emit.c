@@ -22,10 +22,14 @@ gemm_blocking gemm_default_blocking(int vl, bool wide_tile) {
    * B panel is 32 KiB as well. On an Intel Xeon with two 512-bit FMA units
    * (docs/performance.md) it ran bwd_data 7-18% and bwd_weight 8-9% faster
    * at d_model 1024 (fwd -4% to +7%), and tiny's training step 3-7% faster
-   * at one thread; the 12 x 32 tile was measured on a Zen 4, so AMD and the
-   * generic x86-64-v4 keep it. Intel's other AVX-512 parts follow the one
-   * Xeon measured, unmeasured themselves: the client ones (Ice Lake, Tiger
-   * Lake, Rocket Lake) have one 512-bit FMA unit, not two.
+   * at one thread. On an AMD Zen 5 (two 512-bit FMA units too) it ran all
+   * three entries 4.1-4.8% faster at d_model 768, 1024 and 2048, and 0.7%
+   * slower at 512, 0.7-1.4% at tiny's 256: cpu_target.wide_tile_from
+   * chooses it by d_model there. The 12 x 32 tile was measured on an EPYC
+   * the notes took for a Zen 4 (by its peaks most likely a Zen 5); Zen 4
+   * and the generic x86-64-v4 keep it. Intel's other AVX-512 parts follow
+   * the one Xeon measured, unmeasured themselves: the client ones (Ice
+   * Lake, Tiger Lake, Rocket Lake) have one 512-bit FMA unit, not two.
    * The tile and KC never change which products are summed in which order:
    * results are bit for bit the same (tests/codegen/test_cpu_blocking.c). */
     if (vl >= 16 && wide_tile) {
@@ -34,7 +38,7 @@ gemm_blocking gemm_default_blocking(int vl, bool wide_tile) {
         bk.kc = 128;
     }
   /* A packed MC x KC block of A, 384 KiB, in L2 on the CPUs measured (1 MiB
-   * on Zen 4; OpenBLAS's Haswell blocking, 768 x 384, is larger still).
+   * on Zen 5; OpenBLAS's Haswell blocking, 768 x 384, is larger still).
    * Each packed B panel serves MC rows: with 120 rows, repacking B took
    * 3-8% of bwd_weight's time at one thread (bench/mlp_bench, both paths;
    * then bwd_weight also recomputed h while packing, once per block of

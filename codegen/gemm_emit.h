@@ -34,7 +34,8 @@ typedef struct {
     int mc; /* rows of C per block, i.e. of a packed A block */
 } gemm_blocking;
 
-/* The blocking for vl-float vectors; wide_tile: cpu_target.wide_tile. */
+/* The blocking for vl-float vectors; wide_tile: the 6 x 4-vector tile
+ * (llvm_emit.c chooses it by cpu_target.wide_tile_from and d_model). */
 gemm_blocking gemm_default_blocking(int vl, bool wide_tile);
 
 typedef enum {

@@ -29,12 +29,13 @@ static double now_s(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* TLM_CODEGEN_BLOCKING="mr,nv,kc,mc" overrides the blocking; it
+/* The blocking of kernels for a model of this d_model (the largest of a
+ * module's specs). TLM_CODEGEN_BLOCKING="mr,nv,kc,mc" overrides it; it
  * exists for tuning with bench/mlp_bench and is checked like user input.
  * *overridden (may be NULL): whether it did. */
-static bool blocking_for(const cpu_target *t, gemm_blocking *bk, bool *overridden, char **err) {
+static bool blocking_for(const cpu_target *t, int d_model, gemm_blocking *bk, bool *overridden, char **err) {
     int vl = t->vl;
-    *bk = gemm_default_blocking(vl, t->wide_tile);
+    *bk = gemm_default_blocking(vl, t->wide_tile_from > 0 && d_model >= t->wide_tile_from);
     const char *env = getenv("TLM_CODEGEN_BLOCKING");
     if (overridden) *overridden = env && *env;
     if (!env || !*env) return true;
@@ -71,13 +72,13 @@ static bool split_256_for(cpu_target *t, char **err) {
     return true;
 }
 
-char *tlm_codegen_cpu_tile(const char *name, char **err) {
+char *tlm_codegen_cpu_tile(const char *name, int d_model, char **err) {
     if (err) *err = NULL;
     cpu_target t;
     if (!cpu_target_resolve(name, &t, err)) return NULL;
     gemm_blocking bk;
     bool overridden;
-    bool ok = blocking_for(&t, &bk, &overridden, err);
+    bool ok = blocking_for(&t, d_model, &bk, &overridden, err);
     char buf[192];
     if (ok)
         snprintf(buf, sizeof buf, "%s: %d-float vectors, %d x %d register tile, KC %d, MC %d%s", t.cpu, t.vl, bk.mr,
@@ -152,8 +153,11 @@ bool tlm_codegen_cpu_object(const tlm_kernel_spec *specs, int n, const tlm_codeg
 
     cpu_target t;
     if (!cpu_target_resolve(opt->cpu, &t, err)) return false;
+    int d_model = 0; /* a model's specs share one */
+    for (int i = 0; i < n; i++)
+        if (specs[i].d_model > d_model) d_model = specs[i].d_model;
     gemm_blocking bk;
-    if (!blocking_for(&t, &bk, NULL, err) || !split_256_for(&t, err)) {
+    if (!blocking_for(&t, d_model, &bk, NULL, err) || !split_256_for(&t, err)) {
         cpu_target_dispose(&t);
         return false;
     }

@@ -35,8 +35,8 @@ char *tlm_codegen_cpu_needs(const char *name, char **err) {
     return none;
 }
 
-char *tlm_codegen_cpu_tile(const char *name, char **err) {
-    (void)name;
+char *tlm_codegen_cpu_tile(const char *name, int d_model, char **err) {
+    (void)name, (void)d_model;
     if (err) *err = NULL;
     static const char none[] = "no code generator in this build";
     char *s = malloc(sizeof none);

@@ -89,13 +89,15 @@
  *
  * Speed (bench/titans_bench.c, forward + backward, one thread, against the
  * token form in the same run; AMD EPYC with avx2 fma avx512f avx512bw
- * avx512vl avx512_bf16, OpenBLAS 0.3.21 with its default kernels here,
- * Haswell's AVX2; six runs on a shared 2-core machine at load 5-9, so
- * ranges, median in brackets): tiny_titans (B 8, T 256, H 4, D 64, C 16)
- * 1.8-2.7x [2.0x], titans_440m (T 2048, H 16, D 64, C 64) 2.2-3.2x [2.5x],
- * titans_760m's heads (H 12, D 128, C 64) 2.5-4.0x [3.0x]. With
- * OPENBLAS_CORETYPE=SkylakeX (its AVX-512 kernels), one run: 3.7x, 3.6x,
- * 4.3x. The token form's loops are the compiler's (-O2, no -march).
+ * avx512vl avx512_bf16, OpenBLAS 0.3.21 with Haswell's AVX2 kernels, which
+ * that machine's OPENBLAS_CORETYPE named; six runs on a shared 2-core
+ * machine at load 5-9, so ranges, median in brackets): tiny_titans (B 8,
+ * T 256, H 4, D 64, C 16) 1.8-2.7x [2.0x], titans_440m (T 2048, H 16, D 64,
+ * C 64) 2.2-3.2x [2.5x], titans_760m's heads (H 12, D 128, C 64) 2.5-4.0x
+ * [3.0x]. With OPENBLAS_CORETYPE=SkylakeX (its AVX-512 kernels), one run:
+ * 3.7x, 3.6x, 4.3x; on a quiet Zen 5 with OpenBLAS's own pick (Cooperlake),
+ * 3.75x, 4.12x, 4.85x. The token form's loops are the compiler's (-O2, no
+ * -march).
  *
  * Memory. The backward needs the state at the start of every block; keeping
  * them all would be B*H*(T/n)*2*D^2 floats. The forward instead saves
