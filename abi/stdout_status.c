@@ -5,6 +5,7 @@
 #include <string.h>
 
 static int first_failure; /* errno of the first failed flush, 0 if none */
+static bool said;         /* tlm_stdout_said */
 
 bool tlm_stdout_flush(void) {
     errno = 0;
@@ -18,6 +19,9 @@ bool tlm_stdout_flush(void) {
 int tlm_stdout_status(const char *prog, int rc) {
     if (tlm_stdout_flush()) return rc;
     int e = first_failure;
-    fprintf(stderr, "%s: cannot write to standard output: %s\n", prog, e ? strerror(e) : "an earlier write failed");
+    if (!said)
+        fprintf(stderr, "%s: cannot write to standard output: %s\n", prog, e ? strerror(e) : "an earlier write failed");
     return rc ? rc : 1;
 }
+
+void tlm_stdout_said(void) { said = true; }

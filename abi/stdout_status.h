@@ -14,8 +14,12 @@
 bool tlm_stdout_flush(void);
 
 /* Flushes stdout. rc as it was when everything reached it; else a line on
- * stderr ("PROG: cannot write to standard output: REASON") and rc, or 1
- * where rc was 0. */
+ * stderr ("PROG: cannot write to standard output: REASON", unless the
+ * command said it: tlm_stdout_said) and rc, or 1 where rc was 0. */
 int tlm_stdout_status(const char *prog, int rc);
+
+/* The command has said on stderr, in its own words, that stdout failed
+ * (train names the checkpoint it stopped with): no second line. */
+void tlm_stdout_said(void);
 
 #endif

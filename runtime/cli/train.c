@@ -58,6 +58,7 @@
 #include "progress.h"
 #include "rank_output.h"
 #include "regular_file.h"
+#include "stdout_status.h"
 #include "tlm_rt/data.h"
 #include "tlm_rt/ops.h"
 #include "train_options.h"
@@ -132,15 +133,24 @@ static void on_signal(int sig) {
  * process and lose the steps since the last one. SIGPIPE is ignored while
  * the loop runs, so a write to the pipe fails with EPIPE instead, and the
  * flush after each step's progress finds it. Rank 0 alone writes stdout.
- * Not a signal: a SIGINT or SIGTERM after it is still a first one. */
+ * Not a signal: a SIGINT or SIGTERM after it is still a first one. The
+ * run says so once, as it stops, on stderr (stopped_without_stdout): the
+ * line that would have named the checkpoint cannot go where it goes. */
 static int stdout_lost; /* the failed write's errno; 0: none */
 
 static void check_stdout(const progress *out) {
-    if (stdout_lost || !out->stdout_errno) return;
-    stdout_lost = out->stdout_errno;
+    if (!stdout_lost) stdout_lost = out->stdout_errno;
+}
+
+/* The stop's one line when stdout is what failed, and the status: 1 for a
+ * failed write (a full disk), SIGPIPE's where the reader went away. */
+static int stopped_without_stdout(int64_t step, int64_t steps, const char *ckpt) {
     fprintf(stderr,
-            "tlm-run train: cannot write to standard output (%s): stopping after this step, with a checkpoint\n",
-            strerror(stdout_lost));
+            "tlm-run train: cannot write to standard output (%s): stopped at step %" PRId64 " of %" PRId64
+            "; checkpoint %s (continue with --resume)\n",
+            strerror(stdout_lost), step, steps, ckpt);
+    tlm_stdout_said();
+    return stdout_lost != EPIPE ? 1 : 128 + SIGPIPE;
 }
 
 /* The stop this step asks for: a signal's number, SIGPIPE for a lost
@@ -817,6 +827,7 @@ static int train_loop(run *r) {
             if (!log_profile(r, &err) || !progress_close(&r->out, &err)) return write_failed(r, "", &err);
             print_profile(r);
             int sig = step_signal;
+            if (sig == SIGPIPE && stdout_lost) return stopped_without_stdout(step, s->steps, r->ckpt_file);
             printf("%s at step %" PRId64 " of %" PRId64 "%s; checkpoint %s (continue with --resume)\n",
                    sig ? "interrupted" : "stopped", step, s->steps,
                    sig == SIGINT    ? " (SIGINT)"
@@ -824,8 +835,8 @@ static int train_loop(run *r) {
                    : sig == SIGPIPE ? " (standard output could not be written)"
                                     : "",
                    r->ckpt_file);
-            /* a closed pipe: SIGPIPE's status, as if it had ended the process */
-            if (sig == SIGPIPE) return stdout_lost && stdout_lost != EPIPE ? 1 : 128 + SIGPIPE;
+            /* another rank's closed pipe: SIGPIPE's status, as if it had ended the process */
+            if (sig == SIGPIPE) return 128 + SIGPIPE;
             return sig ? 128 + sig : 0;
         }
     }

@@ -901,17 +901,19 @@ outputs)
     "$run" "$s" "$tmp/piped" "$tmp/piped.err" "$tmp/piped.status"
   sed 's/^/    /' "$tmp/piped.err"
   check "train | head -1: exit 141 (SIGPIPE's)" -- test "$(cat "$tmp/piped.status")" = 141
-  check "... saying why on stderr" -- grep -q \
-    '^tlm-run train: cannot write to standard output (Broken pipe): stopping after this step, with a checkpoint$' \
+  check "... saying why on stderr, and where the checkpoint is, in one line" -- grep -q \
+    "^tlm-run train: cannot write to standard output (Broken pipe): stopped at step [0-9]* of 100000; checkpoint $tmp/piped/checkpoint.safetensors (continue with --resume)\$" \
     "$tmp/piped.err"
+  check "... its only line" -- test "$(wc -l < "$tmp/piped.err")" = 1
   check "... with a checkpoint of the steps it trained" -- \
     test "$(ckpt meta "$tmp/piped/checkpoint.safetensors" step)" -ge 1
   bash -c '"$0" train "$1" --threads 1 --batch 1 --context 8 --steps 100000 --log-every 1 --eval-every 0 \
     --ckpt "$2" > /dev/full 2> "$3"; echo $? > "$4"' "$run" "$s" "$tmp/full" "$tmp/full.err" "$tmp/full.status"
   check "train > /dev/full: stops with exit 1" -- test "$(cat "$tmp/full.status")" = 1
-  check "... saying why" -- grep -q \
-    '^tlm-run train: cannot write to standard output (No space left on device): stopping after this step' \
+  check "... saying why, and where the checkpoint is" -- grep -q \
+    "^tlm-run train: cannot write to standard output (No space left on device): stopped at step [0-9]* of 100000; checkpoint $tmp/full/checkpoint.safetensors (continue with --resume)\$" \
     "$tmp/full.err"
+  check "... in one line (it said so twice)" -- test "$(wc -l < "$tmp/full.err")" = 1
   check "... with a checkpoint" -- test "$(ckpt meta "$tmp/full/checkpoint.safetensors" step)" -ge 1
   mkdir -p "$tmp/dir/checkpoint.safetensors"
   expect 1 "checkpoint.safetensors is a directory: train writes its checkpoint under that name" \
