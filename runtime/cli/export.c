@@ -2,6 +2,7 @@
  * the format, the tensor types and the mapping onto llama.cpp's `deci` or
  * `llama` architecture; docs/export.md). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "args.h"
@@ -45,7 +46,8 @@ static int export_to(const tlm_so *so, const char *ckpt, const char *out, enum t
     if (tlm_export_refusal(so, why, sizeof why))
         return cli_error("export", "%s cannot run in llama.cpp: %s", tlm_so_str(so, so->config->name), why);
     tlm_model m = {0};
-    char path[4200], kept[4096];
+    char path[4200];
+    tlm_strbuf kept = {0};
     int64_t step;
     if (!tlm_model_create(&m, so, 1, 1, false, 0, &err)) return cli_error("export", "%s", err.msg);
     char tokenizer[65];
@@ -58,15 +60,18 @@ static int export_to(const tlm_so *so, const char *ckpt, const char *out, enum t
                        "%s was trained on tokens of tokenizer %.16s..., not bytes; exporting a subword vocabulary is "
                        "not supported yet",
                        path, tokenizer);
+    if (!rc && tlm_export_unrepresentable(so, m.params, type, why, sizeof why))
+        rc = cli_error("export", "%s: %s", path, why);
     tlm_gguf g = {0};
-    if (!rc && !tlm_export_llama(so, m.params, type, &g, kept, sizeof kept)) rc = cli_error("export", "out of memory");
+    if (!rc && !tlm_export_llama(so, m.params, type, &g, &kept)) rc = cli_error("export", "out of memory");
     if (!rc && !tlm_gguf_write(&g, out, &err)) rc = cli_error("export", "%s", err.msg);
     if (!rc) {
         uint64_t size = tlm_gguf_file_size(&g);
         printf("%s: %s step %lld, %s, %llu bytes (%.2f MiB)\n", out, path, (long long)step, tlm_ggml_type_name(type),
                (unsigned long long)size, (double)size / 1048576.0);
-        if (kept[0]) printf("kept f16 (rows not a multiple of 32): %s\n", kept);
+        if (kept.len) printf("kept f16 (rows not a multiple of 32): %s\n", kept.buf);
     }
+    free(kept.buf);
     tlm_gguf_free(&g);
     tlm_model_destroy(&m);
     return rc;

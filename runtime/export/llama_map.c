@@ -1,5 +1,6 @@
 #include "llama_map.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,12 +72,6 @@ static void permute_rope(float *out, const float *w, int64_t heads, int64_t D, i
                        (size_t)cols * sizeof *w);
 }
 
-static void append(char *list, size_t n, const char *name) {
-    if (!list) return;
-    size_t used = strlen(list);
-    snprintf(list + used, n - used, "%s%s", used ? ", " : "", name);
-}
-
 /* The type parameter p is stored as when `type` is asked for: norms stay
  * F32, and a q8_0 matrix whose rows (its columns) are not whole blocks of
  * 32 stays F16. */
@@ -87,7 +82,7 @@ static enum tlm_ggml_type stored_type(const tlm_abi_param *p, enum tlm_ggml_type
 }
 
 static bool add_param(const tlm_so *so, const tlm_abi_param *p, const float *params, enum tlm_ggml_type type,
-                      tlm_gguf *g, char *kept, size_t kept_len) {
+                      tlm_gguf *g, tlm_strbuf *kept) {
     char name[96];
     if (!gguf_name(p, name, sizeof name)) return false;
     const float *w = params + p->offset;
@@ -99,7 +94,8 @@ static bool add_param(const tlm_so *so, const tlm_abi_param *p, const float *par
         w = permuted;
     }
     enum tlm_ggml_type t = stored_type(p, type);
-    if (type == TLM_GGML_Q8_0 && p->ndim == 2 && t == TLM_GGML_F16) append(kept, kept_len, name);
+    if (kept && type == TLM_GGML_Q8_0 && p->ndim == 2 && t == TLM_GGML_F16)
+        tlm_sb_printf(kept, "%s%s", kept->len ? ", " : "", name);
     size_t nbytes = tlm_ggml_nbytes(t, (size_t)p->count);
     uint8_t *data = malloc(nbytes ? nbytes : 1);
     if (data) tlm_ggml_encode(t, w, (size_t)p->count, data);
@@ -109,8 +105,29 @@ static bool add_param(const tlm_so *so, const tlm_abi_param *p, const float *par
     return !g->oom;
 }
 
-bool tlm_export_llama(const tlm_so *so, const float *params, enum tlm_ggml_type type, tlm_gguf *g, char *kept_f16,
-                      size_t kept_len) {
+const char *tlm_export_unrepresentable(const tlm_so *so, const float *params, enum tlm_ggml_type type, char *buf,
+                                       size_t n) {
+    for (uint32_t i = 0; i < so->nparams; i++) {
+        const tlm_abi_param *p = &so->params[i];
+        enum tlm_ggml_type t = stored_type(p, type);
+        if (tlm_ggml_holds(t, params + p->offset, (size_t)p->count)) continue;
+        char name[96];
+        const char *shown = gguf_name(p, name, sizeof name) ? name : tlm_so_str(so, p->name);
+        const float *w = params + p->offset;
+        bool finite = true;
+        float amax = 0;
+        for (int64_t j = 0; j < p->count; j++) finite = finite && isfinite(w[j]), amax = fmaxf(amax, fabsf(w[j]));
+        if (!finite) snprintf(buf, n, "%s holds NaN or infinite weights (did the run diverge?)", shown);
+        else /* f16 or q8_0: f32 holds every finite float */
+            snprintf(buf, n, "%s has weights up to %.3g, beyond %s (did the run diverge? --type f32 keeps them)", shown,
+                     (double)amax, t == TLM_GGML_F16 ? "float16's 65504" : "what q8_0's float16 scale holds");
+        return buf;
+    }
+    return NULL;
+}
+
+bool tlm_export_llama(const tlm_so *so, const float *params, enum tlm_ggml_type type, tlm_gguf *g,
+                      tlm_strbuf *kept_f16) {
     const tlm_abi_config *c = so->config;
     const int L = (int)c->layers;
     bool uniform = true;
@@ -151,8 +168,7 @@ bool tlm_export_llama(const tlm_so *so, const float *params, enum tlm_ggml_type 
     tlm_gguf_set_u32(g, KEY("rope.dimension_count"), (uint32_t)c->head_dim);
 #undef KEY
     tlm_export_byte_vocab(g);
-    if (kept_f16 && kept_len) kept_f16[0] = 0;
     for (uint32_t i = 0; i < so->nparams; i++)
-        if (!add_param(so, &so->params[i], params, type, g, kept_f16, kept_len)) return false;
-    return !g->oom;
+        if (!add_param(so, &so->params[i], params, type, g, kept_f16)) return false;
+    return !g->oom && !(kept_f16 && kept_f16->oom);
 }

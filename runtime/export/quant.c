@@ -78,6 +78,20 @@ void tlm_ggml_encode(enum tlm_ggml_type t, const float *x, size_t n, uint8_t *ou
     }
 }
 
+static bool f16_finite(float x) { return (tlm_f32_to_f16(x) & 0x7c00u) != 0x7c00u; }
+
+bool tlm_ggml_holds(enum tlm_ggml_type t, const float *x, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(x[i]) || (t == TLM_GGML_F16 && !f16_finite(x[i]))) return false;
+    if (t == TLM_GGML_Q8_0)
+        for (size_t b = 0; b < n / TLM_Q8_0_BLOCK; b++) {
+            float amax = 0; /* as q8_0_block takes it */
+            for (int j = 0; j < TLM_Q8_0_BLOCK; j++) amax = fmaxf(amax, fabsf(x[b * TLM_Q8_0_BLOCK + j]));
+            if (!f16_finite(amax / 127)) return false;
+        }
+    return true;
+}
+
 const char *tlm_ggml_type_name(enum tlm_ggml_type t) {
     switch (t) {
     case TLM_GGML_F32: return "f32";

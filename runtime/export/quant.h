@@ -5,6 +5,7 @@
 #ifndef TLM_EXPORT_QUANT_H
 #define TLM_EXPORT_QUANT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -20,6 +21,12 @@ size_t tlm_ggml_nbytes(enum tlm_ggml_type t, size_t n);
 /* Encodes n floats as type t into out (tlm_ggml_nbytes(t, n) bytes),
  * little-endian. */
 void tlm_ggml_encode(enum tlm_ggml_type t, const float *x, size_t n, uint8_t *out);
+/* Whether type t holds the n values (q8_0: n a multiple of 32): every one
+ * finite, and what t stores of it finite too (f16: at most 65504 once
+ * rounded; q8_0: each block's scale max|x| / 127 as fp16). An infinite or
+ * NaN weight would reach llama.cpp as such, and q8_0's int8 conversion of
+ * a NaN is undefined. */
+bool tlm_ggml_holds(enum tlm_ggml_type t, const float *x, size_t n);
 /* The type's name: "f32", "f16", "q8_0". */
 const char *tlm_ggml_type_name(enum tlm_ggml_type t);
 

@@ -42,7 +42,10 @@ V8_KERNEL(decode_head,
           (y, q, k, v, n, D, stride, scale, p)) {
     int u = 0;
     for (; u + 4 <= n; u += 4) dot4(p + u, q, k + (size_t)u * stride, stride, D);
-    for (; u < n; u++) { /* the last n % 4 keys: dot4 on a key repeated */
+  /* The last n % 4 keys through dot4 too, each as four copies of itself:
+   * its four sums are independent, so a key's score is the one it would
+   * get in a group, and does not depend on n % 4. */
+    for (; u < n; u++) {
         float four[4];
         const float *ku = k + (size_t)u * stride;
         dot4(four, q, ku, 0, D);

@@ -71,6 +71,15 @@ reader)
     "$run" export "$tmp/narrow.so" --ckpt "$tmp/ck_narrow" -o "$tmp/narrow.gguf" --type q8_0
   check "narrow-q8_0.gguf: every matrix f16, file type f16" -- \
     "$py" "$here/check_gguf.py" "$tmp/narrow.gguf" "$tmp/ck_narrow/checkpoint.safetensors" q8_0 llama
+  # 40 layers of them: the list of what stayed f16 names all 282 matrices
+  # (a fixed buffer once cut it short after about 180, mid-name, exit 0)
+  expect 0 "" "tlmc --model deep (narrow, 40 layers)" -- "$tlmc" "$here/models.tlm" --model deep -o "$tmp/deep.so"
+  expect 0 "done: 1 step" "train deep, 1 step" -- \
+    "$run" train "$tmp/deep.so" --ckpt "$tmp/ck_deep" --steps 1 --batch 2 --threads 1
+  expect 0 "q8_0" "export deep --type q8_0" -- \
+    "$run" export "$tmp/deep.so" --ckpt "$tmp/ck_deep" -o "$tmp/deep.gguf" --type q8_0
+  check "... its kept-f16 line names all 282 matrices, the last one whole" -- bash -c \
+    "grep '^kept f16' '$tmp/out' | tr ',' '\n' | grep -c '\.weight\$' | grep -qx 282 && grep -q 'blk\.39\.ffn_down\.weight, output\.weight\$' '$tmp/out'"
   ;;
 
 parity_taper | parity_uniform)
@@ -102,6 +111,18 @@ refusals)
   echo keep > "$tmp/keep.gguf"
   expect 1 "Titans" "a refused export leaves the target as it was" -- "$run" export "$models/titans.so" -o "$tmp/keep.gguf"
   check "the old file intact" -- grep -qx keep "$tmp/keep.gguf"
+  # a run that diverged (a learning rate of 1e30: NaN at step 2) keeps its
+  # step-1 checkpoint, whose weights of about 1e29 float16 cannot hold:
+  # f16 and q8_0 are refused, naming the tensor; f32 holds them
+  "$run" train "$s" --ckpt "$tmp/ck_div" --steps 4 --batch 2 --threads 1 --lr 1e30 --grad-clip 0 --ckpt-every 1 \
+    > /dev/null 2>&1
+  for t in f16 q8_0; do
+    expect 1 "token_embd.weight has weights up to .*, beyond .*float16.* (did the run diverge? --type f32 keeps them)" \
+      "export --type $t of a diverged run's weights: refused" -- \
+      "$run" export "$s" --ckpt "$tmp/ck_div" -o "$tmp/div.gguf" --type $t
+  done
+  check "... no file written" -- test ! -e "$tmp/div.gguf"
+  expect 0 "step 1, f32" "... --type f32 writes them" -- "$run" export "$s" --ckpt "$tmp/ck_div" -o "$tmp/div.gguf"
   expect 2 "expected f32, f16 or q8_0" "--type q4_0" -- "$run" export "$s" "${ck[@]}" -o "$tmp/x.gguf" --type q4_0
   expect 2 "no output file" "no -o" -- "$run" export "$s" "${ck[@]}"
   # an empty path is a usage error, not the root ("" joined with "/")

@@ -65,6 +65,22 @@ int main(void) {
     tlm_ggml_encode(TLM_GGML_Q8_0, x, 32, block);
     for (int j = 0; j < TLM_Q8_0_BYTES; j++) CHECK(block[j] == 0, "q8_0 of zeros: byte %d is %d\n", j, block[j]);
     CHECK(tlm_ggml_nbytes(TLM_GGML_Q8_0, 64) == 68 && tlm_ggml_nbytes(TLM_GGML_F16, 3) == 6, "sizes\n");
-    printf("%s: f16 (all 65536 halves, every midpoint), q8_0\n", failures ? "FAIL" : "ok");
+    /* what each type holds: f16 up to 65504 once rounded (65519.99 rounds
+     * down to it, the midpoint 65520 to infinity); q8_0 a block whose
+     * scale max|x| / 127 does; f32 any finite value; none NaN or inf */
+    const float f16_ok[] = {65504.0f, 65519.99f, -65519.99f, 1e-9f}, f16_bad[] = {65520.0f, -1e6f, NAN, INFINITY};
+    for (int i = 0; i < 4; i++) {
+        CHECK(tlm_ggml_holds(TLM_GGML_F16, &f16_ok[i], 1), "f16 holds %.9g\n", f16_ok[i]);
+        CHECK(!tlm_ggml_holds(TLM_GGML_F16, &f16_bad[i], 1), "f16 does not hold %.9g\n", f16_bad[i]);
+        CHECK(tlm_ggml_holds(TLM_GGML_F32, &f16_bad[i], 1) == (i < 2), "f32 and %.9g\n", f16_bad[i]);
+    }
+    for (int j = 0; j < 32; j++) x[j] = 1.0f;
+    x[7] = 127.0f * 65504.0f;
+    CHECK(tlm_ggml_holds(TLM_GGML_Q8_0, x, 32), "q8_0 holds a block of max 127 x 65504\n");
+    x[7] = 127.0f * 65520.0f;
+    CHECK(!tlm_ggml_holds(TLM_GGML_Q8_0, x, 32), "q8_0: a scale beyond float16\n");
+    x[7] = 1.0f, x[31] = NAN;
+    CHECK(!tlm_ggml_holds(TLM_GGML_Q8_0, x, 32), "q8_0: a NaN\n");
+    printf("%s: f16 (all 65536 halves, every midpoint), q8_0, what each type holds\n", failures ? "FAIL" : "ok");
     return failures ? 1 : 0;
 }

@@ -37,7 +37,8 @@ enum { NSTEPS = 6, NRANDOM = 2, NGLOBAL = 8 };
 static const double H0 = 0.2;           /* the largest relative step */
 static const double MAX_CHANGE = 0.05;   /* ... or less, so the loss changes by at most this */
 static const double GRAD_DIR_TOL = 1e-3; /* seen: <= 1.2e-4 */
-/* seen: <= 3e-5 with the AVX-512 kernels (Zen 4); 1.2e-4 with the AVX2
+/* seen: <= 3e-5 with the AVX-512 kernels (an EPYC then taken for a Zen 4,
+ * most likely a Zen 5: docs/performance.md); 1.2e-4 with the AVX2
  * ones on a Zen 1 (titans_exact's eta_proj: its float32 loss is noisier
  * along that direction; the same with this stop's RMSNorm, RoPE and AdamW
  * reverted to stop 29's). */

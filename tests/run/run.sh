@@ -987,6 +987,8 @@ assert r['device_memory'] > 0 and r['attention_graphs'].startswith('attention: s
     "info names OpenBLAS's kernels and OPENBLAS_CORETYPE" -- env OPENBLAS_CORETYPE=Prescott "$run" info "$s"
   expect 0 "^the linear maps' GEMMs run: OpenBLAS's [A-Za-z0-9]* kernels$" "... or OpenBLAS's own pick" -- \
     env -u OPENBLAS_CORETYPE "$run" info "$s"
+  expect 0 "^the linear maps' GEMMs run: OpenBLAS's [A-Za-z0-9]* kernels (OPENBLAS_CORETYPE=no-such-core not applied)$" \
+    "... and says when OpenBLAS ignored the variable" -- env OPENBLAS_CORETYPE=no-such-core "$run" info "$s"
   expect 0 '"blas_kernels": "Prescott"' "bench --json names OpenBLAS's kernels" -- env OPENBLAS_CORETYPE=Prescott \
     "$run" bench "$s" --threads 1 --batch 2 --context 16 --steps 1 --json
   for cmd in bench info train eval sample probe; do

@@ -54,7 +54,8 @@ bool tlm_threads_wait_passively(void);
 
 /* The OpenBLAS kernel set the GEMMs run ("Haswell", "SkylakeX", ...). */
 const char *tlm_blas_kernels(void);
-/* The same, and OPENBLAS_CORETYPE where it named the set, in a line. */
+/* The same, and OPENBLAS_CORETYPE where it is set (and whether OpenBLAS
+ * runs the set it names), in a line. */
 void tlm_blas_kernels_describe(char *buf, size_t n);
 
 /* The least work from which an op splits its loop over threads (below it
