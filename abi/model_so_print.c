@@ -27,7 +27,7 @@ void tlm_so_print_config(FILE *out, const tlm_so_tables *t) {
         fprintf(out, "  memory: chunk %lld, inner_lr %g\n", (long long)m->chunk, m->inner_lr);
     if (m->mixer == TLM_MIXER_HOPE_ATTENTION) {
         fprintf(out, "  CMS: %u levels, updated every", m->ncms);
-        for (uint32_t i = 0; i < m->ncms; i++) fprintf(out, " %lld", (long long)m->cms[i]);
+        for (uint32_t i = 0; i < m->ncms; i++) fprintf(out, "%s %lld", i ? "," : "", (long long)m->cms[i]);
         fputs(" steps\n", out);
     }
     if (t->tokenizer_path) {

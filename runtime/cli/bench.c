@@ -110,9 +110,10 @@ static int parse(bench *b, const char **model, int argc, char **argv) {
     return precision_flag_resolve("bench", b->device, b->precision_value, &b->precision) ? 2 : -1;
 }
 
-/* n steps on fresh random batches; false with the step's failure. */
+/* n steps on fresh random batches; false with the step's failure, named
+ * by its number in the whole run (*done steps before it, counted on). */
 static bool run_steps(tlm_trainer *t, tlm_rng *rng, int32_t *x, int32_t *y, int64_t n, int64_t tokens, int64_t T,
-                      tlm_err *err) {
+                      int64_t *done, tlm_err *err) {
     const uint64_t vocab = (uint64_t)t->model->so->config->vocab;
     for (int64_t i = 0; i < n; i++) {
         for (int64_t j = 0; j < tokens; j++) x[j] = (int32_t)tlm_rng_below(rng, vocab);
@@ -120,7 +121,8 @@ static bool run_steps(tlm_trainer *t, tlm_rng *rng, int32_t *x, int32_t *y, int6
         tlm_step_result r = tlm_trainer_step(t, x, y, T);
         const char *device_error = tlm_model_device_error(t->model);
         if (device_error) return tlm_fail(err, "%s", device_error);
-        if (!r.finite) return tlm_fail(err, "step %" PRId64 ": the loss or gradient norm is not finite", i + 1);
+        ++*done;
+        if (!r.finite) return tlm_fail(err, "step %" PRId64 ": the loss or gradient norm is not finite", *done);
     }
     return true;
 }
@@ -250,13 +252,15 @@ int cmd_bench(int argc, char **argv) {
     if (!made) rc = cli_error("bench", "%s", err.msg);
     tlm_rng rng;
     tlm_rng_seed(&rng, 1234);
-    if (!rc && !run_steps(&t, &rng, x, y, b.warmup, tokens, s.context, &err)) rc = cli_error("bench", "%s", err.msg);
+    int64_t done = 0; /* steps so far: warm-up, timed, profiled */
+    if (!rc && !run_steps(&t, &rng, x, y, b.warmup, tokens, s.context, &done, &err))
+        rc = cli_error("bench", "%s", err.msg);
     double seconds = 0;
     cpu_peak cpu = {0, 0, 0};
     if (!rc && !dev) cpu = measure_cpu_peak(); /* after the warm-up: the cores are awake */
     if (!rc) {
         double t0 = tlm_profile_clock();
-        if (!run_steps(&t, &rng, x, y, b.steps, tokens, s.context, &err)) rc = cli_error("bench", "%s", err.msg);
+        if (!run_steps(&t, &rng, x, y, b.steps, tokens, s.context, &done, &err)) rc = cli_error("bench", "%s", err.msg);
         seconds = tlm_profile_clock() - t0;
     }
     device_use use = {&m, dev ? tlm_device_memory_in_use(dev) : 0};
@@ -265,7 +269,7 @@ int cmd_bench(int argc, char **argv) {
         m.profile = profile;
         if (profile && !dev) tlm_profile_watch_threads(profile, m.threads);
         tlm_profile_mark t0 = profile ? tlm_profile_now(profile) : (tlm_profile_mark){0};
-        if (!rc && !run_steps(&t, &rng, x, y, b.profile_steps, tokens, s.context, &err))
+        if (!rc && !run_steps(&t, &rng, x, y, b.profile_steps, tokens, s.context, &done, &err))
             rc = cli_error("bench", "%s", err.msg);
         if (profile) tlm_profile_steps(profile, b.profile_steps, t0);
         m.profile = NULL;

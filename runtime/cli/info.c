@@ -109,10 +109,7 @@ int cmd_info(int argc, char **argv) {
         default: return 2;   /* reported by cli_getopt */
         }
     }
-    if (!path) {
-        usage(stderr);
-        return 2;
-    }
+    if (!path) return cli_usage_error("info", "no MODEL.so given");
     tlm_so so;
     tlm_err err = {""};
     if (!tlm_so_open(path, &so, &err)) {

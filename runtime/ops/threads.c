@@ -34,11 +34,18 @@ int tlm_thread_index(void) {
 #endif
 }
 
+/* Each OpenMP runtime reads its own variable besides OMP_WAIT_POLICY:
+ * libgomp GOMP_SPINCOUNT, LLVM's libomp (whose omp.h defines
+ * KMP_VERSION_MAJOR) KMP_BLOCKTIME; the other's is ignored. */
 bool tlm_threads_wait_passively(void) {
 #ifdef _OPENMP
-    const char *policy = getenv("OMP_WAIT_POLICY"), *spins = getenv("GOMP_SPINCOUNT"), *block = getenv("KMP_BLOCKTIME");
-    return (policy && !strcasecmp(policy, "passive")) || (spins && !strcmp(spins, "0")) ||
-           (block && !strcmp(block, "0"));
+    const char *policy = getenv("OMP_WAIT_POLICY");
+#ifdef KMP_VERSION_MAJOR
+    const char *zero_wait = getenv("KMP_BLOCKTIME");
+#else
+    const char *zero_wait = getenv("GOMP_SPINCOUNT");
+#endif
+    return (policy && !strcasecmp(policy, "passive")) || (zero_wait && !strcmp(zero_wait, "0"));
 #else
     return true; /* no pool: nothing waits */
 #endif

@@ -989,6 +989,15 @@ assert r['device_memory'] > 0 and r['attention_graphs'].startswith('attention: s
     env -u OPENBLAS_CORETYPE "$run" info "$s"
   expect 0 "^the linear maps' GEMMs run: OpenBLAS's [A-Za-z0-9]* kernels (OPENBLAS_CORETYPE=no-such-core not applied)$" \
     "... and says when OpenBLAS ignored the variable" -- env OPENBLAS_CORETYPE=no-such-core "$run" info "$s"
+  # a step that diverges is named by its number in the whole run: the
+  # warm-up's steps count (each phase once counted from 1)
+  sed 's/adamw(lr = 3e-3/adamw(lr = 1e30/' "$here/models.tlm" > "$tmp/diverge.tlm"
+  expect 0 "" "tlmc: small at a learning rate of 1e30" -- "$tlmc" "$tmp/diverge.tlm" --model small -o "$tmp/diverge.so"
+  for w in 0 1; do
+    expect 1 "^tlm-run bench: step 2: the loss or gradient norm is not finite$" \
+      "bench --warmup $w: the diverging step numbered in the whole run" -- \
+      "$run" bench "$tmp/diverge.so" --threads 1 --batch 2 --context 16 --steps 3 --warmup $w --profile 0
+  done
   expect 0 '"blas_kernels": "Prescott"' "bench --json names OpenBLAS's kernels" -- env OPENBLAS_CORETYPE=Prescott \
     "$run" bench "$s" --threads 1 --batch 2 --context 16 --steps 1 --json
   for cmd in bench info train eval sample probe; do
