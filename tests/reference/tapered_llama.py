@@ -301,18 +301,20 @@ class TaperedLlama(nn.Module):
             self.lm_head = nn.Linear(c.d_model, c.vocab, bias=False)
         self._tables = {}
 
-    def _rope(self, T, dtype):
-        key = (T, dtype)
+    def _rope(self, T, dtype, device):
+        """The tables on the tokens' device (computed on the CPU in float64,
+        then moved: a GPU peer's model got them on the CPU and failed)."""
+        key = (T, dtype, device)
         if key not in self._tables:
             cos, sin = rope_tables(T, self.c.head_dim, self.c.rope_base, dtype)
             mask = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
-            self._tables[key] = (cos, sin, mask)
+            self._tables[key] = (cos.to(device), sin.to(device), mask.to(device))
         return self._tables[key]
 
     def forward(self, tokens):
         """tokens: [B, T] int64 -> logits [B, T, vocab]"""
         dtype = self.model.embed_tokens.weight.dtype
-        cos, sin, mask = self._rope(tokens.shape[1], dtype)
+        cos, sin, mask = self._rope(tokens.shape[1], dtype, tokens.device)
         h = self.model.embed_tokens(tokens)
         for block in self.model.layers:
             h = block(h, cos, sin, mask)
