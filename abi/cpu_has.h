@@ -8,13 +8,16 @@
 #define TLM_CPU_HAS_H
 
 #if defined(__x86_64__)
-#if defined(__clang__) && __clang_major__ < 16
 #include <cpuid.h>
 
+/* ECX bit `bit` of CPUID leaf `leaf`: also test_vec8_dispatch's LZCNT
+ * where /proc/cpuinfo does not list it. */
 static inline int tlm_cpuid_bit(unsigned leaf, int bit) {
     unsigned a, b, c, d;
     return __get_cpuid(leaf, &a, &b, &c, &d) && (c >> bit & 1);
 }
+
+#if defined(__clang__) && __clang_major__ < 16
 #define TLM_CPU_HAS_F16C tlm_cpuid_bit(1, 29)
 #define TLM_CPU_HAS_MOVBE tlm_cpuid_bit(1, 22)
 #define TLM_CPU_HAS_LZCNT tlm_cpuid_bit(0x80000001u, 5)

@@ -15,9 +15,9 @@
 #include "tlm_rt/ops.h"
 #include "vec8.h"
 
-/* q . k_u for four keys at once (four independent sums keep the
- * multiply-add unit busy), eight channels a step, then the last D % 8. */
-V8_ALWAYS_INLINE void dot4(float out[4], const float *q, const float *k, size_t stride, int D) {
+/* q . k_u times scale for four keys at once (four independent sums keep
+ * the multiply-add unit busy), eight channels a step, then the last D % 8. */
+V8_ALWAYS_INLINE void dot4(float out[4], const float *q, const float *k, size_t stride, int D, float scale) {
     v8f s0 = V8_SPLAT(0.0f), s1 = s0, s2 = s0, s3 = s0;
     int d = 0;
     for (; d + 8 <= D; d += 8) {
@@ -32,7 +32,7 @@ V8_ALWAYS_INLINE void dot4(float out[4], const float *q, const float *k, size_t 
         float s = 0.0f;
         for (int l = 0; l < 8; l++) s += sums[j][l];
         for (int e = d; e < D; e++) s += q[e] * k[j * stride + e];
-        out[j] = s;
+        out[j] = s * scale;
     }
 }
 
@@ -41,17 +41,16 @@ V8_KERNEL(decode_head,
            float *p),
           (y, q, k, v, n, D, stride, scale, p)) {
     int u = 0;
-    for (; u + 4 <= n; u += 4) dot4(p + u, q, k + (size_t)u * stride, stride, D);
+    for (; u + 4 <= n; u += 4) dot4(p + u, q, k + (size_t)u * stride, stride, D, scale);
   /* The last n % 4 keys through dot4 too, each as four copies of itself:
    * its four sums are independent, so a key's score is the one it would
    * get in a group, and does not depend on n % 4. */
     for (; u < n; u++) {
         float four[4];
         const float *ku = k + (size_t)u * stride;
-        dot4(four, q, ku, 0, D);
+        dot4(four, q, ku, 0, D, scale);
         p[u] = four[0];
     }
-    for (u = 0; u < n; u++) p[u] *= scale;
     v8_exp_row(p, n, v8_max_row(p, n, -INFINITY));
     float sum = 0.0f;
     for (u = 0; u < n; u++) sum += p[u];

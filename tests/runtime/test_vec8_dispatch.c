@@ -19,7 +19,7 @@
 #include "../../runtime/ops/vec8.h"
 
 #ifdef V8_X86_LEVELS
-#include <cpuid.h>
+#include "cpu_has.h"
 
 V8_KERNEL(multiply_add, (float *out, const float *a, const float *b, const float *c), (out, a, b, c)) {
     *out = *a * *b + *c;
@@ -50,9 +50,7 @@ static int cpu_has(const char *flag) {
  * listed): there CPUID's own bit (leaf 0x80000001, ECX bit 5) is asked. */
 static int has_lzcnt(void) {
     int listed = cpu_has("abm");
-    if (listed != 0) return listed;
-    unsigned a, b, c, d;
-    return __get_cpuid(0x80000001, &a, &b, &c, &d) && (c >> 5 & 1);
+    return listed != 0 ? listed : tlm_cpuid_bit(0x80000001u, 5);
 }
 
 /* The x86-64 level the flags make, 0, 3 or 4 (as v8_cpu_level counts). */
