@@ -213,6 +213,7 @@ shares() {
   local file=$1; shift
   awk -v ops="$*" 'BEGIN { n = split(ops, o, " ") }
        /^profile: / { table = 1; next }
+       /^  device kernels/ { table = 0 }
        table && /^  / { k = $1; sub(/_backward$/, "", k); s[k] += $4; seen[k] = 1 }
        END { for (i = 1; i <= n; i++) {
                if (!(o[i] in seen)) missing = 1
@@ -228,6 +229,9 @@ for p in "${profiled[@]}"; do
     --eval-batches 1 --profile --ckpt "$throwaway/profile" --overwrite
   if line=$(shares "$work/profile $pm.out" "$mixer" mlp); then detail "$line"
   else row "shares of $pm's step" FAIL "no $mixer or mlp row in the profile: $line"; fail=1; fi
+  # the whole profile in the log (not in the summary): each op's and each
+  # kernel's and GEMM's time and GFLOP/s, for the next round of kernel work
+  sed -n '/^profile: /,/^done: /{/^done: /!p}' "$work/profile $pm.out" | sed 's/^/gpu_check:   | /'
 done
 
 py=${TLM_PYTHON:-python3}

@@ -597,7 +597,7 @@ static int setup(run *r) {
         rc = cli_error("train", "%s", err.msg);
         goto out;
     }
-    if (o->profile && !(r->model.profile = calloc(1, sizeof *r->model.profile))) {
+    if (o->profile && !(r->model.profile = tlm_profile_create(r->dev))) {
         rc = cli_error("train", "out of memory");
         goto out;
     }
@@ -747,7 +747,9 @@ static int train_loop(run *r) {
             progress_close(&r->out, NULL);
             return cli_error("train", "%s", e.msg);
         }
+        if (r->model.profile && r->dev) tlm_device_time_kernels(r->dev, r->model.profile->kernels);
         tlm_step_result res = tlm_trainer_step(&r->trainer, r->x, r->y, r->T);
+        if (r->dev) tlm_device_time_kernels(r->dev, NULL);
         const char *device_error = tlm_model_device_error(&r->model);
         if (device_error) {
             progress_close(&r->out, NULL);
@@ -980,8 +982,7 @@ int cmd_train(int argc, char **argv) {
     free(r->x);
     free(r->y);
     tlm_trainer_destroy(&r->trainer);
-    if (r->model.profile) free(r->model.profile->per_rank);
-    free(r->model.profile);
+    tlm_profile_destroy(r->model.profile);
     r->model.profile = NULL;
     tlm_model_destroy(&r->model);
     if (r->dev) tlm_device_close(r->dev);

@@ -452,13 +452,40 @@ static bool allow_shared(tlm_device *d, tlm_kernel *k, unsigned bytes, tlm_err *
     return true;
 }
 
+/* ---- a profile's device table (kernel_times.h) ---- */
+
+void tlm_device_time_kernels(tlm_device *d, tlm_kernel_times *t) { d->times = t; }
+
+/* Whether this launch or GEMM is timed: a table is attached, and the work
+ * goes to the compute stream outside a capture (the comm stream's runs
+ * beside it, and a capture runs nothing). Then the work before it is
+ * waited for first, and *t0 is when it starts. */
+static bool timing_begins(tlm_device *d, double *t0, tlm_err *err, bool *ok) {
+    *ok = true;
+    if (!d->times || d->capturing || d->launch_stream != TLM_STREAM_COMPUTE) return false;
+    *ok = d->backend->sync(d, err);
+    *t0 = seconds_now();
+    return *ok;
+}
+
+/* Waits for the timed work that `ran` and adds its time to the table. */
+static bool timing_ends(tlm_device *d, bool ran, double t0, const char *what, double flops, tlm_err *err) {
+    if (!ran || !d->backend->sync(d, err)) return false;
+    tlm_kernel_times_add(d->times, what, seconds_now() - t0, flops);
+    return true;
+}
+
 bool tlm_device_launch(tlm_device *d, tlm_kernel *k, tlm_launch dims, void **args, tlm_err *err) {
     if (!k) return tlm_fail(err, "launch: no kernel");
     if (!check_dims(k->name, dims, err)) return false;
     if (d->launch_stream != TLM_STREAM_COMPUTE && !tlm_device_outside_capture(d, "a launch on the comm stream", err))
         return false;
     if (!allow_shared(d, k, dims.shared_bytes, err)) return false;
-    return d->backend->launch(d, k->fn, k->name, dims, args, err);
+    double t0 = 0;
+    bool ok;
+    if (timing_begins(d, &t0, err, &ok))
+        return timing_ends(d, d->backend->launch(d, k->fn, k->name, dims, args, err), t0, k->name, 0, err);
+    return ok && d->backend->launch(d, k->fn, k->name, dims, args, err);
 }
 
 /* ---- GEMM descriptions ---- */
@@ -547,5 +574,13 @@ bool tlm_device_gemm(tlm_device *d, const tlm_gemm *g, tlm_err *err) {
         !check_operand(c, "D", g->d, g->cd_type, g->m, g->n, g->ldd, g->batch, g->stride_d, err) ||
         (g->c && !check_operand(c, "C", g->c, g->cd_type, g->m, g->n, g->ldc, g->batch, g->stride_c, err)))
         return false;
-    return d->backend->gemm(d, g, err);
+    double t0 = 0;
+    bool ok;
+    if (!timing_begins(d, &t0, err, &ok)) return ok && d->backend->gemm(d, g, err);
+    char what[64];
+    snprintf(what, sizeof what, "gemm%s %c%c %s->%s%s", g->batch > 1 ? " batched" : "", g->trans_a ? 'T' : 'N',
+             g->trans_b ? 'T' : 'N', g->a_type == TLM_GEMM_BF16 ? "bf16" : "f32",
+             g->cd_type == TLM_GEMM_BF16 ? "bf16" : "f32", g->c && g->beta != 0 ? " +C" : "");
+    const double flops = 2.0 * (double)g->m * (double)g->n * (double)g->k * (double)g->batch;
+    return timing_ends(d, d->backend->gemm(d, g, err), t0, what, flops, err);
 }

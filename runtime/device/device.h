@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "errmsg.h"
+#include "kernel_times.h"
 
 typedef struct tlm_device tlm_device;
 typedef struct tlm_module tlm_module;   /* one compiled and loaded CUDA source */
@@ -139,6 +140,11 @@ typedef struct tlm_gemm {
 } tlm_gemm;
 /* Checks the description (sizes, leading dimensions, types) and runs it. */
 bool tlm_device_gemm(tlm_device *d, const tlm_gemm *g, tlm_err *err);
+
+/* While t is not NULL, each launch and GEMM on the compute stream (outside
+ * a capture) is waited for, before and after, and its time added to t
+ * under t->op (kernel_times.h: a profile's device table); NULL stops it. */
+void tlm_device_time_kernels(tlm_device *d, tlm_kernel_times *t);
 /* The description's first problem, or NULL: what tlm_device_gemm refuses. */
 const char *tlm_gemm_problem(const tlm_gemm *g);
 

@@ -71,6 +71,7 @@ struct tlm_device {
     bool capturing;         /* between capture_begin and capture_end (device_graph.c) */
     bool capture_spoiled;   /* a call the capture forbids was made; capture_error says which */
     tlm_err capture_error;
+    tlm_kernel_times *times; /* NULL, or where each launch's and GEMM's time goes (kernel_times.h) */
     void *impl;             /* the backend's state */
 };
 

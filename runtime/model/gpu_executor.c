@@ -548,8 +548,12 @@ static bool run_ops(step *s, int from, int to, bool skip_loss) {
         const tlm_abi_op *op = &s->m->so->ops[i];
         if (skip_loss && op->kind == TLM_OP_LOSS) continue;
         tlm_profile_mark t0 = s->m->profile ? tlm_profile_now(s->m->profile) : (tlm_profile_mark){0};
-        /* profiled: the op's own time, so wait for it to finish */
+        /* profiled: the op's own time, so wait for it to finish; its
+         * kernels' rows in the device table under its name */
+        tlm_kernel_times *kt = s->m->profile ? s->m->profile->kernels : NULL;
+        if (kt) kt->op = tlm_op_name(op->kind);
         bool ok = op_functions[op->kind](s, op) && (!s->m->profile || tlm_device_sync(DEV, ERR));
+        if (kt) kt->op = NULL;
         if (ok && s->m->profile) tlm_profile_op(s->m->profile, s->m, op, t0);
         if (!ok) {
             tlm_err e;

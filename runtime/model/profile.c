@@ -171,6 +171,25 @@ static double busy_share(const tlm_profile *p, double cpu, double wall) {
     return b < 0 ? 0 : b > 1 ? 1 : b;
 }
 
+tlm_profile *tlm_profile_create(const tlm_device *dev) {
+    tlm_profile *p = calloc(1, sizeof *p);
+    if (p && dev && !(p->kernels = calloc(1, sizeof *p->kernels))) {
+        free(p);
+        return NULL;
+    }
+    return p;
+}
+
+void tlm_profile_destroy(tlm_profile *p) {
+    if (!p) return;
+    free(p->per_rank);
+    free(p->kernels);
+    free(p);
+}
+
+/* The device table's rows shown under the op table (all go in the log). */
+enum { SHOWN_KERNELS = 40 };
+
 void tlm_profile_print(const tlm_profile *p, FILE *out) {
     if (p->steps < 1) return;
     int order[TLM_OP_COUNT], n = by_time(p, order);
@@ -192,6 +211,7 @@ void tlm_profile_print(const tlm_profile *p, FILE *out) {
     fprintf(out, "  %-24s %8s %10.2f %6.1f%%", "outside the ops", "", 1e3 * rest / steps, 100 * rest / total);
     if (cpu) fprintf(out, " %9s %7.1f%%", "", 100 * busy_share(p, total_cpu - ops_cpu_seconds(p), rest));
     fputc('\n', out);
+    if (p->kernels) tlm_kernel_times_print(p->kernels, steps, total, SHOWN_KERNELS, out);
     if (cpu) {
         const double busy = busy_share(p, total_cpu, total);
         fprintf(out, "  %d thread%s: busy %.1f%% of the step, idle or waiting %.1f%% (%.2f thread-ms a step)\n",
@@ -253,6 +273,11 @@ bool tlm_profile_write_json(const tlm_profile *p, FILE *out) {
                     busy_share(p, p->cpu_seconds[k], p->seconds[k]));
         fputc('}', out);
     }
-    fprintf(out, "]}");
+    fprintf(out, "]");
+    if (p->kernels) {
+        fputs(", \"kernels\": ", out);
+        tlm_kernel_times_write_json(p->kernels, total, out);
+    }
+    fputc('}', out);
     return !ferror(out);
 }

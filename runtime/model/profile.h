@@ -29,13 +29,17 @@
  * Under several ranks the table ends with the step split three ways:
  * compute (the ops and the rest of the step on this rank), communication
  * (sending and broadcasting gradient buckets) and wait (blocked until
- * another rank's partial sum, losses or stop decision arrives). */
+ * another rank's partial sum, losses or stop decision arrives).
+ *
+ * On a device the table ends with each kernel's and GEMM's own time and
+ * GFLOP/s, aggregated per op (kernel_times.h). */
 #ifndef TLM_PROFILE_H
 #define TLM_PROFILE_H
 
 #include <stdio.h>
 #include <time.h>
 
+#include "kernel_times.h"
 #include "model.h"
 #include "tlm_ops.h"
 
@@ -67,7 +71,16 @@ typedef struct tlm_profile {
      * them during the last micro-batch's backward (while some of its
      * gradients were not yet final). */
     long buckets, early_buckets;
+    /* On a device, each kernel's and GEMM's time (kernel_times.h), which the
+     * device adds while the caller has it attached (tlm_device_time_kernels,
+     * around the profiled steps); NULL on the CPU. */
+    tlm_kernel_times *kernels;
 } tlm_profile;
+
+/* A zeroed profile, with a device table when dev is not NULL; NULL when
+ * out of memory. */
+tlm_profile *tlm_profile_create(const tlm_device *dev);
+void tlm_profile_destroy(tlm_profile *p);
 
 /* Seconds on a monotonic clock. */
 double tlm_profile_clock(void);

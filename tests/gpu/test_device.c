@@ -244,6 +244,104 @@ static void test_kernels(tlm_device *d) {
           (unsigned long long)tlm_device_memory_in_use(d), (unsigned long long)before);
 }
 
+/* A profile's device table (kernel_times.h): launches and GEMMs timed
+ * only while a table is attached, under its op; the MLP's widths as one
+ * row; a full table's rest in "(others)"; the printed and JSON forms. */
+static void test_kernel_times(tlm_device *d) {
+    tlm_err err = {{0}};
+    tlm_module_report report;
+    tlm_module *m = tlm_device_module_load(d, "the test's kernels", two_kernels, &report, &err);
+    tlm_kernel *add = m ? tlm_device_kernel(d, m, "add_index", &err) : NULL;
+    CHECK(add != NULL, "load: %s", err.msg);
+    tlm_dptr x = tlm_device_alloc(d, 64 * sizeof(float), &err);
+    tlm_dptr y = tlm_device_alloc(d, 64 * sizeof(float), &err);
+    CHECK(x && y, "alloc: %s", err.msg);
+    static tlm_kernel_times t;
+    memset(&t, 0, sizeof t);
+    int n = 64;
+    void *args[] = {&x, &n};
+    tlm_launch dims = {.grid = {1, 1, 1}, .block = {64, 1, 1}};
+    /* 8 x 8 by 8 x 8, f32: 2 m n k = 1024 FLOPs */
+    tlm_gemm g = {.m = 8,
+                  .n = 8,
+                  .k = 8,
+                  .a = x,
+                  .b = x,
+                  .d = y,
+                  .lda = 8,
+                  .ldb = 8,
+                  .ldd = 8,
+                  .batch = 1,
+                  .alpha = 1.0f,
+                  .a_type = TLM_GEMM_F32,
+                  .b_type = TLM_GEMM_F32,
+                  .cd_type = TLM_GEMM_F32};
+    if (add && x && y) {
+        CHECK(tlm_device_launch(d, add, dims, args, &err), "%s", err.msg); /* not attached: not counted */
+        tlm_device_time_kernels(d, &t);
+        t.op = "mlp";
+        for (int i = 0; i < 2; i++) CHECK(tlm_device_launch(d, add, dims, args, &err), "%s", err.msg);
+        t.op = NULL;
+        CHECK(tlm_device_gemm(d, &g, &err), "%s", err.msg);
+        g.c = y, g.ldc = 8, g.beta = 1.0f, g.trans_a = true;
+        CHECK(tlm_device_gemm(d, &g, &err), "%s", err.msg);
+        tlm_device_time_kernels(d, NULL);
+        CHECK(tlm_device_launch(d, add, dims, args, &err), "%s", err.msg);
+    }
+    CHECK(t.n == 3, "%d rows, wanted 3", t.n);
+    CHECK(t.rows[0].op && !strcmp(t.rows[0].op, "mlp") && !strcmp(t.rows[0].what, "add_index") &&
+              t.rows[0].calls == 2 && t.rows[0].seconds > 0 && t.rows[0].flops == 0,
+          "row 0: %s: %s, %lld calls", t.rows[0].op ? t.rows[0].op : "(none)", t.rows[0].what, t.rows[0].calls);
+    CHECK(!t.rows[1].op && !strcmp(t.rows[1].what, "gemm NN f32->f32") && t.rows[1].calls == 1 &&
+              t.rows[1].flops == 1024,
+          "row 1: %s, %lld calls, %g FLOPs", t.rows[1].what, t.rows[1].calls, t.rows[1].flops);
+    CHECK(!strcmp(t.rows[2].what, "gemm TN f32->f32 +C"), "row 2: %s", t.rows[2].what);
+
+    /* widths aggregated; other digits kept */
+    memset(&t, 0, sizeof t);
+    t.op = "mlp";
+    tlm_kernel_times_add(&t, "tlm_mlp_swiglu_d1024_w4224_act", 2.0, 0);
+    tlm_kernel_times_add(&t, "tlm_mlp_swiglu_d1024_w1408_act", 1.0, 0);
+    tlm_kernel_times_add(&t, "tlm_attention_tc_fwd_d128", 4.0, 0);
+    CHECK(t.n == 2 && !strcmp(t.rows[0].what, "tlm_mlp_swiglu_d1024_w*_act") && t.rows[0].calls == 2 &&
+              t.rows[0].seconds == 3.0 && !strcmp(t.rows[1].what, "tlm_attention_tc_fwd_d128"),
+          "aggregated: %d rows, %s", t.n, t.rows[0].what);
+    int order[TLM_KERNEL_TIMES_MAX + 1];
+    CHECK(tlm_kernel_times_order(&t, order) == 2 && order[0] == 1, "the longest first");
+    /* full: the rest in one row */
+    for (int i = 0; i < TLM_KERNEL_TIMES_MAX + 10; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "k%d", i);
+        tlm_kernel_times_add(&t, name, 0.001, 0);
+    }
+    const tlm_kernel_time *others = &t.rows[TLM_KERNEL_TIMES_MAX];
+    CHECK(t.n == TLM_KERNEL_TIMES_MAX && !strcmp(others->what, "(others)") && others->calls == 12,
+          "full: %d rows, (others) %lld calls", t.n, others->calls);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    tlm_kernel_times_print(&t, 2, 20.0, 3, f);
+    fclose(f);
+    CHECK(text && has(text, "device kernels and GEMMs") && has(text, "mlp: tlm_attention_tc_fwd_d128") &&
+              has(text, "(254 more rows: 254 calls") && has(text, "(any op): (others)"),
+          "the table:\n%s", text ? text : "");
+    free(text);
+    f = open_memstream(&text, &len);
+    CHECK(tlm_kernel_times_write_json(&t, 20.0, f), "JSON written");
+    fclose(f);
+    int rows = 0;
+    for (const char *p = text; p && (p = strstr(p, "\"kernel\": ")); p++) rows++;
+    CHECK(text && text[0] == '[' && text[len - 1] == ']' && rows == TLM_KERNEL_TIMES_MAX + 1 &&
+              has(text, "{\"op\": \"mlp\", \"kernel\": \"tlm_attention_tc_fwd_d128\", \"calls\": 1, \"seconds\": 4, "
+                        "\"share\": 0.200000, \"gflops\": null}") &&
+              has(text, "{\"op\": \"(any op)\", \"kernel\": \"(others)\""),
+          "JSON: %d rows: %.300s", rows, text ? text : "");
+    free(text);
+    tlm_device_free(d, x);
+    tlm_device_free(d, y);
+    if (m) tlm_device_module_unload(d, m);
+}
+
 /* The compiler's own words come back in err. */
 static void test_compile_errors(tlm_device *d) {
     tlm_err err = {{0}};
@@ -301,6 +399,7 @@ int main(void) {
         test_info(d);
         test_memory(d);
         test_kernels(d);
+        test_kernel_times(d);
         test_compile_errors(d);
         tlm_device_close(d);
     }

@@ -881,6 +881,22 @@ assert not bad, bad" "$tmp/prof3.jsonl"
 import json, sys
 r = json.loads(open(sys.argv[1]).read().splitlines()[-1])['profile']
 assert 'threads' not in r and not any('busy' in o for o in r['ops']), r" "$tmp/dev.jsonl"
+  check "the device table under the ops': GEMMs with GFLOP/s, the memory's kernels, the optimizer's" -- bash -c '
+    grep -q "^  device kernels and GEMMs, each waited for" "$0" &&
+    grep -qE "^  linear: gemm [NT][NT] f32->f32 +[0-9]+ +[0-9.]+ +[0-9.]+% +[0-9.]+$" "$0" &&
+    grep -qE "^  titans(_backward)?: tlm_titans" "$0" && grep -q "^  outside the ops: tlm_adamw" "$0"' "$tmp/out"
+  check "... and in the log: each op's kernels within the op's time, all within the steps'" -- python3 -c "
+import json, sys
+r = json.loads(open(sys.argv[1]).read().splitlines()[-1])['profile']
+ks = r['kernels']
+assert ks and all(set(k) == {'op', 'kernel', 'calls', 'seconds', 'share', 'gflops'} for k in ks), ks
+ops = {o['op']: o['seconds'] for o in r['ops']}
+for op in ops:
+    inside = sum(k['seconds'] for k in ks if k['op'] == op)
+    assert inside <= ops[op], (op, inside, ops[op])
+assert all(k['op'] is None or k['op'] in ops for k in ks), ks
+assert sum(k['seconds'] for k in ks) <= r['step_seconds'], r
+assert any(k['gflops'] for k in ks if k['kernel'].startswith('gemm')), ks" "$tmp/dev.jsonl"
   ;;
 
 outputs)
