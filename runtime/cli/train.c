@@ -59,6 +59,7 @@
 #include "rank_output.h"
 #include "regular_file.h"
 #include "stdout_status.h"
+#include "test_hook.h"
 #include "tlm_rt/data.h"
 #include "tlm_rt/ops.h"
 #include "train_options.h"
@@ -678,6 +679,7 @@ static int validate(run *r) {
     /* --profile times the training steps, not the validations */
     tlm_profile *profile = r->model.profile;
     r->model.profile = NULL;
+    if (tlm_test_hook("validation")) raise(SIGINT); /* test-only: a Ctrl-C while it runs */
     bool ok = tlm_eval_sampled(&r->model, &r->val, r->micro, r->T, r->o.s.eval_batches, VALIDATION_SEED, &res, &err);
     r->model.profile = profile;
     if (!ok) {
@@ -821,6 +823,10 @@ static int train_loop(run *r) {
             logged_time = train_time;
         }
         if (validating && (rc = validate(r))) return rc;
+        /* a signal during the validation stops at this step, with its
+         * checkpoint, rather than after another step (alone: ranks agree on
+         * stopping only at the next step's agreement) */
+        if (validating && !stop && r->dist.ranks < 2 && (step_signal = stop_asked())) stop = true;
         if ((stop || (s->ckpt_every > 0 && step % s->ckpt_every == 0)) && !save_checkpoint(r, &err))
             return write_failed(r, "cannot write the checkpoint: ", &err);
         if (stop && !last) {

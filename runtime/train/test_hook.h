@@ -21,6 +21,8 @@
  *                 (tests/dist: the emulated device must then give other
  *                 parameters than one process; set it on every rank, or
  *                 the ranks' MPI collectives come in different orders)
+ *   validation    not a crash: train raises SIGINT in the middle of its n-th
+ *                 validation (the first is step 0's), as a Ctrl-C there would
  *
  * Without the variable (any normal run) every call returns at once and
  * nothing else changes. Not for use outside tests. */

@@ -15,7 +15,8 @@
 #              file kept, no temporary
 #   signals    SIGINT and SIGTERM stop at a step boundary with a checkpoint
 #              and the log flushed (exit 130, 143); a second SIGINT stops at
-#              once; resuming after each gives the uninterrupted run
+#              once; resuming after each gives the uninterrupted run; one
+#              during a validation stops at that validation's step
 #   leftovers  a start removes the stale temporaries of its checkpoint and
 #              log and nothing else; a folder in use by a run is refused
 #   outputs    every command's output file (tlmc -o, tokenize -o, tokenizer
@@ -168,6 +169,13 @@ signals)
   check "two SIGINTs + resumed == uninterrupted: tensors" -- \
     same ckpt twice/checkpoint.safetensors twice.straight/checkpoint.safetensors
   check "two SIGINTs + resumed == uninterrupted: log" -- same log twice.jsonl twice.straight.jsonl
+
+  # SIGINT in the middle of a validation (raised there by the test hook):
+  # the run stops at that step, with its checkpoint, not after another step
+  expect 130 "^interrupted at step 2 of 10 (SIGINT); checkpoint" "SIGINT during step 2's validation: stopped there" -- \
+    env TLM_TEST_KILL_AT=validation:2 "$run" train crash.so "${data[@]}" --steps 10 --eval-every 2 --eval-batches 2 \
+    --ckpt val_int
+  check "... with step 2's checkpoint" -- test "$(same step val_int/checkpoint.safetensors 2>&1)" = 2
   ;;
 
 leftovers)
