@@ -5,8 +5,12 @@ it: tests/reference/tapered_llama.py, same widths, heads, norms, RoPE, tie)
 trained for STEPS steps on random tokens with AdamW, clipping and the
 model's param groups, at PyTorch's best setting for the device: on a GPU
 bf16 autocast (fp32 master weights) or fp32 with TF32 off, as the tlm run it
-is compared with; on the CPU fp32 with every core. One warm-up step outside
-the clock; prints one JSON line: tokens/s, seconds, peak memory.
+is compared with; on the CPU fp32 with every core. Softmax attention runs
+through PyTorch's fused causal kernel (scaled_dot_product_attention:
+FlashAttention on a GPU) where the torch has it, else as plain products
+that keep [B, H, T, T] scores (Debian's torch 1.13); the JSON line says
+which. One warm-up step outside the clock; prints one JSON line:
+tokens/s, seconds, peak memory, attention.
 
 usage: gpu_peer.py SETTINGS.json [--device cuda|cpu] [--precision fp32|bf16]
                    [--steps N] [--batch B] [--seq T]
@@ -39,6 +43,7 @@ def main():
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
     torch.manual_seed(0)
+    tl.FAST_ATTENTION = True
     c = tl.Config(settings["model"])
     tr = settings["train"]
     model = tl.TaperedLlama(c).float().to(dev)
@@ -55,6 +60,19 @@ def main():
     except TypeError:
         opt = torch.optim.AdamW(groups, **hyper)
     B, T, V = a.batch, a.seq, c.vocab
+    # The fused kernel checked against the plain products on a short fp32
+    # batch (TF32 off on a GPU): a wrong peer must not pass for a fast one.
+    attention_diff = None
+    if tl.fast_attention_available():
+        probe = torch.randint(0, V, (1, min(T, 128) + 1), device=dev)
+        with torch.no_grad():
+            fast = tl.loss_fn(model(probe[:, :-1]), probe[:, 1:]).item()
+            tl.FAST_ATTENTION = False
+            plain = tl.loss_fn(model(probe[:, :-1]), probe[:, 1:]).item()
+            tl.FAST_ATTENTION = True
+        attention_diff = abs(fast - plain) / abs(plain)
+        if not attention_diff <= 1e-4:
+            sys.exit(f"gpu_peer: the fused attention's loss {fast} is not the plain products' {plain}")
     autocast = torch.autocast(dev.type, dtype=torch.bfloat16, enabled=a.precision == "bf16")
     sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
     t0, loss = 0.0, 0.0
@@ -75,7 +93,9 @@ def main():
     peak = torch.cuda.max_memory_allocated() if dev.type == "cuda" else 0
     print(json.dumps({"device": a.device, "precision": a.precision, "steps": a.steps, "batch": B, "seq": T,
                       "seconds": sec, "tokens_per_s": B * T * a.steps / sec, "last_loss": float(loss),
-                      "peak_memory": peak, "torch": torch.__version__}))
+                      "peak_memory": peak, "torch": torch.__version__,
+                      "attention": "scaled_dot_product_attention" if tl.fast_attention_available() else "plain",
+                      "attention_check": attention_diff}))
 
 
 if __name__ == "__main__":

@@ -241,7 +241,8 @@ peer() {
   run "$name" -- env LD_LIBRARY_PATH="$machine_ld" "$py" "$root/bench/gpu_peer.py" "$models/$model.json" "$@"
   local tps
   tps=$(grep -o '"tokens_per_s": [0-9.]*' "$work/$name.out" | grep -oE '[0-9.]+$')
-  [ -n "$tps" ] && detail "PyTorch $(printf '%.0f' "$tps") tok/s"
+  [ -n "$tps" ] && detail "PyTorch $(printf '%.0f' "$tps") tok/s, attention $(grep -o '"attention": "[a-z_]*"' \
+    "$work/$name.out" | cut -d'"' -f4)"
 }
 if [ $emulated = 0 ]; then
   peer "pytorch 440m fp32" transformer_440m --device cuda --precision fp32 --steps 20 --batch 8 --seq 2048

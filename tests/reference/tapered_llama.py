@@ -47,6 +47,17 @@ from torch import nn
 
 F = nn.functional
 
+# A speed peer (bench/gpu_peer.py) sets this: softmax attention then runs
+# through PyTorch's fused causal kernel (F.scaled_dot_product_attention,
+# is_causal: FlashAttention on a GPU, no [T, T] scores kept), where this
+# torch has it (2.0 on). The reference checks keep the plain products
+# below, which run in float64.
+FAST_ATTENTION = False
+
+
+def fast_attention_available():
+    return hasattr(F, "scaled_dot_product_attention")
+
 
 class Config:
     """The model's settings, from the dump's "model" metadata (a dict with
@@ -118,6 +129,11 @@ class Attention(nn.Module):
         H, D = self.heads, self.head_dim
         q, k, v = (p(x).view(B, T, H, D).transpose(1, 2) for p in (self.q_proj, self.k_proj, self.v_proj))
         q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+        if FAST_ATTENTION and fast_attention_available():
+            # one dtype for the kernel: under bf16 autocast v is bf16 while
+            # the RoPE tables made q and k fp32
+            q, k = q.to(v.dtype), k.to(v.dtype)
+            return F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(B, T, H * D)
         s = (q @ k.transpose(-1, -2)) / math.sqrt(D)
         p = torch.softmax(s.masked_fill(mask, float("-inf")), dim=-1)
         return (p @ v).transpose(1, 2).reshape(B, T, H * D)
