@@ -296,6 +296,35 @@ static int parse_entry(const char *name, const tlm_json *e, const uint8_t *data_
 }
 
 /* Takes ownership of buf (freed on failure too). */
+/* The file's first 8 bytes (the header's length, `head`) against its
+ * length; the header's length, or -1 with the reason in err. */
+static int64_t header_length(const uint8_t *head, uint64_t len, tlm_err *err) {
+    if (len < 8) {
+        tlm_fail(err, "safetensors: file too short (%llu bytes) for the 8-byte header length", (unsigned long long)len);
+        return -1;
+    }
+    uint64_t hlen = tlm_get_le64(head);
+    if (hlen > MAX_HEADER || hlen > len - 8) {
+        tlm_fail(err, "safetensors: header length %llu exceeds the file (%llu bytes) or the 100 MB limit",
+                 (unsigned long long)hlen, (unsigned long long)len);
+        return -1;
+    }
+    return (int64_t)hlen;
+}
+
+/* The header's JSON, which must be an object; NULL with the reason. */
+static tlm_json *header_json(const uint8_t *text, uint64_t hlen, tlm_err *err) {
+    tlm_err jerr;
+    tlm_json *j = tlm_json_parse((const char *)text, (size_t)hlen, &jerr);
+    if (!j) tlm_fail(err, "safetensors: bad header: %s", jerr.msg);
+    else if (j->type != TLM_JSON_OBJECT) {
+        tlm_fail(err, "safetensors: header is not a JSON object");
+        tlm_json_free(j);
+        j = NULL;
+    }
+    return j;
+}
+
 static tlm_st_file *parse_owned(uint8_t *buf, size_t len, tlm_err *err) {
     tlm_st_file *f = calloc(1, sizeof *f);
     if (!f) {
@@ -305,31 +334,10 @@ static tlm_st_file *parse_owned(uint8_t *buf, size_t len, tlm_err *err) {
     }
     f->buf = buf;
     f->len = len;
-    if (len < 8) {
-        tlm_fail(err,
-                 "safetensors: file too short (%zu bytes) for the 8-byte "
-                 "header length",
-                 len);
-        goto bad;
-    }
-    uint64_t hlen = tlm_get_le64(buf);
-    if (hlen > MAX_HEADER || hlen > len - 8) {
-        tlm_fail(err,
-                 "safetensors: header length %llu exceeds the file (%zu "
-                 "bytes) or the 100 MB limit",
-                 (unsigned long long)hlen, len);
-        goto bad;
-    }
-    tlm_err jerr;
-    f->header = tlm_json_parse((const char *)buf + 8, (size_t)hlen, &jerr);
-    if (!f->header) {
-        tlm_fail(err, "safetensors: bad header: %s", jerr.msg);
-        goto bad;
-    }
-    if (f->header->type != TLM_JSON_OBJECT) {
-        tlm_fail(err, "safetensors: header is not a JSON object");
-        goto bad;
-    }
+    const int64_t header = header_length(buf, len, err);
+    if (header < 0) goto bad;
+    const uint64_t hlen = (uint64_t)header;
+    if (!(f->header = header_json(buf + 8, hlen, err))) goto bad;
     const uint8_t *data = buf + 8 + hlen;
     uint64_t dlen = len - 8 - hlen;
     size_t nk = f->header->len;
@@ -433,7 +441,39 @@ tlm_st_file *tlm_st_parse(const void *bytes, size_t len, tlm_err *err) {
     return parse_owned(buf, len, err);
 }
 
+/* A damaged header is said as such before the file is read whole: a
+ * sparse or huge file with a bad header would otherwise read as "out of
+ * memory" (or take minutes to read). Reads the 8 bytes and the header
+ * alone; the whole file is checked again once read. */
+static bool header_readable(const char *path, tlm_err *err) {
+    int fd = tlm_open_regular(path, err);
+    if (fd < 0) return false;
+    struct stat st;
+    uint8_t head[8] = {0};
+    tlm_err perr = {""};
+    bool ok = false;
+    if (fstat(fd, &st) != 0 || (st.st_size >= 8 && pread(fd, head, 8, 0) != 8)) {
+        tlm_fail(err, "cannot read %s: %s", path, strerror(errno));
+    } else {
+        const int64_t hlen = header_length(head, (uint64_t)st.st_size, &perr);
+        uint8_t *text = hlen >= 0 ? malloc((size_t)hlen + 1) : NULL;
+        if (hlen >= 0 && !text) tlm_fail(&perr, "out of memory");
+        else if (text && (errno = 0, pread(fd, text, (size_t)hlen, 8) != (ssize_t)hlen))
+            tlm_fail(&perr, "cannot read the header: %s", errno ? strerror(errno) : "the file shrank");
+        else if (text) {
+            tlm_json *j = header_json(text, (uint64_t)hlen, &perr);
+            ok = j != NULL;
+            tlm_json_free(j);
+        }
+        free(text);
+        if (!ok) tlm_fail(err, "%s: %s", path, perr.msg);
+    }
+    close(fd);
+    return ok;
+}
+
 tlm_st_file *tlm_st_open(const char *path, tlm_err *err) {
+    if (!header_readable(path, err)) return NULL;
     size_t len = 0;
     uint8_t *buf = tlm_read_regular(path, SIZE_MAX, "read", &len, err);
     if (!buf) return NULL;

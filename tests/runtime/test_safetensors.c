@@ -254,6 +254,38 @@ static void test_fuzz(void) {
     free(good);
 }
 
+/* tlm_st_open reads the header before the whole file: a huge sparse file
+ * of zeros (a damaged checkpoint) is a bad header, said at once, not "out
+ * of memory" after trying to read 64 GiB; the other header errors are the
+ * parser's own. */
+static void test_open_header_first(void) {
+    struct {
+        const char *name;
+        long long size;
+        const char *needle;
+    } cases[] = {{"sparse.safetensors", 64LL << 30, "bad header"},
+                 {"short.safetensors", 3, "file too short (3 bytes)"},
+                 {"long_header.safetensors", 64, "header length"}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const char *path = path_in(cases[i].name);
+        FILE *fp = fopen(path, "wb");
+        CHECK(fp != NULL, "cannot create %s", path);
+        if (!fp) continue;
+        if (i == 2) { /* a header length past the file's end */
+            unsigned char len8[8] = {200, 0, 0, 0, 0, 0, 0, 0};
+            fwrite(len8, 1, 8, fp);
+        }
+        CHECK(ftruncate(fileno(fp), (off_t)cases[i].size) == 0, "%s: ftruncate", cases[i].name);
+        fclose(fp);
+        tlm_err err = {{0}};
+        tlm_st_file *f = tlm_st_open(path, &err);
+        CHECK(f == NULL && strstr(err.msg, cases[i].needle) && strstr(err.msg, cases[i].name), "%s: '%s' lacks '%s'",
+              cases[i].name, err.msg, cases[i].needle);
+        tlm_st_close(f);
+        remove(path);
+    }
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: test_safetensors TMPDIR\n");
@@ -263,6 +295,7 @@ int main(int argc, char **argv) {
     mkdir(g_dir, 0755);
     test_round_trip();
     test_bad_headers();
+    test_open_header_first();
     /* a small seed file for the fuzzer: two tensors and metadata */
     float w[3] = {1, 2, 3};
     int64_t s[2] = {7, -7};
