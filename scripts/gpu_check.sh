@@ -30,8 +30,9 @@
 #      against the same run without mpirun, bit for bit (the bundle's
 #      Open MPI, else the machine's; SKIPPED, not a pass, where neither is
 #      there);
-#   6. train --profile of the 440M presets, Transformer and Titans: the
-#      attention, memory and MLP kernels' shares of the step;
+#   6. bench's profile of the 440M presets, Transformer and Titans: the
+#      attention, memory and MLP kernels' shares of the step; then each
+#      kernel's and GEMM's time (--profile-kernels) in the log;
 #   7. the 440M model in PyTorch (bench/gpu_peer.py: fp32 with TF32 off, as
 #      tlm's fp32 run, and bf16 autocast, its best) for the ratio;
 # then prints a table, with each timed run's attention kernels and CUDA
@@ -207,8 +208,11 @@ elif [ $emulated = 0 ]; then
   row "NCCL: mpirun -np 1" SKIPPED "no mpirun on this machine and none in the bundle: not run, not a pass"
 fi
 
-# The attention, Titans memory and MLP kernels' shares of the step (train
-# --profile, which waits for each op: its own runs, not the timed ones above)
+# The attention, Titans memory and MLP kernels' shares of the step: bench's
+# profile (each op waited for), 3 steps after a warm-up step and a timed
+# one, so that loading the kernels and planning the GEMMs on a first step
+# stays out of it (train --profile's would count them), and no checkpoint
+# is written
 # shares FILE OP...: each op's share, forward and backward together, from
 # the table after the "profile:" line; fails when an op is not in it
 shares() {
@@ -227,13 +231,17 @@ pargs=(--context 2048 --batch 8) profiled=(transformer_440m:attention titans_440
 [ $emulated = 1 ] && pargs=(--context $context --batch $batch) profiled=(tiny:attention tiny_titans:titans)
 for p in "${profiled[@]}"; do
   pm=${p%%:*} mixer=${p#*:}
-  run "profile $pm" -- "$bin/tlm-run" train "$models/$pm.so" --device cuda --steps 3 "${pargs[@]}" --eval-every 0 \
-    --eval-batches 1 --profile --ckpt "$throwaway/profile" --overwrite
+  bench_args=("$models/$pm.so" --device cuda "${pargs[@]}" --warmup 1 --steps 1 --profile 3)
+  run "profile $pm" -- "$bin/tlm-run" bench "${bench_args[@]}"
   if line=$(shares "$work/profile $pm.out" "$mixer" mlp); then detail "$line"
   else row "shares of $pm's step" FAIL "no $mixer or mlp row in the profile: $line"; fail=1; fi
-  # the whole profile in the log (not in the summary): each op's and each
-  # kernel's and GEMM's time and GFLOP/s, for the next round of kernel work
-  sed -n '/^profile: /,/^done: /{/^done: /!p}' "$work/profile $pm.out" | sed 's/^/gpu_check:   | /'
+  # Each kernel's and GEMM's time (--profile-kernels: each also waited for,
+  # so its op shares are not the ones above): the whole profile goes in the
+  # log, not the summary, for the next round of kernel work
+  run "profile $pm, each kernel" -- "$bin/tlm-run" bench "${bench_args[@]}" --profile-kernels
+  if grep -q '^  device kernels and GEMMs' "$work/profile $pm, each kernel.out"; then
+    sed -n '/^profile: /,$p' "$work/profile $pm, each kernel.out" | sed 's/^/gpu_check:   | /'
+  else row "the kernels of $pm's step" FAIL "no device table in the profile"; fail=1; fi
 done
 
 py=${TLM_PYTHON:-python3}

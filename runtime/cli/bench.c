@@ -40,6 +40,8 @@ static void usage(FILE *out) {
           "  --steps N           timed steps (default 10)\n"
           "  --warmup N          untimed steps first (default 2)\n"
           "  --profile N         profiled steps after the timed ones (default 2; 0: none)\n"
+          "  --profile-kernels   on a device, the profile times each kernel and GEMM too\n"
+          "                      (each waited for, before and after: the op times grow)\n"
           "  --threads N         CPU threads (default: all cores)\n"
           "  --device DEV        cpu (default), cuda or cuda:N\n"
           "  --precision P       bf16 (the GPU's default) or fp32\n"
@@ -58,7 +60,8 @@ enum {
     OPT_THREADS,
     OPT_DEVICE,
     OPT_PRECISION,
-    OPT_JSON
+    OPT_JSON,
+    OPT_PROFILE_KERNELS
 };
 static const struct option long_options[] = {
     {"help", no_argument, NULL, 'h'},
@@ -71,6 +74,7 @@ static const struct option long_options[] = {
     {"device", required_argument, NULL, OPT_DEVICE},
     {"precision", required_argument, NULL, OPT_PRECISION},
     {"json", no_argument, NULL, OPT_JSON},
+    {"profile-kernels", no_argument, NULL, OPT_PROFILE_KERNELS},
     {NULL, 0, NULL, 0},
 };
 
@@ -78,7 +82,7 @@ typedef struct bench {
     int64_t batch, context, steps, warmup, profile_steps, threads;
     const char *device, *precision_value;
     tlm_precision precision;
-    bool json;
+    bool json, profile_kernels;
 } bench;
 
 /* -1 to go on, else the exit status. */
@@ -102,11 +106,16 @@ static int parse(bench *b, const char **model, int argc, char **argv) {
             break;
         case OPT_PRECISION: b->precision_value = a.val; break;
         case OPT_JSON: b->json = true; break;
+        case OPT_PROFILE_KERNELS: b->profile_kernels = true; break;
         case 1: ok = cli_model_path(&a, model); break;
         default: return 2; /* reported by cli_getopt */
         }
         if (!ok) return 2;
     }
+    if (b->profile_kernels && (!b->device || !strcmp(b->device, "cpu")))
+        return cli_usage_error("bench", "--profile-kernels times a device's kernels: it needs --device cuda");
+    if (b->profile_kernels && b->profile_steps == 0)
+        return cli_usage_error("bench", "--profile-kernels with --profile 0: no steps are profiled");
     return precision_flag_resolve("bench", b->device, b->precision_value, &b->precision) ? 2 : -1;
 }
 
@@ -265,11 +274,11 @@ int cmd_bench(int argc, char **argv) {
     }
     device_use use = {&m, dev ? tlm_device_memory_in_use(dev) : 0};
     if (!rc && b.profile_steps > 0) {
-        if (!(profile = tlm_profile_create(dev))) rc = cli_error("bench", "out of memory");
+        if (!(profile = tlm_profile_create(b.profile_kernels ? dev : NULL))) rc = cli_error("bench", "out of memory");
         m.profile = profile;
         if (profile && !dev) tlm_profile_watch_threads(profile, m.threads);
         tlm_profile_mark t0 = profile ? tlm_profile_now(profile) : (tlm_profile_mark){0};
-        if (profile && dev) tlm_device_time_kernels(dev, profile->kernels);
+        if (profile && profile->kernels) tlm_device_time_kernels(dev, profile->kernels);
         if (!rc && !run_steps(&t, &rng, x, y, b.profile_steps, tokens, s.context, &done, &err))
             rc = cli_error("bench", "%s", err.msg);
         if (dev) tlm_device_time_kernels(dev, NULL);

@@ -28,6 +28,7 @@ enum {
     OPT_STOP_AT,
     OPT_DRY_RUN,
     OPT_PROFILE,
+    OPT_PROFILE_KERNELS,
     OPT_SETTING = 512,
 };
 
@@ -46,6 +47,7 @@ static const struct option other_options[] = {
     {"stop-at", required_argument, NULL, OPT_STOP_AT},
     {"dry-run", no_argument, NULL, OPT_DRY_RUN},
     {"profile", no_argument, NULL, OPT_PROFILE},
+    {"profile-kernels", no_argument, NULL, OPT_PROFILE_KERNELS},
 };
 #define NOTHER ((int)(sizeof other_options / sizeof *other_options))
 
@@ -101,6 +103,8 @@ static void usage(FILE *out) {
           "                       or fp32 (the CPU's only one)\n"
           "  --profile            time each op kind: a table at the end, a record in the log\n"
           "                       (on a GPU each op is waited for: slower while profiling)\n"
+          "  --profile-kernels    --profile, and on a device each kernel's and GEMM's time\n"
+          "                       (each waited for, before and after: the op times grow)\n"
           "  --decay-embeddings   decay the embedding (and a tied head) too\n"
           "  --dry-run            resolve the settings as a run would (the model's, the\n"
           "                       flags, with --resume the checkpoint's), print them one\n"
@@ -214,6 +218,7 @@ int train_parse(train_options *o, int argc, char **argv) {
         case OPT_DECAY_EMBEDDINGS: o->given_decay = true; break;
         case OPT_DRY_RUN: o->dry_run = true; break;
         case OPT_PROFILE: o->profile = true; break;
+        case OPT_PROFILE_KERNELS: o->profile = o->profile_kernels = true; break;
         case OPT_DATA:
             if (!cli_path(&a, &o->data) || !recordable(&a)) return 2;
             o->given_data = true;
@@ -251,6 +256,9 @@ int train_parse(train_options *o, int argc, char **argv) {
     if (!o->model) return cli_usage_error("train", "no MODEL.so given");
     if (precision_flag_resolve("train", o->device, precision, &o->precision)) return 2;
     if (o->resume && o->overwrite) return cli_usage_error("train", "--resume and --overwrite contradict each other");
+    if (o->profile_kernels && (!o->device || !strcmp(o->device, "cpu")))
+        return cli_usage_error("train", "--profile-kernels times a device's kernels: it needs --device cuda (on the "
+                                        "CPU, --profile times the ops)");
     return -1;
 }
 

@@ -29,6 +29,7 @@ typedef struct train_options {
     bool resume, overwrite;
     bool dry_run;                      /* resolve and print the settings, then stop */
     bool profile;                      /* time each op kind (model/profile.h) */
+    bool profile_kernels;              /* and, on a device, each kernel and GEMM (device/kernel_times.h) */
     int64_t stop_at;                   /* stop (as if interrupted) after this step; 0: never */
 
     /* What the command line said, to lay over the defaults. */

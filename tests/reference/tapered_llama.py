@@ -49,7 +49,7 @@ F = nn.functional
 
 # A speed peer (bench/gpu_peer.py) sets this: softmax attention then runs
 # through PyTorch's fused causal kernel (F.scaled_dot_product_attention,
-# is_causal: FlashAttention on a GPU, no [T, T] scores kept), where this
+# is_causal: FlashAttention in bf16 on a GPU, no [T, T] scores kept), where this
 # torch has it (2.0 on). The reference checks keep the plain products
 # below, which run in float64.
 FAST_ATTENTION = False

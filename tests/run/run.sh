@@ -881,6 +881,16 @@ assert not bad, bad" "$tmp/prof3.jsonl"
 import json, sys
 r = json.loads(open(sys.argv[1]).read().splitlines()[-1])['profile']
 assert 'threads' not in r and not any('busy' in o for o in r['ops']), r" "$tmp/dev.jsonl"
+  check "... and without --profile-kernels no device table (nothing waited for within the ops)" -- \
+    bash -c '! grep -q "device kernels" "$0" && ! grep -q "\"kernels\"" "$1"' "$tmp/out" "$tmp/dev.jsonl"
+  expect 2 "^tlm-run train: --profile-kernels times a device's kernels: it needs --device cuda" \
+    "--profile-kernels on the CPU: a usage error" -- "$run" train "$s" "${quick[@]}" --steps 1 --ckpt "$tmp/k" --profile-kernels
+  expect 2 "^tlm-run bench: --profile-kernels times a device's kernels: it needs --device cuda" \
+    "bench --profile-kernels on the CPU: a usage error" -- "$run" bench "$s" --profile-kernels
+  expect 0 "profile: 2 steps" "--profile-kernels on the emulated device" -- \
+    env TLM_TEST_DEVICE=emulated XDG_CACHE_HOME="$work/gpu-cache" "$run" train "$models/small_titans.so" \
+    --threads 1 --context 16 --batch 2 --steps 2 --device cuda --precision fp32 --ckpt "$tmp/dev" --overwrite \
+    --log "$tmp/dev.jsonl" --profile-kernels
   check "the device table under the ops': GEMMs with GFLOP/s, the memory's kernels, the optimizer's" -- bash -c '
     grep -q "^  device kernels and GEMMs, each waited for" "$0" &&
     grep -qE "^  linear: gemm [NT][NT] f32->f32 +[0-9]+ +[0-9.]+ +[0-9.]+% +[0-9.]+$" "$0" &&
