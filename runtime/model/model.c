@@ -258,11 +258,27 @@ bool tlm_model_cache_open(tlm_model *m, tlm_err *err) {
     return true;
 }
 
+/* A decoded token's products are matrix-vector products, short and bound
+ * by memory. Where OpenMP's idle threads sleep (OMP_WAIT_POLICY=passive),
+ * each parallel region OpenBLAS opens for one of them (tiny's MLP products
+ * are past its single-thread threshold) wakes them with system calls that
+ * cost more than the split saves: `bench/sample_bench.sh` of tiny at two
+ * threads took 2.05 ms a byte against 0.99 on one thread (0.85 with
+ * spinning threads, the default). So the CPU decodes with OpenBLAS on one
+ * thread there. Its products split their outputs, not their sums, between
+ * threads: the bits are the same. */
+static bool decode_on_one_thread(const tlm_model *m, tlm_kv_mode mode) {
+    return mode == TLM_KV_DECODE && !m->gpu && m->threads > 1 && tlm_threads_wait_passively();
+}
+
 static bool cached_forward(tlm_model *m, const int32_t *tokens, int64_t n, tlm_kv_mode mode, int64_t pos) {
     if (!cache_is_open(m)) return false;
     m->kv_mode = mode;
     m->kv_pos = pos;
+    const bool single = decode_on_one_thread(m, mode);
+    const int saved = single ? tlm_blas_single_begin() : 0;
     tlm_model_forward(m, tokens, NULL, 1, n);
+    if (single) tlm_blas_single_end(saved);
     m->kv_mode = TLM_KV_OFF;
     return !tlm_model_device_error(m);
 }

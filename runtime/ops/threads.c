@@ -18,6 +18,16 @@ void tlm_set_num_threads(int n) {
     openblas_set_num_threads(n);
 }
 
+int tlm_blas_single_begin(void) {
+    int n = openblas_get_num_threads();
+    if (n != 1) openblas_set_num_threads(1);
+    return n;
+}
+
+void tlm_blas_single_end(int saved) {
+    if (saved != 1) openblas_set_num_threads(saved);
+}
+
 int tlm_get_num_threads(void) {
 #ifdef _OPENMP
     return omp_get_max_threads();

@@ -124,7 +124,7 @@
  *
  * Work is split over (b, h) pairs: each owns its checkpoints, its slices of
  * y, dq, dk, dv and its scalars, and every update runs in a fixed order
- * (each sgemm on its caller's thread: blas_single_begin), so the bits do
+ * (each sgemm on its caller's thread: tlm_blas_single_begin), so the bits do
  * not depend on the thread count. The
  * forward and the backward's recomputation step blocks through the same
  * function, so the backward sees the states the forward had.
@@ -143,20 +143,11 @@
 /* Floats of the forward's stack buffer of scaled rows. */
 #define ROWS_TMP 4096
 
-/* Every sgemm of the op runs on the calling (b, h) thread: OpenBLAS would
- * otherwise split the larger ones (D = 128: past its single-thread
- * threshold) over its own pool, nested in ours, and how it splits them
- * changes the bits with the thread count. Its thread count is a global, set
- * to 1 for the op's duration and restored after. */
-static int blas_single_begin(void) {
-    int n = openblas_get_num_threads();
-    if (n != 1) openblas_set_num_threads(1);
-    return n;
-}
-
-static void blas_single_end(int n) {
-    if (n != 1) openblas_set_num_threads(n);
-}
+/* Every sgemm of the op runs on the calling (b, h) thread
+ * (tlm_blas_single_begin, for the op's duration): OpenBLAS would otherwise
+ * split the larger ones (D = 128: past its single-thread threshold) over
+ * its own pool, nested in ours, and how it splits them changes the bits
+ * with the thread count. */
 
 /* Segment length: whole chunks, at least 16 tokens. */
 static int segment_len(int chunk) { return chunk * ((16 + chunk - 1) / chunk); }
@@ -346,7 +337,7 @@ void tlm_titans_forward(float *y, float *saved, const float *q, const float *k, 
     const int nseg = (T + K - 1) / K;
     const size_t DD = (size_t)D * D;
     float *e_all = saved + (size_t)B * H * nseg * 2 * DD;
-    const int blas_threads = blas_single_begin();
+    const int blas_threads = tlm_blas_single_begin();
 #pragma omp parallel for collapse(2) schedule(static)
     for (int b = 0; b < B; b++) {
         for (int h = 0; h < H; h++) {
@@ -381,7 +372,7 @@ void tlm_titans_forward(float *y, float *saved, const float *q, const float *k, 
             }
         }
     }
-    blas_single_end(blas_threads);
+    tlm_blas_single_end(blas_threads);
 }
 
 void tlm_titans_decode(float *y, float *state, const float *q, const float *k, const float *v, const float *theta,
@@ -558,7 +549,7 @@ void tlm_titans_backward(float *dq, float *dk, float *dv, float *dtheta, float *
     const float *e_all = saved + (size_t)B * H * nseg * 2 * DD;
     const size_t per_thread = tlm_titans_scratch_floats(D, chunk);
     if (threads < 1) threads = 1;
-    const int blas_threads = blas_single_begin();
+    const int blas_threads = tlm_blas_single_begin();
 #pragma omp parallel num_threads(threads)
     {
         float *scr = scratch + (size_t)tlm_thread_index() * per_thread;
@@ -618,5 +609,5 @@ void tlm_titans_backward(float *dq, float *dk, float *dv, float *dtheta, float *
             }
         }
     }
-    blas_single_end(blas_threads);
+    tlm_blas_single_end(blas_threads);
 }

@@ -688,6 +688,15 @@ sample)
   check "prompt + 80 bytes + a newline" -- test "$(wc -c < "$tmp/a")" -ge $(( ${#prompt} + 81 ))
   expect 0 "" "the same seed" -- sample --seed 7
   check "the same seed, the same text" -- cmp "$tmp/a" "$tmp/out"
+  # sleeping OpenMP threads decode with OpenBLAS on one thread (model.c):
+  # the same bits, so the same sampled text, as spinning ones and as one
+  for t in "OMP_WAIT_POLICY=passive 2" "OMP_WAIT_POLICY=active 2" "OMP_WAIT_POLICY=passive 1"; do
+    expect 0 "" "${t% *}, --threads ${t#* }" -- env "${t% *}" "$run" sample "$s" --ckpt "$trained" --prompt "$prompt" \
+      --length 80 --seed 7 --threads "${t#* }"
+    cp "$tmp/out" "$tmp/threads.${t// /_}"
+  done
+  check "... the same text all three ways" -- bash -c 'cmp "$0" "$1" && cmp "$0" "$2"' \
+    "$tmp/threads.OMP_WAIT_POLICY=passive_2" "$tmp/threads.OMP_WAIT_POLICY=active_2" "$tmp/threads.OMP_WAIT_POLICY=passive_1"
   expect 0 "" "another seed" -- sample --seed 8
   check "another seed, other text" -- bash -c "! cmp -s '$tmp/a' '$tmp/out'"
   expect 0 "" "greedy" -- sample --temperature 0 --seed 1

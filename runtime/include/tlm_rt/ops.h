@@ -49,6 +49,10 @@ int tlm_thread_index(void);
  * GOMP_SPINCOUNT=0, KMP_BLOCKTIME=0) rather than spin a while first,
  * OpenMP's default, which keeps them on a CPU as if at work. */
 bool tlm_threads_wait_passively(void);
+/* OpenBLAS on one thread until tlm_blas_single_end(the value returned):
+ * its thread count is a global, restored after. */
+int tlm_blas_single_begin(void);
+void tlm_blas_single_end(int saved);
 
 /* ---- blas_kernels.c ----------------------------------------------------- */
 
