@@ -54,6 +54,13 @@ int tlm_open_regular(const char *path, tlm_err *err) {
 uint8_t *tlm_read_regular(const char *path, uint64_t max_bytes, const char *what, size_t *size, tlm_err *err) {
     int fd = tlm_open_regular(path, err);
     if (fd < 0) return NULL;
+    uint8_t *bytes = tlm_read_regular_fd(fd, path, max_bytes, what, size, err);
+    close(fd);
+    return bytes;
+}
+
+uint8_t *tlm_read_regular_fd(int fd, const char *path, uint64_t max_bytes, const char *what, size_t *size,
+                             tlm_err *err) {
     struct stat st;
     uint8_t *bytes = NULL;
     if (fstat(fd, &st) != 0) {
@@ -66,7 +73,7 @@ uint8_t *tlm_read_regular(const char *path, uint64_t max_bytes, const char *what
         size_t n = (size_t)st.st_size, got = 0;
         int error = 0;
         while (got < n) {
-            ssize_t r = read(fd, bytes + got, n - got);
+            ssize_t r = pread(fd, bytes + got, n - got, (off_t)got);
             if (r < 0 && errno == EINTR) continue;
             if (r < 0) error = errno;
             if (r <= 0) break;
@@ -79,7 +86,6 @@ uint8_t *tlm_read_regular(const char *path, uint64_t max_bytes, const char *what
         }
         *size = n;
     }
-    close(fd);
     return bytes;
 }
 

@@ -25,6 +25,10 @@ FILE *tlm_fopen_regular(const char *path, tlm_err *err);
  * refused unread, with a message saying it is too large to be `what`.
  * NULL with a reason in err. */
 uint8_t *tlm_read_regular(const char *path, uint64_t max_bytes, const char *what, size_t *size, tlm_err *err);
+/* The same from fd, a descriptor tlm_open_regular gave for path (read from
+ * its start, whatever its offset; left open). */
+uint8_t *tlm_read_regular_fd(int fd, const char *path, uint64_t max_bytes, const char *what, size_t *size,
+                             tlm_err *err);
 
 /* What st_mode is, in words ("a FIFO", "a directory", ...), for messages. */
 const char *tlm_file_kind(unsigned mode);

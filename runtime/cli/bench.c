@@ -274,14 +274,12 @@ int cmd_bench(int argc, char **argv) {
     }
     device_use use = {&m, dev ? tlm_device_memory_in_use(dev) : 0};
     if (!rc && b.profile_steps > 0) {
-        if (!(profile = tlm_profile_create(b.profile_kernels ? dev : NULL))) rc = cli_error("bench", "out of memory");
+        if (!(profile = tlm_profile_create(b.profile_kernels))) rc = cli_error("bench", "out of memory");
         m.profile = profile;
         if (profile && !dev) tlm_profile_watch_threads(profile, m.threads);
         tlm_profile_mark t0 = profile ? tlm_profile_now(profile) : (tlm_profile_mark){0};
-        if (profile && profile->kernels) tlm_device_time_kernels(dev, profile->kernels);
         if (!rc && !run_steps(&t, &rng, x, y, b.profile_steps, tokens, s.context, &done, &err))
             rc = cli_error("bench", "%s", err.msg);
-        if (dev) tlm_device_time_kernels(dev, NULL);
         if (profile) tlm_profile_steps(profile, b.profile_steps, t0);
         m.profile = NULL;
     }

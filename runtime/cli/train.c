@@ -598,7 +598,7 @@ static int setup(run *r) {
         rc = cli_error("train", "%s", err.msg);
         goto out;
     }
-    if (o->profile && !(r->model.profile = tlm_profile_create(o->profile_kernels ? r->dev : NULL))) {
+    if (o->profile && !(r->model.profile = tlm_profile_create(o->profile_kernels))) {
         rc = cli_error("train", "out of memory");
         goto out;
     }
@@ -749,9 +749,7 @@ static int train_loop(run *r) {
             progress_close(&r->out, NULL);
             return cli_error("train", "%s", e.msg);
         }
-        if (r->model.profile && r->model.profile->kernels) tlm_device_time_kernels(r->dev, r->model.profile->kernels);
         tlm_step_result res = tlm_trainer_step(&r->trainer, r->x, r->y, r->T);
-        if (r->dev) tlm_device_time_kernels(r->dev, NULL);
         const char *device_error = tlm_model_device_error(&r->model);
         if (device_error) {
             progress_close(&r->out, NULL);
@@ -843,8 +841,8 @@ static int train_loop(run *r) {
                    : sig == SIGPIPE ? " (standard output could not be written)"
                                     : "",
                    r->ckpt_file);
-            /* another rank's closed pipe: SIGPIPE's status, as if it had ended the process */
-            if (sig == SIGPIPE) return 128 + SIGPIPE;
+            /* a signal's status (another rank's closed pipe: SIGPIPE's, as
+             * if it had ended the process) */
             return sig ? 128 + sig : 0;
         }
     }

@@ -456,16 +456,16 @@ static bool allow_shared(tlm_device *d, tlm_kernel *k, unsigned bytes, tlm_err *
 
 void tlm_device_time_kernels(tlm_device *d, tlm_kernel_times *t) { d->times = t; }
 
-/* Whether this launch or GEMM is timed: a table is attached, and the work
- * goes to the compute stream outside a capture (the comm stream's runs
- * beside it, and a capture runs nothing). Then the work before it is
- * waited for first, and *t0 is when it starts. */
-static bool timing_begins(tlm_device *d, double *t0, tlm_err *err, bool *ok) {
-    *ok = true;
-    if (!d->times || d->capturing || d->launch_stream != TLM_STREAM_COMPUTE) return false;
-    *ok = d->backend->sync(d, err);
+/* Whether the next launch or GEMM is timed: a table is attached, and the
+ * work goes to the compute stream outside a capture (the comm stream's runs
+ * beside it, and a capture runs nothing). */
+static bool timed(const tlm_device *d) { return d->times && !d->capturing && d->launch_stream == TLM_STREAM_COMPUTE; }
+
+/* Waits for the work before a timed one; false with err. *t0: its start. */
+static bool timing_begins(tlm_device *d, double *t0, tlm_err *err) {
+    if (!d->backend->sync(d, err)) return false;
     *t0 = seconds_now();
-    return *ok;
+    return true;
 }
 
 /* Waits for the timed work that `ran` and adds its time to the table. */
@@ -481,11 +481,10 @@ bool tlm_device_launch(tlm_device *d, tlm_kernel *k, tlm_launch dims, void **arg
     if (d->launch_stream != TLM_STREAM_COMPUTE && !tlm_device_outside_capture(d, "a launch on the comm stream", err))
         return false;
     if (!allow_shared(d, k, dims.shared_bytes, err)) return false;
-    double t0 = 0;
-    bool ok;
-    if (timing_begins(d, &t0, err, &ok))
-        return timing_ends(d, d->backend->launch(d, k->fn, k->name, dims, args, err), t0, k->name, 0, err);
-    return ok && d->backend->launch(d, k->fn, k->name, dims, args, err);
+    if (!timed(d)) return d->backend->launch(d, k->fn, k->name, dims, args, err);
+    double t0;
+    return timing_begins(d, &t0, err) &&
+           timing_ends(d, d->backend->launch(d, k->fn, k->name, dims, args, err), t0, k->name, 0, err);
 }
 
 /* ---- GEMM descriptions ---- */
@@ -574,9 +573,9 @@ bool tlm_device_gemm(tlm_device *d, const tlm_gemm *g, tlm_err *err) {
         !check_operand(c, "D", g->d, g->cd_type, g->m, g->n, g->ldd, g->batch, g->stride_d, err) ||
         (g->c && !check_operand(c, "C", g->c, g->cd_type, g->m, g->n, g->ldc, g->batch, g->stride_c, err)))
         return false;
-    double t0 = 0;
-    bool ok;
-    if (!timing_begins(d, &t0, err, &ok)) return ok && d->backend->gemm(d, g, err);
+    if (!timed(d)) return d->backend->gemm(d, g, err);
+    double t0;
+    if (!timing_begins(d, &t0, err)) return false;
     char what[64];
     snprintf(what, sizeof what, "gemm%s %c%c %s->%s%s", g->batch > 1 ? " batched" : "", g->trans_a ? 'T' : 'N',
              g->trans_b ? 'T' : 'N', g->a_type == TLM_GEMM_BF16 ? "bf16" : "f32",

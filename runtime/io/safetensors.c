@@ -295,7 +295,6 @@ static int parse_entry(const char *name, const tlm_json *e, const uint8_t *data_
     return 0;
 }
 
-/* Takes ownership of buf (freed on failure too). */
 /* The file's first 8 bytes (the header's length, `head`) against its
  * length; the header's length, or -1 with the reason in err. */
 static int64_t header_length(const uint8_t *head, uint64_t len, tlm_err *err) {
@@ -325,19 +324,23 @@ static tlm_json *header_json(const uint8_t *text, uint64_t hlen, tlm_err *err) {
     return j;
 }
 
-static tlm_st_file *parse_owned(uint8_t *buf, size_t len, tlm_err *err) {
+/* Takes ownership of buf and of header (freed on failure too): buf's
+ * header parsed already (tlm_st_open), or NULL to parse it here. */
+static tlm_st_file *parse_owned(uint8_t *buf, size_t len, tlm_json *header, tlm_err *err) {
     tlm_st_file *f = calloc(1, sizeof *f);
     if (!f) {
         free(buf);
+        tlm_json_free(header);
         tlm_fail(err, "out of memory");
         return NULL;
     }
     f->buf = buf;
     f->len = len;
-    const int64_t header = header_length(buf, len, err);
-    if (header < 0) goto bad;
-    const uint64_t hlen = (uint64_t)header;
-    if (!(f->header = header_json(buf + 8, hlen, err))) goto bad;
+    f->header = header;
+    const int64_t header_len = header_length(buf, len, err);
+    if (header_len < 0) goto bad;
+    const uint64_t hlen = (uint64_t)header_len;
+    if (!f->header && !(f->header = header_json(buf + 8, hlen, err))) goto bad;
     const uint8_t *data = buf + 8 + hlen;
     uint64_t dlen = len - 8 - hlen;
     size_t nk = f->header->len;
@@ -438,47 +441,45 @@ tlm_st_file *tlm_st_parse(const void *bytes, size_t len, tlm_err *err) {
         return NULL;
     }
     if (len) memcpy(buf, bytes, len);
-    return parse_owned(buf, len, err);
+    return parse_owned(buf, len, NULL, err);
 }
 
-/* A damaged header is said as such before the file is read whole: a
- * sparse or huge file with a bad header would otherwise read as "out of
- * memory" (or take minutes to read). Reads the 8 bytes and the header
- * alone; the whole file is checked again once read. */
-static bool header_readable(const char *path, tlm_err *err) {
-    int fd = tlm_open_regular(path, err);
-    if (fd < 0) return false;
+/* The header of the file open at fd, from its first bytes read alone: a
+ * damaged header is said as such before the file is read whole (a sparse
+ * or huge file with a bad header would otherwise read as "out of memory",
+ * or take minutes to read). NULL with the reason. */
+static tlm_json *header_first(int fd, tlm_err *err) {
     struct stat st;
     uint8_t head[8] = {0};
-    tlm_err perr = {""};
-    bool ok = false;
-    if (fstat(fd, &st) != 0 || (st.st_size >= 8 && pread(fd, head, 8, 0) != 8)) {
-        tlm_fail(err, "cannot read %s: %s", path, strerror(errno));
-    } else {
-        const int64_t hlen = header_length(head, (uint64_t)st.st_size, &perr);
-        uint8_t *text = hlen >= 0 ? malloc((size_t)hlen + 1) : NULL;
-        if (hlen >= 0 && !text) tlm_fail(&perr, "out of memory");
-        else if (text && (errno = 0, pread(fd, text, (size_t)hlen, 8) != (ssize_t)hlen))
-            tlm_fail(&perr, "cannot read the header: %s", errno ? strerror(errno) : "the file shrank");
-        else if (text) {
-            tlm_json *j = header_json(text, (uint64_t)hlen, &perr);
-            ok = j != NULL;
-            tlm_json_free(j);
-        }
-        free(text);
-        if (!ok) tlm_fail(err, "%s: %s", path, perr.msg);
-    }
-    close(fd);
-    return ok;
+    if (fstat(fd, &st) != 0 || (st.st_size >= 8 && pread(fd, head, 8, 0) != 8))
+        return tlm_fail(err, "cannot read it: %s", strerror(errno)), NULL;
+    const int64_t hlen = header_length(head, (uint64_t)st.st_size, err);
+    if (hlen < 0) return NULL;
+    uint8_t *text = malloc((size_t)hlen + 1);
+    tlm_json *header = NULL;
+    if (!text) tlm_fail(err, "out of memory");
+    else if (errno = 0, pread(fd, text, (size_t)hlen, 8) != (ssize_t)hlen)
+        tlm_fail(err, "cannot read the header: %s", errno ? strerror(errno) : "the file shrank");
+    else header = header_json(text, (uint64_t)hlen, err);
+    free(text);
+    return header;
 }
 
 tlm_st_file *tlm_st_open(const char *path, tlm_err *err) {
-    if (!header_readable(path, err)) return NULL;
+    int fd = tlm_open_regular(path, err);
+    if (fd < 0) return NULL;
+    tlm_err perr = {""};
     size_t len = 0;
-    uint8_t *buf = tlm_read_regular(path, SIZE_MAX, "read", &len, err);
-    if (!buf) return NULL;
-    tlm_err perr;
-    tlm_st_file *f = parse_owned(buf, len, &perr);
+    uint8_t *buf = NULL;
+    tlm_json *header = header_first(fd, &perr);
+    if (!header) tlm_fail(err, "%s: %s", path, perr.msg);
+    else buf = tlm_read_regular_fd(fd, path, SIZE_MAX, "read", &len, err);
+    close(fd);
+    if (!buf) {
+        tlm_json_free(header);
+        return NULL;
+    }
+    tlm_st_file *f = parse_owned(buf, len, header, &perr);
     if (!f) tlm_fail(err, "%s: %s", path, perr.msg);
     return f;
 }

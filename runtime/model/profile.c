@@ -171,9 +171,9 @@ static double busy_share(const tlm_profile *p, double cpu, double wall) {
     return b < 0 ? 0 : b > 1 ? 1 : b;
 }
 
-tlm_profile *tlm_profile_create(const tlm_device *dev) {
+tlm_profile *tlm_profile_create(bool device_kernels) {
     tlm_profile *p = calloc(1, sizeof *p);
-    if (p && dev && !(p->kernels = calloc(1, sizeof *p->kernels))) {
+    if (p && device_kernels && !(p->kernels = calloc(1, sizeof *p->kernels))) {
         free(p);
         return NULL;
     }

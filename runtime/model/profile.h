@@ -31,8 +31,8 @@
  * (sending and broadcasting gradient buckets) and wait (blocked until
  * another rank's partial sum, losses or stop decision arrives).
  *
- * On a device the table ends with each kernel's and GEMM's own time and
- * GFLOP/s, aggregated per op (kernel_times.h). */
+ * With --profile-kernels, on a device, the table ends with each kernel's
+ * and GEMM's own time and GFLOP/s, aggregated per op (kernel_times.h). */
 #ifndef TLM_PROFILE_H
 #define TLM_PROFILE_H
 
@@ -71,15 +71,16 @@ typedef struct tlm_profile {
      * them during the last micro-batch's backward (while some of its
      * gradients were not yet final). */
     long buckets, early_buckets;
-    /* On a device, each kernel's and GEMM's time (kernel_times.h), which the
-     * device adds while the caller has it attached (tlm_device_time_kernels,
-     * around the profiled steps); NULL on the CPU. */
+    /* --profile-kernels: each kernel's and GEMM's time (kernel_times.h),
+     * which the device adds during each profiled step (the trainer attaches
+     * it: tlm_device_time_kernels) and the device executor labels with the
+     * op running; NULL otherwise. */
     tlm_kernel_times *kernels;
 } tlm_profile;
 
-/* A zeroed profile, with a device table when dev is not NULL; NULL when
+/* A zeroed profile, with a device table when device_kernels; NULL when
  * out of memory. */
-tlm_profile *tlm_profile_create(const tlm_device *dev);
+tlm_profile *tlm_profile_create(bool device_kernels);
 void tlm_profile_destroy(tlm_profile *p);
 
 /* Seconds on a monotonic clock. */

@@ -1,7 +1,7 @@
 /* Eight floats as one vector, for the hot loops of attention.c,
- * attention_decode.c, rmsnorm.c, rope.c and adamw.c: the type, loads and stores, V8_KERNEL (a kernel
- * built for AVX2 + FMA next to the baseline, and the pick between them),
- * and a row's max and e^x on eight lanes.
+ * attention_decode.c, rmsnorm.c, rope.c and adamw.c: the type, loads and
+ * stores, V8_KERNEL (a kernel built for AVX2 + FMA next to the baseline,
+ * and the pick between them), and a row's max and e^x on eight lanes.
  *
  * The vector is GCC's and Clang's vector extension: two SSE registers on
  * x86-64's baseline, one AVX register in an x86-64-v3 build. Vectors never
@@ -28,9 +28,9 @@ typedef uint32_t v8u __attribute__((vector_size(32)));
  * CPU has (v8_cpu_level). Its results never depend on the thread count,
  * and depend on the CPU only where its file lets the compiler fuse a
  * multiply and an add (a fused multiply-add rounds once): attention.c and
- * attention_decode.c do (-ffp-contract=fast), rmsnorm.c, rope.c and adamw.c do not
- * (-ffp-contract=off; runtime/CMakeLists.txt). Helpers inlined into it
- * take its target.
+ * attention_decode.c do (-ffp-contract=fast), rmsnorm.c, rope.c and
+ * adamw.c do not (-ffp-contract=off; runtime/CMakeLists.txt). Helpers
+ * inlined into it take its target.
  *
  * The pick is by hand, not by target_clones' resolver: clang 14's never
  * picks an "arch=x86-64-v3" clone (on an AVX-512 Xeon its kernel ran the

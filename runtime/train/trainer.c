@@ -7,6 +7,7 @@
 
 #include "gpu_model.h"
 #include "gpu_optim.h"
+#include "profile.h"
 #include "test_hook.h"
 
 /* The optimizer's state on the device, zero-filled like calloc's. */
@@ -481,15 +482,22 @@ static tlm_step_result device_step_in_order(tlm_trainer *t, const int32_t *token
     return r;
 }
 
+/* A profile with a device table (--profile-kernels) has the device time
+ * the step's launches and GEMMs, its ops' and the optimizer's; the
+ * validations run outside a step and are not timed. */
 static tlm_step_result device_step(tlm_trainer *t, const int32_t *tokens, const int32_t *targets, int64_t T) {
+    tlm_device *dev = t->model->gpu->gpu.dev;
+    const tlm_profile *profile = t->model->profile;
+    tlm_device_time_kernels(dev, profile ? profile->kernels : NULL);
     t->chain_wait_late = false;
     tlm_step_result r = device_step_in_order(t, tokens, targets, T);
     tlm_err e;
     /* test-only (chain_no_wait): the wait the optimizer should have had */
-    if (t->chain_wait_late && !tlm_device_stream_wait(t->model->gpu->gpu.dev, TLM_STREAM_COMPUTE, t->chain_done, &e)) {
+    if (t->chain_wait_late && !tlm_device_stream_wait(dev, TLM_STREAM_COMPUTE, t->chain_done, &e)) {
         tlm_gpu_model_fail(t->model, &e);
         r.finite = false;
     }
+    tlm_device_time_kernels(dev, NULL);
     return r;
 }
 

@@ -116,6 +116,14 @@ static double compare(const char *what, const char *name, const float *cpu, cons
 static const double BF16_LOSS_MEASURED = 1.0 / 512;
 static const double BF16_GRAD = 1.0 / 32, BF16_GRAD_TITANS = 1.0 / 16, BF16_GRAD_QK = 1.0 / 16, LOGITS_BF16 = 1.0 / 32;
 
+/* log sum_i exp(row[i]) over a row of V logits, in double */
+static double log_sum_exp(const float *row, int64_t V) {
+    double top = row[0], s = 0;
+    for (int64_t i = 1; i < V; i++) top = fmax(top, row[i]);
+    for (int64_t i = 0; i < V; i++) s += exp((double)row[i] - top);
+    return top + log(s);
+}
+
 /* The mean cross-entropy of the logits z [n, V] at the targets other
  * than -1, in double: what the loss op computes. */
 static double cross_entropy(const float *z, const int32_t *targets, int64_t n, int64_t V) {
@@ -123,11 +131,7 @@ static double cross_entropy(const float *z, const int32_t *targets, int64_t n, i
     int64_t counted = 0;
     for (int64_t t = 0; t < n; t++) {
         if (targets[t] < 0) continue;
-        const float *row = z + t * V;
-        double top = row[0], s = 0;
-        for (int64_t i = 1; i < V; i++) top = fmax(top, row[i]);
-        for (int64_t i = 0; i < V; i++) s += exp((double)row[i] - top);
-        sum += top + log(s) - row[targets[t]];
+        sum += log_sum_exp(z + t * V, V) - z[t * V + targets[t]];
         counted++;
     }
     return counted ? sum / (double)counted : 0;
@@ -148,11 +152,9 @@ static double loss_bound(const float *z, const int32_t *targets, int64_t n, int6
         const float *row = z + t * V;
         for (int64_t i = 0; i < V; i++) z2 += (double)row[i] * row[i];
         if (targets[t] < 0) continue;
-        double top = row[0], s = 0;
-        for (int64_t i = 1; i < V; i++) top = fmax(top, row[i]);
-        for (int64_t i = 0; i < V; i++) s += exp((double)row[i] - top);
+        const double lse = log_sum_exp(row, V);
         for (int64_t i = 0; i < V; i++) {
-            const double g = exp((double)row[i] - top) / s - (i == targets[t]);
+            const double g = exp((double)row[i] - lse) - (i == targets[t]); /* p_i - [i = y] */
             a2 += g * g;
         }
         counted++;
