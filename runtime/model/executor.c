@@ -50,10 +50,15 @@ static float *grd(const step *s, int32_t p) {
     do {                                                                                                             \
         int64_t count_ = (count), team_ = s->m->threads < 1 ? 1 : s->m->threads, chunks_ = team_;                    \
         if (chunks_ > count_ / 32) chunks_ = count_ / 32 > 0 ? count_ / 32 : 1;                                      \
-        _Pragma("omp parallel for schedule(static) num_threads(team_) if (chunks_ > 1)")                             \
-        for (int64_t c_ = 0; c_ < chunks_; c_++) {                                                                   \
-            int64_t lo = count_ * c_ / chunks_, hi = count_ * (c_ + 1) / chunks_;                                    \
+        if (chunks_ == 1) { /* no parallel construct: TLM_PARALLEL_FOR_IF (ops.h) says why */                     \
+            int64_t lo = 0, hi = count_;                                                                             \
             body;                                                                                                    \
+        } else {                                                                                                     \
+            _Pragma("omp parallel for schedule(static) num_threads(team_)")                                          \
+            for (int64_t c_ = 0; c_ < chunks_; c_++) {                                                               \
+                int64_t lo = count_ * c_ / chunks_, hi = count_ * (c_ + 1) / chunks_;                                \
+                body;                                                                                                \
+            }                                                                                                        \
         }                                                                                                            \
     } while (0)
 /* clang-format on */
@@ -185,9 +190,9 @@ static void op_out_proj_backward(step *s, const tlm_abi_op *op) {
  * while decoding: one token a sequence reads the weights once for a row or
  * a few, where the generated kernel's packed panels and register tiles of
  * several rows would cost more than the products, while the twin reads
- * each weight once for all the rows (matrix-vector products for one row:
- * memory-bound, at the bandwidth OpenBLAS's sgemv reaches). The twin is
- * called once for all the rows; OpenBLAS threads it. */
+ * each weight once for all the rows (for one row, matrix-vector products:
+ * runtime/ops/matvec.c). The twin is called once for all the rows; its
+ * GEMMs and products split their own work between the threads. */
 static bool mlp_on_blas(const step *s, const tlm_abi_kernel *k) {
     return s->m->kv_mode == TLM_KV_DECODE || k->cpu_impl == TLM_MLP_IMPL_BLAS;
 }

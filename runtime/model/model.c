@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/mman.h>
+
 #include "arena_plan.h"
 #include "errmsg.h"
 #include "gemm_reference.h"
@@ -16,9 +18,19 @@
 #include "tlm_rt/ops.h"
 #include "tlm_rt/rng.h"
 
+/* Zeroed memory on a cache line; from 2 MiB on, on a 2 MiB boundary and in
+ * transparent huge pages where the kernel gives them on request (Debian's
+ * default, "madvise"). A decoded token streams every weight once: tiny's
+ * 19 MB in 4 KiB pages is 4,700 pages, past the TLB's reach, and the KV
+ * cache took a page fault every 4 KiB as it filled. */
 static void *alloc_aligned(size_t bytes) {
+    enum { HUGE = 2 << 20 };
     void *p = NULL;
-    if (posix_memalign(&p, 64, bytes ? bytes : 64) != 0) return NULL;
+    const bool huge = bytes >= HUGE;
+    if (posix_memalign(&p, huge ? HUGE : 64, bytes ? bytes : 64) != 0) return NULL;
+#ifdef MADV_HUGEPAGE
+    if (huge) (void)madvise(p, (bytes + HUGE - 1) / HUGE * HUGE, MADV_HUGEPAGE); /* a hint: refused is fine */
+#endif
     memset(p, 0, bytes);
     return p;
 }
@@ -248,8 +260,10 @@ bool tlm_model_cache_open(tlm_model *m, tlm_err *err) {
                               ? tlm_kv_state_floats(c)
                               : (size_t)c->layers * (size_t)m->T * 3 * (size_t)(c->heads * c->head_dim);
     if (m->gpu) return tlm_gpu_model_cache_open(m, floats, err);
-    m->kv_cache = calloc(floats, sizeof(float));
-    m->kv_scratch = malloc((size_t)(m->T > c->head_dim ? m->T : c->head_dim) * sizeof(float));
+    m->kv_cache = alloc_aligned(floats * sizeof(float));
+    /* attention: a head's scores, each head its own (tlm_attention_decode);
+     * titans: a head's vector */
+    m->kv_scratch = malloc((size_t)c->heads * (size_t)(m->T > c->head_dim ? m->T : c->head_dim) * sizeof(float));
     if (!m->kv_cache || !m->kv_scratch) {
         free(m->kv_cache), free(m->kv_scratch);
         m->kv_cache = m->kv_scratch = NULL;
@@ -259,14 +273,15 @@ bool tlm_model_cache_open(tlm_model *m, tlm_err *err) {
 }
 
 /* A decoded token's products are matrix-vector products, short and bound
- * by memory. Where OpenMP's idle threads sleep (OMP_WAIT_POLICY=passive),
- * each parallel region OpenBLAS opens for one of them (tiny's MLP products
- * are past its single-thread threshold) wakes them with system calls that
- * cost more than the split saves: `bench/sample_bench.sh` of tiny at two
- * threads took 2.05 ms a byte against 0.99 on one thread (0.85 with
- * spinning threads, the default). So the CPU decodes with OpenBLAS on one
- * thread there. Its products split their outputs, not their sums, between
- * threads: the bits are the same. */
+ * by memory, each a parallel region (matvec.c), as is its attention over
+ * the cache past a few thousand multiply-adds. Where OpenMP's idle threads
+ * sleep (OMP_WAIT_POLICY=passive), each region wakes them with system
+ * calls: 19 us a region on a Zen 5 VM against 3 us with spinning threads,
+ * for products of a few microseconds (`bench/sample_bench.sh` of tiny at
+ * two threads took 2.05 ms a byte against 0.99 on one thread, when OpenBLAS
+ * ran the products). So the CPU decodes on one thread there. A row's sum
+ * and a head's attention do not depend on the thread count: the bits are
+ * the same. */
 static bool decode_on_one_thread(const tlm_model *m, tlm_kv_mode mode) {
     return mode == TLM_KV_DECODE && !m->gpu && m->threads > 1 && tlm_threads_wait_passively();
 }
@@ -276,9 +291,9 @@ static bool cached_forward(tlm_model *m, const int32_t *tokens, int64_t n, tlm_k
     m->kv_mode = mode;
     m->kv_pos = pos;
     const bool single = decode_on_one_thread(m, mode);
-    const int saved = single ? tlm_blas_single_begin() : 0;
+    const int saved = single ? tlm_threads_single_begin() : 0;
     tlm_model_forward(m, tokens, NULL, 1, n);
-    if (single) tlm_blas_single_end(saved);
+    if (single) tlm_threads_single_end(saved);
     m->kv_mode = TLM_KV_OFF;
     return !tlm_model_device_error(m);
 }
@@ -331,11 +346,11 @@ void tlm_model_zero_grads(tlm_model *m) {
     /* On every thread: one thread's memset took 1.7-2.0 ms of tiny's
      * 4.9 M floats, every micro-batch (docs/performance.md). */
     const size_t n = (size_t)m->param_floats, chunk = (size_t)1 << 16, chunks = (n + chunk - 1) / chunk;
-#pragma omp parallel for schedule(static) if (n >= TLM_PAR_MIN_ELEMENTS)
-    for (size_t c = 0; c < chunks; c++) {
-        const size_t lo = c * chunk, hi = lo + chunk < n ? lo + chunk : n;
-        memset(m->grads + lo, 0, (hi - lo) * sizeof(float));
-    }
+    TLM_PARALLEL_FOR_IF(
+        n >= TLM_PAR_MIN_ELEMENTS, for (size_t c = 0; c < chunks; c++) {
+            const size_t lo = c * chunk, hi = lo + chunk < n ? lo + chunk : n;
+            memset(m->grads + lo, 0, (hi - lo) * sizeof(float));
+        });
 }
 
 float *tlm_model_param(const tlm_model *m, int i) { return m->params + m->so->params[i].offset; }

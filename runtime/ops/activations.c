@@ -13,47 +13,42 @@
 /* ---- silu: x sigmoid(x);  silu'(x) = s (1 + x (1 - s)) ---------------- */
 
 void tlm_silu_forward(float *out, const float *x, size_t n) {
-#pragma omp parallel for schedule(static) if (n >= PAR_MIN)
-    for (size_t i = 0; i < n; i++) out[i] = x[i] * sigmoidf(x[i]);
+    TLM_PARALLEL_FOR_IF(n >= PAR_MIN, for (size_t i = 0; i < n; i++) out[i] = x[i] * sigmoidf(x[i]););
 }
 
 void tlm_silu_backward(float *dx, const float *dout, const float *x, size_t n) {
-#pragma omp parallel for schedule(static) if (n >= PAR_MIN)
-    for (size_t i = 0; i < n; i++) {
-        float s = sigmoidf(x[i]);
-        dx[i] = dout[i] * s * (1.0f + x[i] * (1.0f - s));
-    }
+    TLM_PARALLEL_FOR_IF(
+        n >= PAR_MIN, for (size_t i = 0; i < n; i++) {
+            float s = sigmoidf(x[i]);
+            dx[i] = dout[i] * s * (1.0f + x[i] * (1.0f - s));
+        });
 }
 
 /* ---- sigmoid: the backward uses the saved output s --------------------- */
 
 void tlm_sigmoid_forward(float *out, const float *x, size_t n) {
-#pragma omp parallel for schedule(static) if (n >= PAR_MIN)
-    for (size_t i = 0; i < n; i++) out[i] = sigmoidf(x[i]);
+    TLM_PARALLEL_FOR_IF(n >= PAR_MIN, for (size_t i = 0; i < n; i++) out[i] = sigmoidf(x[i]););
 }
 
 void tlm_sigmoid_backward(float *dx, const float *dout, const float *s, size_t n) {
-#pragma omp parallel for schedule(static) if (n >= PAR_MIN)
-    for (size_t i = 0; i < n; i++) dx[i] = dout[i] * s[i] * (1.0f - s[i]);
+    TLM_PARALLEL_FOR_IF(n >= PAR_MIN, for (size_t i = 0; i < n; i++) dx[i] = dout[i] * s[i] * (1.0f - s[i]););
 }
 
 /* ---- sigmoid gate: out[r,d] = y[r,d] sigmoid(g[r]) ----------------------
  * dy[r,d] = dout[r,d] s_r;   dg[r] = s_r (1 - s_r) sum_d dout[r,d] y[r,d] */
 
 void tlm_sigmoid_gate_forward(float *out, const float *y, const float *g, int R, int D) {
-#pragma omp parallel for schedule(static) if ((size_t)R * D >= PAR_MIN)
-    for (int r = 0; r < R; r++) {
+    TLM_PARALLEL_FOR_IF((size_t)R * D >= PAR_MIN, for (int r = 0; r < R; r++) {
         float s = sigmoidf(g[r]);
         for (int d = 0; d < D; d++) {
             size_t i = (size_t)r * D + d;
             out[i] = y[i] * s;
         }
-    }
+    });
 }
 
 void tlm_sigmoid_gate_backward(float *dy, float *dg, const float *dout, const float *y, const float *g, int R, int D) {
-#pragma omp parallel for schedule(static) if ((size_t)R * D >= PAR_MIN)
-    for (int r = 0; r < R; r++) {
+    TLM_PARALLEL_FOR_IF((size_t)R * D >= PAR_MIN, for (int r = 0; r < R; r++) {
         float s = sigmoidf(g[r]);
         float acc = 0.0f;
         for (int d = 0; d < D; d++) {
@@ -62,7 +57,7 @@ void tlm_sigmoid_gate_backward(float *dy, float *dg, const float *dout, const fl
             if (dy) dy[i] = dout[i] * s;
         }
         if (dg) dg[r] = acc * s * (1.0f - s);
-    }
+    });
 }
 
 /* ---- swiglu: h = silu(g) u ----------------------------------------------
@@ -70,19 +65,18 @@ void tlm_sigmoid_gate_backward(float *dy, float *dg, const float *dout, const fl
  * dg[i] and du[i] are stored, which is what makes aliasing dh safe. */
 
 void tlm_swiglu_forward(float *h, const float *g, const float *u, size_t n) {
-#pragma omp parallel for schedule(static) if (n >= PAR_MIN)
-    for (size_t i = 0; i < n; i++) h[i] = g[i] * sigmoidf(g[i]) * u[i];
+    TLM_PARALLEL_FOR_IF(n >= PAR_MIN, for (size_t i = 0; i < n; i++) h[i] = g[i] * sigmoidf(g[i]) * u[i];);
 }
 
 void tlm_swiglu_backward(float *dg, float *du, const float *dh, const float *g, const float *u, size_t n) {
-#pragma omp parallel for schedule(static) if (n >= PAR_MIN)
-    for (size_t i = 0; i < n; i++) {
-        float d = dh[i], x = g[i], s = sigmoidf(x);
-        float silu = x * s;
-        float dsilu = s * (1.0f + x * (1.0f - s));
-        dg[i] = d * u[i] * dsilu;
-        du[i] = d * silu;
-    }
+    TLM_PARALLEL_FOR_IF(
+        n >= PAR_MIN, for (size_t i = 0; i < n; i++) {
+            float d = dh[i], x = g[i], s = sigmoidf(x);
+            float silu = x * s;
+            float dsilu = s * (1.0f + x * (1.0f - s));
+            dg[i] = d * u[i] * dsilu;
+            du[i] = d * silu;
+        });
 }
 
 /* ---- gelu, tanh approximation -------------------------------------------
@@ -93,20 +87,20 @@ void tlm_swiglu_backward(float *dg, float *du, const float *dh, const float *g, 
 #define GELU_A 0.044715f
 
 void tlm_gelu_forward(float *out, const float *x, size_t n) {
-#pragma omp parallel for schedule(static) if (n >= PAR_MIN)
-    for (size_t i = 0; i < n; i++) {
-        float v = x[i];
-        out[i] = 0.5f * v * (1.0f + tanhf(GELU_C * (v + GELU_A * v * v * v)));
-    }
+    TLM_PARALLEL_FOR_IF(
+        n >= PAR_MIN, for (size_t i = 0; i < n; i++) {
+            float v = x[i];
+            out[i] = 0.5f * v * (1.0f + tanhf(GELU_C * (v + GELU_A * v * v * v)));
+        });
 }
 
 void tlm_gelu_backward(float *dx, const float *dout, const float *x, size_t n) {
-#pragma omp parallel for schedule(static) if (n >= PAR_MIN)
-    for (size_t i = 0; i < n; i++) {
-        float v = x[i];
-        float th = tanhf(GELU_C * (v + GELU_A * v * v * v));
-        float dz = GELU_C * (1.0f + 3.0f * GELU_A * v * v);
-        float d = 0.5f * (1.0f + th) + 0.5f * v * (1.0f - th * th) * dz;
-        dx[i] = dout[i] * d;
-    }
+    TLM_PARALLEL_FOR_IF(
+        n >= PAR_MIN, for (size_t i = 0; i < n; i++) {
+            float v = x[i];
+            float th = tanhf(GELU_C * (v + GELU_A * v * v * v));
+            float dz = GELU_C * (1.0f + 3.0f * GELU_A * v * v);
+            float d = 0.5f * (1.0f + th) + 0.5f * v * (1.0f - th * th) * dz;
+            dx[i] = dout[i] * d;
+        });
 }

@@ -5,8 +5,10 @@
  * per head: the scores, their max, the exponentials (v8_exp, the training
  * op's) and their sum, then y accumulated over u; the logits agree with a
  * full forward to float rounding (tests/model/test_kv_cache.c). One token's
- * work is small: heads run one after another (no parallel region for a few
- * thousand multiply-adds), each in a V8_KERNEL, eight channels a vector:
+ * work is small: heads run one after another up to TLM_PAR_MIN_DECODE
+ * multiply-adds (a parallel region costs more), split between threads past
+ * it (a head's sums do not depend on which thread runs it), each in a
+ * V8_KERNEL, eight channels a vector:
  * with the baseline build's scalar loops and libm's expf this op was 22% of
  * sampling's time on a Zen 5 (perf), the weights' reads most of the rest. */
 #include <math.h>
@@ -89,8 +91,8 @@ V8_KERNEL(decode_head,
 void tlm_attention_decode(float *y, const float *q, const float *k, const float *v, int n, int H, int D, int stride,
                           float *scratch) {
     const float scale = 1.0f / sqrtf((float)D);
-    for (int h = 0; h < H; h++) {
+    TLM_PARALLEL_FOR_IF((size_t)n * (size_t)H * (size_t)D >= TLM_PAR_MIN_DECODE && H > 1, for (int h = 0; h < H; h++) {
         const size_t off = (size_t)h * D;
-        decode_head(y + off, q + off, k + off, v + off, n, D, (size_t)stride, scale, scratch);
-    }
+        decode_head(y + off, q + off, k + off, v + off, n, D, (size_t)stride, scale, scratch + (size_t)h * n);
+    });
 }

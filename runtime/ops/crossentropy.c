@@ -11,8 +11,7 @@
 #include <math.h>
 
 double tlm_crossentropy_forward(float *losses, float *lse, const float *logits, const int32_t *targets, int N, int V) {
-#pragma omp parallel for schedule(static) if ((size_t)N * V >= TLM_PAR_MIN_ELEMENTS)
-    for (int n = 0; n < N; n++) {
+    TLM_PARALLEL_FOR_IF((size_t)N * V >= TLM_PAR_MIN_ELEMENTS, for (int n = 0; n < N; n++) {
         const float *z = logits + (size_t)n * V;
         float m = -INFINITY;
         for (int v = 0; v < V; v++) m = z[v] > m ? z[v] : m;
@@ -23,7 +22,7 @@ double tlm_crossentropy_forward(float *losses, float *lse, const float *logits, 
         double l = (double)m + log(s);
         lse[n] = (float)l;
         if (losses) losses[n] = targets[n] < 0 ? 0.0f : (float)(l - z[targets[n]]);
-    }
+    });
     /* the mean is summed serially in row order: deterministic. Recompute
      * the per-row loss in double from lse so losses may be NULL. */
     double total = 0.0;
@@ -41,8 +40,7 @@ void tlm_crossentropy_backward(float *dlogits, const float *logits, const float 
     int valid = 0;
     for (int n = 0; n < N; n++) valid += targets[n] >= 0;
     float scale = valid ? dloss / (float)valid : 0.0f;
-#pragma omp parallel for schedule(static) if ((size_t)N * V >= TLM_PAR_MIN_ELEMENTS)
-    for (int n = 0; n < N; n++) {
+    TLM_PARALLEL_FOR_IF((size_t)N * V >= TLM_PAR_MIN_ELEMENTS, for (int n = 0; n < N; n++) {
         const float *z = logits + (size_t)n * V;
         float *dz = dlogits + (size_t)n * V;
         int tgt = targets[n];
@@ -56,5 +54,5 @@ void tlm_crossentropy_backward(float *dlogits, const float *logits, const float 
             float p = expf(z[v] - l);
             dz[v] = scale * (p - (v == tgt ? 1.0f : 0.0f));
         }
-    }
+    });
 }

@@ -7,8 +7,10 @@
  * ids [N] must lie in [0, V): the data loader only yields bytes 0..255, and a
  * model's vocab is at least that, so no check sits in this hot loop. */
 void tlm_embedding_forward(float *out, const int32_t *ids, const float *table, int N, int C) {
-#pragma omp parallel for schedule(static) if (N >= TLM_PAR_MIN_ROWS)
-    for (int n = 0; n < N; n++) { memcpy(out + (size_t)n * C, table + (size_t)ids[n] * C, (size_t)C * sizeof(float)); }
+    TLM_PARALLEL_FOR_IF(
+        N >= TLM_PAR_MIN_ROWS, for (int n = 0; n < N; n++) {
+            memcpy(out + (size_t)n * C, table + (size_t)ids[n] * C, (size_t)C * sizeof(float));
+        });
 }
 
 /* dtable[ids[n], :] += dout[n, :]

@@ -13,8 +13,7 @@
 #include <math.h>
 
 void tlm_l2norm_forward(float *out, float *rnorm, const float *x, int R, int D, float eps) {
-#pragma omp parallel for schedule(static) if ((size_t)R * D >= TLM_PAR_MIN_NORM)
-    for (int r = 0; r < R; r++) {
+    TLM_PARALLEL_FOR_IF((size_t)R * D >= TLM_PAR_MIN_NORM, for (int r = 0; r < R; r++) {
         const float *xr = x + (size_t)r * D;
         float *yr = out + (size_t)r * D;
         double ss = 0.0;
@@ -22,12 +21,11 @@ void tlm_l2norm_forward(float *out, float *rnorm, const float *x, int R, int D, 
         float rs = (float)(1.0 / sqrt(ss + eps));
         rnorm[r] = rs;
         for (int i = 0; i < D; i++) yr[i] = xr[i] * rs;
-    }
+    });
 }
 
 void tlm_l2norm_backward(float *dx, const float *dout, const float *x, const float *rnorm, int R, int D) {
-#pragma omp parallel for schedule(static) if ((size_t)R * D >= TLM_PAR_MIN_NORM)
-    for (int r = 0; r < R; r++) {
+    TLM_PARALLEL_FOR_IF((size_t)R * D >= TLM_PAR_MIN_NORM, for (int r = 0; r < R; r++) {
         const float *xr = x + (size_t)r * D;
         const float *gr = dout + (size_t)r * D;
         float *dxr = dx + (size_t)r * D;
@@ -36,5 +34,5 @@ void tlm_l2norm_backward(float *dx, const float *dout, const float *x, const flo
         for (int i = 0; i < D; i++) dot += (double)gr[i] * xr[i];
         float k = (float)dot * rs * rs * rs;
         for (int i = 0; i < D; i++) dxr[i] = rs * gr[i] - k * xr[i];
-    }
+    });
 }

@@ -12,10 +12,10 @@
 #include <cblas.h>
 
 void tlm_linear_forward(float *y, const float *x, const float *w, int N, int in, int out, bool accumulate) {
-    /* One token (sampling with a KV cache): a matrix-vector product, which
-     * OpenBLAS runs without packing the weight as its GEMM would. */
+    /* One token (sampling with a KV cache): a matrix-vector product,
+     * without packing the weight as a GEMM would (matvec.c). */
     if (N == 1) {
-        cblas_sgemv(CblasRowMajor, CblasNoTrans, out, in, 1.0f, w, in, x, 1, accumulate ? 1.0f : 0.0f, y, 1);
+        tlm_matvec(y, w, x, out, in, in, accumulate);
         return;
     }
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, out, in, 1.0f, x, in, w, in, accumulate ? 1.0f : 0.0f, y,

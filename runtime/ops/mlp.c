@@ -37,15 +37,19 @@ static void h_tile(float *tile, bool gelu, const float *g, const float *u, int F
 static void down_forward(bool gelu, int C, int F, int r0, int r1, const float *g, const float *u, const float *w_down,
                          float *out) {
     float tile[FWD_R * FWD_J];
+    /* One row (sampling with a KV cache): h in strips as wide as the whole
+     * tile, so that Wd is read in one matrix-vector product, not one a
+     * 128-column strip. */
+    const int strip = r1 - r0 == 1 ? FWD_R * FWD_J : FWD_J;
     for (int r = r0; r < r1; r += FWD_R) {
         int nr = r1 - r < FWD_R ? r1 - r : FWD_R;
-        for (int j = 0; j < F; j += FWD_J) {
-            int nj = F - j < FWD_J ? F - j : FWD_J;
+        for (int j = 0; j < F; j += strip) {
+            int nj = F - j < strip ? F - j : strip;
             h_tile(tile, gelu, g, u, F, r, nr, j, nj);
-            /* One row (sampling with a KV cache): a matrix-vector product,
-             * which OpenBLAS runs without packing Wd as its GEMM would. */
+            /* one row: a matrix-vector product, without packing Wd as a
+             * GEMM would */
             if (nr == 1) {
-                cblas_sgemv(CblasRowMajor, CblasNoTrans, C, nj, 1.0f, w_down + j, F, tile, 1, 1.0f, ROW(out, r, C), 1);
+                tlm_matvec(ROW(out, r, C), w_down + j, tile, C, nj, F, true);
                 continue;
             }
             /* out[r:r+nr, :] += tile [nr,nj] . Wd[:, j:j+nj]^T */
@@ -84,8 +88,12 @@ void tlm_mlp_swiglu_forward(int C, int F, int r0, int r1, const float *x, const 
                             const float *w_down, float *pre_gate, float *pre_up, float *out) {
     int n = r1 - r0;
     if (n <= 0) return;
-    tlm_linear_forward(ROW(pre_gate, r0, F), ROW(x, r0, C), w_gate, n, C, F, false);
-    tlm_linear_forward(ROW(pre_up, r0, F), ROW(x, r0, C), w_up, n, C, F, false);
+    if (n == 1) { /* one token (sampling): both products in one parallel region */
+        tlm_matvec_pair(ROW(pre_gate, r0, F), w_gate, ROW(pre_up, r0, F), w_up, ROW(x, r0, C), F, C);
+    } else {
+        tlm_linear_forward(ROW(pre_gate, r0, F), ROW(x, r0, C), w_gate, n, C, F, false);
+        tlm_linear_forward(ROW(pre_up, r0, F), ROW(x, r0, C), w_up, n, C, F, false);
+    }
     down_forward(false, C, F, r0, r1, pre_gate, pre_up, w_down, out);
 }
 

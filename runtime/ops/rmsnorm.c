@@ -178,9 +178,9 @@ V8_KERNEL(backward_part,
 /* rows R of length D; the weight of element i of row r is
  * w[(r % H) * D + i] (H = 1 for the plain norm). */
 static void rms_forward(float *out, float *rstd, const float *x, const float *w, int R, int H, int D, float eps) {
-#pragma omp parallel for schedule(static) if ((size_t)R * D >= TLM_PAR_MIN_NORM)
-    for (int r = 0; r < R; r++)
-        forward_row(out + (size_t)r * D, x + (size_t)r * D, w ? w + (size_t)(r % H) * D : NULL, D, eps, &rstd[r]);
+    TLM_PARALLEL_FOR_IF((size_t)R * D >= TLM_PAR_MIN_NORM,
+                        for (int r = 0; r < R; r++) forward_row(out + (size_t)r * D, x + (size_t)r * D,
+                                                                w ? w + (size_t)(r % H) * D : NULL, D, eps, &rstd[r]););
 }
 
 /* One part a thread: part p takes the p-th share of the rows for dx and of
@@ -189,7 +189,11 @@ static void rms_backward(float *dx, float *dw, const float *dout, const float *x
                          int R, int H, int D, bool accumulate) {
     const int blocks = dw && w ? H * ((D + DW_BLOCK - 1) / DW_BLOCK) : 0;
     const int parts = (size_t)R * D >= TLM_PAR_MIN_NORM ? tlm_get_num_threads() : 1;
-#pragma omp parallel for schedule(static) num_threads(parts) if (parts > 1)
+    if (parts == 1) { /* no parallel construct: TLM_PARALLEL_FOR_IF says why */
+        backward_part(dx, dw, dout, x, w, rstd, R, H, D, accumulate, 0, R, 0, blocks);
+        return;
+    }
+#pragma omp parallel for schedule(static) num_threads(parts)
     for (int p = 0; p < parts; p++)
         backward_part(dx, dw, dout, x, w, rstd, R, H, D, accumulate, (int)((int64_t)R * p / parts),
                       (int)((int64_t)R * (p + 1) / parts), (int)((int64_t)blocks * p / parts),

@@ -53,8 +53,7 @@ V8_KERNEL(rotate_head, (float *out, const float *x, const float *c, const float 
 static void rope_rotate(float *out, const float *x, const float *cos_t, const float *sin_t, int B, int T, int H, int D,
                         int stride, float sign) {
     int half = D / 2;
-#pragma omp parallel for schedule(static) if ((size_t)B * T * H * D >= TLM_PAR_MIN_NORM)
-    for (int bt = 0; bt < B * T; bt++) {
+    TLM_PARALLEL_FOR_IF((size_t)B * T * H * D >= TLM_PAR_MIN_NORM, for (int bt = 0; bt < B * T; bt++) {
         int t = bt % T;
         const float *c = cos_t + (size_t)t * half;
         const float *s = sin_t + (size_t)t * half;
@@ -62,7 +61,7 @@ static void rope_rotate(float *out, const float *x, const float *cos_t, const fl
             size_t at = (size_t)bt * stride + (size_t)h * D;
             rotate_head(out + at, x + at, c, s, half, sign);
         }
-    }
+    });
 }
 
 void tlm_rope_forward(float *out, const float *x, const float *cos_t, const float *sin_t, int B, int T, int H, int D,

@@ -28,11 +28,29 @@ void tlm_blas_single_end(int saved) {
     if (saved != 1) openblas_set_num_threads(saved);
 }
 
+int tlm_threads_single_begin(void) {
+    int n = tlm_get_num_threads();
+    if (n != 1) tlm_set_num_threads(1);
+    return n;
+}
+
+void tlm_threads_single_end(int saved) {
+    if (saved != 1) tlm_set_num_threads(saved);
+}
+
 int tlm_get_num_threads(void) {
 #ifdef _OPENMP
     return omp_get_max_threads();
 #else
     return 1;
+#endif
+}
+
+bool tlm_threads_can_split(void) {
+#ifdef _OPENMP
+    return omp_get_max_threads() > 1 && !omp_in_parallel();
+#else
+    return false;
 #endif
 }
 

@@ -62,7 +62,7 @@ static void one_case(int n, int H, int D, unsigned seed) {
     const int A = H * D, stride = 3 * A;
     const size_t cache_floats = (size_t)n * stride;
     float *cache = falloc(cache_floats), *q = falloc((size_t)A), *y = falloc((size_t)A), *got = falloc((size_t)A);
-    float *scratch = falloc((size_t)n);
+    float *scratch = falloc((size_t)H * (size_t)n);
     tlm_rng rng;
     tlm_rng_seed(&rng, seed);
     fill_uniform(&rng, cache, cache_floats, -2.0f, 2.0f);

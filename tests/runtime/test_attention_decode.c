@@ -6,7 +6,9 @@
  * heads; also a score far above the others (y is that key's v) and keys
  * whose exponentials underflow. Bound per element: 1e-5 |ref| + 1e-6
  * max|ref|, test_gpu_decode's (float sums of up to 256 weighted values:
- * an element near 0 is the difference of terms of the head's size).
+ * an element near 0 is the difference of terms of the head's size); the
+ * same bits on 1, 2 and 3 threads (heads split between them past
+ * TLM_PAR_MIN_DECODE).
  * ctest runs it at the CPU's level and at each lower one
  * (TLM_CPU_CAPABILITY): the baseline build, the AVX2 clone. */
 #include "test_util.h"
@@ -38,15 +40,25 @@ static void reference(double *y, const float *q, const float *k, const float *v,
 static void one_case(int n, int H, int D, bool spike, tlm_rng *rng) {
     const int A = H * D, stride = 3 * A;
     float *cache = falloc((size_t)n * stride), *q = falloc((size_t)A), *y = falloc((size_t)A);
-    float *scratch = falloc((size_t)n);
+    float *scratch = falloc((size_t)H * (size_t)n);
     double *want = malloc((size_t)A * sizeof *want);
     if (!want) abort();
     fill_uniform(rng, cache, (size_t)n * stride, -2.0f, 2.0f);
     fill_uniform(rng, q, (size_t)A, -2.0f, 2.0f);
     if (spike)
         for (int e = 0; e < A; e++) cache[A + e] = q[e] * 400.0f; /* k_0 = 400 q */
+    tlm_set_num_threads(1);
     tlm_attention_decode(y, q, cache + A, cache + 2 * A, n, H, D, stride, scratch);
     reference(want, q, cache + A, cache + 2 * A, n, H, D, stride);
+    /* heads split between threads past TLM_PAR_MIN_DECODE: the same bits */
+    float *y_split = falloc((size_t)A);
+    for (int threads = 2; threads <= 3; threads++) {
+        tlm_set_num_threads(threads);
+        tlm_attention_decode(y_split, q, cache + A, cache + 2 * A, n, H, D, stride, scratch);
+        CHECK(!memcmp(y, y_split, (size_t)A * sizeof *y), "n %d H %d D %d: %d threads differ from one", n, H, D,
+              threads);
+    }
+    free(y_split);
     double scale = 0, worst = 0;
     for (int i = 0; i < A; i++) scale = fmax(scale, fabs(want[i]));
     for (int i = 0; i < A; i++) worst = fmax(worst, fabs(y[i] - want[i]) / (1e-5 * fabs(want[i]) + 1e-6 * scale));
@@ -69,5 +81,6 @@ int main(void) {
         for (size_t j = 0; j < sizeof ds / sizeof ds[0]; j++) one_case(ns[i], 3, ds[j], false, &rng);
     one_case(37, 2, 64, true, &rng);
     one_case(5, 1, 9, true, &rng);
+    one_case(256, 16, 64, false, &rng); /* a 440M model's heads */
     return test_finish("test_attention_decode");
 }

@@ -53,6 +53,10 @@ bool tlm_threads_wait_passively(void);
  * its thread count is a global, restored after. */
 int tlm_blas_single_begin(void);
 void tlm_blas_single_end(int saved);
+/* Both pools (OpenMP's and OpenBLAS's) on one thread until
+ * tlm_threads_single_end(the value returned). */
+int tlm_threads_single_begin(void);
+void tlm_threads_single_end(int saved);
 
 /* ---- blas_kernels.c ----------------------------------------------------- */
 
@@ -70,6 +74,32 @@ void tlm_blas_kernels_describe(char *buf, size_t n);
 #define TLM_PAR_MIN_ELEMENTS 32768
 #define TLM_PAR_MIN_NORM 16384 /* rmsnorm, l2norm (R*D), rope (B*T*H*D) */
 #define TLM_PAR_MIN_ROWS 256 /* the embedding's forward (N) */
+#define TLM_PAR_MIN_MATVEC 131072 /* one token's linear maps (rows*cols) */
+#define TLM_PAR_MIN_DECODE 65536 /* one token's attention over the cache (n*H*D) */
+
+/* Whether a parallel region would have more than one thread: more than one
+ * is set, and the caller is not in a parallel region already. */
+bool tlm_threads_can_split(void);
+
+/* A loop split over OpenMP's threads, statically, only when cond holds and
+ * there are threads to split it; else the loop as it is. Not an `if`
+ * clause: a parallel construct whose clause is false (or on one thread)
+ * still runs as a team of one, and libgomp ends every team with a barrier
+ * that wakes its waiters by a system call (futex), even when there are
+ * none: a decoded token's sixty-odd small ops made sixty-odd system calls
+ * on one thread (strace), a few microseconds each on a VM. The loop is
+ * compiled twice, once in each branch. */
+/* clang-format off */
+#define TLM_PARALLEL_FOR_IF(cond, ...)                  \
+    do {                                                \
+        if ((cond) && tlm_threads_can_split()) {        \
+            _Pragma("omp parallel for schedule(static)") \
+            __VA_ARGS__                                 \
+        } else {                                        \
+            __VA_ARGS__                                 \
+        }                                               \
+    } while (0)
+/* clang-format on */
 
 /* ---- embedding.c ------------------------------------------------------ */
 
@@ -113,6 +143,16 @@ void tlm_linear_forward(float *y, const float *x, const float *w, int N, int in,
  * dx or dw may be NULL to skip that half. */
 void tlm_linear_backward(float *dx, float *dw, const float *dy, const float *x, const float *w, int N, int in, int out,
                          bool accumulate_dx);
+
+/* ---- matvec.c --------------------------------------------------------- */
+
+/* y[rows] = W x, or y += W x when accumulate: one token's linear map
+ * (sampling with a KV cache), W [rows, cols] with leading dimension ldw.
+ * Each row's sum is the same on any number of threads. */
+void tlm_matvec(float *y, const float *w, const float *x, int rows, int cols, int ldw, bool accumulate);
+/* y0 = W0 x and y1 = W1 x, both [rows, cols] dense, in one parallel region
+ * (the MLP's gate and up projections). */
+void tlm_matvec_pair(float *y0, const float *w0, float *y1, const float *w1, const float *x, int rows, int cols);
 
 /* ---- rope.c ----------------------------------------------------------- */
 
@@ -320,7 +360,7 @@ void tlm_titans_gates_backward(float *dpre, const float *dgates, const float *ga
 /* One token's causal attention over a KV cache (sampling): q [H*D] of the
  * token at position n - 1; k and v: the keys and values of positions
  * [0, n), row u at u * stride (the token's own row included); y [H*D].
- * The row n - 1 of tlm_attention_forward. scratch: n floats. */
+ * The row n - 1 of tlm_attention_forward. scratch: H * n floats. */
 void tlm_attention_decode(float *y, const float *q, const float *k, const float *v, int n, int H, int D, int stride,
                           float *scratch);
 
