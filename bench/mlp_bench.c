@@ -46,6 +46,7 @@
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <string.h>
 #include <time.h>
 
@@ -68,8 +69,17 @@ static double now_s(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* Buffers as the runtime allocates its arena and parameters
+ * (runtime/model/model.c): from 2 MiB on, in transparent huge pages where
+ * the kernel gives them on request, for both sides of every ratio. */
 static float *floats(size_t n) {
-    float *p = malloc(sizeof(float) * n);
+    enum { HUGE = 2 << 20 };
+    const size_t bytes = sizeof(float) * (n ? n : 1);
+    void *p = NULL;
+    if (posix_memalign(&p, bytes >= HUGE ? HUGE : 64, bytes) != 0) p = NULL;
+#ifdef MADV_HUGEPAGE
+    if (p && bytes >= HUGE) (void)madvise(p, (bytes + HUGE - 1) / HUGE * HUGE, MADV_HUGEPAGE);
+#endif
     if (!p) { /* a large --rows, --d or width: say so rather than crash */
         fprintf(stderr, "mlp_bench: out of memory (%zu floats)\n", n);
         exit(1);

@@ -30,12 +30,12 @@ static double sum_squares(const float *g, size_t lo, size_t hi) {
 double tlm_grad_norm(const float *g, size_t n) {
     double part[NCHUNK];
     size_t step = (n + NCHUNK - 1) / NCHUNK;
-#pragma omp parallel for schedule(static) if (n >= TLM_PAR_MIN_ELEMENTS)
-    for (int c = 0; c < NCHUNK; c++) {
-        size_t lo = (size_t)c * step, hi = lo + step;
-        if (hi > n) hi = n;
-        part[c] = sum_squares(g, lo, hi); /* 0 for an empty chunk (lo >= hi) */
-    }
+    TLM_PARALLEL_FOR_IF(
+        n >= TLM_PAR_MIN_ELEMENTS, for (int c = 0; c < NCHUNK; c++) {
+            size_t lo = (size_t)c * step, hi = lo + step;
+            if (hi > n) hi = n;
+            part[c] = sum_squares(g, lo, hi); /* 0 for an empty chunk (lo >= hi) */
+        });
     double total = 0.0;
     for (int c = 0; c < NCHUNK; c++) total += part[c];
     return sqrt(total);
@@ -50,9 +50,6 @@ float tlm_clip_scale(double norm, float max_norm) {
 double tlm_clip_grad_norm(float *g, size_t n, float max_norm) {
     double norm = tlm_grad_norm(g, n);
     float coef = tlm_clip_scale(norm, max_norm);
-    if (coef < 1.0f) {
-#pragma omp parallel for schedule(static) if (n >= TLM_PAR_MIN_ELEMENTS)
-        for (size_t i = 0; i < n; i++) g[i] *= coef;
-    }
+    if (coef < 1.0f) { TLM_PARALLEL_FOR_IF(n >= TLM_PAR_MIN_ELEMENTS, for (size_t i = 0; i < n; i++) g[i] *= coef;); }
     return norm;
 }
