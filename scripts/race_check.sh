@@ -45,7 +45,7 @@ CC=$cc cmake -S . -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTL
   -DTLM_SKIP_DIRS="codegen;editors;frontend" \
   -DCMAKE_C_FLAGS="-fsanitize=thread -fno-omit-frame-pointer -iquote $over" \
   -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread >/dev/null
-tests=(test_determinism test_titans test_ops_grad test_optim)
+tests=(test_determinism test_titans test_ops_grad test_optim test_matvec test_attention_decode)
 cmake --build "$build" -j2 --target "${tests[@]}" >/dev/null
 
 fail=0

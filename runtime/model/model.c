@@ -18,18 +18,20 @@
 #include "tlm_rt/ops.h"
 #include "tlm_rt/rng.h"
 
-/* Zeroed memory on a cache line; from 2 MiB on, on a 2 MiB boundary and in
- * transparent huge pages where the kernel gives them on request (Debian's
- * default, "madvise"). A decoded token streams every weight once: tiny's
- * 19 MB in 4 KiB pages is 4,700 pages, past the TLB's reach, and the KV
- * cache took a page fault every 4 KiB as it filled. */
+/* Zeroed memory on a cache line; from 2 MiB on, whole 2 MiB pages (the
+ * size rounded up, less than 2 MiB more) in transparent huge pages where
+ * the kernel gives them on request (Debian's default, "madvise"). A decoded
+ * token streams every weight once: tiny's 19 MB in 4 KiB pages is 4,700
+ * pages, past the TLB's reach, and the KV cache took a page fault every
+ * 4 KiB as it filled. */
 static void *alloc_aligned(size_t bytes) {
-    enum { HUGE = 2 << 20 };
+    enum { HUGE_PAGE = 2 << 20 };
     void *p = NULL;
-    const bool huge = bytes >= HUGE;
-    if (posix_memalign(&p, huge ? HUGE : 64, bytes ? bytes : 64) != 0) return NULL;
+    const bool huge = bytes >= HUGE_PAGE;
+    const size_t size = huge ? (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE : bytes ? bytes : 64;
+    if (posix_memalign(&p, huge ? HUGE_PAGE : 64, size) != 0) return NULL;
 #ifdef MADV_HUGEPAGE
-    if (huge) (void)madvise(p, (bytes + HUGE - 1) / HUGE * HUGE, MADV_HUGEPAGE); /* a hint: refused is fine */
+    if (huge) (void)madvise(p, size, MADV_HUGEPAGE); /* a hint: refused, the pages are 4 KiB */
 #endif
     memset(p, 0, bytes);
     return p;
@@ -260,6 +262,16 @@ bool tlm_model_cache_open(tlm_model *m, tlm_err *err) {
                               ? tlm_kv_state_floats(c)
                               : (size_t)c->layers * (size_t)m->T * 3 * (size_t)(c->heads * c->head_dim);
     if (m->gpu) return tlm_gpu_model_cache_open(m, floats, err);
+    /* all of it resident at once (zeroed here), so checked against what the
+     * process may still take, as tlm_model_create checks the model */
+    tlm_memory_budget budget;
+    if (!tlm_memory_budget_read(&budget, err)) return false;
+    if ((double)floats * sizeof(float) > (double)budget.bytes) {
+        char n1[32], n2[32];
+        return tlm_fail(err, "out of memory for the KV cache: it needs %s, %s available (%s)",
+                        tlm_fmt_bytes(n1, sizeof n1, (int64_t)(floats * sizeof(float))),
+                        tlm_fmt_bytes(n2, sizeof n2, budget.bytes), budget.source);
+    }
     m->kv_cache = alloc_aligned(floats * sizeof(float));
     /* attention: a head's scores, each head its own (tlm_attention_decode);
      * titans: a head's vector */
@@ -273,8 +285,8 @@ bool tlm_model_cache_open(tlm_model *m, tlm_err *err) {
 }
 
 /* A decoded token's products are matrix-vector products, short and bound
- * by memory, each a parallel region (matvec.c), as is its attention over
- * the cache past a few thousand multiply-adds. Where OpenMP's idle threads
+ * by memory, each a parallel region past TLM_PAR_MIN_MATVEC multiply-adds
+ * (matvec.c), as is its attention over the cache past TLM_PAR_MIN_DECODE. Where OpenMP's idle threads
  * sleep (OMP_WAIT_POLICY=passive), each region wakes them with system
  * calls: 19 us a region on a Zen 5 VM against 3 us with spinning threads,
  * for products of a few microseconds (`bench/sample_bench.sh` of tiny at
@@ -291,7 +303,7 @@ static bool cached_forward(tlm_model *m, const int32_t *tokens, int64_t n, tlm_k
     m->kv_mode = mode;
     m->kv_pos = pos;
     const bool single = decode_on_one_thread(m, mode);
-    const int saved = single ? tlm_threads_single_begin() : 0;
+    const tlm_thread_counts saved = single ? tlm_threads_single_begin() : (tlm_thread_counts){0, 0};
     tlm_model_forward(m, tokens, NULL, 1, n);
     if (single) tlm_threads_single_end(saved);
     m->kv_mode = TLM_KV_OFF;

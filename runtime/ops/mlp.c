@@ -7,7 +7,8 @@
  *   out += h Wd^T               [C]   residual fused
  * GELU: u = x Wu^T; h = gelu(u); out += h Wd^T.
  *
- * The projections and dx are single GEMMs. The products with h are tiled:
+ * The projections and dx are single GEMMs (for one row, sampling's decode,
+ * matrix-vector products: matvec.c). The products with h are tiled:
  * a tile of h is formed on the stack from pre_gate/pre_up and fed
  * to a GEMM, tile after tile, so nothing is allocated and no [N,F] buffer
  * is needed for h. Tiles run in a fixed order: deterministic.

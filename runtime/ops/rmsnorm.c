@@ -188,7 +188,7 @@ static void rms_forward(float *out, float *rstd, const float *x, const float *w,
 static void rms_backward(float *dx, float *dw, const float *dout, const float *x, const float *w, const float *rstd,
                          int R, int H, int D, bool accumulate) {
     const int blocks = dw && w ? H * ((D + DW_BLOCK - 1) / DW_BLOCK) : 0;
-    const int parts = (size_t)R * D >= TLM_PAR_MIN_NORM ? tlm_get_num_threads() : 1;
+    const int parts = (size_t)R * D >= TLM_PAR_MIN_NORM && tlm_threads_can_split() ? tlm_get_num_threads() : 1;
     if (parts == 1) { /* no parallel construct: TLM_PARALLEL_FOR_IF says why */
         backward_part(dx, dw, dout, x, w, rstd, R, H, D, accumulate, 0, R, 0, blocks);
         return;

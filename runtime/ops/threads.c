@@ -28,14 +28,19 @@ void tlm_blas_single_end(int saved) {
     if (saved != 1) openblas_set_num_threads(saved);
 }
 
-int tlm_threads_single_begin(void) {
-    int n = tlm_get_num_threads();
-    if (n != 1) tlm_set_num_threads(1);
-    return n;
+tlm_thread_counts tlm_threads_single_begin(void) {
+    tlm_thread_counts saved = {tlm_get_num_threads(), tlm_blas_single_begin()};
+#ifdef _OPENMP
+    if (saved.omp != 1) omp_set_num_threads(1);
+#endif
+    return saved;
 }
 
-void tlm_threads_single_end(int saved) {
-    if (saved != 1) tlm_set_num_threads(saved);
+void tlm_threads_single_end(tlm_thread_counts saved) {
+#ifdef _OPENMP
+    if (saved.omp != 1) omp_set_num_threads(saved.omp);
+#endif
+    tlm_blas_single_end(saved.blas);
 }
 
 int tlm_get_num_threads(void) {

@@ -1,5 +1,5 @@
 /* Eight floats as one vector, for the hot loops of attention.c,
- * attention_decode.c, rmsnorm.c, rope.c and adamw.c: the type, loads and
+ * attention_decode.c, matvec.c, rmsnorm.c, rope.c and adamw.c: the type, loads and
  * stores, V8_KERNEL (a kernel built for AVX2 + FMA next to the baseline,
  * and the pick between them), and a row's max and e^x on eight lanes.
  *
@@ -27,8 +27,8 @@ typedef uint32_t v8u __attribute__((vector_size(32)));
  * baseline and for x86-64-v3 (AVX2, FMA), and each call runs the one the
  * CPU has (v8_cpu_level). Its results never depend on the thread count,
  * and depend on the CPU only where its file lets the compiler fuse a
- * multiply and an add (a fused multiply-add rounds once): attention.c and
- * attention_decode.c do (-ffp-contract=fast), rmsnorm.c, rope.c and
+ * multiply and an add (a fused multiply-add rounds once): attention.c,
+ * attention_decode.c and matvec.c do (-ffp-contract=fast), rmsnorm.c, rope.c and
  * adamw.c do not (-ffp-contract=off; runtime/CMakeLists.txt). Helpers
  * inlined into it take its target.
  *

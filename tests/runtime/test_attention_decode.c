@@ -82,5 +82,6 @@ int main(void) {
     one_case(37, 2, 64, true, &rng);
     one_case(5, 1, 9, true, &rng);
     one_case(256, 16, 64, false, &rng); /* a 440M model's heads */
+    one_case(259, 5, 57, false, &rng);  /* split, with odd sizes */
     return test_finish("test_attention_decode");
 }

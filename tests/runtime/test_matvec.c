@@ -6,12 +6,12 @@
  * against two single products bit for bit; every result the same bits on
  * 1, 2 and 3 threads; nothing written past y's rows.
  *
- * Bound per row, derived: each of the four sums adds at most
- * ceil(cols / 32) + 1 products in turn, then three additions join the sums,
- * three the lanes, and the last cols % 8 products and y's old value come
- * after: at most cols / 32 + 16 roundings of 2^-24 on the row's
- * sum of |w x| and |y|, the standard bound of a float sum
- * (Higham, ch. 3). ctest runs it at the CPU's level and at each lower one
+ * Bound per row, derived: the first of the four sums adds at most
+ * floor(cols / 32) + 3 products in turn (its 32-float steps, then the
+ * 8-float ones), then three additions join the sums, three the lanes, and
+ * the last cols % 8 products (up to 7) and y's old value come after: at
+ * most cols / 32 + 16 roundings of 2^-24 on the row's sum of |w x| and |y|,
+ * the standard bound of a float sum (Higham, ch. 3). ctest runs it at the CPU's level and at each lower one
  * (TLM_CPU_CAPABILITY): the baseline build, the AVX2 clone. */
 #include "test_util.h"
 
@@ -100,7 +100,9 @@ int main(void) {
     /* past TLM_PAR_MIN_MATVEC, so that the threads split it: tiny's shapes */
     one_case((shape){768, 256, 256, false}, &rng);
     one_case((shape){256, 1040, 1040, true}, &rng);
+    one_case((shape){600, 259, 264, true}, &rng); /* split, with the last columns and a wider row */
     pair_case(1040, 256, &rng);
     pair_case(37, 33, &rng);
+    pair_case(601, 259, &rng);
     return test_finish("test_matvec");
 }

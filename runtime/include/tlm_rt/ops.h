@@ -54,9 +54,12 @@ bool tlm_threads_wait_passively(void);
 int tlm_blas_single_begin(void);
 void tlm_blas_single_end(int saved);
 /* Both pools (OpenMP's and OpenBLAS's) on one thread until
- * tlm_threads_single_end(the value returned). */
-int tlm_threads_single_begin(void);
-void tlm_threads_single_end(int saved);
+ * tlm_threads_single_end(the counts returned), which restores each its own. */
+typedef struct tlm_thread_counts {
+    int omp, blas;
+} tlm_thread_counts;
+tlm_thread_counts tlm_threads_single_begin(void);
+void tlm_threads_single_end(tlm_thread_counts saved);
 
 /* ---- blas_kernels.c ----------------------------------------------------- */
 
@@ -68,7 +71,7 @@ void tlm_blas_kernels_describe(char *buf, size_t n);
 
 /* The least work from which an op splits its loop over threads (below it
  * a parallel region costs more than it saves); the results do not depend
- * on it. Attention, titans and its gates split at any size. */
+ * on it. Attention's and Titans' training ops split at any size. */
 /* the activations (n), the sigmoid gate (R*D), cross-entropy (N*V), the
  * optimizers and the gradient norm (n) */
 #define TLM_PAR_MIN_ELEMENTS 32768
