@@ -77,10 +77,16 @@ static bool run_pass(tlm_model *m, const int32_t *tokens, int length, float *got
     return true;
 }
 
+#define USAGE "usage: decode_bench MODEL.so [--threads N] [--reps R] [--length L]"
+
 int main(int argc, char **argv) {
     const char *path = NULL;
     int threads = 1, reps = 5, length = 0;
     for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            puts(USAGE);
+            return 0;
+        }
         if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
             if (!bench_int_arg("decode_bench", "--threads", argv[++i], 1, 1024, &threads)) return 2;
         } else if (!strcmp(argv[i], "--reps") && i + 1 < argc) {
@@ -90,12 +96,12 @@ int main(int argc, char **argv) {
         } else if (argv[i][0] != '-' && !path) {
             path = argv[i];
         } else {
-            fprintf(stderr, "usage: decode_bench MODEL.so [--threads N] [--reps R] [--length L]\n");
+            fprintf(stderr, "decode_bench: unexpected argument '%s' (" USAGE ")\n", argv[i]);
             return 2;
         }
     }
     if (!path) {
-        fprintf(stderr, "usage: decode_bench MODEL.so [--threads N] [--reps R] [--length L]\n");
+        fprintf(stderr, "decode_bench: no MODEL.so (" USAGE ")\n");
         return 2;
     }
     tlm_set_num_threads(threads);

@@ -3,7 +3,8 @@
 # usage error is one line and exit 2, a missing build one line and exit 1
 # (no traceback, no crash, no run on a value atoi took for 0). A benchmark
 # this build lacks (mlp_bench without OpenBLAS, tile_bench off x86) is
-# skipped.
+# skipped. decode_bench, which checks its own results, also runs one short
+# pass.
 #
 #   bad_args.sh SOURCE_ROOT BUILD_DIR WORK_DIR
 set -u
@@ -79,5 +80,18 @@ if [ -x "$bin/titans_bench" ]; then
     # shellcheck disable=SC2086
     expect 2 "usage: titans_bench" "titans_bench $a" -- "$bin/titans_bench" $a
   done
+fi
+if [ -x "$bin/decode_bench" ]; then
+  expect 0 "usage: decode_bench" "decode_bench --help" -- "$bin/decode_bench" --help
+  for a in "--threads 0" "--reps abc" "--length 0" "--length 3x" "--foo" ""; do
+    # shellcheck disable=SC2086
+    expect 2 "decode_bench" "decode_bench $a" -- "$bin/decode_bench" $a
+  done
+  expect 1 "decode_bench: " "decode_bench of a missing model" -- "$bin/decode_bench" "$tmp/none.so"
+  # the one benchmark that checks its results: a short pass on a test model
+  # (tests/model's, built with the tests), the cached logits against the
+  # recomputed ones
+  expect 0 "worst .* of the bound" "decode_bench, 6 tokens" -- \
+    "$bin/decode_bench" "$build/tests/model/tiny.so" --reps 1 --length 6 --threads 2
 fi
 exit $fail
