@@ -23,25 +23,15 @@
 #include <time.h>
 
 #include "bench_args.h"
+#include "kv_bound.h"
 #include "model.h"
 #include "tlm_rt/ops.h"
+#include "tlm_rt/rng.h"
 
 static double now(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-/* The worst |a - b| over the row's bound, 1e-5 |b| + 1e-5 max|b|
- * (tests/model/test_kv_cache.c). */
-static double row_error(const float *a, const float *b, int64_t V) {
-    double scale = 0, worst = 0;
-    for (int64_t i = 0; i < V; i++) scale = fmax(scale, fabs((double)b[i]));
-    for (int64_t i = 0; i < V; i++) {
-        double r = fabs((double)a[i] - b[i]) / (1e-5 * fabs((double)b[i]) + 1e-5 * scale);
-        if (!(r <= worst)) worst = r;
-    }
-    return worst;
 }
 
 typedef struct {
@@ -69,7 +59,8 @@ static bool run_pass(tlm_model *m, const int32_t *tokens, int length, float *got
         double t0 = now();
         tlm_model_forward(m, tokens, NULL, 1, n);
         double t1 = now();
-        double e = row_error(got + (size_t)(n - 1) * (size_t)V, tlm_model_logits(m) + (size_t)(n - 1) * (size_t)V, V);
+        double e =
+            kv_row_ratio(got + (size_t)(n - 1) * (size_t)V, tlm_model_logits(m) + (size_t)(n - 1) * (size_t)V, V, 1e-5);
         if (!(e <= p->error)) p->error = e;
         p->recomputed += t1 - t0;
         if (n == length) p->recomputed_last = t1 - t0;
@@ -125,11 +116,9 @@ int main(int argc, char **argv) {
         fprintf(stderr, "decode_bench: out of memory\n");
         return 1;
     }
-    uint64_t state = 42;
-    for (int i = 0; i < length; i++) {
-        state = state * 6364136223846793005ull + 1442695040888963407ull;
-        tokens[i] = (int32_t)((state >> 33) % (uint64_t)V);
-    }
+    tlm_rng rng;
+    tlm_rng_seed(&rng, 42);
+    for (int i = 0; i < length; i++) tokens[i] = (int32_t)tlm_rng_below(&rng, (uint64_t)V);
     pass best = {0}, worst = {0};
     double error = 0;
     for (int r = 0; r < reps; r++) {

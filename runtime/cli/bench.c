@@ -112,7 +112,7 @@ static int parse(bench *b, const char **model, int argc, char **argv) {
         }
         if (!ok) return 2;
     }
-    if (b->profile_kernels && (!b->device || !strcmp(b->device, "cpu")))
+    if (b->profile_kernels && device_flag_is_cpu(b->device))
         return cli_usage_error("bench", "--profile-kernels times a device's kernels: it needs --device cuda");
     if (b->profile_kernels && b->profile_steps == 0)
         return cli_usage_error("bench", "--profile-kernels with --profile 0: no steps are profiled");

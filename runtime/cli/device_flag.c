@@ -14,13 +14,15 @@ static bool is_cuda(const char *v) {
     return n >= 1 && n <= 9 && v[5 + n] == '\0';
 }
 
+bool device_flag_is_cpu(const char *device) { return !device || !strcmp(device, "cpu"); }
+
 int device_flag_check(const char *cmd, const char *value) {
-    if (!value || !strcmp(value, "cpu") || is_cuda(value)) return 0;
+    if (device_flag_is_cpu(value) || is_cuda(value)) return 0;
     return cli_usage_error(cmd, "unknown device `%s` (known: cpu, cuda, cuda:N)", value);
 }
 
 int precision_flag_resolve(const char *cmd, const char *device, const char *value, tlm_precision *p) {
-    bool gpu = device && strcmp(device, "cpu") != 0;
+    bool gpu = !device_flag_is_cpu(device);
     if (!value) {
         *p = gpu ? TLM_PRECISION_BF16 : TLM_PRECISION_FP32;
         return 0;

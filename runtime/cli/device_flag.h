@@ -4,7 +4,12 @@
 #ifndef TLM_CLI_DEVICE_FLAG_H
 #define TLM_CLI_DEVICE_FLAG_H
 
+#include <stdbool.h>
+
 #include "precision.h"
+
+/* Whether a --device value (NULL: not given) is the CPU. */
+bool device_flag_is_cpu(const char *device);
 
 /* Checks a --device value: 0 when it names a device, else 2 after a usage
  * message. */

@@ -10,6 +10,7 @@
 
 #include "args.h"
 #include "checkpoint.h"
+#include "device_flag.h"
 #include "corpus.h"
 #include "gpu_model.h"
 #include "regular_file.h"
@@ -65,7 +66,7 @@ int load_checkpoint_tokenizer(const char *cmd, const char *tok_path, const char 
 
 int device_flag_open(const char *cmd, const char *value, tlm_device **dev) {
     *dev = NULL;
-    if (!value || !strcmp(value, "cpu")) return 0;
+    if (device_flag_is_cpu(value)) return 0;
     tlm_err err = {""};
     *dev = tlm_device_open(value, &err);
     return *dev ? 0 : cli_error(cmd, "--device %s: %s", value, err.msg);

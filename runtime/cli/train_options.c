@@ -256,7 +256,7 @@ int train_parse(train_options *o, int argc, char **argv) {
     if (!o->model) return cli_usage_error("train", "no MODEL.so given");
     if (precision_flag_resolve("train", o->device, precision, &o->precision)) return 2;
     if (o->resume && o->overwrite) return cli_usage_error("train", "--resume and --overwrite contradict each other");
-    if (o->profile_kernels && (!o->device || !strcmp(o->device, "cpu")))
+    if (o->profile_kernels && device_flag_is_cpu(o->device))
         return cli_usage_error("train", "--profile-kernels times a device's kernels: it needs --device cuda (on the "
                                         "CPU, --profile times the ops)");
     return -1;

@@ -45,20 +45,10 @@
  *
  * usage: test_kv_cache [--device [--bf16]] MODEL.so... */
 #include "gpu_model.h"
+#include "kv_bound.h"
 #include "model_util.h"
 
-static const double REL = 1e-5, ABS_FLOOR = 1e-5, BF16_FLOOR = 1.0 / 256, BF16_FLOOR_TITANS = 4.0 / 256;
-
-/* The worst |a - b| / bound over one row of logits. */
-static double row_ratio(const float *got, const float *want, int64_t V, double floor) {
-    double scale = 0, worst = 0;
-    for (int64_t i = 0; i < V; i++) scale = fmax(scale, fabs((double)want[i]));
-    for (int64_t i = 0; i < V; i++) {
-        double r = fabs((double)got[i] - want[i]) / (REL * fabs((double)want[i]) + floor * scale);
-        if (!(r <= worst)) worst = r;
-    }
-    return worst;
-}
+static const double ABS_FLOOR = 1e-5, BF16_FLOOR = 1.0 / 256, BF16_FLOOR_TITANS = 4.0 / 256;
 
 /* The reference: the full forward, on the CPU, or (bf16) on the device in
  * bf16 from the same parameters. */
@@ -129,14 +119,14 @@ static void run_model(const char *path, tlm_device *dev, bool bf16) {
         const float *got = ok ? tlm_model_logits(&kv) : NULL;
         tlm_model_forward(&full, tokens, NULL, 1, prefix);
         for (int64_t t = 0; got && t < prefix; t++)
-            worst = fmax(worst, row_ratio(got + t * V, tlm_model_logits(&full) + t * V, V, floor));
+            worst = fmax(worst, kv_row_ratio(got + t * V, tlm_model_logits(&full) + t * V, V, floor));
         for (int64_t pos = prefix; ok && pos < T; pos++) {
             ok = tlm_model_decode(&kv, tokens[pos], pos);
             CHECK(ok, "%s decode at %lld: %s", name, (long long)pos,
                   tlm_model_device_error(&kv) ? tlm_model_device_error(&kv) : "refused");
             if (!ok || !(got = tlm_model_logits(&kv))) break;
             tlm_model_forward(&full, tokens, NULL, 1, pos + 1);
-            worst = fmax(worst, row_ratio(got, tlm_model_logits(&full) + pos * V, V, floor));
+            worst = fmax(worst, kv_row_ratio(got, tlm_model_logits(&full) + pos * V, V, floor));
         }
         CHECK(worst <= 1.0, "%s: decoded logits %.2f of the bound from the full forward's", name, worst);
         CHECK(!tlm_model_decode(&kv, tokens[0], T), "%s: a decode past the context was accepted", name);

@@ -13,8 +13,6 @@
  * (TLM_CPU_CAPABILITY): the baseline build, the AVX2 clone. */
 #include "test_util.h"
 
-#include "tlm_rt/cpu_level.h"
-
 static void reference(double *y, const float *q, const float *k, const float *v, int n, int H, int D, int stride) {
     double *s = malloc((size_t)n * sizeof *s);
     if (!s) abort();
@@ -71,9 +69,7 @@ static void one_case(int n, int H, int D, bool spike, tlm_rng *rng) {
 }
 
 int main(void) {
-    char level[128];
-    tlm_cpu_level_describe(level, sizeof level);
-    printf("the runtime's kernels at %s\n", level);
+    test_say_cpu_level();
     tlm_rng rng;
     tlm_rng_seed(&rng, 2026);
     static const int ns[] = {1, 3, 4, 5, 37, 256}, ds[] = {1, 7, 8, 9, 24, 33, 64, 72};

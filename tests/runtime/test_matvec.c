@@ -15,8 +15,6 @@
  * (TLM_CPU_CAPABILITY): the baseline build, the AVX2 clone. */
 #include "test_util.h"
 
-#include "tlm_rt/cpu_level.h"
-
 static const float GUARD = 12345.0f;
 
 typedef struct {
@@ -85,9 +83,7 @@ static void pair_case(int rows, int cols, tlm_rng *rng) {
 }
 
 int main(void) {
-    char level[128];
-    tlm_cpu_level_describe(level, sizeof level);
-    printf("the runtime's kernels at %s\n", level);
+    test_say_cpu_level();
     tlm_rng rng;
     tlm_rng_seed(&rng, 2027);
     static const int rows[] = {1, 3, 4, 5, 37, 64, 65, 130}, cols[] = {1, 7, 8, 9, 31, 32, 33, 256, 259};

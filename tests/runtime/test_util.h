@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tlm_rt/cpu_level.h"
 #include "tlm_rt/rt.h"
 #ifdef _OPENMP
 #include <omp.h>
@@ -50,6 +51,14 @@ static inline void check_team_of(int n) {
 #else
     (void)n;
 #endif
+}
+
+/* Says which build of the kernels runs (TLM_CPU_CAPABILITY lowers it): the
+ * first line of a test that ctest runs at each CPU level. */
+static inline void test_say_cpu_level(void) {
+    char level[128];
+    tlm_cpu_level_describe(level, sizeof level);
+    printf("the runtime's kernels at %s\n", level);
 }
 
 static inline float *falloc(size_t n) {
