@@ -15,12 +15,13 @@
 #include "gpu_model.h"
 #include "regular_file.h"
 #include "text_tokens.h"
+#include "tlm_rt/blas_room.h"
 #include "tlm_rt/ops.h"
 
 int open_model(const char *cmd, const char *path, int64_t threads, tlm_so *so) {
     if (!path) return cli_usage_error(cmd, "no MODEL.so given");
-    tlm_set_num_threads(threads > 0 ? (int)threads : cli_cores());
     tlm_err err = {""};
+    if (!tlm_threads_start(threads > 0 ? (int)threads : cli_cores(), &err)) return cli_error(cmd, "%s", err.msg);
     if (!tlm_so_open(path, so, &err)) return cli_error(cmd, "%s", err.msg);
     return 0;
 }

@@ -61,6 +61,7 @@
 #include "stdout_status.h"
 #include "test_hook.h"
 #include "tlm_rt/data.h"
+#include "tlm_rt/blas_room.h"
 #include "tlm_rt/ops.h"
 #include "train_options.h"
 #include "trainer.h"
@@ -548,7 +549,10 @@ static int setup(run *r) {
                   : ckpt_threads && atoi(ckpt_threads) > 0 ? atoi(ckpt_threads)
                   : cli_cores() > r->dist.local_ranks      ? cli_cores() / r->dist.local_ranks
                                                            : 1;
-    tlm_set_num_threads(threads);
+    if (!tlm_threads_start(threads, &err)) {
+        rc = cli_error("train", "%s", err.msg);
+        goto out;
+    }
     if (o->s.context <= 0) o->s.context = r->so.config->context;
     if ((rc = share_accumulate(r, &defaults)) || (rc = train_check(o, &r->so))) goto out;
     if (o->resume && !train_same_trajectory(o, &defaults, decay, &err)) {

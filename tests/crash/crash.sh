@@ -27,6 +27,12 @@
 #              middle of a write leaves no temporary; train --log
 #              naming a bundled novel or the checkpoint not yet written,
 #              a --ckpt too long for a path, a shard cut short mid-run
+#   address_limit  under an address-space limit (ulimit -v, ulimit -d),
+#              which OpenBLAS meets by retrying a failed mapping forever:
+#              every command at limits from 100 MiB up in 64 MiB steps
+#              exits 0, or 1 with one line, within the timeout, and runs
+#              once the limit is 2 GiB; the two refusals (OpenBLAS's start,
+#              its threads' buffers) are each met on the way
 set -u
 case_=$1 tlmc=$2 run=$3 root=$4 work=$5
 here=$(cd "$(dirname "$0")" && pwd)
@@ -358,6 +364,39 @@ outputs)
   status=0; wait $pid || status=$?
   check "kill -BUS mid-training: the signal's status, 135 (got $status), no shard blamed" -- \
     bash -c "test $status = 135 && ! grep -q 'token shard' bus.err"
+  ;;
+
+address_limit)
+  # Each command at each limit: a hang (the timeout's 124) or a crash fails.
+  # OMP_NUM_THREADS=2 makes OpenBLAS map two buffers when it starts, on
+  # any machine with two CPUs or more.
+  printf 'model lim_titans { vocab = 256; context = 32; d_model = 32; layers = 2; heads = 2;\n  d_ff = 64; mixer = titans; chunk = 8; }\n' > titans.tlm
+  "$tlmc" titans.tlm -o titans.so || exit 1
+  "$run" train crash.so "${data[@]}" --steps 2 --ckpt base > /dev/null || exit 1
+  cmds=("train crash.so ${data[*]} --threads 2 --steps 2 --eval-every 0 --ckpt ck"
+        "sample crash.so --ckpt base --length 8 --threads 2"
+        "eval crash.so --ckpt base --data val.txt --threads 2"
+        "bench titans.so --steps 1 --batch 2 --threads 2")
+  : > all.err
+  for mib in $(seq 100 64 2000) 2048; do
+    for c in "${cmds[@]}"; do
+      rm -rf ck
+      status=0
+      OMP_NUM_THREADS=2 bash -c "ulimit -v $((mib * 1024)); exec timeout 60 '$run' $c" > one.out 2> one.err || status=$?
+      cat one.err >> all.err
+      if [ "$status" = 0 ] && [ "$mib" = 2048 ]; then continue; fi
+      if [ "$status" = 0 ] || { [ "$status" = 1 ] && [ "$(wc -l < one.err)" = 1 ]; }; then continue; fi
+      echo "FAIL: ${c%% *} under ulimit -v ${mib} MiB: exit $status"; head -3 one.err; fail=1
+    done
+  done
+  check "every command under every limit: exit 0, or 1 with one line; each ran at 2 GiB" -- test "$fail" = 0
+  check "... refused before OpenBLAS's start where it could not" -- \
+    grep -q "^tlm-run: the address-space limit (ulimit -v) leaves no room for the 256 MiB OpenBLAS maps when it starts" all.err
+  check "... and before its threads' buffers" -- \
+    grep -q "^tlm-run train: the address-space limit (ulimit -v) leaves no room for OpenBLAS's buffers for 2 threads" all.err
+  expect 1 "^tlm-run: the address-space limit (ulimit -d) leaves no room for the 128 MiB OpenBLAS maps when it starts (128 MiB for each of 1 threads" \
+    "ulimit -d too small for OpenBLAS's start: one line, exit 1" -- \
+    env OMP_NUM_THREADS=1 bash -c "ulimit -d 100000; exec timeout 60 '$run' info crash.so"
   ;;
 
 *) echo "unknown case $case_"; exit 2 ;;
