@@ -15,6 +15,7 @@
 #include "le64.h"
 #include "test_hook.h"
 #include "tlm_rt/json.h"
+#include "tlm_rt/ops.h" /* tlm_threads_can_split */
 
 uint64_t tlm_fnv1a(uint64_t h, const void *data, size_t n) {
     const uint8_t *p = data;
@@ -43,9 +44,67 @@ uint64_t tlm_param_fingerprint(const tlm_so *so) {
     return h;
 }
 
-/* ---- the checksum: tensors in file order, metadata sorted by key ---- */
+/* ---- the checksum: tensors in file order, metadata sorted by key ----
+ *
+ * Written as "sum64:" and 16 hex digits: each tensor's name, dtype and shape
+ * through FNV-1a, then its bytes as one 64-bit sum (mod 2^64) over their
+ * little-endian words of mix(word + its index times an odd constant),
+ * splitmix64's finaliser: a bijection, so that changing any one word
+ * changes the sum, and the index makes a moved word change it too. A sum
+ * has no order, so threads and vector lanes each add up a part, with the
+ * same bits on any count, at the speed of memory. FNV-1a over the bytes,
+ * one at a time, ran at 0.34 GB/s on a Zen 5: 15 s for each write and each
+ * load of a 440M model's 5.3 GB checkpoint. Checkpoints written before
+ * (16 hex digits, FNV-1a over every byte) are still read. */
 
-static uint64_t hash_tensor(uint64_t h, const tlm_st_tensor *t) {
+#define SUM_PREFIX "sum64:"
+#define SUM_STEP 0x9e3779b97f4a7c15ull
+#define SUM_BLOCK ((size_t)1 << 16) /* words a thread adds up at a time */
+
+static inline uint64_t mix64(uint64_t x) {
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+/* A little-endian word, in one load (tlm_get_le64's bytes, which an omp
+ * simd loop kept as eight loads) */
+static inline uint64_t word_at(const uint8_t *p) {
+    uint64_t v;
+    memcpy(&v, p, sizeof v);
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    v = __builtin_bswap64(v);
+#endif
+    return v;
+}
+
+/* words [w0, w1) of p */
+static uint64_t words_sum(const uint8_t *p, size_t w0, size_t w1) {
+    uint64_t s = 0;
+    for (size_t i = w0; i < w1; i++) s += mix64(word_at(p + 8 * i) + (uint64_t)(i + 1) * SUM_STEP);
+    return s;
+}
+
+static uint64_t data_sum(const void *data, size_t bytes) {
+    const uint8_t *p = data;
+    size_t words = bytes / 8, blocks = (words + SUM_BLOCK - 1) / SUM_BLOCK;
+    uint64_t s = 0;
+    if (blocks > 1 && tlm_threads_can_split()) {
+#pragma omp parallel for schedule(static) reduction(+ : s)
+        for (size_t b = 0; b < blocks; b++)
+            s += words_sum(p, b * SUM_BLOCK, b + 1 < blocks ? (b + 1) * SUM_BLOCK : words);
+    } else {
+        s = words_sum(p, 0, words);
+    }
+    if (bytes % 8) { /* the last bytes, zero-padded to a word */
+        uint8_t last[8] = {0};
+        memcpy(last, p + 8 * words, bytes % 8);
+        s += mix64(word_at(last) + (uint64_t)(words + 1) * SUM_STEP);
+    }
+    return s;
+}
+
+static uint64_t hash_tensor(uint64_t h, const tlm_st_tensor *t, bool legacy) {
     char shape[96];
     shape_text(shape, sizeof shape, t->ndim, t->shape);
     h = fnv_str(h, t->name);
@@ -53,26 +112,40 @@ static uint64_t hash_tensor(uint64_t h, const tlm_st_tensor *t) {
     h = fnv_str(h, shape);
     size_t bytes = tlm_dtype_size(t->dtype);
     for (int d = 0; d < t->ndim; d++) bytes *= (size_t)t->shape[d];
-    return tlm_fnv1a(h, t->data, bytes);
+    if (legacy) return tlm_fnv1a(h, t->data, bytes);
+    uint8_t sum[8];
+    tlm_put_le64(sum, data_sum(t->data, bytes));
+    return tlm_fnv1a(h, sum, sizeof sum);
 }
 
 static int cmp_meta(const void *a, const void *b) {
-    return strcmp((*(const tlm_st_meta *const *)a)->key, (*(const tlm_st_meta *const *)b)->key);
+    return strcmp(((const tlm_st_meta *)a)->key, ((const tlm_st_meta *)b)->key);
 }
 
-/* Sorting makes the sum independent of how a writer orders the keys. */
-static bool hash_meta(uint64_t *h, const tlm_st_meta *const *meta, int n) {
-    const tlm_st_meta **sorted = malloc((size_t)(n > 0 ? n : 1) * sizeof *sorted);
+/* The checksum of the tensors and of the metadata but its "checksum" entry
+ * (sorted by key: independent of how a writer orders them), as the entry
+ * holds it; legacy: as checkpoints before sum64 held it. */
+static bool checksum_text(const tlm_st_tensor *ts, int nt, const tlm_st_meta *meta, int nm, bool legacy,
+                          char out[TLM_CKPT_CHECKSUM_LEN]) {
+    uint64_t h = TLM_FNV_OFFSET;
+    for (int i = 0; i < nt; i++) h = hash_tensor(h, &ts[i], legacy);
+    tlm_st_meta *sorted = malloc((size_t)(nm > 0 ? nm : 1) * sizeof *sorted);
     if (!sorted) return false;
-    memcpy(sorted, meta, (size_t)n * sizeof *sorted);
-    qsort(sorted, (size_t)n, sizeof *sorted, cmp_meta);
-    for (int i = 0; i < n; i++) {
-        if (!strcmp(sorted[i]->key, "checksum")) continue;
-        *h = fnv_str(*h, sorted[i]->key);
-        *h = fnv_str(*h, sorted[i]->value);
+    memcpy(sorted, meta, (size_t)nm * sizeof *sorted);
+    qsort(sorted, (size_t)nm, sizeof *sorted, cmp_meta);
+    for (int i = 0; i < nm; i++) {
+        if (!strcmp(sorted[i].key, "checksum")) continue;
+        h = fnv_str(h, sorted[i].key);
+        h = fnv_str(h, sorted[i].value);
     }
     free(sorted);
+    snprintf(out, TLM_CKPT_CHECKSUM_LEN, "%s%016" PRIx64, legacy ? "" : SUM_PREFIX, h);
     return true;
+}
+
+bool tlm_ckpt_checksum(const tlm_st_tensor *ts, int nt, const tlm_st_meta *meta, int nm,
+                       char out[TLM_CKPT_CHECKSUM_LEN]) {
+    return checksum_text(ts, nt, meta, nm, false, out);
 }
 
 /* ---- writing ---- */
@@ -139,10 +212,9 @@ bool tlm_ckpt_save(const char *path, const tlm_trainer *t, const tlm_run_state *
     char **names = calloc((size_t)nnames + 1, sizeof *names);
     enum { NMETA_OWN = 10 };
     char *config = NULL;
-    const tlm_st_meta **meta = calloc((size_t)(NMETA_OWN + nextra), sizeof *meta);
     tlm_st_meta own[NMETA_OWN];
     bool ok = false;
-    if (!ts || !names || !meta) {
+    if (!ts || !names) {
         tlm_fail(err, "out of memory writing the checkpoint");
         goto out;
     }
@@ -203,7 +275,7 @@ bool tlm_ckpt_save(const char *path, const tlm_trainer *t, const tlm_run_state *
         tlm_fail(err, "out of memory writing the checkpoint");
         goto out;
     }
-    char abi[16], fp[24], sstep[24], stokens[24], elapsed[32], sum[24];
+    char abi[16], fp[24], sstep[24], stokens[24], elapsed[32], sum[TLM_CKPT_CHECKSUM_LEN];
     snprintf(abi, sizeof abi, "%u", so->header->version);
     snprintf(fp, sizeof fp, "%016" PRIx64, tlm_param_fingerprint(so));
     snprintf(sstep, sizeof sstep, "%" PRId64, step);
@@ -219,27 +291,22 @@ bool tlm_ckpt_save(const char *path, const tlm_trainer *t, const tlm_run_state *
     own[nm++] = (tlm_st_meta){"elapsed", elapsed};
     own[nm++] = (tlm_st_meta){"optimizer", tlm_enum_name(&tlm_optimizer_enum, t->settings.optimizer)};
     own[nm++] = (tlm_st_meta){"config", config};
-    for (int i = 0; i < nm; i++) meta[i] = &own[i];
-    for (int i = 0; i < nextra; i++) meta[nm + i] = &extra[i];
-
-    uint64_t h = TLM_FNV_OFFSET;
-    for (int i = 0; i < ntensors; i++) h = hash_tensor(h, &ts[i]);
-    if (!hash_meta(&h, meta, nm + nextra)) {
-        tlm_fail(err, "out of memory writing the checkpoint");
-        goto out;
-    }
-    snprintf(sum, sizeof sum, "%016" PRIx64, h);
-    own[nm++] = (tlm_st_meta){"checksum", sum};
-    meta[nm - 1] = &own[nm - 1];
-
-    /* tlm_st_write takes the entries by value, in one array. */
-    tlm_st_meta *flat = malloc((size_t)(nm + nextra) * sizeof *flat);
+    /* tlm_st_write takes the entries by value, in one array: ours, the
+     * checksum, the caller's */
+    tlm_st_meta *flat = malloc((size_t)(nm + 1 + nextra) * sizeof *flat);
     if (!flat) {
         tlm_fail(err, "out of memory writing the checkpoint");
         goto out;
     }
     for (int i = 0; i < nm; i++) flat[i] = own[i];
+    flat[nm++] = (tlm_st_meta){"checksum", ""}; /* left out of the sum */
     for (int i = 0; i < nextra; i++) flat[nm + i] = extra[i];
+    if (!tlm_ckpt_checksum(ts, ntensors, flat, nm + nextra, sum)) {
+        free(flat);
+        tlm_fail(err, "out of memory writing the checkpoint");
+        goto out;
+    }
+    flat[nm - 1].value = sum;
     ok = write_atomic(path, ts, ntensors, flat, nm + nextra, err);
     free(flat);
 out:
@@ -247,7 +314,6 @@ out:
         for (int i = 0; i < nnames; i++) free(names[i]);
     free(names);
     free(ts);
-    free(meta);
     free(config);
     return ok;
 }
@@ -257,17 +323,17 @@ out:
 static bool verify_checksum(const tlm_st_file *f, const char *path, tlm_err *err) {
     const char *want = tlm_st_meta_get(f, "checksum");
     if (!want) return tlm_fail(err, "%s: no checksum in the metadata (not written by tlm-run?)", path);
-    uint64_t h = TLM_FNV_OFFSET;
-    for (int i = 0; i < tlm_st_count(f); i++) h = hash_tensor(h, tlm_st_at(f, i));
-    int nm = tlm_st_meta_count(f);
-    const tlm_st_meta **meta = malloc((size_t)(nm > 0 ? nm : 1) * sizeof *meta);
-    if (!meta) return tlm_fail(err, "%s: out of memory", path);
-    for (int i = 0; i < nm; i++) meta[i] = tlm_st_meta_at(f, i);
-    bool ok = hash_meta(&h, meta, nm);
+    int nt = tlm_st_count(f), nm = tlm_st_meta_count(f);
+    tlm_st_tensor *ts = malloc((size_t)(nt > 0 ? nt : 1) * sizeof *ts);
+    tlm_st_meta *meta = malloc((size_t)(nm > 0 ? nm : 1) * sizeof *meta);
+    char got[TLM_CKPT_CHECKSUM_LEN];
+    bool ok = ts && meta;
+    for (int i = 0; ok && i < nt; i++) ts[i] = *tlm_st_at(f, i);
+    for (int i = 0; ok && i < nm; i++) meta[i] = *tlm_st_meta_at(f, i);
+    ok = ok && checksum_text(ts, nt, meta, nm, strncmp(want, SUM_PREFIX, strlen(SUM_PREFIX)) != 0, got);
+    free(ts);
     free(meta);
     if (!ok) return tlm_fail(err, "%s: out of memory", path);
-    char got[24];
-    snprintf(got, sizeof got, "%016" PRIx64, h);
     if (strcmp(got, want) != 0)
         return tlm_fail(err, "%s: checksum mismatch: the file is damaged (or was edited)", path);
     return true;

@@ -16,9 +16,10 @@
  * __metadata__ (strings): format, model, abi_version, param_fingerprint,
  * step, tokens_seen, elapsed, optimizer, config (the architecture as JSON:
  * vocab, d_model, heads, widths, ...), plus what the caller adds (the
- * settings as JSON, ...), and checksum: FNV-1a 64 over every tensor (name,
- * dtype, shape, bytes) and every other metadata entry, so that a flipped
- * byte anywhere is caught rather than trained on. */
+ * settings as JSON, ...), and checksum: over every tensor (name, dtype and
+ * shape by FNV-1a 64, bytes by a sum of mixed 64-bit words: checkpoint.c)
+ * and every other metadata entry, so that a flipped byte anywhere is caught
+ * rather than trained on. */
 #ifndef TLM_CHECKPOINT_H
 #define TLM_CHECKPOINT_H
 
@@ -55,6 +56,14 @@ uint64_t tlm_fnv1a(uint64_t h, const void *data, size_t n);
 /* Names and shapes of the parameter table, hashed: two models whose
  * checkpoints are interchangeable have the same fingerprint. */
 uint64_t tlm_param_fingerprint(const tlm_so *so);
+
+/* The "checksum" entry's text for these tensors (their bytes by their
+ * shape, not nbytes) and metadata, the metadata's own "checksum" entry left
+ * out: what tlm_ckpt_save writes and tlm_ckpt_open expects. False when out
+ * of memory. */
+#define TLM_CKPT_CHECKSUM_LEN 32
+bool tlm_ckpt_checksum(const tlm_st_tensor *ts, int nt, const tlm_st_meta *meta, int nm,
+                       char out[TLM_CKPT_CHECKSUM_LEN]);
 
 /* Writes the model's parameters, the trainer's optimizer state, the run
  * state and extra metadata to path, atomically (the old file stays valid

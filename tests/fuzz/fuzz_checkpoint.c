@@ -93,37 +93,6 @@ static void setup(void) {
     }
 }
 
-/* ---- the checksum, as checkpoint.c computes it ---- */
-
-static uint64_t fnv_str(uint64_t h, const char *s) { return tlm_fnv1a(h, s, strlen(s) + 1); }
-
-static int cmp_meta(const void *a, const void *b) {
-    return strcmp(((const tlm_st_meta *)a)->key, ((const tlm_st_meta *)b)->key);
-}
-
-static uint64_t checksum(const tlm_st_file *f, tlm_st_meta *sorted, int nm) {
-    uint64_t h = TLM_FNV_OFFSET;
-    for (int i = 0; i < tlm_st_count(f); i++) {
-        const tlm_st_tensor *t = tlm_st_at(f, i);
-        char shape[96] = "[";
-        size_t used = 1;
-        for (int d = 0; d < t->ndim && used < sizeof shape; d++)
-            used += (size_t)snprintf(shape + used, sizeof shape - used, "%s%" PRId64, d ? ", " : "", t->shape[d]);
-        if (used < sizeof shape) snprintf(shape + used, sizeof shape - used, "]");
-        h = fnv_str(h, t->name);
-        h = fnv_str(h, tlm_dtype_name(t->dtype));
-        h = fnv_str(h, shape);
-        h = tlm_fnv1a(h, t->data, t->nbytes);
-    }
-    qsort(sorted, (size_t)nm, sizeof *sorted, cmp_meta);
-    for (int i = 0; i < nm; i++) {
-        if (!strcmp(sorted[i].key, "checksum")) continue;
-        h = fnv_str(h, sorted[i].key);
-        h = fnv_str(h, sorted[i].value);
-    }
-    return h;
-}
-
 static void load(const char *p) {
     tlm_err err = {""};
     tlm_st_file *f = tlm_ckpt_open(p, &so, &err);
@@ -152,8 +121,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!ts || !meta) abort();
     for (int i = 0; i < n; i++) ts[i] = *tlm_st_at(f, i);
     for (int i = 0; i < nm; i++) meta[i] = *tlm_st_meta_at(f, i);
-    char sum[24];
-    snprintf(sum, sizeof sum, "%016" PRIx64, checksum(f, meta, nm));
+    char sum[TLM_CKPT_CHECKSUM_LEN];
+    if (!tlm_ckpt_checksum(ts, n, meta, nm, sum)) abort();
     for (int i = 0; i < nm; i++)
         if (!strcmp(meta[i].key, "checksum")) meta[i].value = sum;
     if (tlm_st_write(path, ts, n, meta, nm, &err) != 0) die("writing back a file the reader accepted", &err);

@@ -11,6 +11,9 @@ with the plain safetensors reader of tests/reference/st.py (numpy only):
   ckpt.py count FILE PREFIX     how many tensors' names start with PREFIX
   ckpt.py log_steps LOG         the steps of the training records, then of the validations
   ckpt.py corrupt FILE OUTDIR   damaged copies: truncations, byte flips, garbage
+  ckpt.py checksum FILE         the checksum as docs/runtime.md defines it
+  ckpt.py legacy FILE OUT       a copy with the checksum of checkpoints before
+                                2026-12-06 (FNV-1a over every byte)
 """
 import json
 import os
@@ -219,6 +222,61 @@ def corrupt(path, outdir):
         print(out)
 
 
+FNV_OFFSET, FNV_PRIME, MASK = 0xCBF29CE484222325, 0x100000001B3, (1 << 64) - 1
+
+
+def fnv1a(h, data):
+    for b in data:
+        h = ((h ^ b) * FNV_PRIME) & MASK
+    return h
+
+
+def fnv_str(h, s):
+    return fnv1a(h, s.encode() + b"\0")
+
+
+def sum64(data):
+    """The sum of mix(word + index x K) over the little-endian words (the
+    last zero-padded), mod 2^64; mix is splitmix64's finaliser."""
+    import numpy as np
+    words = np.frombuffer(data + b"\0" * (-len(data) % 8), dtype="<u8").astype(np.uint64)
+    x = words + np.arange(1, len(words) + 1, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    x ^= x >> np.uint64(31)
+    return int(x.sum(dtype=np.uint64))
+
+
+def parts(path):
+    """(tensors in file order as (name, dtype, shape, bytes), metadata, raw)"""
+    with open(path, "rb") as f:
+        raw = f.read()
+    (n,) = struct.unpack("<Q", raw[:8])
+    header = json.loads(raw[8:8 + n].decode())
+    meta = header.pop("__metadata__", {})
+    data = raw[8 + n:]
+    tensors = [(k, v["dtype"], v["shape"], data[v["data_offsets"][0]:v["data_offsets"][1]]) for k, v in header.items()]
+    return tensors, meta
+
+
+def checksum(path, legacy=False):
+    tensors, meta = parts(path)
+    h = FNV_OFFSET
+    for name, dtype, shape, data in tensors:
+        for s in (name, dtype, "[" + ", ".join(str(d) for d in shape) + "]"):
+            h = fnv_str(h, s)
+        h = fnv1a(h, data) if legacy else fnv1a(h, struct.pack("<Q", sum64(data)))
+    for key in sorted(k for k in meta if k != "checksum"):
+        h = fnv_str(fnv_str(h, key), meta[key])
+    return ("" if legacy else "sum64:") + f"{h:016x}"
+
+
+def legacy(path, out):
+    tensors, meta = st.load(path)
+    meta["checksum"] = checksum(path, legacy=True)
+    st.save(out, tensors, meta)
+
+
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
     if cmd == "same":
@@ -243,6 +301,10 @@ def main():
         log_steps(*args)
     elif cmd == "corrupt":
         corrupt(*args)
+    elif cmd == "checksum":
+        print(checksum(args[0]))
+    elif cmd == "legacy":
+        legacy(*args)
     else:
         fail(f"unknown command {cmd}")
 

@@ -558,6 +558,17 @@ bad_checkpoint)
   cp -r "$trained" "$tmp/h8resume"
   expect 1 "$h8" "resume, the same" -- "$run" train "$models/small_h8.so" --ckpt "$tmp/h8resume" --resume --steps 400
   check "  the checkpoint unchanged" -- cmp -s "$good" "$tmp/h8resume/checkpoint.safetensors"
+  # The checksum as docs/runtime.md defines it, computed again in numpy; a
+  # checkpoint with the checksum written before 2026-12-06 still loads
+  check "the checksum: the definition's value (numpy)" -- \
+    test "$(ckpt checksum "$good")" = "$(ckpt meta "$good" checksum)"
+  ckpt legacy "$good" "$tmp/legacy.safetensors"
+  expect 0 "" "a checkpoint with the old checksum (FNV-1a) loads" -- \
+    "$run" sample "$s" --ckpt "$tmp/legacy.safetensors" --length 1
+  "$py" -c "import sys; b = bytearray(open(sys.argv[1], 'rb').read()); b[-5] ^= 1; open(sys.argv[2], 'wb').write(b)" \
+    "$tmp/legacy.safetensors" "$tmp/legacy_flip.safetensors"
+  expect 1 "checksum mismatch: the file is damaged" "... and a flipped bit in it does not" -- \
+    "$run" sample "$s" --ckpt "$tmp/legacy_flip.safetensors" --length 1
   # Every damaged copy: exit 1 with one line, from eval, sample and resume.
   ckpt corrupt "$good" "$tmp/bad" > "$tmp/list"
   n=0 bad=0
