@@ -81,8 +81,8 @@ int tlm_blas_startup_buffers(char **envp) {
 /* OpenBLAS's thread count has been at most this since it was loaded: its
  * threads' buffers exist up to it (0: not yet read). */
 static int blas_threads_mapped;
-/* The pool holds at least this many buffers (filled here before). */
-static int pool_filled;
+/* Whether the pool holds the one buffer it needs (taken here before). */
+static bool pool_filled;
 
 bool tlm_threads_start(int n, tlm_err *err) {
     const char *limit = tlm_address_limit();
@@ -93,30 +93,27 @@ bool tlm_threads_start(int n, tlm_err *err) {
     if (blas_threads_mapped == 0) blas_threads_mapped = openblas_get_num_threads();
     int blas_n = n < BLAS_MAX_THREADS ? n : BLAS_MAX_THREADS;
     int new_thread_buffers = blas_n > blas_threads_mapped ? blas_n - blas_threads_mapped : 0;
-    /* the pool: one buffer per thread that may call a GEMM at once (the
-     * Titans ops call them from each thread) */
-    int pool = blas_n > pool_filled ? blas_n : 0;
+    /* the pool: the buffer of a GEMM called from one thread. Titans' ops
+     * call them from every thread at once, but under tlm_blas_single_begin,
+     * whose openblas_set_num_threads(1) hands the other threads' buffers to
+     * the pool (measured: no new mapping for 2 or 6 such callers) */
+    int pool = pool_filled ? 0 : 1;
     int64_t needed = 0;
-    if (!tlm_address_room((int64_t)new_thread_buffers * TLM_BLAS_BUFFER_BYTES))
+    if (!tlm_address_room((int64_t)(new_thread_buffers + pool) * TLM_BLAS_BUFFER_BYTES)) {
         needed = (int64_t)(new_thread_buffers + pool) * TLM_BLAS_BUFFER_BYTES;
-    if (!needed) {
+    } else {
         tlm_set_num_threads(n);
         if (blas_n > blas_threads_mapped) blas_threads_mapped = blas_n;
-        /* taking `pool` buffers at once leaves that many in the pool; each
-         * taken only where one more fits, since taking one maps it unless
-         * the pool has a free one */
-        void *held[BLAS_MAX_THREADS];
-        int taken = 0;
-        while (taken < pool && tlm_address_room(TLM_BLAS_BUFFER_BYTES)) held[taken++] = blas_memory_alloc(0);
-        for (int i = 0; i < taken; i++) blas_memory_free(held[i]);
-        if (taken < pool) needed = (int64_t)(pool - taken) * TLM_BLAS_BUFFER_BYTES;
-        else if (pool) pool_filled = pool;
+        /* taken only after the room for it was checked: taking one maps it
+         * unless the pool has a free one; given back, it stays mapped */
+        if (pool) blas_memory_free(blas_memory_alloc(0));
+        pool_filled = true;
     }
     if (needed)
         return tlm_fail(err,
-                        "the address-space limit (%s) leaves no room for OpenBLAS's buffers for %d threads "
-                        "(128 MiB each, %lld MiB more): raise the limit, or use fewer --threads",
-                        limit, n, (long long)(needed >> 20));
+                        "the address-space limit (%s) leaves no room for OpenBLAS's buffers for %d thread%s "
+                        "(128 MiB each, %lld MiB more): raise the limit, or lower --threads",
+                        limit, blas_n, blas_n == 1 ? "" : "s", (long long)(needed >> 20));
 #ifdef _OPENMP
     /* OpenMP's threads and their stacks, now rather than mid-step: a
      * memory budget read later counts them */

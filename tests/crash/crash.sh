@@ -368,8 +368,8 @@ outputs)
 
 address_limit)
   # Each command at each limit: a hang (the timeout's 124) or a crash fails.
-  # OMP_NUM_THREADS=2 makes OpenBLAS map two buffers when it starts, on
-  # any machine with two CPUs or more.
+  # OMP_NUM_THREADS=2 makes OpenBLAS map two buffers when it starts (one
+  # on a machine of one CPU), whatever the machine's count.
   printf 'model lim_titans { vocab = 256; context = 32; d_model = 32; layers = 2; heads = 2;\n  d_ff = 64; mixer = titans; chunk = 8; }\n' > titans.tlm
   "$tlmc" titans.tlm -o titans.so || exit 1
   "$run" train crash.so "${data[@]}" --steps 2 --ckpt base > /dev/null || exit 1
@@ -382,7 +382,7 @@ address_limit)
     for c in "${cmds[@]}"; do
       rm -rf ck
       status=0
-      OMP_NUM_THREADS=2 bash -c "ulimit -v $((mib * 1024)); exec timeout 60 '$run' $c" > one.out 2> one.err || status=$?
+      OMP_NUM_THREADS=2 bash -c "ulimit -v $((mib * 1024)); exec timeout 30 '$run' $c" > one.out 2> one.err || status=$?
       cat one.err >> all.err
       if [ "$status" = 0 ] && [ "$mib" = 2048 ]; then continue; fi
       if [ "$status" = 0 ] || { [ "$status" = 1 ] && [ "$(wc -l < one.err)" = 1 ]; }; then continue; fi
@@ -391,10 +391,10 @@ address_limit)
   done
   check "every command under every limit: exit 0, or 1 with one line; each ran at 2 GiB" -- test "$fail" = 0
   check "... refused before OpenBLAS's start where it could not" -- \
-    grep -q "^tlm-run: the address-space limit (ulimit -v) leaves no room for the 256 MiB OpenBLAS maps when it starts" all.err
+    grep -q "^tlm-run: the address-space limit (ulimit -v) leaves no room for the [0-9]* MiB OpenBLAS maps when it starts" all.err
   check "... and before its threads' buffers" -- \
     grep -q "^tlm-run train: the address-space limit (ulimit -v) leaves no room for OpenBLAS's buffers for 2 threads" all.err
-  expect 1 "^tlm-run: the address-space limit (ulimit -d) leaves no room for the 128 MiB OpenBLAS maps when it starts (128 MiB for each of 1 threads" \
+  expect 1 "^tlm-run: the address-space limit (ulimit -d) leaves no room for the 128 MiB OpenBLAS maps when it starts (128 MiB for each of 1 thread:" \
     "ulimit -d too small for OpenBLAS's start: one line, exit 1" -- \
     env OMP_NUM_THREADS=1 bash -c "ulimit -d 100000; exec timeout 60 '$run' info crash.so"
   ;;

@@ -248,14 +248,15 @@ def sum64(data):
 
 
 def parts(path):
-    """(tensors in file order as (name, dtype, shape, bytes), metadata, raw)"""
+    """(tensors in the order of their data as (name, dtype, shape, bytes), metadata)"""
     with open(path, "rb") as f:
         raw = f.read()
     (n,) = struct.unpack("<Q", raw[:8])
     header = json.loads(raw[8:8 + n].decode())
     meta = header.pop("__metadata__", {})
     data = raw[8 + n:]
-    tensors = [(k, v["dtype"], v["shape"], data[v["data_offsets"][0]:v["data_offsets"][1]]) for k, v in header.items()]
+    order = sorted(header.items(), key=lambda kv: kv[1]["data_offsets"][0])
+    tensors = [(k, v["dtype"], v["shape"], data[v["data_offsets"][0]:v["data_offsets"][1]]) for k, v in order]
     return tensors, meta
 
 
