@@ -98,22 +98,18 @@ bool tlm_threads_start(int n, tlm_err *err) {
      * whose openblas_set_num_threads(1) hands the other threads' buffers to
      * the pool (measured: no new mapping for 2 or 6 such callers) */
     int pool = pool_filled ? 0 : 1;
-    int64_t needed = 0;
-    if (!tlm_address_room((int64_t)(new_thread_buffers + pool) * TLM_BLAS_BUFFER_BYTES)) {
-        needed = (int64_t)(new_thread_buffers + pool) * TLM_BLAS_BUFFER_BYTES;
-    } else {
-        tlm_set_num_threads(n);
-        if (blas_n > blas_threads_mapped) blas_threads_mapped = blas_n;
-        /* taken only after the room for it was checked: taking one maps it
-         * unless the pool has a free one; given back, it stays mapped */
-        if (pool) blas_memory_free(blas_memory_alloc(0));
-        pool_filled = true;
-    }
-    if (needed)
+    int64_t needed = (int64_t)(new_thread_buffers + pool) * TLM_BLAS_BUFFER_BYTES;
+    if (!tlm_address_room(needed))
         return tlm_fail(err,
                         "the address-space limit (%s) leaves no room for OpenBLAS's buffers for %d thread%s "
                         "(128 MiB each, %lld MiB more): raise the limit, or lower --threads",
                         limit, blas_n, blas_n == 1 ? "" : "s", (long long)(needed >> 20));
+    tlm_set_num_threads(n);
+    if (blas_n > blas_threads_mapped) blas_threads_mapped = blas_n;
+    /* taken only after the room for it was checked: taking one maps it
+     * unless the pool has a free one; given back, it stays mapped */
+    if (pool) blas_memory_free(blas_memory_alloc(0));
+    pool_filled = true;
 #ifdef _OPENMP
     /* OpenMP's threads and their stacks, now rather than mid-step: a
      * memory budget read later counts them */

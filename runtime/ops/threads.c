@@ -20,7 +20,19 @@ void tlm_set_num_threads(int n) {
 
 int tlm_blas_single_begin(void) {
     int n = openblas_get_num_threads();
-    if (n != 1) openblas_set_num_threads(1);
+    if (n != 1) {
+        int omp = tlm_get_num_threads();
+        openblas_set_num_threads(1);
+#ifdef _OPENMP
+        /* OpenBLAS's OpenMP build sets OpenMP's count with its own: a loop
+         * of the ops in between keeps its threads (Titans' forward ran on
+         * one). OpenBLAS stays on one: it follows OpenMP's count only from
+         * a count above one. */
+        omp_set_num_threads(omp);
+#else
+        (void)omp;
+#endif
+    }
     return n;
 }
 

@@ -337,12 +337,8 @@ void tlm_titans_forward(float *y, float *saved, const float *q, const float *k, 
     const int nseg = (T + K - 1) / K;
     const size_t DD = (size_t)D * D;
     float *e_all = saved + (size_t)B * H * nseg * 2 * DD;
-    /* read before OpenBLAS goes to one thread: in its OpenMP build that
-     * sets OpenMP's count too, and this loop ran on one thread */
-    const int threads = tlm_get_num_threads();
-    (void)threads; /* read by the pragma alone, absent without OpenMP */
     const int blas_threads = tlm_blas_single_begin();
-#pragma omp parallel for collapse(2) schedule(static) num_threads(threads)
+#pragma omp parallel for collapse(2) schedule(static)
     for (int b = 0; b < B; b++) {
         for (int h = 0; h < H; h++) {
             size_t base = (size_t)b * T * stride + (size_t)h * D;

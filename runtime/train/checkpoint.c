@@ -79,10 +79,13 @@ static inline uint64_t word_at(const uint8_t *p) {
     return v;
 }
 
+/* word i's share of the sum */
+static inline uint64_t word_term(uint64_t word, size_t i) { return mix64(word + (uint64_t)(i + 1) * SUM_STEP); }
+
 /* words [w0, w1) of p */
 static uint64_t words_sum(const uint8_t *p, size_t w0, size_t w1) {
     uint64_t s = 0;
-    for (size_t i = w0; i < w1; i++) s += mix64(word_at(p + 8 * i) + (uint64_t)(i + 1) * SUM_STEP);
+    for (size_t i = w0; i < w1; i++) s += word_term(word_at(p + 8 * i), i);
     return s;
 }
 
@@ -100,7 +103,7 @@ static uint64_t data_sum(const void *data, size_t bytes) {
     if (bytes % 8) { /* the last bytes, zero-padded to a word */
         uint8_t last[8] = {0};
         memcpy(last, p + 8 * words, bytes % 8);
-        s += mix64(word_at(last) + (uint64_t)(words + 1) * SUM_STEP);
+        s += word_term(word_at(last), words);
     }
     return s;
 }

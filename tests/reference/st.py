@@ -13,18 +13,23 @@ DTYPES = {
 }
 
 
-def load(path):
-    """Returns ({name: ndarray}, metadata dict)."""
+def entries(path):
+    """Returns ([(name, header entry, its bytes)] in header order, metadata dict)."""
     with open(path, "rb") as f:
         raw = f.read()
     (n,) = struct.unpack("<Q", raw[:8])
     header = json.loads(raw[8:8 + n].decode("utf-8"))
     meta = header.pop("__metadata__", {})
     data = raw[8 + n:]
+    return [(name, info, data[info["data_offsets"][0]:info["data_offsets"][1]]) for name, info in header.items()], meta
+
+
+def load(path):
+    """Returns ({name: ndarray}, metadata dict)."""
+    items, meta = entries(path)
     out = {}
-    for name, info in header.items():
-        begin, end = info["data_offsets"]
-        arr = np.frombuffer(data[begin:end], dtype=DTYPES[info["dtype"]])
+    for name, info, data in items:
+        arr = np.frombuffer(data, dtype=DTYPES[info["dtype"]])
         out[name] = arr.reshape(info["shape"]).copy()
     return out, meta
 

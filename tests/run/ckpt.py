@@ -249,15 +249,9 @@ def sum64(data):
 
 def parts(path):
     """(tensors in the order of their data as (name, dtype, shape, bytes), metadata)"""
-    with open(path, "rb") as f:
-        raw = f.read()
-    (n,) = struct.unpack("<Q", raw[:8])
-    header = json.loads(raw[8:8 + n].decode())
-    meta = header.pop("__metadata__", {})
-    data = raw[8 + n:]
-    order = sorted(header.items(), key=lambda kv: kv[1]["data_offsets"][0])
-    tensors = [(k, v["dtype"], v["shape"], data[v["data_offsets"][0]:v["data_offsets"][1]]) for k, v in order]
-    return tensors, meta
+    items, meta = st.entries(path)
+    items.sort(key=lambda item: item[1]["data_offsets"][0])
+    return [(name, info["dtype"], info["shape"], data) for name, info, data in items], meta
 
 
 def checksum(path, legacy=False):

@@ -50,9 +50,8 @@ int tlm_thread_index(void);
  * OpenMP's default, which keeps them on a CPU as if at work. */
 bool tlm_threads_wait_passively(void);
 /* OpenBLAS on one thread until tlm_blas_single_end(the value returned):
- * its thread count is a global, restored after. Its OpenMP build sets
- * OpenMP's count with its own: a parallel region in between needs
- * num_threads(the count read before). */
+ * its thread count is a global, restored after. OpenMP's count stays as
+ * it was (OpenBLAS's OpenMP build would set it to one with its own). */
 int tlm_blas_single_begin(void);
 void tlm_blas_single_end(int saved);
 /* Both pools (OpenMP's and OpenBLAS's) on one thread until
