@@ -255,8 +255,9 @@ int cmd_eval(int argc, char **argv) {
     for (int i = 0; i < ncloze && !rc; i++)
         if (!cloze_evaluate(&sets, cloze[i], NULL, &err)) rc = cli_error("eval", "%s", err.msg);
     if (!rc && !json) {
-        printf("model %s, checkpoint %s (step %" PRId64 "), windows of %" PRId64 " tokens\n",
-               tlm_so_str(&so, so.config->name), path, step, context);
+        char st[24];
+        printf("model %s, checkpoint %s (step %s), windows of %" PRId64 " tokens\n", tlm_so_str(&so, so.config->name),
+               path, step_text(step, st), context);
         if (ndata) printf("%-*s  %12s  %8s  %9s  %9s\n", width, "data", "tokens", "loss", "ppl", "bits/byte");
         fflush(stdout);
     }

@@ -67,7 +67,8 @@ static int export_to(const tlm_so *so, const char *ckpt, const char *out, enum t
     if (!rc && !tlm_gguf_write(&g, out, &err)) rc = cli_error("export", "%s", err.msg);
     if (!rc) {
         uint64_t size = tlm_gguf_file_size(&g);
-        printf("%s: %s step %lld, %s, %llu bytes (%.2f MiB)\n", out, path, (long long)step, tlm_ggml_type_name(type),
+        char st[24];
+        printf("%s: %s step %s, %s, %llu bytes (%.2f MiB)\n", out, path, step_text(step, st), tlm_ggml_type_name(type),
                (unsigned long long)size, (double)size / 1048576.0);
         if (kept.len) printf("kept f16 (rows not a multiple of 32): %s\n", kept.buf);
     }

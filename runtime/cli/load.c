@@ -1,6 +1,7 @@
 #include "load.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <limits.h>
@@ -46,12 +47,17 @@ int load_checkpoint(const char *cmd, const tlm_so *so, const char *ckpt, tlm_mod
     tlm_st_file *f = tlm_ckpt_open(path, so, &err);
     if (!f) return cli_error(cmd, "%s", err.msg);
     bool ok = tlm_ckpt_load_params(f, m, &err) && tlm_model_params_to_device(m, &err);
-    const char *s = tlm_st_meta_get(f, "step");
-    *step = s ? atoll(s) : -1;
+    tlm_ckpt_meta_step(f, step); /* -1, shown as unknown, when it is not a step */
     const char *tok = tlm_st_meta_get(f, "tokenizer");
     if (tokenizer) snprintf(tokenizer, 65, "%s", tok ? tok : "bytes");
     tlm_st_close(f);
     return ok ? 0 : cli_error(cmd, "%s: %s", path, err.msg);
+}
+
+const char *step_text(int64_t step, char buf[24]) {
+    if (step < 0) return strcpy(buf, "unknown");
+    snprintf(buf, 24, "%" PRId64, step);
+    return buf;
 }
 
 int load_checkpoint_tokenizer(const char *cmd, const char *tok_path, const char *ckpt_tokenizer, const char *ckpt_path,

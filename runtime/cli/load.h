@@ -17,12 +17,17 @@ int open_model(const char *cmd, const char *path, int64_t threads, tlm_so *so);
 
 /* Finds the checkpoint of --ckpt (DIR or file; NULL: checkpoints/<model>),
  * checks it belongs to so and copies its parameters into m. Returns 0, or 1
- * after a one-line message. path receives the file, step its step, and
+ * after a one-line message. path receives the file, step its step (-1
+ * where its metadata holds no valid one: step_text shows it), and
  * tokenizer (when not NULL) the identity of the tokenizer of the data it
  * was trained on: its metadata's `tokenizer`, "bytes" when it has none
  * (checkpoints from before shards were all trained on text as bytes). */
 int load_checkpoint(const char *cmd, const tlm_so *so, const char *ckpt, tlm_model *m, char *path, size_t pathlen,
                     int64_t *step, char tokenizer[65]);
+
+/* A checkpoint's step as the banners print it: the number, or "unknown"
+ * for load_checkpoint's -1. Returns buf. */
+const char *step_text(int64_t step, char buf[24]);
 
 /* The tokenizer that text for a checkpoint goes through, from --tokenizer
  * (tok_path, or NULL) and the checkpoint's `tokenizer` (load_checkpoint's).

@@ -370,12 +370,11 @@ static int dry_run(run *r, tlm_st_file *ckpt) {
     if (fd >= 0) close(fd);
     if (rc) return rc;
     if (ckpt) {
-        const char *meta = tlm_st_meta_get(ckpt, "step");
-        char *end;
-        long long step = meta ? strtoll(meta, &end, 10) : -1;
-        if (!meta || *end || step < 0) return cli_error("train", "%s: no valid step in the metadata", r->ckpt_file);
+        int64_t step;
+        if (!tlm_ckpt_meta_step(ckpt, &step))
+            return cli_error("train", "%s: no valid step in the metadata", r->ckpt_file);
         if ((rc = check_resume_step(r, step))) return rc;
-        printf("resume_step %lld\n", step);
+        printf("resume_step %" PRId64 "\n", step);
     }
     train_print_settings(stdout, &r->o);
     printf("checkpoint %s\n", r->ckpt_file);

@@ -412,6 +412,15 @@ tlm_st_file *tlm_ckpt_open(const char *path, const tlm_so *so, tlm_err *err) {
     return f;
 }
 
+bool tlm_ckpt_meta_step(const tlm_st_file *f, int64_t *step) {
+    const char *s = tlm_st_meta_get(f, "step");
+    char *end;
+    errno = 0;
+    long long v = s && *s >= '0' && *s <= '9' ? strtoll(s, &end, 10) : -1;
+    *step = v >= 0 && !*end && errno == 0 ? (int64_t)v : -1;
+    return *step >= 0;
+}
+
 bool tlm_ckpt_load_params(const tlm_st_file *f, tlm_model *m, tlm_err *err) {
     const tlm_so *so = m->so;
     for (uint32_t i = 0; i < so->header->nparams; i++) {

@@ -80,6 +80,12 @@ bool tlm_ckpt_save(const char *path, const tlm_trainer *t, const tlm_run_state *
  * and shape. NULL with a one-line reason otherwise. */
 tlm_st_file *tlm_ckpt_open(const char *path, const tlm_so *so, tlm_err *err);
 
+/* The metadata's "step" (what eval, sample and --dry-run show): true with
+ * *step set when it is a whole number >= 0, written as the writer writes
+ * it; false, *step = -1, for anything else (absent, "12abc", "-3", past
+ * int64). Resume reads the train.step tensor, not this. */
+bool tlm_ckpt_meta_step(const tlm_st_file *f, int64_t *step);
+
 /* Copies the parameters into the model (which must be of the same so). */
 bool tlm_ckpt_load_params(const tlm_st_file *f, tlm_model *m, tlm_err *err);
 

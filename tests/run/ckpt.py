@@ -14,6 +14,8 @@ with the plain safetensors reader of tests/reference/st.py (numpy only):
   ckpt.py checksum FILE         the checksum as docs/runtime.md defines it
   ckpt.py legacy FILE OUT       a copy with the checksum of checkpoints before
                                 2026-12-06 (FNV-1a over every byte)
+  ckpt.py retag FILE OUT KEY V  a copy with __metadata__ KEY set to V and
+                                the checksum made again: an edited file
 """
 import json
 import os
@@ -272,6 +274,14 @@ def legacy(path, out):
     st.save(out, tensors, meta)
 
 
+def retag(path, out, key, value):
+    tensors, meta = st.load(path)
+    meta[key] = value
+    st.save(out, tensors, meta)
+    meta["checksum"] = checksum(out)
+    st.save(out, tensors, meta)
+
+
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
     if cmd == "same":
@@ -300,6 +310,8 @@ def main():
         print(checksum(args[0]))
     elif cmd == "legacy":
         legacy(*args)
+    elif cmd == "retag":
+        retag(*args)
     else:
         fail(f"unknown command {cmd}")
 

@@ -569,6 +569,19 @@ bad_checkpoint)
     "$tmp/legacy.safetensors" "$tmp/legacy_flip.safetensors"
   expect 1 "checksum mismatch: the file is damaged" "... and a flipped bit in it does not" -- \
     "$run" sample "$s" --ckpt "$tmp/legacy_flip.safetensors" --length 1
+  # A step in the metadata that is not a whole number (an edited file:
+  # the checksum covers the tensors) is shown as unknown, never as a
+  # number atoll made of it, and --dry-run's resume refuses it
+  expect 0 "checkpoint .* (step [1-9][0-9]*), windows" "eval shows a checkpoint's step" -- \
+    "$run" eval "$s" --ckpt "$good" --max-tokens 64 --batch 1
+  mkdir -p "$tmp/badstep"
+  for v in 12abc -3 99999999999999999999 ""; do
+    ckpt retag "$good" "$tmp/badstep/checkpoint.safetensors" step "$v"
+    expect 0 "checkpoint .* (step unknown), windows" "eval shows step '$v' as unknown" -- \
+      "$run" eval "$s" --ckpt "$tmp/badstep" --max-tokens 64 --batch 1
+    expect 1 "no valid step in the metadata" "train --resume --dry-run refuses step '$v'" -- \
+      "$run" train "$s" --ckpt "$tmp/badstep" --resume --steps 400 --dry-run
+  done
   # Every damaged copy: exit 1 with one line, from eval, sample and resume.
   ckpt corrupt "$good" "$tmp/bad" > "$tmp/list"
   n=0 bad=0
