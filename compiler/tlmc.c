@@ -298,7 +298,7 @@ static void print_class(const char *cls, const char **names, int n) {
 static void print_list(const char *cls, const char *const *list) {
     const char *names[128];
     int n = 0;
-    for (; list[n] && n < 128; n++) names[n] = list[n];
+    for (; n < 128 && list[n]; n++) names[n] = list[n];
     print_class(cls, names, n);
 }
 

@@ -386,7 +386,7 @@ int cmd_tokenize(int argc, char **argv) {
         else if (!ndata) rc = cli_usage_error("tokenize", "no DATA given");
         else if (eot_text && no_eot) rc = cli_usage_error("tokenize", "--eot and --no-eot exclude each other");
         for (int i = 0; !rc && i < ndata; i++)
-            if (!tlm_data_not_new_text(out, data[i], &err)) rc = cli_error("tokenize", "%s", err.msg);
+            if (!tlm_data_not_new_input("-o", out, data[i], &err)) rc = cli_error("tokenize", "%s", err.msg);
     }
     tlm_tokenizer *t = NULL;
     if (!rc && tok_path && !(t = tlm_tok_load(tok_path, &err))) rc = cli_error("tokenize", "%s", err.msg);

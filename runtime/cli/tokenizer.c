@@ -167,7 +167,7 @@ static int output_not_text(const char *out_path, const char *path) {
         if (!tlm_output_not_input(out_path, names[i], "a text to train on", &err))
             rc = cli_error("tokenizer", "%s", err.msg);
     tlm_data_texts_free(names, n);
-    if (!rc && !tlm_data_not_new_text(out_path, path, &err)) rc = cli_error("tokenizer", "%s", err.msg);
+    if (!rc && !tlm_data_not_new_input("-o", out_path, path, &err)) rc = cli_error("tokenizer", "%s", err.msg);
     return rc;
 }
 

@@ -234,7 +234,8 @@ static bool log_not_corpus(const char *log, const char *path, enum corpus_role r
     bool ok = true;
     for (int i = 0; i < n && ok; i++) ok = tlm_output_not_input(log, names[i], label, err);
     tlm_data_texts_free(names, n);
-    return ok;
+  /* nor a new file the next run on the folder would read as data */
+    return ok && (source == CORPUS_FILE || source == CORPUS_BUNDLED || tlm_data_not_new_input("--log", log, path, err));
 }
 
 /* The log is written at once (a fresh run's replaces what is there): it

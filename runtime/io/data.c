@@ -132,12 +132,27 @@ bool tlm_path_in_folder(const char *path, const char *folder) {
            f.st_ino == parent.st_ino;
 }
 
-bool tlm_data_not_new_text(const char *out, const char *folder, tlm_err *err) {
-    const char *slash = strrchr(out, '/');
-    if (access(out, F_OK) == 0 || !tlm_path_in_folder(out, folder) || !tlm_data_is_text_name(slash ? slash + 1 : out))
-        return true;
-    return tlm_fail(err, "-o %s would become a text of %s (a folder's *.txt files are its texts): give it another name",
-                    out, folder);
+static bool is_shard_name(const char *name);
+
+bool tlm_data_not_new_input(const char *flag, const char *out, const char *folder, tlm_err *err) {
+    const char *slash = strrchr(out, '/'), *name = slash ? slash + 1 : out;
+    if (access(out, F_OK) == 0 || !tlm_path_in_folder(out, folder)) return true;
+    if (tlm_data_is_text_name(name))
+        return tlm_fail(err,
+                        "%s %s would become a text of %s (a folder's *.txt files are its texts): give it another name",
+                        flag, out, folder);
+    if (!is_shard_name(name)) return true;
+  /* a new shard changes only a folder of shards: a folder with texts reads those */
+    char **names;
+    int n;
+    bool shards;
+    tlm_err ignored;
+    if (tlm_data_folder_files(folder, &names, &n, &shards, &ignored) != 0) return true;
+    tlm_data_texts_free(names, n);
+    return !shards || tlm_fail(err,
+                               "%s %s would become a shard of %s (a folder's *.bin files are its shards): give it "
+                               "another name",
+                               flag, out, folder);
 }
 
 static bool is_shard_name(const char *name) {
@@ -150,6 +165,18 @@ void tlm_data_texts_free(char **names, int n) {
     free(names);
 }
 
+/* Whether a folder's entry is a folder itself (a link to one too): a data
+ * folder's subfolders are not read, whatever their names, so a checkpoint
+ * folder `--ckpt data/run.txt` does not become a text. */
+static bool is_folder(const char *path, const struct dirent *e) {
+    if (e->d_type == DT_DIR) return true;
+    if (e->d_type != DT_UNKNOWN && e->d_type != DT_LNK) return false;
+    char full[8192];
+    struct stat st;
+    snprintf(full, sizeof full, "%s/%s", path, e->d_name);
+    return stat(full, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 /* The files of folder path whose names keep() takes, as "path/name",
  * sorted bytewise (readdir's order is arbitrary: sorted, the data, and so
  * training, is the same on every machine); possibly none. -1 + message
@@ -160,7 +187,7 @@ static int list_folder(const char *path, bool (*keep)(const char *name), char **
     char **names = NULL;
     int n = 0, cap = 0;
     for (struct dirent *e; (e = readdir(dir)) != NULL;) {
-        if (!keep(e->d_name)) continue;
+        if (!keep(e->d_name) || is_folder(path, e)) continue;
         if (n == cap) {
             cap = cap ? cap * 2 : 16;
             char **nn = realloc(names, (size_t)cap * sizeof *names);

@@ -271,6 +271,24 @@ outputs)
   expect 1 "is also a text of the data" "train --log a text of the DATA folder is refused" -- \
     "$run" "${tr[@]}" --data texts --ckpt ckl --log texts/b.txt
   expect 1 "is also the model" "train --log the model is refused" -- "$run" "${tr[@]}" --data train.txt --ckpt ckl --log crash.so
+  # ... and a new file the next run on the folder would read as data
+  expect 1 "\-\-log texts/log.txt would become a text of texts" "train --log a new .txt in its DATA folder is refused" -- \
+    "$run" "${tr[@]}" --data texts --ckpt ckl --log texts/log.txt
+  expect 1 "\-\-log texts/log.txt would become a text of texts" "  (in its --val folder too)" -- \
+    "$run" "${tr[@]}" --data train.txt --val texts --ckpt ckl --log texts/log.txt
+  check "  nothing written there" -- test ! -e texts/log.txt
+  mkdir shards
+  "$run" tokenize --tokenizer tok.json val.txt -o shards/a.bin > /dev/null 2>&1
+  sed 's/vocab   = 256/vocab = 300/' "$here/crash.tlm" > crash300.tlm && "$tlmc" crash300.tlm -o crash300.so
+  expect 1 "\-\-log shards/log.bin would become a shard of shards" "train --log a new .bin in a folder of shards is refused" -- \
+    "$run" train crash300.so --threads 1 --steps 2 --eval-every 0 --data shards --ckpt ckl --log shards/log.bin
+  check "  nothing written there" -- test ! -e shards/log.bin
+  # a checkpoint folder named like a text, in the DATA folder: not read
+  expect 0 "" "train --ckpt texts/run.txt (a folder) in its DATA folder" -- \
+    "$run" "${tr[@]}" --data texts --ckpt texts/run.txt --log ""
+  expect 0 "" "  the folder is not a text: a resume on the same data" -- \
+    "$run" "${tr[@]}" --data texts --ckpt texts/run.txt --log "" --resume --steps 3
+  rm -r texts/run.txt
   expect 1 "is also the checkpoint" "train --log the checkpoint is refused" -- \
     "$run" "${tr[@]}" --data train.txt --ckpt ck --resume --steps 3 --log ck/checkpoint.safetensors
   check "  the inputs are as they were (data, text, model, checkpoint)" -- sh -c 'cmp -s train.txt train.keep &&

@@ -37,7 +37,8 @@ typedef struct tlm_dataset {
 } tlm_dataset;
 
 /* The files a data path names: the path itself, or a directory's *.txt
- * files (not recursive, no dot files, names sorted bytewise), in *names
+ * files (not recursive: subfolders are skipped, whatever their names; no dot
+ * files; names sorted bytewise), in *names
  * (free with tlm_data_texts_free) and *n. -1 + message when the path does
  * not exist, the directory cannot be listed or has no .txt file. What a
  * folder of text means: training, tokenize and tokenizer train read these
@@ -56,10 +57,12 @@ bool tlm_data_is_text_name(const char *name);
 /* Whether path names a file directly in folder (however either is
  * spelled). */
 bool tlm_path_in_folder(const char *path, const char *folder);
-/* Whether a command may write out: false with a message when out is a new
- * file that would become one of folder's texts, which the next training on
- * the folder reads (an existing text is refused as an input). */
-bool tlm_data_not_new_text(const char *out, const char *folder, tlm_err *err);
+/* Whether a command may write out (its flag, e.g. "-o" or "--log"): false
+ * with a message when out is a new file that would become one of folder's
+ * texts, or one of its shards where the folder is one of shards, which the
+ * next training on the folder reads (an existing one is refused as an
+ * input). */
+bool tlm_data_not_new_input(const char *flag, const char *out, const char *folder, tlm_err *err);
 void tlm_data_texts_free(char **names, int n);
 /* path's texts (tlm_data_texts) concatenated. Fails on an empty result. */
 int tlm_data_load(tlm_dataset *ds, const char *path, tlm_err *err);
