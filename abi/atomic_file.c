@@ -94,6 +94,10 @@ static int create_registered(char *tmp) {
 }
 
 bool tlm_atomic_open(tlm_atomic_file *f, const char *path, tlm_err *err) {
+    return tlm_atomic_open_spare(f, path, 0, err);
+}
+
+bool tlm_atomic_open_spare(tlm_atomic_file *f, const char *path, size_t spare, tlm_err *err) {
     memset(f, 0, sizeof *f);
     f->fd = -1;
     mode_t mode = 0;
@@ -102,7 +106,8 @@ bool tlm_atomic_open(tlm_atomic_file *f, const char *path, tlm_err *err) {
      * shorter one in the same folder (the rename must stay within it) */
     const char *base = strrchr(f->target, '/');
     base = base ? base + 1 : f->target;
-    if (strlen(base) + strlen(TMP_SUFFIX) <= NAME_MAX) snprintf(f->tmp, sizeof f->tmp, "%s" TMP_SUFFIX, f->target);
+    if (strlen(base) + strlen(TMP_SUFFIX) + spare <= NAME_MAX)
+        snprintf(f->tmp, sizeof f->tmp, "%s" TMP_SUFFIX, f->target);
     else {
         char dir[4096];
         folder_of(f->target, dir, sizeof dir);

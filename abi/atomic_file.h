@@ -32,6 +32,11 @@ typedef struct tlm_atomic_file {
  * path. */
 bool tlm_atomic_open(tlm_atomic_file *f, const char *path, tlm_err *err);
 
+/* The same, for a temporary another program writes through a temporary of
+ * its own named after it, `spare` bytes longer (lld's TMP.tmpXXXXXXX): the
+ * temporary's name leaves them under the longest name a folder takes. */
+bool tlm_atomic_open_spare(tlm_atomic_file *f, const char *path, size_t spare, tlm_err *err);
+
 /* fsync, close, rename over the target, fsync the folder; false with a
  * reason (the temporary removed, the target as it was). */
 bool tlm_atomic_commit(tlm_atomic_file *f, tlm_err *err);

@@ -18,6 +18,10 @@
 
 extern char **environ;
 
+/* The bytes lld's own temporary adds to its output's name: ".tmp" and
+ * seven random characters (LLVM's FileOutputBuffer). */
+enum { LLD_TEMP_SUFFIX = 11 };
+
 static bool on_path(const char *name) {
     if (strchr(name, '/')) return access(name, X_OK) == 0;
     const char *path = getenv("PATH");
@@ -80,7 +84,8 @@ bool link_shared_object(const char *const *objects, int n, const char *out_path,
      * it is renamed into place (atomic_file.h) */
     tlm_atomic_file out;
     tlm_err why = {""};
-    if (!tlm_atomic_open(&out, out_path, &why)) return codegen_fail(err, "%s", why.msg);
+    /* an output name of 234 to 244 bytes made lld's temporary too long */
+    if (!tlm_atomic_open_spare(&out, out_path, LLD_TEMP_SUFFIX, &why)) return codegen_fail(err, "%s", why.msg);
     close(out.fd);
     out.fd = -1;
     const char *tmp = out.tmp;
