@@ -70,11 +70,29 @@ static int stopped(void) {
     return stop.sig == SIGTERM ? 143 : 130;
 }
 
+/* tlmc's diagnostics say what is wrong with the file: a compiler's
+ * (file:line:col, the line, a caret) pass on as they are; one line of its
+ * own ("tlmc: ...", "error: ...") is said as this command's; a line of ours
+ * when it said nothing. */
+static void pass_on_diagnostics(const char *diag, size_t m, const char *tlmc, const char *file, int rc) {
+    const char *nl = diag ? memchr(diag, '\n', m) : NULL;
+    bool one_line = m && (!nl || (size_t)(nl - diag) + 1 == m);
+    const char *own[] = {"tlmc: ", "error: "};
+    for (int i = 0; one_line && i < 2; i++)
+        if (!strncmp(diag, own[i], strlen(own[i]))) {
+            const char *rest = diag + strlen(own[i]);
+            cli_error("study", "%.*s", (int)(nl ? (size_t)(nl - rest) : strlen(rest)), rest);
+            return;
+        }
+    if (m) fputs(diag, stderr);
+    else cli_error("study", "%s could not plan %s (exit %d)", tlmc, file, rc);
+}
+
 /* Runs `tlmc FILE --plan [--study NAME]` and returns its output (malloc'd),
  * or NULL after printing why (tlmc's diagnostics as they came; nothing
  * when a signal stopped it: the caller says so). Its two temporary files,
  * in $TMPDIR or /tmp, are removed either way. */
-static char *plan_from_tlmc(const char *tlmc, const char *file, const char *study, size_t *n) {
+static char *plan_from_tlmc(const char *tlmc, const char *file, const char *study, size_t *n, int *status) {
     const char *dir = getenv("TMPDIR");
     if (!dir || !*dir) dir = "/tmp";
     char out[4200], errs[4200];
@@ -91,16 +109,15 @@ static char *plan_from_tlmc(const char *tlmc, const char *file, const char *stud
     tlm_err err = {""};
     int rc = study_run_child(argv, out, false, errs, &stop, &err);
     char *text = NULL;
+    *status = 1;
     if (stop.count) {
         /* stopped: the caller says so, and what tlmc made of it is moot */
     } else if (rc < 0) cli_error("study", "%s", err.msg);
     else if (rc > 0) {
-        /* tlmc's diagnostics say what is wrong with the file, as they are;
-         * a line of ours only when it said nothing */
+        if (rc == 2) *status = 2; /* a usage error (no such --study) stays one */
         size_t m = 0;
         char *diag = study_read_file(errs, &m, &err);
-        if (m) fputs(diag, stderr);
-        else cli_error("study", "%s could not plan %s (exit %d)", tlmc, file, rc);
+        pass_on_diagnostics(diag, m, tlmc, file, rc);
         free(diag);
     } else if (!(text = study_read_file(out, n, &err))) cli_error("study", "%s", err.msg);
     unlink(out), unlink(errs);
@@ -169,15 +186,18 @@ typedef struct study_flags {
 static int run_study(const study_flags *f, const char *tlmc, const char *self) {
     size_t n;
     tlm_err err = {""};
-    char *text = f->plan_file ? study_read_file(f->plan_file, &n, &err) : plan_from_tlmc(tlmc, f->file, f->study, &n);
+    int status = 1;
+    char *text =
+        f->plan_file ? study_read_file(f->plan_file, &n, &err) : plan_from_tlmc(tlmc, f->file, f->study, &n, &status);
     if (stop.count) {
         free(text);
         return stopped();
     }
-    if (!text) return f->plan_file ? cli_error("study", "%s", err.msg) : 1;
+    if (!text) return f->plan_file ? cli_error("study", "%s", err.msg) : status;
     study_plan plan;
-    bool ok = study_plan_parse(text, n, f->study, &plan, &err);
+    bool bad_choice, ok = study_plan_parse(text, n, f->study, &plan, &bad_choice, &err);
     free(text);
+    if (!ok && bad_choice) return cli_usage_error("study", "%s: %s", f->plan_file ? f->plan_file : f->file, err.msg);
     if (!ok) return cli_error("study", "%s: %s", f->plan_file ? f->plan_file : f->file, err.msg);
     if (f->file && f->plan_file) {
         free(plan.file);

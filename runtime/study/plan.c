@@ -193,8 +193,10 @@ static bool parse_study(const tlm_json *s, const char *file, study_plan *p, tlm_
     return true;
 }
 
-bool study_plan_parse(const char *json, size_t len, const char *want, study_plan *plan, tlm_err *err) {
+bool study_plan_parse(const char *json, size_t len, const char *want, study_plan *plan, bool *bad_choice,
+                      tlm_err *err) {
     memset(plan, 0, sizeof *plan);
+    if (bad_choice) *bad_choice = false;
     tlm_err e = {""};
     tlm_json *root = tlm_json_parse(json, len, &e);
     if (!root) return tlm_fail(err, "the plan is not JSON: %s", e.msg);
@@ -217,6 +219,7 @@ bool study_plan_parse(const char *json, size_t len, const char *want, study_plan
                 }
                 tlm_fail(err, "the file has several studies (%s): name one with --study", names.buf ? names.buf : "");
                 tlm_sb_free(&names);
+                if (bad_choice) *bad_choice = true;
                 goto done;
             }
             chosen = &studies->items[i];
@@ -225,6 +228,7 @@ bool study_plan_parse(const char *json, size_t len, const char *want, study_plan
     if (!chosen) {
         if (want) tlm_fail(err, "the file has no study named `%s`", want);
         else tlm_fail(err, "the file declares no study");
+        if (bad_choice) *bad_choice = want != NULL;
         goto done;
     }
     if (chosen->type != TLM_JSON_OBJECT) {

@@ -54,8 +54,10 @@ typedef struct study_plan {
 
 /* Reads the plan JSON and takes the study named want (NULL: the file's
  * only study; several is an error naming them). false with a one-line
- * reason (a missing or mistyped field names it). */
-bool study_plan_parse(const char *json, size_t len, const char *want, study_plan *plan, tlm_err *err);
+ * reason (a missing or mistyped field names it); *bad_choice (when not
+ * NULL) says whether the reason is the choice of study, a usage error as
+ * tlmc's --study takes it. */
+bool study_plan_parse(const char *json, size_t len, const char *want, study_plan *plan, bool *bad_choice, tlm_err *err);
 void study_plan_free(study_plan *plan);
 
 /* The variant named name, or NULL. */

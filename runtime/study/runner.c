@@ -111,7 +111,7 @@ static bool check_plan(const study_plan *plan, const char *json, const study_opt
         if (o->force && !discard_runs(o, err)) return false;
     } else if (strcmp(old, json) != 0) {
         study_plan prev;
-        if (study_plan_parse(old, n, NULL, &prev, &e)) {
+        if (study_plan_parse(old, n, NULL, &prev, NULL, &e)) {
             study_plan_difference(&prev, plan, what, sizeof what);
             study_plan_free(&prev);
         }

@@ -196,9 +196,14 @@ import json, sys
 p = json.load(open(sys.argv[1])); s = dict(p["studies"][0]); s["name"] = "second"
 p["studies"].append(s); json.dump(p, open(sys.argv[2], "w"))
 PY
-  expect 1 "several studies (fixture, second): name one with --study" "two studies, none named" -- \
+  # the choice of study is a usage error (2), as tlmc's --study has it
+  expect 2 "several studies (fixture, second): name one with --study" "two studies, none named" -- \
     "$run" study --plan-file "$tmp/two.json"
-  expect 1 "no study named .third." "--study naming none" -- "$run" study --plan-file "$tmp/two.json" --study third
+  expect 2 "no study named .third." "--study naming none" -- "$run" study --plan-file "$tmp/two.json" --study third
+  expect 2 "^tlm-run study: no study .nope. in" "--study naming none, through tlmc: its exit status, our prefix" -- \
+    "$run" study "$root/examples/studies/architectures.tlm" --study nope
+  expect 1 "^tlm-run study: cannot read $tmp/none.tlm" "a FILE.tlm that is not there: one line, our prefix" -- \
+    "$run" study "$tmp/none.tlm"
   sed 's/"--model", "tiny_tapered"/"--model", "no_such_model"/' "$tmp/plan.json" > "$tmp/p6.json"
   expect 1 "compiling variant tapered failed" "a variant that does not compile" -- \
     "$run" study --plan-file "$tmp/p6.json" --out "$tmp/p6"

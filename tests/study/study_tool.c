@@ -102,7 +102,7 @@ static int finish(const char *plan_path, const char *dir) {
     size_t n;
     char *text = study_read_file(plan_path, &n, &err);
     study_plan plan;
-    if (!text || !study_plan_parse(text, n, NULL, &plan, &err)) {
+    if (!text || !study_plan_parse(text, n, NULL, &plan, NULL, &err)) {
         fprintf(stderr, "study_tool: %s\n", err.msg);
         free(text);
         return 1;
