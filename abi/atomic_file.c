@@ -54,8 +54,15 @@ static bool pick_target(tlm_atomic_file *f, const char *path, mode_t *mode, tlm_
     }
     const char *named = path; /* what the messages below name */
     if (S_ISLNK(st.st_mode)) {
-        if (!realpath(path, f->target) || stat(f->target, &st) != 0)
+        if (!realpath(path, f->target) || stat(f->target, &st) != 0) {
+          /* /dev/stdout on a pipe: a link to "pipe:[N]", no path, but a FIFO */
+            if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+                return tlm_fail(err,
+                                "%s is %s, not a regular file: an output is written beside its target and renamed "
+                                "over it",
+                                path, tlm_file_kind(st.st_mode));
             return tlm_fail(err, "%s is a symbolic link to a file that does not exist; name the file itself", path);
+        }
         named = f->target;
     } else if ((size_t)snprintf(f->target, sizeof f->target, "%s", path) >= sizeof f->target) {
         return tlm_fail(err, "%s: the path is too long", path);
@@ -66,6 +73,12 @@ static bool pick_target(tlm_atomic_file *f, const char *path, mode_t *mode, tlm_
                         "%s is %s, not a regular file: an output is written beside its target and renamed over it, "
                         "which would replace it",
                         named, tlm_file_kind(st.st_mode));
+    const char *stream = tlm_std_stream_file(&st);
+    if (stream)
+        return tlm_fail(err,
+                        "%s is the file standard %s goes to: an output is written beside it and renamed over it, which "
+                        "would replace that file; give the output a path of its own",
+                        path, stream);
     *mode = st.st_mode & 07777;
     return true;
 }

@@ -99,3 +99,15 @@ FILE *tlm_fopen_regular(const char *path, tlm_err *err) {
     }
     return f;
 }
+
+const char *tlm_std_stream_file(const struct stat *st) {
+    static const struct {
+        int fd;
+        const char *name;
+    } streams[] = {{STDOUT_FILENO, "output"}, {STDERR_FILENO, "error"}};
+    for (int i = 0; i < 2; i++) {
+        struct stat o;
+        if (fstat(streams[i].fd, &o) == 0 && o.st_dev == st->st_dev && o.st_ino == st->st_ino) return streams[i].name;
+    }
+    return NULL;
+}

@@ -33,4 +33,11 @@ uint8_t *tlm_read_regular_fd(int fd, const char *path, uint64_t max_bytes, const
 /* What st_mode is, in words ("a FIFO", "a directory", ...), for messages. */
 const char *tlm_file_kind(unsigned mode);
 
+struct stat;
+/* "output" or "error" when st is the file standard output or error is open
+ * on (`-o /dev/stdout >> f`: the path resolves to f, which an output
+ * renamed into place would replace, the stream left on the old file), else
+ * NULL. */
+const char *tlm_std_stream_file(const struct stat *st);
+
 #endif

@@ -18,6 +18,7 @@
 #include "check_model.h"
 #include "codegen.h"
 #include "errmsg.h"
+#include "long_options.h"
 #include "ir.h"
 #include "parser.h"
 #include "program.h"
@@ -195,7 +196,15 @@ static int parse_args(int argc, char **argv, options *o) {
     opterr = 0;
     char name[64];
     int opt;
-    while ((opt = getopt_long(argc, argv, short_options, long_options, NULL)) != -1) {
+    int longindex = -1;
+    char guess[256];
+    const char *text;
+    while ((opt = getopt_long(argc, argv, short_options, long_options, &longindex)) != -1) {
+        if (longindex >= 0 && !tlm_long_option_whole(argv, optind, optarg, &long_options[longindex], &text)) {
+            tlm_long_option_guess(text, long_options, guess, sizeof guess);
+            return usage_error("unknown option `%.*s` (did you mean %s?)", (int)strcspn(text, "="), text, guess);
+        }
+        longindex = -1;
         switch (opt) {
         case 'h': usage(stdout); exit(tlm_stdout_status("tlmc", 0));
         /* The model ABI too: a model.so from another ABI must be recompiled
@@ -252,6 +261,8 @@ static int parse_args(int argc, char **argv, options *o) {
             if (optopt > 0 && optopt < 256 && !strchr(short_options + 2, optopt))
                 return usage_error("unknown option `-%c`", optopt);
             if (optopt) return usage_error("`%s` takes no argument", argv[optind - 1]);
+            if (tlm_long_option_guess(argv[optind - 1], long_options, guess, sizeof guess))
+                return usage_error("unknown option `%s` (did you mean %s?)", argv[optind - 1], guess);
             return usage_error("unknown option `%s`", argv[optind - 1]);
         }
     }

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "errmsg.h"
+#include "long_options.h"
 
 /* The option whose val is opt, as the user spells it: "--batch", "-h". */
 static void spell(char *buf, size_t n, int opt, int longindex, const struct option *long_options) {
@@ -45,15 +46,25 @@ int cli_getopt(cli_args *a, const char *short_options, const struct option *long
             cli_usage_error(a->cmd, "%s needs a value", a->flag_text);
             return '?';
         }
+        char guess[256];
         if (opt == '?') {
-            /* optopt: 0 for an unknown long option, else the option's val
-             * (a known one given a value it does not take) or the unknown
-             * letter. */
+            /* optopt: 0 for an unknown long option (or the prefix of
+             * several), else the option's val (a known one given a value it
+             * does not take) or the unknown letter. */
             const char *arg = a->argv[optind - 1];
-            if (optopt == 0) cli_usage_error(a->cmd, "unknown option `%s`", arg);
+            if (optopt == 0 && tlm_long_option_guess(arg, long_options, guess, sizeof guess))
+                cli_usage_error(a->cmd, "unknown option `%s` (did you mean %s?)", arg, guess);
+            else if (optopt == 0) cli_usage_error(a->cmd, "unknown option `%s`", arg);
             else if (optopt >= 256 || strchr(short_options, optopt))
                 cli_usage_error(a->cmd, "`%s` takes no value", arg);
             else cli_usage_error(a->cmd, "unknown option `-%c`", optopt);
+            return '?';
+        }
+        const char *text;
+        if (opt != -1 && longindex >= 0 &&
+            !tlm_long_option_whole(a->argv, optind, optarg, &long_options[longindex], &text)) {
+            tlm_long_option_guess(text, long_options, guess, sizeof guess);
+            cli_usage_error(a->cmd, "unknown option `%.*s` (did you mean %s?)", (int)strcspn(text, "="), text, guess);
             return '?';
         }
         if (opt != -1) {

@@ -355,11 +355,6 @@ bool corpus_fits_model(const corpus_info *info, const char *name, const tlm_so *
                     info->tokenizer, so->tokenizer_path, hex);
 }
 
-const char *corpus_tokenizer_path(const char *flag, const tlm_so *so, const char *ckpt_tokenizer) {
-    if (flag || strcmp(ckpt_tokenizer, "bytes") == 0) return flag;
-    return so->tokenizer_path;
-}
-
 /* --ckpt names the file itself when it is one, or when it ends in
  * .safetensors (so that a missing one is reported as that file). */
 static bool is_file(const char *p) {

@@ -64,12 +64,6 @@ bool corpus_same_tokenizer(const corpus_info *info, const char *name, const char
  * a message (for text: how to tokenize it). */
 bool corpus_fits_model(const corpus_info *info, const char *name, const tlm_so *so, tlm_err *err);
 
-/* The tokenizer that text for a checkpoint goes through: --tokenizer's
- * value (flag), else, for a checkpoint trained on tokens (ckpt_tokenizer
- * not "bytes"), the model's own (`tokenizer = "..."` in its .tlm), else
- * NULL. */
-const char *corpus_tokenizer_path(const char *flag, const tlm_so *so, const char *ckpt_tokenizer);
-
 /* The checkpoint file of a --ckpt argument: DIR/checkpoint.safetensors, or
  * the argument itself when it names a file (or ends in .safetensors);
  * checkpoints/<model>/checkpoint.safetensors when NULL. false when it

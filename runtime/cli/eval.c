@@ -235,8 +235,7 @@ int cmd_eval(int argc, char **argv) {
     else rc = load_checkpoint("eval", &so, ckpt, &m, path, sizeof path, &step, ckpt_tokenizer);
     /* The tokenizer before any work: a wrong one is refused at once. */
     if (!rc && (nchoices + ncloze > 0 || tokenizer) &&
-        !text_tokens_open(&text, ckpt_tokenizer, path, corpus_tokenizer_path(tokenizer, &so, ckpt_tokenizer),
-                          so.config->vocab, &err))
+        !text_tokens_open(&text, ckpt_tokenizer, path, tokenizer, so.tokenizer_path, so.config->vocab, &err))
         rc = cli_error("eval", "%s", err.msg);
 
     /* Load every text first, so a bad path fails before any long work. */

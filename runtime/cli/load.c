@@ -60,12 +60,12 @@ const char *step_text(int64_t step, char buf[24]) {
     return buf;
 }
 
-int load_checkpoint_tokenizer(const char *cmd, const char *tok_path, const char *ckpt_tokenizer, const char *ckpt_path,
-                              tlm_tokenizer **tok) {
+int load_checkpoint_tokenizer(const char *cmd, const char *tok_path, const tlm_so *so, const char *ckpt_tokenizer,
+                              const char *ckpt_path, tlm_tokenizer **tok) {
     text_tokens t;
     tlm_err err = {""};
     *tok = NULL;
-    if (!text_tokens_open(&t, ckpt_tokenizer, ckpt_path, tok_path, INT64_MAX, &err))
+    if (!text_tokens_open(&t, ckpt_tokenizer, ckpt_path, tok_path, so->tokenizer_path, INT64_MAX, &err))
         return cli_error(cmd, "%s", err.msg);
     *tok = t.tok;
     return 0;

@@ -30,13 +30,14 @@ int load_checkpoint(const char *cmd, const tlm_so *so, const char *ckpt, tlm_mod
 const char *step_text(int64_t step, char buf[24]);
 
 /* The tokenizer that text for a checkpoint goes through, from --tokenizer
- * (tok_path, or NULL) and the checkpoint's `tokenizer` (load_checkpoint's).
+ * (tok_path, or NULL), else so's own, and the checkpoint's `tokenizer`
+ * (load_checkpoint's).
  * A checkpoint trained on bytes takes none (*tok NULL; a --tokenizer is
  * refused, as its ids would mean nothing to the model); one trained on
  * subword tokens needs the tokenizer whose hash it records. 0, or 1 after
  * a one-line message. */
-int load_checkpoint_tokenizer(const char *cmd, const char *tok_path, const char *ckpt_tokenizer, const char *ckpt_path,
-                              tlm_tokenizer **tok);
+int load_checkpoint_tokenizer(const char *cmd, const char *tok_path, const tlm_so *so, const char *ckpt_tokenizer,
+                              const char *ckpt_path, tlm_tokenizer **tok);
 
 /* Opens the device a checked --device names: *dev NULL for the CPU. 0, or 1
  * after a message (no driver, no such GPU). */

@@ -66,13 +66,6 @@ static bool kept_records(const char *path, int64_t keep_upto, tlm_strbuf *kept, 
     return true;
 }
 
-/* Whether st is the file open on fd: /dev/stdout with the output redirected
- * to a file resolves to that file, which a rename would replace. */
-static bool same_file(const struct stat *st, int fd) {
-    struct stat o;
-    return fstat(fd, &o) == 0 && o.st_dev == st->st_dev && o.st_ino == st->st_ino;
-}
-
 bool progress_open_log(progress *p, const char *path, bool resume, int64_t keep_upto, tlm_err *err) {
     /* The file to replace: the log, or what a symbolic link to it names. */
     struct stat st;
@@ -83,10 +76,7 @@ bool progress_open_log(progress *p, const char *path, bool resume, int64_t keep_
                         "--log %s is %s, not a regular file (the log is written to a temporary file and renamed "
                         "into place)",
                         path, tlm_file_kind(st.st_mode));
-    const char *stream = !exists                         ? NULL
-                         : same_file(&st, STDOUT_FILENO) ? "output"
-                         : same_file(&st, STDERR_FILENO) ? "error"
-                                                         : NULL;
+    const char *stream = exists ? tlm_std_stream_file(&st) : NULL;
     if (stream)
         return tlm_fail(err,
                         "--log %s is the file standard %s goes to: the log is written to a temporary file and renamed "

@@ -94,10 +94,16 @@ static int prompt_window(tlm_tokenizer *tok, const char *prompt, size_t plen, in
     } else if (eot >= 0) window[(*n)++] = eot;
     else
         for (size_t i = ids.n > (size_t)T ? ids.n - (size_t)T : 0; i < ids.n; i++) window[(*n)++] = ids.ids[i];
+    const char *kind = tok ? "token" : "byte";
     for (int64_t i = 0; i < *n && !rc; i++)
-        if (window[i] >= nprint)
-            rc = cli_error("sample", "the prompt holds %s %d, outside the model's %d tokens", tok ? "token" : "byte",
-                           (int)window[i], nprint);
+        if (window[i] >= nprint && plen)
+            rc = cli_error("sample", "the prompt holds %s %d, outside the model's %d tokens", kind, (int)window[i],
+                           nprint);
+        else if (window[i] >= nprint) /* the start it chose, not the user's */
+            rc = cli_error("sample",
+                           "with no --prompt, sampling starts after %s (%s %d), outside the model's %d tokens: give a "
+                           "--prompt the model can read",
+                           eot >= 0 ? "the end-of-text token" : "a newline", kind, (int)window[i], nprint);
     tlm_tok_ids_free(&ids);
     return rc;
 }
@@ -182,9 +188,7 @@ int cmd_sample(int argc, char **argv) {
     else {
         char tokenizer[65];
         rc = load_checkpoint("sample", &so, ckpt, &m, path, sizeof path, &step, tokenizer);
-        if (!rc)
-            rc = load_checkpoint_tokenizer("sample", corpus_tokenizer_path(tok_path, &so, tokenizer), tokenizer, path,
-                                           &tok);
+        if (!rc) rc = load_checkpoint_tokenizer("sample", tok_path, &so, tokenizer, path, &tok);
     }
     /* Only ids that print can be drawn: bytes for a model trained on text,
      * the tokenizer's ids (at most the model's) for one trained on tokens. */

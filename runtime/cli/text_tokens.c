@@ -5,7 +5,7 @@
 #include <string.h>
 
 bool text_tokens_open(text_tokens *t, const char *ckpt_tokenizer, const char *ckpt_path, const char *tokenizer_path,
-                      int64_t vocab, tlm_err *err) {
+                      const char *model_tokenizer, int64_t vocab, tlm_err *err) {
     *t = (text_tokens){.vocab = vocab};
     bool bytes = !strcmp(ckpt_tokenizer, "bytes");
     if (bytes && tokenizer_path)
@@ -14,12 +14,16 @@ bool text_tokens_open(text_tokens *t, const char *ckpt_tokenizer, const char *ck
             "--tokenizer %s: the checkpoint %s was trained on text as bytes, not with a tokenizer; drop --tokenizer",
             tokenizer_path, ckpt_path);
     if (bytes) return true;
+    const char *flag = tokenizer_path;
+    if (!tokenizer_path) tokenizer_path = model_tokenizer;
     if (!tokenizer_path)
         return tlm_fail(
             err, "the checkpoint %s was trained on tokens of tokenizer %s: it needs --tokenizer with that tokenizer",
             ckpt_path, ckpt_tokenizer);
     tlm_err e = {""};
     t->tok = tlm_tok_load(tokenizer_path, &e);
+    if (!t->tok && !flag) /* a path compiled into model.so: the file may have moved since */
+        return tlm_fail(err, "%s (the tokenizer the model was compiled with; --tokenizer PATH names another)", e.msg);
     if (!t->tok) return tlm_fail(err, "%s", e.msg);
     char hex[65];
     tlm_tok_hash_hex(tlm_tok_hash(t->tok), hex);

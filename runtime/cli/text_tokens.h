@@ -19,10 +19,12 @@ typedef struct text_tokens {
 
 /* Sets t up for a checkpoint (ckpt_path, for messages) whose tokenizer is
  * ckpt_tokenizer ("bytes" or a hash in hex), with tokenizer_path the
- * --tokenizer given (NULL: none). A checkpoint trained on shards needs it,
- * and with its hash; one trained on bytes takes none. false with a reason. */
+ * --tokenizer given (NULL: none), else model_tokenizer, the one model.so
+ * names (`tokenizer = "..."` in its .tlm; NULL: none). A checkpoint trained
+ * on shards needs one, with its hash; one trained on bytes takes none.
+ * false with a reason. */
 bool text_tokens_open(text_tokens *t, const char *ckpt_tokenizer, const char *ckpt_path, const char *tokenizer_path,
-                      int64_t vocab, tlm_err *err);
+                      const char *model_tokenizer, int64_t vocab, tlm_err *err);
 /* Appends the ids of s[0..n) to out. false with a reason (an id at or past
  * the model's vocabulary: a byte-level model of 128 tokens reads no UTF-8
  * beyond ASCII; out of memory). */

@@ -47,6 +47,12 @@ static int run(int argc, char **argv) {
         usage(stderr);
         return 2;
     }
+    if (!strcmp(argv[1], "help") && argc >= 3) { /* `tlm-run help train`: train's own help */
+        for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+            if (!strcmp(argv[2], commands[i].name)) return commands[i].run(2, (char *[]){argv[2], "--help", NULL});
+        fprintf(stderr, "tlm-run: unknown command `%s` (the commands: `tlm-run --help`)\n", argv[2]);
+        return 2;
+    }
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         usage(stdout);
         return 0;

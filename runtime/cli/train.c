@@ -528,8 +528,9 @@ static int setup(run *r) {
         if (o->ckpt && strcmp(o->ckpt, r->ckpt_file) == 0 && file_exists(r->ckpt_file) &&
             !tlm_ckpt_file_is_checkpoint(r->ckpt_file)) {
             rc = cli_error("train",
-                           "--ckpt %s is a file that holds no checkpoint: train writes its checkpoint over a "
-                           "file only when it holds one (give --ckpt a folder, or a new file name)",
+                           "--ckpt %s is a file that holds no checkpoint train can read (another kind of file, or "
+                           "a damaged checkpoint): train writes its checkpoint over a file only when it holds one "
+                           "(move it away, or give --ckpt a folder or a new file name)",
                            r->ckpt_file);
             goto out;
         }
@@ -555,6 +556,7 @@ static int setup(run *r) {
     }
     if (o->s.context <= 0) o->s.context = r->so.config->context;
     if ((rc = share_accumulate(r, &defaults)) || (rc = train_check(o, &r->so))) goto out;
+    if (r->dist.rank == 0) train_note_unused(o, stdout);
     if (o->resume && !train_same_trajectory(o, &defaults, decay, &err)) {
         rc = cli_error("train", "%s", err.msg);
         goto out;

@@ -279,6 +279,15 @@ void train_apply(train_options *o, const tlm_abi_train *defaults, bool decay, co
     if (!o->given_log) o->log = log;
 }
 
+void train_note_unused(const train_options *o, FILE *out) {
+    for (int i = 0; i < TLM_TRAIN_NSETTINGS; i++) {
+        const tlm_train_setting *row = &tlm_train_settings[i], *call = tlm_train_call_of(row);
+        if (!o->given[i] || tlm_train_applies(row, &o->s)) continue;
+        fprintf(out, "note: %s is not an argument of this run's %s, %s: it changes nothing\n", row->flag, call->key,
+                tlm_enum_name(call->choices, (unsigned)tlm_train_get(&o->s, call)));
+    }
+}
+
 int train_check(const train_options *o, const tlm_so *so) {
     const tlm_abi_train *s = &o->s;
     /* Defaults come from the model or a checkpoint, so check them all, not

@@ -48,6 +48,12 @@ void train_options_free(train_options *o);
 void train_apply(train_options *o, const tlm_abi_train *defaults, bool decay, const char *data, const char *val,
                  const char *log);
 
+/* A note on out for each flag given that the run's optimizer or schedule
+ * does not take (--momentum under adamw, --min-lr under a constant
+ * schedule): accepted, so that a sweep may pass one set of flags to every
+ * choice, but said, so that no one believes it set something. */
+void train_note_unused(const train_options *o, FILE *out);
+
 /* The settings against their ranges, each other and the model: 0, or 2
  * after a message. */
 int train_check(const train_options *o, const tlm_so *so);

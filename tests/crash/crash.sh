@@ -229,6 +229,16 @@ outputs)
       timeout 30 "$run" tokenize --tokenizer tok.json val.txt -o $target
     expect 1 "$target is" "export -o $target is refused" -- timeout 30 "$run" export crash.so --ckpt ck -o $target
   done
+  # /dev/stdout: a pipe is named as one; a file standard output is
+  # redirected to (appended to) would be replaced by the rename
+  expect 1 "/dev/stdout is a FIFO (named pipe), not a regular file" "export -o /dev/stdout into a pipe" -- \
+    bash -c "set -o pipefail; '$run' export crash.so --ckpt ck -o /dev/stdout | cat"
+  echo kept > appended.gguf
+  expect 1 "/dev/stdout is the file standard output goes to" "export -o /dev/stdout >> FILE" -- \
+    bash -c "'$run' export crash.so --ckpt ck -o /dev/stdout >> appended.gguf"
+  expect 1 "/dev/stdout is the file standard output goes to" "tokenize -o /dev/stdout >> FILE" -- \
+    bash -c "'$run' tokenize --tokenizer tok.json val.txt -o /dev/stdout >> appended.gguf"
+  check "  the file is as it was" -- grep -qx kept appended.gguf
   check "the FIFO, the folder and the link are as they were" -- \
     test -p fifo -a -d folder -a -L dangling -a ! -e missing.bin
   cp src.tlm src.keep

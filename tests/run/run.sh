@@ -392,6 +392,11 @@ bad_flags)
     expect 0 "usage: tlm-run $cmd" "$cmd --help" -- "$run" $cmd --help
     expect 2 "no MODEL.so" "$cmd without a model" -- "$run" $cmd
     expect 2 "unknown option .--frobnicate." "$cmd --frobnicate" -- "$run" $cmd "$s" --frobnicate
+    # no abbreviations (getopt_long's prefixes): a flag added later would
+    # change what one meant; the flags it may have meant are named
+    expect 2 "unknown option .--thr. (did you mean --threads?)" "$cmd --thr 1: no abbreviations" -- \
+      "$run" $cmd "$s" --thr 1
+    expect 2 "unknown option .--thr. (did you mean --threads?)" "$cmd --thr=1 the same" -- "$run" $cmd "$s" --thr=1
     expect 2 "more than one model" "$cmd with two models" -- "$run" $cmd "$s" "$s"
     expect 1 "cannot open" "$cmd on a missing model file" -- "$run" $cmd "$tmp/nope.so"
     expect 2 "\-\-threads must be between 1" "$cmd --threads 0" -- "$run" $cmd "$s" --threads 0
@@ -400,6 +405,9 @@ bad_flags)
     expect 2 "^tlm-run $cmd: \-\-ckpt is empty: it needs a path" "$cmd --ckpt ''" -- "$run" $cmd "$s" --ckpt ""
   done
   check "nothing was written at /checkpoint.safetensors" -- test ! -e /checkpoint.safetensors
+  expect 2 "unknown option .--eval. (did you mean --eval-every or --eval-batches?)" "train --eval: the flags it may mean" \
+    -- "$run" train "$s" --eval 3
+  expect 0 "^batch 3$" "train --batch=3 whole" -- "$run" train "$s" --dry-run --batch=3 --ckpt "$tmp/w"
   expect 2 "\-\-data is empty" "train --data ''" -- "$run" train "$s" --data ""
   expect 2 "\-\-val is empty" "train --val ''" -- "$run" train "$s" --val ""
   expect 2 "\-\-data is empty" "probe --data ''" -- "$run" probe "$s" --data ""
@@ -454,6 +462,13 @@ bad_flags)
     "$run" train "$s" --dry-run --lr 1e-4 --min-lr 2e-4
   expect 0 "^lr_schedule constant$" "a constant schedule ignores min_lr" -- \
     "$run" train "$s" --dry-run --lr 1e-4 --min-lr 2e-4 --lr-schedule constant
+  expect 0 "^note: \-\-min-lr is not an argument of this run's lr_schedule, constant: it changes nothing$" \
+    "  and says so" -- "$run" train "$s" --dry-run --lr 1e-4 --min-lr 2e-4 --lr-schedule constant
+  expect 0 "^note: \-\-momentum is not an argument of this run's optimizer, adamw: it changes nothing$" \
+    "--momentum under adamw: noted" -- "$run" train "$s" --dry-run --momentum 0.5
+  check "  and not in its settings" -- bash -c "! '$run' train '$s' --dry-run --momentum 0.5 | grep -q '^momentum'"
+  expect 0 "^usage: tlm-run train " "tlm-run help train: train's help" -- "$run" help train
+  expect 2 "unknown command .nope." "tlm-run help nope" -- "$run" help nope
   expect 2 "\-\-batch must be between 1 and" "train --batch 0" -- "$run" train "$s" --batch 0
   expect 2 "\-\-batch must be between 1 and 1048576" "train --batch 10^12" -- "$run" train "$s" --batch 1000000000000
   expect 2 "\-\-seed: \`18446744073709551616\` is out of range" "train --seed 2^64" -- "$run" train "$s" --seed 18446744073709551616
@@ -745,6 +760,15 @@ sample)
   expect 0 "" "--length 0: the prompt alone" -- "$run" sample "$s" --ckpt "$trained" --prompt "abc" --length 0
   check "... 'abc' and a newline" -- cmp "$tmp/out" <(printf 'abc\n')
   expect 0 "" "no prompt" -- "$run" sample "$s" --ckpt "$trained" --length 20
+  # no prompt starts after a newline (byte 10): a model of 2 tokens cannot
+  # read it, which is said as the start's, not as a prompt the user gave
+  printf 'model v2 { vocab = 2; context = 4; d_model = 2; layers = 1; heads = 1; d_ff = 1;\n  train { batch = 1; steps = 1; eval_batches = 1; } }\n' > "$tmp/v2.tlm"
+  printf '\0\1\1\0\1\0\0\1\1\1' > "$tmp/bits.txt"
+  "$tlmc" "$tmp/v2.tlm" -o "$tmp/v2.so" && "$run" train "$tmp/v2.so" --data "$tmp/bits.txt" --ckpt "$tmp/v2" --threads 1 > /dev/null
+  expect 1 "with no --prompt, sampling starts after a newline (byte 10), outside the model's 2 tokens" \
+    "sample without a prompt on a model of 2 tokens" -- "$run" sample "$tmp/v2.so" --ckpt "$tmp/v2" --length 3
+  expect 1 "the prompt holds byte 97, outside the model's 2 tokens" "  and with one it cannot read" -- \
+    "$run" sample "$tmp/v2.so" --ckpt "$tmp/v2" --length 3 --prompt a
   # A model trained on one repeated sentence says it back, greedily.
   fox="the quick brown fox jumps over the lazy dog. "
   for _ in $(seq 200); do printf %s "$fox"; done > "$tmp/fox.txt"
@@ -1187,6 +1211,14 @@ assert nb > 1.5 * n   # a BPE token covers several bytes: bits/byte well below l
     "$run" train "$tmp/bpetok.so" "${bpe[@]}" --steps 10 --data "$tmp/shards" --val "$tmp/val.bin" --ckpt "$tmp/t1"
   expect 0 "^It was" "sample through the model's tokenizer, no --tokenizer" -- \
     "$run" sample "$tmp/bpetok.so" --ckpt "$tmp/t1" --prompt "It was" --length 10 --threads 1
+  # the tokenizer moved since the model was compiled: said as the model's,
+  # and --tokenizer finds it where it is now
+  mv "$tmp/tok.json" "$tmp/tok_moved.json"
+  expect 1 "tok.json.*(the tokenizer the model was compiled with; \-\-tokenizer PATH names another)" \
+    "sample when the model's tokenizer has moved" -- "$run" sample "$tmp/bpetok.so" --ckpt "$tmp/t1" --length 5
+  expect 0 "" "  --tokenizer where it is now" -- \
+    "$run" sample "$tmp/bpetok.so" --ckpt "$tmp/t1" --tokenizer "$tmp/tok_moved.json" --length 5 --threads 1
+  mv "$tmp/tok_moved.json" "$tmp/tok.json"
   expect 0 "done: 1 step," "train on text (bytes) with the same model" -- \
     "$run" train "$tmp/bpe.so" "${bpe[@]}" --steps 1 --data "$austen/persuasion.txt" --ckpt "$tmp/text"
   check "a checkpoint trained on text records the tokenizer \"bytes\"" -- \

@@ -55,8 +55,18 @@ static void test_errors(void) {
     write_file(path_in("onlyempty/a.txt"), "");
     expect_load_error(path_in("onlyempty"), "empty");
     mkdir(path_in("withdir"), 0755);
-    mkdir(path_in("withdir/sub.txt"), 0755); /* a directory named like a file */
-    expect_load_error(path_in("withdir"), "not a regular file");
+    mkdir(path_in("withdir/sub.txt"), 0755); /* a folder named like a text: a subfolder, not read */
+    unlink(path_in("withdir/a.txt"));        /* a run before this one's */
+    expect_load_error(path_in("withdir"), "no .txt files in this directory");
+    write_file(path_in("withdir/a.txt"), "abcdefgh");
+    {
+        char **names;
+        int n;
+        tlm_err e;
+        CHECK(tlm_data_texts(path_in("withdir"), &names, &n, &e) == 0 && n == 1 && strstr(names[0], "/a.txt"),
+              "withdir: its text alone, not the folder sub.txt");
+        tlm_data_texts_free(names, n);
+    }
 
     tlm_dataset ds;
     tlm_err err;
