@@ -16,6 +16,18 @@ bool tlm_long_option_whole(char *const *argv, int optind, const char *optarg, co
     return strncmp(*text, "--", 2) != 0 || (n == strlen(o->name) && !strncmp(*text + 2, o->name, n));
 }
 
+bool tlm_long_option_abbreviated(const char *text, const struct option *options) {
+    if (strncmp(text, "--", 2) != 0) return false;
+    size_t n = name_length(text);
+    bool begins = false;
+    for (int k = 0; options[k].name; k++) {
+        if (strncmp(options[k].name, text + 2, n) != 0) continue;
+        if (options[k].name[n] == '\0') return false;
+        begins = n > 0;
+    }
+    return begins;
+}
+
 bool tlm_long_option_guess(const char *text, const struct option *options, char *buf, size_t size) {
     buf[0] = '\0';
     if (strncmp(text, "--", 2) != 0) return false;

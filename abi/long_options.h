@@ -18,6 +18,12 @@
 bool tlm_long_option_whole(char *const *argv, int optind, const char *optarg, const struct option *o,
                            const char **text);
 
+/* Whether text (`--bat`, `--overw=1`) names no long option whole but
+ * begins one or more: getopt_long's error paths (a missing value, a value
+ * not taken) name the option it took the prefix for, which is no option
+ * here. */
+bool tlm_long_option_abbreviated(const char *text, const struct option *options);
+
 /* The long options whose names begin with the name in text (`--eval`,
  * `--eval=3`: `eval`), as "--eval-every or --eval-batches" in buf; false
  * (buf empty) when there are none. */

@@ -200,7 +200,12 @@ static int parse_args(int argc, char **argv, options *o) {
     char guess[256];
     const char *text;
     while ((opt = getopt_long(argc, argv, short_options, long_options, &longindex)) != -1) {
-        if (longindex >= 0 && !tlm_long_option_whole(argv, optind, optarg, &long_options[longindex], &text)) {
+        bool failed = opt == ':' || (opt == '?' && optopt != 0); /* argv[optind - 1]: the option as given */
+        if (failed && tlm_long_option_abbreviated(argv[optind - 1], long_options)) text = argv[optind - 1];
+        else if (failed || longindex < 0 ||
+                 tlm_long_option_whole(argv, optind, optarg, &long_options[longindex], &text))
+            text = NULL;
+        if (text) {
             tlm_long_option_guess(text, long_options, guess, sizeof guess);
             return usage_error("unknown option `%.*s` (did you mean %s?)", (int)strcspn(text, "="), text, guess);
         }

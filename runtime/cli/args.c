@@ -24,6 +24,15 @@ static void spell(char *buf, size_t n, int opt, int longindex, const struct opti
     else snprintf(buf, n, "-%c", opt);
 }
 
+/* An abbreviated long option (long_options.h): an unknown one, naming the
+ * options it begins. */
+static int refuse_abbreviation(const cli_args *a, const char *text, const struct option *long_options) {
+    char guess[256];
+    tlm_long_option_guess(text, long_options, guess, sizeof guess);
+    cli_usage_error(a->cmd, "unknown option `%.*s` (did you mean %s?)", (int)strcspn(text, "="), text, guess);
+    return '?';
+}
+
 int cli_getopt(cli_args *a, const char *short_options, const struct option *long_options) {
     if (!a->started) {
         a->started = true;
@@ -41,17 +50,21 @@ int cli_getopt(cli_args *a, const char *short_options, const struct option *long
         int longindex = -1;
         int opt = getopt_long(a->argc, a->argv, spec, long_options, &longindex);
         a->i = optind;
+        /* on both error paths argv[optind - 1] is the option as given */
+        if ((opt == ':' || (opt == '?' && optopt != 0)) &&
+            tlm_long_option_abbreviated(a->argv[optind - 1], long_options))
+            return refuse_abbreviation(a, a->argv[optind - 1], long_options);
         if (opt == ':') {
             spell(a->flag_text, sizeof a->flag_text, optopt, -1, long_options);
             cli_usage_error(a->cmd, "%s needs a value", a->flag_text);
             return '?';
         }
-        char guess[256];
         if (opt == '?') {
             /* optopt: 0 for an unknown long option (or the prefix of
              * several), else the option's val (a known one given a value it
              * does not take) or the unknown letter. */
             const char *arg = a->argv[optind - 1];
+            char guess[256];
             if (optopt == 0 && tlm_long_option_guess(arg, long_options, guess, sizeof guess))
                 cli_usage_error(a->cmd, "unknown option `%s` (did you mean %s?)", arg, guess);
             else if (optopt == 0) cli_usage_error(a->cmd, "unknown option `%s`", arg);
@@ -62,11 +75,8 @@ int cli_getopt(cli_args *a, const char *short_options, const struct option *long
         }
         const char *text;
         if (opt != -1 && longindex >= 0 &&
-            !tlm_long_option_whole(a->argv, optind, optarg, &long_options[longindex], &text)) {
-            tlm_long_option_guess(text, long_options, guess, sizeof guess);
-            cli_usage_error(a->cmd, "unknown option `%.*s` (did you mean %s?)", (int)strcspn(text, "="), text, guess);
-            return '?';
-        }
+            !tlm_long_option_whole(a->argv, optind, optarg, &long_options[longindex], &text))
+            return refuse_abbreviation(a, text, long_options);
         if (opt != -1) {
             a->val = optarg;
             if (opt != 1) {

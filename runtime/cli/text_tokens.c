@@ -29,8 +29,9 @@ bool text_tokens_open(text_tokens *t, const char *ckpt_tokenizer, const char *ck
     tlm_tok_hash_hex(tlm_tok_hash(t->tok), hex);
     if (strcmp(hex, ckpt_tokenizer)) {
         text_tokens_close(t);
-        return tlm_fail(err, "--tokenizer %s is tokenizer %s, but the checkpoint %s was trained with tokenizer %s",
-                        tokenizer_path, hex, ckpt_path, ckpt_tokenizer);
+        return tlm_fail(err, "%s%s is tokenizer %s, but the checkpoint %s was trained with tokenizer %s",
+                        flag ? "--tokenizer " : "the model's tokenizer ", tokenizer_path, hex, ckpt_path,
+                        ckpt_tokenizer);
     }
     return true;
 }

@@ -556,11 +556,18 @@ static int setup(run *r) {
     }
     if (o->s.context <= 0) o->s.context = r->so.config->context;
     if ((rc = share_accumulate(r, &defaults)) || (rc = train_check(o, &r->so))) goto out;
-    if (r->dist.rank == 0) train_note_unused(o, stdout);
     if (o->resume && !train_same_trajectory(o, &defaults, decay, &err)) {
         rc = cli_error("train", "%s", err.msg);
         goto out;
     }
+    /* the log's place, before the data is read and the folder made (and
+     * in --dry-run, which checks what a run checks) */
+    r->have_val = (o->val && *o->val) || !(o->data && *o->data);
+    if (r->dist.rank == 0 && o->log && *o->log && !log_not_input(r, o->log, &err)) {
+        rc = cli_error("train", "%s", err.msg);
+        goto out;
+    }
+    if (r->dist.rank == 0) train_note_unused(o, stderr); /* stderr: --dry-run's stdout is `key value` lines */
     if (o->dry_run) {
         rc = dry_run(r, ckpt);
         goto out;
@@ -576,7 +583,6 @@ static int setup(run *r) {
         rc = cli_error("train", "%s", err.msg);
         goto out;
     }
-    r->have_val = (o->val && *o->val) || !(o->data && *o->data);
     if (r->have_val &&
         !corpus_load(&r->val, o->val, CORPUS_VALID, r->T, vocab, r->val_name, sizeof r->val_name, &r->val_info, &err)) {
         rc = cli_error("train", "%s", err.msg);
@@ -634,6 +640,8 @@ static int setup(run *r) {
     if (r->dist.mpi) r->out.tty = false;
     if (r->have_val)
         r->out.tokens_per_byte = r->val_info.text_bytes ? (double)r->val.n / (double)r->val_info.text_bytes : 0;
+    /* the log again, now that the folder exists: a log named as the
+     * checkpoint not yet written is found only by the folder's real path */
     if (root && o->log && *o->log &&
         (!log_not_input(r, o->log, &err) || !progress_open_log(&r->out, o->log, o->resume, r->state.step, &err)))
         rc = cli_error("train", "%s", err.msg);

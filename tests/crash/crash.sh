@@ -286,6 +286,11 @@ outputs)
     "$run" "${tr[@]}" --data texts --ckpt ckl --log texts/log.txt
   expect 1 "\-\-log texts/log.txt would become a text of texts" "  (in its --val folder too)" -- \
     "$run" "${tr[@]}" --data train.txt --val texts --ckpt ckl --log texts/log.txt
+  expect 1 "\-\-log texts/log.txt would become a text of texts" "  (refused by --dry-run as by a run)" -- \
+    "$run" "${tr[@]}" --data texts --ckpt cknew --log texts/log.txt --dry-run
+  expect 1 "\-\-log texts/log.txt would become a text of texts" "  (before the checkpoint folder is made)" -- \
+    "$run" "${tr[@]}" --data texts --ckpt cknew --log texts/log.txt
+  check "  no checkpoint folder made" -- test ! -e cknew
   check "  nothing written there" -- test ! -e texts/log.txt
   mkdir shards
   "$run" tokenize --tokenizer tok.json val.txt -o shards/a.bin > /dev/null 2>&1

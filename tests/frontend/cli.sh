@@ -40,6 +40,7 @@ status 2 "unknown option" -- "$tlmc" --frobnicate "$tiny"; has "$tmp/err" "unkno
 status 2 "no abbreviations" -- "$tlmc" --rep "$tiny";     has "$tmp/err" "unknown option .--rep. (did you mean --report?)" "--rep"
 status 2 "--rep=json the same" -- "$tlmc" --rep=json "$tiny"; has "$tmp/err" "unknown option .--rep. (did you" "--rep=json"
 status 0 "--report=json whole" -- "$tlmc" --report=json "$tiny"
+status 2 "--mod (no value): the same" -- "$tlmc" "$tiny" --mod; has "$tmp/err" "unknown option .--mod. (did you mean --model?)" "--mod"
 status 2 "two inputs" -- "$tlmc" "$tiny" "$tiny"
 status 2 "an empty input path" -- "$tlmc" "";            has "$tmp/err" "input file is empty" "an empty input path"
 status 2 "-o ''" -- "$tlmc" "$tiny" -o "";               has "$tmp/err" "\-o is empty" "-o ''"

@@ -397,6 +397,8 @@ bad_flags)
     expect 2 "unknown option .--thr. (did you mean --threads?)" "$cmd --thr 1: no abbreviations" -- \
       "$run" $cmd "$s" --thr 1
     expect 2 "unknown option .--thr. (did you mean --threads?)" "$cmd --thr=1 the same" -- "$run" $cmd "$s" --thr=1
+    expect 2 "unknown option .--thr. (did you mean --threads?)" "$cmd --thr (no value): the same" -- \
+      "$run" $cmd "$s" --thr
     expect 2 "more than one model" "$cmd with two models" -- "$run" $cmd "$s" "$s"
     expect 1 "cannot open" "$cmd on a missing model file" -- "$run" $cmd "$tmp/nope.so"
     expect 2 "\-\-threads must be between 1" "$cmd --threads 0" -- "$run" $cmd "$s" --threads 0
@@ -466,6 +468,8 @@ bad_flags)
     "  and says so" -- "$run" train "$s" --dry-run --lr 1e-4 --min-lr 2e-4 --lr-schedule constant
   expect 0 "^note: \-\-momentum is not an argument of this run's optimizer, adamw: it changes nothing$" \
     "--momentum under adamw: noted" -- "$run" train "$s" --dry-run --momentum 0.5
+  check "  on stderr: --dry-run's stdout stays key-value lines" -- \
+    bash -c "'$run' train '$s' --dry-run --momentum 0.5 2> /dev/null | grep -qv '^note'"
   check "  and not in its settings" -- bash -c "! '$run' train '$s' --dry-run --momentum 0.5 | grep -q '^momentum'"
   expect 0 "^usage: tlm-run train " "tlm-run help train: train's help" -- "$run" help train
   expect 2 "unknown command .nope." "tlm-run help nope" -- "$run" help nope
