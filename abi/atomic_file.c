@@ -210,20 +210,29 @@ bool tlm_write_file_atomic(const char *path, const void *bytes, size_t n, tlm_er
     return tlm_atomic_commit(&f, err);
 }
 
-/* Where path would be created: its folder's real path and its last name
- * (false when the folder cannot be resolved, or the name is none). */
+/* Where path would be created: the real path of its nearest folder that
+ * exists, then the rest of it as written (the folders a run makes before
+ * writing there, as a checkpoint's); false when no folder resolves, the
+ * rest holds "." or "..", or it is too long. */
 static bool future_path(const char *path, char out[PATH_MAX + NAME_MAX + 2]) {
-    const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
-    if (!*base || !strcmp(base, ".") || !strcmp(base, "..") || strlen(base) > NAME_MAX) return false;
     char dir[PATH_MAX];
-    if (!slash) snprintf(dir, sizeof dir, ".");
-    else if (slash == path) snprintf(dir, sizeof dir, "/");
-    else if ((size_t)(slash - path) >= sizeof dir) return false;
-    else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    if ((size_t)snprintf(dir, sizeof dir, "%s", path) >= sizeof dir) return false;
+    const char *rest = path + strlen(path); /* what is past dir in path */
     char real[PATH_MAX];
-    if (!realpath(dir, real)) return false;
-    snprintf(out, PATH_MAX + NAME_MAX + 2, "%s/%s", strcmp(real, "/") ? real : "", base);
-    return true;
+    for (;;) {
+        char *slash = strrchr(dir, '/');
+        const char *name = slash ? slash + 1 : dir;
+        if (!*name || !strcmp(name, ".") || !strcmp(name, "..") || strlen(name) > NAME_MAX) return false;
+        rest -= strlen(name) + (slash ? 1 : 0);
+        if (!slash) snprintf(dir, sizeof dir, ".");
+        else if (slash == dir) snprintf(dir, sizeof dir, "/");
+        else *slash = '\0';
+        if (realpath(dir, real)) break;
+        if (errno != ENOENT || !strcmp(dir, ".") || !strcmp(dir, "/")) return false;
+    }
+    if (*rest == '/') rest++;
+    return (size_t)snprintf(out, PATH_MAX + NAME_MAX + 2, "%s/%s", strcmp(real, "/") ? real : "", rest) <
+           PATH_MAX + NAME_MAX + 2;
 }
 
 bool tlm_same_file(const char *a, const char *b) {

@@ -57,8 +57,9 @@ bool tlm_write_all(int fd, const void *bytes, size_t n);
 
 /* Whether a and b are one file: both exist and share device and inode
  * (also through links and different spellings of a path), or neither
- * exists yet and both name one place (their folders' real paths and their
- * names). */
+ * exists yet and both name one place (the real path of each one's nearest
+ * existing folder, then the rest as written: a folder not yet made
+ * counts). */
 bool tlm_same_file(const char *a, const char *b);
 
 /* Refuses an output that is one of the command's inputs, which the rename

@@ -6,39 +6,39 @@
 /* The name's length in `--name` or `--name=VALUE`. */
 static size_t name_length(const char *text) { return strcspn(text + 2, "="); }
 
-bool tlm_long_option_whole(char *const *argv, int optind, const char *optarg, const struct option *o,
-                           const char **text) {
-  /* a value given as the next argument is argv[optind - 1]; the option is
-   * the one before it (a value after '=' lies inside the option's text) */
-    *text = argv[optind - 1];
-    if (optarg && optarg == argv[optind - 1] && optind >= 2) *text = argv[optind - 2];
-    size_t n = name_length(*text);
-    return strncmp(*text, "--", 2) != 0 || (n == strlen(o->name) && !strncmp(*text + 2, o->name, n));
-}
-
-bool tlm_long_option_abbreviated(const char *text, const struct option *options) {
-    if (strncmp(text, "--", 2) != 0) return false;
+static bool names_one(const char *text, const struct option *options) {
     size_t n = name_length(text);
-    bool begins = false;
-    for (int k = 0; options[k].name; k++) {
-        if (strncmp(options[k].name, text + 2, n) != 0) continue;
-        if (options[k].name[n] == '\0') return false;
-        begins = n > 0;
-    }
-    return begins;
+    for (int k = 0; options[k].name; k++)
+        if (strlen(options[k].name) == n && !strncmp(options[k].name, text + 2, n)) return true;
+    return false;
 }
 
-bool tlm_long_option_guess(const char *text, const struct option *options, char *buf, size_t size) {
-    buf[0] = '\0';
-    if (strncmp(text, "--", 2) != 0) return false;
-    size_t n = name_length(text), used = 0;
-    int found = 0, total = 0;
-    for (int k = 0; options[k].name; k++) total += n && !strncmp(options[k].name, text + 2, n);
-    for (int k = 0; options[k].name && used < size; k++) {
-        if (!n || strncmp(options[k].name, text + 2, n) != 0) continue;
+const char *tlm_long_option_abbreviation(int opt, int longindex, char *const *argv, const struct option *options) {
+    const char *text;
+    if (opt == ':') text = argv[optind - 1]; /* the option without its value */
+    else if (opt == '?' && optopt != 0) {
+      /* a long option given a value it does not take (an unknown short
+       * letter lands here too, with argv[optind - 1] not its text) */
+        text = argv[optind - 1];
+        if (!strchr(text, '=')) return NULL;
+    } else if (opt != -1 && longindex >= 0) {
+      /* a value given as the next argument is argv[optind - 1]; the option
+       * is the one before it (a value after '=' lies inside its text) */
+        text = optarg && optarg == argv[optind - 1] && optind >= 2 ? argv[optind - 2] : argv[optind - 1];
+    } else return NULL;
+    return strncmp(text, "--", 2) == 0 && !names_one(text, options) ? text : NULL;
+}
+
+void tlm_long_option_unknown(const char *text, size_t shown, const struct option *options, char *buf, size_t size) {
+    size_t n = strncmp(text, "--", 2) == 0 ? name_length(text) : 0;
+    int used = snprintf(buf, size, "unknown option `%.*s`", (int)shown, text);
+    int total = 0, found = 0;
+    for (int k = 0; n && options[k].name; k++) total += !strncmp(options[k].name, text + 2, n);
+    for (int k = 0; total && options[k].name && used > 0 && (size_t)used < size; k++) {
+        if (strncmp(options[k].name, text + 2, n) != 0) continue;
         found++;
-        const char *sep = found == 1 ? "" : found == total ? " or " : ", ";
-        used += (size_t)snprintf(buf + used, size - used, "%s--%s", sep, options[k].name);
+        const char *before = found == 1 ? " (did you mean " : found == total ? " or " : ", ";
+        used +=
+            snprintf(buf + used, size - (size_t)used, "%s--%s%s", before, options[k].name, found == total ? "?)" : "");
     }
-    return found > 0;
 }

@@ -11,22 +11,18 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* After getopt_long returned long option o (its index), with optind and
- * optarg as it left them: whether the command line spelled it whole
- * (`--name` or `--name=VALUE`). *text gets the spelling, `--bat` or
- * `--bat=3`, either way. */
-bool tlm_long_option_whole(char *const *argv, int optind, const char *optarg, const struct option *o,
-                           const char **text);
+/* After getopt_long returned opt (and longindex, with optind, optarg and
+ * optopt as it left them): the long option as the command line spelled it
+ * (`--bat`, `--bat=3`) when that is an abbreviation, else NULL. Its error
+ * paths count too: a missing value (`--bat`) or a value not taken
+ * (`--overw=1`) is reported there under the option getopt took the prefix
+ * for, which is no option here. */
+const char *tlm_long_option_abbreviation(int opt, int longindex, char *const *argv, const struct option *options);
 
-/* Whether text (`--bat`, `--overw=1`) names no long option whole but
- * begins one or more: getopt_long's error paths (a missing value, a value
- * not taken) name the option it took the prefix for, which is no option
- * here. */
-bool tlm_long_option_abbreviated(const char *text, const struct option *options);
-
-/* The long options whose names begin with the name in text (`--eval`,
- * `--eval=3`: `eval`), as "--eval-every or --eval-batches" in buf; false
- * (buf empty) when there are none. */
-bool tlm_long_option_guess(const char *text, const struct option *options, char *buf, size_t size);
+/* "unknown option `TEXT`" (its first `shown` bytes: an abbreviation is
+ * named without its value) with "(did you mean --eval-every or
+ * --eval-batches?)" when the name in text (`--eval`, `--eval=3`) begins
+ * some of options, into buf. */
+void tlm_long_option_unknown(const char *text, size_t shown, const struct option *options, char *buf, size_t size);
 
 #endif

@@ -197,17 +197,12 @@ static int parse_args(int argc, char **argv, options *o) {
     char name[64];
     int opt;
     int longindex = -1;
-    char guess[256];
-    const char *text;
+    char unknown[512];
     while ((opt = getopt_long(argc, argv, short_options, long_options, &longindex)) != -1) {
-        bool failed = opt == ':' || (opt == '?' && optopt != 0); /* argv[optind - 1]: the option as given */
-        if (failed && tlm_long_option_abbreviated(argv[optind - 1], long_options)) text = argv[optind - 1];
-        else if (failed || longindex < 0 ||
-                 tlm_long_option_whole(argv, optind, optarg, &long_options[longindex], &text))
-            text = NULL;
-        if (text) {
-            tlm_long_option_guess(text, long_options, guess, sizeof guess);
-            return usage_error("unknown option `%.*s` (did you mean %s?)", (int)strcspn(text, "="), text, guess);
+        const char *abbreviation = tlm_long_option_abbreviation(opt, longindex, argv, long_options);
+        if (abbreviation) {
+            tlm_long_option_unknown(abbreviation, strcspn(abbreviation, "="), long_options, unknown, sizeof unknown);
+            return usage_error("%s", unknown);
         }
         longindex = -1;
         switch (opt) {
@@ -266,9 +261,8 @@ static int parse_args(int argc, char **argv, options *o) {
             if (optopt > 0 && optopt < 256 && !strchr(short_options + 2, optopt))
                 return usage_error("unknown option `-%c`", optopt);
             if (optopt) return usage_error("`%s` takes no argument", argv[optind - 1]);
-            if (tlm_long_option_guess(argv[optind - 1], long_options, guess, sizeof guess))
-                return usage_error("unknown option `%s` (did you mean %s?)", argv[optind - 1], guess);
-            return usage_error("unknown option `%s`", argv[optind - 1]);
+            tlm_long_option_unknown(argv[optind - 1], strlen(argv[optind - 1]), long_options, unknown, sizeof unknown);
+            return usage_error("%s", unknown);
         }
     }
     /* What follows "--" is file names only. */

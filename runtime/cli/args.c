@@ -24,12 +24,12 @@ static void spell(char *buf, size_t n, int opt, int longindex, const struct opti
     else snprintf(buf, n, "-%c", opt);
 }
 
-/* An abbreviated long option (long_options.h): an unknown one, naming the
- * options it begins. */
-static int refuse_abbreviation(const cli_args *a, const char *text, const struct option *long_options) {
-    char guess[256];
-    tlm_long_option_guess(text, long_options, guess, sizeof guess);
-    cli_usage_error(a->cmd, "unknown option `%.*s` (did you mean %s?)", (int)strcspn(text, "="), text, guess);
+/* An unknown long option (an abbreviation too: long_options.h), the first
+ * `shown` bytes of text named, with the options its name begins. */
+static int unknown_option(const cli_args *a, const char *text, size_t shown, const struct option *long_options) {
+    char msg[512];
+    tlm_long_option_unknown(text, shown, long_options, msg, sizeof msg);
+    cli_usage_error(a->cmd, "%s", msg);
     return '?';
 }
 
@@ -50,10 +50,8 @@ int cli_getopt(cli_args *a, const char *short_options, const struct option *long
         int longindex = -1;
         int opt = getopt_long(a->argc, a->argv, spec, long_options, &longindex);
         a->i = optind;
-        /* on both error paths argv[optind - 1] is the option as given */
-        if ((opt == ':' || (opt == '?' && optopt != 0)) &&
-            tlm_long_option_abbreviated(a->argv[optind - 1], long_options))
-            return refuse_abbreviation(a, a->argv[optind - 1], long_options);
+        const char *abbreviation = tlm_long_option_abbreviation(opt, longindex, a->argv, long_options);
+        if (abbreviation) return unknown_option(a, abbreviation, strcspn(abbreviation, "="), long_options);
         if (opt == ':') {
             spell(a->flag_text, sizeof a->flag_text, optopt, -1, long_options);
             cli_usage_error(a->cmd, "%s needs a value", a->flag_text);
@@ -64,19 +62,11 @@ int cli_getopt(cli_args *a, const char *short_options, const struct option *long
              * several), else the option's val (a known one given a value it
              * does not take) or the unknown letter. */
             const char *arg = a->argv[optind - 1];
-            char guess[256];
-            if (optopt == 0 && tlm_long_option_guess(arg, long_options, guess, sizeof guess))
-                cli_usage_error(a->cmd, "unknown option `%s` (did you mean %s?)", arg, guess);
-            else if (optopt == 0) cli_usage_error(a->cmd, "unknown option `%s`", arg);
-            else if (optopt >= 256 || strchr(short_options, optopt))
-                cli_usage_error(a->cmd, "`%s` takes no value", arg);
+            if (optopt == 0) return unknown_option(a, arg, strlen(arg), long_options);
+            if (optopt >= 256 || strchr(short_options, optopt)) cli_usage_error(a->cmd, "`%s` takes no value", arg);
             else cli_usage_error(a->cmd, "unknown option `-%c`", optopt);
             return '?';
         }
-        const char *text;
-        if (opt != -1 && longindex >= 0 &&
-            !tlm_long_option_whole(a->argv, optind, optarg, &long_options[longindex], &text))
-            return refuse_abbreviation(a, text, long_options);
         if (opt != -1) {
             a->val = optarg;
             if (opt != 1) {

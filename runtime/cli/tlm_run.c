@@ -33,6 +33,12 @@ static const struct command {
     {"study", cmd_study, true, "run a study of a .tlm file: variants x seeds, statistics, results and plots"},
 };
 
+static const struct command *find_command(const char *name) {
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+        if (!strcmp(name, commands[i].name)) return &commands[i];
+    return NULL;
+}
+
 static void usage(FILE *out) {
     fputs("usage: tlm-run COMMAND MODEL.so [options]\n\ncommands:\n", out);
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
@@ -48,8 +54,8 @@ static int run(int argc, char **argv) {
         return 2;
     }
     if (!strcmp(argv[1], "help") && argc >= 3) { /* `tlm-run help train`: train's own help */
-        for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
-            if (!strcmp(argv[2], commands[i].name)) return commands[i].run(2, (char *[]){argv[2], "--help", NULL});
+        const struct command *c = find_command(argv[2]);
+        if (c) return c->run(2, (char *[]){argv[2], "--help", NULL});
         fprintf(stderr, "tlm-run: unknown command `%s` (the commands: `tlm-run --help`)\n", argv[2]);
         return 2;
     }
@@ -61,11 +67,11 @@ static int run(int argc, char **argv) {
         printf("tlm-run %s\n", TLM_VERSION);
         return 0;
     }
-    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++) {
-        if (strcmp(argv[1], commands[i].name)) continue;
+    const struct command *c = find_command(argv[1]);
+    if (c) {
         tlm_err err = {""};
-        if (commands[i].model && !tlm_cpu_capability_ok(&err)) return cli_error(commands[i].name, "%s", err.msg);
-        return commands[i].run(argc - 1, argv + 1);
+        if (c->model && !tlm_cpu_capability_ok(&err)) return cli_error(c->name, "%s", err.msg);
+        return c->run(argc - 1, argv + 1);
     }
     fprintf(stderr, "tlm-run: unknown command `%s`\n", argv[1]);
     usage(stderr);

@@ -561,7 +561,9 @@ static int setup(run *r) {
         goto out;
     }
     /* the log's place, before the data is read and the folder made (and
-     * in --dry-run, which checks what a run checks) */
+     * in --dry-run, which checks what a run checks): a log named as the
+     * checkpoint not yet written, in a folder not yet made, is found by
+     * where both would be (tlm_same_file) */
     r->have_val = (o->val && *o->val) || !(o->data && *o->data);
     if (r->dist.rank == 0 && o->log && *o->log && !log_not_input(r, o->log, &err)) {
         rc = cli_error("train", "%s", err.msg);
@@ -640,10 +642,7 @@ static int setup(run *r) {
     if (r->dist.mpi) r->out.tty = false;
     if (r->have_val)
         r->out.tokens_per_byte = r->val_info.text_bytes ? (double)r->val.n / (double)r->val_info.text_bytes : 0;
-    /* the log again, now that the folder exists: a log named as the
-     * checkpoint not yet written is found only by the folder's real path */
-    if (root && o->log && *o->log &&
-        (!log_not_input(r, o->log, &err) || !progress_open_log(&r->out, o->log, o->resume, r->state.step, &err)))
+    if (root && o->log && *o->log && !progress_open_log(&r->out, o->log, o->resume, r->state.step, &err))
         rc = cli_error("train", "%s", err.msg);
 out:
     tlm_st_close(ckpt);

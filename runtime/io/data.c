@@ -132,7 +132,10 @@ bool tlm_path_in_folder(const char *path, const char *folder) {
            f.st_ino == parent.st_ino;
 }
 
-static bool is_shard_name(const char *name);
+static bool is_shard_name(const char *name) {
+    size_t n = strlen(name);
+    return name[0] != '.' && n > 4 && strcmp(name + n - 4, ".bin") == 0;
+}
 
 bool tlm_data_not_new_input(const char *flag, const char *out, const char *folder, tlm_err *err) {
     const char *slash = strrchr(out, '/'), *name = slash ? slash + 1 : out;
@@ -153,11 +156,6 @@ bool tlm_data_not_new_input(const char *flag, const char *out, const char *folde
                                "%s %s would become a shard of %s (a folder's *.bin files are its shards): give it "
                                "another name",
                                flag, out, folder);
-}
-
-static bool is_shard_name(const char *name) {
-    size_t n = strlen(name);
-    return name[0] != '.' && n > 4 && strcmp(name + n - 4, ".bin") == 0;
 }
 
 void tlm_data_texts_free(char **names, int n) {
