@@ -55,9 +55,14 @@
  * (the GEMMs go to cuBLASLt, these do what it cannot):
  *   act(rows, pre_gate, pre_up, h):  h = act(pre_gate, pre_up), [rows, W]
  *   act_grad(rows, pre_gate, pre_up, dh, d_pre_gate, d_pre_up)
- * elementwise over rows × W, any grid (blocks stride), 256 threads. */
+ * elementwise over rows × W, any grid (blocks stride), 256 threads. A
+ * thread takes TLM_ACT_VECTOR consecutive elements a step where its arrays
+ * are 16-byte aligned: a grid of rows × W / TLM_ACT_VECTOR threads covers
+ * them in one step (a larger one leaves threads idle; a source from before
+ * the vectors, one element a thread, still strides over all of them). */
 #define TLM_ENTRY_ACT "act"
 #define TLM_ENTRY_ACT_GRAD "act_grad"
+#define TLM_ACT_VECTOR 8
 
 typedef void (*tlm_mlp_fwd_fn)(int64_t r0, int64_t r1, const float *x, const float *w_gate, const float *w_up,
                                const float *w_down, float *pre_gate, float *pre_up, float *out);

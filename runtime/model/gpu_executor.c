@@ -273,7 +273,8 @@ static bool op_out_proj_backward(step *s, const tlm_abi_op *op) {
 enum { ACT_THREADS = 256 };
 
 static bool act_launch(step *s, tlm_kernel *k, void **args, int64_t W) {
-    tlm_launch dims = {.grid = {tlm_gpu_blocks((int64_t)s->N * W, ACT_THREADS), 1, 1}, .block = {ACT_THREADS, 1, 1}};
+    const int64_t threads = ((int64_t)s->N * W + TLM_ACT_VECTOR - 1) / TLM_ACT_VECTOR;
+    tlm_launch dims = {.grid = {tlm_gpu_blocks(threads, ACT_THREADS), 1, 1}, .block = {ACT_THREADS, 1, 1}};
     return tlm_device_launch(DEV, k, dims, args, ERR);
 }
 
@@ -284,9 +285,10 @@ static bool act_launch(step *s, tlm_kernel *k, void **args, int64_t W) {
 static bool gemm_pair(step *s, tlm_gemm g0, const tlm_gemm *g1) {
     bool a_differs = g1->a != g0.a;
     tlm_dptr v0 = a_differs ? g0.a : g0.b, v1 = a_differs ? g1->a : g1->b;
-    const tlm_dptr d_elem = g0.cd_type == TLM_GEMM_BF16 ? 2 : sizeof(float); /* the differing v is fp32 */
-    if (v1 > v0 && g1->d > g0.d && (v1 - v0) % sizeof(float) == 0 && (g1->d - g0.d) % d_elem == 0) {
-        int64_t step_v = (int64_t)((v1 - v0) / sizeof(float)), step_d = (int64_t)((g1->d - g0.d) / d_elem);
+    const tlm_dptr v_elem = (a_differs ? g0.a_type : g0.b_type) == TLM_GEMM_BF16 ? 2 : sizeof(float);
+    const tlm_dptr d_elem = g0.cd_type == TLM_GEMM_BF16 ? 2 : sizeof(float);
+    if (v1 > v0 && g1->d > g0.d && (v1 - v0) % v_elem == 0 && (g1->d - g0.d) % d_elem == 0) {
+        int64_t step_v = (int64_t)((v1 - v0) / v_elem), step_d = (int64_t)((g1->d - g0.d) / d_elem);
         g0.batch = 2;
         g0.stride_a = a_differs ? step_v : 0;
         g0.stride_b = a_differs ? 0 : step_v;
@@ -345,17 +347,31 @@ static bool op_mlp_backward(step *s, const tlm_abi_op *op) {
     void *grad_args[] = {&rows, &pre_gate, &pre_up, &scratch, &d_pre_gate, &d_pre_up};
     tlm_kernel *act_grad = (bf16 ? s->g->act_grad_bf16 : s->g->act_grad)[op->kernel];
     if (!tlm_gpu_gemm(s->gpu, &dh, ERR) || !act_launch(s, act_grad, grad_args, W)) return false;
-    /* dx = d_pre_up Wu (+ d_pre_gate Wg); dWu, dWg += d_pre^T x */
-    if (!tlm_gpu_linear_backward(s->gpu, dx, 0, d_pre_up, 0, PARAM(w_up), s->N, D, w, false, ERR)) return false;
-    tlm_gemm dw_up = tlm_gpu_linear_dw_gemm(GRAD(w_up), d_pre_up, x, s->N, D, w);
-    dw_up.a_type = stored_as(s, o->in_x);
-    if (swiglu) {
-        tlm_gemm dw_gate = tlm_gpu_linear_dw_gemm(GRAD(w_gate), d_pre_gate, x, s->N, D, w);
-        dw_gate.a_type = dw_up.a_type;
-        if (!tlm_gpu_linear_backward(s->gpu, dx, 0, d_pre_gate, 0, PARAM(w_gate), s->N, D, w, true, ERR) ||
-            !gemm_pair(s, dw_gate, &dw_up))
+    /* dx = d_pre_up Wu (+ d_pre_gate Wg); dWu, dWg += d_pre^T x. With bf16
+     * GEMMs each gradient is rounded once for its two products (gate's
+     * first: gemm_pair batches the two dW products over the copies). */
+    tlm_dptr g_up = d_pre_up, g_gate = d_pre_gate, kept[2];
+    tlm_gemm_type g_type = TLM_GEMM_F32;
+    if (s->gpu->bf16) {
+        if (!tlm_gpu_bf16_keep(s->gpu, swiglu ? (tlm_dptr[]){d_pre_gate, d_pre_up} : (tlm_dptr[]){d_pre_up}, kept,
+                               swiglu ? 2 : 1, (int64_t)s->N * w, ERR))
             return false;
-    } else if (!tlm_gpu_gemm(s->gpu, &dw_up, ERR)) return false;
+        g_gate = kept[0], g_up = kept[swiglu ? 1 : 0], g_type = TLM_GEMM_BF16;
+    }
+    tlm_gemm dx_up = tlm_gpu_linear_dx_gemm(dx, g_up, PARAM(w_up), s->N, D, w, false);
+    tlm_gemm dw_up = tlm_gpu_linear_dw_gemm(GRAD(w_up), g_up, x, s->N, D, w);
+    dx_up.b_type = dw_up.b_type = g_type;
+    dw_up.a_type = stored_as(s, o->in_x);
+    bool ok = tlm_gpu_gemm(s->gpu, &dx_up, ERR);
+    if (ok && swiglu) {
+        tlm_gemm dx_gate = tlm_gpu_linear_dx_gemm(dx, g_gate, PARAM(w_gate), s->N, D, w, true);
+        tlm_gemm dw_gate = tlm_gpu_linear_dw_gemm(GRAD(w_gate), g_gate, x, s->N, D, w);
+        dx_gate.b_type = dw_gate.b_type = g_type;
+        dw_gate.a_type = dw_up.a_type;
+        ok = tlm_gpu_gemm(s->gpu, &dx_gate, ERR) && gemm_pair(s, dw_gate, &dw_up);
+    } else if (ok) ok = tlm_gpu_gemm(s->gpu, &dw_up, ERR);
+    tlm_gpu_bf16_release(s->gpu);
+    if (!ok) return false;
     /* dWd += dout^T h, h recomputed into the scratch dh no longer needs */
     tlm_gemm dw_down = tlm_gpu_linear_dw_gemm(GRAD(w_down), dout, scratch, s->N, w, D);
     dw_down.a_type = bf16 ? TLM_GEMM_BF16 : TLM_GEMM_F32;

@@ -67,6 +67,29 @@ bool kernel_lib_build(kernel_lib *lib, const tlm_kernel_spec *specs, int n, cons
     return ok;
 }
 
+bool kernel_lib_build_emulated(kernel_lib *lib, const char *cxx, const char *include_dir, const char *source,
+                               char **err) {
+    if (!kernel_lib_make_dir(lib, err)) return false;
+    char cpp[300], so[300], cmd[1400];
+    snprintf(cpp, sizeof cpp, "%s/emu.cpp", lib->dir);
+    snprintf(so, sizeof so, "%s/emu.so", lib->dir);
+    FILE *f = fopen(cpp, "w");
+    bool ok = f && fprintf(f, "#include \"cuda_emu.h\"\n%s\n", source) > 0;
+    if (f && fclose(f) != 0) ok = false;
+    if (!ok) *err = message("cannot write", cpp);
+    snprintf(cmd, sizeof cmd,
+             "'%s' -std=c++17 -O1 -fPIC -shared -Wall -Werror -Wno-unused-function -Wno-unknown-pragmas -I'%s' '%s' "
+             "-o '%s'",
+             cxx, include_dir, cpp, so);
+    if (ok && system(cmd) != 0) {
+        *err = message("compiling the emulated CUDA source failed", cmd);
+        ok = false;
+    }
+    ok = ok && kernel_lib_open(lib, so, err);
+    if (!ok) kernel_lib_close(lib);
+    return ok;
+}
+
 void *kernel_lib_sym(kernel_lib *lib, const tlm_kernel_spec *s, const char *entry) {
     if (lib->lookup) return lib->lookup(s, entry);
     char name[160];

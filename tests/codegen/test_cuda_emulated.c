@@ -69,22 +69,14 @@ int main(void) {
         {5, 0, 5, 0, 0}, {70, 3, 69, 7, -5}, /* two row tiles, partial ranges */
     };
     int n_specs = (int)(sizeof specs / sizeof specs[0]);
-    kernel_lib lib;
-    char *err = NULL;
-    if (!kernel_lib_make_dir(&lib, &err)) {
-        printf("FAIL: %s\n", err);
-        return 1;
-    }
-    char *src = tlm_codegen_cuda_tile_source(specs, n_specs);
-    char cpp[400], so[400], cmd[1400];
-    snprintf(cpp, sizeof cpp, "%s/emu.cpp", lib.dir);
-    snprintf(so, sizeof so, "%s/emu.so", lib.dir);
-    FILE *f = fopen(cpp, "w");
+    char *src = tlm_codegen_cuda_tile_source(specs, n_specs), *err = NULL, *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
     if (!src || !f) {
-        printf("FAIL: no source (%p) or cannot write %s\n", (void *)src, cpp);
+        printf("FAIL: no source, or out of memory\n");
         return 1;
     }
-    fprintf(f, "#include \"cuda_emu.h\"\n%s\n", src);
+    fputs(src, f);
     for (int i = 0; i < n_specs; i++) {
         write_wrapper(f, &specs[i], TLM_ENTRY_FWD, fwd_params, fwd_args, 1);
         write_wrapper(f, &specs[i], TLM_ENTRY_BWD_DATA, bwd_data_params, bwd_data_args, 1);
@@ -92,15 +84,10 @@ int main(void) {
     }
     fclose(f);
     free(src);
-    snprintf(cmd, sizeof cmd,
-             "'%s' -std=c++17 -O1 -fPIC -shared -Wall -Werror -Wno-unused-function "
-             "-Wno-unknown-pragmas -I'%s' '%s' -o '%s'",
-             TLM_TEST_CXX, TLM_TEST_SOURCE_DIR, cpp, so);
-    if (system(cmd) != 0) {
-        printf("FAIL: compiling the emulated CUDA source: %s\n", cmd);
-        return 1;
-    }
-    if (!kernel_lib_open(&lib, so, &err)) {
+    kernel_lib lib;
+    bool built = kernel_lib_build_emulated(&lib, TLM_TEST_CXX, TLM_TEST_SOURCE_DIR, text, &err);
+    free(text);
+    if (!built) {
         printf("FAIL: %s\n", err);
         return 1;
     }
