@@ -238,7 +238,7 @@ int yylex(YYSTYPE *lval, tlm_loc *lloc, lexer *lx) {
             "\x00"    { if (tok >= lx->end) { lx->cur = lx->end; t = END; goto done; }
                         stray(lx, tok); continue; }
             [ \t\r\n\f\v]+     { continue; }
-            "//" [^\n\x00]*    { continue; }
+            "//" [^\n\r\x00]* { continue; }  /* to the line's end: \n, \r\n or a lone \r */
             "/*"      { block_comment(lx, tok); continue; }
 
             number    { lval->number = number_value(lx, tok, lx->cur); t = NUMBER; goto done; }

@@ -122,14 +122,20 @@ int source_load(source_table *t, const char *name, const char *path, const char 
     return source_add(t, name, path, buf, len);
 }
 
+/* A line ends at "\n", "\r\n" or a lone "\r" (a file saved with classic
+ * Mac line endings), as the lexer's comments do. */
+static bool ends_line(const source *s, size_t i) {
+    return s->text[i] == '\n' || (s->text[i] == '\r' && (i + 1 == s->len || s->text[i + 1] != '\n'));
+}
+
 static void build_lines(source *s) {
     size_t n = 1;
-    for (size_t i = 0; i < s->len; i++) n += s->text[i] == '\n';
+    for (size_t i = 0; i < s->len; i++) n += ends_line(s, i);
     s->line_starts = tlm_xmalloc(n * sizeof *s->line_starts);
     size_t k = 0;
     s->line_starts[k++] = 0;
     for (size_t i = 0; i < s->len; i++)
-        if (s->text[i] == '\n') s->line_starts[k++] = (uint32_t)(i + 1);
+        if (ends_line(s, i)) s->line_starts[k++] = (uint32_t)(i + 1);
     s->nlines = n;
 }
 

@@ -54,6 +54,7 @@ typedef struct request_pool {
     int64_t *offset;          /* where request i's tokens start in ids */
     int64_t n, cap;
     tlm_loglik_result *score; /* request_pool_score's results */
+    int64_t cut;              /* continuations longer than the window: only their last tokens scored */
 } request_pool;
 
 /* Adds the request context + continuation, cut from the left to fit T + 1
@@ -64,5 +65,9 @@ bool request_pool_add(request_pool *p, const tlm_tok_ids *context, const tlm_tok
 /* Scores every request (p->score[i]). */
 bool request_pool_score(request_pool *p, const downstream_ctx *c, tlm_err *err);
 void request_pool_free(request_pool *p);
+/* When continuations of path were cut (p->cut), says so on stderr, once:
+ * their scores are of their last tokens only (what, e.g. "; acc/byte still
+ * divides by all their bytes", ends the line). */
+void request_pool_note_cut(const request_pool *p, const char *path, int64_t T, const char *what);
 
 #endif

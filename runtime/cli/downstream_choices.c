@@ -108,6 +108,7 @@ bool choices_evaluate(const downstream_ctx *c, const char *path, choices_result 
     double *scores = ok && out ? malloc((size_t)pool.n * sizeof *scores) : NULL;
     if (ok && out && !scores) ok = tlm_fail(err, "out of memory");
     if (ok && out) {
+        request_pool_note_cut(&pool, path, c->T, " (acc/byte still divides by all of each choice's bytes)");
         int64_t right = 0, right_norm = 0;
         double chance = 0;
         bool finite = true;

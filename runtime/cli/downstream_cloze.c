@@ -62,6 +62,7 @@ bool cloze_evaluate(const downstream_ctx *c, const char *path, cloze_result *out
     if (ok && pool.n == 0) ok = tlm_fail(err, "%s: no items (no JSON line in it)", path);
     if (ok && out) ok = request_pool_score(&pool, c, err);
     if (ok && out) {
+        request_pool_note_cut(&pool, path, c->T, "");
         int64_t right = 0;
         double loglik = 0;
         for (int64_t i = 0; i < pool.n; i++) {

@@ -1,3 +1,4 @@
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "downstream.h"
@@ -27,7 +28,17 @@ bool request_pool_add(request_pool *p, const tlm_tok_ids *context, const tlm_tok
                             err))
         return false;
     p->req[p->n++] = (tlm_loglik_request){NULL, n - start, from_ctx > 0 ? from_ctx : 1};
+    p->cut += ncont > T;
     return true;
+}
+
+void request_pool_note_cut(const request_pool *p, const char *path, int64_t T, const char *what) {
+    if (p->cut == 0) return;
+    fprintf(stderr,
+            "note: %s: %lld continuation%s of more than the window's %lld tokens, scored on %s last %lld tokens "
+            "only%s\n",
+            path, (long long)p->cut, p->cut == 1 ? "" : "s", (long long)T, p->cut == 1 ? "its" : "their", (long long)T,
+            what);
 }
 
 bool request_pool_score(request_pool *p, const downstream_ctx *c, tlm_err *err) {

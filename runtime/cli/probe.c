@@ -192,8 +192,8 @@ int cmd_probe(int argc, char **argv) {
         printf("]}\n");
     } else if (!rc) {
         char st[24];
-        printf("model %s, checkpoint %s (step %s), %s: %" PRId64 " windows of %" PRId64 " tokens\n",
-               tlm_so_str(&so, am->name), path, step_text(step, st), name, done, context);
+        printf("model %s, checkpoint %s (step %s), %s: %" PRId64 " window%s of %" PRId64 " tokens\n",
+               tlm_so_str(&so, am->name), path, step_text(step, st), name, done, done == 1 ? "" : "s", context);
         printf("%5s %7s %8s\n", "layer", "d_ff", "rho");
         for (int64_t l = 0; l < L; l++)
             printf("%5" PRId64 " %7" PRId64 " %8.4f\n", l, so.layers[l].width, sum[l] / (double)(done * context));

@@ -45,8 +45,33 @@ static int64_t record_step(const char *line, size_t len) {
     return v;
 }
 
-/* The records of the old log up to keep_upto, or false with a message. */
-static bool kept_records(const char *path, int64_t keep_upto, tlm_strbuf *kept, tlm_err *err) {
+/* What every record of the log starts with (progress_update and
+ * progress_validation below write "step" first): an existing file that
+ * does not, nor a prefix of it (a first record torn by a crash), is not a
+ * log. */
+static const char record_start[] = "{\"step\":";
+
+bool progress_log_replaceable(const char *path, tlm_err *err) {
+    struct stat st;
+    /* not there yet, not a regular file, or the file standard output or
+     * error goes to: progress_open_log refuses those for what they are (a
+     * FIFO is never opened here: it would wait) */
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || tlm_std_stream_file(&st)) return true;
+    FILE *f = fopen(path, "rb");
+    if (!f) return true;
+    char head[sizeof record_start - 1];
+    size_t n = fread(head, 1, sizeof head, f);
+    fclose(f);
+    if (n == 0 || memcmp(head, record_start, n) == 0) return true;
+    return tlm_fail(err,
+                    "--log %s holds something other than a training log (it does not start with a JSON record "
+                    "of a step): train writes its log over a log only (move the file away, or name another)",
+                    path);
+}
+
+/* The records of the old log up to keep_upto (*nkept of them), or false
+ * with a message. */
+static bool kept_records(const char *path, int64_t keep_upto, tlm_strbuf *kept, int64_t *nkept, tlm_err *err) {
     FILE *old = tlm_fopen_regular(path, err);
     if (!old) return false;
     char *line = NULL;
@@ -56,7 +81,7 @@ static bool kept_records(const char *path, int64_t keep_upto, tlm_strbuf *kept, 
         size_t n = (size_t)len;
         if (line[n - 1] != '\n') break; /* a torn last line */
         int64_t step = record_step(line, n - 1);
-        if (step >= 0 && step <= keep_upto) tlm_sb_append(kept, line, n);
+        if (step >= 0 && step <= keep_upto) tlm_sb_append(kept, line, n), ++*nkept;
     }
     int e = ferror(old) ? errno : 0;
     free(line);
@@ -87,7 +112,11 @@ bool progress_open_log(progress *p, const char *path, bool resume, int64_t keep_
 
     tlm_strbuf kept = {0};
     tlm_atomic_file out = {.fd = -1};
-    if (resume && exists && !kept_records(path, keep_upto, &kept, err)) goto fail;
+    int64_t nkept = 0;
+    if (resume && exists && !kept_records(path, keep_upto, &kept, &nkept, err)) goto fail;
+    p->log_lost = !resume || keep_upto == 0 || nkept ? NULL
+                  : exists                           ? "held no record of this run up to the checkpoint's step"
+                                                     : "was not there";
     if (tlm_remove_stale_temps(target, err) < 0) goto fail; /* a start killed before its rename */
     tlm_err why = {""};
     if (!tlm_atomic_open(&out, target, &why)) {
@@ -185,7 +214,7 @@ bool progress_update(progress *p, const progress_step *s, bool logged, bool keep
     }
     if (!logged || !p->log) return true;
     tlm_strbuf rec = {0};
-    tlm_sb_printf(&rec, "{\"step\":%lld", (long long)s->step);
+    tlm_sb_printf(&rec, "%s%lld", record_start, (long long)s->step);
     json_num(&rec, "loss", "%.17g", s->loss);
     json_num(&rec, "lr", "%.9g", s->lr);
     json_num(&rec, "grad_norm", "%.9g", s->grad_norm);
@@ -210,7 +239,7 @@ bool progress_validation(progress *p, int64_t step, double loss, tlm_err *err) {
     flush_stdout(p);
     if (!p->log) return true;
     tlm_strbuf rec = {0};
-    tlm_sb_printf(&rec, "{\"step\":%lld", (long long)step);
+    tlm_sb_printf(&rec, "%s%lld", record_start, (long long)step);
     json_num(&rec, "val_loss", "%.17g", loss);
     json_num(&rec, "val_ppl", "%.9g", ppl);
     if (p->tokens_per_byte > 0) json_num(&rec, "val_bpb", "%.9g", bpb);

@@ -24,6 +24,9 @@ typedef struct progress {
     char log_path[4096]; /* for messages */
     int64_t total;       /* steps of the run */
     double tokens_per_byte; /* the validation data's (1 for text); 0: unknown, no bits/byte */
+    /* on --resume, why the log holds no record before the checkpoint's step
+     * (it "was not there", ...): its history is lost; NULL when it was kept */
+    const char *log_lost;
 } progress;
 
 typedef struct progress_step {
@@ -49,6 +52,10 @@ void progress_init(progress *p, int64_t total);
  * temporaries such a crash leaves), and the run appends to it. false with
  * a message. */
 bool progress_open_log(progress *p, const char *path, bool resume, int64_t keep_upto, tlm_err *err);
+/* Whether path may become the log: absent, empty, or a log already (it
+ * starts as a record does); a file that holds something else (notes, a
+ * text) is never written over. false with a message. */
+bool progress_log_replaceable(const char *path, tlm_err *err);
 
 /* Every step: the live line (throttled; keep: drawn now and left on screen,
  * as before a validation); when logged, the plain line (not a terminal) and

@@ -20,6 +20,7 @@
 #include "plan.h"
 #include "runner.h"
 #include "spawn.h"
+#include "tlm_rt/json.h"
 
 enum { DEFAULT_EVAL_TOKENS = 65536 };
 
@@ -257,6 +258,13 @@ int cmd_study(int argc, char **argv) {
         case OPT_THREADS: ok = cli_int(&a, 1, 4096, &f.threads); break;
         case OPT_OUT:
             if (!(ok = non_empty(&a, &f.out))) break;
+            /* the runs' checkpoints record their log's path in their
+             * settings (JSON): train would refuse it after the compiles */
+            if (!tlm_json_valid_utf8(f.out, strlen(f.out)))
+                return cli_usage_error("study",
+                                       "--out %s: the path is not UTF-8, which the runs' checkpoints (their "
+                                       "settings, JSON) cannot hold; name another folder",
+                                       f.out);
             if (!folder_name(f.out, folder, sizeof folder))
                 return cli_usage_error("study", "--out: the path is too long");
             f.out = folder;

@@ -246,7 +246,7 @@ static bool log_not_input(const run *r, const char *log, tlm_err *err) {
     return tlm_output_not_input(log, o->model, "the model", err) &&
            tlm_output_not_input(log, r->ckpt_file, "the checkpoint", err) &&
            log_not_corpus(log, o->data, CORPUS_TRAIN, err) &&
-           (!r->have_val || log_not_corpus(log, o->val, CORPUS_VALID, err));
+           (!r->have_val || log_not_corpus(log, o->val, CORPUS_VALID, err)) && progress_log_replaceable(log, err);
 }
 
 /* The checkpoint was looked at long before the folder's lock was taken
@@ -644,6 +644,9 @@ static int setup(run *r) {
         r->out.tokens_per_byte = r->val_info.text_bytes ? (double)r->val.n / (double)r->val_info.text_bytes : 0;
     if (root && o->log && *o->log && !progress_open_log(&r->out, o->log, o->resume, r->state.step, &err))
         rc = cli_error("train", "%s", err.msg);
+    else if (root && r->out.log_lost)
+        printf("note: the log %s %s; it holds this run's records from step %" PRId64 " on\n", o->log, r->out.log_lost,
+               r->state.step + 1);
 out:
     tlm_st_close(ckpt);
     return rc;

@@ -303,10 +303,8 @@ int tlm_data_check(const tlm_dataset *ds, int T, tlm_err *err) {
         return -1;
     }
     if ((!ds->bytes && !ds->nseg) || ds->n < (size_t)T + 1) {
-        tlm_fail(err,
-                 "data too short: %zu tokens, a window needs %d (context "
-                 "%d + 1)",
-                 ds->n, T + 1, T);
+        tlm_fail(err, "data too short: %zu token%s, a window needs %d (context %d + 1)", ds->n, ds->n == 1 ? "" : "s",
+                 T + 1, T);
         return -1;
     }
     return 0;

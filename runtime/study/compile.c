@@ -1,6 +1,7 @@
 /* Compiling the variants, skipping those up to date (compile.h). */
 #include "compile.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,22 +44,39 @@ static void recipe_hash(const tlm_sha256_ctx *base, const study_variant *v, char
     tlm_sha256_hex(digest, hex);
 }
 
-/* The model's recipe is unchanged (its hash file holds hex) and the model
- * itself is whole: a .so damaged after it was written (cut short, a bit
- * flipped) would keep its hash and fail every run, so it is compiled again,
- * saying why in one progress line. */
+/* The SHA-256 of the file at path, in hex; false when it cannot be read. */
+static bool so_digest(const char *path, char hex[65]) {
+    uint8_t digest[TLM_SHA256_SIZE];
+    if (!tlm_sha256_file(path, digest)) return false;
+    tlm_sha256_hex(digest, hex);
+    return true;
+}
+
+/* The model's recipe is unchanged (its hash file holds hex, then the
+ * SHA-256 of the .so compiled from it) and the model is that .so, whole: a
+ * .so damaged after it was written (cut short, a bit flipped) would keep
+ * its hash and fail every run, and another variant's .so copied over it
+ * would train that variant under this one's name, so either is compiled
+ * again, saying why in one progress line. (A hash file written before it
+ * held the .so's SHA-256 vouches for the recipe only.) */
 static bool up_to_date(const study_variant *v, const char *so, const char *hash_path, const char *hex,
                        study_progress *pr) {
     size_t n;
     tlm_err e = {""};
     if (!study_exists(so)) return false;
-    char *text = study_read_file(hash_path, &n, &e);
+    char *text = study_read_file(hash_path, &n, &e), now[65];
     bool same = text && n >= 64 && !strncmp(text, hex, 64);
+    bool other = same && n >= 129 && text[64] == ' ' && (!so_digest(so, now) || strncmp(text + 65, now, 64));
     free(text);
     if (!same) return false;
-    if (tlm_so_check_file(so, &e)) return true;
-    study_progress_event(pr, "compiling %s again: %s", v->name, e.msg);
-    return false;
+    if (!tlm_so_check_file(so, &e)) {
+        study_progress_event(pr, "compiling %s again: %s", v->name, e.msg);
+        return false;
+    }
+    if (other)
+        study_progress_event(pr, "compiling %s again: %s is not the model compiled for it (its SHA-256 changed)",
+                             v->name, so);
+    return !other;
 }
 
 static bool compile_one(const study_plan *plan, const study_variant *v, const char *tlmc, const char *dir,
@@ -96,9 +114,14 @@ static bool compile_one(const study_plan *plan, const study_variant *v, const ch
         remove(tmp);
         return tlm_fail(err, "compiling variant %s failed (tlmc exit %d): %s (see %s)", v->name, rc, last, log);
     }
-    if (rename(tmp, so) != 0) return tlm_fail(err, "%s: cannot rename into place", so);
-    char line[80];
-    int len = snprintf(line, sizeof line, "%s\n", hex);
+    char digest[65];
+    if (!so_digest(tmp, digest)) {
+        remove(tmp);
+        return tlm_fail(err, "%s: tlmc wrote no model there (see %s)", tmp, log);
+    }
+    if (rename(tmp, so) != 0) return tlm_fail(err, "%s: cannot rename into place: %s", so, strerror(errno));
+    char line[160];
+    int len = snprintf(line, sizeof line, "%s %s\n", hex, digest);
     if (!tlm_write_file_atomic(hash_path, line, (size_t)len, err)) return false;
     char took[32];
     study_duration(took, sizeof took, study_now() - t0);

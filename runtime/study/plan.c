@@ -17,9 +17,11 @@ static char *dup(const char *s) {
 }
 
 /* A name that can be a folder: letters, digits and _ - . = , (a grid
- * point's name is PARAM=VALUE,...), not starting with '.'. */
+ * point's name is PARAM=VALUE,...), not starting with '.', at most
+ * FOLDER_NAME_MAX bytes (the runs' paths hold it twice). */
+enum { FOLDER_NAME_MAX = 100 };
 static bool folder_name(const char *s) {
-    if (!*s || *s == '.' || strlen(s) > 100) return false;
+    if (!*s || *s == '.' || strlen(s) > FOLDER_NAME_MAX) return false;
     for (const char *p = s; *p; p++)
         if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_' ||
               *p == '-' || *p == '.' || *p == '=' || *p == ','))
@@ -100,6 +102,9 @@ static bool parse_variant(const tlm_json *o, study_variant *v, int index, tlm_er
     if (o->type != TLM_JSON_OBJECT) return tlm_fail(err, "the plan's %s is not an object", where);
     if (!get_string(o, "name", false, where, &v->name, err)) return false;
     snprintf(where, sizeof where, "variant `%.100s`", v->name);
+    if (strlen(v->name) > FOLDER_NAME_MAX)
+        return tlm_fail(err, "the plan's %s…: a variant's name is at most %d bytes (this one has %zu)", where,
+                        FOLDER_NAME_MAX, strlen(v->name));
     if (!folder_name(v->name))
         return tlm_fail(
             err, "the plan's %s: a variant's name must be letters, digits, '_', '-', '.', '=' or ',' (not '.' first)",
@@ -141,6 +146,8 @@ static bool parse_variant(const tlm_json *o, study_variant *v, int index, tlm_er
 static bool parse_study(const tlm_json *s, const char *file, study_plan *p, tlm_err *err) {
     const char *where = "study";
     if (!get_string(s, "name", false, where, &p->name, err)) return false;
+    if (strlen(p->name) > FOLDER_NAME_MAX)
+        return tlm_fail(err, "the plan's study name `%.100s…` is longer than %d bytes", p->name, FOLDER_NAME_MAX);
     if (!folder_name(p->name))
         return tlm_fail(err, "the plan's study name `%.100s` must be letters, digits, '_', '-', '.', '=' or ','",
                         p->name);

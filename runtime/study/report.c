@@ -172,13 +172,15 @@ static void put_table(tlm_strbuf *sb, const study_summary *s) {
 
 static void put_comparisons(tlm_strbuf *sb, const study_summary *s) {
     const study_plan *p = s->plan;
-    tlm_sb_printf(sb,
-                  "\n## Against the baseline `%s`\n\n"
-                  "Per seed, variant minus baseline trained with the same seed; the mean difference over the "
-                  "%d seed%s and its 95%% Student t interval. \"Resolves\" is the interval's half-width: the "
-                  "smallest difference these seeds can tell from noise. A verdict is \"better\" or \"worse\" "
-                  "only when the interval excludes 0.\n\n",
-                  p->baseline, p->nseeds, p->nseeds == 1 ? "" : "s");
+    tlm_sb_printf(sb, "\n## Against the baseline `%s`\n\n", p->baseline);
+    if (p->nseeds > 1)
+        tlm_sb_printf(sb,
+                      "Per seed, variant minus baseline trained with the same seed; the mean difference over the "
+                      "%d seeds and its 95%% Student t interval. \"Resolves\" is the interval's half-width: the "
+                      "smallest difference these seeds can tell from noise. A verdict is \"better\" or \"worse\" "
+                      "only when the interval excludes 0.\n\n",
+                      p->nseeds);
+    else tlm_sb_puts(sb, "Variant minus baseline, each trained with the one seed.\n\n");
     if (p->nseeds < 2)
         tlm_sb_puts(sb, "With one seed there is no interval: the differences below are single measurements, "
                         "with no way to tell them from noise. Run more seeds (--seeds 3).\n\n");

@@ -51,6 +51,7 @@ typedef struct study_run {
     int nscores[STUDY_NKINDS];
     double *rho;
     int nrho;
+    int64_t log_last; /* the log's last step record (-1: none): not in result.json */
 } study_run;
 
 /* The training log (--log): the validation records as the curve, tokens/s

@@ -203,37 +203,84 @@ static bool file_digest(const char *path, char hex[65], tlm_err *err) {
     return true;
 }
 
-/* The record's line: the model's digest, then the data's stamp. */
+/* The record's line: the model's digest, the data's stamp, then the seed. */
 static bool record_model(const run *r, tlm_err *err) {
-    char path[4300], line[160];
+    char path[4300], line[200];
     path_in(path, sizeof path, r, "model.sha256");
-    int len = snprintf(line, sizeof line, "%s %s\n", r->model_digest, r->data_stamp);
+    int len = snprintf(line, sizeof line, "%s %s %" PRId64 "\n", r->model_digest, r->data_stamp, r->seed);
     return tlm_write_file_atomic(path, line, (size_t)len, err);
 }
 
-/* Why the run holds a training of something else than r's model on the
- * study's data: its record names another model, or another data stamp;
- * NULL when it is r's. A run without a record (nothing trained yet, or a
- * folder made before runs kept one) is taken as it is, and so is a record
- * without a stamp (made before runs kept one), and a run with neither a
- * checkpoint nor a result (its training failed first): it trains again. */
-static const char *trained_on_another(const run *r) {
+static bool is_hex64(const char *s, size_t n) {
+    if (n < 64) return false;
+    for (int i = 0; i < 64; i++)
+        if (!s[i] || !strchr("0123456789abcdef", s[i])) return false;
+    return true;
+}
+
+/* A run's record, as record_model writes it: the model's SHA-256, then
+ * (records since the data was stamped) a space and the data's stamp, then
+ * (since the seed was added) a space and the seed, and a newline. */
+typedef struct record {
+    const char *model, *stamp; /* 64 hex digits each; stamp NULL: none */
+    bool seeded;
+    long long seed;
+} record;
+
+/* false when text[0, n) is not a record (NUL-terminated, as study_read_file gives it) */
+static bool parse_record(const char *text, size_t n, record *r) {
+    *r = (record){text, NULL, false, 0};
+    if (!is_hex64(text, n)) return false;
+    size_t i = 64;
+    if (i < n && text[i] == ' ') {
+        if (!is_hex64(text + i + 1, n - i - 1)) return false;
+        r->stamp = text + i + 1, i += 65;
+        if (i < n && text[i] == ' ') {
+            if (i + 1 >= n || text[i + 1] < '0' || text[i + 1] > '9') return false;
+            char *end;
+            errno = 0;
+            r->seed = strtoll(text + i + 1, &end, 10), r->seeded = true;
+            if (errno) return false;
+            i = (size_t)(end - text);
+        }
+    }
+    return i == n || (text[i] == '\n' && i + 1 == n);
+}
+
+/* Whether the run holds a training of something else than r's model on
+ * the study's data with r's seed, and why (in why[n]): its record names
+ * another model, another data stamp or another seed (a folder copied from
+ * another run), or cannot be read as a record (*damaged). A run without a
+ * record (nothing trained yet, or a folder made before runs kept one) is
+ * taken as it is, and so is a record without a stamp or a seed (made
+ * before runs kept them: train's --seed, given on every resume, still
+ * refuses another seed's checkpoint), and a run with neither a checkpoint
+ * nor a result (its training failed first): it trains again. */
+static bool trained_on_another(const run *r, char *why, size_t n_why, bool *damaged) {
     /* a run whose training left nothing (it failed before its first
      * checkpoint: a diverged run) holds nothing of the old recipe to keep */
     char ckpt[4300], result[4300];
+    *damaged = false;
+    why[0] = '\0';
     path_in(ckpt, sizeof ckpt, r, "checkpoint.safetensors");
     path_in(result, sizeof result, r, "result.json");
-    if (!study_exists(ckpt) && !study_exists(result)) return NULL;
+    if (!study_exists(ckpt) && !study_exists(result)) return false;
     size_t n;
     char *text = read_in_run(r, "model.sha256", &n);
-    if (!text) return NULL;
-    const char *why = NULL;
-    if (n < 64 || strncmp(text, r->model_digest, 64) != 0)
-        why = "another model (its recipe changed since: the .tlm file, a module it uses, or tlmc)";
-    else if (n >= 129 && text[64] == ' ' && strncmp(text + 65, r->data_stamp, 64) != 0)
-        why = "other data (a data, validation or evaluation file changed since)";
+    if (!text) return false;
+    record rec;
+    if (!parse_record(text, n, &rec)) {
+        *damaged = true;
+        snprintf(why, n_why,
+                 "its record model.sha256 is damaged (not the model's SHA-256, the data's stamp and the seed)");
+    } else if (strncmp(rec.model, r->model_digest, 64) != 0)
+        snprintf(why, n_why, "another model (its recipe changed since: the .tlm file, a module it uses, or tlmc)");
+    else if (rec.stamp && strncmp(rec.stamp, r->data_stamp, 64) != 0)
+        snprintf(why, n_why, "other data (a data, validation or evaluation file changed since)");
+    else if (rec.seeded && rec.seed != r->seed)
+        snprintf(why, n_why, "seed %lld (the folder holds a copy of another seed's run)", rec.seed);
     free(text);
-    return why;
+    return why[0] != '\0';
 }
 
 /* Runs trained on another model or data than their variant's now: refused,
@@ -241,10 +288,17 @@ static const char *trained_on_another(const run *r) {
 static bool discard_stale_runs(run *runs, int nruns, const study_options *o, bool *refused, tlm_err *err) {
     for (int i = 0; i < nruns; i++) {
         run *r = &runs[i];
-        const char *why = trained_on_another(r);
-        if (!why) continue;
+        bool damaged;
+        char why[160];
+        if (!trained_on_another(r, why, sizeof why, &damaged)) continue;
         if (!o->force) {
             *refused = true;
+            if (damaged)
+                return tlm_fail(err,
+                                "%s: the run of variant %s seed %" PRId64
+                                " cannot be checked: %s; use another --out, or --force to discard that run and "
+                                "train it again",
+                                r->dir, r->variant->name, r->seed, why);
             return tlm_fail(err,
                             "%s holds runs of variant %s trained on %s; use another --out, or --force to discard "
                             "those runs and train them again",
@@ -285,8 +339,9 @@ static void train_args(args *a, const study_plan *p, const study_options *o, con
     add(a, "--log"), add(a, log);
     if (resume) {
         /* everything else comes from the checkpoint, the threads included: a
-         * resumed run repeats an uninterrupted one bit for bit */
-        add(a, "--resume");
+         * resumed run repeats an uninterrupted one bit for bit; the seed is
+         * named so that train refuses another seed's checkpoint */
+        add(a, "--resume"), add(a, "--seed"), add(a, num(a, r->seed));
         return;
     }
     add(a, "--overwrite"), add(a, "--seed"), add(a, num(a, r->seed));
@@ -349,12 +404,16 @@ static bool start_stage(run *r, const study_plan *p, const study_options *o, tlm
     return r->pid > 0;
 }
 
-/* Reads the log and the outputs into result.json. */
-static bool write_result(const run *r, const study_plan *p, tlm_err *err) {
+/* Reads the log and the outputs into result.json; *log_short: the log
+ * stops before the run's last step (removed or cut short after the
+ * training: a resume writes only the records after its checkpoint), so
+ * the curve and tokens/s summarised are of part of the run, or none. */
+static bool write_result(const run *r, const study_plan *p, bool *log_short, tlm_err *err) {
     study_run res = {.variant = r->variant->name, .seed = r->seed, .steps = p->steps, .has_val = p->val != NULL};
     int want[STUDY_NKINDS];
     want_of(p, want);
     bool ok = study_run_collect(&res, r->dir, want, err);
+    *log_short = ok && p->steps > 0 && res.log_last < p->steps;
     char *json = ok ? study_run_json(&res) : NULL;
     if (ok && !json) ok = tlm_fail(err, "out of memory");
     if (ok) {
@@ -446,13 +505,19 @@ static bool run_pool(run *runs, int nruns, const study_plan *p, const study_opti
         }
         r->stage++;
         if (r->stage == STAGE_DONE) {
-            bool written = write_result(r, p, err);
+            bool log_short = false, written = write_result(r, p, &log_short, err);
             study_progress_run_ended(pr, r->started, written);
             if (!written) {
                 failed = true;
                 signal_all(runs, nruns, SIGINT);
                 continue;
             }
+            if (log_short)
+                study_progress_event(pr,
+                                     "%s seed %" PRId64 ": note: its log %s/log.jsonl stops before step %" PRId64
+                                     " (removed or cut short since it trained): its curve and tokens/s in the "
+                                     "summary are of part of the run",
+                                     r->variant->name, r->seed, r->dir, p->steps);
             char took[32];
             study_duration(took, sizeof took, study_now() - r->started);
             study_progress_event(pr, "%s seed %" PRId64 ": done in %s", r->variant->name, r->seed, took);

@@ -1,6 +1,7 @@
 /* tlm_tok_load: which reader a path goes to (tokenizer.h). */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 
 #include "regular_file.h"
@@ -28,9 +29,12 @@ tlm_tokenizer *tlm_tok_load(const char *path, tlm_err *err) {
     size_t n;
     uint8_t *text = tlm_read_regular(path, TLM_TOK_MAX_FILE, "a tokenizer", &n, err);
     if (!text) return NULL;
-    size_t i = 0;
+    /* a tokenizer.json saved with a byte order mark (some editors on
+     * Windows write one) is read as the JSON it is (RFC 8259 lets a parser
+     * ignore it); a rank file has none to skip */
+    size_t bom = n >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0, i = bom;
     while (i < n && (text[i] == ' ' || text[i] == '\t' || text[i] == '\n' || text[i] == '\r')) i++;
-    tlm_tokenizer *t = i < n && text[i] == '{' ? tlm_tok_parse_hf((const char *)text, n, path, err)
+    tlm_tokenizer *t = i < n && text[i] == '{' ? tlm_tok_parse_hf((const char *)text + bom, n - bom, path, err)
                                                : tlm_tok_parse_tiktoken((const char *)text, n, path, err);
     free(text);
     return t;

@@ -45,7 +45,14 @@ tlm_tokenizer *tok_vocab_from_json(const tlm_json *vocab, const char *name, tlm_
     for (size_t i = 0; i < vocab->len; i++) {
         const tlm_json *v = &vocab->items[i];
         if (v->type != TLM_JSON_NUMBER || !v->is_int || v->integer < 0 || v->integer >= (int64_t)vocab->len) {
-            tlm_fail(err, "%s: the id of a token is not an integer in 0..%zu", name, vocab->len - 1);
+            char id[48];
+            if (v->type != TLM_JSON_NUMBER) snprintf(id, sizeof id, "is not a number");
+            else if (!v->is_int) snprintf(id, sizeof id, "%.17g is not an integer", v->number);
+            else snprintf(id, sizeof id, "%lld is out of range", (long long)v->integer);
+            tlm_fail(
+                err,
+                "%s: the id of the vocabulary's token %zu (in file order) %s: the ids of %zu tokens are 0..%zu, each once",
+                name, i + 1, id, vocab->len, vocab->len - 1);
             tlm_tok_free(t);
             return NULL;
         }

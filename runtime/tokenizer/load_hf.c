@@ -91,8 +91,9 @@ static bool read_added(tlm_tokenizer **tp, const tlm_json *added, const char *na
             content->type != TLM_JSON_STRING || content->len == 0)
             return tlm_fail(err, "%s: added token %zu needs an integer id and a non-empty content", name, i + 1);
         if (!special || special->type != TLM_JSON_BOOL || !special->boolean)
-            return tlm_fail(err, "%s: added token %zu is not special (only special added tokens are supported)", name,
-                            i + 1);
+            return tlm_fail(err,
+                            "%s: added token %zu (id %lld) is not special (only special added tokens are supported)",
+                            name, i + 1, (long long)id->integer);
         if (id->integer >= top) top = (int32_t)id->integer + 1;
     }
     /* a larger tokenizer holding the model's vocabulary, then the added */

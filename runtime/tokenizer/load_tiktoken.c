@@ -94,9 +94,10 @@ tlm_tokenizer *tlm_tok_parse_tiktoken(const char *text, size_t len, const char *
                      (int)n + 1, bad);
             goto fail;
         }
-        long m = b64_decode(s + i, (size_t)(sp - (s + i)), buf);
+        long m = sp == s + i ? 0 : b64_decode(s + i, (size_t)(sp - (s + i)), buf);
         if (m <= 0) {
-            tlm_fail(err, "%s: line %d: the token is not valid base64", name, (int)n + 1);
+            tlm_fail(err, "%s: line %d: %s", name, (int)n + 1,
+                     m == 0 ? "the token is empty (a token is one byte or more)" : "the token is not valid base64");
             goto fail;
         }
         int64_t rank = 0;

@@ -89,6 +89,8 @@ EOF
     "$prompt" "$word" > cloze.jsonl
   expect 0 '"kind":"cloze"' "eval --choices --cloze --json --items" -- \
     eval_small --choices hand.jsonl --cloze cloze.jsonl --json --items
+  check "the fourth item's choice cut to the window: a note on stderr" -- grep -q \
+    "^note: hand.jsonl: 1 continuation of more than the window's 64 tokens, scored on its last 64 tokens only" "$tmp/err"
   cp "$tmp/out" "$tmp/items"
   sed 's/^/    /' "$tmp/items"
   check "each log-likelihood equals the difference of eval's losses on the window (<= 1e-5 relative)" -- \

@@ -103,6 +103,15 @@ has "$tmp/out" "      1      400" "-D shape=linear makes the widths linear"
 status 0 "default shape" -- "$tlmc" --report --model tiny "$sweep"
 has "$tmp/out" "      1      432" "the default shape is cosine"
 
+# Classic Mac line endings (a lone CR): a line comment ends there, and the
+# messages count the lines (the whole file was one comment: "defines no models")
+printf '// c\rmodel x { vocab = 256; context = 8; d_model = 8; layers = 1; heads = 1; d_ff = 8; }\r' > "$tmp/cr.tlm"
+status 0 "a file of lone-CR line endings" -- "$tlmc" --report "$tmp/cr.tlm"
+has "$tmp/out" "^model x: " "... reads its model"
+printf '// c\rmodel x { vocab = 256; oops }\r' > "$tmp/cr2.tlm"
+status 1 "a lone-CR file's error" -- "$tlmc" --report "$tmp/cr2.tlm"
+has "$tmp/err" "cr2.tlm:2:" "... is on its second line"
+
 status 0 "stdlib checks cleanly" -- "$tlmc" --check "$root/stdlib/schedules.tlm"
 status 1 "stdlib path is honoured" -- "$tlmc" --stdlib "$tmp" "$tiny"
 has "$tmp/err" "cannot find module .std.schedules." "--stdlib"

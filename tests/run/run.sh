@@ -1021,6 +1021,29 @@ outputs)
     "tlmc: a linker killed by SIGBUS is named" -- \
     env TLM_LD="$tmp/ld_bus" "$tlmc" "$here/models.tlm" --model small -o "$tmp/bus.so"
   check "... and leaves no file" -- bash -c "! ls '$tmp' | grep -q '^bus\.so'"
+  # --log over a file that is not a log (notes, a text): refused, the file
+  # kept and no checkpoint folder made; an empty file or a log is written
+  printf 'my notes\n' > "$tmp/notes.txt"
+  expect 1 "notes.txt holds something other than a training log (it does not start with a JSON record of a step)" \
+    "--log naming a file of notes: refused" -- \
+    "$run" train "$s" "${quick[@]}" --steps 2 --ckpt "$tmp/notes" --log "$tmp/notes.txt"
+  check "... the notes kept" -- test "$(cat "$tmp/notes.txt")" = "my notes"
+  check "... no checkpoint folder made" -- test ! -e "$tmp/notes"
+  : > "$tmp/empty.jsonl"
+  expect 0 "done: 2 steps" "--log naming an empty file: written" -- \
+    "$run" train "$s" "${quick[@]}" --steps 2 --ckpt "$tmp/elog" --log "$tmp/empty.jsonl"
+  expect 0 "done: 2 steps" "--log naming a log: written afresh" -- \
+    "$run" train "$s" "${quick[@]}" --steps 2 --ckpt "$tmp/elog" --log "$tmp/empty.jsonl" --overwrite
+  # a resume whose log is gone (or holds none of the run's records): said,
+  # since the log then holds only the records after the checkpoint
+  "$run" train "$s" "${quick[@]}" --steps 4 --ckpt "$tmp/lost" --log "$tmp/lost.jsonl" --stop-at 2 > /dev/null
+  rm "$tmp/lost.jsonl"
+  expect 0 "^note: the log $tmp/lost.jsonl was not there; it holds this run's records from step 3 on$" \
+    "a resume without its log: a note" -- "$run" train "$s" --ckpt "$tmp/lost" --resume
+  "$run" train "$s" "${quick[@]}" --steps 4 --ckpt "$tmp/lost2" --log "$tmp/lost2.jsonl" --stop-at 2 > /dev/null
+  printf '{"step":"x"}\n' > "$tmp/lost2.jsonl"
+  expect 0 "^note: the log $tmp/lost2.jsonl held no record of this run up to the checkpoint's step; it holds" \
+    "a resume over a log of no records: a note" -- "$run" train "$s" --ckpt "$tmp/lost2" --resume
   ;;
 
 bench)

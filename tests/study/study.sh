@@ -92,7 +92,8 @@ aggregate)
   "$py" -c 'import json, sys; p = json.load(open(sys.argv[1])); p["studies"][0]["seeds"] = [1]; json.dump(p, open(sys.argv[2], "w"))' \
     "$tmp/plan.json" "$tmp/one/plan.json"
   expect 0 "no interval (1 seed)" "a one-seed study's results" -- "$tool" finish "$tmp/one/plan.json" "$tmp/one"
-  check "results.md: over the 1 seed" -- grep -q "over the 1 seed and" "$tmp/one/results.md"
+  check "results.md: one seed's differences, no mean over 1 seed" -- bash -c \
+    "grep -q 'Variant minus baseline, each trained with the one seed.' '$tmp/one/results.md' && ! grep -q 'over the 1 seed' '$tmp/one/results.md'"
   check "results.md: no '1 seeds'" -- bash -c "! grep -q '\b1 seeds' '$tmp/one/results.md'"
   # a study without steps of its own (each model's): said so, not "0 steps"
   mkdir -p "$tmp/own"
@@ -182,6 +183,9 @@ bad_input)
   expect 1 "two variants named .uniform." "two variants of one name" -- "$run" study --plan-file "$tmp/p2.json"
   sed 's/"name": "tapered"/"name": "..\/up"/' "$tmp/plan.json" > "$tmp/p3.json"
   expect 1 "letters, digits" "a variant name that is not a folder name" -- "$run" study --plan-file "$tmp/p3.json"
+  sed "s/\"name\": \"tapered\"/\"name\": \"$(printf 'v%.0s' $(seq 300))\"/" "$tmp/plan.json" > "$tmp/p3b.json"
+  expect 1 "a variant's name is at most 100 bytes (this one has 300)" "a variant name too long: said so" -- \
+    "$run" study --plan-file "$tmp/p3b.json"
   sed 's/"seeds": \[1, 2\]/"seeds": [1, 1]/' "$tmp/plan.json" > "$tmp/p4.json"
   expect 1 "repeats seed 1" "a repeated seed" -- "$run" study --plan-file "$tmp/p4.json"
   sed 's/"widths": \[96, 96\], //' "$tmp/plan.json" > "$tmp/p5.json"
@@ -311,6 +315,34 @@ PY
   printf '%064d\n' 0 > "$d/model.sha256"
   expect 0 "uniform seed 1: training" "a run that failed before a checkpoint, another recipe's: trained again" -- \
     "$run" "${r[@]}"
+  # A run's folder copied over another seed's (cp -a seed1 seed2): its
+  # record names seed 1, so it is refused, not summarised as seed 2's run
+  "$py" -c 'import json, sys; p = json.load(open(sys.argv[1])); s = p["studies"][0]; s["variants"] = s["variants"][:1]; s["eval"] = []; json.dump(p, open(sys.argv[2], "w"))' \
+    "$tmp/plan.json" "$tmp/p13.json"
+  sc=(study --plan-file "$tmp/p13.json" --out "$tmp/sc" --threads 1)
+  expect 0 "study fixture: 2 runs;" "a one-variant study of two seeds" -- "$run" "${sc[@]}"
+  rm -rf "$tmp/sc/runs/uniform/seed2" && cp -a "$tmp/sc/runs/uniform/seed1" "$tmp/sc/runs/uniform/seed2"
+  expect 1 "sc holds runs of variant uniform trained on seed 1 (the folder holds a copy of another seed's run); use another --out, or --force" \
+    "seed 1's run copied into seed 2's folder: refused" -- "$run" "${sc[@]}"
+  # a record that is not one (a damaged file) says so, not "another model"
+  echo garbage > "$tmp/sc/runs/uniform/seed1/model.sha256"
+  expect 1 "sc/runs/uniform/seed1: the run of variant uniform seed 1 cannot be checked: its record model.sha256 is damaged" \
+    "a damaged run record: named as damaged" -- "$run" "${sc[@]}"
+  expect 0 "uniform seed 2: training" "--force: the copied and the damaged runs trained again" -- "$run" "${sc[@]}" --force
+  check "... seed 2's own result" -- grep -q '"seed": 2' "$tmp/sc/runs/uniform/seed2/result.json"
+  # another model copied over a variant's .so (its recipe's hash unchanged):
+  # compiled again, not trained under the variant's name
+  cp "$tmp/p7/models/tapered.so" "$tmp/sc/models/uniform.so"
+  expect 0 "2 of 2 runs already done" "another model over uniform.so: compiled again, the runs reused" -- \
+    "$run" "${sc[@]}"
+  check "... saying why" -- grep -q "compiling uniform again: .*uniform.so is not the model compiled for it" "$tmp/out"
+  # a run whose log was removed after it trained: its summary says so
+  rm "$tmp/sc/runs/uniform/seed2/log.jsonl" "$tmp/sc/runs/uniform/seed2/result.json"
+  expect 0 "uniform seed 2: note: its log .*seed2/log.jsonl stops before step 4 (removed or cut short since it trained)" \
+    "a run's log removed: a note" -- "$run" "${sc[@]}"
+  expect 2 "the path is not UTF-8" "--out not UTF-8: a usage error, before any compile" -- \
+    "$run" "${sc[@]/$tmp\/sc/$tmp/bad$(printf '\xff')}"
+  check "... nothing made" -- bash -c "! ls '$tmp' | grep -q '^bad'"
   # A validation text replaced since a run was scored on it: the run is
   # refused (its numbers are of the old text), not mixed with new ones
   head -c 20000 "$root/data/austen/persuasion.txt" > "$tmp/val.txt"

@@ -40,6 +40,10 @@ expect 1 "missing tokenizer" "$tlm" tokenizer info --tokenizer "$work/nonexisten
 expect 1 "folder without encoder.json" "$tlm" tokenizer info --tokenizer "$work/emptydir"
 expect 1 "bad rank file" "$tlm" tokenizer info --tokenizer "$work/bad.model"
 expect 1 "truncated tokenizer.json" "$tlm" tokenizer info --tokenizer "$work/bad.json"
+# an empty token in a rank file is said to be empty, not bad base64
+printf 'QQ== 0\n 1\n' >"$work/empty_token.model"
+expect 1 "a rank file's empty token" "$tlm" tokenizer info --tokenizer "$work/empty_token.model"
+grep -q "line 2: the token is empty" "$work/err" || fail "an empty token: $(cat "$work/err")"
 # A rank file whose last token is a megabyte of one letter: every split of
 # it was looked up (hashing both sides), n^2 bytes, minutes to load.
 i=0
@@ -122,6 +126,18 @@ mkdir -p "$work/docs" && cp "$work/doc1.txt" "$work/docs/a.txt" && cp "$work/doc
 expect 2 "tokenize without -o" "$tlm" tokenize --tokenizer "$gpt2" "$work/doc1.txt"
 expect 2 "tokenize --eot and --no-eot" "$tlm" tokenize --tokenizer "$gpt2" --eot x --no-eot "$work/doc1.txt" -o "$work/s.bin"
 expect 1 "tokenize --eot not a token" "$tlm" tokenize --tokenizer "$gpt2" --eot "not one token" "$work/doc1.txt" -o "$work/s.bin"
+expect 2 "tokenize --eot ''" "$tlm" tokenize --tokenizer "$gpt2" --eot "" "$work/doc1.txt" -o "$work/s.bin"
+# a tokenizer.json saved with a byte order mark reads as the file without it
+tok300=$(dirname "$0")/../frontend/tokenizer/tok300.json
+printf '\357\273\277' >"$work/bom.json" && cat "$tok300" >>"$work/bom.json"
+expect 0 "a tokenizer.json with a BOM" "$tlm" tokenize --tokenizer "$work/bom.json" --no-eot "$work/doc1.txt" -o "$work/bom.bin"
+expect 0 "... the same without" "$tlm" tokenize --tokenizer "$tok300" --no-eot "$work/doc1.txt" -o "$work/nobom.bin"
+cmp -s "$work/bom.bin" "$work/nobom.bin" || fail "a BOM changed the shard"
+# a vocabulary id out of range names the token and the id
+/usr/bin/python3 -c 'import json, sys; t = json.load(open(sys.argv[1])); v = t["model"]["vocab"]; v[list(v)[5]] = 10000; json.dump(t, open(sys.argv[2], "w"))' \
+  "$tok300" "$work/gap.json"
+expect 1 "a vocabulary id out of range" "$tlm" tokenizer info --tokenizer "$work/gap.json"
+grep -q "the id of the vocabulary's token 6 (in file order) 10000 is out of range" "$work/err" || fail "an id out of range: $(cat "$work/err")"
 expect 0 "tokenize" "$tlm" tokenize --tokenizer "$gpt2" "$work/doc1.txt" "$work/doc2.txt" -o "$work/s.bin"
 expect 0 "tokenize a folder" "$tlm" tokenize --tokenizer "$gpt2" "$work/docs" -o "$work/s2.bin"
 head -c 3000000 /dev/zero | tr '\0' 'a' >"$work/big_doc.txt"
