@@ -56,10 +56,11 @@
  *   act(rows, pre_gate, pre_up, h):  h = act(pre_gate, pre_up), [rows, W]
  *   act_grad(rows, pre_gate, pre_up, dh, d_pre_gate, d_pre_up)
  * elementwise over rows × W, any grid (blocks stride), 256 threads. A
- * thread takes TLM_ACT_VECTOR consecutive elements a step where its arrays
- * are 16-byte aligned: a grid of rows × W / TLM_ACT_VECTOR threads covers
- * them in one step (a larger one leaves threads idle; a source from before
- * the vectors, one element a thread, still strides over all of them). */
+ * thread takes TLM_ACT_VECTOR elements a step where its arrays are 16-byte
+ * aligned (a warp 32 × TLM_ACT_VECTOR consecutive ones): a grid of rows ×
+ * W / TLM_ACT_VECTOR threads covers them in one step (a larger one leaves
+ * threads idle; a source from before the vectors, one element a thread,
+ * still strides over all of them). */
 #define TLM_ENTRY_ACT "act"
 #define TLM_ENTRY_ACT_GRAD "act_grad"
 #define TLM_ACT_VECTOR 8

@@ -97,7 +97,8 @@ static double number_value(lexer *lx, const unsigned char *b, const unsigned cha
     return v;
 }
 
-/* A string literal; the opening quote is at b. Strings do not span lines. */
+/* A string literal; the opening quote is at b. Strings do not span lines
+ * (a line ends at \n, \r\n or a lone \r: lang/source.c). */
 static const char *string_value(lexer *lx, const unsigned char *b) {
     diag_engine *d = &lx->session->diag;
     const unsigned char *p = b + 1;
@@ -106,7 +107,7 @@ static const char *string_value(lexer *lx, const unsigned char *b) {
     for (;;) {
         unsigned c = *p;
         if (c == '"') { p++; break; }
-        if (c == '\n' || (c == 0 && p >= lx->end)) {
+        if (c == '\n' || c == '\r' || (c == 0 && p >= lx->end)) {
             diag_error(d, span(lx, b, p), "unterminated string");
             diag_hint(d, "strings end with `\"` on the line where they start");
             break;
@@ -136,7 +137,7 @@ static const char *string_value(lexer *lx, const unsigned char *b) {
                 p += 2;
                 continue;
             }
-            if (p[1] == '\n' || (p[1] == 0 && p + 1 >= lx->end)) { p++; continue; }
+            if (p[1] == '\n' || p[1] == '\r' || (p[1] == 0 && p + 1 >= lx->end)) { p++; continue; }
             /* Past the whole character escaped, so that `\\é` is one error,
              * not a second one for the rest of its UTF-8 sequence. */
             int32_t ecp;

@@ -55,6 +55,10 @@ static void usage(FILE *out) {
           "  --device DEV       cpu (default), cuda or cuda:N\n"
           "  --precision P      bf16 (the GPU's default) or fp32\n"
           "  --threads N        CPU threads (default: all cores)\n"
+          "  --check            read and check every text and set against the model (its\n"
+          "                     context and vocabulary; the tokenizer --tokenizer or the\n"
+          "                     model names, else bytes) without a checkpoint, scoring\n"
+          "                     nothing: what tlm-run study runs before it trains\n"
           "\n"
           "Exit status: 0 ok, 1 error (model, checkpoint, data), 2 bad usage.\n",
           out);
@@ -91,7 +95,8 @@ enum {
     OPT_CLOZE,
     OPT_TOKENIZER,
     OPT_JSON,
-    OPT_ITEMS
+    OPT_ITEMS,
+    OPT_CHECK
 };
 static const struct option long_options[] = {
     {"help", no_argument, NULL, 'h'},
@@ -108,6 +113,7 @@ static const struct option long_options[] = {
     {"tokenizer", required_argument, NULL, OPT_TOKENIZER},
     {"json", no_argument, NULL, OPT_JSON},
     {"items", no_argument, NULL, OPT_ITEMS},
+    {"check", no_argument, NULL, OPT_CHECK},
     {NULL, 0, NULL, 0},
 };
 
@@ -162,7 +168,7 @@ int cmd_eval(int argc, char **argv) {
     const char *model_path = NULL, *ckpt = NULL, *data[MAX_DATA], *device = NULL, *precision_value = NULL;
     const char *choices[MAX_SETS], *cloze[MAX_SETS], *tokenizer = NULL;
     int ndata = 0, nchoices = 0, ncloze = 0;
-    bool json = false, items = false;
+    bool json = false, items = false, check = false;
     int64_t batch = 0, context = 0, max_tokens = 0, threads = 0;
     cli_args a = {.cmd = "eval", .argc = argc, .argv = argv};
     int opt;
@@ -186,6 +192,7 @@ int cmd_eval(int argc, char **argv) {
         case OPT_TOKENIZER: ok = cli_path(&a, &tokenizer); break;
         case OPT_JSON: json = true; break;
         case OPT_ITEMS: items = true; break;
+        case OPT_CHECK: check = true; break;
         case OPT_BATCH: ok = cli_int(&a, 1, 1 << 20, &batch); break;
         case OPT_CONTEXT: ok = cli_int(&a, 1, INT32_MAX, &context); break;
         case OPT_MAX_TOKENS: ok = cli_int(&a, 1, INT64_MAX, &max_tokens); break;
@@ -203,6 +210,12 @@ int cmd_eval(int argc, char **argv) {
         if (!ok) return 2;
     }
     if (items && !json) return cli_usage_error("eval", "--items goes with --json");
+    if (check && (ckpt || json || device || precision_value))
+        return cli_usage_error("eval", "--check reads no checkpoint and scores nothing: drop %s",
+                               ckpt     ? "--ckpt"
+                               : json   ? "--json"
+                               : device ? "--device"
+                                        : "--precision");
     if (ndata == 0 && nchoices + ncloze == 0) data[ndata++] = NULL;   /* Persuasion */
 
     tlm_precision precision;
@@ -213,7 +226,7 @@ int cmd_eval(int argc, char **argv) {
     int opened = open_model("eval", model_path, threads, &so);
     if (opened) return opened;
     tlm_device *dev = NULL;
-    if ((opened = device_flag_open("eval", device, &dev))) {
+    if (!check && (opened = device_flag_open("eval", device, &dev))) {
         tlm_so_close(&so);
         return opened;
     }
@@ -230,12 +243,15 @@ int cmd_eval(int argc, char **argv) {
     if (context > so.config->context)
         rc = cli_usage_error("eval", "--context %" PRId64 " is longer than the model's context (%" PRId64 ")", context,
                              so.config->context);
+    else if (check) snprintf(path, sizeof path, "(none: --check)"); /* no model made, no checkpoint read */
     else if (!tlm_model_create_on(&m, &so, dev, precision, batch, context, false, 0, &err))
         rc = cli_error("eval", "%s", err.msg);
     else rc = load_checkpoint("eval", &so, ckpt, &m, path, sizeof path, &step, ckpt_tokenizer);
-    /* The tokenizer before any work: a wrong one is refused at once. */
+    /* The tokenizer before any work: a wrong one is refused at once
+     * (--check: whichever is given, or the model's, or bytes). */
     if (!rc && (nchoices + ncloze > 0 || tokenizer) &&
-        !text_tokens_open(&text, ckpt_tokenizer, path, tokenizer, so.tokenizer_path, so.config->vocab, &err))
+        !text_tokens_open(&text, check ? NULL : ckpt_tokenizer, path, tokenizer, so.tokenizer_path, so.config->vocab,
+                          &err))
         rc = cli_error("eval", "%s", err.msg);
 
     /* Load every text first, so a bad path fails before any long work. */
@@ -243,7 +259,7 @@ int cmd_eval(int argc, char **argv) {
         if (!corpus_load(&ds[i], data[i], CORPUS_VALID, context, so.config->vocab, names[i], sizeof names[i], &info[i],
                          &err))
             rc = cli_error("eval", "%s", err.msg);
-        else if (!corpus_same_tokenizer(&info[i], names[i], ckpt_tokenizer, path, &err))
+        else if (!check && !corpus_same_tokenizer(&info[i], names[i], ckpt_tokenizer, path, &err))
             rc = cli_error("eval", "%s", err.msg);
         else if ((int)strlen(names[i]) > width) width = (int)strlen(names[i]);
     }
@@ -253,7 +269,13 @@ int cmd_eval(int argc, char **argv) {
         if (!choices_evaluate(&sets, choices[i], NULL, &err)) rc = cli_error("eval", "%s", err.msg);
     for (int i = 0; i < ncloze && !rc; i++)
         if (!cloze_evaluate(&sets, cloze[i], NULL, &err)) rc = cli_error("eval", "%s", err.msg);
-    if (!rc && !json) {
+    if (check) {
+        if (!rc)
+            printf("ok: %d text%s and %d set%s fit model %s (windows of %" PRId64 " tokens)\n", ndata,
+                   ndata == 1 ? "" : "s", nchoices + ncloze, nchoices + ncloze == 1 ? "" : "s",
+                   tlm_so_str(&so, so.config->name), context);
+    }
+    if (!rc && !json && !check) {
         char st[24];
         printf("model %s, checkpoint %s (step %s), windows of %" PRId64 " tokens\n", tlm_so_str(&so, so.config->name),
                path, step_text(step, st), context);
@@ -262,7 +284,7 @@ int cmd_eval(int argc, char **argv) {
     }
     int64_t all_tokens = 0;
     double seconds = 0;
-    for (int i = 0; i < ndata && !rc; i++) {
+    for (int i = 0; i < ndata && !rc && !check; i++) {
         tlm_eval_result res;
         double t0 = tlm_profile_clock();
         bool ok = tlm_eval_windows(&m, &ds[i], batch, context, max_tokens, &res, &err);
@@ -306,7 +328,7 @@ int cmd_eval(int argc, char **argv) {
         fmt_int(tokens, sizeof tokens, all_tokens, 0);
         printf("%s tokens in %.2f s: %.0f tokens/s\n", tokens, seconds, (double)all_tokens / seconds);
     }
-    if (!rc && nchoices + ncloze > 0) rc = evaluate_sets(&sets, choices, nchoices, cloze, ncloze, json);
+    if (!rc && !check && nchoices + ncloze > 0) rc = evaluate_sets(&sets, choices, nchoices, cloze, ncloze, json);
     text_tokens_close(&text);
     for (int i = 0; i < ndata; i++) tlm_data_free(&ds[i]);
     tlm_model_destroy(&m);

@@ -31,7 +31,12 @@ int load_checkpoint(const char *cmd, const tlm_so *so, const char *ckpt, tlm_mod
                     int64_t *step, char tokenizer[65]) {
     const char *name = tlm_so_str(so, so->config->name);
     if (!checkpoint_path(path, pathlen, ckpt, name) || strlen(path) >= PATH_MAX)
-        return cli_error(cmd, "--ckpt %.200s...: %s", ckpt ? ckpt : "", CKPT_PATH_TOO_LONG);
+        return ckpt
+                   ? cli_error(cmd, "--ckpt %.200s...: %s", ckpt, CKPT_PATH_TOO_LONG)
+                   : cli_error(
+                         cmd,
+                         "the default checkpoint checkpoints/MODEL, for model %.100s...: %s (name another with --ckpt)",
+                         name, CKPT_PATH_TOO_LONG);
     if (access(path, F_OK) != 0) {
         /* "train first" only where there is nothing: a --ckpt that is a
          * FIFO or a device, or a folder that cannot be read, says so */

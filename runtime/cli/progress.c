@@ -45,24 +45,29 @@ static int64_t record_step(const char *line, size_t len) {
     return v;
 }
 
-/* What every record of the log starts with (progress_update and
- * progress_validation below write "step" first): an existing file that
- * does not, nor a prefix of it (a first record torn by a crash), is not a
- * log. */
-static const char record_start[] = "{\"step\":";
+/* What the log's records start with: a step's or a validation's
+ * (progress_update and progress_validation below write "step" first), and
+ * train's --profile record (log_profile). An existing file that starts
+ * with neither, nor with a prefix of one (a first record torn by a crash),
+ * is not a log. */
+static const char record_start[] = "{\"step\":", profile_start[] = PROGRESS_PROFILE_RECORD;
+
+static bool starts_as(const char *head, size_t n, const char *record) {
+    return memcmp(head, record, n < strlen(record) ? n : strlen(record)) == 0;
+}
 
 bool progress_log_replaceable(const char *path, tlm_err *err) {
     struct stat st;
     /* not there yet, not a regular file, or the file standard output or
-     * error goes to: progress_open_log refuses those for what they are (a
-     * FIFO is never opened here: it would wait) */
+     * error goes to: progress_open_log refuses those for what they are */
     if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || tlm_std_stream_file(&st)) return true;
-    FILE *f = fopen(path, "rb");
+    tlm_err e;
+    FILE *f = tlm_fopen_regular(path, &e); /* a FIFO swapped in meanwhile: refused there, never waited on */
     if (!f) return true;
-    char head[sizeof record_start - 1];
+    char head[sizeof profile_start - 1];
     size_t n = fread(head, 1, sizeof head, f);
     fclose(f);
-    if (n == 0 || memcmp(head, record_start, n) == 0) return true;
+    if (n == 0 || starts_as(head, n, record_start) || starts_as(head, n, profile_start)) return true;
     return tlm_fail(err,
                     "--log %s holds something other than a training log (it does not start with a JSON record "
                     "of a step): train writes its log over a log only (move the file away, or name another)",

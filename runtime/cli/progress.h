@@ -52,6 +52,10 @@ void progress_init(progress *p, int64_t total);
  * temporaries such a crash leaves), and the run appends to it. false with
  * a message. */
 bool progress_open_log(progress *p, const char *path, bool resume, int64_t keep_upto, tlm_err *err);
+/* How train's --profile record in the log starts (the profile's JSON and
+ * "}\n" follow). */
+#define PROGRESS_PROFILE_RECORD "{\"profile\": "
+
 /* Whether path may become the log: absent, empty, or a log already (it
  * starts as a record does); a file that holds something else (notes, a
  * text) is never written over. false with a message. */

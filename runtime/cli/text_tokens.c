@@ -7,7 +7,8 @@
 bool text_tokens_open(text_tokens *t, const char *ckpt_tokenizer, const char *ckpt_path, const char *tokenizer_path,
                       const char *model_tokenizer, int64_t vocab, tlm_err *err) {
     *t = (text_tokens){.vocab = vocab};
-    bool bytes = !strcmp(ckpt_tokenizer, "bytes");
+    if (!ckpt_tokenizer) ckpt_tokenizer = tokenizer_path || model_tokenizer ? NULL : "bytes"; /* eval --check */
+    bool bytes = ckpt_tokenizer && !strcmp(ckpt_tokenizer, "bytes");
     if (bytes && tokenizer_path)
         return tlm_fail(
             err,
@@ -27,7 +28,7 @@ bool text_tokens_open(text_tokens *t, const char *ckpt_tokenizer, const char *ck
     if (!t->tok) return tlm_fail(err, "%s", e.msg);
     char hex[65];
     tlm_tok_hash_hex(tlm_tok_hash(t->tok), hex);
-    if (strcmp(hex, ckpt_tokenizer)) {
+    if (ckpt_tokenizer && strcmp(hex, ckpt_tokenizer)) {
         text_tokens_close(t);
         return tlm_fail(err, "%s%s is tokenizer %s, but the checkpoint %s was trained with tokenizer %s",
                         flag ? "--tokenizer " : "the model's tokenizer ", tokenizer_path, hex, ckpt_path,

@@ -22,7 +22,8 @@ typedef struct text_tokens {
  * --tokenizer given (NULL: none), else model_tokenizer, the one model.so
  * names (`tokenizer = "..."` in its .tlm; NULL: none). A checkpoint trained
  * on shards needs one, with its hash; one trained on bytes takes none.
- * false with a reason. */
+ * ckpt_tokenizer NULL (no checkpoint: eval --check): the tokenizer given,
+ * else the model's, else bytes. false with a reason. */
 bool text_tokens_open(text_tokens *t, const char *ckpt_tokenizer, const char *ckpt_path, const char *tokenizer_path,
                       const char *model_tokenizer, int64_t vocab, tlm_err *err);
 /* Appends the ids of s[0..n) to out. false with a reason (an id at or past

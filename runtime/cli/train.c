@@ -488,7 +488,11 @@ static int setup(run *r) {
         !checkpoint_path(r->ckpt_file, sizeof r->ckpt_file, o->ckpt, name) ||
         strlen(r->ckpt_file) + tmp_suffix >= PATH_MAX ||
         strlen(strrchr(r->ckpt_file, '/') ? strrchr(r->ckpt_file, '/') + 1 : r->ckpt_file) + tmp_suffix > NAME_MAX)
-        return cli_error("train", "--ckpt %.200s...: %s", o->ckpt ? o->ckpt : "", CKPT_PATH_TOO_LONG);
+        return o->ckpt ? cli_error("train", "--ckpt %.200s...: %s", o->ckpt, CKPT_PATH_TOO_LONG)
+                       : cli_error("train",
+                                   "the default checkpoint folder checkpoints/MODEL, for model %.100s...: %s (name "
+                                   "another with --ckpt)",
+                                   name, CKPT_PATH_TOO_LONG);
     r->ckpt_step = -1;
 
     /* The defaults: the model's, or the checkpoint's when resuming. */
@@ -710,7 +714,7 @@ static int validate(run *r) {
 static bool log_profile(run *r, tlm_err *err) {
     const tlm_profile *p = r->model.profile;
     if (!p || p->steps < 1 || !r->out.log) return true;
-    fputs("{\"profile\": ", r->out.log);
+    fputs(PROGRESS_PROFILE_RECORD, r->out.log);
     if (tlm_profile_write_json(p, r->out.log) && fputs("}\n", r->out.log) >= 0) return true;
     return tlm_fail(err, "%s: cannot write the profile: %s", r->out.log_path, strerror(errno));
 }

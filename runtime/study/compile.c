@@ -44,14 +44,6 @@ static void recipe_hash(const tlm_sha256_ctx *base, const study_variant *v, char
     tlm_sha256_hex(digest, hex);
 }
 
-/* The SHA-256 of the file at path, in hex; false when it cannot be read. */
-static bool so_digest(const char *path, char hex[65]) {
-    uint8_t digest[TLM_SHA256_SIZE];
-    if (!tlm_sha256_file(path, digest)) return false;
-    tlm_sha256_hex(digest, hex);
-    return true;
-}
-
 /* The model's recipe is unchanged (its hash file holds hex, then the
  * SHA-256 of the .so compiled from it) and the model is that .so, whole: a
  * .so damaged after it was written (cut short, a bit flipped) would keep
@@ -64,9 +56,11 @@ static bool up_to_date(const study_variant *v, const char *so, const char *hash_
     size_t n;
     tlm_err e = {""};
     if (!study_exists(so)) return false;
-    char *text = study_read_file(hash_path, &n, &e), now[65];
+    char now[65];
+    char *text = study_read_file(hash_path, &n, &e);
     bool same = text && n >= 64 && !strncmp(text, hex, 64);
-    bool other = same && n >= 129 && text[64] == ' ' && (!so_digest(so, now) || strncmp(text + 65, now, 64));
+    bool other =
+        same && n >= 129 && text[64] == ' ' && (!study_file_sha256(so, now, &e) || strncmp(text + 65, now, 64));
     free(text);
     if (!same) return false;
     if (!tlm_so_check_file(so, &e)) {
@@ -115,7 +109,8 @@ static bool compile_one(const study_plan *plan, const study_variant *v, const ch
         return tlm_fail(err, "compiling variant %s failed (tlmc exit %d): %s (see %s)", v->name, rc, last, log);
     }
     char digest[65];
-    if (!so_digest(tmp, digest)) {
+    tlm_err why;
+    if (!study_file_sha256(tmp, digest, &why)) {
         remove(tmp);
         return tlm_fail(err, "%s: tlmc wrote no model there (see %s)", tmp, log);
     }

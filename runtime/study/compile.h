@@ -1,8 +1,9 @@
 /* Compiling a study's variants into OUT/models/VARIANT.so. A model is
- * compiled again only when its recipe changed or it is not whole (its
- * integrity trailer, tlm_so_check_file): VARIANT.so.hash beside it holds
- * the SHA-256 of the .tlm file's bytes, the plan (canonical JSON), the
- * variant's name and `tlmc --version`. tlmc writes into a temporary
+ * compiled again only when its recipe changed, it is not whole (its
+ * integrity trailer, tlm_so_check_file) or it is not the .so compiled for
+ * it: VARIANT.so.hash beside it holds the SHA-256 of the .tlm file's
+ * bytes, the plan (canonical JSON), the variant's name and `tlmc
+ * --version`, then the SHA-256 of the .so tlmc wrote. tlmc writes into a temporary
  * VARIANT.tmp.so, renamed into place before the hash is written, so a kill
  * during a compile leaves nothing that looks up to date. */
 #ifndef TLM_STUDY_COMPILE_H

@@ -11,6 +11,7 @@
 
 #include "checkpoint.h"
 #include "regular_file.h"
+#include "sha256.h"
 
 char *study_read_file(const char *path, size_t *n, tlm_err *err) {
     struct stat st;
@@ -51,6 +52,13 @@ bool study_make_dirs(const char *path, tlm_err *err) {
             *p = c;
         }
     }
+    return true;
+}
+
+bool study_file_sha256(const char *path, char hex[65], tlm_err *err) {
+    uint8_t digest[TLM_SHA256_SIZE];
+    if (!tlm_sha256_file(path, digest)) return tlm_fail(err, "%s: %s", path, strerror(errno));
+    tlm_sha256_hex(digest, hex);
     return true;
 }
 

@@ -21,5 +21,8 @@ bool study_make_dirs(const char *path, tlm_err *err);
 void study_last_line(const char *path, char *out, size_t n);
 /* Whether path exists (as anything). */
 bool study_exists(const char *path);
+/* The SHA-256 of the file at path in hex (a model.so: what the study's
+ * records name it by), or false with a reason. */
+bool study_file_sha256(const char *path, char hex[65], tlm_err *err);
 
 #endif

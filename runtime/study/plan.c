@@ -103,8 +103,8 @@ static bool parse_variant(const tlm_json *o, study_variant *v, int index, tlm_er
     if (!get_string(o, "name", false, where, &v->name, err)) return false;
     snprintf(where, sizeof where, "variant `%.100s`", v->name);
     if (strlen(v->name) > FOLDER_NAME_MAX)
-        return tlm_fail(err, "the plan's %s…: a variant's name is at most %d bytes (this one has %zu)", where,
-                        FOLDER_NAME_MAX, strlen(v->name));
+        return tlm_fail(err, "the plan's variant `%.100s…`: a variant's name is at most %d bytes (this one has %zu)",
+                        v->name, FOLDER_NAME_MAX, strlen(v->name));
     if (!folder_name(v->name))
         return tlm_fail(
             err, "the plan's %s: a variant's name must be letters, digits, '_', '-', '.', '=' or ',' (not '.' first)",

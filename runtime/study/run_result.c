@@ -81,7 +81,7 @@ typedef struct log_reader {
     int cap;
     double tps_sum;
     int tps_n;
-    int64_t last_step;
+    int64_t last_step, first_step; /* of any record; of a training step's (-1: none) */
 } log_reader;
 
 static bool log_line(void *ctx, const tlm_json *j, tlm_err *err) {
@@ -97,17 +97,18 @@ static bool log_line(void *ctx, const tlm_json *j, tlm_err *err) {
     }
     if (get_real(j, "tokens_per_s", &v) && step > 1) lr->tps_sum += v, lr->tps_n++;
     if (step > lr->last_step) lr->last_step = step;
+    if (get_real(j, "loss", &v) && (lr->first_step < 0 || step < lr->first_step)) lr->first_step = step;
     if (get_real(j, "elapsed", &v)) lr->r->train_seconds = v;
     return true;
 }
 
 bool study_run_read_log(study_run *r, const char *text, size_t len, tlm_err *err) {
-    log_reader lr = {.r = r, .last_step = -1};
+    log_reader lr = {.r = r, .last_step = -1, .first_step = -1};
     r->ncurve = 0;
     r->train_seconds = NAN;
     if (!each_line(text, len, "the training log", log_line, &lr, err)) return false;
     r->tokens_per_s = lr.tps_n ? lr.tps_sum / lr.tps_n : NAN;
-    r->log_last = lr.last_step;
+    r->log_last = lr.last_step, r->log_first = lr.first_step;
     return true;
 }
 

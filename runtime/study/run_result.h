@@ -51,7 +51,9 @@ typedef struct study_run {
     int nscores[STUDY_NKINDS];
     double *rho;
     int nrho;
-    int64_t log_last; /* the log's last step record (-1: none): not in result.json */
+    /* the log's last record's step and its first training step's (-1:
+     * none): not in result.json */
+    int64_t log_last, log_first;
 } study_run;
 
 /* The training log (--log): the validation records as the curve, tokens/s

@@ -189,19 +189,13 @@ static bool result_valid(const study_plan *p, const run *r) {
 /* ---- which model a run was trained with ---- */
 
 /* A run's model.sha256 holds the SHA-256 of the model.so its training
- * started from. A model compiled again from a changed recipe (another
- * learning rate in the .tlm file, another tlmc) is another model: the
- * run's checkpoint and result are of the old one, and reusing them would
- * report the old recipe's numbers as the new one's (a resume would even go
- * on with the old settings, which come from the checkpoint). tlmc's output
- * does not change with comments, so an edit that changes nothing keeps
- * the runs. */
-static bool file_digest(const char *path, char hex[65], tlm_err *err) {
-    uint8_t digest[TLM_SHA256_SIZE];
-    if (!tlm_sha256_file(path, digest)) return tlm_fail(err, "%s: %s", path, strerror(errno));
-    tlm_sha256_hex(digest, hex);
-    return true;
-}
+ * started from (study_file_sha256). A model compiled again from a changed
+ * recipe (another learning rate in the .tlm file, another tlmc) is another
+ * model: the run's checkpoint and result are of the old one, and reusing
+ * them would report the old recipe's numbers as the new one's (a resume
+ * would even go on with the old settings, which come from the
+ * checkpoint). tlmc's output does not change with comments, so an edit
+ * that changes nothing keeps the runs. */
 
 /* The record's line: the model's digest, the data's stamp, then the seed. */
 static bool record_model(const run *r, tlm_err *err) {
@@ -278,7 +272,8 @@ static bool trained_on_another(const run *r, char *why, size_t n_why, bool *dama
     else if (rec.stamp && strncmp(rec.stamp, r->data_stamp, 64) != 0)
         snprintf(why, n_why, "other data (a data, validation or evaluation file changed since)");
     else if (rec.seeded && rec.seed != r->seed)
-        snprintf(why, n_why, "seed %lld (the folder holds a copy of another seed's run)", rec.seed);
+        snprintf(why, n_why, "seed %lld in %s, the folder of seed %lld (a copy of another seed's run)", rec.seed,
+                 r->dir, (long long)r->seed);
     free(text);
     return why[0] != '\0';
 }
@@ -289,7 +284,7 @@ static bool discard_stale_runs(run *runs, int nruns, const study_options *o, boo
     for (int i = 0; i < nruns; i++) {
         run *r = &runs[i];
         bool damaged;
-        char why[160];
+        char why[4400];
         if (!trained_on_another(r, why, sizeof why, &damaged)) continue;
         if (!o->force) {
             *refused = true;
@@ -352,6 +347,41 @@ static void train_args(args *a, const study_plan *p, const study_options *o, con
     if (p->val) add(a, "--val"), add(a, p->val);
 }
 
+/* What eval scores: the validation text, the evaluation texts, the
+ * multiple-choice and cloze sets. */
+static void evaluated_sets(args *a, const study_plan *p) {
+    if (p->val) add(a, "--data"), add(a, p->val);
+    for (int i = 0; i < p->neval; i++) add(a, "--data"), add(a, p->eval[i]);
+    for (int i = 0; i < p->nchoices; i++) add(a, "--choices"), add(a, p->choices[i]);
+    for (int i = 0; i < p->ncloze; i++) add(a, "--cloze"), add(a, p->cloze[i]);
+}
+
+/* Every variant's evaluation texts and sets read and checked against its
+ * model (`tlm-run eval --check`: a text shorter than a window, a set
+ * with no items or with a byte past a small vocabulary) before anything
+ * trains, where the first run's evaluation would find it after its
+ * training. Its output goes to models/VARIANT.check. */
+static bool check_evaluations(const study_plan *p, const study_options *o, const char *models, tlm_err *err) {
+    int want[STUDY_NKINDS];
+    if (want_of(p, want) == 0) return true;
+    for (int v = 0; v < p->nvariants; v++) {
+        args a = {.argc = 0};
+        char model[4300], out[4300], last[1024];
+        snprintf(model, sizeof model, "%s/%s.so", models, p->variants[v].name);
+        snprintf(out, sizeof out, "%s/%s.check", models, p->variants[v].name);
+        add(&a, o->tlm_run), add(&a, "eval"), add(&a, model), add(&a, "--check"), add(&a, "--threads"), add(&a, "1");
+        evaluated_sets(&a, p);
+        int rc = study_run_child(a.argv, out, false, NULL, o->stop, err);
+        if (rc < 0 || o->stop->count) return false;
+        if (rc != 0) {
+            study_last_line(out, last, sizeof last);
+            return tlm_fail(err, "variant %s cannot be evaluated as the plan asks: %s (see %s)", p->variants[v].name,
+                            last, out);
+        }
+    }
+    return true;
+}
+
 /* tlm-run COMMAND MODEL --ckpt DIR --json --threads N, then what only the
  * command takes: eval the texts, sets and token limit, probe the text (the
  * validation text, else the training data: probe's own default, byte text,
@@ -364,11 +394,8 @@ static void evaluation_args(args *a, const char *command, const study_plan *p, c
         if (text) add(a, "--data"), add(a, text);
         return;
     }
-    if (p->val) add(a, "--data"), add(a, p->val);
     if (p->eval_tokens) add(a, "--max-tokens"), add(a, num(a, p->eval_tokens));
-    for (int i = 0; i < p->neval; i++) add(a, "--data"), add(a, p->eval[i]);
-    for (int i = 0; i < p->nchoices; i++) add(a, "--choices"), add(a, p->choices[i]);
-    for (int i = 0; i < p->ncloze; i++) add(a, "--cloze"), add(a, p->cloze[i]);
+    evaluated_sets(a, p);
 }
 
 /* Starts the run's current stage (skipping an evaluation with nothing to
@@ -405,15 +432,16 @@ static bool start_stage(run *r, const study_plan *p, const study_options *o, tlm
 }
 
 /* Reads the log and the outputs into result.json; *log_short: the log
- * stops before the run's last step (removed or cut short after the
- * training: a resume writes only the records after its checkpoint), so
+ * lacks step 1's record, which every training logs, or stops before the
+ * run's last step (removed or cut short after the training, or before a
+ * resume, which then writes only the records after its checkpoint), so
  * the curve and tokens/s summarised are of part of the run, or none. */
 static bool write_result(const run *r, const study_plan *p, bool *log_short, tlm_err *err) {
     study_run res = {.variant = r->variant->name, .seed = r->seed, .steps = p->steps, .has_val = p->val != NULL};
     int want[STUDY_NKINDS];
     want_of(p, want);
     bool ok = study_run_collect(&res, r->dir, want, err);
-    *log_short = ok && p->steps > 0 && res.log_last < p->steps;
+    *log_short = ok && (res.log_first != 1 || (p->steps > 0 && res.log_last < p->steps));
     char *json = ok ? study_run_json(&res) : NULL;
     if (ok && !json) ok = tlm_fail(err, "out of memory");
     if (ok) {
@@ -514,10 +542,10 @@ static bool run_pool(run *runs, int nruns, const study_plan *p, const study_opti
             }
             if (log_short)
                 study_progress_event(pr,
-                                     "%s seed %" PRId64 ": note: its log %s/log.jsonl stops before step %" PRId64
-                                     " (removed or cut short since it trained): its curve and tokens/s in the "
-                                     "summary are of part of the run",
-                                     r->variant->name, r->seed, r->dir, p->steps);
+                                     "%s seed %" PRId64 ": note: its log %s/log.jsonl holds part of the run "
+                                     "(removed or cut short since it trained): its curve and tokens/s in the "
+                                     "results are of that part",
+                                     r->variant->name, r->seed, r->dir);
             char took[32];
             study_duration(took, sizeof took, study_now() - r->started);
             study_progress_event(pr, "%s seed %" PRId64 ": done in %s", r->variant->name, r->seed, took);
@@ -550,6 +578,10 @@ static study_outcome execute_locked(const study_plan *plan, const study_options 
         study_progress_end(&pr);
         return o->stop->count ? STUDY_STOPPED : STUDY_FAILED;
     }
+    if (!o->stop->count && !check_evaluations(plan, o, models, err)) {
+        study_progress_end(&pr);
+        return o->stop->count ? STUDY_STOPPED : STUDY_FAILED;
+    }
     if (o->stop->count) {
         study_progress_end(&pr);
         return STUDY_STOPPED;
@@ -564,7 +596,7 @@ static study_outcome execute_locked(const study_plan *plan, const study_options 
     study_data_stamp(plan, data_stamp);
     for (int v = 0; v < plan->nvariants; v++) {
         snprintf(path, sizeof path, "%s/%s.so", models, plan->variants[v].name);
-        if (!file_digest(path, digests[v], err)) {
+        if (!study_file_sha256(path, digests[v], err)) {
             free(runs), free(digests);
             return STUDY_FAILED;
         }

@@ -1,16 +1,16 @@
 /* The model's elementwise CUDA kernels (tlm_codegen_cuda_source: act and
  * act_grad, fp32 and bf16), run on the CPU through cuda_emu.h, on odd sizes
- * (rows 1, 5, 37; widths 45 and 64, so rows x W both a multiple of eight
- * and not):
+ * (rows 1, 5, 37; widths 45 and 64: rows x W under one warp's tile of 256
+ * elements, and tiles with tails of 64 and 129):
  *
  * - against a float64 reference of the same formulas (fp32: 1e-5 of the
  *   largest |value| plus 1e-5 relative; a bf16 h, the reference rounded:
  *   2^-8 relative more), every element written (outputs start as a NaN no
  *   kernel writes);
- * - the eight-a-thread path (every array 16-byte aligned) against the one
- *   at a time path (the arrays moved by one element), bit for bit, on grids
- *   of one block, of exactly n / TLM_ACT_VECTOR threads, and of more
- *   threads than elements; NaN and infinite inputs included.
+ * - the tiled path (eight elements a thread, every array 16-byte aligned)
+ *   against the one at a time path (the arrays moved by one element), bit
+ *   for bit, on grids of one block, of exactly n / TLM_ACT_VECTOR threads,
+ *   and of more threads than elements; NaN and infinite inputs included.
  *
  * Exits 77 (ctest: skipped) without a C++ compiler. */
 #include <dlfcn.h>
@@ -140,7 +140,7 @@ static void check_output(const char *what, const arr *vec, const arr *alone, con
             continue;
         }
         float a = get(vec, true, i), b = get(alone, false, i);
-        if (bits_of(a) != bits_of(b)) FAILED("%s: element %zu: eight a thread %a, one at a time %a", what, i, a, b);
+        if (bits_of(a) != bits_of(b)) FAILED("%s: element %zu: tiled %a, one at a time %a", what, i, a, b);
         double r = ref[i];
         bool ok = isnan(r) ? isnan(a) : isinf(r) ? a == r : fabs(a - r) <= 1e-5 * big + rel * fabs(r);
         if (!ok) FAILED("%s: element %zu: %.9g, float64 reference %.9g", what, i, a, r);
@@ -190,12 +190,12 @@ static void run_case(void *so, const tlm_kernel_spec *s, int rows, bool bf16, ui
         goto out;
     }
     for (size_t k = 0; k < sizeof grids / sizeof *grids; k++) {
-        for (int a = 0; a < 2; a++) { /* a = 1: aligned, eight a thread */
+        for (int a = 0; a < 2; a++) { /* a = 1: aligned, tiled */
             bool al = a == 1;
             put(&G, al, bf16 ? (void *)pg16 : (void *)pg), put(&U, al, bf16 ? (void *)pu16 : (void *)pu);
             put(&DH, al, dh);
             fill_unwritten(&H[a], al), fill_unwritten(&DG[a], al), fill_unwritten(&DU[a], al);
-            /* the one at a time path on the simplest grid only: its loop is the old one */
+            /* the one at a time path on one grid only (the largest): its loop is the old one */
             unsigned grid = al ? grids[k] : grids[2];
             act(grid, rows, swiglu ? at(&G, al) : NULL, at(&U, al), at(&H[a], al));
             grad(grid, rows, swiglu ? at(&G, al) : NULL, at(&U, al), at(&DH, al), swiglu ? at(&DG[a], al) : NULL,

@@ -261,6 +261,17 @@ bad_input)
   expect 2 "--json" "probe --json takes no value" -- "$run" probe "$small" --ckpt "$ck" --json=yes
   expect 1 "trained on text as bytes, not with a tokenizer" "--tokenizer with a checkpoint trained on bytes" -- \
     eval_small --choices good.jsonl --tokenizer good.jsonl
+  # --check: the same reading and checks, no checkpoint, nothing scored
+  expect 0 "^ok: 1 text and 2 sets fit model small (windows of 64 tokens)$" "eval --check of a text and two sets" -- \
+    "$run" eval "$small" --check --data "$root/data/kjv/kjv.txt" --choices good.jsonl --cloze "$here/../study/cloze.jsonl"
+  expect 1 "empty.jsonl: no items" "eval --check: a set with no items" -- "$run" eval "$small" --check --choices empty.jsonl
+  printf x > one_byte.txt
+  expect 1 "one_byte.txt: data too short: 1 token, a window needs 65" "eval --check: a text shorter than a window" -- \
+    "$run" eval "$small" --check --data one_byte.txt
+  expect 1 "byte 195 is outside the model's vocabulary of 128" "eval --check: bytes beyond a 128-token vocabulary" -- \
+    "$run" eval "$models/ascii.so" --check --choices utf8_ok.jsonl
+  expect 2 "--check reads no checkpoint and scores nothing: drop --ckpt" "eval --check --ckpt" -- \
+    "$run" eval "$small" --check --ckpt "$ck" --choices good.jsonl
   ;;
 
 json)

@@ -322,7 +322,7 @@ PY
   sc=(study --plan-file "$tmp/p13.json" --out "$tmp/sc" --threads 1)
   expect 0 "study fixture: 2 runs;" "a one-variant study of two seeds" -- "$run" "${sc[@]}"
   rm -rf "$tmp/sc/runs/uniform/seed2" && cp -a "$tmp/sc/runs/uniform/seed1" "$tmp/sc/runs/uniform/seed2"
-  expect 1 "sc holds runs of variant uniform trained on seed 1 (the folder holds a copy of another seed's run); use another --out, or --force" \
+  expect 1 "sc holds runs of variant uniform trained on seed 1 in .*sc/runs/uniform/seed2, the folder of seed 2 (a copy of another seed's run); use another --out, or --force" \
     "seed 1's run copied into seed 2's folder: refused" -- "$run" "${sc[@]}"
   # a record that is not one (a damaged file) says so, not "another model"
   echo garbage > "$tmp/sc/runs/uniform/seed1/model.sha256"
@@ -338,8 +338,16 @@ PY
   check "... saying why" -- grep -q "compiling uniform again: .*uniform.so is not the model compiled for it" "$tmp/out"
   # a run whose log was removed after it trained: its summary says so
   rm "$tmp/sc/runs/uniform/seed2/log.jsonl" "$tmp/sc/runs/uniform/seed2/result.json"
-  expect 0 "uniform seed 2: note: its log .*seed2/log.jsonl stops before step 4 (removed or cut short since it trained)" \
+  expect 0 "uniform seed 2: note: its log .*seed2/log.jsonl holds part of the run (removed or cut short since it trained)" \
     "a run's log removed: a note" -- "$run" "${sc[@]}"
+  # an evaluation text shorter than a window: refused before any training
+  printf x > "$tmp/one_byte.txt"
+  "$py" -c 'import json, sys; p = json.load(open(sys.argv[1])); p["studies"][0]["eval"] = [sys.argv[3]]; json.dump(p, open(sys.argv[2], "w"))' \
+    "$tmp/p13.json" "$tmp/p14.json" "$tmp/one_byte.txt"
+  expect 1 "variant uniform cannot be evaluated as the plan asks: tlm-run eval: .*one_byte.txt: data too short: 1 token, a window needs" \
+    "an evaluation text shorter than a window: refused before training" -- \
+    "$run" study --plan-file "$tmp/p14.json" --out "$tmp/ev" --threads 1
+  check "... nothing trained" -- test ! -e "$tmp/ev/runs/uniform/seed1/checkpoint.safetensors"
   expect 2 "the path is not UTF-8" "--out not UTF-8: a usage error, before any compile" -- \
     "$run" "${sc[@]/$tmp\/sc/$tmp/bad$(printf '\xff')}"
   check "... nothing made" -- bash -c "! ls '$tmp' | grep -q '^bad'"
