@@ -1034,6 +1034,9 @@ outputs)
     "$run" train "$s" "${quick[@]}" --steps 2 --ckpt "$tmp/elog" --log "$tmp/empty.jsonl"
   expect 0 "done: 2 steps" "--log naming a log: written afresh" -- \
     "$run" train "$s" "${quick[@]}" --steps 2 --ckpt "$tmp/elog" --log "$tmp/empty.jsonl" --overwrite
+  printf '{"profile": {}}\n' > "$tmp/profile_first.jsonl"
+  expect 0 "done: 2 steps" "--log naming a log that starts with its --profile record: written" -- \
+    "$run" train "$s" "${quick[@]}" --steps 2 --ckpt "$tmp/elog" --log "$tmp/profile_first.jsonl" --overwrite
   # a resume whose log is gone (or holds none of the run's records): said,
   # since the log then holds only the records after the checkpoint
   "$run" train "$s" "${quick[@]}" --steps 4 --ckpt "$tmp/lost" --log "$tmp/lost.jsonl" --stop-at 2 > /dev/null
