@@ -356,7 +356,7 @@ int cmd_tokenize(int argc, char **argv) {
             if (!cli_path(&a, &tok_path)) rc = 2;
             break;
         case OPT_EOT:
-            if (!a.val[0]) return cli_usage_error("tokenize", "--eot is empty: it needs a token (or --no-eot)");
+            if (!a.val[0]) rc = cli_usage_error("tokenize", "--eot is empty: it needs a token (or --no-eot)");
             eot_text = a.val;
             break;
         case OPT_NO_EOT: no_eot = true; break;
