@@ -27,16 +27,18 @@ int open_model(const char *cmd, const char *path, int64_t threads, tlm_so *so) {
     return 0;
 }
 
+int checkpoint_path_too_long(const char *cmd, const char *ckpt, const char *model) {
+    if (ckpt) return cli_error(cmd, "--ckpt %.200s...: %s", ckpt, CKPT_PATH_TOO_LONG);
+    return cli_error(
+        cmd, "the default checkpoint folder checkpoints/MODEL, for model %.100s...: %s (name another with --ckpt)",
+        model, CKPT_PATH_TOO_LONG);
+}
+
 int load_checkpoint(const char *cmd, const tlm_so *so, const char *ckpt, tlm_model *m, char *path, size_t pathlen,
                     int64_t *step, char tokenizer[65]) {
     const char *name = tlm_so_str(so, so->config->name);
     if (!checkpoint_path(path, pathlen, ckpt, name) || strlen(path) >= PATH_MAX)
-        return ckpt
-                   ? cli_error(cmd, "--ckpt %.200s...: %s", ckpt, CKPT_PATH_TOO_LONG)
-                   : cli_error(
-                         cmd,
-                         "the default checkpoint checkpoints/MODEL, for model %.100s...: %s (name another with --ckpt)",
-                         name, CKPT_PATH_TOO_LONG);
+        return checkpoint_path_too_long(cmd, ckpt, name);
     if (access(path, F_OK) != 0) {
         /* "train first" only where there is nothing: a --ckpt that is a
          * FIFO or a device, or a folder that cannot be read, says so */

@@ -15,6 +15,10 @@
  * status (1, 2) after a one-line message. */
 int open_model(const char *cmd, const char *path, int64_t threads, tlm_so *so);
 
+/* The one-line refusal (1) of a checkpoint path longer than the system
+ * takes: --ckpt's (ckpt), or the default checkpoints/<model> (NULL). */
+int checkpoint_path_too_long(const char *cmd, const char *ckpt, const char *model);
+
 /* Finds the checkpoint of --ckpt (DIR or file; NULL: checkpoints/<model>),
  * checks it belongs to so and copies its parameters into m. Returns 0, or 1
  * after a one-line message. path receives the file, step its step (-1

@@ -58,11 +58,12 @@ static bool starts_as(const char *head, size_t n, const char *record) {
 
 bool progress_log_replaceable(const char *path, tlm_err *err) {
     struct stat st;
-    /* not there yet, not a regular file, or the file standard output or
-     * error goes to: progress_open_log refuses those for what they are */
-    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || tlm_std_stream_file(&st)) return true;
     tlm_err e;
-    FILE *f = tlm_fopen_regular(path, &e); /* a FIFO swapped in meanwhile: refused there, never waited on */
+    /* not there yet, the file standard output or error goes to, or not a
+     * regular file (tlm_fopen_regular refuses a FIFO without waiting on it):
+     * progress_open_log refuses those for what they are */
+    if (stat(path, &st) != 0 || tlm_std_stream_file(&st)) return true;
+    FILE *f = tlm_fopen_regular(path, &e);
     if (!f) return true;
     char head[sizeof profile_start - 1];
     size_t n = fread(head, 1, sizeof head, f);

@@ -196,13 +196,14 @@ static int run_study(const study_flags *f, const char *tlmc, const char *self) {
     }
     if (!text) return f->plan_file ? cli_error("study", "%s", err.msg) : status;
     study_plan plan;
-    bool bad_choice, ok = study_plan_parse(text, n, f->study, &plan, &bad_choice, &err);
+    study_plan_fault fault;
+    bool ok = study_plan_parse(text, n, f->study, &plan, &fault, &err);
+    free(text);
+    if (!ok && fault == STUDY_PLAN_BAD_CHOICE)
+        return cli_usage_error("study", "%s: %s", f->plan_file ? f->plan_file : f->file, err.msg);
     /* tlmc prints JSON or fails: output that is no JSON at all is tlmc's
      * fault (a $TLMC that is another program), not the file's */
-    bool not_json = !ok && !f->plan_file && !strncmp(err.msg, "the plan is not JSON", 20);
-    free(text);
-    if (!ok && bad_choice) return cli_usage_error("study", "%s: %s", f->plan_file ? f->plan_file : f->file, err.msg);
-    if (not_json)
+    if (!ok && fault == STUDY_PLAN_NOT_JSON && !f->plan_file)
         return cli_error("study", "%s --plan %s printed no study plan (%s): is it tlmc, and of this version?", tlmc,
                          f->file, err.msg);
     if (!ok) return cli_error("study", "%s: %s", f->plan_file ? f->plan_file : f->file, err.msg);

@@ -7,7 +7,7 @@
 bool text_tokens_open(text_tokens *t, const char *ckpt_tokenizer, const char *ckpt_path, const char *tokenizer_path,
                       const char *model_tokenizer, int64_t vocab, tlm_err *err) {
     *t = (text_tokens){.vocab = vocab};
-    if (!ckpt_tokenizer) ckpt_tokenizer = tokenizer_path || model_tokenizer ? NULL : "bytes"; /* eval --check */
+    if (!ckpt_tokenizer && !tokenizer_path && !model_tokenizer) ckpt_tokenizer = "bytes"; /* eval --check */
     bool bytes = ckpt_tokenizer && !strcmp(ckpt_tokenizer, "bytes");
     if (bytes && tokenizer_path)
         return tlm_fail(

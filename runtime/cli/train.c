@@ -488,11 +488,7 @@ static int setup(run *r) {
         !checkpoint_path(r->ckpt_file, sizeof r->ckpt_file, o->ckpt, name) ||
         strlen(r->ckpt_file) + tmp_suffix >= PATH_MAX ||
         strlen(strrchr(r->ckpt_file, '/') ? strrchr(r->ckpt_file, '/') + 1 : r->ckpt_file) + tmp_suffix > NAME_MAX)
-        return o->ckpt ? cli_error("train", "--ckpt %.200s...: %s", o->ckpt, CKPT_PATH_TOO_LONG)
-                       : cli_error("train",
-                                   "the default checkpoint folder checkpoints/MODEL, for model %.100s...: %s (name "
-                                   "another with --ckpt)",
-                                   name, CKPT_PATH_TOO_LONG);
+        return checkpoint_path_too_long("train", o->ckpt, name);
     r->ckpt_step = -1;
 
     /* The defaults: the model's, or the checkpoint's when resuming. */

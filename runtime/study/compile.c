@@ -51,16 +51,14 @@ static void recipe_hash(const tlm_sha256_ctx *base, const study_variant *v, char
  * would train that variant under this one's name, so either is compiled
  * again, saying why in one progress line. (A hash file written before it
  * held the .so's SHA-256 vouches for the recipe only.) */
-static bool up_to_date(const study_variant *v, const char *so, const char *hash_path, const char *hex,
+static bool up_to_date(const study_variant *v, const char *so, const char *hash_path, const char *hex, char digest[65],
                        study_progress *pr) {
     size_t n;
     tlm_err e = {""};
     if (!study_exists(so)) return false;
-    char now[65];
     char *text = study_read_file(hash_path, &n, &e);
-    bool same = text && n >= 64 && !strncmp(text, hex, 64);
-    bool other =
-        same && n >= 129 && text[64] == ' ' && (!study_file_sha256(so, now, &e) || strncmp(text + 65, now, 64));
+    bool same = text && n >= 64 && !strncmp(text, hex, 64) && study_file_sha256(so, digest, &e);
+    bool other = same && n >= 129 && text[64] == ' ' && strncmp(text + 65, digest, 64);
     free(text);
     if (!same) return false;
     if (!tlm_so_check_file(so, &e)) {
@@ -74,14 +72,15 @@ static bool up_to_date(const study_variant *v, const char *so, const char *hash_
 }
 
 static bool compile_one(const study_plan *plan, const study_variant *v, const char *tlmc, const char *dir,
-                        const tlm_sha256_ctx *base, study_progress *pr, const study_stop *stop, tlm_err *err) {
+                        const tlm_sha256_ctx *base, char digest[65], study_progress *pr, const study_stop *stop,
+                        tlm_err *err) {
     char so[4200], tmp[4200], hash_path[4300], log[4300], hex[65];
     snprintf(so, sizeof so, "%s/%s.so", dir, v->name);
     snprintf(tmp, sizeof tmp, "%s/%s.tmp.so", dir, v->name);
     snprintf(hash_path, sizeof hash_path, "%s.hash", so);
     snprintf(log, sizeof log, "%s/%s.log", dir, v->name);
     recipe_hash(base, v, hex);
-    if (up_to_date(v, so, hash_path, hex, pr)) return true;
+    if (up_to_date(v, so, hash_path, hex, digest, pr)) return true;
     remove(hash_path);
     /* tlmc FILE (--study NAME --variant V | the plan's compile arguments) -o TMP */
     char *argv[80];
@@ -108,7 +107,6 @@ static bool compile_one(const study_plan *plan, const study_variant *v, const ch
         remove(tmp);
         return tlm_fail(err, "compiling variant %s failed (tlmc exit %d): %s (see %s)", v->name, rc, last, log);
     }
-    char digest[65];
     tlm_err why;
     if (!study_file_sha256(tmp, digest, &why)) {
         remove(tmp);
@@ -124,7 +122,7 @@ static bool compile_one(const study_plan *plan, const study_variant *v, const ch
     return true;
 }
 
-bool study_compile(const study_plan *plan, const char *tlmc, const char *dir, study_progress *pr,
+bool study_compile(const study_plan *plan, const char *tlmc, const char *dir, char (*digests)[65], study_progress *pr,
                    const study_stop *stop, tlm_err *err) {
     char vpath[4300];
     snprintf(vpath, sizeof vpath, "%s/tlmc.version", dir);
@@ -140,7 +138,7 @@ bool study_compile(const study_plan *plan, const char *tlmc, const char *dir, st
     bool ok = recipe_base(plan, version, &base, err);
     for (int i = 0; ok && i < plan->nvariants; i++) {
         if (stop->count) break;
-        ok = compile_one(plan, &plan->variants[i], tlmc, dir, &base, pr, stop, err);
+        ok = compile_one(plan, &plan->variants[i], tlmc, dir, &base, digests[i], pr, stop, err);
     }
     free(version);
     return ok;

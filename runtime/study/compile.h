@@ -15,10 +15,12 @@
 #include "progress.h"
 #include "spawn.h"
 
-/* false with a message (tlmc's last line and its log's path) when a
- * compile fails; false when a signal stopped the study (stop->count), tlmc
- * stopped by it too (spawn.h). */
-bool study_compile(const study_plan *plan, const char *tlmc, const char *dir, study_progress *pr,
+/* Each variant's .so up to date in dir, and its SHA-256 (hex) in
+ * digests[variant], which the runs' records name it by: the hash file's
+ * check hashes the .so anyway. false with a message (tlmc's last line and
+ * its log's path) when a compile fails; false when a signal stopped the
+ * study (stop->count), tlmc stopped by it too (spawn.h). */
+bool study_compile(const study_plan *plan, const char *tlmc, const char *dir, char (*digests)[65], study_progress *pr,
                    const study_stop *stop, tlm_err *err);
 
 #endif

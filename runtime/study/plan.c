@@ -16,17 +16,24 @@ static char *dup(const char *s) {
     return d;
 }
 
-/* A name that can be a folder: letters, digits and _ - . = , (a grid
- * point's name is PARAM=VALUE,...), not starting with '.', at most
- * FOLDER_NAME_MAX bytes (the runs' paths hold it twice). */
+/* The study's or a variant's name (kind: "study", "variant"), which
+ * names a folder: at most FOLDER_NAME_MAX bytes (the runs' paths hold it
+ * twice), of letters, digits and _ - . = , (a grid point's name is
+ * PARAM=VALUE,...), not starting with '.'. false with a message. */
 enum { FOLDER_NAME_MAX = 100 };
-static bool folder_name(const char *s) {
-    if (!*s || *s == '.' || strlen(s) > FOLDER_NAME_MAX) return false;
-    for (const char *p = s; *p; p++)
-        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_' ||
-              *p == '-' || *p == '.' || *p == '=' || *p == ','))
-            return false;
-    return true;
+static bool folder_name(const char *s, const char *kind, tlm_err *err) {
+    const size_t n = strlen(s);
+    if (n > FOLDER_NAME_MAX)
+        return tlm_fail(err, "the plan's %s `%.100s…`: a %s's name is at most %d bytes (this one has %zu)", kind, s,
+                        kind, FOLDER_NAME_MAX, n);
+    bool ok = n && *s != '.';
+    for (const char *p = s; ok && *p; p++)
+        ok = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_' ||
+             *p == '-' || *p == '.' || *p == '=' || *p == ',';
+    return ok || tlm_fail(err,
+                          "the plan's %s `%.100s`: a %s's name must be letters, digits, '_', '-', '.', '=' or ',' (not "
+                          "'.' first)",
+                          kind, s, kind);
 }
 
 /* A string field (nullable: null or absent gives NULL). */
@@ -102,13 +109,7 @@ static bool parse_variant(const tlm_json *o, study_variant *v, int index, tlm_er
     if (o->type != TLM_JSON_OBJECT) return tlm_fail(err, "the plan's %s is not an object", where);
     if (!get_string(o, "name", false, where, &v->name, err)) return false;
     snprintf(where, sizeof where, "variant `%.100s`", v->name);
-    if (strlen(v->name) > FOLDER_NAME_MAX)
-        return tlm_fail(err, "the plan's variant `%.100s…`: a variant's name is at most %d bytes (this one has %zu)",
-                        v->name, FOLDER_NAME_MAX, strlen(v->name));
-    if (!folder_name(v->name))
-        return tlm_fail(
-            err, "the plan's %s: a variant's name must be letters, digits, '_', '-', '.', '=' or ',' (not '.' first)",
-            where);
+    if (!folder_name(v->name, "variant", err)) return false;
     if (!get_string(o, "model", false, where, &v->model, err)) return false;
     const int64_t big = (int64_t)1 << 62;
     if (!get_int(o, "params", false, 1, big, where, &v->params, err) ||
@@ -146,11 +147,7 @@ static bool parse_variant(const tlm_json *o, study_variant *v, int index, tlm_er
 static bool parse_study(const tlm_json *s, const char *file, study_plan *p, tlm_err *err) {
     const char *where = "study";
     if (!get_string(s, "name", false, where, &p->name, err)) return false;
-    if (strlen(p->name) > FOLDER_NAME_MAX)
-        return tlm_fail(err, "the plan's study name `%.100s…` is longer than %d bytes", p->name, FOLDER_NAME_MAX);
-    if (!folder_name(p->name))
-        return tlm_fail(err, "the plan's study name `%.100s` must be letters, digits, '_', '-', '.', '=' or ','",
-                        p->name);
+    if (!folder_name(p->name, "study", err)) return false;
     if (!get_string(s, "file", true, where, &p->file, err)) return false;
     if (!p->file) {
         if (!file) return tlm_fail(err, "the plan names no .tlm file (\"file\")");
@@ -200,13 +197,18 @@ static bool parse_study(const tlm_json *s, const char *file, study_plan *p, tlm_
     return true;
 }
 
-bool study_plan_parse(const char *json, size_t len, const char *want, study_plan *plan, bool *bad_choice,
+bool study_plan_parse(const char *json, size_t len, const char *want, study_plan *plan, study_plan_fault *fault,
                       tlm_err *err) {
     memset(plan, 0, sizeof *plan);
-    if (bad_choice) *bad_choice = false;
+    study_plan_fault unused;
+    if (!fault) fault = &unused;
+    *fault = STUDY_PLAN_INVALID;
     tlm_err e = {""};
     tlm_json *root = tlm_json_parse(json, len, &e);
-    if (!root) return tlm_fail(err, "the plan is not JSON: %s", e.msg);
+    if (!root) {
+        *fault = STUDY_PLAN_NOT_JSON;
+        return tlm_fail(err, "the plan is not JSON: %s", e.msg);
+    }
     bool ok = false;
     const tlm_json *studies = tlm_json_get(root, "studies");
     const tlm_json *file = tlm_json_get(root, "file");
@@ -226,7 +228,7 @@ bool study_plan_parse(const char *json, size_t len, const char *want, study_plan
                 }
                 tlm_fail(err, "the file has several studies (%s): name one with --study", names.buf ? names.buf : "");
                 tlm_sb_free(&names);
-                if (bad_choice) *bad_choice = true;
+                *fault = STUDY_PLAN_BAD_CHOICE;
                 goto done;
             }
             chosen = &studies->items[i];
@@ -235,7 +237,7 @@ bool study_plan_parse(const char *json, size_t len, const char *want, study_plan
     if (!chosen) {
         if (want) tlm_fail(err, "the file has no study named `%s`", want);
         else tlm_fail(err, "the file declares no study");
-        if (bad_choice) *bad_choice = want != NULL;
+        if (want) *fault = STUDY_PLAN_BAD_CHOICE;
         goto done;
     }
     if (chosen->type != TLM_JSON_OBJECT) {

@@ -52,12 +52,17 @@ typedef struct study_plan {
     int nvariants;
 } study_plan;
 
+/* Why a plan was refused: its text is no JSON at all (from tlmc: a $TLMC
+ * that is another program), the choice of study (a usage error, as tlmc's
+ * --study takes it), or anything else in it. */
+typedef enum { STUDY_PLAN_INVALID, STUDY_PLAN_NOT_JSON, STUDY_PLAN_BAD_CHOICE } study_plan_fault;
+
 /* Reads the plan JSON and takes the study named want (NULL: the file's
  * only study; several is an error naming them). false with a one-line
- * reason (a missing or mistyped field names it); *bad_choice (when not
- * NULL) says whether the reason is the choice of study, a usage error as
- * tlmc's --study takes it. */
-bool study_plan_parse(const char *json, size_t len, const char *want, study_plan *plan, bool *bad_choice, tlm_err *err);
+ * reason (a missing or mistyped field names it), and *fault (when not
+ * NULL) set. */
+bool study_plan_parse(const char *json, size_t len, const char *want, study_plan *plan, study_plan_fault *fault,
+                      tlm_err *err);
 void study_plan_free(study_plan *plan);
 
 /* The variant named name, or NULL. */

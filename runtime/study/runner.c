@@ -558,6 +558,45 @@ static bool run_pool(run *runs, int nruns, const study_plan *p, const study_opti
     return !failed;
 }
 
+/* Compiles the variants (digests: their .so files' SHA-256), sets up runs
+ * (nvariants x nseeds of them), refuses or discards stale ones, reuses the
+ * finished ones, checks the evaluation files when a run is left to
+ * evaluate, and runs the rest. */
+static study_outcome compile_and_train(const study_plan *plan, const study_options *o, const char *models, run *runs,
+                                       char (*digests)[65], study_progress *pr, tlm_err *err) {
+    const int nruns = plan->nvariants * plan->nseeds;
+    if (!study_compile(plan, o->tlmc, models, digests, pr, o->stop, err) || o->stop->count)
+        return o->stop->count ? STUDY_STOPPED : STUDY_FAILED;
+    char data_stamp[65];
+    study_data_stamp(plan, data_stamp);
+    for (int v = 0; v < plan->nvariants; v++)
+        for (int s = 0; s < plan->nseeds; s++) {
+            run *r = &runs[v * plan->nseeds + s];
+            r->variant = &plan->variants[v], r->seed = plan->seeds[s], r->model_digest = digests[v];
+            r->data_stamp = data_stamp;
+            snprintf(r->dir, sizeof r->dir, "%s/runs/%s/seed%" PRId64, o->out, r->variant->name, r->seed);
+            snprintf(r->model, sizeof r->model, "%s/%s.so", models, r->variant->name);
+        }
+    bool refused = false;
+    if (!discard_stale_runs(runs, nruns, o, &refused, err)) return refused ? STUDY_REFUSED : STUDY_FAILED;
+    int reused = 0;
+    for (int i = 0; i < nruns; i++)
+        if (result_valid(plan, &runs[i])) {
+            runs[i].stage = STAGE_DONE;
+            study_progress_run_reused(pr);
+            reused++;
+        }
+    if (reused) study_progress_event(pr, "%d of %d runs already done in %s", reused, nruns, o->out);
+    /* nothing trains before the evaluation files are known to be usable;
+     * with every run reused, none will be evaluated */
+    if (reused < nruns && (!check_evaluations(plan, o, models, err) || o->stop->count))
+        return o->stop->count ? STUDY_STOPPED : STUDY_FAILED;
+    for (int i = 0; i < nruns; i++)
+        if (runs[i].stage != STAGE_DONE && !study_make_dirs(runs[i].dir, err)) return STUDY_FAILED;
+    bool stopped = false, ok = run_pool(runs, nruns, plan, o, pr, &stopped, err);
+    return stopped ? STUDY_STOPPED : ok ? STUDY_DONE : STUDY_FAILED;
+}
+
 static study_outcome execute_locked(const study_plan *plan, const study_options *o, tlm_err *err) {
     char models[4200], path[4300];
     snprintf(models, sizeof models, "%s/models", o->out);
@@ -572,68 +611,18 @@ static study_outcome execute_locked(const study_plan *plan, const study_options 
     if (!getenv("OMP_WAIT_POLICY")) setenv("OMP_WAIT_POLICY", "PASSIVE", 1); /* docs/runtime.md, shared cores */
 
     int nruns = plan->nvariants * plan->nseeds;
-    study_progress pr;
-    study_progress_init(&pr, o->progress, plan->name, nruns, o->jobs);
-    if (!study_compile(plan, o->tlmc, models, &pr, o->stop, err)) {
-        study_progress_end(&pr);
-        return o->stop->count ? STUDY_STOPPED : STUDY_FAILED;
-    }
-    if (!o->stop->count && !check_evaluations(plan, o, models, err)) {
-        study_progress_end(&pr);
-        return o->stop->count ? STUDY_STOPPED : STUDY_FAILED;
-    }
-    if (o->stop->count) {
-        study_progress_end(&pr);
-        return STUDY_STOPPED;
-    }
     run *runs = calloc((size_t)nruns, sizeof *runs);
     char(*digests)[65] = calloc((size_t)plan->nvariants, sizeof *digests);
     if (!runs || !digests) {
         free(runs), free(digests);
         return tlm_fail(err, "out of memory"), STUDY_FAILED;
     }
-    char data_stamp[65];
-    study_data_stamp(plan, data_stamp);
-    for (int v = 0; v < plan->nvariants; v++) {
-        snprintf(path, sizeof path, "%s/%s.so", models, plan->variants[v].name);
-        if (!study_file_sha256(path, digests[v], err)) {
-            free(runs), free(digests);
-            return STUDY_FAILED;
-        }
-        for (int s = 0; s < plan->nseeds; s++) {
-            run *r = &runs[v * plan->nseeds + s];
-            r->variant = &plan->variants[v], r->seed = plan->seeds[s], r->model_digest = digests[v];
-            r->data_stamp = data_stamp;
-            snprintf(r->dir, sizeof r->dir, "%s/runs/%s/seed%" PRId64, o->out, r->variant->name, r->seed);
-            snprintf(r->model, sizeof r->model, "%s", path);
-        }
-    }
-    refused = false;
-    if (!discard_stale_runs(runs, nruns, o, &refused, err)) {
-        study_progress_end(&pr);
-        free(runs), free(digests);
-        return refused ? STUDY_REFUSED : STUDY_FAILED;
-    }
-    int reused = 0;
-    for (int v = 0; v < plan->nvariants; v++)
-        for (int s = 0; s < plan->nseeds; s++) {
-            run *r = &runs[v * plan->nseeds + s];
-            if (result_valid(plan, r)) {
-                r->stage = STAGE_DONE;
-                study_progress_run_reused(&pr);
-                reused++;
-            } else if (!study_make_dirs(r->dir, err)) {
-                free(runs), free(digests);
-                return STUDY_FAILED;
-            }
-        }
-    if (reused) study_progress_event(&pr, "%d of %d runs already done in %s", reused, nruns, o->out);
-    bool stopped = false;
-    ok = run_pool(runs, nruns, plan, o, &pr, &stopped, err);
+    study_progress pr;
+    study_progress_init(&pr, o->progress, plan->name, nruns, o->jobs);
+    study_outcome outcome = compile_and_train(plan, o, models, runs, digests, &pr, err);
     study_progress_end(&pr);
     free(runs), free(digests);
-    if (stopped) return STUDY_STOPPED;
-    if (!ok) return STUDY_FAILED;
+    if (outcome != STUDY_DONE) return outcome;
     snprintf(path, sizeof path, "%s", o->out);
     if (!study_finish(plan, path, true, o->stop, o->progress, err)) return STUDY_FAILED;
     return o->stop->count ? STUDY_STOPPED : STUDY_DONE;

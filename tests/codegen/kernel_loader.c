@@ -68,6 +68,7 @@ bool kernel_lib_build(kernel_lib *lib, const tlm_kernel_spec *specs, int n, cons
 }
 
 bool kernel_lib_build_emulated(kernel_lib *lib, const char *cxx, const char *include_dir, const char *source,
+                               const tlm_kernel_spec *specs, int n, void (*wrappers)(FILE *, const tlm_kernel_spec *),
                                char **err) {
     if (!kernel_lib_make_dir(lib, err)) return false;
     char cpp[300], so[300], cmd[1400];
@@ -75,6 +76,7 @@ bool kernel_lib_build_emulated(kernel_lib *lib, const char *cxx, const char *inc
     snprintf(so, sizeof so, "%s/emu.so", lib->dir);
     FILE *f = fopen(cpp, "w");
     bool ok = f && fprintf(f, "#include \"cuda_emu.h\"\n%s\n", source) > 0;
+    for (int i = 0; ok && i < n; i++) wrappers(f, &specs[i]);
     if (f && fclose(f) != 0) ok = false;
     if (!ok) *err = message("cannot write", cpp);
     snprintf(cmd, sizeof cmd,

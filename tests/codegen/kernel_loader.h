@@ -3,6 +3,8 @@
 #ifndef TLM_KERNEL_LOADER_H
 #define TLM_KERNEL_LOADER_H
 
+#include <stdio.h>
+
 #include "codegen.h"
 
 typedef struct {
@@ -21,11 +23,13 @@ bool kernel_lib_build(kernel_lib *lib, const tlm_kernel_spec *specs, int n, cons
  * shared object there (see kernel_lib_open). */
 bool kernel_lib_make_dir(kernel_lib *lib, char **err);
 bool kernel_lib_open(kernel_lib *lib, const char *so_path, char **err);
-/* CUDA source (kernels and their TLM_EMU_EXPORT wrappers) compiled with
- * the C++ compiler cxx against cuda_emu.h (in include_dir), in a scratch
- * directory, and opened: the emulated device's way, for tests of single
- * kernels. */
+/* The generated CUDA source, then what wrappers(f, spec) writes for each
+ * of specs[0, n) (the kernels' TLM_EMU_EXPORT lines and the host entry
+ * points the test calls), compiled with the C++ compiler cxx against
+ * cuda_emu.h (in include_dir) in a scratch directory, and opened: the
+ * emulated device's way, for tests of single kernels. */
 bool kernel_lib_build_emulated(kernel_lib *lib, const char *cxx, const char *include_dir, const char *source,
+                               const tlm_kernel_spec *specs, int n, void (*wrappers)(FILE *, const tlm_kernel_spec *),
                                char **err);
 void *kernel_lib_sym(kernel_lib *lib, const tlm_kernel_spec *s, const char *entry);
 void kernel_lib_close(kernel_lib *lib);

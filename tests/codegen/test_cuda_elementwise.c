@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gemm_reference.h" /* the runtime's bf16 conversions */
 #include "kernel_loader.h"
 #include "mlp_check.h"
 
@@ -58,6 +59,16 @@ static void write_wrapper(FILE *f, const char *sym, int v) {
             sym, sym, params[v], args[v], THREADS, sym);
 }
 
+/* A width's four kernels: act, act_bf16, act_grad, act_grad_bf16. */
+static void act_wrappers(FILE *f, const tlm_kernel_spec *s) {
+    char sym[160];
+    for (int v = 0; v < 4; v++) {
+        tlm_kernel_symbol(s, v < 2 ? TLM_ENTRY_ACT : TLM_ENTRY_ACT_GRAD, sym, sizeof sym);
+        strcat(sym, v % 2 ? "_bf16" : "");
+        write_wrapper(f, sym, v);
+    }
+}
+
 typedef void (*act_fn)(unsigned, long long, const void *, const void *, void *);
 typedef void (*grad_fn)(unsigned, long long, const void *, const void *, const float *, float *, float *);
 
@@ -76,12 +87,6 @@ static void reference(bool swiglu, double g, double u, double dh, double *h, dou
     *du = dh * (0.5 * (1.0 + t) + 0.5 * u * (1.0 - t * t) * c * (1.0 + 3.0 * 0.044715 * u * u));
 }
 
-static float widen(uint16_t b) {
-    uint32_t bits = (uint32_t)b << 16;
-    float f;
-    memcpy(&f, &bits, sizeof f);
-    return f;
-}
 static uint32_t bits_of(float f) {
     uint32_t b;
     memcpy(&b, &f, sizeof b);
@@ -113,7 +118,7 @@ static float get(const arr *a, bool aligned, size_t i) {
     if (a->size == 2) {
         uint16_t b;
         memcpy(&b, p, 2);
-        return widen(b);
+        return tlm_bf16_to_f32(b);
     }
     float f;
     memcpy(&f, p, 4);
@@ -166,10 +171,8 @@ static void run_case(void *so, const tlm_kernel_spec *s, int rows, bool bf16, ui
         (j % 2 ? pg : pu)[i] = special[j];
     }
     for (size_t i = 0; i < n; i++) {
-        pg16[i] = (uint16_t)(bits_of(pg[i]) >> 16), pu16[i] = (uint16_t)(bits_of(pu[i]) >> 16);
-        if (isnan(pg[i])) pg16[i] |= 0x40;
-        if (isnan(pu[i])) pu16[i] |= 0x40;
-        if (bf16) pg[i] = widen(pg16[i]), pu[i] = widen(pu16[i]);
+        pg16[i] = tlm_f32_to_bf16(pg[i]), pu16[i] = tlm_f32_to_bf16(pu[i]);
+        if (bf16) pg[i] = tlm_bf16_to_f32(pg16[i]), pu[i] = tlm_bf16_to_f32(pu16[i]);
         reference(swiglu, pg[i], pu[i], dh[i], &rh[i], &rdg[i], &rdu[i]);
     }
     arr G = arr_new(n, psize), U = arr_new(n, psize), H[2] = {arr_new(n, psize), arr_new(n, psize)};
@@ -229,27 +232,13 @@ int main(void) {
         {TLM_MLP_GELU, 32, 64},
     };
     const int n_specs = (int)(sizeof specs / sizeof specs[0]), rows[] = {1, 5, 37};
-    char *src = tlm_codegen_cuda_source(specs, n_specs), *err = NULL, *text = NULL, sym[160];
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    if (!src || !f) {
-        printf("FAIL: no source, or out of memory\n");
-        return 1;
-    }
-    fputs(src, f);
-    for (int i = 0; i < n_specs; i++)
-        for (int v = 0; v < 4; v++) {
-            tlm_kernel_symbol(&specs[i], v < 2 ? TLM_ENTRY_ACT : TLM_ENTRY_ACT_GRAD, sym, sizeof sym);
-            strcat(sym, v % 2 ? "_bf16" : "");
-            write_wrapper(f, sym, v);
-        }
-    fclose(f);
-    free(src);
+    char *src = tlm_codegen_cuda_source(specs, n_specs), *err = NULL;
     kernel_lib lib;
-    bool built = kernel_lib_build_emulated(&lib, TLM_TEST_CXX, TLM_TEST_SOURCE_DIR, text, &err);
-    free(text);
+    bool built = src && kernel_lib_build_emulated(&lib, TLM_TEST_CXX, TLM_TEST_SOURCE_DIR, src, specs, n_specs,
+                                                  act_wrappers, &err);
+    free(src);
     if (!built) {
-        printf("FAIL: %s\n", err);
+        printf("FAIL: %s\n", err ? err : "no CUDA source");
         return 1;
     }
     for (int i = 0; i < n_specs; i++)
