@@ -33,8 +33,13 @@
  * kernel's CPU implementation (tlm_abi_kernel.cpu_impl), and the CUDA
  * source's bf16 activation entries (_act_bf16, _act_grad_bf16); 6: the
  * training record's min_lr may be -1 (a tenth of lr, resolved by the
- * reader after its flags) */
-#define TLM_ABI_VERSION 6u
+ * reader after its flags); 7: _act_grad_bf16 writes the gradients in bf16
+ * (the cuBLASLt GEMMs' operands, as they are stored), not fp32 */
+#define TLM_ABI_VERSION 7u
+/* The oldest model ABI whose checkpoints this one reads: 7 changed a CUDA
+ * kernel, not what a checkpoint holds, so a run trained before it resumes
+ * with its model compiled again. */
+#define TLM_CKPT_OLDEST_ABI 6u
 
 #define TLM_SYM_MAGIC "tlm_abi_magic"
 #define TLM_SYM_VERSION "tlm_abi_version"
@@ -55,7 +60,8 @@
  * (the GEMMs go to cuBLASLt, these do what it cannot):
  *   act(rows, pre_gate, pre_up, h):  h = act(pre_gate, pre_up), [rows, W]
  *   act_grad(rows, pre_gate, pre_up, dh, d_pre_gate, d_pre_up)
- * elementwise over rows × W, any grid (blocks stride), 256 threads. A
+ * elementwise over rows × W, any grid (blocks stride), 256 threads; each
+ * also as a "_bf16" twin whose arrays are bf16, dh aside (fp32). A
  * thread takes TLM_ACT_VECTOR elements a step where its arrays are 16-byte
  * aligned (a warp 32 × TLM_ACT_VECTOR consecutive ones): a grid of rows ×
  * W / TLM_ACT_VECTOR threads covers them in one step (a larger one leaves

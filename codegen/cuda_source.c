@@ -264,8 +264,9 @@ static const char tile_machinery[] =
 
 /* The elementwise kernels' (tlm_codegen_cuda_source). */
 static const char elementwise_machinery[] =
-    "// --precision bf16 stores the pre-activations and h in bf16 (the GEMMs\n"
-    "// write and read them so): load widens a bf16 exactly; store rounds to\n"
+    "// --precision bf16 stores the pre-activations, h and the pre-activations'\n"
+    "// gradients in bf16 (the GEMMs write or read them so): load widens a\n"
+    "// bf16 exactly; store rounds to\n"
     "// nearest even, NaN kept quiet: the bits of the runtime's tlm::to_bf16\n"
     "// (runtime/gpu/common.cuh), restated since this source is compiled apart.\n"
     "__device__ __forceinline__ unsigned short bf16_bits(float v) {\n"
@@ -302,7 +303,8 @@ static const char elementwise_machinery[] =
     "}\n"
     "\n"
     "// Elementwise over rows x W: the activation, and its gradient given dh\n"
-    "// (pre-activations P and h H fp32 or bf16; dh and the gradients fp32).\n"
+    "// (pre-activations P, h H and the gradients G fp32 or bf16, the bf16\n"
+    "// twins all bf16; dh fp32: its GEMM's output).\n"
     "// Memory-bound, so where every array is 16-byte aligned a warp takes a\n"
     "// tile of TILE = 256 consecutive elements a step, each lane four at 4 x\n"
     "// lane and four at 128 + 4 x lane: each access of the warp is one\n"
@@ -337,9 +339,9 @@ static const char elementwise_machinery[] =
     "    store(h + i, act<SWIGLU>(SWIGLU ? load(pg + i) : 0.0f, load(pu + i)));\n"
     "}\n"
     "\n"
-    "template <int W, bool SWIGLU, typename P>\n"
+    "template <int W, bool SWIGLU, typename P, typename G>\n"
     "__device__ void act_grad_rows(long long rows, const P *pg, const P *pu, const float *dh,\n"
-    "                              float *dpg, float *dpu) {\n"
+    "                              G *dpg, G *dpu) {\n"
     "  const long long n = rows * W, stride = (long long)gridDim.x * THREADS;\n"
     "  const long long first = blockIdx.x * (long long)THREADS + threadIdx.x;\n"
     "  long long done = 0;\n"
@@ -362,8 +364,8 @@ static const char elementwise_machinery[] =
     "  for (long long i = done + first; i < n; i += stride) {\n"
     "    float dg, du;\n"
     "    act_grad<SWIGLU>(SWIGLU ? load(pg + i) : 0.0f, load(pu + i), dh[i], dg, du);\n"
-    "    if (SWIGLU) dpg[i] = dg;\n"
-    "    dpu[i] = du;\n"
+    "    if (SWIGLU) store(dpg + i, dg);\n"
+    "    store(dpu + i, du);\n"
     "  }\n"
     "}\n";
 
@@ -434,7 +436,7 @@ static void emit_elementwise_spec(FILE *f, const tlm_kernel_spec *s) {
             "}\n"
             "extern \"C\" __global__ void __launch_bounds__(256) %s_bf16(\n"
             "    long long rows, const unsigned short *pre_gate, const unsigned short *pre_up,\n"
-            "    const float *dh, float *d_pre_gate, float *d_pre_up) {\n"
+            "    const float *dh, unsigned short *d_pre_gate, unsigned short *d_pre_up) {\n"
             "  tlm::act_grad_rows<%d, %s>(rows, pre_gate, pre_up, dh, d_pre_gate, d_pre_up);\n"
             "}\n",
             sym, W, swiglu, sym, W, swiglu);

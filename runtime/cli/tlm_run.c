@@ -42,8 +42,8 @@ static const struct command *find_command(const char *name) {
 static void usage(FILE *out) {
     fputs("usage: tlm-run COMMAND MODEL.so [options]\n\ncommands:\n", out);
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
-        fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].help);
-    fputs("\n`tlm-run COMMAND --help` describes a command's options.\n"
+        fprintf(out, "  %-9s %s\n", commands[i].name, commands[i].help);
+    fputs("\n`tlm-run COMMAND --help` (or `tlm-run help COMMAND`) describes a command's options.\n"
           "Exit status: 0 ok, 1 error (bad model, file or data), 2 bad usage.\n",
           out);
 }

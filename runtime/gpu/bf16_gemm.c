@@ -54,24 +54,6 @@ static bool lower(tlm_gpu *gpu, const tlm_bf16_gemm *b, const operand *o, int64_
     return true;
 }
 
-bool tlm_gpu_bf16_keep(tlm_gpu *gpu, const tlm_dptr *src, tlm_dptr *dst, int count, int64_t n, tlm_err *err) {
-    const tlm_bf16_gemm *b = gpu->bf16;
-    if (!b) return tlm_fail(err, "bf16 copies kept without bf16 GEMMs");
-    if (gpu->bf16_kept) return tlm_fail(err, "bf16 copies kept twice without a release");
-    const int64_t item_elems = round_up(n);
-    if ((int64_t)count * item_elems > b->scratch_elems)
-        return tlm_fail(err, "the bf16 GEMM scratch holds %lld elements; %d copies of %lld need %lld",
-                        (long long)b->scratch_elems, count, (long long)n, (long long)(count * item_elems));
-    for (int i = 0; i < count; i++) {
-        dst[i] = b->scratch + (tlm_dptr)(i * item_elems) * 2;
-        if (!tlm_gpu_to_bf16(gpu, dst[i], src[i], n, err)) return false;
-    }
-    gpu->bf16_kept = count * item_elems;
-    return true;
-}
-
-void tlm_gpu_bf16_release(tlm_gpu *gpu) { gpu->bf16_kept = 0; }
-
 bool tlm_gpu_gemm_bf16(tlm_gpu *gpu, const tlm_bf16_gemm *b, const tlm_gemm *g, tlm_err *err) {
     /* the shape checked as the bf16 GEMM it becomes (A and B may differ in
      * type until lowered; the device checks the lowered one again) */
@@ -82,7 +64,7 @@ bool tlm_gpu_gemm_bf16(tlm_gpu *gpu, const tlm_bf16_gemm *b, const tlm_gemm *g, 
     tlm_gemm l = *g;
     operand a = {&l.a, l.trans_a ? l.k : l.m, l.trans_a ? l.m : l.k, l.lda, &l.stride_a, &l.a_type};
     operand bb = {&l.b, l.trans_b ? l.n : l.k, l.trans_b ? l.k : l.n, l.ldb, &l.stride_b, &l.b_type};
-    int64_t used = gpu->bf16_kept;
+    int64_t used = 0;
     return lower(gpu, b, &a, l.batch, &used, err) && lower(gpu, b, &bb, l.batch, &used, err) &&
            tlm_device_gemm(gpu->dev, &l, err);
 }

@@ -37,17 +37,6 @@ int64_t tlm_bf16_gemm_scratch_elems(int64_t widest, int items);
  * and B. */
 bool tlm_gpu_gemm_bf16(tlm_gpu *gpu, const tlm_bf16_gemm *b, const tlm_gemm *g, tlm_err *err);
 
-/* Rounds n fp32 elements at each of src[0, count) once into the start of
- * the scratch, for operands that several GEMMs read (the MLP's gradients:
- * its dx and dW products), which would otherwise round each of them once
- * per GEMM: the same bits, half the passes. dst[i] is where src[i]'s copy
- * lies, to be described as a TLM_GEMM_BF16 operand; the copies are
- * consecutive, round_up(n) elements apart, so that a batched GEMM can take
- * them as one operand. Until tlm_gpu_bf16_release, GEMMs round their own
- * operands past them. */
-bool tlm_gpu_bf16_keep(tlm_gpu *gpu, const tlm_dptr *src, tlm_dptr *dst, int count, int64_t n, tlm_err *err);
-void tlm_gpu_bf16_release(tlm_gpu *gpu);
-
 /* dst[0, n) = bf16(src[0, n)), rounded to nearest even. */
 bool tlm_gpu_to_bf16(tlm_gpu *gpu, tlm_dptr dst, tlm_dptr src, int64_t n, tlm_err *err);
 

@@ -61,9 +61,6 @@ typedef struct tlm_gpu {
     tlm_module_report reports[TLM_GPU_MODULE_COUNT]; /* how each was loaded (cache hit, compile time) */
     /* NULL: GEMMs in fp32; else their bf16 operands (bf16_gemm.h) */
     const struct tlm_bf16_gemm *bf16;
-    /* elements at the start of its scratch that hold operands rounded once
-     * for several GEMMs (tlm_gpu_bf16_keep), which no GEMM may round over */
-    int64_t bf16_kept;
     /* a small buffer the C calls reuse (the gradient norm's partial sums),
      * so that a step allocates nothing on the device */
     tlm_dptr scratch;

@@ -341,40 +341,33 @@ static bool op_mlp_backward(step *s, const tlm_abi_op *op) {
     tlm_dptr dout = IN(dout), x = IN(x), pre_gate = IN(pre_gate), pre_up = IN(pre_up), scratch = s->g->mlp_scratch;
     tlm_dptr d_pre_gate = OUT(d_pre_gate), d_pre_up = OUT(d_pre_up), dx = OUT(dx);
     const int D = s->D, w = (int)W;
+    /* the pre-activations and their gradients in one storage (gpu_model.c) */
     const bool bf16 = mlp_in_bf16(s, o->in_pre_gate, o->in_pre_up);
     /* dh = dout Wd, then the activation's gradient */
     tlm_gemm dh = tlm_gpu_linear_dx_gemm(scratch, dout, PARAM(w_down), s->N, w, D, false);
     void *grad_args[] = {&rows, &pre_gate, &pre_up, &scratch, &d_pre_gate, &d_pre_up};
     tlm_kernel *act_grad = (bf16 ? s->g->act_grad_bf16 : s->g->act_grad)[op->kernel];
     if (!tlm_gpu_gemm(s->gpu, &dh, ERR) || !act_launch(s, act_grad, grad_args, W)) return false;
-    /* dx = d_pre_up Wu (+ d_pre_gate Wg); dWu, dWg += d_pre^T x. With bf16
-     * GEMMs each gradient is rounded once for its two products (gate's
-     * first: gemm_pair batches the two dW products over the copies). */
-    tlm_dptr g_up = d_pre_up, g_gate = d_pre_gate, kept[2];
-    tlm_gemm_type g_type = TLM_GEMM_F32;
-    if (s->gpu->bf16) {
-        if (!tlm_gpu_bf16_keep(s->gpu, swiglu ? (tlm_dptr[]){d_pre_gate, d_pre_up} : (tlm_dptr[]){d_pre_up}, kept,
-                               swiglu ? 2 : 1, (int64_t)s->N * w, ERR))
-            return false;
-        g_gate = kept[0], g_up = kept[swiglu ? 1 : 0], g_type = TLM_GEMM_BF16;
-    }
-    tlm_gemm dx_up = tlm_gpu_linear_dx_gemm(dx, g_up, PARAM(w_up), s->N, D, w, false);
-    tlm_gemm dw_up = tlm_gpu_linear_dw_gemm(GRAD(w_up), g_up, x, s->N, D, w);
+    /* dx = d_pre_up Wu (+ d_pre_gate Wg); dWu, dWg += d_pre^T x. The bf16
+     * twin wrote the gradients in bf16: the GEMMs' operands as they are
+     * (gemm_pair batches the two dW products over them). */
+    const tlm_gemm_type g_type = bf16 ? TLM_GEMM_BF16 : TLM_GEMM_F32;
+    tlm_gemm dx_up = tlm_gpu_linear_dx_gemm(dx, d_pre_up, PARAM(w_up), s->N, D, w, false);
+    tlm_gemm dw_up = tlm_gpu_linear_dw_gemm(GRAD(w_up), d_pre_up, x, s->N, D, w);
     dx_up.b_type = dw_up.b_type = g_type;
     dw_up.a_type = stored_as(s, o->in_x);
     bool ok = tlm_gpu_gemm(s->gpu, &dx_up, ERR);
     if (ok && swiglu) {
-        tlm_gemm dx_gate = tlm_gpu_linear_dx_gemm(dx, g_gate, PARAM(w_gate), s->N, D, w, true);
-        tlm_gemm dw_gate = tlm_gpu_linear_dw_gemm(GRAD(w_gate), g_gate, x, s->N, D, w);
+        tlm_gemm dx_gate = tlm_gpu_linear_dx_gemm(dx, d_pre_gate, PARAM(w_gate), s->N, D, w, true);
+        tlm_gemm dw_gate = tlm_gpu_linear_dw_gemm(GRAD(w_gate), d_pre_gate, x, s->N, D, w);
         dx_gate.b_type = dw_gate.b_type = g_type;
         dw_gate.a_type = dw_up.a_type;
         ok = tlm_gpu_gemm(s->gpu, &dx_gate, ERR) && gemm_pair(s, dw_gate, &dw_up);
     } else if (ok) ok = tlm_gpu_gemm(s->gpu, &dw_up, ERR);
-    tlm_gpu_bf16_release(s->gpu);
     if (!ok) return false;
     /* dWd += dout^T h, h recomputed into the scratch dh no longer needs */
     tlm_gemm dw_down = tlm_gpu_linear_dw_gemm(GRAD(w_down), dout, scratch, s->N, w, D);
-    dw_down.a_type = bf16 ? TLM_GEMM_BF16 : TLM_GEMM_F32;
+    dw_down.a_type = g_type;
     return act_h(s, op, bf16, pre_gate, pre_up, W) && tlm_gpu_gemm(s->gpu, &dw_down, ERR);
 }
 

@@ -108,12 +108,14 @@ static bool bf16_input(uint32_t kind, int slot) {
 /* The op outputs the executor can write in bf16: the model norm's and the
  * per-head norm's y, attention's y, Titans' memory's y, the sigmoid and
  * SiLU gates' out and the memory activation's act and mem_qkv (their
- * kernels' bf16 variants), the
+ * kernels' bf16 variants), the MLP's pre-activations' gradients (the
+ * activation gradient's bf16 twin, read by the backward's GEMMs alone), the
  * MLP's pre-activations, qkv, the logits and a linear map's y (GEMMs with
  * bf16 D: the gates' gate_pre; Titans' memory gates' pre-activations stay
  * fp32, their reader has no bf16 form). */
 static bool bf16_output(uint32_t kind, int slot) {
     const char *name = tlm_op_table[kind].out[slot];
+    if (kind == TLM_OP_MLP_BACKWARD) return strcmp(name, "d_pre_gate") == 0 || strcmp(name, "d_pre_up") == 0;
     if (kind == TLM_OP_RMSNORM || kind == TLM_OP_RMSNORM_HEADS) return strcmp(name, "y") == 0;
     if (kind == TLM_OP_SILU_GATE) return strcmp(name, "out") == 0;
     if (kind == TLM_OP_MEM_ACT) return strcmp(name, "act") == 0 || strcmp(name, "mem_qkv") == 0;
@@ -173,7 +175,8 @@ void tlm_gpu_bf16_buffers(const tlm_so *so, int nops, bool *bf16_buffers) {
     free(state);
     /* Pairs the kernels take in one storage only. An MLP's gate and up are
      * one GEMM's two halves and one kernel's two inputs: both bf16 or both
-     * fp32. The cross-entropy's backward reads the logits and writes dlogits
+     * fp32; its backward's activation gradient reads them and writes their
+     * gradients in one storage (the kernel and its bf16 twin). The cross-entropy's backward reads the logits and writes dlogits
      * in one storage (in place in the IR; a dlogits of its own, which no
      * bf16 op writes, keeps the logits fp32). Attention's kernels read q,
      * k, v in bf16 whenever they write y in bf16 (a bf16 y from fp32 q, k, v has no kernel), and sampling's KV
@@ -192,6 +195,11 @@ void tlm_gpu_bf16_buffers(const tlm_so *so, int nops, bool *bf16_buffers) {
         const tlm_abi_op *op = &so->ops[k];
         if (op->kind == TLM_OP_MLP)
             one_storage(bf16_buffers, nb, (int32_t[]){op->mlp.out_pre_gate, op->mlp.out_pre_up}, 2);
+        if (op->kind == TLM_OP_MLP_BACKWARD)
+            one_storage(bf16_buffers, nb,
+                        (int32_t[]){op->mlp_backward.in_pre_gate, op->mlp_backward.in_pre_up,
+                                    op->mlp_backward.out_d_pre_gate, op->mlp_backward.out_d_pre_up},
+                        4);
         if (op->kind == TLM_OP_LOSS_BACKWARD)
             one_storage(bf16_buffers, nb, (int32_t[]){op->loss_backward.in_logits, op->loss_backward.out_dlogits}, 2);
         int32_t qkv = op->attention.in_qkv;
@@ -264,13 +272,17 @@ static int64_t widest_mlp(const tlm_so *so) {
     return w;
 }
 
-/* Whether every MLP reads its x in bf16 (stored so, never rounded). */
-static bool mlp_x_in_bf16(const tlm_so *so, int nops, const bool *bf16_buffers) {
+/* Whether every MLP op's x (its input: stored in bf16, never rounded), or
+ * its pre_up (and with it the pre-activations, h and their gradients), is
+ * stored in bf16. */
+typedef enum { MLP_X, MLP_PRE_UP } mlp_operand;
+static bool every_mlp_in_bf16(const tlm_so *so, int nops, const bool *bf16_buffers, mlp_operand which) {
     for (int k = 0; k < nops; k++) {
         const tlm_abi_op *op = &so->ops[k];
-        if ((op->kind == TLM_OP_MLP && !bf16_buffers[op->mlp.in_x]) ||
-            (op->kind == TLM_OP_MLP_BACKWARD && !bf16_buffers[op->mlp_backward.in_x]))
-            return false;
+        int32_t b = -1;
+        if (op->kind == TLM_OP_MLP) b = which == MLP_X ? op->mlp.in_x : op->mlp.out_pre_up;
+        if (op->kind == TLM_OP_MLP_BACKWARD) b = which == MLP_X ? op->mlp_backward.in_x : op->mlp_backward.in_pre_up;
+        if (b >= 0 && !bf16_buffers[b]) return false;
     }
     return true;
 }
@@ -308,10 +320,12 @@ static bool gemm_operand(uint32_t kind, int slot) {
  * one more of the MLP's unless every MLP's x is stored in bf16. A buffer
  * stored in bf16 is read as it is, never rounded, and a buffer no GEMM
  * reads is never rounded either, so only the fp32 GEMM operands count (in
- * bf16 the logits, V a token, are no longer among them). */
+ * bf16 the logits, V a token, are no longer among them; nor are h and the
+ * MLP's gradients, unless some MLP is in fp32). */
 int64_t tlm_gpu_bf16_scratch_elems(const tlm_so *so, int nops, const bool *bf16_buffers, int64_t rows) {
     const int nb = (int)so->header->nbuffers;
-    int64_t widest = widest_mlp(so);
+    const bool mlp_fp32 = !every_mlp_in_bf16(so, nops, bf16_buffers, MLP_PRE_UP);
+    int64_t widest = mlp_fp32 ? widest_mlp(so) : 0;
     for (int k = 0; k < nops; k++) {
         const tlm_abi_op *op = &so->ops[k];
         for (int j = 0; j < 4; j++) {
@@ -321,7 +335,9 @@ int64_t tlm_gpu_bf16_scratch_elems(const tlm_so *so, int nops, const bool *bf16_
         }
     }
     return tlm_bf16_gemm_scratch_elems(rows * widest, 2) +
-           (mlp_x_in_bf16(so, nops, bf16_buffers) ? 0 : tlm_bf16_gemm_scratch_elems(rows * widest_mlp(so), 1));
+           (!mlp_fp32 || every_mlp_in_bf16(so, nops, bf16_buffers, MLP_X)
+                ? 0
+                : tlm_bf16_gemm_scratch_elems(rows * widest_mlp(so), 1));
 }
 
 /* The MLP scratch: h, and in the backward dh (fp32). Without a backward

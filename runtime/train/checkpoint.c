@@ -378,6 +378,14 @@ static bool params_match(const tlm_st_file *f, const tlm_so *so) {
     return true;
 }
 
+/* Whether a checkpoint's abi_version, a decimal string, is one this model's
+ * ABI reads (TLM_CKPT_OLDEST_ABI up to its own). */
+static bool ckpt_abi_readable(const char *abi, uint32_t model_abi) {
+    if (!abi || !*abi || strlen(abi) > 9 || strspn(abi, "0123456789") != strlen(abi)) return false;
+    const unsigned long v = strtoul(abi, NULL, 10);
+    return v >= TLM_CKPT_OLDEST_ABI && v <= model_abi;
+}
+
 tlm_st_file *tlm_ckpt_open(const char *path, const tlm_so *so, tlm_err *err) {
     tlm_err e = {""};
     tlm_st_file *f = tlm_st_open(path, &e);
@@ -390,8 +398,7 @@ tlm_st_file *tlm_ckpt_open(const char *path, const tlm_so *so, tlm_err *err) {
     const char *abi = tlm_st_meta_get(f, "abi_version");
     const char *fp = tlm_st_meta_get(f, "param_fingerprint");
     const char *name = tlm_so_str(so, so->config->name);
-    char want_abi[16], want_fp[24];
-    snprintf(want_abi, sizeof want_abi, "%u", so->header->version);
+    char want_fp[24];
     snprintf(want_fp, sizeof want_fp, "%016" PRIx64, tlm_param_fingerprint(so));
     bool ok = false;
     if (!format || strcmp(format, TLM_CKPT_FORMAT) != 0)
@@ -401,8 +408,9 @@ tlm_st_file *tlm_ckpt_open(const char *path, const tlm_so *so, tlm_err *err) {
         ;
     else if (!model || strcmp(model, name) != 0)
         tlm_fail(err, "%s: a checkpoint of model `%s`, not `%s`", path, model ? model : "?", name);
-    else if (!abi || strcmp(abi, want_abi) != 0)
-        tlm_fail(err, "%s: written with ABI version %s, the model has version %s", path, abi ? abi : "?", want_abi);
+    else if (!ckpt_abi_readable(abi, so->header->version))
+        tlm_fail(err, "%s: written with ABI version %s; this tlm-run reads checkpoints of versions %u to %u", path,
+                 abi ? abi : "?", TLM_CKPT_OLDEST_ABI, so->header->version);
     else if (!fp || strcmp(fp, want_fp) != 0 || !params_match(f, so)) describe_difference(f, so, path, err);
     else ok = tlm_ckpt_config_matches(tlm_st_meta_get(f, "config"), so, path, err);
     if (!ok) {

@@ -1,11 +1,12 @@
 /* The model's elementwise CUDA kernels (tlm_codegen_cuda_source: act and
- * act_grad, fp32 and bf16), run on the CPU through cuda_emu.h, on odd sizes
+ * act_grad, fp32 and their bf16 twins, which read and write bf16, dh
+ * aside), run on the CPU through cuda_emu.h, on odd sizes
  * (rows 1, 5, 37; widths 45 and 64: rows x W under one warp's tile of 256
  * elements, and tiles with tails of 64 and 129):
  *
  * - against a float64 reference of the same formulas (fp32: 1e-5 of the
- *   largest |value| plus 1e-5 relative; a bf16 h, the reference rounded:
- *   2^-8 relative more), every element written (outputs start as a NaN no
+ *   largest |value| plus 1e-5 relative; a bf16 h or gradient, the
+ *   reference rounded: 2^-8 relative more), every element written (outputs start as a NaN no
  *   kernel writes);
  * - the tiled path (eight elements a thread, every array 16-byte aligned)
  *   against the one at a time path (the arrays moved by one element), bit
@@ -42,7 +43,8 @@ static const char *const params[4] = {
     "long long rows, const float *pg, const float *pu, float *h",
     "long long rows, const unsigned short *pg, const unsigned short *pu, unsigned short *h",
     "long long rows, const float *pg, const float *pu, const float *dh, float *dpg, float *dpu",
-    "long long rows, const unsigned short *pg, const unsigned short *pu, const float *dh, float *dpg, float *dpu",
+    ("long long rows, const unsigned short *pg, const unsigned short *pu, const float *dh, "
+     "unsigned short *dpg, unsigned short *dpu"),
 };
 static const char *const args[4] = {"&rows, &pg, &pu, &h", "&rows, &pg, &pu, &h", "&rows, &pg, &pu, &dh, &dpg, &dpu",
                                     "&rows, &pg, &pu, &dh, &dpg, &dpu"};
@@ -70,7 +72,7 @@ static void act_wrappers(FILE *f, const tlm_kernel_spec *s) {
 }
 
 typedef void (*act_fn)(unsigned, long long, const void *, const void *, void *);
-typedef void (*grad_fn)(unsigned, long long, const void *, const void *, const float *, float *, float *);
+typedef void (*grad_fn)(unsigned, long long, const void *, const void *, const float *, void *, void *);
 
 static double sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 static void reference(bool swiglu, double g, double u, double dh, double *h, double *dg, double *du) {
@@ -176,7 +178,8 @@ static void run_case(void *so, const tlm_kernel_spec *s, int rows, bool bf16, ui
         reference(swiglu, pg[i], pu[i], dh[i], &rh[i], &rdg[i], &rdu[i]);
     }
     arr G = arr_new(n, psize), U = arr_new(n, psize), H[2] = {arr_new(n, psize), arr_new(n, psize)};
-    arr DH = arr_new(n, 4), DG[2] = {arr_new(n, 4), arr_new(n, 4)}, DU[2] = {arr_new(n, 4), arr_new(n, 4)};
+    arr DH = arr_new(n, 4), DG[2] = {arr_new(n, psize), arr_new(n, psize)},
+        DU[2] = {arr_new(n, psize), arr_new(n, psize)};
     const unsigned exact = (unsigned)((n + TLM_ACT_VECTOR - 1) / TLM_ACT_VECTOR + THREADS - 1) / THREADS;
     const unsigned grids[] = {1, exact, (unsigned)((n + THREADS - 1) / THREADS) + 3};
     char name[200], act_sym[160];

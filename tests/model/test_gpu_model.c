@@ -196,10 +196,10 @@ static double logits_widened(tlm_model *g, const char *model, const float *cpu_l
 /* The MLP activation kernels' bf16 twins (codegen/cuda_source.c) against
  * the fp32 kernels on the same values: pre-activations that are bf16 (so
  * both read the same numbers), then act_bf16's h must be the fp32 act's h
- * rounded to nearest even, and act_grad_bf16's gradients the fp32
- * act_grad's, bit for bit. The fp32 kernels are held to the CPU by the
- * whole-model comparison above, so the twins differ from the CPU by one
- * rounding of h (u = 2^-8 relative) and nothing else. */
+ * rounded to nearest even, and act_grad_bf16's gradients (bf16 too) the
+ * fp32 act_grad's rounded, bit for bit. The fp32 kernels are held to the
+ * CPU by the whole-model comparison above, so the twins differ from the CPU
+ * by one rounding of what they write (u = 2^-8 relative) and nothing else. */
 static void act_twins(const tlm_model *g, const char *model) {
     tlm_device *dev = g->gpu->gpu.dev;
     const long long rows = 5; /* odd: the last block is partial */
@@ -208,7 +208,8 @@ static void act_twins(const tlm_model *g, const char *model) {
         const int64_t n = rows * g->so->kernels[k].width;
         uint16_t *pre16 = xcalloc((size_t)(2 * n), 2), *h16 = xcalloc((size_t)n, 2);
         float *pre = xcalloc((size_t)(2 * n), 4), *dh = xcalloc((size_t)n, 4), *h = xcalloc((size_t)n, 4);
-        float *grads = xcalloc((size_t)(2 * n), 4), *grads16 = xcalloc((size_t)(2 * n), 4);
+        float *grads = xcalloc((size_t)(2 * n), 4);
+        uint16_t *grads16 = xcalloc((size_t)(2 * n), 2);
         tlm_rng rng;
         tlm_rng_seed(&rng, 5 + k);
         for (int64_t i = 0; i < 2 * n; i++) {
@@ -221,13 +222,13 @@ static void act_twins(const tlm_model *g, const char *model) {
         tlm_dptr d_dh = tlm_device_alloc(dev, (size_t)n * 4, &err), d_h = tlm_device_alloc(dev, (size_t)n * 4, &err);
         tlm_dptr d_h16 = tlm_device_alloc(dev, (size_t)n * 2, &err);
         tlm_dptr d_grads = tlm_device_alloc(dev, (size_t)(2 * n) * 4, &err);
-        tlm_dptr d_grads16 = tlm_device_alloc(dev, (size_t)(2 * n) * 4, &err);
+        tlm_dptr d_grads16 = tlm_device_alloc(dev, (size_t)(2 * n) * 2, &err);
         CHECK(d_pre && d_pre16 && d_dh && d_h && d_h16 && d_grads && d_grads16, "%s: %s", model, err.msg);
         tlm_device_upload(dev, d_pre, pre, (size_t)(2 * n) * 4, &err);
         tlm_device_upload(dev, d_pre16, pre16, (size_t)(2 * n) * 2, &err);
         tlm_device_upload(dev, d_dh, dh, (size_t)n * 4, &err);
         tlm_dptr pg = d_pre, pu = d_pre + (tlm_dptr)n * 4, pg16 = d_pre16, pu16 = d_pre16 + (tlm_dptr)n * 2;
-        tlm_dptr dg = d_grads, du = d_grads + (tlm_dptr)n * 4, dg16 = d_grads16, du16 = d_grads16 + (tlm_dptr)n * 4;
+        tlm_dptr dg = d_grads, du = d_grads + (tlm_dptr)n * 4, dg16 = d_grads16, du16 = d_grads16 + (tlm_dptr)n * 2;
         void *act[] = {(void *)&rows, &pg, &pu, &d_h}, *act16[] = {(void *)&rows, &pg16, &pu16, &d_h16};
         void *grad[] = {(void *)&rows, &pg, &pu, &d_dh, &dg, &du};
         void *grad16[] = {(void *)&rows, &pg16, &pu16, &d_dh, &dg16, &du16};
@@ -239,14 +240,16 @@ static void act_twins(const tlm_model *g, const char *model) {
                   tlm_device_download(dev, h, d_h, (size_t)n * 4, &err) &&
                   tlm_device_download(dev, h16, d_h16, (size_t)n * 2, &err) &&
                   tlm_device_download(dev, grads, d_grads, (size_t)(2 * n) * 4, &err) &&
-                  tlm_device_download(dev, grads16, d_grads16, (size_t)(2 * n) * 4, &err);
+                  tlm_device_download(dev, grads16, d_grads16, (size_t)(2 * n) * 2, &err);
         CHECK(ok, "%s: the activation kernels: %s", model, err.msg);
         int64_t h_off = 0;
         for (int64_t i = 0; i < n; i++) h_off += h16[i] != tlm_f32_to_bf16(h[i]);
         CHECK(h_off == 0, "%s kernel %u: %lld of %lld bf16 h are not the fp32 h rounded", model, k, (long long)h_off,
               (long long)n);
-        CHECK(memcmp(grads, grads16, (size_t)(2 * n) * 4) == 0, "%s kernel %u: act_grad_bf16 differs from act_grad",
-              model, k);
+        int64_t grad_off = 0;
+        for (int64_t i = 0; i < 2 * n; i++) grad_off += grads16[i] != tlm_f32_to_bf16(grads[i]);
+        CHECK(grad_off == 0, "%s kernel %u: %lld of %lld act_grad_bf16 gradients are not act_grad's rounded", model, k,
+              (long long)grad_off, (long long)(2 * n));
         tlm_dptr all[] = {d_pre, d_pre16, d_dh, d_h, d_h16, d_grads, d_grads16};
         for (size_t i = 0; i < sizeof all / sizeof *all; i++) tlm_device_free(dev, all[i]);
         free(pre16), free(h16), free(pre), free(dh), free(h), free(grads), free(grads16);
@@ -298,6 +301,45 @@ static void dlogits_apart(const tlm_so *so, const char *model) {
     tlm_gpu_bf16_buffers(&apart, (int)nops, bf16);
     CHECK(d_norm >= 0 && logits >= 0 && !bf16[logits] && !bf16[d_norm],
           "%s: with dlogits apart from the logits, the logits are stored in %s", model, bf16[logits] ? "bf16" : "fp32");
+    free(bf16);
+    free(ops);
+}
+
+/* The rule's four: an MLP's activation gradient reads its pre-activations
+ * and writes their gradients in one storage (its kernel and its bf16
+ * twin). Given an op list whose first MLP backward writes d_pre_up into
+ * d_norm (which no bf16 op writes), that layer's pre_gate, pre_up and
+ * d_pre_gate must fall back to fp32 with it; the last layer's stay bf16. */
+static void mlp_gradient_fp32(const tlm_so *so, const char *model) {
+    tlm_so changed = *so;
+    const uint32_t nb = so->header->nbuffers, nops = so->header->nops;
+    tlm_abi_op *ops = xcalloc(nops, sizeof *ops);
+    memcpy(ops, so->ops, nops * sizeof *ops);
+    int32_t d_norm = -1;
+    for (uint32_t i = 0; i < nb; i++)
+        if (so->buffers[i].role == TLM_B_D_NORM) d_norm = (int32_t)i;
+    tlm_operands_mlp_backward *first = NULL, *last = NULL;
+    for (uint32_t k = 0; k < nops; k++)
+        if (ops[k].kind == TLM_OP_MLP_BACKWARD) {
+            if (!first) first = &ops[k].mlp_backward;
+            last = &ops[k].mlp_backward;
+        }
+    CHECK(first && d_norm >= 0, "%s: no MLP backward or d_norm", model);
+    if (!first || d_norm < 0) {
+        free(ops);
+        return;
+    }
+    const int32_t mine[3] = {first->in_pre_gate, first->in_pre_up, first->out_d_pre_gate};
+    first->out_d_pre_up = d_norm;
+    changed.ops = ops;
+    bool *bf16 = xcalloc(nb + 1, sizeof *bf16);
+    tlm_gpu_bf16_buffers(&changed, (int)nops, bf16);
+    static const char *const names[] = {"pre_gate", "pre_up", "d_pre_gate"};
+    for (int j = 0; j < 3; j++)
+        CHECK(mine[j] < 0 || !bf16[mine[j]], "%s: with d_pre_up read in fp32, its MLP's %s is stored in bf16", model,
+              names[j]);
+    CHECK(last == first || (bf16[last->in_pre_up] && bf16[last->out_d_pre_up]),
+          "%s: the last MLP's pre_up or d_pre_up is stored in fp32", model);
     free(bf16);
     free(ops);
 }
@@ -395,7 +437,8 @@ static void bf16_model(const tlm_so *so, tlm_device *dev, const tlm_model *cpu, 
         const tlm_abi_buffer *b = &so->buffers[i];
         if (cpu->offsets[i] < 0) continue;
         bool norm = b->role == TLM_B_NORM1 || b->role == TLM_B_NORM2 || b->role == TLM_B_NORMF ||
-                    b->role == TLM_B_PRE_GATE || b->role == TLM_B_PRE_UP;
+                    b->role == TLM_B_PRE_GATE || b->role == TLM_B_PRE_UP || b->role == TLM_B_D_PRE_GATE ||
+                    b->role == TLM_B_D_PRE_UP;
         bool read_by_role = b->role == TLM_B_RESID || b->role == TLM_B_MID;
         CHECK(!norm || g.gpu->bf16_buffers[i], "%s bf16: %s is stored in fp32", model, tlm_so_str(so, b->name));
         CHECK(b->role != TLM_B_LOGITS || g.gpu->bf16_buffers[i], "%s bf16: %s is stored in fp32", model,
@@ -403,14 +446,15 @@ static void bf16_model(const tlm_so *so, tlm_device *dev, const tlm_model *cpu, 
         /* the mixers' activations: attention's y, every qkv, the gates'
          * tensors, Titans' activation, memory q, k, v, read-out and
          * normalised read-out in bf16; Titans' saved states, norms and
-         * gates and every gradient (the D_ roles) in fp32 */
+         * gates and every gradient (the D_ roles) but the MLP's
+         * pre-activations' (above) in fp32 */
         bool mixer_bf16 = b->role == TLM_B_ATTN_Y || b->role == TLM_B_QKV || b->role == TLM_B_GATE_PRE ||
                           b->role == TLM_B_ATTN_GATED || b->role == TLM_B_MEM_ACT || b->role == TLM_B_MEM_QKV ||
                           b->role == TLM_B_MEM_Y || b->role == TLM_B_MEM_YN;
         bool mixer_fp32 = b->role == TLM_B_MEM_SAVED || b->role == TLM_B_MEM_RNORM || b->role == TLM_B_MEM_GATES_PRE ||
-                          b->role == TLM_B_MEM_GATES || b->role == TLM_B_MEM_RSTD ||
-                          (b->role >= TLM_B_D_RESID && b->role <= TLM_B_D_QKV) || b->role == TLM_B_D_GATE_PRE ||
-                          b->role == TLM_B_D_ATTN_GATED ||
+                          b->role == TLM_B_MEM_GATES || b->role == TLM_B_MEM_RSTD || b->role == TLM_B_D_RESID ||
+                          b->role == TLM_B_D_NORM || b->role == TLM_B_D_ATTN_Y || b->role == TLM_B_D_QKV ||
+                          b->role == TLM_B_D_GATE_PRE || b->role == TLM_B_D_ATTN_GATED ||
                           (b->role >= TLM_B_D_MEM_YN && b->role <= TLM_B_D_MEM_GATES_PRE);
         CHECK(!mixer_bf16 || g.gpu->bf16_buffers[i], "%s bf16: %s is stored in fp32", model, tlm_so_str(so, b->name));
         CHECK(!mixer_fp32 || !g.gpu->bf16_buffers[i], "%s bf16: %s is stored in bf16", model, tlm_so_str(so, b->name));
@@ -444,6 +488,7 @@ static void bf16_model(const tlm_so *so, tlm_device *dev, const tlm_model *cpu, 
           (long long)g.arena_bytes, (long long)cpu->arena_bytes);
     act_twins(&g, model);
     dlogits_apart(so, model);
+    mlp_gradient_fp32(so, model);
     scratch_from_gemm_operands(so, model);
     if (titans) titans_chain_fp32(so, model);
     memcpy(g.params, cpu->params, (size_t)cpu->param_floats * sizeof(float));

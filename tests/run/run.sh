@@ -588,6 +588,18 @@ bad_checkpoint)
     "$tmp/legacy.safetensors" "$tmp/legacy_flip.safetensors"
   expect 1 "checksum mismatch: the file is damaged" "... and a flipped bit in it does not" -- \
     "$run" sample "$s" --ckpt "$tmp/legacy_flip.safetensors" --length 1
+  # The checkpoint's ABI: 6 (before the bf16 activation gradient, a kernel
+  # change) is read by today's 7; 5 and what is not a version are refused
+  mkdir -p "$tmp/abi"
+  for v in 6 7; do
+    ckpt retag "$good" "$tmp/abi/checkpoint.safetensors" abi_version "$v"
+    expect 0 "" "a checkpoint of ABI $v loads" -- "$run" sample "$s" --ckpt "$tmp/abi" --length 1
+  done
+  for v in 5 8 7x "" 99999999999999999999; do
+    ckpt retag "$good" "$tmp/abi/checkpoint.safetensors" abi_version "$v"
+    expect 1 "written with ABI version $v; this tlm-run reads checkpoints of versions 6 to 7" \
+      "a checkpoint of ABI '$v' is refused" -- "$run" eval "$s" --ckpt "$tmp/abi" --max-tokens 64 --batch 1
+  done
   # A step in the metadata that is not a whole number (an edited file:
   # the checksum covers the tensors) is shown as unknown, never as a
   # number atoll made of it, and --dry-run's resume refuses it
