@@ -47,7 +47,8 @@ static void usage(FILE *out) {
           "\n"
           "tlmc is $TLMC, else the one beside tlm-run (or in its build tree), else on PATH.\n"
           "Exit status: 0 ok, 1 error (a file, a failed run, a folder of another plan),\n"
-          "2 bad usage, 130/143 interrupted (run the command again to continue).\n",
+          "2 bad usage, 130/143/129 interrupted by SIGINT/SIGTERM/SIGHUP (run the command\n"
+          "again to continue).\n",
           out);
 }
 
@@ -67,8 +68,10 @@ static void on_signal(int sig) {
  * stopped (planning, compiling, training). */
 static int stopped(void) {
     fprintf(stderr, "tlm-run study: stopped (%s); the runs kept their checkpoints: run the same command to continue\n",
-            stop.sig == SIGTERM ? "SIGTERM" : "SIGINT");
-    return stop.sig == SIGTERM ? 143 : 130;
+            stop.sig == SIGTERM  ? "SIGTERM"
+            : stop.sig == SIGHUP ? "SIGHUP"
+                                 : "SIGINT");
+    return 128 + stop.sig;
 }
 
 /* tlmc's diagnostics say what is wrong with the file: a compiler's
@@ -310,15 +313,20 @@ int cmd_study(int argc, char **argv) {
     tlm_launcher_forget();
 
     /* From here a signal stops the study wherever it is, the planning
-     * included (its temporary files are removed), with one line. */
-    struct sigaction sa = {.sa_handler = on_signal}, old_int, old_term;
+     * included (its temporary files are removed), with one line: SIGHUP
+     * (the terminal gone) too, unless it is ignored (nohup). */
+    struct sigaction sa = {.sa_handler = on_signal}, old_int, old_term, old_hup;
     sigemptyset(&sa.sa_mask); /* one at a time: each counted */
     sigaddset(&sa.sa_mask, SIGINT);
     sigaddset(&sa.sa_mask, SIGTERM);
+    sigaddset(&sa.sa_mask, SIGHUP);
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
+    sigaction(SIGHUP, NULL, &old_hup);
+    if (old_hup.sa_handler != SIG_IGN) sigaction(SIGHUP, &sa, NULL);
     int rc = run_study(&f, tlmc, self);
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
+    sigaction(SIGHUP, &old_hup, NULL);
     return rc;
 }

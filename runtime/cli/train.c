@@ -13,10 +13,11 @@
  * Stopping: a failed write (log or checkpoint: a full disk, a file-size
  * limit) stops the run with exit 1, leaving the last checkpoint whole (a
  * failed log write writes no checkpoint, so the log never falls behind it).
- * The first SIGINT or SIGTERM stops at the next step boundary with a
- * checkpoint (exit 130 / 143), and so does standard output that cannot be
- * written (a closed pipe: exit 141, as SIGPIPE's; else 1); a second SIGINT
- * or SIGTERM exits at once (the checkpoint
+ * The first SIGINT, SIGTERM or SIGHUP (the terminal or the SSH session
+ * gone; left ignored where nohup ignores it) stops at the next step
+ * boundary with a checkpoint (exit 130 / 143 / 129), and so does standard
+ * output that cannot be written (a closed pipe: exit 141, as SIGPIPE's;
+ * else 1); a second such signal exits at once (the checkpoint
  * is written to a temporary file and renamed, so nothing is torn). A crash
  * (kill -9, power loss) leaves at most temporary files, which the next
  * start removes. One run at a time trains a checkpoint folder (flock).
@@ -105,8 +106,8 @@ static volatile sig_atomic_t stdout_tty;
 static volatile sig_atomic_t quiet_signals; /* ranks > 0: rank 0 tells */
 static volatile sig_atomic_t several_ranks;
 
-/* The first SIGINT or SIGTERM asks the loop to stop at the next step
- * boundary; a second one exits at once. Only async-signal-safe calls. */
+/* The first SIGINT, SIGTERM or SIGHUP asks the loop to stop at the next
+ * step boundary; a second one exits at once. Only async-signal-safe calls. */
 static void on_signal(int sig) {
     static const char first[] = "tlm-run train: stopping after this step, with a checkpoint (signal again to "
                                 "stop at once)\n";
@@ -159,16 +160,20 @@ static int stopped_without_stdout(int64_t step, int64_t steps, const char *ckpt)
  * stdout, 0. */
 static int stop_asked(void) { return stop_signal ? stop_signal : stdout_lost ? SIGPIPE : 0; }
 
+/* SIGHUP too, unless the run was started ignoring it (nohup): then it
+ * trains on after the terminal goes, as asked. */
 static void handle_signals(void (*handler)(int)) {
-    struct sigaction sa;
+    struct sigaction sa, hup;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = handler;
     sa.sa_flags = SA_RESTART;
     sigemptyset(&sa.sa_mask); /* one handler at a time: the second signal sees the first's flag */
     sigaddset(&sa.sa_mask, SIGINT);
     sigaddset(&sa.sa_mask, SIGTERM);
+    sigaddset(&sa.sa_mask, SIGHUP);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    if (sigaction(SIGHUP, NULL, &hup) == 0 && hup.sa_handler != SIG_IGN) sigaction(SIGHUP, &sa, NULL);
 }
 
 static int mkdir_p(const char *path) {
@@ -854,6 +859,7 @@ static int train_loop(run *r) {
                    sig ? "interrupted" : "stopped", step, s->steps,
                    sig == SIGINT    ? " (SIGINT)"
                    : sig == SIGTERM ? " (SIGTERM)"
+                   : sig == SIGHUP  ? " (SIGHUP)"
                    : sig == SIGPIPE ? " (standard output could not be written)"
                                     : "",
                    r->ckpt_file);

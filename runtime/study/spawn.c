@@ -21,8 +21,8 @@ static void redirect(int target, const char *path, int flags) {
 
 pid_t study_spawn(char *const argv[], const char *out_path, bool append, const char *err_path, tlm_err *err) {
     pid_t parent = getpid();
-    /* SIGINT and SIGTERM blocked across the fork: until the child has put
-     * back their default actions, one passed on to it would run the
+    /* SIGINT, SIGTERM and SIGHUP blocked across the fork: until the child
+     * has put back their default actions, one passed on to it would run the
      * runner's handler there (recorded in the child's copy, then lost at
      * exec: the program ran to its end). Blocked, it waits in the child
      * for the defaults, and ends it; in the runner, for the mask's return. */
@@ -30,6 +30,7 @@ pid_t study_spawn(char *const argv[], const char *out_path, bool append, const c
     sigemptyset(&stops);
     sigaddset(&stops, SIGINT);
     sigaddset(&stops, SIGTERM);
+    sigaddset(&stops, SIGHUP);
     sigprocmask(SIG_BLOCK, &stops, &old);
     pid_t pid = fork();
     if (pid < 0) {
@@ -46,11 +47,13 @@ pid_t study_spawn(char *const argv[], const char *out_path, bool append, const c
     setpgid(0, 0);
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != parent) _exit(127); /* the runner died before prctl */
-    struct sigaction sa = {.sa_handler = SIG_DFL};
+    struct sigaction sa = {.sa_handler = SIG_DFL}, hup;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
-    sigset_t none; /* now a pending SIGINT or SIGTERM ends the child */
+    if (sigaction(SIGHUP, NULL, &hup) == 0 && hup.sa_handler != SIG_IGN)
+        sigaction(SIGHUP, &sa, NULL); /* nohup's stays */
+    sigset_t none; /* now a pending SIGINT, SIGTERM or SIGHUP ends the child */
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
     redirect(STDIN_FILENO, NULL, O_RDONLY);

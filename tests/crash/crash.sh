@@ -13,7 +13,7 @@
 #              EFBIG) stops with exit 1 and the last checkpoint intact;
 #              export, tokenize and tlmc -o past one: exit 1, the old
 #              file kept, no temporary
-#   signals    SIGINT and SIGTERM stop at a step boundary with a checkpoint
+#   signals    SIGINT, SIGTERM and SIGHUP stop at a step boundary with a checkpoint
 #              and the log flushed (exit 130, 143); a second SIGINT stops at
 #              once; resuming after each gives the uninterrupted run; one
 #              during a validation stops at that validation's step
@@ -130,7 +130,7 @@ signals)
   # A run long enough to be signalled; the same run stopped at step S
   # straight is the reference for the resumed one.
   long=("${data[@]}" --steps 100000 --ckpt-every 0 --log-every 1 --eval-every 0 --eval-batches 1)
-  for sig in INT TERM; do
+  for sig in INT TERM HUP; do
     num=$(kill -l $sig)
     "$run" train crash.so "${long[@]}" --ckpt $sig --log $sig.jsonl > $sig.out 2> $sig.err &
     pid=$!
@@ -151,6 +151,19 @@ signals)
       same ckpt $sig/checkpoint.safetensors $sig.straight/checkpoint.safetensors
     check "SIG$sig: interrupted + resumed == uninterrupted: log" -- same log $sig.jsonl $sig.straight.jsonl
   done
+
+  # Started ignoring SIGHUP (nohup), a run trains on through it; SIGINT
+  # then stops it as usual
+  (trap '' HUP; exec "$run" train crash.so "${long[@]}" --ckpt nohup --log nohup.jsonl > nohup.out 2> nohup.err) &
+  pid=$!
+  wait_for 30 lines nohup.jsonl 3
+  kill -HUP $pid
+  n=$(wc -l < nohup.jsonl)
+  wait_for 30 lines nohup.jsonl $((n + 3))
+  kill -INT $pid
+  wait $pid; rc=$?
+  check "SIGHUP ignored (nohup): trains on through it, then SIGINT stops it (exit 130)" -- \
+    bash -c "[ $rc = 130 ] && grep -q 'interrupted at step .* (SIGINT)' nohup.out && ! grep -q SIGHUP nohup.out nohup.err"
 
   # Two SIGINTs: the second arrives while the first waits for the step
   # (a big batch makes steps slow; a checkpoint every step) and exits at once.

@@ -415,6 +415,15 @@ PY
   check "Ctrl-C while planning: the stopped line" -- grep -q "stopped (SIGINT)" "$tmp/s.err"
   check "Ctrl-C while planning: no temporary file left" -- test -z "$(ls -A "$tmp/tmpdir")"
   check "Ctrl-C while planning: tlmc stopped" -- bash -c "! kill -0 $(cat "$tmp/planning") 2>/dev/null"
+  # SIGHUP (the terminal gone) the same way, with its own status
+  rm -f "$tmp/planning"
+  TMPDIR=$tmp/tmpdir TLMC=$tmp/slow_tlmc "$run" study "$tmp/x.tlm" --out "$tmp/s" > "$tmp/s.out" 2> "$tmp/s.err" &
+  pid=$!
+  for _ in $(seq 1 500); do [ -s "$tmp/planning" ] && break; sleep 0.01; done
+  kill -HUP "$pid"
+  status=0; wait "$pid" || status=$?
+  check "SIGHUP while planning: exit 129, the stopped line, tlmc stopped" -- bash -c \
+    "[ $status = 129 ] && grep -q 'stopped (SIGHUP)' '$tmp/s.err' && ! kill -0 $(cat "$tmp/planning") 2>/dev/null"
   # Ctrl-C while a variant compiles, with a tlmc wrapper that takes its
   # time in a child of its own: the signal reaches the wrapper's whole
   # process group, so the study stops at once, not after the compile
