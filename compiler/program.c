@@ -1,8 +1,10 @@
 #include "program.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "parser.h"
@@ -40,9 +42,16 @@ static char *dir_of(const char *path) {
     return tlm_xstrndup(path, (size_t)(slash - path));
 }
 
+/* A path on the search path that the module could not be read from. */
+typedef struct module_candidate {
+    char *path;
+    int error;          /* errno of access(path, R_OK) */
+    bool dangling_link; /* error is ENOENT, but path is a symbolic link */
+} module_candidate;
+
 /* "std.schedules" -> "<stdlib>/schedules.tlm"; "a.b" -> "a/b.tlm" on the
  * search path: the user's directory first, then each -I directory. */
-static char *find_module(program *p, const char *module, const char *from_path, char ***tried, int *ntried) {
+static char *find_module(program *p, const char *module, const char *from_path, module_candidate **tried, int *ntried) {
     char rel[PATH_MAX];
     bool is_std = strncmp(module, "std.", 4) == 0;
     const char *rest = is_std ? module + 4 : module;
@@ -64,32 +73,49 @@ static char *find_module(program *p, const char *module, const char *from_path, 
     for (int i = 0; i < ndirs; i++) {
         char *cand = tlm_xmalloc(strlen(dirs[i]) + strlen(rel) + 2);
         sprintf(cand, "%s/%s", dirs[i], rel);
-        if (!found && access(cand, R_OK) == 0) found = cand;
-        else (*tried)[(*ntried)++] = cand;
+        if (found) {
+            free(cand); /* the search stops at the first readable file */
+        } else if (access(cand, R_OK) == 0) {
+            found = cand;
+        } else {
+            /* the hint says why: a symlink loop or a file without read
+             * permission exists, and "not found" would send the user looking
+             * for the wrong thing */
+            int error = errno;
+            struct stat st;
+            bool dangling = error == ENOENT && lstat(cand, &st) == 0 && S_ISLNK(st.st_mode);
+            (*tried)[(*ntried)++] = (module_candidate){cand, error, dangling};
+        }
         free(dirs[i]);
     }
     return found;
 }
 
-static void free_list(char **list, int n) {
-    for (int i = 0; i < n; i++) free(list[i]);
+static void free_candidates(module_candidate *list, int n) {
+    for (int i = 0; i < n; i++) free(list[i].path);
     free(list);
+}
+
+static void hint_candidate(diag_engine *d, const module_candidate *c) {
+    if (c->dangling_link) diag_hint(d, "cannot read %s: %s (a dangling symbolic link)", c->path, strerror(c->error));
+    else if (c->error == ENOENT || c->error == ENOTDIR) diag_hint(d, "not found: %s", c->path);
+    else diag_hint(d, "cannot read %s: %s", c->path, strerror(c->error));
 }
 
 static void follow_use(program *p, item *use, int depth) {
     diag_engine *d = &p->s->diag;
     source *from = p->s->sources.files[use->file];
-    char **tried;
+    module_candidate *tried;
     int ntried;
     char *path = find_module(p, use->name, from->path, &tried, &ntried);
     if (!path) {
         diag_error(d, use->name_loc, "cannot find module `%s`", use->name);
-        for (int i = 0; i < ntried; i++) diag_hint(d, "not found: %s", tried[i]);
+        for (int i = 0; i < ntried; i++) hint_candidate(d, &tried[i]);
         if (strncmp(use->name, "std.", 4) != 0) diag_hint(d, "add a directory to the search path with -I DIR");
-        free_list(tried, ntried);
+        free_candidates(tried, ntried);
         return;
     }
-    free_list(tried, ntried);
+    free_candidates(tried, ntried);
     char *real = realpath(path, NULL);
     if (!real) real = tlm_xstrdup(path);
     int at = find_loaded(p, real);

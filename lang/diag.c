@@ -26,9 +26,24 @@ static const char *col(diag_engine *d, const char *code) { return d->color ? cod
 
 /* Prints one unit of source text so that it takes one column. */
 static void put_unit(FILE *out, const char *p, size_t n, int32_t cp) {
-    if (cp < 0 || (cp < 0x20 && cp != '\t') || cp == 0x7F) fputc('?', out);
-    else if (cp == '\t') fputc(' ', out);
+    if (cp == '\t') fputc(' ', out);
+    else if (cp < 0 || utf8_is_unprintable(cp)) fputc('?', out);
     else fwrite(p, 1, n, out);
+}
+
+/* Writes a message, with each unprintable character (a control, a bidi
+ * control, ...) as \uXXXX: a message may quote source text, a string's
+ * value or a path, and one such character could hide or reverse the rest of
+ * the line on a terminal. */
+static void put_escaped(FILE *out, const char *text) {
+    const char *end = text + strlen(text);
+    for (const char *p = text; p < end;) {
+        int32_t cp;
+        size_t n = utf8_unit(p, end, &cp);
+        if (cp >= 0 && utf8_is_unprintable(cp)) fprintf(out, "\\u%04X", (unsigned)cp);
+        else fwrite(p, 1, n, out);
+        p += n;
+    }
 }
 
 static void print_snippet(diag_engine *d, tlm_loc loc, const char *mark_color) {
@@ -148,8 +163,9 @@ static void vreport(diag_engine *d, diag_level level, tlm_loc loc, const char *f
         source_position(s, loc.begin, &line, &c);
         fprintf(d->out, "%s%s:%u:%u:%s ", col(d, BOLD), s->name, line, c, col(d, RESET));
     }
-    fprintf(d->out, "%s%s:%s %s%s%s\n", col(d, colors[level]), names[level], col(d, RESET), col(d, BOLD), msg,
-            col(d, RESET));
+    fprintf(d->out, "%s%s:%s %s", col(d, colors[level]), names[level], col(d, RESET), col(d, BOLD));
+    put_escaped(d->out, msg);
+    fprintf(d->out, "%s\n", col(d, RESET));
     if (has_loc) print_snippet(d, loc, level == DIAG_NOTE ? CYAN : GREEN);
 }
 
@@ -165,12 +181,14 @@ void diag_note(diag_engine *d, tlm_loc loc, const char *fmt, ...) { REPORT(DIAG_
 
 void diag_hint(diag_engine *d, const char *fmt, ...) {
     if (d->last_dropped || !d->out) return;
+    char msg[8192];
     va_list ap;
     va_start(ap, fmt);
-    fprintf(d->out, "   %s= hint:%s ", col(d, GREEN), col(d, RESET));
-    vfprintf(d->out, fmt, ap);
-    fputc('\n', d->out);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    fprintf(d->out, "   %s= hint:%s ", col(d, GREEN), col(d, RESET));
+    put_escaped(d->out, msg);
+    fputc('\n', d->out);
 }
 
 void diag_summary(diag_engine *d) {

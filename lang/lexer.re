@@ -97,6 +97,22 @@ static double number_value(lexer *lx, const unsigned char *b, const unsigned cha
     return v;
 }
 
+/* Comments and strings may hold bidi controls (a right-to-left name in a
+ * comment), but each gets a warning, as with gcc's -Wbidi-chars: one can make
+ * a line display in another order than the compiler reads it. */
+static void warn_bidi_controls(lexer *lx, const unsigned char *b, const unsigned char *e, const char *where) {
+    for (const unsigned char *p = b; p < e;) {
+        int32_t cp;
+        size_t n = utf8_unit((const char *)p, (const char *)e, &cp);
+        if (utf8_is_bidi_control(cp))
+            diag_warning(&lx->session->diag, span(lx, p, p + n),
+                         "bidirectional control character U+%04X in %s: the line may display differently from how "
+                         "it compiles",
+                         (unsigned)cp, where);
+        p += n;
+    }
+}
+
 /* A string literal; the opening quote is at b. Strings do not span lines
  * (a line ends at \n, \r\n or a lone \r: lang/source.c). */
 static const char *string_value(lexer *lx, const unsigned char *b) {
@@ -142,7 +158,7 @@ static const char *string_value(lexer *lx, const unsigned char *b) {
              * not a second one for the rest of its UTF-8 sequence. */
             int32_t ecp;
             size_t ek = utf8_unit((const char *)p + 1, (const char *)lx->end, &ecp);
-            bool shown = ecp >= 0x20 && ecp != 0x7F;
+            bool shown = ecp >= 0 && !utf8_is_unprintable(ecp);
             diag_error(d, span(lx, p, p + 1 + ek), "unknown escape sequence `\\%.*s`", shown ? (int)ek : 1,
                        shown ? (const char *)p + 1 : "?");
             diag_hint(d, "the escapes are \\n \\t \\r \\\\ \\\"");
@@ -164,6 +180,7 @@ static const char *string_value(lexer *lx, const unsigned char *b) {
                 p++;
                 continue;
             }
+            warn_bidi_controls(lx, p, p + k, "a string");
             memcpy(out + n, p, k);
             n += k;
             p += k;
@@ -181,6 +198,7 @@ static const char *string_value(lexer *lx, const unsigned char *b) {
 static void block_comment(lexer *lx, const unsigned char *b) {
     const unsigned char *p = b + 2;
     const void *close = memmem(p, (size_t)(lx->end - p), "*/", 2);
+    warn_bidi_controls(lx, p, close ? (const unsigned char *)close : lx->end, "a comment");
     if (!close) {
         diag_error(&lx->session->diag, span(lx, b, b + 2), "unterminated comment");
         diag_hint(&lx->session->diag, "block comments end with `*/`");
@@ -206,6 +224,12 @@ static void stray(lexer *lx, const unsigned char *b) {
         diag_error(d, loc, "stray `%c` in program", (char)cp);
         if (cp == '#') diag_hint(d, "comments start with `//`");
         if (cp == '\'') diag_hint(d, "strings are written with double quotes");
+    } else if (utf8_is_bidi_control(cp)) {
+        diag_error(d, loc, "stray bidirectional control character U+%04X in program", (unsigned)cp);
+    } else if (utf8_is_unprintable(cp)) {
+        /* not quoted: the character would be invisible, or move the cursor */
+        diag_error(d, loc, "stray invisible character U+%04X in program", (unsigned)cp);
+        if (cp == 0xFEFF) diag_hint(d, "a byte-order mark may only start a file");
     } else {
         diag_error(d, loc, "stray U+%04X `%.*s` in program", (unsigned)cp, (int)n, (const char *)b);
         if (cp == 0x201C || cp == 0x201D) diag_hint(d, "use a plain `\"` for strings");
@@ -239,7 +263,8 @@ int yylex(YYSTYPE *lval, tlm_loc *lloc, lexer *lx) {
             "\x00"    { if (tok >= lx->end) { lx->cur = lx->end; t = END; goto done; }
                         stray(lx, tok); continue; }
             [ \t\r\n\f\v]+     { continue; }
-            "//" [^\n\r\x00]* { continue; }  /* to the line's end: \n, \r\n or a lone \r */
+            "//" [^\n\r\x00]* { warn_bidi_controls(lx, tok + 2, lx->cur, "a comment");
+                                continue; }  /* to the line's end: \n, \r\n or a lone \r */
             "/*"      { block_comment(lx, tok); continue; }
 
             number    { lval->number = number_value(lx, tok, lx->cur); t = NUMBER; goto done; }

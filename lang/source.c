@@ -119,6 +119,15 @@ int source_load(source_table *t, const char *name, const char *path, const char 
         free(buf);
         return -1;
     }
+    /* Some editors start a UTF-8 file with a byte-order mark. It is dropped
+     * here, not skipped by the lexer, so that columns count from the first
+     * character after it and no diagnostic's source line shows it. */
+    static const char bom[] = "\xEF\xBB\xBF";
+    const size_t bom_len = sizeof bom - 1;
+    if (len >= bom_len && memcmp(buf, bom, bom_len) == 0) {
+        len -= bom_len;
+        memmove(buf, buf + bom_len, len + 1); /* and the NUL */
+    }
     return source_add(t, name, path, buf, len);
 }
 

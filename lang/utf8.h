@@ -40,4 +40,22 @@ static inline size_t utf8_unit(const char *p, const char *end, int32_t *cp) {
     return n;
 }
 
+/* The bidirectional embedding, override and isolate controls (U+202A..U+202E,
+ * U+2066..U+2069): inside a comment or a string they can make a line display
+ * in another order than it compiles ("Trojan Source", CVE-2021-42574). */
+static inline bool utf8_is_bidi_control(int32_t cp) {
+    return (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069);
+}
+
+/* Code points (cp >= 0) that a diagnostic must not write to a terminal as
+ * they are: C0 and C1 controls move the cursor or start escape sequences, and
+ * the invisible format characters (the Arabic letter mark, zero-width
+ * characters and direction marks, line and paragraph separators, bidi
+ * controls, word joiners and the byte-order mark) hide themselves or reorder
+ * what follows. */
+static inline bool utf8_is_unprintable(int32_t cp) {
+    return cp < 0x20 || cp == 0x7F || (cp >= 0x80 && cp <= 0x9F) || cp == 0x061C || (cp >= 0x200B && cp <= 0x200F) ||
+           (cp >= 0x2028 && cp <= 0x202E) || (cp >= 0x2060 && cp <= 0x2069) || cp == 0xFEFF;
+}
+
 #endif

@@ -118,4 +118,33 @@ has "$tmp/err" "cr3.tlm:1:23: error: unterminated string" "... is unterminated o
 status 0 "stdlib checks cleanly" -- "$tlmc" --check "$root/stdlib/schedules.tlm"
 status 1 "stdlib path is honoured" -- "$tlmc" --stdlib "$tmp" "$tiny"
 has "$tmp/err" "cannot find module .std.schedules." "--stdlib"
+
+# A module that is there but cannot be read: each path's hint says why (a
+# missing one is "not found", as before).
+ln -s loopb.tlm "$tmp/loopa.tlm"; ln -s loopa.tlm "$tmp/loopb.tlm"; ln -s nowhere.tlm "$tmp/dangling.tlm"
+printf 'use loopa;\nuse dangling;\nuse absent;\n' > "$tmp/unreadable.tlm"
+status 1 "use of unreadable modules" -- "$tlmc" --check "$tmp/unreadable.tlm"
+has "$tmp/err" "hint: cannot read .*/loopa.tlm: Too many levels of symbolic links$" "... a symlink loop"
+has "$tmp/err" "hint: cannot read .*/dangling.tlm: No such file or directory (a dangling symbolic link)$" \
+    "... a dangling symlink"
+has "$tmp/err" "hint: not found: .*/absent.tlm$" "... a missing module"
+
+# A UTF-8 byte-order mark that starts a file is skipped, in a module too
+# (tests/frontend/errors/lex_byte_order_mark.tlm: columns count after it).
+printf '\xef\xbb\xbfparam bom_width = 64;\n' > "$tmp/bommod.tlm"
+printf '\xef\xbb\xbfuse bommod;\nmodel m { vocab = 256; context = 32; d_model = 32; layers = 2; heads = 2; d_ff = bom_width; }\n' \
+    > "$tmp/bom.tlm"
+status 0 "a file and its module that start with a byte-order mark" -- "$tlmc" --check "$tmp/bom.tlm"
+
+# A message that quotes a string shows a bidi control in it as \uXXXX, and
+# the source line shows it as ?, so that a terminal does not reorder the rest
+# of the line.
+printf 'model m { vocab = 256; context = 32; d_model = 32; layers = 2; heads = 2; d_ff = 64; tokenizer = "a\xe2\x80\xaeb.json"; }\n' \
+    > "$tmp/bidi_path.tlm"
+status 1 "a path with a bidi control" -- "$tlmc" --check "$tmp/bidi_path.tlm"
+has "$tmp/err" 'tokenizer `a\\u202Eb.json`' "... is quoted escaped"
+has "$tmp/err" 'warning: bidirectional control character U+202E in a string' "... and warned about"
+if LC_ALL=C grep -q $'\xe2\x80\xae' "$tmp/err"; then
+  echo "FAIL: a bidi control printed as it is:"; cat "$tmp/err"; fail=1
+else echo "ok: ... and never printed as it is"; fi
 exit $fail
