@@ -309,6 +309,12 @@ bool corpus_load(tlm_dataset *ds, const char *path, enum corpus_role role, int64
         if (n == 1) snprintf(name, namelen, "%s", list[0]);
         else snprintf(name, namelen, "%s/austen (%d novels)", corpus_dir(), n);
     }
+    if (rc != 0 && !(path && *path)) { /* the default data: where it was looked for, and how to name other */
+        const char *env = getenv("TLM_DATA");
+        tlm_fail(err, "%s (the default %s data, in %s%s; --data FILE names other)", e.msg,
+                 role == CORPUS_TRAIN ? "training" : "validation", corpus_dir(), env && *env ? ", from $TLM_DATA" : "");
+        return false;
+    }
     if (rc != 0) {
         tlm_fail(err, "%s", e.msg);
         return false;
@@ -331,9 +337,18 @@ bool corpus_load(tlm_dataset *ds, const char *path, enum corpus_role role, int64
 }
 
 bool corpus_same_tokenizer(const corpus_info *info, const char *name, const char *ckpt_tokenizer, const char *ckpt_path,
-                           tlm_err *err) {
+                           const char *tokenizer_path, tlm_err *err) {
     if (!strcmp(info->tokenizer, ckpt_tokenizer)) return true;
     bool data_bytes = !strcmp(info->tokenizer, "bytes"), ckpt_bytes = !strcmp(ckpt_tokenizer, "bytes");
+    if (data_bytes && !info->shards)
+        return tlm_fail(err,
+                        "%s is text, but %s%s reads tokens of tokenizer %.16s...: tokenize it first: tlm-run "
+                        "tokenize --tokenizer %s %s -o %s.bin",
+                        name, *ckpt_path ? "the checkpoint " : "the run", ckpt_path, ckpt_tokenizer,
+                        tokenizer_path ? tokenizer_path : "TOKENIZER", name, name);
+    if (!*ckpt_path)
+        return tlm_fail(err, "%s: tokenized %s%s, but the run's tokenizer is %s", name,
+                        data_bytes ? "as " : "with tokenizer ", info->tokenizer, ckpt_tokenizer);
     return tlm_fail(err,
                     "%s: tokenized %s%s, but the checkpoint %s was trained on %s%s (a model reads only the tokens "
                     "it was trained on)",
@@ -387,6 +402,6 @@ bool checkpoint_path(char *out, size_t n, const char *ckpt, const char *model) {
     }
     size_t len = strlen(dir);
     while (len > 1 && dir[len - 1] == '/') dir[--len] = '\0';
-    int k = snprintf(out, n, "%s/%s", dir, TLM_CKPT_FILE);
+    int k = snprintf(out, n, "%s%s%s", dir, !strcmp(dir, "/") ? "" : "/", TLM_CKPT_FILE); /* "/": no "//" */
     return k >= 0 && (size_t)k < n;
 }

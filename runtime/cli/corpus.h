@@ -55,9 +55,12 @@ bool corpus_load(tlm_dataset *ds, const char *path, enum corpus_role role, int64
                  size_t namelen, corpus_info *info, tlm_err *err);
 
 /* Whether data of info may go into a checkpoint trained on tokens of
- * ckpt_tokenizer (load_checkpoint's): false with a message naming both. */
+ * ckpt_tokenizer (load_checkpoint's; ckpt_path "" for eval --check, whose
+ * tokenizer is --tokenizer's): false with a message naming both, and for a
+ * text where tokens are wanted, the command that makes them
+ * (tokenizer_path: the --tokenizer given, NULL: none). */
 bool corpus_same_tokenizer(const corpus_info *info, const char *name, const char *ckpt_tokenizer, const char *ckpt_path,
-                           tlm_err *err);
+                           const char *tokenizer_path, tlm_err *err);
 
 /* Whether the model may train on data of info: any data when its .tlm names
  * no tokenizer; else only shards of that tokenizer (same hash). false with

@@ -51,7 +51,8 @@ static void usage(FILE *out) {
           "  --batch N          windows (or items' sequences) per forward pass (default: the\n"
           "                     model's train batch)\n"
           "  --context T        tokens per window (default: the model's train context)\n"
-          "  --max-tokens N     evaluate at most N tokens of each text, in whole windows\n"
+          "  --max-tokens N     evaluate at most N tokens of each text, rounded down to whole\n"
+          "                     windows (at least one)\n"
           "  --device DEV       cpu (default), cuda or cuda:N\n"
           "  --precision P      bf16 (the GPU's default) or fp32\n"
           "  --threads N        CPU threads (default: all cores)\n"
@@ -259,7 +260,9 @@ int cmd_eval(int argc, char **argv) {
         if (!corpus_load(&ds[i], data[i], CORPUS_VALID, context, so.config->vocab, names[i], sizeof names[i], &info[i],
                          &err))
             rc = cli_error("eval", "%s", err.msg);
-        else if (!check && !corpus_same_tokenizer(&info[i], names[i], ckpt_tokenizer, path, &err))
+        else if (!check && !corpus_same_tokenizer(&info[i], names[i], ckpt_tokenizer, path, tokenizer, &err))
+            rc = cli_error("eval", "%s", err.msg);
+        else if (check && text.tok && !corpus_same_tokenizer(&info[i], names[i], text.hash, "", tokenizer, &err))
             rc = cli_error("eval", "%s", err.msg);
         else if ((int)strlen(names[i]) > width) width = (int)strlen(names[i]);
     }
@@ -271,14 +274,14 @@ int cmd_eval(int argc, char **argv) {
         if (!cloze_evaluate(&sets, cloze[i], NULL, &err)) rc = cli_error("eval", "%s", err.msg);
     if (check) {
         if (!rc)
-            printf("ok: %d text%s and %d set%s fit model %s (windows of %" PRId64 " tokens)\n", ndata,
+            printf("ok: %d text%s and %d set%s fit model %s (windows of %" PRId64 " token%s)\n", ndata,
                    ndata == 1 ? "" : "s", nchoices + ncloze, nchoices + ncloze == 1 ? "" : "s",
-                   tlm_so_str(&so, so.config->name), context);
+                   tlm_so_str(&so, so.config->name), context, context == 1 ? "" : "s");
     }
     if (!rc && !json && !check) {
         char st[24];
-        printf("model %s, checkpoint %s (step %s), windows of %" PRId64 " tokens\n", tlm_so_str(&so, so.config->name),
-               path, step_text(step, st), context);
+        printf("model %s, checkpoint %s (step %s), windows of %" PRId64 " token%s\n", tlm_so_str(&so, so.config->name),
+               path, step_text(step, st), context, context == 1 ? "" : "s");
         if (ndata) printf("%-*s  %12s  %8s  %9s  %9s\n", width, "data", "tokens", "loss", "ppl", "bits/byte");
         fflush(stdout);
     }

@@ -149,7 +149,7 @@ int cmd_probe(int argc, char **argv) {
     else if ((rc = load_checkpoint("probe", &so, ckpt, &m, path, sizeof path, &step, ckpt_tokenizer)) != 0)
         ;
     else if (!corpus_load(&ds, data, CORPUS_VALID, context, am->vocab, name, sizeof name, &info, &err) ||
-             !corpus_same_tokenizer(&info, name, ckpt_tokenizer, path, &err))
+             !corpus_same_tokenizer(&info, name, ckpt_tokenizer, path, NULL, &err))
         rc = cli_error("probe", "%s", err.msg);
     int64_t available = rc ? 0 : (int64_t)tlm_data_num_windows(&ds, (int)context);
     if (!rc && available < 1)
@@ -192,8 +192,9 @@ int cmd_probe(int argc, char **argv) {
         printf("]}\n");
     } else if (!rc) {
         char st[24];
-        printf("model %s, checkpoint %s (step %s), %s: %" PRId64 " window%s of %" PRId64 " tokens\n",
-               tlm_so_str(&so, am->name), path, step_text(step, st), name, done, done == 1 ? "" : "s", context);
+        printf("model %s, checkpoint %s (step %s), %s: %" PRId64 " window%s of %" PRId64 " token%s\n",
+               tlm_so_str(&so, am->name), path, step_text(step, st), name, done, done == 1 ? "" : "s", context,
+               context == 1 ? "" : "s");
         printf("%5s %7s %8s\n", "layer", "d_ff", "rho");
         for (int64_t l = 0; l < L; l++)
             printf("%5" PRId64 " %7" PRId64 " %8.4f\n", l, so.layers[l].width, sum[l] / (double)(done * context));

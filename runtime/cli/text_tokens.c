@@ -6,7 +6,7 @@
 
 bool text_tokens_open(text_tokens *t, const char *ckpt_tokenizer, const char *ckpt_path, const char *tokenizer_path,
                       const char *model_tokenizer, int64_t vocab, tlm_err *err) {
-    *t = (text_tokens){.vocab = vocab};
+    *t = (text_tokens){.hash = "bytes", .vocab = vocab};
     if (!ckpt_tokenizer && !tokenizer_path && !model_tokenizer) ckpt_tokenizer = "bytes"; /* eval --check */
     bool bytes = ckpt_tokenizer && !strcmp(ckpt_tokenizer, "bytes");
     if (bytes && tokenizer_path)
@@ -26,7 +26,7 @@ bool text_tokens_open(text_tokens *t, const char *ckpt_tokenizer, const char *ck
     if (!t->tok && !flag) /* a path compiled into model.so: the file may have moved since */
         return tlm_fail(err, "%s (the tokenizer the model was compiled with; --tokenizer PATH names another)", e.msg);
     if (!t->tok) return tlm_fail(err, "%s", e.msg);
-    char hex[65];
+    char *hex = t->hash;
     tlm_tok_hash_hex(tlm_tok_hash(t->tok), hex);
     if (ckpt_tokenizer && strcmp(hex, ckpt_tokenizer)) {
         text_tokens_close(t);

@@ -14,6 +14,7 @@
 
 typedef struct text_tokens {
     tlm_tokenizer *tok; /* NULL: bytes */
+    char hash[65];      /* tok's hash in hex, or "bytes" */
     int64_t vocab;      /* the model's: every id must be below it */
 } text_tokens;
 

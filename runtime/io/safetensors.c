@@ -274,11 +274,16 @@ static int parse_entry(const char *name, const tlm_json *e, const uint8_t *data_
     }
     uint64_t begin = (uint64_t)of->items[0].integer;
     uint64_t end = (uint64_t)of->items[1].integer;
-    if (begin > end || end > dlen) {
+    if (begin > end) {
+        tlm_fail(err, "safetensors: tensor '%s': data_offsets [%llu, %llu] end before they begin", name,
+                 (unsigned long long)begin, (unsigned long long)end);
+        return -1;
+    }
+    if (end > dlen) { /* the header is whole, the data not: most likely a copy cut short */
         tlm_fail(err,
-                 "safetensors: tensor '%s': data_offsets [%llu, %llu] "
-                 "outside the data section (%llu bytes)",
-                 name, (unsigned long long)begin, (unsigned long long)end, (unsigned long long)dlen);
+                 "safetensors: truncated: tensor '%s' ends at data offset %llu, but the file holds %llu bytes "
+                 "of data (%llu short)",
+                 name, (unsigned long long)end, (unsigned long long)dlen, (unsigned long long)(end - dlen));
         return -1;
     }
     uint64_t nb;
@@ -302,10 +307,19 @@ static int64_t header_length(const uint8_t *head, uint64_t len, tlm_err *err) {
         tlm_fail(err, "safetensors: file too short (%llu bytes) for the 8-byte header length", (unsigned long long)len);
         return -1;
     }
+    if (!memcmp(head, "GGUF", 4)) {
+        tlm_fail(err, "a GGUF file (for llama.cpp: what `tlm-run export` writes), not a safetensors checkpoint");
+        return -1;
+    }
     uint64_t hlen = tlm_get_le64(head);
-    if (hlen > MAX_HEADER || hlen > len - 8) {
-        tlm_fail(err, "safetensors: header length %llu exceeds the file (%llu bytes) or the 100 MB limit",
-                 (unsigned long long)hlen, (unsigned long long)len);
+    if (hlen > MAX_HEADER) {
+        tlm_fail(err, "not a safetensors file: its first 8 bytes give a header of %llu bytes, over the 100 MB limit",
+                 (unsigned long long)hlen);
+        return -1;
+    }
+    if (hlen > len - 8) {
+        tlm_fail(err, "safetensors: truncated: the header is %llu bytes, the file holds %llu after its length",
+                 (unsigned long long)hlen, (unsigned long long)(len - 8));
         return -1;
     }
     return (int64_t)hlen;

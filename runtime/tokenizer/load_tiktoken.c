@@ -71,13 +71,13 @@ tlm_tokenizer *tlm_tok_parse_tiktoken(const char *text, size_t len, const char *
     if (len && s[len - 1] != '\n') lines++;
     if (lines == 0) return tlm_fail(err, "%s: the rank file is empty", name), NULL;
     if (lines > INT32_MAX / 2) return tlm_fail(err, "%s: too many lines", name), NULL;
+    int32_t n = 0; /* lines read */
     tlm_tokenizer *t = tok_new((int32_t)lines + LLAMA3_SPECIALS, err);
     uint8_t *buf = malloc(len + 1);
     if (!t || !buf) {
         if (t) tlm_fail(err, "out of memory");
         goto fail;
     }
-    int32_t n = 0;
     for (size_t i = 0; i < len; n++) {
         const uint8_t *nl = memchr(s + i, '\n', len - i);
         size_t end = nl ? (size_t)(nl - s) : len, k = end;
@@ -132,6 +132,16 @@ tlm_tokenizer *tlm_tok_parse_tiktoken(const char *text, size_t len, const char *
     free(buf);
     return t;
 fail:
+    /* Refused at its first line, the file is most likely no tokenizer at
+     * all (a .tlm, a shard): say how it was read, not only its line 1. */
+    if (n == 0 && t && buf) {
+        char why[sizeof err->msg];
+        snprintf(why, sizeof why, "%s", err->msg);
+        tlm_fail(err,
+                 "%s is not a tokenizer: it does not start with `{` (a tokenizer.json), so it was read as a tiktoken "
+                 "rank file, and %s",
+                 name, why + (strncmp(why, name, strlen(name)) ? 0 : strlen(name) + 2));
+    }
     free(buf);
     tlm_tok_free(t);
     return NULL;

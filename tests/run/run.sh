@@ -518,8 +518,8 @@ bad_data)
     "${as_user[@]}" "$run" "${t[@]}" --data "$tmp/locked.txt" --ckpt "$tmp/c"
   expect 1 "No such file" "train --val missing" -- "$run" "${t[@]}" --val "$tmp/missing.txt" --ckpt "$tmp/c"
   expect 1 "too short" "train --val shorter than a window" -- "$run" "${t[@]}" --val "$tmp/short.txt" --ckpt "$tmp/c"
-  expect 1 "/nonexistent/austen" "the bundled data missing (\$TLM_DATA)" -- \
-    env TLM_DATA=/nonexistent "$run" "${t[@]}" --ckpt "$tmp/c"
+  expect 1 "/nonexistent/austen.*(the default training data, in /nonexistent, from \$TLM_DATA; --data FILE names other)" \
+    "the bundled data missing (\$TLM_DATA): where it was looked for" -- env TLM_DATA=/nonexistent "$run" "${t[@]}" --ckpt "$tmp/c"
   expect 1 "holds byte 195, but the model's vocabulary has only 128" "UTF-8 text for a 128-token model" -- \
     "$run" train "$models/ascii.so" "${quick[@]}" --steps 2 --data "$tmp/utf8.txt" --ckpt "$tmp/c"
   check "no checkpoint was written" -- test ! -e "$tmp/c"
@@ -1215,10 +1215,18 @@ l, p, b, n, nb = map(float, sys.argv[1:])
 assert abs(math.exp(l) - p) < 1e-3 * p + 2e-3 and abs(l * n / (nb * math.log(2)) - b) < 2e-4, (l, p, b, n, nb)
 assert nb > 1.5 * n   # a BPE token covers several bytes: bits/byte well below loss / ln 2
 " "$loss" "$ppl" "$bpb" "$(awk '/^tokens/ {print $2}' "$tmp/info")" "$(awk '/^bytes/ {print $2}' "$tmp/info")"
-  expect 1 "tokenized as bytes, but the checkpoint" "eval on text with a checkpoint trained on shards" -- \
-    "$run" eval "$tmp/bpe.so" --ckpt "$tmp/c" --data "$austen/persuasion.txt" --context 64
-  expect 1 "tokenized as bytes, but the checkpoint" "probe on text with a checkpoint trained on shards" -- \
-    "$run" probe "$tmp/bpe.so" --ckpt "$tmp/c" --data "$austen/persuasion.txt" --context 64 --threads 1
+  p=$austen/persuasion.txt
+  expect 1 "$p is text, but the checkpoint .* reads tokens of tokenizer ${hash:0:16}\.\.\.: tokenize it first: tlm-run tokenize --tokenizer TOKENIZER $p -o $p.bin" \
+    "eval on text with a checkpoint trained on shards: the command that tokenizes it" -- \
+    "$run" eval "$tmp/bpe.so" --ckpt "$tmp/c" --data "$p" --context 64
+  expect 1 "tokenize it first: tlm-run tokenize --tokenizer $tmp/tok.json $p -o" "... with --tokenizer: named in it" -- \
+    "$run" eval "$tmp/bpe.so" --ckpt "$tmp/c" --data "$p" --context 64 --tokenizer "$tmp/tok.json"
+  expect 1 "$p is text, but the run reads tokens of tokenizer ${hash:0:16}" "eval --check --tokenizer refuses the text too" -- \
+    "$run" eval "$tmp/bpe.so" --check --data "$p" --context 64 --tokenizer "$tmp/tok.json"
+  expect 0 "^ok: 1 text" "eval --check --tokenizer takes the shard" -- \
+    "$run" eval "$tmp/bpe.so" --check --data "$tmp/val.bin" --context 64 --tokenizer "$tmp/tok.json"
+  expect 1 "$p is text, but the checkpoint" "probe on text with a checkpoint trained on shards" -- \
+    "$run" probe "$tmp/bpe.so" --ckpt "$tmp/c" --data "$p" --context 64 --threads 1
   expect 0 "" "probe on the validation shard" -- \
     "$run" probe "$tmp/bpe.so" --ckpt "$tmp/c" --data "$tmp/val.bin" --context 64 --threads 1
   expect 1 "needs --tokenizer with that tokenizer" "sample a checkpoint trained on shards without its tokenizer" -- \

@@ -157,8 +157,9 @@ static void test_bad_headers(void) {
     expect_error("{\"a\":{\"dtype\":\"F32\",\"shape\":[2.5],\"data_offsets\":[0,8]}}", 8, "non-negative");
     expect_error("{\"a\":{\"dtype\":\"F32\",\"shape\":[1,1,1,1,1,1,1,1,1],\"data_offsets\":[0,4]}}", 4, "dimensions");
     expect_error("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0]}}", 8, "data_offsets");
-    expect_error("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[8,0]}}", 8, "outside");
-    expect_error("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,16]}}", 8, "outside");
+    expect_error("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[8,0]}}", 8, "end before they begin");
+    expect_error("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,16]}}", 8,
+                 "truncated: tensor 'a' ends at data offset 16, but the file holds 8 bytes of data (8 short)");
     expect_error("{\"a\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,8]}}", 8, "size");
     expect_error("{\"a\":{\"dtype\":\"F32\",\"shape\":[4611686018427387904,4],\"data_offsets\":[0,8]}}", 8, "size");
     expect_error("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
@@ -179,12 +180,19 @@ static void test_bad_headers(void) {
     char deep[300] = "{\"a\":";
     for (int i = 0; i < 200; i++) strcat(deep, "[");
     expect_error(deep, 0, "nesting");
-    /* header length past the end of the file, or absurd */
+    /* header length past the end of the file (cut short), or absurd (not
+     * a safetensors file: a GGUF file, tlm-run export's, said so) */
     unsigned char small[12] = {200, 0, 0, 0, 0, 0, 0, 0, '{', '}', ' ', ' '};
     tlm_err err;
-    CHECK(tlm_st_parse(small, sizeof small, &err) == NULL && strstr(err.msg, "header length"), "%s", err.msg);
+    CHECK(tlm_st_parse(small, sizeof small, &err) == NULL &&
+              strstr(err.msg, "truncated: the header is 200 bytes, the file holds 4 after its length"),
+          "%s", err.msg);
     unsigned char huge[10] = {0, 0, 0, 0, 0, 0, 0, 0x80, '{', '}'};
-    CHECK(tlm_st_parse(huge, sizeof huge, &err) == NULL && strstr(err.msg, "header length"), "%s", err.msg);
+    CHECK(tlm_st_parse(huge, sizeof huge, &err) == NULL && strstr(err.msg, "not a safetensors file"), "%s", err.msg);
+    unsigned char gguf[16] = {'G', 'G', 'U', 'F', 3, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0};
+    CHECK(tlm_st_parse(gguf, sizeof gguf, &err) == NULL && strstr(err.msg, "a GGUF file") &&
+              strstr(err.msg, "not a safetensors checkpoint"),
+          "%s", err.msg);
     CHECK(tlm_st_parse(small, 5, &err) == NULL && strstr(err.msg, "too short"), "%s", err.msg);
 }
 
@@ -265,7 +273,7 @@ static void test_open_header_first(void) {
         const char *needle;
     } cases[] = {{"sparse.safetensors", 64LL << 30, "bad header"},
                  {"short.safetensors", 3, "file too short (3 bytes)"},
-                 {"long_header.safetensors", 64, "header length"}};
+                 {"long_header.safetensors", 64, "truncated: the header is 200 bytes"}};
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         const char *path = path_in(cases[i].name);
         FILE *fp = fopen(path, "wb");

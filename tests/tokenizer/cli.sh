@@ -40,6 +40,12 @@ expect 1 "missing tokenizer" "$tlm" tokenizer info --tokenizer "$work/nonexisten
 expect 1 "folder without encoder.json" "$tlm" tokenizer info --tokenizer "$work/emptydir"
 expect 1 "bad rank file" "$tlm" tokenizer info --tokenizer "$work/bad.model"
 expect 1 "truncated tokenizer.json" "$tlm" tokenizer info --tokenizer "$work/bad.json"
+# a file refused at its first line (a model's .tlm given as the tokenizer)
+# is said to be no tokenizer, and how it was read
+printf 'model m {\n' >"$work/model.tlm"
+expect 1 "a .tlm given as the tokenizer" "$tlm" tokenizer info --tokenizer "$work/model.tlm"
+grep -q "model.tlm is not a tokenizer: it does not start with \`{\` (a tokenizer.json), so it was read as a tiktoken rank file, and line 1" \
+  "$work/err" || fail "a .tlm as the tokenizer: $(cat "$work/err")"
 # an empty token in a rank file is said to be empty, not bad base64
 printf 'QQ== 0\n 1\n' >"$work/empty_token.model"
 expect 1 "a rank file's empty token" "$tlm" tokenizer info --tokenizer "$work/empty_token.model"
