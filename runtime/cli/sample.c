@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "args.h"
+#include "input_file.h"
 #include "commands.h"
 #include "corpus.h"
 #include "device_flag.h"
@@ -19,7 +20,7 @@
 #include "tlm_rt/sample.h"
 
 static void usage(FILE *out) {
-    fputs("usage: tlm-run sample MODEL.so [--ckpt DIR] [--prompt TEXT] [options]\n"
+    fputs("usage: tlm-run sample MODEL.so [--ckpt DIR] [--prompt TEXT | --prompt-file FILE] [options]\n"
           "\n"
           "Prints the prompt, then generated text, token by token as it is produced.\n"
           "  --ckpt DIR          the checkpoint's folder or file (default: checkpoints/MODEL)\n"
@@ -27,6 +28,8 @@ static void usage(FILE *out) {
           "                      must match the checkpoint's); none for one trained on text\n"
           "  --prompt TEXT       text to continue (default: none; generation starts after a\n"
           "                      newline, or after the tokenizer's end-of-text token)\n"
+          "  --prompt-file FILE  the prompt is FILE's bytes, any of them (- : standard input;\n"
+          "                      at most 256 MiB); only its last context's tokens are read\n"
           "  --length N          tokens to generate (bytes for a model trained on text; default 256)\n"
           "  --temperature X     0 is greedy (always the likeliest token); default 0.8\n"
           "  --top-k K           draw only among the K likeliest tokens (0: all; default 0)\n"
@@ -41,6 +44,10 @@ static void usage(FILE *out) {
           out);
 }
 
+/* A prompt file larger than this is refused: it is held whole, and printed,
+ * though only its last context's tokens are read. */
+#define MAX_PROMPT ((uint64_t)256 << 20)
+
 enum {
     OPT_CKPT = 256,
     OPT_PROMPT,
@@ -52,7 +59,8 @@ enum {
     OPT_DEVICE,
     OPT_PRECISION,
     OPT_NO_CACHE,
-    OPT_TOKENIZER
+    OPT_TOKENIZER,
+    OPT_PROMPT_FILE
 };
 static const struct option long_options[] = {
     {"help", no_argument, NULL, 'h'},
@@ -67,6 +75,7 @@ static const struct option long_options[] = {
     {"precision", required_argument, NULL, OPT_PRECISION},
     {"no-cache", no_argument, NULL, OPT_NO_CACHE},
     {"tokenizer", required_argument, NULL, OPT_TOKENIZER},
+    {"prompt-file", required_argument, NULL, OPT_PROMPT_FILE},
     {NULL, 0, NULL, 0},
 };
 
@@ -131,8 +140,8 @@ static int print_token(const tlm_tokenizer *tok, int32_t id) {
 
 int cmd_sample(int argc, char **argv) {
     bool no_cache = false;
-    const char *model_path = NULL, *ckpt = NULL, *prompt = "", *device = NULL, *precision_value = NULL,
-               *tok_path = NULL;
+    const char *model_path = NULL, *ckpt = NULL, *prompt = NULL, *device = NULL, *precision_value = NULL,
+               *tok_path = NULL, *prompt_file = NULL;
     int64_t length = 256, top_k = 0, seed = 1337, threads = 0;
     double temperature = 0.8;
     cli_args a = {.cmd = "sample", .argc = argc, .argv = argv};
@@ -155,6 +164,7 @@ int cmd_sample(int argc, char **argv) {
         case OPT_PRECISION: precision_value = a.val; break;
         case OPT_NO_CACHE: no_cache = true; break;
         case OPT_TOKENIZER: ok = cli_path(&a, &tok_path); break;
+        case OPT_PROMPT_FILE: ok = cli_path(&a, &prompt_file); break;
         case 1:
             if (!cli_model_path(&a, &model_path)) return 2;
             break;
@@ -163,16 +173,27 @@ int cmd_sample(int argc, char **argv) {
         if (!ok) return 2;
     }
 
+    if (prompt && prompt_file) return cli_usage_error("sample", "--prompt and --prompt-file: give one of them");
     tlm_precision precision;
     if (precision_flag_resolve("sample", device, precision_value, &precision)) return 2;
+    /* the prompt's bytes (a file's may hold NULs), read before the model */
     tlm_err err = {""};
+    size_t plen = prompt ? strlen(prompt) : 0;
+    uint8_t *prompt_bytes = NULL;
+    if (prompt_file) {
+        const bool from_stdin = !strcmp(prompt_file, "-");
+        prompt_bytes = cli_read_input(from_stdin ? NULL : prompt_file, MAX_PROMPT, "a prompt", &plen, &err);
+        if (!prompt_bytes) return cli_error("sample", "--prompt-file %s: %s", prompt_file, err.msg);
+        prompt = (const char *)prompt_bytes;
+    }
+    if (!prompt) prompt = "";
     char path[4200];
     tlm_so so;
     int opened = open_model("sample", model_path, threads, &so);
-    if (opened) return opened;
     tlm_device *dev = NULL;
-    if ((opened = device_flag_open("sample", device, &dev))) {
-        tlm_so_close(&so);
+    if (!opened && (opened = device_flag_open("sample", device, &dev))) tlm_so_close(&so);
+    if (opened) {
+        free(prompt_bytes);
         return opened;
     }
     const int64_t T = so.config->context, V = so.config->vocab;
@@ -194,7 +215,6 @@ int cmd_sample(int argc, char **argv) {
      * the tokenizer's ids (at most the model's) for one trained on tokens. */
     int64_t ntok = tok ? tlm_tok_vocab_size(tok) : 256;
     const int nprint = (int)(V < ntok ? V : ntok);
-    size_t plen = strlen(prompt);
     int64_t n = 0;
     if (!rc) rc = prompt_window(tok, prompt, plen, T, nprint, window, &n);
     /* With a KV cache (titans: its memory's state) each token runs one
@@ -250,6 +270,7 @@ int cmd_sample(int argc, char **argv) {
     tlm_tok_free(tok);
     free(window);
     free(scratch);
+    free(prompt_bytes);
     tlm_model_destroy(&m);
     if (dev) tlm_device_close(dev);
     tlm_so_close(&so);

@@ -14,6 +14,7 @@
 #include "args.h"
 #include "atomic_file.h"
 #include "commands.h"
+#include "input_file.h"
 #include "regular_file.h"
 #include "tlm_rt/data.h"
 #include "tokenizer.h"
@@ -43,36 +44,6 @@ static void usage(FILE *out) {
           "\n"
           "Exit status: 0 ok, 1 error (tokenizer file, input), 2 bad usage.\n",
           out);
-}
-
-/* The whole of FILE, or of standard input when path is NULL. */
-static uint8_t *read_input(const char *path, size_t *n, tlm_err *err) {
-    if (path) return tlm_read_regular(path, MAX_INPUT, "an input", n, err);
-    size_t cap = 1 << 16, len = 0;
-    uint8_t *buf = malloc(cap);
-    while (buf) {
-        if (len == cap) {
-            if (cap >= MAX_INPUT) {
-                free(buf);
-                return tlm_fail(err, "standard input is larger than 4 GiB"), NULL;
-            }
-            uint8_t *p = realloc(buf, cap *= 2);
-            if (!p) break;
-            buf = p;
-        }
-        size_t got = fread(buf + len, 1, cap - len, stdin);
-        len += got;
-        if (got == 0) {
-            if (ferror(stdin)) {
-                free(buf);
-                return tlm_fail(err, "cannot read standard input: %s", strerror(errno)), NULL;
-            }
-            *n = len;
-            return buf;
-        }
-    }
-    free(buf);
-    return tlm_fail(err, "out of memory"), NULL;
 }
 
 static int do_encode(tlm_tokenizer *t, const uint8_t *text, size_t n, const tlm_tok_options *o) {
@@ -270,7 +241,7 @@ static int run_tokenizer(const cmdline *c, const char *const *files) {
     else
         for (int i = 0; i < (c->nfiles ? c->nfiles : 1) && !rc; i++) {
             size_t n = 0;
-            uint8_t *text = read_input(c->nfiles ? files[i] : NULL, &n, &err);
+            uint8_t *text = cli_read_input(c->nfiles ? files[i] : NULL, MAX_INPUT, "an input", &n, &err);
             if (!text) rc = cli_error("tokenizer", "%s", err.msg);
             else rc = !strcmp(c->action, "encode") ? do_encode(t, text, n, &c->o) : do_decode(t, text, n);
             free(text);

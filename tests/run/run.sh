@@ -760,6 +760,26 @@ sample)
   check "greedy ignores the seed" -- cmp "$tmp/g" "$tmp/out"
   expect 0 "" "top-k 1 is greedy" -- sample --top-k 1 --temperature 1
   check "top-k 1 == greedy" -- cmp "$tmp/g" "$tmp/out"
+  # --prompt-file: the same prompt from a file, and from standard input,
+  # gives the same text; its bytes may be any (a NUL), printed as they are
+  printf %s "$prompt" > "$tmp/prompt.txt"
+  expect 0 "^$prompt" "--prompt-file, greedy" -- \
+    "$run" sample "$s" --ckpt "$trained" --prompt-file "$tmp/prompt.txt" --length 80 --temperature 0
+  check "--prompt-file == --prompt" -- cmp "$tmp/g" "$tmp/out"
+  expect 0 "^$prompt" "--prompt-file - (standard input), greedy" -- bash -c \
+    '"$0" sample "$1" --ckpt "$2" --prompt-file - --length 80 --temperature 0 < "$3"' "$run" "$s" "$trained" "$tmp/prompt.txt"
+  check "--prompt-file - == --prompt" -- cmp "$tmp/g" "$tmp/out"
+  printf 'a\0b' > "$tmp/nul.txt"
+  expect 0 "" "--prompt-file with a NUL byte" -- \
+    "$run" sample "$s" --ckpt "$trained" --prompt-file "$tmp/nul.txt" --length 4 --temperature 0
+  check "... printed whole, then 4 bytes and a newline" -- \
+    bash -c "head -c 3 '$tmp/out' | cmp -s - '$tmp/nul.txt' && [ \$(wc -c < '$tmp/out') -ge 8 ]"
+  expect 2 "\-\-prompt and \-\-prompt-file: give one of them" "--prompt with --prompt-file" -- \
+    "$run" sample "$s" --ckpt "$trained" --prompt x --prompt-file "$tmp/nul.txt"
+  expect 1 "\-\-prompt-file $tmp/missing.txt: cannot open" "--prompt-file missing" -- \
+    "$run" sample "$s" --ckpt "$trained" --prompt-file "$tmp/missing.txt"
+  expect 1 "is a directory, not a regular file" "--prompt-file a folder" -- \
+    "$run" sample "$s" --ckpt "$trained" --prompt-file "$tmp"
   # the KV cache against recomputing the window: within the context (38 +
   # 26 bytes of 64) greedy text is the same
   expect 0 "" "greedy with the KV cache" -- sample --temperature 0 --length 26
