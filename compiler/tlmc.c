@@ -522,6 +522,9 @@ static int run(int argc, char **argv) {
         if (nmodels == 0 && ((nstudies == 0 && o.act == ACT_REPORT_TEXT) || o.act == ACT_REPORT_JSON || o.plot)) {
             fprintf(stderr, "tlmc: %s defines no models\n", o.input);
             rc = EXIT_USER;
+        } else if ((o.output && output_is_source(&s.sources, "-o", o.output)) ||
+                   (o.plot && output_is_source(&s.sources, "--plot", o.plot))) {
+            rc = EXIT_USER; /* before anything is printed: the command did nothing */
         } else if (o.act == ACT_SUMMARY && !o.output && !o.emit_ir) {
             for (int i = 0; i < nmodels; i++) report_summary(stdout, &checked[i]);
             for (int i = 0; i < nstudies && !o.variant; i++)
@@ -548,9 +551,6 @@ static int run(int argc, char **argv) {
                 if (!emit_ir(stdout, &checked[i], o.cpu_mlp)) rc = EXIT_USER;
             }
         }
-        if (!rc && ((o.output && output_is_source(&s.sources, "-o", o.output)) ||
-                    (o.plot && output_is_source(&s.sources, "--plot", o.plot))))
-            rc = EXIT_USER;
         if (!rc && o.output) {
             if (nmodels == 0) {
                 fprintf(stderr, "tlmc: %s defines no models\n", o.input);

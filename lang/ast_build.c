@@ -17,7 +17,10 @@ static expr *node(tlm_session *s, expr_kind kind, tlm_loc loc) {
 static expr *bounded(tlm_session *s, expr *e) {
     if (e->depth <= TLM_MAX_EXPR_DEPTH) return e;
     if (e->depth == TLM_MAX_EXPR_DEPTH + 1)
-        diag_error(&s->diag, e->loc, "expression nested too deeply (the limit is %d levels)", TLM_MAX_EXPR_DEPTH);
+        diag_error(&s->diag, e->loc,
+                   "expression nested too deeply: more than %d levels of operators, calls or parentheses (a chain "
+                   "such as a + b + c counts a level a term)",
+                   TLM_MAX_EXPR_DEPTH);
     expr *err = node(s, EX_ERROR, e->loc);
     err->depth = TLM_MAX_EXPR_DEPTH + 2;
     return err;

@@ -260,6 +260,8 @@ outputs)
   cp ck/checkpoint.safetensors ck.keep
   cp crash.so so.keep
   expect 1 "is also the source" "tlmc -o its own source is refused" -- "$tlmc" src.tlm -o src.tlm
+  expect 1 "is also the source" "tlmc --plot its own source is refused" -- "$tlmc" --plot src.tlm src.tlm
+  check "  ... before printing anything" -- test ! -s "$tmp/out"
   expect 1 "is also a document" "tokenize -o its own input is refused" -- \
     "$run" tokenize --tokenizer tok.json val.txt -o val.txt
   expect 1 "is also the tokenizer" "tokenize -o its tokenizer is refused" -- \

@@ -73,7 +73,7 @@ PY
 expect parens           1 "nested too deeply" "$tmp/parens.tlm"
 expect brackets         1 "nested too deeply" "$tmp/brackets.tlm"
 expect unary            1 "nested too deeply" "$tmp/unary.tlm"
-expect long_sum         1 "nested too deeply" "$tmp/long_sum.tlm"
+expect long_sum         1 "nested too deeply: more than 1000 levels of operators, calls or parentheses (a chain such as a + b + c counts a level a term)" "$tmp/long_sum.tlm"
 expect long_sum_once    1 "^1 error\.$"       "$tmp/long_sum.tlm"
 expect huge_number      1 "out of range"      "$tmp/huge_number.tlm"
 expect long_name        0 ""                  "$tmp/long_name.tlm"
