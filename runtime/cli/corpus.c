@@ -284,11 +284,11 @@ int corpus_files(const char *path, enum corpus_role role, char ***names, int *n,
     return tlm_fail(err, "out of memory"), -1;
 }
 
-bool corpus_load(tlm_dataset *ds, const char *path, enum corpus_role role, int64_t T, int64_t vocab, char *name,
-                 size_t namelen, corpus_info *info, tlm_err *err) {
+/* corpus_load's reading, before its checks: false with a reason (nothing
+ * held). */
+static bool load_unchecked(tlm_dataset *ds, const char *path, enum corpus_role role, int64_t vocab, char *name,
+                           size_t namelen, corpus_info *info, tlm_err *err) {
     tlm_err e = {""};
-    corpus_info local;
-    if (!info) info = &local;
     *info = (corpus_info){.eot = -1};
     snprintf(info->tokenizer, sizeof info->tokenizer, "bytes");
     *ds = (tlm_dataset){0};
@@ -319,6 +319,13 @@ bool corpus_load(tlm_dataset *ds, const char *path, enum corpus_role role, int64
         tlm_fail(err, "%s", e.msg);
         return false;
     }
+    return true;
+}
+
+/* corpus_load's checks of what load_unchecked read: false with a reason,
+ * ds freed. */
+static bool check_loaded(tlm_dataset *ds, int64_t T, int64_t vocab, const char *name, corpus_info *info, tlm_err *err) {
+    tlm_err e = {""};
     if (tlm_data_check(ds, (int)T, &e) != 0) {
         tlm_fail(err, "%s: %s", name, e.msg);
         tlm_data_free(ds);
@@ -334,6 +341,25 @@ bool corpus_load(tlm_dataset *ds, const char *path, enum corpus_role role, int64
     }
     info->text_bytes = ds->n;
     return true;
+}
+
+bool corpus_load(tlm_dataset *ds, const char *path, enum corpus_role role, int64_t T, int64_t vocab, char *name,
+                 size_t namelen, corpus_info *info, tlm_err *err) {
+    corpus_info local;
+    if (!info) info = &local;
+    return load_unchecked(ds, path, role, vocab, name, namelen, info, err) &&
+           check_loaded(ds, T, vocab, name, info, err);
+}
+
+bool corpus_load_for(tlm_dataset *ds, const char *path, int64_t T, int64_t vocab, char *name, size_t namelen,
+                     corpus_info *info, const char *ckpt_tokenizer, const char *ckpt_path, const char *tokenizer_path,
+                     tlm_err *err) {
+    if (!load_unchecked(ds, path, CORPUS_VALID, vocab, name, namelen, info, err)) return false;
+    if (!corpus_same_tokenizer(info, name, ckpt_tokenizer, ckpt_path, tokenizer_path, err)) {
+        tlm_data_free(ds);
+        return false;
+    }
+    return check_loaded(ds, T, vocab, name, info, err);
 }
 
 bool corpus_same_tokenizer(const corpus_info *info, const char *name, const char *ckpt_tokenizer, const char *ckpt_path,

@@ -54,6 +54,14 @@ int corpus_files(const char *path, enum corpus_role role, char ***names, int *n,
 bool corpus_load(tlm_dataset *ds, const char *path, enum corpus_role role, int64_t T, int64_t vocab, char *name,
                  size_t namelen, corpus_info *info, tlm_err *err);
 
+/* corpus_load of path for the validation role, but whether its tokens are
+ * those the checkpoint reads (corpus_same_tokenizer, whose arguments
+ * follow) is asked before its length and ids: a short text for a
+ * checkpoint trained on shards is refused as text, not as too short. */
+bool corpus_load_for(tlm_dataset *ds, const char *path, int64_t T, int64_t vocab, char *name, size_t namelen,
+                     corpus_info *info, const char *ckpt_tokenizer, const char *ckpt_path, const char *tokenizer_path,
+                     tlm_err *err);
+
 /* Whether data of info may go into a checkpoint trained on tokens of
  * ckpt_tokenizer (load_checkpoint's; ckpt_path "" for eval --check, whose
  * tokenizer is --tokenizer's): false with a message naming both, and for a

@@ -148,8 +148,8 @@ int cmd_probe(int argc, char **argv) {
         rc = cli_error("probe", "%s", err.msg);
     else if ((rc = load_checkpoint("probe", &so, ckpt, &m, path, sizeof path, &step, ckpt_tokenizer)) != 0)
         ;
-    else if (!corpus_load(&ds, data, CORPUS_VALID, context, am->vocab, name, sizeof name, &info, &err) ||
-             !corpus_same_tokenizer(&info, name, ckpt_tokenizer, path, NULL, &err))
+    else if (!corpus_load_for(&ds, data, context, am->vocab, name, sizeof name, &info, ckpt_tokenizer, path, NULL,
+                              &err))
         rc = cli_error("probe", "%s", err.msg);
     int64_t available = rc ? 0 : (int64_t)tlm_data_num_windows(&ds, (int)context);
     if (!rc && available < 1)

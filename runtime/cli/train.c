@@ -176,6 +176,28 @@ static void handle_signals(void (*handler)(int)) {
     if (sigaction(SIGHUP, NULL, &hup) == 0 && hup.sa_handler != SIG_IGN) sigaction(SIGHUP, &sa, NULL);
 }
 
+/* The training and validation data are not tokens of one kind: which one
+ * is text, if one is (the command that tokenizes it), or the two
+ * tokenizers and how to see a shard's. */
+static int data_kinds_differ(const run *r) {
+    const corpus_info *t = &r->train_info, *v = &r->val_info;
+    if (!t->shards || !v->shards) {
+        const bool val_text = !v->shards;
+        const char *text = val_text ? r->val_name : r->train_name;
+        return cli_error("train",
+                         "the %s data %s is text, but the %s data %s is tokenized with tokenizer %.16s...: tokenize "
+                         "it first: tlm-run tokenize --tokenizer TOKENIZER %s -o %s.bin%s",
+                         val_text ? "validation" : "training", text, val_text ? "training" : "validation",
+                         val_text ? r->train_name : r->val_name, val_text ? t->tokenizer : v->tokenizer, text, text,
+                         val_text ? "" : " (or give --val a text too)");
+    }
+    return cli_error("train",
+                     "the validation data %s is tokenized with tokenizer %.16s..., the training data %s with "
+                     "tokenizer %.16s...: tokenize both with one (tlm-run tokenize --info SHARD --tokenizer PATH "
+                     "says whether a shard is a tokenizer's)",
+                     r->val_name, v->tokenizer, r->train_name, t->tokenizer);
+}
+
 static int mkdir_p(const char *path) {
     char buf[4096];
     snprintf(buf, sizeof buf, "%s", path);
@@ -596,9 +618,7 @@ static int setup(run *r) {
         goto out;
     }
     if (r->have_val && strcmp(r->val_info.tokenizer, r->train_info.tokenizer) != 0) {
-        rc = cli_error("train", "the validation data %s is tokenized %s%s, the training data %s%s", r->val_name,
-                       r->val_info.shards ? "with tokenizer " : "as ", r->val_info.tokenizer,
-                       r->train_info.shards ? "with tokenizer " : "as ", r->train_info.tokenizer);
+        rc = data_kinds_differ(r);
         goto out;
     }
     if (!corpus_fits_model(&r->train_info, r->train_name, &r->so, &err)) {

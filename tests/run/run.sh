@@ -1245,6 +1245,10 @@ assert nb > 1.5 * n   # a BPE token covers several bytes: bits/byte well below l
     "$run" eval "$tmp/bpe.so" --check --data "$p" --context 64 --tokenizer "$tmp/tok.json"
   expect 0 "^ok: 1 text" "eval --check --tokenizer takes the shard" -- \
     "$run" eval "$tmp/bpe.so" --check --data "$tmp/val.bin" --context 64 --tokenizer "$tmp/tok.json"
+  printf 'too short a text\n' > "$tmp/short.txt"
+  expect 1 "$tmp/short.txt is text, but the checkpoint .*: tokenize it first" \
+    "eval on a text shorter than a window: refused as text, not as too short" -- \
+    "$run" eval "$tmp/bpe.so" --ckpt "$tmp/c" --data "$tmp/short.txt" --context 64
   expect 1 "$p is text, but the checkpoint" "probe on text with a checkpoint trained on shards" -- \
     "$run" probe "$tmp/bpe.so" --ckpt "$tmp/c" --data "$p" --context 64 --threads 1
   expect 0 "" "probe on the validation shard" -- \
@@ -1299,10 +1303,15 @@ assert nb > 1.5 * n   # a BPE token covers several bytes: bits/byte well below l
     "$run" eval "$tmp/bpe.so" --ckpt "$tmp/text" --data "$tmp/val.bin" --context 64
   expect 1 "made with the tokenizer\|tokenized with tokenizer" "eval on a shard of another tokenizer" -- \
     "$run" eval "$tmp/bpe.so" --ckpt "$tmp/c" --data "$tmp/other.bin" --context 64
-  expect 1 "the validation data .* is tokenized" "validation data of another tokenizer" -- \
+  expect 1 "the validation data .* is tokenized with tokenizer .*, the training data .* with tokenizer .*: tokenize both with one" \
+    "validation data of another tokenizer" -- \
     "$run" train "$tmp/bpe.so" "${bpe[@]}" --steps 1 --data "$tmp/shards" --val "$tmp/other.bin" --ckpt "$tmp/x"
-  expect 1 "the validation data .* is tokenized as bytes" "validation text for shards" -- \
+  expect 1 "the validation data $austen/persuasion.txt is text, but the training data .* is tokenized with tokenizer ${hash:0:16}\.\.\.: tokenize it first: tlm-run tokenize --tokenizer TOKENIZER $austen/persuasion.txt -o" \
+    "validation text for shards: the command that tokenizes it" -- \
     "$run" train "$tmp/bpe.so" "${bpe[@]}" --steps 1 --data "$tmp/shards" --val "$austen/persuasion.txt" --ckpt "$tmp/x"
+  expect 1 "the training data $austen/emma.txt is text, but the validation data .*val.bin is tokenized .*(or give --val a text too)" \
+    "training text with validation shards" -- \
+    "$run" train "$tmp/bpe.so" "${bpe[@]}" --steps 1 --data "$austen/emma.txt" --val "$tmp/val.bin" --ckpt "$tmp/x"
 
   # Resume from shards: bit-identical to the run that was not stopped.
   flags=(--threads 1 --context 32 --batch 8 --steps 20 --log-every 1 --eval-every 5 --eval-batches 2
