@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -16,10 +15,7 @@
 #include "remove_on_signal.h"
 
 /* A temporary is TARGET.tmp.XXXXXX (mkstemp's six letters or digits):
- * tlm_remove_stale_temps recognises what a kill left of one by that name.
- * Its writer holds an flock on it while it lives (the kernel drops it when
- * the process dies, however it dies), so a temporary whose lock can be
- * taken is one nobody writes any more. */
+ * tlm_remove_stale_temps recognises what a kill left of one by that name. */
 #define TMP_INFIX ".tmp."
 #define TMP_RANDOM 6
 #define TMP_SUFFIX TMP_INFIX "XXXXXX"
@@ -101,10 +97,7 @@ static int create_registered(char *tmp) {
         for (int i = 0; i < TMP_RANDOM; i++) x[i] = digits[r[i] % 62];
         bool registered = tlm_remove_on_signal(tmp);
         int fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-        if (fd >= 0) {
-            (void)flock(fd, LOCK_EX | LOCK_NB); /* new and ours: only a file system without locks refuses */
-            return fd;
-        }
+        if (fd >= 0) return fd;
         int e = errno;
         if (registered) tlm_keep_on_signal(tmp);
         errno = e;
@@ -122,8 +115,6 @@ bool tlm_atomic_open_spare(tlm_atomic_file *f, const char *path, size_t spare, t
     f->fd = -1;
     mode_t mode = 0;
     if (!pick_target(f, path, &mode, err)) return false;
-    tlm_err ignored = {""}; /* what a killed writer of this target left: best effort, the write goes on */
-    (void)tlm_remove_stale_temps(f->target, &ignored);
     /* PATH.tmp.XXXXXX; where that name is longer than a name may be, a
      * shorter one in the same folder (the rename must stay within it) */
     const char *base = strrchr(f->target, '/');
@@ -298,16 +289,8 @@ int tlm_remove_stale_temps(const char *path, tlm_err *err) {
         struct stat st;
         if (!stale_name(e->d_name, base)) continue;
         if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
-        /* a writer alive holds its lock: its temporary stays */
-        int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-        if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK) {
-            close(fd);
-            continue;
-        }
-        int failed = unlinkat(dirfd(d), e->d_name, 0) != 0 ? errno : 0;
-        if (fd >= 0) close(fd);
-        if (failed) {
-            tlm_fail(err, "%s/%s: cannot remove this stale temporary file: %s", dir, e->d_name, strerror(failed));
+        if (unlinkat(dirfd(d), e->d_name, 0) != 0) {
+            tlm_fail(err, "%s/%s: cannot remove this stale temporary file: %s", dir, e->d_name, strerror(errno));
             removed = -1;
             break;
         }

@@ -8,8 +8,7 @@
  * fsynced: a reader sees the old file or the new one, never part of one. A
  * failure removes the temporary and leaves the target as it was; so does an
  * interrupt (remove_on_signal.h), and what a SIGKILL leaves is named so
- * that tlm_remove_stale_temps (below) knows it, and removed by the next
- * write of the same path.
+ * that tlm_remove_stale_temps (below) knows it.
  *
  * The target is refused up front when it is a directory, a device, a FIFO
  * or a socket (a rename would replace the node itself: `-o /dev/null` once
@@ -70,11 +69,9 @@ bool tlm_output_not_input(const char *out, const char *in, const char *what, tlm
 
 /* Removes what a crash (kill -9, power loss) during an atomic write of path
  * left behind: the regular files of path's folder named path.tmp.XXXXXX or
- * path.tmp.XXXXXX.tmp.YYYYYY (XXXXXX: six letters or digits), nothing else,
- * and none whose writer is alive (it holds an flock on its temporary).
- * tlm_atomic_open calls it for its target, so every output cleans up after
- * a killed writer of the same path. The number removed, or -1 with a
- * reason. */
+ * path.tmp.XXXXXX.tmp.YYYYYY (XXXXXX: six letters or digits), nothing else.
+ * Only safe while no other process writes path (tlm-run train locks the
+ * checkpoint folder). The number removed, or -1 with a reason. */
 int tlm_remove_stale_temps(const char *path, tlm_err *err);
 
 /* fsync of path's folder (after a rename, to make it durable). */

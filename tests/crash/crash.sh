@@ -213,19 +213,6 @@ leftovers)
   check "only the stale temporary of the log went" -- test "$(ls | grep '^log' | tr '\n' ' ')" = \
     "log.jsonl log.jsonl.tmp.a1.b2 log.jsonl.tmpxyzabc "
 
-  # Any output: what a killed writer left of it goes at its next write,
-  # unless a writer alive holds it (its flock; flock(1) stands in for one)
-  "$run" tokenizer train --vocab 300 train.txt -o tok.json > /dev/null
-  touch shard.bin.tmp.Zz9Yy8 shard.bin.tmp.Zz9Yy8.tmp.Aa1Bb2 shard.bin.tmp.Live01 other.bin.tmp.Zz9Yy8
-  flock shard.bin.tmp.Live01 sleep 30 &
-  holder=$!
-  wait_for 10 bash -c "! flock -n shard.bin.tmp.Live01 true"
-  expect 0 "" "tokenize -o shard.bin beside what a kill left" -- "$run" tokenize --tokenizer tok.json train.txt -o shard.bin
-  check "  its stale temporaries went, a live writer's and another output's stayed" -- \
-    test "$(ls | grep '\.bin' | tr '\n' ' ')" = "other.bin.tmp.Zz9Yy8 shard.bin shard.bin.tmp.Live01 "
-  kill $holder 2>/dev/null; wait $holder 2>/dev/null
-  rm -f shard.bin.tmp.Live01 other.bin.tmp.Zz9Yy8 shard.bin
-
   # One run at a time in a checkpoint folder.
   long=("${data[@]}" --steps 100000 --ckpt-every 1 --log-every 0 --eval-every 0 --eval-batches 1)
   "$run" train crash.so "${long[@]}" --ckpt busy > busy.out 2>&1 &
