@@ -355,15 +355,17 @@ bool corpus_load_for(tlm_dataset *ds, const char *path, int64_t T, int64_t vocab
                      corpus_info *info, const char *ckpt_tokenizer, const char *ckpt_path, const char *tokenizer_path,
                      tlm_err *err) {
     if (!load_unchecked(ds, path, CORPUS_VALID, vocab, name, namelen, info, err)) return false;
-    if (!corpus_same_tokenizer(info, name, ckpt_tokenizer, ckpt_path, tokenizer_path, err)) {
+    if (!corpus_same_tokenizer(info, name, path, ckpt_tokenizer, ckpt_path, tokenizer_path, err)) {
         tlm_data_free(ds);
         return false;
     }
     return check_loaded(ds, T, vocab, name, info, err);
 }
 
-bool corpus_same_tokenizer(const corpus_info *info, const char *name, const char *ckpt_tokenizer, const char *ckpt_path,
-                           const char *tokenizer_path, tlm_err *err) {
+const char *corpus_tokenize_input(const char *path) { return path && *path ? path : "TEXT"; }
+
+bool corpus_same_tokenizer(const corpus_info *info, const char *name, const char *path, const char *ckpt_tokenizer,
+                           const char *ckpt_path, const char *tokenizer_path, tlm_err *err) {
     if (!strcmp(info->tokenizer, ckpt_tokenizer)) return true;
     bool data_bytes = !strcmp(info->tokenizer, "bytes"), ckpt_bytes = !strcmp(ckpt_tokenizer, "bytes");
     if (data_bytes && !info->shards)
@@ -371,7 +373,8 @@ bool corpus_same_tokenizer(const corpus_info *info, const char *name, const char
                         "%s is text, but %s%s reads tokens of tokenizer %.16s...: tokenize it first: tlm-run "
                         "tokenize --tokenizer %s %s -o %s.bin",
                         name, *ckpt_path ? "the checkpoint " : "the run", ckpt_path, ckpt_tokenizer,
-                        tokenizer_path ? tokenizer_path : "TOKENIZER", name, name);
+                        tokenizer_path ? tokenizer_path : "TOKENIZER", corpus_tokenize_input(path),
+                        corpus_tokenize_input(path));
     if (!*ckpt_path)
         return tlm_fail(err, "%s: tokenized %s%s, but the run's tokenizer is %s", name,
                         data_bytes ? "as " : "with tokenizer ", info->tokenizer, ckpt_tokenizer);

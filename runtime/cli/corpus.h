@@ -65,10 +65,14 @@ bool corpus_load_for(tlm_dataset *ds, const char *path, int64_t T, int64_t vocab
 /* Whether data of info may go into a checkpoint trained on tokens of
  * ckpt_tokenizer (load_checkpoint's; ckpt_path "" for eval --check, whose
  * tokenizer is --tokenizer's): false with a message naming both, and for a
- * text where tokens are wanted, the command that makes them
- * (tokenizer_path: the --tokenizer given, NULL: none). */
-bool corpus_same_tokenizer(const corpus_info *info, const char *name, const char *ckpt_tokenizer, const char *ckpt_path,
-                           const char *tokenizer_path, tlm_err *err);
+ * text where tokens are wanted, the command that makes them from path,
+ * the data as given (tokenizer_path: the --tokenizer given, NULL: none). */
+bool corpus_same_tokenizer(const corpus_info *info, const char *name, const char *path, const char *ckpt_tokenizer,
+                           const char *ckpt_path, const char *tokenizer_path, tlm_err *err);
+/* What a tokenize command names as its input for the data path given
+ * (a file or a folder, which tokenize reads alike); "TEXT" for the
+ * bundled data (path NULL or empty). */
+const char *corpus_tokenize_input(const char *path);
 
 /* Whether the model may train on data of info: any data when its .tlm names
  * no tokenizer; else only shards of that tokenizer (same hash). false with

@@ -260,10 +260,11 @@ int cmd_eval(int argc, char **argv) {
         /* the tokens the texts must be: the checkpoint's (--check: the
          * tokenizer in play, else any), asked before their lengths */
         const char *want = !check ? ckpt_tokenizer : text.tok ? text.hash : NULL;
-        bool ok = want ? corpus_load_for(&ds[i], data[i], context, so.config->vocab, names[i], sizeof names[i],
-                                         &info[i], want, check ? "" : path, tokenizer, &err)
-                       : corpus_load(&ds[i], data[i], CORPUS_VALID, context, so.config->vocab, names[i],
-                                     sizeof names[i], &info[i], &err);
+        bool ok = want
+                      ? corpus_load_for(&ds[i], data[i], context, so.config->vocab, names[i], sizeof names[i], &info[i],
+                                        want, check ? "" : path, tokenizer ? tokenizer : so.tokenizer_path, &err)
+                      : corpus_load(&ds[i], data[i], CORPUS_VALID, context, so.config->vocab, names[i], sizeof names[i],
+                                    &info[i], &err);
         if (!ok) rc = cli_error("eval", "%s", err.msg);
         else if ((int)strlen(names[i]) > width) width = (int)strlen(names[i]);
     }

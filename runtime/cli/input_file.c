@@ -14,8 +14,9 @@ uint8_t *cli_read_input(const char *path, uint64_t max_bytes, const char *what, 
     size_t cap = 1 << 16, len = 0;
     uint8_t *buf = malloc(cap);
     while (buf) {
-        if (len == cap) { /* len <= max_bytes here */
-            uint8_t *p = realloc(buf, cap *= 2);
+        if (len == cap) { /* len <= max_bytes here: room for one byte past it at most */
+            cap = cap * 2 < max_bytes + 1 ? cap * 2 : (size_t)max_bytes + 1;
+            uint8_t *p = realloc(buf, cap);
             if (!p) break;
             buf = p;
         }

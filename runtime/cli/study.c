@@ -54,8 +54,12 @@ static void usage(FILE *out) {
 
 static study_stop stop;
 
+/* Each signal counted: the first stops the runs at a checkpoint, a second
+ * at once, a third kills them. A SIGHUP after the first is not counted (a
+ * terminal that goes away sends two: the shell's and the kernel's). */
 static void on_signal(int sig) {
     static const char msg[] = "tlm-run study: stopping the runs at a checkpoint (signal again to stop them at once)\n";
+    if (stop.count && sig == SIGHUP) return;
     if (!stop.count) {
         ssize_t written = write(STDERR_FILENO, msg, sizeof msg - 1);
         (void)written; /* the message is a courtesy: nothing to do if it failed */

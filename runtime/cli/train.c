@@ -107,7 +107,10 @@ static volatile sig_atomic_t quiet_signals; /* ranks > 0: rank 0 tells */
 static volatile sig_atomic_t several_ranks;
 
 /* The first SIGINT, SIGTERM or SIGHUP asks the loop to stop at the next
- * step boundary; a second one exits at once. Only async-signal-safe calls. */
+ * step boundary; a second SIGINT or SIGTERM exits at once. A SIGHUP never
+ * does: a terminal that goes away sends one to the job from its shell and
+ * another from the kernel as the session ends, and the run must still
+ * reach its checkpoint. Only async-signal-safe calls. */
 static void on_signal(int sig) {
     static const char first[] = "tlm-run train: stopping after this step, with a checkpoint (signal again to "
                                 "stop at once)\n";
@@ -115,6 +118,7 @@ static void on_signal(int sig) {
                                     "again to stop at once)\n";
     static const char again[] = "tlm-run train: stopped at once; the last checkpoint is intact (--resume "
                                 "continues from it)\n";
+    if (stop_signal && sig == SIGHUP) return;
     int saved_errno = errno; /* the interrupted code's */
     if (stdout_tty) (void)!write(STDERR_FILENO, "\n", 1);
     if (stop_signal && quiet_signals) _exit(128 + sig);
@@ -184,11 +188,12 @@ static int data_kinds_differ(const run *r) {
     if (!t->shards || !v->shards) {
         const bool val_text = !v->shards;
         const char *text = val_text ? r->val_name : r->train_name;
+        const char *input = corpus_tokenize_input(val_text ? r->o.val : r->o.data);
         return cli_error("train",
                          "the %s data %s is text, but the %s data %s is tokenized with tokenizer %.16s...: tokenize "
                          "it first: tlm-run tokenize --tokenizer TOKENIZER %s -o %s.bin%s",
                          val_text ? "validation" : "training", text, val_text ? "training" : "validation",
-                         val_text ? r->train_name : r->val_name, val_text ? t->tokenizer : v->tokenizer, text, text,
+                         val_text ? r->train_name : r->val_name, val_text ? t->tokenizer : v->tokenizer, input, input,
                          val_text ? "" : " (or give --val a text too)");
     }
     return cli_error("train",

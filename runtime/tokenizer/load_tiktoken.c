@@ -134,7 +134,7 @@ tlm_tokenizer *tlm_tok_parse_tiktoken(const char *text, size_t len, const char *
 fail:
     /* Refused at its first line, the file is most likely no tokenizer at
      * all (a .tlm, a shard): say how it was read, not only its line 1. */
-    if (n == 0 && t && buf) {
+    if (n == 0 && t && buf && strstr(err->msg, "line 1")) { /* its format, not a lack of memory */
         char why[sizeof err->msg];
         snprintf(why, sizeof why, "%s", err->msg);
         tlm_fail(err,

@@ -152,6 +152,21 @@ signals)
     check "SIG$sig: interrupted + resumed == uninterrupted: log" -- same log $sig.jsonl $sig.straight.jsonl
   done
 
+  # Two SIGHUPs, as a closed terminal sends (the shell's, then the
+  # kernel's as the session ends): still a stop at a step, with a checkpoint
+  # (a big batch makes steps slow: the second comes while the first waits)
+  "$run" train crash.so "${data[@]}" --batch 1024 --steps 100000 --ckpt-every 0 --log-every 1 --eval-every 0 \
+    --eval-batches 1 --ckpt hup2 --log hup2.jsonl > hup2.out 2> hup2.err &
+  pid=$!
+  wait_for 60 lines hup2.jsonl 2
+  kill -HUP $pid
+  wait_for 30 grep -q "stopping after this step" hup2.err
+  kill -HUP $pid
+  wait $pid; rc=$?
+  k=$(same step hup2/checkpoint.safetensors 2>/dev/null)
+  check "two SIGHUPs: exit 129, a checkpoint at the step it announces ($k), not a stop at once" -- \
+    bash -c "[ $rc = 129 ] && grep -q 'interrupted at step $k of 100000 (SIGHUP); checkpoint' hup2.out && ! grep -q 'stopped at once' hup2.err"
+
   # Started ignoring SIGHUP (nohup), a run trains on through it; SIGINT
   # then stops it as usual
   (trap '' HUP; exec "$run" train crash.so "${long[@]}" --ckpt nohup --log nohup.jsonl > nohup.out 2> nohup.err) &
