@@ -152,17 +152,23 @@ signals)
     check "SIG$sig: interrupted + resumed == uninterrupted: log" -- same log $sig.jsonl $sig.straight.jsonl
   done
 
+  # signal_twice SIG NAME: a slow run (a big batch; a checkpoint every
+  # step) into NAME, sent SIG, then SIG again while the first waits for
+  # the step; its status in rc
+  slow=("${data[@]}" --batch 1024 --steps 100000 --ckpt-every 1 --log-every 1 --eval-every 0 --eval-batches 1)
+  signal_twice() {
+    "$run" train crash.so "${slow[@]}" --ckpt "$2" --log "$2.jsonl" > "$2.out" 2> "$2.err" &
+    local pid=$!
+    wait_for 60 lines "$2.jsonl" 3
+    kill -"$1" $pid
+    wait_for 30 grep -q "stopping after this step" "$2.err"
+    kill -"$1" $pid
+    wait $pid; rc=$?
+  }
+
   # Two SIGHUPs, as a closed terminal sends (the shell's, then the
   # kernel's as the session ends): still a stop at a step, with a checkpoint
-  # (a big batch makes steps slow: the second comes while the first waits)
-  "$run" train crash.so "${data[@]}" --batch 1024 --steps 100000 --ckpt-every 0 --log-every 1 --eval-every 0 \
-    --eval-batches 1 --ckpt hup2 --log hup2.jsonl > hup2.out 2> hup2.err &
-  pid=$!
-  wait_for 60 lines hup2.jsonl 2
-  kill -HUP $pid
-  wait_for 30 grep -q "stopping after this step" hup2.err
-  kill -HUP $pid
-  wait $pid; rc=$?
+  signal_twice HUP hup2
   k=$(same step hup2/checkpoint.safetensors 2>/dev/null)
   check "two SIGHUPs: exit 129, a checkpoint at the step it announces ($k), not a stop at once" -- \
     bash -c "[ $rc = 129 ] && grep -q 'interrupted at step $k of 100000 (SIGHUP); checkpoint' hup2.out && ! grep -q 'stopped at once' hup2.err"
@@ -180,16 +186,8 @@ signals)
   check "SIGHUP ignored (nohup): trains on through it, then SIGINT stops it (exit 130)" -- \
     bash -c "[ $rc = 130 ] && grep -q 'interrupted at step .* (SIGINT)' nohup.out && ! grep -q SIGHUP nohup.out nohup.err"
 
-  # Two SIGINTs: the second arrives while the first waits for the step
-  # (a big batch makes steps slow; a checkpoint every step) and exits at once.
-  slow=("${data[@]}" --batch 1024 --steps 100000 --ckpt-every 1 --log-every 1 --eval-every 0 --eval-batches 1)
-  "$run" train crash.so "${slow[@]}" --ckpt twice --log twice.jsonl > twice.out 2> twice.err &
-  pid=$!
-  wait_for 60 lines twice.jsonl 3
-  kill -INT $pid
-  wait_for 30 grep -q "stopping after this step" twice.err
-  kill -INT $pid
-  wait $pid; rc=$?
+  # Two SIGINTs: the second exits at once.
+  signal_twice INT twice
   check "two SIGINTs: exit 130 at once" -- \
     bash -c "[ $rc = 130 ] && grep -q 'stopped at once; the last checkpoint is intact' twice.err && ! grep -q 'interrupted at step' twice.out"
   k=$(same step twice/checkpoint.safetensors 2>/dev/null)
