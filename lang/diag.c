@@ -161,7 +161,9 @@ static void vreport(diag_engine *d, diag_level level, tlm_loc loc, const char *f
         source *s = d->sources->files[loc.file];
         unsigned line, c;
         source_position(s, loc.begin, &line, &c);
-        fprintf(d->out, "%s%s:%u:%u:%s ", col(d, BOLD), s->name, line, c, col(d, RESET));
+        fputs(col(d, BOLD), d->out);
+        put_escaped(d->out, s->name); /* a file's name is the user's text too */
+        fprintf(d->out, ":%u:%u:%s ", line, c, col(d, RESET));
     }
     fprintf(d->out, "%s%s:%s %s", col(d, colors[level]), names[level], col(d, RESET), col(d, BOLD));
     put_escaped(d->out, msg);

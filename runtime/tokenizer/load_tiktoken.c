@@ -119,6 +119,11 @@ tlm_tokenizer *tlm_tok_parse_tiktoken(const char *text, size_t len, const char *
         }
         i = end + 1;
     }
+    if (n == 0) { /* a lone "\r": no line, so no token at all */
+        tlm_fail(err, "%s: holds no ranks (expected lines \"BASE64 RANK\": the token in base64, one space, its rank)",
+                 name);
+        goto fail;
+    }
     t->n_vocab = n + LLAMA3_SPECIALS;
     for (int k = 0; k < LLAMA3_SPECIALS; k++) {
         char sb[64];

@@ -147,4 +147,11 @@ has "$tmp/err" 'warning: bidirectional control character U+202E in a string' "..
 if LC_ALL=C grep -q $'\xe2\x80\xae' "$tmp/err"; then
   echo "FAIL: a bidi control printed as it is:"; cat "$tmp/err"; fail=1
 else echo "ok: ... and never printed as it is"; fi
+# ... and so does the file's name in a message's location
+cp "$tmp/bidi_path.tlm" "$tmp/x"$'\xe2\x80\xae'"y.tlm"
+status 1 "a file whose name holds a bidi control" -- "$tlmc" --check "$tmp/x"$'\xe2\x80\xae'"y.tlm"
+has "$tmp/err" 'x\\u202Ey\.tlm:1:' "... is named escaped in the location"
+if LC_ALL=C grep -q $'\xe2\x80\xae' "$tmp/err"; then
+  echo "FAIL: the file's name printed as it is:"; cat "$tmp/err"; fail=1
+else echo "ok: ... and its name never printed as it is"; fi
 exit $fail

@@ -289,6 +289,7 @@ static void merges_checked(void) {
         {"an empty line", "QQ== 0\n\nQg== 1\n", {"line 2 is empty", NULL}},
         {"no rank", "QQ== 0\nQg== \n", {"line 2 has no rank", NULL}},
         {"a rank not a number", "QQ== 0\nQg== -1\n", {"line 2: the rank `-1` is not a decimal number", NULL}},
+        {"a lone carriage return", "\r", {"rank file: holds no ranks", NULL}},
         {"a rank out of order", "QQ== 0\nQg== 2\n", {"line 2: the rank is 2, not 1", NULL}},
     };
     for (size_t i = 0; i < sizeof tiktoken / sizeof *tiktoken; i++) {
