@@ -11,18 +11,17 @@
 
 uint8_t *cli_read_input(const char *path, uint64_t max_bytes, const char *what, size_t *n, tlm_err *err) {
     if (path) return tlm_read_regular(path, max_bytes, what, n, err);
-    size_t cap = 1 << 16, len = 0;
+    /* never more than one byte past the limit: that byte says it is passed */
+    size_t cap = max_bytes + 1 < (1 << 16) ? (size_t)max_bytes + 1 : 1 << 16, len = 0;
     uint8_t *buf = malloc(cap);
     while (buf) {
-        if (len == cap) { /* len <= max_bytes here: room for one byte past it at most */
+        if (len == cap) { /* len <= max_bytes here */
             cap = cap * 2 < max_bytes + 1 ? cap * 2 : (size_t)max_bytes + 1;
             uint8_t *p = realloc(buf, cap);
             if (!p) break;
             buf = p;
         }
-        size_t want = cap - len;
-        if (want > max_bytes + 1 - len) want = (size_t)(max_bytes + 1 - len); /* one past: the limit is seen */
-        size_t got = fread(buf + len, 1, want, stdin);
+        size_t got = fread(buf + len, 1, cap - len, stdin);
         len += got;
         if (len > max_bytes) {
             free(buf);

@@ -351,23 +351,23 @@ static bool op_mlp_backward(step *s, const tlm_abi_op *op) {
     /* dx = d_pre_up Wu (+ d_pre_gate Wg); dWu, dWg += d_pre^T x. The bf16
      * twin wrote the gradients in bf16: the GEMMs' operands as they are
      * (gemm_pair batches the two dW products over them). */
-    const tlm_gemm_type g_type = bf16 ? TLM_GEMM_BF16 : TLM_GEMM_F32;
+    const tlm_gemm_type mlp_type = bf16 ? TLM_GEMM_BF16 : TLM_GEMM_F32; /* h and the gradients */
     tlm_gemm dx_up = tlm_gpu_linear_dx_gemm(dx, d_pre_up, PARAM(w_up), s->N, D, w, false);
     tlm_gemm dw_up = tlm_gpu_linear_dw_gemm(GRAD(w_up), d_pre_up, x, s->N, D, w);
-    dx_up.b_type = dw_up.b_type = g_type;
+    dx_up.b_type = dw_up.b_type = mlp_type;
     dw_up.a_type = stored_as(s, o->in_x);
     bool ok = tlm_gpu_gemm(s->gpu, &dx_up, ERR);
     if (ok && swiglu) {
         tlm_gemm dx_gate = tlm_gpu_linear_dx_gemm(dx, d_pre_gate, PARAM(w_gate), s->N, D, w, true);
         tlm_gemm dw_gate = tlm_gpu_linear_dw_gemm(GRAD(w_gate), d_pre_gate, x, s->N, D, w);
-        dx_gate.b_type = dw_gate.b_type = g_type;
+        dx_gate.b_type = dw_gate.b_type = mlp_type;
         dw_gate.a_type = dw_up.a_type;
         ok = tlm_gpu_gemm(s->gpu, &dx_gate, ERR) && gemm_pair(s, dw_gate, &dw_up);
     } else if (ok) ok = tlm_gpu_gemm(s->gpu, &dw_up, ERR);
     if (!ok) return false;
     /* dWd += dout^T h, h recomputed into the scratch dh no longer needs */
     tlm_gemm dw_down = tlm_gpu_linear_dw_gemm(GRAD(w_down), dout, scratch, s->N, w, D);
-    dw_down.a_type = g_type;
+    dw_down.a_type = mlp_type;
     return act_h(s, op, bf16, pre_gate, pre_up, W) && tlm_gpu_gemm(s->gpu, &dw_down, ERR);
 }
 

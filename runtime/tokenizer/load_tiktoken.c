@@ -78,6 +78,14 @@ tlm_tokenizer *tlm_tok_parse_tiktoken(const char *text, size_t len, const char *
         if (t) tlm_fail(err, "out of memory");
         goto fail;
     }
+    /* What a format error starts with: refused at its first line, the file
+     * is most likely no tokenizer at all (a .tlm, a shard), so line 1's say
+     * how it was read. */
+    char lead[sizeof err->msg];
+    snprintf(lead, sizeof lead,
+             "%s is not a tokenizer: it does not start with `{` (a tokenizer.json), so it was read as a tiktoken rank "
+             "file, and",
+             name);
     for (size_t i = 0; i < len; n++) {
         const uint8_t *nl = memchr(s + i, '\n', len - i);
         size_t end = nl ? (size_t)(nl - s) : len, k = end;
@@ -90,13 +98,13 @@ tlm_tokenizer *tlm_tok_parse_tiktoken(const char *text, size_t len, const char *
         else if (memchr(sp + 1, ' ', (size_t)(s + k - sp - 1))) bad = "has more than one space";
         else if (sp + 1 == s + k) bad = "has no rank after the space";
         if (bad) {
-            tlm_fail(err, "%s: line %d %s (expected \"BASE64 RANK\": the token in base64, one space, its rank)", name,
+            tlm_fail(err, "%s line %d %s (expected \"BASE64 RANK\": the token in base64, one space, its rank)", lead,
                      (int)n + 1, bad);
             goto fail;
         }
         long m = sp == s + i ? 0 : b64_decode(s + i, (size_t)(sp - (s + i)), buf);
         if (m <= 0) {
-            tlm_fail(err, "%s: line %d: %s", name, (int)n + 1,
+            tlm_fail(err, "%s line %d: %s", lead, (int)n + 1,
                      m == 0 ? "the token is empty (a token is one byte or more)" : "the token is not valid base64");
             goto fail;
         }
@@ -106,9 +114,9 @@ tlm_tokenizer *tlm_tok_parse_tiktoken(const char *text, size_t len, const char *
         if (p < s + k || rank != n) {
             char shown[48];
             tok_escape(sp + 1, (size_t)(s + k - sp - 1), shown, sizeof shown);
-            if (p < s + k) tlm_fail(err, "%s: line %d: the rank `%s` is not a decimal number", name, (int)n + 1, shown);
+            if (p < s + k) tlm_fail(err, "%s line %d: the rank `%s` is not a decimal number", lead, (int)n + 1, shown);
             else
-                tlm_fail(err, "%s: line %d: the rank is %s, not %d (ranks must run 0, 1, 2, ... in order)", name,
+                tlm_fail(err, "%s line %d: the rank is %s, not %d (ranks must run 0, 1, 2, ... in order)", lead,
                          (int)n + 1, shown, (int)n);
             goto fail;
         }
@@ -118,6 +126,7 @@ tlm_tokenizer *tlm_tok_parse_tiktoken(const char *text, size_t len, const char *
             goto fail;
         }
         i = end + 1;
+        if (n == 0) snprintf(lead, sizeof lead, "%s:", name); /* past line 1 */
     }
     if (n == 0) { /* a lone "\r": no line, so no token at all */
         tlm_fail(err, "%s: holds no ranks (expected lines \"BASE64 RANK\": the token in base64, one space, its rank)",
@@ -137,16 +146,6 @@ tlm_tokenizer *tlm_tok_parse_tiktoken(const char *text, size_t len, const char *
     free(buf);
     return t;
 fail:
-    /* Refused at its first line, the file is most likely no tokenizer at
-     * all (a .tlm, a shard): say how it was read, not only its line 1. */
-    if (n == 0 && t && buf && strstr(err->msg, "line 1")) { /* its format, not a lack of memory */
-        char why[sizeof err->msg];
-        snprintf(why, sizeof why, "%s", err->msg);
-        tlm_fail(err,
-                 "%s is not a tokenizer: it does not start with `{` (a tokenizer.json), so it was read as a tiktoken "
-                 "rank file, and %s",
-                 name, why + (strncmp(why, name, strlen(name)) ? 0 : strlen(name) + 2));
-    }
     free(buf);
     tlm_tok_free(t);
     return NULL;

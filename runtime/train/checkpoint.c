@@ -378,12 +378,14 @@ static bool params_match(const tlm_st_file *f, const tlm_so *so) {
     return true;
 }
 
-/* Whether a checkpoint's abi_version, a decimal string, is one this model's
- * ABI reads (TLM_CKPT_OLDEST_ABI up to its own). */
-static bool ckpt_abi_readable(const char *abi, uint32_t model_abi) {
-    if (!abi || !*abi || strlen(abi) > 9 || strspn(abi, "0123456789") != strlen(abi)) return false;
-    const unsigned long v = strtoul(abi, NULL, 10);
-    return v >= TLM_CKPT_OLDEST_ABI && v <= model_abi;
+/* The metadata entry key as a whole number (decimal digits alone, in
+ * range), or -1: absent, empty, signed, or anything else. */
+static int64_t meta_whole_number(const tlm_st_file *f, const char *key) {
+    const char *s = tlm_st_meta_get(f, key);
+    char *end;
+    errno = 0;
+    long long v = s && *s >= '0' && *s <= '9' ? strtoll(s, &end, 10) : -1;
+    return v >= 0 && !*end && errno == 0 ? (int64_t)v : -1;
 }
 
 tlm_st_file *tlm_ckpt_open(const char *path, const tlm_so *so, tlm_err *err) {
@@ -396,6 +398,7 @@ tlm_st_file *tlm_ckpt_open(const char *path, const tlm_so *so, tlm_err *err) {
     const char *format = tlm_st_meta_get(f, "format");
     const char *model = tlm_st_meta_get(f, "model");
     const char *abi = tlm_st_meta_get(f, "abi_version");
+    const int64_t abi_version = meta_whole_number(f, "abi_version"); /* -1: not a version */
     const char *fp = tlm_st_meta_get(f, "param_fingerprint");
     const char *name = tlm_so_str(so, so->config->name);
     char want_fp[24];
@@ -408,7 +411,7 @@ tlm_st_file *tlm_ckpt_open(const char *path, const tlm_so *so, tlm_err *err) {
         ;
     else if (!model || strcmp(model, name) != 0)
         tlm_fail(err, "%s: a checkpoint of model `%s`, not `%s`", path, model ? model : "?", name);
-    else if (!ckpt_abi_readable(abi, so->header->version))
+    else if (abi_version < TLM_CKPT_OLDEST_ABI || abi_version > so->header->version)
         tlm_fail(err, "%s: written with ABI version %s; this tlm-run reads checkpoints of versions %u to %u", path,
                  abi ? abi : "?", TLM_CKPT_OLDEST_ABI, so->header->version);
     else if (!fp || strcmp(fp, want_fp) != 0 || !params_match(f, so)) describe_difference(f, so, path, err);
@@ -421,11 +424,7 @@ tlm_st_file *tlm_ckpt_open(const char *path, const tlm_so *so, tlm_err *err) {
 }
 
 bool tlm_ckpt_meta_step(const tlm_st_file *f, int64_t *step) {
-    const char *s = tlm_st_meta_get(f, "step");
-    char *end;
-    errno = 0;
-    long long v = s && *s >= '0' && *s <= '9' ? strtoll(s, &end, 10) : -1;
-    *step = v >= 0 && !*end && errno == 0 ? (int64_t)v : -1;
+    *step = meta_whole_number(f, "step");
     return *step >= 0;
 }
 
