@@ -17,8 +17,8 @@
 
 /* x86-64 CPUs by widest float vector we use: 16 = AVX-512, 8 = AVX/AVX2,
  * 4 = SSE; split: cpu_target.split_256; wide: cpu_target.wide_tile_from
- * (Intel's AVX-512 parts at every d_model, Zen 5 from d_model 768; Zen 4 and
- * the generic x86-64-v4 never); needs: the extensions above that
+ * (Intel's AVX-512 parts at every d_model, Zen 4 and Zen 5 from d_model
+ * 768; the generic x86-64-v4 never); needs: the extensions above that
  * LLVM may use for it. A subset of LLVM 19's list (llc -mcpu=help): the
  * baselines and the server/desktop parts people actually name, and the AVX
  * parts that split 256-bit operations (also looked up for the host, by
@@ -65,7 +65,7 @@ static const struct {
     {"znver1", 8, true, V3, 0},
     {"znver2", 8, false, V3, 0},
     {"znver3", 8, false, V3, 0},
-    {"znver4", 16, false, V4, 0},
+    {"znver4", 16, false, V4, 768},
     {"znver5", 16, false, V4, 768},
     {"bdver1", 8, true, V2 ",avx,fma4,xop,lzcnt", 0},
     {"bdver2", 8, true, V2 ",avx,fma4,xop,lzcnt,fma,f16c,bmi", 0},

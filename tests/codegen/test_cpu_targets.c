@@ -6,7 +6,7 @@
  * any AVX2 machine through TLM_CODEGEN_SPLIT_256, with the default tile
  * and with tiles of 5 and 10 rows (a part quad; two row groups), on odd
  * shapes too, and the IR must show which path was built. So must the
- * wide AVX-512 tile (6 x 4 vectors: Intel's CPUs, Zen 5 from d_model 768),
+ * wide AVX-512 tile (6 x 4 vectors: Intel's CPUs, Zens 4 and 5 from d_model 768),
  * checked for the CPUs and models that get it and those that do not, and
  * run where AVX-512 is. */
 #include <stdio.h>
@@ -220,11 +220,12 @@ int main(void) {
     check_flag("wide_tile", "skylake-avx512", 1);
     check_flag("wide_tile", "icelake-server", 1);
     check_flag("wide_tile", "znver5", 768);
-    check_flag("wide_tile", "znver4", 0);
+    check_flag("wide_tile", "znver4", 768);
     check_flag("wide_tile", "x86-64-v4", 0);
     check_flag("wide_tile", "haswell", 0);
     check_tile_text("sapphirerapids", 256, "16-float vectors, 6 x 64 register tile, KC 128, MC 384");
-    check_tile_text("znver4", 1024, "16-float vectors, 12 x 32 register tile, KC 256, MC 384");
+    check_tile_text("znver4", 767, "16-float vectors, 12 x 32 register tile, KC 256, MC 384");
+    check_tile_text("znver4", 768, "16-float vectors, 6 x 64 register tile, KC 128, MC 384");
     check_tile_text("znver5", 767, "16-float vectors, 12 x 32 register tile, KC 256, MC 384");
     check_tile_text("znver5", 768, "16-float vectors, 6 x 64 register tile, KC 128, MC 384");
     check_tile_text("x86-64-v3", 1024, "8-float vectors, 6 x 16 register tile, KC 256");
@@ -233,7 +234,7 @@ int main(void) {
     check_tile_text("znver4", 256, "5 x 48 register tile, KC 64, MC 40 (set by TLM_CODEGEN_BLOCKING)");
     check_tile_text("znver5", 1024, "5 x 48 register tile, KC 64, MC 40 (set by TLM_CODEGEN_BLOCKING)");
     unsetenv("TLM_CODEGEN_BLOCKING");
-  /* Zen 5 from d_model 768 (check_tile_text checks 767 against 768; this,
+  /* Zens 4 and 5 from d_model 768 (check_tile_text checks 767 against 768; this,
    * that tlm_codegen_cpu_object hands the specs' d_model to the rule) */
     static const tlm_kernel_spec wide_d = {TLM_MLP_SWIGLU, 768, 40};
     check_tile_ir("sapphirerapids", &specs[0], true);
@@ -241,7 +242,7 @@ int main(void) {
     check_tile_ir("x86-64-v4", &specs[0], false);
     check_tile_ir("znver5", &specs[0], false);
     check_tile_ir("znver5", &wide_d, true);
-    check_tile_ir("znver4", &wide_d, false);
+    check_tile_ir("znver4", &wide_d, true);
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
         __builtin_cpu_supports("avx512vl")) {
         check_target("x86-64-v4", 3, &rng);
