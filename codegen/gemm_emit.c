@@ -26,10 +26,10 @@ gemm_blocking gemm_default_blocking(int vl, bool wide_tile) {
    * three entries 4.1-4.8% faster at d_model 768, 1024 and 2048, and 0.7%
    * slower at 512, 0.7-1.4% at tiny's 256: cpu_target.wide_tile_from
    * chooses it by d_model there. On a Zen 4 (family 25, model 17: its
-   * 512-bit operations run as two 256-bit halves) it ran all three entries
-   * 2.1-3.5% faster at d_model 768, 1024 and 2048, the same at 512 and
-   * 1.4% slower at 256, so Zen 4 takes the same rule; the generic
-   * x86-64-v4 keeps the 12 x 32 tile. Intel's other AVX-512 parts follow
+   * 512-bit operations run as two 256-bit halves) it ran the three entries
+   * 1.6-3.5% faster (2.3-3.0% over all) at d_model 768, 1024 and 2048,
+   * the same at 512 and 1.4% slower at 256, so Zen 4 takes the same rule;
+   * the generic x86-64-v4 keeps the 12 x 32 tile. Intel's other AVX-512 parts follow
    * the one Xeon measured, unmeasured themselves: the client ones (Ice
    * Lake, Tiger Lake, Rocket Lake) have one 512-bit FMA unit, not two.
    * The tile and KC never change which products are summed in which order:
