@@ -29,11 +29,38 @@ const char *tlm_long_option_abbreviation(int opt, int longindex, char *const *ar
     return strncmp(text, "--", 2) == 0 && !names_one(text, options) ? text : NULL;
 }
 
+/* Another command's name for an option (eval's --max-tokens is sample's
+ * --length), offered where a command has the other name. */
+static const char *const synonyms[][2] = {
+    {"max-tokens", "length"},
+    {"length", "max-tokens"},
+};
+
+/* An option the user meant without its prefix: the same name with '-' for
+ * '_' (--max_tokens), or its synonym above; NULL if none is in `options`. */
+static const char *meant(const char *name, size_t n, const struct option *options) {
+    char dashed[64];
+    if (n >= sizeof dashed) return NULL;
+    for (size_t i = 0; i < n; i++) dashed[i] = name[i] == '_' ? '-' : name[i];
+    dashed[n] = 0;
+    for (size_t s = 0; s < sizeof synonyms / sizeof *synonyms; s++)
+        if (!strcmp(dashed, synonyms[s][0])) {
+            for (int k = 0; options[k].name; k++)
+                if (!strcmp(options[k].name, synonyms[s][1])) return options[k].name;
+        }
+    for (int k = 0; options[k].name; k++)
+        if (!strcmp(options[k].name, dashed)) return options[k].name;
+    return NULL;
+}
+
 void tlm_long_option_unknown(const char *text, size_t shown, const struct option *options, char *buf, size_t size) {
     size_t n = strncmp(text, "--", 2) == 0 ? name_length(text) : 0;
     int used = snprintf(buf, size, "unknown option `%.*s`", (int)shown, text);
     int total = 0, found = 0;
     for (int k = 0; n && options[k].name; k++) total += !strncmp(options[k].name, text + 2, n);
+    const char *other = n && !total ? meant(text + 2, n, options) : NULL;
+    if (other && used > 0 && (size_t)used < size)
+        snprintf(buf + used, size - (size_t)used, " (did you mean --%s?)", other);
     for (int k = 0; total && options[k].name && used > 0 && (size_t)used < size; k++) {
         if (strncmp(options[k].name, text + 2, n) != 0) continue;
         found++;

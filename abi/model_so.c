@@ -41,6 +41,10 @@ void tlm_so_trailer(const uint8_t *image, uint64_t size, uint8_t trailer[TLM_SO_
  * one (or is cut short) a message of its own. */
 static bool check_elf(const char *path, const uint8_t *image, uint64_t size, tlm_err *err) {
     Elf64_Ehdr eh;
+    if (size == 0) return tlm_fail(err, "%s is empty (0 bytes): compile the model with tlmc", path);
+    if (size >= SELFMAG && size < sizeof eh && memcmp(image, ELFMAG, SELFMAG) == 0)
+        return tlm_fail(err, "%s is truncated: %llu bytes, shorter than an ELF header; recompile it with this tlmc",
+                        path, (unsigned long long)size);
     if (size < sizeof eh || memcmp(image, ELFMAG, SELFMAG) != 0)
         return tlm_fail(err, "%s is not a compiled model (not an ELF shared object)", path);
     memcpy(&eh, image, sizeof eh);
@@ -52,12 +56,16 @@ static bool check_elf(const char *path, const uint8_t *image, uint64_t size, tlm
     if (eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phoff > size ||
         (uint64_t)eh.e_phnum * eh.e_phentsize > size - eh.e_phoff || eh.e_shoff > size ||
         (uint64_t)eh.e_shnum * eh.e_shentsize > size - eh.e_shoff)
-        return tlm_fail(err, "%s is truncated or damaged (headers past the end of the file)", path);
+        return tlm_fail(err,
+                        "%s is truncated or damaged (headers past the end of the file); recompile it with this "
+                        "tlmc",
+                        path);
     for (int i = 0; i < eh.e_phnum; i++) {
         Elf64_Phdr ph;
         memcpy(&ph, image + eh.e_phoff + (uint64_t)i * sizeof ph, sizeof ph);
         if (ph.p_type == PT_LOAD && (ph.p_offset > size || ph.p_filesz > size - ph.p_offset))
-            return tlm_fail(err, "%s is truncated: a segment ends past byte %llu", path, (unsigned long long)size);
+            return tlm_fail(err, "%s is truncated: a segment ends past byte %llu; recompile it with this tlmc", path,
+                            (unsigned long long)size);
     }
     return true;
 }

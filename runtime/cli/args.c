@@ -115,7 +115,10 @@ bool cli_int(cli_args *a, int64_t lo, int64_t hi, int64_t *out) {
         return false;
     }
     if (errno == ERANGE) { /* an integer, past int64_t's range and so past hi or below lo */
-        if (hi == INT64_MAX) cli_usage_error(a->cmd, "%s: `%s` is out of range", a->flag, a->val);
+        if (hi == INT64_MAX && v > 0)
+            cli_usage_error(a->cmd, "%s: `%s` is out of range (at most %lld)", a->flag, a->val, (long long)hi);
+        else if (hi == INT64_MAX)
+            cli_usage_error(a->cmd, "%s must be at least %lld (got %s)", a->flag, (long long)lo, a->val);
         else
             cli_usage_error(a->cmd, "%s must be between %lld and %lld (got %s)", a->flag, (long long)lo, (long long)hi,
                             a->val);

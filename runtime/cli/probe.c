@@ -29,12 +29,14 @@ static void usage(FILE *out) {
           "  --data FILE|DIR    the text, or token shards (default: Persuasion)\n"
           "  --batch N          windows per forward pass (default 8)\n"
           "  --context T        tokens per window (default: the model's train context)\n"
-          "  --windows N        windows to average over (default 32)\n"
+          "  --windows N        windows to average over (default 32; fewer if the text\n"
+          "                     has fewer)\n"
           "  --device DEV       cpu (default), cuda or cuda:N\n"
           "  --precision P      bf16 (the GPU's default) or fp32\n"
           "  --threads N        CPU threads (default: all cores)\n"
           "  --json             one JSON object on stdout instead of the table:\n"
-          "                     {\"kind\":\"probe\",\"rho\":[rho of layer 0, ...]}\n"
+          "                     {\"kind\":\"probe\",\"windows\":N,\"context\":T,\"rho\":[rho of\n"
+          "                     layer 0, ...]} (windows: those averaged over)\n"
           "\n"
           "Exit status: 0 ok, 1 error (model, checkpoint, data), 2 bad usage.\n",
           out);
@@ -91,7 +93,10 @@ int cmd_probe(int argc, char **argv) {
         switch (opt) {
         case 'h': usage(stdout); return 0;
         case OPT_CKPT: ok = cli_path(&a, &ckpt); break;
-        case OPT_DATA: ok = cli_path(&a, &data); break;
+        case OPT_DATA: /* eval's --data repeats; here a second would be dropped unseen */
+            if (data) return cli_usage_error("probe", "--data given twice: probe reads one text (eval scores several)");
+            ok = cli_path(&a, &data);
+            break;
         case OPT_BATCH: ok = cli_int(&a, 1, 1 << 16, &batch); break;
         case OPT_CONTEXT: ok = cli_int(&a, 1, INT32_MAX, &context); break;
         case OPT_WINDOWS: ok = cli_int(&a, 1, 1 << 20, &windows); break;
@@ -183,7 +188,8 @@ int cmd_probe(int argc, char **argv) {
         done += b;
     }
     if (!rc && json) {
-        printf("{\"kind\":\"probe\",\"rho\":[");
+        /* the windows averaged over, which a short text makes fewer than asked */
+        printf("{\"kind\":\"probe\",\"windows\":%" PRId64 ",\"context\":%" PRId64 ",\"rho\":[", done, context);
         for (int64_t l = 0; l < L; l++) {
             char rho[32];
             jsonl_number(rho, sizeof rho, sum[l] / (double)(done * context));

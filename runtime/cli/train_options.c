@@ -1,5 +1,6 @@
 #include "train_options.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stddef.h>
@@ -170,6 +171,15 @@ static bool read_setting_flag(cli_args *a, const tlm_train_setting *row, train_o
     } else if (row->kind == TLM_TS_REAL) {
         if (!cli_real(a, -HUGE_VAL, false, &v)) return false;
     } else {
+        /* an integer past int64_t's range is past the row's too: its range
+         * said, not int64_t's */
+        char *end;
+        errno = 0;
+        (void)strtoll(a->val, &end, 10);
+        if (end != a->val && *end == '\0' && errno == ERANGE) {
+            range_error(row, a->val);
+            return false;
+        }
         int64_t n;
         if (!cli_int(a, INT64_MIN, INT64_MAX, &n)) return false;
         v = (double)n;         /* beyond 2^53 it rounds, but stays beyond every bound */
@@ -219,11 +229,15 @@ int train_parse(train_options *o, int argc, char **argv) {
         case OPT_DRY_RUN: o->dry_run = true; break;
         case OPT_PROFILE: o->profile = true; break;
         case OPT_PROFILE_KERNELS: o->profile = o->profile_kernels = true; break;
-        case OPT_DATA:
+        case OPT_DATA: /* eval's --data repeats; here a second would be dropped unseen */
+            if (o->given_data)
+                return cli_usage_error(a.cmd, "--data given twice: training reads one text or folder (put the "
+                                              "texts in one folder)");
             if (!cli_path(&a, &o->data) || !recordable(&a)) return 2;
             o->given_data = true;
             break;
         case OPT_VAL:
+            if (o->given_val) return cli_usage_error(a.cmd, "--val given twice: validation reads one text or folder");
             if (!cli_path(&a, &o->val) || !recordable(&a)) return 2;
             o->given_val = true;
             break;

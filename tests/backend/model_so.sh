@@ -107,9 +107,11 @@ expect 1 "is not a compiled tlm model (no tlm_abi_magic)" "a foreign shared obje
 size=$(stat -c %s "$tmp/tiny.so")
 for cut in 16 64 1000 $((size / 2)) $((size - 100)) $((size - 48)); do
   head -c "$cut" "$tmp/tiny.so" > "$tmp/cut.so"
-  expect 1 "not an ELF shared object\|truncated or damaged\|has no integrity trailer" \
-    "truncated to $cut of $size bytes" -- "$run" info "$tmp/cut.so"
+  expect 1 "\(truncated\|has no integrity trailer\).*recompile it with this tlmc" \
+    "truncated to $cut of $size bytes: said, with what to do" -- "$run" info "$tmp/cut.so"
 done
+: > "$tmp/empty.so"
+expect 1 "empty.so is empty (0 bytes): compile the model with tlmc$" "an empty file" -- "$run" info "$tmp/empty.so"
 # Damage inside the descriptor (found by its symbol, tlm_model_blob): the
 # file's hash refuses it first; with the trailer recomputed over the
 # damaged file, the descriptor's own checksum still does.

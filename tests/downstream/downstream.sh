@@ -308,12 +308,15 @@ EOF
   expect 0 '"kind":"probe"' "probe --json" -- "$run" probe "$small" --ckpt "$ck" --threads 1 --windows 4 --json
   cp "$tmp/out" probe.json
   expect 0 "rho" "probe's table" -- "$run" probe "$small" --ckpt "$ck" --threads 1 --windows 4
-  check "probe --json: {kind, rho: one per layer}, the table's numbers" -- "$py" - probe.json "$tmp/out" <<'EOF'
+  check "probe --json: {kind, windows, context, rho: one per layer}, the table's numbers" -- \
+    "$py" - probe.json "$tmp/out" <<'EOF'
 import json, re, sys
 lines = open(sys.argv[1]).read().splitlines()
 assert len(lines) == 1
 o = json.loads(lines[0])
-assert list(o) == ["kind", "rho"] and o["kind"] == "probe" and len(o["rho"]) == 2, o
+assert list(o) == ["kind", "windows", "context", "rho"] and o["kind"] == "probe" and len(o["rho"]) == 2, o
+head = re.search(r": (\d+) windows? of (\d+) tokens?$", open(sys.argv[2]).read().splitlines()[0])
+assert head and o["windows"] == int(head.group(1)) == 4 and o["context"] == int(head.group(2)), (o, head)
 rows = [float(m.group(1)) for m in re.finditer(r"^\s*\d+\s+\d+\s+(-?[0-9.]+)\s*$", open(sys.argv[2]).read(), re.M)]
 assert [f"{r:.4f}" for r in o["rho"]] == [f"{r:.4f}" for r in rows], (o, rows)
 print(o)

@@ -412,6 +412,19 @@ bad_flags)
   expect 0 "^batch 3$" "train --batch=3 whole" -- "$run" train "$s" --dry-run --batch=3 --ckpt "$tmp/w"
   expect 2 "\-\-data is empty" "train --data ''" -- "$run" train "$s" --data ""
   expect 2 "\-\-val is empty" "train --val ''" -- "$run" train "$s" --val ""
+  expect 2 "^tlm-run train: --data given twice: training reads one text or folder (put the texts in one folder)" \
+    "train --data twice: refused, not the first dropped" -- "$run" train "$s" --data a.txt --data b.txt
+  expect 2 "^tlm-run train: --val given twice" "train --val twice" -- "$run" train "$s" --val a.txt --val b.txt
+  # another command's name, or '_' for '-': the option meant
+  expect 2 "unknown option .--max-tokens. (did you mean --length?)" "sample --max-tokens: eval's name" -- \
+    "$run" sample "$s" --max-tokens 5
+  expect 2 "unknown option .--length. (did you mean --max-tokens?)" "eval --length: sample's name" -- \
+    "$run" eval "$s" --length 5
+  expect 2 "unknown option .--eval_every. (did you mean --eval-every?)" "train --eval_every" -- \
+    "$run" train "$s" --eval_every 5
+  expect 2 "unknown option .--bogus_flag. (see" "train --bogus_flag: nothing offered" -- "$run" train "$s" --bogus_flag
+  expect 2 "\-\-seed: .18446744073709551616. is out of range (at most 9223372036854775807)" "sample --seed 2^64" -- \
+    "$run" sample "$s" --seed 18446744073709551616
   expect 2 "\-\-data is empty" "probe --data ''" -- "$run" probe "$s" --data ""
   expect 2 "\-\-choices is empty" "eval --choices ''" -- "$run" eval "$s" --choices ""
   expect 2 "\-\-tokenizer is empty" "sample --tokenizer ''" -- "$run" sample "$s" --tokenizer ""
@@ -475,8 +488,9 @@ bad_flags)
   expect 2 "unknown command .nope." "tlm-run help nope" -- "$run" help nope
   expect 2 "\-\-batch must be between 1 and" "train --batch 0" -- "$run" train "$s" --batch 0
   expect 2 "\-\-batch must be between 1 and 1048576" "train --batch 10^12" -- "$run" train "$s" --batch 1000000000000
-  expect 2 "\-\-seed: \`18446744073709551616\` is out of range" "train --seed 2^64" -- "$run" train "$s" --seed 18446744073709551616
-  expect 2 "\-\-batch: \`99999999999999999999\` is out of range" "train --batch 10^20" -- \
+  expect 2 "\-\-seed must be between 0 and 9007199254740991 (got 18446744073709551616)" "train --seed 2^64: its range" -- \
+    "$run" train "$s" --seed 18446744073709551616
+  expect 2 "\-\-batch must be between 1 and 1048576 (got 99999999999999999999)" "train --batch 10^20" -- \
     "$run" train "$s" --batch 99999999999999999999
   expect 2 "\-\-batch 6 is not divisible by --accumulate 4" "train --batch 6 --accumulate 4" -- \
     "$run" train "$s" --batch 6 --accumulate 4
@@ -727,6 +741,12 @@ probe)
   if [ $rc = 0 ]; then echo "ok: PyTorch gives the same rho"; sed 's/^/    /' "$tmp/torch"
   else no_reference $rc "$tmp/torch" "rho against PyTorch's"; fi
   expect 1 "no checkpoint" "probe without a checkpoint" -- "$run" probe "$s" --ckpt "$tmp/none"
+  head -c 200 "$p" > "$tmp/short.txt" # 3 windows of 64 tokens (each needs one token more)
+  expect 0 '"windows":3,"context":64,' "probe --json of a short text: the windows it averaged over" -- \
+    "$run" probe "$s" --ckpt "$trained" --data "$tmp/short.txt" --windows 100 --context 64 --threads 1 --json
+  expect 2 "^tlm-run probe: --data given twice: probe reads one text (eval scores several)" \
+    "probe --data twice: refused, not the first dropped" -- \
+    "$run" probe "$s" --ckpt "$trained" --data "$p" --data "$tmp/short.txt"
   # checked before it sizes the batch: a usage error, not "out of memory"
   expect 2 "\-\-context 2147483647 is longer than the model's context (64)" "probe --context 2^31 - 1" -- \
     "$run" probe "$s" --ckpt "$trained" --data "$p" --context 2147483647
@@ -1106,6 +1126,18 @@ assert any(o['op'] == 'mlp' for o in r['profile']['ops']), r" "$tmp/out"
 import json, sys
 r = json.loads(open(sys.argv[1]).read())
 assert 0 < r['mfu'] <= 1 and abs(r['gflops'] / r['peak_gflops'] - r['mfu']) < 1e-4, r" "$tmp/out"
+  # more threads than cores: the peak counts the cores, not the threads
+  cores=$(nproc) over=$(($(nproc) + 2))
+  expect 0 "MFU [0-9.]*% (of $cores cores\\? x [0-9]* GFLOP/s, .*, measured; $over threads on $cores cores\\?)$" \
+    "bench with more threads than cores: MFU of the cores' peak" -- \
+    "$run" bench "$s" --threads "$over" --batch 2 --context 16 --steps 1 --warmup 1 --profile 0
+  expect 0 '"cores"' "... and in --json" -- \
+    "$run" bench "$s" --threads "$over" --batch 2 --context 16 --steps 1 --warmup 1 --profile 0 --json
+  check "bench --json: threads and cores, the peak of the cores" -- python3 -c "
+import json, sys
+r = json.loads(open(sys.argv[1]).read())
+assert r['threads'] == int(sys.argv[2]) and r['cores'] == int(sys.argv[3]), r
+assert 0 < r['mfu'] <= 1 and abs(r['gflops'] / r['peak_gflops'] - r['mfu']) < 1e-4, r" "$tmp/out" "$over" "$cores"
   expect 0 "cuda:0 .*, fp32, batch 2 x 8 tokens" "bench on the emulated device" -- \
     env TLM_TEST_DEVICE=emulated XDG_CACHE_HOME="$work/gpu-cache" "$run" bench "$models/small_gated.so" \
     --threads 1 --batch 2 --context 8 --steps 1 --warmup 1 --profile 1 --device cuda --precision fp32
