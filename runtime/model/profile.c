@@ -96,6 +96,10 @@ double tlm_profile_op_flops(const tlm_model *m, const tlm_abi_op *op) {
     case TLM_OP_HEAD_BACKWARD: return 4 * N * D * V;
     case TLM_OP_ATTENTION: return attention;
     case TLM_OP_ATTENTION_BACKWARD: return 2 * attention;
+    /* the memory's share of flops.c's count, 24 H hd^2 a token, split as
+     * attention's is: a third forward, two thirds backward */
+    case TLM_OP_TITANS: return 8 * N * z.H * (double)z.hd * z.hd;
+    case TLM_OP_TITANS_BACKWARD: return 16 * N * z.H * (double)z.hd * z.hd;
     case TLM_OP_MLP:
     case TLM_OP_MLP_BACKWARD: {
         const double W = (double)m->so->kernels[op->kernel].width;

@@ -10,7 +10,8 @@
  * each, the backward's two products 2×), the MLP (its two or three
  * products; its backward 2× that, the recomputed h not counted) and
  * attention (QK^T and PV over the causal half: 2·2·B·H·hd·T(T+1)/2
- * forward, 2× backward).
+ * forward, 2× backward); and Titans' memory, flops.c's 24·H·hd² a token
+ * split as attention's is (8·N·H·hd² forward, 16 backward).
  *
  * On the CPU each op's time also has its busy share: the CPU time of the
  * OpenMP threads (OpenBLAS's GEMMs run on them too, in its OpenMP build)

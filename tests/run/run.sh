@@ -1126,6 +1126,19 @@ assert any(o['op'] == 'mlp' for o in r['profile']['ops']), r" "$tmp/out"
 import json, sys
 r = json.loads(open(sys.argv[1]).read())
 assert 0 < r['mfu'] <= 1 and abs(r['gflops'] / r['peak_gflops'] - r['mfu']) < 1e-4, r" "$tmp/out"
+  # Titans' memory: its share of the model's FLOP count, a third forward
+  expect 0 '"titans"' "bench --json of a Titans model" -- \
+    "$run" bench "$models/small_titans.so" --threads 1 --batch 2 --context 16 --steps 1 --warmup 1 --json
+  check "bench: the memory's ops have GFLOP/s, from 8 and 16 N H hd^2 flops" -- python3 -c "
+import json, sys
+r = json.loads(open(sys.argv[1]).read())
+ops = {o['op']: o for o in r['profile']['ops']}
+N, H, hd = 2 * 16, 4, 16  # small_titans: batch 2 x 16 tokens, 4 heads of 16
+for name, k in (('titans', 8), ('titans_backward', 16)):
+    o = ops[name]
+    want = k * N * H * hd * hd * o['calls'] / o['seconds'] / 1e9
+    assert o['gflops'] and abs(o['gflops'] - want) <= 0.006 + 1e-3 * want, (name, o, want)
+print(ops['titans']['gflops'], ops['titans_backward']['gflops'])" "$tmp/out"
   # more threads than cores: the peak counts the cores, not the threads
   cores=$(nproc) over=$(($(nproc) + 2))
   expect 0 "MFU [0-9.]*% (of $cores cores\\? x [0-9]* GFLOP/s, .*, measured; $over threads on $cores cores\\?)$" \
