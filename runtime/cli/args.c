@@ -101,8 +101,18 @@ bool cli_path(cli_args *a, const char **path) {
         cli_usage_error(a->cmd, "%s is empty: it needs a path", a->flag);
         return false;
     }
+    if (!cli_value_not_option(a)) return false;
     *path = a->val;
     return true;
+}
+
+/* `--ckpt --resume`: getopt takes the next word as the value whatever it
+ * is, so a forgotten path would make a folder named `--resume`. */
+bool cli_value_not_option(cli_args *a) {
+    if (strncmp(a->val, "--", 2) != 0 || !a->val[2]) return true;
+    cli_usage_error(a->cmd, "%s needs a value, not the option `%s` (a path of that name: ./%s)", a->flag, a->val,
+                    a->val);
+    return false;
 }
 
 bool cli_int(cli_args *a, int64_t lo, int64_t hi, int64_t *out) {

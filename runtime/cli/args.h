@@ -58,6 +58,9 @@ __attribute__((format(printf, 2, 3)))
 int cli_usage_error(const char *cmd, const char *fmt, ...);
 
 /* The number of processors available to this process (at least 1). */
+/* false, with a usage error, when the flag's value looks like a long
+ * option (`--out --force`): the value was most likely forgotten. */
+bool cli_value_not_option(cli_args *a);
 int cli_cores(void);
 
 #endif

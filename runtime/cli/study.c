@@ -153,7 +153,18 @@ static bool non_empty(cli_args *a, const char **out) {
         cli_usage_error("study", "%s is empty: it needs a value", a->flag);
         return false;
     }
+    if (!cli_value_not_option(a)) return false;
     *out = a->val;
+    return true;
+}
+
+/* The path as the runs' commands can take it: "./" before one that starts
+ * with '-' (a child would read `-dash/models/a.so` as its options). false
+ * when it does not fit. */
+static bool dash_safe(const char *path, size_t len, char *out, size_t n) {
+    const char *lead = path[0] == '-' ? "./" : "";
+    if (strlen(lead) + len >= n) return false;
+    snprintf(out, n, "%s%.*s", lead, (int)len, path);
     return true;
 }
 
@@ -162,10 +173,7 @@ static bool non_empty(cli_args *a, const char **out) {
 static bool folder_name(const char *path, char *out, size_t n) {
     size_t len = strlen(path);
     while (len > 1 && path[len - 1] == '/') len--;
-    if (len >= n) return false;
-    memcpy(out, path, len);
-    out[len] = '\0';
-    return true;
+    return dash_safe(path, len, out, n);
 }
 
 enum { OPT_STUDY = 256, OPT_STEPS, OPT_SEEDS, OPT_JOBS, OPT_THREADS, OPT_OUT, OPT_EVAL_TOKENS, OPT_FORCE, OPT_PLAN };
@@ -258,7 +266,7 @@ static int run_study(const study_flags *f, const char *tlmc, const char *self) {
 
 int cmd_study(int argc, char **argv) {
     study_flags f = {.jobs = 1};
-    char folder[4200];
+    char folder[4200], file[4200];
     cli_args a = {.cmd = "study", .argc = argc, .argv = argv};
     int opt;
     while ((opt = cli_getopt(&a, "h", long_options)) != -1) {
@@ -289,7 +297,9 @@ int cmd_study(int argc, char **argv) {
         case 1:
             if (f.file) return cli_usage_error("study", "one FILE.tlm only (got `%s` and `%s`)", f.file, a.val);
             if (!a.val[0]) return cli_usage_error("study", "FILE.tlm is empty: it needs a path");
-            f.file = a.val;
+            if (!dash_safe(a.val, strlen(a.val), file, sizeof file))
+                return cli_usage_error("study", "FILE.tlm: the path is too long");
+            f.file = file;
             break;
         default: return 2; /* reported by cli_getopt */
         }

@@ -264,6 +264,11 @@ static int write_shard(const tlm_tokenizer *t, const char *const *data, int ndat
     for (int i = 0; i < ndata && !rc; i++) rc = list_data(&docs, data[i]);
     if (!rc) rc = add_documents(t, o, &docs, threads, eot);
     doc_list_free(&docs);
+    /* as train and `tokenizer train` refuse it: a shard of end-of-text marks
+     * alone would only fail later, at training */
+    if (!rc && o->bytes == 0)
+        rc = cli_error("tokenize", "no text to tokenize: %s %s empty", ndata == 1 ? data[0] : "the inputs",
+                       ndata == 1 ? "is" : "are all");
     if (!rc) flush_out(o);
     tlm_shard s = {.version = TLM_SHARD_VERSION,
                    .width = o->width,

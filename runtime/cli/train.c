@@ -706,6 +706,7 @@ static void banner(const run *r) {
     device_flag_describe(r->dev, where, sizeof where);
     printf(", %s lr %g, %s%s%s\n", tlm_enum_name(&tlm_optimizer_enum, s->optimizer), s->lr, where, r->dev ? ", " : "",
            r->dev ? tlm_precision_name(r->o.precision) : "");
+    train_note_warmup(&r->o, stdout);
     if (r->model.gpu) {
         char kernels[400];
         device_kernels_describe(&r->so, r->dev, r->o.precision, tlm_gpu_graphs_off_reason(&r->model), kernels,

@@ -302,6 +302,20 @@ void train_note_unused(const train_options *o, FILE *out) {
     }
 }
 
+void train_note_warmup(const train_options *o, FILE *out) {
+    /* the schedule's default warm-up (100 steps) outlasts a short trial run */
+    const tlm_abi_train *s = &o->s;
+    for (int i = 0; i < TLM_TRAIN_NSETTINGS; i++) {
+        const tlm_train_setting *row = &tlm_train_settings[i];
+        if (strcmp(row->flag, "--warmup") != 0 || !tlm_train_applies(row, s)) continue;
+        if (s->warmup > 0 && s->steps > 0 && s->warmup >= s->steps)
+            fprintf(out,
+                    "note: the warm-up (%" PRId64 " steps) lasts the whole run (%" PRId64
+                    " steps): the learning rate climbs to %.3g of lr %.3g at the last step (lower --warmup)\n",
+                    s->warmup, s->steps, s->lr * (double)s->steps / (double)s->warmup, s->lr);
+    }
+}
+
 int train_check(const train_options *o, const tlm_so *so) {
     const tlm_abi_train *s = &o->s;
     /* Defaults come from the model or a checkpoint, so check them all, not

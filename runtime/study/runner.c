@@ -145,6 +145,7 @@ typedef struct run {
     const char *model_digest; /* the SHA-256 of model (hex): what its training is recorded against */
     const char *data_stamp;   /* the study's data (data_stamp.h): what it is trained and scored on */
     enum stage stage;
+    bool resumed; /* its training went on from a checkpoint */
     pid_t pid;
     double started;
 } run;
@@ -409,7 +410,7 @@ static bool start_stage(run *r, const study_plan *p, const study_options *o, tlm
     case STAGE_TRAIN: {
         path_in(log, sizeof log, r, "log.jsonl");
         path_in(ckpt, sizeof ckpt, r, "checkpoint.safetensors");
-        bool resume = study_exists(ckpt);
+        bool resume = r->resumed = study_exists(ckpt);
         if (!resume && !record_model(r, err)) return false;
         train_args(&a, p, o, r, log, resume);
         path_in(out, sizeof out, r, "train.out");
@@ -461,8 +462,12 @@ static void stage_failed(const run *r, int status, tlm_err *err) {
     char path[4300], last[1024];
     path_in(path, sizeof path, r, outputs[r->stage]);
     study_last_line(path, last, sizeof last);
-    tlm_fail(err, "%s seed %" PRId64 ": %s failed (exit %d): %s (see %s)", r->variant->name, r->seed,
-             stage_names[r->stage], status, last, path);
+    /* a checkpoint that cannot be read fails every resume alike: the way out */
+    char again[4400] = "";
+    if (r->stage == STAGE_TRAIN && r->resumed && status == 1)
+        snprintf(again, sizeof again, "; if its checkpoint cannot be read, remove %s to train that run again", r->dir);
+    tlm_fail(err, "%s seed %" PRId64 ": %s failed (exit %d): %s (see %s)%s", r->variant->name, r->seed,
+             stage_names[r->stage], status, last, path, again);
 }
 
 /* Sends sig to every running child. */

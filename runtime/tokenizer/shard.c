@@ -51,8 +51,9 @@ bool tlm_shard_parse(const uint8_t *data, size_t size, const char *name, tlm_sha
         return tlm_fail(err, "%s: truncated: the header says %llu tokens, the file holds %llu", name,
                         (unsigned long long)s.count, (unsigned long long)(body / s.width));
     if (body != s.count * s.width)
-        return tlm_fail(err, "%s: %llu bytes after the %llu tokens the header says", name,
-                        (unsigned long long)(body - s.count * s.width), (unsigned long long)s.count);
+        return tlm_fail(err, "%s: %llu byte%s after the %llu tokens the header says", name,
+                        (unsigned long long)(body - s.count * s.width), body - s.count * s.width == 1 ? "" : "s",
+                        (unsigned long long)s.count);
     s.tokens = data + s.header_size;
     *out = s;
     return true;

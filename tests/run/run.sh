@@ -415,6 +415,14 @@ bad_flags)
   expect 2 "^tlm-run train: --data given twice: training reads one text or folder (put the texts in one folder)" \
     "train --data twice: refused, not the first dropped" -- "$run" train "$s" --data a.txt --data b.txt
   expect 2 "^tlm-run train: --val given twice" "train --val twice" -- "$run" train "$s" --val a.txt --val b.txt
+  # a warm-up as long as the run: a note in the banner (stdout)
+  expect 0 "^note: the warm-up (100 steps) lasts the whole run (2 steps): the learning rate climbs to 6e-05 of lr 0.003 at the last step (lower --warmup)$" \
+    "a warm-up as long as the run: a note" -- \
+    "$run" train "$s" "${quick[@]}" --steps 2 --warmup 100 --lr 3e-3 --ckpt "$tmp/warm" --data "$root/data/austen/emma.txt"
+  check "... on stdout" -- grep -q '^note: the warm-up' "$tmp/out"
+  expect 0 "" "a shorter warm-up: no note" -- \
+    "$run" train "$s" "${quick[@]}" --steps 2 --warmup 1 --ckpt "$tmp/warm2" --data "$root/data/austen/emma.txt"
+  check "... none" -- bash -c "! grep -q '^note: the warm-up' '$tmp/out' '$tmp/err'"
   # another command's name, or '_' for '-': the option meant
   expect 2 "unknown option .--max-tokens. (did you mean --length?)" "sample --max-tokens: eval's name" -- \
     "$run" sample "$s" --max-tokens 5

@@ -218,6 +218,14 @@ PY
   expect 1 "uniform seed 1: training failed (exit 1): .*short.txt.*(see $tmp/p7/runs/uniform/seed1/train.out)" \
     "a run that fails" -- "$run" study --plan-file "$tmp/p7.json" --out "$tmp/p7/" --threads 1
   check "no results after a failure" -- test ! -e "$tmp/p7/results.json"
+  # a folder named with a leading '-' reaches the runs' commands as ./-dash,
+  # not as their options (the compile, eval --check and train of a run)
+  expect 1 "uniform seed 1: training failed (exit 1): .*short.txt.*(see ./-dash/runs/uniform/seed1/train.out)" \
+    "--out -dash: the runs get ./-dash" -- env -C "$tmp" "$run" study --plan-file p7.json --out -dash --threads 1
+  expect 2 "^tlm-run study: --out needs a value, not the option .--force. (a path of that name: ./--force)" \
+    "--out --force: a forgotten folder, not a folder named --force" -- \
+    "$run" study --plan-file "$tmp/p7.json" --out --force
+  check "... and no folder made" -- test ! -e ./--force -a ! -e "$tmp/--force"
   # the folder belongs to its plan: other steps are refused, --force starts over
   expect 1 "made for 4 steps, not 7; use another --out, or --force" "another plan on the folder" -- \
     "$run" study --plan-file "$tmp/p7.json" --out "$tmp/p7" --steps 7
@@ -272,6 +280,15 @@ PY
   cp "$tlmc" "$tmp/rebuilt_tlmc" && printf '\0' >> "$tmp/rebuilt_tlmc"
   TLMC=$tmp/rebuilt_tlmc expect 0 "1 of 1 runs\? already done" "a rebuilt tlmc: the run reused" -- "$run" "${r[@]}"
   check "a rebuilt tlmc: the model compiled again" -- grep -q "compiled uniform" "$tmp/out"
+  # A checkpoint that cannot be read fails every resume alike: the failure
+  # says how to train that run again (a copy of the folder, its result gone
+  # so that the run goes on from its checkpoint, one byte of it flipped).
+  rm -rf "$tmp/r2" && cp -r "$tmp/r" "$tmp/r2" && rm "$tmp/r2/runs/uniform/seed1/result.json"
+  "$py" -c 'import sys; f = open(sys.argv[1], "r+b"); f.seek(-100, 2); b = f.read(1); f.seek(-100, 2); f.write(bytes([b[0] ^ 1]))' \
+    "$tmp/r2/runs/uniform/seed1/checkpoint.safetensors"
+  expect 1 "uniform seed 1: training failed (exit 1): .*(see .*train.out); if its checkpoint cannot be read, remove $tmp/r2/runs/uniform/seed1 to train that run again$" \
+    "a damaged checkpoint: the way to train that run again" -- \
+    "$run" study --plan-file "$tmp/p11.json" --out "$tmp/r2" --threads 1
   # Ctrl-C while the plots become PNGs, with a converter that ignores
   # SIGINT and SIGTERM: the third signal kills it and the study stops (it
   # waited for the converter, then finished with exit 0)

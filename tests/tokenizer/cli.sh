@@ -133,6 +133,10 @@ expect 2 "tokenize without -o" "$tlm" tokenize --tokenizer "$gpt2" "$work/doc1.t
 expect 2 "tokenize --eot and --no-eot" "$tlm" tokenize --tokenizer "$gpt2" --eot x --no-eot "$work/doc1.txt" -o "$work/s.bin"
 expect 1 "tokenize --eot not a token" "$tlm" tokenize --tokenizer "$gpt2" --eot "not one token" "$work/doc1.txt" -o "$work/s.bin"
 expect 2 "tokenize --eot ''" "$tlm" tokenize --tokenizer "$gpt2" --eot "" "$work/doc1.txt" -o "$work/s.bin"
+: >"$work/empty.txt" && rm -f "$work/of_empty.bin"
+expect 1 "tokenize an empty text" "$tlm" tokenize --tokenizer "$gpt2" "$work/empty.txt" -o "$work/of_empty.bin"
+grep -q "no text to tokenize: $work/empty.txt is empty$" "$work/err" || fail "tokenize an empty text: $(cat "$work/err")"
+[ ! -e "$work/of_empty.bin" ] || fail "tokenize an empty text wrote $work/of_empty.bin"
 # a tokenizer.json saved with a byte order mark reads as the file without it
 tok300=$(dirname "$0")/../frontend/tokenizer/tok300.json
 printf '\357\273\277' >"$work/bom.json" && cat "$tok300" >>"$work/bom.json"
