@@ -29,11 +29,13 @@ const char *tlm_long_option_abbreviation(int opt, int longindex, char *const *ar
     return strncmp(text, "--", 2) == 0 && !names_one(text, options) ? text : NULL;
 }
 
-/* Another command's name for an option (eval's --max-tokens is sample's
- * --length), offered where a command has the other name. */
+/* A name a user may carry over from another command, and the option it
+ * most likely means here: sample's --length (tokens generated) is asked
+ * for as eval's --max-tokens; elsewhere --length means the window. Offered
+ * only where the command has the option meant. */
 static const char *const synonyms[][2] = {
     {"max-tokens", "length"},
-    {"length", "max-tokens"},
+    {"length", "context"},
 };
 
 /* An option the user meant without its prefix: the same name with '-' for

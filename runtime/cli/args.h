@@ -57,10 +57,11 @@ __attribute__((format(printf, 2, 3)))
 #endif
 int cli_usage_error(const char *cmd, const char *fmt, ...);
 
-/* The number of processors available to this process (at least 1). */
 /* false, with a usage error, when the flag's value looks like a long
  * option (`--out --force`): the value was most likely forgotten. */
 bool cli_value_not_option(cli_args *a);
+
+/* The number of processors available to this process (at least 1). */
 int cli_cores(void);
 
 #endif

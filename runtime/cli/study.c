@@ -153,7 +153,6 @@ static bool non_empty(cli_args *a, const char **out) {
         cli_usage_error("study", "%s is empty: it needs a value", a->flag);
         return false;
     }
-    if (!cli_value_not_option(a)) return false;
     *out = a->val;
     return true;
 }
@@ -279,7 +278,7 @@ int cmd_study(int argc, char **argv) {
         case OPT_JOBS: ok = cli_int(&a, 1, 256, &f.jobs); break;
         case OPT_THREADS: ok = cli_int(&a, 1, 4096, &f.threads); break;
         case OPT_OUT:
-            if (!(ok = non_empty(&a, &f.out))) break;
+            if (!(ok = non_empty(&a, &f.out) && cli_value_not_option(&a))) break;
             /* the runs' checkpoints record their log's path in their
              * settings (JSON): train would refuse it after the compiles */
             if (!tlm_json_valid_utf8(f.out, strlen(f.out)))
@@ -293,7 +292,7 @@ int cmd_study(int argc, char **argv) {
             break;
         case OPT_EVAL_TOKENS: ok = cli_int(&a, 1, (int64_t)1 << 40, &f.eval_tokens); break;
         case OPT_FORCE: f.force = true; break;
-        case OPT_PLAN: ok = non_empty(&a, &f.plan_file); break;
+        case OPT_PLAN: ok = non_empty(&a, &f.plan_file) && cli_value_not_option(&a); break;
         case 1:
             if (f.file) return cli_usage_error("study", "one FILE.tlm only (got `%s` and `%s`)", f.file, a.val);
             if (!a.val[0]) return cli_usage_error("study", "FILE.tlm is empty: it needs a path");

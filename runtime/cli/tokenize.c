@@ -267,8 +267,8 @@ static int write_shard(const tlm_tokenizer *t, const char *const *data, int ndat
     /* as train and `tokenizer train` refuse it: a shard of end-of-text marks
      * alone would only fail later, at training */
     if (!rc && o->bytes == 0)
-        rc = cli_error("tokenize", "no text to tokenize: %s %s empty", ndata == 1 ? data[0] : "the inputs",
-                       ndata == 1 ? "is" : "are all");
+        rc = cli_error("tokenize", "no text to tokenize: %s %s none", ndata == 1 ? data[0] : "the inputs",
+                       ndata == 1 ? "holds" : "hold");
     if (!rc) flush_out(o);
     tlm_shard s = {.version = TLM_SHARD_VERSION,
                    .width = o->width,

@@ -242,7 +242,7 @@ int train_parse(train_options *o, int argc, char **argv) {
             o->given_val = true;
             break;
         case OPT_LOG: /* "" is no log: how a resume stops the checkpoint's */
-            if (!recordable(&a)) return 2;
+            if (!recordable(&a) || !cli_value_not_option(&a)) return 2;
             o->log = a.val;
             o->given_log = true;
             break;
@@ -308,7 +308,7 @@ void train_note_warmup(const train_options *o, FILE *out) {
     for (int i = 0; i < TLM_TRAIN_NSETTINGS; i++) {
         const tlm_train_setting *row = &tlm_train_settings[i];
         if (strcmp(row->flag, "--warmup") != 0 || !tlm_train_applies(row, s)) continue;
-        if (s->warmup > 0 && s->steps > 0 && s->warmup >= s->steps)
+        if (s->warmup > 0 && s->steps > 0 && s->warmup > s->steps)
             fprintf(out,
                     "note: the warm-up (%" PRId64 " steps) lasts the whole run (%" PRId64
                     " steps): the learning rate climbs to %.3g of lr %.3g at the last step (lower --warmup)\n",

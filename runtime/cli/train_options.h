@@ -54,8 +54,8 @@ void train_apply(train_options *o, const tlm_abi_train *defaults, bool decay, co
  * choice, but said, so that no one believes it set something. */
 void train_note_unused(const train_options *o, FILE *out);
 
-/* A note on out (the banner's) when the warm-up lasts the whole run: the
- * rate never reaches lr. */
+/* A note on out (the banner's) when the warm-up is longer than the run:
+ * the rate never reaches lr. */
 void train_note_warmup(const train_options *o, FILE *out);
 
 /* The settings against their ranges, each other and the model: 0, or 2

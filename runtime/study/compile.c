@@ -83,10 +83,13 @@ static bool compile_one(const study_plan *plan, const study_variant *v, const ch
     if (up_to_date(v, so, hash_path, hex, digest, pr)) return true;
     remove(hash_path);
     /* tlmc FILE (--study NAME --variant V | the plan's compile arguments) -o TMP */
-    char *argv[80];
+    char *argv[80], file[4200];
     int argc = 0;
     argv[argc++] = (char *)tlmc;
-    argv[argc++] = plan->file;
+    /* a plan file's relative "-x.tlm" would reach tlmc as its options */
+    if (snprintf(file, sizeof file, "%s%s", plan->file[0] == '-' ? "./" : "", plan->file) >= (int)sizeof file)
+        return tlm_fail(err, "%s: the path is too long", plan->file);
+    argv[argc++] = file;
     if (v->compile)
         for (int i = 0; i < v->ncompile; i++) argv[argc++] = v->compile[i];
     else {
