@@ -38,6 +38,12 @@ static const char *const synonyms[][2] = {
     {"length", "context"},
 };
 
+static const char *option_named(const char *name, const struct option *options) {
+    for (int k = 0; options[k].name; k++)
+        if (!strcmp(options[k].name, name)) return options[k].name;
+    return NULL;
+}
+
 /* An option the user meant without its prefix: the same name with '-' for
  * '_' (--max_tokens), or its synonym above; NULL if none is in `options`. */
 static const char *meant(const char *name, size_t n, const struct option *options) {
@@ -45,14 +51,11 @@ static const char *meant(const char *name, size_t n, const struct option *option
     if (n >= sizeof dashed) return NULL;
     for (size_t i = 0; i < n; i++) dashed[i] = name[i] == '_' ? '-' : name[i];
     dashed[n] = 0;
-    for (size_t s = 0; s < sizeof synonyms / sizeof *synonyms; s++)
-        if (!strcmp(dashed, synonyms[s][0])) {
-            for (int k = 0; options[k].name; k++)
-                if (!strcmp(options[k].name, synonyms[s][1])) return options[k].name;
-        }
-    for (int k = 0; options[k].name; k++)
-        if (!strcmp(options[k].name, dashed)) return options[k].name;
-    return NULL;
+    for (size_t s = 0; s < sizeof synonyms / sizeof *synonyms; s++) {
+        const char *other = strcmp(dashed, synonyms[s][0]) ? NULL : option_named(synonyms[s][1], options);
+        if (other) return other;
+    }
+    return option_named(dashed, options);
 }
 
 void tlm_long_option_unknown(const char *text, size_t shown, const struct option *options, char *buf, size_t size) {

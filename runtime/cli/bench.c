@@ -140,8 +140,9 @@ static bool run_steps(tlm_trainer *t, tlm_rng *rng, int32_t *x, int32_t *y, int6
  * CPU clock, so that a busy machine lowers the step's speed but not the
  * peak (MFU errs low, never above 100%). More threads than cores add no
  * multiply-adds, though each thread's own clock sees a whole core's worth:
- * the peak counts one thread's figure for each core used (8 threads on 2
- * cores read MFU 11% of 8 cores' peak before, where 45% of 2 was true). */
+ * the peak is measured on as many threads as there are cores to run them
+ * (8 threads on 2 cores read MFU 11% of 8 cores' peak before, where 45% of
+ * 2 was true). */
 typedef struct {
     double flops; /* per second; 0: unknown */
     int threads, cores, lanes;
@@ -150,8 +151,7 @@ typedef struct {
 static cpu_peak measure_cpu_peak(void) {
     cpu_peak c = {0, tlm_get_num_threads(), cli_cores(), tlm_cpu_fma_lanes()};
     if (c.cores > c.threads) c.cores = c.threads;
-    if (c.lanes)
-        c.flops = tlm_cpu_fma_peak_gflops(c.lanes, c.threads, CLOCK_THREAD_CPUTIME_ID, 3) * 1e9 / c.threads * c.cores;
+    if (c.lanes) c.flops = tlm_cpu_fma_peak_gflops(c.lanes, c.cores, CLOCK_THREAD_CPUTIME_ID, 3) * 1e9;
     return c;
 }
 
@@ -182,11 +182,13 @@ static void report(const bench *b, const tlm_so *so, tlm_device *dev, const devi
                    dev ? "table" : "measured");
         else printf("null");
         if (dev) printf(", \"device_memory\": %" PRIu64 ", \"attention_graphs\": \"%s\"", use->bytes, kernels);
-        else printf(", \"threads\": %d, \"cores\": %d", cpu->threads, cpu->cores);
+        else {
+            printf(", \"threads\": %d, \"cores\": %d", cpu->threads, cpu->cores);
 #if defined(__x86_64__)
-        if (!dev) printf(", \"cpu_level\": \"%s\"", tlm_cpu_level_name(tlm_cpu_level()));
+            printf(", \"cpu_level\": \"%s\"", tlm_cpu_level_name(tlm_cpu_level()));
 #endif
-        if (!dev) printf(", \"blas_kernels\": \"%s\"", tlm_blas_kernels());
+            printf(", \"blas_kernels\": \"%s\"", tlm_blas_kernels());
+        }
         if (p) {
             printf(", \"profile\": ");
             tlm_profile_write_json(p, stdout);
@@ -215,14 +217,14 @@ static void report(const bench *b, const tlm_so *so, tlm_device *dev, const devi
     printf("%" PRId64 " step%s in %.3f s: %.3f steps/s, %.0f tokens/s, %.2f GFLOP/s", b->steps,
            b->steps == 1 ? "" : "s", seconds, (double)b->steps / seconds, tokens / seconds, flops / 1e9);
     if (peak > 0) printf(", MFU %.1f%%", 100 * flops / peak);
-    if (peak > 0 && !dev && cpu->cores < cpu->threads)
-        printf(" (of %d core%s x %.0f GFLOP/s, this CPU's multiply-add peak on %d-float vectors, measured; %d threads "
-               "on %d core%s)",
-               cpu->cores, cpu->cores > 1 ? "s" : "", peak / 1e9 / cpu->cores, cpu->lanes, cpu->threads, cpu->cores,
-               cpu->cores > 1 ? "s" : "");
-    else if (peak > 0 && !dev)
-        printf(" (of %d thread%s x %.0f GFLOP/s, this CPU's multiply-add peak on %d-float vectors, measured)",
-               cpu->threads, cpu->threads > 1 ? "s" : "", peak / 1e9 / cpu->threads, cpu->lanes);
+    if (peak > 0 && !dev) {
+        const bool crowded = cpu->cores < cpu->threads; /* the peak counts the cores */
+        const char *unit = crowded ? "core" : "thread", *plural = cpu->cores > 1 ? "s" : "";
+        printf(" (of %d %s%s x %.0f GFLOP/s, this CPU's multiply-add peak on %d-float vectors, measured", cpu->cores,
+               unit, plural, peak / 1e9 / cpu->cores, cpu->lanes);
+        if (crowded) printf("; %d threads on %d core%s", cpu->threads, cpu->cores, plural);
+        printf(")");
+    }
     if (dev) printf(", mem %.2f GiB", (double)use->bytes / 1073741824.0);
     printf("\n");
     if (p) tlm_profile_print(p, stdout);

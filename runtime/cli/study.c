@@ -157,22 +157,13 @@ static bool non_empty(cli_args *a, const char **out) {
     return true;
 }
 
-/* The path as the runs' commands can take it: "./" before one that starts
- * with '-' (a child would read `-dash/models/a.so` as its options). false
- * when it does not fit. */
-static bool dash_safe(const char *path, size_t len, char *out, size_t n) {
-    const char *lead = path[0] == '-' ? "./" : "";
-    if (strlen(lead) + len >= n) return false;
-    snprintf(out, n, "%s%.*s", lead, (int)len, path);
-    return true;
-}
-
 /* The folder without its trailing slashes ("A/" gives "A/results.md", not
- * "A//results.md"); "/" stays "/". false when it does not fit. */
+ * "A//results.md"); "/" stays "/"; as the runs' commands can take it.
+ * false when it does not fit. */
 static bool folder_name(const char *path, char *out, size_t n) {
     size_t len = strlen(path);
     while (len > 1 && path[len - 1] == '/') len--;
-    return dash_safe(path, len, out, n);
+    return study_child_path(path, len, out, n);
 }
 
 enum { OPT_STUDY = 256, OPT_STEPS, OPT_SEEDS, OPT_JOBS, OPT_THREADS, OPT_OUT, OPT_EVAL_TOKENS, OPT_FORCE, OPT_PLAN };
@@ -296,7 +287,7 @@ int cmd_study(int argc, char **argv) {
         case 1:
             if (f.file) return cli_usage_error("study", "one FILE.tlm only (got `%s` and `%s`)", f.file, a.val);
             if (!a.val[0]) return cli_usage_error("study", "FILE.tlm is empty: it needs a path");
-            if (!dash_safe(a.val, strlen(a.val), file, sizeof file))
+            if (!study_child_path(a.val, strlen(a.val), file, sizeof file))
                 return cli_usage_error("study", "FILE.tlm: the path is too long");
             f.file = file;
             break;

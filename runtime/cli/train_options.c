@@ -1,6 +1,5 @@
 #include "train_options.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stddef.h>
@@ -171,18 +170,11 @@ static bool read_setting_flag(cli_args *a, const tlm_train_setting *row, train_o
     } else if (row->kind == TLM_TS_REAL) {
         if (!cli_real(a, -HUGE_VAL, false, &v)) return false;
     } else {
-        /* an integer past int64_t's range is past the row's too: its range
-         * said, not int64_t's */
-        char *end;
-        errno = 0;
-        (void)strtoll(a->val, &end, 10);
-        if (end != a->val && *end == '\0' && errno == ERANGE) {
-            range_error(row, a->val);
-            return false;
-        }
+        /* the row's own range (whole numbers within 2^53), so that one
+         * past int64_t's is said as past the row's */
         int64_t n;
-        if (!cli_int(a, INT64_MIN, INT64_MAX, &n)) return false;
-        v = (double)n;         /* beyond 2^53 it rounds, but stays beyond every bound */
+        if (!cli_int(a, (int64_t)row->lo, (int64_t)row->hi, &n)) return false;
+        v = (double)n;
     }
     if (!tlm_train_in_range(row, v)) {
         range_error(row, a->val);
@@ -305,15 +297,11 @@ void train_note_unused(const train_options *o, FILE *out) {
 void train_note_warmup(const train_options *o, FILE *out) {
     /* the schedule's default warm-up (100 steps) outlasts a short trial run */
     const tlm_abi_train *s = &o->s;
-    for (int i = 0; i < TLM_TRAIN_NSETTINGS; i++) {
-        const tlm_train_setting *row = &tlm_train_settings[i];
-        if (strcmp(row->flag, "--warmup") != 0 || !tlm_train_applies(row, s)) continue;
-        if (s->warmup > 0 && s->steps > 0 && s->warmup > s->steps)
-            fprintf(out,
-                    "note: the warm-up (%" PRId64 " steps) lasts the whole run (%" PRId64
-                    " steps): the learning rate climbs to %.3g of lr %.3g at the last step (lower --warmup)\n",
-                    s->warmup, s->steps, s->lr * (double)s->steps / (double)s->warmup, s->lr);
-    }
+    if (tlm_train_applies(tlm_train_find("warmup"), s) && s->steps > 0 && s->warmup > s->steps)
+        fprintf(out,
+                "note: the warm-up (%" PRId64 " steps) lasts the whole run (%" PRId64
+                " steps): the learning rate climbs to %.3g of lr %.3g at the last step (lower --warmup)\n",
+                s->warmup, s->steps, s->lr * (double)s->steps / (double)s->warmup, s->lr);
 }
 
 int train_check(const train_options *o, const tlm_so *so) {

@@ -86,8 +86,7 @@ static bool compile_one(const study_plan *plan, const study_variant *v, const ch
     char *argv[80], file[4200];
     int argc = 0;
     argv[argc++] = (char *)tlmc;
-    /* a plan file's relative "-x.tlm" would reach tlmc as its options */
-    if (snprintf(file, sizeof file, "%s%s", plan->file[0] == '-' ? "./" : "", plan->file) >= (int)sizeof file)
+    if (!study_child_path(plan->file, strlen(plan->file), file, sizeof file)) /* a plan file's "-x.tlm" */
         return tlm_fail(err, "%s: the path is too long", plan->file);
     argv[argc++] = file;
     if (v->compile)

@@ -62,6 +62,13 @@ bool study_file_sha256(const char *path, char hex[65], tlm_err *err) {
     return true;
 }
 
+bool study_child_path(const char *path, size_t len, char *out, size_t n) {
+    const char *lead = path[0] == '-' ? "./" : "";
+    if (strlen(lead) + len >= n) return false;
+    snprintf(out, n, "%s%.*s", lead, (int)len, path);
+    return true;
+}
+
 bool study_exists(const char *path) {
     struct stat st;
     return lstat(path, &st) == 0;

@@ -19,6 +19,10 @@ bool study_make_dirs(const char *path, tlm_err *err);
 /* The last non-empty line of a log (controls blanked), for a one-line
  * message; "(no output)" when there is none. */
 void study_last_line(const char *path, char *out, size_t n);
+/* path's first len bytes as a child's command line can take them: "./"
+ * before a relative path that starts with '-' (`-dash/models/a.so` would be
+ * read as the child's options). false when it does not fit in out[n]. */
+bool study_child_path(const char *path, size_t len, char *out, size_t n);
 /* Whether path exists (as anything). */
 bool study_exists(const char *path);
 /* The SHA-256 of the file at path in hex (a model.so: what the study's
