@@ -1,4 +1,5 @@
 /* tlm_tok_load: which reader a path goes to (tokenizer.h). */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,15 @@ tlm_tokenizer *tlm_tok_load(const char *path, tlm_err *err) {
         char enc_path[4200], bpe_path[4200];
         snprintf(enc_path, sizeof enc_path, "%s/encoder.json", path);
         snprintf(bpe_path, sizeof bpe_path, "%s/vocab.bpe", path);
+        /* a folder is read as GPT-2's pair; one that holds neither file
+         * was most likely meant as something else, so say what a folder is */
+        struct stat f;
+        if (stat(enc_path, &f) != 0 && stat(bpe_path, &f) != 0 && errno == ENOENT)
+            return tlm_fail(err,
+                            "%s is a folder without GPT-2's encoder.json and vocab.bpe (give a tokenizer.json, "
+                            "a tiktoken rank file, or a folder holding those two)",
+                            path),
+                   NULL;
         size_t enc_n, bpe_n;
         uint8_t *enc = tlm_read_regular(enc_path, TLM_TOK_MAX_FILE, "a vocabulary", &enc_n, err);
         if (!enc) return NULL;
@@ -34,6 +44,12 @@ tlm_tokenizer *tlm_tok_load(const char *path, tlm_err *err) {
      * ignore it); a rank file has none to skip */
     size_t bom = n >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0, i = bom;
     while (i < n && (text[i] == ' ' || text[i] == '\t' || text[i] == '\n' || text[i] == '\r')) i++;
+    if (i == n) {
+        free(text);
+        return tlm_fail(err, "%s is empty%s (expected a tokenizer.json or a tiktoken rank file)", path,
+                        n ? " but for white space" : ""),
+               NULL;
+    }
     tlm_tokenizer *t = i < n && text[i] == '{' ? tlm_tok_parse_hf((const char *)text + bom, n - bom, path, err)
                                                : tlm_tok_parse_tiktoken((const char *)text, n, path, err);
     free(text);

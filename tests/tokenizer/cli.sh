@@ -38,6 +38,14 @@ expect 2 "unknown flag" "$tlm" tokenizer encode --tokenizer "$gpt2" --bogus
 expect 2 "--bos on decode" "$tlm" tokenizer decode --tokenizer "$gpt2" --bos
 expect 1 "missing tokenizer" "$tlm" tokenizer info --tokenizer "$work/nonexistent"
 expect 1 "folder without encoder.json" "$tlm" tokenizer info --tokenizer "$work/emptydir"
+grep -q "emptydir is a folder without GPT-2's encoder.json and vocab.bpe" "$work/err" || fail "an empty folder: $(cat "$work/err")"
+# an empty file is said to be empty, not an empty rank file (whatever its name)
+: >"$work/empty.json"
+expect 1 "an empty tokenizer.json" "$tlm" tokenizer info --tokenizer "$work/empty.json"
+grep -q "empty.json is empty (expected a tokenizer.json or a tiktoken rank file)" "$work/err" || fail "an empty file: $(cat "$work/err")"
+printf ' \n' >"$work/blank.json"
+expect 1 "a blank tokenizer.json" "$tlm" tokenizer info --tokenizer "$work/blank.json"
+grep -q "blank.json is empty but for white space" "$work/err" || fail "a blank file: $(cat "$work/err")"
 expect 1 "bad rank file" "$tlm" tokenizer info --tokenizer "$work/bad.model"
 expect 1 "truncated tokenizer.json" "$tlm" tokenizer info --tokenizer "$work/bad.json"
 # a file refused at its first line (a model's .tlm given as the tokenizer)
