@@ -12,8 +12,18 @@
 
 #include "plan.h"
 
-/* The plan's data stamp as 64 hex digits (SHA-256 of the listing). A path
- * that cannot be read is stamped as such ("missing"): training says why. */
-void study_data_stamp(const study_plan *plan, char hex[65]);
+/* The plan's data stamp as 64 hex digits (a SHA-256 of what each file is).
+ * A path that cannot be read is stamped as such ("missing"): training says
+ * why. Returns the same as a listing, a line a file ("SIZE SECONDS.NANOS
+ * PATH" or "missing PATH"; malloc'd, "" when out of memory, NULL only when
+ * even that fails), which a run keeps beside its stamp so that a changed
+ * stamp can name its file. */
+char *study_data_stamp(const study_plan *plan, char hex[65]);
+
+/* Whether the listings name a file that differs (changed, gone, new in a
+ * folder), and then which and how, in why: "PATH changed since: 20000
+ * bytes then, 20100 now". false when none can be named (an empty or
+ * damaged listing). */
+bool study_data_change(const char *then, const char *now, char *why, size_t n_why);
 
 #endif

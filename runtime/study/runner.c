@@ -144,6 +144,7 @@ typedef struct run {
     char dir[4200], model[4400];
     const char *model_digest; /* the SHA-256 of model (hex): what its training is recorded against */
     const char *data_stamp;   /* the study's data (data_stamp.h): what it is trained and scored on */
+    const char *data_listing; /* the same, a line a file: kept in the run to name a file changed since */
     enum stage stage;
     bool resumed; /* its training went on from a checkpoint */
     pid_t pid;
@@ -198,9 +199,13 @@ static bool result_valid(const study_plan *p, const run *r) {
  * checkpoint). tlmc's output does not change with comments, so an edit
  * that changes nothing keeps the runs. */
 
-/* The record's line: the model's digest, the data's stamp, then the seed. */
+/* The record's line: the model's digest, the data's stamp, then the seed;
+ * first the stamp's listing beside it (data.listing), whose lines name the
+ * file of a stamp that no longer matches. */
 static bool record_model(const run *r, tlm_err *err) {
     char path[4300], line[200];
+    path_in(path, sizeof path, r, "data.listing");
+    if (!tlm_write_file_atomic(path, r->data_listing, strlen(r->data_listing), err)) return false;
     path_in(path, sizeof path, r, "model.sha256");
     int len = snprintf(line, sizeof line, "%s %s %" PRId64 "\n", r->model_digest, r->data_stamp, r->seed);
     return tlm_write_file_atomic(path, line, (size_t)len, err);
@@ -270,9 +275,14 @@ static bool trained_on_another(const run *r, char *why, size_t n_why, bool *dama
                  "its record model.sha256 is damaged (not the model's SHA-256, the data's stamp and the seed)");
     } else if (strncmp(rec.model, r->model_digest, 64) != 0)
         snprintf(why, n_why, "another model (its recipe changed since: the .tlm file, a module it uses, or tlmc)");
-    else if (rec.stamp && strncmp(rec.stamp, r->data_stamp, 64) != 0)
-        snprintf(why, n_why, "other data (a data, validation or evaluation file changed since)");
-    else if (rec.seeded && rec.seed != r->seed)
+    else if (rec.stamp && strncmp(rec.stamp, r->data_stamp, 64) != 0) {
+        size_t n_listing;
+        char *listing = read_in_run(r, "data.listing", &n_listing), change[4300];
+        if (listing && study_data_change(listing, r->data_listing, change, sizeof change))
+            snprintf(why, n_why, "other data (%s)", change);
+        else snprintf(why, n_why, "other data (a data, validation or evaluation file changed since)");
+        free(listing);
+    } else if (rec.seeded && rec.seed != r->seed)
         snprintf(why, n_why, "seed %lld in %s, the folder of seed %lld (a copy of another seed's run)", rec.seed,
                  r->dir, (long long)r->seed);
     free(text);
@@ -563,22 +573,17 @@ static bool run_pool(run *runs, int nruns, const study_plan *p, const study_opti
     return !failed;
 }
 
-/* Compiles the variants (digests: their .so files' SHA-256), sets up runs
- * (nvariants x nseeds of them), refuses or discards stale ones, reuses the
- * finished ones, checks the evaluation files when a run is left to
- * evaluate, and runs the rest. */
-static study_outcome compile_and_train(const study_plan *plan, const study_options *o, const char *models, run *runs,
-                                       char (*digests)[65], study_progress *pr, tlm_err *err) {
+/* compile_and_train's runs, once the models are made: on the data of
+ * this stamp (and its listing). */
+static study_outcome train_stamped(const study_plan *plan, const study_options *o, const char *models, run *runs,
+                                   const char *data_stamp, const char *listing, char (*digests)[65], study_progress *pr,
+                                   tlm_err *err) {
     const int nruns = plan->nvariants * plan->nseeds;
-    if (!study_compile(plan, o->tlmc, models, digests, pr, o->stop, err) || o->stop->count)
-        return o->stop->count ? STUDY_STOPPED : STUDY_FAILED;
-    char data_stamp[65];
-    study_data_stamp(plan, data_stamp);
     for (int v = 0; v < plan->nvariants; v++)
         for (int s = 0; s < plan->nseeds; s++) {
             run *r = &runs[v * plan->nseeds + s];
             r->variant = &plan->variants[v], r->seed = plan->seeds[s], r->model_digest = digests[v];
-            r->data_stamp = data_stamp;
+            r->data_stamp = data_stamp, r->data_listing = listing;
             snprintf(r->dir, sizeof r->dir, "%s/runs/%s/seed%" PRId64, o->out, r->variant->name, r->seed);
             snprintf(r->model, sizeof r->model, "%s/%s.so", models, r->variant->name);
         }
@@ -600,6 +605,21 @@ static study_outcome compile_and_train(const study_plan *plan, const study_optio
         if (runs[i].stage != STAGE_DONE && !study_make_dirs(runs[i].dir, err)) return STUDY_FAILED;
     bool stopped = false, ok = run_pool(runs, nruns, plan, o, pr, &stopped, err);
     return stopped ? STUDY_STOPPED : ok ? STUDY_DONE : STUDY_FAILED;
+}
+
+/* Compiles the variants (digests: their .so files' SHA-256), sets up runs
+ * (nvariants x nseeds of them), refuses or discards stale ones, reuses the
+ * finished ones, checks the evaluation files when a run is left to
+ * evaluate, and runs the rest. */
+static study_outcome compile_and_train(const study_plan *plan, const study_options *o, const char *models, run *runs,
+                                       char (*digests)[65], study_progress *pr, tlm_err *err) {
+    if (!study_compile(plan, o->tlmc, models, digests, pr, o->stop, err) || o->stop->count)
+        return o->stop->count ? STUDY_STOPPED : STUDY_FAILED;
+    char data_stamp[65], *listing = study_data_stamp(plan, data_stamp);
+    if (!listing) return tlm_fail(err, "out of memory"), STUDY_FAILED;
+    study_outcome outcome = train_stamped(plan, o, models, runs, data_stamp, listing, digests, pr, err);
+    free(listing);
+    return outcome;
 }
 
 static study_outcome execute_locked(const study_plan *plan, const study_options *o, tlm_err *err) {

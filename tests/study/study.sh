@@ -377,8 +377,27 @@ PY
   expect 0 "study fixture: 1 run;" "a study validated on a copy of Persuasion" -- "$run" "${dv[@]}"
   expect 0 "1 of 1 runs\? already done" "the same data: the run reused" -- "$run" "${dv[@]}"
   head -c 20000 "$root/data/kjv/kjv.txt" > "$tmp/val.txt"
-  expect 1 "dv holds runs of variant uniform trained on other data (a data, validation or evaluation file changed since); use another --out, or --force" \
-    "the validation text replaced: the old run refused" -- "$run" "${dv[@]}"
+  expect 1 "dv holds runs of variant uniform trained on other data ($tmp/val.txt changed since: the same size, modified at another time); use another --out, or --force" \
+    "the validation text replaced: the old run refused, naming it" -- "$run" "${dv[@]}"
+  head -c 20001 "$root/data/kjv/kjv.txt" > "$tmp/val.txt"
+  expect 1 "trained on other data ($tmp/val.txt changed since: 20000 bytes then, 20001 now)" \
+    "the validation text edited: the sizes said" -- "$run" "${dv[@]}"
+  # a run from before runs kept their data's listing: the change is said without a name
+  mv "$tmp/dv/runs/uniform/seed1/data.listing" "$tmp/dv.listing"
+  expect 1 "trained on other data (a data, validation or evaluation file changed since)" \
+    "no listing in the run: the old message" -- "$run" "${dv[@]}"
+  # the listings compared: a file gone, new in a folder, missing then
+  printf '5 1.000000001 /d/a.txt\n7 1.000000002 /d/b c.txt\nmissing /v.txt\n' > "$tmp/then.listing"
+  for pair in "5 1.000000001 /d/a.txt|missing /v.txt|/d/b c.txt is no longer in its folder" \
+    "5 1.000000001 /d/a.txt|7 1.000000002 /d/b c.txt|missing /v.txt|1 2.0 /d/new.txt|/d/new.txt is new in its folder" \
+    "missing /d/a.txt|7 1.000000002 /d/b c.txt|missing /v.txt|/d/a.txt is gone" \
+    "5 1.000000001 /d/a.txt|7 1.000000002 /d/b c.txt|3 4.0 /v.txt|/v.txt was missing then" \
+    "5 1.000000001 /d/a.txt|7 1.000000003 /d/b c.txt|missing /v.txt|/d/b c.txt changed since: the same size" \
+    "5 1.000000001 /d/a.txt|7 1.000000002 /d/b c.txt|missing /v.txt|none"; do
+    want=${pair##*|}
+    printf '%s\n' "${pair%|*}" | tr '|' '\n' > "$tmp/now.listing"
+    expect 0 "^$want" "the listings: $want" -- "$tool" data-change "$tmp/then.listing" "$tmp/now.listing"
+  done
   # A module the study's file uses, edited (another learning rate): its
   # variants are compiled again and the old runs refused (the plan's
   # "sources" are part of each recipe's hash; only the file was once)

@@ -7,6 +7,8 @@
  *   study_tool finish PLAN.json DIR     results.json, results.md and the plots from
  *                                       DIR/runs/VARIANT/seedS/result.json (no PNG)
  *   study_tool last-line FILE           FILE's last line as a failed stage quotes it
+ *   study_tool data-change THEN NOW     the file two data listings (data_stamp.h) differ
+ *                                       in, as the runner names it, or "none"
  *   study_tool stop-at-start            with the runner's SIGINT handler in place, runs
  *                                       `sleep 5` as a stage runs its program, SIGINT
  *                                       reaching the child as it is forked: the seconds
@@ -20,6 +22,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "data_stamp.h"
 #include "files.h"
 #include "finish.h"
 #include "plan.h"
@@ -139,6 +142,23 @@ static int stop_at_start(void) {
     return 0;
 }
 
+/* Two data listings (data_stamp.h) compared as the runner compares a
+ * run's with the study's now. */
+static int data_change(const char *then_path, const char *now_path) {
+    size_t n;
+    tlm_err err;
+    char *then = study_read_file(then_path, &n, &err), *now = then ? study_read_file(now_path, &n, &err) : NULL;
+    if (!now) {
+        fprintf(stderr, "study_tool: %s\n", err.msg);
+        free(then);
+        return 1;
+    }
+    char why[4096];
+    printf("%s\n", study_data_change(then, now, why, sizeof why) ? why : "none");
+    free(then), free(now);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc == 2 && !strcmp(argv[1], "stats")) return stats();
     if (argc == 10 && !strcmp(argv[1], "collect")) return collect(argv + 3);
@@ -150,7 +170,8 @@ int main(int argc, char **argv) {
         printf("%s\n", last);
         return 0;
     }
+    if (argc == 4 && !strcmp(argv[1], "data-change")) return data_change(argv[2], argv[3]);
     fprintf(stderr, "usage: study_tool stats | collect DIR VARIANT SEED STEPS HAS_VAL NTEXT NCHOICES NCLOZE | "
-                    "finish PLAN.json DIR | last-line FILE | stop-at-start\n");
+                    "finish PLAN.json DIR | last-line FILE | stop-at-start | data-change THEN NOW\n");
     return 2;
 }
