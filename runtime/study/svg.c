@@ -56,9 +56,11 @@ static void number(char *buf, size_t n, double v, double step) {
 }
 
 /* Grid lines, ticks and labels at round numbers along the x axis (below
- * the plot) or the y axis (left of it). */
+ * the plot) or the y axis (left of it). A numeric x axis counts (steps,
+ * layers), so its ticks are whole numbers: a step of 0.5 is no step. */
 static void numeric_ticks(svg_chart *c, bool x_axis) {
     double lo = x_axis ? c->xmin : c->ymin, hi = x_axis ? c->xmax : c->ymax, step = tick_step(hi - lo);
+    if (x_axis) step = fmax(step, 1);
     char label[48];
     for (double t = ceil(lo / step) * step; t <= hi + step * 1e-9; t += step) {
         number(label, sizeof label, t, step);

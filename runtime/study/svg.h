@@ -27,7 +27,8 @@ typedef struct svg_chart {
 void svg_extend(double *lo, double *hi, const double *x, int n);
 
 /* Starts a chart over the given ranges (an empty or NaN range gets a
- * default; y gets 5% room). categories: x is 0 .. n - 1, labelled so. */
+ * default; y gets 5% room). categories: x is 0 .. n - 1, labelled so;
+ * else x counts (steps, layers) and is ticked at whole numbers. */
 void svg_begin(svg_chart *c, const char *title, const char *xlabel, const char *ylabel, double xmin, double xmax,
                double ymin, double ymax, const char *const *categories, int ncategories);
 void svg_band(svg_chart *c, int series, const double *x, const double *lo, const double *hi, int n);

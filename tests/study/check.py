@@ -14,6 +14,7 @@ Exit 0 when everything matches, 1 with a line per mismatch. mpmath missing is a
 failure, not a skip."""
 import json
 import os
+import re
 import sys
 import xml.etree.ElementTree as ET
 
@@ -308,6 +309,11 @@ def check_aggregate(dirname):
         ticks = [t.text for g in root.iter(ns + "g") if g.get("class") == "ticks" for t in g.iter(ns + "text")]
         if len(ticks) < 4:
             bad.append(f"{name}: {len(ticks)} tick labels")
+        # steps and layers are counted: their ticks are whole numbers
+        x_ticks = [t.text for g in root.iter(ns + "g") if g.get("class") == "ticks" for t in g.iter(ns + "text")
+                   if t.get("text-anchor") == "middle"]
+        if name != "ppl.svg" and (not x_ticks or not all(re.fullmatch(r"-?[0-9]+", t or "") for t in x_ticks)):
+            bad.append(f"{name}: x ticks not whole numbers: {x_ticks}")
         texts = [t.text or "" for t in root.iter(ns + "text")]
         if name == "loss_curves.svg":
             if not any("validation loss" in t for t in texts):
