@@ -16,6 +16,10 @@ bool tlm_stdout_flush(void) {
     return false;
 }
 
+void tlm_stdout_failed(void) {
+    if (!first_failure) first_failure = errno;
+}
+
 int tlm_stdout_status(const char *prog, int rc) {
     if (tlm_stdout_flush()) return rc;
     int e = first_failure;

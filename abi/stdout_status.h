@@ -13,6 +13,11 @@
  * goes (sample) stops at the first false. */
 bool tlm_stdout_flush(void);
 
+/* A write to stdout just failed (fwrite wrote short): records its errno
+ * as the first failure's reason, which a later flush may no longer know
+ * (stdio drops what it could not write). */
+void tlm_stdout_failed(void);
+
 /* Flushes stdout. rc as it was when everything reached it; else a line on
  * stderr ("PROG: cannot write to standard output: REASON", unless the
  * command said it: tlm_stdout_said) and rc, or 1 where rc was 0. */

@@ -243,7 +243,11 @@ static int parse_args(int argc, char **argv, options *o) {
             else if ((o->cpu_mlp = tlm_enum_find(&tlm_mlp_impl_enum, optarg)) < 0)
                 return usage_error("--cpu-mlp takes auto, generated or blas, not `%s`", optarg);
             break;
-        case 'o': o->output = optarg; break;
+        case 'o':
+            if (o->output)
+                return usage_error("-o given twice (`%s`, then `%s`): tlmc writes one output", o->output, optarg);
+            o->output = optarg;
+            break;
         case 'D':
             if (o->ndefines == MAX_DEFINES) return usage_error("too many -D options");
             o->defines[o->ndefines++] = optarg;

@@ -1,5 +1,6 @@
 #include "args.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <sched.h>
@@ -106,6 +107,15 @@ bool cli_path(cli_args *a, const char **path) {
     return true;
 }
 
+bool cli_output_path(cli_args *a, const char **path) {
+    if (a->val && *path) {
+        cli_usage_error(a->cmd, "%s given twice (`%s`, then `%s`): the command writes one output", a->flag, *path,
+                        a->val);
+        return false;
+    }
+    return cli_path(a, path);
+}
+
 /* `--ckpt --resume`: getopt takes the next word as the value whatever it
  * is, so a forgotten path would make a folder named `--resume`. */
 bool cli_value_not_option(cli_args *a) {
@@ -115,15 +125,42 @@ bool cli_value_not_option(cli_args *a) {
     return false;
 }
 
-bool cli_int(cli_args *a, int64_t lo, int64_t hi, int64_t *out) {
-    if (!a->val) return false;
-    errno = 0;
-    char *end;
-    long long v = strtoll(a->val, &end, 10);
-    if (end == a->val || *end != '\0') {
-        cli_usage_error(a->cmd, "%s: `%s` is not an integer", a->flag, a->val);
-        return false;
+/* Whether s is a number as a .tlm file writes it: an optional sign,
+ * decimal digits and (a real) a fraction and an exponent. strtod alone
+ * also takes hexadecimal (`0x10` as 16), leading white space and "inf". */
+static bool decimal_syntax(const char *s, bool integer) {
+    const char *p = s + (*s == '+' || *s == '-');
+    int digits = 0;
+    while (isdigit((unsigned char)*p)) p++, digits++;
+    if (!integer && *p == '.')
+        for (p++; isdigit((unsigned char)*p); p++) digits++;
+    if (!digits) return false;
+    if (!integer && (*p == 'e' || *p == 'E')) {
+        p += 1 + (p[1] == '+' || p[1] == '-');
+        if (!isdigit((unsigned char)*p)) return false;
+        while (isdigit((unsigned char)*p)) p++;
     }
+    return *p == '\0';
+}
+
+/* A number's value that is not one: the option after a forgotten value
+ * (`--batch --dry-run`, `--lr -o`) is said to be that, not a bad number. */
+static bool number_syntax(cli_args *a, bool integer) {
+    const char *v = a->val;
+    if (decimal_syntax(v, integer)) return true;
+    if (v[0] == '-' && (isalpha((unsigned char)v[1]) || (v[1] == '-' && v[2])))
+        cli_usage_error(a->cmd, "%s needs a value, not the option `%s`", a->flag, v);
+    else if (integer) cli_usage_error(a->cmd, "%s: `%s` is not an integer", a->flag, v);
+    else if (decimal_syntax(v, false) || !isfinite(strtod(v, NULL)))
+        cli_usage_error(a->cmd, "%s: `%s` is not a finite number", a->flag, v);
+    else cli_usage_error(a->cmd, "%s: `%s` is not a decimal number (digits, a point, an exponent: 3e-3)", a->flag, v);
+    return false;
+}
+
+bool cli_int(cli_args *a, int64_t lo, int64_t hi, int64_t *out) {
+    if (!a->val || !number_syntax(a, true)) return false;
+    errno = 0;
+    long long v = strtoll(a->val, NULL, 10);
     if (errno == ERANGE) { /* an integer, past int64_t's range and so past hi or below lo */
         if (hi == INT64_MAX && v > 0)
             cli_usage_error(a->cmd, "%s: `%s` is out of range (at most %lld)", a->flag, a->val, (long long)hi);
@@ -146,10 +183,9 @@ bool cli_int(cli_args *a, int64_t lo, int64_t hi, int64_t *out) {
 }
 
 bool cli_real(cli_args *a, double lo, bool lo_open, double *out) {
-    if (!a->val) return false;
-    char *end;
-    double v = strtod(a->val, &end);
-    if (end == a->val || *end != '\0' || !isfinite(v)) {
+    if (!a->val || !number_syntax(a, false)) return false;
+    double v = strtod(a->val, NULL);
+    if (!isfinite(v)) { /* past DBL_MAX: 1e999 */
         cli_usage_error(a->cmd, "%s: `%s` is not a finite number", a->flag, a->val);
         return false;
     }

@@ -41,6 +41,10 @@ bool cli_model_path(cli_args *a, const char **model);
  * joined into /checkpoint.safetensors, at the file system's root). */
 bool cli_path(cli_args *a, const char **path);
 
+/* cli_path for the command's output (-o): a second one is a usage error
+ * rather than the first silently dropped (*path: NULL until the first). */
+bool cli_output_path(cli_args *a, const char **path);
+
 /* The value as an integer in [lo, hi] / a finite real >= lo (> lo when
  * lo_open); false after a one-line message. */
 bool cli_int(cli_args *a, int64_t lo, int64_t hi, int64_t *out);

@@ -89,7 +89,7 @@ int cmd_export(int argc, char **argv) {
             if (!cli_path(&a, &ckpt)) return 2;
             break;
         case 'o':
-            if (!cli_path(&a, &out)) return 2;
+            if (!cli_output_path(&a, &out)) return 2;
             break;
         case OPT_TYPE: type_name = a.val; break;
         case 1:

@@ -366,7 +366,7 @@ int cmd_tokenize(int argc, char **argv) {
             break;
         case OPT_NO_EOT: no_eot = true; break;
         case 'o':
-            if (!cli_path(&a, &out)) rc = 2;
+            if (!cli_output_path(&a, &out)) rc = 2;
             break;
         case OPT_INFO:
             if (!cli_path(&a, &info)) rc = 2;

@@ -16,6 +16,7 @@
 #include "commands.h"
 #include "input_file.h"
 #include "regular_file.h"
+#include "stdout_status.h"
 #include "tlm_rt/data.h"
 #include "tokenizer.h"
 #include "train.h"
@@ -46,6 +47,13 @@ static void usage(FILE *out) {
           out);
 }
 
+/* Token ids and text can be far more than stdio's buffer: a write that
+ * fails (a full disk) is noted with its reason at once, for the one line
+ * tlm_stdout_status says as the command ends. */
+static void stdout_write(const void *p, size_t n) {
+    if (fwrite(p, 1, n, stdout) != n) tlm_stdout_failed();
+}
+
 static int do_encode(tlm_tokenizer *t, const uint8_t *text, size_t n, const tlm_tok_options *o) {
     tlm_err err = {""};
     tlm_tok_ids ids = {0};
@@ -57,13 +65,13 @@ static int do_encode(tlm_tokenizer *t, const uint8_t *text, size_t n, const tlm_
     size_t used = 0;
     for (size_t i = 0; i < ids.n; i++) {
         if (used > sizeof buf - 16) {
-            fwrite(buf, 1, used, stdout);
+            stdout_write(buf, used);
             used = 0;
         }
         used += (size_t)snprintf(buf + used, sizeof buf - used, i ? " %d" : "%d", (int)ids.ids[i]);
     }
     buf[used++] = '\n';
-    fwrite(buf, 1, used, stdout);
+    stdout_write(buf, used);
     tlm_tok_ids_free(&ids);
     return 0;
 }
@@ -105,7 +113,7 @@ static int do_decode(tlm_tokenizer *t, const uint8_t *text, size_t n) {
     }
     tlm_strbuf out = {0};
     if (!rc && !tlm_tok_decode(t, ids.ids, ids.n, &out, &err)) rc = cli_error("tokenizer", "decode: %s", err.msg);
-    if (!rc && out.len) fwrite(out.buf, 1, out.len, stdout);
+    if (!rc && out.len) stdout_write(out.buf, out.len);
     tlm_sb_free(&out);
     tlm_tok_ids_free(&ids);
     return rc;
@@ -262,7 +270,7 @@ int cmd_tokenizer(int argc, char **argv) {
         switch (opt) {
         case OPT_VOCAB: c.vocab = a.val; break;
         case 'o':
-            if (!cli_path(&a, &c.out_path)) {
+            if (!cli_output_path(&a, &c.out_path)) {
                 free(files);
                 return 2;
             }

@@ -105,6 +105,7 @@ static volatile sig_atomic_t stop_signal;
 static volatile sig_atomic_t stdout_tty;
 static volatile sig_atomic_t quiet_signals; /* ranks > 0: rank 0 tells */
 static volatile sig_atomic_t several_ranks;
+static volatile sig_atomic_t checkpoint_saved; /* a checkpoint of this run is on disk: a second signal keeps it */
 
 /* The first SIGINT, SIGTERM or SIGHUP asks the loop to stop at the next
  * step boundary; a second SIGINT or SIGTERM exits at once. A SIGHUP never
@@ -118,12 +119,15 @@ static void on_signal(int sig) {
                                     "again to stop at once)\n";
     static const char again[] = "tlm-run train: stopped at once; the last checkpoint is intact (--resume "
                                 "continues from it)\n";
+    static const char again_none[] = "tlm-run train: stopped at once, before the run's first checkpoint: nothing "
+                                     "was saved (start it again, without --resume)\n";
     if (stop_signal && sig == SIGHUP) return;
     int saved_errno = errno; /* the interrupted code's */
     if (stdout_tty) (void)!write(STDERR_FILENO, "\n", 1);
     if (stop_signal && quiet_signals) _exit(128 + sig);
     if (stop_signal) {
-        (void)!write(STDERR_FILENO, again, sizeof again - 1);
+        if (checkpoint_saved) (void)!write(STDERR_FILENO, again, sizeof again - 1);
+        else (void)!write(STDERR_FILENO, again_none, sizeof again_none - 1);
         _exit(128 + sig);
     }
     stop_signal = sig;
@@ -203,16 +207,38 @@ static int data_kinds_differ(const run *r) {
                      r->val_name, v->tokenizer, r->train_name, t->tokenizer);
 }
 
-static int mkdir_p(const char *path) {
+/* Makes path and the folders above it; made (NULL: not asked) gets the
+ * highest folder this call created, "" for none, so that a run that fails
+ * to start can take back what it made (unmake_dirs). */
+static int mkdir_p(const char *path, char made[4096]) {
     char buf[4096];
     snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/') continue;
+    if (made) made[0] = '\0';
+    for (char *p = buf + 1;; p++) {
+        if (*p && *p != '/') continue;
+        char c = *p;
         *p = '\0';
-        if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
-        *p = '/';
+        if (mkdir(buf, 0777) == 0) {
+            if (made && !made[0]) snprintf(made, 4096, "%s", buf);
+        } else if (errno != EEXIST) return -1;
+        if (!c) return 0;
+        *p = c;
     }
-    return mkdir(buf, 0777) != 0 && errno != EEXIST ? -1 : 0;
+}
+
+/* Removes path and the folders above it up to made, mkdir_p's first new
+ * one, while they are empty: a run that failed to start leaves no folder
+ * it made (a file in one, the log's, keeps it). */
+static void unmake_dirs(const char *path, const char *made) {
+    if (!made[0]) return;
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (;;) {
+        if (rmdir(buf) != 0 || strcmp(buf, made) == 0) return;
+        char *slash = strrchr(buf, '/');
+        if (!slash || slash == buf) return;
+        *slash = '\0';
+    }
 }
 
 static bool file_exists(const char *path) { return access(path, F_OK) == 0; }
@@ -324,7 +350,7 @@ static bool save_checkpoint(run *r, tlm_err *err) {
         r->ckpt_step = r->state.step;
         return true;
     }
-    if (mkdir_p(r->ckpt_dir) != 0) {
+    if (mkdir_p(r->ckpt_dir, NULL) != 0) {
         tlm_fail(err, "%s: cannot create the checkpoint folder: %s", r->ckpt_dir, strerror(errno));
         return false;
     }
@@ -354,7 +380,7 @@ static bool save_checkpoint(run *r, tlm_err *err) {
     }
     bool ok = tlm_ckpt_save(r->ckpt_file, &r->trainer, &r->state, extra, (int)(sizeof extra / sizeof *extra), err);
     free(settings);
-    if (ok) r->ckpt_step = r->state.step;
+    if (ok) r->ckpt_step = r->state.step, checkpoint_saved = 1;
     return ok;
 }
 
@@ -379,6 +405,23 @@ static void fingerprint_data(run *r) {
     }
     snprintf(r->data_fingerprint, sizeof r->data_fingerprint, "%zu:%016" PRIx64, r->train.n,
              tlm_fnv1a(TLM_FNV_OFFSET, r->train.bytes, r->train.n));
+}
+
+/* A data fingerprint as words: "3,558,175 bytes (hash 248945178f93abe0)",
+ * "1,024 tokens of shards (hash ...)"; one that is neither is quoted. */
+static const char *fingerprint_text(char *buf, size_t n, const char *fp) {
+    if (!fp) return "none recorded";
+    bool shards = strncmp(fp, "shards ", 7) == 0;
+    const char *count = shards ? fp + 7 : fp;
+    char *colon;
+    errno = 0;
+    long long k = strtoll(count, &colon, 10);
+    char digits[32];
+    if (colon == count || *colon != ':' || errno || k < 0 || strlen(colon + 1) != 16) snprintf(buf, n, "`%.40s`", fp);
+    else
+        snprintf(buf, n, "%s %s (hash %s)", fmt_int(digits, sizeof digits, k, 0), shards ? "tokens of shards" : "bytes",
+                 colon + 1);
+    return buf;
 }
 
 /* A resumed run continues from the checkpoint's step: --steps and --stop-at
@@ -433,9 +476,14 @@ static int start_state(run *r, tlm_st_file *ckpt) {
                          r->train_info.shards ? "with tokenizer " : "as ", r->train_info.tokenizer,
                          tok && strcmp(tok, "bytes") ? "tokenized with " : "", tok ? tok : "bytes");
     const char *fp = tlm_st_meta_get(ckpt, "data_fingerprint");
-    if (!fp || strcmp(fp, r->data_fingerprint) != 0)
-        return cli_error("train", "the training data %s differs from the checkpoint's (%s bytes:fnv, now %s)",
-                         r->train_name, fp ? fp : "?", r->data_fingerprint);
+    if (!fp || strcmp(fp, r->data_fingerprint) != 0) {
+        char then[96], now[96];
+        return cli_error("train",
+                         "the training data %s differs from the checkpoint's: %s then, %s now (resume on the data "
+                         "the run trained on)",
+                         r->train_name, fingerprint_text(then, sizeof then, fp),
+                         fingerprint_text(now, sizeof now, r->data_fingerprint));
+    }
     if (!tlm_ckpt_load_params(ckpt, &r->model, &err) || !tlm_ckpt_load_trainer(ckpt, &r->trainer, &r->state, &err))
         return cli_error("train", "%s: %s", r->ckpt_file, err.msg);
     int rc = check_resume_step(r, r->state.step);
@@ -463,6 +511,7 @@ static int start_state(run *r, tlm_st_file *ckpt) {
                "the last bits from an uninterrupted run\n",
                tlm_get_num_threads(), threads);
     r->ckpt_step = r->state.step;
+    checkpoint_saved = 1;
     r->elapsed_base = r->state.elapsed;
     return 0;
 }
@@ -528,6 +577,7 @@ static int setup(run *r) {
     tlm_abi_train defaults = *r->so.train;
     bool decay = false;
     int rc = 0;
+    char made[4096] = ""; /* the highest folder of the checkpoint's path this start made */
     if (o->resume) {
         /* as it is before it is read: one renamed over it while it is read
          * is then found changed under the lock, never missed */
@@ -657,7 +707,7 @@ static int setup(run *r) {
     /* A checkpoint folder that cannot be made should fail now, not after
      * hours of training. The folder, its lock and the log are rank 0's. */
     bool root = r->dist.rank == 0;
-    if (root && (mkdir_p(r->ckpt_dir) != 0 || access(r->ckpt_dir, W_OK) != 0)) {
+    if (root && (mkdir_p(r->ckpt_dir, made) != 0 || access(r->ckpt_dir, W_OK) != 0)) {
         rc = cli_error("train", "%s: cannot create or write the checkpoint folder: %s", r->ckpt_dir, strerror(errno));
         goto out;
     }
@@ -678,6 +728,7 @@ static int setup(run *r) {
         printf("note: the log %s %s; it holds this run's records from step %" PRId64 " on\n", o->log, r->out.log_lost,
                r->state.step + 1);
 out:
+    if (rc) unmake_dirs(r->ckpt_dir, made);
     tlm_st_close(ckpt);
     return rc;
 }
@@ -788,6 +839,7 @@ static int train_loop(run *r) {
     if (r->have_val && !r->o.resume && (rc = validate(r))) return rc;
     r->dist.comm_seconds = r->dist.wait_seconds = 0;
     r->dist.buckets = r->dist.early_buckets = 0;
+    int end_signal = 0; /* ranks: the signal they agreed on at the last step */
     while (r->state.step < s->steps) {
         double t0 = progress_now();
         tlm_profile_mark profile_t0 = r->model.profile ? tlm_profile_now(r->model.profile) : (tlm_profile_mark){0};
@@ -842,6 +894,7 @@ static int train_loop(run *r) {
         bool last = step == s->steps;
         if (r->dist.ranks < 2) step_signal = stop_asked(); /* alone: as late as it can */
         bool stop = last || step == r->o.stop_at || step_signal;
+        if (last && step_signal != SIGPIPE) end_signal = step_signal;
         bool logged = last || step == 1 || (s->log_every > 0 && step % s->log_every == 0);
         progress_step ps = {
             .step = step,
@@ -904,9 +957,18 @@ static int train_loop(run *r) {
     progress_duration(took, sizeof took, elapsed(r));
     /* Tokens in full, as eval counts them: a short run's "0.00M" said nothing. */
     char tokens[32];
-    printf("done: %" PRId64 " step%s, %s tokens in %s; checkpoint %s\n", r->state.step, r->state.step == 1 ? "" : "s",
-           fmt_int(tokens, sizeof tokens, r->state.tokens_seen, 0), took, r->ckpt_file);
-    return 0;
+    /* A signal that came in the last step or the final validation finds
+     * the run complete, and says so; its status is still the signal's, so
+     * that a script's loop over runs stops as the user asked. Ranks use
+     * the signal they agreed on at the last step, so they end alike. */
+    int sig = r->dist.ranks > 1 ? end_signal : stop_signal;
+    printf("done: %" PRId64 " step%s, %s tokens in %s; checkpoint %s%s\n", r->state.step, r->state.step == 1 ? "" : "s",
+           fmt_int(tokens, sizeof tokens, r->state.tokens_seen, 0), took, r->ckpt_file,
+           sig == SIGINT    ? " (SIGINT came at the end: the run is complete)"
+           : sig == SIGTERM ? " (SIGTERM came at the end: the run is complete)"
+           : sig == SIGHUP  ? " (SIGHUP came at the end: the run is complete)"
+                            : "");
+    return sig ? 128 + sig : 0;
 }
 
 /* Several ranks train one model only if they run one job: mpirun's

@@ -208,6 +208,26 @@ signals)
     env TLM_TEST_KILL_AT=validation:2 "$run" train crash.so "${data[@]}" --steps 10 --eval-every 2 --eval-batches 2 \
     --ckpt val_int
   check "... with step 2's checkpoint" -- test "$(same step val_int/checkpoint.safetensors 2>&1)" = 2
+  # ... and in the final validation: the run is complete and says so, with
+  # the signal's status all the same (a script's loop over runs stops)
+  expect 130 "^done: 4 steps, .*; checkpoint val_end/checkpoint.safetensors (SIGINT came at the end: the run is complete)$" \
+    "SIGINT during the final validation: done, exit 130" -- \
+    env TLM_TEST_KILL_AT=validation:3 "$run" train crash.so "${data[@]}" --steps 4 --eval-every 2 --eval-batches 2 \
+    --ckpt val_end
+  check "... with step 4's checkpoint" -- test "$(same step val_end/checkpoint.safetensors 2>&1)" = 4
+
+  # Two SIGINTs before the run's first checkpoint: nothing to resume, and
+  # said so (not "the last checkpoint is intact")
+  slow0=("${data[@]}" --batch 1024 --steps 100000 --ckpt-every 0 --log-every 1 --eval-every 0 --eval-batches 1)
+  "$run" train crash.so "${slow0[@]}" --ckpt none --log none.jsonl > none.out 2> none.err &
+  pid=$!
+  wait_for 60 lines none.jsonl 2
+  kill -INT $pid
+  wait_for 30 grep -q "stopping after this step" none.err
+  kill -INT $pid
+  wait $pid; rc=$?
+  check "two SIGINTs before the first checkpoint: exit 130, nothing saved and said so" -- \
+    bash -c "[ $rc = 130 ] && grep -q \"stopped at once, before the run's first checkpoint: nothing was saved\" none.err && test ! -e none/checkpoint.safetensors"
   ;;
 
 leftovers)

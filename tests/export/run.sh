@@ -125,6 +125,8 @@ refusals)
   expect 0 "step 1, f32" "... --type f32 writes them" -- "$run" export "$s" --ckpt "$tmp/ck_div" -o "$tmp/div.gguf"
   expect 2 "expected f32, f16 or q8_0" "--type q4_0" -- "$run" export "$s" "${ck[@]}" -o "$tmp/x.gguf" --type q4_0
   expect 2 "no output file" "no -o" -- "$run" export "$s" "${ck[@]}"
+  expect 2 "output given twice (.*x.gguf., then .*y.gguf.): the command writes one output" "-o twice" -- \
+    "$run" export "$s" "${ck[@]}" -o "$tmp/x.gguf" -o "$tmp/y.gguf"
   # an empty path is a usage error, not the root ("" joined with "/")
   expect 2 "MODEL.so is empty" "an empty MODEL.so" -- "$run" export "" "${ck[@]}" -o "$tmp/x.gguf"
   expect 2 "--output is empty" "-o ''" -- "$run" export "$s" "${ck[@]}" -o ""

@@ -72,6 +72,11 @@ status 1 "-D ratio=nope(1)" -- "$tlmc" -D 'ratio=nope(1)' "$tiny"; has "$tmp/err
 status 1 "-D ratio=adamw(lr = 1)" -- "$tlmc" -D 'ratio=adamw(lr = 1)' "$tiny"
 has "$tmp/err" "expected a number, found .adamw" "-D adamw(...)"
 
+# one output: a second -o is refused, not the first dropped
+status 2 "-o twice" -- "$tlmc" "$tiny" -o "$tmp/a.so" -o "$tmp/b.so"
+has "$tmp/err" "-o given twice (.*a.so., then .*b.so.)" "-o twice"
+[ ! -e "$tmp/a.so" ] && [ ! -e "$tmp/b.so" ] || { echo "FAIL: -o twice wrote a file"; fail=1; }
+
 status 0 "--report=json" -- "$tlmc" --report=json "$tiny"
 if ! $py -c 'import json,sys; d=json.load(open(sys.argv[1])); m=d["models"][0]; assert m["name"]=="tiny"; assert sum(x["d_ff"] for x in m["layers_table"])==6*688; assert m["totals"]["params"]==m["baseline"]["params"]' "$tmp/out"; then
   echo "FAIL: JSON report"; fail=1

@@ -471,6 +471,16 @@ bad_flags)
   expect 2 "\-\-lr must be > 0" "train --lr=-1" -- "$run" train "$s" --lr=-1
   expect 2 "not a finite number" "train --lr nan" -- "$run" train "$s" --lr nan
   expect 2 "not a finite number" "train --lr inf" -- "$run" train "$s" --lr inf
+  # numbers as a .tlm file writes them: no hexadecimal (strtod's 0x10 = 16),
+  # no white space; a forgotten value is said to be one
+  expect 2 "\-\-lr: \`0x10\` is not a decimal number" "train --lr 0x10" -- "$run" train "$s" --lr 0x10
+  expect 2 "\-\-lr: \` 3e-3\` is not a decimal number" "train --lr ' 3e-3'" -- "$run" train "$s" --lr " 3e-3"
+  expect 2 "\-\-batch: \` 5\` is not an integer" "train --batch ' 5'" -- "$run" train "$s" --batch " 5"
+  expect 2 "\-\-batch needs a value, not the option \`\-\-dry-run\`" "train --batch --dry-run" -- \
+    "$run" train "$s" --batch --dry-run
+  expect 2 "\-\-temperature: \`0x1\` is not a decimal number" "sample --temperature 0x1" -- \
+    "$run" sample "$s" --temperature 0x1
+  expect 0 "^lr 150$" "train --lr 1.5e+2: a decimal with a signed exponent" -- "$run" train "$s" --dry-run --lr 1.5e+2
   expect 2 "\-\-min-lr must be >= 0" "train --min-lr -1" -- "$run" train "$s" --min-lr -1
   # min_lr's default is a tenth of lr as the flags leave it; a model's own
   # min_lr stays; a decay that would end above its peak is refused.
@@ -549,6 +559,13 @@ bad_data)
   check "no checkpoint was written" -- test ! -e "$tmp/c"
   expect 1 "cannot write the log" "train --log in a missing folder" -- \
     "$run" "${t[@]}" --log "$tmp/missing/log.jsonl" --ckpt "$tmp/c"
+  # a start that fails leaves none of the folders it made, and keeps the
+  # ones that were there
+  mkdir -p "$tmp/kept"
+  expect 1 "cannot write the log" "train --log in a missing folder, the checkpoint three folders down" -- \
+    "$run" "${t[@]}" --log "$tmp/missing/log.jsonl" --ckpt "$tmp/kept/new1/new2"
+  check "... no checkpoint folder left, the folder that was there kept" -- \
+    bash -c "test ! -e '$tmp/c' && test ! -e '$tmp/kept/new1' && test -d '$tmp/kept'"
   expect 1 "cannot create or write the checkpoint folder" "train --ckpt under a file" -- \
     "$run" "${t[@]}" --ckpt "$tmp/short.txt/ckpt"
   expect 0 "no validation" "train --data without --val: no validation" -- \

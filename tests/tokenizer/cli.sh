@@ -111,11 +111,21 @@ for tok in "$gpt2" "$ref/llama3/tokenizer.model"; do
     fail "encode | decode with $tok"
   cmp -s "$work/kjv.txt" "$work/kjv.back" || fail "encode | decode with $tok: not the same bytes"
 done
+# ids far past stdio's buffer, and their text, onto a full disk: the reason said
+expect 1 "encode of 200 kB > /dev/full" sh -c '"$0" tokenizer encode --tokenizer "$1" "$2" > /dev/full' "$tlm" "$gpt2" "$work/kjv.txt"
+grep -q "cannot write to standard output: No space left on device" "$work/err" || fail "encode > /dev/full: $(cat "$work/err")"
+"$tlm" tokenizer encode --tokenizer "$gpt2" "$work/kjv.txt" >"$work/kjv.ids"
+expect 1 "decode of 200 kB > /dev/full" sh -c '"$0" tokenizer decode --tokenizer "$1" "$2" > /dev/full' "$tlm" "$gpt2" "$work/kjv.ids"
+grep -q "cannot write to standard output: No space left on device" "$work/err" || fail "decode > /dev/full: $(cat "$work/err")"
 
 # train: usage, bad data, and the file written whole (no temporary left)
 expect 2 "train without --vocab" "$tlm" tokenizer train "$work/hello.txt" -o "$work/t.json"
 expect 2 "train without -o" "$tlm" tokenizer train --vocab 300 "$work/hello.txt"
 expect 2 "train without data" "$tlm" tokenizer train --vocab 300 -o "$work/t.json"
+expect 2 "train -o twice" "$tlm" tokenizer train --vocab 300 "$work/hello.txt" -o "$work/t1.json" -o "$work/t2.json"
+grep -q "output given twice" "$work/err" || fail "train -o twice: $(cat "$work/err")"
+expect 2 "tokenize -o twice" "$tlm" tokenize --tokenizer "$gpt2" "$work/hello.txt" -o "$work/s1.bin" -o "$work/s2.bin"
+grep -q "output given twice" "$work/err" || fail "tokenize -o twice: $(cat "$work/err")"
 expect 2 "train --vocab 256" "$tlm" tokenizer train --vocab 256 "$work/hello.txt" -o "$work/t.json"
 expect 2 "train --tokenizer" "$tlm" tokenizer train --tokenizer "$gpt2" --vocab 300 "$work/hello.txt" -o "$work/t.json"
 expect 1 "train on a missing file" "$tlm" tokenizer train --vocab 300 "$work/nonexistent.txt" -o "$work/t.json"
