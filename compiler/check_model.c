@@ -27,7 +27,8 @@ typedef struct scope {
     int state[MAX_SETTINGS];
     double value[MAX_SETTINGS];
     evaluator ev;
-    tlm_loc train_context_loc;     /* where the training context was set */
+    tlm_loc train_loc[MAX_SETTINGS]; /* where each training setting (its row) was last set */
+    bool train_set[MAX_SETTINGS];
     int64_t tokenizer_vocab;       /* the `tokenizer`'s vocabulary size, 0 if none */
 } scope;
 
@@ -555,6 +556,7 @@ static bool apply_train_block(scope *s, const item *block, tlm_abi_train *t, con
             continue;
         }
         seen[i] = x;
+        s->train_loc[i] = x->value->loc, s->train_set[i] = true;
         if (row->kind == TLM_TS_CHOICE) {
             ok &= read_call(s, row, x->value, t);
             continue;
@@ -563,9 +565,19 @@ static bool apply_train_block(scope *s, const item *block, tlm_abi_train *t, con
             ok = false;
             continue;
         }
-        if (row->offset == offsetof(tlm_abi_train, context)) s->train_context_loc = x->value->loc;
     }
     return ok;
+}
+
+/* Where the first of the named training settings that a block sets was
+ * set (the one a cross-check's error is about), else the model's name. */
+static tlm_loc train_setting_loc(scope *s, const char *const *names, int n) {
+    for (int k = 0; k < n; k++) {
+        const tlm_train_setting *row = tlm_train_find(names[k]);
+        int i = row ? (int)(row - tlm_train_settings) : -1;
+        if (i >= 0 && s->train_set[i]) return s->train_loc[i];
+    }
+    return s->model->name_loc;
 }
 
 /* Top-level train blocks of the model's file apply first; then the blocks
@@ -593,7 +605,7 @@ static bool read_train(scope *s, const item **chain, int nchain, checked_model *
     m->min_lr_default = m->train.min_lr == -1; /* what tlm_train_resolve_defaults resolves */
     tlm_train_resolve_defaults(&m->train);
     if (ok && m->train.batch % m->train.accumulate != 0) {
-        diag_error(D(s), s->model->name_loc,
+        diag_error(D(s), train_setting_loc(s, (const char *const[]){"accumulate", "batch"}, 2),
                    "the training batch (%lld) must be a multiple of "
                    "accumulate (%lld): each step adds up equal micro-batches",
                    (long long)m->train.batch, (long long)m->train.accumulate);
@@ -601,7 +613,7 @@ static bool read_train(scope *s, const item **chain, int nchain, checked_model *
     }
     if (ok && tlm_train_decay_rises(&m->train)) {
         char lr[64], min_lr[64];
-        diag_error(D(s), s->model->name_loc,
+        diag_error(D(s), train_setting_loc(s, (const char *const[]){"lr_schedule", "optimizer"}, 2),
                    "the training min_lr (%s) is above its lr (%s): the %s schedule would raise the rate to "
                    "min_lr instead of decaying to it",
                    tlm_train_format(min_lr, sizeof min_lr, tlm_train_find("min_lr"), &m->train),
@@ -610,8 +622,9 @@ static bool read_train(scope *s, const item **chain, int nchain, checked_model *
         ok = false;
     }
     if (ok && m->train.context > m->context) {
-        diag_error(D(s), s->train_context_loc, "the training context (%lld) is longer than the model's context (%lld)",
-                   (long long)m->train.context, (long long)m->context);
+        diag_error(D(s), train_setting_loc(s, (const char *const[]){"context"}, 1),
+                   "the training context (%lld) is longer than the model's context (%lld)", (long long)m->train.context,
+                   (long long)m->context);
         ok = false;
     }
     return ok;

@@ -225,7 +225,15 @@ static void build_tables(program *p) {
                                                 : NULL;
             if (!t || !it->name || reserved_name(p, it)) continue;
             item *prev = symtab_put_new(t, it->name, it);
-            if (prev) {
+            if (prev && prev->name_loc.file != it->name_loc.file) {
+                /* a module's name taken again: the file loaded first (the
+                 * one being compiled, then modules in `use` order) is the
+                 * one its author can change, so the error is there */
+                diag_error(d, prev->name_loc, "%s `%s` is also defined in a module this file uses",
+                           kind_word(prev->kind), prev->name);
+                diag_note(d, it->name_loc, "the module's definition is here");
+                diag_hint(d, "rename one of them");
+            } else if (prev) {
                 diag_error(d, it->name_loc, "redefinition of %s `%s`", kind_word(it->kind), it->name);
                 diag_note(d, prev->name_loc, "the first definition is here");
             }

@@ -343,7 +343,9 @@ static void read_baseline(reader *r, const expr *e0) {
     st->baseline = -1;
     if (!e0) {
         fail(r, st->decl->name_loc, "no baseline: say which variant the others are compared with");
-        if (st->nvariants) diag_hint(D(r), "e.g. `baseline = %s;`", st->variants[0].name);
+        /* a grid point's name (`ratio=1.5`) is written in quotes */
+        const char *first = st->nvariants ? st->variants[0].name : NULL;
+        if (first) diag_hint(D(r), strchr(first, '=') ? "e.g. `baseline = \"%s\";`" : "e.g. `baseline = %s;`", first);
         return;
     }
     const expr *e = model_value(r->p, e0);

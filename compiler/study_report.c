@@ -40,6 +40,14 @@ void study_report_text(FILE *out, const study *st) {
     char a[32], b[32];
     if (min_mlp == max_mlp && min_flops == max_flops)
         fprintf(out, "  MLP params and FLOPs per token (forward): equal in every variant\n");
+    else if (min_mlp == max_mlp)
+        fprintf(out, "  MLP params: equal in every variant; FLOPs per token (forward) differ by up to %s\n",
+                fmt_int(b, sizeof b, (int64_t)(max_flops - min_flops), 0));
+    else if (min_flops == max_flops)
+        fprintf(out,
+                "  MLP params differ by up to %s between variants; FLOPs per token (forward): equal in every "
+                "variant\n",
+                fmt_int(a, sizeof a, max_mlp - min_mlp, 0));
     else
         fprintf(out, "  MLP params differ by up to %s and FLOPs per token by up to %s between variants\n",
                 fmt_int(a, sizeof a, max_mlp - min_mlp, 0), fmt_int(b, sizeof b, (int64_t)(max_flops - min_flops), 0));

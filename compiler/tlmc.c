@@ -96,14 +96,15 @@ static void usage(FILE *out) {
           "  --cpu-mlp HOW       how the CPU runs every width's MLP: auto (default: tlmc's\n"
           "                      measured rule per width), generated or blas\n"
           "  -O0 .. -O3          LLVM optimisation level (default -O3)\n"
-          "  --time              print how long each stage takes\n"
+          "  --time              with -o: print how long each stage takes\n"
           "  --check             check only; print nothing but diagnostics\n"
           "  --report[=FORMAT]   per-layer width table with params and FLOPs against the\n"
           "                      baseline; FORMAT is text (default) or json\n"
           "  --plot FILE.svg     plot width against depth for the models\n"
           "  --model NAME        only this model (default: every model in FILE)\n"
           "  --plan              print the studies in FILE, expanded and checked, as JSON\n"
-          "  --study NAME        only this study (with --plan, --report or --check)\n"
+          "  --study NAME        only this study (with --plan, --report or --check): its\n"
+          "                      variants, not the file's other models\n"
           "  --variant VARIANT   with --study: the variant's model, built with the study's\n"
           "                      train settings, is what -o, --report and --emit-ir see\n"
           "  -D NAME=VALUE       override `param NAME` (VALUE is an expression)\n"
@@ -210,7 +211,11 @@ static int parse_args(int argc, char **argv, options *o) {
         /* The model ABI too: a model.so from another ABI must be recompiled
          * (tlm-run study keys its compiled variants on this line). */
         case OPT_VERSION: print_version(); exit(tlm_stdout_status("tlmc", 0));
-        case OPT_CHECK: o->act = ACT_CHECK; break;
+        case OPT_CHECK:
+            if (o->act != ACT_SUMMARY && o->act != ACT_CHECK)
+                return usage_error("--check prints nothing but diagnostics, --report a report: choose one");
+            o->act = ACT_CHECK;
+            break;
         case OPT_EMIT_IR: o->emit_ir = true; break;
         case OPT_TIME: o->timing = true; break;
         case 'O':
@@ -218,11 +223,16 @@ static int parse_args(int argc, char **argv, options *o) {
                 return usage_error("-O takes 0, 1, 2 or 3, not `%s`", optarg);
             o->opt_level = optarg[0] - '0';
             break;
-        case OPT_REPORT:
-            if (!optarg || !strcmp(optarg, "text")) o->act = ACT_REPORT_TEXT;
-            else if (!strcmp(optarg, "json")) o->act = ACT_REPORT_JSON;
-            else return usage_error("unknown report format `%s` (text or json)", optarg);
+        case OPT_REPORT: {
+            action want = !optarg || !strcmp(optarg, "text") ? ACT_REPORT_TEXT
+                          : !strcmp(optarg, "json")          ? ACT_REPORT_JSON
+                                                             : ACT_SUMMARY;
+            if (want == ACT_SUMMARY) return usage_error("unknown report format `%s` (text or json)", optarg);
+            if (o->act == ACT_CHECK)
+                return usage_error("--check prints nothing but diagnostics, --report a report: choose one");
+            o->act = want;
             break;
+        }
         case OPT_PRINT_KEYWORDS: o->print_keywords = true; break;
         case OPT_HELP_SETTINGS: o->help_settings = true; break;
         case OPT_COLOR:
@@ -231,7 +241,10 @@ static int parse_args(int argc, char **argv, options *o) {
             else if (!strcmp(optarg, "auto")) o->color = -1;
             else return usage_error("--color takes auto, always or never, not `%s`", optarg);
             break;
-        case OPT_MODEL: o->model = optarg; break;
+        case OPT_MODEL:
+            if (o->model) return usage_error("--model given twice (`%s`, then `%s`): one model", o->model, optarg);
+            o->model = optarg;
+            break;
         case OPT_PLAN: o->plan = true; break;
         case OPT_STUDY: o->study = optarg; break;
         case OPT_VARIANT: o->variant = optarg; break;
@@ -285,6 +298,15 @@ static int parse_args(int argc, char **argv, options *o) {
     if (o->study && o->output && !o->variant)
         return usage_error("-o with --study needs --variant VARIANT (the variant to compile)");
     if ((o->study || o->plan) && o->model) return usage_error("--model cannot be combined with --study or --plan");
+    if (o->plan && o->act != ACT_SUMMARY && o->act != ACT_CHECK)
+        return usage_error("--plan prints the studies as JSON; leave out --report");
+    /* with --study, the models are the study's variants: a model report
+     * or plot is of one variant */
+    if (o->study && !o->variant && o->act == ACT_REPORT_JSON)
+        return usage_error("--report=json with --study needs --variant VARIANT (a study's JSON is --plan)");
+    if (o->study && !o->variant && o->plot)
+        return usage_error("--plot with --study needs --variant VARIANT (it plots one variant's widths)");
+    if (o->timing && !o->output) return usage_error("--time times the stages of -o; give -o FILE.so");
     char *err = NULL;
     if (o->cpu && !tlm_codegen_cpu_known(o->cpu, &err)) {
         const char *why = err ? err : "out of memory";
@@ -477,7 +499,7 @@ static int run(int argc, char **argv) {
         } else {
             models[nmodels++] = m;
         }
-    } else if (!rc && !o.plan && !o.variant) {
+    } else if (!rc && !o.plan && !o.study) { /* --study: its variants only */
         for (item *it = program_main_items(&p); it; it = it->next)
             if (it->kind == IT_MODEL && it->name) models[nmodels++] = it;
     }

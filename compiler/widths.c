@@ -28,11 +28,23 @@ void round_widths(const checked_model *m, int64_t *out) {
     }
 }
 
-/* L × W must be a multiple of the quantum for the widths to sum to it. */
+/* Every layer keeps at least one quantum, so the widths sum to at least
+ * L × q; and L × W must be a multiple of the quantum for them to sum to
+ * it. */
 static bool budget_reachable(tlm_session *s, const checked_model *m, tlm_loc budget_loc) {
     int64_t L = m->layers, W = m->budget_width, q = m->quantum, S = L * W;
-    if (S % q == 0) return true;
     char a[32], b[32];
+    if (W < q) {
+        diag_error(&s->diag, budget_loc,
+                   "the budget cannot be met with quantum %lld: each of the %lld layers keeps a width of at least "
+                   "%lld, so the widths sum to at least %s, more than %lld × %lld = %s",
+                   (long long)q, (long long)L, (long long)q, fmt_int(a, sizeof a, L * q, 0), (long long)L, (long long)W,
+                   fmt_int(b, sizeof b, S, 0));
+        diag_hint(&s->diag, "use a quantum of at most %lld, or a budget of uniform(%lld) or more", (long long)W,
+                  (long long)q);
+        return false;
+    }
+    if (S % q == 0) return true;
     diag_error(&s->diag, budget_loc,
                "the budget cannot be met exactly with quantum %lld: "
                "layers × width = %lld × %lld = %s is not a multiple of %lld",
@@ -42,7 +54,7 @@ static bool budget_reachable(tlm_session *s, const checked_model *m, tlm_loc bud
     int64_t lo = S / q * q, hi = lo + q;
     diag_hint(&s->diag, "the nearest reachable totals are %s (%lld) and %s (+%lld)", fmt_int(a, sizeof a, lo, 0),
               (long long)(lo - S), fmt_int(b, sizeof b, hi, 0), (long long)(hi - S));
-    if (below > 0)
+    if (below >= q) /* each layer keeps a quantum: a smaller budget cannot be met either */
         diag_hint(&s->diag, "uniform(%lld) or uniform(%lld) can be met with quantum %lld", (long long)below,
                   (long long)above, (long long)q);
     else diag_hint(&s->diag, "uniform(%lld) can be met with quantum %lld", (long long)above, (long long)q);

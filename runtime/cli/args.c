@@ -125,9 +125,9 @@ bool cli_value_not_option(cli_args *a) {
     return false;
 }
 
-/* Whether s is a number as a .tlm file writes it: an optional sign,
- * decimal digits and (a real) a fraction and an exponent. strtod alone
- * also takes hexadecimal (`0x10` as 16), leading white space and "inf". */
+/* Whether s is a plain decimal: an optional sign, digits and (a real) a
+ * fraction and an exponent. strtod alone also takes hexadecimal (`0x10`
+ * as 16), leading white space and "inf". */
 static bool decimal_syntax(const char *s, bool integer) {
     const char *p = s + (*s == '+' || *s == '-');
     int digits = 0;
@@ -148,11 +148,13 @@ static bool decimal_syntax(const char *s, bool integer) {
 static bool number_syntax(cli_args *a, bool integer) {
     const char *v = a->val;
     if (decimal_syntax(v, integer)) return true;
-    if (v[0] == '-' && (isalpha((unsigned char)v[1]) || (v[1] == '-' && v[2])))
+    char *end;
+    double parsed = strtod(v, &end);
+    bool infinite = end != v && !*end && !isfinite(parsed); /* inf, -inf, nan, 1e999 */
+    if (!infinite && v[0] == '-' && (isalpha((unsigned char)v[1]) || (v[1] == '-' && v[2])))
         cli_usage_error(a->cmd, "%s needs a value, not the option `%s`", a->flag, v);
     else if (integer) cli_usage_error(a->cmd, "%s: `%s` is not an integer", a->flag, v);
-    else if (decimal_syntax(v, false) || !isfinite(strtod(v, NULL)))
-        cli_usage_error(a->cmd, "%s: `%s` is not a finite number", a->flag, v);
+    else if (infinite) cli_usage_error(a->cmd, "%s: `%s` is not a finite number", a->flag, v);
     else cli_usage_error(a->cmd, "%s: `%s` is not a decimal number (digits, a point, an exponent: 3e-3)", a->flag, v);
     return false;
 }

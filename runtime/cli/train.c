@@ -207,38 +207,43 @@ static int data_kinds_differ(const run *r) {
                      r->val_name, v->tokenizer, r->train_name, t->tokenizer);
 }
 
-/* Makes path and the folders above it; made (NULL: not asked) gets the
- * highest folder this call created, "" for none, so that a run that fails
- * to start can take back what it made (unmake_dirs). */
-static int mkdir_p(const char *path, char made[4096]) {
+/* The folders a start made for its checkpoint (mkdir_p), by their
+ * lengths in path: exactly the levels whose mkdir succeeded, so that
+ * taking them back (unmake_dirs) never touches one that was there, however
+ * the path is spelled (`new/../old`, a trailing slash). */
+typedef struct made_dirs {
+    char path[4096];
+    int n;
+    int len[64]; /* deeper new levels than these are not taken back */
+} made_dirs;
+
+/* Makes path and the folders above it; made (NULL: not asked) records the
+ * ones this call created, also when it fails partway. */
+static int mkdir_p(const char *path, made_dirs *made) {
     char buf[4096];
     snprintf(buf, sizeof buf, "%s", path);
-    if (made) made[0] = '\0';
+    if (made) snprintf(made->path, sizeof made->path, "%s", buf), made->n = 0;
     for (char *p = buf + 1;; p++) {
         if (*p && *p != '/') continue;
         char c = *p;
         *p = '\0';
         if (mkdir(buf, 0777) == 0) {
-            if (made && !made[0]) snprintf(made, 4096, "%s", buf);
+            if (made && made->n < (int)(sizeof made->len / sizeof *made->len)) made->len[made->n++] = (int)(p - buf);
         } else if (errno != EEXIST) return -1;
         if (!c) return 0;
         *p = c;
     }
 }
 
-/* Removes path and the folders above it up to made, mkdir_p's first new
- * one, while they are empty: a run that failed to start leaves no folder
- * it made (a file in one, the log's, keeps it). */
-static void unmake_dirs(const char *path, const char *made) {
-    if (!made[0]) return;
-    char buf[4096];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (;;) {
-        if (rmdir(buf) != 0 || strcmp(buf, made) == 0) return;
-        char *slash = strrchr(buf, '/');
-        if (!slash || slash == buf) return;
-        *slash = '\0';
+/* Removes the folders mkdir_p made, deepest first, while they are empty:
+ * a run that failed to start leaves none behind (a file in one, the
+ * log's, keeps it and those above). */
+static void unmake_dirs(made_dirs *made) {
+    for (int i = made->n - 1; i >= 0; i--) {
+        made->path[made->len[i]] = '\0';
+        if (rmdir(made->path) != 0) break;
     }
+    made->n = 0;
 }
 
 static bool file_exists(const char *path) { return access(path, F_OK) == 0; }
@@ -577,7 +582,7 @@ static int setup(run *r) {
     tlm_abi_train defaults = *r->so.train;
     bool decay = false;
     int rc = 0;
-    char made[4096] = ""; /* the highest folder of the checkpoint's path this start made */
+    made_dirs made = {.n = 0}; /* the folders of the checkpoint's path this start made */
     if (o->resume) {
         /* as it is before it is read: one renamed over it while it is read
          * is then found changed under the lock, never missed */
@@ -707,11 +712,14 @@ static int setup(run *r) {
     /* A checkpoint folder that cannot be made should fail now, not after
      * hours of training. The folder, its lock and the log are rank 0's. */
     bool root = r->dist.rank == 0;
-    if (root && (mkdir_p(r->ckpt_dir, made) != 0 || access(r->ckpt_dir, W_OK) != 0)) {
+    if (root && (mkdir_p(r->ckpt_dir, &made) != 0 || access(r->ckpt_dir, W_OK) != 0)) {
         rc = cli_error("train", "%s: cannot create or write the checkpoint folder: %s", r->ckpt_dir, strerror(errno));
         goto out;
     }
-    if (root && (rc = lock_folder(r))) goto out;
+    if (root && (rc = lock_folder(r))) {
+        made.n = 0; /* the run that holds it (it may have come in since we made it) keeps it */
+        goto out;
+    }
     if (root && (rc = checkpoint_still_as_seen(r))) goto out;
 
     progress_init(&r->out, o->s.steps);
@@ -728,7 +736,7 @@ static int setup(run *r) {
         printf("note: the log %s %s; it holds this run's records from step %" PRId64 " on\n", o->log, r->out.log_lost,
                r->state.step + 1);
 out:
-    if (rc) unmake_dirs(r->ckpt_dir, made);
+    if (rc) unmake_dirs(&made);
     tlm_st_close(ckpt);
     return rc;
 }

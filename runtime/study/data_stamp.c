@@ -110,37 +110,56 @@ static bool split_line(const char *l, const char *end, listed *f) {
 
 static bool is_missing(const listed *f) { return f->head_len == 7 && memcmp(f->head, "missing", 7) == 0; }
 
-/* The line of `listing` for path, or false. */
-static bool find_path(const char *listing, const listed *want, listed *found) {
-    for (const char *l = listing, *end; (end = strchr(l, '\n')); l = end + 1)
-        if (split_line(l, end, found) && found->path_len == want->path_len &&
-            memcmp(found->path, want->path, (size_t)want->path_len) == 0)
-            return true;
-    return false;
+static int by_path(const void *x, const void *y) {
+    const listed *a = x, *b = y;
+    int c = memcmp(a->path, b->path, (size_t)(a->path_len < b->path_len ? a->path_len : b->path_len));
+    return c ? c : (a->path_len > b->path_len) - (a->path_len < b->path_len);
 }
 
-/* The first file of listing a that b lacks or lists otherwise, said into
- * why (a is the run's listing when a_is_then). */
-static bool first_change(const char *a, const char *b, bool a_is_then, char *why, size_t n_why) {
-    for (const char *l = a, *end; (end = strchr(l, '\n')); l = end + 1) {
-        listed f, g;
-        if (!split_line(l, end, &f)) return false;
-        int n = f.path_len;
-        const char *path = f.path;
-        if (!find_path(b, &f, &g))
-            snprintf(why, n_why, a_is_then ? "%.*s is no longer in its folder" : "%.*s is new in its folder", n, path);
-        else if (is_missing(&f) != is_missing(&g))
-            snprintf(why, n_why, is_missing(a_is_then ? &g : &f) ? "%.*s is gone" : "%.*s was missing then", n, path);
-        else if (f.head_len != g.head_len || memcmp(f.head, g.head, (size_t)f.head_len) != 0) {
-            long long then = atoll(a_is_then ? f.head : g.head), now = atoll(a_is_then ? g.head : f.head);
-            if (then != now) snprintf(why, n_why, "%.*s changed since: %lld bytes then, %lld now", n, path, then, now);
-            else snprintf(why, n_why, "%.*s changed since: the same size, modified at another time", n, path);
-        } else continue;
-        return true;
-    }
-    return false;
+/* A listing's lines sorted by path (malloc'd, *n of them), or NULL when a
+ * line is neither form (a damaged listing) or memory runs out. */
+static listed *sorted_lines(const char *text, int *n) {
+    int lines = 0;
+    for (const char *l = text; (l = strchr(l, '\n')); l++) lines++;
+    listed *f = malloc((size_t)(lines ? lines : 1) * sizeof *f);
+    if (!f) return NULL;
+    *n = 0;
+    for (const char *l = text, *end; (end = strchr(l, '\n')); l = end + 1)
+        if (!split_line(l, end, &f[(*n)++])) {
+            free(f);
+            return NULL;
+        }
+    qsort(f, (size_t)*n, sizeof *f, by_path);
+    return f;
 }
 
+/* How then's line t and now's line w of one path differ, said into why;
+ * false when they do not. */
+static bool line_change(const listed *t, const listed *w, char *why, size_t n_why) {
+    int n = t->path_len;
+    if (is_missing(t) != is_missing(w))
+        snprintf(why, n_why, is_missing(w) ? "%.*s is gone" : "%.*s was missing then", n, t->path);
+    else if (t->head_len != w->head_len || memcmp(t->head, w->head, (size_t)t->head_len) != 0) {
+        long long then = atoll(t->head), now = atoll(w->head);
+        if (then != now) snprintf(why, n_why, "%.*s changed since: %lld bytes then, %lld now", n, t->path, then, now);
+        else snprintf(why, n_why, "%.*s changed since: the same size, modified at another time", n, t->path);
+    } else return false;
+    return true;
+}
+
+/* Both listings sorted by path and walked side by side: the first path
+ * (in byte order) whose lines differ, or that one of them lacks. Sorted,
+ * not searched line by line, as a folder of shards can list 100,000. */
 bool study_data_change(const char *then, const char *now, char *why, size_t n_why) {
-    return first_change(then, now, true, why, n_why) || first_change(now, then, false, why, n_why);
+    int nt = 0, nw = 0;
+    listed *t = sorted_lines(then, &nt), *w = t ? sorted_lines(now, &nw) : NULL;
+    bool found = false;
+    for (int i = 0, j = 0; w && !found && (i < nt || j < nw);) {
+        int c = i == nt ? 1 : j == nw ? -1 : by_path(&t[i], &w[j]);
+        if (c < 0) snprintf(why, n_why, "%.*s is no longer there", t[i].path_len, t[i].path), found = true;
+        else if (c > 0) snprintf(why, n_why, "%.*s is new", w[j].path_len, w[j].path), found = true;
+        else found = line_change(&t[i++], &w[j++], why, n_why);
+    }
+    free(t), free(w);
+    return found;
 }

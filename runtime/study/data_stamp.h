@@ -20,10 +20,10 @@
  * stamp can name its file. */
 char *study_data_stamp(const study_plan *plan, char hex[65]);
 
-/* Whether the listings name a file that differs (changed, gone, new in a
- * folder), and then which and how, in why: "PATH changed since: 20000
- * bytes then, 20100 now". false when none can be named (an empty or
- * damaged listing). */
+/* Whether the listings name a file that differs (changed, gone, missing
+ * then, no longer there or new: a folder's file), and then which and how,
+ * in why: "PATH changed since: 20000 bytes then, 20100 now". false when
+ * none can be named (equal, or a damaged listing). */
 bool study_data_change(const char *then, const char *now, char *why, size_t n_why);
 
 #endif

@@ -47,7 +47,9 @@ tlm_tokenizer *tlm_tok_load(const char *path, tlm_err *err) {
     if (i == n) {
         free(text);
         return tlm_fail(err, "%s is empty%s (expected a tokenizer.json or a tiktoken rank file)", path,
-                        n ? " but for white space" : ""),
+                        n > bom ? " but for white space"
+                        : bom   ? " but for a byte order mark"
+                                : ""),
                NULL;
     }
     tlm_tokenizer *t = i < n && text[i] == '{' ? tlm_tok_parse_hf((const char *)text + bom, n - bom, path, err)

@@ -77,6 +77,27 @@ status 2 "-o twice" -- "$tlmc" "$tiny" -o "$tmp/a.so" -o "$tmp/b.so"
 has "$tmp/err" "-o given twice (.*a.so., then .*b.so.)" "-o twice"
 [ ! -e "$tmp/a.so" ] && [ ! -e "$tmp/b.so" ] || { echo "FAIL: -o twice wrote a file"; fail=1; }
 
+# requests that would drop one another: refused, one line each
+status 2 "--check --report" -- "$tlmc" --check --report "$tiny"; has "$tmp/err" "choose one" "--check --report"
+status 2 "--report --check" -- "$tlmc" --report --check "$tiny"; has "$tmp/err" "choose one" "--report --check"
+status 2 "--report --plan" -- "$tlmc" --report --plan "$tiny"; has "$tmp/err" "leave out --report" "--report --plan"
+status 2 "--time without -o" -- "$tlmc" --time "$tiny"; has "$tmp/err" "give -o FILE.so" "--time"
+status 2 "--model twice" -- "$tlmc" --model tiny --model other "$tiny"; has "$tmp/err" "--model given twice" "--model twice"
+# --study limits --check and --report to the study: another model's error
+# is not the study's
+cat > "$tmp/sb.tlm" <<'TLM'
+model a { vocab = 256; context = 64; d_model = 64; layers = 2; heads = 2; d_ff = 128; }
+model b : a { d_ff = 0; }
+study s { variants = [a]; baseline = a; seeds = 1; train { steps = 2; } }
+TLM
+status 1 "--check: model b's error" -- "$tlmc" --check "$tmp/sb.tlm"
+status 0 "--check --study s: the study alone" -- "$tlmc" --check --study s "$tmp/sb.tlm"
+status 0 "--report --study s: the study alone" -- "$tlmc" --report --study s "$tmp/sb.tlm"
+has "$tmp/out" "^study s: 1 variant" "--report --study: the study's table"
+if grep -q "^model b" "$tmp/out"; then echo "FAIL: --report --study s reported model b"; fail=1; fi
+status 2 "--report=json --study s" -- "$tlmc" --report=json --study s "$tmp/sb.tlm"; has "$tmp/err" "is --plan" "json --study"
+status 2 "--plot --study s" -- "$tlmc" --plot "$tmp/x.svg" --study s "$tmp/sb.tlm"; has "$tmp/err" "needs --variant" "plot --study"
+
 status 0 "--report=json" -- "$tlmc" --report=json "$tiny"
 if ! $py -c 'import json,sys; d=json.load(open(sys.argv[1])); m=d["models"][0]; assert m["name"]=="tiny"; assert sum(x["d_ff"] for x in m["layers_table"])==6*688; assert m["totals"]["params"]==m["baseline"]["params"]' "$tmp/out"; then
   echo "FAIL: JSON report"; fail=1

@@ -388,8 +388,8 @@ PY
     "no listing in the run: the old message" -- "$run" "${dv[@]}"
   # the listings compared: a file gone, new in a folder, missing then
   printf '5 1.000000001 /d/a.txt\n7 1.000000002 /d/b c.txt\nmissing /v.txt\n' > "$tmp/then.listing"
-  for pair in "5 1.000000001 /d/a.txt|missing /v.txt|/d/b c.txt is no longer in its folder" \
-    "5 1.000000001 /d/a.txt|7 1.000000002 /d/b c.txt|missing /v.txt|1 2.0 /d/new.txt|/d/new.txt is new in its folder" \
+  for pair in "5 1.000000001 /d/a.txt|missing /v.txt|/d/b c.txt is no longer there" \
+    "5 1.000000001 /d/a.txt|7 1.000000002 /d/b c.txt|missing /v.txt|1 2.0 /d/new.txt|/d/new.txt is new" \
     "missing /d/a.txt|7 1.000000002 /d/b c.txt|missing /v.txt|/d/a.txt is gone" \
     "5 1.000000001 /d/a.txt|7 1.000000002 /d/b c.txt|3 4.0 /v.txt|/v.txt was missing then" \
     "5 1.000000001 /d/a.txt|7 1.000000003 /d/b c.txt|missing /v.txt|/d/b c.txt changed since: the same size" \
