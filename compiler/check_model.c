@@ -719,12 +719,21 @@ static bool read_widths(scope *s, checked_model *m) {
     m->widths = arena_alloc(&s->p->s->arena, (size_t)m->layers * sizeof *m->widths);
     s->ev.in_layer = true;
     s->ev.L = m->layers;
+    s->ev.model = s->model->name;
     bool ok = true;
-    for (int64_t l = 0; l < m->layers && ok; l++) {
+    int errors = D(s)->errors;
+    int64_t l = 0;
+    for (; l < m->layers && ok; l++) {
         s->ev.l = l;
         ok = eval_number(&s->ev, e, &m->raw_widths[l]);
     }
     s->ev.in_layer = false;
+    /* an error inside a schedule (a module's, even) is said where it
+     * happened; the model's d_ff that called it is named here */
+    tlm_loc at = D(s)->last_error_loc;
+    if (!ok && D(s)->errors > errors && !D(s)->last_dropped &&
+        (at.file != e->loc.file || at.begin < e->loc.begin || at.end > e->loc.end))
+        diag_note(D(s), e->loc, "in the d_ff of `%s`, at layer %lld", s->model->name, (long long)(l - 1));
     if (!ok) inherited_note(s, "d_ff");
     return ok;
 }

@@ -1,10 +1,12 @@
 #include "eval.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ast_build.h"
 #include "vocabulary.h"
+#include "xalloc.h"
 
 struct frame {                     /* one schedule call */
     const item *sched;
@@ -20,7 +22,57 @@ void eval_init(evaluator *ev, program *p, void *scope, setting_lookup lookup) {
     ev->lookup = lookup;
 }
 
-void eval_free(evaluator *ev) { symtab_free(&ev->busy_params); }
+/* A mean's value is the same at every layer (its argument is evaluated
+ * at all of them), so each call of mean is computed once per model rather
+ * than once per layer: normalize(s) = s / mean(s) was O(L^2) and ran out
+ * of evaluation steps past about 1,500 layers. A call is its expression
+ * and the frames its names are bound in, compared by what they hold (a
+ * frame is rebuilt at every call): the schedule, and each argument's
+ * expression and frame, in order. */
+enum { MAX_MEMO = 256, MAX_SIGNATURE = 4096 };
+typedef struct mean_memo {
+    const expr *e;
+    int64_t L;
+    uintptr_t *signature;
+    int n;
+    double value;
+} mean_memo;
+
+static int sign_frame(const frame *f, uintptr_t *out, int n) {
+    if (n >= MAX_SIGNATURE) return n + 1;
+    out[n++] = (uintptr_t)(f ? f->sched : NULL);
+    if (!f) return n;
+    for (int i = 0; i < f->sched->nparams && n <= MAX_SIGNATURE; i++) {
+        if (n + 2 > MAX_SIGNATURE) return MAX_SIGNATURE + 1;
+        out[n++] = (uintptr_t)f->args[i];
+        if (f->scopes[i] == f) out[n++] = 1; /* a default, evaluated in the callee itself */
+        else n = sign_frame(f->scopes[i], out, n);
+    }
+    return n;
+}
+
+static const mean_memo *memo_find(const evaluator *ev, const expr *e, const uintptr_t *sig, int n) {
+    for (int i = 0; i < ev->nmemo; i++) {
+        const mean_memo *m = &ev->memo[i];
+        if (m->e == e && m->L == ev->L && m->n == n && !memcmp(m->signature, sig, (size_t)n * sizeof *sig)) return m;
+    }
+    return NULL;
+}
+
+static void memo_add(evaluator *ev, const expr *e, const uintptr_t *sig, int n, double value) {
+    if (ev->nmemo == MAX_MEMO) return;
+    if (!ev->memo) ev->memo = tlm_xcalloc(MAX_MEMO, sizeof *ev->memo);
+    mean_memo *m = &ev->memo[ev->nmemo++];
+    *m = (mean_memo){e, ev->L, tlm_xmalloc((size_t)n * sizeof *sig), n, value};
+    memcpy(m->signature, sig, (size_t)n * sizeof *sig);
+}
+
+void eval_free(evaluator *ev) {
+    symtab_free(&ev->busy_params);
+    for (int i = 0; i < ev->nmemo; i++) free(ev->memo[i].signature);
+    free(ev->memo);
+    ev->memo = NULL, ev->nmemo = 0;
+}
 
 int sched_param_index(const item *sched, const char *name) {
     int i = 0;
@@ -105,7 +157,10 @@ static bool eval(evaluator *ev, const expr *e, const frame *f, double *out);
 
 /* Error messages raised while widths are computed name the layer. */
 static void fail(evaluator *ev, tlm_loc loc, const char *what) {
-    if (ev->in_layer)
+    if (ev->in_layer && ev->model)
+        diag_error(&ev->prog->s->diag, loc, "%s (model `%s`, layer %lld of %lld)", what, ev->model, (long long)ev->l,
+                   (long long)ev->L);
+    else if (ev->in_layer)
         diag_error(&ev->prog->s->diag, loc, "%s (in layer %lld of %lld)", what, (long long)ev->l, (long long)ev->L);
     else diag_error(&ev->prog->s->diag, loc, "%s", what);
 }
@@ -173,19 +228,29 @@ static bool eval_mean(evaluator *ev, const expr *e, const frame *f, double *out)
                    "used where widths are computed");
         return false;
     }
+    uintptr_t *sig = tlm_xmalloc(MAX_SIGNATURE * sizeof *sig);
+    int n = sign_frame(f, sig, 0);
+    const mean_memo *known = n <= MAX_SIGNATURE ? memo_find(ev, e, sig, n) : NULL;
+    if (known) {
+        free(sig);
+        *out = known->value;
+        return true;
+    }
     int64_t saved = ev->l;
     double sum = 0;
+    bool ok = true;
     for (ev->l = 0; ev->l < ev->L; ev->l++) {
         double v;
-        if (!eval(ev, e->args->value, f, &v)) {
-            ev->l = saved;
-            return false;
-        }
+        if (!(ok = eval(ev, e->args->value, f, &v))) break;
         sum += v;
     }
     ev->l = saved;
-    *out = sum / (double)ev->L;
-    return true;
+    if (ok) {
+        *out = sum / (double)ev->L;
+        if (n <= MAX_SIGNATURE) memo_add(ev, e, sig, n, *out);
+    }
+    free(sig);
+    return ok;
 }
 
 static bool eval_builtin(evaluator *ev, const expr *e, const char *n, const frame *f, double *out) {

@@ -24,8 +24,11 @@ typedef struct evaluator {
     setting_lookup lookup;
     bool in_layer;           /* evaluating d_ff for one layer */
     int64_t l, L;
+    const char *model;       /* the model whose d_ff it is, named in errors */
     int depth;
     symtab busy_params;      /* params being evaluated: a reference back is a cycle */
+    struct mean_memo *memo;  /* mean(x) per call: its value does not depend on the layer */
+    int nmemo;
 } evaluator;
 
 enum { TLM_MAX_EVAL_DEPTH = 3000, TLM_MAX_SCHED_PARAMS = 64 };

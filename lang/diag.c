@@ -142,7 +142,7 @@ static void vreport(diag_engine *d, diag_level level, tlm_loc loc, const char *f
             d->last_dropped = true;
             return;
         }
-        if (level == DIAG_ERROR) d->errors++;
+        if (level == DIAG_ERROR) d->errors++, d->last_error_loc = loc;
         else d->warnings++;
         d->last_dropped = !d->out;
         if (level == DIAG_ERROR && d->max_errors && d->errors > d->max_errors) {

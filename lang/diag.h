@@ -25,6 +25,7 @@ typedef struct diag_engine {
     int max_errors;         /* stop after this many errors (0: no limit) */
     bool stopped;           /* the limit was reached: callers should wind down */
     bool last_dropped;      /* the last error/warning was not printed */
+    tlm_loc last_error_loc; /* where the last error shown was */
     const char *context;    /* prefixed to errors and warnings while set, e.g.
                                "study sweep: variant ratio=1.75: " */
     uint64_t *seen;         /* fingerprints of reported errors and warnings: */
