@@ -76,18 +76,23 @@ static bool budget_respected(tlm_session *s, checked_model *m, tlm_loc dff_loc) 
     free(rounded);
     free(base);
     char a[32], b[32], c[32];
+    /* a sum a hair off the budget is printed with the digits that show it
+     * (512.00000768, not 512), and its share as what it is (+1.5e-06%) */
+    double off = sum - (double)S, pct = 100.0 * off / (double)S;
     diag_error(&s->diag, dff_loc,
-               "the widths break the budget: they sum to %.6g, but uniform(%lld) "
-               "needs %lld × %lld = %s (%+.6g, %+.2f%%)",
+               fabs(pct) >= 0.01 ? "the widths break the budget: they sum to %.6g, but uniform(%lld) "
+                                   "needs %lld × %lld = %s (%+.6g, %+.2f%%)"
+                                 : "the widths break the budget: they sum to %.15g, but uniform(%lld) "
+                                   "needs %lld × %lld = %s (%+.6g, %+.2g%%)",
                sum, (long long)m->budget_width, (long long)L, (long long)m->budget_width, fmt_int(a, sizeof a, S, 0),
-               sum - (double)S, 100.0 * (sum - (double)S) / (double)S);
+               off, pct);
     diag_hint(&s->diag, "MLP params: %s against the baseline's %s (%s)", fmt_int(a, sizeof a, got.mlp_params, 0),
               fmt_int(b, sizeof b, want.mlp_params, 0), fmt_int(c, sizeof c, got.mlp_params - want.mlp_params, 1));
     diag_hint(&s->diag, "MLP forward FLOPs per token: %s against %s (%s)",
               fmt_int(a, sizeof a, (int64_t)got.mlp_flops, 0), fmt_int(b, sizeof b, (int64_t)want.mlp_flops, 0),
               fmt_int(c, sizeof c, (int64_t)(got.mlp_flops - want.mlp_flops), 1));
-    diag_hint(&s->diag, "a schedule with mean 1 keeps the budget; normalize(...) rescales one to "
-                        "mean 1");
+    diag_hint(&s->diag, "a schedule with mean 1 keeps the budget (to a relative 1e-9); normalize(...) rescales "
+                        "one to mean 1");
     return false;
 }
 
