@@ -173,6 +173,20 @@ void report_json_model(FILE *out, const checked_model *m, int index) {
             (long long)m->vocab, (long long)m->context, (long long)m->quantum, m->tie_embeddings ? "true" : "false");
     if (m->has_budget) fprintf(out, "{\"uniform\": %lld}", (long long)m->budget_width);
     else fputs("null", out);
+    /* what sets models of one mixer apart beyond their widths: two models
+     * that differ only in their gate or CMS periods are told apart here */
+    char eps[40], base[40], lr[40];
+    fprintf(out, ",\n   \"norm_eps\": %s, \"rope_base\": %s", fmt_real(eps, sizeof eps, m->norm_eps),
+            fmt_real(base, sizeof base, m->rope_base));
+    if (m->mixer == TLM_MIXER_GATED_ATTENTION)
+        fprintf(out, ", \"gate\": \"%s\"", tlm_enum_name(&tlm_gate_enum, m->gate));
+    if (m->mixer == TLM_MIXER_TITANS)
+        fprintf(out, ", \"chunk\": %lld, \"inner_lr\": %s", (long long)m->chunk, fmt_real(lr, sizeof lr, m->inner_lr));
+    if (m->mixer == TLM_MIXER_HOPE_ATTENTION) {
+        fputs(", \"cms\": [", out);
+        for (int i = 0; i < m->ncms; i++) fprintf(out, "%s%lld", i ? ", " : "", (long long)m->cms[i]);
+        fputs("]", out);
+    }
     fputs(",\n   \"layers_table\": [", out);
     for (int64_t l = 0; l < m->layers; l++) {
         layer_cost lc = cost_of_layer(m, m->widths[l]);
