@@ -738,6 +738,25 @@ static bool read_widths(scope *s, checked_model *m) {
     return ok;
 }
 
+/* A model that sets another mixer than an ancestor's (`model a : t {
+ * mixer = attention; }` below a Titans `t`) does not inherit the settings
+ * of that ancestor's mixer (t's chunk, inner_lr): they were written for it,
+ * and the language has no way to unset one. A mixer setting written at or
+ * below the level that chose the mixer is still checked (an error). */
+static void drop_other_mixers_settings(scope *s, const item **chain, int nchain, tlm_mixer mixer) {
+    int mix = spec_index("mixer");
+    int chosen = nchain; /* the chain level that set the mixer: none (the default) is above all */
+    for (int k = 0; k < nchain; k++)
+        if (s->def[mix] && s->owner[mix] == chain[k]) chosen = k;
+    for (const setting_spec *x = model_settings; x->name; x++) {
+        int i = (int)(x - model_settings), level = nchain;
+        if (x->mixer == ANY_MIXER || x->mixer == (int)mixer || !s->def[i]) continue;
+        for (int k = 0; k < nchain; k++)
+            if (s->owner[i] == chain[k]) level = k;
+        if (level > chosen) s->def[i] = NULL, s->owner[i] = NULL; /* above the level that changed the mixer */
+    }
+}
+
 /* Settings that only make sense for one mixer. */
 static bool check_mixer_settings(scope *s, checked_model *m) {
     bool ok = true;
@@ -844,6 +863,8 @@ bool check_model(program *p, const item *model, checked_model *m, bool names_onl
     if (ok) ok = read_tokenizer(s, m);
     if (ok) {
         bool good = true;
+        tlm_mixer mixer = (tlm_mixer)choice_setting(s, "mixer", TLM_MIXER_ATTENTION, "mixer", &good);
+        if (good) drop_other_mixers_settings(s, chain, nchain, mixer);
         m->vocab = int_setting(s, "vocab", &good);
         if (good && s->tokenizer_vocab > 0 && m->vocab != s->tokenizer_vocab) {
             diag_error(D(s), loc_of(s, "vocab"), "vocab is %lld, but the tokenizer has %lld tokens",
