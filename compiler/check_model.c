@@ -722,8 +722,7 @@ static bool read_widths(scope *s, checked_model *m) {
     s->ev.model = s->model->name;
     bool ok = true;
     int errors = D(s)->errors;
-    int64_t l = 0;
-    for (; l < m->layers && ok; l++) {
+    for (int64_t l = 0; l < m->layers && ok; l++) {
         s->ev.l = l;
         ok = eval_number(&s->ev, e, &m->raw_widths[l]);
     }
@@ -733,36 +732,32 @@ static bool read_widths(scope *s, checked_model *m) {
     tlm_loc at = D(s)->last_error_loc;
     if (!ok && D(s)->errors > errors && !D(s)->last_dropped &&
         (at.file != e->loc.file || at.begin < e->loc.begin || at.end > e->loc.end))
-        diag_note(D(s), e->loc, "in the d_ff of `%s`, at layer %lld", s->model->name, (long long)(l - 1));
+        diag_note(D(s), e->loc, "in the d_ff of `%s`", s->model->name);
     if (!ok) inherited_note(s, "d_ff");
     return ok;
 }
 
-/* A model that sets another mixer than an ancestor's (`model a : t {
- * mixer = attention; }` below a Titans `t`) does not inherit the settings
- * of that ancestor's mixer (t's chunk, inner_lr): they were written for it,
- * and the language has no way to unset one. A mixer setting written at or
- * below the level that chose the mixer is still checked (an error). */
-static void drop_other_mixers_settings(scope *s, const item **chain, int nchain, tlm_mixer mixer) {
-    int mix = spec_index("mixer");
-    int chosen = nchain; /* the chain level that set the mixer: none (the default) is above all */
-    for (int k = 0; k < nchain; k++)
+/* Whether setting i was written for another mixer by an ancestor above the
+ * model that chose this one (`model a : t { mixer = attention; }` below a
+ * Titans `t`: t's chunk, inner_lr). Such a setting is not checked against
+ * the model's mixer, since the language has no way to unset one; names that
+ * refer to it still read its value. One written at or below the level that
+ * chose the mixer is checked. */
+static bool written_for_another_mixer(scope *s, const item **chain, int nchain, int i) {
+    int mix = spec_index("mixer"), chosen = nchain, level = nchain; /* nchain: above every level (a default) */
+    for (int k = 0; k < nchain; k++) {
         if (s->def[mix] && s->owner[mix] == chain[k]) chosen = k;
-    for (const setting_spec *x = model_settings; x->name; x++) {
-        int i = (int)(x - model_settings), level = nchain;
-        if (x->mixer == ANY_MIXER || x->mixer == (int)mixer || !s->def[i]) continue;
-        for (int k = 0; k < nchain; k++)
-            if (s->owner[i] == chain[k]) level = k;
-        if (level > chosen) s->def[i] = NULL, s->owner[i] = NULL; /* above the level that changed the mixer */
+        if (s->owner[i] == chain[k]) level = k;
     }
+    return level > chosen;
 }
 
 /* Settings that only make sense for one mixer. */
-static bool check_mixer_settings(scope *s, checked_model *m) {
+static bool check_mixer_settings(scope *s, const item **chain, int nchain, checked_model *m) {
     bool ok = true;
     for (const setting_spec *x = model_settings; x->name; x++) {
         int i = (int)(x - model_settings);
-        if (x->mixer == ANY_MIXER || !s->def[i]) continue;
+        if (x->mixer == ANY_MIXER || !s->def[i] || written_for_another_mixer(s, chain, nchain, i)) continue;
         if (x->mixer != (int)m->mixer) {
             diag_error(D(s), s->def[i]->name_loc,
                        "`%s` is a setting of the `%s` mixer, but `%s` "
@@ -863,8 +858,6 @@ bool check_model(program *p, const item *model, checked_model *m, bool names_onl
     if (ok) ok = read_tokenizer(s, m);
     if (ok) {
         bool good = true;
-        tlm_mixer mixer = (tlm_mixer)choice_setting(s, "mixer", TLM_MIXER_ATTENTION, "mixer", &good);
-        if (good) drop_other_mixers_settings(s, chain, nchain, mixer);
         m->vocab = int_setting(s, "vocab", &good);
         if (good && s->tokenizer_vocab > 0 && m->vocab != s->tokenizer_vocab) {
             diag_error(D(s), loc_of(s, "vocab"), "vocab is %lld, but the tokenizer has %lld tokens",
@@ -890,7 +883,7 @@ bool check_model(program *p, const item *model, checked_model *m, bool names_onl
         if (s->def[spec_index("head_dim")]) m->head_dim = int_setting(s, "head_dim", &good);
         good &= read_budget(s, m);
         good &= read_cms(s, m);
-        if (good) good = check_mixer_settings(s, m) && check_shape(s, m);
+        if (good) good = check_mixer_settings(s, chain, nchain, m) && check_shape(s, m);
         ok = good;
     }
     if (ok) ok = read_train(s, chain, nchain, m);

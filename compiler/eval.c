@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "ast_build.h"
+#include "eval_memo.h"
 #include "vocabulary.h"
 #include "xalloc.h"
 
@@ -13,6 +14,7 @@ struct frame {                     /* one schedule call */
     const expr **args;             /* by name: the caller's expressions ... */
     const frame **scopes;          /* ... and the frames to evaluate them in */
     const frame *caller;
+    int64_t id;                    /* eval_memo_frame's: equal ids, equal bindings */
 };
 
 void eval_init(evaluator *ev, program *p, void *scope, setting_lookup lookup) {
@@ -22,56 +24,10 @@ void eval_init(evaluator *ev, program *p, void *scope, setting_lookup lookup) {
     ev->lookup = lookup;
 }
 
-/* A mean's value is the same at every layer (its argument is evaluated
- * at all of them), so each call of mean is computed once per model rather
- * than once per layer: normalize(s) = s / mean(s) was O(L^2) and ran out
- * of evaluation steps past about 1,500 layers. A call is its expression
- * and the frames its names are bound in, compared by what they hold (a
- * frame is rebuilt at every call): the schedule, and each argument's
- * expression and frame, in order. */
-enum { MAX_MEMO = 256, MAX_SIGNATURE = 4096 };
-typedef struct mean_memo {
-    const expr *e;
-    int64_t L;
-    uintptr_t *signature;
-    int n;
-    double value;
-} mean_memo;
-
-static int sign_frame(const frame *f, uintptr_t *out, int n) {
-    if (n >= MAX_SIGNATURE) return n + 1;
-    out[n++] = (uintptr_t)(f ? f->sched : NULL);
-    if (!f) return n;
-    for (int i = 0; i < f->sched->nparams && n <= MAX_SIGNATURE; i++) {
-        if (n + 2 > MAX_SIGNATURE) return MAX_SIGNATURE + 1;
-        out[n++] = (uintptr_t)f->args[i];
-        if (f->scopes[i] == f) out[n++] = 1; /* a default, evaluated in the callee itself */
-        else n = sign_frame(f->scopes[i], out, n);
-    }
-    return n;
-}
-
-static const mean_memo *memo_find(const evaluator *ev, const expr *e, const uintptr_t *sig, int n) {
-    for (int i = 0; i < ev->nmemo; i++) {
-        const mean_memo *m = &ev->memo[i];
-        if (m->e == e && m->L == ev->L && m->n == n && !memcmp(m->signature, sig, (size_t)n * sizeof *sig)) return m;
-    }
-    return NULL;
-}
-
-static void memo_add(evaluator *ev, const expr *e, const uintptr_t *sig, int n, double value) {
-    if (ev->nmemo == MAX_MEMO) return;
-    if (!ev->memo) ev->memo = tlm_xcalloc(MAX_MEMO, sizeof *ev->memo);
-    mean_memo *m = &ev->memo[ev->nmemo++];
-    *m = (mean_memo){e, ev->L, tlm_xmalloc((size_t)n * sizeof *sig), n, value};
-    memcpy(m->signature, sig, (size_t)n * sizeof *sig);
-}
-
 void eval_free(evaluator *ev) {
     symtab_free(&ev->busy_params);
-    for (int i = 0; i < ev->nmemo; i++) free(ev->memo[i].signature);
-    free(ev->memo);
-    ev->memo = NULL, ev->nmemo = 0;
+    eval_memo_free(ev->memo);
+    ev->memo = NULL;
 }
 
 int sched_param_index(const item *sched, const char *name) {
@@ -228,14 +184,11 @@ static bool eval_mean(evaluator *ev, const expr *e, const frame *f, double *out)
                    "used where widths are computed");
         return false;
     }
-    uintptr_t *sig = tlm_xmalloc(MAX_SIGNATURE * sizeof *sig);
-    int n = sign_frame(f, sig, 0);
-    const mean_memo *known = n <= MAX_SIGNATURE ? memo_find(ev, e, sig, n) : NULL;
-    if (known) {
-        free(sig);
-        *out = known->value;
-        return true;
-    }
+    /* its value is the same at every layer: once per call and model
+     * (eval_memo.h) */
+    int64_t frame = f ? f->id : EVAL_FRAME_TOP;
+    if (!ev->memo) ev->memo = eval_memo_new();
+    if (frame != EVAL_FRAME_UNKNOWN && eval_memo_get(ev->memo, e, frame, ev->L, out)) return true;
     int64_t saved = ev->l;
     double sum = 0;
     bool ok = true;
@@ -247,9 +200,8 @@ static bool eval_mean(evaluator *ev, const expr *e, const frame *f, double *out)
     ev->l = saved;
     if (ok) {
         *out = sum / (double)ev->L;
-        if (n <= MAX_SIGNATURE) memo_add(ev, e, sig, n, *out);
+        if (frame != EVAL_FRAME_UNKNOWN) eval_memo_put(ev->memo, e, frame, ev->L, *out);
     }
-    free(sig);
     return ok;
 }
 
@@ -305,7 +257,7 @@ static bool eval_schedule(evaluator *ev, const item *sched, const expr *e, const
     if (n > TLM_MAX_SCHED_PARAMS) return false;      /* reported by the resolver */
     const expr *args[TLM_MAX_SCHED_PARAMS];
     const frame *scopes[TLM_MAX_SCHED_PARAMS];
-    frame callee = {sched, args, scopes, f};
+    frame callee = {sched, args, scopes, f, EVAL_FRAME_UNKNOWN};
     int i = 0;
     for (const sched_param *p = sched->params; p; p = p->next, i++) {
         args[i] = p->fallback;       /* a default is evaluated in the callee */
@@ -321,12 +273,16 @@ static bool eval_schedule(evaluator *ev, const item *sched, const expr *e, const
         args[k] = a->value;
         scopes[k] = f;
     }
+    int64_t scope_ids[TLM_MAX_SCHED_PARAMS];
     for (int k = 0; k < n; k++) {
         if (!args[k]) {
             diag_error(&ev->prog->s->diag, e->loc, "missing argument in call to `%s`", sched->name);
             return false;
         }
+        scope_ids[k] = scopes[k] == &callee ? EVAL_FRAME_SELF : scopes[k] ? scopes[k]->id : EVAL_FRAME_TOP;
     }
+    if (!ev->memo) ev->memo = eval_memo_new();
+    callee.id = eval_memo_frame(ev->memo, sched, n, (const void *const *)args, scope_ids);
     return eval(ev, sched->value, &callee, out);
 }
 

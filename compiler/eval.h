@@ -27,8 +27,7 @@ typedef struct evaluator {
     const char *model;       /* the model whose d_ff it is, named in errors */
     int depth;
     symtab busy_params;      /* params being evaluated: a reference back is a cycle */
-    struct mean_memo *memo;  /* mean(x) per call: its value does not depend on the layer */
-    int nmemo;
+    struct eval_memo *memo;  /* mean(x) per call (eval_memo.h): its value does not depend on the layer */
 } evaluator;
 
 enum { TLM_MAX_EVAL_DEPTH = 3000, TLM_MAX_SCHED_PARAMS = 64 };

@@ -225,10 +225,11 @@ static void build_tables(program *p) {
                                                 : NULL;
             if (!t || !it->name || reserved_name(p, it)) continue;
             item *prev = symtab_put_new(t, it->name, it);
-            if (prev && prev->name_loc.file != it->name_loc.file) {
-                /* a module's name taken again: the file loaded first (the
-                 * one being compiled, then modules in `use` order) is the
-                 * one its author can change, so the error is there */
+            if (prev && prev->name_loc.file == p->main_file && it->name_loc.file != p->main_file) {
+                /* the file being compiled takes a name a module defines
+                 * (the standard library's, say): the error goes where its
+                 * author can change it; two modules' clash is a plain
+                 * redefinition */
                 diag_error(d, prev->name_loc, "%s `%s` is also defined in a module this file uses",
                            kind_word(prev->kind), prev->name);
                 diag_note(d, it->name_loc, "the module's definition is here");

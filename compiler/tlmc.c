@@ -246,7 +246,10 @@ static int parse_args(int argc, char **argv, options *o) {
             o->model = optarg;
             break;
         case OPT_PLAN: o->plan = true; break;
-        case OPT_STUDY: o->study = optarg; break;
+        case OPT_STUDY:
+            if (o->study) return usage_error("--study given twice (`%s`, then `%s`): one study", o->study, optarg);
+            o->study = optarg;
+            break;
         case OPT_VARIANT: o->variant = optarg; break;
         case OPT_PLOT: o->plot = optarg; break;
         case OPT_STDLIB: o->stdlib = optarg; break;
@@ -300,12 +303,18 @@ static int parse_args(int argc, char **argv, options *o) {
     if ((o->study || o->plan) && o->model) return usage_error("--model cannot be combined with --study or --plan");
     if (o->plan && o->act != ACT_SUMMARY && o->act != ACT_CHECK)
         return usage_error("--plan prints the studies as JSON; leave out --report");
+    if (o->plan && (o->output || o->plot || o->emit_ir))
+        return usage_error("--plan prints the studies as JSON; leave out %s", o->output ? "-o"
+                                                                              : o->plot ? "--plot"
+                                                                                        : "--emit-ir");
     /* with --study, the models are the study's variants: a model report
      * or plot is of one variant */
     if (o->study && !o->variant && o->act == ACT_REPORT_JSON)
         return usage_error("--report=json with --study needs --variant VARIANT (a study's JSON is --plan)");
     if (o->study && !o->variant && o->plot)
         return usage_error("--plot with --study needs --variant VARIANT (it plots one variant's widths)");
+    if (o->study && !o->variant && o->emit_ir)
+        return usage_error("--emit-ir with --study needs --variant VARIANT (the IR of one variant's model)");
     if (o->timing && !o->output) return usage_error("--time times the stages of -o; give -o FILE.so");
     char *err = NULL;
     if (o->cpu && !tlm_codegen_cpu_known(o->cpu, &err)) {

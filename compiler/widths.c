@@ -54,10 +54,9 @@ static bool budget_reachable(tlm_session *s, const checked_model *m, tlm_loc bud
     int64_t lo = S / q * q, hi = lo + q;
     diag_hint(&s->diag, "the nearest reachable totals are %s (%lld) and %s (+%lld)", fmt_int(a, sizeof a, lo, 0),
               (long long)(lo - S), fmt_int(b, sizeof b, hi, 0), (long long)(hi - S));
-    if (below >= q) /* each layer keeps a quantum: a smaller budget cannot be met either */
-        diag_hint(&s->diag, "uniform(%lld) or uniform(%lld) can be met with quantum %lld", (long long)below,
-                  (long long)above, (long long)q);
-    else diag_hint(&s->diag, "uniform(%lld) can be met with quantum %lld", (long long)above, (long long)q);
+    /* W >= q here, so below >= q: every layer can keep its quantum */
+    diag_hint(&s->diag, "uniform(%lld) or uniform(%lld) can be met with quantum %lld", (long long)below,
+              (long long)above, (long long)q);
     return false;
 }
 
@@ -91,8 +90,8 @@ static bool budget_respected(tlm_session *s, checked_model *m, tlm_loc dff_loc) 
     diag_hint(&s->diag, "MLP forward FLOPs per token: %s against %s (%s)",
               fmt_int(a, sizeof a, (int64_t)got.mlp_flops, 0), fmt_int(b, sizeof b, (int64_t)want.mlp_flops, 0),
               fmt_int(c, sizeof c, (int64_t)(got.mlp_flops - want.mlp_flops), 1));
-    diag_hint(&s->diag, "a schedule with mean 1 keeps the budget (to a relative 1e-9); normalize(...) rescales "
-                        "one to mean 1");
+    diag_hint(&s->diag, "a schedule with mean 1 keeps the budget (to rounding: 1e-9 of it); normalize(...) "
+                        "rescales one to mean 1");
     return false;
 }
 

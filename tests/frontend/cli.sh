@@ -97,6 +97,11 @@ has "$tmp/out" "^study s: 1 variant" "--report --study: the study's table"
 if grep -q "^model b" "$tmp/out"; then echo "FAIL: --report --study s reported model b"; fail=1; fi
 status 2 "--report=json --study s" -- "$tlmc" --report=json --study s "$tmp/sb.tlm"; has "$tmp/err" "is --plan" "json --study"
 status 2 "--plot --study s" -- "$tlmc" --plot "$tmp/x.svg" --study s "$tmp/sb.tlm"; has "$tmp/err" "needs --variant" "plot --study"
+status 2 "--emit-ir --study s" -- "$tlmc" --emit-ir --study s "$tmp/sb.tlm"; has "$tmp/err" "needs --variant" "emit-ir --study"
+status 2 "--study twice" -- "$tlmc" --study s --study t "$tmp/sb.tlm"; has "$tmp/err" "--study given twice" "--study twice"
+status 2 "--plan -o" -- "$tlmc" --plan -o "$tmp/p.so" "$tmp/sb.tlm"; has "$tmp/err" "leave out -o" "--plan -o"
+status 2 "--plan --plot" -- "$tlmc" --plan --plot "$tmp/p.svg" "$tmp/sb.tlm"; has "$tmp/err" "leave out --plot" "--plan --plot"
+[ ! -e "$tmp/p.so" ] && [ ! -e "$tmp/p.svg" ] || { echo "FAIL: --plan with an output wrote it"; fail=1; }
 
 status 0 "--report=json" -- "$tlmc" --report=json "$tiny"
 if ! $py -c 'import json,sys; d=json.load(open(sys.argv[1])); m=d["models"][0]; assert m["name"]=="tiny"; assert sum(x["d_ff"] for x in m["layers_table"])==6*688; assert m["totals"]["params"]==m["baseline"]["params"]' "$tmp/out"; then

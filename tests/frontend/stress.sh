@@ -46,6 +46,10 @@ w('param_chain.tlm', params + 'model m {\n' + body.replace('d_ff = 128', 'd_ff =
 # 4096 layers are 3 x 4096 evaluations, not 4096^4 (the step budget's end
 # once, at 1,500 layers already for normalize(s) = s / mean(s)).
 w('nested_mean.tlm', 'model m {\n' + body.replace('layers = 4', 'layers = 4096').replace('d_ff = 128', 'd_ff = 128 + 0 * mean(mean(mean(l)))') + '}\n')
+# ... also behind 30 schedules that pass two arguments on (a frame's
+# identity is an id, not a copy of its callers', which doubled a level)
+deep = 'schedule s0(a, b) = (a + b) / mean(a + b);\n' + ''.join('schedule s%d(a, b) = s%d(a, b);\n' % (i, i - 1) for i in range(1, 31))
+w('deep_mean.tlm', deep + 'model m {\n' + body.replace('layers = 4', 'layers = 4096').replace('d_ff = 128', 'd_ff = 128 * s30(1 + t, 1)') + '    monotone = false;\n}\n')
 # What the step budget still stops: each schedule calling the one below it
 # twice, 2^40 calls a layer.
 doubling = 'schedule d0(x) = x;\n' + ''.join('schedule d%d(x) = d%d(x) + d%d(x);\n' % (i, i - 1, i - 1) for i in range(1, 41))
@@ -92,6 +96,7 @@ expect schedule_chain   1 "nested too deeply" "$tmp/schedule_chain.tlm"
 expect param_chain      1 "nested too deeply" "$tmp/param_chain.tlm"
 expect nested_mean      0 ""                  "$tmp/nested_mean.tlm"
 expect doubling         1 "too long"          "$tmp/doubling.tlm"
+expect deep_mean        0 ""                  "$tmp/deep_mean.tlm"
 expect many_errors      1 "too many errors"   "$tmp/many_errors.tlm"
 expect huge_layers      1 "between 1 and"     "$tmp/huge_layers.tlm"
 expect many_models      1 "unknown model"     "$tmp/many_models.tlm"
