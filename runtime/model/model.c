@@ -83,10 +83,13 @@ static bool sizes_fit(const tlm_so *so, int64_t B, int64_t T, tlm_err *err) {
                         fmt_int(n2, sizeof n2, limit, 0));
     int64_t N = B * T, widest = max64(max64(c->d_model, c->vocab), 3 * c->heads * c->head_dim);
     const char *what = "a model size";
+    bool named = false; /* a tensor's name before a setting's, and the first of the widest (a forward one, which
+                           eval has too, before its gradient) */
     for (uint32_t i = 0; i < so->header->nbuffers; i++)
-        if (so->buffers[i].per_token >= widest) { /* a tensor's name before a setting's */
+        if (so->buffers[i].per_token > widest || (so->buffers[i].per_token == widest && !named)) {
             widest = so->buffers[i].per_token;
             what = tlm_so_str(so, so->buffers[i].name);
+            named = true;
         }
     for (uint32_t i = 0; i < so->header->nkernels; i++)
         if (so->kernels[i].width > widest) widest = so->kernels[i].width, what = "an MLP width";
