@@ -3,14 +3,14 @@
 # tiny example of each and its uniform twin, trains each STEPS steps on the
 # bundled Austen with the same seed and data, and prints training tokens/s
 # and the final validation loss on Persuasion.
-#   bench/arch_compare.sh [BUILD_DIR] [STEPS] [JOBS]   (default build, 150 steps, 2 trainings at a time)
+#   bench/arch_compare.sh [BUILD_DIR] [STEPS] [JOBS]   (default the repository's build/, 150 steps, 2 trainings at a time)
 set -eu
 case ${1:-} in
   -h | --help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;
   -*) echo "arch_compare: unknown option $1 (see --help)" >&2; exit 2 ;;
 esac
 [ $# -le 3 ] || { echo "arch_compare: at most 3 arguments: [BUILD_DIR] [STEPS] [JOBS]" >&2; exit 2; }
-build=${1:-build}; steps=${2:-150}; jobs=${3:-2}
+build=${1:-$(cd "$(dirname "$0")/.." && pwd)/build}; steps=${2:-150}; jobs=${3:-2}
 # a JOBS of abc once made every test `-ge` fail, so all 8 trainings ran at once
 for n in "$steps" "$jobs"; do
   [[ $n =~ ^[0-9]+$ ]] && [ "$n" -ge 1 ] || { echo "arch_compare: STEPS and JOBS must be whole numbers of at least 1" >&2; exit 2; }

@@ -212,6 +212,7 @@ int main(int argc, char **argv) {
         int ok = 1;
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             fputs(usage, stdout);
+            puts("  threads: OMP_NUM_THREADS (e.g. OMP_NUM_THREADS=1 for one), else OpenMP's default");
             return 0;
         }
         if (i + 1 < argc && !strcmp(argv[i], "--batch")) ok = B = count_arg(argv[i], argv[i + 1], 65536), i++;

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Compile-time benchmark (not a test): a 24-layer model whose 24 layers all
 # have different widths, compiled with tlmc --time, best of N runs.
-#   bench/compile_time.sh [TLMC] [RUNS]   (default build/compiler/tlmc, 5 runs)
+#   bench/compile_time.sh [TLMC] [RUNS]   (default the repository's build/compiler/tlmc, 5 runs)
 set -eu
 case ${1:-} in
   -h | --help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;
   -*) echo "compile_time: unknown option $1 (see --help)" >&2; exit 2 ;;
 esac
 [ $# -le 2 ] || { echo "compile_time: at most 2 arguments: [TLMC] [RUNS]" >&2; exit 2; }
-tlmc=${1:-build/compiler/tlmc}; runs=${2:-5}
+tlmc=${1:-$(cd "$(dirname "$0")/.." && pwd)/build/compiler/tlmc}; runs=${2:-5}
 # RUNS of 0 or abc once ran no timing and printed "best:  ms"
 case $runs in '' | *[!0-9]*) runs=0 ;; esac
 [ "$runs" -ge 1 ] || { echo "compile_time: RUNS must be a whole number of at least 1" >&2; exit 2; }

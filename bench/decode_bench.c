@@ -98,12 +98,17 @@ int main(int argc, char **argv) {
     tlm_set_num_threads(threads);
     tlm_err err = {""};
     tlm_so so;
-    if (!tlm_so_open(path, &so, &err)) {
-        fprintf(stderr, "decode_bench: %s: %s\n", path, err.msg);
+    if (!tlm_so_open(path, &so, &err)) { /* its message names the file */
+        fprintf(stderr, "decode_bench: %s\n", err.msg);
         return 1;
     }
     const int64_t T = so.config->context, V = so.config->vocab;
-    if (length == 0 || length > T) length = (int)T;
+    if (length > T) { /* refused, as tlm-run bench's --context is, not cut to the context */
+        fprintf(stderr, "decode_bench: --length %d is longer than the model's context (%lld)\n", length, (long long)T);
+        tlm_so_close(&so);
+        return 2;
+    }
+    if (length == 0) length = (int)T;
     tlm_model m;
     if (!tlm_model_create(&m, &so, 1, T, false, 0, &err) || !tlm_model_cache_open(&m, &err)) {
         fprintf(stderr, "decode_bench: %s\n", err.msg);

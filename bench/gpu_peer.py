@@ -15,6 +15,8 @@ tokens/s, seconds, peak memory, attention.
 
 usage: gpu_peer.py SETTINGS.json [--device cuda|cpu] [--precision fp32|bf16]
                    [--steps N] [--batch B] [--seq T]
+  N, B, T at least 1; T at most the model's context (the settings' model
+  "context"); --device cuda:K picks a GPU.
 """
 import argparse
 import json
@@ -26,21 +28,80 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "reference"))
 
 
+def positive(text):
+    """argparse type: a whole number of at least 1 (0 steps would time
+    nothing, a negative count give negative tokens/s)."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, not {text!r}")
+    return n
+
+
+def device(text):
+    """argparse type: cpu, cuda or cuda:N."""
+    kind, _, index = text.partition(":")
+    if text in ("cpu", "cuda") or kind == "cuda" and index.isascii() and index.isdigit():
+        return text
+    raise argparse.ArgumentTypeError(f"must be cuda, cuda:N or cpu, not {text!r}")
+
+
+class Parser(argparse.ArgumentParser):
+    """A usage error in one line (argparse prints its usage block first)."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: {message} (see --help)\n")
+
+
+def read_settings(path, tl):
+    """The settings line dump_model MODEL.so --settings wrote; one line and
+    exit 1 when the file is missing, unreadable or not such a line."""
+    what = "not the JSON line of dump_model MODEL.so --settings"
+    try:
+        with open(path) as f:
+            settings = json.load(f)
+    except OSError as e:
+        sys.exit(f"gpu_peer: {path}: {e.strerror or e}")
+    except (ValueError, UnicodeDecodeError) as e:
+        sys.exit(f"gpu_peer: {path}: {what} ({e})")
+    try:
+        tl.Config(settings["model"])
+        for k in ("weight_decay", "lr", "beta1", "beta2", "eps", "grad_clip"):
+            float(settings["train"][k])
+    except KeyError as e:
+        sys.exit(f"gpu_peer: {path}: {what} (no {e})")
+    except (TypeError, ValueError) as e:
+        sys.exit(f"gpu_peer: {path}: {what} ({e})")
+    return settings
+
+
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("settings")
-    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--device", default="cuda", type=device)
     ap.add_argument("--precision", default="fp32", choices=["fp32", "bf16"])
-    ap.add_argument("--steps", type=int, default=20)
-    ap.add_argument("--batch", type=int, default=8)
-    ap.add_argument("--seq", type=int, default=2048)
+    ap.add_argument("--steps", type=positive, default=20)
+    ap.add_argument("--batch", type=positive, default=8)
+    ap.add_argument("--seq", type=positive, default=2048)
     a = ap.parse_args()
-    import torch
+    try:
+        import torch
+    except ImportError as e:
+        sys.exit(f"gpu_peer: PyTorch is missing for {sys.executable} ({e})")
     import tapered_llama as tl
-    with open(a.settings) as f:
-        settings = json.load(f)
+    settings = read_settings(a.settings, tl)
+    context = int(settings["model"].get("context", 0) or 0)
+    if context > 0 and a.seq > context:
+        ap.error(f"argument --seq: {a.seq} is longer than the model's context ({context}) in {a.settings}")
     dev = torch.device(a.device)
     if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            why = "finds no GPU" if torch.backends.cuda.is_built() else "was built without CUDA"
+            sys.exit(f"gpu_peer: --device {a.device}, but this torch ({torch.__version__}, {sys.executable}) {why}")
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            sys.exit(f"gpu_peer: --device {a.device}, but this machine has {torch.cuda.device_count()} GPU(s)")
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
     torch.manual_seed(0)

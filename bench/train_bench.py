@@ -30,6 +30,7 @@ usage: train_bench.py DUMP_MODEL MODEL.so [--threads 1,2] [--steps 5]
        train_bench.py --torch-worker JSON_SETTINGS THREADS STEPS   (internal)
 """
 import argparse
+import importlib.util
 import json
 import os
 import subprocess
@@ -175,6 +176,18 @@ def thread_list(text):
         raise argparse.ArgumentTypeError(f"expected thread counts of at least 1 such as 1,2, not {text!r}")
 
 
+def require_torch():
+    """PyTorch in this Python (the peer runs in sys.executable), checked
+    before anything is timed: without it the peer would fail only after
+    tlm's runs, with a traceback. One line and exit 1 if it is missing."""
+    # found, not imported: the timed processes are the workers, and this one
+    # stays light (importing torch here took a second and its memory)
+    if importlib.util.find_spec("torch") is None:
+        sys.exit(f"train_bench.py: PyTorch is missing for {sys.executable} (No module named 'torch'): Debian's "
+                 f"python3-torch at /usr/bin/python3 has it (scripts/setup.sh installs it; TLM_PYTHON picks the "
+                 f"python)")
+
+
 class Parser(argparse.ArgumentParser):
     """A usage error in one line, as tlm's tools give it (argparse prints
     its usage block first)."""
@@ -204,6 +217,11 @@ def main():
     a = ap.parse_args(["dump_model", "model.so"] + sys.argv[2:] if checking else None)
     if checking:
         return
+    require_torch()
+    if not (os.path.isfile(a.dump_model) and os.access(a.dump_model, os.X_OK)):
+        sys.exit(f"train_bench.py: {a.dump_model} is missing or not executable (tests/model/dump_model of a build)")
+    if not os.path.isfile(a.model_so):
+        sys.exit(f"train_bench.py: {a.model_so} is missing")
     global AVX2
     AVX2 = a.avx2
     with open("/proc/cpuinfo") as f:

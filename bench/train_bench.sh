@@ -6,14 +6,24 @@
 # float32. Not a test.
 #
 # usage: bench/train_bench.sh [BUILD_DIR] [--model FILE.tlm] [--avx2] [train_bench.py options]
-#   BUILD_DIR (a first argument not starting with --) defaults to the
+#   BUILD_DIR (a first argument not starting with -) defaults to the
 #   repository's build/; it must have been built (tlmc and
 #   tests/model/dump_model). Options, e.g. --threads 1,2 --steps 5 --repeat 2
 #   (bench/large.tlm: add --seq 512).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build
-if [ $# -gt 0 ] && [ "${1#--}" = "$1" ]; then build=$1; shift; fi
+# -h / --help anywhere: this script's usage, then train_bench.py's options
+for a in "$@"; do
+  case $a in
+    -h | --help)
+      sed -n '2,/^[^#]/{/^#/{s/^# \{0,1\}//;p}}' "$0"
+      echo
+      echo "train_bench.py's options (after BUILD_DIR and --model):"
+      exec "${TLM_PYTHON:-/usr/bin/python3}" "$root/bench/train_bench.py" --check-args --help ;;
+  esac
+done
+if [ $# -gt 0 ] && [ "${1#-}" = "$1" ]; then build=$1; shift; fi
 model=$root/examples/tiny.tlm
 # --model may come anywhere among the options; the rest go to train_bench.py.
 # --avx2: the AVX2-only machine's code paths on an AVX-512 one, for both:
@@ -26,6 +36,7 @@ while [ $# -gt 0 ]; do
     --model)
       [ $# -ge 2 ] || { echo "train_bench: --model needs a FILE.tlm" >&2; exit 2; }
       model=$2; shift 2; continue ;;
+    --model=*) model=${1#--model=}; shift; continue ;;
     --avx2) cpu=(--cpu x86-64-v3) ;;
   esac
   rest+=("$1"); shift
@@ -36,9 +47,6 @@ tlmc=$build/compiler/tlmc
 dump=$build/tests/model/dump_model
 for f in "$tlmc" "$dump"; do
   [ -x "$f" ] || { echo "train_bench: $f is missing; build first (cmake --build $build)" >&2; exit 1; }
-done
-for a in "$@"; do # the options' help, with no model to compile first
-  case $a in -h|--help) exec "$py" "$root/bench/train_bench.py" "$dump" model.so --help ;; esac
 done
 "$py" "$root/bench/train_bench.py" --check-args "$@" || exit # a bad option: before the model compiles
 tmp=$(mktemp -d)

@@ -17,7 +17,16 @@
 # dist.bundled_mpi runs 2 ranks from such a folder with the system's Open
 # MPI hidden. Exit status: 0 bundled; 1 Open MPI is not installed here.
 set -euo pipefail
-dest=${1:?usage: scripts/bundle_mpi.sh DEST}
+. "$(dirname "$0")/script_args.sh"
+script_args "$0" -- "$@"
+[ $# = 1 ] || { echo "bundle_mpi.sh: takes one DEST folder (see bundle_mpi.sh --help)" >&2; exit 2; }
+dest=$1
+# DEST is replaced whole: only an earlier bundle (its env.sh) or an empty
+# or new folder, never a folder of other files
+if [ -e "$dest" ] && [ ! -f "$dest/env.sh" ] && [ -n "$(ls -A "$dest" 2>/dev/null || echo x)" ]; then
+  echo "bundle_mpi.sh: $dest holds other files and no env.sh (not an earlier bundle): give a new or empty folder" >&2
+  exit 1
+fi
 packages="openmpi-bin openmpi-common libopenmpi3 libevent-core-2.1-7 libevent-pthreads-2.1-7 libhwloc15
   libhwloc-plugins libpmix2"
 for p in $packages; do

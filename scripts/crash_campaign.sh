@@ -21,14 +21,19 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 kills=300 seed=$(($(date +%s) % 32768)) build=$root/build work=
 while [ $# -gt 0 ]; do
   case $1 in
-    --kills) kills=$2; shift 2 ;;
-    --seed) seed=$2; shift 2 ;;
-    --build) build=$2; shift 2 ;;
-    --work) work=$2; shift 2 ;;
+    --kills | --seed | --build | --work)
+      [ $# -ge 2 ] || { echo "crash_campaign.sh: $1 needs a value (see --help)" >&2; exit 2; }
+      case $1 in --kills) kills=$2 ;; --seed) seed=$2 ;; --build) build=$2 ;; --work) work=$2 ;; esac
+      shift 2 ;;
     -h | --help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "crash_campaign.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
+# counts before the reference run, not after it
+case $kills in '' | *[!0-9]*) echo "crash_campaign.sh: --kills takes a whole number of 1 or more, not \`$kills\`" >&2; exit 2 ;; esac
+[ "$kills" -ge 1 ] || { echo "crash_campaign.sh: --kills takes a whole number of 1 or more, not \`$kills\`" >&2; exit 2; }
+case $seed in '' | *[!0-9]*) echo "crash_campaign.sh: --seed takes a whole number from 0 to 32767, not \`$seed\`" >&2; exit 2 ;; esac
+[ "$seed" -le 32767 ] || { echo "crash_campaign.sh: --seed takes a whole number from 0 to 32767, not \`$seed\`" >&2; exit 2; }
 for tool in compiler/tlmc runtime/tlm-run; do
   [ -x "$build/$tool" ] || { echo "crash_campaign.sh: no $build/$tool (build first, or give --build)" >&2; exit 2; }
 done

@@ -5,6 +5,9 @@
 # text), and sample from it. Everything it writes goes to build/demo/.
 #   STEPS=600 bash scripts/demo.sh     train longer (default 200 steps: 2-4 minutes on 2 cores)
 set -euo pipefail
+. "$(dirname "$0")/script_args.sh"
+script_args "$0" -- "$@"
+[ $# = 0 ] || { echo "demo.sh: takes no arguments (STEPS=N sets the steps; see demo.sh --help)" >&2; exit 2; }
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 tlmc=build/compiler/tlmc

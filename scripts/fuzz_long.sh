@@ -22,6 +22,8 @@
 # it (run the fuzzer on that file to see the report). Exit status 1 when
 # any fuzzer found something.
 set -uo pipefail
+. "$(dirname "$0")/script_args.sh"
+script_args "$0" -- "$@"
 cd "$(dirname "$0")/.."
 build=${1:-build-fuzz}
 shift || true

@@ -16,11 +16,20 @@
 # --no-build: take the build's files as they are (the test does, from ctest).
 # The bundle must stay under the device tool's 64 MiB; the script says its size.
 set -euo pipefail
+. "$(dirname "$0")/script_args.sh"
+script_args "$0" --no-build -- "$@"
 cd "$(dirname "$0")/.."
 build_first=1
 if [ "${1:-}" = --no-build ]; then build_first=0; shift; fi
 build=${1:-build}
 bundle=${2:-gpu-bundle}
+# BUNDLE is replaced whole: only an earlier bundle (bin/tlm-run and
+# libs.tar.gz) or an empty or new folder, never a folder of other files
+if [ -e "$bundle" ] && ! { [ -f "$bundle/bin/tlm-run" ] && [ -f "$bundle/libs.tar.gz" ]; } &&
+  [ -n "$(ls -A "$bundle" 2>/dev/null || echo x)" ]; then
+  echo "gpu_prepare: $bundle holds other files (not an earlier bundle): give a new or empty folder" >&2
+  exit 1
+fi
 [ $build_first = 1 ] && cmake --build "$build" -j"$(nproc)" --target tlm-run tlmc test_gpu_basic test_gpu_mixers test_gpu_optim \
   test_gpu_linear test_gpu_bf16 test_gpu_decode test_gpu_mma test_gpu_attention_tc test_graphs test_gpu_model \
   test_gpu_graphs test_kv_cache dump_model tlm_test_models >/dev/null

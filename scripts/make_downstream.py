@@ -29,6 +29,7 @@ import argparse
 import json
 import os
 import re
+import sys
 
 SEED = 20261203
 # Sizes: small enough that examples/tiny.tlm scores all four sets in well
@@ -189,31 +190,58 @@ def next_items(units, rng, count):
 
 def write(path, items):
     tmp = path + ".tmp"
-    with open(tmp, "w", encoding="ascii", newline="\n") as f:
-        for item in items:
-            f.write(json.dumps(item, ensure_ascii=True) + "\n")
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w", encoding="ascii", newline="\n") as f:
+            for item in items:
+                f.write(json.dumps(item, ensure_ascii=True) + "\n")
+        os.replace(tmp, path)
+    except OSError:  # no partial file left behind
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+
+
+class Parser(argparse.ArgumentParser):
+    """A usage error in one line (argparse prints its usage block first)."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: {message} (see --help)\n")
+
+
+def fail(message):
+    sys.exit(f"make_downstream.py: {message}")
 
 
 def main():
-    ap = argparse.ArgumentParser(description="Derives data/downstream/*.jsonl from the held-out texts.")
+    ap = Parser(description="Derives data/downstream/*.jsonl from the held-out texts.")
     ap.add_argument("--root", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
     ap.add_argument("--out")
     args = ap.parse_args()
     root = args.root
     out = args.out or os.path.join(root, "data", "downstream")
-    os.makedirs(out, exist_ok=True)
-    books = {
-        "persuasion": persuasion_units(os.path.join(root, "data", "austen", "persuasion.txt")),
-        "kjv": kjv_units(os.path.join(root, "data", "kjv", "kjv.txt")),
-    }
-    for b, (name, units) in enumerate(sorted(books.items())):
-        # one generator per book and kind, so that changing one set leaves the others
-        write(os.path.join(out, f"{name}_cloze.jsonl"), cloze_items(units, SplitMix64(SEED + 2 * b), CLOZE_ITEMS))
-        write(os.path.join(out, f"{name}_next.jsonl"), next_items(units, SplitMix64(SEED + 2 * b + 1), NEXT_ITEMS))
+    # the inputs read (and checked) before anything is written: a wrong
+    # --root leaves no empty DIR behind
+    sources = {"persuasion": (persuasion_units, os.path.join(root, "data", "austen", "persuasion.txt")),
+               "kjv": (kjv_units, os.path.join(root, "data", "kjv", "kjv.txt"))}
+    books = {}
+    for name, (units, path) in sources.items():
+        try:
+            books[name] = units(path)
+        except OSError as e:
+            fail(f"{path}: {e.strerror or e} (--root {root}: the repository, with data/austen and data/kjv)")
+        except (UnicodeDecodeError, ValueError) as e:  # not ASCII, no "Chapter 1"
+            fail(f"{path}: not the bundled held-out text ({e})")
+    try:
+        os.makedirs(out, exist_ok=True)
+        for b, (name, units) in enumerate(sorted(books.items())):
+            # one generator per book and kind, so that changing one set leaves the others
+            write(os.path.join(out, f"{name}_cloze.jsonl"), cloze_items(units, SplitMix64(SEED + 2 * b), CLOZE_ITEMS))
+            write(os.path.join(out, f"{name}_next.jsonl"), next_items(units, SplitMix64(SEED + 2 * b + 1), NEXT_ITEMS))
+    except OSError as e:  # DIR a file, an unwritable folder, a full disk
+        fail(f"cannot write {e.filename or out}: {e.strerror or e}")
     for f in sorted(os.listdir(out)):
         if f.endswith(".jsonl"):
-            with open(os.path.join(out, f), encoding="ascii") as fh:
+            with open(os.path.join(out, f), "rb") as fh:
                 print(f"{f}: {sum(1 for _ in fh)} items")
 
 

@@ -18,6 +18,8 @@
 # instrumented, and its own thread pool is not OpenMP's.
 # Exit status 1 on any race report or failed test.
 set -euo pipefail
+. "$(dirname "$0")/script_args.sh"
+script_args "$0" -- "$@"
 cd "$(dirname "$0")/.."
 build=${1:-build-tsan}
 threads=${TLM_RACE_THREADS:-4}

@@ -11,6 +11,8 @@
 #   scripts/sanitize_all.sh -R model        any other ctest selection
 #   TLM_SANITIZE_BUILD   the build folder (default build-sanitize)
 set -euo pipefail
+. "$(dirname "$0")/script_args.sh"
+case ${1:-} in -h | --help) script_help "$0"; exit 0 ;; esac # the rest go to ctest
 cd "$(dirname "$0")/.."
 build=${TLM_SANITIZE_BUILD:-build-sanitize}
 gen=()

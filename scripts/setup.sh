@@ -4,6 +4,8 @@
 #   scripts/setup.sh            install + build
 #   scripts/setup.sh --no-build install only
 set -euo pipefail
+. "$(dirname "$0")/script_args.sh"
+script_args "$0" --no-build -- "$@"
 cd "$(dirname "$0")/.."
 
 packages=(

@@ -8,9 +8,14 @@
 #
 #   scripts/shard_memory.sh [BUILD_DIR] [WORK_DIR]     (BOUND_MB=300 STEPS=5)
 set -eu
+. "$(dirname "$0")/script_args.sh"
+script_args "$0" -- "$@"
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build}
 work=${2:-$build/shard_memory}
+for tool in compiler/tlmc runtime/tlm-run; do # before anything is made
+  [ -x "$build/$tool" ] || { echo "shard_memory.sh: no $build/$tool (build first, or give BUILD_DIR)" >&2; exit 1; }
+done
 bound_mb=${BOUND_MB:-300}
 steps=${STEPS:-5}
 mkdir -p "$work"

@@ -94,4 +94,72 @@ if [ -x "$bin/decode_bench" ]; then
   expect 0 "worst .* of the bound" "decode_bench, 6 tokens" -- \
     "$bin/decode_bench" "$build/tests/model/tiny.so" --reps 1 --length 6 --threads 2
 fi
+
+# The scripts of scripts/: --help is the header, an unknown option one line
+# and exit 2, before any install, build or deletion (setup.sh --help once
+# built the tree; bundle_mpi.sh --help went to rm)
+for s in setup test demo sanitize_all race_check fuzz_long shard_memory gpu_prepare bundle_mpi crash_campaign; do
+  expect 0 "" "scripts/$s.sh --help" -- bash "$root/scripts/$s.sh" --help
+  check "  scripts/$s.sh --help prints its header" -- bash -c "bash '$root/scripts/$s.sh' --help | grep -q '[a-z]'"
+done
+for s in setup demo race_check fuzz_long shard_memory gpu_prepare bundle_mpi crash_campaign; do
+  expect 2 "unknown" "scripts/$s.sh --bogus" -- bash "$root/scripts/$s.sh" --bogus
+done
+# a folder of other files is never replaced by a bundle
+mkdir -p "$tmp/keep" "$tmp/keep2"
+echo precious > "$tmp/keep/notes.txt"
+echo precious > "$tmp/keep2/notes.txt"
+expect 1 "not an earlier bundle" "bundle_mpi.sh onto a folder of other files" -- bash "$root/scripts/bundle_mpi.sh" "$tmp/keep"
+expect 1 "not an earlier bundle" "gpu_prepare.sh onto a folder of other files" -- \
+  bash "$root/scripts/gpu_prepare.sh" --no-build "$build" "$tmp/keep2"
+check "  both kept" -- bash -c "[ \"\$(cat '$tmp/keep/notes.txt' '$tmp/keep2/notes.txt')\" = \"precious
+precious\" ]"
+expect 1 "no $tmp/none/compiler/tlmc" "shard_memory.sh without a build: nothing made" -- \
+  bash "$root/scripts/shard_memory.sh" "$tmp/none"
+check "  nothing made" -- test ! -e "$tmp/none"
+for a in "--kills abc" "--kills 0" "--seed 40000" "--seed x" "--kills"; do
+  # shellcheck disable=SC2086
+  expect 2 "crash_campaign.sh: --" "crash_campaign.sh $a" -- bash "$root/scripts/crash_campaign.sh" $a
+done
+# train_bench.sh: -h is help, not a BUILD_DIR; its help is its own usage
+expect 0 "usage: bench/train_bench.sh" "train_bench.sh -h" -- "$b/train_bench.sh" -h
+if [ -x "$bin/decode_bench" ]; then
+  expect 2 "longer than the model's context" "decode_bench --length past the context" -- \
+    "$bin/decode_bench" "$build/tests/model/tiny.so" --length 100000
+fi
+
+# train_bench.py needs PyTorch only where it runs the peer, checked before tlm's timed runs
+# (python -S: the same python without its site-packages, so without torch)
+expect 1 "PyTorch is missing" "train_bench.py in a python without torch" -- "$py" -S "$b/train_bench.py" "$tmp/none" "$tmp/none.so"
+expect 1 "is missing" "train_bench.py without dump_model" -- "$py" "$b/train_bench.py" "$tmp/none" "$tmp/none.so"
+
+# gpu_peer.py: counts of at least 1, a known device, its settings file, --seq within the model's context
+for a in "--steps 0" "--steps -1" "--batch 0" "--seq 0" "--seq x" "--device tpu" "--device cuda:x" "--foo"; do
+  # shellcheck disable=SC2086
+  expect 2 "gpu_peer.py: " "gpu_peer $a" -- "$py" "$b/gpu_peer.py" "$tmp/none.json" $a
+done
+expect 1 "No such file" "gpu_peer without its settings file" -- "$py" "$b/gpu_peer.py" "$tmp/none.json" --device cpu
+expect 1 "not the JSON line" "gpu_peer of a file that is not settings" -- "$py" "$b/gpu_peer.py" "$b/gpu_peer.py" --device cpu
+printf '%s\n' '{"batch": 1, "seq": 16, "model": {"name": "t", "vocab": 64, "context": 16, "d_model": 32, "layers": 1, "heads": 2, "head_dim": 16, "mlp": "swiglu", "tie_embeddings": false, "norm_eps": 1e-05, "rope_base": 10000, "widths": [64]}, "train": {"lr": 0.003, "beta1": 0.9, "beta2": 0.95, "eps": 1e-08, "weight_decay": 0.1, "grad_clip": 1}}' > "$tmp/peer.json"
+expect 2 "longer than the model's context (16)" "gpu_peer --seq 17" -- "$py" "$b/gpu_peer.py" "$tmp/peer.json" --device cpu --steps 1 --batch 1 --seq 17
+expect 1 "PyTorch is missing" "gpu_peer in a python without torch" -- "$py" -S "$b/gpu_peer.py" "$tmp/peer.json" --device cpu --seq 8
+if "$py" -c 'import sys, torch; sys.exit(torch.cuda.is_available())' 2> /dev/null; then
+  expect 1 "gpu_peer: --device cuda, but" "gpu_peer --device cuda, torch without CUDA" -- "$py" "$b/gpu_peer.py" "$tmp/peer.json" --device cuda --seq 8
+fi
+
+# scripts/gen_shard.py: the header's ranges, a missing folder, a folder for OUT
+for a in "--eot -5" "--eot 256" "--vocab 0" "--vocab 2147483648" "--tokens -1" "--doc 0"; do
+  # shellcheck disable=SC2086
+  expect 2 "gen_shard.py: argument ${a%% *}" "gen_shard $a" -- "$py" "$root/scripts/gen_shard.py" "$tmp/x.bin" --tokens 10 $a
+done
+expect 1 "gen_shard.py: .*no folder" "gen_shard into a missing folder" -- "$py" "$root/scripts/gen_shard.py" "$tmp/none/x.bin" --tokens 10
+mkdir -p "$tmp/dir"
+expect 1 "is a folder" "gen_shard onto a folder" -- "$py" "$root/scripts/gen_shard.py" "$tmp/dir" --tokens 10
+
+# scripts/make_downstream.py: its inputs checked before DIR is made
+expect 1 "make_downstream.py: .*No such file" "make_downstream --root of no repository" -- "$py" "$root/scripts/make_downstream.py" --root "$tmp/none" --out "$tmp/sets"
+check "  and no DIR made" -- test ! -e "$tmp/sets"
+expect 2 "unrecognized arguments" "make_downstream --foo" -- "$py" "$root/scripts/make_downstream.py" --foo
+: > "$tmp/file"
+expect 1 "make_downstream.py: cannot write" "make_downstream --out a file" -- "$py" "$root/scripts/make_downstream.py" --root "$root" --out "$tmp/file"
 exit $fail
