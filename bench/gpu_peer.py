@@ -26,18 +26,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "reference"))
-
-
-def positive(text):
-    """argparse type: a whole number of at least 1 (0 steps would time
-    nothing, a negative count give negative tokens/s)."""
-    try:
-        n = int(text)
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, not {text!r}")
-    return n
+from one_line_args import Parser, positive  # noqa: E402 (bench/, beside this script)
 
 
 def device(text):
@@ -46,13 +35,6 @@ def device(text):
     if text in ("cpu", "cuda") or kind == "cuda" and index.isascii() and index.isdigit():
         return text
     raise argparse.ArgumentTypeError(f"must be cuda, cuda:N or cpu, not {text!r}")
-
-
-class Parser(argparse.ArgumentParser):
-    """A usage error in one line (argparse prints its usage block first)."""
-
-    def error(self, message):
-        self.exit(2, f"{self.prog}: {message} (see --help)\n")
 
 
 def read_settings(path, tl):

@@ -39,6 +39,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "reference"))
+from one_line_args import Parser, positive  # noqa: E402 (bench/, beside this script)
 
 
 AVX2 = False  # --avx2: both run their AVX2 code paths (see main)
@@ -156,18 +157,6 @@ def aten_capability(torch):
     return "?"
 
 
-def positive(text):
-    """argparse type: a whole number of at least 1 (0 steps or repeats, or
-    a 0 batch, would fail later in a worker, with a traceback)."""
-    try:
-        n = int(text)
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, not {text!r}")
-    return n
-
-
 def thread_list(text):
     """argparse type: --threads 1,2 as [1, 2], each at least 1."""
     try:
@@ -186,14 +175,6 @@ def require_torch():
         sys.exit(f"train_bench.py: PyTorch is missing for {sys.executable} (No module named 'torch'): Debian's "
                  f"python3-torch at /usr/bin/python3 has it (scripts/setup.sh installs it; TLM_PYTHON picks the "
                  f"python)")
-
-
-class Parser(argparse.ArgumentParser):
-    """A usage error in one line, as tlm's tools give it (argparse prints
-    its usage block first)."""
-
-    def error(self, message):
-        self.exit(2, f"{self.prog}: {message} (see --help)\n")
 
 
 def main():
