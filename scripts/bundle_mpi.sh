@@ -15,16 +15,18 @@
 # plugins' libraries (UCX, libfabric, verbs, PSM) do not: one machine needs
 # none, and Open MPI skips a plugin whose library is missing.
 # dist.bundled_mpi runs 2 ranks from such a folder with the system's Open
-# MPI hidden. Exit status: 0 bundled; 1 Open MPI is not installed here.
+# MPI hidden. Exit status: 0 bundled; 1 Open MPI is not installed here, or
+# DEST holds other files (below); 2 bad usage.
 set -euo pipefail
 . "$(dirname "$0")/script_args.sh"
 script_args "$0" -- "$@"
-[ $# = 1 ] || { echo "bundle_mpi.sh: takes one DEST folder (see bundle_mpi.sh --help)" >&2; exit 2; }
+[ $# = 1 ] && [ -n "$1" ] || { echo "bundle_mpi.sh: takes one DEST folder (see bundle_mpi.sh --help)" >&2; exit 2; }
 dest=$1
-# DEST is replaced whole: only an earlier bundle (its env.sh) or an empty
-# or new folder, never a folder of other files
-if [ -e "$dest" ] && [ ! -f "$dest/env.sh" ] && [ -n "$(ls -A "$dest" 2>/dev/null || echo x)" ]; then
-  echo "bundle_mpi.sh: $dest holds other files and no env.sh (not an earlier bundle): give a new or empty folder" >&2
+# DEST is replaced whole: only an earlier bundle (its .bundle_mpi, written
+# as soon as the folder is made, so a run that failed halfway is one too)
+# or an empty or new folder, never a folder of other files
+if [ -e "$dest" ] && [ ! -f "$dest/.bundle_mpi" ] && [ -n "$(ls -A "$dest" 2>/dev/null || echo x)" ]; then
+  echo "bundle_mpi.sh: $dest holds other files (not an earlier bundle): give a new or empty folder" >&2
   exit 1
 fi
 packages="openmpi-bin openmpi-common libopenmpi3 libevent-core-2.1-7 libevent-pthreads-2.1-7 libhwloc15
@@ -34,6 +36,7 @@ for p in $packages; do
 done
 rm -rf "$dest"
 mkdir -p "$dest"
+echo "a bundle of scripts/bundle_mpi.sh, which replaces this folder when run on it again" > "$dest/.bundle_mpi"
 dest=$(cd "$dest" && pwd)
 # Files and links, not folders; documentation, manuals, headers, Java,
 # Fortran and OpenSHMEM stay behind (a C program's mpirun needs none).

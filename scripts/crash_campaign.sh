@@ -30,9 +30,11 @@ while [ $# -gt 0 ]; do
   esac
 done
 # counts before the reference run, not after it
-case $kills in '' | *[!0-9]*) echo "crash_campaign.sh: --kills takes a whole number of 1 or more, not \`$kills\`" >&2; exit 2 ;; esac
+case $kills in '' | *[!0-9]* | ??????????*) echo "crash_campaign.sh: --kills takes a whole number of 1 or more, not \`$kills\`" >&2; exit 2 ;; esac
+kills=$((10#$kills)) # 08 is eight, not a bad octal number
 [ "$kills" -ge 1 ] || { echo "crash_campaign.sh: --kills takes a whole number of 1 or more, not \`$kills\`" >&2; exit 2; }
-case $seed in '' | *[!0-9]*) echo "crash_campaign.sh: --seed takes a whole number from 0 to 32767, not \`$seed\`" >&2; exit 2 ;; esac
+case $seed in '' | *[!0-9]* | ??????*) echo "crash_campaign.sh: --seed takes a whole number from 0 to 32767, not \`$seed\`" >&2; exit 2 ;; esac
+seed=$((10#$seed))
 [ "$seed" -le 32767 ] || { echo "crash_campaign.sh: --seed takes a whole number from 0 to 32767, not \`$seed\`" >&2; exit 2; }
 for tool in compiler/tlmc runtime/tlm-run; do
   [ -x "$build/$tool" ] || { echo "crash_campaign.sh: no $build/$tool (build first, or give --build)" >&2; exit 2; }

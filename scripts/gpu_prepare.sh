@@ -21,11 +21,17 @@ script_args "$0" --no-build -- "$@"
 cd "$(dirname "$0")/.."
 build_first=1
 if [ "${1:-}" = --no-build ]; then build_first=0; shift; fi
+for a in "$@"; do
+  case $a in -*) echo "gpu_prepare.sh: $a comes first, before BUILD_DIR and BUNDLE (see gpu_prepare.sh --help)" >&2; exit 2 ;; esac
+done
+[ $# -le 2 ] || { echo "gpu_prepare.sh: at most BUILD_DIR and BUNDLE (see gpu_prepare.sh --help)" >&2; exit 2; }
 build=${1:-build}
 bundle=${2:-gpu-bundle}
-# BUNDLE is replaced whole: only an earlier bundle (bin/tlm-run and
-# libs.tar.gz) or an empty or new folder, never a folder of other files
-if [ -e "$bundle" ] && ! { [ -f "$bundle/bin/tlm-run" ] && [ -f "$bundle/libs.tar.gz" ]; } &&
+# BUNDLE is replaced whole: only an earlier bundle (its .gpu-bundle, written
+# as soon as the folder is made, so a run that failed halfway is one too;
+# or, from before that file, bin/tlm-run and models/) or an empty or new
+# folder, never a folder of other files
+if [ -e "$bundle" ] && [ ! -f "$bundle/.gpu-bundle" ] && ! { [ -f "$bundle/bin/tlm-run" ] && [ -d "$bundle/models" ]; } &&
   [ -n "$(ls -A "$bundle" 2>/dev/null || echo x)" ]; then
   echo "gpu_prepare: $bundle holds other files (not an earlier bundle): give a new or empty folder" >&2
   exit 1
@@ -35,6 +41,7 @@ fi
   test_gpu_graphs test_kv_cache dump_model tlm_test_models >/dev/null
 rm -rf "$bundle"
 mkdir -p "$bundle/bin" "$bundle/lib" "$bundle/models"
+echo "a bundle of scripts/gpu_prepare.sh, which replaces this folder when run on it again" > "$bundle/.gpu-bundle"
 cp "$build/runtime/tlm-run" "$bundle/bin/"
 for t in test_gpu_basic test_gpu_mixers test_gpu_optim test_gpu_linear test_gpu_bf16 test_gpu_decode test_gpu_mma \
          test_gpu_attention_tc test_graphs; do cp "$build/tests/gpu/$t" "$bundle/bin/"; done

@@ -20,6 +20,7 @@
 set -euo pipefail
 . "$(dirname "$0")/script_args.sh"
 script_args "$0" -- "$@"
+[ $# -le 1 ] || { echo "race_check.sh: takes at most BUILD_DIR (see race_check.sh --help)" >&2; exit 2; }
 cd "$(dirname "$0")/.."
 build=${1:-build-tsan}
 threads=${TLM_RACE_THREADS:-4}

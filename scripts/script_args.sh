@@ -14,7 +14,7 @@ script_help() {
 }
 
 script_args() {
-  local script=$1 name allowed=() a ok
+  local script=$1 name allowed=() a o ok
   name=$(basename "$script")
   shift
   while [ $# -gt 0 ] && [ "$1" != -- ]; do allowed+=("$1"); shift; done

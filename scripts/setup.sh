@@ -6,6 +6,8 @@
 set -euo pipefail
 . "$(dirname "$0")/script_args.sh"
 script_args "$0" --no-build -- "$@"
+[ $# = 0 ] || { [ $# = 1 ] && [ "$1" = --no-build ]; } ||
+  { echo "setup.sh: takes only --no-build (see setup.sh --help)" >&2; exit 2; }
 cd "$(dirname "$0")/.."
 
 packages=(

@@ -10,6 +10,7 @@
 set -eu
 . "$(dirname "$0")/script_args.sh"
 script_args "$0" -- "$@"
+[ $# -le 2 ] || { echo "shard_memory.sh: takes at most BUILD_DIR and WORK_DIR (see shard_memory.sh --help)" >&2; exit 2; }
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build}
 work=${2:-$build/shard_memory}

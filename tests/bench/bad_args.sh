@@ -112,12 +112,22 @@ echo precious > "$tmp/keep2/notes.txt"
 expect 1 "not an earlier bundle" "bundle_mpi.sh onto a folder of other files" -- bash "$root/scripts/bundle_mpi.sh" "$tmp/keep"
 expect 1 "not an earlier bundle" "gpu_prepare.sh onto a folder of other files" -- \
   bash "$root/scripts/gpu_prepare.sh" --no-build "$build" "$tmp/keep2"
+# ... a folder with an env.sh of its own is not a bundle either (the bundle's
+# mark is .bundle_mpi, written as the folder is made)
+mkdir -p "$tmp/envonly" && echo 'export X=1' > "$tmp/envonly/env.sh"
+expect 1 "not an earlier bundle" "bundle_mpi.sh onto a folder with an env.sh of its own" -- \
+  bash "$root/scripts/bundle_mpi.sh" "$tmp/envonly"
+# an option out of place, or a word for an option, is refused, not taken
+# for "build everything"
+expect 2 "comes first" "gpu_prepare.sh BUILD BUNDLE --no-build" -- bash "$root/scripts/gpu_prepare.sh" "$build" "$tmp/gb" --no-build
+expect 2 "takes only --no-build" "setup.sh nobuild" -- bash "$root/scripts/setup.sh" nobuild
+expect 2 "at most BUILD_DIR" "race_check.sh A B" -- bash "$root/scripts/race_check.sh" a b
 check "  both kept" -- bash -c "[ \"\$(cat '$tmp/keep/notes.txt' '$tmp/keep2/notes.txt')\" = \"precious
 precious\" ]"
 expect 1 "no $tmp/none/compiler/tlmc" "shard_memory.sh without a build: nothing made" -- \
   bash "$root/scripts/shard_memory.sh" "$tmp/none"
 check "  nothing made" -- test ! -e "$tmp/none"
-for a in "--kills abc" "--kills 0" "--seed 40000" "--seed x" "--kills"; do
+for a in "--kills abc" "--kills 0" "--seed 40000" "--seed x" "--kills" "--seed 099999" "--kills 99999999999999999999"; do
   # shellcheck disable=SC2086
   expect 2 "crash_campaign.sh: --" "crash_campaign.sh $a" -- bash "$root/scripts/crash_campaign.sh" $a
 done
@@ -131,7 +141,7 @@ fi
 # train_bench.py needs PyTorch only where it runs the peer, checked before tlm's timed runs
 # (python -S: the same python without its site-packages, so without torch)
 expect 1 "PyTorch is missing" "train_bench.py in a python without torch" -- "$py" -S "$b/train_bench.py" "$tmp/none" "$tmp/none.so"
-expect 1 "is missing" "train_bench.py without dump_model" -- "$py" "$b/train_bench.py" "$tmp/none" "$tmp/none.so"
+expect 1 "none is missing or not executable" "train_bench.py without dump_model" -- "$py" "$b/train_bench.py" "$tmp/none" "$tmp/none.so"
 
 # gpu_peer.py: counts of at least 1, a known device, its settings file, --seq within the model's context
 for a in "--steps 0" "--steps -1" "--batch 0" "--seq 0" "--seq x" "--device tpu" "--device cuda:x" "--foo"; do
