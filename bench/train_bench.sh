@@ -17,7 +17,8 @@ build=$root/build
 for a in "$@"; do
   case $a in
     -h | --help)
-      sed -n '2,/^[^#]/{/^#/{s/^# \{0,1\}//;p}}' "$0"
+      . "$root/scripts/script_args.sh"
+      script_help "$0"
       echo
       echo "train_bench.py's options (after BUILD_DIR and --model):"
       exec "${TLM_PYTHON:-/usr/bin/python3}" "$root/bench/train_bench.py" --check-args --help ;;

@@ -22,6 +22,7 @@ void eval_init(evaluator *ev, program *p, void *scope, setting_lookup lookup) {
     ev->prog = p;
     ev->scope = scope;
     ev->lookup = lookup;
+    ev->memo = eval_memo_new();
 }
 
 void eval_free(evaluator *ev) {
@@ -187,7 +188,6 @@ static bool eval_mean(evaluator *ev, const expr *e, const frame *f, double *out)
     /* its value is the same at every layer: once per call and model
      * (eval_memo.h) */
     int64_t frame = f ? f->id : EVAL_FRAME_TOP;
-    if (!ev->memo) ev->memo = eval_memo_new();
     if (frame != EVAL_FRAME_UNKNOWN && eval_memo_get(ev->memo, e, frame, ev->L, out)) return true;
     int64_t saved = ev->l;
     double sum = 0;
@@ -281,7 +281,6 @@ static bool eval_schedule(evaluator *ev, const item *sched, const expr *e, const
         }
         scope_ids[k] = scopes[k] == &callee ? EVAL_FRAME_SELF : scopes[k] ? scopes[k]->id : EVAL_FRAME_TOP;
     }
-    if (!ev->memo) ev->memo = eval_memo_new();
     callee.id = eval_memo_frame(ev->memo, sched, n, (const void *const *)args, scope_ids);
     return eval(ev, sched->value, &callee, out);
 }

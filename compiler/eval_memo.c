@@ -5,30 +5,27 @@
 
 #include "xalloc.h"
 
-/* Each table holds at most this many entries: far more distinct frames and
- * means than a model file has call sites, and a few MB at most. Tables
- * start small (most models call mean once or never) and double at half
- * full. */
-enum { MAX_ENTRIES = 1 << 16, FIRST_SLOTS = 16 };
+/* One table interns both kinds of key, a frame (its schedule, arguments and
+ * their scopes) and a mean's call (its expression, frame and L), giving
+ * each an id from 1; a mean's value is kept in its entry. At most this many
+ * keys: far more than a model file has call sites, a few MB at most. The
+ * table starts small (most models call mean once or never) and doubles at
+ * half full. */
+enum { MAX_KEYS = 1 << 16, FIRST_SLOTS = 16, MAX_KEY = 3 + 2 * 64 };
+enum { KEY_FRAME = 1, KEY_MEAN = 2 };
 
-typedef struct frame_entry {
+typedef struct entry {
     uint64_t hash;
-    uint64_t *key; /* sched, n, then each argument and its scope; NULL: an empty slot */
+    uint64_t *key; /* NULL: an empty slot */
     int len;
     int64_t id;
-} frame_entry;
-
-typedef struct mean_entry {
-    const void *e; /* NULL: an empty slot */
-    int64_t frame, L;
-    double value;
-} mean_entry;
+    double value; /* a mean's */
+} entry;
 
 struct eval_memo {
-    frame_entry *frames;
-    mean_entry *means;
-    size_t frame_slots, mean_slots; /* powers of two */
-    int nframes, nmeans;
+    entry *slots;
+    size_t nslots; /* a power of two */
+    int n;
 };
 
 static uint64_t mix(uint64_t h, uint64_t x) {
@@ -40,85 +37,62 @@ eval_memo *eval_memo_new(void) { return tlm_xcalloc(1, sizeof(eval_memo)); }
 
 void eval_memo_free(eval_memo *m) {
     if (!m) return;
-    for (size_t i = 0; i < m->frame_slots; i++) free(m->frames[i].key);
-    free(m->frames);
-    free(m->means);
+    for (size_t i = 0; i < m->nslots; i++) free(m->slots[i].key);
+    free(m->slots);
     free(m);
 }
 
-/* The slot of hash h in a table of `slots` (a power of two): the first
- * that is empty or holds the key (same(i)). */
-static frame_entry *frame_slot(frame_entry *t, size_t slots, uint64_t h, const uint64_t *key, int len) {
-    for (size_t j = h & (slots - 1);; j = (j + 1) & (slots - 1))
+/* The slot of key in a table of nslots: the first that is empty or holds it. */
+static entry *slot(entry *t, size_t nslots, uint64_t h, const uint64_t *key, int len) {
+    for (size_t j = h & (nslots - 1);; j = (j + 1) & (nslots - 1))
         if (!t[j].key || (t[j].hash == h && t[j].len == len && !memcmp(t[j].key, key, (size_t)len * sizeof *key)))
             return &t[j];
 }
 
-static void grow_frames(eval_memo *m) {
-    size_t slots = m->frame_slots ? 2 * m->frame_slots : FIRST_SLOTS;
-    frame_entry *t = tlm_xcalloc(slots, sizeof *t);
-    for (size_t i = 0; i < m->frame_slots; i++)
-        if (m->frames[i].key)
-            *frame_slot(t, slots, m->frames[i].hash, m->frames[i].key, m->frames[i].len) = m->frames[i];
-    free(m->frames);
-    m->frames = t, m->frame_slots = slots;
+/* key's entry, made when add and it is new and there is room; else NULL. */
+static entry *entry_of(eval_memo *m, const uint64_t *key, int len, bool add) {
+    uint64_t h = 0;
+    for (int i = 0; i < len; i++) h = mix(h, key[i]);
+    entry *s = m->slots ? slot(m->slots, m->nslots, h, key, len) : NULL;
+    if (s && s->key) return s;
+    if (!add || m->n == MAX_KEYS) return NULL;
+    if (2 * (size_t)(m->n + 1) > m->nslots) {
+        size_t nslots = m->nslots ? 2 * m->nslots : FIRST_SLOTS;
+        entry *t = tlm_xcalloc(nslots, sizeof *t);
+        for (size_t i = 0; i < m->nslots; i++)
+            if (m->slots[i].key) *slot(t, nslots, m->slots[i].hash, m->slots[i].key, m->slots[i].len) = m->slots[i];
+        free(m->slots);
+        m->slots = t, m->nslots = nslots;
+        s = slot(m->slots, m->nslots, h, key, len);
+    }
+    s->key = tlm_xmalloc((size_t)len * sizeof *key);
+    memcpy(s->key, key, (size_t)len * sizeof *key);
+    s->hash = h, s->len = len, s->id = ++m->n; /* ids from 1: 0 is the top level */
+    return s;
 }
 
 int64_t eval_memo_frame(eval_memo *m, const void *sched, int n, const void *const *args, const int64_t *scopes) {
-    uint64_t key[2 + 2 * 64];
+    uint64_t key[MAX_KEY];
     if (n > 64) return EVAL_FRAME_UNKNOWN;
     int len = 0;
-    key[len++] = (uint64_t)(uintptr_t)sched, key[len++] = (uint64_t)n;
+    key[len++] = KEY_FRAME, key[len++] = (uint64_t)(uintptr_t)sched, key[len++] = (uint64_t)n;
     for (int i = 0; i < n; i++) {
         if (scopes[i] == EVAL_FRAME_UNKNOWN) return EVAL_FRAME_UNKNOWN;
         key[len++] = (uint64_t)(uintptr_t)args[i], key[len++] = (uint64_t)scopes[i];
     }
-    uint64_t h = 0;
-    for (int i = 0; i < len; i++) h = mix(h, key[i]);
-    if (2 * (size_t)(m->nframes + 1) > m->frame_slots) {
-        if (m->nframes == MAX_ENTRIES) { /* full: a frame seen before still has its id */
-            frame_entry *s = m->frames ? frame_slot(m->frames, m->frame_slots, h, key, len) : NULL;
-            return s && s->key ? s->id : EVAL_FRAME_UNKNOWN;
-        }
-        grow_frames(m);
-    }
-    frame_entry *s = frame_slot(m->frames, m->frame_slots, h, key, len);
-    if (!s->key) {
-        s->key = tlm_xmalloc((size_t)len * sizeof *key);
-        memcpy(s->key, key, (size_t)len * sizeof *key);
-        s->hash = h, s->len = len, s->id = ++m->nframes; /* ids from 1: 0 is the top level */
-    }
-    return s->id;
+    const entry *s = entry_of(m, key, len, true);
+    return s ? s->id : EVAL_FRAME_UNKNOWN;
 }
 
-static uint64_t mean_hash(const void *e, int64_t frame, int64_t L) {
-    return mix(mix(mix(0, (uint64_t)(uintptr_t)e), (uint64_t)frame), (uint64_t)L);
-}
-
-static mean_entry *mean_slot(mean_entry *t, size_t slots, const void *e, int64_t frame, int64_t L) {
-    for (size_t j = mean_hash(e, frame, L) & (slots - 1);; j = (j + 1) & (slots - 1))
-        if (!t[j].e || (t[j].e == e && t[j].frame == frame && t[j].L == L)) return &t[j];
-}
-
-bool eval_memo_get(const eval_memo *m, const void *e, int64_t frame, int64_t L, double *value) {
-    if (!m->means) return false;
-    const mean_entry *s = mean_slot(m->means, m->mean_slots, e, frame, L);
-    if (!s->e) return false;
-    *value = s->value;
-    return true;
+bool eval_memo_get(eval_memo *m, const void *e, int64_t frame, int64_t L, double *value) {
+    const uint64_t key[] = {KEY_MEAN, (uint64_t)(uintptr_t)e, (uint64_t)frame, (uint64_t)L};
+    const entry *s = entry_of(m, key, 4, false); /* a mean's key is made only with its value */
+    if (s) *value = s->value;
+    return s != NULL;
 }
 
 void eval_memo_put(eval_memo *m, const void *e, int64_t frame, int64_t L, double value) {
-    if (2 * (size_t)(m->nmeans + 1) > m->mean_slots) {
-        if (m->nmeans == MAX_ENTRIES) return;
-        size_t slots = m->mean_slots ? 2 * m->mean_slots : FIRST_SLOTS;
-        mean_entry *t = tlm_xcalloc(slots, sizeof *t);
-        for (size_t i = 0; i < m->mean_slots; i++)
-            if (m->means[i].e) *mean_slot(t, slots, m->means[i].e, m->means[i].frame, m->means[i].L) = m->means[i];
-        free(m->means);
-        m->means = t, m->mean_slots = slots;
-    }
-    mean_entry *s = mean_slot(m->means, m->mean_slots, e, frame, L);
-    if (!s->e) m->nmeans++;
-    *s = (mean_entry){e, frame, L, value};
+    const uint64_t key[] = {KEY_MEAN, (uint64_t)(uintptr_t)e, (uint64_t)frame, (uint64_t)L};
+    entry *s = entry_of(m, key, 4, true);
+    if (s) s->value = value;
 }

@@ -7,8 +7,8 @@
  * Frames are rebuilt at every schedule call, so each gets an id by what it
  * holds (hash-consing): its schedule, and each argument's expression and
  * the id of the frame that expression is evaluated in. Equal ids are equal
- * bindings, however deep the calls, in O(arguments) a call. Both tables
- * are bounded: past them a frame's id is unknown (-1) and its means are
+ * bindings, however deep the calls, in O(arguments) a call. The table of
+ * keys is bounded: past it a frame's id is unknown (-1) and its means are
  * computed as they were, so memory never grows with the evaluation. */
 #ifndef TLM_EVAL_MEMO_H
 #define TLM_EVAL_MEMO_H
@@ -31,7 +31,7 @@ int64_t eval_memo_frame(eval_memo *m, const void *sched, int n, const void *cons
 
 /* The memoised value of the mean expression e in frame (a known id) for L
  * layers: true and *value, or false. */
-bool eval_memo_get(const eval_memo *m, const void *e, int64_t frame, int64_t L, double *value);
+bool eval_memo_get(eval_memo *m, const void *e, int64_t frame, int64_t L, double *value);
 void eval_memo_put(eval_memo *m, const void *e, int64_t frame, int64_t L, double value);
 
 #endif

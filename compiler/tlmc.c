@@ -48,6 +48,7 @@ typedef enum { ACT_SUMMARY, ACT_CHECK, ACT_REPORT_TEXT, ACT_REPORT_JSON } action
 typedef struct options {
     const char *input;
     action act;
+    bool check;                    /* --check, which becomes act once the options are read */
     const char *model;
     const char *study, *variant;   /* --study NAME [--variant VARIANT] */
     bool plan;                     /* --plan: the studies as JSON */
@@ -211,11 +212,7 @@ static int parse_args(int argc, char **argv, options *o) {
         /* The model ABI too: a model.so from another ABI must be recompiled
          * (tlm-run study keys its compiled variants on this line). */
         case OPT_VERSION: print_version(); exit(tlm_stdout_status("tlmc", 0));
-        case OPT_CHECK:
-            if (o->act != ACT_SUMMARY && o->act != ACT_CHECK)
-                return usage_error("--check prints nothing but diagnostics, --report a report: choose one");
-            o->act = ACT_CHECK;
-            break;
+        case OPT_CHECK: o->check = true; break;
         case OPT_EMIT_IR: o->emit_ir = true; break;
         case OPT_TIME: o->timing = true; break;
         case 'O':
@@ -228,8 +225,6 @@ static int parse_args(int argc, char **argv, options *o) {
                           : !strcmp(optarg, "json")          ? ACT_REPORT_JSON
                                                              : ACT_SUMMARY;
             if (want == ACT_SUMMARY) return usage_error("unknown report format `%s` (text or json)", optarg);
-            if (o->act == ACT_CHECK)
-                return usage_error("--check prints nothing but diagnostics, --report a report: choose one");
             o->act = want;
             break;
         }
@@ -290,6 +285,9 @@ static int parse_args(int argc, char **argv, options *o) {
         if (o->input) return usage_error("more than one input file (`%s`)", argv[optind]);
         o->input = argv[optind];
     }
+    if (o->check && o->act != ACT_SUMMARY)
+        return usage_error("--check prints nothing but diagnostics, --report a report: choose one");
+    if (o->check) o->act = ACT_CHECK;
     if (!o->input && !o->print_keywords && !o->help_settings) return usage_error("no input file");
     /* an empty path is a slip, a usage error as tlm-run's are */
     if (o->input && !*o->input) return usage_error("the input file is empty: it needs a path");

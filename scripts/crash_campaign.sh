@@ -25,7 +25,7 @@ while [ $# -gt 0 ]; do
       [ $# -ge 2 ] || { echo "crash_campaign.sh: $1 needs a value (see --help)" >&2; exit 2; }
       case $1 in --kills) kills=$2 ;; --seed) seed=$2 ;; --build) build=$2 ;; --work) work=$2 ;; esac
       shift 2 ;;
-    -h | --help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) . "$root/scripts/script_args.sh" && script_help "$0"; exit 0 ;;
     *) echo "crash_campaign.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done

@@ -21,9 +21,6 @@ script_args "$0" --no-build -- "$@"
 cd "$(dirname "$0")/.."
 build_first=1
 if [ "${1:-}" = --no-build ]; then build_first=0; shift; fi
-for a in "$@"; do
-  case $a in -*) echo "gpu_prepare.sh: $a comes first, before BUILD_DIR and BUNDLE (see gpu_prepare.sh --help)" >&2; exit 2 ;; esac
-done
 [ $# -le 2 ] || { echo "gpu_prepare.sh: at most BUILD_DIR and BUNDLE (see gpu_prepare.sh --help)" >&2; exit 2; }
 build=${1:-build}
 bundle=${2:-gpu-bundle}

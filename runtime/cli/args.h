@@ -65,6 +65,10 @@ int cli_usage_error(const char *cmd, const char *fmt, ...);
  * option (`--out --force`): the value was most likely forgotten. */
 bool cli_value_not_option(cli_args *a);
 
+/* "SIGINT", "SIGTERM" or "SIGHUP": the signals that stop train and study
+ * (NULL for another). */
+const char *cli_signal_name(int sig);
+
 /* The number of processors available to this process (at least 1). */
 int cli_cores(void);
 

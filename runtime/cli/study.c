@@ -72,9 +72,7 @@ static void on_signal(int sig) {
  * stopped (planning, compiling, training). */
 static int stopped(void) {
     fprintf(stderr, "tlm-run study: stopped (%s); the runs kept their checkpoints: run the same command to continue\n",
-            stop.sig == SIGTERM  ? "SIGTERM"
-            : stop.sig == SIGHUP ? "SIGHUP"
-                                 : "SIGINT");
+            cli_signal_name(stop.sig));
     return 128 + stop.sig;
 }
 

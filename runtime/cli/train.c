@@ -942,14 +942,10 @@ static int train_loop(run *r) {
             print_profile(r);
             int sig = step_signal;
             if (sig == SIGPIPE && stdout_lost) return stopped_without_stdout(step, s->steps, r->ckpt_file);
-            printf("%s at step %" PRId64 " of %" PRId64 "%s; checkpoint %s (continue with --resume)\n",
-                   sig ? "interrupted" : "stopped", step, s->steps,
-                   sig == SIGINT    ? " (SIGINT)"
-                   : sig == SIGTERM ? " (SIGTERM)"
-                   : sig == SIGHUP  ? " (SIGHUP)"
-                   : sig == SIGPIPE ? " (standard output could not be written)"
-                                    : "",
-                   r->ckpt_file);
+            const char *why = sig == SIGPIPE ? "standard output could not be written" : cli_signal_name(sig);
+            printf("%s at step %" PRId64 " of %" PRId64, sig ? "interrupted" : "stopped", step, s->steps);
+            if (why) printf(" (%s)", why);
+            printf("; checkpoint %s (continue with --resume)\n", r->ckpt_file);
             /* a signal's status (another rank's closed pipe: SIGPIPE's, as
              * if it had ended the process) */
             return sig ? 128 + sig : 0;
@@ -970,12 +966,10 @@ static int train_loop(run *r) {
      * that a script's loop over runs stops as the user asked. Ranks use
      * the signal they agreed on at the last step, so they end alike. */
     int sig = r->dist.ranks > 1 ? end_signal : stop_signal;
-    printf("done: %" PRId64 " step%s, %s tokens in %s; checkpoint %s%s\n", r->state.step, r->state.step == 1 ? "" : "s",
-           fmt_int(tokens, sizeof tokens, r->state.tokens_seen, 0), took, r->ckpt_file,
-           sig == SIGINT    ? " (SIGINT came at the end: the run is complete)"
-           : sig == SIGTERM ? " (SIGTERM came at the end: the run is complete)"
-           : sig == SIGHUP  ? " (SIGHUP came at the end: the run is complete)"
-                            : "");
+    printf("done: %" PRId64 " step%s, %s tokens in %s; checkpoint %s", r->state.step, r->state.step == 1 ? "" : "s",
+           fmt_int(tokens, sizeof tokens, r->state.tokens_seen, 0), took, r->ckpt_file);
+    if (cli_signal_name(sig)) printf(" (%s came at the end: the run is complete)", cli_signal_name(sig));
+    putchar('\n');
     return sig ? 128 + sig : 0;
 }
 

@@ -8,31 +8,15 @@
 
 #include "sha256.h"
 #include "tlm_rt/data.h"
+#include "tlm_rt/json.h"
 
 /* The stamp's two forms built side by side: the hash (its bytes as they
  * always were, so that older runs' stamps still match) and the listing, a
  * line a file, for saying which file changed. */
 typedef struct stamper {
     tlm_sha256_ctx h;
-    char *listing;
-    size_t len, cap;
-    bool oom;
+    tlm_strbuf listing;
 } stamper;
-
-static void list_line(stamper *s, const char *fmt_size_time, const char *path) {
-    size_t need = strlen(fmt_size_time) + strlen(path) + 2;
-    if (s->oom) return;
-    if (s->len + need + 1 > s->cap) {
-        size_t cap = 2 * (s->len + need + 1) + 256;
-        char *p = realloc(s->listing, cap);
-        if (!p) {
-            s->oom = true;
-            return;
-        }
-        s->listing = p, s->cap = cap;
-    }
-    s->len += (size_t)snprintf(s->listing + s->len, s->cap - s->len, "%s %s\n", fmt_size_time, path);
-}
 
 static void stamp_stat(stamper *s, const char *name, const char *path, const struct stat *st) {
     char line[96];
@@ -40,8 +24,7 @@ static void stamp_stat(stamper *s, const char *name, const char *path, const str
                      (int64_t)st->st_mtim.tv_sec, (long)st->st_mtim.tv_nsec);
     tlm_sha256_update(&s->h, name, strlen(name));
     tlm_sha256_update(&s->h, line, (size_t)n);
-    line[n - 1] = '\0';
-    list_line(s, line + 1, path);
+    tlm_sb_printf(&s->listing, "%.*s %s\n", n - 2, line + 1, path); /* the same fields, then the path */
 }
 
 /* A file, or the files of a folder that training reads
@@ -51,7 +34,7 @@ static void stamp_path(stamper *s, const char *path) {
     tlm_sha256_update(&s->h, path, strlen(path) + 1);
     if (stat(path, &st) != 0) {
         tlm_sha256_update(&s->h, "missing\n", 8);
-        list_line(s, "missing", path);
+        tlm_sb_printf(&s->listing, "missing %s\n", path);
         return;
     }
     if (!S_ISDIR(st.st_mode)) {
@@ -86,11 +69,11 @@ char *study_data_stamp(const study_plan *plan, char hex[65]) {
     uint8_t digest[TLM_SHA256_SIZE];
     tlm_sha256_final(&s.h, digest);
     tlm_sha256_hex(digest, hex);
-    if (s.oom || !s.listing) {
-        free(s.listing);
+    if (s.listing.oom || !s.listing.buf) {
+        tlm_sb_free(&s.listing);
         return calloc(1, 1); /* no listing: study_data_change says nothing */
     }
-    return s.listing;
+    return s.listing.buf;
 }
 
 /* A listing's line [l, end): its head ("missing", or "SIZE SECONDS.NANOS")

@@ -559,22 +559,17 @@ bad_data)
   check "no checkpoint was written" -- test ! -e "$tmp/c"
   expect 1 "cannot write the log" "train --log in a missing folder" -- \
     "$run" "${t[@]}" --log "$tmp/missing/log.jsonl" --ckpt "$tmp/c"
-  # a start that fails leaves none of the folders it made, and keeps the
-  # ones that were there
-  mkdir -p "$tmp/kept"
-  expect 1 "cannot write the log" "train --log in a missing folder, the checkpoint three folders down" -- \
-    "$run" "${t[@]}" --log "$tmp/missing/log.jsonl" --ckpt "$tmp/kept/new1/new2"
-  check "... no checkpoint folder left, the folder that was there kept" -- \
-    bash -c "test ! -e '$tmp/c' && test ! -e '$tmp/kept/new1' && test -d '$tmp/kept'"
-  # ... however the path is spelled: a trailing slash, a `..` over a folder
-  # that was there (empty: it must stay)
-  expect 1 "cannot write the log" "train --ckpt kept/n1/n2/ (a trailing slash), a failed start" -- \
-    "$run" "${t[@]}" --log "$tmp/missing/log.jsonl" --ckpt "$tmp/kept/n1/n2/"
-  mkdir -p "$tmp/old_empty"
-  expect 1 "cannot write the log" "train --ckpt new/../old_empty, a failed start" -- \
-    "$run" "${t[@]}" --log "$tmp/missing/log.jsonl" --ckpt "$tmp/new_dir/../old_empty"
-  check "... the folders it made gone, the empty one that was there kept" -- \
-    bash -c "test ! -e '$tmp/kept/n1' && test ! -e '$tmp/new_dir' && test -d '$tmp/old_empty'"
+  # a start that fails leaves none of the folders it made and keeps the ones
+  # that were there, however the path is spelled: three folders down, a
+  # trailing slash, a `..` over a folder that was there (empty: it must stay)
+  mkdir -p "$tmp/kept" "$tmp/old_empty"
+  for ckpt in kept/new1/new2 kept/n1/n2/ new_dir/../old_empty; do
+    expect 1 "cannot write the log" "train --log in a missing folder, --ckpt $ckpt" -- \
+      "$run" "${t[@]}" --log "$tmp/missing/log.jsonl" --ckpt "$tmp/$ckpt"
+  done
+  check "... no checkpoint folder left, the folders that were there kept" -- \
+    bash -c "test ! -e '$tmp/c' && test ! -e '$tmp/kept/new1' && test ! -e '$tmp/kept/n1' && test ! -e '$tmp/new_dir' &&
+      test -d '$tmp/kept' && test -d '$tmp/old_empty'"
   expect 1 "cannot create or write the checkpoint folder" "train --ckpt under a file" -- \
     "$run" "${t[@]}" --ckpt "$tmp/short.txt/ckpt"
   expect 0 "no validation" "train --data without --val: no validation" -- \
