@@ -244,37 +244,66 @@ __device__ __forceinline__ attention_tc_item attention_tc_item_at(long long item
   return it;
 }
 
+// A compile-time bool as a value, for a generic lambda's two versions.
+template <bool B>
+struct attention_tc_bool {
+  static constexpr bool value = B;
+};
+
+// The exponentials are powers of 2 (tlm::exp2_approx, one instruction):
+// e^(x scale - c) = 2^(x scale log2(e) - c log2(e)), the scale and log2(e)
+// folded into one multiply-add a score, as FlashAttention-2 does. lse
+// stays a natural logarithm (the scalar kernels and the CPU op read it);
+// the backwards take it times log2(e). P rebuilt from lse then carries a
+// few roundings of |lse| (about 5e-5 relative at |scores| of 1e3, 4e-4 at
+// 1e4), far inside bf16's 2^-8 that P is rounded to.
+constexpr float attention_tc_LOG2E = 1.44269504088896340736f, attention_tc_LN2 = 0.69314718055994530942f;
+
+// Whether 64 keys from k0 need the causal mask against queries from r0 on
+// (a warp's 16 rows, or the dk, dv kernel's query tile): some key follows
+// the first query. Tiles below the diagonal skip the mask's compares and
+// selects, which every score paid for before. Such a tile has no key past
+// T either (its keys precede r0, and a warp or tile from r0 >= T takes no
+// tiles); queries past T need no mask of their own (each kernel says why).
+// bench/attention_sass.py counts each version's instructions by making
+// this false, then true.
+__device__ __forceinline__ bool attention_tc_masked(int k0, int r0) { return k0 + attention_tc_BK - 1 > r0; }
+
 // One key tile of the forward for the warp's 16 rows r0 ..: S = Q K^T, the
-// online softmax (m, l: the lane's two rows' running max and share of the
-// sum), Y += P V; ks and vs the tile's K and V in shared memory.
-template <int D>
+// online softmax (m, l: the lane's two rows' running max of the unscaled
+// scores and share of the sum), Y += P V; ks and vs the tile's K and V in
+// shared memory. Masked: keys past a row (or past T) get -inf, whose 2^x
+// is 0.
+template <int D, bool Masked>
 __device__ __forceinline__ void attention_tc_fwd_tile(float (*o)[4], float m[2], float l[2], const unsigned (*qa)[4],
                                                       const unsigned short* ks, const unsigned short* vs, int j0,
-                                                      int r0, float scale, int T) {
+                                                      int r0, float scale_log2, int T) {
   constexpr int NS = attention_tc_NS, DN = D / 8;
   const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   float s[NS][4];
   attention_tc_products<D>(s, qa, ks);
-  // the causal mask, the scale, and each row's new max over its 4 lanes
+  // the causal mask, and each row's new max over its 4 lanes
   float mx[2] = {m[0], m[1]};
   for (int n = 0; n < NS; n++)
     for (int i = 0; i < 4; i++) {
-      const int key = j0 + 8 * n + 2 * t + i % 2, row = r0 + g + 8 * (i / 2);
-      const float x = key <= row && key < T ? s[n][i] * scale : -INFINITY;
-      s[n][i] = x;
-      mx[i / 2] = fmaxf(mx[i / 2], x);
+      if (Masked) {
+        const int key = j0 + 8 * n + 2 * t + i % 2, row = r0 + g + 8 * (i / 2);
+        if (!(key <= row && key < T)) s[n][i] = -INFINITY;
+      }
+      mx[i / 2] = fmaxf(mx[i / 2], s[n][i]);
     }
-  float alpha[2], sum[2] = {0.0f, 0.0f};
+  float alpha[2], shift[2], sum[2] = {0.0f, 0.0f};
   for (int r = 0; r < 2; r++) {
     mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
     mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-    // finite: every row sees key 0 in the first tile
-    alpha[r] = expf(m[r] - mx[r]);
+    // finite: every row sees key 0 in the first tile; alpha is 0 there (m = -inf)
+    alpha[r] = tlm::exp2_approx((m[r] - mx[r]) * scale_log2);
     m[r] = mx[r];
+    shift[r] = mx[r] * scale_log2;
   }
   for (int n = 0; n < NS; n++)
     for (int i = 0; i < 4; i++) {
-      const float p = s[n][i] == -INFINITY ? 0.0f : expf(s[n][i] - m[i / 2]);
+      const float p = tlm::exp2_approx(fmaf(s[n][i], scale_log2, -shift[i / 2]));
       s[n][i] = p;
       sum[i / 2] += p;
     }
@@ -291,7 +320,7 @@ __device__ void attention_tc_fwd(unsigned short* y, float* lse, const unsigned s
   unsigned short *ks, *vs;
   attention_tc_staged_tiles<D>(ks, vs);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  const float scale = 1.0f / sqrtf((float)D);
+  const float scale = 1.0f / sqrtf((float)D), scale_log2 = scale * attention_tc_LOG2E;
   for (long long item = blockIdx.x; item < attention_tc_items(B, T, H); item += gridDim.x) {
     const attention_tc_item it = attention_tc_item_at(item, T, H, D, stride);
     const long long base = it.base;
@@ -304,7 +333,12 @@ __device__ void attention_tc_fwd(unsigned short* y, float* lse, const unsigned s
       for (int i = 0; i < 4; i++) o[n][i] = 0.0f;
     attention_tc_walk<D>(ks, vs, k + base, stride, v + base, stride, 0, last, T,
                          [&](const unsigned short* kt, const unsigned short* vt, int j0) {
-                           if (!idle && j0 <= r0 + 15) attention_tc_fwd_tile<D>(o, m, l, qa, kt, vt, j0, r0, scale, T);
+                           if (idle || j0 > r0 + 15) return;
+                           // rows past T (in the last query tile) need no mask: not stored, they mix with no row
+                           if (attention_tc_masked(j0, r0))
+                             attention_tc_fwd_tile<D, true>(o, m, l, qa, kt, vt, j0, r0, scale_log2, T);
+                           else
+                             attention_tc_fwd_tile<D, false>(o, m, l, qa, kt, vt, j0, r0, scale_log2, T);
                          });
     if (idle) continue;
     for (int r = 0; r < 2; r++) {
@@ -317,7 +351,9 @@ __device__ void attention_tc_fwd(unsigned short* y, float* lse, const unsigned s
       const float inv = 1.0f / l[r];
       unsigned* yr = (unsigned*)(y + it.ybase + (long long)row * H * D);
       for (int n = 0; n < DN; n++) yr[4 * n + t] = tlm::pack_bf16x2(o[n][2 * r] * inv, o[n][2 * r + 1] * inv);
-      if (t == 0) lse[((long long)it.b * T + row) * H + it.h] = m[r] + logf(l[r]);
+      // the base-2 log-sum-exp of the very exponents summed (m c + log2 l), as a natural logarithm: at head size 128
+      // c = scale log2(e) is rounded, and m scale + log l would differ from it by m times that rounding
+      if (t == 0) lse[((long long)it.b * T + row) * H + it.h] = (m[r] * scale_log2 + log2f(l[r])) * attention_tc_LN2;
     }
   }
 }
@@ -373,7 +409,7 @@ __device__ void attention_tc_bwd_dq(float* dq, const unsigned short* dy16, const
   unsigned short *ks, *vs;  // K and V staged as the forward stages them
   attention_tc_staged_tiles<D>(ks, vs);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  const float scale = 1.0f / sqrtf((float)D);
+  const float scale = 1.0f / sqrtf((float)D), scale_log2 = scale * attention_tc_LOG2E;
   const int C = H * D;
   for (long long item = blockIdx.x; item < attention_tc_items(B, T, H); item += gridDim.x) {
     const attention_tc_item it = attention_tc_item_at(item, T, H, D, stride);
@@ -383,12 +419,12 @@ __device__ void attention_tc_bwd_dq(float* dq, const unsigned short* dy16, const
     unsigned qa[D / 16][4], dya[D / 16][4];
     attention_tc_rows<D>(qa, q + base, stride, r0, T);
     attention_tc_rows<D>(dya, dy16 + ybase, C, r0, T);
-    // lse and D_t of the lane's rows r0 + g and r0 + g + 8
+    // lse (times log2(e)) and D_t of the lane's rows r0 + g and r0 + g + 8
     float rlse[2] = {0.0f, 0.0f}, rdot[2] = {0.0f, 0.0f};
     for (int r = 0; r < 2; r++) {
       const int row = r0 + g + 8 * r;
       if (row >= T) continue;
-      rlse[r] = lse[((long long)it.b * T + row) * H + it.h];
+      rlse[r] = lse[((long long)it.b * T + row) * H + it.h] * attention_tc_LOG2E;
       rdot[r] = dot[attention_tc_dot_at(it.b, it.h, row, T, H)];
     }
     float acc[DN][4];
@@ -403,19 +439,23 @@ __device__ void attention_tc_bwd_dq(float* dq, const unsigned short* dy16, const
                              float s[NB][4], dp[NB][4];
                              attention_tc_products<D, NB>(s, qa, kp);
                              attention_tc_products<D, NB>(dp, dya, vp);
-                             for (int n = 0; n < NB; n++)
-                               for (int i = 0; i < 4; i++) {
-                                 const int key = j0 + part * W + 8 * n + 2 * t + i % 2, row = r0 + g + 8 * (i / 2);
-                                 float ds = 0.0f;
-                                 // row 0 sees only its own key: P is 1 and its
-                                 // dS exactly 0, which D_t less dP (summed in
-                                 // another order) would give only up to rounding
-                                 if (key <= row && row < T && row > 0) {
-                                   const float p = expf(s[n][i] * scale - rlse[i / 2]);
-                                   ds = p * (dp[n][i] - rdot[i / 2]) * scale;
+                             auto dscore = [&](int n, int i) {
+                               const float p = tlm::exp2_approx(fmaf(s[n][i], scale_log2, -rlse[i / 2]));
+                               return p * (dp[n][i] - rdot[i / 2]) * scale;
+                             };
+                             if (attention_tc_masked(j0, r0)) {
+                               for (int n = 0; n < NB; n++)
+                                 for (int i = 0; i < 4; i++) {
+                                   const int key = j0 + part * W + 8 * n + 2 * t + i % 2, row = r0 + g + 8 * (i / 2);
+                                   // row 0 sees only its own key: P is 1 and its
+                                   // dS exactly 0, which D_t less dP (summed in
+                                   // another order) would give only up to rounding
+                                   s[n][i] = key <= row && row < T && row > 0 ? dscore(n, i) : 0.0f;
                                  }
-                                 s[n][i] = ds;
-                               }
+                             } else {  // rows past T: q and dy rows of zeros, lse and D_t 0: dS is 0
+                               for (int n = 0; n < NB; n++)
+                                 for (int i = 0; i < 4; i++) s[n][i] = dscore(n, i);
+                             }
                              attention_tc_accumulate<D, NB>(acc, s, kp);
                            }
                          });
@@ -461,7 +501,7 @@ __device__ void attention_tc_bwd_dkv(float* dk, float* dv, const unsigned short*
   if (blockDim.x != 32 * WARPS) __trap();  // another block size would leave keys or a role out
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const bool sums_dv = !roles || warp < 4, sums_dk = !roles || warp >= 4;
-  const float scale = 1.0f / sqrtf((float)D);
+  const float scale = 1.0f / sqrtf((float)D), scale_log2 = scale * attention_tc_LOG2E;
   const int C = H * D;
   for (long long item = blockIdx.x; item < attention_tc_items(B, T, H); item += gridDim.x) {
     const attention_tc_item it = attention_tc_item_at(item, T, H, D, stride);  // BK == BQ: tiles of keys alike
@@ -481,72 +521,89 @@ __device__ void attention_tc_bwd_dkv(float* dk, float* dv, const unsigned short*
     attention_tc_walk<D>(
         qs, dys, q + base, stride, dy16 + ybase, C, j0, T - 1, T,
         [&](const unsigned short* qt, const unsigned short* dyt, int i0) {
-          if (threadIdx.x < BQ) {  // lse and D_t of the tile's rows
+          if (threadIdx.x < BQ) {  // lse (times log2(e)) and D_t of the tile's rows
             const int row = i0 + threadIdx.x;
-            tile_lse[threadIdx.x] = row < T ? lse[((long long)it.b * T + row) * H + it.h] : 0.0f;
+            tile_lse[threadIdx.x] = row < T ? lse[((long long)it.b * T + row) * H + it.h] * attention_tc_LOG2E : 0.0f;
             tile_dot[threadIdx.x] = row < T ? dot[attention_tc_dot_at(it.b, it.h, row, T, H)] : 0.0f;
           }
           __syncthreads();
-          for (int part = 0; part < PARTS; part++) {
-            const int offset = part * W * (D + attention_tc_PAD);
-            // the lane's element (n, i): its query's column in the tile, and whether P is 0 there
-            auto column = [&](int n, int i) { return part * W + 8 * n + 2 * t + i % 2; };
-            auto masked = [&](int n, int i) {
-              const int query = i0 + column(n, i), key = c0 + g + 8 * (i / 2);
-              return !(query >= key && query < T && key < T);
-            };
-            // P from S^T, dS from P and dP^T: one expression each, whichever warp computes them
-            auto prob = [&](float s, int n, int i) { return expf(s * scale - tile_lse[column(n, i)]); };
-            // a sequence's first query sees one key: its dS is exactly 0 (as in the dq kernel)
-            auto dscore = [&](float p, float dp, int n, int i) {
-              return i0 + column(n, i) == 0 ? 0.0f : p * (dp - tile_dot[column(n, i)]) * scale;
-            };
-            if constexpr (roles) {
-              // The dV role computes S^T and P and hands P to its dK partner
-              // (the warp 4 on, the same keys and fragment layout) through
-              // shared memory; the dK role computes dP^T meanwhile, then dS
-              // from that P: two products a role, not two and three.
-              float x[NB][4];  // dV: S^T, then P; dK: dP^T, then dS
-              float* share = p_shared[part][warp % 4];
-              if (!idle && sums_dv) {
-                attention_tc_products<D, NB>(x, ka, qt + offset);  // S^T: the warp's keys x the part's queries
-                for (int n = 0; n < NB; n++)
-                  for (int i = 0; i < 4; i++) {
-                    x[n][i] = masked(n, i) ? 0.0f : prob(x[n][i], n, i);
-                    share[(4 * n + i) * 32 + lane] = x[n][i];
-                  }
-              } else if (!idle) {
-                attention_tc_products<D, NB>(x, va, dyt + offset);  // dP^T
-              }
-              __syncthreads();  // P handed over (each part its own buffer; the walk's barrier ends its readers)
-              if (idle) continue;
-              if (sums_dv) {
-                attention_tc_accumulate<D, NB>(acc[0], x, dyt + offset);
-              } else {
-                for (int n = 0; n < NB; n++)
-                  for (int i = 0; i < 4; i++)
-                    x[n][i] = masked(n, i) ? 0.0f : dscore(share[(4 * n + i) * 32 + lane], x[n][i], n, i);
-                attention_tc_accumulate<D, NB>(acc[NACC - 1], x, qt + offset);
-              }
-              continue;
-            }
-            if (idle) continue;
-            float s[NB][4], dp[NB][4];
-            attention_tc_products<D, NB>(s, ka, qt + offset);    // S^T
-            attention_tc_products<D, NB>(dp, va, dyt + offset);  // dP^T
-            for (int n = 0; n < NB; n++)
-              for (int i = 0; i < 4; i++) {
-                float p = 0.0f, ds = 0.0f;
-                if (!masked(n, i)) {
-                  p = prob(s[n][i], n, i);
-                  ds = dscore(p, dp[n][i], n, i);
+          // Only the diagonal tile has masked elements: past it
+          // every query follows every key of the block, and no key lies past
+          // T (the walk ends at T - 1). Queries past T need no mask there:
+          // their Q and dY rows are staged as zeros and lse and D_t read as
+          // 0, so P is 1 and dY, dP and dS are 0: they add exact zeros. The
+          // whole block takes one version, so all reach the same barriers.
+          auto parts = [&](auto diagonal) {
+            constexpr bool MASKED = decltype(diagonal)::value;
+            for (int part = 0; part < PARTS; part++) {
+              const int offset = part * W * (D + attention_tc_PAD);
+              // the lane's element (n, i): its query's column in the tile, and whether P is 0 there
+              auto column = [&](int n, int i) { return part * W + 8 * n + 2 * t + i % 2; };
+              auto masked = [&](int n, int i) {
+                if (!MASKED) return false;
+                const int query = i0 + column(n, i), key = c0 + g + 8 * (i / 2);
+                return !(query >= key && query < T && key < T);
+              };
+              // P from S^T, dS from P and dP^T: one expression each, whichever warp computes them
+              auto prob = [&](float s, int n, int i) {
+                return tlm::exp2_approx(fmaf(s, scale_log2, -tile_lse[column(n, i)]));
+              };
+              // a sequence's first query (in the diagonal tile of keys 0 ..)
+              // sees one key: its dS is exactly 0 (as in the dq kernel)
+              auto dscore = [&](float p, float dp, int n, int i) {
+                return MASKED && i0 + column(n, i) == 0 ? 0.0f : p * (dp - tile_dot[column(n, i)]) * scale;
+              };
+              if constexpr (roles) {
+                // The dV role computes S^T and P and hands P to its dK partner
+                // (the warp 4 on, the same keys and fragment layout) through
+                // shared memory; the dK role computes dP^T meanwhile, then dS
+                // from that P: two products a role, not two and three.
+                float x[NB][4];  // dV: S^T, then P; dK: dP^T, then dS
+                float* share = p_shared[part][warp % 4];
+                if (!idle && sums_dv) {
+                  attention_tc_products<D, NB>(x, ka, qt + offset);  // S^T: the warp's keys x the part's queries
+                  for (int n = 0; n < NB; n++)
+                    for (int i = 0; i < 4; i++) {
+                      x[n][i] = masked(n, i) ? 0.0f : prob(x[n][i], n, i);
+                      share[(4 * n + i) * 32 + lane] = x[n][i];
+                    }
+                } else if (!idle) {
+                  attention_tc_products<D, NB>(x, va, dyt + offset);  // dP^T
                 }
-                s[n][i] = ds;
-                dp[n][i] = p;
+                __syncthreads();  // P handed over (each part its own buffer; the walk's barrier ends its readers)
+                if (idle) continue;
+                if (sums_dv) {
+                  attention_tc_accumulate<D, NB>(acc[0], x, dyt + offset);
+                } else {
+                  for (int n = 0; n < NB; n++)
+                    for (int i = 0; i < 4; i++)
+                      x[n][i] = masked(n, i) ? 0.0f : dscore(share[(4 * n + i) * 32 + lane], x[n][i], n, i);
+                  attention_tc_accumulate<D, NB>(acc[NACC - 1], x, qt + offset);
+                }
+                continue;
               }
-            attention_tc_accumulate<D, NB>(acc[0], dp, dyt + offset);
-            attention_tc_accumulate<D, NB>(acc[NACC - 1], s, qt + offset);
-          }
+              if (idle) continue;
+              float s[NB][4], dp[NB][4];
+              attention_tc_products<D, NB>(s, ka, qt + offset);    // S^T
+              attention_tc_products<D, NB>(dp, va, dyt + offset);  // dP^T
+              for (int n = 0; n < NB; n++)
+                for (int i = 0; i < 4; i++) {
+                  float p = 0.0f, ds = 0.0f;
+                  if (!masked(n, i)) {
+                    p = prob(s[n][i], n, i);
+                    ds = dscore(p, dp[n][i], n, i);
+                  }
+                  s[n][i] = ds;
+                  dp[n][i] = p;
+                }
+              attention_tc_accumulate<D, NB>(acc[0], dp, dyt + offset);
+              attention_tc_accumulate<D, NB>(acc[NACC - 1], s, qt + offset);
+            }
+          };
+          if (attention_tc_masked(j0, i0))  // the diagonal tile, i0 == j0
+            parts(attention_tc_bool<true>{});
+          else
+            parts(attention_tc_bool<false>{});
         });
     if (idle) continue;
     if (sums_dk) attention_tc_store<D>(dk + base, stride, acc[NACC - 1], c0, T);

@@ -33,8 +33,31 @@ namespace tlm {
 
 // Two floats as one register of two bf16 (rounded to nearest even), lo in
 // the lower half: how a kernel builds an A or B fragment from fp32 values.
+// On a GPU one cvt.rn.bf16x2.f32 (the upper half from its first operand),
+// the bits to_bf16 gives for every number; to_bf16's integer rounding took
+// about 14 instructions a pair (attention_tc.cu packs P and dS this way,
+// 16 pairs a lane a tile). A NaN may come out as another NaN.
 __device__ __forceinline__ unsigned pack_bf16x2(float lo, float hi) {
+#if !defined(TLM_CUDA_EMULATED) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  unsigned r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+#else
   return (unsigned)to_bf16(lo) | (unsigned)to_bf16(hi) << 16;
+#endif
+}
+
+// 2^x on the special-function unit: ex2.approx.ftz.f32 (within 2 ulp;
+// subnormal results flushed to 0; 2^-inf is +0), one instruction where
+// expf is about eight. exp2f on the emulated device.
+__device__ __forceinline__ float exp2_approx(float x) {
+#if !defined(TLM_CUDA_EMULATED) && defined(__CUDA_ARCH__)
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+#else
+  return exp2f(x);
+#endif
 }
 
 // d = A B + c over the warp: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32.

@@ -157,6 +157,11 @@ if "$py" -c 'import sys, torch; sys.exit(torch.cuda.is_available())' 2> /dev/nul
   expect 1 "gpu_peer: --device cuda, but" "gpu_peer --device cuda, torch without CUDA" -- "$py" "$b/gpu_peer.py" "$tmp/peer.json" --device cuda --seq 8
 fi
 
+# attention_sass.py: its arguments checked before it compiles anything
+expect 2 "attention_sass.py: --arch takes" "attention_sass --arch sm90" -- "$py" "$b/attention_sass.py" --arch sm90
+expect 2 "unrecognized arguments" "attention_sass --foo" -- "$py" "$b/attention_sass.py" --foo
+expect 1 "attention_sass.py: " "attention_sass --versus a revision git lacks" -- "$py" "$b/attention_sass.py" --versus no-such-revision
+
 # scripts/gen_shard.py: the header's ranges, a missing folder, a folder for OUT
 for a in "--eot -5" "--eot 256" "--vocab 0" "--vocab 2147483648" "--tokens -1" "--doc 0"; do
   # shellcheck disable=SC2086

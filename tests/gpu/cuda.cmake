@@ -43,6 +43,16 @@ if(tlm_gpu_with_cuda)
   set_tests_properties(gpu.spills PROPERTIES TIMEOUT 180)
 endif()
 
+# gpu.attention_sass: bench/attention_sass.py counts the tensor-core
+# attention kernels' SASS (NVRTC, ptxas): no spills, and a key tile's
+# instructions besides its HMMAs within the bounds the script states (only
+# with the toolkit). About 15 s: five builds of the module.
+if(tlm_gpu_with_cuda)
+  add_test(NAME gpu.attention_sass COMMAND ${PROJECT_SOURCE_DIR}/tests/bench/attention_sass.sh ${PROJECT_SOURCE_DIR}
+                                           ${CMAKE_CURRENT_BINARY_DIR}/attention_sass)
+  set_tests_properties(gpu.attention_sass PROPERTIES TIMEOUT 180 ENVIRONMENT "TLM_PYTHON=${TLM_PYTHON}")
+endif()
+
 # gpu.fake_driver.*: the real device's opening path against a stand-in
 # driver built here as libcuda.so.1 (tests/gpu/fake_libcuda.c) on three
 # pretend machines (only with the toolkit: without it there is no path).

@@ -102,6 +102,16 @@ extern "C" __global__ void mma_test_ldmatrix_product(float* d, const unsigned sh
   }
 }
 
+// The conversions the attention kernels use: out[i] = pack_bf16x2(x[2i],
+// x[2i + 1]) (cvt.rn.bf16x2.f32 on a GPU) and e[i] = exp2_approx(y[i])
+// (ex2.approx.ftz.f32), i < n.
+extern "C" __global__ void mma_test_conversions(unsigned* out, float* e, const float* x, const float* y, int n) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    out[i] = tlm::pack_bf16x2(x[2 * i], x[2 * i + 1]);
+    e[i] = tlm::exp2_approx(y[i]);
+  }
+}
+
 // Errors the emulator must report: half the warp has returned before the
 // mma; an ldmatrix row in global memory; one not 16-byte aligned.
 extern "C" __global__ void mma_test_half_warp(float* d) {

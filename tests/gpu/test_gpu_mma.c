@@ -9,6 +9,8 @@
  *     definition, written here independently of the emulator;
  *   - ldmatrix then mma, the attention kernel's path (A by ldmatrix, a
  *     k-major B by ldmatrix.trans), against float64;
+ *   - pack_bf16x2 and exp2_approx, the attention kernels' conversions,
+ *     against the reference rounding and float64 (test_conversions);
  *   - cp.async: 16, 8 and 0 source bytes (the zero fill), two groups,
  *     wait_group 1 then 0, each read by another thread after a barrier;
  *     on the emulated device, a read before the wait sees the old bytes;
@@ -20,7 +22,7 @@
  *     for sm_80 and sm_90, and the tensor-core attention's PTX (common.cuh,
  *     mma.cuh, attention_tc.cu for compute_80) holds the instructions
  *     (mma.sync...bf16, ldmatrix, ldmatrix.trans, cp.async and its
- *     commit and wait).
+ *     commit and wait, cvt.rn.bf16x2.f32 and ex2.approx.ftz.f32).
  *
  * Bound for one D element: |d - exact| <= 17 * 2^-23 * (sum_k |a b| + |c|).
  * The 16 products are exact; any order of 17 fp32 additions, each rounded
@@ -246,6 +248,61 @@ static void test_ldmatrix_product(void) {
     free(ah), free(bh);
 }
 
+/* pack_bf16x2 (cvt.rn.bf16x2.f32 on a GPU) against the reference rounding
+ * (tlm_f32_to_bf16): every number to the same bits, in the right halves
+ * (lo, hi), ties to even either way, overflow to infinity; a NaN to a NaN.
+ * exp2_approx (ex2.approx.ftz.f32) against exp2 in float64: within 2^-21
+ * relative where 2^x is a normal float, 0 at -inf and far below, and at
+ * most 2^-126 where the hardware may flush a subnormal result to 0. On
+ * a GPU these check the instructions; on the emulated device, whose
+ * fallbacks are to_bf16 and exp2f, only that the fallbacks hold. */
+static void test_conversions(void) {
+    enum { N = 4096 };
+    static float x[2 * N], y[N], e[N];
+    static uint32_t out[N];
+    /* edge values first: zeros, infinities, the largest float (rounds to
+     * infinity), subnormals, NaN, and ties with even and odd kept bits */
+    static const uint32_t edges[] = {0x00000000u, 0x80000000u, 0x7f800000u, 0xff800000u, 0x7f7fffffu, 0x00000001u,
+                                     0x807fffffu, 0x7fc00001u, 0x3f808000u, 0x3f818000u, 0xbf808000u, 0x3f80ffffu,
+                                     0x3f807fffu, 0x7f7f8000u, 0x00008000u, 0x00018000u};
+    int nedges = (int)(sizeof edges / sizeof edges[0]);
+    for (int i = 0; i < 2 * N; i++) {
+        uint32_t r = (uint32_t)tlm_rng_next(&g_rng), bits;
+        if (i < nedges) bits = edges[i];
+        else if (i % 3 == 0) bits = r;                             /* any bits: every exponent, some NaNs */
+        else if (i % 3 == 1) bits = (r & 0xffff0000u) | 0x8000u;  /* halfway between two bf16 */
+        else bits = (r & 0x807fffffu) | (uint32_t)(100 + i % 56) << 23; /* normal, 2^-27 to 2^28 */
+        memcpy(&x[i], &bits, 4);
+    }
+    for (int i = 0; i < N; i++) y[i] = i == 0 ? -INFINITY : i == 1 ? -200.0f : -140.0f + 267.0f * (float)i / N;
+    tlm_dptr OUT = put(out, sizeof out), E = put(e, sizeof e), X = put(x, sizeof x), Y = put(y, sizeof y);
+    int n = N;
+    void *args[] = {&OUT, &E, &X, &Y, &n};
+    tlm_err err = {{0}};
+    if (!launch("mma_test_conversions", 8, 128, args, &err)) die("mma_test_conversions", &err);
+    get(out, OUT, sizeof out);
+    get(e, E, sizeof e);
+    int bad_pack = 0, bad_exp = 0;
+    for (int i = 0; i < N; i++)
+        for (int h = 0; h < 2; h++) {
+            float v = x[2 * i + h];
+            uint16_t got = (uint16_t)(out[i] >> (16 * h));
+            bool ok = isnan(v) ? (got & 0x7f80u) == 0x7f80u && (got & 0x7fu) != 0 : got == tlm_f32_to_bf16(v);
+            bad_pack += !ok;
+        }
+    for (int i = 0; i < N; i++) {
+        double want = exp2((double)y[i]);
+        bool ok = want < 0x1p-126 ? e[i] >= 0.0f && e[i] <= 0x1p-126f : fabs(e[i] - want) <= 0x1p-21 * want;
+        bad_exp += !ok;
+    }
+    char what[160];
+    snprintf(what, sizeof what, "pack_bf16x2: %d of %d halves differ from the reference rounding", bad_pack, 2 * N);
+    check(bad_pack == 0, what);
+    snprintf(what, sizeof what, "exp2_approx on [-140, 127], -200 and -inf: %d of %d outside 2^-21", bad_exp, N);
+    check(bad_exp == 0, what);
+    tlm_device_free(g_dev, OUT), tlm_device_free(g_dev, E), tlm_device_free(g_dev, X), tlm_device_free(g_dev, Y);
+}
+
 /* cp.async (mma_test_cp_async): each thread's 16 bytes with the zero fill
  * past src_bytes, read by its neighbour after wait_group and a barrier,
  * for both groups; on the emulated device also the read before any wait,
@@ -386,9 +443,11 @@ static void test_nvrtc(const char *tests_source, const char *attention_source) {
         "cp.async.cg.shared.global",
         "cp.async.commit_group",
         "cp.async.wait_group",
+        "cvt.rn.bf16x2.f32",
+        "ex2.approx.ftz.f32",
     };
     char *ptx = ptx_of(attention_source, "--gpu-architecture=compute_80");
-    for (int i = 0; i < 6; i++) {
+    for (int i = 0; i < (int)(sizeof instructions / sizeof instructions[0]); i++) {
         char what[300];
         snprintf(what, sizeof what, "the PTX of attention_tc.cu (compute_80) has %s", instructions[i]);
         check(ptx && strstr(ptx, instructions[i]), what);
@@ -418,6 +477,7 @@ int main(int argc, char **argv) {
     test_product();
     test_ldmatrix();
     test_ldmatrix_product();
+    test_conversions();
     test_cp_async(tlm_device_get_info(g_dev)->emulated);
     test_dynamic_shared();
     /* the emulator's refusals; on a GPU these launches are undefined
