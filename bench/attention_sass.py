@@ -13,14 +13,18 @@ SASS instruction of sm_70 and later is 16 bytes, so a kernel's .text size
 over 16 is its instruction count. A key tile's share is measured by
 building the source a second time with the walk calling each tile twice
 (attention_tc_walk's `tile(...)`): the difference is one tile's code, and
-the difference in the PTX's mma.sync lines its HMMAs.
+the difference in the PTX's mma.sync lines its HMMAs, and in its
+ldmatrix lines its shared-memory reads: each ldmatrix.x4 reads 512 bytes,
+and an SM's shared memory gives 128 bytes a cycle, so a tile with few
+HMMAs an ldmatrix waits on shared memory, not on the tensor cores.
 
 Each tile is counted twice: with attention_tc_masked() made true (every
 tile masked: the diagonal tiles' code) and made false (the tiles below the
 diagonal, all but one in 32 at context 2048). --versus REV counts git
 revision REV's source as it is in the same run (the peer: the kernels
 before a change; a revision without attention_tc_masked() has one version
-of each tile) and prints the ratios.
+of each tile) and prints the ratios of the other instructions a product
+(a tile may hold more rows than the peer's).
 
 Static counts, not timings: what an instruction costs in cycles (an
 exponential on the special-function unit, a shared-memory load), the
@@ -102,12 +106,12 @@ def text_sizes(cubin):
 
 
 def mma_counts(ptx):
-    """{kernel: mma.sync lines} of a PTX module."""
+    """{kernel: (mma.sync lines, ldmatrix lines)} of a PTX module."""
     counts = {}
     for part in re.split(r"\n(?=\.visible \.entry |\.entry )", ptx):
         m = re.search(r"\.entry (\w+)", part)
         if m:
-            counts[m.group(1)] = part.count("mma.sync.aligned")
+            counts[m.group(1)] = (part.count("mma.sync.aligned"), part.count("ldmatrix.sync.aligned"))
     return counts
 
 
@@ -115,7 +119,7 @@ MASKED_BODY = "{ return k0 + attention_tc_BK - 1 > r0; }"
 
 
 def count(nvrtc, ptxas, source, arch, work):
-    """{kernel: (instructions, HMMAs, registers, spilled bytes)} of one source."""
+    """{kernel: (instructions, HMMAs, ldmatrix, registers, spilled bytes)} of one source."""
     ptx = ptx_of(nvrtc, source, arch)
     ptx_path, cubin = os.path.join(work, "k.ptx"), os.path.join(work, "k.cubin")
     with open(ptx_path, "w") as f:
@@ -127,17 +131,18 @@ def count(nvrtc, ptxas, source, arch, work):
                        run.stderr)
     regs = {k: (int(r), int(sp)) for k, sp, r in props}
     mmas = mma_counts(ptx)
-    return {k: (v // 16, mmas.get(k, 0)) + regs.get(k, (0, 0)) for k, v in text_sizes(cubin).items()}
+    return {k: (v // 16,) + mmas.get(k, (0, 0)) + regs.get(k, (0, 0)) for k, v in text_sizes(cubin).items()}
 
 
 def per_tile(nvrtc, ptxas, source, arch, work):
-    """{kernel: (instructions, registers, spills, tile instructions, tile HMMAs)}: a tile's by
-    counting the source again with the walk calling each tile twice."""
+    """{kernel: (instructions, registers, spills, tile instructions, tile HMMAs, tile ldmatrix)}:
+    a tile's by counting the source again with the walk calling each tile twice."""
     if WALK_CALL not in source:
         fail(f"attention_tc.cu no longer calls `{WALK_CALL}` in its walk: update this script")
     once = count(nvrtc, ptxas, source, arch, work)
     twice = count(nvrtc, ptxas, source.replace(WALK_CALL, TWICE), arch, work)
-    return {k: (n, r, sp, twice[k][0] - n, twice[k][1] - m) for k, (n, m, r, sp) in once.items()}
+    return {k: (n, r, sp, twice[k][0] - n, twice[k][1] - m, twice[k][2] - ld)
+            for k, (n, m, ld, r, sp) in once.items()}
 
 
 def versions(nvrtc, ptxas, source, arch, work):
@@ -146,7 +151,7 @@ def versions(nvrtc, ptxas, source, arch, work):
     if MASKED_BODY not in source:
         tiles = per_tile(nvrtc, ptxas, source, arch, work)
         return {k: v[:3] for k, v in tiles.items()}, [("one version", tiles)]
-    built = {k: (n, r, sp) for k, (n, m, r, sp) in count(nvrtc, ptxas, source, arch, work).items()}
+    built = {k: (n, r, sp) for k, (n, m, ld, r, sp) in count(nvrtc, ptxas, source, arch, work).items()}
     return built, [(name, per_tile(nvrtc, ptxas, source.replace(MASKED_BODY, "{ return %s; }" % value), arch, work))
                    for name, value in (("masked", "true"), ("unmasked", "false"))]
 
@@ -177,17 +182,17 @@ def table(title, counted, peer=None):
     print(title)
     names = [name for name, _ in tiles]
     print(f"{'kernel':14} {'instr':>6} {'regs':>4} {'spill':>5} | " +
-          " | ".join(f"{n + ' tile':>14} {'HMMA':>4} {'other/HMMA':>10}" + ("  vs peer" if peer else "")
-                     for n in names))
+          " | ".join(f"{n + ' tile':>14} {'HMMA':>4} {'other/HMMA':>10} {'HMMA/LDSM':>9}" +
+                     ("  vs peer" if peer else "") for n in names))
     for k in sorted(built):
         n, r, sp = built[k]
         cells = []
         for _, rows in tiles:
-            tn, tm = rows[k][3:]
-            cell = f"{tn:14} {tm:4} {other_per_hmma(tn, tm):10.2f}"
-            if peer:
-                pn, pm = peer[k][3:] if k in peer else (0, 0)
-                cell += f"  {tn / pn:5.2f}x" if pn else "       "
+            tn, tm, tl = rows[k][3:]
+            cell = f"{tn:14} {tm:4} {other_per_hmma(tn, tm):10.2f} {tm / tl if tl else float('nan'):9.2f}"
+            if peer:  # the other instructions a product, against the peer's: tiles may hold more rows
+                pn, pm = peer[k][3:5] if k in peer else (0, 0)
+                cell += f"  {other_per_hmma(tn, tm) / other_per_hmma(pn, pm):5.2f}x" if pm and tm else "       "
             cells.append(cell)
         print(f"{k.replace('tlm_attention_tc_', ''):14} {n:6} {r:4} {sp:5} | " + " | ".join(cells))
 
@@ -206,7 +211,8 @@ def main():
     print(f"SASS instructions for {args.arch} (ptxas -O3): static counts of code, not timings. A tile: the code\n"
           "of one step of a kernel's walk (64 keys, or 64 queries for dk, dv; a loop ptxas kept, as over\n"
           "head size 128's two halves, is counted once); 'other/HMMA': its instructions besides the\n"
-          "tensor-core products, per product; 'spill': bytes ptxas spilled a thread.")
+          "tensor-core products, per product; 'HMMA/LDSM': products per ldmatrix.x4 (512 bytes of\n"
+          "shared memory read); 'spill': bytes ptxas spilled a thread.")
     if peer:
         table(f"\npeer: {args.versus}", peer)
     table("\nworking tree", ours, peer[1][0][1] if peer else None)

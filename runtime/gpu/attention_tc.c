@@ -12,8 +12,12 @@ const char *tlm_gpu_attention_tc_kernel(tlm_attention_tc_pass pass, int D) {
     return D == 64 ? names[pass][0] : D == 128 ? names[pass][1] : NULL;
 }
 
-unsigned tlm_gpu_attention_tc_block(tlm_attention_tc_pass pass, int D) {
+unsigned tlm_gpu_attention_tc_block(tlm_attention_tc_pass pass, int D, int cc_major) {
     if (!tlm_gpu_attention_tc_kernel(pass, D)) return 0;
+    /* attention_tc.cu: the forward's warps take 32 rows each at head size
+     * 64 from sm_90 on (attention_tc_fwd_threads), the dk, dv kernel has two
+     * roles at 128 (attention_tc_dkv_threads) */
+    if (pass == TLM_ATTENTION_TC_FWD) return D == 64 && cc_major >= 9 ? 64 : 128;
     return pass == TLM_ATTENTION_TC_BWD_DKV && D == 128 ? 256 : 128;
 }
 
@@ -24,7 +28,8 @@ unsigned tlm_gpu_attention_tc_shared(tlm_attention_tc_pass pass, int D) {
 
 bool tlm_gpu_attention_tc_launch(tlm_gpu *g, tlm_attention_tc_pass pass, int D, unsigned grid, void **args,
                                  tlm_err *err) {
-    return tlm_gpu_launch_shared(g, tlm_gpu_attention_tc_kernel(pass, D), grid, tlm_gpu_attention_tc_block(pass, D),
+    unsigned block = tlm_gpu_attention_tc_block(pass, D, tlm_device_get_info(g->dev)->cc_major);
+    return tlm_gpu_launch_shared(g, tlm_gpu_attention_tc_kernel(pass, D), grid, block,
                                  tlm_gpu_attention_tc_shared(pass, D), args, err);
 }
 
@@ -85,7 +90,7 @@ bool tlm_gpu_attention_tc_backward(tlm_gpu *g, tlm_dptr dq, tlm_dptr dk, tlm_dpt
         return tlm_fail(err, "tensor-core attention: the backward needs a 256-byte aligned scratch");
     tlm_dptr dy16 = scratch, dot = scratch + tlm_gpu_attention_tc_dot_offset(B, T, H, D);
     unsigned grid = attention_tc_grid(B, T, H);
-    const int warps = (int)tlm_gpu_attention_tc_block(TLM_ATTENTION_TC_BWD_PREP, D) / 32;
+    const int warps = (int)tlm_gpu_attention_tc_block(TLM_ATTENTION_TC_BWD_PREP, D, 0) / 32;
     void *prep_args[] = {&dy16, &dot, &dy, &y_bf16, &B, &T, &H};
     void *dq_args[] = {&dq, &dy16, &dot, &lse, &q, &k, &v, &B, &T, &H, &stride};
     void *dkv_args[] = {&dk, &dv, &dy16, &dot, &lse, &q, &k, &v, &B, &T, &H, &stride};

@@ -6,8 +6,9 @@
 // [B,T,H,D], y in bf16 (what tlm_attention_fwd_bf16 writes), and one
 // log-sum-exp per token and head, lse [B,T,H] in fp32.
 //
-// Forward: a block of 4 warps per (b, h, tile of attention_tc_BQ = 64 query
-// rows), striding over them; each warp owns 16 query rows, whose Q
+// Forward: a block per (b, h, tile of attention_tc_BQ = 64 query rows),
+// striding over them; each warp owns 16 query rows (4 warps), or at head
+// size 64 from sm_90 on 32 (2 warps: attention_tc_fwd_groups), whose Q
 // fragments it keeps in registers for the whole walk over the key tiles (64
 // keys each, up to the diagonal). Per key tile, the block stages K and V in
 // shared memory by cp.async (rows padded by 16 bytes so that ldmatrix's
@@ -17,15 +18,17 @@
 // warp (attention_tc_fwd_tile):
 //   S = Q K^T        B fragments of K by ldmatrix (K is n-major: k = the
 //                    head dimension is contiguous): attention_tc_products
-//   online softmax   each lane holds 2 rows x 16 columns of S: the row max
-//                    over the row's 4 lanes by shuffles, P = exp(S - m) in
-//                    fp32, the lane's share of the row sum in fp32
+//   online softmax   each lane holds 2 rows x 16 columns of S a group of
+//                    16 rows: the row max over the row's 4 lanes by
+//                    shuffles, P = 2^(S c - m c) in fp32 (c = log2(e) /
+//                    sqrt(D)), the lane's share of the row sum in fp32
 //   Y += P V         P's accumulator fragments are, two key blocks at a
 //                    time, exactly the A fragments of the next mma (the
 //                    FlashAttention-2 register reuse), rounded to bf16; B
 //                    fragments of V by ldmatrix.trans (V is k-major):
 //                    attention_tc_accumulate
-// and at the end y = Y / l, rounded once to bf16, and lse = m + log l.
+// and at the end y = Y / l, rounded once to bf16, and lse = (m c + log2 l)
+// ln 2.
 // The row sum l is of the fp32 P, P V of P rounded to bf16: that rounding
 // is the main difference from the fp32 kernel (gpu.attention_tc's bound).
 //
@@ -61,7 +64,8 @@ constexpr int attention_tc_NS = 8;   // n-blocks of 8 in a tile of 64 (BQ and BK
 static_assert(attention_tc_BQ == 64 && attention_tc_BK == 64 && attention_tc_NS == 8,
               "the tiles of queries and of keys are both 64 rows (the staging, the items, the diagonal)");
 // The dk, dv kernel's block: 4 warps at D = 64, 8 at 128 (two roles,
-// attention_tc_bwd_dkv); the other kernels' 4 warps. attention_tc.c's
+// attention_tc_bwd_dkv); the forward's 2 at D = 64 (32 rows each:
+// attention_tc_fwd_groups) and 4 at 128; dq's 4. attention_tc.c's
 // tlm_gpu_attention_tc_block says the same.
 constexpr int attention_tc_dkv_threads(int D) { return D > 64 ? 256 : 128; }
 
@@ -145,15 +149,17 @@ __device__ __forceinline__ void attention_tc_rows(unsigned (*a)[4], const X* x, 
     }
 }
 
-// s = A T^T for the warp: A its 16 rows (fragments over D), T NB * 8 rows of
-// a shared tile (n-major: each row's D elements contiguous), 64 by default;
-// n-block n of s holds T's rows 8n .. 8n + 7.
-template <int D, int NB = attention_tc_NS>
+// s = A T^T for the warp: A its RG groups of 16 rows (fragments over D:
+// group g's at a + g D/16), T NB * 8 rows of a shared tile (n-major: each
+// row's D elements contiguous), 64 by default; n-block n of group g's s,
+// s[g NB + n], holds T's rows 8n .. 8n + 7. Each ldmatrix of T serves the
+// RG groups' products.
+template <int D, int NB = attention_tc_NS, int RG = 1>
 __device__ __forceinline__ void attention_tc_products(float (*s)[4], const unsigned (*a)[4],
                                                       const unsigned short* tile) {
   static_assert(NB % 2 == 0 && NB <= attention_tc_NS, "n-blocks in pairs (one ldmatrix_x4 each), within a tile");
   const int lane = threadIdx.x % 32;
-  for (int n = 0; n < NB; n++)
+  for (int n = 0; n < RG * NB; n++)
     for (int i = 0; i < 4; i++) s[n][i] = 0.0f;
   for (int kk = 0; kk < D / 16; kk++)
     for (int np = 0; np < NB / 2; np++) {
@@ -162,33 +168,46 @@ __device__ __forceinline__ void attention_tc_products(float (*s)[4], const unsig
       unsigned b[4];
       const int row = 16 * np + lane / 16 * 8 + lane % 8, col = 16 * kk + lane / 8 % 2 * 8;
       tlm::ldmatrix_x4<false>(b, tile + row * (D + attention_tc_PAD) + col);
-      tlm::mma_m16n8k16_bf16(s[2 * np], a[kk], b, s[2 * np]);
-      tlm::mma_m16n8k16_bf16(s[2 * np + 1], a[kk], b + 2, s[2 * np + 1]);
+      for (int g = 0; g < RG; g++) {
+        float(*sg)[4] = s + g * NB;
+        tlm::mma_m16n8k16_bf16(sg[2 * np], a[g * (D / 16) + kk], b, sg[2 * np]);
+        tlm::mma_m16n8k16_bf16(sg[2 * np + 1], a[g * (D / 16) + kk], b + 2, sg[2 * np + 1]);
+      }
     }
 }
 
-// o += p T for the warp: p its 16 x (NB * 8) accumulator fragments (rounded
-// to bf16 as A fragments), T NB * 8 rows of a shared tile (k-major: the rows
-// are p's columns), 64 by default; o's n-block n holds columns 8n .. 8n + 7
+// o += p T for the warp: p its RG groups' 16 x (NB * 8) accumulator
+// fragments (group g's at p + g NB; rounded to bf16 as A fragments), T NB *
+// 8 rows of a shared tile (k-major: the rows are p's columns), 64 by
+// default; group g's o, at o + g D/8, has in n-block n columns 8n .. 8n + 7
 // of D. Each element of o adds p's k-blocks of 16 in order, so two calls on
-// the two halves of a tile sum in the same order as one on the whole.
-template <int D, int NB = attention_tc_NS>
+// the two halves of a tile sum in the same order as one on the whole. Each
+// ldmatrix of T serves the RG groups' products.
+template <int D, int NB = attention_tc_NS, int RG = 1>
 __device__ __forceinline__ void attention_tc_accumulate(float (*o)[4], const float (*p)[4],
                                                         const unsigned short* tile) {
   static_assert(NB % 2 == 0 && NB <= attention_tc_NS, "k-blocks of 16: n-blocks in pairs, within a tile");
   const int lane = threadIdx.x % 32;
   for (int j = 0; j < NB / 2; j++) {
-    const unsigned pa[4] = {tlm::pack_bf16x2(p[2 * j][0], p[2 * j][1]), tlm::pack_bf16x2(p[2 * j][2], p[2 * j][3]),
-                            tlm::pack_bf16x2(p[2 * j + 1][0], p[2 * j + 1][1]),
-                            tlm::pack_bf16x2(p[2 * j + 1][2], p[2 * j + 1][3])};
+    unsigned pa[RG][4];
+    for (int g = 0; g < RG; g++) {
+      const float(*pg)[4] = p + g * NB;
+      pa[g][0] = tlm::pack_bf16x2(pg[2 * j][0], pg[2 * j][1]);
+      pa[g][1] = tlm::pack_bf16x2(pg[2 * j][2], pg[2 * j][3]);
+      pa[g][2] = tlm::pack_bf16x2(pg[2 * j + 1][0], pg[2 * j + 1][1]);
+      pa[g][3] = tlm::pack_bf16x2(pg[2 * j + 1][2], pg[2 * j + 1][3]);
+    }
     for (int dp = 0; dp < D / 16; dp++) {
       // matrices (transposed): rows 16j + 0..7 / + 8..15 (lane / 8 % 2), columns 16dp + 0..7 / + 8..15
       // (lane / 16): registers 0, 1 are column block 2dp's b[0], b[1]; 2, 3 column block 2dp + 1's
       unsigned b[4];
       const int row = 16 * j + lane / 8 % 2 * 8 + lane % 8, col = 16 * dp + lane / 16 * 8;
       tlm::ldmatrix_x4<true>(b, tile + row * (D + attention_tc_PAD) + col);
-      tlm::mma_m16n8k16_bf16(o[2 * dp], pa, b, o[2 * dp]);
-      tlm::mma_m16n8k16_bf16(o[2 * dp + 1], pa, b + 2, o[2 * dp + 1]);
+      for (int g = 0; g < RG; g++) {
+        float(*og)[4] = o + g * (D / 8);
+        tlm::mma_m16n8k16_bf16(og[2 * dp], pa[g], b, og[2 * dp]);
+        tlm::mma_m16n8k16_bf16(og[2 * dp + 1], pa[g], b + 2, og[2 * dp + 1]);
+      }
     }
   }
 }
@@ -269,54 +288,79 @@ constexpr float attention_tc_LOG2E = 1.44269504088896340736f, attention_tc_LN2 =
 // this false, then true.
 __device__ __forceinline__ bool attention_tc_masked(int k0, int r0) { return k0 + attention_tc_BK - 1 > r0; }
 
-// One key tile of the forward for the warp's 16 rows r0 ..: S = Q K^T, the
-// online softmax (m, l: the lane's two rows' running max of the unscaled
-// scores and share of the sum), Y += P V; ks and vs the tile's K and V in
-// shared memory. Masked: keys past a row (or past T) get -inf, whose 2^x
-// is 0.
+// The forward's rows a warp: RG groups of 16 (a block of 128 / RG threads
+// takes a query tile of 64). Each K and V fragment a warp loads by
+// ldmatrix then feeds RG groups' products: at head size 64 on sm_90, two
+// groups halve the shared-memory reads a product (a 64-key tile: 32
+// ldmatrix.x4 of 512 bytes for 128 HMMAs, not for 64), as
+// FlashAttention-2's 32 rows a warp at that size do. At 128 the second
+// group's Q, Y and S (128 more registers a lane) would spill, and on sm_80
+// (half sm_90's tensor rate an SM against the same shared-memory bandwidth)
+// two groups spilled 60 bytes a thread at 255 registers. Every row is
+// computed as with one group (the same tiles, products and order): the same
+// bits. The emulated device is an sm_90 (device_emu.c).
+#if defined(TLM_CUDA_EMULATED) || (defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900)
+constexpr int attention_tc_fwd_groups(int D) { return D == 64 ? 2 : 1; }
+#else
+constexpr int attention_tc_fwd_groups(int D) { return 1; }
+#endif
+constexpr int attention_tc_fwd_threads(int D) { return 128 / attention_tc_fwd_groups(D); }
+
+// One key tile of the forward for the warp's RG groups of 16 rows from r0:
+// S = Q K^T, the online softmax (m, l: each lane's two rows a group, their
+// running max of the unscaled scores and share of the sum), Y += P V; ks
+// and vs the tile's K and V in shared memory. Masked: keys past a row (or
+// past T) get -inf, whose 2^x is 0.
 template <int D, bool Masked>
-__device__ __forceinline__ void attention_tc_fwd_tile(float (*o)[4], float m[2], float l[2], const unsigned (*qa)[4],
+__device__ __forceinline__ void attention_tc_fwd_tile(float (*o)[4], float* m, float* l, const unsigned (*qa)[4],
                                                       const unsigned short* ks, const unsigned short* vs, int j0,
                                                       int r0, float scale_log2, int T) {
-  constexpr int NS = attention_tc_NS, DN = D / 8;
+  constexpr int NS = attention_tc_NS, DN = D / 8, RG = attention_tc_fwd_groups(D);
   const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  float s[NS][4];
-  attention_tc_products<D>(s, qa, ks);
-  // the causal mask, and each row's new max over its 4 lanes
-  float mx[2] = {m[0], m[1]};
-  for (int n = 0; n < NS; n++)
-    for (int i = 0; i < 4; i++) {
-      if (Masked) {
-        const int key = j0 + 8 * n + 2 * t + i % 2, row = r0 + g + 8 * (i / 2);
-        if (!(key <= row && key < T)) s[n][i] = -INFINITY;
+  float s[RG * NS][4];
+  attention_tc_products<D, NS, RG>(s, qa, ks);
+  for (int rg = 0; rg < RG; rg++) {
+    float(*sg)[4] = s + rg * NS;
+    float *mg = m + 2 * rg, *lg = l + 2 * rg;
+    // the causal mask, and each row's new max over its 4 lanes
+    float mx[2] = {mg[0], mg[1]};
+    for (int n = 0; n < NS; n++)
+      for (int i = 0; i < 4; i++) {
+        if (Masked) {
+          const int key = j0 + 8 * n + 2 * t + i % 2, row = r0 + 16 * rg + g + 8 * (i / 2);
+          if (!(key <= row && key < T)) sg[n][i] = -INFINITY;
+        }
+        mx[i / 2] = fmaxf(mx[i / 2], sg[n][i]);
       }
-      mx[i / 2] = fmaxf(mx[i / 2], s[n][i]);
+    float alpha[2], shift[2], sum[2] = {0.0f, 0.0f};
+    for (int r = 0; r < 2; r++) {
+      mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+      mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+      // finite: every row sees key 0 in the first tile; alpha is 0 there (m = -inf)
+      alpha[r] = tlm::exp2_approx((mg[r] - mx[r]) * scale_log2);
+      mg[r] = mx[r];
+      shift[r] = mx[r] * scale_log2;
     }
-  float alpha[2], shift[2], sum[2] = {0.0f, 0.0f};
-  for (int r = 0; r < 2; r++) {
-    mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
-    mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-    // finite: every row sees key 0 in the first tile; alpha is 0 there (m = -inf)
-    alpha[r] = tlm::exp2_approx((m[r] - mx[r]) * scale_log2);
-    m[r] = mx[r];
-    shift[r] = mx[r] * scale_log2;
+    for (int n = 0; n < NS; n++)
+      for (int i = 0; i < 4; i++) {
+        const float p = tlm::exp2_approx(fmaf(sg[n][i], scale_log2, -shift[i / 2]));
+        sg[n][i] = p;
+        sum[i / 2] += p;
+      }
+    for (int r = 0; r < 2; r++) lg[r] = lg[r] * alpha[r] + sum[r];  // the lane's share of the row sum
+    float(*og)[4] = o + rg * DN;
+    for (int n = 0; n < DN; n++)
+      for (int i = 0; i < 4; i++) og[n][i] *= alpha[i / 2];
   }
-  for (int n = 0; n < NS; n++)
-    for (int i = 0; i < 4; i++) {
-      const float p = tlm::exp2_approx(fmaf(s[n][i], scale_log2, -shift[i / 2]));
-      s[n][i] = p;
-      sum[i / 2] += p;
-    }
-  for (int r = 0; r < 2; r++) l[r] = l[r] * alpha[r] + sum[r];  // the lane's share of the row sum
-  for (int n = 0; n < DN; n++)
-    for (int i = 0; i < 4; i++) o[n][i] *= alpha[i / 2];
-  attention_tc_accumulate<D>(o, s, vs);
+  attention_tc_accumulate<D, NS, RG>(o, s, vs);
 }
 
 template <int D>
 __device__ void attention_tc_fwd(unsigned short* y, float* lse, const unsigned short* q, const unsigned short* k,
                                  const unsigned short* v, int B, int T, int H, int stride) {
-  constexpr int DN = D / 8;
+  constexpr int DN = D / 8, RG = attention_tc_fwd_groups(D), ROWS = 16 * RG;
+  static_assert(attention_tc_fwd_threads(D) / 32 * ROWS == attention_tc_BQ, "the block's warps take the query tile");
+  if (blockDim.x != attention_tc_fwd_threads(D)) __trap();  // another block size would leave rows out
   unsigned short *ks, *vs;
   attention_tc_staged_tiles<D>(ks, vs);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
@@ -324,16 +368,17 @@ __device__ void attention_tc_fwd(unsigned short* y, float* lse, const unsigned s
   for (long long item = blockIdx.x; item < attention_tc_items(B, T, H); item += gridDim.x) {
     const attention_tc_item it = attention_tc_item_at(item, T, H, D, stride);
     const long long base = it.base;
-    const int r0 = it.row0 + warp * 16, last = min(it.row0 + attention_tc_BQ, T) - 1;
+    const int r0 = it.row0 + warp * ROWS, last = min(it.row0 + attention_tc_BQ, T) - 1;
     const bool idle = r0 >= T;  // a warp past the last row loads and waits with the others
-    unsigned qa[D / 16][4];
-    attention_tc_rows<D>(qa, q + base, stride, r0, T);
-    float o[DN][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
-    for (int n = 0; n < DN; n++)
+    unsigned qa[RG * (D / 16)][4];
+    for (int rg = 0; rg < RG; rg++) attention_tc_rows<D>(qa + rg * (D / 16), q + base, stride, r0 + 16 * rg, T);
+    float o[RG * DN][4], m[2 * RG], l[2 * RG];
+    for (int r = 0; r < 2 * RG; r++) m[r] = -INFINITY, l[r] = 0.0f;
+    for (int n = 0; n < RG * DN; n++)
       for (int i = 0; i < 4; i++) o[n][i] = 0.0f;
     attention_tc_walk<D>(ks, vs, k + base, stride, v + base, stride, 0, last, T,
                          [&](const unsigned short* kt, const unsigned short* vt, int j0) {
-                           if (idle || j0 > r0 + 15) return;
+                           if (idle || j0 > r0 + ROWS - 1) return;
                            // rows past T (in the last query tile) need no mask: not stored, they mix with no row
                            if (attention_tc_masked(j0, r0))
                              attention_tc_fwd_tile<D, true>(o, m, l, qa, kt, vt, j0, r0, scale_log2, T);
@@ -341,16 +386,18 @@ __device__ void attention_tc_fwd(unsigned short* y, float* lse, const unsigned s
                              attention_tc_fwd_tile<D, false>(o, m, l, qa, kt, vt, j0, r0, scale_log2, T);
                          });
     if (idle) continue;
-    for (int r = 0; r < 2; r++) {
+    for (int r = 0; r < 2 * RG; r++) {
       l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
       l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
     }
-    for (int r = 0; r < 2; r++) {
-      const int row = r0 + g + 8 * r;
+    for (int r = 0; r < 2 * RG; r++) {
+      const int row = r0 + 16 * (r / 2) + g + 8 * (r % 2);
       if (row >= T) continue;
       const float inv = 1.0f / l[r];
+      const float(*og)[4] = o + r / 2 * DN;
       unsigned* yr = (unsigned*)(y + it.ybase + (long long)row * H * D);
-      for (int n = 0; n < DN; n++) yr[4 * n + t] = tlm::pack_bf16x2(o[n][2 * r] * inv, o[n][2 * r + 1] * inv);
+      for (int n = 0; n < DN; n++)
+        yr[4 * n + t] = tlm::pack_bf16x2(og[n][2 * (r % 2)] * inv, og[n][2 * (r % 2) + 1] * inv);
       // the base-2 log-sum-exp of the very exponents summed (m c + log2 l), as a natural logarithm: at head size 128
       // c = scale log2(e) is rounded, and m scale + log l would differ from it by m times that rounding
       if (t == 0) lse[((long long)it.b * T + row) * H + it.h] = (m[r] * scale_log2 + log2f(l[r])) * attention_tc_LN2;
