@@ -645,6 +645,12 @@ static bool read_tokenizer(scope *s, checked_model *m) {
         inherited_note(s, "tokenizer");
         return false;
     }
+    if (!e->text[0]) {
+        diag_error(D(s), e0->loc, "the tokenizer's path is empty");
+        diag_hint(D(s), "tokenizer = \"tokenizer.json\"; (relative to the .tlm file), or no tokenizer line for bytes");
+        inherited_note(s, "tokenizer");
+        return false;
+    }
     if (!s->p->load_tokenizer) {
         diag_error(D(s), e0->loc,
                    "this tlmc was built without the tokenizer library (runtime/), so it cannot read `%s`", e->text);

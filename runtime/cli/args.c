@@ -234,5 +234,9 @@ int cli_cores(void) {
 }
 
 const char *cli_signal_name(int sig) {
-    return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : sig == SIGHUP ? "SIGHUP" : NULL;
+    return sig == SIGINT    ? "SIGINT"
+           : sig == SIGTERM ? "SIGTERM"
+           : sig == SIGHUP  ? "SIGHUP"
+           : sig == SIGUSR1 ? "SIGUSR1"
+                            : NULL;
 }

@@ -212,7 +212,7 @@ static void report(const bench *b, const tlm_so *so, tlm_device *dev, const devi
     if (!dev) {
         char blas[160];
         tlm_blas_kernels_describe(blas, sizeof blas);
-        printf("the linear maps' GEMMs run %s\n", blas);
+        printf("the linear maps' GEMMs run: %s\n", blas);
     }
     printf("%" PRId64 " step%s in %.3f s: %.3f steps/s, %.0f tokens/s, %.2f GFLOP/s", b->steps,
            b->steps == 1 ? "" : "s", seconds, (double)b->steps / seconds, tokens / seconds, flops / 1e9);

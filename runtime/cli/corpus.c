@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -364,17 +365,29 @@ bool corpus_load_for(tlm_dataset *ds, const char *path, int64_t T, int64_t vocab
 
 const char *corpus_tokenize_input(const char *path) { return path && *path ? path : "TEXT"; }
 
+const char *corpus_tokenize_output(const char *path, char *buf, size_t len) {
+    if (!path || !*path) return "corpus.bin";
+    size_t end = strlen(path);
+    while (end > 1 && path[end - 1] == '/') end--;
+    size_t start = end;
+    while (start > 0 && path[start - 1] != '/') start--;
+    if (start == end) return "corpus.bin"; /* "/" */
+    snprintf(buf, len, "%.*s.bin", (int)(end - start), path + start);
+    return buf;
+}
+
 bool corpus_same_tokenizer(const corpus_info *info, const char *name, const char *path, const char *ckpt_tokenizer,
                            const char *ckpt_path, const char *tokenizer_path, tlm_err *err) {
     if (!strcmp(info->tokenizer, ckpt_tokenizer)) return true;
     bool data_bytes = !strcmp(info->tokenizer, "bytes"), ckpt_bytes = !strcmp(ckpt_tokenizer, "bytes");
+    char shard[NAME_MAX + 8]; /* a last name and .bin */
     if (data_bytes && !info->shards)
         return tlm_fail(err,
                         "%s is text, but %s%s reads tokens of tokenizer %.16s...: tokenize it first: tlm-run "
-                        "tokenize --tokenizer %s %s -o %s.bin",
+                        "tokenize --tokenizer %s %s -o %s",
                         name, *ckpt_path ? "the checkpoint " : "the run", ckpt_path, ckpt_tokenizer,
                         tokenizer_path ? tokenizer_path : "TOKENIZER", corpus_tokenize_input(path),
-                        corpus_tokenize_input(path));
+                        corpus_tokenize_output(path, shard, sizeof shard));
     if (!*ckpt_path)
         return tlm_fail(err, "%s: tokenized %s%s, but the run's tokenizer is %s", name,
                         data_bytes ? "as " : "with tokenizer ", info->tokenizer, ckpt_tokenizer);

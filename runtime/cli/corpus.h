@@ -73,6 +73,11 @@ bool corpus_same_tokenizer(const corpus_info *info, const char *name, const char
  * (a file or a folder, which tokenize reads alike); "TEXT" for the
  * bundled data (path NULL or empty). */
 const char *corpus_tokenize_input(const char *path);
+/* The shard that command is told to write: the input's last name with
+ * .bin added, in the current folder (not beside the text, whose folder may
+ * be read-only or hold only text); "corpus.bin" for the bundled data. buf
+ * holds it (len bytes) where it is not a constant. */
+const char *corpus_tokenize_output(const char *path, char *buf, size_t len);
 
 /* Whether the model may train on data of info: any data when its .tlm names
  * no tokenizer; else only shards of that tokenizer (same hash). false with

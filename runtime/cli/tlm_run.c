@@ -50,6 +50,7 @@ static void usage(FILE *out) {
 
 static int run(int argc, char **argv) {
     if (argc < 2) {
+        fputs("tlm-run: no command given\n", stderr);
         usage(stderr);
         return 2;
     }

@@ -13,9 +13,10 @@
  * Stopping: a failed write (log or checkpoint: a full disk, a file-size
  * limit) stops the run with exit 1, leaving the last checkpoint whole (a
  * failed log write writes no checkpoint, so the log never falls behind it).
- * The first SIGINT, SIGTERM or SIGHUP (the terminal or the SSH session
- * gone; left ignored where nohup ignores it) stops at the next step
- * boundary with a checkpoint (exit 130 / 143 / 129), and so does standard
+ * The first SIGINT, SIGTERM, SIGHUP (the terminal or the SSH session
+ * gone; left ignored where nohup ignores it) or SIGUSR1 (what mpirun
+ * passes on at once) stops at the next step boundary with a checkpoint
+ * (exit 130 / 143 / 129 / 138), and so does standard
  * output that cannot be written (a closed pipe: exit 141, as SIGPIPE's;
  * else 1); a second such signal exits at once (the checkpoint
  * is written to a temporary file and renamed, so nothing is torn). A crash
@@ -77,6 +78,16 @@
 /* The data order gets a stream of its own, apart from the initialisation's. */
 #define DATA_SEED_OFFSET 0x64617461ull           /* "data" */
 
+/* The folders a start made for its checkpoint (mkdir_p), by their
+ * lengths in path: exactly the levels whose mkdir succeeded, so that
+ * taking them back (unmake_dirs) never touches one that was there, however
+ * the path is spelled (`new/../old`, a trailing slash). */
+typedef struct made_dirs {
+    char path[4096];
+    int n;
+    int len[64]; /* deeper new levels than these are not taken back */
+} made_dirs;
+
 typedef struct run {
     train_options o;
     tlm_so so;
@@ -96,6 +107,7 @@ typedef struct run {
     progress out;
     double elapsed_base, started;  /* elapsed of earlier sessions; this one's start */
     int lock_fd;                   /* the checkpoint folder, locked; -1: none */
+    made_dirs made;                /* the folders of the checkpoint's path this run made */
     struct stat resumed;           /* the checkpoint --resume read, as it was then */
     tlm_dist dist;                 /* this process among the job's ranks */
     bool agreed;                   /* the run stopped where every rank stopped */
@@ -107,8 +119,9 @@ static volatile sig_atomic_t quiet_signals; /* ranks > 0: rank 0 tells */
 static volatile sig_atomic_t several_ranks;
 static volatile sig_atomic_t checkpoint_saved; /* a checkpoint of this run is on disk: a second signal keeps it */
 
-/* The first SIGINT, SIGTERM or SIGHUP asks the loop to stop at the next
- * step boundary; a second SIGINT or SIGTERM exits at once. A SIGHUP never
+/* The first SIGINT, SIGTERM, SIGHUP or SIGUSR1 asks the loop to stop at
+ * the next step boundary; a second SIGINT, SIGTERM or SIGUSR1 exits at
+ * once. A SIGHUP never
  * does: a terminal that goes away sends one to the job from its shell and
  * another from the kernel as the session ends, and the run must still
  * reach its checkpoint. Only async-signal-safe calls. */
@@ -169,7 +182,11 @@ static int stopped_without_stdout(int64_t step, int64_t steps, const char *ckpt)
 static int stop_asked(void) { return stop_signal ? stop_signal : stdout_lost ? SIGPIPE : 0; }
 
 /* SIGHUP too, unless the run was started ignoring it (nohup): then it
- * trains on after the terminal goes, as asked. */
+ * trains on after the terminal goes, as asked. And SIGUSR1, the stop for a
+ * job under mpirun: Open MPI's mpirun passes a SIGUSR1 it gets on to every
+ * rank at once, where its Ctrl-C reaches the ranks as SIGTERM only after
+ * about a second, and SIGKILL a second later (odls_base_sigkill_timeout),
+ * before a longer step could end with its checkpoint. */
 static void handle_signals(void (*handler)(int)) {
     struct sigaction sa, hup;
     memset(&sa, 0, sizeof sa);
@@ -179,8 +196,10 @@ static void handle_signals(void (*handler)(int)) {
     sigaddset(&sa.sa_mask, SIGINT);
     sigaddset(&sa.sa_mask, SIGTERM);
     sigaddset(&sa.sa_mask, SIGHUP);
+    sigaddset(&sa.sa_mask, SIGUSR1);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGUSR1, &sa, NULL);
     if (sigaction(SIGHUP, NULL, &hup) == 0 && hup.sa_handler != SIG_IGN) sigaction(SIGHUP, &sa, NULL);
 }
 
@@ -192,12 +211,14 @@ static int data_kinds_differ(const run *r) {
     if (!t->shards || !v->shards) {
         const bool val_text = !v->shards;
         const char *text = val_text ? r->val_name : r->train_name;
-        const char *input = corpus_tokenize_input(val_text ? r->o.val : r->o.data);
+        const char *path = val_text ? r->o.val : r->o.data;
+        char shard[NAME_MAX + 8]; /* a last name and .bin */
         return cli_error("train",
                          "the %s data %s is text, but the %s data %s is tokenized with tokenizer %.16s...: tokenize "
-                         "it first: tlm-run tokenize --tokenizer TOKENIZER %s -o %s.bin%s",
+                         "it first: tlm-run tokenize --tokenizer TOKENIZER %s -o %s%s",
                          val_text ? "validation" : "training", text, val_text ? "training" : "validation",
-                         val_text ? r->train_name : r->val_name, val_text ? t->tokenizer : v->tokenizer, input, input,
+                         val_text ? r->train_name : r->val_name, val_text ? t->tokenizer : v->tokenizer,
+                         corpus_tokenize_input(path), corpus_tokenize_output(path, shard, sizeof shard),
                          val_text ? "" : " (or give --val a text too)");
     }
     return cli_error("train",
@@ -206,16 +227,6 @@ static int data_kinds_differ(const run *r) {
                      "says whether a shard is a tokenizer's)",
                      r->val_name, v->tokenizer, r->train_name, t->tokenizer);
 }
-
-/* The folders a start made for its checkpoint (mkdir_p), by their
- * lengths in path: exactly the levels whose mkdir succeeded, so that
- * taking them back (unmake_dirs) never touches one that was there, however
- * the path is spelled (`new/../old`, a trailing slash). */
-typedef struct made_dirs {
-    char path[4096];
-    int n;
-    int len[64]; /* deeper new levels than these are not taken back */
-} made_dirs;
 
 /* Makes path and the folders above it; made (NULL: not asked) records the
  * ones this call created, also when it fails partway. */
@@ -512,9 +523,9 @@ static int start_state(run *r, tlm_st_file *ckpt) {
                now_precision, precision);
     const char *threads = tlm_st_meta_get(ckpt, "threads");
     if (same_kind && !r->dev && threads && atoi(threads) != tlm_get_num_threads())
-        printf("note: resuming with %d threads, the checkpoint was written with %s; the result will differ in "
+        printf("note: resuming with %d thread%s, the checkpoint was written with %s; the result will differ in "
                "the last bits from an uninterrupted run\n",
-               tlm_get_num_threads(), threads);
+               tlm_get_num_threads(), tlm_get_num_threads() == 1 ? "" : "s", threads);
     r->ckpt_step = r->state.step;
     checkpoint_saved = 1;
     r->elapsed_base = r->state.elapsed;
@@ -582,7 +593,6 @@ static int setup(run *r) {
     tlm_abi_train defaults = *r->so.train;
     bool decay = false;
     int rc = 0;
-    made_dirs made = {.n = 0}; /* the folders of the checkpoint's path this start made */
     if (o->resume) {
         /* as it is before it is read: one renamed over it while it is read
          * is then found changed under the lock, never missed */
@@ -712,12 +722,12 @@ static int setup(run *r) {
     /* A checkpoint folder that cannot be made should fail now, not after
      * hours of training. The folder, its lock and the log are rank 0's. */
     bool root = r->dist.rank == 0;
-    if (root && (mkdir_p(r->ckpt_dir, &made) != 0 || access(r->ckpt_dir, W_OK) != 0)) {
+    if (root && (mkdir_p(r->ckpt_dir, &r->made) != 0 || access(r->ckpt_dir, W_OK) != 0)) {
         rc = cli_error("train", "%s: cannot create or write the checkpoint folder: %s", r->ckpt_dir, strerror(errno));
         goto out;
     }
     if (root && (rc = lock_folder(r))) {
-        made.n = 0; /* the run that holds it (it may have come in since we made it) keeps it */
+        r->made.n = 0; /* the run that holds it (it may have come in since we made it) keeps it */
         goto out;
     }
     if (root && (rc = checkpoint_still_as_seen(r))) goto out;
@@ -736,7 +746,7 @@ static int setup(run *r) {
         printf("note: the log %s %s; it holds this run's records from step %" PRId64 " on\n", o->log, r->out.log_lost,
                r->state.step + 1);
 out:
-    if (rc) unmake_dirs(&made);
+    if (rc) unmake_dirs(&r->made);
     tlm_st_close(ckpt);
     return rc;
 }
@@ -1057,6 +1067,15 @@ static int join_chain(run *r) {
     return rc ? rc : stopped;
 }
 
+/* A run that fails before its first checkpoint is on disk (another rank's
+ * failed start, the first checkpoint's write on a full disk) takes back
+ * the folders it made for it, as a failed start does (setup): the lock it
+ * holds is on the folder itself, and a folder with a file in it (the
+ * log's) stays. */
+static void forget_folders(run *r, int rc) {
+    if (rc != 0 && r->dist.rank == 0 && !checkpoint_saved) unmake_dirs(&r->made);
+}
+
 int cmd_train(int argc, char **argv) {
     run *r = calloc(1, sizeof *r);
     if (!r) return cli_error("train", "out of memory");
@@ -1089,10 +1108,12 @@ int cmd_train(int argc, char **argv) {
         rc = train_loop(r);
         sigaction(SIGPIPE, &pipe_was, NULL); /* as MPI or the caller left it */
         handle_signals(SIG_DFL);
+        forget_folders(r, rc);
         /* A failure only this rank saw: the others wait on it at the next
          * collective, so the job ends here. */
         if (rc != 0 && !r->agreed && r->dist.ranks > 1) tlm_dist_abort(&r->dist, rc);
     }
+    forget_folders(r, rc);
     progress_close(&r->out, NULL);
     if (r->lock_fd >= 0) close(r->lock_fd);
     free(r->x);

@@ -79,7 +79,8 @@ done
 grep -q "CMS: 2 levels, updated every 1, 4 steps" "$tmp/out" || { echo "FAIL: hope's CMS periods missing from info"; fail=1; }
 
 # Bad shared objects.
-expect 2 "usage" "tlm-run without arguments" -- "$run"
+expect 2 "^tlm-run: no command given$" "tlm-run without arguments: the reason, then the usage" -- "$run"
+expect 2 "^usage: tlm-run COMMAND" "... and the usage" -- "$run"
 expect 2 "unknown command" "unknown command" -- "$run" frobnicate "$tmp/tiny.so"
 expect 2 "unknown option" "unknown option" -- "$run" info --frobnicate "$tmp/tiny.so"
 expect 2 "unknown option \`-x\`" "unknown short option" -- "$run" info -x "$tmp/tiny.so"

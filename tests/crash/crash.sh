@@ -97,6 +97,10 @@ disk_full)
     "resumed under ulimit -f 300, too small for the next checkpoint: exit 1" -- \
     bash -c "ulimit -f 300; exec '$run' train crash.so --ckpt ck --resume"
   check "no temporary file left beside the checkpoint" -- test "$(ls ck)" = checkpoint.safetensors
+  expect 1 "cannot write the checkpoint: .*File too large" \
+    "a fresh run's first checkpoint past ulimit -f 300: exit 1" -- \
+    bash -c "ulimit -f 300; exec '$run' train crash.so ${data[*]} --steps 2 --eval-every 0 --ckpt fresh1/fresh2"
+  check "... and the folders it made for that checkpoint are gone" -- test ! -e fresh1
   check "the checkpoint is still the one of step 10" -- test "$(same step ck/checkpoint.safetensors)" = 10
   expect 0 "done: 20 steps" "the old checkpoint resumes once there is room" -- \
     "$run" train crash.so --ckpt ck --resume

@@ -116,6 +116,7 @@ mismatch)
   data=$root/data/austen
   pair "rank 1 of 2 has different training settings from rank 0's" "another --lr on rank 1" -- \
     "${tiny[@]}" -- "${tiny[@]}" --lr 0.01
+  check "rank 0 took back the checkpoint folder it had made" -- test ! -e m
   pair "rank 1 of 2 has different training settings" "another --stop-at on rank 1 (a hang before)" -- \
     "${tiny[@]}" --steps 4 --stop-at 2 -- "${tiny[@]}" --steps 4 --stop-at 3
   pair "rank 1 of 2 was given different flags from rank 0's (--help or --dry-run" "--help on rank 1 alone (a hang before)" -- \
@@ -224,6 +225,25 @@ signals)
     train tiny --ckpt one --steps 100000 --accumulate 2 --stop-at "$stopped"
   check "the ranks' checkpoint is one process's, bit for bit" -- \
     same ckpt one/checkpoint.safetensors s/checkpoint.safetensors
+  # SIGUSR1 to mpirun itself: Open MPI passes it on to every rank at once
+  # (its Ctrl-C reaches them as SIGTERM a second late, SIGKILL a second
+  # after), and they stop after the same step with one checkpoint.
+  "$mpirun" --oversubscribe --allow-run-as-root --bind-to none -np 2 \
+    "$run" train "$models/tiny.so" --threads 1 --overwrite --ckpt u --steps 100000 >"$tmp/out" 2>"$tmp/err" &
+  job=$!
+  for _ in $(seq 100); do
+    [ "$(pgrep -P "$job" -f "tlm-run train" | wc -l)" = 2 ] && grep -q "step  *5/" "$tmp/out" && break
+    sleep 0.1
+  done
+  kill -USR1 "$job"
+  status=0
+  wait "$job" || status=$?
+  if [ "$status" = 138 ]; then echo "ok: mpirun's status is 138 (SIGUSR1's)"; else echo "FAIL: status $status"; fail=1; fi
+  stopped=$(sed -n 's/.*interrupted at step \([0-9]*\) of 100000 (SIGUSR1).*/\1/p' "$tmp/out")
+  if [ -n "$stopped" ]; then echo "ok: SIGUSR1 to mpirun: interrupted at step $stopped"
+  else echo "FAIL: no 'interrupted at step ... (SIGUSR1)'"; cat "$tmp/out" "$tmp/err" | tail -5; fail=1; fi
+  once "interrupted at step"
+  check "its checkpoint is at that step" -- test "$(same step u/checkpoint.safetensors)" = "$stopped"
   ;;
 
 profile)

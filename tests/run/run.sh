@@ -1314,8 +1314,8 @@ assert abs(math.exp(l) - p) < 1e-3 * p + 2e-3 and abs(l * n / (nb * math.log(2))
 assert nb > 1.5 * n   # a BPE token covers several bytes: bits/byte well below loss / ln 2
 " "$loss" "$ppl" "$bpb" "$(awk '/^tokens/ {print $2}' "$tmp/info")" "$(awk '/^bytes/ {print $2}' "$tmp/info")"
   p=$austen/persuasion.txt
-  expect 1 "$p is text, but the checkpoint .* reads tokens of tokenizer ${hash:0:16}\.\.\.: tokenize it first: tlm-run tokenize --tokenizer TOKENIZER $p -o $p.bin" \
-    "eval on text with a checkpoint trained on shards: the command that tokenizes it" -- \
+  expect 1 "$p is text, but the checkpoint .* reads tokens of tokenizer ${hash:0:16}\.\.\.: tokenize it first: tlm-run tokenize --tokenizer TOKENIZER $p -o persuasion.txt.bin$" \
+    "eval on text with a checkpoint trained on shards: the command that tokenizes it, into the current folder" -- \
     "$run" eval "$tmp/bpe.so" --ckpt "$tmp/c" --data "$p" --context 64
   expect 1 "tokenize it first: tlm-run tokenize --tokenizer $tmp/tok.json $p -o" "... with --tokenizer: named in it" -- \
     "$run" eval "$tmp/bpe.so" --ckpt "$tmp/c" --data "$p" --context 64 --tokenizer "$tmp/tok.json"
@@ -1384,7 +1384,7 @@ assert nb > 1.5 * n   # a BPE token covers several bytes: bits/byte well below l
   expect 1 "the validation data .* is tokenized with tokenizer .*, the training data .* with tokenizer .*: tokenize both with one" \
     "validation data of another tokenizer" -- \
     "$run" train "$tmp/bpe.so" "${bpe[@]}" --steps 1 --data "$tmp/shards" --val "$tmp/other.bin" --ckpt "$tmp/x"
-  expect 1 "the validation data $austen/persuasion.txt is text, but the training data .* is tokenized with tokenizer ${hash:0:16}\.\.\.: tokenize it first: tlm-run tokenize --tokenizer TOKENIZER $austen/persuasion.txt -o" \
+  expect 1 "the validation data $austen/persuasion.txt is text, but the training data .* is tokenized with tokenizer ${hash:0:16}\.\.\.: tokenize it first: tlm-run tokenize --tokenizer TOKENIZER $austen/persuasion.txt -o persuasion.txt.bin$" \
     "validation text for shards: the command that tokenizes it" -- \
     "$run" train "$tmp/bpe.so" "${bpe[@]}" --steps 1 --data "$tmp/shards" --val "$austen/persuasion.txt" --ckpt "$tmp/x"
   expect 1 "the training data $austen/emma.txt is text, but the validation data .*val.bin is tokenized .*(or give --val a text too)" \
