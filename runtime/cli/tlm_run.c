@@ -5,6 +5,7 @@
 
 #include "args.h"
 #include "commands.h"
+#include "launcher.h"
 #include "stdout_status.h"
 #include "tlm_rt/cpu_level.h"
 
@@ -69,6 +70,16 @@ static int run(int argc, char **argv) {
         return 0;
     }
     const struct command *c = find_command(argv[1]);
+    /* Under mpirun or srun with several processes, every command but train
+     * (whose ranks share the work) and study (which says why itself) would
+     * run whole in each, its output repeated and interleaved. */
+    const char *launcher;
+    int ranks = tlm_launcher_size(&launcher);
+    if (c && ranks > 1 && strcmp(c->name, "train") != 0 && strcmp(c->name, "study") != 0)
+        return cli_usage_error(c->name,
+                               "started as one of %d processes (%s): %s runs as one process (only train shares its "
+                               "work among several); start it alone, or with -np 1",
+                               ranks, launcher, c->name);
     if (c) {
         tlm_err err = {""};
         if (c->model && !tlm_cpu_capability_ok(&err)) return cli_error(c->name, "%s", err.msg);

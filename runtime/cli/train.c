@@ -993,38 +993,56 @@ static int train_loop(run *r) {
  * before the first step (a collective every rank reaches once every rank
  * has set up, one that will not train included: --help); rank 0 names
  * the first rank that differs, and every rank stops with exit 1. */
-enum { SAME_TRAINS, SAME_MODEL, SAME_SETTINGS, SAME_DATA, SAME_STATE, SAME_COUNT };
+/* What the ranks compare, in the order a mismatch is told: whether they
+ * train, the model, each setting (so that the message names the one that
+ * differs), the data, the starting state. */
+enum { SAME_TRAINS, SAME_MODEL, SAME_SETTING0 };
+/* after the train block's settings, the flags that decide where the ranks
+ * meet: how they compute, when they stop, --profile */
+static const char *const meeting_flags[] = {"--precision", "--device",  "--decay-embeddings",
+                                            "--resume",    "--profile", "--stop-at"};
+enum {
+    SAME_FLAG0 = SAME_SETTING0 + TLM_TRAIN_NSETTINGS,
+    SAME_DATA = SAME_FLAG0 + (int)(sizeof meeting_flags / sizeof *meeting_flags),
+    SAME_STATE,
+    SAME_COUNT
+};
+
+_Static_assert(SAME_COUNT <= TLM_DIST_COMPARE_MAX, "tlm_dist_first_mismatch compares them all");
+
+static uint64_t hash_of(const void *p, size_t n) { return tlm_fnv1a(TLM_FNV_OFFSET, p, n); }
 
 static int check_ranks_run_one_job(run *r, bool trains) { /* trains: not after --help */
     uint64_t mine[SAME_COUNT] = {0};
     mine[SAME_TRAINS] = !trains ? 0 : r->o.dry_run ? 1 : 2;
     if (trains) {
         /* The resolved settings (not the paths: two ranks may name the
-         * same data differently), and the flags that decide where the
-         * ranks meet: how they compute, when they stop, --profile. */
-        uint64_t h = TLM_FNV_OFFSET;
+         * same data differently). */
         for (int i = 0; i < TLM_TRAIN_NSETTINGS; i++) {
             char value[64];
             tlm_train_format(value, sizeof value, &tlm_train_settings[i], &r->o.s);
-            h = tlm_fnv1a(h, value, strlen(value) + 1);
+            mine[SAME_SETTING0 + i] = hash_of(value, strlen(value) + 1);
         }
         const char *precision = tlm_precision_name(r->o.precision);
         const train_options *o = &r->o;
         const bool on_device = r->dev != NULL;
-        h = tlm_fnv1a(h, precision, strlen(precision) + 1);
-        h = tlm_fnv1a(h, &on_device, sizeof on_device);
-        h = tlm_fnv1a(h, &o->decay_embeddings, sizeof o->decay_embeddings);
-        h = tlm_fnv1a(h, &o->resume, sizeof o->resume);
-        h = tlm_fnv1a(h, &o->profile, sizeof o->profile);
-        mine[SAME_SETTINGS] = tlm_fnv1a(h, &o->stop_at, sizeof o->stop_at);
+        const uint64_t flags[] = {hash_of(precision, strlen(precision) + 1),
+                                  hash_of(&on_device, sizeof on_device),
+                                  hash_of(&o->decay_embeddings, sizeof o->decay_embeddings),
+                                  hash_of(&o->resume, sizeof o->resume),
+                                  hash_of(&o->profile, sizeof o->profile),
+                                  hash_of(&o->stop_at, sizeof o->stop_at)};
+        _Static_assert(sizeof flags / sizeof *flags == sizeof meeting_flags / sizeof *meeting_flags,
+                       "a hash for each meeting flag");
+        memcpy(&mine[SAME_FLAG0], flags, sizeof flags);
         const tlm_blob_header *blob = r->so.header;
-        h = tlm_fnv1a(TLM_FNV_OFFSET, &blob->size, sizeof blob->size);
+        uint64_t h = hash_of(&blob->size, sizeof blob->size);
         mine[SAME_MODEL] = tlm_fnv1a(h, &blob->checksum, sizeof blob->checksum);
-        mine[SAME_DATA] = tlm_fnv1a(TLM_FNV_OFFSET, r->data_fingerprint, strlen(r->data_fingerprint));
+        mine[SAME_DATA] = hash_of(r->data_fingerprint, strlen(r->data_fingerprint));
         /* The starting state: a fresh start's follows from the settings; a
          * checkpoint's step, sampler and elapsed time tell one run's
          * checkpoint from another's (or a stale copy of it). */
-        h = tlm_fnv1a(TLM_FNV_OFFSET, &r->state.step, sizeof r->state.step);
+        h = hash_of(&r->state.step, sizeof r->state.step);
         h = tlm_fnv1a(h, &r->state.tokens_seen, sizeof r->state.tokens_seen);
         h = tlm_fnv1a(h, &r->state.data_rng, sizeof r->state.data_rng);
         mine[SAME_STATE] = tlm_fnv1a(h, &r->state.elapsed, sizeof r->state.elapsed);
@@ -1033,11 +1051,18 @@ static int check_ranks_run_one_job(run *r, bool trains) { /* trains: not after -
     int item = 0, rank = tlm_dist_first_mismatch(&r->dist, mine, SAME_COUNT, &item);
     if (rank < 0) return 0;
     if (r->dist.rank > 0) return 1; /* rank 0 tells */
+    if (item >= SAME_SETTING0 && item < SAME_DATA) {
+        const char *flag =
+            item < SAME_FLAG0 ? tlm_train_settings[item - SAME_SETTING0].flag : meeting_flags[item - SAME_FLAG0];
+        return cli_error("train",
+                         "rank %d of %d has different training settings from rank 0's (%s differs, the first that "
+                         "does): give every rank the same flags",
+                         rank, r->dist.ranks, flag);
+    }
     static const char *const what[SAME_COUNT] = {
         [SAME_TRAINS] = "was given different flags from rank 0's (--help or --dry-run on one of them): give "
                         "every rank the same flags",
         [SAME_MODEL] = "loaded a different model.so from rank 0's: every rank must train the same model",
-        [SAME_SETTINGS] = "has different training settings from rank 0's: give every rank the same flags",
         [SAME_DATA] = "read different training data from rank 0's: every rank must read the same data (one "
                       "machine, or a shared file system)",
         [SAME_STATE] = "resumed a different checkpoint from rank 0's: every rank must read the same one (one "

@@ -64,7 +64,7 @@ void tlm_dist_gather(tlm_dist *d, const double *mine, int n, double *all);
  * at the same point) with rank 0's: the first rank whose values differ,
  * and in *item the first of them that does, or -1 when every rank's equal
  * rank 0's. Every rank gets the same answer. */
-#define TLM_DIST_COMPARE_MAX 16
+#define TLM_DIST_COMPARE_MAX 64
 int tlm_dist_first_mismatch(tlm_dist *d, const uint64_t *mine, int n, int *item);
 
 /* Every rank's status and first message line, to rank 0, which picks the

@@ -27,6 +27,19 @@ bool tlm_dist_start(tlm_dist *d, tlm_err *err) {
     d->mpi = true;
     MPI_Comm_rank(MPI_COMM_WORLD, &d->rank);
     MPI_Comm_size(MPI_COMM_WORLD, &d->ranks);
+    /* A launcher that says several processes where MPI sees one (another
+     * MPI's mpiexec, variables left from a job) would have each process
+     * train the whole batch alone, unaware of the others. */
+    const char *name = NULL;
+    int said = tlm_launcher_size(&name);
+    if (said > 1 && d->ranks == 1) {
+        MPI_Finalize();
+        d->mpi = false;
+        return tlm_fail(err,
+                        "started as one of %d processes (%s) but MPI sees this one alone: launch with the mpirun of "
+                        "the MPI this tlm-run was built with (Open MPI's), or unset %s to run one process",
+                        said, name, name);
+    }
     MPI_Comm node;
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, d->rank, MPI_INFO_NULL, &node);
     MPI_Comm_size(node, &d->local_ranks);

@@ -114,10 +114,16 @@ mismatch)
   }
   tiny=("$models/tiny.so" --ckpt m --overwrite --steps 2)
   data=$root/data/austen
-  pair "rank 1 of 2 has different training settings from rank 0's" "another --lr on rank 1" -- \
+  pair "rank 1 of 2 has different training settings from rank 0's (--lr differs, the first that does)" "another --lr on rank 1, named" -- \
     "${tiny[@]}" -- "${tiny[@]}" --lr 0.01
   check "rank 0 took back the checkpoint folder it had made" -- test ! -e m
-  pair "rank 1 of 2 has different training settings" "another --stop-at on rank 1 (a hang before)" -- \
+  # a launcher's variables that say 2 processes where MPI sees 1 (another
+  # MPI's mpiexec): each would train the whole batch alone
+  expect 1 "started as one of 2 processes (OMPI_COMM_WORLD_SIZE) but MPI sees this one alone" \
+    "OMPI_COMM_WORLD_SIZE=2 without mpirun: refused" -- \
+    env OMPI_COMM_WORLD_SIZE=2 OMPI_COMM_WORLD_RANK=0 timeout 60 "$run" train "${tiny[@]}" --threads 1
+  check "... before making the checkpoint folder" -- test ! -e m
+  pair "rank 1 of 2 has different training settings from rank 0's (--stop-at differs" "another --stop-at on rank 1 (a hang before)" -- \
     "${tiny[@]}" --steps 4 --stop-at 2 -- "${tiny[@]}" --steps 4 --stop-at 3
   pair "rank 1 of 2 was given different flags from rank 0's (--help or --dry-run" "--help on rank 1 alone (a hang before)" -- \
     "${tiny[@]}" -- "${tiny[@]}" --help
@@ -340,6 +346,9 @@ TLM
   # and mpirun ending the other; refused before anything starts
   TLMC=$tlmc expect 2 "a study is one process" "a study under mpirun -np 2 is refused" -- \
     mpi 2 "$run" study study.tlm --out st2 --threads 1
+  expect 2 "tlm-run eval: started as one of 2 processes (OMPI_COMM_WORLD_SIZE): eval runs as one process" \
+    "eval under mpirun -np 2 is refused, not run twice" -- mpi 2 "$run" eval "$models/tiny.so" --max-tokens 256
+  expect 0 "" "... and runs with -np 1" -- mpi 1 "$run" info "$models/tiny.so"
   check "... and nothing made" -- test ! -e st2
   ;;
 bundled_mpi)
