@@ -29,7 +29,7 @@ static void usage(FILE *out) {
     fputs("usage: tlm-run tokenizer encode|decode|info --tokenizer PATH [options] [FILE...]\n"
           "       tlm-run tokenizer train --vocab N DATA... -o TOKENIZER.json\n"
           "\n"
-          "  encode   prints the token ids of FILE (default: standard input), space-separated,\n"
+          "  encode   prints the token ids of FILE (default, or -: standard input), space-separated,\n"
           "           one line per FILE\n"
           "  decode   reads token ids (separated by white space) and writes their bytes, FILE after FILE\n"
           "  info     the vocabulary size, merges, pattern and identity hash\n"
@@ -249,7 +249,9 @@ static int run_tokenizer(const cmdline *c, const char *const *files) {
     else
         for (int i = 0; i < (c->nfiles ? c->nfiles : 1) && !rc; i++) {
             size_t n = 0;
-            uint8_t *text = cli_read_input(c->nfiles ? files[i] : NULL, MAX_INPUT, "an input", &n, &err);
+            /* no FILE, or `-` (as sample's --prompt-file -): standard input */
+            const char *path = c->nfiles && strcmp(files[i], "-") != 0 ? files[i] : NULL;
+            uint8_t *text = cli_read_input(path, MAX_INPUT, "an input", &n, &err);
             if (!text) rc = cli_error("tokenizer", "%s", err.msg);
             else rc = !strcmp(c->action, "encode") ? do_encode(t, text, n, &c->o) : do_decode(t, text, n);
             free(text);

@@ -68,6 +68,10 @@ done >"$work/long.model"
 printf "%s 256\n" "$(head -c 1000000 /dev/zero | tr '\0' a | base64 -w0)" >>"$work/long.model"
 expect 0 "a rank file with a 1 MB token loads in seconds" timeout 20 "$tlm" tokenizer info --tokenizer "$work/long.model"
 expect 1 "missing input" "$tlm" tokenizer encode --tokenizer "$gpt2" "$work/nonexistent.txt"
+# `-` is standard input, as no FILE is (and as sample's --prompt-file -)
+"$tlm" tokenizer encode --tokenizer "$gpt2" "$work/hello.txt" >"$work/ids_file" || fail "encode of a file"
+"$tlm" tokenizer encode --tokenizer "$gpt2" - <"$work/hello.txt" >"$work/ids_dash" || fail "encode of -: $?"
+cmp -s "$work/ids_file" "$work/ids_dash" || fail "encode of - differs from encode of the file"
 # a full disk on standard output: one line (it said so twice), exit 1
 expect 1 "encode > /dev/full" sh -c '"$0" tokenizer encode --tokenizer "$1" "$2" > /dev/full' "$tlm" "$gpt2" "$work/hello.txt"
 grep -q 'No space left on device' "$work/err" || fail "encode > /dev/full: not the reason: $(cat "$work/err")"
