@@ -371,7 +371,8 @@ const char *corpus_tokenize_output(const char *path, char *buf, size_t len) {
     while (end > 1 && path[end - 1] == '/') end--;
     size_t start = end;
     while (start > 0 && path[start - 1] != '/') start--;
-    if (start == end) return "corpus.bin"; /* "/" */
+    /* "/", and "." or ".." (a folder named by where it is) */
+    if (start == end || (end - start <= 2 && strspn(path + start, ".") >= end - start)) return "corpus.bin";
     snprintf(buf, len, "%.*s.bin", (int)(end - start), path + start);
     return buf;
 }
@@ -380,7 +381,7 @@ bool corpus_same_tokenizer(const corpus_info *info, const char *name, const char
                            const char *ckpt_path, const char *tokenizer_path, tlm_err *err) {
     if (!strcmp(info->tokenizer, ckpt_tokenizer)) return true;
     bool data_bytes = !strcmp(info->tokenizer, "bytes"), ckpt_bytes = !strcmp(ckpt_tokenizer, "bytes");
-    char shard[NAME_MAX + 8]; /* a last name and .bin */
+    char shard[CORPUS_SHARD_NAME_BYTES];
     if (data_bytes && !info->shards)
         return tlm_fail(err,
                         "%s is text, but %s%s reads tokens of tokenizer %.16s...: tokenize it first: tlm-run "

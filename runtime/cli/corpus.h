@@ -6,6 +6,7 @@
 #define TLM_CLI_CORPUS_H
 
 #include <stdbool.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -78,6 +79,8 @@ const char *corpus_tokenize_input(const char *path);
  * be read-only or hold only text); "corpus.bin" for the bundled data. buf
  * holds it (len bytes) where it is not a constant. */
 const char *corpus_tokenize_output(const char *path, char *buf, size_t len);
+/* Room for corpus_tokenize_output's buf: a last name and ".bin". */
+#define CORPUS_SHARD_NAME_BYTES (NAME_MAX + 8)
 
 /* Whether the model may train on data of info: any data when its .tlm names
  * no tokenizer; else only shards of that tokenizer (same hash). false with

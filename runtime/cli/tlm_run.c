@@ -71,15 +71,20 @@ static int run(int argc, char **argv) {
     }
     const struct command *c = find_command(argv[1]);
     /* Under mpirun or srun with several processes, every command but train
-     * (whose ranks share the work) and study (which says why itself) would
-     * run whole in each, its output repeated and interleaved. */
+     * (whose ranks share the work) and study (which refuses, and says why)
+     * runs whole in each, its output repeated: said once, by the first,
+     * since a sweep of one run a task (`srun -n 8 ... --ckpt r$SLURM_PROCID`)
+     * is a use of its own. */
     const char *launcher;
     int ranks = tlm_launcher_size(&launcher);
-    if (c && ranks > 1 && strcmp(c->name, "train") != 0 && strcmp(c->name, "study") != 0)
-        return cli_usage_error(c->name,
-                               "started as one of %d processes (%s): %s runs as one process (only train shares its "
-                               "work among several); start it alone, or with -np 1",
-                               ranks, launcher, c->name);
+    if (c && ranks > 1 && strcmp(c->name, "train") != 0 && strcmp(c->name, "study") != 0 && tlm_launcher_rank() == 0) {
+        char names[200];
+        tlm_launcher_names(names, sizeof names);
+        fprintf(stderr,
+                "note: started as one of %d processes (%s): each runs `%s` whole (only train shares its work "
+                "among several); unset %s to run one\n",
+                ranks, launcher, c->name, names);
+    }
     if (c) {
         tlm_err err = {""};
         if (c->model && !tlm_cpu_capability_ok(&err)) return cli_error(c->name, "%s", err.msg);

@@ -32,6 +32,7 @@ static void usage(FILE *out) {
           "  encode   prints the token ids of FILE (default, or -: standard input), space-separated,\n"
           "           one line per FILE\n"
           "  decode   reads token ids (separated by white space) and writes their bytes, FILE after FILE\n"
+          "           (default, or -: standard input)\n"
           "  info     the vocabulary size, merges, pattern and identity hash\n"
           "  train    learns a byte-level BPE tokenizer (GPT-2's pre-tokenization) from DATA\n"
           "           (files, or folders of .txt files) and writes it as a tokenizer.json\n"

@@ -118,6 +118,10 @@ static volatile sig_atomic_t stdout_tty;
 static volatile sig_atomic_t quiet_signals; /* ranks > 0: rank 0 tells */
 static volatile sig_atomic_t several_ranks;
 static volatile sig_atomic_t checkpoint_saved; /* a checkpoint of this run is on disk: a second signal keeps it */
+static volatile sig_atomic_t usr1_early;       /* a SIGUSR1 came before the loop's handler: stop after step 1 */
+struct made_dirs;
+static struct made_dirs *made_for_signal; /* rank 0's folders, which a stop at once before a checkpoint takes back */
+static void unmake_dirs(struct made_dirs *made);
 
 /* The first SIGINT, SIGTERM, SIGHUP or SIGUSR1 asks the loop to stop at
  * the next step boundary; a second SIGINT, SIGTERM or SIGUSR1 exits at
@@ -141,6 +145,7 @@ static void on_signal(int sig) {
     if (stop_signal) {
         if (checkpoint_saved) (void)!write(STDERR_FILENO, again, sizeof again - 1);
         else (void)!write(STDERR_FILENO, again_none, sizeof again_none - 1);
+        if (!checkpoint_saved && made_for_signal) unmake_dirs(made_for_signal); /* rmdir: async-signal-safe */
         _exit(128 + sig);
     }
     stop_signal = sig;
@@ -212,7 +217,7 @@ static int data_kinds_differ(const run *r) {
         const bool val_text = !v->shards;
         const char *text = val_text ? r->val_name : r->train_name;
         const char *path = val_text ? r->o.val : r->o.data;
-        char shard[NAME_MAX + 8]; /* a last name and .bin */
+        char shard[CORPUS_SHARD_NAME_BYTES];
         return cli_error("train",
                          "the %s data %s is text, but the %s data %s is tokenized with tokenizer %.16s...: tokenize "
                          "it first: tlm-run tokenize --tokenizer TOKENIZER %s -o %s%s",
@@ -1092,6 +1097,15 @@ static int join_chain(run *r) {
     return rc ? rc : stopped;
 }
 
+/* A SIGUSR1 before the loop's handler is in place (the data loading, the
+ * model's creation, the ranks' agreement): its default would end the
+ * process with no checkpoint, and mpirun passes one on whenever it is
+ * sent. Noted here, it stops the run after its first step instead. */
+static void on_early_usr1(int sig) {
+    (void)sig;
+    usr1_early = 1;
+}
+
 /* A run that fails before its first checkpoint is on disk (another rank's
  * failed start, the first checkpoint's write on a full disk) takes back
  * the folders it made for it, as a failed start does (setup): the lock it
@@ -1110,10 +1124,15 @@ int cmd_train(int argc, char **argv) {
         return cli_error("train", "%s", err.msg);
     }
     rank_output_quiet(r->dist.rank);
+    usr1_early = 0;
+    struct sigaction early = {.sa_handler = on_early_usr1}, usr1_was;
+    sigemptyset(&early.sa_mask);
+    sigaction(SIGUSR1, &early, &usr1_was);
     int rc = train_parse(&r->o, argc, argv);
     bool go = rc < 0; /* not after --help or a usage error */
     r->lock_fd = -1;
     if (go) rc = setup(r);
+    if (go && rc == 0 && tlm_test_hook("setup")) raise(SIGUSR1); /* test-only: before the loop's handler */
     /* Every rank started, or the job stops here, its failure told once. */
     char held[TLM_DIST_MESSAGE_BYTES];
     rank_output_release(held, sizeof held);
@@ -1127,7 +1146,9 @@ int cmd_train(int argc, char **argv) {
         quiet_signals = r->dist.rank > 0;
         several_ranks = r->dist.ranks > 1;
         stdout_lost = 0;
+        made_for_signal = r->dist.rank == 0 ? &r->made : NULL;
         handle_signals(on_signal);
+        if (usr1_early) on_signal(SIGUSR1); /* as if it came now: says so, stops after this step */
         struct sigaction ignore = {.sa_handler = SIG_IGN}, pipe_was;
         sigaction(SIGPIPE, &ignore, &pipe_was);
         rc = train_loop(r);
@@ -1139,6 +1160,8 @@ int cmd_train(int argc, char **argv) {
         if (rc != 0 && !r->agreed && r->dist.ranks > 1) tlm_dist_abort(&r->dist, rc);
     }
     forget_folders(r, rc);
+    made_for_signal = NULL;
+    sigaction(SIGUSR1, &usr1_was, NULL);
     progress_close(&r->out, NULL);
     if (r->lock_fd >= 0) close(r->lock_fd);
     free(r->x);

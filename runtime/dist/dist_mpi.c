@@ -35,10 +35,12 @@ bool tlm_dist_start(tlm_dist *d, tlm_err *err) {
     if (said > 1 && d->ranks == 1) {
         MPI_Finalize();
         d->mpi = false;
+        char names[200];
+        tlm_launcher_names(names, sizeof names);
         return tlm_fail(err,
                         "started as one of %d processes (%s) but MPI sees this one alone: launch with the mpirun of "
-                        "the MPI this tlm-run was built with (Open MPI's), or unset %s to run one process",
-                        said, name, name);
+                        "the MPI this tlm-run was built with, or unset %s to run one process",
+                        said, name, names);
     }
     MPI_Comm node;
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, d->rank, MPI_INFO_NULL, &node);

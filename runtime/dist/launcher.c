@@ -1,5 +1,6 @@
 #include "launcher.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 /* The first that is set wins: Open MPI sets PMIX_RANK too, Slurm's srun
@@ -25,4 +26,29 @@ int tlm_launcher_size(const char **name) {
         return 0;
     }
     return -1;
+}
+
+int tlm_launcher_rank(void) {
+    static const char *const ranks[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "MV2_COMM_WORLD_RANK", "SLURM_PROCID",
+                                        "PMIX_RANK"};
+    for (size_t i = 0; i < sizeof ranks / sizeof *ranks; i++) {
+        const char *v = getenv(ranks[i]);
+        if (!v || !*v) continue;
+        char *end;
+        long n = strtol(v, &end, 10);
+        return *end || n < 0 || n > 1 << 24 ? 0 : (int)n;
+    }
+    return 0;
+}
+
+void tlm_launcher_names(char *buf, size_t len) {
+    size_t used = 0;
+    if (len) buf[0] = '\0';
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes && used < len; i++) {
+        const char *v = getenv(sizes[i]);
+        if (!v || !*v) continue;
+        int w = snprintf(buf + used, len - used, "%s%s", used ? ", " : "", sizes[i]);
+        if (w < 0) break;
+        used += (size_t)w;
+    }
 }

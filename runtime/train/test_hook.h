@@ -23,6 +23,9 @@
  *                 the ranks' MPI collectives come in different orders)
  *   validation    not a crash: train raises SIGINT in the middle of its n-th
  *                 validation (the first is step 0's), as a Ctrl-C there would
+ *   setup         not a crash: train raises SIGUSR1 once its set-up is done,
+ *                 before its first step (as mpirun passing one on while the
+ *                 data loads would)
  *
  * Without the variable (any normal run) every call returns at once and
  * nothing else changes. Not for use outside tests. */

@@ -232,6 +232,15 @@ signals)
   wait $pid; rc=$?
   check "two SIGINTs before the first checkpoint: exit 130, nothing saved and said so" -- \
     bash -c "[ $rc = 130 ] && grep -q \"stopped at once, before the run's first checkpoint: nothing was saved\" none.err && test ! -e none/checkpoint.safetensors"
+  check "... and the folder it made for the checkpoint is gone" -- test ! -e none
+
+  # SIGUSR1 before the loop's handler (raised by the test hook once set-up
+  # is done; mpirun passes one on whenever it gets it): noted, and the run
+  # stops after its first step with a checkpoint, not killed by the
+  # signal's default
+  expect 138 "^interrupted at step 1 of 5 (SIGUSR1); checkpoint" "SIGUSR1 during set-up: stopped after step 1" -- \
+    env TLM_TEST_KILL_AT=setup "$run" train crash.so "${data[@]}" --steps 5 --eval-every 0 --ckpt usr1
+  check "... with step 1's checkpoint" -- test "$(same step usr1/checkpoint.safetensors 2>&1)" = 1
   ;;
 
 leftovers)

@@ -72,6 +72,8 @@ expect 1 "missing input" "$tlm" tokenizer encode --tokenizer "$gpt2" "$work/none
 "$tlm" tokenizer encode --tokenizer "$gpt2" "$work/hello.txt" >"$work/ids_file" || fail "encode of a file"
 "$tlm" tokenizer encode --tokenizer "$gpt2" - <"$work/hello.txt" >"$work/ids_dash" || fail "encode of -: $?"
 cmp -s "$work/ids_file" "$work/ids_dash" || fail "encode of - differs from encode of the file"
+"$tlm" tokenizer decode --tokenizer "$gpt2" - <"$work/ids_file" >"$work/text_dash" || fail "decode of -: $?"
+cmp -s "$work/hello.txt" "$work/text_dash" || fail "decode of - does not give the text back"
 # a full disk on standard output: one line (it said so twice), exit 1
 expect 1 "encode > /dev/full" sh -c '"$0" tokenizer encode --tokenizer "$1" "$2" > /dev/full' "$tlm" "$gpt2" "$work/hello.txt"
 grep -q 'No space left on device' "$work/err" || fail "encode > /dev/full: not the reason: $(cat "$work/err")"
