@@ -177,7 +177,8 @@ def other_per_hmma(tile_instr, tile_hmma):
 def table(title, counted, peer=None):
     """One row a kernel: its instructions, registers and spills as built,
     then each version's tile: instructions, HMMAs, the other instructions an
-    HMMA, and against the peer's (first) version."""
+    HMMA, and against the peer's same version (or its only one): peer is
+    its [(name, per_tile)]."""
     built, tiles = counted
     print(title)
     names = [name for name, _ in tiles]
@@ -187,11 +188,12 @@ def table(title, counted, peer=None):
     for k in sorted(built):
         n, r, sp = built[k]
         cells = []
-        for _, rows in tiles:
+        for name, rows in tiles:
             tn, tm, tl = rows[k][3:]
             cell = f"{tn:14} {tm:4} {other_per_hmma(tn, tm):10.2f} {tm / tl if tl else float('nan'):9.2f}"
             if peer:  # the other instructions a product, against the peer's: tiles may hold more rows
-                pn, pm = peer[k][3:5] if k in peer else (0, 0)
+                theirs = dict(peer).get(name, peer[0][1])  # the same version, or the peer's only one
+                pn, pm = theirs[k][3:5] if k in theirs else (0, 0)
                 cell += f"  {other_per_hmma(tn, tm) / other_per_hmma(pn, pm):5.2f}x" if pm and tm else "       "
             cells.append(cell)
         print(f"{k.replace('tlm_attention_tc_', ''):14} {n:6} {r:4} {sp:5} | " + " | ".join(cells))
@@ -215,7 +217,7 @@ def main():
           "shared memory read); 'spill': bytes ptxas spilled a thread.")
     if peer:
         table(f"\npeer: {args.versus}", peer)
-    table("\nworking tree", ours, peer[1][0][1] if peer else None)
+    table("\nworking tree", ours, peer[1] if peer else None)
 
 
 if __name__ == "__main__":

@@ -39,10 +39,11 @@
 //   prep: a warp per (b, t, h) row: dy rounded to bf16 (dy16) and D_t
 //       (dot), once per row, into the caller's scratch (FlashAttention-2's
 //       preprocessing): the other two read them, and stage dy16 by cp.async
-//   dq: a block per query tile, each warp 16 query rows with Q and dY in
-//       registers, K and V staged as the forward stages them: S = Q K^T,
-//       dP = dY V^T, dQ += dS K (K by ldmatrix.trans); at D = 128 a key
-//       tile in two halves
+//   dq: a block per query tile, each warp 16 query rows (32 at D = 64 on
+//       sm_90: attention_tc_dq_groups) with Q and dY in registers, K and V
+//       staged as the forward stages them: S = Q K^T, dP = dY V^T, dQ +=
+//       dS K (K by ldmatrix.trans); at D = 128 a key tile in two halves,
+//       with 32 rows a warp in quarters
 //   dk, dv: a block per key tile, each warp 16 keys with K and V in
 //       registers, over the query tiles from the diagonal on, Q and dY
 //       staged in shared memory by cp.async in two stages as the forward
@@ -441,19 +442,31 @@ __device__ void attention_tc_bwd_prep(unsigned short* dy16, float* dot, const fl
   }
 }
 
+// dq's rows a warp, as the forward's (attention_tc_fwd_groups): two groups
+// of 16 at head size 64 on sm_90, so that each K and V fragment feeds both
+// groups' products (4 HMMAs an ldmatrix.x4, not 2), a key tile then taken
+// in four quarters of 16 keys (S and dP 8 floats a lane a group) to stay
+// within the registers: in halves, ptxas spilled 12 bytes a thread at 255
+// registers on sm_90; in quarters it takes 230. Neither changes an
+// element's order of summation: the same bits.
+constexpr int attention_tc_dq_groups(int D) { return attention_tc_fwd_groups(D); }
+constexpr int attention_tc_dq_threads(int D) { return 128 / attention_tc_dq_groups(D); }
+
 // One block per (b, h, query tile): dq of its rows over the key tiles up to
 // the diagonal, in order.
 template <int D>
 __device__ void attention_tc_bwd_dq(float* dq, const unsigned short* dy16, const float* dot, const float* lse,
                                     const unsigned short* q, const unsigned short* k, const unsigned short* v, int B,
                                     int T, int H, int stride) {
-  constexpr int NS = attention_tc_NS, DN = D / 8;
-  // At D = 128 each key tile in two halves of 32 keys (S and dP 16 floats a
-  // lane each, not 32): without, ptxas spilled 12 bytes a thread on sm_80.
-  // The same order of summation (dS K's k-blocks of 16 keys in order), so
-  // the same bits.
-  constexpr int PARTS = D > 64 ? 2 : 1, NB = NS / PARTS, W = 8 * NB;
-  unsigned short *ks, *vs;  // K and V staged as the forward stages them
+  constexpr int NS = attention_tc_NS, DN = D / 8, RG = attention_tc_dq_groups(D), ROWS = 16 * RG;
+  // At D = 128 each key tile in two halves of 32 keys (S and dP 16 floats
+  // a lane, not 32): without, ptxas spilled 12 bytes a thread on sm_80;
+  // with two groups in quarters (above). The same order of summation (dS
+  // K's k-blocks of 16 keys in order), so the same bits.
+  constexpr int PARTS = RG > 1 ? 4 : D > 64 ? 2 : 1, NB = NS / PARTS, W = 8 * NB;
+  static_assert(attention_tc_dq_threads(D) / 32 * ROWS == attention_tc_BQ, "the block's warps take the query tile");
+  if (blockDim.x != attention_tc_dq_threads(D)) __trap();  // another block size would leave rows out
+  unsigned short *ks, *vs;                                 // K and V staged as the forward stages them
   attention_tc_staged_tiles<D>(ks, vs);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const float scale = 1.0f / sqrtf((float)D), scale_log2 = scale * attention_tc_LOG2E;
@@ -461,52 +474,59 @@ __device__ void attention_tc_bwd_dq(float* dq, const unsigned short* dy16, const
   for (long long item = blockIdx.x; item < attention_tc_items(B, T, H); item += gridDim.x) {
     const attention_tc_item it = attention_tc_item_at(item, T, H, D, stride);
     const long long base = it.base, ybase = it.ybase;
-    const int r0 = it.row0 + warp * 16, last = min(it.row0 + attention_tc_BQ, T) - 1;
+    const int r0 = it.row0 + warp * ROWS, last = min(it.row0 + attention_tc_BQ, T) - 1;
     const bool idle = r0 >= T;
-    unsigned qa[D / 16][4], dya[D / 16][4];
-    attention_tc_rows<D>(qa, q + base, stride, r0, T);
-    attention_tc_rows<D>(dya, dy16 + ybase, C, r0, T);
-    // lse (times log2(e)) and D_t of the lane's rows r0 + g and r0 + g + 8
-    float rlse[2] = {0.0f, 0.0f}, rdot[2] = {0.0f, 0.0f};
-    for (int r = 0; r < 2; r++) {
-      const int row = r0 + g + 8 * r;
-      if (row >= T) continue;
-      rlse[r] = lse[((long long)it.b * T + row) * H + it.h] * attention_tc_LOG2E;
-      rdot[r] = dot[attention_tc_dot_at(it.b, it.h, row, T, H)];
+    unsigned qa[RG * (D / 16)][4], dya[RG * (D / 16)][4];
+    for (int rg = 0; rg < RG; rg++) {
+      attention_tc_rows<D>(qa + rg * (D / 16), q + base, stride, r0 + 16 * rg, T);
+      attention_tc_rows<D>(dya + rg * (D / 16), dy16 + ybase, C, r0 + 16 * rg, T);
     }
-    float acc[DN][4];
-    for (int n = 0; n < DN; n++)
+    // lse (times log2(e)) and D_t of the lane's rows r0 + 16 rg + g and r0 + 16 rg + g + 8
+    float rlse[2 * RG], rdot[2 * RG];
+    for (int r = 0; r < 2 * RG; r++) {
+      const int row = r0 + 16 * (r / 2) + g + 8 * (r % 2);
+      rlse[r] = row < T ? lse[((long long)it.b * T + row) * H + it.h] * attention_tc_LOG2E : 0.0f;
+      rdot[r] = row < T ? dot[attention_tc_dot_at(it.b, it.h, row, T, H)] : 0.0f;
+    }
+    float acc[RG * DN][4];
+    for (int n = 0; n < RG * DN; n++)
       for (int i = 0; i < 4; i++) acc[n][i] = 0.0f;
     attention_tc_walk<D>(ks, vs, k + base, stride, v + base, stride, 0, last, T,
                          [&](const unsigned short* kt, const unsigned short* vt, int j0) {
-                           if (idle || j0 > r0 + 15) return;
+                           if (idle || j0 > r0 + ROWS - 1) return;
                            for (int part = 0; part < PARTS; part++) {
                              const unsigned short *kp = kt + part * W * (D + attention_tc_PAD),
                                                   *vp = vt + part * W * (D + attention_tc_PAD);
-                             float s[NB][4], dp[NB][4];
-                             attention_tc_products<D, NB>(s, qa, kp);
-                             attention_tc_products<D, NB>(dp, dya, vp);
-                             auto dscore = [&](int n, int i) {
-                               const float p = tlm::exp2_approx(fmaf(s[n][i], scale_log2, -rlse[i / 2]));
-                               return p * (dp[n][i] - rdot[i / 2]) * scale;
+                             float s[RG * NB][4], dp[RG * NB][4];
+                             attention_tc_products<D, NB, RG>(s, qa, kp);
+                             attention_tc_products<D, NB, RG>(dp, dya, vp);
+                             // group rg's element (n, i)
+                             auto dscore = [&](int rg, int n, int i) {
+                               const int r = 2 * rg + i / 2;
+                               const float p = tlm::exp2_approx(fmaf(s[rg * NB + n][i], scale_log2, -rlse[r]));
+                               return p * (dp[rg * NB + n][i] - rdot[r]) * scale;
                              };
                              if (attention_tc_masked(j0, r0)) {
-                               for (int n = 0; n < NB; n++)
-                                 for (int i = 0; i < 4; i++) {
-                                   const int key = j0 + part * W + 8 * n + 2 * t + i % 2, row = r0 + g + 8 * (i / 2);
-                                   // row 0 sees only its own key: P is 1 and its
-                                   // dS exactly 0, which D_t less dP (summed in
-                                   // another order) would give only up to rounding
-                                   s[n][i] = key <= row && row < T && row > 0 ? dscore(n, i) : 0.0f;
-                                 }
+                               for (int rg = 0; rg < RG; rg++)
+                                 for (int n = 0; n < NB; n++)
+                                   for (int i = 0; i < 4; i++) {
+                                     const int key = j0 + part * W + 8 * n + 2 * t + i % 2,
+                                               row = r0 + 16 * rg + g + 8 * (i / 2);
+                                     // row 0 sees only its own key: P is 1 and its
+                                     // dS exactly 0, which D_t less dP (summed in
+                                     // another order) would give only up to rounding
+                                     s[rg * NB + n][i] = key <= row && row < T && row > 0 ? dscore(rg, n, i) : 0.0f;
+                                   }
                              } else {  // rows past T: q and dy rows of zeros, lse and D_t 0: dS is 0
-                               for (int n = 0; n < NB; n++)
-                                 for (int i = 0; i < 4; i++) s[n][i] = dscore(n, i);
+                               for (int rg = 0; rg < RG; rg++)
+                                 for (int n = 0; n < NB; n++)
+                                   for (int i = 0; i < 4; i++) s[rg * NB + n][i] = dscore(rg, n, i);
                              }
-                             attention_tc_accumulate<D, NB>(acc, s, kp);
+                             attention_tc_accumulate<D, NB, RG>(acc, s, kp);
                            }
                          });
-    if (!idle) attention_tc_store<D>(dq + base, stride, acc, r0, T);
+    if (!idle)
+      for (int rg = 0; rg < RG; rg++) attention_tc_store<D>(dq + base, stride, acc + rg * DN, r0 + 16 * rg, T);
   }
 }
 

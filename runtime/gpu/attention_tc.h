@@ -66,12 +66,12 @@ const char *tlm_gpu_attention_tc_kernel(tlm_attention_tc_pass pass, int D);
 
 /* The threads of that kernel's block on a GPU of compute capability
  * cc_major (0 where it has none): 128 (4 warps of 16 rows; the
- * preparation's 4 warps a row each), except the forward at head size 64 on
- * sm_90 and later, 64 (2 warps of 32 rows: each K and V fragment serves two
- * groups of rows), and the dk, dv kernel at head size 128, 256 (8 warps:
+ * preparation's 4 warps a row each), except the forward and dq at head
+ * size 64 on sm_90 and later, 64 (2 warps of 32 rows: each K and V
+ * fragment serves two groups of rows), and the dk, dv kernel at head size 128, 256 (8 warps:
  * dV's 4 and dK's 4 over the same 64 keys, so that no warp holds both
- * accumulators; attention_tc_bwd_dkv). The forward and dk, dv kernels trap
- * on another. */
+ * accumulators; attention_tc_bwd_dkv). The forward, dq and dk, dv kernels
+ * trap on another. */
 unsigned tlm_gpu_attention_tc_block(tlm_attention_tc_pass pass, int D, int cc_major);
 
 /* The dynamic shared memory that kernel's block needs (bytes; 0 for the

@@ -332,8 +332,10 @@ static void backward_case(const shape *s, const float *x, tlm_dptr X16, tlm_dptr
             void *dq_args[] = {&dq, &dy16, &dot, &LSE16, &q, &k, &v, &Bv, &Tv, &Hv, &stride};
             kernel = tlm_gpu_attention_tc_kernel(TLM_ATTENTION_TC_BWD_DQ, D);
             unsigned bytes = tlm_gpu_attention_tc_shared(TLM_ATTENTION_TC_BWD_DQ, D);
-            ran = tlm_gpu_launch_shared(&g_gpu, kernel, 1, tlm_gpu_attention_tc_block(TLM_ATTENTION_TC_BWD_DQ, D, 0),
-                                        bytes - 16, dq_args, &trap) &&
+            ran = tlm_gpu_launch_shared(
+                      &g_gpu, kernel, 1,
+                      tlm_gpu_attention_tc_block(TLM_ATTENTION_TC_BWD_DQ, D, tlm_device_get_info(g_dev)->cc_major),
+                      bytes - 16, dq_args, &trap) &&
                   tlm_device_sync(g_dev, &trap);
             snprintf(what, sizeof what, "%s with %u of its %u bytes of dynamic shared memory traps: %s", kernel,
                      bytes - 16, bytes, ran ? "(it ran)" : trap.msg);
