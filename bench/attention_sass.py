@@ -37,7 +37,6 @@ import ctypes
 import glob
 import os
 import re
-import struct
 import subprocess
 import sys
 import tempfile
@@ -45,6 +44,9 @@ import tempfile
 from one_line_args import Parser
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "backend"))
+import model_file  # noqa: E402  (tests/backend: the ELF section headers)
+
 ROOT = os.path.dirname(HERE)
 FILES = ["runtime/gpu/common.cuh", "runtime/gpu/mma.cuh", "runtime/gpu/attention_tc.cu"]
 WALK_CALL = "tile(as + buf * TILE, bs + buf * TILE, r0);"
@@ -87,22 +89,14 @@ def ptx_of(nvrtc, source, arch):
 
 
 def text_sizes(cubin):
-    """{kernel: bytes of its .text.<kernel> section} of an ELF64 CUBIN."""
+    """{kernel: bytes of its .text.<kernel> section} of an ELF64 CUBIN (the
+    section headers read by the model.so tests' reader)."""
     with open(cubin, "rb") as f:
         elf = f.read()
     if elf[:4] != b"\x7fELF" or elf[4] != 2:
         fail(f"{cubin}: not a 64-bit ELF file")
-    shoff, = struct.unpack_from("<Q", elf, 0x28)
-    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", elf, 0x3A)
-    headers = [struct.unpack_from("<IIQQQQIIQQ", elf, shoff + i * shentsize) for i in range(shnum)]
-    names_at = headers[shstrndx][4]
-    sizes = {}
-    for h in headers:
-        end = elf.index(b"\0", names_at + h[0])
-        name = elf[names_at + h[0]:end].decode()
-        if name.startswith(".text."):
-            sizes[name[len(".text."):]] = h[5]
-    return sizes
+    return {name[len(".text."):]: size for name, _type, _offset, size, _addr in model_file.sections(elf)
+            if name.startswith(".text.")}
 
 
 def mma_counts(ptx):

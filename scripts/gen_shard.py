@@ -17,12 +17,8 @@ import struct
 import sys
 from array import array
 
-
-class Parser(argparse.ArgumentParser):
-    """A usage error in one line (argparse prints its usage block first)."""
-
-    def error(self, message):
-        self.exit(2, f"{self.prog}: {message} (see --help)\n")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench"))
+from one_line_args import Parser  # noqa: E402  (bench/: a usage error in one line)
 
 
 ap = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -31,6 +31,9 @@ import os
 import re
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench"))
+from one_line_args import Parser  # noqa: E402  (bench/: a usage error in one line)
+
 SEED = 20261203
 # Sizes: small enough that examples/tiny.tlm scores all four sets in well
 # under a minute on one core (data/README.md has the time).
@@ -199,13 +202,6 @@ def write(path, items):
         if os.path.exists(tmp):
             os.remove(tmp)
         raise
-
-
-class Parser(argparse.ArgumentParser):
-    """A usage error in one line (argparse prints its usage block first)."""
-
-    def error(self, message):
-        self.exit(2, f"{self.prog}: {message} (see --help)\n")
 
 
 def fail(message):

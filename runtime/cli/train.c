@@ -119,9 +119,8 @@ static volatile sig_atomic_t quiet_signals; /* ranks > 0: rank 0 tells */
 static volatile sig_atomic_t several_ranks;
 static volatile sig_atomic_t checkpoint_saved; /* a checkpoint of this run is on disk: a second signal keeps it */
 static volatile sig_atomic_t usr1_early;       /* a SIGUSR1 came before the loop's handler: stop after step 1 */
-struct made_dirs;
-static struct made_dirs *made_for_signal; /* rank 0's folders, which a stop at once before a checkpoint takes back */
-static void unmake_dirs(struct made_dirs *made);
+static made_dirs *made_for_signal; /* rank 0's folders, which a stop at once before a checkpoint takes back */
+static void unmake_dirs(made_dirs *made);
 
 /* The first SIGINT, SIGTERM, SIGHUP or SIGUSR1 asks the loop to stop at
  * the next step boundary; a second SIGINT, SIGTERM or SIGUSR1 exits at
@@ -1139,6 +1138,7 @@ int cmd_train(int argc, char **argv) {
     rc = tlm_dist_agree_status(&r->dist, rc, held);
     if (rc == 0) rc = check_ranks_run_one_job(r, go);
     if (go && rc == 0 && !r->o.dry_run && r->dist.mpi) rc = join_chain(r); /* a dry run made no trainer */
+    bool trained = false; /* the loop ran */
     if (go && rc == 0 && !r->o.dry_run) {
         if (r->dist.rank == 0) banner(r);
         stop_signal = 0;
@@ -1154,13 +1154,13 @@ int cmd_train(int argc, char **argv) {
         rc = train_loop(r);
         sigaction(SIGPIPE, &pipe_was, NULL); /* as MPI or the caller left it */
         handle_signals(SIG_DFL);
-        forget_folders(r, rc);
-        /* A failure only this rank saw: the others wait on it at the next
-         * collective, so the job ends here. */
-        if (rc != 0 && !r->agreed && r->dist.ranks > 1) tlm_dist_abort(&r->dist, rc);
+        trained = true;
     }
     forget_folders(r, rc);
     made_for_signal = NULL;
+    /* A failure in training only this rank saw: the others wait on it at
+     * the next collective, so the job ends here. */
+    if (trained && rc != 0 && !r->agreed && r->dist.ranks > 1) tlm_dist_abort(&r->dist, rc);
     sigaction(SIGUSR1, &usr1_was, NULL);
     progress_close(&r->out, NULL);
     if (r->lock_fd >= 0) close(r->lock_fd);

@@ -12,14 +12,27 @@ void tlm_launcher_forget(void) {
     unsetenv("PMIX_RANK");
 }
 
-int tlm_launcher_size(const char **name) {
-    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
-        const char *v = getenv(sizes[i]);
+/* The first of the n variables names[] that is set (its index in *which),
+ * as a count: 0 when it is not a whole number from 0 to 2^24; -1 when none
+ * is set. */
+static int first_count(const char *const *names, size_t n, size_t *which) {
+    for (size_t i = 0; i < n; i++) {
+        const char *v = getenv(names[i]);
         if (!v || !*v) continue;
         char *end;
-        long n = strtol(v, &end, 10);
-        if (name) *name = sizes[i];
-        return *end || n < 0 || n > 1 << 24 ? 0 : (int)n;
+        long count = strtol(v, &end, 10);
+        *which = i;
+        return *end || count < 0 || count > 1 << 24 ? 0 : (int)count;
+    }
+    return -1;
+}
+
+int tlm_launcher_size(const char **name) {
+    size_t which;
+    int n = first_count(sizes, sizeof sizes / sizeof *sizes, &which);
+    if (n >= 0) {
+        if (name) *name = sizes[which];
+        return n;
     }
     if (getenv("PMIX_RANK")) {
         if (name) *name = "PMIX_RANK";
@@ -31,14 +44,9 @@ int tlm_launcher_size(const char **name) {
 int tlm_launcher_rank(void) {
     static const char *const ranks[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "MV2_COMM_WORLD_RANK", "SLURM_PROCID",
                                         "PMIX_RANK"};
-    for (size_t i = 0; i < sizeof ranks / sizeof *ranks; i++) {
-        const char *v = getenv(ranks[i]);
-        if (!v || !*v) continue;
-        char *end;
-        long n = strtol(v, &end, 10);
-        return *end || n < 0 || n > 1 << 24 ? 0 : (int)n;
-    }
-    return 0;
+    size_t which;
+    int n = first_count(ranks, sizeof ranks / sizeof *ranks, &which);
+    return n > 0 ? n : 0;
 }
 
 void tlm_launcher_names(char *buf, size_t len) {

@@ -15,9 +15,8 @@ const char *tlm_gpu_attention_tc_kernel(tlm_attention_tc_pass pass, int D) {
 unsigned tlm_gpu_attention_tc_block(tlm_attention_tc_pass pass, int D, int cc_major) {
     if (!tlm_gpu_attention_tc_kernel(pass, D)) return 0;
     /* attention_tc.cu: the forward's and dq's warps take 32 rows each at
-     * head size 64 from sm_90 on (attention_tc_fwd_threads,
-     * attention_tc_dq_threads), the dk, dv kernel has two roles at 128
-     * (attention_tc_dkv_threads) */
+     * head size 64 from sm_90 on (attention_tc_query_threads), the dk, dv
+     * kernel has two roles at 128 (attention_tc_dkv_threads) */
     if (pass == TLM_ATTENTION_TC_FWD || pass == TLM_ATTENTION_TC_BWD_DQ) return D == 64 && cc_major >= 9 ? 64 : 128;
     return pass == TLM_ATTENTION_TC_BWD_DKV && D == 128 ? 256 : 128;
 }

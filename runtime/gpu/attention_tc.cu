@@ -8,7 +8,7 @@
 //
 // Forward: a block per (b, h, tile of attention_tc_BQ = 64 query rows),
 // striding over them; each warp owns 16 query rows (4 warps), or at head
-// size 64 from sm_90 on 32 (2 warps: attention_tc_fwd_groups), whose Q
+// size 64 from sm_90 on 32 (2 warps: attention_tc_row_groups), whose Q
 // fragments it keeps in registers for the whole walk over the key tiles (64
 // keys each, up to the diagonal). Per key tile, the block stages K and V in
 // shared memory by cp.async (rows padded by 16 bytes so that ldmatrix's
@@ -40,7 +40,7 @@
 //       (dot), once per row, into the caller's scratch (FlashAttention-2's
 //       preprocessing): the other two read them, and stage dy16 by cp.async
 //   dq: a block per query tile, each warp 16 query rows (32 at D = 64 on
-//       sm_90: attention_tc_dq_groups) with Q and dY in registers, K and V
+//       sm_90: attention_tc_row_groups) with Q and dY in registers, K and V
 //       staged as the forward stages them: S = Q K^T, dP = dY V^T, dQ +=
 //       dS K (K by ldmatrix.trans); at D = 128 a key tile in two halves,
 //       with 32 rows a warp in quarters
@@ -65,9 +65,9 @@ constexpr int attention_tc_NS = 8;   // n-blocks of 8 in a tile of 64 (BQ and BK
 static_assert(attention_tc_BQ == 64 && attention_tc_BK == 64 && attention_tc_NS == 8,
               "the tiles of queries and of keys are both 64 rows (the staging, the items, the diagonal)");
 // The dk, dv kernel's block: 4 warps at D = 64, 8 at 128 (two roles,
-// attention_tc_bwd_dkv); the forward's 2 at D = 64 (32 rows each:
-// attention_tc_fwd_groups) and 4 at 128; dq's 4. attention_tc.c's
-// tlm_gpu_attention_tc_block says the same.
+// attention_tc_bwd_dkv); the forward's and dq's 2 at D = 64 on sm_90 (32
+// rows each: attention_tc_row_groups, attention_tc_query_threads) and 4
+// otherwise. attention_tc.c's tlm_gpu_attention_tc_block says the same.
 constexpr int attention_tc_dkv_threads(int D) { return D > 64 ? 256 : 128; }
 
 // Rows row0 .. row0 + 63 of x (row r at x + r rs, D bf16) into a shared
@@ -138,16 +138,25 @@ __device__ __forceinline__ void attention_tc_walk(unsigned short* as, unsigned s
   }
 }
 
-// The warp's A fragments of rows row0 .. row0 + 15 of x (row r at x + r rs),
-// one per k-step of 16 over D, in bf16; zeros from row n on.
-template <int D, typename X>
+// The warp's A fragments of rows row0 .. row0 + 16 RG - 1 of x (row r at x
+// + r rs), one per k-step of 16 over D, group after group of 16 rows (group
+// gr's at a + gr D/16), in bf16; zeros from row n on.
+template <int D, int RG = 1, typename X>
 __device__ __forceinline__ void attention_tc_rows(unsigned (*a)[4], const X* x, long long rs, int row0, int n) {
   const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  for (int s = 0; s < D / 16; s++)
-    for (int j = 0; j < 4; j++) {
-      const int row = row0 + g + 8 * (j % 2), col = 16 * s + 2 * t + 8 * (j / 2);
-      a[s][j] = row < n ? tlm::pack_bf16x2(tlm::load(x + row * rs + col), tlm::load(x + row * rs + col + 1)) : 0u;
-    }
+  for (int gr = 0; gr < RG; gr++)
+    for (int s = 0; s < D / 16; s++)
+      for (int j = 0; j < 4; j++) {
+        const int row = row0 + 16 * gr + g + 8 * (j % 2), col = 16 * s + 2 * t + 8 * (j / 2);
+        a[gr * (D / 16) + s][j] =
+            row < n ? tlm::pack_bf16x2(tlm::load(x + row * rs + col), tlm::load(x + row * rs + col + 1)) : 0u;
+      }
+}
+
+// Row r of the lane's 2 RG rows of a warp's groups from r0: lane g (its lane / 4) holds
+// rows g and g + 8 of each group of 16 (the accumulators' layout).
+__device__ __forceinline__ int attention_tc_lane_row(int r0, int r, int g) {
+  return r0 + 16 * (r / 2) + g + 8 * (r % 2);
 }
 
 // s = A T^T for the warp: A its RG groups of 16 rows (fragments over D:
@@ -289,8 +298,8 @@ constexpr float attention_tc_LOG2E = 1.44269504088896340736f, attention_tc_LN2 =
 // this false, then true.
 __device__ __forceinline__ bool attention_tc_masked(int k0, int r0) { return k0 + attention_tc_BK - 1 > r0; }
 
-// The forward's rows a warp: RG groups of 16 (a block of 128 / RG threads
-// takes a query tile of 64). Each K and V fragment a warp loads by
+// The forward's and dq's rows a warp: RG groups of 16 (a block of 128 / RG
+// threads takes a query tile of 64). Each K and V fragment a warp loads by
 // ldmatrix then feeds RG groups' products: at head size 64 on sm_90, two
 // groups halve the shared-memory reads a product (a 64-key tile: 32
 // ldmatrix.x4 of 512 bytes for 128 HMMAs, not for 64), as
@@ -301,11 +310,11 @@ __device__ __forceinline__ bool attention_tc_masked(int k0, int r0) { return k0 
 // computed as with one group (the same tiles, products and order): the same
 // bits. The emulated device is an sm_90 (device_emu.c).
 #if defined(TLM_CUDA_EMULATED) || (defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900)
-constexpr int attention_tc_fwd_groups(int D) { return D == 64 ? 2 : 1; }
+constexpr int attention_tc_row_groups(int D) { return D == 64 ? 2 : 1; }
 #else
-constexpr int attention_tc_fwd_groups(int D) { return 1; }
+constexpr int attention_tc_row_groups(int D) { return 1; }
 #endif
-constexpr int attention_tc_fwd_threads(int D) { return 128 / attention_tc_fwd_groups(D); }
+constexpr int attention_tc_query_threads(int D) { return 128 / attention_tc_row_groups(D); }
 
 // One key tile of the forward for the warp's RG groups of 16 rows from r0:
 // S = Q K^T, the online softmax (m, l: each lane's two rows a group, their
@@ -316,7 +325,7 @@ template <int D, bool Masked>
 __device__ __forceinline__ void attention_tc_fwd_tile(float (*o)[4], float* m, float* l, const unsigned (*qa)[4],
                                                       const unsigned short* ks, const unsigned short* vs, int j0,
                                                       int r0, float scale_log2, int T) {
-  constexpr int NS = attention_tc_NS, DN = D / 8, RG = attention_tc_fwd_groups(D);
+  constexpr int NS = attention_tc_NS, DN = D / 8, RG = attention_tc_row_groups(D);
   const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   float s[RG * NS][4];
   attention_tc_products<D, NS, RG>(s, qa, ks);
@@ -328,7 +337,7 @@ __device__ __forceinline__ void attention_tc_fwd_tile(float (*o)[4], float* m, f
     for (int n = 0; n < NS; n++)
       for (int i = 0; i < 4; i++) {
         if (Masked) {
-          const int key = j0 + 8 * n + 2 * t + i % 2, row = r0 + 16 * rg + g + 8 * (i / 2);
+          const int key = j0 + 8 * n + 2 * t + i % 2, row = attention_tc_lane_row(r0, 2 * rg + i / 2, g);
           if (!(key <= row && key < T)) sg[n][i] = -INFINITY;
         }
         mx[i / 2] = fmaxf(mx[i / 2], sg[n][i]);
@@ -359,9 +368,9 @@ __device__ __forceinline__ void attention_tc_fwd_tile(float (*o)[4], float* m, f
 template <int D>
 __device__ void attention_tc_fwd(unsigned short* y, float* lse, const unsigned short* q, const unsigned short* k,
                                  const unsigned short* v, int B, int T, int H, int stride) {
-  constexpr int DN = D / 8, RG = attention_tc_fwd_groups(D), ROWS = 16 * RG;
-  static_assert(attention_tc_fwd_threads(D) / 32 * ROWS == attention_tc_BQ, "the block's warps take the query tile");
-  if (blockDim.x != attention_tc_fwd_threads(D)) __trap();  // another block size would leave rows out
+  constexpr int DN = D / 8, RG = attention_tc_row_groups(D), ROWS = 16 * RG;
+  static_assert(attention_tc_query_threads(D) / 32 * ROWS == attention_tc_BQ, "the block's warps take the query tile");
+  if (blockDim.x != attention_tc_query_threads(D)) __trap();  // another block size would leave rows out
   unsigned short *ks, *vs;
   attention_tc_staged_tiles<D>(ks, vs);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
@@ -372,7 +381,7 @@ __device__ void attention_tc_fwd(unsigned short* y, float* lse, const unsigned s
     const int r0 = it.row0 + warp * ROWS, last = min(it.row0 + attention_tc_BQ, T) - 1;
     const bool idle = r0 >= T;  // a warp past the last row loads and waits with the others
     unsigned qa[RG * (D / 16)][4];
-    for (int rg = 0; rg < RG; rg++) attention_tc_rows<D>(qa + rg * (D / 16), q + base, stride, r0 + 16 * rg, T);
+    attention_tc_rows<D, RG>(qa, q + base, stride, r0, T);
     float o[RG * DN][4], m[2 * RG], l[2 * RG];
     for (int r = 0; r < 2 * RG; r++) m[r] = -INFINITY, l[r] = 0.0f;
     for (int n = 0; n < RG * DN; n++)
@@ -392,7 +401,7 @@ __device__ void attention_tc_fwd(unsigned short* y, float* lse, const unsigned s
       l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
     }
     for (int r = 0; r < 2 * RG; r++) {
-      const int row = r0 + 16 * (r / 2) + g + 8 * (r % 2);
+      const int row = attention_tc_lane_row(r0, r, g);
       if (row >= T) continue;
       const float inv = 1.0f / l[r];
       const float(*og)[4] = o + r / 2 * DN;
@@ -442,31 +451,24 @@ __device__ void attention_tc_bwd_prep(unsigned short* dy16, float* dot, const fl
   }
 }
 
-// dq's rows a warp, as the forward's (attention_tc_fwd_groups): two groups
-// of 16 at head size 64 on sm_90, so that each K and V fragment feeds both
-// groups' products (4 HMMAs an ldmatrix.x4, not 2), a key tile then taken
-// in four quarters of 16 keys (S and dP 8 floats a lane a group) to stay
-// within the registers: in halves, ptxas spilled 12 bytes a thread at 255
-// registers on sm_90; in quarters it takes 230. Neither changes an
-// element's order of summation: the same bits.
-constexpr int attention_tc_dq_groups(int D) { return attention_tc_fwd_groups(D); }
-constexpr int attention_tc_dq_threads(int D) { return 128 / attention_tc_dq_groups(D); }
-
 // One block per (b, h, query tile): dq of its rows over the key tiles up to
 // the diagonal, in order.
 template <int D>
 __device__ void attention_tc_bwd_dq(float* dq, const unsigned short* dy16, const float* dot, const float* lse,
                                     const unsigned short* q, const unsigned short* k, const unsigned short* v, int B,
                                     int T, int H, int stride) {
-  constexpr int NS = attention_tc_NS, DN = D / 8, RG = attention_tc_dq_groups(D), ROWS = 16 * RG;
+  constexpr int NS = attention_tc_NS, DN = D / 8, RG = attention_tc_row_groups(D), ROWS = 16 * RG;
   // At D = 128 each key tile in two halves of 32 keys (S and dP 16 floats
-  // a lane, not 32): without, ptxas spilled 12 bytes a thread on sm_80;
-  // with two groups in quarters (above). The same order of summation (dS
-  // K's k-blocks of 16 keys in order), so the same bits.
+  // a lane, not 32): without, ptxas spilled 12 bytes a thread on sm_80.
+  // With two groups (attention_tc_row_groups) in four quarters of 16 keys
+  // (S and dP 8 floats a lane a group): in halves ptxas spilled 12 bytes a
+  // thread at 255 registers on sm_90; in quarters it takes 224. The same
+  // order of summation (dS K's k-blocks of 16 keys in order), so the same
+  // bits.
   constexpr int PARTS = RG > 1 ? 4 : D > 64 ? 2 : 1, NB = NS / PARTS, W = 8 * NB;
-  static_assert(attention_tc_dq_threads(D) / 32 * ROWS == attention_tc_BQ, "the block's warps take the query tile");
-  if (blockDim.x != attention_tc_dq_threads(D)) __trap();  // another block size would leave rows out
-  unsigned short *ks, *vs;                                 // K and V staged as the forward stages them
+  static_assert(attention_tc_query_threads(D) / 32 * ROWS == attention_tc_BQ, "the block's warps take the query tile");
+  if (blockDim.x != attention_tc_query_threads(D)) __trap();  // another block size would leave rows out
+  unsigned short *ks, *vs;                                    // K and V staged as the forward stages them
   attention_tc_staged_tiles<D>(ks, vs);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const float scale = 1.0f / sqrtf((float)D), scale_log2 = scale * attention_tc_LOG2E;
@@ -477,14 +479,12 @@ __device__ void attention_tc_bwd_dq(float* dq, const unsigned short* dy16, const
     const int r0 = it.row0 + warp * ROWS, last = min(it.row0 + attention_tc_BQ, T) - 1;
     const bool idle = r0 >= T;
     unsigned qa[RG * (D / 16)][4], dya[RG * (D / 16)][4];
-    for (int rg = 0; rg < RG; rg++) {
-      attention_tc_rows<D>(qa + rg * (D / 16), q + base, stride, r0 + 16 * rg, T);
-      attention_tc_rows<D>(dya + rg * (D / 16), dy16 + ybase, C, r0 + 16 * rg, T);
-    }
+    attention_tc_rows<D, RG>(qa, q + base, stride, r0, T);
+    attention_tc_rows<D, RG>(dya, dy16 + ybase, C, r0, T);
     // lse (times log2(e)) and D_t of the lane's rows r0 + 16 rg + g and r0 + 16 rg + g + 8
     float rlse[2 * RG], rdot[2 * RG];
     for (int r = 0; r < 2 * RG; r++) {
-      const int row = r0 + 16 * (r / 2) + g + 8 * (r % 2);
+      const int row = attention_tc_lane_row(r0, r, g);
       rlse[r] = row < T ? lse[((long long)it.b * T + row) * H + it.h] * attention_tc_LOG2E : 0.0f;
       rdot[r] = row < T ? dot[attention_tc_dot_at(it.b, it.h, row, T, H)] : 0.0f;
     }
@@ -511,7 +511,7 @@ __device__ void attention_tc_bwd_dq(float* dq, const unsigned short* dy16, const
                                  for (int n = 0; n < NB; n++)
                                    for (int i = 0; i < 4; i++) {
                                      const int key = j0 + part * W + 8 * n + 2 * t + i % 2,
-                                               row = r0 + 16 * rg + g + 8 * (i / 2);
+                                               row = attention_tc_lane_row(r0, 2 * rg + i / 2, g);
                                      // row 0 sees only its own key: P is 1 and its
                                      // dS exactly 0, which D_t less dP (summed in
                                      // another order) would give only up to rounding

@@ -207,51 +207,43 @@ nan)
   ;;
 
 signals)
-  # SIGTERM to rank 1 alone: both ranks stop after the same step, rank 0
-  # writes the checkpoint, equal to one process stopped there.
-  "$mpirun" --oversubscribe --allow-run-as-root --bind-to none -np 2 \
-    "$run" train "$models/tiny.so" --threads 1 --overwrite --ckpt s --steps 100000 >"$tmp/out" 2>"$tmp/err" &
-  job=$!   # mpirun; the ranks are its children
-  for _ in $(seq 100); do
-    kids=$(pgrep -P "$job" -f "tlm-run train" | sort -n)
-    [ "$(echo "$kids" | wc -w)" = 2 ] && grep -q "step  *5/" "$tmp/out" && break
-    sleep 0.1
-  done
-  rank1=$(echo "$kids" | tail -1)
-  kill -TERM "$rank1"
-  status=0
-  wait "$job" || status=$?
+  # stop_job CKPT SIGNAL WHO: 2 ranks train into CKPT; at step 5 SIGNAL goes
+  # to WHO (mpirun, or rank1); every rank stops after the same step, with
+  # one "interrupted" line naming the signal and rank 0's checkpoint of
+  # that step. Sets status (mpirun's) and stopped (the step).
+  stop_job() {
+    local ckpt=$1 sig=$2 who=$3 job kids reached=
+    "$mpirun" --oversubscribe --allow-run-as-root --bind-to none -np 2 \
+      "$run" train "$models/tiny.so" --threads 1 --overwrite --ckpt "$ckpt" --steps 100000 >"$tmp/out" 2>"$tmp/err" &
+    job=$!   # mpirun; the ranks are its children
+    for _ in $(seq 300); do
+      kids=$(pgrep -P "$job" -f "tlm-run train" | sort -n)
+      [ "$(echo "$kids" | wc -w)" = 2 ] && grep -q "step  *5/" "$tmp/out" && reached=1 && break
+      sleep 0.1
+    done
+    [ -n "$reached" ] || { echo "FAIL: the job never reached step 5 in 30 s"; fail=1; }
+    if [ "$who" = mpirun ]; then kill -"$sig" "$job"; else kill -"$sig" "$(echo "$kids" | tail -1)"; fi
+    status=0
+    wait "$job" || status=$?
+    stopped=$(sed -n "s/.*interrupted at step \([0-9]*\) of 100000 (SIG$sig).*/\1/p" "$tmp/out")
+    if [ -n "$stopped" ]; then echo "ok: SIG$sig to $who: interrupted at step $stopped"
+    else echo "FAIL: no 'interrupted at step ... (SIG$sig)'"; cat "$tmp/out" "$tmp/err" | tail -5; fail=1; fi
+    once "interrupted at step"
+    check "the checkpoint is at that step" -- test "$(same step "$ckpt"/checkpoint.safetensors)" = "$stopped"
+  }
+  # SIGTERM to rank 1 alone: rank 0's checkpoint is one process's stopped
+  # at that step.
+  stop_job s TERM rank1
   if [ "$status" != 0 ]; then echo "ok: the job's status is $status"; else echo "FAIL: status 0"; fail=1; fi
-  stopped=$(sed -n 's/.*interrupted at step \([0-9]*\) of 100000 (SIGTERM).*/\1/p' "$tmp/out")
-  if [ -n "$stopped" ]; then echo "ok: interrupted at step $stopped"
-  else echo "FAIL: no 'interrupted at step'"; cat "$tmp/out" "$tmp/err" | tail -5; fail=1; fi
-  once "interrupted at step"
-  check "the checkpoint is at that step" -- test "$(same step s/checkpoint.safetensors)" = "$stopped"
   expect 0 "stopped at step $stopped" "one process stops at the same step" -- \
     train tiny --ckpt one --steps 100000 --accumulate 2 --stop-at "$stopped"
   check "the ranks' checkpoint is one process's, bit for bit" -- \
     same ckpt one/checkpoint.safetensors s/checkpoint.safetensors
   # SIGUSR1 to mpirun itself: Open MPI passes it on to every rank at once
   # (its Ctrl-C reaches them as SIGTERM a second late, SIGKILL a second
-  # after), and they stop after the same step with one checkpoint.
-  "$mpirun" --oversubscribe --allow-run-as-root --bind-to none -np 2 \
-    "$run" train "$models/tiny.so" --threads 1 --overwrite --ckpt u --steps 100000 >"$tmp/out" 2>"$tmp/err" &
-  job=$!
-  reached=
-  for _ in $(seq 300); do
-    [ "$(pgrep -P "$job" -f "tlm-run train" | wc -l)" = 2 ] && grep -q "step  *5/" "$tmp/out" && reached=1 && break
-    sleep 0.1
-  done
-  [ -n "$reached" ] || { echo "FAIL: the job never reached step 5 in 30 s"; fail=1; }
-  kill -USR1 "$job"
-  status=0
-  wait "$job" || status=$?
+  # after).
+  stop_job u USR1 mpirun
   if [ "$status" = 138 ]; then echo "ok: mpirun's status is 138 (SIGUSR1's)"; else echo "FAIL: status $status"; fail=1; fi
-  stopped=$(sed -n 's/.*interrupted at step \([0-9]*\) of 100000 (SIGUSR1).*/\1/p' "$tmp/out")
-  if [ -n "$stopped" ]; then echo "ok: SIGUSR1 to mpirun: interrupted at step $stopped"
-  else echo "FAIL: no 'interrupted at step ... (SIGUSR1)'"; cat "$tmp/out" "$tmp/err" | tail -5; fail=1; fi
-  once "interrupted at step"
-  check "its checkpoint is at that step" -- test "$(same step u/checkpoint.safetensors)" = "$stopped"
   ;;
 
 profile)
