@@ -216,6 +216,15 @@ int cli_error(const char *cmd, const char *fmt, ...) {
     return 1;
 }
 
+void cli_note(const char *cmd, const char *fmt, ...) {
+    char with[256];
+    snprintf(with, sizeof with, "%s: note", cmd);
+    va_list ap;
+    va_start(ap, fmt);
+    vsay(with, fmt, ap, "");
+    va_end(ap);
+}
+
 int cli_usage_error(const char *cmd, const char *fmt, ...) {
     char tail[64];
     snprintf(tail, sizeof tail, " (see `tlm-run %s --help`)", cmd);

@@ -56,6 +56,13 @@ bool cli_real(cli_args *a, double lo, bool lo_open, double *out);
 __attribute__((format(printf, 2, 3)))
 #endif
 int cli_error(const char *cmd, const char *fmt, ...);
+
+/* "tlm-run CMD: note: message" on stderr, the same way: something the
+ * user should know about a run that goes on. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+void cli_note(const char *cmd, const char *fmt, ...);
 #if defined(__GNUC__)
 __attribute__((format(printf, 2, 3)))
 #endif

@@ -239,7 +239,7 @@ int cmd_eval(int argc, char **argv) {
     char ckpt_tokenizer[65] = "bytes";
     char names[MAX_DATA][4200];
     text_tokens text = {0};
-    int64_t step = 0;
+    int64_t step = 0, trained = -1;
     int rc = 0, width = 4;
     if (context > so.config->context)
         rc = cli_usage_error("eval", "--context %" PRId64 " is longer than the model's context (%" PRId64 ")", context,
@@ -247,7 +247,7 @@ int cmd_eval(int argc, char **argv) {
     else if (check) snprintf(path, sizeof path, "(none: --check)"); /* no model made, no checkpoint read */
     else if (!tlm_model_create_on(&m, &so, dev, precision, batch, context, false, 0, &err))
         rc = cli_error("eval", "%s", err.msg);
-    else rc = load_checkpoint("eval", &so, ckpt, &m, path, sizeof path, &step, ckpt_tokenizer);
+    else rc = load_checkpoint("eval", &so, ckpt, &m, path, sizeof path, &step, ckpt_tokenizer, &trained);
     /* The tokenizer before any work: a wrong one is refused at once
      * (--check: whichever is given, or the model's, or bytes). */
     if (!rc && (nchoices + ncloze > 0 || tokenizer) &&
@@ -334,6 +334,8 @@ int cmd_eval(int argc, char **argv) {
         printf("%s tokens in %.2f s: %.0f tokens/s\n", tokens, seconds, (double)all_tokens / seconds);
     }
     if (!rc && !check && nchoices + ncloze > 0) rc = evaluate_sets(&sets, choices, nchoices, cloze, ncloze, json);
+    /* notes come after the results, on success: a failure stays one line */
+    if (!rc && !check) note_untrained_positions("eval", path, trained, context);
     text_tokens_close(&text);
     for (int i = 0; i < ndata; i++) tlm_data_free(&ds[i]);
     tlm_model_destroy(&m);

@@ -1,6 +1,7 @@
 /* tlm-run export: a checkpoint as a GGUF file for llama.cpp (runtime/export:
  * the format, the tensor types and the mapping onto llama.cpp's `deci` or
  * `llama` architecture; docs/export.md). */
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,10 +49,10 @@ static int export_to(const tlm_so *so, const char *ckpt, const char *out, enum t
     tlm_model m = {0};
     char path[4200];
     tlm_strbuf kept = {0};
-    int64_t step;
+    int64_t step, trained = -1;
     if (!tlm_model_create(&m, so, 1, 1, false, 0, &err)) return cli_error("export", "%s", err.msg);
     char tokenizer[65];
-    int rc = load_checkpoint("export", so, ckpt, &m, path, sizeof path, &step, tokenizer);
+    int rc = load_checkpoint("export", so, ckpt, &m, path, sizeof path, &step, tokenizer, &trained);
     if (!rc && !tlm_output_not_input(out, path, "the checkpoint", &err)) rc = cli_error("export", "%s", err.msg);
     /* the GGUF carries the byte vocabulary: a model trained on subword
      * tokens would need its tokenizer written instead (not done yet) */
@@ -63,7 +64,11 @@ static int export_to(const tlm_so *so, const char *ckpt, const char *out, enum t
     if (!rc && tlm_export_unrepresentable(so, m.params, type, why, sizeof why))
         rc = cli_error("export", "%s: %s", path, why);
     tlm_gguf g = {0};
-    if (!rc && !tlm_export_llama(so, m.params, type, &g, &kept)) rc = cli_error("export", "out of memory");
+    /* llama.cpp's context_length is the window the weights were trained on
+     * (its n_ctx_train), which a model recompiled for another context no
+     * longer holds */
+    const int64_t context = trained > 0 ? trained : so->config->context;
+    if (!rc && !tlm_export_llama(so, m.params, type, context, &g, &kept)) rc = cli_error("export", "out of memory");
     if (!rc && !tlm_gguf_write(&g, out, &err)) rc = cli_error("export", "%s", err.msg);
     if (!rc) {
         uint64_t size = tlm_gguf_file_size(&g);
@@ -71,6 +76,10 @@ static int export_to(const tlm_so *so, const char *ckpt, const char *out, enum t
         printf("%s: %s step %s, %s, %llu bytes (%.2f MiB)\n", out, path, step_text(step, st), tlm_ggml_type_name(type),
                (unsigned long long)size, (double)size / 1048576.0);
         if (kept.len) printf("kept f16 (rows not a multiple of 32): %s\n", kept.buf);
+        if (context != so->config->context)
+            printf("context_length %" PRId64 ": the checkpoint's training windows, not the model's context (%" PRId64
+                   ")\n",
+                   context, so->config->context);
     }
     free(kept.buf);
     tlm_gguf_free(&g);

@@ -11,6 +11,7 @@
 
 #include "args.h"
 #include "checkpoint.h"
+#include "checkpoint_config.h"
 #include "device_flag.h"
 #include "corpus.h"
 #include "gpu_model.h"
@@ -35,7 +36,7 @@ int checkpoint_path_too_long(const char *cmd, const char *ckpt, const char *mode
 }
 
 int load_checkpoint(const char *cmd, const tlm_so *so, const char *ckpt, tlm_model *m, char *path, size_t pathlen,
-                    int64_t *step, char tokenizer[65]) {
+                    int64_t *step, char tokenizer[65], int64_t *trained) {
     const char *name = tlm_so_str(so, so->config->name);
     if (!checkpoint_path(path, pathlen, ckpt, name) || strlen(path) >= PATH_MAX)
         return checkpoint_path_too_long(cmd, ckpt, name);
@@ -57,8 +58,18 @@ int load_checkpoint(const char *cmd, const tlm_so *so, const char *ckpt, tlm_mod
     tlm_ckpt_meta_step(f, step); /* -1, shown as unknown, when it is not a step */
     const char *tok = tlm_st_meta_get(f, "tokenizer");
     if (tokenizer) snprintf(tokenizer, 65, "%s", tok ? tok : "bytes");
+    if (trained) *trained = tlm_ckpt_trained_context(tlm_st_meta_get(f, "settings"), tlm_st_meta_get(f, "config"));
     tlm_st_close(f);
     return ok ? 0 : cli_error(cmd, "%s: %s", path, err.msg);
+}
+
+void note_untrained_positions(const char *cmd, const char *path, int64_t trained, int64_t window) {
+    if (trained <= 0 || window <= trained) return;
+    fflush(stdout); /* after the results, where both streams go to one place */
+    cli_note(cmd,
+             "%s was trained on windows of %" PRId64 " tokens; these are %" PRId64 ", and the positions past %" PRId64
+             " were never trained",
+             path, trained, window, trained);
 }
 
 const char *step_text(int64_t step, char buf[24]) {

@@ -25,9 +25,19 @@ int checkpoint_path_too_long(const char *cmd, const char *ckpt, const char *mode
  * where its metadata holds no valid one: step_text shows it), and
  * tokenizer (when not NULL) the identity of the tokenizer of the data it
  * was trained on: its metadata's `tokenizer`, "bytes" when it has none
- * (checkpoints from before shards were all trained on text as bytes). */
+ * (checkpoints from before shards were all trained on text as bytes),
+ * and trained (when not NULL) the longest window it was trained on, -1 if
+ * unrecorded (tlm_ckpt_trained_context). */
 int load_checkpoint(const char *cmd, const tlm_so *so, const char *ckpt, tlm_model *m, char *path, size_t pathlen,
-                    int64_t *step, char tokenizer[65]);
+                    int64_t *step, char tokenizer[65], int64_t *trained);
+
+/* A note on stderr, after a run's results (so that an error stays one
+ * line), when windows of `window` tokens ran a checkpoint trained on
+ * shorter ones (trained, load_checkpoint's; -1: unknown): its
+ * weights never saw the positions past them (a model may be recompiled for
+ * a longer context, and RoPE runs at any position), so a loss or sample
+ * there says how it extrapolates. */
+void note_untrained_positions(const char *cmd, const char *path, int64_t trained, int64_t window);
 
 /* A checkpoint's step as the banners print it: the number, or "unknown"
  * for load_checkpoint's -1. Returns buf. */

@@ -134,7 +134,7 @@ int cmd_probe(int argc, char **argv) {
     tlm_dataset ds = {0};
     corpus_info info;
     char ckpt_tokenizer[65];
-    int64_t step = 0;
+    int64_t step = 0, trained = -1;
     int rc = 0;
     int64_t L = am->layers, D = am->d_model;
     double *sum = calloc((size_t)L, sizeof *sum);
@@ -151,7 +151,7 @@ int cmd_probe(int argc, char **argv) {
      * of the forward pass; the inference one reuses it. */
     else if (!tlm_model_create_on(&m, &so, dev, precision, batch, context, true, 0, &err))
         rc = cli_error("probe", "%s", err.msg);
-    else if ((rc = load_checkpoint("probe", &so, ckpt, &m, path, sizeof path, &step, ckpt_tokenizer)) != 0)
+    else if ((rc = load_checkpoint("probe", &so, ckpt, &m, path, sizeof path, &step, ckpt_tokenizer, &trained)) != 0)
         ;
     else if (!corpus_load_for(&ds, data, context, am->vocab, name, sizeof name, &info, ckpt_tokenizer, path, NULL,
                               &err))
@@ -205,6 +205,7 @@ int cmd_probe(int argc, char **argv) {
         for (int64_t l = 0; l < L; l++)
             printf("%5" PRId64 " %7" PRId64 " %8.4f\n", l, so.layers[l].width, sum[l] / (double)(done * context));
     }
+    if (!rc) note_untrained_positions("probe", path, trained, context);
     free(sum);
     free(in);
     free(tgt);

@@ -199,7 +199,7 @@ int cmd_sample(int argc, char **argv) {
     const int64_t T = so.config->context, V = so.config->vocab;
     tlm_model m = {0};
     tlm_tokenizer *tok = NULL;
-    int64_t step;
+    int64_t step, trained = -1;
     int32_t *window = malloc((size_t)T * sizeof *window);
     float *scratch = malloc((size_t)V * sizeof *scratch);
     int rc = 0;
@@ -208,7 +208,7 @@ int cmd_sample(int argc, char **argv) {
         rc = cli_error("sample", "%s", err.msg);
     else {
         char tokenizer[65];
-        rc = load_checkpoint("sample", &so, ckpt, &m, path, sizeof path, &step, tokenizer);
+        rc = load_checkpoint("sample", &so, ckpt, &m, path, sizeof path, &step, tokenizer, &trained);
         if (!rc) rc = load_checkpoint_tokenizer("sample", tok_path, &so, tokenizer, path, &tok);
     }
     /* Only ids that print can be drawn: bytes for a model trained on text,
@@ -217,6 +217,7 @@ int cmd_sample(int argc, char **argv) {
     const int nprint = (int)(V < ntok ? V : ntok);
     int64_t n = 0;
     if (!rc) rc = prompt_window(tok, prompt, plen, T, nprint, window, &n);
+    const int64_t used = n + length < T ? n + length : T; /* positions the text reaches */
     /* With a KV cache (titans: its memory's state) each token runs one
      * token's forward; a full window restarts from its last half (prefilled
      * again). Without one (--no-cache) each token recomputes the window,
@@ -266,6 +267,7 @@ int cmd_sample(int argc, char **argv) {
         else if (diverged)
             rc =
                 cli_error("sample", "the model's logits are not finite (NaN or Inf): did the run of %s diverge?", path);
+        else note_untrained_positions("sample", path, trained, used);
     }
     tlm_tok_free(tok);
     free(window);

@@ -126,7 +126,7 @@ const char *tlm_export_unrepresentable(const tlm_so *so, const float *params, en
     return NULL;
 }
 
-bool tlm_export_llama(const tlm_so *so, const float *params, enum tlm_ggml_type type, tlm_gguf *g,
+bool tlm_export_llama(const tlm_so *so, const float *params, enum tlm_ggml_type type, int64_t context, tlm_gguf *g,
                       tlm_strbuf *kept_f16) {
     const tlm_abi_config *c = so->config;
     const int L = (int)c->layers;
@@ -144,7 +144,7 @@ bool tlm_export_llama(const tlm_so *so, const float *params, enum tlm_ggml_type 
     if (any_q8) tlm_gguf_set_u32(g, "general.quantization_version", 2);
     tlm_gguf_set_u32(g, "general.alignment", TLM_GGUF_ALIGN);
     tlm_gguf_set_u32(g, KEY("vocab_size"), (uint32_t)c->vocab);
-    tlm_gguf_set_u32(g, KEY("context_length"), (uint32_t)c->context);
+    tlm_gguf_set_u32(g, KEY("context_length"), (uint32_t)context);
     tlm_gguf_set_u32(g, KEY("embedding_length"), (uint32_t)c->d_model);
     tlm_gguf_set_u32(g, KEY("block_count"), (uint32_t)L);
     int32_t *per_layer = malloc((size_t)L * sizeof *per_layer);

@@ -26,12 +26,13 @@ const char *tlm_export_unrepresentable(const tlm_so *so, const float *params, en
                                        size_t n);
 
 /* Fills g from the model's parameter block (params: so->config->param_floats
- * floats) with the matrices in `type`; a matrix whose rows are not a
+ * floats) with the matrices in `type` and context_length `context` (the
+ * window the weights were trained on); a matrix whose rows are not a
  * multiple of 32 stays f16 under q8_0, and its name is appended to kept_f16
  * (", "-separated; NULL: not reported). The vectors (norms) stay f32.
  * False when out of memory. Call tlm_export_refusal and
  * tlm_export_unrepresentable first. */
-bool tlm_export_llama(const tlm_so *so, const float *params, enum tlm_ggml_type type, tlm_gguf *g,
+bool tlm_export_llama(const tlm_so *so, const float *params, enum tlm_ggml_type type, int64_t context, tlm_gguf *g,
                       tlm_strbuf *kept_f16);
 
 /* The byte-level vocabulary (byte_vocab.c): 256 tokens, token i is byte i,

@@ -102,3 +102,22 @@ bool tlm_ckpt_config_matches(const char *config, const tlm_so *so, const char *p
     tlm_json_free(ours);
     return ok;
 }
+
+/* JSON object text's `context` as a positive whole number, or -1. */
+static int64_t context_of(const char *json) {
+    if (!json) return -1;
+    tlm_err e = {""};
+    tlm_json *j = tlm_json_parse(json, strlen(json), &e);
+    const tlm_json *c = j && j->type == TLM_JSON_OBJECT ? tlm_json_get(j, "context") : NULL;
+    int64_t v = -1;
+    if (c && c->type == TLM_JSON_NUMBER && c->number >= 1 && c->number <= 9007199254740992.0 &&
+        c->number == (double)(int64_t)c->number)
+        v = (int64_t)c->number;
+    tlm_json_free(j);
+    return v;
+}
+
+int64_t tlm_ckpt_trained_context(const char *settings, const char *config) {
+    int64_t run = context_of(settings);
+    return run > 0 ? run : context_of(config);
+}

@@ -7,6 +7,7 @@
 #define TLM_CHECKPOINT_CONFIG_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "errmsg.h"
 #include "model_so.h"
@@ -22,5 +23,12 @@ char *tlm_ckpt_config_json(const tlm_so *so);
  * rotated, not learned). A setting the checkpoint does not record is not
  * compared. path names the checkpoint in the message. */
 bool tlm_ckpt_config_matches(const char *config, const tlm_so *so, const char *path, tlm_err *err);
+
+/* The longest window the checkpoint was trained on: its training run's
+ * `settings` context (the last run's, for a resumed one), else its
+ * `config`'s, the model's it was trained by; -1 when neither records a
+ * whole number. A model may be recompiled for another context (above), and
+ * a window past this one holds positions the weights never saw. */
+int64_t tlm_ckpt_trained_context(const char *settings, const char *config);
 
 #endif

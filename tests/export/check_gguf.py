@@ -7,7 +7,8 @@ checkpoint it came from (numpy only):
 
 - header: magic "GGUF", version 3, counts that match what follows;
 - every metadata key with the value type llama.cpp reads it as (u32, f32,
-  string, bool, arrays of int32 or strings), the per-layer arrays of `deci`;
+  string, bool, arrays of int32 or strings), the per-layer arrays of `deci`,
+  context_length the window the checkpoint's run trained on;
 - tensor infos: llama.cpp's names and shapes (ne[0] = columns), offsets at
   multiples of general.alignment (32), in order, not overlapping, inside
   the file, the data section starting at an aligned offset;
@@ -138,6 +139,8 @@ def main():
     params, meta = st.load(ckpt)
     params = {k: v for k, v in params.items() if not k.startswith(("optimizer.", "train."))}
     config = json.loads(meta["config"])
+    # the window the weights were trained on: the run's --context, else the model's
+    trained = json.loads(meta.get("settings", "{}")).get("context") or config["context"]
     raw, kv, tensors, head_end = read(path)
     U32, F32, STR, BOOL = 4, 6, STRING, 7
     I32S, STRS = (ARRAY, 5), (ARRAY, STRING)
@@ -164,7 +167,7 @@ def main():
         expect("general.quantization_version", U32, 2)
     elif "general.quantization_version" in kv:
         fail("general.quantization_version in a file with no quantised tensor")
-    expect(f"{arch}.context_length", U32, config["context"])
+    expect(f"{arch}.context_length", U32, trained)
     expect(f"{arch}.embedding_length", U32, config["d_model"])
     expect(f"{arch}.block_count", U32, L)
     expect(f"{arch}.vocab_size", U32, config["vocab"])

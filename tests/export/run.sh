@@ -65,11 +65,15 @@ reader)
   # q8_0 asked for where no matrix has rows of whole 32-blocks: all f16, and
   # general.file_type 1 (f16) without a quantization_version
   expect 0 "" "tlmc --model narrow (d_model 48, width 80)" -- "$tlmc" "$here/models.tlm" --model narrow -o "$tmp/narrow.so"
+  # trained on windows of 16 of its 256: context_length is 16 (llama.cpp's
+  # n_ctx_train), and the export says it is not the model's
   expect 0 "done: 2 steps" "train narrow, 2 steps" -- \
-    "$run" train "$tmp/narrow.so" --ckpt "$tmp/ck_narrow" --steps 2 --batch 2 --threads 1
+    "$run" train "$tmp/narrow.so" --ckpt "$tmp/ck_narrow" --steps 2 --batch 2 --threads 1 --context 16
   expect 0 "q8_0" "export narrow --type q8_0" -- \
     "$run" export "$tmp/narrow.so" --ckpt "$tmp/ck_narrow" -o "$tmp/narrow.gguf" --type q8_0
-  check "narrow-q8_0.gguf: every matrix f16, file type f16" -- \
+  check "... context_length 16, the training windows, said" -- \
+    grep -qx "context_length 16: the checkpoint's training windows, not the model's context (256)" "$tmp/out"
+  check "narrow-q8_0.gguf: every matrix f16, file type f16, context_length 16" -- \
     "$py" "$here/check_gguf.py" "$tmp/narrow.gguf" "$tmp/ck_narrow/checkpoint.safetensors" q8_0 llama
   # 40 layers of them: the list of what stayed f16 names all 282 matrices
   # (a fixed buffer once cut it short after about 180, mid-name, exit 0)

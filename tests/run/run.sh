@@ -747,6 +747,20 @@ eval)
   expect 0 "persuasion" "eval the tied model" -- \
     "$run" eval "$models/small_tied.so" --ckpt "$tmp/tied" --data "$p" --max-tokens 2048 --context 64
   tied_loss=$(awk '/persuasion/ {print $3}' "$tmp/out")
+  # it trained on windows of 32: at 64, the untrained positions are noted
+  check "... windows of 64 past its training's 32: a note says so" -- grep -qx "tlm-run eval: note: .*tied/checkpoint.safetensors was trained on windows of 32 tokens; these are 64, and the positions past 32 were never trained" "$tmp/err"
+  expect 0 "persuasion" "... at --context 32: no note" -- \
+    "$run" eval "$models/small_tied.so" --ckpt "$tmp/tied" --data "$p" --max-tokens 256 --context 32
+  check "... no note" -- test ! -s "$tmp/err"
+  expect 0 "rho" "... probe at 64: the same note" -- \
+    "$run" probe "$models/small_tied.so" --ckpt "$tmp/tied" --data "$p" --windows 1 --batch 1 --context 64
+  check "... the same note" -- grep -q "^tlm-run probe: note: .* windows of 32 tokens; these are 64," "$tmp/err"
+  expect 0 "" "... sample 30 tokens from a prompt of 2: no note" -- \
+    "$run" sample "$models/small_tied.so" --ckpt "$tmp/tied" --prompt "It" --length 30
+  check "... no note" -- test ! -s "$tmp/err"
+  expect 0 "" "... sample 40 tokens from a prompt of 2: a note for 42 of them" -- \
+    "$run" sample "$models/small_tied.so" --ckpt "$tmp/tied" --prompt "It" --length 40
+  check "... a note: these are 42" -- grep -q "^tlm-run sample: note: .* windows of 32 tokens; these are 42," "$tmp/err"
   for c in "$trained/checkpoint.safetensors 64 $loss" "$tmp/tied/checkpoint.safetensors 32 $tied_loss"; do
     set -- $c
     "$py" "$here/check_llama.py" "$1" "$p" 64 "$2" "$3" > "$tmp/llama" 2>&1; rc=$?
