@@ -285,6 +285,31 @@ int corpus_files(const char *path, enum corpus_role role, char ***names, int *n,
     return tlm_fail(err, "out of memory"), -1;
 }
 
+bool corpus_val_in_data(const char *data, const char *val, char *shared, size_t n) {
+    char **tn, **vn;
+    int ntrain, nval;
+    corpus_source source;
+    tlm_err ignored; /* a listing that fails: the loaders said why */
+    if (corpus_files(data, CORPUS_TRAIN, &tn, &ntrain, &source, &ignored) != 0) return false;
+    if (corpus_files(val, CORPUS_VALID, &vn, &nval, &source, &ignored) != 0) {
+        tlm_data_texts_free(tn, ntrain);
+        return false;
+    }
+    bool found = false;
+    for (int v = 0; v < nval && !found; v++) {
+        struct stat a, b;
+        if (stat(vn[v], &a) != 0) continue;
+        for (int t = 0; t < ntrain && !found; t++)
+            if (stat(tn[t], &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+                snprintf(shared, n, "%s", vn[v]);
+                found = true;
+            }
+    }
+    tlm_data_texts_free(tn, ntrain);
+    tlm_data_texts_free(vn, nval);
+    return found;
+}
+
 /* corpus_load's reading, before its checks: false with a reason (nothing
  * held). */
 static bool load_unchecked(tlm_dataset *ds, const char *path, enum corpus_role role, int64_t vocab, char *name,

@@ -40,6 +40,12 @@ int corpus_default_files(enum corpus_role role, char paths[][4096]);
 typedef enum corpus_source { CORPUS_FILE, CORPUS_FOLDER_TEXTS, CORPUS_FOLDER_SHARDS, CORPUS_BUNDLED } corpus_source;
 int corpus_files(const char *path, enum corpus_role role, char ***names, int *n, corpus_source *source, tlm_err *err);
 
+/* Whether a file the validation argument reads (val, corpus_files' for
+ * CORPUS_VALID) is one the training argument (data, CORPUS_TRAIN's) reads
+ * too, the same file by device and inode: its name into shared. A
+ * validation loss over it measures text the model trained on. */
+bool corpus_val_in_data(const char *data, const char *val, char *shared, size_t n);
+
 /* Loads path, or the bundled text for the role when path is NULL or
  * empty, and checks that it holds a window of T + 1 tokens and only ids the
  * model's vocabulary has. path is

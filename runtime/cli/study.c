@@ -14,8 +14,11 @@
 #include "args.h"
 #include "commands.h"
 #include "corpus.h"
+#include "device.h"
+#include "device_flag.h"
 #include "files.h"
 #include "launcher.h"
+#include "load.h"
 #include "locate.h"
 #include "plan.h"
 #include "runner.h"
@@ -35,10 +38,14 @@ static void usage(FILE *out) {
           "  --seeds K          K seeds: the study's first K (then the next unused numbers)\n"
           "  --jobs J           runs at a time (default 1)\n"
           "  --threads N        CPU threads in all, N/J per run (default: all cores)\n"
-          "  --out DIR          the study's folder (default studies/NAME, with -stepsN and\n"
-          "                     -seedsK when those are overridden)\n"
+          "  --out DIR          the study's folder (default studies/NAME, with -stepsN,\n"
+          "                     -seedsK and -eval-tokensN when those are overridden, and\n"
+          "                     -cuda or -cuda-fp32 on a GPU)\n"
           "  --eval-tokens N    evaluate at most N tokens of each text (default: the study's,\n"
           "                     else 65536)\n"
+          "  --device D         cpu (default) or cuda[:N]: where every run trains and\n"
+          "                     evaluates (a folder's runs continue only where they began)\n"
+          "  --precision P      on a GPU: bf16 (default) or fp32\n"
           "  --force            DIR holds another run of the study (other steps, seeds or\n"
           "                     plan), a plan.json that cannot be read, or files but no\n"
           "                     plan.json: discard its runs and results and start over\n"
@@ -164,7 +171,19 @@ static bool folder_name(const char *path, char *out, size_t n) {
     return study_child_path(path, len, out, n);
 }
 
-enum { OPT_STUDY = 256, OPT_STEPS, OPT_SEEDS, OPT_JOBS, OPT_THREADS, OPT_OUT, OPT_EVAL_TOKENS, OPT_FORCE, OPT_PLAN };
+enum {
+    OPT_STUDY = 256,
+    OPT_STEPS,
+    OPT_SEEDS,
+    OPT_JOBS,
+    OPT_THREADS,
+    OPT_OUT,
+    OPT_EVAL_TOKENS,
+    OPT_FORCE,
+    OPT_PLAN,
+    OPT_DEVICE,
+    OPT_PRECISION
+};
 static const struct option long_options[] = {
     {"help", no_argument, NULL, 'h'},
     {"study", required_argument, NULL, OPT_STUDY},
@@ -176,12 +195,16 @@ static const struct option long_options[] = {
     {"eval-tokens", required_argument, NULL, OPT_EVAL_TOKENS},
     {"force", no_argument, NULL, OPT_FORCE},
     {"plan-file", required_argument, NULL, OPT_PLAN},
+    {"device", required_argument, NULL, OPT_DEVICE},
+    {"precision", required_argument, NULL, OPT_PRECISION},
     {NULL, 0, NULL, 0},
 };
 
 /* What the command line asks for. */
 typedef struct study_flags {
     const char *file, *study, *out, *plan_file; /* out: without trailing slashes, or NULL */
+    const char *device;                         /* NULL or "cpu": the CPU */
+    tlm_precision precision;                    /* resolved for the device */
     int64_t steps, seeds, jobs, threads, eval_tokens;
     bool force;
 } study_flags;
@@ -218,18 +241,39 @@ static int run_study(const study_flags *f, const char *tlmc, const char *self) {
     if (f->steps) plan.steps = f->steps;
     if (f->seeds) take_seeds(&plan, (int)f->seeds);
     if (f->eval_tokens) plan.eval_tokens = f->eval_tokens;
-    else if (!plan.eval_tokens) plan.eval_tokens = DEFAULT_EVAL_TOKENS;
+    const bool gpu = !device_flag_is_cpu(f->device);
+    if (gpu) {
+        free(plan.device), free(plan.precision);
+        plan.device = strdup("cuda");
+        plan.precision = strdup(tlm_precision_name(f->precision));
+        if (!plan.device || !plan.precision) {
+            study_plan_free(&plan);
+            return cli_error("study", "out of memory");
+        }
+    } else if (!plan.eval_tokens) plan.eval_tokens = DEFAULT_EVAL_TOKENS;
     char bundled[CORPUS_MAX_DEFAULT][4096];
     if (!plan.val && !plan.data) { /* train's default validation text, named so eval and probe use it too */
         corpus_default_files(CORPUS_VALID, bundled);
         plan.val = strdup(bundled[0]);
+    }
+    /* refused before hours of training that would end in a table of nothing */
+    if (!plan.val && !plan.neval && !plan.nchoices && !plan.ncloze) {
+        int rc = cli_error("study",
+                           "%s: study `%s` trains on %s but scores nothing: give it a val text (or eval texts, "
+                           "choices or cloze sets) to compare its variants on",
+                           f->plan_file ? f->plan_file : f->file, plan.name, plan.data);
+        study_plan_free(&plan);
+        return rc;
     }
     char folder[4200];
     const char *out = f->out;
     if (!out) {
         int k = snprintf(folder, sizeof folder, "studies/%s", plan.name);
         if (f->steps) k += snprintf(folder + k, sizeof folder - (size_t)k, "-steps%" PRId64, f->steps);
-        if (f->seeds) snprintf(folder + k, sizeof folder - (size_t)k, "-seeds%" PRId64, f->seeds);
+        if (f->seeds) k += snprintf(folder + k, sizeof folder - (size_t)k, "-seeds%" PRId64, f->seeds);
+        if (f->eval_tokens)
+            k += snprintf(folder + k, sizeof folder - (size_t)k, "-eval-tokens%" PRId64, f->eval_tokens);
+        if (gpu) snprintf(folder + k, sizeof folder - (size_t)k, "-cuda%s", plan.precision[0] == 'f' ? "-fp32" : "");
         out = folder;
     }
     int64_t threads = f->threads ? f->threads : cli_cores();
@@ -238,6 +282,7 @@ static int run_study(const study_flags *f, const char *tlmc, const char *self) {
                        .out = out,
                        .jobs = (int)f->jobs,
                        .threads = threads / f->jobs > 0 ? (int)(threads / f->jobs) : 1,
+                       .device = gpu ? f->device : NULL,
                        .force = f->force,
                        .progress = stdout,
                        .stop = &stop};
@@ -254,6 +299,7 @@ static int run_study(const study_flags *f, const char *tlmc, const char *self) {
 
 int cmd_study(int argc, char **argv) {
     study_flags f = {.jobs = 1};
+    const char *precision = NULL;
     char folder[4200], file[4200];
     cli_args a = {.cmd = "study", .argc = argc, .argv = argv};
     int opt;
@@ -282,6 +328,11 @@ int cmd_study(int argc, char **argv) {
         case OPT_EVAL_TOKENS: ok = cli_int(&a, 1, (int64_t)1 << 40, &f.eval_tokens); break;
         case OPT_FORCE: f.force = true; break;
         case OPT_PLAN: ok = non_empty(&a, &f.plan_file) && cli_value_not_option(&a); break;
+        case OPT_DEVICE:
+            if (device_flag_check("study", a.val)) return 2;
+            f.device = a.val;
+            break;
+        case OPT_PRECISION: precision = a.val; break;
         case 1:
             if (f.file) return cli_usage_error("study", "one FILE.tlm only (got `%s` and `%s`)", f.file, a.val);
             if (!a.val[0]) return cli_usage_error("study", "FILE.tlm is empty: it needs a path");
@@ -294,6 +345,12 @@ int cmd_study(int argc, char **argv) {
         if (!ok) return 2;
     }
     if (!f.file && !f.plan_file) return cli_usage_error("study", "no FILE.tlm given");
+    if (precision_flag_resolve("study", f.device, precision, &f.precision)) return 2;
+    /* a GPU that cannot be opened is said once, before anything compiles,
+     * not by the first run's training */
+    tlm_device *dev = NULL;
+    if (device_flag_open("study", f.device, &dev)) return 1;
+    if (dev) tlm_device_close(dev);
 
     char self[4096], tlmc[4200];
     ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);

@@ -97,6 +97,7 @@ typedef struct run {
     tlm_dataset train, val;
     corpus_info train_info, val_info;
     bool have_val;
+    char val_in_data[4200]; /* a validation file the training data holds too, or "" */
     char train_name[4200], val_name[4200];
     char data_fingerprint[48];
     char ckpt_dir[4096], ckpt_file[4200];
@@ -691,6 +692,8 @@ static int setup(run *r) {
         rc = cli_error("train", "%s", err.msg);
         goto out;
     }
+    if (r->have_val && !corpus_val_in_data(o->data, o->val, r->val_in_data, sizeof r->val_in_data))
+        r->val_in_data[0] = '\0';
     if (r->have_val && strcmp(r->val_info.tokenizer, r->train_info.tokenizer) != 0) {
         rc = data_kinds_differ(r);
         goto out;
@@ -767,6 +770,9 @@ static void banner(const run *r) {
     printf("data: %s, %.2f%s", r->train_name, (double)r->train.n / 1e6, unit);
     if (r->have_val) printf("; validation: %s, %.2f%s\n", r->val_name, (double)r->val.n / 1e6, unit);
     else printf("; no validation (give --val)\n");
+    if (r->val_in_data[0])
+        printf("note: the validation text %s is training data too: its loss measures text the model trains on\n",
+               r->val_in_data);
     if (r->train_info.shards) printf("tokenizer %s, end-of-text id %d\n", r->train_info.tokenizer, r->train_info.eot);
     if (r->o.resume) printf("resuming at step %" PRId64 " of %" PRId64 ",", r->state.step, s->steps);
     else printf("training %" PRId64 " step%s,", s->steps, s->steps == 1 ? "" : "s");

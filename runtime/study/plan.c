@@ -179,8 +179,14 @@ static bool parse_study(const tlm_json *s, const char *file, study_plan *p, tlm_
         !get_strings(s, "eval", STUDY_MAX_TEXTS, where, &p->eval, &p->neval, err) ||
         !get_strings(s, "choices", STUDY_MAX_TEXTS, where, &p->choices, &p->nchoices, err) ||
         !get_strings(s, "cloze", STUDY_MAX_TEXTS, where, &p->cloze, &p->ncloze, err) ||
-        !get_int(s, "eval_tokens", true, 1, (int64_t)1 << 40, where, &p->eval_tokens, err))
+        !get_int(s, "eval_tokens", true, 1, (int64_t)1 << 40, where, &p->eval_tokens, err) ||
+        !get_string(s, "device", true, where, &p->device, err) ||
+        !get_string(s, "precision", true, where, &p->precision, err))
         return false;
+    if (p->device && strcmp(p->device, "cuda") != 0)
+        return tlm_fail(err, "the plan's device is `%.40s`, not cuda (a study on the CPU names none)", p->device);
+    if (!p->device != !p->precision || (p->precision && strcmp(p->precision, "bf16") && strcmp(p->precision, "fp32")))
+        return tlm_fail(err, "the plan's precision is not bf16 or fp32 beside its device (or it names none)");
     const tlm_json *vs = tlm_json_get(s, "variants");
     if (!vs || vs->type != TLM_JSON_ARRAY || !vs->len || vs->len > STUDY_MAX_VARIANTS)
         return tlm_fail(err, "the plan's study needs variants: an array of 1 to %d (tlmc --plan writes it)",
@@ -266,7 +272,7 @@ void study_plan_free(study_plan *p) {
         free_strings(v->compile, v->ncompile);
     }
     free(p->variants);
-    free(p->file), free(p->name), free(p->baseline), free(p->data), free(p->val);
+    free(p->file), free(p->name), free(p->baseline), free(p->data), free(p->val), free(p->device), free(p->precision);
     free_strings(p->sources, p->nsources);
     free_strings(p->eval, p->neval), free_strings(p->choices, p->nchoices), free_strings(p->cloze, p->ncloze);
     memset(p, 0, sizeof *p);
@@ -304,6 +310,8 @@ char *study_plan_json(const study_plan *p) {
     tlm_sb_puts(&sb, ", \"cloze\": ");
     study_json_strings(&sb, p->cloze, p->ncloze);
     if (p->eval_tokens > 0) tlm_sb_printf(&sb, ", \"eval_tokens\": %lld", (long long)p->eval_tokens);
+    /* absent on the CPU: a CPU study's plan, and identity, as before there were devices */
+    if (p->device) tlm_sb_printf(&sb, ", \"device\": \"%s\", \"precision\": \"%s\"", p->device, p->precision);
     tlm_sb_puts(&sb, ",\n  \"variants\": [");
     for (int i = 0; i < p->nvariants; i++) {
         const study_variant *v = &p->variants[i];
@@ -397,6 +405,13 @@ static void variants_difference(const study_plan *was, const study_plan *now, ch
         }
 }
 
+/* "on the CPU", or "on cuda in bf16" */
+static const char *runs_on(const study_plan *p, char *buf, size_t n) {
+    if (!p->device) return "on the CPU";
+    snprintf(buf, n, "on %s in %s", p->device, p->precision);
+    return buf;
+}
+
 void study_plan_difference(const study_plan *was, const study_plan *now, char *what, size_t n) {
     char a[120], b[120];
     snprintf(what, n, "its plan differs (the .tlm file or the plan changed)");
@@ -409,6 +424,10 @@ void study_plan_difference(const study_plan *was, const study_plan *now, char *w
         snprintf(what, n, "it was made for seeds %s, not %s", seed_list(was, a, sizeof a), seed_list(now, b, sizeof b));
     else if (was->eval_tokens != now->eval_tokens)
         snprintf(what, n, "it was made for %" PRId64 " eval tokens, not %" PRId64, was->eval_tokens, now->eval_tokens);
+    else if (!same_string(was->device, now->device) || !same_string(was->precision, now->precision))
+        snprintf(what, n,
+                 "its runs train %s, not %s (on another device or precision they would not continue bit for bit)",
+                 runs_on(was, a, sizeof a), runs_on(now, b, sizeof b));
     else if (was->batch != now->batch)
         snprintf(what, n, "it was made for batch %s, not %s", setting(was->batch, a, sizeof a),
                  setting(now->batch, b, sizeof b));

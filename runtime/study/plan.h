@@ -48,6 +48,10 @@ typedef struct study_plan {
     char **eval, **choices, **cloze;
     int neval, nchoices, ncloze;
     int64_t eval_tokens; /* tokens of each text to evaluate (eval --max-tokens); 0: the default */
+    /* where the runs train and evaluate (tlm-run study --device,
+     * --precision): "cuda" (the kind, not which GPU: any GPU's runs belong
+     * to the study) and "bf16" or "fp32"; NULL both: the CPU */
+    char *device, *precision;
     study_variant *variants;
     int nvariants;
 } study_plan;
@@ -70,7 +74,7 @@ const study_variant *study_plan_variant(const study_plan *plan, const char *name
 
 /* The first difference between the plan a folder was made for (was) and
  * this one (now), as a phrase for "OUT holds another run of this study:
- * WHAT" (the study, steps, seeds, eval tokens, batch, context, data,
+ * WHAT" (the study, steps, seeds, eval tokens, device and precision, batch, context, data,
  * validation text, eval texts and sets, file, baseline, then the
  * variants); a phrase that names no field when none differs. */
 void study_plan_difference(const study_plan *was, const study_plan *now, char *what, size_t n);

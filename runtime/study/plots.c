@@ -23,8 +23,9 @@ char *study_plot_loss_curves(const study_summary *s) {
     snprintf(title, sizeof title, "%s: validation loss", p->name);
     svg_chart c;
     svg_begin(&c, title, "step", "validation loss (nats per token)", x0, x1, y0, y1, NULL, 0);
-    snprintf(note, sizeof note, "line: mean over %d seed%s; band: lowest to highest seed", p->nseeds,
-             p->nseeds == 1 ? "" : "s");
+    /* one seed draws no band (nothing between a lowest and a highest) */
+    if (p->nseeds > 1) snprintf(note, sizeof note, "line: mean over %d seeds; band: lowest to highest seed", p->nseeds);
+    else snprintf(note, sizeof note, "line: the one seed's run");
     svg_note(&c, note);
     for (int v = 0; v < p->nvariants; v++) {
         const study_variant_summary *vs = &s->variants[v];

@@ -74,7 +74,9 @@ char *study_report_json(const study_summary *s) {
     study_json_string(&sb, p->file);
     tlm_sb_puts(&sb, ", \"baseline\": ");
     study_json_string(&sb, p->baseline);
-    tlm_sb_printf(&sb, ", \"steps\": %lld, \"seeds\": [", (long long)p->steps);
+    tlm_sb_printf(&sb, ", \"steps\": %lld", (long long)p->steps);
+    if (p->device) tlm_sb_printf(&sb, ", \"device\": \"%s\", \"precision\": \"%s\"", p->device, p->precision);
+    tlm_sb_puts(&sb, ", \"seeds\": [");
     for (int i = 0; i < p->nseeds; i++) tlm_sb_printf(&sb, "%s%lld", i ? ", " : "", (long long)p->seeds[i]);
     tlm_sb_puts(&sb, "], \"level\": ");
     study_json_real(&sb, s->level);
@@ -218,8 +220,10 @@ char *study_report_markdown(const study_summary *s, const char *const *plots, in
                   p->nseeds == 1 ? "" : "s");
     for (int i = 0; i < p->nseeds; i++) tlm_sb_printf(&sb, "%s%lld", i ? ", " : "", (long long)p->seeds[i]);
     /* 0: no steps in the study's train block, each model's own */
-    if (p->steps) tlm_sb_printf(&sb, "), %lld steps each.\n\n", (long long)p->steps);
-    else tlm_sb_puts(&sb, "), each variant for its model's own steps.\n\n");
+    if (p->steps) tlm_sb_printf(&sb, "), %lld steps each", (long long)p->steps);
+    else tlm_sb_puts(&sb, "), each variant for its model's own steps");
+    if (p->device) tlm_sb_printf(&sb, ", on %s in %s", p->device, p->precision);
+    tlm_sb_puts(&sb, ".\n\n");
     if (p->val) tlm_sb_puts(&sb, "Validation (in distribution): "), md_code(&sb, p->val), tlm_sb_puts(&sb, ".\n");
     for (int i = 0; i < p->neval; i++)
         tlm_sb_puts(&sb, "Out of distribution: "), md_code(&sb, p->eval[i]), tlm_sb_puts(&sb, ".\n");

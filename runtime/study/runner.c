@@ -334,6 +334,14 @@ static const char *num(args *a, int64_t v) {
     return a->buf[a->nbuf++];
 }
 
+/* --device and --precision for a run's train, eval and probe, where the
+ * study runs on a GPU. */
+static void device_args(args *a, const study_plan *p, const study_options *o) {
+    if (!p->device) return;
+    add(a, "--device"), add(a, o->device ? o->device : p->device);
+    add(a, "--precision"), add(a, p->precision);
+}
+
 static void train_args(args *a, const study_plan *p, const study_options *o, const run *r, const char *log,
                        bool resume) {
     add(a, o->tlm_run), add(a, "train"), add(a, r->model), add(a, "--ckpt"), add(a, r->dir);
@@ -348,10 +356,12 @@ static void train_args(args *a, const study_plan *p, const study_options *o, con
          * resumed run repeats an uninterrupted one bit for bit; the seed is
          * named so that train refuses another seed's checkpoint */
         add(a, "--resume"), add(a, "--seed"), add(a, num(a, r->seed));
+        device_args(a, p, o); /* not a checkpoint's setting: named each time */
         return;
     }
     add(a, "--overwrite"), add(a, "--seed"), add(a, num(a, r->seed));
     add(a, "--threads"), add(a, num(a, o->threads));
+    device_args(a, p, o);
     if (p->batch) add(a, "--batch"), add(a, num(a, p->batch));
     if (p->context) add(a, "--context"), add(a, num(a, p->context));
     if (p->data) add(a, "--data"), add(a, p->data);
@@ -400,6 +410,7 @@ static bool check_evaluations(const study_plan *p, const study_options *o, const
 static void evaluation_args(args *a, const char *command, const study_plan *p, const study_options *o, const run *r) {
     add(a, o->tlm_run), add(a, command), add(a, r->model), add(a, "--ckpt"), add(a, r->dir), add(a, "--json");
     add(a, "--threads"), add(a, num(a, o->threads));
+    device_args(a, p, o);
     if (strcmp(command, "eval")) {
         const char *text = p->val ? p->val : p->data;
         if (text) add(a, "--data"), add(a, text);

@@ -33,6 +33,7 @@ typedef struct study_options {
     const char *out;     /* the study's folder */
     int jobs;            /* runs at a time */
     int threads;         /* CPU threads per run */
+    const char *device;  /* the runs' --device as given (cuda:N; the plan has its kind), or NULL: the CPU */
     bool force;          /* discard runs of another plan, or take over a folder of other files */
     FILE *progress;      /* where the progress line goes */
     const study_stop *stop; /* set by a signal handler: stop the children (spawn.h) and return */

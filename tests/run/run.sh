@@ -550,6 +550,16 @@ bad_data)
   [ "$(id -u)" = 0 ] && as_user=(setpriv --reuid=65534 --regid=65534 --clear-groups)
   expect 1 "Permission denied" "train --data unreadable" -- \
     "${as_user[@]}" "$run" "${t[@]}" --data "$tmp/locked.txt" --ckpt "$tmp/c"
+  # a validation text the training data holds too (here through a link)
+  # trains, with a note: its loss is on trained text; the bundled pair is not
+  ln -s "$austen/persuasion.txt" "$tmp/held_out.txt"
+  expect 0 "^note: the validation text $tmp/held_out.txt is training data too: its loss measures text the model trains on" \
+    "train --val inside --data: a note" -- \
+    "$run" train "$s" "${quick[@]}" --steps 1 --data "$austen" --val "$tmp/held_out.txt" --ckpt "$tmp/cv"
+  expect 0 "done: 1 step" "train on the bundled data and validation" -- \
+    "$run" train "$s" "${quick[@]}" --steps 1 --ckpt "$tmp/cv" --overwrite
+  check "... no note" -- bash -c "! grep -q 'training data too' '$tmp/out'"
+  rm -rf "$tmp/cv"
   expect 1 "No such file" "train --val missing" -- "$run" "${t[@]}" --val "$tmp/missing.txt" --ckpt "$tmp/c"
   expect 1 "too short" "train --val shorter than a window" -- "$run" "${t[@]}" --val "$tmp/short.txt" --ckpt "$tmp/c"
   expect 1 "/nonexistent/austen.*(the default training data, in /nonexistent, from \$TLM_DATA; --data FILE names other)" \

@@ -11,6 +11,9 @@
 #              folder's rules (another plan, an unreadable plan.json, a folder
 #              of other files, --force past each), a damaged model compiled
 #              again, Ctrl-C while tlmc plans and while a variant compiles
+#   device     --device cuda on the emulated device (TLM_TEST_DEVICE): every
+#              run trains, evaluates and probes there, the folder records it
+#              and refuses the CPU; without a GPU, one line before anything
 #   wording    what the study's review found beyond the study: bench's step
 #              count, probe's help columns, dist_bench.sh --help
 #   e2e        a two-variant, two-seed study of tests/study/models.tlm run end to
@@ -195,6 +198,12 @@ bad_input)
   expect 1 "train: steps is 0, out of range (from 1 to" "\"steps\": 0" -- "$run" study --plan-file "$tmp/p8.json"
   sed 's/"steps": 4/"steps": "3"/' "$tmp/plan.json" > "$tmp/p9.json"
   expect 1 "train: steps is a string, not an integer" "\"steps\": \"3\"" -- "$run" study --plan-file "$tmp/p9.json"
+  # training data but nothing to score: refused before anything compiles
+  sed "s|\"data\": null|\"data\": \"$root/data/austen/emma.txt\"|; s|\"eval\": \[[^]]*\]|\"eval\": []|;
+       s|\"choices\": \[[^]]*\]|\"choices\": []|; s|\"cloze\": \[[^]]*\]|\"cloze\": []|" "$tmp/plan.json" > "$tmp/p10.json"
+  expect 1 "study .fixture. trains on .*emma.txt but scores nothing: give it a val text" \
+    "a study with data and nothing to score" -- "$run" study --plan-file "$tmp/p10.json" --out "$tmp/nothing"
+  check "... nothing made" -- test ! -e "$tmp/nothing"
   "$py" - "$tmp/plan.json" "$tmp/two.json" <<'PY'
 import json, sys
 p = json.load(open(sys.argv[1])); s = dict(p["studies"][0]); s["name"] = "second"
@@ -496,6 +505,48 @@ PY
   done
   TLMC=/nonexistent/tlmc expect 1 "TLMC=/nonexistent/tlmc" "TLMC naming nothing" -- \
     "$run" study --plan-file "$tmp/plan.json"
+  ;;
+
+device)
+  plan "$tmp/plan.json" 3
+  flags=(--plan-file "$tmp/plan.json" --seeds 1 --jobs 1 --threads 1)
+  # no GPU here: refused once, before anything is compiled or made
+  expect 1 "^tlm-run study: --device cuda: " "--device cuda without a GPU: one line" -- \
+    env -u TLM_TEST_DEVICE "$run" study "${flags[@]}" --device cuda --out "$tmp/none"
+  check "... nothing made" -- test ! -e "$tmp/none"
+  expect 2 "unknown device" "--device gpu: a usage error" -- "$run" study "${flags[@]}" --device gpu
+  expect 2 "precision" "--precision fp16: a usage error" -- "$run" study "${flags[@]}" --device cuda --precision fp16
+  export TLM_TEST_DEVICE=emulated XDG_CACHE_HOME=$tmp/cache
+  expect 0 "study fixture: 2 runs" "the study on the emulated device (bf16, the GPU's default)" -- \
+    "$run" study "${flags[@]}" --device cuda
+  d=studies/fixture-seeds1-cuda
+  check "its default folder says the device: $d" -- test -s "$d/results.json"
+  for v in uniform tapered; do
+    r=$d/runs/$v/seed1
+    check "$v: trained on the device in bf16" -- grep -q "cuda:0 .*, bf16$" "$r/train.out"
+    # evaluated and probed there too: the same figures as eval and probe on
+    # the device (bf16), not as on the CPU (fp32)
+    for where in "--device cuda" ""; do
+      "$run" eval "$d/models/$v.so" --ckpt "$r" --json --threads 1 --max-tokens 1024 \
+        --data "$root/data/austen/persuasion.txt" $where 2>/dev/null | head -1 > "$tmp/eval.$v${where:+.gpu}"
+      "$run" probe "$d/models/$v.so" --ckpt "$r" --json --threads 1 $where 2>/dev/null > "$tmp/probe.$v${where:+.gpu}"
+    done
+    check "$v: its evaluation is the device's" -- cmp <(head -1 "$r/eval.jsonl") "$tmp/eval.$v.gpu"
+    check "$v: ... not the CPU's" -- bash -c "! cmp -s '$tmp/eval.$v.gpu' '$tmp/eval.$v'"
+    check "$v: its probe is the device's" -- cmp "$r/probe.json" "$tmp/probe.$v.gpu"
+    check "$v: ... not the CPU's" -- bash -c "! cmp -s '$tmp/probe.$v.gpu' '$tmp/probe.$v'"
+  done
+  check "results.json and plan.json name the device and precision" -- \
+    bash -c "grep -q '\"device\": \"cuda\", \"precision\": \"bf16\"' '$d/results.json' && grep -q '\"device\": \"cuda\", \"precision\": \"bf16\"' '$d/plan.json'"
+  check "results.md says where the runs trained" -- grep -q "3 steps each, on cuda in bf16\." "$d/results.md"
+  check "one seed: the loss curves' caption promises no band" -- \
+    bash -c "grep -q \"line: the one seed's run\" '$d/loss_curves.svg' && ! grep -q 'band' '$d/loss_curves.svg'"
+  expect 1 "its runs train on cuda in bf16, not on the CPU" "the same folder on the CPU: refused" -- \
+    "$run" study "${flags[@]}" --out "$d"
+  expect 1 "its runs train on cuda in bf16, not on cuda in fp32" "... in fp32: refused" -- \
+    "$run" study "${flags[@]}" --out "$d" --device cuda --precision fp32
+  expect 0 "2 of 2 runs already done" "... on cuda:0, the same kind: its runs" -- \
+    "$run" study "${flags[@]}" --out "$d" --device cuda:0
   ;;
 
 e2e)
