@@ -1005,8 +1005,20 @@ gpu_check)
   fi
   expect 0 "^gpu_check: all [1-9][0-9]* GPU checks passed (on the emulated device)" \
     "gpu_check.sh on the emulated device (TLM_TEST_DEVICE=emulated)" -- \
-    env TLM_TEST_DEVICE=emulated "$root/scripts/gpu_check.sh" "$tmp/bundle"
+    env TLM_TEST_DEVICE=emulated GPU_CHECK_LOGS="$tmp/logs" "$root/scripts/gpu_check.sh" "$tmp/bundle"
   sed 's/^/    /' "$tmp/out"
+  # each check's whole output kept, under a name any transfer keeps
+  check "the logs: one file a check, plain names" -- \
+    bash -c "test \"\$(ls '$tmp/logs' | grep -c '^[A-Za-z0-9._-]*\.out\$')\" -ge 25 && ! ls '$tmp/logs' | grep -q '[^A-Za-z0-9._-]'"
+  check "... the second run of tiny took its kernels from the cache" -- \
+    grep -q "^kernels: .*from the cache (nothing compiled)" "$tmp/logs/train_tiny__second_.out"
+  check "... the profile's kernel table is whole in its file" -- \
+    grep -q "^  device kernels and GEMMs" "$tmp/logs/profile_tiny__each_kernel.out"
+  # a check past its limit is a FAIL row, and the script goes on to the next
+  one_line_statuses=none expect 1 "^gpu_check: FAILED" "gpu_check.sh with GPU_CHECK_LIMIT=1: checks time out" -- \
+    env TLM_TEST_DEVICE=emulated GPU_CHECK_LIMIT=1 "$root/scripts/gpu_check.sh" "$tmp/bundle"
+  check "... a FAIL row says so, and later checks still ran" -- \
+    bash -c "grep -q '^gpu_check: models vs CPU .*FAIL *timed out after 1 s (GPU_CHECK_LIMIT)' '$tmp/out' && grep -q '^gpu_check: profile tiny_titans' '$tmp/out'"
   ;;
 
 profile)
