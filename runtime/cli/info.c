@@ -128,7 +128,7 @@ int cmd_info(int argc, char **argv) {
         }
     }
     /* a setting train would refuse would make the report's kernels a guess */
-    if (dev && !tlm_gpu_attention_setting_ok(&err)) {
+    if (dev && !tlm_gpu_settings_ok(&err)) {
         fprintf(stderr, "tlm-run info: %s\n", err.msg);
         tlm_device_close(dev);
         tlm_so_close(&so);

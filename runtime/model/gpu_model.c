@@ -387,15 +387,18 @@ static bool attention_tc_chosen(const tlm_so *so, const tlm_device_info *info, b
  * size 64 or 128, sm_80+), else to the scalar kernels.
  * TLM_GPU_ATTENTION=scalar keeps the scalar kernels, to compare the two;
  * false with err for another value. */
-bool tlm_gpu_attention_setting_ok(tlm_err *err) {
+bool tlm_gpu_settings_ok(tlm_err *err) {
     const char *want = getenv("TLM_GPU_ATTENTION");
     if (want && *want && strcmp(want, "scalar") && strcmp(want, "auto"))
         return tlm_fail(err, "TLM_GPU_ATTENTION=%s: expected auto or scalar", want);
+    const char *graphs = getenv("TLM_CUDA_GRAPHS");
+    if (graphs && *graphs && strcmp(graphs, "0") && strcmp(graphs, "1"))
+        return tlm_fail(err, "TLM_CUDA_GRAPHS=%s: expected 0 (off) or 1 (on, the default)", graphs);
     return true;
 }
 
 static bool choose_attention(tlm_model *m, tlm_device *dev, bool bf16_y, tlm_err *err) {
-    if (!tlm_gpu_attention_setting_ok(err)) return false;
+    if (!tlm_gpu_settings_ok(err)) return false;
     char why[160];
     m->gpu->attention_tc = attention_tc_chosen(m->so, tlm_device_get_info(dev), bf16_y, why, sizeof why);
     return true;

@@ -119,9 +119,11 @@ bool tlm_gpu_model_cache_open(tlm_model *m, size_t floats, tlm_err *err);
  * copy is remade before the next forward. */
 void tlm_gpu_model_params_changed(tlm_model *m);
 
-/* Whether TLM_GPU_ATTENTION holds a value a run takes (unset, empty, auto
- * or scalar); false with the one line a run would fail with. */
-bool tlm_gpu_attention_setting_ok(tlm_err *err);
+/* Whether the GPU's switches hold values a run takes: TLM_GPU_ATTENTION
+ * unset, empty, auto or scalar, and TLM_CUDA_GRAPHS unset, empty, 0 or 1
+ * (a misspelt switch that changed nothing would make a comparison of two
+ * identical runs); false with the one line a run would fail with. */
+bool tlm_gpu_settings_ok(tlm_err *err);
 
 /* What a run's header says about the kernels it runs (tlm-run info, the
  * train banner; docs/gpu.md "Using it"):

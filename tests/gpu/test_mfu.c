@@ -46,6 +46,12 @@ int main(int argc, char **argv) {
     expect_peak("NVIDIA L40S", 362);
     expect_peak("NVIDIA L40", 181);
     expect_peak("NVIDIA L4", 121);
+    expect_peak("NVIDIA H200 NVL", 835);
+    expect_peak("NVIDIA GH200 480GB", 989);
+    expect_peak("NVIDIA A10G", 70);
+    expect_peak("NVIDIA A10", 125);
+    expect_peak("NVIDIA RTX A1000", 0); /* not an A100 */
+    expect_peak("NVIDIA RTX A1000 6GB Laptop GPU", 0);
     expect_peak("NVIDIA GeForce GTX 1080", 0);
     expect_peak("emulated CUDA device (CPU)", 0);
     for (int i = 1; i < argc; i++) {

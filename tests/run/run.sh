@@ -177,6 +177,13 @@ gpu_emulated)
     "info --device cuda refuses the attention switch train refuses" -- \
     env TLM_GPU_ATTENTION=bogus "$run" info "$tmp/tiny.so" --device cuda
   check "info --device cuda with a bad switch prints no report" -- bash -c "[ ! -s '$tmp/out' ]"
+  # a graphs switch that would change nothing is refused too, by info and train
+  expect 1 "^tlm-run info: TLM_CUDA_GRAPHS=off: expected 0 (off) or 1 (on, the default)$" \
+    "info --device cuda refuses TLM_CUDA_GRAPHS=off" -- env TLM_CUDA_GRAPHS=off "$run" info "$tmp/tiny.so" --device cuda
+  expect 1 "TLM_CUDA_GRAPHS=off: expected 0 (off) or 1" "... and train does" -- env TLM_CUDA_GRAPHS=off \
+    "$run" train "$models/small.so" "${gpu[@]}" --steps 1 --context 16 --batch 2 --ckpt "$tmp/graphs_off" --overwrite
+  check "... before it made anything" -- test ! -e "$tmp/graphs_off/checkpoint.safetensors"
+  expect 0 "CUDA graphs: on$" "TLM_CUDA_GRAPHS=1: on, as unset" -- env TLM_CUDA_GRAPHS=1 "$run" info "$tmp/tiny.so" --device cuda
   expect 0 "^attention: scalar (fp32); CUDA graphs: off (--profile)$" "train's banner: fp32 and --profile" -- \
     "$run" train "$models/small.so" "${gpu[@]}" --steps 1 --context 16 --batch 2 --eval-every 0 --profile \
     --ckpt "$tmp/banner" --overwrite
