@@ -108,6 +108,11 @@ static uint8_t *read_entry(const char *path, size_t *n, tlm_err *err, const char
     return NULL;
 }
 
+bool tlm_kernel_cache_blocked(const char *path) {
+    struct stat st;
+    return lstat(path, &st) == 0 && (S_ISDIR(st.st_mode) || S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode));
+}
+
 int tlm_kernel_cache_probe(const char *path, char *why, size_t len) {
     tlm_err err = {{0}};
     size_t n;
@@ -126,11 +131,18 @@ bool tlm_kernel_cache_get(const char *path, uint8_t **payload, size_t *size) {
     const char *problem;
     uint8_t *bytes = read_entry(path, &n, &err, &problem);
     if (problem) {
-        /* Only a regular file is ours to remove. */
+        /* A file, a link or a FIFO under an entry's name is only a name in
+         * the cache's folder: removed, the compiled module takes its place
+         * (left there, every run would say so again and compile again). A
+         * folder (or a device) is not ours to empty: left alone, and not
+         * written over (tlm_kernel_cache_blocked). */
         struct stat st;
-        bool removed = lstat(path, &st) == 0 && S_ISREG(st.st_mode) && unlink(path) == 0;
+        bool there = lstat(path, &st) == 0, blocked = there && tlm_kernel_cache_blocked(path);
+        bool removed = there && !blocked && unlink(path) == 0;
         fprintf(stderr, "tlm: note: kernel cache entry %s is unusable (%s); %s\n", path, problem,
-                removed ? "removed, compiling again" : "compiling again");
+                removed   ? "removed, compiling again"
+                : blocked ? "left alone, compiling in memory until it is removed"
+                          : "compiling again");
         return false;
     }
     if (!bytes) return false; /* not cached yet */

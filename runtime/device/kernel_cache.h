@@ -46,8 +46,12 @@ bool tlm_kernel_cache_path(const char *dir, const uint8_t key[TLM_SHA256_SIZE], 
 
 /* The entry's payload (malloc'd) when path holds a sound entry; false on a
  * miss: absent, unreadable, or damaged (then removed, with a note on
- * stderr). */
+ * stderr; a file, link or FIFO in an entry's place too). */
 bool tlm_kernel_cache_get(const char *path, uint8_t **payload, size_t *size);
+
+/* Whether a folder or a device holds the entry's name: nothing the cache
+ * removes, so nothing to store there (the get's note said so). */
+bool tlm_kernel_cache_blocked(const char *path);
 
 /* What tlm_kernel_cache_get would find at path, changing nothing: 1 a
  * sound entry, 0 none, -1 a damaged or unreadable one (the reason in why).
