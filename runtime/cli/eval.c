@@ -302,6 +302,14 @@ int cmd_eval(int argc, char **argv) {
             rc = cli_error("eval", "%s: %s", names[i], tlm_model_device_error(&m));
             break;
         }
+        /* A diverged checkpoint (NaN or Inf weights) has no loss to
+         * report: refused as sample and export refuse it, before a row or
+         * a JSON line says "nan" or null under exit 0. */
+        if (!isfinite(res.loss)) {
+            rc = cli_error("eval", "%s: the loss is %s: did the run of %s diverge?", names[i],
+                           isnan(res.loss) ? "NaN" : "Inf", path);
+            break;
+        }
         /* bits per byte: the loss per token times the data's tokens per
          * byte (text: 1; shards: all their tokens over the bytes their
          * headers say they encode), over ln 2; unknown for a version-1 shard */

@@ -17,7 +17,8 @@ const study_kind_info study_kinds[STUDY_NKINDS] = {
     [STUDY_CLOZE] = {"cloze", "items", {"accuracy", "target_loglik"}, 2},
 };
 
-/* A number, or NaN for null (eval writes a diverged model's loss so). */
+/* A number, or NaN for null (eval writes a value that is not finite so: a
+ * perplexity past a double, a diverged model's accuracies). */
 static bool get_real(const tlm_json *o, const char *key, double *out) {
     const tlm_json *v = tlm_json_get(o, key);
     if (v && v->type == TLM_JSON_NULL) return *out = NAN, true;

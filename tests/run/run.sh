@@ -916,6 +916,14 @@ sample)
   expect 0 '"accuracy":null,"accuracy_norm":null' "eval --choices on it: accuracy null" -- \
     "$run" eval "$s" --ckpt "$tmp/diverged" --choices "$tmp/choices.jsonl" --cloze "$tmp/cloze.jsonl" --json
   check "  cloze's accuracy and log-likelihood null too" -- grep -q '"kind":"cloze".*"accuracy":null,"target_loglik":null' "$tmp/out"
+  # a text's loss on it is NaN: refused as sample refuses it, with no row
+  # or JSON line saying "nan" or null under exit 0
+  expect 1 "^tlm-run eval: .*persuasion.txt: the loss is NaN: did the run of .*diverged/checkpoint.safetensors diverge?$" \
+    "eval a text on it: exit 1" -- "$run" eval "$s" --ckpt "$tmp/diverged" --max-tokens 64 --context 32
+  check "  no row for the text" -- bash -c "! grep -q 'persuasion.txt ' '$tmp/out'"
+  expect 1 "the loss is NaN: did the run of" "eval --json: exit 1" -- \
+    "$run" eval "$s" --ckpt "$tmp/diverged" --max-tokens 64 --context 32 --json
+  check "  no JSON line" -- test ! -s "$tmp/out"
   ;;
 
 sizes)
