@@ -7,9 +7,12 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "regular_file.h"
 
 /* In the child, before exec: only async-signal-safe calls. */
 static void redirect(int target, const char *path, int flags) {
@@ -19,8 +22,60 @@ static void redirect(int target, const char *path, int flags) {
     close(fd);
 }
 
+/* An output of the child's, opened here in the runner: opened in the
+ * child, a FIFO blocked it forever (no reader) and a folder or a dangling
+ * link ended it with exit 127, which the study reported as the program's
+ * failure. A regular file or a new one only; the open is non-blocking, so
+ * a FIFO swapped in after the look is refused by fstat, not waited on. -1
+ * with a reason naming path. */
+static int open_output(const char *path, int flags, tlm_err *err) {
+    struct stat st;
+    if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode) && stat(path, &st) != 0 && errno == ENOENT)
+        return tlm_fail(err, "%s is a symbolic link to a file that does not exist", path), -1;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+        return tlm_fail(err, "%s is %s, not a regular file", path, tlm_file_kind(st.st_mode)), -1;
+    int fd = open(path, flags | O_CREAT | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0666);
+    if (fd < 0) return tlm_fail(err, "cannot write %s: %s", path, strerror(errno)), -1;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        return tlm_fail(err, "cannot write %s: %s", path, strerror(e)), -1;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return tlm_fail(err, "%s is %s, not a regular file", path, tlm_file_kind(st.st_mode)), -1;
+    }
+    /* above standard error, so that the child's dup2 of one onto its
+     * standard output never replaces the other (a runner started with
+     * its standard output closed got 1 here) */
+    if (fd <= STDERR_FILENO) {
+        int high = fcntl(fd, F_DUPFD_CLOEXEC, STDERR_FILENO + 1), e = errno;
+        close(fd);
+        if (high < 0) return tlm_fail(err, "cannot write %s: %s", path, strerror(e)), -1;
+        fd = high;
+    }
+    /* the child writes it as a file opened plainly would be written */
+    if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) {
+        int e = errno;
+        close(fd);
+        return tlm_fail(err, "cannot write %s: %s", path, strerror(e)), -1;
+    }
+    return fd;
+}
+
+/* In the child: fd (the runner's, close-on-exec) becomes target. */
+static void redirect_fd(int target, int fd) {
+    if (dup2(fd, target) < 0) _exit(127);
+}
+
 pid_t study_spawn(char *const argv[], const char *out_path, bool append, const char *err_path, tlm_err *err) {
     pid_t parent = getpid();
+    int out_fd = -1, err_fd = -1;
+    if (out_path && (out_fd = open_output(out_path, O_WRONLY | (append ? O_APPEND : O_TRUNC), err)) < 0) return -1;
+    if (err_path && (err_fd = open_output(err_path, O_WRONLY | O_APPEND, err)) < 0) {
+        if (out_fd >= 0) close(out_fd);
+        return -1;
+    }
     /* SIGINT, SIGTERM and SIGHUP blocked across the fork: until the child
      * has put back their default actions, one passed on to it would run the
      * runner's handler there (recorded in the child's copy, then lost at
@@ -33,15 +88,13 @@ pid_t study_spawn(char *const argv[], const char *out_path, bool append, const c
     sigaddset(&stops, SIGHUP);
     sigprocmask(SIG_BLOCK, &stops, &old);
     pid_t pid = fork();
-    if (pid < 0) {
+    if (pid != 0) {
         int e = errno;
+        if (out_fd >= 0) close(out_fd);
+        if (err_fd >= 0) close(err_fd);
+        if (pid > 0) setpgid(pid, pid); /* both sides: a signal passed on at once finds the group */
         sigprocmask(SIG_SETMASK, &old, NULL);
-        tlm_fail(err, "cannot start %s: %s", argv[0], strerror(e));
-        return -1;
-    }
-    if (pid > 0) {
-        setpgid(pid, pid); /* both sides: a signal passed on at once finds the group */
-        sigprocmask(SIG_SETMASK, &old, NULL);
+        if (pid < 0) tlm_fail(err, "cannot start %s: %s", argv[0], strerror(e));
         return pid;
     }
     setpgid(0, 0);
@@ -57,9 +110,9 @@ pid_t study_spawn(char *const argv[], const char *out_path, bool append, const c
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
     redirect(STDIN_FILENO, NULL, O_RDONLY);
-    int out_flags = O_WRONLY | O_CREAT | (append ? O_APPEND : O_TRUNC);
-    redirect(STDOUT_FILENO, out_path, out_flags);
-    if (err_path) redirect(STDERR_FILENO, err_path, O_WRONLY | O_CREAT | O_APPEND);
+    if (out_fd >= 0) redirect_fd(STDOUT_FILENO, out_fd);
+    else redirect(STDOUT_FILENO, NULL, O_WRONLY);
+    if (err_fd >= 0) redirect_fd(STDERR_FILENO, err_fd);
     else if (dup2(STDOUT_FILENO, STDERR_FILENO) < 0) _exit(127);
     execvp(argv[0], argv);
     static const char msg[] = "cannot run the program: exec failed\n";

@@ -18,7 +18,9 @@
 
 /* Starts argv (argv[0] a path, or a name looked up in PATH) with stdin
  * from /dev/null, stdout into out_path (appended to or truncated; NULL:
- * /dev/null) and stderr into err_path (NULL: where stdout goes). The
+ * /dev/null) and stderr into err_path (NULL: where stdout goes). Both are
+ * opened here, before the fork, and must be regular files or new ones (a
+ * FIFO, folder, device or dangling link is refused naming its path). The
  * child's pid, or -1 with a reason. */
 pid_t study_spawn(char *const argv[], const char *out_path, bool append, const char *err_path, tlm_err *err);
 

@@ -283,6 +283,24 @@ PY
   cp "$tlmc" "$tmp/rebuilt_tlmc" && printf '\0' >> "$tmp/rebuilt_tlmc"
   TLMC=$tmp/rebuilt_tlmc expect 0 "1 of 1 runs\? already done" "a rebuilt tlmc: the run reused" -- "$run" "${r[@]}"
   check "a rebuilt tlmc: the model compiled again" -- grep -q "compiled uniform" "$tmp/out"
+  # A child's output that is not a regular file is refused by the runner,
+  # naming it, before the child starts: a FIFO blocked the child's open
+  # forever, and a folder failed it as "exit 127" (copies of the folder,
+  # the run's result gone so that it runs again)
+  rm -rf "$tmp/r3" && cp -r "$tmp/r" "$tmp/r3" && rm "$tmp/r3/runs/uniform/seed1/result.json"
+  rm "$tmp/r3/models/tlmc.version" && mkfifo "$tmp/r3/models/tlmc.version"
+  expect 1 "^tlm-run study: $tmp/r3/models/tlmc.version is a FIFO (named pipe), not a regular file$" \
+    "models/tlmc.version a FIFO: refused, not waited on" -- \
+    timeout 60 "$run" study --plan-file "$tmp/p11.json" --out "$tmp/r3" --threads 1
+  rm "$tmp/r3/models/tlmc.version"
+  rm "$tmp/r3/runs/uniform/seed1/train.out" && mkdir "$tmp/r3/runs/uniform/seed1/train.out"
+  expect 1 "^tlm-run study: $tmp/r3/runs/uniform/seed1/train.out is a directory, not a regular file$" \
+    "a run's train.out a folder: refused, naming it" -- \
+    timeout 60 "$run" study --plan-file "$tmp/p11.json" --out "$tmp/r3" --threads 1
+  rmdir "$tmp/r3/runs/uniform/seed1/train.out" && ln -s nowhere/x "$tmp/r3/runs/uniform/seed1/train.out"
+  expect 1 "^tlm-run study: $tmp/r3/runs/uniform/seed1/train.out is a symbolic link to a file that does not exist$" \
+    "a run's train.out a dangling link: refused, naming it" -- \
+    timeout 60 "$run" study --plan-file "$tmp/p11.json" --out "$tmp/r3" --threads 1
   # A checkpoint that cannot be read fails every resume alike: the failure
   # says how to train that run again (a copy of the folder, its result gone
   # so that the run goes on from its checkpoint, one byte of it flipped).
