@@ -106,6 +106,12 @@ static int create_registered(char *tmp) {
     return -1; /* errno EEXIST: a hundred names taken */
 }
 
+bool tlm_atomic_target_ok(const char *path, tlm_err *err) {
+    tlm_atomic_file f;
+    mode_t mode;
+    return pick_target(&f, path, &mode, err);
+}
+
 bool tlm_atomic_open(tlm_atomic_file *f, const char *path, tlm_err *err) {
     return tlm_atomic_open_spare(f, path, 0, err);
 }

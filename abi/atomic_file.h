@@ -32,6 +32,12 @@ typedef struct tlm_atomic_file {
  * path. */
 bool tlm_atomic_open(tlm_atomic_file *f, const char *path, tlm_err *err);
 
+/* The check tlm_atomic_open makes of path before it creates anything (a
+ * folder, FIFO or device, a dangling symbolic link, a standard stream's
+ * file): for an output written long after the command starts (train's
+ * checkpoint), so that it fails before the work, not after it. */
+bool tlm_atomic_target_ok(const char *path, tlm_err *err);
+
 /* The same, for a temporary another program writes through a temporary of
  * its own named after it, `spare` bytes longer (lld's TMP.tmpXXXXXXX): the
  * temporary's name leaves them under the longest name a folder takes. */

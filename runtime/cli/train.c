@@ -294,11 +294,12 @@ static int take_folder_lock(const run *r, int *fd) {
     return 0;
 }
 
-/* Whether log is one of the files a corpus argument reads (corpus_files:
- * a file, a folder's texts or shards, the bundled novels when no flag
- * names one), or the argument itself: false with err. */
-static bool log_not_corpus(const char *log, const char *path, enum corpus_role role, tlm_err *err) {
-    if (path && *path && !tlm_output_not_input(log, path, "the data", err)) return false;
+/* Whether out (the log, or the checkpoint: flag says which) is one of the
+ * files a corpus argument reads (corpus_files: a file, a folder's texts or
+ * shards, the bundled novels when no flag names one), or the argument
+ * itself: false with err. */
+static bool out_not_corpus(const char *out, const char *flag, const char *path, enum corpus_role role, tlm_err *err) {
+    if (path && *path && !tlm_output_not_input(out, path, "the data", err)) return false;
     char **names;
     int n;
     corpus_source source;
@@ -311,10 +312,10 @@ static bool log_not_corpus(const char *log, const char *path, enum corpus_role r
                         : role == CORPUS_TRAIN   ? "the bundled training data"
                                                  : "the bundled validation text";
     bool ok = true;
-    for (int i = 0; i < n && ok; i++) ok = tlm_output_not_input(log, names[i], label, err);
+    for (int i = 0; i < n && ok; i++) ok = tlm_output_not_input(out, names[i], label, err);
     tlm_data_texts_free(names, n);
-  /* nor a new file the next run on the folder would read as data */
-    return ok && (source == CORPUS_FILE || source == CORPUS_BUNDLED || tlm_data_not_new_input("--log", log, path, err));
+    /* nor a new file the next run on the folder would read as data */
+    return ok && (source == CORPUS_FILE || source == CORPUS_BUNDLED || tlm_data_not_new_input(flag, out, path, err));
 }
 
 /* The log is written at once (a fresh run's replaces what is there): it
@@ -324,8 +325,19 @@ static bool log_not_input(const run *r, const char *log, tlm_err *err) {
     const train_options *o = &r->o;
     return tlm_output_not_input(log, o->model, "the model", err) &&
            tlm_output_not_input(log, r->ckpt_file, "the checkpoint", err) &&
-           log_not_corpus(log, o->data, CORPUS_TRAIN, err) &&
-           (!r->have_val || log_not_corpus(log, o->val, CORPUS_VALID, err)) && progress_log_replaceable(log, err);
+           out_not_corpus(log, "--log", o->data, CORPUS_TRAIN, err) &&
+           (!r->have_val || out_not_corpus(log, "--log", o->val, CORPUS_VALID, err)) &&
+           progress_log_replaceable(log, err);
+}
+
+/* The checkpoint is written over the training or validation data it
+ * names (`--data X --ckpt X --overwrite`: X is a checkpoint, so the
+ * checkpoint's own check lets it be replaced) only after the data was
+ * read: refused before, as the log is. */
+static bool ckpt_not_corpus(const run *r, tlm_err *err) {
+    const train_options *o = &r->o;
+    return out_not_corpus(r->ckpt_file, "--ckpt", o->data, CORPUS_TRAIN, err) &&
+           (!r->have_val || out_not_corpus(r->ckpt_file, "--ckpt", o->val, CORPUS_VALID, err));
 }
 
 /* The checkpoint was looked at long before the folder's lock was taken
@@ -624,6 +636,13 @@ static int setup(run *r) {
                            r->ckpt_file, tlm_file_kind(st.st_mode));
             goto out;
         }
+        /* nor a symbolic link to a file that is not there, which the
+         * write's own check (tlm_atomic_open) refuses; a path that is not
+         * there at all is a new checkpoint */
+        if (lstat(r->ckpt_file, &st) == 0 && !tlm_atomic_target_ok(r->ckpt_file, &err)) {
+            rc = cli_error("train", "%s", err.msg);
+            goto out;
+        }
         /* --ckpt may name the checkpoint file itself; a file that is not one
          * (the model.so, a text) is never written over, not even with
          * --overwrite, which starts afresh over a checkpoint only. */
@@ -667,7 +686,7 @@ static int setup(run *r) {
      * checkpoint not yet written, in a folder not yet made, is found by
      * where both would be (tlm_same_file) */
     r->have_val = (o->val && *o->val) || !(o->data && *o->data);
-    if (r->dist.rank == 0 && o->log && *o->log && !log_not_input(r, o->log, &err)) {
+    if (r->dist.rank == 0 && (!ckpt_not_corpus(r, &err) || (o->log && *o->log && !log_not_input(r, o->log, &err)))) {
         rc = cli_error("train", "%s", err.msg);
         goto out;
     }

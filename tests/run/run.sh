@@ -1145,6 +1145,38 @@ outputs)
   mkdir "$tmp/fifo" && mkfifo "$tmp/fifo/checkpoint.safetensors"
   expect 1 "checkpoint.safetensors is a FIFO" "a FIFO by the checkpoint's name: refused" -- \
     timeout 60 "$run" train "$s" "${quick[@]}" --steps 2 --ckpt "$tmp/fifo"
+  # a dangling symbolic link where the checkpoint goes: refused before the
+  # first step, as the write would refuse it after every step before it
+  ln -s nowhere "$tmp/dangling.safetensors"
+  expect 1 "^tlm-run train: $tmp/dangling.safetensors is a symbolic link to a file that does not exist" \
+    "--ckpt a dangling link: refused before training" -- \
+    "$run" train "$s" "${quick[@]}" --steps 2 --ckpt "$tmp/dangling.safetensors"
+  check "... no step trained" -- bash -c "! grep -q '^step' '$tmp/out'"
+  expect 1 "dangling.safetensors is a symbolic link to a file that does not exist" "... by --dry-run too" -- \
+    "$run" train "$s" "${quick[@]}" --steps 2 --ckpt "$tmp/dangling.safetensors" --dry-run
+  mkdir "$tmp/dlink" && ln -s nowhere "$tmp/dlink/checkpoint.safetensors"
+  expect 1 "^tlm-run train: $tmp/dlink/checkpoint.safetensors is a symbolic link to a file that does not exist" \
+    "DIR/checkpoint.safetensors a dangling link: refused by --dry-run" -- \
+    "$run" train "$s" "${quick[@]}" --steps 2 --ckpt "$tmp/dlink" --dry-run
+  # a checkpoint written over the data it trains on (a checkpoint file is
+  # text to train on, and --overwrite lets a checkpoint be replaced):
+  # refused before training, as --log is, the data kept
+  expect 0 "done: 1 step" "a checkpoint to train on" -- "$run" train "$s" "${quick[@]}" --steps 1 --ckpt "$tmp/own"
+  cp "$tmp/own/checkpoint.safetensors" "$tmp/own.safetensors"
+  cp "$tmp/own.safetensors" "$tmp/own.orig"
+  expect 1 "^tlm-run train: $tmp/own.safetensors is also the data ($tmp/own.safetensors): writing it would destroy it" \
+    "--ckpt naming the --data file: refused" -- "$run" train "$s" "${quick[@]}" --steps 1 \
+    --data "$tmp/own.safetensors" --ckpt "$tmp/own.safetensors" --overwrite
+  check "... the data kept" -- cmp "$tmp/own.safetensors" "$tmp/own.orig"
+  expect 1 "own.safetensors is also the data" "... by --dry-run too" -- "$run" train "$s" "${quick[@]}" --steps 1 \
+    --data "$tmp/own.safetensors" --ckpt "$tmp/own.safetensors" --overwrite --dry-run
+  expect 1 "own.safetensors is also the data" "--ckpt naming the --val file: refused" -- \
+    "$run" train "$s" "${quick[@]}" --steps 1 --data "$austen/emma.txt" --val "$tmp/own.safetensors" \
+    --ckpt "$tmp/own.safetensors" --overwrite
+  mkdir "$tmp/texts" && cp "$tmp/own.safetensors" "$tmp/texts/a.txt"
+  expect 1 "^tlm-run train: $tmp/texts/a.txt is also a text of the data" "--ckpt naming a text of the --data folder: refused" -- \
+    "$run" train "$s" "${quick[@]}" --steps 1 --data "$tmp/texts" --ckpt "$tmp/texts/a.txt" --overwrite
+  check "... the text kept" -- cmp "$tmp/texts/a.txt" "$tmp/own.orig"
   head -c 3000000 /dev/zero | tr '\0' 'a' > "$tmp/big.txt"
   expect 1 "big.txt: the text (2.9 MiB) does not fit in memory (2.0 MiB available, TLM_MEMORY_LIMIT)" \
     "text larger than the memory left: refused unread" -- \
