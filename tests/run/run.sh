@@ -723,8 +723,12 @@ nan)
     "$run" train "$models/small.so" "${quick[@]}" --steps 20 --lr 1e30 --ckpt "$tmp/ckpt" --ckpt-every 1 \
     --log "$tmp/log.jsonl"
   check "the last checkpoint is step 1" -- test "$(ckpt meta "$tmp/ckpt/checkpoint.safetensors" step)" = 1
-  expect 0 "(step 1)" "... and it loads (eval)" -- \
+  # it loads: eval reads it whole (step 1), and then refuses its NaN loss,
+  # the weights that step 1 threw to ~1e30
+  expect 1 "the loss is NaN: did the run of $tmp/ckpt/checkpoint.safetensors diverge?" \
+    "... and it loads (eval: read, its loss NaN)" -- \
     "$run" eval "$models/small.so" --ckpt "$tmp/ckpt" --max-tokens 64 --batch 1
+  check "... eval read it: step 1" -- grep -q "(step 1)" "$tmp/out"
   check "the log has no record past step 1" -- diff <(ckpt log_steps "$tmp/log.jsonl") <(printf '1\n0\n')
   expect 1 "step 2: the loss is NaN" "resuming it fails the same way" -- \
     "$run" train "$models/small.so" --ckpt "$tmp/ckpt" --resume
