@@ -495,6 +495,28 @@ static int dry_run(run *r, tlm_st_file *ckpt) {
     return 0;
 }
 
+/* The tokens the run will have trained on at its last step must fit in a
+ * checkpoint its own loader reads (TLM_CKPT_MAX_TOKENS, far inside an
+ * int64_t): a checkpoint's count at the bound, or --steps x batch x context
+ * past it, would otherwise overflow the count or write a checkpoint that
+ * no resume reads, after every step. */
+static int tokens_fit(const run *r) {
+    const int64_t per_step = r->o.s.batch * r->T, left = r->o.s.steps - r->state.step;
+    int64_t added, reached;
+    if (!__builtin_mul_overflow(left, per_step, &added) &&
+        !__builtin_add_overflow(r->state.tokens_seen, added, &reached) && reached <= TLM_CKPT_MAX_TOKENS)
+        return 0;
+    if (r->state.step == 0 && r->state.tokens_seen == 0)
+        return cli_error("train",
+                         "--steps %" PRId64 " of %" PRId64 " tokens each would pass 2^62 tokens, the most a "
+                         "checkpoint holds",
+                         r->o.s.steps, per_step);
+    return cli_error("train",
+                     "%s: its %" PRId64 " tokens trained on and the %" PRId64 " steps left of %" PRId64
+                     " tokens each would pass 2^62 tokens, the most a checkpoint holds",
+                     r->ckpt_file, r->state.tokens_seen, left, per_step);
+}
+
 /* Parameters and optimizer state: fresh, or the checkpoint's. */
 static int start_state(run *r, tlm_st_file *ckpt) {
     tlm_err err = {""};
@@ -744,7 +766,7 @@ static int setup(run *r) {
         rc = cli_error("train", "out of memory for a batch of %" PRId64 " x %" PRId64 " tokens", o->s.batch, r->T);
         goto out;
     }
-    if ((rc = start_state(r, ckpt))) goto out;
+    if ((rc = start_state(r, ckpt)) || (rc = tokens_fit(r))) goto out;
     /* A checkpoint folder that cannot be made should fail now, not after
      * hours of training. The folder, its lock and the log are rank 0's. */
     bool root = r->dist.rank == 0;

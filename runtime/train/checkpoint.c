@@ -477,6 +477,26 @@ bool tlm_ckpt_load_trainer(const tlm_st_file *f, tlm_trainer *t, tlm_run_state *
         !read_i64(f, "train.data_rng", 4, rng, err))
         return false;
     if (step < 0 || tokens < 0) return tlm_fail(err, "checkpoint: negative step or token count");
+    /* Bounds no run reaches (steps <= 2^40, tlm_train_settings.h): a
+     * count past them, checksummed or not, would overflow the token count
+     * the next steps add to it, and the checkpoint they wrote would be
+     * refused by this very check. */
+    if (step > TLM_CKPT_MAX_STEP)
+        return tlm_fail(err, "checkpoint: train.step is %" PRId64 ", past the %" PRId64 " steps any run takes", step,
+                        (int64_t)TLM_CKPT_MAX_STEP);
+    if (tokens > TLM_CKPT_MAX_TOKENS)
+        return tlm_fail(err, "checkpoint: train.tokens_seen is %" PRId64 ", past the 2^62 tokens any run trains on",
+                        tokens);
+    /* the metadata says what eval, sample and --dry-run show, the tensors
+     * what the run continues from: they must be one run state */
+    const char *names[2] = {"step", "tokens_seen"};
+    const int64_t tensors[2] = {step, tokens};
+    for (int i = 0; i < 2; i++) {
+        const char *meta = tlm_st_meta_get(f, names[i]);
+        if (meta_whole_number(f, names[i]) != tensors[i])
+            return tlm_fail(err, "checkpoint: the metadata's %s (%.40s) is not train.%s (%" PRId64 ")", names[i],
+                            meta ? meta : "none", names[i], tensors[i]);
+    }
     st->step = step;
     st->tokens_seen = tokens;
     if (!tlm_rng_load(&st->data_rng, rng))

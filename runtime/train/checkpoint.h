@@ -89,8 +89,17 @@ bool tlm_ckpt_meta_step(const tlm_st_file *f, int64_t *step);
 /* Copies the parameters into the model (which must be of the same so). */
 bool tlm_ckpt_load_params(const tlm_st_file *f, tlm_model *m, tlm_err *err);
 
+/* The largest train.step and train.tokens_seen a checkpoint may hold: the
+ * most steps a run takes (2^40, tlm_train_settings.h), and 2^62 tokens,
+ * far above any run's and below 2^63 by more than a run adds to it
+ * (train checks the steps it will add, too). */
+#define TLM_CKPT_MAX_STEP ((int64_t)1 << 40)
+#define TLM_CKPT_MAX_TOKENS ((int64_t)1 << 62)
+
 /* Copies the optimizer state into the trainer (its optimizer decides which
- * tensors are needed) and reads the run state; also sets t->step. */
+ * tensors are needed) and reads the run state, refusing a step or token
+ * count out of range (above) or other than the metadata's "step" and
+ * "tokens_seen"; also sets t->step. */
 bool tlm_ckpt_load_trainer(const tlm_st_file *f, tlm_trainer *t, tlm_run_state *st, tlm_err *err);
 
 #endif

@@ -16,6 +16,9 @@ with the plain safetensors reader of tests/reference/st.py (numpy only):
                                 2026-12-06 (FNV-1a over every byte)
   ckpt.py retag FILE OUT KEY V  a copy with __metadata__ KEY set to V and
                                 the checksum made again: an edited file
+  ckpt.py rewrite FILE OUT K V...  the same for several KEY VALUE pairs, a
+                                tensor's name (train.step) setting its
+                                first element to the integer V
 """
 import json
 import os
@@ -282,6 +285,20 @@ def retag(path, out, key, value):
     st.save(out, tensors, meta)
 
 
+def rewrite(path, out, *pairs):
+    tensors, meta = st.load(path)
+    for key, value in zip(pairs[::2], pairs[1::2]):
+        if key in tensors:
+            a = tensors[key].copy()
+            a.flat[0] = int(value)
+            tensors[key] = a
+        else:
+            meta[key] = value
+    st.save(out, tensors, meta)
+    meta["checksum"] = checksum(out)
+    st.save(out, tensors, meta)
+
+
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
     if cmd == "same":
@@ -312,6 +329,8 @@ def main():
         legacy(*args)
     elif cmd == "retag":
         retag(*args)
+    elif cmd == "rewrite":
+        rewrite(*args)
     else:
         fail(f"unknown command {cmd}")
 

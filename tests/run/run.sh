@@ -675,6 +675,30 @@ bad_checkpoint)
     expect 1 "no valid step in the metadata" "train --resume --dry-run refuses step '$v'" -- \
       "$run" train "$s" --ckpt "$tmp/badstep" --resume --steps 400 --dry-run
   done
+  # The run state of a checkpoint edited with its checksum made again: a
+  # token count past 2^62 (near 2^63 it overflowed the count, and the run
+  # wrote a checkpoint this check refuses), a metadata step or token count
+  # other than the tensor's, and a count at 2^62 that the steps left would
+  # pass: refused by --resume before its first step, the checkpoint kept
+  mkdir -p "$tmp/state"
+  big=9223372036854775000 edge=4611686018427387904
+  for c in "train.tokens_seen $big tokens_seen $big|train.tokens_seen is $big, past the 2^62 tokens" \
+           "train.step 1099511627777 step 1099511627777|train.step is 1099511627777, past the 1099511627776 steps" \
+           "step 7|the metadata's step (7) is not train.step (300)" \
+           "train.tokens_seen $edge|the metadata's tokens_seen (307200) is not train.tokens_seen ($edge)" \
+           "train.tokens_seen $edge tokens_seen $edge|its $edge tokens trained on and the 100 steps left of 1024 tokens each would pass 2^62 tokens"; do
+    # shellcheck disable=SC2086
+    ckpt rewrite "$good" "$tmp/state/checkpoint.safetensors" ${c%%|*}
+    cp "$tmp/state/checkpoint.safetensors" "$tmp/before"
+    expect 1 "^tlm-run train: $tmp/state/checkpoint.safetensors: .*${c#*|}" "resume with ${c%%|*}: refused" -- \
+      "$run" train "$s" --ckpt "$tmp/state" --resume --steps 400
+    check "... no step trained, the checkpoint kept" -- \
+      bash -c "! grep -q '^step' '$tmp/out' && cmp -s '$tmp/before' '$tmp/state/checkpoint.safetensors'"
+  done
+  expect 1 "^tlm-run train: --steps 1099511627776 of 8388608 tokens each would pass 2^62 tokens" \
+    "a fresh run of 2^40 steps of 2^23 tokens: refused before its first step" -- \
+    "$run" train "$s" --data "$austen/persuasion.txt" --ckpt "$tmp/huge" --threads 1 --steps 1099511627776 \
+    --batch 131072 --accumulate 131072 --context 64 --eval-batches 1
   # Every damaged copy: exit 1 with one line, from eval, sample and resume.
   ckpt corrupt "$good" "$tmp/bad" > "$tmp/list"
   n=0 bad=0
