@@ -293,6 +293,10 @@ static int parse_args(int argc, char **argv, options *o) {
     if (o->input && !*o->input) return usage_error("the input file is empty: it needs a path");
     if (o->output && !*o->output) return usage_error("-o is empty: it needs a path");
     if (o->plot && !*o->plot) return usage_error("--plot is empty: it needs a path");
+    /* joined with "/", an empty folder would search the root */
+    if (o->stdlib && !*o->stdlib) return usage_error("--stdlib is empty: it needs a path");
+    for (int i = 0; i < o->nincludes; i++)
+        if (!*o->includes[i]) return usage_error("-I is empty: it needs a path");
     if (o->variant && !o->study) return usage_error("--variant needs --study NAME");
     if (o->variant && o->plan) return usage_error("--plan lists every variant; leave out --variant");
     /* without a variant, -o compiled the file's first model, the study ignored */

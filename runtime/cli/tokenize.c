@@ -377,7 +377,11 @@ int cmd_tokenize(int argc, char **argv) {
         case OPT_THREADS:
             if (!cli_int(&a, 1, 64, &threads)) rc = 2;
             break;
-        case 1: data[ndata++] = a.val; break;
+        case 1:
+            /* a usage slip, not "cannot open : No such file or directory" */
+            if (!a.val[0]) rc = cli_usage_error("tokenize", "DATA is empty: it needs a path");
+            data[ndata++] = a.val;
+            break;
         default: rc = 2; /* reported by cli_getopt */
         }
     }

@@ -292,7 +292,12 @@ int cmd_tokenizer(int argc, char **argv) {
         case OPT_BOS: c.o.bos = true; break;
         case 1:
             if (!c.action) c.action = a.val;
-            else files[c.nfiles++] = a.val;
+            else if (!a.val[0]) {
+                /* a usage slip, not "cannot open : No such file or directory" */
+                free(files);
+                return cli_usage_error("tokenizer", "%s is empty: it needs a path",
+                                       !strcmp(c.action, "train") ? "DATA" : "FILE");
+            } else files[c.nfiles++] = a.val;
             break;
         default: free(files); return 2; /* reported by cli_getopt */
         }

@@ -157,6 +157,15 @@ expect 2 "tokenize without -o" "$tlm" tokenize --tokenizer "$gpt2" "$work/doc1.t
 expect 2 "tokenize --eot and --no-eot" "$tlm" tokenize --tokenizer "$gpt2" --eot x --no-eot "$work/doc1.txt" -o "$work/s.bin"
 expect 1 "tokenize --eot not a token" "$tlm" tokenize --tokenizer "$gpt2" --eot "not one token" "$work/doc1.txt" -o "$work/s.bin"
 expect 2 "tokenize --eot ''" "$tlm" tokenize --tokenizer "$gpt2" --eot "" "$work/doc1.txt" -o "$work/s.bin"
+# an empty path is a usage slip, not "cannot open : No such file or directory"
+expect 2 "tokenize ''" "$tlm" tokenize --tokenizer "$gpt2" "" -o "$work/s.bin"
+grep -q "DATA is empty: it needs a path" "$work/err" || fail "tokenize '': $(cat "$work/err")"
+for action in encode decode; do
+  expect 2 "$action ''" "$tlm" tokenizer $action --tokenizer "$gpt2" ""
+  grep -q "FILE is empty: it needs a path" "$work/err" || fail "$action '': $(cat "$work/err")"
+done
+expect 2 "train ''" "$tlm" tokenizer train --vocab 300 "" -o "$work/t.json"
+grep -q "DATA is empty: it needs a path" "$work/err" || fail "train '': $(cat "$work/err")"
 : >"$work/empty.txt" && rm -f "$work/of_empty.bin"
 expect 1 "tokenize an empty text" "$tlm" tokenize --tokenizer "$gpt2" "$work/empty.txt" -o "$work/of_empty.bin"
 grep -q "no text to tokenize: $work/empty.txt holds none$" "$work/err" || fail "tokenize an empty text: $(cat "$work/err")"
