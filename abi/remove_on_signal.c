@@ -3,6 +3,8 @@
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 enum { SLOTS = 16, PATH_BYTES = 4200 };
@@ -16,8 +18,25 @@ static volatile sig_atomic_t in_use[SLOTS];
  * and HUP alone left a shard's temporary behind on the others. */
 static const int signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGALRM, SIGUSR1, SIGUSR2};
 
+static volatile pid_t child; /* 0: none */
+
+/* Async-signal-safe: kill, waitpid, nanosleep. */
+static void stop_child(void) {
+    pid_t c = child;
+    if (c <= 0) return;
+    kill(c, SIGTERM); /* lld removes its own temporary on SIGTERM */
+    for (int i = 0; i < 200; i++) {
+        if (waitpid(c, NULL, WNOHANG) != 0) return;
+        struct timespec ten_ms = {0, 10 * 1000 * 1000};
+        nanosleep(&ten_ms, NULL);
+    }
+    kill(c, SIGKILL);
+    waitpid(c, NULL, 0);
+}
+
 static void remove_all(int sig) {
     int saved = errno;
+    stop_child();
     for (int i = SLOTS - 1; i >= 0; i--) {
         if (!in_use[i]) continue;
         if (unlink(paths[i]) != 0 && (errno == EISDIR || errno == EPERM)) rmdir(paths[i]);
@@ -56,6 +75,11 @@ bool tlm_remove_on_signal(const char *path) {
     memcpy(paths[slot], path, n + 1);
     in_use[slot] = 1;
     return true;
+}
+
+void tlm_stop_child_on_signal(pid_t c) {
+    if (c > 0) install();
+    child = c;
 }
 
 void tlm_keep_on_signal(const char *path) {

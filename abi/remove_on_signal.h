@@ -15,6 +15,7 @@
 #define TLM_REMOVE_ON_SIGNAL_H
 
 #include <stdbool.h>
+#include <sys/types.h>
 
 /* Removes path if one of those signals ends the process. False when the
  * table is full (16 paths) or the path is too long: the path is then not
@@ -23,5 +24,11 @@ bool tlm_remove_on_signal(const char *path);
 
 /* Forgets path (it was renamed into place, or removed). */
 void tlm_keep_on_signal(const char *path);
+
+/* A child writing one of those paths (tlmc's linker): the handler stops it
+ * (SIGTERM, then SIGKILL after 2 s) and waits for it before removing them;
+ * otherwise it outlived the command and wrote its output after the
+ * removal. 0: none any more. One at a time. */
+void tlm_stop_child_on_signal(pid_t child);
 
 #endif

@@ -14,6 +14,7 @@
 #include "atomic_file.h"
 #include "codegen_error.h"
 #include "model_so.h"
+#include "remove_on_signal.h"
 #include "xalloc.h"
 
 extern char **environ;
@@ -117,13 +118,16 @@ bool link_shared_object(const char *const *objects, int n, const char *out_path,
         tlm_atomic_abort(&out);
         return codegen_fail(err, "cannot run %s: %s", ld, strerror(rc));
     }
-    int status;
-    while (waitpid(pid, &status, 0) < 0) {
-        if (errno != EINTR) {
-            int e = errno;
-            tlm_atomic_abort(&out);
-            return codegen_fail(err, "waiting for %s: %s", ld, strerror(e));
-        }
+    /* a signal that ends tlmc stops the linker first: left running, it
+     * wrote the output's temporary after the handler had removed it */
+    tlm_stop_child_on_signal(pid);
+    int status, waited;
+    while ((waited = waitpid(pid, &status, 0)) < 0 && errno == EINTR) continue;
+    tlm_stop_child_on_signal(0);
+    if (waited < 0) {
+        int e = errno;
+        tlm_atomic_abort(&out);
+        return codegen_fail(err, "waiting for %s: %s", ld, strerror(e));
     }
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         tlm_atomic_abort(&out);

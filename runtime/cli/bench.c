@@ -104,7 +104,10 @@ static int parse(bench *b, const char **model, int argc, char **argv) {
             b->device = a.val;
             ok = device_flag_check("bench", a.val) == 0;
             break;
-        case OPT_PRECISION: b->precision_value = a.val; break;
+        case OPT_PRECISION:
+            b->precision_value = a.val;
+            ok = precision_flag_check("bench", a.val) == 0;
+            break;
         case OPT_JSON: b->json = true; break;
         case OPT_PROFILE_KERNELS: b->profile_kernels = true; break;
         case 1: ok = cli_model_path(&a, model); break;

@@ -21,14 +21,20 @@ int device_flag_check(const char *cmd, const char *value) {
     return cli_usage_error(cmd, "unknown device `%s` (known: cpu, cuda, cuda:N)", value);
 }
 
+int precision_flag_check(const char *cmd, const char *value) {
+    tlm_precision p;
+    if (tlm_precision_parse(value, &p)) return 0;
+    return cli_usage_error(cmd, "unknown precision `%s` (known: bf16, fp32)", value);
+}
+
 int precision_flag_resolve(const char *cmd, const char *device, const char *value, tlm_precision *p) {
     bool gpu = !device_flag_is_cpu(device);
     if (!value) {
         *p = gpu ? TLM_PRECISION_BF16 : TLM_PRECISION_FP32;
         return 0;
     }
-    if (!tlm_precision_parse(value, p))
-        return cli_usage_error(cmd, "unknown precision `%s` (known: bf16, fp32)", value);
+    if (precision_flag_check(cmd, value)) return 2;
+    tlm_precision_parse(value, p);
     if (!gpu && *p != TLM_PRECISION_FP32)
         return cli_usage_error(cmd, "--precision %s needs --device cuda: the CPU computes in fp32", value);
     return 0;

@@ -15,6 +15,12 @@ bool device_flag_is_cpu(const char *device);
  * message. */
 int device_flag_check(const char *cmd, const char *value);
 
+/* Checks a --precision value as given (bf16 or fp32), before the other
+ * flags: in `--precision --steps 1` the value is `--steps`, said so,
+ * rather than the 1 taken for a second model. 0, else 2 after a usage
+ * message. */
+int precision_flag_check(const char *cmd, const char *value);
+
 /* --precision for a checked --device (NULL: the CPU): "fp32" or "bf16";
  * NULL takes the device's default, bf16 on a GPU and fp32 on the CPU (which
  * computes in fp32 only). 0 with *p set, else 2 after a usage message. */

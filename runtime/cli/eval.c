@@ -202,7 +202,10 @@ int cmd_eval(int argc, char **argv) {
             device = a.val;
             if (device_flag_check("eval", device)) return 2;
             break;
-        case OPT_PRECISION: precision_value = a.val; break;
+        case OPT_PRECISION:
+            if (precision_flag_check("eval", a.val)) return 2;
+            precision_value = a.val;
+            break;
         case 1:
             if (!cli_model_path(&a, &model_path)) return 2;
             break;
@@ -282,8 +285,10 @@ int cmd_eval(int argc, char **argv) {
     }
     if (!rc && !json && !check) {
         char st[24];
-        printf("model %s, checkpoint %s (step %s), windows of %" PRId64 " token%s\n", tlm_so_str(&so, so.config->name),
+        printf("model %s, checkpoint %s (step %s), windows of %" PRId64 " token%s", tlm_so_str(&so, so.config->name),
                path, step_text(step, st), context, context == 1 ? "" : "s");
+        print_device_suffix(dev, precision);
+        printf("\n");
         if (ndata) printf("%-*s  %12s  %8s  %9s  %9s\n", width, "data", "tokens", "loss", "ppl", "bits/byte");
         fflush(stdout);
     }

@@ -97,6 +97,13 @@ int device_flag_open(const char *cmd, const char *value, tlm_device **dev) {
     return *dev ? 0 : cli_error(cmd, "--device %s: %s", value, err.msg);
 }
 
+void print_device_suffix(const tlm_device *dev, tlm_precision p) {
+    if (!dev) return;
+    char where[300];
+    device_flag_describe(dev, where, sizeof where);
+    printf(", on %s, %s", where, tlm_precision_name(p));
+}
+
 void device_flag_describe(const tlm_device *dev, char *buf, size_t len) {
     if (!dev) {
         int n = tlm_get_num_threads();

@@ -58,6 +58,10 @@ int load_checkpoint_tokenizer(const char *cmd, const char *tok_path, const tlm_s
 int device_flag_open(const char *cmd, const char *value, tlm_device **dev);
 /* The one-line description of where a command runs, for its banner. */
 void device_flag_describe(const tlm_device *dev, char *buf, size_t len);
+
+/* ", on cuda:0 NAME (...), bf16" after a banner where dev is a GPU (NULL:
+ * nothing): a GPU's figures differ from the CPU's, so which ran is said. */
+void print_device_suffix(const tlm_device *dev, tlm_precision p);
 /* The line a GPU run's header adds (docs/gpu.md "Using it"): which
  * attention kernels so runs on dev in precision p, and whether CUDA graphs
  * are on, each with why not ("attention: scalar (fp32); CUDA graphs: off

@@ -105,7 +105,10 @@ int cmd_probe(int argc, char **argv) {
             device = a.val;
             if (device_flag_check("probe", device)) return 2;
             break;
-        case OPT_PRECISION: precision_value = a.val; break;
+        case OPT_PRECISION:
+            if (precision_flag_check("probe", a.val)) return 2;
+            precision_value = a.val;
+            break;
         case OPT_JSON: json = true; break;
         case 1:
             if (!cli_model_path(&a, &model_path)) return 2;
@@ -198,9 +201,11 @@ int cmd_probe(int argc, char **argv) {
         printf("]}\n");
     } else if (!rc) {
         char st[24];
-        printf("model %s, checkpoint %s (step %s), %s: %" PRId64 " window%s of %" PRId64 " token%s\n",
+        printf("model %s, checkpoint %s (step %s), %s: %" PRId64 " window%s of %" PRId64 " token%s",
                tlm_so_str(&so, am->name), path, step_text(step, st), name, done, done == 1 ? "" : "s", context,
                context == 1 ? "" : "s");
+        print_device_suffix(dev, precision);
+        printf("\n");
         printf("%5s %7s %8s\n", "layer", "d_ff", "rho");
         for (int64_t l = 0; l < L; l++)
             printf("%5" PRId64 " %7" PRId64 " %8.4f\n", l, so.layers[l].width, sum[l] / (double)(done * context));

@@ -1,10 +1,12 @@
 #include "progress.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -97,6 +99,17 @@ static bool kept_records(const char *path, int64_t keep_upto, tlm_strbuf *kept, 
     return true;
 }
 
+/* Whether a running train holds the log at path (its lock, taken when it
+ * opened the log): a second run renaming its own log over it would leave
+ * the first appending to a file no name reaches, its records lost. */
+static bool log_in_use(const char *path) {
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) return false;
+    bool held = flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+    close(fd);
+    return held;
+}
+
 bool progress_open_log(progress *p, const char *path, bool resume, int64_t keep_upto, tlm_err *err) {
     /* The file to replace: the log, or what a symbolic link to it names. */
     struct stat st;
@@ -115,6 +128,11 @@ bool progress_open_log(progress *p, const char *path, bool resume, int64_t keep_
                         path, stream);
     if (!exists || !realpath(path, target)) snprintf(target, sizeof target, "%s", path);
     snprintf(p->log_path, sizeof p->log_path, "%s", path);
+    if (exists && log_in_use(target))
+        return tlm_fail(err,
+                        "--log %s is in use by another tlm-run train (a log has one writer; give this run a log of "
+                        "its own)",
+                        path);
 
     tlm_strbuf kept = {0};
     tlm_atomic_file out = {.fd = -1};
@@ -134,6 +152,8 @@ bool progress_open_log(progress *p, const char *path, bool resume, int64_t keep_
         goto fail;
     }
     tlm_test_kill_at("log_rewrite");
+    /* held until the log is closed, by the file the path names once renamed */
+    (void)flock(out.fd, LOCK_EX | LOCK_NB);
     if (!tlm_atomic_publish(&out, &why)) {
         tlm_fail(err, "--log %s: cannot write the log: %s", path, why.msg);
         goto fail;

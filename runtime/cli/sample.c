@@ -161,7 +161,10 @@ int cmd_sample(int argc, char **argv) {
             device = a.val;
             if (device_flag_check("sample", device)) return 2;
             break;
-        case OPT_PRECISION: precision_value = a.val; break;
+        case OPT_PRECISION:
+            if (precision_flag_check("sample", a.val)) return 2;
+            precision_value = a.val;
+            break;
         case OPT_NO_CACHE: no_cache = true; break;
         case OPT_TOKENIZER: ok = cli_path(&a, &tok_path); break;
         case OPT_PROMPT_FILE: ok = cli_path(&a, &prompt_file); break;

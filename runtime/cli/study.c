@@ -330,7 +330,10 @@ int cmd_study(int argc, char **argv) {
             if (device_flag_check("study", a.val)) return 2;
             f.device = a.val;
             break;
-        case OPT_PRECISION: precision = a.val; break;
+        case OPT_PRECISION:
+            if (precision_flag_check("study", a.val)) return 2;
+            precision = a.val;
+            break;
         case 1:
             if (f.file) return cli_usage_error("study", "one FILE.tlm only (got `%s` and `%s`)", f.file, a.val);
             if (!a.val[0]) return cli_usage_error("study", "FILE.tlm is empty: it needs a path");

@@ -245,7 +245,10 @@ int train_parse(train_options *o, int argc, char **argv) {
             o->device = a.val;
             if (device_flag_check("train", a.val)) return 2;
             break;
-        case OPT_PRECISION: precision = a.val; break;
+        case OPT_PRECISION:
+            if (precision_flag_check("train", a.val)) return 2;
+            precision = a.val;
+            break;
         case OPT_THREADS:
             if (!cli_int(&a, 1, 4096, &n)) return 2;
             o->threads = (int)n;

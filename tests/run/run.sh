@@ -193,9 +193,11 @@ gpu_emulated)
     --overwrite
   expect 0 "persuasion" "eval on the device" -- \
     "$run" eval "$models/small.so" "${gpu[@]}" --ckpt "$tmp/small.c" --context 16 --batch 4 --max-tokens 128
+  check "... its banner says where it ran" -- grep -q "^model small, .*windows of 16 tokens, on cuda:0 .*, fp32$" "$tmp/out"
   grep persuasion "$tmp/out" > "$tmp/eval.gpu"
   expect 0 "persuasion" "eval on the CPU" -- \
     "$run" eval "$models/small.so" --ckpt "$tmp/small.c" --context 16 --batch 4 --max-tokens 128
+  check "... its banner names no device" -- grep -q "^model small, .*windows of 16 tokens$" "$tmp/out"
   grep persuasion "$tmp/out" > "$tmp/eval.cpu"
   check "eval: the same loss on both (4 decimals)" -- cmp "$tmp/eval.gpu" "$tmp/eval.cpu"
   expect 0 "" "sample on the device" -- \
@@ -213,6 +215,7 @@ gpu_emulated)
     "$run" train "$models/small.so" "${gpu[@]}" --batch 131000 --context 64 --steps 1 --ckpt "$tmp/huge"
   expect 0 "rho" "probe on the device" -- \
     "$run" probe "$models/small.so" "${gpu[@]}" --ckpt "$tmp/small.c" --context 16 --batch 4 --windows 8
+  check "... its banner says where it ran" -- grep -q "window.* of 16 tokens, on cuda:0 .*, fp32$" "$tmp/out"
   # bf16, the device's default: bf16 GEMM operands and GEMM-input
   # activations (q, k, v among them), fp32 everything else, for the four
   # mixers. Its losses stay within 1e-3 relative of the fp32 CPU run's (a
@@ -526,6 +529,12 @@ bad_flags)
   expect 2 "\-\-eval-batches must be between 1 and" "train --eval-batches 0" -- "$run" train "$s" --eval-batches 0
   expect 2 "contradict" "train --resume --overwrite" -- "$run" train "$s" --resume --overwrite
   expect 2 "unknown device .tpu." "train --device tpu" -- "$run" train "$s" --device tpu
+  # --precision's value checked where it is read: in `--precision --steps
+  # 1` it is --steps (the 1 was taken for a second model)
+  for c in train eval sample probe bench; do
+    expect 2 "unknown precision .--steps. (known: bf16, fp32)" "$c --precision --steps 1" -- \
+      "$run" $c "$s" --precision --steps 1
+  done
   expect 2 "longer than the model's context" "eval --context 65" -- "$run" eval "$s" --context 65
   expect 2 "\-\-batch must be between 1" "eval --batch 0" -- "$run" eval "$s" --batch 0
   expect 2 "\-\-max-tokens must be at least 1" "eval --max-tokens 0" -- "$run" eval "$s" --max-tokens 0
@@ -1215,6 +1224,36 @@ outputs)
     "tlmc: a linker killed by SIGBUS is named" -- \
     env TLM_LD="$tmp/ld_bus" "$tlmc" "$here/models.tlm" --model small -o "$tmp/bus.so"
   check "... and leaves no file" -- bash -c "! ls '$tmp' | grep -q '^bus\.so'"
+  # a signal that ends tlmc while its linker runs: the linker is stopped
+  # and waited for before the temporaries go, so none is written after
+  # (a slow linker here: it would write its output 3 s on)
+  printf '#!/bin/sh\nout=\nwhile [ $# -gt 0 ]; do [ "$1" = -o ] && out=$2; shift; done\ntouch "%s/ld_started"\nsleep 3\necho x > "$out"\n' \
+    "$tmp" > "$tmp/ld_slow"
+  chmod +x "$tmp/ld_slow"
+  mkdir -p "$tmp/slow"
+  env TLM_LD="$tmp/ld_slow" "$tlmc" "$here/models.tlm" --model small -o "$tmp/slow/m.so" > /dev/null 2>&1 &
+  pid=$!
+  for _ in $(seq 1 300); do [ -e "$tmp/ld_started" ] && break; sleep 0.02; done
+  kill -TERM "$pid"
+  status=0; wait "$pid" || status=$?
+  check "tlmc: SIGTERM while linking: exit 143" -- test "$status" = 143
+  sleep 4
+  check "... nothing left in the output's folder once the linker would have written" -- \
+    bash -c "[ -z \"\$(ls -A '$tmp/slow')\" ]"
+  # two runs given one --log: the second is refused while the first writes
+  # it (renamed over, the first's records went to a file no name reaches)
+  "$run" train "$s" "${quick[@]}" --steps 100000 --log-every 1 --eval-every 0 --ckpt "$tmp/logA" \
+    --log "$tmp/shared.jsonl" > /dev/null 2>&1 &
+  pid=$!
+  for _ in $(seq 1 500); do [ -s "$tmp/shared.jsonl" ] && break; sleep 0.02; done
+  expect 1 "^tlm-run train: --log $tmp/shared.jsonl is in use by another tlm-run train" \
+    "a second run on a log the first is writing: refused" -- \
+    "$run" train "$s" "${quick[@]}" --steps 2 --ckpt "$tmp/logB" --log "$tmp/shared.jsonl"
+  kill -INT "$pid"; wait "$pid"
+  check "... the first run's records are in the log" -- grep -q '"step":2,' "$tmp/shared.jsonl"
+  check "... no checkpoint folder made for the second" -- test ! -e "$tmp/logB"
+  expect 0 "done: 2 steps" "... the log free again: written" -- \
+    "$run" train "$s" "${quick[@]}" --steps 2 --ckpt "$tmp/logB" --log "$tmp/shared.jsonl"
   # --log over a file that is not a log (notes, a text): refused, the file
   # kept and no checkpoint folder made; an empty file or a log is written
   printf 'my notes\n' > "$tmp/notes.txt"
