@@ -517,6 +517,16 @@ static int tokens_fit(const run *r) {
                      r->ckpt_file, r->state.tokens_seen, left, per_step);
 }
 
+/* Whether two GPUs as device_flag_describe says them ("cuda:N NAME (sm_XY,
+ * M GiB)") are the same kind: the name and architecture, not the ordinal
+ * nor the memory (the emulated device reports the machine's). */
+static bool same_gpu(const char *was, const char *now) {
+    const char *a = strchr(was, ' '), *b = strchr(now, ' ');
+    if (!a || !b) return !a == !b;
+    size_t la = strcspn(a, ","), lb = strcspn(b, ",");
+    return la == lb && strncmp(a, b, la) == 0;
+}
+
 /* Parameters and optimizer state: fresh, or the checkpoint's. */
 static int start_state(run *r, tlm_st_file *ckpt) {
     tlm_err err = {""};
@@ -550,7 +560,9 @@ static int start_state(run *r, tlm_st_file *ckpt) {
     char now[300];
     device_flag_describe(r->dev, now, sizeof now);
     bool same_kind = !was || (strncmp(was, "cpu", 3) == 0) == (r->dev == NULL);
-    if (!same_kind)
+    /* another GPU (another model, or architecture: cuBLASLt's algorithms
+     * and the kernels' code differ) is another device, whichever ordinal */
+    if (!same_kind || (r->dev && !same_gpu(was, now)))
         printf("note: resuming on %s, the checkpoint was written on %s; the run continues from its fp32 weights "
                "but will not repeat an uninterrupted run bit for bit\n",
                now, was);

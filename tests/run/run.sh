@@ -237,6 +237,16 @@ gpu_emulated)
     "$run" train "$models/small.so" "${flags[@]}" --device cuda --ckpt "$tmp/bx" --stop-at 3
   expect 0 "note: resuming in fp32, the checkpoint was written in bf16" "resumed in fp32, with a note" -- \
     "$run" train "$models/small.so" --device cuda --precision fp32 --ckpt "$tmp/bx" --resume
+  # another GPU: a note too (the same kind on another ordinal is not one)
+  expect 0 "stopped at step 3 of 6" "a bf16 run to resume on another GPU" -- \
+    "$run" train "$models/small.so" "${flags[@]}" --device cuda --ckpt "$tmp/by" --stop-at 3
+  expect 0 "^done: " "... resumed on the same GPU" -- \
+    "$run" train "$models/small.so" --device cuda --ckpt "$tmp/by" --resume --steps 4
+  check "... with no note" -- bash -c "! grep -q 'note: resuming on' '$tmp/out'"
+  ckpt rewrite "$tmp/by/checkpoint.safetensors" "$tmp/by/other.safetensors" device "cuda:1 NVIDIA H100 80GB HBM3 (sm_90, 79.2 GiB)"
+  mv "$tmp/by/other.safetensors" "$tmp/by/checkpoint.safetensors"
+  expect 0 "note: resuming on cuda:0 .*, the checkpoint was written on cuda:1 NVIDIA H100 80GB HBM3 (sm_90, 79.2 GiB)" \
+    "resumed on another GPU, with a note" -- "$run" train "$models/small.so" --device cuda --ckpt "$tmp/by" --resume
   expect 0 "persuasion" "eval in bf16" -- \
     "$run" eval "$models/small.so" --device cuda --ckpt "$tmp/small.c" --context 16 --batch 4 --max-tokens 128
   # sampling in bf16: the KV cache holds bf16 rows of q, k, v (and gated
