@@ -34,7 +34,7 @@ static void stop_child(void) {
     waitpid(c, NULL, 0);
 }
 
-static void remove_all(int sig) {
+void tlm_remove_registered_now(void) {
     int saved = errno;
     stop_child();
     for (int i = SLOTS - 1; i >= 0; i--) {
@@ -43,6 +43,10 @@ static void remove_all(int sig) {
         in_use[i] = 0;
     }
     errno = saved;
+}
+
+static void remove_all(int sig) {
+    tlm_remove_registered_now();
     signal(sig, SIG_DFL);
     raise(sig);
 }

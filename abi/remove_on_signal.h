@@ -25,6 +25,11 @@ bool tlm_remove_on_signal(const char *path);
 /* Forgets path (it was renamed into place, or removed). */
 void tlm_keep_on_signal(const char *path);
 
+/* Removes the paths now (and stops the child below), from a handler of a
+ * command's own that ends the process at once (train's second signal): a
+ * checkpoint's temporary being written is gone with it. Async-signal-safe. */
+void tlm_remove_registered_now(void);
+
 /* A child writing one of those paths (tlmc's linker): the handler stops it
  * (SIGTERM, then SIGKILL after 2 s) and waits for it before removing them;
  * otherwise it outlived the command and wrote its output after the

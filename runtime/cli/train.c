@@ -60,6 +60,7 @@
 #include "progress.h"
 #include "rank_output.h"
 #include "regular_file.h"
+#include "remove_on_signal.h"
 #include "stdout_status.h"
 #include "test_hook.h"
 #include "tlm_rt/data.h"
@@ -141,6 +142,9 @@ static void on_signal(int sig) {
     if (stop_signal && sig == SIGHUP) return;
     int saved_errno = errno; /* the interrupted code's */
     if (stdout_tty) (void)!write(STDERR_FILENO, "\n", 1);
+    /* a stop at once, mid-write: the checkpoint's (or log's) temporary goes
+     * too, not left for the next start to find (atomic_file.h registers it) */
+    if (stop_signal) tlm_remove_registered_now();
     if (stop_signal && quiet_signals) _exit(128 + sig);
     if (stop_signal) {
         if (checkpoint_saved) (void)!write(STDERR_FILENO, again, sizeof again - 1);

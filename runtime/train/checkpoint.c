@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -199,6 +200,10 @@ static bool write_atomic(const char *path, const tlm_st_tensor *ts, int n, const
         return tlm_fail(err, "%s", e.msg);
     }
     tlm_test_kill_at("ckpt_rename");
+    if (tlm_test_hook("ckpt_signals")) { /* test-only: Ctrl-C twice as the file is written, before its rename */
+        raise(SIGINT);
+        raise(SIGINT);
+    }
     return tlm_atomic_commit(&f, err);
 }
 

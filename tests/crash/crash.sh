@@ -233,6 +233,22 @@ signals)
   check "two SIGINTs before the first checkpoint: exit 130, nothing saved and said so" -- \
     bash -c "[ $rc = 130 ] && grep -q \"stopped at once, before the run's first checkpoint: nothing was saved\" none.err && test ! -e none/checkpoint.safetensors"
   check "... and the folder it made for the checkpoint is gone" -- test ! -e none
+  # ... and two as the first checkpoint is written (the test hook raises
+  # them before its rename): its temporary goes too, and so the folder
+  # (it was left, a temporary of the whole file in it, for the next start)
+  expect 130 "stopped at once, before the run's first checkpoint: nothing was saved" \
+    "two SIGINTs while the first checkpoint is written: exit 130" -- \
+    env TLM_TEST_KILL_AT=ckpt_signals "$run" train crash.so "${data[@]}" --steps 2 --eval-every 0 --ckpt mid_write
+  check "... no temporary left, nor the folder" -- test ! -e mid_write
+  # ... and once a checkpoint is there: the last one intact, no temporary
+  expect 0 "done: 2 steps" "a run with a checkpoint" -- "$run" train crash.so "${data[@]}" --steps 2 --eval-every 0 \
+    --ckpt mid_write2
+  cp mid_write2/checkpoint.safetensors step2.safetensors
+  expect 130 "stopped at once; the last checkpoint is intact" "two SIGINTs while its next checkpoint is written" -- \
+    env TLM_TEST_KILL_AT=ckpt_signals "$run" train crash.so "${data[@]}" --steps 4 --eval-every 0 --ckpt mid_write2 \
+    --resume
+  check "... the last checkpoint intact and alone in its folder" -- \
+    bash -c "cmp mid_write2/checkpoint.safetensors step2.safetensors && [ \"\$(ls -A mid_write2)\" = checkpoint.safetensors ]"
 
   # SIGUSR1 before the loop's handler (raised by the test hook once set-up
   # is done; mpirun passes one on whenever it gets it): noted, and the run
