@@ -531,6 +531,20 @@ static bool same_gpu(const char *was, const char *now) {
     return la == lb && strncmp(a, b, la) == 0;
 }
 
+/* What a resume's data error adds when the path is the checkpoint's (its
+ * run's flag, not this command's): a relative one names a file from the
+ * folder that run started in, not necessarily this one. */
+static const char *from_checkpoint(const train_options *o, const char *path, bool given, const char *flag) {
+    if (!o->resume || given || !path || !*path) return "";
+    if (path[0] != '/')
+        return !strcmp(flag, "--data") ? " (the checkpoint's --data, relative to the folder its run started in: give "
+                                         "--data to name it from here)"
+                                       : " (the checkpoint's --val, relative to the folder its run started in: give "
+                                         "--val to name it from here)";
+    return !strcmp(flag, "--data") ? " (the checkpoint's --data: give --data to name where it is now)"
+                                   : " (the checkpoint's --val: give --val to name where it is now)";
+}
+
 /* Parameters and optimizer state: fresh, or the checkpoint's. */
 static int start_state(run *r, tlm_st_file *ckpt) {
     tlm_err err = {""};
@@ -741,12 +755,12 @@ static int setup(run *r) {
     int64_t vocab = r->so.config->vocab;
     if (!corpus_load(&r->train, o->data, CORPUS_TRAIN, r->T, vocab, r->train_name, sizeof r->train_name, &r->train_info,
                      &err)) {
-        rc = cli_error("train", "%s", err.msg);
+        rc = cli_error("train", "%s%s", err.msg, from_checkpoint(o, o->data, o->given_data, "--data"));
         goto out;
     }
     if (r->have_val &&
         !corpus_load(&r->val, o->val, CORPUS_VALID, r->T, vocab, r->val_name, sizeof r->val_name, &r->val_info, &err)) {
-        rc = cli_error("train", "%s", err.msg);
+        rc = cli_error("train", "%s%s", err.msg, from_checkpoint(o, o->val, o->given_val, "--val"));
         goto out;
     }
     if (r->have_val && !corpus_val_in_data(o->data, o->val, r->val_in_data, sizeof r->val_in_data))

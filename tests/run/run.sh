@@ -404,6 +404,18 @@ resume_rules)
   expect 0 "done: 0 steps" "--steps 0: validation and a step-0 checkpoint" -- \
     "$run" train "$models/small.so" "${quick[@]}" --steps 0 --ckpt "$tmp/zero"
   check "the step-0 checkpoint" -- test "$(ckpt meta "$tmp/zero/checkpoint.safetensors" step)" = 0
+  # a checkpoint's relative --data names a file from the folder its run
+  # started in: a resume from elsewhere says whose path it is
+  mkdir -p "$tmp/from/a" "$tmp/from/b"
+  cp "$austen/emma.txt" "$tmp/from/a/text.txt"
+  (cd "$tmp/from/a" && "$run" train "$models/small.so" "${quick[@]}" --steps 1 --data text.txt --ckpt ../ck) > /dev/null
+  cd "$tmp/from/b" || exit 1 # (not a subshell: expect's failures must count)
+  expect 1 "text.txt: No such file or directory (the checkpoint's --data, relative to the folder its run started in: give --data to name it from here)" \
+    "a resume elsewhere of a run on a relative --data: said whose path it is" -- \
+    "$run" train "$models/small.so" --ckpt ../ck --resume --steps 2
+  expect 0 "done: 2 steps" "... and with --data naming it from here: resumed" -- \
+    "$run" train "$models/small.so" --ckpt ../ck --resume --steps 2 --data ../a/text.txt
+  cd - > /dev/null || exit 1
   ;;
 
 bad_flags)
