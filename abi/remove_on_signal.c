@@ -81,6 +81,11 @@ bool tlm_remove_on_signal(const char *path) {
     return true;
 }
 
+void tlm_signals_handled(sigset_t *set) {
+    sigemptyset(set);
+    for (size_t i = 0; i < sizeof signals / sizeof signals[0]; i++) sigaddset(set, signals[i]);
+}
+
 void tlm_stop_child_on_signal(pid_t c) {
     if (c > 0) install();
     child = c;

@@ -15,6 +15,7 @@
 #define TLM_REMOVE_ON_SIGNAL_H
 
 #include <stdbool.h>
+#include <signal.h>
 #include <sys/types.h>
 
 /* Removes path if one of those signals ends the process. False when the
@@ -35,5 +36,9 @@ void tlm_remove_registered_now(void);
  * otherwise it outlived the command and wrote its output after the
  * removal. 0: none any more. One at a time. */
 void tlm_stop_child_on_signal(pid_t child);
+
+/* The signals the handler takes (in set), for a caller that holds them
+ * while it starts such a child. */
+void tlm_signals_handled(sigset_t *set);
 
 #endif

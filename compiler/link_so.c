@@ -106,11 +106,27 @@ bool link_shared_object(const char *const *objects, int n, const char *out_path,
     argv[k++] = slash ? slash + 1 : tmp;
     for (int i = 0; i < n; i++) argv[k++] = objects[i];
     argv[k] = NULL;
+    /* A signal that ends tlmc stops the linker first: left running, it
+     * wrote the output's temporary after the handler had removed it. So
+     * the handler knows the linker from its start (the signals held until
+     * it is registered; the linker gets the mask tlmc had) to its end (it
+     * is forgotten while still a zombie, waitid's WNOWAIT, so that its pid
+     * cannot be another process's when the handler kills it). */
+    sigset_t handled, before;
+    tlm_signals_handled(&handled);
+    sigprocmask(SIG_BLOCK, &handled, &before);
     pid_t pid;
     posix_spawn_file_actions_t in_dir;
-    int rc = posix_spawn_file_actions_init(&in_dir);
+    posix_spawnattr_t attr;
+    int rc = posix_spawn_file_actions_init(&in_dir), attr_rc = posix_spawnattr_init(&attr);
+    if (!rc) rc = attr_rc;
+    if (!rc) rc = posix_spawnattr_setsigmask(&attr, &before);
+    if (!rc) rc = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
     if (!rc && dir) rc = posix_spawn_file_actions_addchdir_np(&in_dir, dir);
-    if (!rc) rc = posix_spawnp(&pid, ld, &in_dir, NULL, (char *const *)argv, environ);
+    if (!rc) rc = posix_spawnp(&pid, ld, &in_dir, &attr, (char *const *)argv, environ);
+    if (!rc) tlm_stop_child_on_signal(pid);
+    sigprocmask(SIG_SETMASK, &before, NULL);
+    if (!attr_rc) posix_spawnattr_destroy(&attr);
     posix_spawn_file_actions_destroy(&in_dir);
     free(dir);
     free(argv);
@@ -118,12 +134,12 @@ bool link_shared_object(const char *const *objects, int n, const char *out_path,
         tlm_atomic_abort(&out);
         return codegen_fail(err, "cannot run %s: %s", ld, strerror(rc));
     }
-    /* a signal that ends tlmc stops the linker first: left running, it
-     * wrote the output's temporary after the handler had removed it */
-    tlm_stop_child_on_signal(pid);
-    int status, waited;
-    while ((waited = waitpid(pid, &status, 0)) < 0 && errno == EINTR) continue;
+    siginfo_t ended;
+    int status = 0, waited;
+    while ((waited = waitid(P_PID, (id_t)pid, &ended, WEXITED | WNOWAIT)) < 0 && errno == EINTR) continue;
     tlm_stop_child_on_signal(0);
+    if (waited == 0)
+        while ((waited = waitpid(pid, &status, 0)) < 0 && errno == EINTR) continue;
     if (waited < 0) {
         int e = errno;
         tlm_atomic_abort(&out);

@@ -48,9 +48,9 @@
 # Exit status: 0 every check ran and passed; 1 a check failed, timed out,
 # or was SKIPPED (not run: never a pass); 77 SKIPPED: no GPU here. With TLM_TEST_DEVICE=emulated it runs steps 1
 # to 3 on the emulated device instead (the graphs and bf16 cache programs on
-# one model; not gpu.attention_tc's, which ctest runs), steps 4 (its two
-# switches) on the tiny model, 6 on tiny and tiny_titans, and PyTorch's peer on the tiny model
-# on the CPU (how CI checks this script: a few seconds a step).
+# one model; not gpu.attention_tc's, which ctest runs), the 440M block and
+# step 4 (its two switches) on the tiny model, its PyTorch peer on the CPU,
+# and step 6 on tiny_titans (how CI checks this script: a few seconds a step).
 set -uo pipefail
 case ${1:-} in
   -h | --help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;
@@ -116,6 +116,10 @@ if [ -n "$logs" ] && ! mkdir -p "$logs"; then echo "gpu_check: cannot make $logs
 outdir=${logs:-$work}
 out_of() { printf '%s/%s.out' "$outdir" "$(printf '%s' "$1" | tr -c 'A-Za-z0-9._-' '_')"; }
 limit=${GPU_CHECK_LIMIT:-150}
+current= # the running check's timeout
+stopped() { [ -n "$current" ] && kill -TERM "$current" 2> /dev/null; echo "gpu_check: stopped by SIG$1"; exit "$2"; }
+trap 'stopped INT 130' INT
+trap 'stopped TERM 143' TERM
 cp "$work/preflight.out" "$(out_of preflight)" 2>/dev/null
 
 # run NAME -- command...: one check, timed and limited to $limit seconds
@@ -124,7 +128,12 @@ run() {
   local name=$1; shift 2
   local t0=$SECONDS out status=0
   out=$(out_of "$name")
-  timeout -k 10 "$limit" "$@" > "$out" 2>&1 || status=$?
+  # in the background, so that a signal to the script reaches the check
+  # too (timeout runs it in a process group of its own; trap below)
+  timeout -k 10 "$limit" "$@" > "$out" 2>&1 &
+  current=$!
+  wait "$current" || status=$?
+  current=
   if [ $status = 0 ]; then row "$name" ok "$((SECONDS - t0)) s"
   elif [ $status = 124 ] || [ $status = 137 ]; then
     row "$name" FAIL "timed out after $limit s (GPU_CHECK_LIMIT)"; fail=1; tail -20 "$out"

@@ -220,7 +220,9 @@ int cmd_sample(int argc, char **argv) {
     const int nprint = (int)(V < ntok ? V : ntok);
     int64_t n = 0;
     if (!rc) rc = prompt_window(tok, prompt, plen, T, nprint, window, &n);
-    const int64_t used = n + length < T ? n + length : T; /* positions the text reaches */
+    /* the longest window a forward runs: the prompt and every token but the
+     * last, which is drawn and printed, never fed back */
+    const int64_t reach = length > 0 ? n + length - 1 : n, used = reach < T ? reach : T;
     /* With a KV cache (titans: its memory's state) each token runs one
      * token's forward; a full window restarts from its last half (prefilled
      * again). Without one (--no-cache) each token recomputes the window,

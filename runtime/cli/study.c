@@ -17,6 +17,7 @@
 #include "device.h"
 #include "device_flag.h"
 #include "files.h"
+#include "gpu_model.h"
 #include "launcher.h"
 #include "load.h"
 #include "locate.h"
@@ -241,6 +242,7 @@ static int run_study(const study_flags *f, const char *tlmc, const char *self) {
     if (f->steps) plan.steps = f->steps;
     if (f->seeds) take_seeds(&plan, (int)f->seeds);
     if (f->eval_tokens) plan.eval_tokens = f->eval_tokens;
+    else if (!plan.eval_tokens) plan.eval_tokens = DEFAULT_EVAL_TOKENS;
     const bool gpu = !device_flag_is_cpu(f->device);
     if (gpu) {
         free(plan.device), free(plan.precision);
@@ -250,7 +252,7 @@ static int run_study(const study_flags *f, const char *tlmc, const char *self) {
             study_plan_free(&plan);
             return cli_error("study", "out of memory");
         }
-    } else if (!plan.eval_tokens) plan.eval_tokens = DEFAULT_EVAL_TOKENS;
+    }
     char bundled[CORPUS_MAX_DEFAULT][4096];
     if (!plan.val && !plan.data) { /* train's default validation text, named so eval and probe use it too */
         corpus_default_files(CORPUS_VALID, bundled);
@@ -352,6 +354,8 @@ int cmd_study(int argc, char **argv) {
     tlm_device *dev = NULL;
     if (device_flag_open("study", f.device, &dev)) return 1;
     if (dev) tlm_device_close(dev);
+    tlm_err bad = {""}; /* and a GPU switch every run would refuse, before the compiles too */
+    if (dev && !tlm_gpu_settings_ok(&bad)) return cli_error("study", "%s", bad.msg);
 
     char self[4096], tlmc[4200];
     ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);

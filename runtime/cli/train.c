@@ -525,6 +525,7 @@ static int tokens_fit(const run *r) {
  * M GiB)") are the same kind: the name and architecture, not the ordinal
  * nor the memory (the emulated device reports the machine's). */
 static bool same_gpu(const char *was, const char *now) {
+    if (!was) return true; /* a checkpoint from before devices were recorded: nothing to compare */
     const char *a = strchr(was, ' '), *b = strchr(now, ' ');
     if (!a || !b) return !a == !b;
     size_t la = strcspn(a, ","), lb = strcspn(b, ",");

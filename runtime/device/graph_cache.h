@@ -41,7 +41,8 @@ void tlm_graph_cache_free(tlm_graph_cache *c);
 /* Runs work(ctx) for key as above; false with err when it failed. */
 bool tlm_graph_cache_run(tlm_graph_cache *c, const tlm_graph_key *key, tlm_graph_work work, void *ctx, tlm_err *err);
 
-/* Whether TLM_CUDA_GRAPHS leaves graphs on (unset, or anything but "0"). */
+/* Whether TLM_CUDA_GRAPHS leaves graphs on (unset, empty or "1"; "0" turns
+ * them off, and tlm_gpu_settings_ok refuses any other value first). */
 bool tlm_graphs_enabled(void);
 
 /* How many runs were graph launches, and how many graphs were captured. */

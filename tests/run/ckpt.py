@@ -19,6 +19,9 @@ with the plain safetensors reader of tests/reference/st.py (numpy only):
   ckpt.py rewrite FILE OUT K V...  the same for several KEY VALUE pairs, a
                                 tensor's name (train.step) setting its
                                 first element to the integer V
+  ckpt.py drop FILE OUT KEY...     FILE without those metadata keys, the
+                                checksum made again (a checkpoint from
+                                before they were written)
 """
 import json
 import os
@@ -285,6 +288,15 @@ def retag(path, out, key, value):
     st.save(out, tensors, meta)
 
 
+def drop(path, out, *keys):
+    tensors, meta = st.load(path)
+    for key in keys:
+        meta.pop(key, None)
+    st.save(out, tensors, meta)
+    meta["checksum"] = checksum(out)
+    st.save(out, tensors, meta)
+
+
 def rewrite(path, out, *pairs):
     tensors, meta = st.load(path)
     for key, value in zip(pairs[::2], pairs[1::2]):
@@ -331,6 +343,8 @@ def main():
         retag(*args)
     elif cmd == "rewrite":
         rewrite(*args)
+    elif cmd == "drop":
+        drop(*args)
     else:
         fail(f"unknown command {cmd}")
 

@@ -522,13 +522,28 @@ PY
 device)
   plan "$tmp/plan.json" 3
   flags=(--plan-file "$tmp/plan.json" --seeds 1 --jobs 1 --threads 1)
-  # no GPU here: refused once, before anything is compiled or made
-  expect 1 "^tlm-run study: --device cuda: " "--device cuda without a GPU: one line" -- \
-    env -u TLM_TEST_DEVICE "$run" study "${flags[@]}" --device cuda --out "$tmp/none"
-  check "... nothing made" -- test ! -e "$tmp/none"
+  # no GPU here: refused once, before anything is compiled or made (a
+  # machine with a driver would run it: not asked there)
+  if ! ldconfig -p | grep -q 'libcuda\.so\.1 '; then
+    expect 1 "^tlm-run study: --device cuda: " "--device cuda without a GPU: one line" -- \
+      env -u TLM_TEST_DEVICE "$run" study "${flags[@]}" --device cuda --out "$tmp/none"
+    check "... nothing made" -- test ! -e "$tmp/none"
+  fi
   expect 2 "unknown device" "--device gpu: a usage error" -- "$run" study "${flags[@]}" --device gpu
   expect 2 "precision" "--precision fp16: a usage error" -- "$run" study "${flags[@]}" --device cuda --precision fp16
   export TLM_TEST_DEVICE=emulated XDG_CACHE_HOME=$tmp/cache
+  # a switch every run would refuse: said before anything compiles
+  expect 1 "^tlm-run study: TLM_CUDA_GRAPHS=off: expected 0 (off) or 1" "a bad GPU switch: refused first" -- \
+    env TLM_CUDA_GRAPHS=off "$run" study "${flags[@]}" --device cuda --out "$tmp/switch"
+  check "... nothing made" -- test ! -e "$tmp/switch"
+  # a plan without eval_tokens takes the default (65,536) on a GPU too: the
+  # plan.json a study writes before it compiles says so (a variant that
+  # does not compile stops it there)
+  "$py" -c 'import json, sys; p = json.load(open(sys.argv[1])); s = p["studies"][0]; del s["eval_tokens"]; s["variants"][1]["compile"] = ["--model", "no_such_model"]; json.dump(p, open(sys.argv[2], "w"))' \
+    "$tmp/plan.json" "$tmp/no_tokens.json"
+  expect 1 "" "a GPU study whose variant does not compile" -- \
+    "$run" study --plan-file "$tmp/no_tokens.json" --seeds 1 --threads 1 --device cuda --out "$tmp/tokens"
+  check "... its plan.json has the default eval tokens" -- grep -q '"eval_tokens": 65536' "$tmp/tokens/plan.json"
   expect 0 "study fixture: 2 runs" "the study on the emulated device (bf16, the GPU's default)" -- \
     "$run" study "${flags[@]}" --device cuda
   d=studies/fixture-seeds1-cuda
