@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "atomic_file.h"
 #include "checkpoint.h"
 #include "evaluate.h"
 #include "regular_file.h"
@@ -290,21 +291,16 @@ bool corpus_val_in_data(const char *data, const char *val, char *shared, size_t 
     int ntrain, nval;
     corpus_source source;
     tlm_err ignored; /* a listing that fails: the loaders said why */
+    if (n) shared[0] = '\0';
     if (corpus_files(data, CORPUS_TRAIN, &tn, &ntrain, &source, &ignored) != 0) return false;
     if (corpus_files(val, CORPUS_VALID, &vn, &nval, &source, &ignored) != 0) {
         tlm_data_texts_free(tn, ntrain);
         return false;
     }
     bool found = false;
-    for (int v = 0; v < nval && !found; v++) {
-        struct stat a, b;
-        if (stat(vn[v], &a) != 0) continue;
+    for (int v = 0; v < nval && !found; v++)
         for (int t = 0; t < ntrain && !found; t++)
-            if (stat(tn[t], &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
-                snprintf(shared, n, "%s", vn[v]);
-                found = true;
-            }
-    }
+            if ((found = tlm_same_file(vn[v], tn[t]))) snprintf(shared, n, "%s", vn[v]);
     tlm_data_texts_free(tn, ntrain);
     tlm_data_texts_free(vn, nval);
     return found;

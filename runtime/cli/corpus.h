@@ -42,7 +42,7 @@ int corpus_files(const char *path, enum corpus_role role, char ***names, int *n,
 
 /* Whether a file the validation argument reads (val, corpus_files' for
  * CORPUS_VALID) is one the training argument (data, CORPUS_TRAIN's) reads
- * too, the same file by device and inode: its name into shared. A
+ * too (tlm_same_file): its name into shared, else "" there. A
  * validation loss over it measures text the model trained on. */
 bool corpus_val_in_data(const char *data, const char *val, char *shared, size_t n);
 

@@ -273,7 +273,9 @@ static int run_study(const study_flags *f, const char *tlmc, const char *self) {
         if (f->seeds) k += snprintf(folder + k, sizeof folder - (size_t)k, "-seeds%" PRId64, f->seeds);
         if (f->eval_tokens)
             k += snprintf(folder + k, sizeof folder - (size_t)k, "-eval-tokens%" PRId64, f->eval_tokens);
-        if (gpu) snprintf(folder + k, sizeof folder - (size_t)k, "-cuda%s", plan.precision[0] == 'f' ? "-fp32" : "");
+        if (gpu)
+            snprintf(folder + k, sizeof folder - (size_t)k, "-cuda%s",
+                     f->precision == TLM_PRECISION_FP32 ? "-fp32" : "");
         out = folder;
     }
     int64_t threads = f->threads ? f->threads : cli_cores();

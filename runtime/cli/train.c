@@ -535,15 +535,14 @@ static bool same_gpu(const char *was, const char *now) {
 /* What a resume's data error adds when the path is the checkpoint's (its
  * run's flag, not this command's): a relative one names a file from the
  * folder that run started in, not necessarily this one. */
-static const char *from_checkpoint(const train_options *o, const char *path, bool given, const char *flag) {
+static const char *from_checkpoint(const train_options *o, const char *path, bool given, const char *flag, char *buf,
+                                   size_t n) {
     if (!o->resume || given || !path || !*path) return "";
-    if (path[0] != '/')
-        return !strcmp(flag, "--data") ? " (the checkpoint's --data, relative to the folder its run started in: give "
-                                         "--data to name it from here)"
-                                       : " (the checkpoint's --val, relative to the folder its run started in: give "
-                                         "--val to name it from here)";
-    return !strcmp(flag, "--data") ? " (the checkpoint's --data: give --data to name where it is now)"
-                                   : " (the checkpoint's --val: give --val to name where it is now)";
+    bool relative = path[0] != '/';
+    snprintf(buf, n, " (the checkpoint's %s%s: give %s to name %s)", flag,
+             relative ? ", relative to the folder its run started in" : "", flag,
+             relative ? "it from here" : "where it is now");
+    return buf;
 }
 
 /* Parameters and optimizer state: fresh, or the checkpoint's. */
@@ -754,18 +753,20 @@ static int setup(run *r) {
     r->T = o->s.context;
     r->micro = o->s.batch / o->s.accumulate;
     int64_t vocab = r->so.config->vocab;
+    char whose[160]; /* from_checkpoint's words */
     if (!corpus_load(&r->train, o->data, CORPUS_TRAIN, r->T, vocab, r->train_name, sizeof r->train_name, &r->train_info,
                      &err)) {
-        rc = cli_error("train", "%s%s", err.msg, from_checkpoint(o, o->data, o->given_data, "--data"));
+        rc = cli_error("train", "%s%s", err.msg,
+                       from_checkpoint(o, o->data, o->given_data, "--data", whose, sizeof whose));
         goto out;
     }
     if (r->have_val &&
         !corpus_load(&r->val, o->val, CORPUS_VALID, r->T, vocab, r->val_name, sizeof r->val_name, &r->val_info, &err)) {
-        rc = cli_error("train", "%s%s", err.msg, from_checkpoint(o, o->val, o->given_val, "--val"));
+        rc =
+            cli_error("train", "%s%s", err.msg, from_checkpoint(o, o->val, o->given_val, "--val", whose, sizeof whose));
         goto out;
     }
-    if (r->have_val && !corpus_val_in_data(o->data, o->val, r->val_in_data, sizeof r->val_in_data))
-        r->val_in_data[0] = '\0';
+    if (r->have_val) corpus_val_in_data(o->data, o->val, r->val_in_data, sizeof r->val_in_data);
     if (r->have_val && strcmp(r->val_info.tokenizer, r->train_info.tokenizer) != 0) {
         rc = data_kinds_differ(r);
         goto out;

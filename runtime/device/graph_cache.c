@@ -21,6 +21,13 @@ struct tlm_graph_cache {
     tlm_graph_stats stats;
 };
 
+bool tlm_graphs_setting_ok(tlm_err *err) {
+    const char *v = getenv("TLM_CUDA_GRAPHS");
+    if (v && *v && strcmp(v, "0") && strcmp(v, "1"))
+        return tlm_fail(err, "TLM_CUDA_GRAPHS=%s: expected 0 (off) or 1 (on, the default)", v);
+    return true;
+}
+
 bool tlm_graphs_enabled(void) {
     const char *v = getenv("TLM_CUDA_GRAPHS");
     return !v || strcmp(v, "0") != 0;

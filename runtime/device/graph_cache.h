@@ -41,8 +41,13 @@ void tlm_graph_cache_free(tlm_graph_cache *c);
 /* Runs work(ctx) for key as above; false with err when it failed. */
 bool tlm_graph_cache_run(tlm_graph_cache *c, const tlm_graph_key *key, tlm_graph_work work, void *ctx, tlm_err *err);
 
+/* Whether TLM_CUDA_GRAPHS holds a value a run takes: unset, empty, 0 or 1
+ * (a misspelt switch that changed nothing would make a comparison of two
+ * identical runs); false with the run's one line. */
+bool tlm_graphs_setting_ok(tlm_err *err);
+
 /* Whether TLM_CUDA_GRAPHS leaves graphs on (unset, empty or "1"; "0" turns
- * them off, and tlm_gpu_settings_ok refuses any other value first). */
+ * them off; tlm_graphs_setting_ok refuses any other value first). */
 bool tlm_graphs_enabled(void);
 
 /* How many runs were graph launches, and how many graphs were captured. */

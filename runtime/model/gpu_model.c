@@ -391,10 +391,7 @@ bool tlm_gpu_settings_ok(tlm_err *err) {
     const char *want = getenv("TLM_GPU_ATTENTION");
     if (want && *want && strcmp(want, "scalar") && strcmp(want, "auto"))
         return tlm_fail(err, "TLM_GPU_ATTENTION=%s: expected auto or scalar", want);
-    const char *graphs = getenv("TLM_CUDA_GRAPHS");
-    if (graphs && *graphs && strcmp(graphs, "0") && strcmp(graphs, "1"))
-        return tlm_fail(err, "TLM_CUDA_GRAPHS=%s: expected 0 (off) or 1 (on, the default)", graphs);
-    return true;
+    return tlm_graphs_setting_ok(err);
 }
 
 static bool choose_attention(tlm_model *m, tlm_device *dev, bool bf16_y, tlm_err *err) {

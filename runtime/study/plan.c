@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "precision.h"
 #include "json_out.h"
 #include "numfmt.h"
 #include "tlm_rt/json.h"
@@ -185,7 +186,8 @@ static bool parse_study(const tlm_json *s, const char *file, study_plan *p, tlm_
         return false;
     if (p->device && strcmp(p->device, "cuda") != 0)
         return tlm_fail(err, "the plan's device is `%.40s`, not cuda (a study on the CPU names none)", p->device);
-    if (!p->device != !p->precision || (p->precision && strcmp(p->precision, "bf16") && strcmp(p->precision, "fp32")))
+    tlm_precision known;
+    if (!p->device != !p->precision || (p->precision && !tlm_precision_parse(p->precision, &known)))
         return tlm_fail(err, "the plan's precision is not bf16 or fp32 beside its device (or it names none)");
     const tlm_json *vs = tlm_json_get(s, "variants");
     if (!vs || vs->type != TLM_JSON_ARRAY || !vs->len || vs->len > STUDY_MAX_VARIANTS)
@@ -405,8 +407,7 @@ static void variants_difference(const study_plan *was, const study_plan *now, ch
         }
 }
 
-/* "on the CPU", or "on cuda in bf16" */
-static const char *runs_on(const study_plan *p, char *buf, size_t n) {
+const char *study_plan_runs_on(const study_plan *p, char *buf, size_t n) {
     if (!p->device) return "on the CPU";
     snprintf(buf, n, "on %s in %s", p->device, p->precision);
     return buf;
@@ -427,7 +428,7 @@ void study_plan_difference(const study_plan *was, const study_plan *now, char *w
     else if (!same_string(was->device, now->device) || !same_string(was->precision, now->precision))
         snprintf(what, n,
                  "its runs train %s, not %s (on another device or precision they would not continue bit for bit)",
-                 runs_on(was, a, sizeof a), runs_on(now, b, sizeof b));
+                 study_plan_runs_on(was, a, sizeof a), study_plan_runs_on(now, b, sizeof b));
     else if (was->batch != now->batch)
         snprintf(what, n, "it was made for batch %s, not %s", setting(was->batch, a, sizeof a),
                  setting(now->batch, b, sizeof b));

@@ -79,6 +79,10 @@ const study_variant *study_plan_variant(const study_plan *plan, const char *name
  * variants); a phrase that names no field when none differs. */
 void study_plan_difference(const study_plan *was, const study_plan *now, char *what, size_t n);
 
+/* Where the plan's runs train, as a phrase: "on the CPU", or "on cuda in
+ * bf16" (buf holds it, n bytes). */
+const char *study_plan_runs_on(const study_plan *p, char *buf, size_t n);
+
 /* The plan as canonical JSON (fields in a fixed order), malloc'd: what
  * OUT/plan.json holds and the study's identity hashes. NULL when out of
  * memory. */

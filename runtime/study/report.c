@@ -222,7 +222,8 @@ char *study_report_markdown(const study_summary *s, const char *const *plots, in
     /* 0: no steps in the study's train block, each model's own */
     if (p->steps) tlm_sb_printf(&sb, "), %lld steps each", (long long)p->steps);
     else tlm_sb_puts(&sb, "), each variant for its model's own steps");
-    if (p->device) tlm_sb_printf(&sb, ", on %s in %s", p->device, p->precision);
+    char where[120];
+    if (p->device) tlm_sb_printf(&sb, ", %s", study_plan_runs_on(p, where, sizeof where));
     tlm_sb_puts(&sb, ".\n\n");
     if (p->val) tlm_sb_puts(&sb, "Validation (in distribution): "), md_code(&sb, p->val), tlm_sb_puts(&sb, ".\n");
     for (int i = 0; i < p->neval; i++)

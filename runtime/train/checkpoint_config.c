@@ -109,10 +109,7 @@ static int64_t context_of(const char *json) {
     tlm_err e = {""};
     tlm_json *j = tlm_json_parse(json, strlen(json), &e);
     const tlm_json *c = j && j->type == TLM_JSON_OBJECT ? tlm_json_get(j, "context") : NULL;
-    int64_t v = -1;
-    if (c && c->type == TLM_JSON_NUMBER && c->number >= 1 && c->number <= 9007199254740992.0 &&
-        c->number == (double)(int64_t)c->number)
-        v = (int64_t)c->number;
+    int64_t v = c && c->type == TLM_JSON_NUMBER && c->is_int && c->integer >= 1 ? c->integer : -1;
     tlm_json_free(j);
     return v;
 }
