@@ -136,9 +136,7 @@ bool tlm_kernel_cache_get(const char *path, uint8_t **payload, size_t *size) {
          * (left there, every run would say so again and compile again). A
          * folder (or a device) is not ours to empty: left alone, and not
          * written over (tlm_kernel_cache_blocked). */
-        struct stat st;
-        bool there = lstat(path, &st) == 0, blocked = there && tlm_kernel_cache_blocked(path);
-        bool removed = there && !blocked && unlink(path) == 0;
+        bool blocked = tlm_kernel_cache_blocked(path), removed = !blocked && unlink(path) == 0;
         fprintf(stderr, "tlm: note: kernel cache entry %s is unusable (%s); %s\n", path, problem,
                 removed   ? "removed, compiling again"
                 : blocked ? "left alone, compiling in memory until it is removed"
