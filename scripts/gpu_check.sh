@@ -12,8 +12,11 @@
 #   then what issue 9's target is measured by, before the rest, so that a
 #   run cut short still has it: the 440M transformer preset at context 2048
 #   in bf16 (tokens/s, MFU, memory), bench's profile of it (its attention's
-#   and MLP's shares, then each kernel's and GEMM's time), and PyTorch's
-#   bf16 run of the same model (bench/gpu_peer.py) for the ratio;
+#   and MLP's shares, then each kernel's and GEMM's time), PyTorch's bf16
+#   run of the same model (bench/gpu_peer.py) for the ratio, then the 440M
+#   run and profile again with TLM_GPU_ATTENTION_ROWS=16 (the tensor-core
+#   forward's and dq's warps at 16 query rows, not sm_90's 32: which layout
+#   is faster on the hardware);
 #   2. the small models of all four architectures against the CPU runtime
 #      (heads64's, heads128's and heads64_gated's bf16 attention on the tensor cores
 #      among them): loss, gradients and parameters after three AdamW
@@ -201,17 +204,19 @@ pargs=(--context 2048 --batch 8)
 # profile MODEL MIXER: the shares, then each kernel's and GEMM's time
 # (--profile-kernels: each also waited for, so its op shares are not the
 # ones above): the whole profile in the log and its file, for the next
-# round of kernel work
+# round of kernel work. SWITCH (an environment setting, optional) is named
+# in the rows' names.
 profile() {
-  local pm=$1 mixer=$2 line
+  local pm=$1 mixer=$2 switch=${3:-TLM_GPU_ATTENTION=auto} name=$1 line
+  [ $# -ge 3 ] && name="$pm, $3"
   local bench_args=("$models/$pm.so" --device cuda "${pargs[@]}" --warmup 1 --steps 1 --profile 3)
-  run "profile $pm" -- "$bin/tlm-run" bench "${bench_args[@]}"
-  if line=$(shares "$(out_of "profile $pm")" "$mixer" mlp); then detail "$line"
-  else row "shares of $pm's step" FAIL "no $mixer or mlp row in the profile: $line"; fail=1; fi
-  run "profile $pm, each kernel" -- "$bin/tlm-run" bench "${bench_args[@]}" --profile-kernels
-  if grep -q '^  device kernels and GEMMs' "$(out_of "profile $pm, each kernel")"; then
-    sed -n '/^profile: /,$p' "$(out_of "profile $pm, each kernel")" | sed 's/^/gpu_check:   | /'
-  else row "the kernels of $pm's step" FAIL "no device table in the profile"; fail=1; fi
+  run "profile $name" -- env "$switch" "$bin/tlm-run" bench "${bench_args[@]}"
+  if line=$(shares "$(out_of "profile $name")" "$mixer" mlp); then detail "$line"
+  else row "shares of $name's step" FAIL "no $mixer or mlp row in the profile: $line"; fail=1; fi
+  run "profile $name, each kernel" -- env "$switch" "$bin/tlm-run" bench "${bench_args[@]}" --profile-kernels
+  if grep -q '^  device kernels and GEMMs' "$(out_of "profile $name, each kernel")"; then
+    sed -n '/^profile: /,$p' "$(out_of "profile $name, each kernel")" | sed 's/^/gpu_check:   | /'
+  else row "the kernels of $name's step" FAIL "no device table in the profile"; fail=1; fi
 }
 
 py=${TLM_PYTHON:-python3}
@@ -233,15 +238,22 @@ run "gpu_mma (mma.sync, ldmatrix)" -- "$bin/test_gpu_mma" "$root/runtime/gpu" "$
 for t in test_gpu_basic test_gpu_mixers test_gpu_optim test_gpu_linear test_gpu_bf16 test_gpu_decode; do run "${t#test_}" -- "$bin/$t"; done
 
 # Issue 9's measure next: the 440M preset's speed, its profile and the
-# peer's (on the emulated device: the tiny model, its peer on the CPU)
+# peer's (on the emulated device: the tiny model, its peer on the CPU);
+# then the tensor-core forward's and dq's warps at 16 query rows, where
+# they take 32 on sm_90 (TLM_GPU_ATTENTION_ROWS, docs/gpu.md): which of the
+# two layouts is faster, measured on the hardware, not modelled
 if [ $emulated = 0 ]; then
   speed "440m bf16 (the default)" transformer_440m 20 TLM_GPU_ATTENTION=auto
   profile transformer_440m attention
   peer "pytorch 440m bf16" transformer_440m --device cuda --precision bf16 --steps 20 --batch 8 --seq 2048
+  speed "440m bf16, TLM_GPU_ATTENTION_ROWS=16" transformer_440m 10 TLM_GPU_ATTENTION_ROWS=16
+  profile transformer_440m attention TLM_GPU_ATTENTION_ROWS=16
 else
   speed "tiny bf16 (the default)" tiny 2 TLM_GPU_ATTENTION=auto
   profile tiny attention
   peer "pytorch tiny (CPU)" tiny --device cpu --steps 2 --batch $batch --seq $context
+  speed "tiny bf16, TLM_GPU_ATTENTION_ROWS=16" tiny 2 TLM_GPU_ATTENTION_ROWS=16
+  profile tiny attention TLM_GPU_ATTENTION_ROWS=16
 fi
 
 # 2. The models against the CPU

@@ -121,7 +121,9 @@ void device_kernels_describe(const tlm_so *so, const tlm_device *dev, tlm_precis
     bool tc = tlm_gpu_attention_on_tensor_cores(so, tlm_device_get_info(dev), p, why, sizeof why);
     const bool none = !tc && !strcmp(why, "no attention");
     snprintf(buf, len, "attention: %s%s%s%s; CUDA graphs: %s%s%s",
-             tc     ? "tensor cores"
+             tc && tlm_gpu_attention_rows16(so, tlm_device_get_info(dev))
+                 ? "tensor cores, 16 rows a warp (TLM_GPU_ATTENTION_ROWS=16)"
+             : tc   ? "tensor cores"
              : none ? "none"
                     : "scalar",
              tc || none ? "" : " (", tc || none ? "" : why, tc || none ? "" : ")", graphs_off ? "off (" : "on",

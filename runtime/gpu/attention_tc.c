@@ -1,7 +1,7 @@
 /* The tensor-core attention kernels' launches (attention_tc.h). */
 #include "attention_tc.h"
 
-const char *tlm_gpu_attention_tc_kernel(tlm_attention_tc_pass pass, int D) {
+const char *tlm_gpu_attention_tc_kernel(tlm_attention_tc_pass pass, int D, bool rows16) {
     static const char *const names[][2] = {
         [TLM_ATTENTION_TC_FWD] = {"tlm_attention_tc_fwd_d64", "tlm_attention_tc_fwd_d128"},
         [TLM_ATTENTION_TC_BWD_PREP] = {"tlm_attention_tc_bwd_prep_d64", "tlm_attention_tc_bwd_prep_d128"},
@@ -9,27 +9,31 @@ const char *tlm_gpu_attention_tc_kernel(tlm_attention_tc_pass pass, int D) {
         [TLM_ATTENTION_TC_BWD_DKV] = {"tlm_attention_tc_bwd_dkv_d64", "tlm_attention_tc_bwd_dkv_d128"},
     };
     if ((unsigned)pass >= TLM_ATTENTION_TC_PASSES) return NULL;
+    if (rows16 && D == 64 && pass == TLM_ATTENTION_TC_FWD) return "tlm_attention_tc_fwd_d64_rows16";
+    if (rows16 && D == 64 && pass == TLM_ATTENTION_TC_BWD_DQ) return "tlm_attention_tc_bwd_dq_d64_rows16";
     return D == 64 ? names[pass][0] : D == 128 ? names[pass][1] : NULL;
 }
 
-unsigned tlm_gpu_attention_tc_block(tlm_attention_tc_pass pass, int D, int cc_major) {
-    if (!tlm_gpu_attention_tc_kernel(pass, D)) return 0;
+unsigned tlm_gpu_attention_tc_block(tlm_attention_tc_pass pass, int D, int cc_major, bool rows16) {
+    if (!tlm_gpu_attention_tc_kernel(pass, D, rows16)) return 0;
     /* attention_tc.cu: the forward's and dq's warps take 32 rows each at
-     * head size 64 from sm_90 on (attention_tc_query_threads), the dk, dv
-     * kernel has two roles at 128 (attention_tc_dkv_threads) */
-    if (pass == TLM_ATTENTION_TC_FWD || pass == TLM_ATTENTION_TC_BWD_DQ) return D == 64 && cc_major >= 9 ? 64 : 128;
+     * head size 64 from sm_90 on (attention_tc_row_groups) but in the
+     * _rows16 kernels, the dk, dv kernel has two roles at 128
+     * (attention_tc_dkv_threads) */
+    if (pass == TLM_ATTENTION_TC_FWD || pass == TLM_ATTENTION_TC_BWD_DQ)
+        return D == 64 && cc_major >= 9 && !rows16 ? 64 : 128;
     return pass == TLM_ATTENTION_TC_BWD_DKV && D == 128 ? 256 : 128;
 }
 
 unsigned tlm_gpu_attention_tc_shared(tlm_attention_tc_pass pass, int D) {
-    if (!tlm_gpu_attention_tc_kernel(pass, D) || pass == TLM_ATTENTION_TC_BWD_PREP) return 0;
+    if (!tlm_gpu_attention_tc_kernel(pass, D, false) || pass == TLM_ATTENTION_TC_BWD_PREP) return 0;
     return 2u * 2u * TLM_GPU_ATTENTION_TC_ROWS * (unsigned)(D + 8) * 2u;
 }
 
 bool tlm_gpu_attention_tc_launch(tlm_gpu *g, tlm_attention_tc_pass pass, int D, unsigned grid, void **args,
                                  tlm_err *err) {
-    unsigned block = tlm_gpu_attention_tc_block(pass, D, tlm_device_get_info(g->dev)->cc_major);
-    return tlm_gpu_launch_shared(g, tlm_gpu_attention_tc_kernel(pass, D), grid, block,
+    unsigned block = tlm_gpu_attention_tc_block(pass, D, tlm_device_get_info(g->dev)->cc_major, g->attention_rows16);
+    return tlm_gpu_launch_shared(g, tlm_gpu_attention_tc_kernel(pass, D, g->attention_rows16), grid, block,
                                  tlm_gpu_attention_tc_shared(pass, D), args, err);
 }
 
@@ -90,7 +94,7 @@ bool tlm_gpu_attention_tc_backward(tlm_gpu *g, tlm_dptr dq, tlm_dptr dk, tlm_dpt
         return tlm_fail(err, "tensor-core attention: the backward needs a 256-byte aligned scratch");
     tlm_dptr dy16 = scratch, dot = scratch + tlm_gpu_attention_tc_dot_offset(B, T, H, D);
     unsigned grid = attention_tc_grid(B, T, H);
-    const int warps = (int)tlm_gpu_attention_tc_block(TLM_ATTENTION_TC_BWD_PREP, D, 0) / 32;
+    const int warps = (int)tlm_gpu_attention_tc_block(TLM_ATTENTION_TC_BWD_PREP, D, 0, false) / 32;
     void *prep_args[] = {&dy16, &dot, &dy, &y_bf16, &B, &T, &H};
     void *dq_args[] = {&dq, &dy16, &dot, &lse, &q, &k, &v, &B, &T, &H, &stride};
     void *dkv_args[] = {&dk, &dv, &dy16, &dot, &lse, &q, &k, &v, &B, &T, &H, &stride};

@@ -67,7 +67,9 @@ static_assert(attention_tc_BQ == 64 && attention_tc_BK == 64 && attention_tc_NS 
 // The dk, dv kernel's block: 4 warps at D = 64, 8 at 128 (two roles,
 // attention_tc_bwd_dkv); the forward's and dq's 2 at D = 64 on sm_90 (32
 // rows each: attention_tc_row_groups, attention_tc_query_threads) and 4
-// otherwise. attention_tc.c's tlm_gpu_attention_tc_block says the same.
+// otherwise; at D = 64 the _rows16 kernels keep 16 rows a warp (4 warps)
+// on sm_90 too, to time the two there (TLM_GPU_ATTENTION_ROWS, attention_tc.h).
+// attention_tc.c's tlm_gpu_attention_tc_block says the same.
 constexpr int attention_tc_dkv_threads(int D) { return D > 64 ? 256 : 128; }
 
 // Rows row0 .. row0 + 63 of x (row r at x + r rs, D bf16) into a shared
@@ -314,18 +316,20 @@ constexpr int attention_tc_row_groups(int D) { return D == 64 ? 2 : 1; }
 #else
 constexpr int attention_tc_row_groups(int D) { return 1; }
 #endif
-constexpr int attention_tc_query_threads(int D) { return 128 / attention_tc_row_groups(D); }
+// The block of a forward or dq kernel whose warps take RG groups of rows
+// (attention_tc.c's tlm_gpu_attention_tc_block says the same).
+constexpr int attention_tc_query_threads(int RG) { return 128 / RG; }
 
 // One key tile of the forward for the warp's RG groups of 16 rows from r0:
 // S = Q K^T, the online softmax (m, l: each lane's two rows a group, their
 // running max of the unscaled scores and share of the sum), Y += P V; ks
 // and vs the tile's K and V in shared memory. Masked: keys past a row (or
 // past T) get -inf, whose 2^x is 0.
-template <int D, bool Masked>
+template <int D, int RG, bool Masked>
 __device__ __forceinline__ void attention_tc_fwd_tile(float (*o)[4], float* m, float* l, const unsigned (*qa)[4],
                                                       const unsigned short* ks, const unsigned short* vs, int j0,
                                                       int r0, float scale_log2, int T) {
-  constexpr int NS = attention_tc_NS, DN = D / 8, RG = attention_tc_row_groups(D);
+  constexpr int NS = attention_tc_NS, DN = D / 8;
   const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   float s[RG * NS][4];
   attention_tc_products<D, NS, RG>(s, qa, ks);
@@ -365,12 +369,12 @@ __device__ __forceinline__ void attention_tc_fwd_tile(float (*o)[4], float* m, f
   attention_tc_accumulate<D, NS, RG>(o, s, vs);
 }
 
-template <int D>
+template <int D, int RG = attention_tc_row_groups(D)>
 __device__ void attention_tc_fwd(unsigned short* y, float* lse, const unsigned short* q, const unsigned short* k,
                                  const unsigned short* v, int B, int T, int H, int stride) {
-  constexpr int DN = D / 8, RG = attention_tc_row_groups(D), ROWS = 16 * RG;
-  static_assert(attention_tc_query_threads(D) / 32 * ROWS == attention_tc_BQ, "the block's warps take the query tile");
-  if (blockDim.x != attention_tc_query_threads(D)) __trap();  // another block size would leave rows out
+  constexpr int DN = D / 8, ROWS = 16 * RG;
+  static_assert(attention_tc_query_threads(RG) / 32 * ROWS == attention_tc_BQ, "the block's warps take the query tile");
+  if (blockDim.x != attention_tc_query_threads(RG)) __trap();  // another block size would leave rows out
   unsigned short *ks, *vs;
   attention_tc_staged_tiles<D>(ks, vs);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
@@ -391,9 +395,9 @@ __device__ void attention_tc_fwd(unsigned short* y, float* lse, const unsigned s
                            if (idle || j0 > r0 + ROWS - 1) return;
                            // rows past T (in the last query tile) need no mask: not stored, they mix with no row
                            if (attention_tc_masked(j0, r0))
-                             attention_tc_fwd_tile<D, true>(o, m, l, qa, kt, vt, j0, r0, scale_log2, T);
+                             attention_tc_fwd_tile<D, RG, true>(o, m, l, qa, kt, vt, j0, r0, scale_log2, T);
                            else
-                             attention_tc_fwd_tile<D, false>(o, m, l, qa, kt, vt, j0, r0, scale_log2, T);
+                             attention_tc_fwd_tile<D, RG, false>(o, m, l, qa, kt, vt, j0, r0, scale_log2, T);
                          });
     if (idle) continue;
     for (int r = 0; r < 2 * RG; r++) {
@@ -419,6 +423,13 @@ extern "C" __global__ void tlm_attention_tc_fwd_d64(unsigned short* y, float* ls
                                                     const unsigned short* k, const unsigned short* v, int B, int T,
                                                     int H, int stride) {
   attention_tc_fwd<64>(y, lse, q, k, v, B, T, H, stride);
+}
+// 16 rows a warp where tlm_attention_tc_fwd_d64 takes 32 (sm_90 on): the same
+// bits, for timing the two on a GPU (TLM_GPU_ATTENTION_ROWS=16, attention_tc.h).
+extern "C" __global__ void tlm_attention_tc_fwd_d64_rows16(unsigned short* y, float* lse, const unsigned short* q,
+                                                           const unsigned short* k, const unsigned short* v, int B,
+                                                           int T, int H, int stride) {
+  attention_tc_fwd<64, 1>(y, lse, q, k, v, B, T, H, stride);
 }
 extern "C" __global__ void tlm_attention_tc_fwd_d128(unsigned short* y, float* lse, const unsigned short* q,
                                                      const unsigned short* k, const unsigned short* v, int B, int T,
@@ -453,11 +464,11 @@ __device__ void attention_tc_bwd_prep(unsigned short* dy16, float* dot, const fl
 
 // One block per (b, h, query tile): dq of its rows over the key tiles up to
 // the diagonal, in order.
-template <int D>
+template <int D, int RG = attention_tc_row_groups(D)>
 __device__ void attention_tc_bwd_dq(float* dq, const unsigned short* dy16, const float* dot, const float* lse,
                                     const unsigned short* q, const unsigned short* k, const unsigned short* v, int B,
                                     int T, int H, int stride) {
-  constexpr int NS = attention_tc_NS, DN = D / 8, RG = attention_tc_row_groups(D), ROWS = 16 * RG;
+  constexpr int NS = attention_tc_NS, DN = D / 8, ROWS = 16 * RG;
   // At D = 128 each key tile in two halves of 32 keys (S and dP 16 floats
   // a lane, not 32): without, ptxas spilled 12 bytes a thread on sm_80.
   // With two groups (attention_tc_row_groups) in four quarters of 16 keys
@@ -466,9 +477,9 @@ __device__ void attention_tc_bwd_dq(float* dq, const unsigned short* dy16, const
   // order of summation (dS K's k-blocks of 16 keys in order), so the same
   // bits.
   constexpr int PARTS = RG > 1 ? 4 : D > 64 ? 2 : 1, NB = NS / PARTS, W = 8 * NB;
-  static_assert(attention_tc_query_threads(D) / 32 * ROWS == attention_tc_BQ, "the block's warps take the query tile");
-  if (blockDim.x != attention_tc_query_threads(D)) __trap();  // another block size would leave rows out
-  unsigned short *ks, *vs;                                    // K and V staged as the forward stages them
+  static_assert(attention_tc_query_threads(RG) / 32 * ROWS == attention_tc_BQ, "the block's warps take the query tile");
+  if (blockDim.x != attention_tc_query_threads(RG)) __trap();  // another block size would leave rows out
+  unsigned short *ks, *vs;                                     // K and V staged as the forward stages them
   attention_tc_staged_tiles<D>(ks, vs);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const float scale = 1.0f / sqrtf((float)D), scale_log2 = scale * attention_tc_LOG2E;
@@ -693,6 +704,12 @@ extern "C" __global__ void tlm_attention_tc_bwd_dq_d64(float* dq, const unsigned
                                                        const unsigned short* k, const unsigned short* v, int B, int T,
                                                        int H, int stride) {
   attention_tc_bwd_dq<64>(dq, dy16, dot, lse, q, k, v, B, T, H, stride);
+}
+extern "C" __global__ void tlm_attention_tc_bwd_dq_d64_rows16(float* dq, const unsigned short* dy16, const float* dot,
+                                                              const float* lse, const unsigned short* q,
+                                                              const unsigned short* k, const unsigned short* v, int B,
+                                                              int T, int H, int stride) {
+  attention_tc_bwd_dq<64, 1>(dq, dy16, dot, lse, q, k, v, B, T, H, stride);
 }
 extern "C" __global__ void tlm_attention_tc_bwd_dq_d128(float* dq, const unsigned short* dy16, const float* dot,
                                                         const float* lse, const unsigned short* q,

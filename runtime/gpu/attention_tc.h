@@ -61,18 +61,20 @@ bool tlm_gpu_attention_tc_backward(tlm_gpu *g, tlm_dptr dq, tlm_dptr dk, tlm_dpt
                                    int stride, tlm_dptr scratch, tlm_err *err);
 
 /* A pass's kernel for head size D (64 or 128; NULL otherwise), for a test
- * that launches it on a grid of its own. */
-const char *tlm_gpu_attention_tc_kernel(tlm_attention_tc_pass pass, int D);
+ * that launches it on a grid of its own. rows16: at head size 64, the
+ * forward's and dq's kernels whose warps take 16 query rows on every GPU
+ * (tlm_gpu.attention_rows16), not 32 from sm_90 on. */
+const char *tlm_gpu_attention_tc_kernel(tlm_attention_tc_pass pass, int D, bool rows16);
 
 /* The threads of that kernel's block on a GPU of compute capability
  * cc_major (0 where it has none): 128 (4 warps of 16 rows; the
  * preparation's 4 warps a row each), except the forward and dq at head
- * size 64 on sm_90 and later, 64 (2 warps of 32 rows: each K and V
- * fragment serves two groups of rows), and the dk, dv kernel at head size 128, 256 (8 warps:
- * dV's 4 and dK's 4 over the same 64 keys, so that no warp holds both
- * accumulators; attention_tc_bwd_dkv). The forward, dq and dk, dv kernels
- * trap on another. */
-unsigned tlm_gpu_attention_tc_block(tlm_attention_tc_pass pass, int D, int cc_major);
+ * size 64 on sm_90 and later without rows16, 64 (2 warps of 32 rows: each
+ * K and V fragment serves two groups of rows), and the dk, dv kernel at
+ * head size 128, 256 (8 warps: dV's 4 and dK's 4 over the same 64 keys, so
+ * that no warp holds both accumulators; attention_tc_bwd_dkv). The
+ * forward, dq and dk, dv kernels trap on another. */
+unsigned tlm_gpu_attention_tc_block(tlm_attention_tc_pass pass, int D, int cc_major, bool rows16);
 
 /* The dynamic shared memory that kernel's block needs (bytes; 0 for the
  * preparation): the tiles staged in two stages, the forward's and dq's K

@@ -61,6 +61,10 @@ typedef struct tlm_gpu {
     tlm_module_report reports[TLM_GPU_MODULE_COUNT]; /* how each was loaded (cache hit, compile time) */
     /* NULL: GEMMs in fp32; else their bf16 operands (bf16_gemm.h) */
     const struct tlm_bf16_gemm *bf16;
+    /* the tensor-core attention's forward and dq kernels take 16 query rows
+     * a warp at head size 64 where they would take 32 (sm_90 on): the same
+     * bits, to time the two (TLM_GPU_ATTENTION_ROWS=16; attention_tc.h) */
+    bool attention_rows16;
     /* a small buffer the C calls reuse (the gradient norm's partial sums),
      * so that a step allocates nothing on the device */
     tlm_dptr scratch;

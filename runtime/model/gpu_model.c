@@ -391,7 +391,15 @@ bool tlm_gpu_settings_ok(tlm_err *err) {
     const char *want = getenv("TLM_GPU_ATTENTION");
     if (want && *want && strcmp(want, "scalar") && strcmp(want, "auto"))
         return tlm_fail(err, "TLM_GPU_ATTENTION=%s: expected auto or scalar", want);
+    const char *rows = getenv("TLM_GPU_ATTENTION_ROWS");
+    if (rows && *rows && strcmp(rows, "16") && strcmp(rows, "auto"))
+        return tlm_fail(err, "TLM_GPU_ATTENTION_ROWS=%s: expected auto or 16", rows);
     return tlm_graphs_setting_ok(err);
+}
+
+bool tlm_gpu_attention_rows16(const tlm_so *so, const tlm_device_info *info) {
+    const char *rows = getenv("TLM_GPU_ATTENTION_ROWS");
+    return rows && !strcmp(rows, "16") && so->config->head_dim == 64 && info->cc_major >= 9;
 }
 
 static bool choose_attention(tlm_model *m, tlm_device *dev, bool bf16_y, tlm_err *err) {
@@ -519,6 +527,7 @@ bool tlm_gpu_model_create(tlm_model *m, tlm_device *dev, tlm_precision precision
               (g->rope_sin = alloc(m, rope_bytes, err)) && (g->tokens = alloc(m, rows * sizeof(int32_t), err)) &&
               (g->targets = alloc(m, rows * sizeof(int32_t), err)) && (g->loss = alloc(m, sizeof(double), err)) &&
               (g->mlp_scratch = alloc(m, mlp_scratch_bytes(m), err));
+    g->gpu.attention_rows16 = g->attention_tc && tlm_gpu_attention_rows16(m->so, tlm_device_get_info(dev));
     if (ok && titans_bytes) ok = (g->titans_scratch = alloc(m, titans_bytes, err)) != 0;
     if (ok && attention_bytes) ok = (g->attention_scratch = alloc(m, attention_bytes, err)) != 0;
     if (ok && bf16) {

@@ -120,10 +120,17 @@ bool tlm_gpu_model_cache_open(tlm_model *m, size_t floats, tlm_err *err);
 void tlm_gpu_model_params_changed(tlm_model *m);
 
 /* Whether the GPU's switches hold values a run takes: TLM_GPU_ATTENTION
- * unset, empty, auto or scalar, and TLM_CUDA_GRAPHS unset, empty, 0 or 1
- * (a misspelt switch that changed nothing would make a comparison of two
- * identical runs); false with the one line a run would fail with. */
+ * unset, empty, auto or scalar, TLM_GPU_ATTENTION_ROWS unset, empty, auto
+ * or 16, and TLM_CUDA_GRAPHS unset, empty, 0 or 1 (a misspelt switch that
+ * changed nothing would make a comparison of two identical runs); false
+ * with the one line a run would fail with. */
 bool tlm_gpu_settings_ok(tlm_err *err);
+
+/* Whether TLM_GPU_ATTENTION_ROWS=16 changes the tensor-core kernels so
+ * runs on a device like info: their forward's and dq's warps then take 16
+ * query rows at head size 64 where they take 32 from sm_90 on
+ * (tlm_gpu.attention_rows16), the same bits, to time the two. */
+bool tlm_gpu_attention_rows16(const tlm_so *so, const tlm_device_info *info);
 
 /* What a run's header says about the kernels it runs (tlm-run info, the
  * train banner; docs/gpu.md "Using it"):

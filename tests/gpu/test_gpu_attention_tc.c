@@ -58,9 +58,13 @@
  * The kernels' module (gpu.h): tlm_gpu_open does not load it, and a launch
  * before tlm_gpu_load_module fails with one line naming it; every kernel
  * declared in each module's source is, by tlm_gpu_kernel_module's rule, in
- * that module (so a launch finds it), and the six kernels
+ * that module (so a launch finds it), and the ten kernels
  * tlm_gpu_attention_tc_kernel names are in the tensor-core source and not
- * in the runtime's. */
+ * in the runtime's.
+ *
+ * At head size 64, the forward and dq kernels whose warps take 16 query rows
+ * (tlm_gpu.attention_rows16, TLM_GPU_ATTENTION_ROWS=16) give the same bits
+ * as the default ones, which take 32 on the emulated device (an sm_90). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -286,6 +290,22 @@ static void backward_case(const shape *s, const float *x, tlm_dptr X16, tlm_dptr
              "%s backward: dq of every sequence's first token exactly 0 (tensor cores: %zu, scalar: %zu not)", label,
              nonzero[0], nonzero[1]);
     check(nonzero[0] == 0 && nonzero[1] == 0, zero);
+    if (D == 64) { /* dq's 16-rows-a-warp kernel (rows16): the same bits */
+        tlm_dptr R16 = nans(s->n * 4);
+        g_gpu.attention_rows16 = true;
+        bool ok = tlm_gpu_attention_tc_backward(&g_gpu, R16 + s->qo * 4, R16 + s->ko * 4, R16 + s->vo * 4, DY, Y16,
+                                                LSE16, X16 + s->qo * 2, X16 + s->ko * 2, X16 + s->vo * 2, B, T, H, D,
+                                                s->stride, SCR, &err);
+        g_gpu.attention_rows16 = false;
+        if (!ok) die("the tensor-core backward with 16 rows a warp", &err);
+        float *got16 = xalloc(s->n * 4);
+        get(got16, R16, s->n * 4);
+        char what[300];
+        snprintf(what, sizeof what, "%s backward with 16 rows a warp (rows16): the same bits", label);
+        check(!memcmp(got16, got, s->n * 4), what);
+        free(got16);
+        tlm_device_free(g_dev, R16);
+    }
     if (grids) {
         tlm_dptr q = X16 + s->qo * 2, k = X16 + s->ko * 2, v = X16 + s->vo * 2;
         int Bv = B, Tv = T, Hv = H, stride = s->stride;
@@ -317,7 +337,7 @@ static void backward_case(const shape *s, const float *x, tlm_dptr X16, tlm_dptr
             tlm_dptr G = nans(s->n * 4), dk = G + s->ko * 4, dv = G + s->vo * 4, dy16 = SCR;
             tlm_dptr dot = SCR + tlm_gpu_attention_tc_dot_offset(B, T, H, D);
             void *dkv_args[] = {&dk, &dv, &dy16, &dot, &LSE16, &q, &k, &v, &Bv, &Tv, &Hv, &stride};
-            const char *kernel = tlm_gpu_attention_tc_kernel(TLM_ATTENTION_TC_BWD_DKV, D);
+            const char *kernel = tlm_gpu_attention_tc_kernel(TLM_ATTENTION_TC_BWD_DKV, D, false);
             tlm_err trap = {{0}};
             bool ran =
                 tlm_gpu_launch_shared(&g_gpu, kernel, 1, 128, tlm_gpu_attention_tc_shared(TLM_ATTENTION_TC_BWD_DKV, D),
@@ -330,16 +350,41 @@ static void backward_case(const shape *s, const float *x, tlm_dptr X16, tlm_dptr
              * than its two stages of K and V need */
             tlm_dptr dq = G + s->qo * 4;
             void *dq_args[] = {&dq, &dy16, &dot, &LSE16, &q, &k, &v, &Bv, &Tv, &Hv, &stride};
-            kernel = tlm_gpu_attention_tc_kernel(TLM_ATTENTION_TC_BWD_DQ, D);
+            kernel = tlm_gpu_attention_tc_kernel(TLM_ATTENTION_TC_BWD_DQ, D, false);
             unsigned bytes = tlm_gpu_attention_tc_shared(TLM_ATTENTION_TC_BWD_DQ, D);
-            ran = tlm_gpu_launch_shared(
-                      &g_gpu, kernel, 1,
-                      tlm_gpu_attention_tc_block(TLM_ATTENTION_TC_BWD_DQ, D, tlm_device_get_info(g_dev)->cc_major),
-                      bytes - 16, dq_args, &trap) &&
+            ran = tlm_gpu_launch_shared(&g_gpu, kernel, 1,
+                                        tlm_gpu_attention_tc_block(TLM_ATTENTION_TC_BWD_DQ, D,
+                                                                   tlm_device_get_info(g_dev)->cc_major, false),
+                                        bytes - 16, dq_args, &trap) &&
                   tlm_device_sync(g_dev, &trap);
             snprintf(what, sizeof what, "%s with %u of its %u bytes of dynamic shared memory traps: %s", kernel,
                      bytes - 16, bytes, ran ? "(it ran)" : trap.msg);
             check(!ran && strstr(trap.msg, "__trap") != NULL && bytes == 69632, what);
+            tlm_device_free(g_dev, G);
+        }
+        /* The dq kernels at head size 64 are two layouts, not one: on the
+         * emulated sm_90 the default one's warps take 32 rows (a block of
+         * 2 warps) and the rows16 one's 16 (4 warps); each traps on the
+         * other's block. */
+        if (D == 64 && tlm_device_get_info(g_dev)->emulated) {
+            tlm_dptr G = nans(s->n * 4), dq = G + s->qo * 4, dy16 = SCR;
+            tlm_dptr dot = SCR + tlm_gpu_attention_tc_dot_offset(B, T, H, D);
+            void *dq_args[] = {&dq, &dy16, &dot, &LSE16, &q, &k, &v, &Bv, &Tv, &Hv, &stride};
+            const int cc = tlm_device_get_info(g_dev)->cc_major;
+            for (int rows16 = 0; rows16 < 2; rows16++) {
+                const char *kernel = tlm_gpu_attention_tc_kernel(TLM_ATTENTION_TC_BWD_DQ, D, rows16);
+                unsigned block = tlm_gpu_attention_tc_block(TLM_ATTENTION_TC_BWD_DQ, D, cc, rows16),
+                         other = tlm_gpu_attention_tc_block(TLM_ATTENTION_TC_BWD_DQ, D, cc, !rows16);
+                tlm_err trap = {{0}};
+                bool ran =
+                    tlm_gpu_launch_shared(&g_gpu, kernel, 1, other,
+                                          tlm_gpu_attention_tc_shared(TLM_ATTENTION_TC_BWD_DQ, D), dq_args, &trap) &&
+                    tlm_device_sync(g_dev, &trap);
+                char what[TLM_ERR_MSG_BYTES + 256];
+                snprintf(what, sizeof what, "%s (a block of %u) on a block of %u threads traps: %s", kernel, block,
+                         other, ran ? "(it ran)" : trap.msg);
+                check(!ran && strstr(trap.msg, "__trap") != NULL && block == (rows16 ? 128u : 64u), what);
+            }
             tlm_device_free(g_dev, G);
         }
     }
@@ -370,6 +415,22 @@ static void run_case(int B, int T, int H, int D, bool packed) {
     char label[160];
     snprintf(label, sizeof label, "B=%d T=%d H=%d D=%d %s", B, T, H, D, packed ? "packed" : "separate");
     compare(&s, x, yref, lseref, y16, lse16, label);
+    if (D == 64) { /* the forward's 16-rows-a-warp kernel (rows16): the same bits */
+        tlm_dptr Yr = nans(ny * 2), Lr = nans(nlse * 4);
+        g_gpu.attention_rows16 = true;
+        bool ok = tlm_gpu_attention_tc_forward(&g_gpu, Yr, Lr, X16 + s.qo * 2, X16 + s.ko * 2, X16 + s.vo * 2, B, T, H,
+                                               D, s.stride, &err);
+        g_gpu.attention_rows16 = false;
+        if (!ok) die("the tensor-core forward with 16 rows a warp", &err);
+        uint16_t *yr = xalloc(ny * 2);
+        float *lr = xalloc(nlse * 4);
+        get(yr, Yr, ny * 2), get(lr, Lr, nlse * 4);
+        char what[256];
+        snprintf(what, sizeof what, "%s with 16 rows a warp (rows16): the same bits", label);
+        check(!memcmp(yr, y16, ny * 2) && !memcmp(lr, lse16, nlse * 4), what);
+        free(yr), free(lr);
+        tlm_device_free(g_dev, Yr), tlm_device_free(g_dev, Lr);
+    }
 
     /* The same bits with 1 and 2 blocks as with the launch's grid. */
     if (T == 37 && D == 64) {
@@ -482,11 +543,13 @@ static void module_checks(void) {
     snprintf(line, sizeof line, "each module's kernels follow the rule: %d in the runtime's, %d in the tensor cores'",
              counts[TLM_GPU_MODULE_RUNTIME], counts[TLM_GPU_MODULE_ATTENTION_TC]);
     check(g_failures == 0 && counts[TLM_GPU_MODULE_RUNTIME] > 0, line);
-    check(counts[TLM_GPU_MODULE_ATTENTION_TC] == 2 * TLM_ATTENTION_TC_PASSES,
-          "the tensor-core module declares 8 kernels (4 passes, 2 head sizes)");
+    check(counts[TLM_GPU_MODULE_ATTENTION_TC] == 2 * TLM_ATTENTION_TC_PASSES + 2,
+          "the tensor-core module declares 10 kernels (4 passes, 2 head sizes; the forward and dq at 64 with 16 rows "
+          "a warp)");
     for (int pass = TLM_ATTENTION_TC_FWD; pass < TLM_ATTENTION_TC_PASSES; pass++)
-        for (int D = 64; D <= 128; D += 64) {
-            const char *name = tlm_gpu_attention_tc_kernel((tlm_attention_tc_pass)pass, D);
+        for (int i = 0; i < 3; i++) {
+            const int D = i < 2 ? 64 : 128;
+            const char *name = tlm_gpu_attention_tc_kernel((tlm_attention_tc_pass)pass, D, i == 1);
             char call[160];
             snprintf(call, sizeof call, "void %s(", name);
             snprintf(line, sizeof line, "%s: in the tensor-core source only, and its module by the rule", name);

@@ -282,7 +282,7 @@ gpu_modules)
   "$tlmc" "$root/examples/tiny.tlm" -o "$tmp/tiny.so" > /dev/null
   one=(--device cuda --steps 1 --context 16 --batch 2 --eval-every 0 --eval-batches 1 --threads 1)
   tc_line() { grep -A1 '^  tensor-core attention ' "$tmp/out"; }
-  expect 0 "^  tensor-core attention    8 kernels, not cached" "info: tiny (head size 64) lists the TC module" -- \
+  expect 0 "^  tensor-core attention   10 kernels, not cached" "info: tiny (head size 64) lists the TC module" -- \
     "$run" info "$tmp/tiny.so" --device cuda
   tc_entry=$(tc_line | tail -1 | tr -d ' ')
   check "info: the TC module's cache entry is under the fresh cache" -- test "${tc_entry#"$tmp/cache/tlm/kernels/"}" != "$tc_entry"
@@ -296,7 +296,7 @@ gpu_modules)
   expect 0 "kernels: compiled in .*, cached for the next run" "tiny in bf16: the TC module compiled (a miss)" -- \
     "$run" train "$tmp/tiny.so" "${one[@]}" --ckpt "$tmp/bf16"
   check "the TC module's entry written" -- test -s "$tc_entry"
-  expect 0 "^  tensor-core attention    8 kernels, cached" "info: the TC module is cached" -- \
+  expect 0 "^  tensor-core attention   10 kernels, cached" "info: the TC module is cached" -- \
     "$run" info "$tmp/tiny.so" --device cuda
   expect 0 "kernels: from the cache (nothing compiled)" "tiny in bf16 again: every module a hit" -- \
     "$run" train "$tmp/tiny.so" "${one[@]}" --ckpt "$tmp/bf16" --overwrite
@@ -312,6 +312,25 @@ gpu_modules)
     "$run" train "$tmp/tiny.so" "${one[@]}" --ckpt "$tmp/bf16" --overwrite
   expect 0 "kernels: from the cache (nothing compiled)" "then a hit again" -- \
     "$run" train "$tmp/tiny.so" "${one[@]}" --ckpt "$tmp/bf16" --overwrite
+  # TLM_GPU_ATTENTION_ROWS=16: the forward's and dq's warps take 16 query
+  # rows where they take 32 on the emulated sm_90 (their kernels are in the
+  # same module): the banner says so, and the step's bits are the same
+  expect 0 "^attention: tensor cores, 16 rows a warp (TLM_GPU_ATTENTION_ROWS=16); CUDA graphs: on$" \
+    "tiny in bf16 with 16 rows a warp" -- env TLM_GPU_ATTENTION_ROWS=16 \
+    "$run" train "$tmp/tiny.so" "${one[@]}" --ckpt "$tmp/rows16"
+  check "... its checkpoint the same bits as 32 rows a warp" -- \
+    ckpt same "$tmp/bf16/checkpoint.safetensors" "$tmp/rows16/checkpoint.safetensors"
+  expect 0 "in bf16 (the default): attention: tensor cores, 16 rows a warp (TLM_GPU_ATTENTION_ROWS=16); CUDA graphs: on$" \
+    "info says it too" -- env TLM_GPU_ATTENTION_ROWS=16 "$run" info "$tmp/tiny.so" --device cuda
+  expect 0 "in bf16 (the default): attention: tensor cores; CUDA graphs: on$" "auto: the default" -- \
+    env TLM_GPU_ATTENTION_ROWS=auto "$run" info "$tmp/tiny.so" --device cuda
+  expect 0 "in bf16 (the default): attention: scalar (head size 16; tensor cores: 64 or 128); CUDA graphs: on$" \
+    "head size 16: nothing to change" -- env TLM_GPU_ATTENTION_ROWS=16 "$run" info "$models/small.so" --device cuda
+  expect 1 "^tlm-run info: TLM_GPU_ATTENTION_ROWS=32: expected auto or 16$" "a value other than auto or 16 is refused" \
+    -- env TLM_GPU_ATTENTION_ROWS=32 "$run" info "$tmp/tiny.so" --device cuda
+  expect 1 "^tlm-run train: TLM_GPU_ATTENTION_ROWS=32: expected auto or 16$" "... by train too" -- \
+    env TLM_GPU_ATTENTION_ROWS=32 "$run" train "$tmp/tiny.so" "${one[@]}" --ckpt "$tmp/rows32"
+  check "... before it made anything" -- test ! -e "$tmp/rows32/checkpoint.safetensors"
   ;;
 
 resume_exact)
@@ -1093,6 +1112,10 @@ gpu_check)
     grep -q "^kernels: .*from the cache (nothing compiled)" "$tmp/logs/train_tiny__second_.out"
   check "... the profile's kernel table is whole in its file" -- \
     grep -q "^  device kernels and GEMMs" "$tmp/logs/profile_tiny__each_kernel.out"
+  check "... the run with TLM_GPU_ATTENTION_ROWS=16 ran the 16-rows kernels (its banner, its kernel table)" -- \
+    bash -c "grep -q '^attention: tensor cores, 16 rows a warp' '$tmp/logs/tiny_bf16__TLM_GPU_ATTENTION_ROWS_16.out' &&
+             grep -q 'tlm_attention_tc_fwd_d64_rows16' '$tmp/logs/profile_tiny__TLM_GPU_ATTENTION_ROWS_16__each_kernel.out' &&
+             ! grep -q 'tlm_attention_tc_fwd_d64_rows16' '$tmp/logs/profile_tiny__each_kernel.out'"
   # a check past its limit is a FAIL row, and the script goes on to the next
   one_line_statuses=none expect 1 "^gpu_check: FAILED" "gpu_check.sh with GPU_CHECK_LIMIT=1: checks time out" -- \
     env TLM_TEST_DEVICE=emulated GPU_CHECK_LIMIT=1 "$root/scripts/gpu_check.sh" "$tmp/bundle"
