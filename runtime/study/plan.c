@@ -407,6 +407,42 @@ static void variants_difference(const study_plan *was, const study_plan *now, ch
         }
 }
 
+static bool has_seed(const study_plan *p, int64_t seed) {
+    for (int i = 0; i < p->nseeds; i++)
+        if (p->seeds[i] == seed) return true;
+    return false;
+}
+
+bool study_plan_grown(const study_plan *was, const study_plan *now, char *what, size_t n) {
+    /* now without what was lacks must be was, by the very JSON plan.json
+     * holds: then nothing but the additions differs */
+    study_plan kept = *now;
+    kept.variants = malloc(sizeof *kept.variants * (size_t)(now->nvariants ? now->nvariants : 1));
+    if (!kept.variants) return false;
+    kept.nvariants = kept.nseeds = 0;
+    for (int i = 0; i < now->nvariants; i++)
+        if (study_plan_variant(was, now->variants[i].name)) kept.variants[kept.nvariants++] = now->variants[i];
+    for (int i = 0; i < now->nseeds; i++)
+        if (has_seed(was, now->seeds[i])) kept.seeds[kept.nseeds++] = now->seeds[i];
+    char *a = study_plan_json(&kept), *b = study_plan_json(was);
+    const bool grown = a && b && !strcmp(a, b) && (kept.nvariants < now->nvariants || kept.nseeds < now->nseeds);
+    free(a), free(b), free(kept.variants);
+    if (!grown) return false;
+    tlm_strbuf sb = {0};
+    int added = now->nvariants - was->nvariants;
+    if (added) tlm_sb_printf(&sb, "variant%s ", added > 1 ? "s" : "");
+    for (int i = 0, k = 0; i < now->nvariants; i++)
+        if (!study_plan_variant(was, now->variants[i].name))
+            tlm_sb_printf(&sb, "%s`%s`", k++ ? ", " : "", now->variants[i].name);
+    added = now->nseeds - was->nseeds;
+    if (added) tlm_sb_printf(&sb, "%sseed%s ", sb.len ? " and " : "", added > 1 ? "s" : "");
+    for (int i = 0, k = 0; i < now->nseeds; i++)
+        if (!has_seed(was, now->seeds[i])) tlm_sb_printf(&sb, "%s%" PRId64, k++ ? ", " : "", now->seeds[i]);
+    snprintf(what, n, "%s added", sb.oom ? "variants or seeds" : sb.buf);
+    tlm_sb_free(&sb);
+    return true;
+}
+
 const char *study_plan_runs_on(const study_plan *p, char *buf, size_t n) {
     if (!p->device) return "on the CPU";
     snprintf(buf, n, "on %s in %s", p->device, p->precision);

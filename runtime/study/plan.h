@@ -79,6 +79,14 @@ const study_variant *study_plan_variant(const study_plan *plan, const char *name
  * variants); a phrase that names no field when none differs. */
 void study_plan_difference(const study_plan *was, const study_plan *now, char *what, size_t n);
 
+/* Whether now is was grown: was with variants or seeds added and nothing
+ * else changed (was's variants the same and in the same order among now's,
+ * its seeds among now's in the same order, every other field the same).
+ * Then what says what was added, e.g. "variant `tapered` and seeds 3, 4
+ * added": the runs of was stay valid for now, and the new ones are trained.
+ * false when not (or out of memory: then the plan is refused as another). */
+bool study_plan_grown(const study_plan *was, const study_plan *now, char *what, size_t n);
+
 /* Where the plan's runs train, as a phrase: "on the CPU", or "on cuda in
  * bf16" (buf holds it, n bytes). */
 const char *study_plan_runs_on(const study_plan *p, char *buf, size_t n);

@@ -34,15 +34,27 @@ static int remove_entry(const char *path, const struct stat *st, int flag, struc
 
 /* Removes what a run of another plan left (force): the runs and the
  * results; the models stay, their hashes tell whether they still fit. */
-static bool discard_runs(const study_options *o, tlm_err *err) {
-    const char *gone[] = {"runs", "results.json", "results.md"};
+/* Removes what of OUT's entries exist (none past the first that cannot be
+ * removed). */
+static bool remove_entries(const study_options *o, const char *const *gone, size_t ngone, tlm_err *err) {
     char path[4200];
-    for (size_t i = 0; i < sizeof gone / sizeof *gone; i++) {
+    for (size_t i = 0; i < ngone; i++) {
         snprintf(path, sizeof path, "%s/%s", o->out, gone[i]);
         if (study_exists(path) && nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0)
             return tlm_fail(err, "%s: cannot remove it: %s", path, strerror(errno));
     }
     return true;
+}
+
+static bool discard_runs(const study_options *o, tlm_err *err) {
+    static const char *const gone[] = {"runs", "results.json", "results.md"};
+    return remove_entries(o, gone, sizeof gone / sizeof *gone, err);
+}
+
+/* The summary of the plan the folder held (study_finish makes this plan's). */
+static bool discard_results(const study_options *o, tlm_err *err) {
+    static const char *const gone[] = {"results.json", "results.md"};
+    return remove_entries(o, gone, sizeof gone / sizeof *gone, err);
 }
 
 /* One study at a time per folder: two runners would train the same runs
@@ -111,12 +123,21 @@ static bool check_plan(const study_plan *plan, const char *json, const study_opt
         if (o->force && !discard_runs(o, err)) return false;
     } else if (strcmp(old, json) != 0) {
         study_plan prev;
+        bool grown = false;
         if (study_plan_parse(old, n, NULL, &prev, NULL, &e)) {
-            study_plan_difference(&prev, plan, what, sizeof what);
+            grown = study_plan_grown(&prev, plan, what, sizeof what);
+            if (!grown) study_plan_difference(&prev, plan, what, sizeof what);
             study_plan_free(&prev);
         }
         free(old);
-        if (!o->force) {
+        if (grown) {
+            /* its runs are this plan's too; the summary is of the old plan
+             * until the end makes it again */
+            if (o->progress)
+                fprintf(o->progress, "%s: the study grew (%s): its runs are kept, and the new ones trained\n", o->out,
+                        what);
+            if (!discard_results(o, err)) return false;
+        } else if (!o->force) {
             *refused = true;
             if (!what[0])
                 return tlm_fail(err,
@@ -127,8 +148,7 @@ static bool check_plan(const study_plan *plan, const char *json, const study_opt
                             "%s holds another run of this study: %s; use another --out, or --force to discard "
                             "its runs and start over",
                             o->out, what);
-        }
-        if (!discard_runs(o, err)) return false;
+        } else if (!discard_runs(o, err)) return false;
     } else free(old);
     return tlm_write_file_atomic(path, json, strlen(json), err);
 }

@@ -16,6 +16,10 @@
 #              and refuses the CPU; without a GPU, one line before anything
 #   wording    what the study's review found beyond the study: bench's step
 #              count, probe's help columns, dist_bench.sh --help
+#   grow       a study whose plan grows (a variant and a seed added): its runs
+#              kept and only the new ones trained, the same results as the
+#              grown plan run from scratch; a plan that lost a variant or
+#              changed one is still another plan
 #   e2e        a two-variant, two-seed study of tests/study/models.tlm run end to
 #              end, then run again killed (SIGKILL, runner and children) after
 #              its first run and resumed: the same results.json as the
@@ -681,6 +685,52 @@ e2e)
   check "  no val metrics (there is no validation)" -- bash -c "! grep -q val_loss '$tmp/S/results.json'"
   check "  a note says so before it trains" -- \
     bash -c "head -3 '$tmp/out' | grep -q '^note: study fixture trains on .*emma.bin and scores no text or set (no val, eval, choices or cloze): its results compare the variants. rho and widths only, no loss'"
+  ;;
+
+grow)
+  # The fixture's plan cut down to one variant and one seed, 5 steps; then
+  # the whole plan (both variants, seeds 1 and 2) on the same folder. The
+  # second field of each JSON edit: which variants and seeds to keep.
+  plan "$tmp/full.json" 5
+  cut_plan() { # OUT VARIANTS SEEDS [EDIT]: the fixture's plan with those variants and seeds
+    "$py" - "$tmp/full.json" "$@" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1])); s = p["studies"][0]
+keep = sys.argv[3].split(",")
+s["variants"] = [v for v in s["variants"] if v["name"] in keep]
+s["seeds"] = [int(x) for x in sys.argv[4].split(",")]
+if len(sys.argv) > 5:  # a variant's widths changed
+    s["variants"][0]["widths"] = [112, 80]
+json.dump(p, open(sys.argv[2], "w"))
+PY
+  }
+  cut_plan "$tmp/small.json" uniform 1
+  cut_plan "$tmp/shrunk.json" uniform 1,2
+  cut_plan "$tmp/changed.json" uniform,tapered 1,2,3 edit
+  flags=(--jobs 1 --threads 1)
+  expect 0 "study fixture: 1 run;" "one variant, one seed" -- "$run" study --plan-file "$tmp/small.json" --out "$tmp/G" "${flags[@]}"
+  cp "$tmp/G/runs/uniform/seed1/result.json" "$tmp/result.before"
+  cp "$tmp/G/runs/uniform/seed1/checkpoint.safetensors" "$tmp/ckpt.before"
+  expect 0 "study fixture: 4 runs;" "the plan grown: a variant and a seed added" -- \
+    "$run" study --plan-file "$tmp/full.json" --out "$tmp/G" "${flags[@]}"
+  check "... says so, naming what was added" -- \
+    grep -q "^$tmp/G: the study grew (variant \`tapered\` and seed 2 added): its runs are kept, and the new ones trained$" "$tmp/out"
+  check "... the run it had is reused, not trained again" -- grep -q "1 of 4 runs already done" "$tmp/out"
+  check "... its result and checkpoint untouched" -- \
+    bash -c "cmp -s '$tmp/result.before' '$tmp/G/runs/uniform/seed1/result.json' && cmp -s '$tmp/ckpt.before' '$tmp/G/runs/uniform/seed1/checkpoint.safetensors'"
+  check "... plan.json is the grown plan" -- grep -q '"seeds": \[1, 2\]' "$tmp/G/plan.json"
+  expect 0 "study fixture: 4 runs;" "the grown plan from scratch" -- "$run" study --plan-file "$tmp/full.json" --out "$tmp/A" "${flags[@]}"
+  same_results "$tmp/G"
+  expect 0 "4 of 4 runs already done" "the grown plan again: nothing to do" -- \
+    "$run" study --plan-file "$tmp/full.json" --out "$tmp/G" "${flags[@]}"
+  check "... and no growth note" -- bash -c "! grep -q 'grew' '$tmp/out'"
+  expect 1 "holds another run of this study: its variant .tapered. is not in this plan" \
+    "a plan that lost a variant is another plan" -- "$run" study --plan-file "$tmp/shrunk.json" --out "$tmp/G" "${flags[@]}"
+  expect 1 "holds another run of this study: it was made for 2 seeds, not 1" \
+    "... so is one that lost a seed" -- "$run" study --plan-file "$tmp/small.json" --out "$tmp/G" "${flags[@]}"
+  expect 1 "holds another run of this study: it was made for 2 seeds, not 3" \
+    "... and one that grew but changed a variant" -- "$run" study --plan-file "$tmp/changed.json" --out "$tmp/G" "${flags[@]}"
+  check "... each left the folder as it was" -- bash -c "grep -q '\"seeds\": \[1, 2\]' '$tmp/G/plan.json' && test -s '$tmp/G/results.json'"
   ;;
 
 wording)
