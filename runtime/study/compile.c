@@ -13,11 +13,8 @@
 
 /* What every variant's recipe shares, hashed once for the study: the
  * files tlmc read (the .tlm file and the modules it uses, each by path and
- * bytes; a plan without that list: the .tlm file), the plan, and tlmc's
- * version. */
-static bool recipe_base(const study_plan *plan, const char *version, tlm_sha256_ctx *ctx, tlm_err *err) {
-    char *json = study_plan_json(plan);
-    if (!json) return tlm_fail(err, "out of memory");
+ * bytes; a plan without that list: the .tlm file) and tlmc's version. */
+static void recipe_base(const study_plan *plan, const char *version, tlm_sha256_ctx *ctx) {
     tlm_sha256_init(ctx);
     const char *const *files = plan->nsources ? (const char *const *)plan->sources : (const char *const *)&plan->file;
     for (int i = 0; i < (plan->nsources ? plan->nsources : 1); i++) {
@@ -29,19 +26,27 @@ static bool recipe_base(const study_plan *plan, const char *version, tlm_sha256_
         else tlm_sha256_update(ctx, "missing", 8); /* tlmc says why */
         free(text);
     }
-    tlm_sha256_update(ctx, json, strlen(json) + 1);
     tlm_sha256_update(ctx, version, strlen(version) + 1);
-    free(json);
-    return true;
 }
 
-/* A variant's recipe: the study's, and its name. */
-static void recipe_hash(const tlm_sha256_ctx *base, const study_variant *v, char hex[65]) {
+/* A variant's recipe: the study's, the plan as it bears on this variant
+ * (its own entry, none of the others and no seeds: a study that grew by a
+ * variant or a seed compiles only what it added, study_plan_grown), and
+ * its name. */
+static bool recipe_hash(const tlm_sha256_ctx *base, const study_plan *plan, const study_variant *v, char hex[65],
+                        tlm_err *err) {
+    study_plan alone = *plan;
+    alone.variants = (study_variant *)v, alone.nvariants = 1, alone.nseeds = 0;
+    char *json = study_plan_json(&alone);
+    if (!json) return tlm_fail(err, "out of memory");
     tlm_sha256_ctx ctx = *base;
+    tlm_sha256_update(&ctx, json, strlen(json) + 1);
     tlm_sha256_update(&ctx, v->name, strlen(v->name) + 1);
+    free(json);
     uint8_t digest[TLM_SHA256_SIZE];
     tlm_sha256_final(&ctx, digest);
     tlm_sha256_hex(digest, hex);
+    return true;
 }
 
 /* The model's recipe is unchanged (its hash file holds hex, then the
@@ -79,7 +84,7 @@ static bool compile_one(const study_plan *plan, const study_variant *v, const ch
     snprintf(tmp, sizeof tmp, "%s/%s.tmp.so", dir, v->name);
     snprintf(hash_path, sizeof hash_path, "%s.hash", so);
     snprintf(log, sizeof log, "%s/%s.log", dir, v->name);
-    recipe_hash(base, v, hex);
+    if (!recipe_hash(base, plan, v, hex, err)) return false;
     if (up_to_date(v, so, hash_path, hex, digest, pr)) return true;
     remove(hash_path);
     /* tlmc FILE (--study NAME --variant V | the plan's compile arguments) -o TMP */
@@ -137,7 +142,8 @@ bool study_compile(const study_plan *plan, const char *tlmc, const char *dir, ch
     char *version = study_read_file(vpath, &n, err);
     if (!version) return false;
     tlm_sha256_ctx base;
-    bool ok = recipe_base(plan, version, &base, err);
+    recipe_base(plan, version, &base);
+    bool ok = true;
     for (int i = 0; ok && i < plan->nvariants; i++) {
         if (stop->count) break;
         ok = compile_one(plan, &plan->variants[i], tlmc, dir, &base, digests[i], pr, stop, err);

@@ -716,6 +716,8 @@ PY
   check "... says so, naming what was added" -- \
     grep -q "^$tmp/G: the study grew (variant \`tapered\` and seed 2 added): its runs are kept, and the new ones trained$" "$tmp/out"
   check "... the run it had is reused, not trained again" -- grep -q "1 of 4 runs already done" "$tmp/out"
+  check "... only the variant added is compiled" -- \
+    bash -c "grep -q '^compiled tapered' '$tmp/out' && ! grep -q 'compiled uniform\|compiling uniform' '$tmp/out'"
   check "... its result and checkpoint untouched" -- \
     bash -c "cmp -s '$tmp/result.before' '$tmp/G/runs/uniform/seed1/result.json' && cmp -s '$tmp/ckpt.before' '$tmp/G/runs/uniform/seed1/checkpoint.safetensors'"
   check "... plan.json is the grown plan" -- grep -q '"seeds": \[1, 2\]' "$tmp/G/plan.json"
