@@ -33,4 +33,14 @@ static inline const char *fmt_real(char *buf, size_t n, double v) {
     return buf;
 }
 
+/* The shortest decimal that reads back as the same float (1.4e-45, the
+ * least float above 0, where fmt_real gives its double's 17 digits). */
+static inline const char *fmt_float(char *buf, size_t n, float v) {
+    for (int digits = 1; digits <= 9; digits++) {
+        snprintf(buf, n, "%.*g", digits, (double)v);
+        if (strtof(buf, NULL) == v) break;
+    }
+    return buf;
+}
+
 #endif

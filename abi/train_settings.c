@@ -115,7 +115,11 @@ void tlm_train_set(tlm_abi_train *t, const tlm_train_setting *s, double v) {
 
 bool tlm_train_in_range(const tlm_train_setting *s, double v) {
     if (s->kind == TLM_TS_CHOICE) return v >= 0 && v < s->choices->count && v == (double)(int)v;
-    return (s->lo_open ? v > s->lo : v >= s->lo) && v <= s->hi;
+    return (s->lo_open ? v > s->lo && !tlm_train_zero_as_float(s, v) : v >= s->lo) && v <= s->hi;
+}
+
+bool tlm_train_zero_as_float(const tlm_train_setting *s, double v) {
+    return s->kind == TLM_TS_REAL && s->lo_open && v > s->lo && (float)v <= (float)s->lo;
 }
 
 void tlm_train_defaults(tlm_abi_train *t, int64_t model_context) {

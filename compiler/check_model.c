@@ -158,7 +158,10 @@ static const expr *deref(scope *s, const expr *e) {
 }
 
 static bool check_range(scope *s, const setting_spec *x, tlm_loc loc, double v) {
-    bool low = x->lo_open ? v <= x->lo : v < x->lo;
+    /* above an open bound as a double, at it as the float the trainer
+     * computes in (eps = 1e-50 is 0: 0 / 0 at the first step) */
+    const bool zero_as_float = x->lo_open && v > x->lo && (float)v <= (float)x->lo;
+    bool low = x->lo_open ? v <= x->lo || zero_as_float : v < x->lo;
     if (!low && v <= x->hi) return true;
     /* Bounds in the fewest digits that are exact (0.9999999, not %g's 1). A
      * value below a bound of 1e15 or more is told only the lower bound. */
@@ -167,7 +170,12 @@ static bool check_range(scope *s, const setting_spec *x, tlm_loc loc, double v) 
     fmt_real(lo, sizeof lo, x->lo);
     fmt_real(hi, sizeof hi, x->hi);
     fmt_real(val, sizeof val, v);
-    if (x->type == ST_INT)
+    if (zero_as_float) {
+        char least[32];
+        fmt_float(least, sizeof least, nextafterf((float)x->lo, INFINITY));
+        diag_error(D(s), loc, "%s %s is %s as a float32, which the trainer computes in (the least is %s)", x->name, val,
+                   lo, least);
+    } else if (x->type == ST_INT)
         diag_error(D(s), loc, "%s must be between %.0f and %.0f, not %s", x->name, x->lo, x->hi, val);
     else if (low && x->hi >= 1e15)
         diag_error(D(s), loc, "%s must be %s %s, not %s", x->name, x->lo_open ? "greater than" : "at least", lo, val);

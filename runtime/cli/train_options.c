@@ -143,8 +143,12 @@ static void usage(FILE *out) {
 
 /* "--lr must be > 0 and <= 1e+30 (got 0)": the row's range, whether the
  * value came from a flag, the model or a checkpoint. */
-static int range_error(const tlm_train_setting *row, const char *got) {
+static int range_error(const tlm_train_setting *row, const char *got, double v) {
     char lo[32], hi[32], list[64];
+    if (tlm_train_zero_as_float(row, v))
+        return cli_usage_error("train", "%s %s is %s as a float32, which the trainer computes in (the least is %s)",
+                               row->flag, got, fmt_real(lo, sizeof lo, row->lo),
+                               fmt_float(hi, sizeof hi, nextafterf((float)row->lo, INFINITY)));
     if (row->kind == TLM_TS_CHOICE)
         return cli_usage_error("train", "%s must be one of %s (got %s)", row->flag,
                                choice_list(list, sizeof list, row, ", "), got);
@@ -177,7 +181,7 @@ static bool read_setting_flag(cli_args *a, const tlm_train_setting *row, train_o
         v = (double)n;
     }
     if (!tlm_train_in_range(row, v)) {
-        range_error(row, a->val);
+        range_error(row, a->val, v);
         return false;
     }
     tlm_train_set(&o->flags, row, v);
@@ -317,7 +321,7 @@ int train_check(const train_options *o, const tlm_so *so) {
         char got[64];
         if (row->kind == TLM_TS_CHOICE) snprintf(got, sizeof got, "%.0f", tlm_train_get(s, row));
         else tlm_train_format(got, sizeof got, row, s);
-        return range_error(row, got);
+        return range_error(row, got, tlm_train_get(s, row));
     }
     if (s->batch % s->accumulate != 0)
         return cli_usage_error("train", "--batch %" PRId64 " is not divisible by --accumulate %" PRId64, s->batch,

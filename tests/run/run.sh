@@ -525,6 +525,11 @@ bad_flags)
   expect 2 "\-\-steps needs a value" "train --steps (no value)" -- "$run" train "$s" --steps
   expect 2 "\-\-lr must be > 0" "train --lr 0" -- "$run" train "$s" --lr 0
   expect 2 "\-\-lr must be > 0" "train --lr=-1" -- "$run" train "$s" --lr=-1
+  # above 0 as a number, 0 as the float the trainer computes in (an eps
+  # of 0 made the second step's loss NaN)
+  expect 2 "\-\-eps 1e-50 is 0 as a float32, which the trainer computes in" "train --eps 1e-50" -- \
+    "$run" train "$s" --eps 1e-50
+  expect 2 "\-\-lr 1e-320 is 0 as a float32" "train --lr 1e-320" -- "$run" train "$s" --lr 1e-320
   expect 2 "not a finite number" "train --lr nan" -- "$run" train "$s" --lr nan
   expect 2 "not a finite number" "train --lr inf" -- "$run" train "$s" --lr inf
   # numbers as a .tlm file writes them: no hexadecimal (strtod's 0x10 = 16),
