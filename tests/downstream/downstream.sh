@@ -252,6 +252,16 @@ bad_input)
   expect 1 "a directory" "a directory" -- eval_small --cloze "$tmp"
   expect 1 "a FIFO" "a FIFO is refused, not waited on" -- bash -c "mkfifo '$tmp/fifo' && exec \"\$@\"" _ \
     "$run" eval "$small" --ckpt "$ck" --threads 1 --choices "$tmp/fifo"
+  # a UTF-8 byte-order mark (Windows editors write one) is skipped, as
+  # tokenizer.json's is: the same scores as without it; one past the start
+  # is text, and no JSON
+  printf '\357\273\277' > bom.jsonl && cat good.jsonl >> bom.jsonl
+  expect 0 '"items":1' "a set with a byte-order mark" -- eval_small --choices bom.jsonl --json
+  sed 's/bom.jsonl/good.jsonl/' "$tmp/out" > bom.out
+  expect 0 '"items":1' "... the same set without it" -- eval_small --choices good.jsonl --json
+  check "... the same scores" -- cmp -s bom.out "$tmp/out"
+  bad bom_late '{"context": "a", "choices": [" b"], "label": 0}\n\357\273\277{"context": "a", "choices": [" b"], "label": 0}\n' \
+    'bom_late.jsonl:2: JSON'
   # UTF-8 is scored as its bytes; a 128-token model cannot read them
   printf '{"context": "caf\\u00e9", "choices": [" na\xc3\xafve", " b"], "label": 0}\n' > utf8_ok.jsonl
   expect 0 '"items":1' "UTF-8 text (an escape and raw bytes) is scored as bytes" -- eval_small --choices utf8_ok.jsonl --json
