@@ -176,7 +176,7 @@ def table(title, counted, peer=None):
     built, tiles = counted
     print(title)
     names = [name for name, _ in tiles]
-    print(f"{'kernel':14} {'instr':>6} {'regs':>4} {'spill':>5} | " +
+    print(f"{'kernel':17} {'instr':>6} {'regs':>4} {'spill':>5} | " +
           " | ".join(f"{n + ' tile':>14} {'HMMA':>4} {'other/HMMA':>10} {'HMMA/LDSM':>9}" +
                      ("  vs peer" if peer else "") for n in names))
     for k in sorted(built):
@@ -190,7 +190,7 @@ def table(title, counted, peer=None):
                 pn, pm = theirs[k][3:5] if k in theirs else (0, 0)
                 cell += f"  {other_per_hmma(tn, tm) / other_per_hmma(pn, pm):5.2f}x" if pm and tm else "       "
             cells.append(cell)
-        print(f"{k.replace('tlm_attention_tc_', ''):14} {n:6} {r:4} {sp:5} | " + " | ".join(cells))
+        print(f"{k.replace('tlm_attention_tc_', ''):17} {n:6} {r:4} {sp:5} | " + " | ".join(cells))
 
 
 def main():

@@ -14,6 +14,8 @@ const char *tlm_gpu_attention_tc_kernel(tlm_attention_tc_pass pass, int D, bool 
     return D == 64 ? names[pass][0] : D == 128 ? names[pass][1] : NULL;
 }
 
+bool tlm_gpu_attention_tc_two_groups(int D, int cc_major) { return D == 64 && cc_major >= 9; }
+
 unsigned tlm_gpu_attention_tc_block(tlm_attention_tc_pass pass, int D, int cc_major, bool rows16) {
     if (!tlm_gpu_attention_tc_kernel(pass, D, rows16)) return 0;
     /* attention_tc.cu: the forward's and dq's warps take 32 rows each at
@@ -21,7 +23,7 @@ unsigned tlm_gpu_attention_tc_block(tlm_attention_tc_pass pass, int D, int cc_ma
      * _rows16 kernels, the dk, dv kernel has two roles at 128
      * (attention_tc_dkv_threads) */
     if (pass == TLM_ATTENTION_TC_FWD || pass == TLM_ATTENTION_TC_BWD_DQ)
-        return D == 64 && cc_major >= 9 && !rows16 ? 64 : 128;
+        return tlm_gpu_attention_tc_two_groups(D, cc_major) && !rows16 ? 64 : 128;
     return pass == TLM_ATTENTION_TC_BWD_DKV && D == 128 ? 256 : 128;
 }
 

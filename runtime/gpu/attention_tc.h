@@ -60,6 +60,13 @@ bool tlm_gpu_attention_tc_backward(tlm_gpu *g, tlm_dptr dq, tlm_dptr dk, tlm_dpt
                                    tlm_dptr lse, tlm_dptr q, tlm_dptr k, tlm_dptr v, int B, int T, int H, int D,
                                    int stride, tlm_dptr scratch, tlm_err *err);
 
+/* Whether the forward's and dq's default kernels take 32 query rows a warp
+ * (two groups of 16: attention_tc.cu's attention_tc_row_groups) at head
+ * size D on a GPU of compute capability cc_major: at 64 from sm_90 on.
+ * Where they do, rows16 (tlm_gpu.attention_rows16) chooses the kernels
+ * that take 16. */
+bool tlm_gpu_attention_tc_two_groups(int D, int cc_major);
+
 /* A pass's kernel for head size D (64 or 128; NULL otherwise), for a test
  * that launches it on a grid of its own. rows16: at head size 64, the
  * forward's and dq's kernels whose warps take 16 query rows on every GPU

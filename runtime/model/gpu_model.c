@@ -399,7 +399,7 @@ bool tlm_gpu_settings_ok(tlm_err *err) {
 
 bool tlm_gpu_attention_rows16(const tlm_so *so, const tlm_device_info *info) {
     const char *rows = getenv("TLM_GPU_ATTENTION_ROWS");
-    return rows && !strcmp(rows, "16") && so->config->head_dim == 64 && info->cc_major >= 9;
+    return rows && !strcmp(rows, "16") && tlm_gpu_attention_tc_two_groups((int)so->config->head_dim, info->cc_major);
 }
 
 static bool choose_attention(tlm_model *m, tlm_device *dev, bool bf16_y, tlm_err *err) {

@@ -35,8 +35,9 @@ static void recipe_base(const study_plan *plan, const char *version, tlm_sha256_
  * its name. */
 static bool recipe_hash(const tlm_sha256_ctx *base, const study_plan *plan, const study_variant *v, char hex[65],
                         tlm_err *err) {
+    study_variant one = *v; /* a shallow copy: the plan's variants are not const */
     study_plan alone = *plan;
-    alone.variants = (study_variant *)v, alone.nvariants = 1, alone.nseeds = 0;
+    alone.variants = &one, alone.nvariants = 1, alone.nseeds = 0;
     char *json = study_plan_json(&alone);
     if (!json) return tlm_fail(err, "out of memory");
     tlm_sha256_ctx ctx = *base;

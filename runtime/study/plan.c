@@ -413,43 +413,14 @@ static bool has_seed(const study_plan *p, int64_t seed) {
     return false;
 }
 
-bool study_plan_grown(const study_plan *was, const study_plan *now, char *what, size_t n) {
-    /* now without what was lacks must be was, by the very JSON plan.json
-     * holds: then nothing but the additions differs */
-    study_plan kept = *now;
-    kept.variants = malloc(sizeof *kept.variants * (size_t)(now->nvariants ? now->nvariants : 1));
-    if (!kept.variants) return false;
-    kept.nvariants = kept.nseeds = 0;
-    for (int i = 0; i < now->nvariants; i++)
-        if (study_plan_variant(was, now->variants[i].name)) kept.variants[kept.nvariants++] = now->variants[i];
-    for (int i = 0; i < now->nseeds; i++)
-        if (has_seed(was, now->seeds[i])) kept.seeds[kept.nseeds++] = now->seeds[i];
-    char *a = study_plan_json(&kept), *b = study_plan_json(was);
-    const bool grown = a && b && !strcmp(a, b) && (kept.nvariants < now->nvariants || kept.nseeds < now->nseeds);
-    free(a), free(b), free(kept.variants);
-    if (!grown) return false;
-    tlm_strbuf sb = {0};
-    int added = now->nvariants - was->nvariants;
-    if (added) tlm_sb_printf(&sb, "variant%s ", added > 1 ? "s" : "");
-    for (int i = 0, k = 0; i < now->nvariants; i++)
-        if (!study_plan_variant(was, now->variants[i].name))
-            tlm_sb_printf(&sb, "%s`%s`", k++ ? ", " : "", now->variants[i].name);
-    added = now->nseeds - was->nseeds;
-    if (added) tlm_sb_printf(&sb, "%sseed%s ", sb.len ? " and " : "", added > 1 ? "s" : "");
-    for (int i = 0, k = 0; i < now->nseeds; i++)
-        if (!has_seed(was, now->seeds[i])) tlm_sb_printf(&sb, "%s%" PRId64, k++ ? ", " : "", now->seeds[i]);
-    snprintf(what, n, "%s added", sb.oom ? "variants or seeds" : sb.buf);
-    tlm_sb_free(&sb);
-    return true;
-}
-
 const char *study_plan_runs_on(const study_plan *p, char *buf, size_t n) {
     if (!p->device) return "on the CPU";
     snprintf(buf, n, "on %s in %s", p->device, p->precision);
     return buf;
 }
 
-void study_plan_difference(const study_plan *was, const study_plan *now, char *what, size_t n) {
+/* The first difference between was and now (study_plan_grown says when). */
+static void plan_difference(const study_plan *was, const study_plan *now, char *what, size_t n) {
     char a[120], b[120];
     snprintf(what, n, "its plan differs (the .tlm file or the plan changed)");
     if (!same_string(was->name, now->name)) snprintf(what, n, "it holds the study `%.100s`", was->name);
@@ -486,4 +457,45 @@ void study_plan_difference(const study_plan *was, const study_plan *now, char *w
     else if (!same_string(was->baseline, now->baseline))
         snprintf(what, n, "its baseline is `%.100s`, not `%.100s`", was->baseline, now->baseline);
     else variants_difference(was, now, what, n);
+}
+
+/* What now adds to was, as "variant `x` and seeds 3, 4 added" (now holds
+ * every variant and seed of was). */
+static void additions(const study_plan *was, const study_plan *now, char *what, size_t n) {
+    tlm_strbuf sb = {0};
+    int added = now->nvariants - was->nvariants;
+    if (added) tlm_sb_printf(&sb, "variant%s ", added > 1 ? "s" : "");
+    for (int i = 0, k = 0; i < now->nvariants; i++)
+        if (!study_plan_variant(was, now->variants[i].name))
+            tlm_sb_printf(&sb, "%s`%s`", k++ ? ", " : "", now->variants[i].name);
+    added = now->nseeds - was->nseeds;
+    if (added) tlm_sb_printf(&sb, "%sseed%s ", sb.len ? " and " : "", added > 1 ? "s" : "");
+    for (int i = 0, k = 0; i < now->nseeds; i++)
+        if (!has_seed(was, now->seeds[i])) tlm_sb_printf(&sb, "%s%" PRId64, k++ ? ", " : "", now->seeds[i]);
+    snprintf(what, n, "%s added", sb.oom ? "variants or seeds" : sb.buf);
+    tlm_sb_free(&sb);
+}
+
+bool study_plan_grown(const study_plan *was, const study_plan *now, char *what, size_t n) {
+    /* now cut to was's variants and seeds (in now's order) must be was, by
+     * the very JSON plan.json holds: then nothing but the additions
+     * differs; else the cut's first difference from was is what blocks
+     * (an added seed beside a changed variant is not the reason) */
+    study_plan cut = *now;
+    cut.variants = malloc(sizeof *cut.variants * (size_t)(now->nvariants ? now->nvariants : 1));
+    if (!cut.variants) {
+        snprintf(what, n, "its plan cannot be compared (out of memory)");
+        return false;
+    }
+    cut.nvariants = cut.nseeds = 0;
+    for (int i = 0; i < now->nvariants; i++)
+        if (study_plan_variant(was, now->variants[i].name)) cut.variants[cut.nvariants++] = now->variants[i];
+    for (int i = 0; i < now->nseeds; i++)
+        if (has_seed(was, now->seeds[i])) cut.seeds[cut.nseeds++] = now->seeds[i];
+    char *a = study_plan_json(&cut), *b = study_plan_json(was);
+    const bool grown = a && b && !strcmp(a, b) && (cut.nvariants < now->nvariants || cut.nseeds < now->nseeds);
+    if (grown) additions(was, now, what, n);
+    else plan_difference(was, &cut, what, n);
+    free(a), free(b), free(cut.variants);
+    return grown;
 }

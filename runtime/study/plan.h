@@ -72,19 +72,17 @@ void study_plan_free(study_plan *plan);
 /* The variant named name, or NULL. */
 const study_variant *study_plan_variant(const study_plan *plan, const char *name);
 
-/* The first difference between the plan a folder was made for (was) and
- * this one (now), as a phrase for "OUT holds another run of this study:
- * WHAT" (the study, steps, seeds, eval tokens, device and precision, batch, context, data,
- * validation text, eval texts and sets, file, baseline, then the
- * variants); a phrase that names no field when none differs. */
-void study_plan_difference(const study_plan *was, const study_plan *now, char *what, size_t n);
-
-/* Whether now is was grown: was with variants or seeds added and nothing
+/* How this plan (now) stands to the plan a folder was made for (was).
+ * true when now is was grown: was with variants or seeds added and nothing
  * else changed (was's variants the same and in the same order among now's,
- * its seeds among now's in the same order, every other field the same).
- * Then what says what was added, e.g. "variant `tapered` and seeds 3, 4
- * added": the runs of was stay valid for now, and the new ones are trained.
- * false when not (or out of memory: then the plan is refused as another). */
+ * its seeds among now's in the same order, every other field the same), so
+ * the folder's runs are now's too; what then says what was added ("variant
+ * `tapered` and seeds 3, 4 added"). false otherwise, what then naming the
+ * first difference that is not an addition, as a phrase for "OUT holds
+ * another run of this study: WHAT" (the study, steps, seeds, eval tokens,
+ * device and precision, batch, context, data, validation text, eval texts
+ * and sets, file, baseline, then the variants); a phrase that names no
+ * field when none differs. */
 bool study_plan_grown(const study_plan *was, const study_plan *now, char *what, size_t n);
 
 /* Where the plan's runs train, as a phrase: "on the CPU", or "on cuda in

@@ -32,8 +32,6 @@ static int remove_entry(const char *path, const struct stat *st, int flag, struc
     return remove(path);
 }
 
-/* Removes what a run of another plan left (force): the runs and the
- * results; the models stay, their hashes tell whether they still fit. */
 /* Removes what of OUT's entries exist (none past the first that cannot be
  * removed). */
 static bool remove_entries(const study_options *o, const char *const *gone, size_t ngone, tlm_err *err) {
@@ -46,15 +44,24 @@ static bool remove_entries(const study_options *o, const char *const *gone, size
     return true;
 }
 
+/* Removes what a run of another plan left (force): the runs and the
+ * results; the models stay, their hashes tell whether they still fit. */
 static bool discard_runs(const study_options *o, tlm_err *err) {
     static const char *const gone[] = {"runs", "results.json", "results.md"};
     return remove_entries(o, gone, sizeof gone / sizeof *gone, err);
 }
 
-/* The summary of the plan the folder held (study_finish makes this plan's). */
-static bool discard_results(const study_options *o, tlm_err *err) {
+/* The folder takes the grown plan json (check_plan): the old plan's
+ * summary goes (study_finish makes the new one's at the end; the plots are
+ * replaced then too), and plan.json becomes the new plan. Done once every
+ * check before training has passed, so that a growth refused or stopped
+ * before then leaves the folder as it was. */
+static bool adopt_grown_plan(const study_options *o, const char *json, tlm_err *err) {
     static const char *const gone[] = {"results.json", "results.md"};
-    return remove_entries(o, gone, sizeof gone / sizeof *gone, err);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/plan.json", o->out);
+    return remove_entries(o, gone, sizeof gone / sizeof *gone, err) &&
+           tlm_write_file_atomic(path, json, strlen(json), err);
 }
 
 /* One study at a time per folder: two runners would train the same runs
@@ -100,9 +107,13 @@ static bool foreign_files(const char *out, char *example, size_t n, tlm_err *err
 /* OUT/plan.json is the plan OUT was made for: another one, an unreadable
  * one, or none in a folder that holds files is refused (force: the old runs
  * and results are removed, the models kept: their hashes tell whether they
- * still fit; other files are left alone). */
-static bool check_plan(const study_plan *plan, const char *json, const study_options *o, bool *refused, tlm_err *err) {
-    char path[4200], what[400] = "";
+ * still fit; other files are left alone). The plan that one grew
+ * (study_plan_grown: variants or seeds added) is not another: *grown is
+ * set, the runs stay, and plan.json is left for adopt_grown_plan (force or
+ * not: force overrides refusals, and there is none). */
+static bool check_plan(const study_plan *plan, const char *json, const study_options *o, bool *grown, bool *refused,
+                       tlm_err *err) {
+    char path[4200], what[1024] = "";
     if (!study_make_dirs(o->out, err)) return false; /* nothing in it yet when it is new */
     snprintf(path, sizeof path, "%s/plan.json", o->out);
     size_t n;
@@ -123,21 +134,18 @@ static bool check_plan(const study_plan *plan, const char *json, const study_opt
         if (o->force && !discard_runs(o, err)) return false;
     } else if (strcmp(old, json) != 0) {
         study_plan prev;
-        bool grown = false;
         if (study_plan_parse(old, n, NULL, &prev, NULL, &e)) {
-            grown = study_plan_grown(&prev, plan, what, sizeof what);
-            if (!grown) study_plan_difference(&prev, plan, what, sizeof what);
+            *grown = study_plan_grown(&prev, plan, what, sizeof what);
             study_plan_free(&prev);
         }
         free(old);
-        if (grown) {
-            /* its runs are this plan's too; the summary is of the old plan
-             * until the end makes it again */
+        if (*grown) {
             if (o->progress)
                 fprintf(o->progress, "%s: the study grew (%s): its runs are kept, and the new ones trained\n", o->out,
                         what);
-            if (!discard_results(o, err)) return false;
-        } else if (!o->force) {
+            return true;
+        }
+        if (!o->force) {
             *refused = true;
             if (!what[0])
                 return tlm_fail(err,
@@ -148,7 +156,8 @@ static bool check_plan(const study_plan *plan, const char *json, const study_opt
                             "%s holds another run of this study: %s; use another --out, or --force to discard "
                             "its runs and start over",
                             o->out, what);
-        } else if (!discard_runs(o, err)) return false;
+        }
+        if (!discard_runs(o, err)) return false;
     } else free(old);
     return tlm_write_file_atomic(path, json, strlen(json), err);
 }
@@ -605,10 +614,11 @@ static bool run_pool(run *runs, int nruns, const study_plan *p, const study_opti
 }
 
 /* compile_and_train's runs, once the models are made: on the data of
- * this stamp (and its listing). */
+ * this stamp (and its listing). grown_json: the grown plan the folder takes
+ * before the first new run starts (NULL: none). */
 static study_outcome train_stamped(const study_plan *plan, const study_options *o, const char *models, run *runs,
-                                   const char *data_stamp, const char *listing, char (*digests)[65], study_progress *pr,
-                                   tlm_err *err) {
+                                   const char *data_stamp, const char *listing, char (*digests)[65],
+                                   const char *grown_json, study_progress *pr, tlm_err *err) {
     const int nruns = plan->nvariants * plan->nseeds;
     for (int v = 0; v < plan->nvariants; v++)
         for (int s = 0; s < plan->nseeds; s++) {
@@ -632,6 +642,7 @@ static study_outcome train_stamped(const study_plan *plan, const study_options *
      * with every run reused, none will be evaluated */
     if (reused < nruns && (!check_evaluations(plan, o, models, err) || o->stop->count))
         return o->stop->count ? STUDY_STOPPED : STUDY_FAILED;
+    if (grown_json && !adopt_grown_plan(o, grown_json, err)) return STUDY_FAILED;
     for (int i = 0; i < nruns; i++)
         if (runs[i].stage != STAGE_DONE && !study_make_dirs(runs[i].dir, err)) return STUDY_FAILED;
     bool stopped = false, ok = run_pool(runs, nruns, plan, o, pr, &stopped, err);
@@ -641,14 +652,15 @@ static study_outcome train_stamped(const study_plan *plan, const study_options *
 /* Compiles the variants (digests: their .so files' SHA-256), sets up runs
  * (nvariants x nseeds of them), refuses or discards stale ones, reuses the
  * finished ones, checks the evaluation files when a run is left to
- * evaluate, and runs the rest. */
+ * evaluate, takes the grown plan (grown_json, when not NULL), and runs the
+ * rest. */
 static study_outcome compile_and_train(const study_plan *plan, const study_options *o, const char *models, run *runs,
-                                       char (*digests)[65], study_progress *pr, tlm_err *err) {
+                                       char (*digests)[65], const char *grown_json, study_progress *pr, tlm_err *err) {
     if (!study_compile(plan, o->tlmc, models, digests, pr, o->stop, err) || o->stop->count)
         return o->stop->count ? STUDY_STOPPED : STUDY_FAILED;
     char data_stamp[65], *listing = study_data_stamp(plan, data_stamp);
     if (!listing) return tlm_fail(err, "out of memory"), STUDY_FAILED;
-    study_outcome outcome = train_stamped(plan, o, models, runs, data_stamp, listing, digests, pr, err);
+    study_outcome outcome = train_stamped(plan, o, models, runs, data_stamp, listing, digests, grown_json, pr, err);
     free(listing);
     return outcome;
 }
@@ -660,24 +672,22 @@ static study_outcome execute_locked(const study_plan *plan, const study_options 
     if (!json) return tlm_fail(err, "out of memory"), STUDY_FAILED;
     /* the folder is looked at before anything is made in it: a folder of
      * other files is refused untouched */
-    bool refused = false, ok = check_plan(plan, json, o, &refused, err);
-    free(json);
-    if (!ok) return refused ? STUDY_REFUSED : STUDY_FAILED;
-    if (!study_make_dirs(models, err)) return STUDY_FAILED;
-    if (!getenv("OMP_WAIT_POLICY")) setenv("OMP_WAIT_POLICY", "PASSIVE", 1); /* docs/runtime.md, shared cores */
-
+    bool grown = false, refused = false, ok = check_plan(plan, json, o, &grown, &refused, err);
+    if (ok) ok = study_make_dirs(models, err);
     int nruns = plan->nvariants * plan->nseeds;
-    run *runs = calloc((size_t)nruns, sizeof *runs);
-    char(*digests)[65] = calloc((size_t)plan->nvariants, sizeof *digests);
-    if (!runs || !digests) {
-        free(runs), free(digests);
-        return tlm_fail(err, "out of memory"), STUDY_FAILED;
+    run *runs = ok ? calloc((size_t)nruns, sizeof *runs) : NULL;
+    char(*digests)[65] = ok ? calloc((size_t)plan->nvariants, sizeof *digests) : NULL;
+    if (ok && (!runs || !digests)) ok = tlm_fail(err, "out of memory");
+    if (!ok) {
+        free(json), free(runs), free(digests);
+        return refused ? STUDY_REFUSED : STUDY_FAILED;
     }
+    if (!getenv("OMP_WAIT_POLICY")) setenv("OMP_WAIT_POLICY", "PASSIVE", 1); /* docs/runtime.md, shared cores */
     study_progress pr;
     study_progress_init(&pr, o->progress, plan->name, nruns, o->jobs);
-    study_outcome outcome = compile_and_train(plan, o, models, runs, digests, &pr, err);
+    study_outcome outcome = compile_and_train(plan, o, models, runs, digests, grown ? json : NULL, &pr, err);
     study_progress_end(&pr);
-    free(runs), free(digests);
+    free(json), free(runs), free(digests);
     if (outcome != STUDY_DONE) return outcome;
     snprintf(path, sizeof path, "%s", o->out);
     if (!study_finish(plan, path, true, o->stop, o->progress, err)) return STUDY_FAILED;

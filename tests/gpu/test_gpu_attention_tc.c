@@ -362,24 +362,27 @@ static void backward_case(const shape *s, const float *x, tlm_dptr X16, tlm_dptr
             check(!ran && strstr(trap.msg, "__trap") != NULL && bytes == 69632, what);
             tlm_device_free(g_dev, G);
         }
-        /* The dq kernels at head size 64 are two layouts, not one: on the
-         * emulated sm_90 the default one's warps take 32 rows (a block of
-         * 2 warps) and the rows16 one's 16 (4 warps); each traps on the
-         * other's block. */
+        /* The forward and dq kernels at head size 64 are two layouts
+         * each, not one: on the emulated sm_90 the default ones' warps
+         * take 32 rows (a block of 2 warps) and the rows16 ones' 16 (4
+         * warps); each traps on the other's block (the check that comes
+         * first in both, so the arguments only need to be addresses). */
         if (D == 64 && tlm_device_get_info(g_dev)->emulated) {
             tlm_dptr G = nans(s->n * 4), dq = G + s->qo * 4, dy16 = SCR;
             tlm_dptr dot = SCR + tlm_gpu_attention_tc_dot_offset(B, T, H, D);
             void *dq_args[] = {&dq, &dy16, &dot, &LSE16, &q, &k, &v, &Bv, &Tv, &Hv, &stride};
+            void *fwd_args[] = {&dy16, &dot, &q, &k, &v, &Bv, &Tv, &Hv, &stride};
             const int cc = tlm_device_get_info(g_dev)->cc_major;
-            for (int rows16 = 0; rows16 < 2; rows16++) {
-                const char *kernel = tlm_gpu_attention_tc_kernel(TLM_ATTENTION_TC_BWD_DQ, D, rows16);
-                unsigned block = tlm_gpu_attention_tc_block(TLM_ATTENTION_TC_BWD_DQ, D, cc, rows16),
-                         other = tlm_gpu_attention_tc_block(TLM_ATTENTION_TC_BWD_DQ, D, cc, !rows16);
+            for (int i = 0; i < 4; i++) {
+                const tlm_attention_tc_pass pass = i < 2 ? TLM_ATTENTION_TC_FWD : TLM_ATTENTION_TC_BWD_DQ;
+                const bool rows16 = i % 2;
+                const char *kernel = tlm_gpu_attention_tc_kernel(pass, D, rows16);
+                unsigned block = tlm_gpu_attention_tc_block(pass, D, cc, rows16),
+                         other = tlm_gpu_attention_tc_block(pass, D, cc, !rows16);
                 tlm_err trap = {{0}};
-                bool ran =
-                    tlm_gpu_launch_shared(&g_gpu, kernel, 1, other,
-                                          tlm_gpu_attention_tc_shared(TLM_ATTENTION_TC_BWD_DQ, D), dq_args, &trap) &&
-                    tlm_device_sync(g_dev, &trap);
+                bool ran = tlm_gpu_launch_shared(&g_gpu, kernel, 1, other, tlm_gpu_attention_tc_shared(pass, D),
+                                                 pass == TLM_ATTENTION_TC_FWD ? fwd_args : dq_args, &trap) &&
+                           tlm_device_sync(g_dev, &trap);
                 char what[TLM_ERR_MSG_BYTES + 256];
                 snprintf(what, sizeof what, "%s (a block of %u) on a block of %u threads traps: %s", kernel, block,
                          other, ran ? "(it ran)" : trap.msg);

@@ -326,6 +326,10 @@ gpu_modules)
     env TLM_GPU_ATTENTION_ROWS=auto "$run" info "$tmp/tiny.so" --device cuda
   expect 0 "in bf16 (the default): attention: scalar (head size 16; tensor cores: 64 or 128); CUDA graphs: on$" \
     "head size 16: nothing to change" -- env TLM_GPU_ATTENTION_ROWS=16 "$run" info "$models/small.so" --device cuda
+  "$tlmc" "$root/tests/model/models.tlm" --model heads128 -o "$tmp/heads128.so" > /dev/null
+  expect 0 "in bf16 (the default): attention: tensor cores; CUDA graphs: on$" \
+    "head size 128, on the tensor cores: nothing to change (16 rows a warp there already)" -- \
+    env TLM_GPU_ATTENTION_ROWS=16 "$run" info "$tmp/heads128.so" --device cuda
   expect 1 "^tlm-run info: TLM_GPU_ATTENTION_ROWS=32: expected auto or 16$" "a value other than auto or 16 is refused" \
     -- env TLM_GPU_ATTENTION_ROWS=32 "$run" info "$tmp/tiny.so" --device cuda
   expect 1 "^tlm-run train: TLM_GPU_ATTENTION_ROWS=32: expected auto or 16$" "... by train too" -- \

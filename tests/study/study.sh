@@ -730,9 +730,43 @@ PY
     "a plan that lost a variant is another plan" -- "$run" study --plan-file "$tmp/shrunk.json" --out "$tmp/G" "${flags[@]}"
   expect 1 "holds another run of this study: it was made for 2 seeds, not 1" \
     "... so is one that lost a seed" -- "$run" study --plan-file "$tmp/small.json" --out "$tmp/G" "${flags[@]}"
-  expect 1 "holds another run of this study: it was made for 2 seeds, not 3" \
-    "... and one that grew but changed a variant" -- "$run" study --plan-file "$tmp/changed.json" --out "$tmp/G" "${flags[@]}"
+  expect 1 "holds another run of this study: its variant .uniform. differs" \
+    "... and one that grew but changed a variant: the refusal names the change, not the seed added" -- \
+    "$run" study --plan-file "$tmp/changed.json" --out "$tmp/G" "${flags[@]}"
   check "... each left the folder as it was" -- bash -c "grep -q '\"seeds\": \[1, 2\]' '$tmp/G/plan.json' && test -s '$tmp/G/results.json'"
+  # a growth that fails after the plans compared (its new variant does not
+  # compile) leaves the folder as it was, for the old command
+  "$py" - "$tmp/full.json" "$tmp/broken.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1])); s = p["studies"][0]
+v = dict(s["variants"][0]); v["name"] = "broken"; v["model"] = "no_such_model"; v["compile"] = ["--model", "no_such_model"]
+s["variants"].append(v)
+json.dump(p, open(sys.argv[2], "w"))
+PY
+  cp "$tmp/G/plan.json" "$tmp/plan.before"
+  expect 1 "compiling variant broken failed" "a growth whose new variant does not compile" -- \
+    "$run" study --plan-file "$tmp/broken.json" --out "$tmp/G" "${flags[@]}"
+  check "... leaves plan.json and the results as they were" -- \
+    bash -c "cmp -s '$tmp/plan.before' '$tmp/G/plan.json' && test -s '$tmp/G/results.json' && test -s '$tmp/G/results.md'"
+  expect 0 "4 of 4 runs already done" "... and the old command still runs there" -- \
+    "$run" study --plan-file "$tmp/full.json" --out "$tmp/G" "${flags[@]}"
+
+  # through the .tlm file: a variant added to the study block
+  study_tlm() { # FILE VARIANTS: models.tlm with a study of those variants
+    { cat "$here/models.tlm"
+      printf 'model tiny_wide : tiny_tapered { d_ff = 160 - 96 * t; }\n'
+      printf 'study grow { variants = [%s]; baseline = tiny_uniform; seeds = [1]; train { steps = 5; } }\n' "$2"; } > "$1"
+  }
+  study_tlm "$tmp/grow.tlm" "tiny_uniform, tiny_tapered"
+  expect 0 "study grow: 2 runs;" "a study of the .tlm file" -- \
+    "$run" study "$tmp/grow.tlm" --out "$tmp/T" --eval-tokens 1024 "${flags[@]}"
+  study_tlm "$tmp/grow.tlm" "tiny_uniform, tiny_tapered, tiny_wide"
+  expect 0 "study grow: 3 runs;" "a variant added to its study block" -- \
+    "$run" study "$tmp/grow.tlm" --out "$tmp/T" --eval-tokens 1024 "${flags[@]}"
+  check "... a growth: its two runs reused" -- \
+    bash -c "grep -q 'the study grew (variant .tiny_wide. added)' '$tmp/out' && grep -q '2 of 3 runs already done' '$tmp/out'"
+  check "... the results hold all three" -- \
+    bash -c "grep -q tiny_wide '$tmp/T/results.md' && grep -q tiny_tapered '$tmp/T/results.md'"
   ;;
 
 wording)
