@@ -25,10 +25,10 @@ bounds=$(cat <<'EOF'
 batch        --batch        1       1048576           0        1048577          batch = @;
 context      --context      1       1048576           0        1048577          context = @;
 steps        --steps        0       1099511627776     -1       1099511627777    steps = @;
-lr           --lr           1e-300  1e30              0        1.0000001e30     optimizer = adamw(lr = @);
+lr           --lr           1e-45   1e30              0        1.0000001e30     optimizer = adamw(lr = @);
 beta1        --beta1        0       0.9999999         -1e-300  0.99999991       optimizer = adamw(betas = (@, 0.9));
 beta2        --beta2        0       0.9999999         -1e-300  0.99999991       optimizer = adamw(betas = (0.9, @));
-eps          --eps          1e-300  1                 0        1.0000001        optimizer = adamw(eps = @);
+eps          --eps          1e-45   1                 0        1.0000001        optimizer = adamw(eps = @);
 weight_decay --weight-decay 0       1e30              -1e-300  1.0000001e30     optimizer = adamw(weight_decay = @);
 momentum     --momentum     0       0.9999999         -1e-300  0.99999991       optimizer = sgd(momentum = @);
 warmup       --warmup       0       1099511627776     -1       1099511627777    lr_schedule = cosine(warmup = @);
