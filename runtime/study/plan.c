@@ -423,7 +423,8 @@ const char *study_plan_runs_on(const study_plan *p, char *buf, size_t n) {
 static void plan_difference(const study_plan *was, const study_plan *now, char *what, size_t n) {
     char a[120], b[120];
     snprintf(what, n, "its plan differs (the .tlm file or the plan changed)");
-    if (!same_string(was->name, now->name)) snprintf(what, n, "it holds the study `%.100s`", was->name);
+    if (!same_string(was->name, now->name))
+        snprintf(what, n, "it was made for the study `%.100s`, not `%.100s`", was->name, now->name);
     else if (was->steps != now->steps)
         snprintf(what, n, "it was made for %" PRId64 " steps, not %" PRId64, was->steps, now->steps);
     else if (was->nseeds != now->nseeds)
@@ -453,7 +454,8 @@ static void plan_difference(const study_plan *was, const study_plan *now, char *
         snprintf(what, n, "its multiple-choice sets differ");
     else if (!same_strings(was->cloze, was->ncloze, now->cloze, now->ncloze))
         snprintf(what, n, "its cloze sets differ");
-    else if (!same_string(was->file, now->file)) snprintf(what, n, "it was made from %.150s", was->file);
+    else if (!same_string(was->file, now->file))
+        snprintf(what, n, "it was made from %.150s, not %.150s", was->file, now->file);
     else if (!same_string(was->baseline, now->baseline))
         snprintf(what, n, "its baseline is `%.100s`, not `%.100s`", was->baseline, now->baseline);
     else variants_difference(was, now, what, n);
@@ -476,6 +478,26 @@ static void additions(const study_plan *was, const study_plan *now, char *what, 
     tlm_sb_free(&sb);
 }
 
+/* A seed of was that now lacks, or was's seeds in another order among
+ * now's (cut: now's seeds that are was's, in now's order), said in terms of
+ * the two plans as written; false when neither. */
+static bool seeds_difference(const study_plan *was, const study_plan *now, const study_plan *cut, char *what,
+                             size_t n) {
+    char a[120], b[120];
+    for (int i = 0; i < was->nseeds; i++)
+        if (!has_seed(now, was->seeds[i])) {
+            snprintf(what, n, "its seed %" PRId64 " is not in this plan (it was made for seeds %s, this plan has %s)",
+                     was->seeds[i], seed_list(was, a, sizeof a), seed_list(now, b, sizeof b));
+            return true;
+        }
+    if (memcmp(was->seeds, cut->seeds, sizeof(int64_t) * (size_t)was->nseeds)) {
+        snprintf(what, n, "its seeds are in another order (%s there, %s here)", seed_list(was, a, sizeof a),
+                 seed_list(now, b, sizeof b));
+        return true;
+    }
+    return false;
+}
+
 bool study_plan_grown(const study_plan *was, const study_plan *now, char *what, size_t n) {
     /* now cut to was's variants and seeds (in now's order) must be was, by
      * the very JSON plan.json holds: then nothing but the additions
@@ -494,8 +516,15 @@ bool study_plan_grown(const study_plan *was, const study_plan *now, char *what, 
         if (has_seed(was, now->seeds[i])) cut.seeds[cut.nseeds++] = now->seeds[i];
     char *a = study_plan_json(&cut), *b = study_plan_json(was);
     const bool grown = a && b && !strcmp(a, b) && (cut.nvariants < now->nvariants || cut.nseeds < now->nseeds);
+    free(a), free(b);
+    /* in plan_difference's order: the study and steps, then the seeds as
+     * the plans hold them, then the rest of the cut */
+    const bool before_seeds = !same_string(was->name, now->name) || was->steps != now->steps;
     if (grown) additions(was, now, what, n);
-    else plan_difference(was, &cut, what, n);
-    free(a), free(b), free(cut.variants);
+    else if (before_seeds || !seeds_difference(was, now, &cut, what, n)) {
+        memcpy(cut.seeds, was->seeds, sizeof cut.seeds), cut.nseeds = was->nseeds;
+        plan_difference(was, &cut, what, n);
+    }
+    free(cut.variants);
     return grown;
 }

@@ -184,8 +184,10 @@ static void put_comparisons(tlm_strbuf *sb, const study_summary *s) {
                       p->nseeds);
     else tlm_sb_puts(sb, "Variant minus baseline, each trained with the one seed.\n\n");
     if (p->nseeds < 2)
-        tlm_sb_puts(sb, "With one seed there is no interval: the differences below are single measurements, "
-                        "with no way to tell them from noise. Run more seeds (--seeds 3).\n\n");
+        tlm_sb_puts(sb,
+                    "With one seed there is no interval: the differences below are single measurements, "
+                    "with no way to tell them from noise. Run more seeds (--seeds 3 with the same --out: these runs "
+                    "are kept).\n\n");
     bool no_spread = false;
     for (int v = 0; v < p->nvariants; v++)
         for (int m = 0; v != s->baseline && m < s->nmetrics; m++) no_spread |= s->variants[v].diff[m].no_spread;

@@ -56,12 +56,20 @@ static bool discard_runs(const study_options *o, tlm_err *err) {
  * replaced then too), and plan.json becomes the new plan. Done once every
  * check before training has passed, so that a growth refused or stopped
  * before then leaves the folder as it was. */
-static bool adopt_grown_plan(const study_options *o, const char *json, tlm_err *err) {
+typedef struct grown_plan {
+    const char *json; /* the new plan.json */
+    char what[1024];  /* what it added (study_plan_grown) */
+} grown_plan;
+
+static bool adopt_grown_plan(const study_options *o, const grown_plan *g, study_progress *pr, tlm_err *err) {
     static const char *const gone[] = {"results.json", "results.md"};
     char path[4200];
     snprintf(path, sizeof path, "%s/plan.json", o->out);
-    return remove_entries(o, gone, sizeof gone / sizeof *gone, err) &&
-           tlm_write_file_atomic(path, json, strlen(json), err);
+    if (!remove_entries(o, gone, sizeof gone / sizeof *gone, err) ||
+        !tlm_write_file_atomic(path, g->json, strlen(g->json), err))
+        return false;
+    study_progress_event(pr, "%s: the study grew (%s): its runs are kept, and the new ones trained", o->out, g->what);
+    return true;
 }
 
 /* One study at a time per folder: two runners would train the same runs
@@ -111,8 +119,8 @@ static bool foreign_files(const char *out, char *example, size_t n, tlm_err *err
  * (study_plan_grown: variants or seeds added) is not another: *grown is
  * set, the runs stay, and plan.json is left for adopt_grown_plan (force or
  * not: force overrides refusals, and there is none). */
-static bool check_plan(const study_plan *plan, const char *json, const study_options *o, bool *grown, bool *refused,
-                       tlm_err *err) {
+static bool check_plan(const study_plan *plan, const char *json, const study_options *o, grown_plan *grown,
+                       bool *grown_set, bool *refused, tlm_err *err) {
     char path[4200], what[1024] = "";
     if (!study_make_dirs(o->out, err)) return false; /* nothing in it yet when it is new */
     snprintf(path, sizeof path, "%s/plan.json", o->out);
@@ -135,14 +143,13 @@ static bool check_plan(const study_plan *plan, const char *json, const study_opt
     } else if (strcmp(old, json) != 0) {
         study_plan prev;
         if (study_plan_parse(old, n, NULL, &prev, NULL, &e)) {
-            *grown = study_plan_grown(&prev, plan, what, sizeof what);
+            *grown_set = study_plan_grown(&prev, plan, what, sizeof what);
             study_plan_free(&prev);
         }
         free(old);
-        if (*grown) {
-            if (o->progress)
-                fprintf(o->progress, "%s: the study grew (%s): its runs are kept, and the new ones trained\n", o->out,
-                        what);
+        if (*grown_set) {
+            grown->json = json;
+            snprintf(grown->what, sizeof grown->what, "%s", what);
             return true;
         }
         if (!o->force) {
@@ -157,6 +164,9 @@ static bool check_plan(const study_plan *plan, const char *json, const study_opt
                             "its runs and start over",
                             o->out, what);
         }
+        if (o->progress)
+            fprintf(o->progress, "%s: --force: discarding its runs and results (%s)\n", o->out,
+                    what[0] ? what : "its plan.json cannot be read");
         if (!discard_runs(o, err)) return false;
     } else free(old);
     return tlm_write_file_atomic(path, json, strlen(json), err);
@@ -320,7 +330,8 @@ static bool trained_on_another(const run *r, char *why, size_t n_why, bool *dama
 
 /* Runs trained on another model or data than their variant's now: refused,
  * naming the first, or with force removed, to be trained again. */
-static bool discard_stale_runs(run *runs, int nruns, const study_options *o, bool *refused, tlm_err *err) {
+static bool discard_stale_runs(run *runs, int nruns, const study_options *o, study_progress *pr, bool *refused,
+                               tlm_err *err) {
     for (int i = 0; i < nruns; i++) {
         run *r = &runs[i];
         bool damaged;
@@ -339,6 +350,8 @@ static bool discard_stale_runs(run *runs, int nruns, const study_options *o, boo
                             "those runs and train them again",
                             o->out, r->variant->name, why);
         }
+        study_progress_event(pr, "--force: discarding the run of variant %s seed %" PRId64 " (%s%s)", r->variant->name,
+                             r->seed, damaged ? "" : "trained on ", why);
         if (nftw(r->dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0)
             return tlm_fail(err, "%s: cannot remove it: %s", r->dir, strerror(errno));
     }
@@ -614,11 +627,11 @@ static bool run_pool(run *runs, int nruns, const study_plan *p, const study_opti
 }
 
 /* compile_and_train's runs, once the models are made: on the data of
- * this stamp (and its listing). grown_json: the grown plan the folder takes
+ * this stamp (and its listing). grown: the grown plan the folder takes
  * before the first new run starts (NULL: none). */
 static study_outcome train_stamped(const study_plan *plan, const study_options *o, const char *models, run *runs,
                                    const char *data_stamp, const char *listing, char (*digests)[65],
-                                   const char *grown_json, study_progress *pr, tlm_err *err) {
+                                   const grown_plan *grown, study_progress *pr, tlm_err *err) {
     const int nruns = plan->nvariants * plan->nseeds;
     for (int v = 0; v < plan->nvariants; v++)
         for (int s = 0; s < plan->nseeds; s++) {
@@ -629,7 +642,7 @@ static study_outcome train_stamped(const study_plan *plan, const study_options *
             snprintf(r->model, sizeof r->model, "%s/%s.so", models, r->variant->name);
         }
     bool refused = false;
-    if (!discard_stale_runs(runs, nruns, o, &refused, err)) return refused ? STUDY_REFUSED : STUDY_FAILED;
+    if (!discard_stale_runs(runs, nruns, o, pr, &refused, err)) return refused ? STUDY_REFUSED : STUDY_FAILED;
     int reused = 0;
     for (int i = 0; i < nruns; i++)
         if (result_valid(plan, &runs[i])) {
@@ -642,7 +655,7 @@ static study_outcome train_stamped(const study_plan *plan, const study_options *
      * with every run reused, none will be evaluated */
     if (reused < nruns && (!check_evaluations(plan, o, models, err) || o->stop->count))
         return o->stop->count ? STUDY_STOPPED : STUDY_FAILED;
-    if (grown_json && !adopt_grown_plan(o, grown_json, err)) return STUDY_FAILED;
+    if (grown && !adopt_grown_plan(o, grown, pr, err)) return STUDY_FAILED;
     for (int i = 0; i < nruns; i++)
         if (runs[i].stage != STAGE_DONE && !study_make_dirs(runs[i].dir, err)) return STUDY_FAILED;
     bool stopped = false, ok = run_pool(runs, nruns, plan, o, pr, &stopped, err);
@@ -652,15 +665,15 @@ static study_outcome train_stamped(const study_plan *plan, const study_options *
 /* Compiles the variants (digests: their .so files' SHA-256), sets up runs
  * (nvariants x nseeds of them), refuses or discards stale ones, reuses the
  * finished ones, checks the evaluation files when a run is left to
- * evaluate, takes the grown plan (grown_json, when not NULL), and runs the
+ * evaluate, takes the grown plan (grown, when not NULL), and runs the
  * rest. */
 static study_outcome compile_and_train(const study_plan *plan, const study_options *o, const char *models, run *runs,
-                                       char (*digests)[65], const char *grown_json, study_progress *pr, tlm_err *err) {
+                                       char (*digests)[65], const grown_plan *grown, study_progress *pr, tlm_err *err) {
     if (!study_compile(plan, o->tlmc, models, digests, pr, o->stop, err) || o->stop->count)
         return o->stop->count ? STUDY_STOPPED : STUDY_FAILED;
     char data_stamp[65], *listing = study_data_stamp(plan, data_stamp);
     if (!listing) return tlm_fail(err, "out of memory"), STUDY_FAILED;
-    study_outcome outcome = train_stamped(plan, o, models, runs, data_stamp, listing, digests, grown_json, pr, err);
+    study_outcome outcome = train_stamped(plan, o, models, runs, data_stamp, listing, digests, grown, pr, err);
     free(listing);
     return outcome;
 }
@@ -672,7 +685,8 @@ static study_outcome execute_locked(const study_plan *plan, const study_options 
     if (!json) return tlm_fail(err, "out of memory"), STUDY_FAILED;
     /* the folder is looked at before anything is made in it: a folder of
      * other files is refused untouched */
-    bool grown = false, refused = false, ok = check_plan(plan, json, o, &grown, &refused, err);
+    grown_plan grown;
+    bool is_grown = false, refused = false, ok = check_plan(plan, json, o, &grown, &is_grown, &refused, err);
     if (ok) ok = study_make_dirs(models, err);
     int nruns = plan->nvariants * plan->nseeds;
     run *runs = ok ? calloc((size_t)nruns, sizeof *runs) : NULL;
@@ -685,7 +699,7 @@ static study_outcome execute_locked(const study_plan *plan, const study_options 
     if (!getenv("OMP_WAIT_POLICY")) setenv("OMP_WAIT_POLICY", "PASSIVE", 1); /* docs/runtime.md, shared cores */
     study_progress pr;
     study_progress_init(&pr, o->progress, plan->name, nruns, o->jobs);
-    study_outcome outcome = compile_and_train(plan, o, models, runs, digests, grown ? json : NULL, &pr, err);
+    study_outcome outcome = compile_and_train(plan, o, models, runs, digests, is_grown ? &grown : NULL, &pr, err);
     study_progress_end(&pr);
     free(json), free(runs), free(digests);
     if (outcome != STUDY_DONE) return outcome;

@@ -714,7 +714,7 @@ PY
   expect 0 "study fixture: 4 runs;" "the plan grown: a variant and a seed added" -- \
     "$run" study --plan-file "$tmp/full.json" --out "$tmp/G" "${flags[@]}"
   check "... says so, naming what was added" -- \
-    grep -q "^$tmp/G: the study grew (variant \`tapered\` and seed 2 added): its runs are kept, and the new ones trained$" "$tmp/out"
+    grep -q "^$tmp/G: the study grew (variant \`tapered\` and seed 2 added): its runs are kept, and the new ones trained " "$tmp/out"
   check "... the run it had is reused, not trained again" -- grep -q "1 of 4 runs already done" "$tmp/out"
   check "... only the variant added is compiled" -- \
     bash -c "grep -q '^compiled tapered' '$tmp/out' && ! grep -q 'compiled uniform\|compiling uniform' '$tmp/out'"
@@ -728,12 +728,15 @@ PY
   check "... and no growth note" -- bash -c "! grep -q 'grew' '$tmp/out'"
   expect 1 "holds another run of this study: its variant .tapered. is not in this plan" \
     "a plan that lost a variant is another plan" -- "$run" study --plan-file "$tmp/shrunk.json" --out "$tmp/G" "${flags[@]}"
-  expect 1 "holds another run of this study: it was made for 2 seeds, not 1" \
+  expect 1 "holds another run of this study: its seed 2 is not in this plan (it was made for seeds 1, 2, this plan has 1)" \
     "... so is one that lost a seed" -- "$run" study --plan-file "$tmp/small.json" --out "$tmp/G" "${flags[@]}"
   expect 1 "holds another run of this study: its variant .uniform. differs" \
     "... and one that grew but changed a variant: the refusal names the change, not the seed added" -- \
     "$run" study --plan-file "$tmp/changed.json" --out "$tmp/G" "${flags[@]}"
   check "... each left the folder as it was" -- bash -c "grep -q '\"seeds\": \[1, 2\]' '$tmp/G/plan.json' && test -s '$tmp/G/results.json'"
+  cut_plan "$tmp/reordered.json" uniform,tapered 2,1,3
+  expect 1 "holds another run of this study: its seeds are in another order (1, 2 there, 2, 1, 3 here)" \
+    "... and one that grew but reordered the seeds" -- "$run" study --plan-file "$tmp/reordered.json" --out "$tmp/G" "${flags[@]}"
   # a growth that fails after the plans compared (its new variant does not
   # compile) leaves the folder as it was, for the old command
   "$py" - "$tmp/full.json" "$tmp/broken.json" <<'PY'
@@ -746,11 +749,18 @@ PY
   cp "$tmp/G/plan.json" "$tmp/plan.before"
   expect 1 "compiling variant broken failed" "a growth whose new variant does not compile" -- \
     "$run" study --plan-file "$tmp/broken.json" --out "$tmp/G" "${flags[@]}"
+  check "... says no growth (the folder did not take it)" -- bash -c "! grep -q 'grew' '$tmp/out'"
   check "... leaves plan.json and the results as they were" -- \
     bash -c "cmp -s '$tmp/plan.before' '$tmp/G/plan.json' && test -s '$tmp/G/results.json' && test -s '$tmp/G/results.md'"
   expect 0 "4 of 4 runs already done" "... and the old command still runs there" -- \
     "$run" study --plan-file "$tmp/full.json" --out "$tmp/G" "${flags[@]}"
 
+  # --force past another plan says what it discards
+  cp -a "$tmp/G" "$tmp/F"
+  expect 0 "^$tmp/F: --force: discarding its runs and results (its variant .tapered. is not in this plan)$" \
+    "--force on a plan that lost a variant: says what it discards" -- \
+    "$run" study --plan-file "$tmp/shrunk.json" --out "$tmp/F" --force "${flags[@]}"
+  check "... and discarded them" -- test ! -e "$tmp/F/runs/tapered"
   # through the .tlm file: a variant added to the study block
   study_tlm() { # FILE VARIANTS: models.tlm with a study of those variants
     { cat "$here/models.tlm"
