@@ -311,8 +311,9 @@ int cmd_eval(int argc, char **argv) {
          * report: refused as sample and export refuse it, before a row or
          * a JSON line says "nan" or null under exit 0. */
         if (!isfinite(res.loss)) {
-            rc = cli_error("eval", "%s: the loss is %s: did the run of %s diverge?", names[i],
-                           isnan(res.loss) ? "NaN" : "Inf", path);
+            char why[4400];
+            rc = cli_error("eval", "%s: the loss is %s: %s", names[i], isnan(res.loss) ? "NaN" : "Inf",
+                           nan_cause(&so, path, step, why, sizeof why));
             break;
         }
         /* bits per byte: the loss per token times the data's tokens per

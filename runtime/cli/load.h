@@ -39,6 +39,13 @@ int load_checkpoint(const char *cmd, const tlm_so *so, const char *ckpt, tlm_mod
  * there says how it extrapolates. */
 void note_untrained_positions(const char *cmd, const char *path, int64_t trained, int64_t window);
 
+/* Why a checkpoint's outputs are not finite, as the end of a message: "did
+ * the run of PATH diverge?", or for one at step 0 (no update made)
+ * "PATH is untrained (step 0): the model's settings make its initial
+ * weights diverge" with a hint for a Titans model (its inner_lr). Returns
+ * buf. */
+const char *nan_cause(const tlm_so *so, const char *path, int64_t step, char *buf, size_t n);
+
 /* A checkpoint's step as the banners print it: the number, or "unknown"
  * for load_checkpoint's -1. Returns buf. */
 const char *step_text(int64_t step, char buf[24]);

@@ -269,10 +269,11 @@ int cmd_sample(int argc, char **argv) {
         if (!ok || tlm_model_device_error(&m))
             rc = cli_error("sample", "%s",
                            tlm_model_device_error(&m) ? tlm_model_device_error(&m) : "the KV cache refused the window");
-        else if (diverged)
-            rc =
-                cli_error("sample", "the model's logits are not finite (NaN or Inf): did the run of %s diverge?", path);
-        else note_untrained_positions("sample", path, trained, used);
+        else if (diverged) {
+            char why[4400];
+            rc = cli_error("sample", "the model's logits are not finite (NaN or Inf): %s",
+                           nan_cause(&so, path, step, why, sizeof why));
+        } else note_untrained_positions("sample", path, trained, used);
     }
     tlm_tok_free(tok);
     free(window);

@@ -820,6 +820,33 @@ nan)
   check "the log has no record past step 1" -- diff <(ckpt log_steps "$tmp/log.jsonl") <(printf '1\n0\n')
   expect 1 "step 2: the loss is NaN" "resuming it fails the same way" -- \
     "$run" train "$models/small.so" --ckpt "$tmp/ckpt" --resume
+  check "... blaming the learning rate or the weight decay" -- \
+    grep -q "the loss is NaN (is the learning rate, or the weight decay, too high?), stopping" "$tmp/err"
+  # A model whose initial weights give NaN (a Titans memory's inner_lr far
+  # past stability, within its range): not the learning rate's doing, and
+  # no NaN printed as a validation result
+  cat > "$tmp/unstable.tlm" <<'TLM'
+model unstable {
+    vocab = 256; context = 64; d_model = 32; layers = 2; heads = 2; d_ff = 64;
+    mixer = titans; chunk = 1; inner_lr = 1e6;
+}
+TLM
+  "$tlmc" "$tmp/unstable.tlm" -o "$tmp/unstable.so" > /dev/null
+  one=(--context 64 --batch 2 --threads 1 --eval-batches 1)
+  expect 1 "step 0: the validation loss is NaN before any update (the initial weights): the model's settings make it diverge, not the learning rate (a Titans inner_lr too large?); no checkpoint was written" \
+    "NaN at step 0's validation: refused, blaming the model" -- \
+    "$run" train "$tmp/unstable.so" "${one[@]}" --steps 3 --ckpt "$tmp/unstable"
+  check "... no val line with nan" -- bash -c "! grep -q 'val loss nan' '$tmp/out'"
+  expect 1 "step 1: the loss is NaN before any update (the initial weights): the model's settings make it diverge, not the learning rate" \
+    "NaN at step 1 (no validation): the same cause" -- \
+    "$run" train "$tmp/unstable.so" "${one[@]}" --steps 3 --data "$austen/emma.txt" --ckpt "$tmp/unstable"
+  expect 0 "done: 0 steps" "a step-0 checkpoint of it (no validation)" -- \
+    "$run" train "$tmp/unstable.so" "${one[@]}" --steps 0 --data "$austen/emma.txt" --ckpt "$tmp/unstable0"
+  expect 1 "the loss is NaN: .*unstable0/checkpoint.safetensors is untrained (step 0): the model's settings make its initial weights diverge (a Titans inner_lr too large?)$" \
+    "eval of the untrained checkpoint: no 'did the run diverge?'" -- \
+    "$run" eval "$tmp/unstable.so" --ckpt "$tmp/unstable0" --max-tokens 64 --batch 1 --threads 1
+  expect 1 "not finite (NaN or Inf): .*unstable0/checkpoint.safetensors is untrained (step 0)" \
+    "... nor in sample (the NaN comes some tokens in)" -- "$run" sample "$tmp/unstable.so" --ckpt "$tmp/unstable0" --prompt ab --length 60 --temperature 0 --threads 1
   ;;
 
 eval)
@@ -996,9 +1023,13 @@ sample)
     timeout 20 bash -c "exec '$run' sample '$s' --ckpt '$trained' --length 2147483647 > /dev/full"
   # A diverged checkpoint (one step at lr 1e30: weights ~1e30, logits NaN):
   # sample refuses it, and eval's downstream accuracies are not numbers
-  # (NaN log-likelihoods made the first choice win every item)
-  expect 0 "done: 1 step" "a diverged checkpoint" -- \
+  # (NaN log-likelihoods made the first choice win every item). Made
+  # without validation (--data, no --val): the run's final validation
+  # would stop it, NaN, before its checkpoint
+  expect 1 "step 1: the validation loss is NaN (did the run diverge?" "with validation, the run stops there" -- \
     "$run" train "$s" "${quick[@]}" --steps 1 --lr 1e30 --warmup 0 --ckpt "$tmp/diverged"
+  expect 0 "done: 1 step" "a diverged checkpoint" -- \
+    "$run" train "$s" "${quick[@]}" --steps 1 --lr 1e30 --warmup 0 --ckpt "$tmp/diverged" --data "$austen/emma.txt"
   expect 1 "the model's logits are not finite (NaN or Inf): did the run of .*diverged/checkpoint.safetensors diverge?" \
     "sample it: exit 1" -- "$run" sample "$s" --ckpt "$tmp/diverged" --prompt abc --length 10 --temperature 0
   check "  the prompt, no drawn bytes" -- cmp "$tmp/out" <(printf 'abc\n')
