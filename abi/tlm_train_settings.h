@@ -196,9 +196,11 @@ void tlm_train_set(tlm_abi_train *t, const tlm_train_setting *s, double v);
 /* Whether v is in the row's range (a CHOICE: one of its values). Whole
  * numbers are the caller's to check for INT and SEED. */
 bool tlm_train_in_range(const tlm_train_setting *s, double v);
-/* Whether v, above a REAL_GT row's bound as a double (--eps 1e-50), is at
- * it as the float the trainer computes in: out of range (an eps of 0
- * divides 0 by 0 at the first step). */
+/* Whether v, above a real row's lower bound as a double (--eps 1e-50,
+ * --grad-clip 1e-320), is at it as the float the trainer computes in, where
+ * the bound is excluded or means something of its own: out of range (an
+ * eps of 0 divides 0 by 0 at the first step; a grad_clip of 0 turns
+ * clipping off, which 1e-320 does not ask for). */
 bool tlm_train_zero_as_float(const tlm_train_setting *s, double v);
 
 /* Every field at its default, context at model_context; min_lr stays -1

@@ -115,11 +115,14 @@ void tlm_train_set(tlm_abi_train *t, const tlm_train_setting *s, double v) {
 
 bool tlm_train_in_range(const tlm_train_setting *s, double v) {
     if (s->kind == TLM_TS_CHOICE) return v >= 0 && v < s->choices->count && v == (double)(int)v;
-    return (s->lo_open ? v > s->lo && !tlm_train_zero_as_float(s, v) : v >= s->lo) && v <= s->hi;
+    return (s->lo_open ? v > s->lo : v >= s->lo) && !tlm_train_zero_as_float(s, v) && v <= s->hi;
 }
 
 bool tlm_train_zero_as_float(const tlm_train_setting *s, double v) {
-    return s->kind == TLM_TS_REAL && s->lo_open && v > s->lo && (float)v <= (float)s->lo;
+    /* a closed bound is a value like any other (a weight_decay or min_lr
+     * of 0), but grad_clip's 0 is "off" */
+    const bool bound_means = s->lo_open || !strcmp(s->key, "grad_clip");
+    return s->kind == TLM_TS_REAL && bound_means && v > s->lo && (float)v <= (float)s->lo;
 }
 
 void tlm_train_defaults(tlm_abi_train *t, int64_t model_context) {

@@ -534,6 +534,10 @@ bad_flags)
   expect 2 "\-\-eps 1e-50 is 0 as a float32, which the trainer computes in" "train --eps 1e-50" -- \
     "$run" train "$s" --eps 1e-50
   expect 2 "\-\-lr 1e-320 is 0 as a float32" "train --lr 1e-320" -- "$run" train "$s" --lr 1e-320
+  # (and a closed bound's: a grad_clip of 0 turns clipping off, which
+  # 1e-320 does not ask for)
+  expect 2 "\-\-grad-clip 1e-320 is 0 as a float32" "train --grad-clip 1e-320" -- "$run" train "$s" --grad-clip 1e-320
+  expect 0 "" "train --grad-clip 0 --dry-run: off, as documented" -- "$run" train "$s" --grad-clip 0 --dry-run
   expect 2 "not a finite number" "train --lr nan" -- "$run" train "$s" --lr nan
   expect 2 "not a finite number" "train --lr inf" -- "$run" train "$s" --lr inf
   # numbers as a .tlm file writes them: no hexadecimal (strtod's 0x10 = 16),
