@@ -141,22 +141,26 @@ static void usage(FILE *out) {
     fputs("\nExit status: 0 ok, 1 error (model, data, checkpoint, NaN), 2 bad usage.\n", out);
 }
 
-/* "--lr must be > 0 and <= 1e+30 (got 0)": the row's range, whether the
- * value came from a flag, the model or a checkpoint. */
-static int range_error(const tlm_train_setting *row, const char *got, double v) {
-    char lo[32], hi[32], list[64];
+/* "--lr must be > 0 and <= 1e+30 (got 0)": the row's range, exit 2, for a
+ * flag's value (from NULL); a value the model or a checkpoint holds (from:
+ * "the model's", "the checkpoint's") is no usage error but a damaged or
+ * forged file's, exit 1, and named as that file's. */
+static int range_error(const tlm_train_setting *row, const char *got, double v, const char *from) {
+    char what[128], range[1024], lo[32], hi[32], list[64];
+    if (from) snprintf(what, sizeof what, "%s %s", from, row->key);
+    else snprintf(what, sizeof what, "%s", row->flag);
     if (tlm_train_zero_as_float(row, v))
-        return cli_usage_error("train", "%s %s is %s as a float32, which the trainer computes in (the least is %s)",
-                               row->flag, got, fmt_real(lo, sizeof lo, row->lo),
-                               fmt_float(hi, sizeof hi, nextafterf((float)row->lo, INFINITY)));
-    if (row->kind == TLM_TS_CHOICE)
-        return cli_usage_error("train", "%s must be one of %s (got %s)", row->flag,
-                               choice_list(list, sizeof list, row, ", "), got);
-    if (row->kind == TLM_TS_REAL)
-        return cli_usage_error("train", "%s must be %s %s and <= %s (got %s)", row->flag,
-                               row->lo_open ? ">" : ">=", fmt_real(lo, sizeof lo, row->lo),
-                               fmt_real(hi, sizeof hi, row->hi), got);
-    return cli_usage_error("train", "%s must be between %.0f and %.0f (got %s)", row->flag, row->lo, row->hi, got);
+        snprintf(range, sizeof range, "%s %s is %s as a float32, which the trainer computes in (the least is %s)", what,
+                 got, fmt_real(lo, sizeof lo, row->lo), fmt_float(hi, sizeof hi, nextafterf((float)row->lo, INFINITY)));
+    else if (row->kind == TLM_TS_CHOICE)
+        snprintf(range, sizeof range, "%s must be one of %s (got %s)", what, choice_list(list, sizeof list, row, ", "),
+                 got);
+    else if (row->kind == TLM_TS_REAL)
+        snprintf(range, sizeof range, "%s must be %s %s and <= %s (got %s)", what,
+                 row->lo_open ? ">" : ">=", fmt_real(lo, sizeof lo, row->lo), fmt_real(hi, sizeof hi, row->hi), got);
+    else snprintf(range, sizeof range, "%s must be between %.0f and %.0f (got %s)", what, row->lo, row->hi, got);
+    if (from) return cli_error("train", "%s: is the file damaged?", range);
+    return cli_usage_error("train", "%s", range);
 }
 
 /* A setting's flag: its value parsed by kind, checked against the row. */
@@ -181,7 +185,7 @@ static bool read_setting_flag(cli_args *a, const tlm_train_setting *row, train_o
         v = (double)n;
     }
     if (!tlm_train_in_range(row, v)) {
-        range_error(row, a->val, v);
+        range_error(row, a->val, v, NULL);
         return false;
     }
     tlm_train_set(&o->flags, row, v);
@@ -321,7 +325,10 @@ int train_check(const train_options *o, const tlm_so *so) {
         char got[64];
         if (row->kind == TLM_TS_CHOICE) snprintf(got, sizeof got, "%.0f", tlm_train_get(s, row));
         else tlm_train_format(got, sizeof got, row, s);
-        return range_error(row, got, tlm_train_get(s, row));
+        return range_error(row, got, tlm_train_get(s, row),
+                           o->given[i] ? NULL
+                           : o->resume ? "the checkpoint's"
+                                       : "the model's");
     }
     if (s->batch % s->accumulate != 0)
         return cli_usage_error("train", "--batch %" PRId64 " is not divisible by --accumulate %" PRId64, s->batch,

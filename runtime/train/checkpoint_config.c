@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "numfmt.h"
 #include "tlm_rt/json.h"
 
 char *tlm_ckpt_config_json(const tlm_so *so) {
@@ -54,7 +55,10 @@ static void show(tlm_strbuf *sb, const tlm_json *v) {
     case TLM_JSON_BOOL: tlm_sb_puts(sb, v->boolean ? "true" : "false"); break;
     case TLM_JSON_NUMBER:
         if (v->is_int) tlm_sb_printf(sb, "%" PRId64, v->integer);
-        else tlm_sb_printf(sb, "%.17g", v->number);
+        else {
+            char buf[32];
+            tlm_sb_puts(sb, fmt_real(buf, sizeof buf, v->number)); /* 1e-05, not %.17g's 1.0000000000000001e-05 */
+        }
         break;
     case TLM_JSON_STRING: tlm_sb_append(sb, v->str, v->len); break;
     case TLM_JSON_ARRAY:

@@ -707,6 +707,11 @@ bad_checkpoint)
   cp -r "$trained" "$tmp/h8resume"
   expect 1 "$h8" "resume, the same" -- "$run" train "$models/small_h8.so" --ckpt "$tmp/h8resume" --resume --steps 400
   check "  the checkpoint unchanged" -- cmp -s "$good" "$tmp/h8resume/checkpoint.safetensors"
+  # a real setting told in its shortest digits (1e-05, not 1.0000000000000001e-05)
+  sed 's/^model small {/model small {\n    norm_eps = 1e-6;/' "$here/models.tlm" > "$tmp/eps6.tlm"
+  "$tlmc" "$tmp/eps6.tlm" --model small -o "$tmp/eps6.so" > /dev/null
+  expect 1 "trained as a .small. with norm_eps 1e-05; this model.so has norm_eps 1e-06 (was the model recompiled?" \
+    "another norm_eps: both in their shortest digits" -- "$run" eval "$tmp/eps6.so" --ckpt "$trained"
   # The checksum as docs/runtime.md defines it, computed again in numpy; a
   # checkpoint with the checksum written before 2026-12-06 still loads
   check "the checksum: the definition's value (numpy)" -- \
@@ -763,6 +768,15 @@ bad_checkpoint)
     check "... no step trained, the checkpoint kept" -- \
       bash -c "! grep -q '^step' '$tmp/out' && cmp -s '$tmp/before' '$tmp/state/checkpoint.safetensors'"
   done
+  # a setting out of range in the checkpoint's record (an edited or
+  # damaged file, not the command line): named as the checkpoint's, exit 1
+  settings=$("$py" -c 'import json, struct, sys
+f = open(sys.argv[1], "rb"); n = struct.unpack("<Q", f.read(8))[0]
+s = json.loads(json.loads(f.read(n))["__metadata__"]["settings"]); s["eps"] = 1e-50; print(json.dumps(s))' "$good")
+  ckpt rewrite "$good" "$tmp/state/checkpoint.safetensors" settings "$settings"
+  expect 1 "^tlm-run train: the checkpoint's eps 1e-50 is 0 as a float32, which the trainer computes in (the least is 1e-45): is the file damaged?$" \
+    "resume of a checkpoint whose eps is 0 as a float: the checkpoint's, exit 1" -- \
+    "$run" train "$s" --ckpt "$tmp/state" --resume --steps 400
   expect 1 "^tlm-run train: --steps 1099511627776 of 8388608 tokens each would pass 2^62 tokens" \
     "a fresh run of 2^40 steps of 2^23 tokens: refused before its first step" -- \
     "$run" train "$s" --data "$austen/persuasion.txt" --ckpt "$tmp/huge" --threads 1 --steps 1099511627776 \
