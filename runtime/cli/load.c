@@ -20,10 +20,18 @@
 #include "tlm_rt/blas_room.h"
 #include "tlm_rt/ops.h"
 
+bool cli_threads_start(const char *cmd, int threads, tlm_err *err) {
+    if (!tlm_threads_start(threads, err)) return false;
+    int got = tlm_get_num_threads();
+    if (got < threads)
+        cli_note(cmd, "--threads %d: this build runs at most %d threads (its OpenBLAS's limit)", threads, got);
+    return true;
+}
+
 int open_model(const char *cmd, const char *path, int64_t threads, tlm_so *so) {
     if (!path) return cli_usage_error(cmd, "no MODEL.so given");
     tlm_err err = {""};
-    if (!tlm_threads_start(threads > 0 ? (int)threads : cli_cores(), &err)) return cli_error(cmd, "%s", err.msg);
+    if (!cli_threads_start(cmd, threads > 0 ? (int)threads : cli_cores(), &err)) return cli_error(cmd, "%s", err.msg);
     if (!tlm_so_open(path, so, &err)) return cli_error(cmd, "%s", err.msg);
     return 0;
 }

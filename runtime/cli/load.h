@@ -17,6 +17,11 @@ int open_model(const char *cmd, const char *path, int64_t threads, tlm_so *so);
 
 /* The one-line refusal (1) of a checkpoint path longer than the system
  * takes: --ckpt's (ckpt), or the default checkpoints/<model> (NULL). */
+/* tlm_threads_start (false with err), then a note on stderr when the
+ * pools run fewer threads than asked: OpenBLAS's build caps them (Debian's
+ * at 64), and the OpenMP pool follows it. */
+bool cli_threads_start(const char *cmd, int threads, tlm_err *err);
+
 int checkpoint_path_too_long(const char *cmd, const char *ckpt, const char *model);
 
 /* Finds the checkpoint of --ckpt (DIR or file; NULL: checkpoints/<model>),

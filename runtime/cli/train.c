@@ -723,7 +723,7 @@ static int setup(run *r) {
                   : ckpt_threads && atoi(ckpt_threads) > 0 ? atoi(ckpt_threads)
                   : cli_cores() > r->dist.local_ranks      ? cli_cores() / r->dist.local_ranks
                                                            : 1;
-    if (!tlm_threads_start(threads, &err)) {
+    if (!cli_threads_start("train", threads, &err)) {
         rc = cli_error("train", "%s", err.msg);
         goto out;
     }

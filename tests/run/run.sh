@@ -537,6 +537,11 @@ bad_flags)
   # (and a closed bound's: a grad_clip of 0 turns clipping off, which
   # 1e-320 does not ask for)
   expect 2 "\-\-grad-clip 1e-320 is 0 as a float32" "train --grad-clip 1e-320" -- "$run" train "$s" --grad-clip 1e-320
+  # more threads than OpenBLAS's build runs (Debian's: 64): said, not silent
+  expect 0 "cpu, 64 threads" "bench --threads 100: runs 64" -- \
+    "$run" bench "$s" --threads 100 --steps 1 --warmup 0 --profile 0 --batch 2 --context 16
+  check "... and says why" -- \
+    grep -q "^tlm-run bench: note: --threads 100: this build runs at most 64 threads (its OpenBLAS's limit)$" "$tmp/err"
   expect 0 "" "train --grad-clip 0 --dry-run: off, as documented" -- "$run" train "$s" --grad-clip 0 --dry-run
   expect 2 "not a finite number" "train --lr nan" -- "$run" train "$s" --lr nan
   expect 2 "not a finite number" "train --lr inf" -- "$run" train "$s" --lr inf
