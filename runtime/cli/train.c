@@ -873,8 +873,8 @@ static void banner(const run *r) {
 /* Why the loss or gradient of the weights at r's step is not finite, as
  * the rest of a message: at step 0 (the initial weights, before any
  * update) it is the model's settings, never the learning rate. */
-static const char *untrained_cause(const run *r) {
-    if (r->state.step != 0) return " (did the run diverge? is the learning rate, or the weight decay, too high?)";
+static const char *nan_cause_at(const run *r) {
+    if (r->state.step != 0) return " (is the learning rate, or the weight decay, too high?)";
     return r->so.config->mixer == TLM_MIXER_TITANS
                ? " before any update (the initial weights): the model's settings make it diverge, not the learning "
                  "rate (a Titans inner_lr too large?)"
@@ -897,15 +897,15 @@ static int validate(run *r) {
         progress_close(&r->out, NULL);
         return cli_error("train", "%s", err.msg);
     }
-    /* a validation loss that is not finite is no result to print: the
-     * weights are (from the first update on: the run diverged, which its
-     * next step says; at step 0: the model's settings) */
+    /* a validation loss that is not finite is no result to print, and the
+     * weights that gave it are no checkpoint: from the first update on the
+     * run diverged; at step 0 the model's settings did it */
     if (!isfinite(res.loss)) {
         char last[4300];
         last_checkpoint(r, last, sizeof last);
         progress_close(&r->out, NULL);
         return cli_error("train", "step %" PRId64 ": the validation loss is %s%s; %s", r->state.step,
-                         isnan(res.loss) ? "NaN" : "Inf", untrained_cause(r), last);
+                         isnan(res.loss) ? "NaN" : "Inf", nan_cause_at(r), last);
     }
     if (!progress_validation(&r->out, r->state.step, res.loss, &err)) return write_failed(r, "", &err);
     return 0;
@@ -990,11 +990,9 @@ static int train_loop(run *r) {
             char last[4300], where[48] = "";
             last_checkpoint(r, last, sizeof last);
             if (res.bad_rank >= 0) snprintf(where, sizeof where, " on rank %d of %d", res.bad_rank, r->dist.ranks);
-            const char *cause =
-                r->state.step == 0 ? untrained_cause(r) : " (is the learning rate, or the weight decay, too high?)";
             return cli_error("train", "step %" PRId64 ": the %s is %s%s%s, stopping; the step was not applied and %s",
                              r->state.step + 1, loss_bad ? "loss" : "gradient norm", isnan(bad) ? "NaN" : "Inf", where,
-                             cause, last);
+                             nan_cause_at(r), last);
         }
         /* A signal on any rank stops every rank after this step. The
          * flag is read once: one that comes during the agreement (a rank

@@ -51,16 +51,17 @@ static bool discard_runs(const study_options *o, tlm_err *err) {
     return remove_entries(o, gone, sizeof gone / sizeof *gone, err);
 }
 
-/* The folder takes the grown plan json (check_plan): the old plan's
- * summary goes (study_finish makes the new one's at the end; the plots are
- * replaced then too), and plan.json becomes the new plan. Done once every
- * check before training has passed, so that a growth refused or stopped
- * before then leaves the folder as it was. */
+/* A plan that grew the folder's (check_plan, study_plan_grown). */
 typedef struct grown_plan {
     const char *json; /* the new plan.json */
-    char what[1024];  /* what it added (study_plan_grown) */
+    char what[1024];  /* what it added */
 } grown_plan;
 
+/* The folder takes the grown plan g: the old plan's summary goes
+ * (study_finish makes the new one's at the end; the plots are replaced
+ * then too), and plan.json becomes the new plan. Done once every check
+ * before training has passed, so that a growth refused or stopped before
+ * then leaves the folder as it was. */
 static bool adopt_grown_plan(const study_options *o, const grown_plan *g, study_progress *pr, tlm_err *err) {
     static const char *const gone[] = {"results.json", "results.md"};
     char path[4200];

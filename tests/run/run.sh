@@ -1049,7 +1049,7 @@ sample)
   # (NaN log-likelihoods made the first choice win every item). Made
   # without validation (--data, no --val): the run's final validation
   # would stop it, NaN, before its checkpoint
-  expect 1 "step 1: the validation loss is NaN (did the run diverge?" "with validation, the run stops there" -- \
+  expect 1 "step 1: the validation loss is NaN (is the learning rate, or the weight decay, too high?); no checkpoint was written" "with validation, the run stops there" -- \
     "$run" train "$s" "${quick[@]}" --steps 1 --lr 1e30 --warmup 0 --ckpt "$tmp/diverged"
   expect 0 "done: 1 step" "a diverged checkpoint" -- \
     "$run" train "$s" "${quick[@]}" --steps 1 --lr 1e30 --warmup 0 --ckpt "$tmp/diverged" --data "$austen/emma.txt"
