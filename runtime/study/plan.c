@@ -419,7 +419,8 @@ const char *study_plan_runs_on(const study_plan *p, char *buf, size_t n) {
     return buf;
 }
 
-/* The first difference between was and now (study_plan_grown says when). */
+/* The first difference between was and now but the seeds, which
+ * study_plan_grown compares first as the two plans hold them. */
 static void plan_difference(const study_plan *was, const study_plan *now, char *what, size_t n) {
     char a[120], b[120];
     snprintf(what, n, "its plan differs (the .tlm file or the plan changed)");
@@ -427,10 +428,6 @@ static void plan_difference(const study_plan *was, const study_plan *now, char *
         snprintf(what, n, "it was made for the study `%.100s`, not `%.100s`", was->name, now->name);
     else if (was->steps != now->steps)
         snprintf(what, n, "it was made for %" PRId64 " steps, not %" PRId64, was->steps, now->steps);
-    else if (was->nseeds != now->nseeds)
-        snprintf(what, n, "it was made for %d seeds, not %d", was->nseeds, now->nseeds);
-    else if (memcmp(was->seeds, now->seeds, sizeof(int64_t) * (size_t)now->nseeds))
-        snprintf(what, n, "it was made for seeds %s, not %s", seed_list(was, a, sizeof a), seed_list(now, b, sizeof b));
     else if (was->eval_tokens != now->eval_tokens)
         snprintf(what, n, "it was made for %" PRId64 " eval tokens, not %" PRId64, was->eval_tokens, now->eval_tokens);
     else if (!same_string(was->device, now->device) || !same_string(was->precision, now->precision))
