@@ -202,6 +202,10 @@ bool tlm_train_in_range(const tlm_train_setting *s, double v);
  * eps of 0 divides 0 by 0 at the first step; a grad_clip of 0 turns
  * clipping off, which 1e-320 does not ask for). */
 bool tlm_train_zero_as_float(const tlm_train_setting *s, double v);
+/* The same rule for any real setting named name with lower bound lo
+ * (lo_open: excluded), a .tlm file's model settings too (norm_eps,
+ * inner_lr, rope_base): tlmc's check and the trainer's are one. */
+bool tlm_real_at_bound_as_float(const char *name, double lo, bool lo_open, double v);
 
 /* Every field at its default, context at model_context; min_lr stays -1
  * until tlm_train_resolve_defaults makes it a tenth of lr. model.so keeps

@@ -118,11 +118,15 @@ bool tlm_train_in_range(const tlm_train_setting *s, double v) {
     return (s->lo_open ? v > s->lo : v >= s->lo) && !tlm_train_zero_as_float(s, v) && v <= s->hi;
 }
 
-bool tlm_train_zero_as_float(const tlm_train_setting *s, double v) {
+bool tlm_real_at_bound_as_float(const char *name, double lo, bool lo_open, double v) {
     /* a closed bound is a value like any other (a weight_decay or min_lr
      * of 0), but grad_clip's 0 is "off" */
-    const bool bound_means = s->lo_open || !strcmp(s->key, "grad_clip");
-    return s->kind == TLM_TS_REAL && bound_means && v > s->lo && (float)v <= (float)s->lo;
+    const bool bound_means = lo_open || !strcmp(name, "grad_clip");
+    return bound_means && v > lo && (float)v <= (float)lo;
+}
+
+bool tlm_train_zero_as_float(const tlm_train_setting *s, double v) {
+    return s->kind == TLM_TS_REAL && tlm_real_at_bound_as_float(s->key, s->lo, s->lo_open, v);
 }
 
 void tlm_train_defaults(tlm_abi_train *t, int64_t model_context) {

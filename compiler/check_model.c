@@ -160,10 +160,9 @@ static const expr *deref(scope *s, const expr *e) {
 static bool check_range(scope *s, const setting_spec *x, tlm_loc loc, double v) {
     /* above a real's lower bound as a double, at it as the float the
      * trainer computes in, where the bound is excluded or means something
-     * of its own (tlm_train_zero_as_float: eps = 1e-50 is 0, 0 / 0 at the
+     * of its own (tlm_real_at_bound_as_float: eps = 1e-50 is 0, 0 / 0 at the
      * first step; grad_clip = 1e-46 is 0, clipping off) */
-    const bool zero_as_float =
-        x->type == ST_REAL && (x->lo_open || !strcmp(x->name, "grad_clip")) && v > x->lo && (float)v <= (float)x->lo;
+    const bool zero_as_float = x->type == ST_REAL && tlm_real_at_bound_as_float(x->name, x->lo, x->lo_open, v);
     bool low = (x->lo_open ? v <= x->lo : v < x->lo) || zero_as_float;
     if (!low && v <= x->hi) return true;
     /* Bounds in the fewest digits that are exact (0.9999999, not %g's 1). A

@@ -10,9 +10,8 @@
 bool jsonl_open(jsonl_file *f, const char *path, tlm_err *err) {
     *f = (jsonl_file){.path = path};
     f->bytes = tlm_read_regular(path, JSONL_MAX_FILE, "a JSON-lines file", &f->size, err);
-    /* a UTF-8 byte-order mark, which editors on Windows write, is no JSON:
-     * skipped, as tokenizer.json's is */
-    if (f->bytes && f->size >= 3 && memcmp(f->bytes, "\xEF\xBB\xBF", 3) == 0) f->pos = 3;
+    /* a UTF-8 byte-order mark is skipped, as tokenizer.json's is */
+    if (f->bytes) f->pos = tlm_utf8_bom_bytes(f->bytes, f->size);
     return f->bytes != NULL;
 }
 

@@ -80,11 +80,15 @@ void note_untrained_positions(const char *cmd, const char *path, int64_t trained
              path, trained, window, trained);
 }
 
+const char *untrained_nan_hint(const tlm_so *so) {
+    return so->config->mixer == TLM_MIXER_TITANS ? " (a Titans inner_lr too large?)" : "";
+}
+
 const char *nan_cause(const tlm_so *so, const char *path, int64_t step, char *buf, size_t n) {
     if (step != 0) snprintf(buf, n, "did the run of %s diverge?", path);
     else
         snprintf(buf, n, "%s is untrained (step 0): the model's settings make its initial weights diverge%s", path,
-                 so->config->mixer == TLM_MIXER_TITANS ? " (a Titans inner_lr too large?)" : "");
+                 untrained_nan_hint(so));
     return buf;
 }
 

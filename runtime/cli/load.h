@@ -15,13 +15,13 @@
  * status (1, 2) after a one-line message. */
 int open_model(const char *cmd, const char *path, int64_t threads, tlm_so *so);
 
-/* The one-line refusal (1) of a checkpoint path longer than the system
- * takes: --ckpt's (ckpt), or the default checkpoints/<model> (NULL). */
 /* tlm_threads_start (false with err), then a note on stderr when the
  * pools run fewer threads than asked: OpenBLAS's build caps them (Debian's
  * at 64), and the OpenMP pool follows it. */
 bool cli_threads_start(const char *cmd, int threads, tlm_err *err);
 
+/* The one-line refusal (1) of a checkpoint path longer than the system
+ * takes: --ckpt's (ckpt), or the default checkpoints/<model> (NULL). */
 int checkpoint_path_too_long(const char *cmd, const char *ckpt, const char *model);
 
 /* Finds the checkpoint of --ckpt (DIR or file; NULL: checkpoints/<model>),
@@ -50,6 +50,11 @@ void note_untrained_positions(const char *cmd, const char *path, int64_t trained
  * weights diverge" with a hint for a Titans model (its inner_lr). Returns
  * buf. */
 const char *nan_cause(const tlm_so *so, const char *path, int64_t step, char *buf, size_t n);
+
+/* " (a Titans inner_lr too large?)" for a Titans model, whose memory
+ * diverges at initialization when inner_lr is far past stability; "" for
+ * the others: the hint of a NaN of the initial weights. */
+const char *untrained_nan_hint(const tlm_so *so);
 
 /* A checkpoint's step as the banners print it: the number, or "unknown"
  * for load_checkpoint's -1. Returns buf. */

@@ -873,13 +873,12 @@ static void banner(const run *r) {
 /* Why the loss or gradient of the weights at r's step is not finite, as
  * the rest of a message: at step 0 (the initial weights, before any
  * update) it is the model's settings, never the learning rate. */
-static const char *nan_cause_at(const run *r) {
+static const char *nan_cause_at(const run *r, char *buf, size_t n) {
     if (r->state.step != 0) return " (is the learning rate, or the weight decay, too high?)";
-    return r->so.config->mixer == TLM_MIXER_TITANS
-               ? " before any update (the initial weights): the model's settings make it diverge, not the learning "
-                 "rate (a Titans inner_lr too large?)"
-               : " before any update (the initial weights): the model's settings make it diverge, not the learning "
-                 "rate";
+    snprintf(buf, n,
+             " before any update (the initial weights): the model's settings make it diverge, not the learning rate%s",
+             untrained_nan_hint(&r->so));
+    return buf;
 }
 
 /* 0, or the exit status after a message. */
@@ -901,11 +900,11 @@ static int validate(run *r) {
      * weights that gave it are no checkpoint: from the first update on the
      * run diverged; at step 0 the model's settings did it */
     if (!isfinite(res.loss)) {
-        char last[4300];
+        char last[4300], cause[160];
         last_checkpoint(r, last, sizeof last);
         progress_close(&r->out, NULL);
         return cli_error("train", "step %" PRId64 ": the validation loss is %s%s; %s", r->state.step,
-                         isnan(res.loss) ? "NaN" : "Inf", nan_cause_at(r), last);
+                         isnan(res.loss) ? "NaN" : "Inf", nan_cause_at(r, cause, sizeof cause), last);
     }
     if (!progress_validation(&r->out, r->state.step, res.loss, &err)) return write_failed(r, "", &err);
     return 0;
@@ -987,12 +986,12 @@ static int train_loop(run *r) {
             progress_close(&r->out, NULL);
             bool loss_bad = !isfinite(res.loss);
             double bad = loss_bad ? res.loss : res.grad_norm;
-            char last[4300], where[48] = "";
+            char last[4300], where[48] = "", cause[160];
             last_checkpoint(r, last, sizeof last);
             if (res.bad_rank >= 0) snprintf(where, sizeof where, " on rank %d of %d", res.bad_rank, r->dist.ranks);
             return cli_error("train", "step %" PRId64 ": the %s is %s%s%s, stopping; the step was not applied and %s",
                              r->state.step + 1, loss_bad ? "loss" : "gradient norm", isnan(bad) ? "NaN" : "Inf", where,
-                             nan_cause_at(r), last);
+                             nan_cause_at(r, cause, sizeof cause), last);
         }
         /* A signal on any rank stops every rank after this step. The
          * flag is read once: one that comes during the agreement (a rank

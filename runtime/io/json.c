@@ -552,3 +552,5 @@ void tlm_json_write_string(tlm_strbuf *sb, const char *s, size_t n) {
     }
     tlm_sb_append(sb, "\"", 1);
 }
+
+size_t tlm_utf8_bom_bytes(const void *s, size_t n) { return n >= 3 && memcmp(s, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0; }

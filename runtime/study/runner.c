@@ -53,7 +53,7 @@ static bool discard_runs(const study_options *o, tlm_err *err) {
 
 /* A plan that grew the folder's (check_plan, study_plan_grown). */
 typedef struct grown_plan {
-    const char *json; /* the new plan.json */
+    const char *json; /* the new plan.json; NULL: the plan did not grow */
     char what[1024];  /* what it added */
 } grown_plan;
 
@@ -117,12 +117,14 @@ static bool foreign_files(const char *out, char *example, size_t n, tlm_err *err
  * one, or none in a folder that holds files is refused (force: the old runs
  * and results are removed, the models kept: their hashes tell whether they
  * still fit; other files are left alone). The plan that one grew
- * (study_plan_grown: variants or seeds added) is not another: *grown is
- * set, the runs stay, and plan.json is left for adopt_grown_plan (force or
- * not: force overrides refusals, and there is none). */
+ * (study_plan_grown: variants or seeds added) is not another: grown->json
+ * is set (else NULL), the runs stay, and plan.json is left for
+ * adopt_grown_plan (force or not: force overrides refusals, and there is
+ * none). */
 static bool check_plan(const study_plan *plan, const char *json, const study_options *o, grown_plan *grown,
-                       bool *grown_set, bool *refused, tlm_err *err) {
+                       bool *refused, tlm_err *err) {
     char path[4200], what[1024] = "";
+    grown->json = NULL;
     if (!study_make_dirs(o->out, err)) return false; /* nothing in it yet when it is new */
     snprintf(path, sizeof path, "%s/plan.json", o->out);
     size_t n;
@@ -143,12 +145,13 @@ static bool check_plan(const study_plan *plan, const char *json, const study_opt
         if (o->force && !discard_runs(o, err)) return false;
     } else if (strcmp(old, json) != 0) {
         study_plan prev;
+        bool grew = false;
         if (study_plan_parse(old, n, NULL, &prev, NULL, &e)) {
-            *grown_set = study_plan_grown(&prev, plan, what, sizeof what);
+            grew = study_plan_grown(&prev, plan, what, sizeof what);
             study_plan_free(&prev);
         }
         free(old);
-        if (*grown_set) {
+        if (grew) {
             grown->json = json;
             snprintf(grown->what, sizeof grown->what, "%s", what);
             return true;
@@ -687,7 +690,7 @@ static study_outcome execute_locked(const study_plan *plan, const study_options 
     /* the folder is looked at before anything is made in it: a folder of
      * other files is refused untouched */
     grown_plan grown;
-    bool is_grown = false, refused = false, ok = check_plan(plan, json, o, &grown, &is_grown, &refused, err);
+    bool refused = false, ok = check_plan(plan, json, o, &grown, &refused, err);
     if (ok) ok = study_make_dirs(models, err);
     int nruns = plan->nvariants * plan->nseeds;
     run *runs = ok ? calloc((size_t)nruns, sizeof *runs) : NULL;
@@ -700,7 +703,7 @@ static study_outcome execute_locked(const study_plan *plan, const study_options 
     if (!getenv("OMP_WAIT_POLICY")) setenv("OMP_WAIT_POLICY", "PASSIVE", 1); /* docs/runtime.md, shared cores */
     study_progress pr;
     study_progress_init(&pr, o->progress, plan->name, nruns, o->jobs);
-    study_outcome outcome = compile_and_train(plan, o, models, runs, digests, is_grown ? &grown : NULL, &pr, err);
+    study_outcome outcome = compile_and_train(plan, o, models, runs, digests, grown.json ? &grown : NULL, &pr, err);
     study_progress_end(&pr);
     free(json), free(runs), free(digests);
     if (outcome != STUDY_DONE) return outcome;

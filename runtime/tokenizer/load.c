@@ -7,6 +7,7 @@
 
 #include "regular_file.h"
 #include "tok_internal.h"
+#include "tlm_rt/json.h"
 
 tlm_tokenizer *tlm_tok_load(const char *path, tlm_err *err) {
     struct stat st;
@@ -42,7 +43,7 @@ tlm_tokenizer *tlm_tok_load(const char *path, tlm_err *err) {
     /* a tokenizer.json saved with a byte order mark (some editors on
      * Windows write one) is read as the JSON it is (RFC 8259 lets a parser
      * ignore it); a rank file has none to skip */
-    size_t bom = n >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0, i = bom;
+    size_t bom = tlm_utf8_bom_bytes(text, n), i = bom;
     while (i < n && (text[i] == ' ' || text[i] == '\t' || text[i] == '\n' || text[i] == '\r')) i++;
     if (i == n) {
         free(text);

@@ -73,4 +73,9 @@ void tlm_json_write_string(tlm_strbuf *sb, const char *s, size_t n);
  * come back as it was (a path) is checked with this first. */
 bool tlm_json_valid_utf8(const char *s, size_t n);
 
+/* The bytes of a UTF-8 byte-order mark at the start of s[0..n) (3 or 0):
+ * editors on Windows write one before JSON, which RFC 8259 lets a parser
+ * ignore. */
+size_t tlm_utf8_bom_bytes(const void *s, size_t n);
+
 #endif
